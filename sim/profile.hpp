@@ -1,0 +1,101 @@
+#pragma once
+// A GPU hardware profile: the typed form of one YAML file in hwprofiles/. The loader
+// (profile_loader.cpp) is the only code that sees YAML; everything else reads these structs.
+//
+// Every number in a profile file carries its source, so each field below is a `Sourced<T>`:
+// the value and the citation (whitepaper table, datasheet, cudaGetDeviceProperties reading,
+// or a measurement on the lent GPU).
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "sim/dtype.hpp"
+
+namespace iosim {
+
+/// A profile value together with where it comes from.
+template <typename T>
+struct Sourced {
+  T value{};
+  std::string source;
+};
+
+/// Streaming multiprocessor resources (per SM unless the name says otherwise).
+struct SmSpec {
+  Sourced<int> count;                           // SMs on the chip
+  Sourced<double> boost_clock_mhz;              // max SM clock; peak rates below are quoted at it
+  Sourced<double> base_clock_mhz;               // clock Nsight Compute locks to by default
+  Sourced<std::int64_t> smem_per_sm_bytes;      // shared memory per SM (configurable carve-out max)
+  Sourced<std::int64_t> smem_per_cta_max_bytes; // opt-in maximum dynamic shared memory per CTA
+  Sourced<std::int64_t> smem_reserved_per_cta_bytes;  // system-reserved shared memory per CTA
+  Sourced<int> registers_per_sm;                // 32-bit registers
+  Sourced<int> max_registers_per_thread;
+  Sourced<int> max_threads_per_sm;
+  Sourced<int> max_ctas_per_sm;
+  Sourced<double> smem_bandwidth_bytes_per_clk;  // shared-memory bandwidth per SM
+  Sourced<double> l2_to_sm_bytes_per_clk;        // most L2->SM bandwidth one SM can draw
+};
+
+/// Arithmetic throughput at the boost clock, dense (no sparsity).
+struct ComputeSpec {
+  Sourced<double> tensor_fp16_tflops;  // fp16 inputs, fp32 accumulate
+  Sourced<double> tensor_bf16_tflops;  // bf16 inputs, fp32 accumulate
+  Sourced<double> tensor_tf32_tflops;  // fp32 inputs run as tf32 on tensor cores
+  Sourced<double> fp32_tflops;         // CUDA-core FP32 (FMA = 2 FLOPs)
+  Sourced<double> sfu_ops_per_clk_per_sm;  // exp2/log2/rcp on the special-function units
+};
+
+/// The last-level cache shared by all SMs.
+struct L2Spec {
+  Sourced<std::int64_t> size_bytes;
+  Sourced<int> line_bytes;
+  Sourced<int> sector_bytes;
+  Sourced<double> bandwidth_gbps;  // aggregate L2 read bandwidth (GB/s = 1e9 B/s)
+  Sourced<double> hit_latency_cycles;
+};
+
+/// Device memory.
+struct HbmSpec {
+  Sourced<std::int64_t> capacity_bytes;
+  Sourced<double> bandwidth_gbps;       // peak (datasheet)
+  Sourced<double> achievable_fraction;  // share of peak a streaming kernel reaches (measured)
+  Sourced<double> latency_ns;           // load-to-use latency of a DRAM miss
+};
+
+/// Fixed per-launch costs.
+struct LaunchSpec {
+  Sourced<double> kernel_overhead_us;  // launch-to-first-CTA plus drain, per kernel
+};
+
+/// One GPU as iosim models it.
+struct HardwareProfile {
+  std::string name;         // file stem, e.g. "h100-sxm5-80gb"
+  std::string description;  // human name, e.g. "NVIDIA H100 SXM5 80GB"
+  std::filesystem::path source_file;
+  SmSpec sm;
+  ComputeSpec compute;
+  L2Spec l2;
+  HbmSpec hbm;
+  LaunchSpec launch;
+
+  /// Peak tensor-core FLOP/s for operands of `dtype` at the boost clock.
+  double tensor_flops_per_s(Dtype dtype) const;
+  /// Peak CUDA-core FP32 FLOP/s at the boost clock.
+  double fp32_flops_per_s() const { return compute.fp32_tflops.value * 1e12; }
+};
+
+/// Names of the profiles shipped in hwprofiles/ (file stems), sorted.
+std::vector<std::string> builtin_profile_names();
+
+/// Directory holding the built-in profiles (compiled in; overridable with IOSIM_PROFILE_DIR).
+std::filesystem::path builtin_profile_dir();
+
+/// Loads a built-in profile by name, or a YAML file by path. Throws ConfigError naming the
+/// file, the key path and the problem (unknown key with a "did you mean", missing key, bad value).
+HardwareProfile load_profile(const std::string& name_or_path);
+
+/// Parses and validates YAML text; `origin` names it in messages. Throws ConfigError.
+HardwareProfile parse_profile(const std::string& yaml_text, const std::string& origin);
+
+}  // namespace iosim
