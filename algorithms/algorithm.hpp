@@ -1,0 +1,67 @@
+#pragma once
+// An attention algorithm: given a problem and a GPU, it picks (or checks) a tiling and builds the
+// Schedule the engine runs. A tiling that cannot work is a result with a reason, not an error.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sim/problem.hpp"
+#include "sim/profile.hpp"
+#include "sim/schedule.hpp"
+
+namespace iosim {
+
+/// Block sizes and launch shape. Zero fields mean "the algorithm's default".
+struct Tiling {
+  std::int64_t block_q = 0;   // Br: query rows per tile
+  std::int64_t block_kv = 0;  // Bc: key/value rows per tile
+  int threads = 0;            // threads per CTA of the main kernel
+  int pipeline_stages = 0;    // K/V copy stages of the main kernel
+};
+
+/// The outcome of planning: a schedule, or the reason none fits.
+struct Planned {
+  std::unique_ptr<Schedule> schedule;
+  Tiling tiling;                   // resolved: every field set
+  std::string infeasible_reason;   // non-empty when no schedule fits
+  bool feasible() const { return infeasible_reason.empty(); }
+};
+
+class Algorithm {
+ public:
+  virtual ~Algorithm() = default;
+  /// The CLI name ("standard", "flash1", "flash2", ...).
+  virtual std::string name() const = 0;
+  /// One line for `iosim --help` and reports.
+  virtual std::string summary() const = 0;
+  /// Resolves the tiling for `problem` on `profile` and builds the schedule.
+  virtual Planned plan(const AttentionProblem& problem, const HardwareProfile& profile,
+                       const Tiling& requested) const = 0;
+};
+
+/// Explicit registry of algorithms (no static self-registration).
+class Registry {
+ public:
+  void add(std::unique_ptr<Algorithm> algorithm);
+  /// The algorithm called `name`; throws ConfigError listing the valid names otherwise.
+  const Algorithm& get(const std::string& name) const;
+  std::vector<std::string> names() const;
+
+ private:
+  std::vector<std::unique_ptr<Algorithm>> algorithms_;
+};
+
+/// Adds standard, flash1 and flash2.
+void register_builtin_algorithms(Registry& registry);
+
+/// A registry holding the built-in algorithms.
+const Registry& builtin_registry();
+
+/// SRAM the FlashAttention analysis calls M: the per-CTA shared-memory limit, in bytes.
+std::int64_t sram_bytes(const HardwareProfile& profile);
+
+/// Number of tiles of size `block` covering `n`.
+constexpr std::int64_t ceil_div(std::int64_t n, std::int64_t block) { return (n + block - 1) / block; }
+
+}  // namespace iosim

@@ -1,0 +1,128 @@
+// FlashAttention-1 forward, Algorithm 1 of Dao et al. 2022: one CTA per (batch, head). The
+// outer loop walks K/V blocks (each loaded once); the inner loop walks Q blocks and, because
+// the partial result lives in HBM between outer steps, reads and writes O, l and m every step
+// (reads are skipped on the first visit, when the state is the known initial value).
+#include <algorithm>
+#include <fmt/format.h>
+
+#include "algorithms/schedules.hpp"
+#include "algorithms/tile_costs.hpp"
+
+namespace iosim {
+namespace {
+
+class Flash1Schedule final : public Schedule {
+ public:
+  Flash1Schedule(const AttentionProblem& p, const Tiling& t, std::int64_t smem_bytes, int regs)
+      : p_(p), t_(t), smem_bytes_(smem_bytes), regs_(regs) {}
+
+  std::vector<TensorDecl> tensors() const override {
+    const std::int64_t eb = p_.elem_bytes(), bh = p_.bh(), d = p_.head_dim;
+    return {{TensorId::Q, bh, p_.seq, d, eb},    {TensorId::K, bh, p_.seq_kv, d, eb},
+            {TensorId::V, bh, p_.seq_kv, d, eb}, {TensorId::O, bh, p_.seq, d, eb},
+            {TensorId::l, bh, p_.seq, 1, 4},     {TensorId::m, bh, p_.seq, 1, 4}};
+  }
+
+  std::vector<KernelSpec> kernels() const override {
+    KernelSpec k;
+    k.name = "flash1_fwd";
+    k.grid = {p_.bh(), 1, 1};
+    k.threads_per_cta = t_.threads;
+    k.smem_bytes_per_cta = smem_bytes_;
+    k.registers_per_thread = regs_;
+    k.pipeline_stages = t_.pipeline_stages;
+    k.mma_dtype = p_.dtype;
+    return {k};
+  }
+
+  void emit_cta(std::size_t, std::int64_t bh, std::vector<TileOp>& out) const override {
+    const std::int64_t d = p_.head_dim, eb = p_.elem_bytes();
+    const std::int64_t tr = ceil_div(p_.seq, t_.block_q), tc = ceil_div(p_.seq_kv, t_.block_kv);
+    const std::int64_t warps = std::max(1, t_.threads / 32);
+    const std::int64_t offset = p_.seq_kv - p_.seq;
+    for (std::int64_t j = 0; j < tc; ++j) {
+      const std::int64_t k0 = j * t_.block_kv;
+      const std::int64_t kr = std::min(t_.block_kv, p_.seq_kv - k0);
+      out.push_back(TileOp::load({TensorId::K, bh, k0, kr, 0, d}));  // gK -> sK (kr, d)
+      out.push_back(TileOp::load({TensorId::V, bh, k0, kr, 0, d}));  // gV -> sV (kr, d)
+      for (std::int64_t i = 0; i < tr; ++i) {
+        const std::int64_t q0 = i * t_.block_q;
+        const std::int64_t qr = std::min(t_.block_q, p_.seq - q0);
+        // Causal: skip blocks where even the last row sees none of these keys.
+        if (p_.causal && k0 > q0 + qr - 1 + offset) continue;
+        const TileRef o{TensorId::O, bh, q0, qr, 0, d};
+        out.push_back(TileOp::load({TensorId::Q, bh, q0, qr, 0, d}));  // gQ -> sQ (qr, d)
+        // Key 0 is visible to every row (causal needs seq_kv >= seq), so j = 0 is always the
+        // first visit: the state starts as O = 0, l = 0, m = -inf without touching HBM.
+        if (j == 0) {
+          out.push_back(costs::init_state(o));
+        } else {
+          out.push_back(TileOp::load(o));                                        // sO (qr, d)
+          out.push_back(TileOp::load({TensorId::l, bh, q0, qr, 0, 1}, OnChip::reg));  // (qr)
+          out.push_back(TileOp::load({TensorId::m, bh, q0, qr, 0, 1}, OnChip::reg));  // (qr)
+        }
+        const TileRef s{TensorId::S, bh, q0, qr, k0, kr};  // rS (qr, kr)
+        out.push_back(costs::scores(s, d, (qr + warps * kr) * d * eb));
+        const bool crosses_diagonal = p_.causal && k0 + kr - 1 > q0 + offset;
+        if (crosses_diagonal || p_.mask) out.push_back(costs::mask(s));
+        out.push_back(costs::flash1_update(s, d, warps * kr * d * eb + (j > 0 ? qr * d * eb : 0)));
+        out.push_back(TileOp::store(o, OnChip::smem));
+        out.push_back(TileOp::store({TensorId::l, bh, q0, qr, 0, 1}, OnChip::reg));
+        out.push_back(TileOp::store({TensorId::m, bh, q0, qr, 0, 1}, OnChip::reg));
+      }
+    }
+  }
+
+ private:
+  AttentionProblem p_;
+  Tiling t_;
+  std::int64_t smem_bytes_;
+  int regs_;
+};
+
+std::int64_t flash1_smem_bytes(const AttentionProblem& p, std::int64_t br, std::int64_t bc) {
+  // Q_i and O_i (br x d), K_j and V_j (bc x d), l_i and m_i (br, fp32).
+  return (2 * br + 2 * bc) * p.head_dim * p.elem_bytes() + 2 * br * 4;
+}
+
+class Flash1 final : public Algorithm {
+ public:
+  std::string name() const override { return "flash1"; }
+  std::string summary() const override {
+    return "FlashAttention-1 (Algorithm 1): K/V outer loop, Q inner; O, l, m through HBM";
+  }
+
+  Planned plan(const AttentionProblem& p, const HardwareProfile& hw,
+               const Tiling& req) const override {
+    Planned out;
+    Tiling& t = out.tiling;
+    const std::int64_t limit = hw.sm.smem_per_cta_max_bytes.value;
+    // Algorithm 1: Bc = ceil(M / 4d), Br = min(Bc, d), M = SRAM in elements. The ceiling can
+    // overshoot M by a few elements, so Bc shrinks until the four tiles and l, m fit.
+    const std::int64_t m_elems = sram_bytes(hw) / p.elem_bytes();
+    std::int64_t bc = ceil_div(m_elems, 4 * p.head_dim);
+    while (bc > 1 && flash1_smem_bytes(p, std::min(bc, p.head_dim), bc) > limit) --bc;
+    t.block_kv = req.block_kv > 0 ? req.block_kv : bc;
+    t.block_q = req.block_q > 0 ? req.block_q : std::min(t.block_kv, p.head_dim);
+    t.threads = req.threads > 0 ? req.threads : 128;
+    t.pipeline_stages = req.pipeline_stages > 0 ? req.pipeline_stages : 1;
+    const std::int64_t smem = flash1_smem_bytes(p, t.block_q, t.block_kv);
+    if (smem > limit) {
+      out.infeasible_reason = fmt::format(
+          "flash1 tile does not fit in shared memory: Q, O {}x{} and K, V {}x{} ({}) plus l, m "
+          "need {} bytes, {} allows {} bytes per CTA",
+          t.block_q, p.head_dim, t.block_kv, p.head_dim, dtype_name(p.dtype), smem, hw.name, limit);
+      return out;
+    }
+    const std::int64_t acc = (t.block_q * p.head_dim + t.block_q * t.block_kv) / t.threads;
+    const int regs = static_cast<int>(std::min<std::int64_t>(acc + 40, 255));
+    out.schedule = std::make_unique<Flash1Schedule>(p, t, smem, regs);
+    return out;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Algorithm> make_flash1_algorithm() { return std::make_unique<Flash1>(); }
+
+}  // namespace iosim

@@ -1,0 +1,13 @@
+#pragma once
+// Factories of the built-in algorithms; each lives in its own file.
+#include <memory>
+
+#include "algorithms/algorithm.hpp"
+
+namespace iosim {
+
+std::unique_ptr<Algorithm> make_standard_algorithm();  // standard.cpp
+std::unique_ptr<Algorithm> make_flash1_algorithm();    // flash1.cpp
+std::unique_ptr<Algorithm> make_flash2_algorithm();    // flash2.cpp
+
+}  // namespace iosim

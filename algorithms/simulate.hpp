@@ -1,0 +1,53 @@
+#pragma once
+// The public entry point: one attention call on one GPU profile, simulated end to end.
+// The CLI, the tests, the benchmarks and the report writers all go through simulate().
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "algorithms/algorithm.hpp"
+#include "sim/engine.hpp"
+#include "sim/io_formulas.hpp"
+#include "sim/problem.hpp"
+#include "sim/profile.hpp"
+
+namespace iosim {
+
+struct RunRequest {
+  std::string algorithm = "flash2";
+  AttentionProblem problem;
+  Tiling tiling;          // zero fields: the algorithm's defaults
+  EngineOptions engine;   // L2 on/off, cold L2 per kernel, SM clock
+  bool execute = false;   // run the schedule numerically and report the error
+  std::uint64_t seed = 1;
+};
+
+struct Numerics {
+  bool executed = false;
+  std::optional<double> max_abs_error;
+};
+
+/// Everything one run produced. When `infeasible_reason` is set, only the request fields and
+/// the resolved tiling are meaningful.
+struct Report {
+  std::string profile;
+  std::string profile_description;
+  RunRequest request;
+  Tiling tiling;                    // resolved
+  std::int64_t sram_bytes = 0;      // M of the IO analysis, bytes per CTA
+  std::string infeasible_reason;
+  EngineResult engine;
+  std::string bound;                // of the whole run: the kernel that took longest decides
+  IoBounds bounds;
+  Numerics numerics;
+  double simulation_wall_s = 0.0;   // how long iosim itself took
+
+  bool feasible() const { return infeasible_reason.empty(); }
+};
+
+/// Plans, simulates and (on request) executes `request` on `profile`. Throws ConfigError for
+/// invalid input (unknown algorithm, bad sizes, unsupported pass); an infeasible tiling is
+/// returned as a Report with `infeasible_reason` set.
+Report simulate(const HardwareProfile& profile, const RunRequest& request);
+
+}  // namespace iosim

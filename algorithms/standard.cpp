@@ -1,0 +1,234 @@
+// Standard attention (Algorithm 0 of Dao et al. 2022) as unfused frameworks run it, one kernel
+// per step with every intermediate in HBM:
+//   gemm_qk  S = scale Q K^T       tiled GEMM, block_q x block_kv output tiles, head dim in chunks
+//   mask     S = mask(S)           only with --causal or --mask (elementwise, read + write S)
+//   softmax  P = softmax(S)        whole rows per CTA
+//   dropout  P = dropout(P)        only with --dropout; also writes the 1-byte keep mask
+//   gemm_pv  O = P V               block_q x d output tiles, keys in chunks
+// GEMM CTAs are launched with the M (query) tile index fastest, as cuBLAS does.
+#include <algorithm>
+#include <fmt/format.h>
+
+#include "algorithms/schedules.hpp"
+#include "algorithms/tile_costs.hpp"
+
+namespace iosim {
+namespace {
+
+constexpr std::int64_t kGemmChunk = 64;         // head-dim / key chunk of the GEMM main loops
+constexpr std::int64_t kElementwiseElems = 8192; // scores per CTA of the elementwise kernels
+
+enum class Kernel { gemm_qk, mask, softmax, dropout, gemm_pv };
+
+// Rows x cols tile of an N x N_kv pass. Elementwise passes split long rows into column chunks;
+// the softmax needs whole rows in one CTA.
+struct ElementwiseTiling {
+  std::int64_t rows, cols;
+  ElementwiseTiling(std::int64_t seq_kv, bool whole_rows)
+      : rows(std::max<std::int64_t>(1, kElementwiseElems / seq_kv)),
+        cols(whole_rows ? seq_kv : std::min(seq_kv, kElementwiseElems)) {}
+};
+
+class StandardSchedule final : public Schedule {
+ public:
+  StandardSchedule(const AttentionProblem& p, const Tiling& t)
+      : p_(p), t_(t), ew_(p.seq_kv, false), rows_(p.seq_kv, true) {
+    kernels_.push_back(Kernel::gemm_qk);
+    if (p.causal || p.mask) kernels_.push_back(Kernel::mask);
+    kernels_.push_back(Kernel::softmax);
+    if (p.dropout > 0) kernels_.push_back(Kernel::dropout);
+    kernels_.push_back(Kernel::gemm_pv);
+  }
+
+  std::vector<TensorDecl> tensors() const override {
+    const std::int64_t eb = p_.elem_bytes(), bh = p_.bh(), d = p_.head_dim;
+    std::vector<TensorDecl> t = {{TensorId::Q, bh, p_.seq, d, eb},
+                                 {TensorId::K, bh, p_.seq_kv, d, eb},
+                                 {TensorId::V, bh, p_.seq_kv, d, eb},
+                                 {TensorId::O, bh, p_.seq, d, eb},
+                                 {TensorId::S, bh, p_.seq, p_.seq_kv, eb},
+                                 {TensorId::P, bh, p_.seq, p_.seq_kv, eb}};
+    if (p_.dropout > 0) t.push_back({TensorId::dropout_mask, bh, p_.seq, p_.seq_kv, 1});
+    return t;
+  }
+
+  std::vector<KernelSpec> kernels() const override {
+    std::vector<KernelSpec> out;
+    const std::int64_t eb = p_.elem_bytes();
+    const std::int64_t tq = ceil_div(p_.seq, t_.block_q);
+    for (Kernel k : kernels_) {
+      KernelSpec s;
+      s.mma_dtype = p_.dtype;
+      switch (k) {
+        case Kernel::gemm_qk:
+          s.name = "gemm_qk";
+          s.grid = {tq, ceil_div(p_.seq_kv, t_.block_kv), p_.bh()};
+          s.threads_per_cta = t_.threads;
+          s.smem_bytes_per_cta = gemm_qk_smem(p_, t_);
+          s.registers_per_thread = gemm_regs(t_.block_q * t_.block_kv);
+          s.pipeline_stages = t_.pipeline_stages;
+          break;
+        case Kernel::gemm_pv:
+          s.name = "gemm_pv";
+          s.grid = {tq, 1, p_.bh()};
+          s.threads_per_cta = t_.threads;
+          s.smem_bytes_per_cta = gemm_pv_smem(p_, t_);
+          s.registers_per_thread = gemm_regs(t_.block_q * p_.head_dim);
+          s.pipeline_stages = t_.pipeline_stages;
+          break;
+        default: {
+          const ElementwiseTiling& e = k == Kernel::softmax ? rows_ : ew_;
+          s.name = k == Kernel::mask ? "mask" : k == Kernel::softmax ? "softmax" : "dropout";
+          s.grid = {ceil_div(p_.seq_kv, e.cols), ceil_div(p_.seq, e.rows), p_.bh()};
+          s.threads_per_cta = 256;
+          // The row-wise softmax keeps its rows in shared memory; elementwise passes need none.
+          s.smem_bytes_per_cta = k == Kernel::softmax ? e.rows * e.cols * eb : 0;
+          s.registers_per_thread = 32;
+          s.pipeline_stages = 1;
+          break;
+        }
+      }
+      out.push_back(s);
+    }
+    return out;
+  }
+
+  void emit_cta(std::size_t kernel, std::int64_t cta, std::vector<TileOp>& out) const override {
+    switch (kernels_.at(kernel)) {
+      case Kernel::gemm_qk: return emit_gemm_qk(cta, out);
+      case Kernel::gemm_pv: return emit_gemm_pv(cta, out);
+      case Kernel::mask: return emit_elementwise(Kernel::mask, cta, out);
+      case Kernel::softmax: return emit_elementwise(Kernel::softmax, cta, out);
+      case Kernel::dropout: return emit_elementwise(Kernel::dropout, cta, out);
+    }
+  }
+
+  static std::int64_t gemm_qk_smem(const AttentionProblem& p, const Tiling& t) {
+    const std::int64_t chunk = std::min(p.head_dim, kGemmChunk);
+    return t.pipeline_stages * (t.block_q + t.block_kv) * chunk * p.elem_bytes();
+  }
+  static std::int64_t gemm_pv_smem(const AttentionProblem& p, const Tiling& t) {
+    return t.pipeline_stages * (t.block_q * kGemmChunk + kGemmChunk * p.head_dim) * p.elem_bytes();
+  }
+
+ private:
+  int gemm_regs(std::int64_t accumulators) const {
+    return static_cast<int>(std::min<std::int64_t>(accumulators / t_.threads + 48, 255));
+  }
+
+  void emit_gemm_qk(std::int64_t cta, std::vector<TileOp>& out) const {
+    const std::int64_t tq = ceil_div(p_.seq, t_.block_q), tk = ceil_div(p_.seq_kv, t_.block_kv);
+    const std::int64_t i = cta % tq, j = (cta / tq) % tk, bh = cta / (tq * tk);
+    const std::int64_t q0 = i * t_.block_q, qr = std::min(t_.block_q, p_.seq - q0);
+    const std::int64_t k0 = j * t_.block_kv, kr = std::min(t_.block_kv, p_.seq_kv - k0);
+    const std::int64_t eb = p_.elem_bytes();
+    const TileRef s{TensorId::S, bh, q0, qr, k0, kr};  // (qr, kr)
+    for (std::int64_t c0 = 0; c0 < p_.head_dim; c0 += kGemmChunk) {
+      const std::int64_t cw = std::min(kGemmChunk, p_.head_dim - c0);
+      out.push_back(TileOp::load({TensorId::Q, bh, q0, qr, c0, cw}));  // sQ (qr, cw)
+      out.push_back(TileOp::load({TensorId::K, bh, k0, kr, c0, cw}));  // sK (kr, cw)
+      // Warp tiles of 64 x 32: each Q chunk is read by block_kv/32 warps, K by block_q/64.
+      const std::int64_t smem = (qr * ceil_div(kr, 32) + kr * ceil_div(qr, 64)) * cw * eb;
+      out.push_back(costs::scores(s, cw, smem,
+                                  c0 == 0 ? ComputeKind::scores : ComputeKind::scores_accumulate));
+    }
+    out.push_back(TileOp::store(s, OnChip::smem));  // epilogue through shared memory
+  }
+
+  void emit_gemm_pv(std::int64_t cta, std::vector<TileOp>& out) const {
+    const std::int64_t tq = ceil_div(p_.seq, t_.block_q);
+    const std::int64_t i = cta % tq, bh = cta / tq;
+    const std::int64_t q0 = i * t_.block_q, qr = std::min(t_.block_q, p_.seq - q0);
+    const std::int64_t d = p_.head_dim, eb = p_.elem_bytes();
+    const TileRef o{TensorId::O, bh, q0, qr, 0, d};  // rO (qr, d)
+    out.push_back(costs::init_state(o));
+    for (std::int64_t k0 = 0; k0 < p_.seq_kv; k0 += kGemmChunk) {
+      const std::int64_t kr = std::min(kGemmChunk, p_.seq_kv - k0);
+      out.push_back(TileOp::load({TensorId::P, bh, q0, qr, k0, kr}));  // sP (qr, kr)
+      out.push_back(TileOp::load({TensorId::V, bh, k0, kr, 0, d}));    // sV (kr, d)
+      const std::int64_t smem = (qr * ceil_div(d, 32) + d * ceil_div(qr, 64)) * kr * eb;
+      out.push_back(costs::pv({TensorId::S, bh, q0, qr, k0, kr}, d, smem));
+    }
+    out.push_back(TileOp::store(o, OnChip::smem));
+  }
+
+  void emit_elementwise(Kernel k, std::int64_t cta, std::vector<TileOp>& out) const {
+    const ElementwiseTiling& e = k == Kernel::softmax ? rows_ : ew_;
+    const std::int64_t tc = ceil_div(p_.seq_kv, e.cols), tr = ceil_div(p_.seq, e.rows);
+    const std::int64_t c = cta % tc, r = (cta / tc) % tr, bh = cta / (tc * tr);
+    const std::int64_t r0 = r * e.rows, rows = std::min(e.rows, p_.seq - r0);
+    const std::int64_t c0 = c * e.cols, cols = std::min(e.cols, p_.seq_kv - c0);
+    auto tile = [&](TensorId t) { return TileRef{t, bh, r0, rows, c0, cols}; };
+    switch (k) {
+      case Kernel::mask:
+        out.push_back(TileOp::load(tile(TensorId::S), OnChip::reg));
+        out.push_back(costs::mask(tile(TensorId::S)));
+        out.push_back(TileOp::store(tile(TensorId::S)));
+        break;
+      case Kernel::softmax:
+        out.push_back(TileOp::load(tile(TensorId::S), OnChip::smem));
+        out.push_back(costs::softmax_rows(tile(TensorId::S)));
+        out.push_back(TileOp::store(tile(TensorId::P)));
+        break;
+      case Kernel::dropout:
+        out.push_back(TileOp::load(tile(TensorId::P), OnChip::reg));
+        out.push_back(costs::dropout(tile(TensorId::P)));
+        out.push_back(TileOp::store(tile(TensorId::P)));
+        out.push_back(TileOp::store(tile(TensorId::dropout_mask)));
+        break;
+      default: break;
+    }
+  }
+
+  AttentionProblem p_;
+  Tiling t_;
+  ElementwiseTiling ew_;    // mask and dropout passes
+  ElementwiseTiling rows_;  // softmax: whole rows
+  std::vector<Kernel> kernels_;
+};
+
+class Standard final : public Algorithm {
+ public:
+  std::string name() const override { return "standard"; }
+  std::string summary() const override {
+    return "unfused attention: S = QK^T, softmax, PV as separate kernels through HBM";
+  }
+
+  Planned plan(const AttentionProblem& p, const HardwareProfile& hw,
+               const Tiling& req) const override {
+    Planned out;
+    Tiling& t = out.tiling;
+    t.block_q = req.block_q > 0 ? req.block_q : 128;   // GEMM output tile rows
+    t.block_kv = req.block_kv > 0 ? req.block_kv : 128; // GEMM output tile cols (S)
+    t.threads = req.threads > 0 ? req.threads : 256;
+    t.pipeline_stages = req.pipeline_stages > 0 ? req.pipeline_stages : 2;
+    const std::int64_t limit = hw.sm.smem_per_cta_max_bytes.value;
+    const std::int64_t need =
+        std::max(StandardSchedule::gemm_qk_smem(p, t), StandardSchedule::gemm_pv_smem(p, t));
+    if (need > limit) {
+      out.infeasible_reason = fmt::format(
+          "standard GEMM tiles do not fit in shared memory: {}x{} output tiles with {} stage(s) "
+          "need {} bytes, {} allows {} bytes per CTA",
+          t.block_q, t.block_kv, t.pipeline_stages, need, hw.name, limit);
+      return out;
+    }
+    // One softmax row sits in one CTA's shared memory; a split row would need a second pass
+    // that is not modelled.
+    const std::int64_t row_bytes = p.seq_kv * p.elem_bytes();
+    if (row_bytes > limit) {
+      out.infeasible_reason = fmt::format(
+          "standard softmax keeps a whole row of {} scores ({} bytes) in shared memory; {} "
+          "allows {} bytes per CTA",
+          p.seq_kv, row_bytes, hw.name, limit);
+      return out;
+    }
+    out.schedule = std::make_unique<StandardSchedule>(p, t);
+    return out;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Algorithm> make_standard_algorithm() { return std::make_unique<Standard>(); }
+
+}  // namespace iosim

@@ -1,0 +1,82 @@
+#pragma once
+// Compute ops with the work a CUDA kernel spends on them. Per-element FP32 costs count the
+// instructions of a straightforward implementation: a row max (1), the subtraction (1), the
+// row sum (1) and the scaling (1) per score; one SFU exp per score; one FMA-free multiply per
+// output element to rescale. These constants are the model's only arithmetic assumptions.
+#include <cstdint>
+
+#include "sim/tile_op.hpp"
+
+namespace iosim::costs {
+
+inline TileOp compute(ComputeKind kind, const TileRef& tile) {
+  TileOp op;
+  op.kind = OpKind::compute;
+  op.compute = kind;
+  op.tile = tile;
+  return op;
+}
+
+/// S = scale * Q K^T over `k` of the head dimension (2 FLOPs per multiply-add).
+inline TileOp scores(const TileRef& s_tile, std::int64_t k, std::int64_t smem_read_bytes,
+                     ComputeKind kind = ComputeKind::scores) {
+  TileOp op = compute(kind, s_tile);
+  op.tensor_flops = 2 * s_tile.rows * s_tile.cols * k;
+  op.smem_read_bytes = smem_read_bytes;
+  return op;
+}
+
+inline TileOp mask(const TileRef& s_tile) {
+  TileOp op = compute(ComputeKind::apply_mask, s_tile);
+  op.fp32_flops = s_tile.rows * s_tile.cols;
+  return op;
+}
+
+inline TileOp online_softmax(const TileRef& s_tile, std::int64_t d) {
+  TileOp op = compute(ComputeKind::online_softmax, s_tile);
+  op.fp32_flops = 4 * s_tile.rows * s_tile.cols + s_tile.rows * d + 2 * s_tile.rows;
+  op.sfu_ops = s_tile.rows * s_tile.cols + s_tile.rows;
+  return op;
+}
+
+inline TileOp softmax_rows(const TileRef& s_tile) {
+  TileOp op = compute(ComputeKind::softmax_rows, s_tile);
+  op.fp32_flops = 4 * s_tile.rows * s_tile.cols + s_tile.rows;
+  op.sfu_ops = s_tile.rows * s_tile.cols + s_tile.rows;
+  return op;
+}
+
+inline TileOp dropout(const TileRef& p_tile) {
+  TileOp op = compute(ComputeKind::apply_dropout, p_tile);
+  op.fp32_flops = 2 * p_tile.rows * p_tile.cols;  // random draw compare + scale
+  return op;
+}
+
+/// O += P V for a score tile of rows x cols and head dimension `d`.
+inline TileOp pv(const TileRef& s_tile, std::int64_t d, std::int64_t smem_read_bytes) {
+  TileOp op = compute(ComputeKind::accumulate_pv, s_tile);
+  op.tensor_flops = 2 * s_tile.rows * s_tile.cols * d;
+  op.smem_read_bytes = smem_read_bytes;
+  return op;
+}
+
+inline TileOp init_state(const TileRef& o_tile) { return compute(ComputeKind::init_state, o_tile); }
+
+inline TileOp finalize(const TileRef& o_tile, std::int64_t d) {
+  TileOp op = compute(ComputeKind::finalize, o_tile);
+  op.fp32_flops = o_tile.rows * d + o_tile.rows;
+  op.sfu_ops = 2 * o_tile.rows;  // reciprocal and log per row
+  return op;
+}
+
+/// FlashAttention-1's combine step, PV product included.
+inline TileOp flash1_update(const TileRef& s_tile, std::int64_t d, std::int64_t smem_read_bytes) {
+  TileOp op = compute(ComputeKind::flash1_update, s_tile);
+  op.tensor_flops = 2 * s_tile.rows * s_tile.cols * d;
+  op.fp32_flops = 4 * s_tile.rows * s_tile.cols + 4 * s_tile.rows * d + 6 * s_tile.rows;
+  op.sfu_ops = s_tile.rows * s_tile.cols + 2 * s_tile.rows;
+  op.smem_read_bytes = smem_read_bytes;
+  return op;
+}
+
+}  // namespace iosim::costs

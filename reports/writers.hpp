@@ -1,0 +1,32 @@
+#pragma once
+// Report writers: they only format what simulate() produced; they compute nothing new.
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "algorithms/simulate.hpp"
+
+namespace iosim {
+
+/// The JSON object of DESIGN.md's contract (plus per-tensor and per-kernel detail).
+nlohmann::json report_to_json(const Report& r);
+
+/// A human-readable multi-section table of one run.
+std::string format_table(const Report& r);
+
+/// CSV header line matching csv_row().
+std::string csv_header();
+/// One CSV line (no trailing newline) of a run's headline numbers.
+std::string csv_row(const Report& r);
+
+/// A side-by-side table of several algorithms on one problem: `two_level[i]` is run i with
+/// --l2 off and `three_level[i]` the same with --l2 on.
+std::string format_comparison(const std::vector<Report>& two_level,
+                              const std::vector<Report>& three_level);
+
+/// Bytes with a decimal unit ("1.23 GB").
+std::string human_bytes(double bytes);
+/// Seconds with a unit ("1.23 ms").
+std::string human_seconds(double s);
+
+}  // namespace iosim

@@ -1,0 +1,410 @@
+#include "sim/engine.hpp"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <optional>
+#include <queue>
+
+#include "sim/errors.hpp"
+#include "sim/l2_cache.hpp"
+
+namespace iosim {
+namespace {
+
+// A bandwidth resource served first come, first served. Requests arrive in non-decreasing
+// time (the event loop guarantees it), so a single "busy until" cursor is exact for FIFO.
+struct Server {
+  double busy_until = 0.0;
+  double reserve(double t, double duration) {
+    busy_until = std::max(t, busy_until) + duration;
+    return busy_until;
+  }
+};
+
+// Where each global tensor lives. Bases are aligned to 1 MiB so that no L2 region spans two
+// tensors and per-tensor write-back attribution is exact.
+class AddressMap {
+ public:
+  explicit AddressMap(const std::vector<TensorDecl>& decls) {
+    constexpr std::uint64_t kAlign = 1ULL << 20;
+    std::uint64_t cursor = kAlign;
+    for (const TensorDecl& d : decls) {
+      ensure(d.matrices > 0 && d.rows > 0 && d.cols > 0 && d.elem_bytes > 0,
+             fmt::format("tensor {} declared with an empty shape", tensor_name(d.id)));
+      auto& slot = slots_[index_of(d.id)];
+      ensure(!slot.has_value(), fmt::format("tensor {} declared twice", tensor_name(d.id)));
+      slot = Placed{d, cursor};
+      cursor += (static_cast<std::uint64_t>(d.total_bytes()) + kAlign - 1) / kAlign * kAlign;
+    }
+  }
+
+  // Calls visit(addr, len) for each contiguous byte run of the tile; returns its exact bytes.
+  template <typename Visit>
+  std::uint64_t for_each_run(const TileRef& t, Visit&& visit) const {
+    const auto& slot = slots_[index_of(t.tensor)];
+    ensure(slot.has_value(), fmt::format("tile of undeclared tensor {}", tensor_name(t.tensor)));
+    const TensorDecl& d = slot->decl;
+    ensure(t.matrix >= 0 && t.matrix < d.matrices && t.row0 >= 0 && t.rows > 0 &&
+               t.row0 + t.rows <= d.rows && t.col0 >= 0 && t.cols > 0 && t.col0 + t.cols <= d.cols,
+           fmt::format("tile of {} out of bounds: matrix {} rows [{}, {}) cols [{}, {}) of "
+                       "[{}][{}][{}]",
+                       tensor_name(t.tensor), t.matrix, t.row0, t.row0 + t.rows, t.col0,
+                       t.col0 + t.cols, d.matrices, d.rows, d.cols));
+    const auto eb = static_cast<std::uint64_t>(d.elem_bytes);
+    const std::uint64_t row_pitch = static_cast<std::uint64_t>(d.cols) * eb;
+    const std::uint64_t origin = slot->base + static_cast<std::uint64_t>(t.matrix) *
+                                                  static_cast<std::uint64_t>(d.matrix_bytes());
+    const std::uint64_t run = static_cast<std::uint64_t>(t.cols) * eb;
+    if (t.cols == d.cols) {  // whole rows: one contiguous run
+      visit(origin + static_cast<std::uint64_t>(t.row0) * row_pitch,
+            run * static_cast<std::uint64_t>(t.rows));
+    } else {
+      for (std::int64_t r = t.row0; r < t.row0 + t.rows; ++r) {
+        visit(origin + static_cast<std::uint64_t>(r) * row_pitch +
+                  static_cast<std::uint64_t>(t.col0) * eb,
+              run);
+      }
+    }
+    return run * static_cast<std::uint64_t>(t.rows);
+  }
+
+ private:
+  struct Placed {
+    TensorDecl decl;
+    std::uint64_t base = 0;
+  };
+  std::array<std::optional<Placed>, kTensorCount> slots_{};
+};
+
+// Rates of one machine at one SM clock, in bytes or operations per second.
+struct Rates {
+  double hbm_bps, l2_bps, sm_port_bps, smem_bps_per_sm;
+  double tensor_per_sm, fp32_per_sm, sfu_per_sm;
+  double l2_latency_s, hbm_latency_s, launch_s;
+  int sm_count;
+
+  Rates(const HardwareProfile& p, double clock_mhz, Dtype mma_dtype) {
+    const double clock_hz = clock_mhz * 1e6;
+    const double ratio = clock_mhz / p.sm.boost_clock_mhz.value;
+    sm_count = p.sm.count.value;
+    hbm_bps = p.hbm.bandwidth_gbps.value * 1e9 * p.hbm.achievable_fraction.value;
+    l2_bps = p.l2.bandwidth_gbps.value * 1e9 * ratio;  // the L2 runs in the SM clock domain
+    sm_port_bps = p.sm.l2_to_sm_bytes_per_clk.value * clock_hz;
+    smem_bps_per_sm = p.sm.smem_bandwidth_bytes_per_clk.value * clock_hz;
+    tensor_per_sm = p.tensor_flops_per_s(mma_dtype) * ratio / sm_count;
+    fp32_per_sm = p.fp32_flops_per_s() * ratio / sm_count;
+    sfu_per_sm = p.compute.sfu_ops_per_clk_per_sm.value * clock_hz;
+    l2_latency_s = p.l2.hit_latency_cycles.value / clock_hz;
+    hbm_latency_s = p.hbm.latency_ns.value * 1e-9;
+    launch_s = p.launch.kernel_overhead_us.value * 1e-6;
+  }
+};
+
+struct CtaState {
+  std::int64_t cta = -1;
+  int sm = 0;
+  std::vector<TileOp> ops;
+  std::size_t pc = 0;
+  std::int64_t stage = 0;
+  std::vector<double> compute_end;  // ring of the last `pipeline_stages` compute ends
+  double compute_free = 0.0;
+  double end = 0.0;
+};
+
+struct Event {
+  double t;
+  std::uint64_t seq;
+  std::uint32_t slot;
+  bool operator>(const Event& o) const { return t != o.t ? t > o.t : seq > o.seq; }
+};
+
+class KernelRun {
+ public:
+  KernelRun(const HardwareProfile& profile, const Schedule& schedule, std::size_t kernel_index,
+            const KernelSpec& spec, const Occupancy& occ, const AddressMap& addresses,
+            L2Cache* l2, double clock_mhz)
+      : schedule_(schedule),
+        kernel_index_(kernel_index),
+        spec_(spec),
+        addresses_(addresses),
+        l2_(l2),
+        rates_(profile, clock_mhz, spec.mma_dtype),
+        ctas_per_sm_(occ.ctas_per_sm),
+        ports_(static_cast<std::size_t>(rates_.sm_count)),
+        resident_on_sm_(static_cast<std::size_t>(rates_.sm_count), 0) {}
+
+  double run(Counters& c) {
+    counters_ = &c;
+    const std::int64_t ctas = spec_.grid.count();
+    const std::int64_t slots =
+        std::min<std::int64_t>(ctas, static_cast<std::int64_t>(rates_.sm_count) * ctas_per_sm_);
+    states_.resize(static_cast<std::size_t>(slots));
+    // First wave: breadth-first over SMs (CTA i on SM i mod #SMs).
+    for (std::int64_t s = 0; s < slots; ++s) {
+      start_cta(static_cast<std::uint32_t>(s), next_cta_++, static_cast<int>(s % rates_.sm_count),
+                0.0);
+    }
+    double last_finish = 0.0;
+    while (!events_.empty()) {
+      const Event ev = events_.top();
+      events_.pop();
+      CtaState& st = states_[ev.slot];
+      run_stage(st, ev.t);
+      if (st.pc < st.ops.size()) {
+        events_.push({next_stage_time(st, ev.t), seq_++, ev.slot});
+        continue;
+      }
+      last_finish = std::max(last_finish, st.end);
+      --resident_;
+      --resident_on_sm_[static_cast<std::size_t>(st.sm)];
+      if (next_cta_ < ctas) start_cta(ev.slot, next_cta_++, st.sm, st.end);
+    }
+    return last_finish + rates_.launch_s;
+  }
+
+ private:
+  void start_cta(std::uint32_t slot, std::int64_t cta, int sm, double t) {
+    CtaState& st = states_[slot];
+    st.cta = cta;
+    st.sm = sm;
+    st.ops.clear();
+    schedule_.emit_cta(kernel_index_, cta, st.ops);
+    st.pc = 0;
+    st.stage = 0;
+    st.compute_end.assign(static_cast<std::size_t>(std::max(1, spec_.pipeline_stages)), t);
+    st.compute_free = t;
+    st.end = t;
+    ++resident_;
+    ++resident_on_sm_[static_cast<std::size_t>(sm)];
+    events_.push({t, seq_++, slot});
+  }
+
+  double next_stage_time(const CtaState& st, double now) const {
+    // The next stage's buffer is the one the stage `pipeline_stages` back computed from.
+    const std::size_t depth = st.compute_end.size();
+    return std::max(now, st.compute_end[static_cast<std::size_t>(st.stage) % depth]);
+  }
+
+  // Moves a tile between HBM/L2 and the chip; returns {requested, missed + written back} bytes.
+  struct Traffic {
+    double requested = 0, dram = 0;
+    bool missed = false;
+  };
+
+  void load(const TileOp& op, Traffic& tr) {
+    const std::size_t ti = index_of(op.tile.tensor);
+    const std::uint64_t exact = addresses_.for_each_run(op.tile, [&](std::uint64_t a, std::uint64_t n) {
+      if (l2_ == nullptr) return;
+      PerTensor wb{};
+      const L2Cache::ReadOutcome r = l2_->read(a, n, op.tile.tensor, wb);
+      counters_->l2.read_bytes[ti] += r.requested_bytes;
+      counters_->hbm.read_bytes[ti] += r.miss_bytes;
+      tr.requested += static_cast<double>(r.requested_bytes);
+      tr.dram += static_cast<double>(r.miss_bytes) + add_writebacks(wb);
+      tr.missed = tr.missed || r.miss_bytes > 0;
+    });
+    if (l2_ == nullptr) {
+      counters_->hbm.read_bytes[ti] += exact;
+      tr.requested += static_cast<double>(exact);
+      tr.dram += static_cast<double>(exact);
+      tr.missed = true;
+    }
+    if (op.on_chip == OnChip::smem) counters_->smem_write_bytes += exact;
+  }
+
+  void store(const TileOp& op, Traffic& tr) {
+    const std::size_t ti = index_of(op.tile.tensor);
+    const std::uint64_t exact = addresses_.for_each_run(op.tile, [&](std::uint64_t a, std::uint64_t n) {
+      if (l2_ == nullptr) return;
+      PerTensor wb{};
+      const std::uint64_t bytes = l2_->write(a, n, op.tile.tensor, wb);
+      counters_->l2.write_bytes[ti] += bytes;
+      tr.requested += static_cast<double>(bytes);
+      tr.dram += add_writebacks(wb);
+    });
+    if (l2_ == nullptr) {
+      counters_->hbm.write_bytes[ti] += exact;
+      tr.requested += static_cast<double>(exact);
+      tr.dram += static_cast<double>(exact);
+    }
+    if (op.on_chip == OnChip::smem) counters_->smem_read_bytes += exact;
+  }
+
+  double add_writebacks(const PerTensor& wb) {
+    double total = 0;
+    for (std::size_t i = 0; i < kTensorCount; ++i) {
+      counters_->hbm.write_bytes[i] += wb[i];
+      total += static_cast<double>(wb[i]);
+    }
+    return total;
+  }
+
+  // Time at which `bytes` requested at `t` by a CTA on `sm` have all arrived.
+  double transfer(double t, int sm, const Traffic& tr) {
+    const double hbm_done = hbm_.reserve(t, tr.dram / rates_.hbm_bps);
+    const double l2_done = l2_ != nullptr ? l2_server_.reserve(t, tr.requested / rates_.l2_bps) : t;
+    const double port_done =
+        ports_[static_cast<std::size_t>(sm)].reserve(t, tr.requested / rates_.sm_port_bps);
+    return std::max({hbm_done, l2_done, port_done});
+  }
+
+  void run_stage(CtaState& st, double t) {
+    Traffic loads, stores;
+    std::int64_t tensor_flops = 0, fp32_flops = 0, sfu_ops = 0, smem_read = 0;
+    const std::uint64_t smem_before = counters_->smem_write_bytes + counters_->smem_read_bytes;
+    while (st.pc < st.ops.size() && st.ops[st.pc].kind == OpKind::load) load(st.ops[st.pc++], loads);
+    while (st.pc < st.ops.size() && st.ops[st.pc].kind != OpKind::load) {
+      const TileOp& op = st.ops[st.pc++];
+      if (op.kind == OpKind::store) {
+        store(op, stores);
+      } else {
+        tensor_flops += op.tensor_flops;
+        fp32_flops += op.fp32_flops;
+        sfu_ops += op.sfu_ops;
+        smem_read += op.smem_read_bytes;
+      }
+    }
+    counters_->tensor_flops += static_cast<std::uint64_t>(tensor_flops);
+    counters_->fp32_flops += static_cast<std::uint64_t>(fp32_flops);
+    counters_->sfu_ops += static_cast<std::uint64_t>(sfu_ops);
+    counters_->smem_read_bytes += static_cast<std::uint64_t>(smem_read);
+
+    double copy_end = t;
+    if (loads.requested > 0) {
+      const double latency =
+          (loads.missed || l2_ == nullptr) ? rates_.hbm_latency_s : rates_.l2_latency_s;
+      copy_end = transfer(t, st.sm, loads) + latency;
+    }
+    // The SM's arithmetic units and shared memory are shared by the CTAs resident on it.
+    const double share = resident_on_sm_[static_cast<std::size_t>(st.sm)];
+    const double smem_bytes = static_cast<double>(counters_->smem_write_bytes +
+                                                  counters_->smem_read_bytes - smem_before);
+    const double arithmetic = share * (static_cast<double>(tensor_flops) / rates_.tensor_per_sm +
+                                       static_cast<double>(fp32_flops) / rates_.fp32_per_sm +
+                                       static_cast<double>(sfu_ops) / rates_.sfu_per_sm);
+    const double compute = std::max(arithmetic, share * smem_bytes / rates_.smem_bps_per_sm);
+    const double compute_start = std::max(st.compute_free, copy_end);
+    const double compute_end = compute_start + compute;
+    st.compute_free = compute_end;
+    st.compute_end[static_cast<std::size_t>(st.stage) % st.compute_end.size()] = compute_end;
+    double end = compute_end;
+    if (stores.requested > 0) {
+      // Stores drain after the compute; their bandwidth is reserved now, in event order.
+      const double drained = transfer(t, st.sm, stores);
+      end = std::max(compute_end + stores.requested / rates_.sm_port_bps, drained);
+    }
+    st.end = std::max(st.end, end);
+    ++st.stage;
+  }
+
+  const Schedule& schedule_;
+  std::size_t kernel_index_;
+  const KernelSpec& spec_;
+  const AddressMap& addresses_;
+  L2Cache* l2_;
+  Rates rates_;
+  int ctas_per_sm_;
+  Counters* counters_ = nullptr;
+  Server hbm_, l2_server_;
+  std::vector<Server> ports_;
+  std::vector<int> resident_on_sm_;
+  int resident_ = 0;
+  std::vector<CtaState> states_;
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
+  std::uint64_t seq_ = 0;
+  std::int64_t next_cta_ = 0;
+};
+
+}  // namespace
+
+Occupancy occupancy(const HardwareProfile& p, const KernelSpec& k) {
+  const SmSpec& sm = p.sm;
+  if (k.smem_bytes_per_cta > sm.smem_per_cta_max_bytes.value) {
+    return {0, fmt::format("shared memory: {} bytes per CTA needed, {} available per CTA",
+                           k.smem_bytes_per_cta, sm.smem_per_cta_max_bytes.value)};
+  }
+  if (k.threads_per_cta > 1024 || k.threads_per_cta > sm.max_threads_per_sm.value) {
+    return {0, fmt::format("threads: {} per CTA exceed the limit", k.threads_per_cta)};
+  }
+  struct Limit {
+    std::int64_t ctas;
+    const char* name;
+  };
+  const std::int64_t smem_need = k.smem_bytes_per_cta + sm.smem_reserved_per_cta_bytes.value;
+  const int regs = std::min(k.registers_per_thread, sm.max_registers_per_thread.value);
+  // Registers are allocated per warp in units of 256.
+  const std::int64_t regs_per_warp = (static_cast<std::int64_t>(regs) * 32 + 255) / 256 * 256;
+  const std::int64_t warps = (k.threads_per_cta + 31) / 32;
+  const Limit limits[] = {
+      {sm.smem_per_sm_bytes.value / smem_need, "shared memory"},
+      {sm.registers_per_sm.value / (regs_per_warp * warps), "registers"},
+      {sm.max_threads_per_sm.value / k.threads_per_cta, "threads"},
+      {sm.max_ctas_per_sm.value, "CTA slots"},
+  };
+  const Limit* best = std::min_element(std::begin(limits), std::end(limits),
+                                       [](const Limit& a, const Limit& b) { return a.ctas < b.ctas; });
+  if (best->ctas <= 0) return {0, fmt::format("{}: not even one CTA fits on an SM", best->name)};
+  return {static_cast<int>(best->ctas), best->name};
+}
+
+std::string classify_bound(const HardwareProfile& p, const Counters& c, double time_s,
+                           double sm_clock_mhz, Dtype mma_dtype) {
+  const Rates r(p, sm_clock_mhz > 0 ? sm_clock_mhz : p.sm.boost_clock_mhz.value, mma_dtype);
+  const double sms = r.sm_count;
+  const double t_memory =
+      std::max(static_cast<double>(c.hbm.read_total() + c.hbm.write_total()) / r.hbm_bps,
+               static_cast<double>(c.l2.read_total() + c.l2.write_total()) / r.l2_bps);
+  const double t_compute = std::max({static_cast<double>(c.tensor_flops) / (r.tensor_per_sm * sms),
+                                     static_cast<double>(c.fp32_flops) / (r.fp32_per_sm * sms),
+                                     static_cast<double>(c.sfu_ops) / (r.sfu_per_sm * sms)});
+  if (std::max(t_memory, t_compute) < 0.5 * time_s) return "latency";
+  return t_memory >= t_compute ? "memory" : "compute";
+}
+
+EngineResult run_schedule(const HardwareProfile& profile, const Schedule& schedule,
+                          const EngineOptions& options) {
+  const double clock_mhz =
+      options.sm_clock_mhz > 0 ? options.sm_clock_mhz : profile.sm.boost_clock_mhz.value;
+  const AddressMap addresses(schedule.tensors());
+  std::optional<L2Cache> l2;
+  if (options.l2_enabled) l2.emplace(profile.l2.size_bytes.value, profile.l2.sector_bytes.value);
+
+  EngineResult result;
+  const std::vector<KernelSpec> specs = schedule.kernels();
+  for (std::size_t k = 0; k < specs.size(); ++k) {
+    const KernelSpec& spec = specs[k];
+    KernelResult kr;
+    kr.spec = spec;
+    kr.occupancy = occupancy(profile, spec);
+    if (kr.occupancy.ctas_per_sm == 0) {
+      throw ConfigError(fmt::format("kernel '{}' does not fit on an SM of {}: {}", spec.name,
+                                    profile.name, kr.occupancy.limiter));
+    }
+    if (l2 && options.flush_l2_between_kernels) {
+      PerTensor discarded{};  // a flush's write-backs belong to no kernel
+      l2->flush(discarded);
+    }
+    const double slots = static_cast<double>(profile.sm.count.value) * kr.occupancy.ctas_per_sm;
+    kr.waves = static_cast<double>(spec.grid.count()) / slots;
+    kr.idle_sm_fraction =
+        1.0 - static_cast<double>(std::min<std::int64_t>(spec.grid.count(), profile.sm.count.value)) /
+                  profile.sm.count.value;
+    KernelRun run(profile, schedule, k, spec, kr.occupancy, addresses, l2 ? &*l2 : nullptr,
+                  clock_mhz);
+    kr.time_s = run.run(kr.counters);
+    kr.counters.l2_dirty_at_end_bytes = l2 ? l2->dirty_bytes() : 0;
+    kr.bound = classify_bound(profile, kr.counters, kr.time_s, clock_mhz, spec.mma_dtype);
+    kr.achieved_hbm_gbps =
+        static_cast<double>(kr.counters.hbm.read_total() + kr.counters.hbm.write_total()) /
+        kr.time_s / 1e9;
+    kr.achieved_l2_gbps =
+        static_cast<double>(kr.counters.l2.read_total() + kr.counters.l2.write_total()) /
+        kr.time_s / 1e9;
+    result.total += kr.counters;
+    result.time_s += kr.time_s;
+    result.kernels.push_back(std::move(kr));
+  }
+  return result;
+}
+
+}  // namespace iosim

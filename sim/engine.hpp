@@ -1,0 +1,72 @@
+#pragma once
+// The engine: places CTAs on SMs, sends their loads and stores through the L2 model to HBM,
+// and advances time. It is the only code that counts bytes and time.
+//
+// Timing model (cycle-approximate, per CTA stage):
+//   - CTAs are dispatched in blockIdx order to the SM slot that frees first, as occupancy
+//     (shared memory, registers, threads, CTA slots) allows; the first wave fills SMs
+//     breadth-first.
+//   - A stage is a run of loads followed by the computes (and stores) that use them. Its loads
+//     queue on three bandwidth servers: HBM (misses and write-backs, at the achievable
+//     bandwidth), the L2 (all requested sectors) and the SM's own L2->SM port; the slowest
+//     finishes the copy, plus the L2-hit or DRAM latency.
+//   - Compute waits for its copy and the previous compute; tensor-core, FP32 and SFU work are
+//     timed apart at the SM's rates divided among the CTAs resident on it; shared-memory
+//     traffic bounds the stage from below.
+//   - With `pipeline_stages` = P, a stage's copy may start once the compute of the stage P
+//     back has finished (its buffer is free): P = 1 serializes copy and compute.
+//   - Kernel time is the last CTA's finish plus the launch overhead.
+#include <string>
+#include <vector>
+
+#include "sim/counters.hpp"
+#include "sim/profile.hpp"
+#include "sim/schedule.hpp"
+
+namespace iosim {
+
+struct EngineOptions {
+  bool l2_enabled = true;                // false: the two-level HBM <-> SRAM model
+  bool flush_l2_between_kernels = false; // true: cold L2 per kernel, as Nsight Compute measures
+  double sm_clock_mhz = 0.0;             // 0: the profile's boost clock
+};
+
+/// How many CTAs of a kernel fit on one SM and which resource decides it.
+struct Occupancy {
+  int ctas_per_sm = 0;
+  std::string limiter;  // "shared memory", "registers", "threads", "CTA slots"
+};
+
+/// CTAs per SM for `k` on `profile`; 0 when one CTA does not fit (limiter says why).
+Occupancy occupancy(const HardwareProfile& profile, const KernelSpec& k);
+
+struct KernelResult {
+  KernelSpec spec;
+  Occupancy occupancy;
+  double waves = 0.0;
+  double time_s = 0.0;
+  Counters counters;
+  std::string bound;  // "memory" | "compute" | "latency"
+  double achieved_hbm_gbps = 0.0;
+  double achieved_l2_gbps = 0.0;
+  double idle_sm_fraction = 0.0;  // SMs that never receive a CTA
+};
+
+struct EngineResult {
+  std::vector<KernelResult> kernels;
+  Counters total;
+  double time_s = 0.0;
+};
+
+/// Runs every kernel of `schedule` in order on `profile`. L2 contents persist from one kernel
+/// to the next unless `flush_l2_between_kernels`. Throws ConfigError when a kernel cannot be
+/// placed (one CTA does not fit on an SM).
+EngineResult run_schedule(const HardwareProfile& profile, const Schedule& schedule,
+                          const EngineOptions& options);
+
+/// "memory" | "compute" | "latency" for work that took `time_s`: the larger of the memory and
+/// compute floors decides, unless both are under half the time.
+std::string classify_bound(const HardwareProfile& profile, const Counters& c, double time_s,
+                           double sm_clock_mhz, Dtype mma_dtype);
+
+}  // namespace iosim

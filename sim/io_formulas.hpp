@@ -1,0 +1,32 @@
+#pragma once
+// Closed-form IO of each schedule and the bounds of the theory, written independently of the
+// schedules' emission code so that tests can hold one against the other.
+//
+// closed form: the exact two-level (HBM <-> SRAM) bytes each schedule moves for its block sizes,
+//   ragged last blocks and causal block skipping included. `iosim run --l2 off` must equal it.
+// compulsory : read Q, K, V once and write O once.
+// lower bound: Dao et al. Prop. 3 / Saha & Ye 2024: Omega(N N_kv d^2 / M) for M >= d^2 and
+//   Omega(N N_kv d / sqrt(M)) below, M = SRAM in elements, per (batch, head); constants taken as
+//   1, and never below the compulsory bytes.
+#include <cstdint>
+#include <string>
+
+#include "sim/problem.hpp"
+
+namespace iosim {
+
+struct IoBounds {
+  std::uint64_t compulsory_bytes = 0;
+  std::uint64_t closed_form_read_bytes = 0;
+  std::uint64_t closed_form_write_bytes = 0;
+  std::uint64_t closed_form_bytes = 0;
+  std::uint64_t lower_bound_bytes = 0;
+  std::string lower_bound_formula;  // which regime of the bound applied
+};
+
+/// Bounds for `algorithm` ("standard" | "flash1" | "flash2") with blocks block_q x block_kv on
+/// a GPU whose per-CTA SRAM is `sram_bytes`. Throws ConfigError for an unknown algorithm.
+IoBounds io_bounds(const std::string& algorithm, const AttentionProblem& p, std::int64_t block_q,
+                   std::int64_t block_kv, std::int64_t sram_bytes);
+
+}  // namespace iosim

@@ -1,0 +1,88 @@
+#include "sim/problem.hpp"
+
+#include <cmath>
+#include <fmt/format.h>
+
+#include "sim/errors.hpp"
+
+namespace iosim {
+namespace {
+
+std::uint64_t splitmix64(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+void require_range(const char* flag, std::int64_t v, std::int64_t lo, std::int64_t hi) {
+  if (v < lo || v > hi) {
+    throw ConfigError(fmt::format("{} {} is out of range: it must be in [{}, {}]", flag, v, lo, hi));
+  }
+}
+
+}  // namespace
+
+std::string pass_name(Pass p) {
+  switch (p) {
+    case Pass::fwd: return "fwd";
+    case Pass::bwd: return "bwd";
+    case Pass::fwdbwd: return "fwdbwd";
+  }
+  return "?";
+}
+
+Pass parse_pass(const std::string& s) {
+  if (s == "fwd") return Pass::fwd;
+  if (s == "bwd") return Pass::bwd;
+  if (s == "fwdbwd") return Pass::fwdbwd;
+  throw ConfigError(fmt::format("unknown pass '{}'; valid passes: fwd, bwd, fwdbwd", s));
+}
+
+double AttentionProblem::scale() const { return 1.0 / std::sqrt(static_cast<double>(head_dim)); }
+
+void validate_problem(const AttentionProblem& p) {
+  // Limits keep every byte count inside 64 bits and reject sizes no GPU holds.
+  require_range("--batch", p.batch, 1, 1 << 20);
+  require_range("--heads", p.heads, 1, 1 << 16);
+  require_range("--seq", p.seq, 1, 1 << 24);
+  require_range("--seq-kv", p.seq_kv, 1, 1 << 24);
+  require_range("--head-dim", p.head_dim, 1, 1024);
+  if (!(p.dropout >= 0.0 && p.dropout < 1.0)) {
+    throw ConfigError(fmt::format("--dropout {} is out of range: it must be in [0, 1)", p.dropout));
+  }
+  if (p.causal && p.seq_kv < p.seq) {
+    throw ConfigError(fmt::format(
+        "--causal needs --seq-kv >= --seq (got seq {} and seq-kv {}): with bottom-right "
+        "alignment the first {} query rows would see no key",
+        p.seq, p.seq_kv, p.seq - p.seq_kv));
+  }
+  const double qkv_bytes = static_cast<double>(p.bh()) *
+                           static_cast<double>(p.seq + 2 * p.seq_kv) *
+                           static_cast<double>(p.head_dim) * static_cast<double>(p.elem_bytes());
+  if (qkv_bytes > 1e15) {
+    throw ConfigError(fmt::format(
+        "problem too large: Q, K and V alone take {:.3g} bytes (limit 1e15)", qkv_bytes));
+  }
+}
+
+bool score_visible(const AttentionProblem& p, std::int64_t i, std::int64_t j) {
+  if (p.causal && j > i + (p.seq_kv - p.seq)) return false;
+  if (p.mask && j != 0) {
+    // About one score in ten is hidden; key 0 never is, so no row is fully masked.
+    const auto h = splitmix64((static_cast<std::uint64_t>(i) << 32) ^ static_cast<std::uint64_t>(j));
+    if (h % 10 == 0) return false;
+  }
+  return true;
+}
+
+bool dropout_keeps(const AttentionProblem& p, std::uint64_t seed, std::int64_t bh, std::int64_t i,
+                   std::int64_t j) {
+  if (p.dropout <= 0.0) return true;
+  std::uint64_t h = splitmix64(seed ^ splitmix64(static_cast<std::uint64_t>(bh)));
+  h = splitmix64(h ^ (static_cast<std::uint64_t>(i) << 32) ^ static_cast<std::uint64_t>(j));
+  const double u = static_cast<double>(h >> 11) * 0x1.0p-53;
+  return u >= p.dropout;
+}
+
+}  // namespace iosim

@@ -1,0 +1,51 @@
+#pragma once
+// The contract between a schedule (algorithms/) and the engine (sim/engine.hpp).
+//
+// A Schedule describes an attention computation as kernels launched in order. For each kernel
+// it declares the grid and the per-CTA on-chip footprint; for each CTA it emits, in program
+// order, the tile operations that CTA performs:
+//   - load  : a tile of a global tensor into shared memory or registers,
+//   - compute: work on on-chip data (FLOPs on tensor cores / FP32 units / SFUs),
+//   - store : a tile from chip to a global tensor.
+// Loads that precede a compute are the operands of that compute; the engine overlaps a stage's
+// loads with earlier computes up to `pipeline_stages` deep. A schedule never counts bytes or
+// time: the engine alone does.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/dtype.hpp"
+#include "sim/tensor.hpp"
+#include "sim/tile_op.hpp"
+
+namespace iosim {
+
+struct Dim3 {
+  std::int64_t x = 1, y = 1, z = 1;
+  std::int64_t count() const { return x * y * z; }
+};
+
+/// One kernel launch as the schedule configures it. CTA ids are linear blockIdx order
+/// (x fastest), the order in which the hardware dispatches them.
+struct KernelSpec {
+  std::string name;
+  Dim3 grid;
+  int threads_per_cta = 128;
+  std::int64_t smem_bytes_per_cta = 0;
+  int registers_per_thread = 64;
+  int pipeline_stages = 1;  // 1: a stage's loads wait for the previous compute; 2: double buffer
+  Dtype mma_dtype = Dtype::fp16;  // operand type of its tensor-core work (sets the peak rate)
+};
+
+class Schedule {
+ public:
+  virtual ~Schedule() = default;
+  /// Global tensors the schedule reads or writes; the engine gives each an address range.
+  virtual std::vector<TensorDecl> tensors() const = 0;
+  /// Kernels in launch order.
+  virtual std::vector<KernelSpec> kernels() const = 0;
+  /// Appends to `out` the operations of CTA `cta` (linear blockIdx) of kernel `kernel`.
+  virtual void emit_cta(std::size_t kernel, std::int64_t cta, std::vector<TileOp>& out) const = 0;
+};
+
+}  // namespace iosim

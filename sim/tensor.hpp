@@ -1,0 +1,44 @@
+#pragma once
+// The tensors an attention schedule moves, named with DESIGN.md's vocabulary, and their
+// declarations (shape in global memory). Every tensor is a stack of row-major matrices:
+// Q is [B*H][N][d], S is [B*H][N][Nkv], L is [B*H][N][1], and so on.
+#include <array>
+#include <cstdint>
+#include <string_view>
+
+namespace iosim {
+
+enum class TensorId : std::uint8_t {
+  Q, K, V, O, S, P, dO, dQ, dK, dV,
+  L,             // log-sum-exp per query row (fp32)
+  m, l,          // running row max and row sum (fp32), FlashAttention-1
+  dropout_mask,  // 1 byte per score, written by unfused dropout
+  partial_O, partial_lse, block_table,
+  kCount
+};
+
+inline constexpr std::size_t kTensorCount = static_cast<std::size_t>(TensorId::kCount);
+
+/// The vocabulary name of a tensor ("Q", "dropout_mask", ...).
+constexpr std::string_view tensor_name(TensorId t) {
+  constexpr std::array<std::string_view, kTensorCount> names = {
+      "Q", "K", "V", "O", "S", "P", "dO", "dQ", "dK", "dV", "L", "m", "l", "dropout_mask",
+      "partial_O", "partial_lse", "block_table"};
+  return names[static_cast<std::size_t>(t)];
+}
+
+constexpr std::size_t index_of(TensorId t) { return static_cast<std::size_t>(t); }
+
+/// A tensor in global memory: `matrices` row-major matrices of rows x cols elements.
+struct TensorDecl {
+  TensorId id{};
+  std::int64_t matrices = 0;  // e.g. B*H, or B*H_kv for K/V under grouped-query attention
+  std::int64_t rows = 0;
+  std::int64_t cols = 0;
+  std::int64_t elem_bytes = 0;
+
+  std::int64_t matrix_bytes() const { return rows * cols * elem_bytes; }
+  std::int64_t total_bytes() const { return matrices * matrix_bytes(); }
+};
+
+}  // namespace iosim

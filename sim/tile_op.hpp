@@ -1,0 +1,67 @@
+#pragma once
+// The operations a schedule emits for one CTA, in program order. The engine turns them into
+// traffic and time; the numeric executor (algorithms/numeric_executor.hpp) turns the same
+// stream into arithmetic, which proves the emitted loads carry what the math needs.
+#include <cstdint>
+
+#include "sim/tensor.hpp"
+
+namespace iosim {
+
+enum class OpKind : std::uint8_t { load, store, compute };
+
+/// Where a loaded tile lands on chip (or a stored tile comes from).
+enum class OnChip : std::uint8_t { smem, reg };
+
+/// What a compute op does to the CTA's on-chip buffers (named by TensorId). The numeric
+/// executor defines the exact semantics; counts come from the op's FLOP fields.
+enum class ComputeKind : std::uint8_t {
+  init_state,      // O := 0, m := -inf, l := 0 for the tile's query rows
+  scores,          // S := scale * Q K^T
+  scores_accumulate,  // S += scale * Q K^T (a further chunk of the head dimension)
+  apply_mask,      // S := -inf where the causal / index mask hides a score
+  softmax_rows,    // P := softmax(S) over complete rows (unfused kernel)
+  apply_dropout,   // P := P * keep / (1 - p); also fills the dropout_mask buffer
+  online_softmax,  // FA2: m, l updated; P := exp(S - m_new); O rescaled
+  accumulate_pv,   // O += P V
+  finalize,        // FA2: O := O / l; L := m + log l
+  flash1_update,   // FA1 Algorithm 1 lines 9-13: combine (O, l, m) with this K/V block
+};
+
+/// A rectangle of one matrix of a tensor: rows [row0, row0+rows), cols [col0, col0+cols).
+/// For compute ops it carries the coordinates of the score tile: query rows and key columns.
+struct TileRef {
+  TensorId tensor{};
+  std::int64_t matrix = 0;
+  std::int64_t row0 = 0, rows = 0;
+  std::int64_t col0 = 0, cols = 0;
+};
+
+struct TileOp {
+  OpKind kind = OpKind::compute;
+  TileRef tile;
+  OnChip on_chip = OnChip::smem;
+  ComputeKind compute = ComputeKind::scores;
+  // Work of a compute op, as the kernel's instructions do it.
+  std::int64_t tensor_flops = 0;     // matrix FLOPs on tensor cores (2 per multiply-add)
+  std::int64_t fp32_flops = 0;       // CUDA-core FP32 work
+  std::int64_t sfu_ops = 0;          // exp / log on the special-function units
+  std::int64_t smem_read_bytes = 0;  // operand bytes the warps read from shared memory
+
+  static TileOp load(TileRef t, OnChip dest = OnChip::smem) {
+    TileOp op;
+    op.kind = OpKind::load;
+    op.tile = t;
+    op.on_chip = dest;
+    return op;
+  }
+  static TileOp store(TileRef t, OnChip src = OnChip::reg) {
+    TileOp op;
+    op.kind = OpKind::store;
+    op.tile = t;
+    op.on_chip = src;
+    return op;
+  }
+};
+
+}  // namespace iosim
