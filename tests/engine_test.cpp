@@ -1,0 +1,143 @@
+// The engine: occupancy limits at capacity and capacity + 1, conservation of bytes between the
+// levels, L2 reuse of K/V across concurrent CTAs, cold-L2 runs, determinism, time sanity.
+#include <doctest/doctest.h>
+
+#include "sim/engine.hpp"
+#include "sim/errors.hpp"
+#include "tests/test_support.hpp"
+
+using namespace iosim;
+using iosim::test::hbm_total;
+
+TEST_CASE("occupancy: shared memory at capacity fits, one byte more does not") {
+  const HardwareProfile& hw = test::profile();
+  KernelSpec k;
+  k.threads_per_cta = 128;
+  k.registers_per_thread = 64;
+  k.smem_bytes_per_cta = hw.sm.smem_per_cta_max_bytes.value;
+  CHECK(occupancy(hw, k).ctas_per_sm == 1);
+  k.smem_bytes_per_cta += 1;
+  const Occupancy none = occupancy(hw, k);
+  CHECK(none.ctas_per_sm == 0);
+  CHECK(none.limiter.find("shared memory") != std::string::npos);
+  // Two CTAs fit exactly when twice (smem + reserved) equals the SM's shared memory.
+  k.smem_bytes_per_cta = hw.sm.smem_per_sm_bytes.value / 2 - hw.sm.smem_reserved_per_cta_bytes.value;
+  CHECK(occupancy(hw, k).ctas_per_sm == 2);
+  k.smem_bytes_per_cta += 1;
+  CHECK(occupancy(hw, k).ctas_per_sm == 1);
+  // Registers: 255 per thread round up to 8192 per warp; 8 warps fill the SM's 65536, 16 do not.
+  k.smem_bytes_per_cta = 0;
+  k.threads_per_cta = 256;
+  k.registers_per_thread = 255;
+  CHECK(occupancy(hw, k).ctas_per_sm == 1);
+  k.threads_per_cta = 512;
+  CHECK(occupancy(hw, k).ctas_per_sm == 0);
+  k.threads_per_cta = 256;
+  k.registers_per_thread = 128;
+  CHECK(occupancy(hw, k).ctas_per_sm == 2);
+  CHECK(occupancy(hw, k).limiter == "registers");
+}
+
+TEST_CASE("an infeasible tile is a result with the bytes needed and available") {
+  const Report r = simulate(test::profile(), test::request("flash2", 1, 1, 4096, 128, 512, 512));
+  REQUIRE_FALSE(r.feasible());
+  CHECK(r.infeasible_reason.find("bytes") != std::string::npos);
+  CHECK(r.infeasible_reason.find("232448") != std::string::npos);
+}
+
+TEST_CASE("bytes are conserved between levels with L2 on") {
+  test::ShapeGen gen(99);
+  const char* algos[] = {"standard", "flash1", "flash2"};
+  const std::int64_t dims[] = {64, 128};
+  for (int i = 0; i < 24; ++i) {
+    RunRequest r = test::request(gen.pick(algos), gen.pick(1, 4), gen.pick(1, 8),
+                                 64 * gen.pick(1, 24), gen.pick(dims));
+    r.problem.causal = gen.coin();
+    const Report on = simulate(test::profile(), r);
+    r.engine.l2_enabled = false;
+    const Report off = simulate(test::profile(), r);
+    REQUIRE(on.feasible());
+    const Counters& c = on.engine.total;
+    CAPTURE(r.algorithm);
+    CAPTURE(r.problem.seq);
+    // d * 2 bytes is a multiple of the 32-byte sector: every requested byte reaches the L2 and
+    // the L2 request count equals the two-level count.
+    CHECK(c.l2.read_total() == off.engine.total.hbm.read_total());
+    CHECK(c.l2.write_total() == off.engine.total.hbm.write_total());
+    // DRAM reads are misses of those requests; DRAM writes are write-backs of dirty sectors.
+    CHECK(c.hbm.read_total() <= c.l2.read_total());
+    CHECK(c.hbm.write_total() + c.l2_dirty_at_end_bytes <= c.l2.write_total());
+    for (std::size_t t = 0; t < kTensorCount; ++t) {
+      CHECK(c.hbm.read_bytes[t] <= c.l2.read_bytes[t]);
+    }
+  }
+}
+
+TEST_CASE("outputs written once are either written back or still dirty at the end") {
+  const Report r = simulate(test::profile(), test::request("flash2", 2, 8, 2048, 64));
+  const Counters& c = r.engine.total;
+  CHECK(c.hbm.write_total() + c.l2_dirty_at_end_bytes == c.l2.write_total());
+}
+
+TEST_CASE("concurrent CTAs of one head share K/V in L2") {
+  // Each head's K and V (4096 x 64 fp16 = 512 KiB each) fit easily in L2: DRAM reads of K stay
+  // near one pass although every one of the 32 Q-block CTAs of a head reads all of K.
+  const Report r = simulate(test::profile(), test::request("flash2", 4, 16, 4096, 64));
+  const Counters& c = r.engine.total;
+  const double k_bytes = 4.0 * 16 * 4096 * 64 * 2;
+  CHECK(static_cast<double>(c.hbm.read_bytes[index_of(TensorId::K)]) <= 1.05 * k_bytes);
+  CHECK(static_cast<double>(c.l2.read_bytes[index_of(TensorId::K)]) >= 30 * k_bytes);
+}
+
+TEST_CASE("a cold L2 per kernel re-reads the intermediates from DRAM") {
+  RunRequest r = test::request("standard", 1, 4, 1024, 64);
+  const Report warm = simulate(test::profile(), r);
+  r.engine.flush_l2_between_kernels = true;
+  const Report cold = simulate(test::profile(), r);
+  const std::size_t s = index_of(TensorId::S);
+  // 8 MiB of S fits in L2: warm, softmax finds it there; cold, it comes from DRAM.
+  CHECK(warm.engine.total.hbm.read_bytes[s] < cold.engine.total.hbm.read_bytes[s]);
+  CHECK(cold.engine.total.hbm.read_bytes[s] == 4ull * 1024 * 1024 * 2);
+}
+
+TEST_CASE("runs are deterministic") {
+  const RunRequest r = test::request("standard", 2, 4, 1000, 80, 64, 128);
+  const Report a = simulate(test::profile(), r);
+  const Report b = simulate(test::profile(), r);
+  CHECK(a.engine.time_s == b.engine.time_s);
+  CHECK(a.engine.total.hbm.read_total() == b.engine.total.hbm.read_total());
+  CHECK(a.engine.total.hbm.write_total() == b.engine.total.hbm.write_total());
+}
+
+TEST_CASE("more HBM bandwidth never makes a memory-bound run slower") {
+  HardwareProfile fast = test::profile();
+  fast.hbm.bandwidth_gbps.value *= 2;
+  const RunRequest r = test::request("standard", 8, 16, 2048, 64);
+  const Report slow_r = simulate(test::profile(), r);
+  const Report fast_r = simulate(fast, r);
+  CHECK(slow_r.bound == "memory");
+  CHECK(fast_r.engine.time_s < slow_r.engine.time_s);
+}
+
+TEST_CASE("a lower SM clock slows compute-bound work in proportion") {
+  RunRequest r = test::request("flash2", 4, 16, 4096, 128);
+  const Report boost = simulate(test::profile(), r);
+  r.engine.sm_clock_mhz = test::profile().sm.boost_clock_mhz.value / 2;
+  const Report half = simulate(test::profile(), r);
+  CHECK(half.engine.time_s > 1.5 * boost.engine.time_s);
+}
+
+TEST_CASE("bad problems are configuration errors naming the flag") {
+  RunRequest r = test::request("flash2", 1, 1, 0, 64);
+  CHECK_THROWS_WITH_AS(simulate(test::profile(), r), doctest::Contains("--seq"), ConfigError);
+  r = test::request("flash2", 1, 1, 128, 64);
+  r.problem.causal = true;
+  r.problem.seq_kv = 64;
+  CHECK_THROWS_WITH_AS(simulate(test::profile(), r), doctest::Contains("--seq-kv"), ConfigError);
+  r = test::request("flsh2", 1, 1, 128, 64);
+  CHECK_THROWS_WITH_AS(simulate(test::profile(), r), doctest::Contains("did you mean 'flash2'"),
+                       ConfigError);
+  r = test::request("flash2", 1, 1, 128, 64);
+  r.problem.dropout = 1.0;
+  CHECK_THROWS_WITH_AS(simulate(test::profile(), r), doctest::Contains("--dropout"), ConfigError);
+}
