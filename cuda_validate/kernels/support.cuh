@@ -1,0 +1,133 @@
+// Kernels the harness needs around the measured ones: random inputs, an fp32
+// reference on sampled rows, a gather of those rows, a scan for unwritten/non-finite
+// outputs, and an empty marker kernel that labels launches in the ncu report.
+#pragma once
+
+#include <cmath>
+
+#include "common.cuh"
+
+namespace iosim_cuda {
+
+// Uniform values in [-1, 1) from a counter hash; never zeros-only, reproducible.
+__global__ void init_uniform_kernel(half* g_out, int64_t n, uint32_t seed) {
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    uint64_t x = static_cast<uint64_t>(i) * 0x9E3779B97F4A7C15ull + seed;
+    x ^= x >> 30;
+    x *= 0xBF58476D1CE4E5B9ull;
+    x ^= x >> 27;
+    x *= 0x94D049BB133111EBull;
+    x ^= x >> 31;
+    const float u = static_cast<float>(x >> 40) * (1.f / 16777216.f);  // [0, 1)
+    g_out[i] = __float2half(2.f * u - 1.f);
+  }
+}
+
+constexpr int kRefThreads = 256;
+
+// fp32 attention for sampled query rows. grid (n_rows, B*H); dynamic shared
+// memory (Nkv + d + kRefThreads) floats. ref_O (B*H, n_rows, d), ref_L (B*H, n_rows).
+__global__ void __launch_bounds__(kRefThreads)
+    reference_rows_kernel(const half* gQ, const half* gK, const half* gV, const int* g_rows,
+                          int n_rows, int seq, int seq_kv, int d, float scale, bool causal,
+                          float* g_ref_O, float* g_ref_L) {
+  extern __shared__ float s_ref[];
+  float* sS = s_ref;         // (Nkv) scores, then probabilities
+  float* sq = sS + seq_kv;   // (d)
+  float* sAcc = sq + d;      // (kRefThreads) partial outputs
+  __shared__ float s_red[kRefThreads / 32];
+
+  const int r = blockIdx.x;
+  const int64_t bh = blockIdx.y;
+  const int row = g_rows[r];
+  const half* q = gQ + (bh * seq + row) * d;
+  const half* K = gK + bh * seq_kv * d;
+  const half* V = gV + bh * seq_kv * d;
+  const int last_visible = causal ? row + (seq_kv - seq) : seq_kv - 1;
+  const int warp = threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+
+  for (int k = threadIdx.x; k < d; k += kRefThreads) sq[k] = __half2float(q[k]);
+  __syncthreads();
+  float m = -INFINITY;
+  for (int j = threadIdx.x; j < seq_kv; j += kRefThreads) {
+    float s = -INFINITY;
+    if (j <= last_visible) {
+      s = 0.f;
+      for (int k = 0; k < d; ++k) s += sq[k] * __half2float(K[static_cast<int64_t>(j) * d + k]);
+      s *= scale;
+    }
+    sS[j] = s;
+    m = fmaxf(m, s);
+  }
+  for (int o = 16; o > 0; o /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+  if (lane == 0) s_red[warp] = m;
+  __syncthreads();
+  m = s_red[0];
+  for (int w = 1; w < kRefThreads / 32; ++w) m = fmaxf(m, s_red[w]);
+  __syncthreads();
+  float sum = 0.f;
+  for (int j = threadIdx.x; j < seq_kv; j += kRefThreads) {
+    const float pj = expf(sS[j] - m);
+    sS[j] = pj;
+    sum += pj;
+  }
+  for (int o = 16; o > 0; o /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+  if (lane == 0) s_red[warp] = sum;
+  __syncthreads();
+  sum = 0.f;
+  for (int w = 0; w < kRefThreads / 32; ++w) sum += s_red[w];
+
+  // Thread t sums keys j = group, group + groups, ... for output column t % d.
+  const int groups = kRefThreads / d;
+  const int col = threadIdx.x % d;
+  const int group = threadIdx.x / d;
+  float acc = 0.f;
+  if (group < groups)
+    for (int j = group; j < seq_kv; j += groups)
+      acc += sS[j] * __half2float(V[static_cast<int64_t>(j) * d + col]);
+  sAcc[threadIdx.x] = acc;
+  __syncthreads();
+  if (threadIdx.x < d) {
+    float o = 0.f;
+    for (int g = 0; g < groups; ++g) o += sAcc[g * d + threadIdx.x];
+    g_ref_O[(bh * n_rows + r) * d + threadIdx.x] = o / sum;
+  }
+  if (threadIdx.x == 0 && g_ref_L != nullptr) g_ref_L[bh * n_rows + r] = m + logf(sum);
+}
+
+// Copies the sampled rows of O (and L) into compact fp32 buffers for the host
+// comparison: out_O (B*H, n_rows, d), out_L (B*H, n_rows).
+__global__ void gather_rows_kernel(const half* gO, const float* gL, const int* g_rows, int n_rows,
+                                   int seq, int d, int64_t n_bh, float* g_out_O, float* g_out_L) {
+  const int64_t total = n_bh * n_rows * d;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int col = static_cast<int>(i % d);
+    const int r = static_cast<int>((i / d) % n_rows);
+    const int64_t bh = i / (static_cast<int64_t>(d) * n_rows);
+    const int row = g_rows[r];
+    g_out_O[i] = __half2float(gO[(bh * seq + row) * d + col]);
+    if (col == 0 && gL != nullptr) g_out_L[bh * n_rows + r] = gL[bh * seq + row];
+  }
+}
+
+// Counts non-finite halves; the output is poisoned with NaN before the checked
+// run, so an element the kernel never wrote shows up here.
+__global__ void count_nonfinite_kernel(const half* g_x, int64_t n, unsigned long long* g_count) {
+  unsigned long long local = 0;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    if (!isfinite(__half2float(g_x[i]))) ++local;
+  if (local != 0) atomicAdd(g_count, local);
+}
+
+// Launched (and profiled) before each measured role in the ncu pass; the merge
+// script maps the kernels that follow it to (case, role) by this marker's order.
+__global__ void iosim_marker_kernel(int case_index, int role_index) {
+  (void)case_index;
+  (void)role_index;
+}
+
+}  // namespace iosim_cuda

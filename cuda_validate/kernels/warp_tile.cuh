@@ -1,0 +1,151 @@
+// Per-warp pieces of one (Q block, K/V block) step, shared by flash1 and flash2.
+// A warp owns kMT m-tiles of 16 query rows; S and P stay in its registers.
+#pragma once
+
+#include <cmath>
+
+#include "common.cuh"
+
+namespace iosim_cuda {
+
+// rS (kMT, kBKV/8, 4) = Q_rows K_j^T for the warp's rows, fp32.
+// sQ: padded (BLOCK_Q, kD); sK: padded (kBKV, kD); q_row0 = warp's first row in sQ.
+template <int kD, int kBKV, int kMT>
+__device__ __forceinline__ void warp_qk(float (&rS)[kMT][kBKV / 8][4], const half* sQ,
+                                        const half* sK, int q_row0, int lane) {
+#pragma unroll
+  for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+    for (int nt = 0; nt < kBKV / 8; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) rS[mt][nt][e] = 0.f;
+
+#pragma unroll
+  for (int kd = 0; kd < kD / 16; ++kd) {
+    // Q is re-read from shared memory each step instead of pinned in registers:
+    // it keeps the register budget for O and S (FA2 does the same for d = 128).
+    uint32_t rQa[kMT][4];  // (kMT, A fragment)
+#pragma unroll
+    for (int mt = 0; mt < kMT; ++mt) {
+      const int row = q_row0 + mt * 16 + (lane % 16);
+      const int chunk = kd * 2 + lane / 16;
+      ldmatrix_x4(smem_addr(sQ + swz<kD>(row, chunk)), rQa[mt][0], rQa[mt][1], rQa[mt][2],
+                  rQa[mt][3]);
+    }
+#pragma unroll
+    for (int np = 0; np < kBKV / 16; ++np) {
+      // Matrices: (keys 0-7, d lo), (keys 0-7, d hi), (keys 8-15, d lo), (keys 8-15, d hi)
+      // -> B fragments of n-tiles 2np and 2np+1.
+      const int key = np * 16 + (lane % 8) + (lane / 16) * 8;
+      const int chunk = kd * 2 + (lane / 8) % 2;
+      uint32_t b0, b1, b2, b3;
+      ldmatrix_x4(smem_addr(sK + swz<kD>(key, chunk)), b0, b1, b2, b3);
+#pragma unroll
+      for (int mt = 0; mt < kMT; ++mt) {
+        mma_16816(rS[mt][2 * np], rQa[mt], b0, b1);
+        mma_16816(rS[mt][2 * np + 1], rQa[mt], b2, b3);
+      }
+    }
+  }
+}
+
+// rS *= scale * log2(e) (so softmax uses exp2), and masked entries become -inf.
+// Masking runs only when the block needs it (ragged last K/V block, or a block
+// that crosses the causal diagonal): it is uniform across the CTA.
+template <int kBKV, int kMT>
+__device__ __forceinline__ void warp_scale_mask(float (&rS)[kMT][kBKV / 8][4], float scale_log2,
+                                                bool need_mask, int kv0, int q_row_global0,
+                                                int seq_kv, int causal_offset, bool causal,
+                                                int lane) {
+#pragma unroll
+  for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+    for (int nt = 0; nt < kBKV / 8; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        float s = rS[mt][nt][e] * scale_log2;
+        if (need_mask) {
+          const int col = kv0 + nt * 8 + (lane % 4) * 2 + (e & 1);
+          const int row = q_row_global0 + mt * 16 + lane / 4 + (e >> 1) * 8;
+          if (col >= seq_kv || (causal && col > row + causal_offset)) s = -INFINITY;
+        }
+        rS[mt][nt][e] = s;
+      }
+}
+
+// Row max of rS over the warp's 4 lanes that share a row; one value per (mt, half).
+template <int kBKV, int kMT>
+__device__ __forceinline__ void warp_row_max(const float (&rS)[kMT][kBKV / 8][4],
+                                             float (&row_max)[kMT][2]) {
+#pragma unroll
+  for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float m = -INFINITY;
+#pragma unroll
+      for (int nt = 0; nt < kBKV / 8; ++nt)
+        m = fmaxf(m, fmaxf(rS[mt][nt][2 * h], rS[mt][nt][2 * h + 1]));
+      m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
+      m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
+      row_max[mt][h] = m;
+    }
+}
+
+// rS <- exp2(rS - m) in place (m in log2 units; -inf rows use 0 so no NaN appears);
+// returns this lane's partial row sums.
+template <int kBKV, int kMT>
+__device__ __forceinline__ void warp_exp(float (&rS)[kMT][kBKV / 8][4], const float (&m)[kMT][2],
+                                         float (&lane_sum)[kMT][2]) {
+#pragma unroll
+  for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const float m_use = (m[mt][h] == -INFINITY) ? 0.f : m[mt][h];
+      float sum = 0.f;
+#pragma unroll
+      for (int nt = 0; nt < kBKV / 8; ++nt)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const float p = fast_exp2(rS[mt][nt][2 * h + e] - m_use);
+          rS[mt][nt][2 * h + e] = p;
+          sum += p;
+        }
+      lane_sum[mt][h] = sum;
+    }
+}
+
+// rO (kMT, kD/8, 4) += P V_j, with P (fp32 in rS) rounded to fp16 in A-fragment order.
+// sV: padded (kBKV, kD).
+template <int kD, int kBKV, int kMT>
+__device__ __forceinline__ void warp_pv(float (&rO)[kMT][kD / 8][4],
+                                        const float (&rP)[kMT][kBKV / 8][4], const half* sV,
+                                        int lane) {
+#pragma unroll
+  for (int kk = 0; kk < kBKV / 16; ++kk) {
+    uint32_t rPa[kMT][4];  // (kMT, A fragment) of keys kk*16 .. kk*16+15
+#pragma unroll
+    for (int mt = 0; mt < kMT; ++mt) {
+      rPa[mt][0] = pack_half2(rP[mt][2 * kk][0], rP[mt][2 * kk][1]);
+      rPa[mt][1] = pack_half2(rP[mt][2 * kk][2], rP[mt][2 * kk][3]);
+      rPa[mt][2] = pack_half2(rP[mt][2 * kk + 1][0], rP[mt][2 * kk + 1][1]);
+      rPa[mt][3] = pack_half2(rP[mt][2 * kk + 1][2], rP[mt][2 * kk + 1][3]);
+    }
+#pragma unroll
+    for (int dp = 0; dp < kD / 16; ++dp) {
+      // V is (key, d) row-major, B wants (k = key, n = d) column-major: the
+      // transposing ldmatrix gives it. Matrices: (keys 0-7, d lo), (keys 8-15, d lo),
+      // (keys 0-7, d hi), (keys 8-15, d hi) -> B fragments of d-tiles 2dp, 2dp+1.
+      const int key = kk * 16 + (lane % 16);
+      const int chunk = dp * 2 + lane / 16;
+      uint32_t b0, b1, b2, b3;
+      ldmatrix_x4_trans(smem_addr(sV + swz<kD>(key, chunk)), b0, b1, b2, b3);
+#pragma unroll
+      for (int mt = 0; mt < kMT; ++mt) {
+        mma_16816(rO[mt][2 * dp], rPa[mt], b0, b1);
+        mma_16816(rO[mt][2 * dp + 1], rPa[mt], b2, b3);
+      }
+    }
+  }
+}
+
+}  // namespace iosim_cuda

@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# Builds cuda_validate and measures a suite on the device machine in one call:
+#   1. build (cmake + nvcc, sm_90) unless SKIP_BUILD=1 and a build is present;
+#   2. free-running pass: correctness checks + CUDA-event times (nvidia-smi samples clocks);
+#   3. counter pass: the runner again, under Nsight Compute, one ncu process per
+#      schedule group (a timeout in one group loses only that group's report);
+#   4. merge into $OUT/measurements.json (format: cuda_validate/FORMAT.md) and print a table.
+#
+# Environment: OUT (output dir, default ./out), SUITE (default suites/default.txt),
+# BUILD_DIR (default build-cuda), REPS (default 10), SKIP_BUILD (0/1),
+# TOTAL_BUDGET_S (default 540: the ncu groups shrink their timeouts to fit).
+# Usage from the repository root: bash cuda_validate/run_suite.sh
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+OUT=${OUT:-$ROOT/out}
+SUITE=${SUITE:-$ROOT/cuda_validate/suites/default.txt}
+BUILD_DIR=${BUILD_DIR:-$ROOT/build-cuda}
+REPS=${REPS:-10}
+TOTAL_BUDGET_S=${TOTAL_BUDGET_S:-540}
+START_S=$(date +%s)
+mkdir -p "$OUT"
+LOG="$OUT/run_suite.log"
+log() { echo "[$(date -u +%H:%M:%S)] $*" | tee -a "$LOG"; }
+left_s() { echo $(( TOTAL_BUDGET_S - ($(date +%s) - START_S) )); }
+
+# Metrics: DRAM bytes, L2 sectors requested by the SMs (read, write, read hits),
+# duration, shared-memory wavefronts, tensor-pipe instructions, and the SM and
+# DRAM clocks ncu ran them at.
+METRICS_WANTED=(
+  dram__bytes_read.sum dram__bytes_write.sum
+  lts__t_sectors_srcunit_tex_op_read.sum lts__t_sectors_srcunit_tex_op_write.sum
+  lts__t_sectors_srcunit_tex_op_read_lookup_hit.sum
+  gpu__time_duration.sum l1tex__data_pipe_lsu_wavefronts_mem_shared.sum
+  sm__inst_executed_pipe_tensor.sum
+  sm__cycles_elapsed.avg.per_second dram__cycles_elapsed.avg.per_second
+)
+NCU_CLOCK_CONTROL=${NCU_CLOCK_CONTROL:-base}
+NCU_CACHE_CONTROL=all
+
+# 1. Build.
+if [[ "${SKIP_BUILD:-0}" == 1 && -x "$BUILD_DIR/iosim_cuda_runner" ]]; then
+  log "using the prebuilt $BUILD_DIR/iosim_cuda_runner"
+else
+  log "building in $BUILD_DIR"
+  cmake -S "$ROOT/cuda_validate" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release >>"$LOG" 2>&1 &&
+    cmake --build "$BUILD_DIR" -j "$(nproc)" >>"$LOG" 2>&1 || { log "build failed"; tail -40 "$LOG"; exit 1; }
+fi
+RUNNER="$BUILD_DIR/iosim_cuda_runner"
+
+# Environment and tool versions.
+nvidia-smi -q >"$OUT/nvidia_smi_q.txt" 2>&1
+NCU_VERSION=$(ncu --version 2>/dev/null | tail -1)
+NVCC_VERSION=$(nvcc --version 2>/dev/null | tail -1)
+DRIVER=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -1)
+log "ncu: $NCU_VERSION; nvcc: $NVCC_VERSION; driver: $DRIVER"
+
+# Keep only the metrics this ncu knows (one unknown name fails the whole run).
+ncu --query-metrics >"$OUT/ncu_query_metrics.txt" 2>&1
+METRICS=()
+DROPPED=()
+for m in "${METRICS_WANTED[@]}"; do
+  base=${m%%.*}
+  if ! grep -q "^$base " "$OUT/ncu_query_metrics.txt" && grep -q "^dram__bytes " "$OUT/ncu_query_metrics.txt"; then
+    DROPPED+=("$m")
+  else
+    METRICS+=("$m")
+  fi
+done
+METRICS_CSV=$(IFS=,; echo "${METRICS[*]}")
+[[ ${#DROPPED[@]} -gt 0 ]] && log "metrics not offered by this ncu (dropped): ${DROPPED[*]}"
+
+sample_clocks() {  # $1: output csv; runs until killed
+  nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu \
+    --format=csv,noheader,nounits -lms 100 >"$1" 2>/dev/null
+}
+
+# 2. Free-running pass.
+log "free-running pass: $SUITE"
+sample_clocks "$OUT/clocks_time_pass.csv" & SMI_PID=$!
+"$RUNNER" --suite "$SUITE" --out "$OUT/runner_time.json" --mode time --reps "$REPS" \
+  >"$OUT/runner_time.log" 2>&1
+log "free-running pass exit $? ($(grep -c FAIL "$OUT/runner_time.log") FAIL lines)"
+kill "$SMI_PID" 2>/dev/null; wait "$SMI_PID" 2>/dev/null
+
+# 3. Counter pass, one ncu process per group.
+sample_clocks "$OUT/clocks_ncu_pass.csv" & SMI_PID=$!
+for group in flash2_ flash1_ standard_; do
+  grep -q "^${group%_}" "$SUITE" || continue
+  budget=$(( $(left_s) - 25 ))
+  if (( budget < 20 )); then log "no time left for ncu group $group"; continue; fi
+  log "ncu group $group (timeout ${budget}s, clock-control $NCU_CLOCK_CONTROL)"
+  timeout "$budget" ncu --profile-from-start off --metrics "$METRICS_CSV" \
+    --cache-control "$NCU_CACHE_CONTROL" --clock-control "$NCU_CLOCK_CONTROL" \
+    --replay-mode kernel -f -o "$OUT/ncu_$group" \
+    "$RUNNER" --suite "$SUITE" --out "$OUT/runner_ncu_$group.json" --mode ncu --only "$group" \
+    >"$OUT/ncu_$group.log" 2>&1
+  rc=$?
+  if [[ $rc -ne 0 && ! -f "$OUT/ncu_$group.ncu-rep" && "$NCU_CLOCK_CONTROL" == base ]] &&
+     grep -qi "clock" "$OUT/ncu_$group.log"; then
+    log "ncu could not lock clocks (exit $rc); retrying with --clock-control none"
+    NCU_CLOCK_CONTROL=none
+    timeout $(( $(left_s) - 25 )) ncu --profile-from-start off --metrics "$METRICS_CSV" \
+      --cache-control "$NCU_CACHE_CONTROL" --clock-control none --replay-mode kernel \
+      -f -o "$OUT/ncu_$group" \
+      "$RUNNER" --suite "$SUITE" --out "$OUT/runner_ncu_$group.json" --mode ncu --only "$group" \
+      >"$OUT/ncu_$group.log" 2>&1
+    rc=$?
+  fi
+  log "ncu group $group exit $rc"
+  if [[ -f "$OUT/ncu_$group.ncu-rep" ]]; then
+    ncu --import "$OUT/ncu_$group.ncu-rep" --csv --page raw --print-units base \
+      --print-kernel-base demangled >"$OUT/ncu_$group.csv" 2>>"$LOG"
+  else
+    tail -5 "$OUT/ncu_$group.log" | tee -a "$LOG"
+  fi
+done
+kill "$SMI_PID" 2>/dev/null; wait "$SMI_PID" 2>/dev/null
+
+# 4. Merge and summarize.
+python3 - "$OUT/env.json" "$NCU_VERSION" "$NVCC_VERSION" "$DRIVER" "$NCU_CLOCK_CONTROL" \
+  "$NCU_CACHE_CONTROL" "$METRICS_CSV" "${DROPPED[*]:-}" <<'EOF'
+import json, sys
+path, ncu, nvcc, driver, clock, cache, metrics, dropped = sys.argv[1:9]
+json.dump({
+    "tools": {"ncu": ncu, "nvcc": nvcc, "driver": driver},
+    "ncu": {"clock_control": clock, "cache_control": cache, "replay_mode": "kernel",
+            "cache_flush": "ncu flushes all caches (L1, L2) before each profiled kernel and "
+                           "each replay pass (--cache-control all)",
+            "profiled_region": "cudaProfilerStart/Stop around one launch per role "
+                               "(--profile-from-start off), after one unprofiled warm-up run",
+            "print_units": "base", "metrics": metrics.split(","),
+            "metrics_unavailable": dropped.split() if dropped else []},
+}, open(path, "w"), indent=1)
+EOF
+python3 "$ROOT/cuda_validate/scripts/merge_ncu.py" --dir "$OUT" --out "$OUT/measurements.json" \
+  2>&1 | tee -a "$LOG"
+python3 "$ROOT/cuda_validate/scripts/summarize.py" "$OUT/measurements.json" | tee "$OUT/summary.txt"
+log "done in $(( $(date +%s) - START_S ))s"

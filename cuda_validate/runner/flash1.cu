@@ -1,0 +1,18 @@
+#include "flash_instances.hpp"
+#include "flash_ops.cuh"
+
+namespace iosim_cuda {
+
+bool flash1_any_op(int d, int block_q, int block_kv, const AttnParams& p, RoleOp* op,
+                   FlashTiling* t) {
+#define IOSIM_TRY(D, BQ, BKV, W)                           \
+  if (d == D && block_q == BQ && block_kv == BKV) {        \
+    flash1_op<D, BQ, BKV, W>(p, op, t);                    \
+    return true;                                           \
+  }
+  IOSIM_FLASH1_INSTANCES(IOSIM_TRY)
+#undef IOSIM_TRY
+  return false;
+}
+
+}  // namespace iosim_cuda

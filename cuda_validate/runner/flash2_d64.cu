@@ -1,0 +1,17 @@
+#include "flash_instances.hpp"
+#include "flash_ops.cuh"
+
+namespace iosim_cuda {
+
+bool flash2_d64_op(int block_q, int block_kv, const AttnParams& p, RoleOp* op, FlashTiling* t) {
+#define IOSIM_TRY(D, BQ, BKV, W)                    \
+  if (block_q == BQ && block_kv == BKV) {           \
+    flash2_op<D, BQ, BKV, W>(p, op, t);             \
+    return true;                                    \
+  }
+  IOSIM_FLASH2_D64_INSTANCES(IOSIM_TRY)
+#undef IOSIM_TRY
+  return false;
+}
+
+}  // namespace iosim_cuda

@@ -1,0 +1,74 @@
+// What the runner launches for a case: a list of roles (gemm_qk, mask,
+// softmax, gemm_pv for standard; one "attention" role for flash1/flash2),
+// each a callable that enqueues its kernel(s) on a stream.
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <array>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "../kernels/common.cuh"
+
+namespace iosim_cuda {
+
+// A CUDA or cuBLAS call failed; the message names the call, file and line.
+class CudaError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+#define IOSIM_CUDA_CHECK(call)                                                              \
+  do {                                                                                      \
+    const cudaError_t err_ = (call);                                                        \
+    if (err_ != cudaSuccess)                                                                \
+      throw ::iosim_cuda::CudaError(std::string(#call) + " failed at " + __FILE__ + ":" +   \
+                                    std::to_string(__LINE__) + ": " + cudaGetErrorString(err_)); \
+  } while (0)
+
+#define IOSIM_CUBLAS_CHECK(call)                                                             \
+  do {                                                                                       \
+    const cublasStatus_t st_ = (call);                                                       \
+    if (st_ != CUBLAS_STATUS_SUCCESS)                                                        \
+      throw ::iosim_cuda::CudaError(std::string(#call) + " failed at " + __FILE__ + ":" +    \
+                                    std::to_string(__LINE__) + ": " + cublasGetStatusString(st_)); \
+  } while (0)
+
+struct RoleOp {
+  std::string role;    // gemm_qk | mask | softmax | gemm_pv | attention
+  std::string kernel;  // our kernel (template arguments spelled out) or the cuBLAS call
+  std::array<int, 3> grid{0, 0, 0};   // zeros where cuBLAS chooses
+  std::array<int, 3> block{0, 0, 0};
+  int smem_bytes = 0;  // dynamic shared memory per CTA
+  std::function<void(cudaStream_t)> launch;
+};
+
+// The on-chip plan of a flash kernel, as recorded in the measured file.
+struct FlashTiling {
+  int threads = 0;
+  int smem_bytes_per_cta = 0;
+  int pipeline_stages = 0;
+  std::string copy;  // "cp.async"
+};
+
+// Makes the single "attention" role of a flash2 / flash1 case, or returns false
+// with `why` filled when no instantiation matches (d, block_q, block_kv).
+bool make_flash2_op(int d, int block_q, int block_kv, const AttnParams& p, RoleOp* op,
+                    FlashTiling* tiling, std::string* why);
+bool make_flash1_op(int d, int block_q, int block_kv, const AttnParams& p, RoleOp* op,
+                    FlashTiling* tiling, std::string* why);
+
+// The instantiated (d, block_q, block_kv, warps) tuples, for the README and errors.
+std::vector<std::array<int, 4>> flash2_instances();
+std::vector<std::array<int, 4>> flash1_instances();
+
+// The unfused schedule's roles: S = scale Q K^T (cuBLAS), [mask], softmax, O = P V (cuBLAS).
+// gS and gP are (B, H, N, Nkv) fp16 buffers owned by the caller.
+std::vector<RoleOp> make_standard_ops(cublasHandle_t handle, const AttnParams& p, int d,
+                                      half* gS, half* gP);
+
+}  // namespace iosim_cuda

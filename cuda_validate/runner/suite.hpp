@@ -1,0 +1,40 @@
+// The suite file: which attention cases the runner builds, checks, times and
+// labels for ncu. Host-only (no CUDA types), so it compiles with the host
+// compiler's full warning set.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace iosim_cuda {
+
+// One measured configuration. Field names follow iosim's vocabulary.
+struct Case {
+  std::string id;        // unique; derived from the fields unless given (id=...)
+  std::string schedule;  // standard | flash1 | flash2
+  int batch = 0;
+  int heads = 0;
+  int seq = 0;     // N
+  int seq_kv = 0;  // Nkv (defaults to N)
+  int head_dim = 0;
+  int block_q = 0;   // flash only
+  int block_kv = 0;  // flash only
+  bool causal = false;
+};
+
+// A suite file that cannot be read or parsed; the message names file and line.
+class SuiteError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Parses a suite file. Format: one case per line, `schedule key=value ...`
+// with keys B H N Nkv d bq bkv causal id; '#' starts a comment. Unknown keys,
+// missing keys and duplicate ids are errors.
+std::vector<Case> load_suite(const std::string& path);
+
+// The id used when a line gives none, e.g. "flash2_b4_h16_n1024_nkv1024_d64_bq128_bkv64_causal".
+std::string default_case_id(const Case& c);
+
+}  // namespace iosim_cuda
