@@ -4,10 +4,14 @@
 #   2. free-running pass: correctness checks + CUDA-event times (nvidia-smi samples clocks);
 #   3. counter pass: the runner again, under Nsight Compute, one ncu process per
 #      schedule group (a timeout in one group loses only that group's report);
-#   4. merge into $OUT/measurements.json (format: cuda_validate/FORMAT.md) and print a table.
+#   4. merge into measurements.json (format: cuda_validate/FORMAT.md) and print a table.
+# Intermediate files go to $WORK; $OUT receives three files: measurements.json,
+# summary.txt and raw.tar.gz (ncu CSVs and logs, runner outputs and logs, clock
+# samples, nvidia-smi -q), because the device tool returns only a few files.
 #
-# Environment: OUT (output dir, default ./out), SUITE (default suites/default.txt),
-# BUILD_DIR (default build-cuda), REPS (default 10), SKIP_BUILD (0/1),
+# Environment: OUT (default ./out), WORK (default /tmp/iosim_work),
+# SUITE (default suites/default.txt), BUILD_DIR (default build-cuda), REPS (default 10),
+# SKIP_BUILD (0/1), SMOKE (1: run suites/smoke.txt in time mode first),
 # TOTAL_BUDGET_S (default 540: the ncu groups shrink their timeouts to fit).
 # Usage from the repository root: bash cuda_validate/run_suite.sh
 set -uo pipefail
@@ -18,8 +22,12 @@ SUITE=${SUITE:-$ROOT/cuda_validate/suites/default.txt}
 BUILD_DIR=${BUILD_DIR:-$ROOT/build-cuda}
 REPS=${REPS:-10}
 TOTAL_BUDGET_S=${TOTAL_BUDGET_S:-540}
+WORK=${WORK:-/tmp/iosim_work}
 START_S=$(date +%s)
 mkdir -p "$OUT"
+rm -rf "$WORK" && mkdir -p "$WORK"
+FINAL_OUT=$OUT
+OUT=$WORK  # everything below writes to the work directory
 LOG="$OUT/run_suite.log"
 log() { echo "[$(date -u +%H:%M:%S)] $*" | tee -a "$LOG"; }
 left_s() { echo $(( TOTAL_BUDGET_S - ($(date +%s) - START_S) )); }
@@ -74,6 +82,12 @@ sample_clocks() {  # $1: output csv; runs until killed
   nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu \
     --format=csv,noheader,nounits -lms 100 >"$1" 2>/dev/null
 }
+
+if [[ "${SMOKE:-0}" == 1 ]]; then
+  "$RUNNER" --suite "$ROOT/cuda_validate/suites/smoke.txt" --out "$OUT/smoke.json" --mode time \
+    --reps 3 >"$OUT/smoke.log" 2>&1
+  log "smoke suite exit $? ($(grep -c FAIL "$OUT/smoke.log") FAIL lines)"
+fi
 
 # 2. Free-running pass.
 log "free-running pass: $SUITE"
@@ -137,3 +151,6 @@ python3 "$ROOT/cuda_validate/scripts/merge_ncu.py" --dir "$OUT" --out "$OUT/meas
   2>&1 | tee -a "$LOG"
 python3 "$ROOT/cuda_validate/scripts/summarize.py" "$OUT/measurements.json" | tee "$OUT/summary.txt"
 log "done in $(( $(date +%s) - START_S ))s"
+cp "$OUT/measurements.json" "$OUT/summary.txt" "$FINAL_OUT/" 2>/dev/null
+tar czf "$FINAL_OUT/raw.tar.gz" -C "$OUT" --exclude='*.ncu-rep' --exclude=ncu_query_metrics.txt \
+  --exclude=measurements.json .

@@ -1,6 +1,6 @@
 // Device-side building blocks shared by the attention kernels: asynchronous
 // global->shared copies (cp.async), shared->register matrix loads (ldmatrix),
-// tensor-core products (mma.sync m16n8k16) and the shared-memory tile layout.
+// tensor-core products (mma.sync m16n8k16) and the shared-memory swizzle.
 //
 // Fragment layouts (PTX ISA, "Matrix Fragments for mma.m16n8k16"), with
 // g = lane / 4 and t = lane % 4:
@@ -74,25 +74,39 @@ __device__ __forceinline__ float fast_exp2(float x) {
   return y;
 }
 
-// Shared tiles are (rows, kD) halves, row-major, each row padded by one
-// 16-byte chunk (pitch kD + 8). ldmatrix reads one chunk from each of 8
-// consecutive rows; with an unpadded pitch (a multiple of 128 bytes) those 8
-// chunks sit in the same four banks and the load serializes 8-way. Padding
-// (rather than an XOR swizzle) keeps every address linear in the chunk index,
-// so the compiler folds offsets into immediates instead of holding one
-// register per (row, chunk) pair: an XOR swizzle cost 30-60 registers and
-// spilled (d = 128, 128 x 64) in this code.
+// Shared tiles are (rows, kD) halves, row-major with no padding, stored in
+// 16-byte chunks whose index is XORed with (row % 8). ldmatrix reads one chunk
+// from each of 8 consecutive rows; without the swizzle those 8 chunks sit in
+// the same four banks (the row pitch is a multiple of 128 bytes) and the load
+// serializes 8-way.
+//
+// Why not pad rows instead: cp.async moves whole 32-byte sectors, and a shared
+// row that starts 16 bytes off a sector boundary makes each of its sectors
+// straddle two shared-memory sectors. Measured on an H200 with a 16-byte pad:
+// 1.5x the L2 read sectors of the data (every other row misaligned), which
+// would make these kernels disagree with any byte count.
 template <int kD>
 __host__ __device__ constexpr int smem_pitch() {
-  return kD + 8;
+  return kD;
 }
 template <int kD>
 __device__ __forceinline__ int swz(int row, int chunk) {
-  return row * smem_pitch<kD>() + chunk * 8;
+  static_assert(kD % 64 == 0, "the swizzle needs at least 8 chunks per row");
+  return row * kD + ((chunk ^ (row & 7)) << 3);
+}
+
+// ldmatrix addresses: lane L reads row R(L) = R0 + (L's row in the 8x8 group)
+// and chunk 2k + c(L), c(L) in {0, 1}. Whenever R0 is a multiple of 8,
+// R % 8 = L % 8, and because 2k is even, (2k + c) ^ (R % 8) = 2k ^ (c ^ L % 8).
+// So the swizzled byte offset within a row is (x_lane ^ 32k) with the
+// per-lane x_lane = (c ^ (L % 8)) * 16: one XOR per step, no per-chunk
+// registers.
+__device__ __forceinline__ uint32_t ldsm_lane_xor(int c_lane, int lane) {
+  return static_cast<uint32_t>((c_lane ^ (lane & 7)) << 4);
 }
 
 // Cooperative copy of rows [row0, row0 + kRows) of a (n_rows, kD) global tensor
-// into a padded (kRows, kD) shared tile; rows past n_rows are zero-filled.
+// into a swizzled (kRows, kD) shared tile; rows past n_rows are zero-filled.
 template <int kRows, int kD, int kThreads>
 __device__ __forceinline__ void load_tile_async(half* s_tile, const half* g_base, int row0,
                                                 int n_rows) {
@@ -111,7 +125,7 @@ __device__ __forceinline__ void load_tile_async(half* s_tile, const half* g_base
   }
 }
 
-// Cooperative 16-byte stores of a padded (kRows, kD) shared tile to rows
+// Cooperative 16-byte stores of a swizzled (kRows, kD) shared tile to rows
 // [row0, row0 + kRows) of a (n_rows, kD) global tensor; rows past n_rows are skipped.
 template <int kRows, int kD, int kThreads>
 __device__ __forceinline__ void store_tile(half* g_base, const half* s_tile, int row0,

@@ -21,8 +21,8 @@ struct Flash1Config {
   static constexpr int kRowsPerWarp = kBQ / kWarps;
   static constexpr int kMT = kRowsPerWarp / 16;
   static constexpr int kStages = 2;  // for the Q_i / O_i stream
-  static constexpr int kQTileElems = kBQ * smem_pitch<kD>();    // (kBQ, kD) padded
-  static constexpr int kKVTileElems = kBKV * smem_pitch<kD>();  // (kBKV, kD) padded
+  static constexpr int kQTileElems = kBQ * smem_pitch<kD>();    // (kBQ, kD) swizzled
+  static constexpr int kKVTileElems = kBKV * smem_pitch<kD>();  // (kBKV, kD) swizzled
   // sK, sV (one tile each) + sQ, sO (kStages tiles each), fp16.
   static constexpr int kSmemBytes = (2 * kKVTileElems + 2 * kStages * kQTileElems) * 2;
   static_assert(kRowsPerWarp % 16 == 0, "each warp owns whole 16-row m-tiles");

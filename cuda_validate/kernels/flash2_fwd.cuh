@@ -22,8 +22,8 @@ struct Flash2Config {
   static constexpr int kRowsPerWarp = kBQ / kWarps;
   static constexpr int kMT = kRowsPerWarp / 16;  // m-tiles per warp
   static constexpr int kStages = 2;
-  static constexpr int kQTileElems = kBQ * smem_pitch<kD>();    // (kBQ, kD) padded
-  static constexpr int kKVTileElems = kBKV * smem_pitch<kD>();  // (kBKV, kD) padded
+  static constexpr int kQTileElems = kBQ * smem_pitch<kD>();    // (kBQ, kD) swizzled
+  static constexpr int kKVTileElems = kBKV * smem_pitch<kD>();  // (kBKV, kD) swizzled
   // sQ + sK, sV (kStages tiles each), fp16.
   static constexpr int kSmemBytes = (kQTileElems + 2 * kStages * kKVTileElems) * 2;
   static_assert(kRowsPerWarp % 16 == 0, "each warp owns whole 16-row m-tiles");

@@ -9,7 +9,7 @@
 namespace iosim_cuda {
 
 // rS (kMT, kBKV/8, 4) = Q_rows K_j^T for the warp's rows, fp32.
-// sQ: padded (BLOCK_Q, kD); sK: padded (kBKV, kD); q_row0 = warp's first row in sQ.
+// sQ: swizzled (BLOCK_Q, kD); sK: swizzled (kBKV, kD); q_row0 = warp's first row in sQ.
 template <int kD, int kBKV, int kMT>
 __device__ __forceinline__ void warp_qk(float (&rS)[kMT][kBKV / 8][4], const half* sQ,
                                         const half* sK, int q_row0, int lane) {
@@ -20,26 +20,28 @@ __device__ __forceinline__ void warp_qk(float (&rS)[kMT][kBKV / 8][4], const hal
 #pragma unroll
       for (int e = 0; e < 4; ++e) rS[mt][nt][e] = 0.f;
 
+  constexpr uint32_t kRowBytes = kD * 2;
+  // Q matrices: (rows 0-7, chunk 2kd), (rows 8-15, 2kd), (rows 0-7, 2kd+1), (rows 8-15, 2kd+1)
+  // -> A fragment a0..a3. Lane L addresses row L % 16, chunk 2kd + L / 16.
+  const uint32_t sQ_lane = smem_addr(sQ) + (q_row0 + lane % 16) * kRowBytes;
+  const uint32_t q_xor = ldsm_lane_xor(lane / 16, lane);
+  // K matrices: (keys 0-7, chunk 2kd), (keys 0-7, 2kd+1), (keys 8-15, 2kd), (keys 8-15, 2kd+1)
+  // -> B fragments (b0, b1) of n-tiles 2np and 2np+1.
+  const uint32_t sK_lane = smem_addr(sK) + (lane % 8 + (lane / 16) * 8) * kRowBytes;
+  const uint32_t k_xor = ldsm_lane_xor((lane / 8) % 2, lane);
 #pragma unroll
   for (int kd = 0; kd < kD / 16; ++kd) {
     // Q is re-read from shared memory each step instead of pinned in registers:
     // it keeps the register budget for O and S (FA2 does the same for d = 128).
     uint32_t rQa[kMT][4];  // (kMT, A fragment)
 #pragma unroll
-    for (int mt = 0; mt < kMT; ++mt) {
-      const int row = q_row0 + mt * 16 + (lane % 16);
-      const int chunk = kd * 2 + lane / 16;
-      ldmatrix_x4(smem_addr(sQ + swz<kD>(row, chunk)), rQa[mt][0], rQa[mt][1], rQa[mt][2],
-                  rQa[mt][3]);
-    }
+    for (int mt = 0; mt < kMT; ++mt)
+      ldmatrix_x4(sQ_lane + mt * 16 * kRowBytes + (q_xor ^ (kd * 32)), rQa[mt][0], rQa[mt][1],
+                  rQa[mt][2], rQa[mt][3]);
 #pragma unroll
     for (int np = 0; np < kBKV / 16; ++np) {
-      // Matrices: (keys 0-7, d lo), (keys 0-7, d hi), (keys 8-15, d lo), (keys 8-15, d hi)
-      // -> B fragments of n-tiles 2np and 2np+1.
-      const int key = np * 16 + (lane % 8) + (lane / 16) * 8;
-      const int chunk = kd * 2 + (lane / 8) % 2;
       uint32_t b0, b1, b2, b3;
-      ldmatrix_x4(smem_addr(sK + swz<kD>(key, chunk)), b0, b1, b2, b3);
+      ldmatrix_x4(sK_lane + np * 16 * kRowBytes + (k_xor ^ (kd * 32)), b0, b1, b2, b3);
 #pragma unroll
       for (int mt = 0; mt < kMT; ++mt) {
         mma_16816(rS[mt][2 * np], rQa[mt], b0, b1);
@@ -115,11 +117,18 @@ __device__ __forceinline__ void warp_exp(float (&rS)[kMT][kBKV / 8][4], const fl
 }
 
 // rO (kMT, kD/8, 4) += P V_j, with P (fp32 in rS) rounded to fp16 in A-fragment order.
-// sV: padded (kBKV, kD).
+// sV: swizzled (kBKV, kD).
 template <int kD, int kBKV, int kMT>
 __device__ __forceinline__ void warp_pv(float (&rO)[kMT][kD / 8][4],
                                         const float (&rP)[kMT][kBKV / 8][4], const half* sV,
                                         int lane) {
+  constexpr uint32_t kRowBytes = kD * 2;
+  // V is (key, d) row-major, B wants (k = key, n = d) column-major: the
+  // transposing ldmatrix gives it. Matrices: (keys 0-7, chunk 2dp), (keys 8-15, 2dp),
+  // (keys 0-7, 2dp+1), (keys 8-15, 2dp+1) -> B fragments of d-tiles 2dp, 2dp+1.
+  // Lane L addresses key L % 16, chunk 2dp + L / 16.
+  const uint32_t sV_lane = smem_addr(sV) + (lane % 16) * kRowBytes;
+  const uint32_t v_xor = ldsm_lane_xor(lane / 16, lane);
 #pragma unroll
   for (int kk = 0; kk < kBKV / 16; ++kk) {
     uint32_t rPa[kMT][4];  // (kMT, A fragment) of keys kk*16 .. kk*16+15
@@ -132,13 +141,8 @@ __device__ __forceinline__ void warp_pv(float (&rO)[kMT][kD / 8][4],
     }
 #pragma unroll
     for (int dp = 0; dp < kD / 16; ++dp) {
-      // V is (key, d) row-major, B wants (k = key, n = d) column-major: the
-      // transposing ldmatrix gives it. Matrices: (keys 0-7, d lo), (keys 8-15, d lo),
-      // (keys 0-7, d hi), (keys 8-15, d hi) -> B fragments of d-tiles 2dp, 2dp+1.
-      const int key = kk * 16 + (lane % 16);
-      const int chunk = dp * 2 + lane / 16;
       uint32_t b0, b1, b2, b3;
-      ldmatrix_x4_trans(smem_addr(sV + swz<kD>(key, chunk)), b0, b1, b2, b3);
+      ldmatrix_x4_trans(sV_lane + kk * 16 * kRowBytes + (v_xor ^ (dp * 32)), b0, b1, b2, b3);
 #pragma unroll
       for (int mt = 0; mt < kMT; ++mt) {
         mma_16816(rO[mt][2 * dp], rPa[mt], b0, b1);

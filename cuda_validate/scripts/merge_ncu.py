@@ -27,6 +27,15 @@ import statistics
 import sys
 
 MARKER = "iosim_marker_kernel"
+COUNTER_UNITS = ("dram", "lts", "gpu", "l1tex", "sm")
+LAUNCH_KEYS = (
+    "launch__registers_per_thread", "launch__shared_mem_per_block_allocated",
+    "launch__shared_mem_per_block_dynamic", "launch__shared_mem_per_block_static",
+    "launch__grid_size", "launch__block_size", "launch__cluster_size",
+    "launch__waves_per_multiprocessor", "launch__occupancy_limit_registers",
+    "launch__occupancy_limit_shared_mem", "launch__occupancy_limit_warps",
+    "launch__occupancy_limit_blocks", "profiler__replayer_passes",
+)
 
 
 def read_csv_rows(path):
@@ -111,6 +120,9 @@ def main():
         with open(os.path.join(d, "env.json")) as f:
             env = json.load(f)
 
+    # The CSV's raw page also carries every device attribute; keep the requested
+    # metrics and a few launch facts (occupancy limits, registers, replay passes).
+    wanted = set(env.get("ncu", {}).get("metrics", []))
     # Counters per (case_id, role): list of kernels in launch order.
     counters = {}
     metric_units = {}
@@ -140,12 +152,14 @@ def main():
             if current is None:
                 warnings.append(f"group {group}: kernel '{kernel_name(r)[:60]}' has no marker")
                 continue
-            metrics = {}
+            metrics, launch = {}, {}
             for key, val in r.items():
-                if "__" in key:  # metric columns; the rest are launch attributes
+                if key in wanted or (not wanted and key.split("__")[0] in COUNTER_UNITS):
                     metrics[key] = to_number(val)
                     if key in units:
                         metric_units[key] = units[key]
+                elif key in LAUNCH_KEYS:
+                    launch[key] = to_number(val)
             ncu_clock["sm"].append(metrics.get("sm__cycles_elapsed.avg.per_second"))
             ncu_clock["dram"].append(metrics.get("dram__cycles_elapsed.avg.per_second"))
             counters.setdefault((current["case_id"], current["role"]), []).append({
@@ -153,6 +167,7 @@ def main():
                 "grid": parse_dims(r.get("Grid Size")),
                 "block": parse_dims(r.get("Block Size")),
                 "metrics": metrics,
+                "launch": launch,
             })
 
     cases = []
@@ -176,6 +191,7 @@ def main():
                     "block": (m and m["block"]) or role.get("block"),
                     "smem_dynamic_bytes": role.get("smem_bytes"),
                     "metrics": m["metrics"] if m else None,
+                    "launch": m["launch"] if m else None,
                     # A role timed with events covers all its launches; with several
                     # (cuBLAS split-K) the time sits on the role, see role_times_s.
                     "time_free_running_s": role.get("time_free_running_s") if single else None,
