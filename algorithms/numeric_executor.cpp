@@ -23,7 +23,7 @@ struct Globals {
   std::array<bool, kTensorCount> declared{};
 
   std::vector<Mat>& of(TensorId t) {
-    ensure(declared[index_of(t)], fmt::format("tensor {} used but not declared", tensor_name(t)));
+    ensure(declared[index_of(t)], "tensor {} used but not declared", tensor_name(t));
     return data[index_of(t)];
   }
 };
@@ -47,8 +47,8 @@ class CtaInterpreter {
           const TileRef& t = op.tile;
           const Mat& src = buf(t.tensor);
           ensure(src.rows() == t.rows && src.cols() == t.cols,
-                 fmt::format("store of {} with a {}x{} buffer into a {}x{} tile",
-                             tensor_name(t.tensor), src.rows(), src.cols(), t.rows, t.cols));
+                 "store of {} with a {}x{} buffer into a {}x{} tile",
+                             tensor_name(t.tensor), src.rows(), src.cols(), t.rows, t.cols);
           g_.of(t.tensor).at(static_cast<std::size_t>(t.matrix))
               .block(t.row0, t.col0, t.rows, t.cols) = src;
           break;
@@ -64,8 +64,8 @@ class CtaInterpreter {
   Mat& operand(TensorId t, Eigen::Index rows, Eigen::Index cols) {
     Mat& b = buf(t);
     ensure(b.rows() == rows && b.cols() == cols,
-           fmt::format("operand {} is {}x{} on chip, the op needs {}x{}", tensor_name(t), b.rows(),
-                       b.cols(), rows, cols));
+           "operand {} is {}x{} on chip, the op needs {}x{}", tensor_name(t), b.rows(),
+                       b.cols(), rows, cols);
     return b;
   }
 

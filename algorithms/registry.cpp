@@ -12,7 +12,7 @@ namespace iosim {
 void Registry::add(std::unique_ptr<Algorithm> algorithm) {
   ensure(algorithm != nullptr, "null algorithm registered");
   const std::string n = algorithm->name();
-  for (const auto& a : algorithms_) ensure(a->name() != n, "algorithm registered twice: " + n);
+  for (const auto& a : algorithms_) ensure(a->name() != n, "algorithm registered twice: {}", n);
   algorithms_.push_back(std::move(algorithm));
 }
 

@@ -15,7 +15,11 @@
 namespace iosim {
 namespace {
 
-constexpr std::int64_t kGemmChunk = 64;         // head-dim / key chunk of the GEMM main loops
+// GEMM main loops: the shared-memory footprint is that of a CUTLASS-like pipeline (k-chunks of
+// kSmemChunk, `pipeline_stages` deep); loads are emitted in coarser chunks of kLoadChunk along k,
+// which moves the same bytes with fewer ops (the engine's cost is per contiguous run).
+constexpr std::int64_t kSmemChunk = 32;
+constexpr std::int64_t kLoadChunk = 128;
 constexpr std::int64_t kElementwiseElems = 8192; // scores per CTA of the elementwise kernels
 
 enum class Kernel { gemm_qk, mask, softmax, dropout, gemm_pv };
@@ -104,11 +108,10 @@ class StandardSchedule final : public Schedule {
   }
 
   static std::int64_t gemm_qk_smem(const AttentionProblem& p, const Tiling& t) {
-    const std::int64_t chunk = std::min(p.head_dim, kGemmChunk);
-    return t.pipeline_stages * (t.block_q + t.block_kv) * chunk * p.elem_bytes();
+    return t.pipeline_stages * (t.block_q + t.block_kv) * kSmemChunk * p.elem_bytes();
   }
   static std::int64_t gemm_pv_smem(const AttentionProblem& p, const Tiling& t) {
-    return t.pipeline_stages * (t.block_q * kGemmChunk + kGemmChunk * p.head_dim) * p.elem_bytes();
+    return t.pipeline_stages * (t.block_q + p.head_dim) * kSmemChunk * p.elem_bytes();
   }
 
  private:
@@ -123,8 +126,8 @@ class StandardSchedule final : public Schedule {
     const std::int64_t k0 = j * t_.block_kv, kr = std::min(t_.block_kv, p_.seq_kv - k0);
     const std::int64_t eb = p_.elem_bytes();
     const TileRef s{TensorId::S, bh, q0, qr, k0, kr};  // (qr, kr)
-    for (std::int64_t c0 = 0; c0 < p_.head_dim; c0 += kGemmChunk) {
-      const std::int64_t cw = std::min(kGemmChunk, p_.head_dim - c0);
+    for (std::int64_t c0 = 0; c0 < p_.head_dim; c0 += kLoadChunk) {
+      const std::int64_t cw = std::min(kLoadChunk, p_.head_dim - c0);
       out.push_back(TileOp::load({TensorId::Q, bh, q0, qr, c0, cw}));  // sQ (qr, cw)
       out.push_back(TileOp::load({TensorId::K, bh, k0, kr, c0, cw}));  // sK (kr, cw)
       // Warp tiles of 64 x 32: each Q chunk is read by block_kv/32 warps, K by block_q/64.
@@ -142,8 +145,8 @@ class StandardSchedule final : public Schedule {
     const std::int64_t d = p_.head_dim, eb = p_.elem_bytes();
     const TileRef o{TensorId::O, bh, q0, qr, 0, d};  // rO (qr, d)
     out.push_back(costs::init_state(o));
-    for (std::int64_t k0 = 0; k0 < p_.seq_kv; k0 += kGemmChunk) {
-      const std::int64_t kr = std::min(kGemmChunk, p_.seq_kv - k0);
+    for (std::int64_t k0 = 0; k0 < p_.seq_kv; k0 += kLoadChunk) {
+      const std::int64_t kr = std::min(kLoadChunk, p_.seq_kv - k0);
       out.push_back(TileOp::load({TensorId::P, bh, q0, qr, k0, kr}));  // sP (qr, kr)
       out.push_back(TileOp::load({TensorId::V, bh, k0, kr, 0, d}));    // sV (kr, d)
       const std::int64_t smem = (qr * ceil_div(d, 32) + d * ceil_div(qr, 64)) * kr * eb;

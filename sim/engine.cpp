@@ -30,9 +30,9 @@ class AddressMap {
     std::uint64_t cursor = kAlign;
     for (const TensorDecl& d : decls) {
       ensure(d.matrices > 0 && d.rows > 0 && d.cols > 0 && d.elem_bytes > 0,
-             fmt::format("tensor {} declared with an empty shape", tensor_name(d.id)));
+             "tensor {} declared with an empty shape", tensor_name(d.id));
       auto& slot = slots_[index_of(d.id)];
-      ensure(!slot.has_value(), fmt::format("tensor {} declared twice", tensor_name(d.id)));
+      ensure(!slot.has_value(), "tensor {} declared twice", tensor_name(d.id));
       slot = Placed{d, cursor};
       cursor += (static_cast<std::uint64_t>(d.total_bytes()) + kAlign - 1) / kAlign * kAlign;
     }
@@ -42,14 +42,14 @@ class AddressMap {
   template <typename Visit>
   std::uint64_t for_each_run(const TileRef& t, Visit&& visit) const {
     const auto& slot = slots_[index_of(t.tensor)];
-    ensure(slot.has_value(), fmt::format("tile of undeclared tensor {}", tensor_name(t.tensor)));
+    ensure(slot.has_value(), "tile of undeclared tensor {}", tensor_name(t.tensor));
     const TensorDecl& d = slot->decl;
     ensure(t.matrix >= 0 && t.matrix < d.matrices && t.row0 >= 0 && t.rows > 0 &&
                t.row0 + t.rows <= d.rows && t.col0 >= 0 && t.cols > 0 && t.col0 + t.cols <= d.cols,
-           fmt::format("tile of {} out of bounds: matrix {} rows [{}, {}) cols [{}, {}) of "
+           "tile of {} out of bounds: matrix {} rows [{}, {}) cols [{}, {}) of "
                        "[{}][{}][{}]",
                        tensor_name(t.tensor), t.matrix, t.row0, t.row0 + t.rows, t.col0,
-                       t.col0 + t.cols, d.matrices, d.rows, d.cols));
+                       t.col0 + t.cols, d.matrices, d.rows, d.cols);
     const auto eb = static_cast<std::uint64_t>(d.elem_bytes);
     const std::uint64_t row_pitch = static_cast<std::uint64_t>(d.cols) * eb;
     const std::uint64_t origin = slot->base + static_cast<std::uint64_t>(t.matrix) *
@@ -195,12 +195,11 @@ class KernelRun {
     const std::size_t ti = index_of(op.tile.tensor);
     const std::uint64_t exact = addresses_.for_each_run(op.tile, [&](std::uint64_t a, std::uint64_t n) {
       if (l2_ == nullptr) return;
-      PerTensor wb{};
-      const L2Cache::ReadOutcome r = l2_->read(a, n, op.tile.tensor, wb);
+      const L2Cache::ReadOutcome r = l2_->read(a, n, op.tile.tensor, counters_->hbm.write_bytes);
       counters_->l2.read_bytes[ti] += r.requested_bytes;
       counters_->hbm.read_bytes[ti] += r.miss_bytes;
       tr.requested += static_cast<double>(r.requested_bytes);
-      tr.dram += static_cast<double>(r.miss_bytes) + add_writebacks(wb);
+      tr.dram += static_cast<double>(r.miss_bytes);
       tr.missed = tr.missed || r.miss_bytes > 0;
     });
     if (l2_ == nullptr) {
@@ -216,11 +215,9 @@ class KernelRun {
     const std::size_t ti = index_of(op.tile.tensor);
     const std::uint64_t exact = addresses_.for_each_run(op.tile, [&](std::uint64_t a, std::uint64_t n) {
       if (l2_ == nullptr) return;
-      PerTensor wb{};
-      const std::uint64_t bytes = l2_->write(a, n, op.tile.tensor, wb);
+      const std::uint64_t bytes = l2_->write(a, n, op.tile.tensor, counters_->hbm.write_bytes);
       counters_->l2.write_bytes[ti] += bytes;
       tr.requested += static_cast<double>(bytes);
-      tr.dram += add_writebacks(wb);
     });
     if (l2_ == nullptr) {
       counters_->hbm.write_bytes[ti] += exact;
@@ -228,15 +225,6 @@ class KernelRun {
       tr.dram += static_cast<double>(exact);
     }
     if (op.on_chip == OnChip::smem) counters_->smem_read_bytes += exact;
-  }
-
-  double add_writebacks(const PerTensor& wb) {
-    double total = 0;
-    for (std::size_t i = 0; i < kTensorCount; ++i) {
-      counters_->hbm.write_bytes[i] += wb[i];
-      total += static_cast<double>(wb[i]);
-    }
-    return total;
   }
 
   // Time at which `bytes` requested at `t` by a CTA on `sm` have all arrived.
@@ -251,8 +239,12 @@ class KernelRun {
   void run_stage(CtaState& st, double t) {
     Traffic loads, stores;
     std::int64_t tensor_flops = 0, fp32_flops = 0, sfu_ops = 0, smem_read = 0;
+    const std::uint64_t written_back_before = l2_ != nullptr ? l2_->written_back_bytes() : 0;
     const std::uint64_t smem_before = counters_->smem_write_bytes + counters_->smem_read_bytes;
     while (st.pc < st.ops.size() && st.ops[st.pc].kind == OpKind::load) load(st.ops[st.pc++], loads);
+    // Dirty lines evicted by this stage's loads go to DRAM alongside its misses.
+    const std::uint64_t written_back_by_loads = l2_ != nullptr ? l2_->written_back_bytes() : 0;
+    loads.dram += static_cast<double>(written_back_by_loads - written_back_before);
     while (st.pc < st.ops.size() && st.ops[st.pc].kind != OpKind::load) {
       const TileOp& op = st.ops[st.pc++];
       if (op.kind == OpKind::store) {
@@ -263,6 +255,9 @@ class KernelRun {
         sfu_ops += op.sfu_ops;
         smem_read += op.smem_read_bytes;
       }
+    }
+    if (l2_ != nullptr) {
+      stores.dram += static_cast<double>(l2_->written_back_bytes() - written_back_by_loads);
     }
     counters_->tensor_flops += static_cast<std::uint64_t>(tensor_flops);
     counters_->fp32_flops += static_cast<std::uint64_t>(fp32_flops);

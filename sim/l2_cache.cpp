@@ -1,5 +1,6 @@
 #include "sim/l2_cache.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <fmt/format.h>
 
@@ -8,8 +9,8 @@
 namespace iosim {
 namespace {
 
-int popcount(const std::array<std::uint64_t, 2>& m) {
-  return std::popcount(m[0]) + std::popcount(m[1]);
+std::uint64_t popcount(const std::array<std::uint64_t, 2>& m) {
+  return static_cast<std::uint64_t>(std::popcount(m[0]) + std::popcount(m[1]));
 }
 
 // Mask with sectors [first, last] (inclusive, 0..127) set.
@@ -27,111 +28,56 @@ std::array<std::uint64_t, 2> sector_range_mask(unsigned first, unsigned last) {
   return m;
 }
 
+// Spreads consecutive regions over the sets, as the hardware's address hash does.
 std::uint64_t mix(std::uint64_t x) {
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdULL;
-  x ^= x >> 33;
-  return x;
+  x ^= x >> 31;
+  x *= 0x7fb5d329728ea185ULL;
+  x ^= x >> 27;
+  x *= 0x81dadef4bc2dd44dULL;
+  return x ^ (x >> 33);
 }
 
 }  // namespace
 
-L2Cache::L2Cache(std::int64_t capacity_bytes, int sector_bytes)
+L2Cache::L2Cache(std::int64_t capacity_bytes, int sector_bytes, int ways)
     : sector_bytes_(static_cast<std::uint64_t>(sector_bytes)),
       region_bytes_(static_cast<std::uint64_t>(sector_bytes) * kSectorsPerRegion) {
-  if (sector_bytes <= 0 || capacity_bytes < static_cast<std::int64_t>(region_bytes_)) {
+  if (sector_bytes <= 0 || ways <= 0 || capacity_bytes < static_cast<std::int64_t>(region_bytes_)) {
     throw ConfigError(fmt::format("L2 of {} bytes with {}-byte sectors holds no {}-byte region",
                                   capacity_bytes, sector_bytes, region_bytes_));
   }
-  entries_.resize(static_cast<std::size_t>(static_cast<std::uint64_t>(capacity_bytes) / region_bytes_));
-  std::uint64_t table_size = 1;
-  while (table_size < 2 * entries_.size()) table_size <<= 1;
-  table_.assign(table_size, kNone);
-  table_mask_ = table_size - 1;
+  const std::uint64_t regions = static_cast<std::uint64_t>(capacity_bytes) / region_bytes_;
+  ways_per_set_ = std::min<std::uint64_t>(static_cast<std::uint64_t>(ways), regions);
+  sets_ = regions / ways_per_set_;
+  tags_.assign(sets_ * ways_per_set_, kEmpty);
+  last_use_.assign(sets_ * ways_per_set_, 0);
+  lines_.assign(sets_ * ways_per_set_, Lines{});
 }
 
-std::size_t L2Cache::slot_of(std::uint64_t region) const {
-  return static_cast<std::size_t>(mix(region) & table_mask_);
-}
-
-std::uint32_t L2Cache::find(std::uint64_t region) const {
-  for (std::size_t s = slot_of(region);; s = (s + 1) & table_mask_) {
-    const std::uint32_t e = table_[s];
-    if (e == kNone) return kNone;
-    if (entries_[e].region == region) return e;
-  }
-}
-
-void L2Cache::hash_insert(std::uint64_t region, std::uint32_t e) {
-  std::size_t s = slot_of(region);
-  while (table_[s] != kNone) s = (s + 1) & table_mask_;
-  table_[s] = e;
-}
-
-void L2Cache::hash_erase(std::uint64_t region) {
-  std::size_t s = slot_of(region);
-  while (entries_[table_[s]].region != region) s = (s + 1) & table_mask_;
-  // Backward-shift deletion keeps probe chains intact without tombstones.
-  std::size_t hole = s;
-  for (std::size_t next = (hole + 1) & table_mask_; table_[next] != kNone;
-       next = (next + 1) & table_mask_) {
-    const std::size_t home = slot_of(entries_[table_[next]].region);
-    const bool movable = (hole <= next) ? (home <= hole || home > next) : (home <= hole && home > next);
-    if (movable) {
-      table_[hole] = table_[next];
-      hole = next;
+L2Cache::Lines& L2Cache::acquire(std::uint64_t region, TensorId owner, PerTensor& written_back) {
+  const std::uint64_t base = (mix(region) % sets_) * ways_per_set_;
+  const std::uint64_t* tags = &tags_[base];
+  for (std::uint64_t w = 0; w < ways_per_set_; ++w) {
+    if (tags[w] == region) {
+      last_use_[base + w] = ++clock_;
+      return lines_[base + w];
     }
   }
-  table_[hole] = kNone;
-}
-
-void L2Cache::unlink(std::uint32_t e) {
-  Entry& x = entries_[e];
-  if (x.prev != kNone) entries_[x.prev].next = x.next; else head_ = x.next;
-  if (x.next != kNone) entries_[x.next].prev = x.prev; else tail_ = x.prev;
-  x.prev = x.next = kNone;
-}
-
-void L2Cache::push_front(std::uint32_t e) {
-  Entry& x = entries_[e];
-  x.prev = kNone;
-  x.next = head_;
-  if (head_ != kNone) entries_[head_].prev = e;
-  head_ = e;
-  if (tail_ == kNone) tail_ = e;
-}
-
-void L2Cache::touch(std::uint32_t e) {
-  if (head_ == e) return;
-  unlink(e);
-  push_front(e);
-}
-
-std::uint32_t L2Cache::acquire(std::uint64_t region, TensorId owner, PerTensor& written_back) {
-  std::uint32_t e = find(region);
-  if (e != kNone) {
-    touch(e);
-    return e;
+  // Miss: replace the set's least recently used way (never-used ways have stamp 0).
+  const std::uint64_t* stamps = &last_use_[base];
+  const std::uint64_t victim = base + static_cast<std::uint64_t>(
+                                          std::min_element(stamps, stamps + ways_per_set_) - stamps);
+  Lines& x = lines_[victim];
+  if (tags_[victim] != kEmpty) {
+    const std::uint64_t dirty = popcount(x.dirty);
+    written_back[index_of(x.owner)] += dirty * sector_bytes_;
+    written_back_sectors_ += dirty;
+    dirty_sectors_ -= dirty;
   }
-  if (used_ < entries_.size()) {
-    e = used_++;
-  } else {
-    e = tail_;  // evict the least recently used region, writing its dirty sectors back
-    Entry& victim = entries_[e];
-    const int dirty = popcount(victim.dirty);
-    written_back[index_of(victim.owner)] += static_cast<std::uint64_t>(dirty) * sector_bytes_;
-    dirty_sectors_ -= static_cast<std::uint64_t>(dirty);
-    hash_erase(victim.region);
-    unlink(e);
-  }
-  Entry& x = entries_[e];
-  x.region = region;
-  x.valid = {};
-  x.dirty = {};
-  x.owner = owner;
-  hash_insert(region, e);
-  push_front(e);
-  return e;
+  tags_[victim] = region;
+  last_use_[victim] = ++clock_;
+  x = Lines{{}, {}, owner};
+  return x;
 }
 
 template <typename Visit>
@@ -153,10 +99,10 @@ L2Cache::ReadOutcome L2Cache::read(std::uint64_t addr, std::uint64_t len, Tensor
                                    PerTensor& written_back) {
   ReadOutcome out;
   for_each_region(addr, len, [&](std::uint64_t region, const Mask& want) {
-    Entry& x = entries_[acquire(region, owner, written_back)];
+    Lines& x = acquire(region, owner, written_back);
     const Mask missing = {want[0] & ~x.valid[0], want[1] & ~x.valid[1]};
-    out.requested_bytes += static_cast<std::uint64_t>(popcount(want)) * sector_bytes_;
-    out.miss_bytes += static_cast<std::uint64_t>(popcount(missing)) * sector_bytes_;
+    out.requested_bytes += popcount(want) * sector_bytes_;
+    out.miss_bytes += popcount(missing) * sector_bytes_;
     x.valid[0] |= want[0];
     x.valid[1] |= want[1];
   });
@@ -167,10 +113,10 @@ std::uint64_t L2Cache::write(std::uint64_t addr, std::uint64_t len, TensorId own
                              PerTensor& written_back) {
   std::uint64_t bytes = 0;
   for_each_region(addr, len, [&](std::uint64_t region, const Mask& want) {
-    Entry& x = entries_[acquire(region, owner, written_back)];
+    Lines& x = acquire(region, owner, written_back);
     const Mask newly_dirty = {want[0] & ~x.dirty[0], want[1] & ~x.dirty[1]};
-    dirty_sectors_ += static_cast<std::uint64_t>(popcount(newly_dirty));
-    bytes += static_cast<std::uint64_t>(popcount(want)) * sector_bytes_;
+    dirty_sectors_ += popcount(newly_dirty);
+    bytes += popcount(want) * sector_bytes_;
     x.valid[0] |= want[0];
     x.valid[1] |= want[1];
     x.dirty[0] |= want[0];
@@ -180,14 +126,13 @@ std::uint64_t L2Cache::write(std::uint64_t addr, std::uint64_t len, TensorId own
 }
 
 void L2Cache::flush(PerTensor& written_back) {
-  for (std::uint32_t e = 0; e < used_; ++e) {
-    const Entry& x = entries_[e];
-    written_back[index_of(x.owner)] += static_cast<std::uint64_t>(popcount(x.dirty)) * sector_bytes_;
+  for (std::size_t i = 0; i < tags_.size(); ++i) {
+    if (tags_[i] != kEmpty) written_back[index_of(lines_[i].owner)] += popcount(lines_[i].dirty) * sector_bytes_;
   }
+  std::fill(tags_.begin(), tags_.end(), kEmpty);
+  std::fill(last_use_.begin(), last_use_.end(), 0);
+  std::fill(lines_.begin(), lines_.end(), Lines{});
   dirty_sectors_ = 0;
-  used_ = 0;
-  head_ = tail_ = kNone;
-  std::fill(table_.begin(), table_.end(), kNone);
 }
 
 }  // namespace iosim

@@ -1,15 +1,14 @@
 #pragma once
 // Where L2 hits are decided.
 //
-// The cache is modelled at two granularities. Presence and dirtiness are exact per 32-byte
-// sector (the unit in which SMs request data and DRAM traffic is counted). Placement and
-// replacement work on regions of 128 consecutive sectors (4 KiB for 32-byte sectors), kept in
-// one LRU list over the whole capacity (fully associative). Tiles are contiguous runs of
-// hundreds of sectors touched together, so the lines of a region share nearly the same recency;
-// tracking regions instead of lines makes a lookup cost one hash probe per 4 KiB, which is what
-// keeps B=4, H=16, N=16384 runs in seconds. What it approximates: the real L2's set
-// associativity and hashed set index, its replacement policy (not documented by NVIDIA), and
-// the split into two partitions on A100/H100.
+// The cache is modelled at two granularities. Presence and dirtiness are exact per sector (32
+// bytes: the unit in which SMs request data and DRAM traffic is counted). Placement and
+// replacement work on regions of 128 consecutive sectors (4 KiB), kept in a set-associative
+// array (16 ways, hashed set index, LRU within a set). Tiles are contiguous runs of hundreds of
+// sectors touched together, so the lines of a region share nearly the same recency; tracking
+// regions instead of 128-byte lines costs one set lookup per 4 KiB, which is what keeps
+// B=4, H=16, N=16384 runs in seconds. What it approximates: the real L2's line-granular sets and
+// undocumented hash and replacement policy, and the split into two partitions on A100/H100.
 #include <array>
 #include <cstdint>
 #include <vector>
@@ -22,10 +21,11 @@ namespace iosim {
 class L2Cache {
  public:
   static constexpr int kSectorsPerRegion = 128;
+  static constexpr int kDefaultWays = 16;
 
-  /// A cache of `capacity_bytes` with `sector_bytes` sectors. Throws ConfigError if the
-  /// capacity holds no region.
-  L2Cache(std::int64_t capacity_bytes, int sector_bytes);
+  /// A cache of `capacity_bytes` with `sector_bytes` sectors and `ways` regions per set (fewer
+  /// when the capacity holds fewer regions). Throws ConfigError if it holds no region.
+  L2Cache(std::int64_t capacity_bytes, int sector_bytes, int ways = kDefaultWays);
 
   struct ReadOutcome {
     std::uint64_t requested_bytes = 0;  // sectors touched x sector size
@@ -41,6 +41,9 @@ class L2Cache {
   std::uint64_t write(std::uint64_t addr, std::uint64_t len, TensorId owner,
                       PerTensor& written_back);
 
+  /// Bytes written back to DRAM by evictions since construction (all owners).
+  std::uint64_t written_back_bytes() const { return written_back_sectors_ * sector_bytes_; }
+
   /// Dirty bytes currently held (would reach DRAM at eviction or flush).
   std::uint64_t dirty_bytes() const { return dirty_sectors_ * sector_bytes_; }
 
@@ -50,39 +53,35 @@ class L2Cache {
 
   int sector_bytes() const { return static_cast<int>(sector_bytes_); }
   std::uint64_t region_bytes() const { return region_bytes_; }
-  std::size_t capacity_regions() const { return entries_.size(); }
+  std::size_t capacity_regions() const { return tags_.size(); }
 
  private:
   using Mask = std::array<std::uint64_t, 2>;
-  static constexpr std::uint32_t kNone = 0xffffffffu;
+  static constexpr std::uint64_t kEmpty = ~std::uint64_t{0};
 
-  struct Entry {
-    std::uint64_t region = 0;
+  // The sector state of one way; tags and recency live in their own arrays so that a set
+  // lookup scans two cache lines of tags, not the whole state.
+  struct Lines {
     Mask valid{};
     Mask dirty{};
-    std::uint32_t prev = kNone, next = kNone;
     TensorId owner{};
   };
 
   template <typename Visit>
   void for_each_region(std::uint64_t addr, std::uint64_t len, Visit&& visit);
-  std::uint32_t find(std::uint64_t region) const;
-  std::uint32_t acquire(std::uint64_t region, TensorId owner, PerTensor& written_back);
-  void touch(std::uint32_t e);
-  void unlink(std::uint32_t e);
-  void push_front(std::uint32_t e);
-  void hash_insert(std::uint64_t region, std::uint32_t e);
-  void hash_erase(std::uint64_t region);
-  std::size_t slot_of(std::uint64_t region) const;
+  Lines& acquire(std::uint64_t region, TensorId owner, PerTensor& written_back);
 
   std::uint64_t sector_bytes_;
   std::uint64_t region_bytes_;
-  std::vector<Entry> entries_;
-  std::uint32_t used_ = 0;
-  std::uint32_t head_ = kNone, tail_ = kNone;  // most / least recently used
-  std::vector<std::uint32_t> table_;           // open addressing, linear probing
-  std::uint64_t table_mask_ = 0;
+  std::uint64_t sets_;
+  std::uint64_t ways_per_set_;
+  // Way w of set s is index s * ways_per_set_ + w in each array.
+  std::vector<std::uint64_t> tags_;      // region held, or kEmpty
+  std::vector<std::uint64_t> last_use_;  // LRU clock stamp (0: never used)
+  std::vector<Lines> lines_;
+  std::uint64_t clock_ = 0;
   std::uint64_t dirty_sectors_ = 0;
+  std::uint64_t written_back_sectors_ = 0;
 };
 
 }  // namespace iosim

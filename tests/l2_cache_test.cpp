@@ -26,7 +26,7 @@ TEST_CASE("reads are counted in whole sectors and hit once present") {
 }
 
 TEST_CASE("dirty data is written back when evicted and reported while resident") {
-  L2Cache l2(8 * 4096, 32);  // 8 regions
+  L2Cache l2(8 * 4096, 32, 8);  // one fully associative set of 8 regions
   PerTensor wb{};
   CHECK(l2.write(0, 4096, TensorId::O, wb) == 4096);
   CHECK(l2.dirty_bytes() == 4096);
@@ -45,7 +45,7 @@ TEST_CASE("dirty data is written back when evicted and reported while resident")
   CHECK(l2.read(100 * 4096, 64, TensorId::S, wb).miss_bytes == 64);  // flushed means cold
 }
 
-TEST_CASE("LRU inclusion: a bigger cache never misses more on the same trace") {
+TEST_CASE("LRU inclusion: more ways per set never miss more on the same trace") {
   std::mt19937_64 rng(5);
   std::vector<std::pair<std::uint64_t, std::uint64_t>> trace;
   for (int i = 0; i < 20000; ++i) {
@@ -53,9 +53,10 @@ TEST_CASE("LRU inclusion: a bigger cache never misses more on the same trace") {
     const std::uint64_t base = (rng() % 512) * 4096 + (rng() % 128) * 32;
     trace.emplace_back(base, 1 + rng() % 8192);
   }
+  // Same number of sets (4), more ways: LRU is a stack algorithm within each set.
   std::uint64_t previous = UINT64_MAX;
-  for (std::int64_t cap : {64 * 1024, 256 * 1024, 1024 * 1024, 4 * 1024 * 1024}) {
-    L2Cache l2(cap, 32);
+  for (int ways : {2, 8, 32, 128}) {
+    L2Cache l2(std::int64_t{4} * ways * 4096, 32, ways);
     PerTensor wb{};
     std::uint64_t misses = 0;
     for (auto [a, n] : trace) misses += l2.read(a, n, TensorId::K, wb).miss_bytes;

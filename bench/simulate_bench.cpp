@@ -1,0 +1,44 @@
+// Wall time of iosim's own simulation on real sizes (Google Benchmark). The target:
+// flash2, B=4, H=16, N=16384, d=128 with the L2 model on, on the H100 profile, in seconds.
+#include <benchmark/benchmark.h>
+
+#include "algorithms/simulate.hpp"
+
+namespace {
+
+using namespace iosim;
+
+RunRequest make(const char* algo, std::int64_t n, std::int64_t d, bool l2) {
+  RunRequest r;
+  r.algorithm = algo;
+  r.problem.batch = 4;
+  r.problem.heads = 16;
+  r.problem.seq = r.problem.seq_kv = n;
+  r.problem.head_dim = d;
+  r.engine.l2_enabled = l2;
+  return r;
+}
+
+void run(benchmark::State& state, const char* algo, std::int64_t n, std::int64_t d, bool l2) {
+  const HardwareProfile hw = load_profile("h100-sxm5-80gb");
+  const RunRequest r = make(algo, n, d, l2);
+  for (auto _ : state) {
+    const Report rep = simulate(hw, r);
+    benchmark::DoNotOptimize(rep.engine.time_s);
+    state.counters["sim_hbm_GB"] = static_cast<double>(rep.engine.total.hbm.read_total() +
+                                                       rep.engine.total.hbm.write_total()) / 1e9;
+  }
+}
+
+}  // namespace
+
+BENCHMARK_CAPTURE(run, flash2_B4_H16_N16384_d128_l2on, "flash2", 16384, 128, true)
+    ->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(run, flash2_B4_H16_N16384_d128_l2off, "flash2", 16384, 128, false)
+    ->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(run, flash1_B4_H16_N4096_d64_l2on, "flash1", 4096, 64, true)
+    ->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(run, standard_B4_H16_N4096_d64_l2on, "standard", 4096, 64, true)
+    ->Unit(benchmark::kMillisecond)->Iterations(1);
+
+BENCHMARK_MAIN();
