@@ -1,0 +1,492 @@
+// The one place that reads YAML. It turns a profile file into a HardwareProfile and refuses
+// anything it does not fully understand: every key must be known, every key present, every number
+// a {value, source} pair, and the numbers must describe a machine that can exist.
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <system_error>
+#include <type_traits>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "sim/errors.hpp"
+#include "sim/profile.hpp"
+#include "sim/suggest.hpp"
+
+#ifndef IOSIM_BUILTIN_PROFILE_DIR
+#error "IOSIM_BUILTIN_PROFILE_DIR must name hwprofiles/ (CMake defines it for iosim_sim)"
+#endif
+
+namespace iosim {
+
+double HardwareProfile::tensor_flops_per_s(Dtype dtype) const {
+  switch (dtype) {
+    case Dtype::fp16:
+      return compute.tensor_fp16_tflops.value * 1e12;
+    case Dtype::bf16:
+      return compute.tensor_bf16_tflops.value * 1e12;
+    case Dtype::fp32:
+      return compute.tensor_tf32_tflops.value * 1e12;  // fp32 operands run as tf32
+  }
+  throw InternalError("tensor_flops_per_s: Dtype value out of range");
+}
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// The schema: one table per section, key name -> struct member. The key lists used for
+// "unknown key" and "missing key" come from these tables, so they cannot drift from the struct.
+template <typename Spec>
+using Member =
+    std::variant<Sourced<int> Spec::*, Sourced<std::int64_t> Spec::*, Sourced<double> Spec::*>;
+
+template <typename Spec>
+struct Field {
+  const char* key;
+  Member<Spec> member;
+};
+
+const std::array<Field<SmSpec>, 12> kSmFields{{
+    {"count", &SmSpec::count},
+    {"boost_clock_mhz", &SmSpec::boost_clock_mhz},
+    {"base_clock_mhz", &SmSpec::base_clock_mhz},
+    {"smem_per_sm_bytes", &SmSpec::smem_per_sm_bytes},
+    {"smem_per_cta_max_bytes", &SmSpec::smem_per_cta_max_bytes},
+    {"smem_reserved_per_cta_bytes", &SmSpec::smem_reserved_per_cta_bytes},
+    {"registers_per_sm", &SmSpec::registers_per_sm},
+    {"max_registers_per_thread", &SmSpec::max_registers_per_thread},
+    {"max_threads_per_sm", &SmSpec::max_threads_per_sm},
+    {"max_ctas_per_sm", &SmSpec::max_ctas_per_sm},
+    {"smem_bandwidth_bytes_per_clk", &SmSpec::smem_bandwidth_bytes_per_clk},
+    {"l2_to_sm_bytes_per_clk", &SmSpec::l2_to_sm_bytes_per_clk},
+}};
+
+const std::array<Field<ComputeSpec>, 5> kComputeFields{{
+    {"tensor_fp16_tflops", &ComputeSpec::tensor_fp16_tflops},
+    {"tensor_bf16_tflops", &ComputeSpec::tensor_bf16_tflops},
+    {"tensor_tf32_tflops", &ComputeSpec::tensor_tf32_tflops},
+    {"fp32_tflops", &ComputeSpec::fp32_tflops},
+    {"sfu_ops_per_clk_per_sm", &ComputeSpec::sfu_ops_per_clk_per_sm},
+}};
+
+const std::array<Field<L2Spec>, 5> kL2Fields{{
+    {"size_bytes", &L2Spec::size_bytes},
+    {"line_bytes", &L2Spec::line_bytes},
+    {"sector_bytes", &L2Spec::sector_bytes},
+    {"bandwidth_gbps", &L2Spec::bandwidth_gbps},
+    {"hit_latency_cycles", &L2Spec::hit_latency_cycles},
+}};
+
+const std::array<Field<HbmSpec>, 4> kHbmFields{{
+    {"capacity_bytes", &HbmSpec::capacity_bytes},
+    {"bandwidth_gbps", &HbmSpec::bandwidth_gbps},
+    {"achievable_fraction", &HbmSpec::achievable_fraction},
+    {"latency_ns", &HbmSpec::latency_ns},
+}};
+
+const std::array<Field<LaunchSpec>, 1> kLaunchFields{{
+    {"kernel_overhead_us", &LaunchSpec::kernel_overhead_us},
+}};
+
+const std::vector<std::string> kTopKeys{"name", "description", "sm",    "compute",
+                                        "l2",   "hbm",         "launch"};
+const std::vector<std::string> kLeafKeys{"value", "source"};
+
+template <typename Spec, std::size_t N>
+std::vector<std::string> keys_of(const std::array<Field<Spec>, N>& fields) {
+  std::vector<std::string> keys;
+  for (const auto& f : fields) keys.emplace_back(f.key);
+  return keys;
+}
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& item : items) {
+    if (!out.empty()) out += ", ";
+    out += item;
+  }
+  return out;
+}
+
+std::string child_path(const std::string& parent, const std::string& key) {
+  return parent.empty() ? key : parent + "." + key;
+}
+
+std::string describe_kind(const YAML::Node& node) {
+  if (!node.IsDefined() || node.IsNull()) return "nothing";
+  if (node.IsSequence()) return "a list";
+  if (node.IsMap()) return "a map";
+  if (node.Tag() == "!") return "the string \"" + node.Scalar() + "\"";
+  return "'" + node.Scalar() + "'";
+}
+
+// Walks one document. Remembers the line of every key it has seen so that later messages,
+// including the cross-field checks, can point at the line to fix.
+class Reader {
+ public:
+  explicit Reader(std::string origin) : origin_(std::move(origin)) {}
+
+  [[noreturn]] void fail(const std::string& message) const {
+    throw ConfigError(origin_ + ": " + message);
+  }
+
+  // A message about `path`, located at its line when the key was seen.
+  [[noreturn]] void fail_at(const std::string& path, const std::string& message) const {
+    const auto it = lines_.find(path);
+    if (it == lines_.end()) fail(message);
+    throw ConfigError(fmt::format("{}:{}: {}", origin_, it->second, message));
+  }
+
+  // `node` (the value of `path`; "" for the top level) must be a map whose keys are exactly
+  // `allowed`. Unknown keys are reported before missing ones: a typo makes both, and the
+  // unknown key is the one with the useful "did you mean".
+  // An empty section (`launch:` and nothing under it) reads as an empty map, so the message
+  // names the first key it lacks.
+  void check_map(const YAML::Node& node, const std::string& path,
+                 const std::vector<std::string>& allowed, const std::string& what) {
+    if (!node.IsMap() && !node.IsNull()) {
+      fail_at(path, fmt::format("'{}' must be {}, got {}", path, what, describe_kind(node)));
+    }
+    std::set<std::string> seen;
+    for (const auto& entry : node) {
+      const YAML::Node& key_node = entry.first;
+      if (!key_node.IsScalar()) {
+        throw ConfigError(fmt::format("{}:{}: keys must be plain names, got {} in {}", origin_,
+                                      key_node.Mark().line + 1, describe_kind(key_node),
+                                      path.empty() ? "the top level" : "'" + path + "'"));
+      }
+      const std::string& key = key_node.Scalar();
+      const std::string full = child_path(path, key);
+      const int line = key_node.Mark().line + 1;
+      if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
+        throw ConfigError(fmt::format("{}:{}: unknown key '{}'{}", origin_, line, full,
+                                      did_you_mean(key, allowed)));
+      }
+      if (!seen.insert(key).second) {
+        throw ConfigError(fmt::format("{}:{}: duplicate key '{}' (first at line {})", origin_, line,
+                                      full, lines_.at(full)));
+      }
+      lines_[full] = line;
+    }
+    for (const auto& key : allowed) {
+      if (seen.count(key) == 0) {
+        fail(fmt::format("missing required key '{}'", child_path(path, key)));
+      }
+    }
+  }
+
+  // A non-empty string: a name, a description or a source.
+  std::string read_text(const YAML::Node& node, const std::string& path,
+                        const std::string& what) const {
+    if (!node.IsScalar()) {
+      fail_at(path, fmt::format("'{}' must be {}, got {}", path, what, describe_kind(node)));
+    }
+    const std::string& text = node.Scalar();
+    const bool blank = std::all_of(text.begin(), text.end(), [](char c) {
+      return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+    });
+    if (blank) fail_at(path, fmt::format("'{}' must be {}, got an empty string", path, what));
+    return text;
+  }
+
+  // A numeric leaf: {value: <number>, source: "<citation>"}.
+  template <typename T>
+  void read_leaf(const YAML::Node& node, const std::string& path, Sourced<T>& out) {
+    if (!node.IsMap()) {
+      fail_at(path, fmt::format("'{}' must be a map {{value: <number>, source: \"<where the "
+                                "number comes from>\"}}, got {}",
+                                path, describe_kind(node)));
+    }
+    check_map(node, path, kLeafKeys, "a map {value, source}");
+    out.value = read_number<T>(node["value"], path + ".value");
+    out.source = read_text(node["source"], path + ".source",
+                           "a non-empty string naming where the number comes from");
+  }
+
+ private:
+  template <typename T>
+  T read_number(const YAML::Node& node, const std::string& path) const {
+    constexpr bool kInteger = std::is_integral_v<T>;
+    const char* kind = kInteger ? "an integer" : "a number";
+    // Quoted scalars carry the tag "!": "132" is text, not a number.
+    if (!node.IsScalar() || node.Tag() == "!") {
+      fail_at(path, fmt::format("'{}' must be {}, got {}", path, kind, describe_kind(node)));
+    }
+    const std::string& text = node.Scalar();
+    const char* first = text.data();
+    const char* last = text.data() + text.size();
+    if constexpr (kInteger) {
+      long long v = 0;
+      const auto [end, ec] = std::from_chars(first, last, v);
+      if (ec == std::errc::result_out_of_range) {
+        fail_at(path, fmt::format("'{}' = {} is out of range", path, text));
+      }
+      if (ec != std::errc() || end != last) {
+        fail_at(path, fmt::format("'{}' must be {}, got '{}'", path, kind, text));
+      }
+      if (v < static_cast<long long>(std::numeric_limits<T>::min()) ||
+          v > static_cast<long long>(std::numeric_limits<T>::max())) {
+        fail_at(path, fmt::format("'{}' = {} is out of range", path, text));
+      }
+      return static_cast<T>(v);
+    } else {
+      double v = 0;
+      const auto [end, ec] = std::from_chars(first, last, v);
+      if (ec != std::errc() || end != last || !std::isfinite(v)) {
+        fail_at(path, fmt::format("'{}' must be a finite number, got '{}'", path, text));
+      }
+      return v;
+    }
+  }
+
+  std::string origin_;
+  std::map<std::string, int> lines_;
+};
+
+template <typename Spec, std::size_t N>
+void read_section(Reader& reader, const YAML::Node& root, const std::string& section,
+                  const std::array<Field<Spec>, N>& fields, Spec& spec) {
+  const YAML::Node node = root[section];
+  reader.check_map(node, section, keys_of(fields), "a map of " + section + " fields");
+  for (const auto& field : fields) {
+    const std::string path = section + "." + field.key;
+    std::visit([&](auto member) { reader.read_leaf(node[field.key], path, spec.*member); },
+               field.member);
+  }
+}
+
+// Values that cannot describe a real GPU. Messages name the keys and the numbers.
+void validate(const HardwareProfile& p, const Reader& reader) {
+  const auto positive = [&](const std::string& path, auto v) {
+    if (!(v > 0)) reader.fail_at(path, fmt::format("{} = {} must be > 0", path, v));
+  };
+  const auto non_negative = [&](const std::string& path, auto v) {
+    if (v < 0) reader.fail_at(path, fmt::format("{} = {} must be >= 0", path, v));
+  };
+  const SmSpec& sm = p.sm;
+  positive("sm.count", sm.count.value);
+  positive("sm.boost_clock_mhz", sm.boost_clock_mhz.value);
+  positive("sm.base_clock_mhz", sm.base_clock_mhz.value);
+  positive("sm.smem_per_sm_bytes", sm.smem_per_sm_bytes.value);
+  positive("sm.smem_per_cta_max_bytes", sm.smem_per_cta_max_bytes.value);
+  non_negative("sm.smem_reserved_per_cta_bytes", sm.smem_reserved_per_cta_bytes.value);
+  positive("sm.registers_per_sm", sm.registers_per_sm.value);
+  positive("sm.max_registers_per_thread", sm.max_registers_per_thread.value);
+  positive("sm.max_threads_per_sm", sm.max_threads_per_sm.value);
+  positive("sm.max_ctas_per_sm", sm.max_ctas_per_sm.value);
+  positive("sm.smem_bandwidth_bytes_per_clk", sm.smem_bandwidth_bytes_per_clk.value);
+  positive("sm.l2_to_sm_bytes_per_clk", sm.l2_to_sm_bytes_per_clk.value);
+
+  const ComputeSpec& c = p.compute;
+  positive("compute.tensor_fp16_tflops", c.tensor_fp16_tflops.value);
+  positive("compute.tensor_bf16_tflops", c.tensor_bf16_tflops.value);
+  positive("compute.tensor_tf32_tflops", c.tensor_tf32_tflops.value);
+  positive("compute.fp32_tflops", c.fp32_tflops.value);
+  positive("compute.sfu_ops_per_clk_per_sm", c.sfu_ops_per_clk_per_sm.value);
+
+  const L2Spec& l2 = p.l2;
+  positive("l2.size_bytes", l2.size_bytes.value);
+  positive("l2.line_bytes", l2.line_bytes.value);
+  positive("l2.sector_bytes", l2.sector_bytes.value);
+  positive("l2.bandwidth_gbps", l2.bandwidth_gbps.value);
+  non_negative("l2.hit_latency_cycles", l2.hit_latency_cycles.value);
+
+  const HbmSpec& hbm = p.hbm;
+  positive("hbm.capacity_bytes", hbm.capacity_bytes.value);
+  positive("hbm.bandwidth_gbps", hbm.bandwidth_gbps.value);
+  non_negative("hbm.latency_ns", hbm.latency_ns.value);
+  non_negative("launch.kernel_overhead_us", p.launch.kernel_overhead_us.value);
+
+  // Cross-field consistency.
+  if (sm.base_clock_mhz.value > sm.boost_clock_mhz.value) {
+    reader.fail_at("sm.base_clock_mhz",
+                   fmt::format("sm.base_clock_mhz = {} exceeds sm.boost_clock_mhz = {}",
+                               sm.base_clock_mhz.value, sm.boost_clock_mhz.value));
+  }
+  if (sm.smem_per_cta_max_bytes.value > sm.smem_per_sm_bytes.value) {
+    reader.fail_at("sm.smem_per_cta_max_bytes",
+                   fmt::format("sm.smem_per_cta_max_bytes = {} exceeds sm.smem_per_sm_bytes = {}",
+                               sm.smem_per_cta_max_bytes.value, sm.smem_per_sm_bytes.value));
+  }
+  if (sm.smem_per_cta_max_bytes.value + sm.smem_reserved_per_cta_bytes.value >
+      sm.smem_per_sm_bytes.value) {
+    reader.fail_at(
+        "sm.smem_reserved_per_cta_bytes",
+        fmt::format("sm.smem_per_cta_max_bytes + sm.smem_reserved_per_cta_bytes = {} + {} = {} "
+                    "exceeds sm.smem_per_sm_bytes = {}",
+                    sm.smem_per_cta_max_bytes.value, sm.smem_reserved_per_cta_bytes.value,
+                    sm.smem_per_cta_max_bytes.value + sm.smem_reserved_per_cta_bytes.value,
+                    sm.smem_per_sm_bytes.value));
+  }
+  if (sm.max_registers_per_thread.value > sm.registers_per_sm.value) {
+    reader.fail_at("sm.max_registers_per_thread",
+                   fmt::format("sm.max_registers_per_thread = {} exceeds sm.registers_per_sm = {}",
+                               sm.max_registers_per_thread.value, sm.registers_per_sm.value));
+  }
+  if (sm.max_ctas_per_sm.value > sm.max_threads_per_sm.value) {
+    reader.fail_at("sm.max_ctas_per_sm",
+                   fmt::format("sm.max_ctas_per_sm = {} exceeds sm.max_threads_per_sm = {} (a CTA "
+                               "has at least one thread)",
+                               sm.max_ctas_per_sm.value, sm.max_threads_per_sm.value));
+  }
+  if (l2.line_bytes.value % l2.sector_bytes.value != 0) {
+    reader.fail_at("l2.sector_bytes",
+                   fmt::format("l2.sector_bytes = {} does not divide l2.line_bytes = {}",
+                               l2.sector_bytes.value, l2.line_bytes.value));
+  }
+  if (l2.size_bytes.value % l2.line_bytes.value != 0) {
+    reader.fail_at("l2.line_bytes",
+                   fmt::format("l2.line_bytes = {} does not divide l2.size_bytes = {}",
+                               l2.line_bytes.value, l2.size_bytes.value));
+  }
+  const double fraction = hbm.achievable_fraction.value;
+  if (!(fraction > 0.0 && fraction <= 1.0)) {
+    reader.fail_at("hbm.achievable_fraction",
+                   fmt::format("hbm.achievable_fraction = {} is not in (0, 1]", fraction));
+  }
+}
+
+HardwareProfile read_profile(const YAML::Node& root, Reader& reader) {
+  if (!root.IsMap()) {
+    reader.fail(fmt::format("the top level must be a map with keys {}, got {}", join(kTopKeys),
+                            describe_kind(root)));
+  }
+  reader.check_map(root, "", kTopKeys, "a profile map");
+  HardwareProfile profile;
+  profile.name = reader.read_text(root["name"], "name", "a non-empty string");
+  profile.description = reader.read_text(root["description"], "description", "a non-empty string");
+  read_section(reader, root, "sm", kSmFields, profile.sm);
+  read_section(reader, root, "compute", kComputeFields, profile.compute);
+  read_section(reader, root, "l2", kL2Fields, profile.l2);
+  read_section(reader, root, "hbm", kHbmFields, profile.hbm);
+  read_section(reader, root, "launch", kLaunchFields, profile.launch);
+  validate(profile, reader);
+  return profile;
+}
+
+std::string read_file_text(const fs::path& path) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) {
+    throw ConfigError(fmt::format("cannot read profile file '{}': no such file", path.string()));
+  }
+  if (fs::is_directory(path, ec)) {
+    throw ConfigError(
+        fmt::format("cannot read profile file '{}': it is a directory", path.string()));
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ConfigError(fmt::format("cannot read profile file '{}'", path.string()));
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) throw ConfigError(fmt::format("cannot read profile file '{}'", path.string()));
+  return text.str();
+}
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+HardwareProfile load_profile_file(const fs::path& path) {
+  HardwareProfile profile = parse_profile(read_file_text(path), path.string());
+  profile.source_file = path;
+  return profile;
+}
+
+}  // namespace
+
+HardwareProfile parse_profile(const std::string& yaml_text, const std::string& origin) {
+  std::vector<YAML::Node> documents;
+  try {
+    documents = YAML::LoadAll(yaml_text);
+  } catch (const YAML::ParserException& e) {
+    throw ConfigError(fmt::format("{}:{}:{}: YAML syntax error: {}", origin, e.mark.line + 1,
+                                  e.mark.column + 1, e.msg));
+  } catch (const YAML::Exception& e) {
+    throw ConfigError(fmt::format("{}: cannot parse YAML: {}", origin, e.what()));
+  }
+  if (documents.empty() || (documents.size() == 1 && documents[0].IsNull())) {
+    throw ConfigError(fmt::format("{}: the profile is empty; expected a map with keys {}", origin,
+                                  join(kTopKeys)));
+  }
+  if (documents.size() > 1) {
+    throw ConfigError(fmt::format("{}: holds {} YAML documents; a profile is exactly one", origin,
+                                  documents.size()));
+  }
+  Reader reader(origin);
+  try {
+    return read_profile(documents[0], reader);
+  } catch (const YAML::Exception& e) {
+    // Every access above is checked first, so this is a bug in the walk, not in the file.
+    throw InternalError(
+        fmt::format("{}: unexpected YAML error while reading the profile: {}", origin, e.what()));
+  }
+}
+
+std::filesystem::path builtin_profile_dir() {
+  if (const char* env = std::getenv("IOSIM_PROFILE_DIR"); env != nullptr && *env != '\0') {
+    return fs::path(env);
+  }
+  return fs::path(IOSIM_BUILTIN_PROFILE_DIR);
+}
+
+std::vector<std::string> builtin_profile_names() {
+  const fs::path dir = builtin_profile_dir();
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) {
+    throw ConfigError(fmt::format(
+        "built-in profile directory '{}' does not exist (IOSIM_PROFILE_DIR overrides it)",
+        dir.string()));
+  }
+  std::vector<std::string> names;
+  try {
+    for (const auto& entry : fs::directory_iterator(dir)) {
+      if (entry.is_regular_file() && entry.path().extension() == ".yaml") {
+        names.push_back(entry.path().stem().string());
+      }
+    }
+  } catch (const fs::filesystem_error& e) {
+    throw ConfigError(
+        fmt::format("cannot list built-in profiles in '{}': {}", dir.string(), e.what()));
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+HardwareProfile load_profile(const std::string& name_or_path) {
+  std::error_code ec;
+  const bool is_path = fs::is_regular_file(name_or_path, ec) ||
+                       name_or_path.find('/') != std::string::npos ||
+                       ends_with(name_or_path, ".yaml") || ends_with(name_or_path, ".yml");
+  if (is_path) return load_profile_file(fs::path(name_or_path));
+
+  const std::vector<std::string> names = builtin_profile_names();
+  if (std::find(names.begin(), names.end(), name_or_path) == names.end()) {
+    throw ConfigError(fmt::format("unknown profile '{}'; built-in profiles: {}{}", name_or_path,
+                                  names.empty() ? "(none)" : join(names),
+                                  did_you_mean(name_or_path, names)));
+  }
+  const fs::path path = builtin_profile_dir() / (name_or_path + ".yaml");
+  HardwareProfile profile = load_profile_file(path);
+  if (profile.name != name_or_path) {
+    throw ConfigError(
+        fmt::format("{}: name '{}' must equal the file stem '{}' for a built-in profile",
+                    path.string(), profile.name, name_or_path));
+  }
+  return profile;
+}
+
+}  // namespace iosim
