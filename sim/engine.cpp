@@ -349,9 +349,10 @@ std::string classify_bound(const HardwareProfile& p, const Counters& c, double t
   const double t_memory =
       std::max(static_cast<double>(c.hbm.read_total() + c.hbm.write_total()) / r.hbm_bps,
                static_cast<double>(c.l2.read_total() + c.l2.write_total()) / r.l2_bps);
-  const double t_compute = std::max({static_cast<double>(c.tensor_flops) / (r.tensor_per_sm * sms),
-                                     static_cast<double>(c.fp32_flops) / (r.fp32_per_sm * sms),
-                                     static_cast<double>(c.sfu_ops) / (r.sfu_per_sm * sms)});
+  // The engine runs a CTA's tensor-core, FP32 and SFU work one after another, so their floors add.
+  const double t_compute = static_cast<double>(c.tensor_flops) / (r.tensor_per_sm * sms) +
+                           static_cast<double>(c.fp32_flops) / (r.fp32_per_sm * sms) +
+                           static_cast<double>(c.sfu_ops) / (r.sfu_per_sm * sms);
   if (std::max(t_memory, t_compute) < 0.5 * time_s) return "latency";
   return t_memory >= t_compute ? "memory" : "compute";
 }

@@ -64,8 +64,9 @@ struct EngineResult {
 EngineResult run_schedule(const HardwareProfile& profile, const Schedule& schedule,
                           const EngineOptions& options);
 
-/// "memory" | "compute" | "latency" for work that took `time_s`: the larger of the memory and
-/// compute floors decides, unless both are under half the time.
+/// "memory" | "compute" | "latency" for work that took `time_s`: the larger of the memory floor
+/// (DRAM or L2 bytes at full bandwidth) and the compute floor (tensor-core + FP32 + SFU work at
+/// peak, added because a CTA issues them in turn) decides, unless both are under half the time.
 std::string classify_bound(const HardwareProfile& profile, const Counters& c, double time_s,
                            double sm_clock_mhz, Dtype mma_dtype);
 
