@@ -34,11 +34,17 @@ left_s() { echo $(( TOTAL_BUDGET_S - ($(date +%s) - START_S) )); }
 
 # Metrics: DRAM bytes, L2 sectors requested by the SMs (read, write, read hits),
 # duration, shared-memory wavefronts, tensor-pipe instructions, and the SM and
-# DRAM clocks ncu ran them at.
+# DRAM clocks ncu ran them at. Also the sectors the SMs receive from L2
+# (l1tex__m_xbar2l1tex_read_sectors): on Hopper, identical reads from several
+# SMs in flight together can be merged before the L2 slices count them, so the
+# lts__ read count can be below what the kernels load (scripts/diag_l2.sh,
+# README), and the L2-partition crossing traffic (ltcfabric).
 METRICS_WANTED=(
   dram__bytes_read.sum dram__bytes_write.sum
   lts__t_sectors_srcunit_tex_op_read.sum lts__t_sectors_srcunit_tex_op_write.sum
   lts__t_sectors_srcunit_tex_op_read_lookup_hit.sum
+  l1tex__m_xbar2l1tex_read_sectors.sum lts__t_requests_srcunit_tex_op_read.sum
+  lts__t_sectors_srcunit_ltcfabric.sum
   gpu__time_duration.sum l1tex__data_pipe_lsu_wavefronts_mem_shared.sum
   sm__inst_executed_pipe_tensor.sum
   sm__cycles_elapsed.avg.per_second dram__cycles_elapsed.avg.per_second
