@@ -1,0 +1,17 @@
+#pragma once
+// The `iosim` subcommands. Each add_*_command adds its subcommand and flags to the app and returns
+// the action main() runs when that subcommand was chosen. Actions throw ConfigError for bad
+// input; only main() turns errors into exit codes.
+#include <CLI/CLI.hpp>
+#include <functional>
+
+namespace iosim::cli {
+
+using Action = std::function<int()>;
+
+Action add_profiles_command(CLI::App& app);  // profiles.cpp
+Action add_run_command(CLI::App& app);       // run.cpp
+Action add_demo_command(CLI::App& app);      // demo.cpp
+Action add_validate_command(CLI::App& app);  // validate.cpp
+
+}  // namespace iosim::cli

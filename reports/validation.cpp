@@ -1,0 +1,339 @@
+#include "reports/validation.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "reports/writers.hpp"
+#include "sim/errors.hpp"
+
+namespace iosim {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+json read_json(const fs::path& file) {
+  std::ifstream in(file);
+  if (!in) throw ConfigError(fmt::format("cannot read measurement file '{}'", file.string()));
+  try {
+    return json::parse(in);
+  } catch (const json::exception& e) {
+    throw ConfigError(fmt::format("{}: not valid JSON: {}", file.string(), e.what()));
+  }
+}
+
+// The built-in profile a measurement belongs to: the folder it sits in
+// (reports/validation/<profile>/), else the device name it recorded.
+std::string profile_for(const fs::path& file, const json& doc) {
+  const std::vector<std::string> names = builtin_profile_names();
+  const std::string folder = file.parent_path().filename().string();
+  if (std::find(names.begin(), names.end(), folder) != names.end()) return folder;
+  const std::string device = doc.value("/device/name"_json_pointer, std::string{});
+  if (device.find("H200") != std::string::npos) return "h200-sxm-141gb";
+  if (device.find("H100") != std::string::npos) return "h100-sxm5-80gb";
+  if (device.find("A100") != std::string::npos) {
+    return device.find("80GB") != std::string::npos ? "a100-sxm4-80gb" : "a100-sxm4-40gb";
+  }
+  throw ConfigError(fmt::format("{}: no built-in profile for device '{}'; pass --profile",
+                                file.string(), device));
+}
+
+double number_at(const json& obj, const char* key, const std::string& where) {
+  const auto it = obj.find(key);
+  if (it == obj.end() || !it->is_number()) {
+    throw ConfigError(fmt::format("{}: missing number '{}'", where, key));
+  }
+  return it->get<double>();
+}
+
+RunRequest request_for(const json& c, const std::string& where) {
+  RunRequest r;
+  r.algorithm = c.at("schedule").get<std::string>();
+  const json& p = c.at("problem");
+  AttentionProblem& pr = r.problem;
+  pr.batch = static_cast<std::int64_t>(number_at(p, "batch", where));
+  pr.heads = static_cast<std::int64_t>(number_at(p, "heads", where));
+  pr.seq = static_cast<std::int64_t>(number_at(p, "seq", where));
+  pr.seq_kv = static_cast<std::int64_t>(number_at(p, "seq_kv", where));
+  pr.head_dim = static_cast<std::int64_t>(number_at(p, "head_dim", where));
+  pr.dtype = parse_dtype(p.value("dtype", std::string("fp16")));
+  pr.causal = p.value("causal", false);
+  pr.mask = p.value("mask", false);
+  pr.dropout = p.value("dropout", 0.0);
+  pr.pass = parse_pass(c.value("pass", std::string("fwd")));
+  // Tiling of the measured kernel, when it is one we wrote (cuBLAS picks its own for standard).
+  if (c.contains("tiling") && c["tiling"].is_object()) {
+    const json& t = c["tiling"];
+    r.tiling.block_q = t.value("block_q", std::int64_t{0});
+    r.tiling.block_kv = t.value("block_kv", std::int64_t{0});
+    r.tiling.threads = t.value("threads", 0);
+    r.tiling.pipeline_stages = t.value("pipeline_stages", 0);
+  }
+  r.engine.l2_enabled = true;
+  r.engine.flush_l2_between_kernels = true;  // ncu --cache-control all
+  return r;
+}
+
+std::optional<double> median(std::vector<double> v) {
+  if (v.empty()) return std::nullopt;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+CaseResult compare_case(const json& c, const std::string& profile_name, const std::string& file) {
+  CaseResult out;
+  out.id = c.value("id", std::string("?"));
+  out.schedule = c.value("schedule", std::string("?"));
+  out.profile = profile_name;
+  out.source_file = file;
+  const std::string where = fmt::format("{}: case '{}'", file, out.id);
+  if (!c.value("/check/passed"_json_pointer, false)) {
+    out.skipped_reason = "output check failed or missing";
+    return out;
+  }
+  if (!c.contains("kernels") || !c["kernels"].is_array() || c["kernels"].empty()) {
+    out.skipped_reason = "no kernels measured";
+    return out;
+  }
+  // Measured totals over the case's kernels, and the SM clock ncu ran them at (time-weighted).
+  double measured[5] = {};
+  double clock_weighted = 0.0, time_total = 0.0;
+  for (const json& k : c["kernels"]) {
+    const json& m = k.at("metrics");
+    const std::string kw = fmt::format("{} kernel '{}'", where, k.value("role", std::string("?")));
+    measured[0] += number_at(m, "dram__bytes_read.sum", kw);
+    measured[1] += number_at(m, "dram__bytes_write.sum", kw);
+    measured[2] += 32.0 * number_at(m, "lts__t_sectors_srcunit_tex_op_read.sum", kw);
+    measured[3] += 32.0 * number_at(m, "lts__t_sectors_srcunit_tex_op_write.sum", kw);
+    const double t = number_at(m, "gpu__time_duration.sum", kw) * 1e-9;
+    measured[4] += t;
+    clock_weighted += t * number_at(m, "sm__cycles_elapsed.avg.per_second", kw) / 1e6;
+    time_total += t;
+  }
+  out.sm_clock_mhz = time_total > 0 ? clock_weighted / time_total : 0.0;
+
+  RunRequest r;
+  try {
+    r = request_for(c, where);
+  } catch (const nlohmann::json::exception& e) {
+    throw ConfigError(fmt::format("{}: {}", where, e.what()));
+  }
+  r.engine.sm_clock_mhz = out.sm_clock_mhz;
+  const Report rep = simulate(load_profile(profile_name), r);
+  if (!rep.feasible()) {
+    out.skipped_reason = "infeasible in iosim: " + rep.infeasible_reason;
+    return out;
+  }
+  const Counters& t = rep.engine.total;
+  const double predicted[5] = {static_cast<double>(t.hbm.read_total()),
+                               static_cast<double>(t.hbm.write_total()),
+                               static_cast<double>(t.l2.read_total()),
+                               static_cast<double>(t.l2.write_total()), rep.engine.time_s};
+  for (int i = 0; i < 5; ++i) out.metrics[i] = {predicted[i], measured[i]};
+  return out;
+}
+
+std::vector<fs::path> measurement_files(const fs::path& path) {
+  if (!fs::exists(path)) throw ConfigError(fmt::format("no such file or folder '{}'", path.string()));
+  if (!fs::is_directory(path)) return {path};
+  std::vector<fs::path> files;
+  for (const auto& e : fs::recursive_directory_iterator(path)) {
+    const std::string name = e.path().filename().string();
+    if (e.is_regular_file() && name.rfind("measurements", 0) == 0 && e.path().extension() == ".json") {
+      files.push_back(e.path());
+    }
+  }
+  std::sort(files.begin(), files.end());
+  if (files.empty()) {
+    throw ConfigError(fmt::format("no measurements*.json under '{}'", path.string()));
+  }
+  return files;
+}
+
+Summary summarize(const std::string& name, const std::vector<const CaseResult*>& cases) {
+  Summary s;
+  s.schedule = name;
+  for (int i = 0; i < 5; ++i) {
+    std::vector<double> errs;
+    for (const CaseResult* c : cases) {
+      if (const auto e = c->metrics[i].relative_error()) errs.push_back(std::abs(*e));
+    }
+    s.median_abs_error[i] = median(errs);
+    if (!errs.empty()) s.worst_abs_error[i] = *std::max_element(errs.begin(), errs.end());
+  }
+  s.cases = static_cast<int>(cases.size());
+  return s;
+}
+
+std::string pct(const std::optional<double>& e, bool sign = false) {
+  if (!e) return "-";
+  return sign ? fmt::format("{:+.1f}%", *e * 100) : fmt::format("{:.1f}%", *e * 100);
+}
+
+std::string value_text(Metric m, double v) {
+  return m == Metric::time ? human_seconds(v) : human_bytes(v);
+}
+
+}  // namespace
+
+const char* metric_name(Metric m) {
+  switch (m) {
+    case Metric::dram_read: return "dram_read";
+    case Metric::dram_write: return "dram_write";
+    case Metric::l2_read: return "l2_read";
+    case Metric::l2_write: return "l2_write";
+    case Metric::time: return "time";
+  }
+  return "?";
+}
+
+std::optional<double> Comparison::relative_error() const {
+  if (!(measured > 0.0)) return std::nullopt;
+  return (predicted - measured) / measured;
+}
+
+ValidationResult validate_measurements(const fs::path& path, const std::string& profile_override) {
+  ValidationResult v;
+  for (const fs::path& file : measurement_files(path)) {
+    const json doc = read_json(file);
+    if (doc.value("format", std::string{}) != "iosim-measurements") {
+      throw ConfigError(fmt::format("{}: not an iosim-measurements file (\"format\" key)", file.string()));
+    }
+    if (doc.value("version", 0) != 1) {
+      throw ConfigError(fmt::format("{}: measurement format version {} is not supported (1 is)",
+                                    file.string(), doc.value("version", 0)));
+    }
+    const std::string profile = profile_override.empty() ? profile_for(file, doc) : profile_override;
+    for (const json& c : doc.at("cases")) {
+      const std::string schedule = c.value("schedule", std::string{});
+      const std::vector<std::string> known = builtin_registry().names();
+      if (std::find(known.begin(), known.end(), schedule) == known.end()) {
+        CaseResult skipped;
+        skipped.id = c.value("id", std::string("?"));
+        skipped.schedule = schedule;
+        skipped.profile = profile;
+        skipped.source_file = file.string();
+        skipped.skipped_reason = "no iosim schedule '" + schedule + "' yet";
+        v.cases.push_back(skipped);
+        continue;
+      }
+      v.cases.push_back(compare_case(c, profile, file.string()));
+    }
+  }
+  std::map<std::string, std::vector<const CaseResult*>> by_schedule;
+  std::vector<const CaseResult*> all;
+  for (const CaseResult& c : v.cases) {
+    if (!c.skipped_reason.empty()) continue;
+    by_schedule[c.schedule].push_back(&c);
+    all.push_back(&c);
+  }
+  for (const auto& [name, cases] : by_schedule) v.summaries.push_back(summarize(name, cases));
+  v.summaries.push_back(summarize("all", all));
+  return v;
+}
+
+std::string validation_table(const ValidationResult& v) {
+  std::string s = fmt::format("{:<52} {:>6}", "case", "MHz");
+  for (Metric m : kMetrics) s += fmt::format(" {:>28}", std::string(metric_name(m)) + " pred/meas (err)");
+  s += "\n";
+  for (const CaseResult& c : v.cases) {
+    s += fmt::format("{:<52} {:>6.0f}", c.id, c.sm_clock_mhz);
+    if (!c.skipped_reason.empty()) {
+      s += "  skipped: " + c.skipped_reason + "\n";
+      continue;
+    }
+    for (int i = 0; i < 5; ++i) {
+      const Comparison& x = c.metrics[i];
+      s += fmt::format(" {:>28}", fmt::format("{}/{} ({})", value_text(kMetrics[i], x.predicted),
+                                              value_text(kMetrics[i], x.measured),
+                                              pct(x.relative_error(), true)));
+    }
+    s += "\n";
+  }
+  s += fmt::format("\n{:<12} {:>6}", "schedule", "cases");
+  for (Metric m : kMetrics) s += fmt::format(" {:>22}", std::string(metric_name(m)) + " median/worst");
+  s += "\n";
+  for (const Summary& x : v.summaries) {
+    s += fmt::format("{:<12} {:>6}", x.schedule, x.cases);
+    for (int i = 0; i < 5; ++i) {
+      s += fmt::format(" {:>22}", pct(x.median_abs_error[i]) + " / " + pct(x.worst_abs_error[i]));
+    }
+    s += "\n";
+  }
+  return s;
+}
+
+std::string validation_markdown(const ValidationResult& v) {
+  std::string s =
+      "| schedule | cases | DRAM read median / worst | DRAM write median / worst | "
+      "L2 read median / worst | L2 write median / worst | time median / worst |\n"
+      "| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+  for (const Summary& x : v.summaries) {
+    s += fmt::format("| {} | {} |", x.schedule, x.cases);
+    for (int i = 0; i < 5; ++i) {
+      s += fmt::format(" {} / {} |", pct(x.median_abs_error[i]), pct(x.worst_abs_error[i]));
+    }
+    s += "\n";
+  }
+  return s;
+}
+
+std::string validation_csv(const ValidationResult& v) {
+  std::string s = "case,schedule,profile,sm_clock_mhz,skipped";
+  for (Metric m : kMetrics) {
+    s += fmt::format(",{0}_predicted,{0}_measured,{0}_rel_error", metric_name(m));
+  }
+  s += "\n";
+  for (const CaseResult& c : v.cases) {
+    s += fmt::format("{},{},{},{:.1f},\"{}\"", c.id, c.schedule, c.profile, c.sm_clock_mhz,
+                     c.skipped_reason);
+    for (int i = 0; i < 5; ++i) {
+      const Comparison& x = c.metrics[i];
+      const auto e = x.relative_error();
+      s += fmt::format(",{:.6g},{:.6g},{}", x.predicted, x.measured, e ? fmt::format("{:.6g}", *e) : "");
+    }
+    s += "\n";
+  }
+  return s;
+}
+
+std::string validation_json(const ValidationResult& v) {
+  json cases = json::array();
+  for (const CaseResult& c : v.cases) {
+    json j = {{"id", c.id},
+              {"schedule", c.schedule},
+              {"profile", c.profile},
+              {"source_file", c.source_file},
+              {"sm_clock_mhz", c.sm_clock_mhz}};
+    if (!c.skipped_reason.empty()) {
+      j["skipped"] = c.skipped_reason;
+    } else {
+      for (int i = 0; i < 5; ++i) {
+        const auto e = c.metrics[i].relative_error();
+        j[metric_name(kMetrics[i])] = {{"predicted", c.metrics[i].predicted},
+                                       {"measured", c.metrics[i].measured},
+                                       {"relative_error", e ? json(*e) : json(nullptr)}};
+      }
+    }
+    cases.push_back(j);
+  }
+  json summaries = json::array();
+  for (const Summary& x : v.summaries) {
+    json j = {{"schedule", x.schedule}, {"cases", x.cases}};
+    for (int i = 0; i < 5; ++i) {
+      j[metric_name(kMetrics[i])] = {
+          {"median_abs_error", x.median_abs_error[i] ? json(*x.median_abs_error[i]) : json(nullptr)},
+          {"worst_abs_error", x.worst_abs_error[i] ? json(*x.worst_abs_error[i]) : json(nullptr)}};
+    }
+    summaries.push_back(j);
+  }
+  return json({{"cases", cases}, {"summaries", summaries}}).dump(2) + "\n";
+}
+
+}  // namespace iosim

@@ -1,0 +1,66 @@
+#pragma once
+// `iosim validate`: re-predicts every measured case of an iosim-measurements file (see
+// cuda_validate/FORMAT.md) and compares DRAM, L2 and time with what the GPU counted.
+//
+// Each case is simulated the way it was measured: Nsight Compute flushes the caches before every
+// kernel (so the L2 starts cold per kernel), locks the SM clock (the clock it reported per kernel,
+// sm__cycles_elapsed.avg.per_second, is the one the prediction uses), and counts only DRAM writes
+// that happen during the kernel (dirty lines left in L2 at its end are not in dram__bytes_write).
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "algorithms/simulate.hpp"
+
+namespace iosim {
+
+/// The compared quantities, in the order of every table.
+enum class Metric { dram_read, dram_write, l2_read, l2_write, time };
+inline constexpr Metric kMetrics[] = {Metric::dram_read, Metric::dram_write, Metric::l2_read,
+                                      Metric::l2_write, Metric::time};
+/// "dram_read" ... "time".
+const char* metric_name(Metric m);
+
+struct Comparison {
+  double predicted = 0.0;
+  double measured = 0.0;
+  /// (predicted - measured) / measured; nullopt when nothing was measured.
+  std::optional<double> relative_error() const;
+};
+
+struct CaseResult {
+  std::string id;
+  std::string schedule;
+  std::string profile;
+  std::string source_file;
+  double sm_clock_mhz = 0.0;
+  std::string skipped_reason;  // non-empty: not compared (failed check, unknown schedule, ...)
+  Comparison metrics[5];       // indexed like kMetrics
+};
+
+struct Summary {
+  std::string schedule;  // or "all"
+  int cases = 0;
+  std::optional<double> median_abs_error[5];
+  std::optional<double> worst_abs_error[5];
+};
+
+struct ValidationResult {
+  std::vector<CaseResult> cases;
+  std::vector<Summary> summaries;  // per schedule, then "all"
+};
+
+/// Loads every measurement file at `path` (a file, or a directory searched recursively for
+/// measurements*.json) and re-predicts each case. `profile_override` replaces the profile
+/// chosen from the measured device name. Throws ConfigError for unreadable or malformed files.
+ValidationResult validate_measurements(const std::filesystem::path& path,
+                                       const std::string& profile_override = "");
+
+/// Writers for the four --format values.
+std::string validation_table(const ValidationResult& v);
+std::string validation_markdown(const ValidationResult& v);
+std::string validation_csv(const ValidationResult& v);
+std::string validation_json(const ValidationResult& v);
+
+}  // namespace iosim
