@@ -34,6 +34,7 @@ class Flash2Schedule final : public Schedule {
     k.registers_per_thread = regs_;
     k.pipeline_stages = t_.pipeline_stages;
     k.mma_dtype = p_.dtype;
+    k.tensor_instruction = TensorInstruction::mma_sync;  // warp-level MMA, as FlashAttention-2
     return {k};
   }
 

@@ -109,7 +109,13 @@ CaseResult compare_case(const json& c, const std::string& profile_name, const st
     const std::string kw = fmt::format("{} kernel '{}'", where, k.value("role", std::string("?")));
     measured[0] += number_at(m, "dram__bytes_read.sum", kw);
     measured[1] += number_at(m, "dram__bytes_write.sum", kw);
-    measured[2] += 32.0 * number_at(m, "lts__t_sectors_srcunit_tex_op_read.sum", kw);
+    // Bytes the SMs received from L2. The L2 slices' own request count
+    // (lts__t_sectors_srcunit_tex_op_read) is lower when co-resident CTAs read the same sectors at
+    // the same moment: the crossbar merges those requests (cuda_validate/README.md). Older files
+    // without the crossbar metric fall back to the slice count.
+    measured[2] += 32.0 * (m.contains("l1tex__m_xbar2l1tex_read_sectors.sum")
+                               ? number_at(m, "l1tex__m_xbar2l1tex_read_sectors.sum", kw)
+                               : number_at(m, "lts__t_sectors_srcunit_tex_op_read.sum", kw));
     measured[3] += 32.0 * number_at(m, "lts__t_sectors_srcunit_tex_op_write.sum", kw);
     const double t = number_at(m, "gpu__time_duration.sum", kw) * 1e-9;
     measured[4] += t;

@@ -83,7 +83,8 @@ struct Rates {
   double l2_latency_s, hbm_latency_s, launch_s;
   int sm_count;
 
-  Rates(const HardwareProfile& p, double clock_mhz, Dtype mma_dtype) {
+  Rates(const HardwareProfile& p, double clock_mhz, Dtype mma_dtype,
+        TensorInstruction instruction = TensorInstruction::wgmma) {
     const double clock_hz = clock_mhz * 1e6;
     const double ratio = clock_mhz / p.sm.boost_clock_mhz.value;
     sm_count = p.sm.count.value;
@@ -91,7 +92,13 @@ struct Rates {
     l2_bps = p.l2.bandwidth_gbps.value * 1e9 * ratio;  // the L2 runs in the SM clock domain
     sm_port_bps = p.sm.l2_to_sm_bytes_per_clk.value * clock_hz;
     smem_bps_per_sm = p.sm.smem_bandwidth_bytes_per_clk.value * clock_hz;
-    tensor_per_sm = p.tensor_flops_per_s(mma_dtype) * ratio / sm_count;
+    if (instruction == TensorInstruction::mma_sync) {
+      // Measured per clock for fp16; other operand types keep the peak's ratio to fp16.
+      tensor_per_sm = p.compute.mma_sync_flops_per_clk_per_sm.value * clock_hz *
+                      p.tensor_flops_per_s(mma_dtype) / p.tensor_flops_per_s(Dtype::fp16);
+    } else {
+      tensor_per_sm = p.tensor_flops_per_s(mma_dtype) * ratio / sm_count;
+    }
     fp32_per_sm = p.fp32_flops_per_s() * ratio / sm_count;
     sfu_per_sm = p.compute.sfu_ops_per_clk_per_sm.value * clock_hz;
     l2_latency_s = p.l2.hit_latency_cycles.value / clock_hz;
@@ -128,7 +135,7 @@ class KernelRun {
         spec_(spec),
         addresses_(addresses),
         l2_(l2),
-        rates_(profile, clock_mhz, spec.mma_dtype),
+        rates_(profile, clock_mhz, spec.mma_dtype, spec.tensor_instruction),
         ctas_per_sm_(occ.ctas_per_sm),
         ports_(static_cast<std::size_t>(rates_.sm_count)),
         resident_on_sm_(static_cast<std::size_t>(rates_.sm_count), 0) {}
@@ -343,8 +350,9 @@ Occupancy occupancy(const HardwareProfile& p, const KernelSpec& k) {
 }
 
 std::string classify_bound(const HardwareProfile& p, const Counters& c, double time_s,
-                           double sm_clock_mhz, Dtype mma_dtype) {
-  const Rates r(p, sm_clock_mhz > 0 ? sm_clock_mhz : p.sm.boost_clock_mhz.value, mma_dtype);
+                           double sm_clock_mhz, Dtype mma_dtype, TensorInstruction instruction) {
+  const Rates r(p, sm_clock_mhz > 0 ? sm_clock_mhz : p.sm.boost_clock_mhz.value, mma_dtype,
+                instruction);
   const double sms = r.sm_count;
   const double t_memory =
       std::max(static_cast<double>(c.hbm.read_total() + c.hbm.write_total()) / r.hbm_bps,
@@ -389,7 +397,8 @@ EngineResult run_schedule(const HardwareProfile& profile, const Schedule& schedu
                   clock_mhz);
     kr.time_s = run.run(kr.counters);
     kr.counters.l2_dirty_at_end_bytes = l2 ? l2->dirty_bytes() : 0;
-    kr.bound = classify_bound(profile, kr.counters, kr.time_s, clock_mhz, spec.mma_dtype);
+    kr.bound = classify_bound(profile, kr.counters, kr.time_s, clock_mhz, spec.mma_dtype,
+                              spec.tensor_instruction);
     kr.achieved_hbm_gbps =
         static_cast<double>(kr.counters.hbm.read_total() + kr.counters.hbm.write_total()) /
         kr.time_s / 1e9;

@@ -68,6 +68,7 @@ EngineResult run_schedule(const HardwareProfile& profile, const Schedule& schedu
 /// (DRAM or L2 bytes at full bandwidth) and the compute floor (tensor-core + FP32 + SFU work at
 /// peak, added because a CTA issues them in turn) decides, unless both are under half the time.
 std::string classify_bound(const HardwareProfile& profile, const Counters& c, double time_s,
-                           double sm_clock_mhz, Dtype mma_dtype);
+                           double sm_clock_mhz, Dtype mma_dtype,
+                           TensorInstruction instruction = TensorInstruction::wgmma);
 
 }  // namespace iosim

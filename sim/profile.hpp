@@ -44,6 +44,10 @@ struct ComputeSpec {
   Sourced<double> tensor_tf32_tflops;  // fp32 inputs run as tf32 on tensor cores
   Sourced<double> fp32_tflops;         // CUDA-core FP32 (FMA = 2 FLOPs)
   Sourced<double> sfu_ops_per_clk_per_sm;  // exp2/log2/rcp on the special-function units
+  // fp16 mma.sync (m16n8k16, fp32 accumulate) FLOPs per SM clock with the SM saturated. On
+  // Hopper this warp-level instruction reaches only part of the wgmma peak above; on Ampere it
+  // is the tensor-core instruction the peak is quoted for.
+  Sourced<double> mma_sync_flops_per_clk_per_sm;
 };
 
 /// The last-level cache shared by all SMs.

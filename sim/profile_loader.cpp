@@ -75,12 +75,13 @@ const std::array<Field<SmSpec>, 12> kSmFields{{
     {"l2_to_sm_bytes_per_clk", &SmSpec::l2_to_sm_bytes_per_clk},
 }};
 
-const std::array<Field<ComputeSpec>, 5> kComputeFields{{
+const std::array<Field<ComputeSpec>, 6> kComputeFields{{
     {"tensor_fp16_tflops", &ComputeSpec::tensor_fp16_tflops},
     {"tensor_bf16_tflops", &ComputeSpec::tensor_bf16_tflops},
     {"tensor_tf32_tflops", &ComputeSpec::tensor_tf32_tflops},
     {"fp32_tflops", &ComputeSpec::fp32_tflops},
     {"sfu_ops_per_clk_per_sm", &ComputeSpec::sfu_ops_per_clk_per_sm},
+    {"mma_sync_flops_per_clk_per_sm", &ComputeSpec::mma_sync_flops_per_clk_per_sm},
 }};
 
 const std::array<Field<L2Spec>, 5> kL2Fields{{
@@ -297,6 +298,7 @@ void validate(const HardwareProfile& p, const Reader& reader) {
   positive("compute.tensor_tf32_tflops", c.tensor_tf32_tflops.value);
   positive("compute.fp32_tflops", c.fp32_tflops.value);
   positive("compute.sfu_ops_per_clk_per_sm", c.sfu_ops_per_clk_per_sm.value);
+  positive("compute.mma_sync_flops_per_clk_per_sm", c.mma_sync_flops_per_clk_per_sm.value);
 
   const L2Spec& l2 = p.l2;
   positive("l2.size_bytes", l2.size_bytes.value);

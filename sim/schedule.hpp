@@ -27,6 +27,10 @@ struct Dim3 {
 
 /// One kernel launch as the schedule configures it. CTA ids are linear blockIdx order
 /// (x fastest), the order in which the hardware dispatches them.
+/// How a kernel drives the tensor cores: warp-level mma.sync (Ampere style, FlashAttention-2) or
+/// Hopper's warpgroup wgmma (cuBLAS, FlashAttention-3). They reach different peaks on Hopper.
+enum class TensorInstruction { mma_sync, wgmma };
+
 struct KernelSpec {
   std::string name;
   Dim3 grid;
@@ -35,6 +39,7 @@ struct KernelSpec {
   int registers_per_thread = 64;
   int pipeline_stages = 1;  // 1: a stage's loads wait for the previous compute; 2: double buffer
   Dtype mma_dtype = Dtype::fp16;  // operand type of its tensor-core work (sets the peak rate)
+  TensorInstruction tensor_instruction = TensorInstruction::wgmma;
 };
 
 class Schedule {

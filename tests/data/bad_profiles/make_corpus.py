@@ -26,6 +26,7 @@ compute:
   tensor_tf32_tflops: {value: 494.7, source: "fixture"}
   fp32_tflops: {value: 66.9, source: "fixture"}
   sfu_ops_per_clk_per_sm: {value: 16, source: "fixture"}
+  mma_sync_flops_per_clk_per_sm: {value: 2719, source: "fixture"}
 l2:
   size_bytes: {value: 52428800, source: "fixture"}
   line_bytes: {value: 128, source: "fixture"}
