@@ -6,7 +6,7 @@
 #include <queue>
 
 #include "sim/errors.hpp"
-#include "sim/l2_cache.hpp"
+#include "sim/l2_system.hpp"
 
 namespace iosim {
 namespace {
@@ -129,7 +129,7 @@ class KernelRun {
  public:
   KernelRun(const HardwareProfile& profile, const Schedule& schedule, std::size_t kernel_index,
             const KernelSpec& spec, const Occupancy& occ, const AddressMap& addresses,
-            L2Cache* l2, double clock_mhz)
+            L2System* l2, double clock_mhz)
       : schedule_(schedule),
         kernel_index_(kernel_index),
         spec_(spec),
@@ -198,11 +198,11 @@ class KernelRun {
     bool missed = false;
   };
 
-  void load(const TileOp& op, Traffic& tr) {
+  void load(const TileOp& op, int sm, Traffic& tr) {
     const std::size_t ti = index_of(op.tile.tensor);
     const std::uint64_t exact = addresses_.for_each_run(op.tile, [&](std::uint64_t a, std::uint64_t n) {
       if (l2_ == nullptr) return;
-      const L2Cache::ReadOutcome r = l2_->read(a, n, op.tile.tensor, counters_->hbm.write_bytes);
+      const L2Cache::ReadOutcome r = l2_->read(a, n, op.tile.tensor, sm, counters_->hbm.write_bytes);
       counters_->l2.read_bytes[ti] += r.requested_bytes;
       counters_->hbm.read_bytes[ti] += r.miss_bytes;
       tr.requested += static_cast<double>(r.requested_bytes);
@@ -218,11 +218,11 @@ class KernelRun {
     if (op.on_chip == OnChip::smem) counters_->smem_write_bytes += exact;
   }
 
-  void store(const TileOp& op, Traffic& tr) {
+  void store(const TileOp& op, int sm, Traffic& tr) {
     const std::size_t ti = index_of(op.tile.tensor);
     const std::uint64_t exact = addresses_.for_each_run(op.tile, [&](std::uint64_t a, std::uint64_t n) {
       if (l2_ == nullptr) return;
-      const std::uint64_t bytes = l2_->write(a, n, op.tile.tensor, counters_->hbm.write_bytes);
+      const std::uint64_t bytes = l2_->write(a, n, op.tile.tensor, sm, counters_->hbm.write_bytes);
       counters_->l2.write_bytes[ti] += bytes;
       tr.requested += static_cast<double>(bytes);
     });
@@ -248,14 +248,14 @@ class KernelRun {
     std::int64_t tensor_flops = 0, fp32_flops = 0, sfu_ops = 0, smem_read = 0;
     const std::uint64_t written_back_before = l2_ != nullptr ? l2_->written_back_bytes() : 0;
     const std::uint64_t smem_before = counters_->smem_write_bytes + counters_->smem_read_bytes;
-    while (st.pc < st.ops.size() && st.ops[st.pc].kind == OpKind::load) load(st.ops[st.pc++], loads);
+    while (st.pc < st.ops.size() && st.ops[st.pc].kind == OpKind::load) load(st.ops[st.pc++], st.sm, loads);
     // Dirty lines evicted by this stage's loads go to DRAM alongside its misses.
     const std::uint64_t written_back_by_loads = l2_ != nullptr ? l2_->written_back_bytes() : 0;
     loads.dram += static_cast<double>(written_back_by_loads - written_back_before);
     while (st.pc < st.ops.size() && st.ops[st.pc].kind != OpKind::load) {
       const TileOp& op = st.ops[st.pc++];
       if (op.kind == OpKind::store) {
-        store(op, stores);
+        store(op, st.sm, stores);
       } else {
         tensor_flops += op.tensor_flops;
         fp32_flops += op.fp32_flops;
@@ -303,7 +303,7 @@ class KernelRun {
   std::size_t kernel_index_;
   const KernelSpec& spec_;
   const AddressMap& addresses_;
-  L2Cache* l2_;
+  L2System* l2_;
   Rates rates_;
   int ctas_per_sm_;
   Counters* counters_ = nullptr;
@@ -370,8 +370,11 @@ EngineResult run_schedule(const HardwareProfile& profile, const Schedule& schedu
   const double clock_mhz =
       options.sm_clock_mhz > 0 ? options.sm_clock_mhz : profile.sm.boost_clock_mhz.value;
   const AddressMap addresses(schedule.tensors());
-  std::optional<L2Cache> l2;
-  if (options.l2_enabled) l2.emplace(profile.l2.size_bytes.value, profile.l2.sector_bytes.value);
+  std::optional<L2System> l2;
+  if (options.l2_enabled) {
+    l2.emplace(profile.l2.size_bytes.value, profile.l2.sector_bytes.value,
+               profile.l2.partitions.value);
+  }
 
   EngineResult result;
   const std::vector<KernelSpec> specs = schedule.kernels();

@@ -13,21 +13,6 @@ std::uint64_t popcount(const std::array<std::uint64_t, 2>& m) {
   return static_cast<std::uint64_t>(std::popcount(m[0]) + std::popcount(m[1]));
 }
 
-// Mask with sectors [first, last] (inclusive, 0..127) set.
-std::array<std::uint64_t, 2> sector_range_mask(unsigned first, unsigned last) {
-  std::array<std::uint64_t, 2> m{};
-  for (unsigned w = 0; w < 2; ++w) {
-    const unsigned lo = w * 64, hi = lo + 63;
-    if (last < lo || first > hi) continue;
-    const unsigned a = first > lo ? first - lo : 0;
-    const unsigned b = last < hi ? last - lo : 63;
-    const std::uint64_t upto_b = (b == 63) ? ~std::uint64_t{0} : ((std::uint64_t{1} << (b + 1)) - 1);
-    const std::uint64_t below_a = (std::uint64_t{1} << a) - 1;
-    m[w] = upto_b & ~below_a;
-  }
-  return m;
-}
-
 // Spreads consecutive regions over the sets, as the hardware's address hash does.
 std::uint64_t mix(std::uint64_t x) {
   x ^= x >> 31;
@@ -80,21 +65,6 @@ L2Cache::Lines& L2Cache::acquire(std::uint64_t region, TensorId owner, PerTensor
   return x;
 }
 
-template <typename Visit>
-void L2Cache::for_each_region(std::uint64_t addr, std::uint64_t len, Visit&& visit) {
-  if (len == 0) return;
-  const std::uint64_t first_sector = addr / sector_bytes_;
-  const std::uint64_t last_sector = (addr + len - 1) / sector_bytes_;
-  for (std::uint64_t r = first_sector / kSectorsPerRegion; r <= last_sector / kSectorsPerRegion;
-       ++r) {
-    const std::uint64_t r0 = r * kSectorsPerRegion;
-    const unsigned a = static_cast<unsigned>(first_sector > r0 ? first_sector - r0 : 0);
-    const unsigned b = static_cast<unsigned>(
-        last_sector < r0 + kSectorsPerRegion - 1 ? last_sector - r0 : kSectorsPerRegion - 1);
-    visit(r, sector_range_mask(a, b));
-  }
-}
-
 L2Cache::ReadOutcome L2Cache::read(std::uint64_t addr, std::uint64_t len, TensorId owner,
                                    PerTensor& written_back) {
   ReadOutcome out;
@@ -123,6 +93,33 @@ std::uint64_t L2Cache::write(std::uint64_t addr, std::uint64_t len, TensorId own
     x.dirty[1] |= want[1];
   });
   return bytes;
+}
+
+L2Cache::Mask L2Cache::fetch(std::uint64_t region, const Mask& want, TensorId owner,
+                            PerTensor& written_back) {
+  Lines& x = acquire(region, owner, written_back);
+  const Mask missing = {want[0] & ~x.valid[0], want[1] & ~x.valid[1]};
+  x.valid[0] |= want[0];
+  x.valid[1] |= want[1];
+  return missing;
+}
+
+void L2Cache::fill(std::uint64_t region, const Mask& want, TensorId owner,
+                   PerTensor& written_back) {
+  Lines& x = acquire(region, owner, written_back);
+  x.valid[0] |= want[0];
+  x.valid[1] |= want[1];
+}
+
+void L2Cache::write_region(std::uint64_t region, const Mask& want, TensorId owner,
+                           PerTensor& written_back) {
+  Lines& x = acquire(region, owner, written_back);
+  const Mask newly_dirty = {want[0] & ~x.dirty[0], want[1] & ~x.dirty[1]};
+  dirty_sectors_ += popcount(newly_dirty);
+  x.valid[0] |= want[0];
+  x.valid[1] |= want[1];
+  x.dirty[0] |= want[0];
+  x.dirty[1] |= want[1];
 }
 
 void L2Cache::flush(PerTensor& written_back) {

@@ -18,6 +18,21 @@
 
 namespace iosim {
 
+// Mask with sectors [first, last] (inclusive, 0..127) set.
+inline std::array<std::uint64_t, 2> sector_range_mask(unsigned first, unsigned last) {
+  std::array<std::uint64_t, 2> m{};
+  for (unsigned w = 0; w < 2; ++w) {
+    const unsigned lo = w * 64, hi = lo + 63;
+    if (last < lo || first > hi) continue;
+    const unsigned a = first > lo ? first - lo : 0;
+    const unsigned b = last < hi ? last - lo : 63;
+    const std::uint64_t upto_b = (b == 63) ? ~std::uint64_t{0} : ((std::uint64_t{1} << (b + 1)) - 1);
+    const std::uint64_t below_a = (std::uint64_t{1} << a) - 1;
+    m[w] = upto_b & ~below_a;
+  }
+  return m;
+}
+
 class L2Cache {
  public:
   static constexpr int kSectorsPerRegion = 128;
@@ -51,12 +66,25 @@ class L2Cache {
   /// profiler's cache flush between kernels does.
   void flush(PerTensor& written_back);
 
+  // Region-level primitives for a partitioned L2 (sim/l2_system.hpp). `want` selects sectors of
+  // region `region` (128 bits).
+  using Mask = std::array<std::uint64_t, 2>;
+  /// Sectors of `want` not present; the region is allocated (and becomes most recent) if absent.
+  Mask fetch(std::uint64_t region, const Mask& want, TensorId owner, PerTensor& written_back);
+  /// Marks `want` valid and clean (a copy filled from elsewhere).
+  void fill(std::uint64_t region, const Mask& want, TensorId owner, PerTensor& written_back);
+  /// Marks `want` valid and dirty.
+  void write_region(std::uint64_t region, const Mask& want, TensorId owner,
+                    PerTensor& written_back);
+  /// Calls visit(region, mask) for every region [addr, addr + len) touches.
+  template <typename Visit>
+  void for_each_region(std::uint64_t addr, std::uint64_t len, Visit&& visit) const;
+
   int sector_bytes() const { return static_cast<int>(sector_bytes_); }
   std::uint64_t region_bytes() const { return region_bytes_; }
   std::size_t capacity_regions() const { return tags_.size(); }
 
  private:
-  using Mask = std::array<std::uint64_t, 2>;
   static constexpr std::uint64_t kEmpty = ~std::uint64_t{0};
 
   // The sector state of one way; tags and recency live in their own arrays so that a set
@@ -67,8 +95,6 @@ class L2Cache {
     TensorId owner{};
   };
 
-  template <typename Visit>
-  void for_each_region(std::uint64_t addr, std::uint64_t len, Visit&& visit);
   Lines& acquire(std::uint64_t region, TensorId owner, PerTensor& written_back);
 
   std::uint64_t sector_bytes_;
@@ -83,5 +109,20 @@ class L2Cache {
   std::uint64_t dirty_sectors_ = 0;
   std::uint64_t written_back_sectors_ = 0;
 };
+
+template <typename Visit>
+void L2Cache::for_each_region(std::uint64_t addr, std::uint64_t len, Visit&& visit) const {
+  if (len == 0) return;
+  const std::uint64_t first_sector = addr / sector_bytes_;
+  const std::uint64_t last_sector = (addr + len - 1) / sector_bytes_;
+  for (std::uint64_t r = first_sector / kSectorsPerRegion; r <= last_sector / kSectorsPerRegion;
+       ++r) {
+    const std::uint64_t r0 = r * kSectorsPerRegion;
+    const unsigned a = static_cast<unsigned>(first_sector > r0 ? first_sector - r0 : 0);
+    const unsigned b = static_cast<unsigned>(
+        last_sector < r0 + kSectorsPerRegion - 1 ? last_sector - r0 : kSectorsPerRegion - 1);
+    visit(r, sector_range_mask(a, b));
+  }
+}
 
 }  // namespace iosim

@@ -57,6 +57,7 @@ struct L2Spec {
   Sourced<int> sector_bytes;
   Sourced<double> bandwidth_gbps;  // aggregate L2 read bandwidth (GB/s = 1e9 B/s)
   Sourced<double> hit_latency_cycles;
+  Sourced<int> partitions;  // L2 partitions, each caching for the SMs attached to it
 };
 
 /// Device memory.

@@ -84,12 +84,13 @@ const std::array<Field<ComputeSpec>, 6> kComputeFields{{
     {"mma_sync_flops_per_clk_per_sm", &ComputeSpec::mma_sync_flops_per_clk_per_sm},
 }};
 
-const std::array<Field<L2Spec>, 5> kL2Fields{{
+const std::array<Field<L2Spec>, 6> kL2Fields{{
     {"size_bytes", &L2Spec::size_bytes},
     {"line_bytes", &L2Spec::line_bytes},
     {"sector_bytes", &L2Spec::sector_bytes},
     {"bandwidth_gbps", &L2Spec::bandwidth_gbps},
     {"hit_latency_cycles", &L2Spec::hit_latency_cycles},
+    {"partitions", &L2Spec::partitions},
 }};
 
 const std::array<Field<HbmSpec>, 4> kHbmFields{{
@@ -306,6 +307,7 @@ void validate(const HardwareProfile& p, const Reader& reader) {
   positive("l2.sector_bytes", l2.sector_bytes.value);
   positive("l2.bandwidth_gbps", l2.bandwidth_gbps.value);
   non_negative("l2.hit_latency_cycles", l2.hit_latency_cycles.value);
+  positive("l2.partitions", l2.partitions.value);
 
   const HbmSpec& hbm = p.hbm;
   positive("hbm.capacity_bytes", hbm.capacity_bytes.value);

@@ -33,6 +33,7 @@ l2:
   sector_bytes: {value: 32, source: "fixture"}
   bandwidth_gbps: {value: 7600, source: "fixture"}
   hit_latency_cycles: {value: 290, source: "fixture"}
+  partitions: {value: 2, source: "fixture"}
 hbm:
   capacity_bytes: {value: 85899345920, source: "fixture"}
   bandwidth_gbps: {value: 3352, source: "fixture"}
