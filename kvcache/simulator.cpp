@@ -82,10 +82,13 @@ enum class Mode { decode, replay };
 struct Seq {
   std::int32_t request = -1;  // -1: the slot is free
   std::int32_t sample = 0;
-  std::int32_t len = 0;             // tokens whose K/V it holds
-  std::int32_t target = 0;          // prompt + output: len when it finishes
-  std::int64_t offset = 0;          // contiguous: first slot of its region
-  std::int64_t reserved = 0;        // contiguous: region size in tokens
+  std::int32_t len = 0;     // tokens whose K/V it holds
+  std::int32_t target = 0;  // prompt + output: len when it finishes
+  std::int32_t prompt = 0;
+  std::int32_t last_blk = -1;  // paged: table.back(), kept here to spare the decode loop a load
+  bool last_private = false;   // paged: the last block is known to be referenced by this only
+  std::int64_t offset = 0;     // contiguous: first slot of its region
+  std::int64_t reserved = 0;   // contiguous: region size in tokens
   std::vector<std::int32_t> table;  // paged: physical block of each logical block
 };
 
@@ -185,7 +188,7 @@ struct KvCacheSim::Impl {
 
   std::vector<Seq> seqs;
   std::vector<std::int32_t> free_slots;
-  std::vector<std::int32_t> generated;    // per sample
+  std::vector<std::int32_t> generated;    // per sample; brought up to date on preempt and finish
   std::vector<std::int32_t> sample_slot;  // per sample: its Seq, or -1
   std::vector<State> state;               // per request
   std::vector<std::int32_t> live;         // per request: samples not finished
@@ -277,8 +280,11 @@ struct KvCacheSim::Impl {
     q.request = r;
     q.sample = static_cast<std::int32_t>(k);
     q.len = len;
-    q.target = s.requests[static_cast<std::size_t>(r)].prompt_tokens + output_of(r, k);
+    q.prompt = s.requests[static_cast<std::size_t>(r)].prompt_tokens;
+    q.target = q.prompt + output_of(r, k);
     q.table.clear();
+    q.last_blk = -1;
+    q.last_private = false;
     sample_slot[flat(r, k)] = slot;
     return slot;
   }
@@ -316,7 +322,10 @@ struct KvCacheSim::Impl {
   void preempt(std::int32_t v) {
     for (std::size_t k = 0; k < nsamples; ++k) {
       const std::int32_t slot = sample_slot[flat(v, k)];
-      if (slot >= 0) free_seq(slot);
+      if (slot < 0) continue;
+      const Seq& q = seqs[static_cast<std::size_t>(slot)];
+      generated[flat(v, k)] = q.len - q.prompt;
+      free_seq(slot);
     }
     state[static_cast<std::size_t>(v)] = State::waiting;
     waiting.push_front(v);
@@ -340,28 +349,31 @@ struct KvCacheSim::Impl {
   // Appends one token to a paged sequence: a new block when the last is full, a private copy
   // when the last is shared (copy-on-write). False when no block could be had.
   bool append_paged(Seq& q, Mode mode, std::int32_t self, std::size_t& live_end) {
-    const std::int32_t pos = q.len % b;
-    std::int32_t blk;
-    if (pos == 0) {
+    // A last block can be shared only from admission to the first append: blocks gain
+    // references only when a prompt's table is copied, and requests share only full blocks. So
+    // once private, a sequence's last block stays private.
+    std::int32_t blk = q.last_blk;
+    if (!q.last_private && pool->refs(blk) == 1) q.last_private = true;
+    const std::int32_t fill = pool->fill(blk);
+    if (fill == b) {
       blk = take_block(mode, self, live_end);
       if (blk < 0) return false;
       q.table.push_back(blk);
       ++logical_blocks;
-    } else {
-      blk = q.table.back();
-      if (pool->refs(blk) > 1) {
-        const std::int32_t copy = take_block(mode, self, live_end);
-        if (copy < 0) return false;
-        pool->add_tokens(copy, pos);
-        if (mode == Mode::decode) {
-          ++sum.cow_copies;
-          sum.cow_copied_bytes += pos * bpt;
-        }
-        release_block(blk);
-        q.table.back() = copy;
-        blk = copy;
+    } else if (!q.last_private) {
+      const std::int32_t copy = take_block(mode, self, live_end);
+      if (copy < 0) return false;
+      pool->add_tokens(copy, fill);
+      if (mode == Mode::decode) {
+        ++sum.cow_copies;
+        sum.cow_copied_bytes += fill * bpt;
       }
+      release_block(blk);
+      q.table.back() = copy;
+      blk = copy;
     }
+    q.last_blk = blk;
+    q.last_private = true;
     pool->add_tokens(blk, 1);
     ++q.len;
     return true;
@@ -423,6 +435,7 @@ struct KvCacheSim::Impl {
         const std::int32_t slot = new_seq(r, k, p);
         Seq& sq = seqs[static_cast<std::size_t>(slot)];
         sq.table = prompt_table;
+        sq.last_blk = prompt_table.back();
         for (std::int32_t blk : prompt_table) pool->add_ref(blk);
         logical_blocks += static_cast<std::int64_t>(nb);
         created.push_back(slot);
@@ -537,9 +550,11 @@ struct KvCacheSim::Impl {
     std::size_t live_end = running.size();
     const bool paged = cfg.policy == Policy::paged;
     finishing.clear();
+    // Token counts of this step (integers: cheaper than doubles in the hottest loop).
+    std::int64_t step_future = 0, step_never = 0, step_seqs = 0, step_tokens = 0;
     for (std::size_t i = 0; i < live_end; ++i) {
       const std::int32_t r = running[i];
-      double future = 0, never = 0, nseq = 0;
+      std::int64_t future = 0, never = 0, nseq = 0;
       bool self_preempted = false;
       for (std::size_t k = 0; k < nsamples; ++k) {
         const std::int32_t slot = sample_slot[flat(r, k)];
@@ -550,7 +565,7 @@ struct KvCacheSim::Impl {
             self_preempted = true;
             break;
           }
-          const std::int32_t unfilled = (b - q.len % b) % b;
+          const std::int32_t unfilled = b - pool->fill(q.last_blk);
           const std::int32_t coming = std::min(unfilled, q.target - q.len);
           future += coming;
           never += unfilled - coming;
@@ -558,24 +573,24 @@ struct KvCacheSim::Impl {
           ++q.len;
           ++contiguous_filled;
           future += q.target - q.len;
-          never += static_cast<double>(q.reserved - q.target);
+          never += q.reserved - q.target;
         }
-        nseq += 1;
-        st.generated_tokens += 1;
-        if (++generated[flat(r, k)] == output_of(r, k)) {
-          finishing.push_back({slot, r, static_cast<std::int32_t>(k)});
-        }
+        ++nseq;
+        ++step_tokens;
+        if (q.len == q.target) finishing.push_back({slot, r, static_cast<std::int32_t>(k)});
       }
       if (!self_preempted) {
-        st.future_bytes += future;
-        st.internal_frag_bytes += never;
-        st.sequences += nseq;
+        step_future += future;
+        step_never += never;
+        step_seqs += nseq;
       }
     }
     running.resize(live_end);  // the preempted were the newest, at the end
 
-    st.future_bytes *= static_cast<double>(bpt);
-    st.internal_frag_bytes *= static_cast<double>(bpt);
+    st.generated_tokens = static_cast<double>(step_tokens);
+    st.sequences = static_cast<double>(step_seqs);
+    st.future_bytes = static_cast<double>(step_future * bpt);
+    st.internal_frag_bytes = static_cast<double>(step_never * bpt);
     st.running = static_cast<double>(running.size());
     st.waiting = static_cast<double>(waiting.size());
     if (paged) {
@@ -600,6 +615,8 @@ struct KvCacheSim::Impl {
           sample_slot[flat(f.request, static_cast<std::size_t>(f.sample))] != f.slot) {
         continue;  // its request was preempted in this step; the sample's output is complete
       }
+      generated[flat(f.request, static_cast<std::size_t>(f.sample))] =
+          output_of(f.request, static_cast<std::size_t>(f.sample));
       free_seq(f.slot);
       if (--live[static_cast<std::size_t>(f.request)] == 0) {
         const auto r = static_cast<std::size_t>(f.request);
@@ -686,6 +703,10 @@ void KvCacheSim::Impl::audit() const {
     ensure(static_cast<std::int64_t>(q.table.size()) == ceil_div(q.len, b),
            "audit: sequence {} holds {} tokens in {} blocks", slot, q.len, q.table.size());
     logical += static_cast<std::int64_t>(q.table.size());
+    ensure(!q.table.empty() && q.last_blk == q.table.back() &&
+               (!q.last_private || pool->refs(q.last_blk) == 1),
+           "audit: sequence {} caches last block {} (private: {}), its table ends with {}", slot,
+           q.last_blk, q.last_private, q.table.empty() ? -1 : q.table.back());
     for (std::size_t j = 0; j < q.table.size(); ++j) {
       const std::int32_t blk = q.table[j];
       ensure(blk >= 0 && blk < blocks, "audit: block id {} out of range", blk);
