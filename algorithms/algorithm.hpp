@@ -3,6 +3,7 @@
 // Schedule the engine runs. A tiling that cannot work is a result with a reason, not an error.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,7 @@ struct Planned {
   std::unique_ptr<Schedule> schedule;
   Tiling tiling;                   // resolved: every field set
   std::string infeasible_reason;   // non-empty when no schedule fits
+  std::optional<double> density;   // block-sparse only: s, the fraction of blocks computed
   bool feasible() const { return infeasible_reason.empty(); }
 };
 
@@ -52,7 +54,7 @@ class Registry {
   std::vector<std::unique_ptr<Algorithm>> algorithms_;
 };
 
-/// Adds standard, flash1 and flash2.
+/// Adds standard, flash1, flash2 and block-sparse.
 void register_builtin_algorithms(Registry& registry);
 
 /// A registry holding the built-in algorithms.

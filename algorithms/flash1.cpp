@@ -2,9 +2,11 @@
 // outer loop walks K/V blocks (each loaded once); the inner loop walks Q blocks and, because
 // the partial result lives in HBM between outer steps, reads and writes O, l and m every step
 // (reads are skipped on the first visit, when the state is the known initial value).
-#include <algorithm>
 #include <fmt/format.h>
 
+#include <algorithm>
+
+#include "algorithms/passes.hpp"
 #include "algorithms/schedules.hpp"
 #include "algorithms/tile_costs.hpp"
 
@@ -100,9 +102,16 @@ class Flash1 final : public Algorithm {
     const std::int64_t limit = hw.sm.smem_per_cta_max_bytes.value;
     // Algorithm 1: Bc = ceil(M / 4d), Br = min(Bc, d), M = SRAM in elements. The ceiling can
     // overshoot M by a few elements, so Bc shrinks until the four tiles and l, m fit.
+    // With a backward (Algorithm 4, eight tiles on chip) Bc shrinks until its tiles fit too; the
+    // forward then runs with the same blocks.
     const std::int64_t m_elems = sram_bytes(hw) / p.elem_bytes();
     std::int64_t bc = ceil_div(m_elems, 4 * p.head_dim);
-    while (bc > 1 && flash1_smem_bytes(p, std::min(bc, p.head_dim), bc) > limit) --bc;
+    const bool bwd = runs_backward(p.pass);
+    auto too_big = [&](std::int64_t br, std::int64_t c) {
+      return flash1_smem_bytes(p, br, c) > limit ||
+             (bwd && flash1_backward_smem_bytes(p, br, c) > limit);
+    };
+    while (bc > 1 && too_big(std::min(bc, p.head_dim), bc)) --bc;
     t.block_kv = req.block_kv > 0 ? req.block_kv : bc;
     t.block_q = req.block_q > 0 ? req.block_q : std::min(t.block_kv, p.head_dim);
     t.threads = req.threads > 0 ? req.threads : 128;
@@ -115,9 +124,23 @@ class Flash1 final : public Algorithm {
           t.block_q, p.head_dim, t.block_kv, p.head_dim, dtype_name(p.dtype), smem, hw.name, limit);
       return out;
     }
+    const std::int64_t bwd_smem = flash1_backward_smem_bytes(p, t.block_q, t.block_kv);
+    if (bwd && bwd_smem > limit) {
+      out.infeasible_reason = fmt::format(
+          "flash1 backward tile does not fit in shared memory: Q, O, dO, dQ {}x{}, K, V, dK, dV "
+          "{}x{} and P, dS {}x{} ({}) need {} bytes, {} allows {} bytes per CTA",
+          t.block_q, p.head_dim, t.block_kv, p.head_dim, t.block_q, t.block_kv, dtype_name(p.dtype),
+          bwd_smem, hw.name, limit);
+      return out;
+    }
     const std::int64_t acc = (t.block_q * p.head_dim + t.block_q * t.block_kv) / t.threads;
     const int regs = static_cast<int>(std::min<std::int64_t>(acc + 40, 255));
-    out.schedule = std::make_unique<Flash1Schedule>(p, t, smem, regs);
+    out.schedule = for_pass(
+        p.pass,
+        [&]() -> std::unique_ptr<Schedule> {
+          return std::make_unique<Flash1Schedule>(p, t, smem, regs);
+        },
+        [&] { return make_flash1_backward(p, t); });
     return out;
   }
 };

@@ -2,19 +2,25 @@
 // (Tr, B, H) so that CTAs of the same head run side by side and share K/V in L2. A CTA loads
 // its Q tile once, streams K_j, V_j (j = 0..Tc-1; causal stops at the diagonal), keeps the
 // running max m, sum l and output O on chip, and writes O and the log-sum-exp L once.
-#include <algorithm>
+// Block-sparse FlashAttention is this kernel over the nonzero blocks of a block mask; the
+// backward lives in flash2_bwd.cpp.
 #include <fmt/format.h>
 
+#include <algorithm>
+
+#include "algorithms/passes.hpp"
 #include "algorithms/schedules.hpp"
 #include "algorithms/tile_costs.hpp"
+#include "sim/block_mask.hpp"
 
 namespace iosim {
 namespace {
 
 class Flash2Schedule final : public Schedule {
  public:
-  Flash2Schedule(const AttentionProblem& p, const Tiling& t, std::int64_t smem_bytes, int regs)
-      : p_(p), t_(t), smem_bytes_(smem_bytes), regs_(regs) {}
+  Flash2Schedule(const AttentionProblem& p, const Tiling& t, std::int64_t smem_bytes, int regs,
+                 std::shared_ptr<const BlockMask> blocks)
+      : p_(p), t_(t), smem_bytes_(smem_bytes), regs_(regs), blocks_(std::move(blocks)) {}
 
   std::vector<TensorDecl> tensors() const override {
     const std::int64_t eb = p_.elem_bytes(), bh = p_.bh(), d = p_.head_dim;
@@ -50,13 +56,17 @@ class Flash2Schedule final : public Schedule {
     const std::int64_t warps = std::max(1, t_.threads / 32);
     const std::int64_t offset = p_.seq_kv - p_.seq;  // bottom-right causal alignment
 
-    out.push_back(TileOp::load({TensorId::Q, bh, q0, qr, 0, d}));  // gQ -> sQ (qr, d)
-    out.push_back(costs::init_state({TensorId::O, bh, q0, qr, 0, d}));
     const std::int64_t tc = ceil_div(p_.seq_kv, t_.block_kv);
     // The last key any row of this block sees decides where the causal loop stops.
     const std::int64_t last_block =
         p_.causal ? std::min(tc - 1, (q0 + qr - 1 + offset) / t_.block_kv) : tc - 1;
+    // Block-sparse: a query block with no nonzero block writes O = 0 and L = +inf unread.
+    bool any = !blocks_;
+    for (std::int64_t j = 0; j <= last_block && !any; ++j) any = blocks_->at(qb, j);
+    if (any) out.push_back(TileOp::load({TensorId::Q, bh, q0, qr, 0, d}));  // gQ -> sQ (qr, d)
+    out.push_back(costs::init_state({TensorId::O, bh, q0, qr, 0, d}));
     for (std::int64_t j = 0; j <= last_block; ++j) {
+      if (blocks_ && !blocks_->at(qb, j)) continue;  // a zero block: no loads, no FLOPs
       const std::int64_t k0 = j * t_.block_kv;
       const std::int64_t kr = std::min(t_.block_kv, p_.seq_kv - k0);
       out.push_back(TileOp::load({TensorId::K, bh, k0, kr, 0, d}));  // gK -> sK (kr, d)
@@ -81,7 +91,82 @@ class Flash2Schedule final : public Schedule {
   Tiling t_;
   std::int64_t smem_bytes_;
   int regs_;
+  std::shared_ptr<const BlockMask> blocks_;  // block-sparse only
 };
+
+}  // namespace
+
+Planned plan_flash2_family(const AttentionProblem& p, const HardwareProfile& hw, const Tiling& req,
+                           bool block_sparse) {
+  Planned out;
+  Tiling& t = out.tiling;
+  const std::int64_t eb = p.elem_bytes(), d = p.head_dim;
+  const std::int64_t limit = hw.sm.smem_per_cta_max_bytes.value;
+  const bool fwd = runs_forward(p.pass), bwd = runs_backward(p.pass);
+  // FlashAttention-2's defaults on sm80/sm90: forward 128 x 128 for d <= 64, 128 x 64 above;
+  // backward 128 x 128 for d <= 64, 64 x 128 up to d = 128, 64 x 64 above. A run with a
+  // backward uses the backward's blocks for both passes (one tiling per run).
+  if (bwd) {
+    t.block_q = req.block_q > 0 ? req.block_q : (d <= 64 ? 128 : 64);
+    t.block_kv = req.block_kv > 0 ? req.block_kv : (d <= 128 ? 128 : 64);
+  } else {
+    t.block_q = req.block_q > 0 ? req.block_q : 128;
+    t.block_kv = req.block_kv > 0 ? req.block_kv : (d <= 64 ? 128 : 64);
+  }
+  t.threads = req.threads > 0 ? req.threads : 128;
+  t.pipeline_stages = req.pipeline_stages > 0 ? req.pipeline_stages : 2;
+  auto fwd_smem = [&] { return (t.block_q + 2 * t.pipeline_stages * t.block_kv) * d * eb; };
+  auto need = [&] {
+    return std::max(fwd ? fwd_smem() : 0, bwd ? flash2_backward_smem_bytes(p, t) : 0);
+  };
+  // The backward's tiles are larger: defaults the user did not set give way until they fit
+  // (a single copy stage first, then smaller blocks), as the library's smaller-SRAM configs do.
+  while (bwd && need() > limit) {
+    if (req.pipeline_stages == 0 && t.pipeline_stages > 1) {
+      --t.pipeline_stages;
+    } else if (req.block_kv == 0 && t.block_kv > 16) {
+      t.block_kv /= 2;
+    } else if (req.block_q == 0 && t.block_q > 16) {
+      t.block_q /= 2;
+    } else {
+      break;
+    }
+  }
+  const std::string algo = block_sparse ? "block-sparse" : "flash2";
+  if (fwd && fwd_smem() > limit) {
+    out.infeasible_reason = fmt::format(
+        "{} tile does not fit in shared memory: Q {}x{} plus {} stage(s) of K and V {}x{} "
+        "({}) need {} bytes, {} allows {} bytes per CTA",
+        algo, t.block_q, d, t.pipeline_stages, t.block_kv, d, dtype_name(p.dtype), fwd_smem(),
+        hw.name, limit);
+    return out;
+  }
+  if (bwd && flash2_backward_smem_bytes(p, t) > limit) {
+    out.infeasible_reason = fmt::format(
+        "{} backward tile does not fit in shared memory: {} stage(s) of Q and dO {}x{}, K and V "
+        "{}x{}, P and dS {}x{} ({}) need {} bytes, {} allows {} bytes per CTA",
+        algo, t.pipeline_stages, t.block_q, d, t.block_kv, d, t.block_q, t.block_kv,
+        dtype_name(p.dtype), flash2_backward_smem_bytes(p, t), hw.name, limit);
+    return out;
+  }
+  std::shared_ptr<const BlockMask> blocks;
+  if (block_sparse) {
+    blocks = std::make_shared<const BlockMask>(p, t.block_q, t.block_kv);
+    out.density = blocks->density();
+  }
+  // O and S accumulate in FP32 registers spread over the CTA's threads.
+  const std::int64_t acc = (t.block_q * d + t.block_q * t.block_kv) / t.threads;
+  const int regs = static_cast<int>(std::min<std::int64_t>(acc + 40, 255));
+  out.schedule = for_pass(
+      p.pass,
+      [&]() -> std::unique_ptr<Schedule> {
+        return std::make_unique<Flash2Schedule>(p, t, fwd_smem(), regs, blocks);
+      },
+      [&] { return make_flash2_backward(p, t, blocks); });
+  return out;
+}
+
+namespace {
 
 class Flash2 final : public Algorithm {
  public:
@@ -92,28 +177,7 @@ class Flash2 final : public Algorithm {
 
   Planned plan(const AttentionProblem& p, const HardwareProfile& hw,
                const Tiling& req) const override {
-    Planned out;
-    Tiling& t = out.tiling;
-    // FlashAttention-2's forward defaults on sm80/sm90: 128 x 128 for d <= 64, 128 x 64 above.
-    t.block_q = req.block_q > 0 ? req.block_q : 128;
-    t.block_kv = req.block_kv > 0 ? req.block_kv : (p.head_dim <= 64 ? 128 : 64);
-    t.threads = req.threads > 0 ? req.threads : 128;
-    t.pipeline_stages = req.pipeline_stages > 0 ? req.pipeline_stages : 2;
-    const std::int64_t eb = p.elem_bytes(), d = p.head_dim;
-    const std::int64_t smem = (t.block_q + 2 * t.pipeline_stages * t.block_kv) * d * eb;
-    if (smem > hw.sm.smem_per_cta_max_bytes.value) {
-      out.infeasible_reason = fmt::format(
-          "flash2 tile does not fit in shared memory: Q {}x{} plus {} stage(s) of K and V {}x{} "
-          "({}) need {} bytes, {} allows {} bytes per CTA",
-          t.block_q, d, t.pipeline_stages, t.block_kv, d, dtype_name(p.dtype), smem, hw.name,
-          hw.sm.smem_per_cta_max_bytes.value);
-      return out;
-    }
-    // O and S accumulate in FP32 registers spread over the CTA's threads.
-    const std::int64_t acc = (t.block_q * d + t.block_q * t.block_kv) / t.threads;
-    const int regs = static_cast<int>(std::min<std::int64_t>(acc + 40, 255));
-    out.schedule = std::make_unique<Flash2Schedule>(p, t, smem, regs);
-    return out;
+    return plan_flash2_family(p, hw, req, false);
   }
 };
 

@@ -1,13 +1,15 @@
 #include "algorithms/numeric_executor.hpp"
 
+#include <fmt/format.h>
+
 #include <Eigen/Dense>
 #include <array>
 #include <cmath>
-#include <fmt/format.h>
 #include <limits>
 #include <random>
 #include <vector>
 
+#include "sim/block_mask.hpp"
 #include "sim/errors.hpp"
 
 namespace iosim {
@@ -54,6 +56,14 @@ class CtaInterpreter {
           break;
         }
         case OpKind::compute: compute(op); break;
+        case OpKind::reduce: {  // an atomic add: the order of CTAs does not matter
+          const TileRef& t = op.tile;
+          const Mat& src = operand(t.tensor, t.rows, t.cols);
+          g_.of(t.tensor)
+              .at(static_cast<std::size_t>(t.matrix))
+              .block(t.row0, t.col0, t.rows, t.cols) += src;
+          break;
+        }
       }
     }
   }
@@ -111,15 +121,10 @@ class CtaInterpreter {
         break;
       }
       case ComputeKind::apply_dropout: {
-        Mat& pr = operand(TensorId::P, r, c);
-        Mat keep(r, c);
-        const float inv = static_cast<float>(1.0 / (1.0 - p_.dropout));
-        for (Eigen::Index i = 0; i < r; ++i)
-          for (Eigen::Index j = 0; j < c; ++j) {
-            const bool k = dropout_keeps(p_, seed_, t.matrix, t.row0 + i, t.col0 + j);
-            keep(i, j) = k ? 1.0f : 0.0f;
-            pr(i, j) *= k ? inv : 0.0f;
-          }
+        // P stays: the backward's softmax gradient needs the undropped probabilities.
+        const Mat keep = keep_mask(t, false);
+        buf(TensorId::P_drop) = operand(TensorId::P, r, c).cwiseProduct(keep) *
+                                static_cast<float>(1.0 / (1.0 - p_.dropout));
         buf(TensorId::dropout_mask) = keep;
         break;
       }
@@ -145,7 +150,7 @@ class CtaInterpreter {
         break;
       }
       case ComputeKind::accumulate_pv: {
-        const Mat& pr = operand(TensorId::P, r, c);
+        const Mat& pr = probabilities(r, c);
         const Mat& v = operand(TensorId::V, c, d);
         operand(TensorId::O, r, d) += pr * v;
         break;
@@ -156,6 +161,11 @@ class CtaInterpreter {
         const Mat& l = operand(TensorId::l, r, 1);
         Mat lse(r, 1);
         for (Eigen::Index i = 0; i < r; ++i) {
+          if (l(i) == 0.0f) {  // a row that saw no key (block-sparse): O = 0, L = +inf as FA2
+            o.row(i).setZero();
+            lse(i) = std::numeric_limits<float>::infinity();
+            continue;
+          }
           o.row(i) /= l(i);
           lse(i) = m(i) + std::log(l(i));
         }
@@ -163,6 +173,134 @@ class CtaInterpreter {
         break;
       }
       case ComputeKind::flash1_update: flash1_update(t); break;
+      case ComputeKind::zero_grad:
+      case ComputeKind::row_dot:
+      case ComputeKind::recompute_p:
+      case ComputeKind::recompute_p_ml:
+      case ComputeKind::accumulate_dv:
+      case ComputeKind::grad_p:
+      case ComputeKind::grad_p_accumulate:
+      case ComputeKind::dropout_grad:
+      case ComputeKind::grad_s:
+      case ComputeKind::softmax_grad_rows:
+      case ComputeKind::mask_grad:
+      case ComputeKind::accumulate_dq:
+      case ComputeKind::dq_partial:
+      case ComputeKind::accumulate_dk:
+      case ComputeKind::convert_dq:
+        backward(op);
+        break;
+    }
+  }
+
+  // X of the backward formulas: the probabilities after dropout when there is dropout.
+  const Mat& probabilities(Eigen::Index r, Eigen::Index c) {
+    return operand(p_.dropout > 0 ? TensorId::P_drop : TensorId::P, r, c);
+  }
+
+  // 1 where dropout keeps score (row, col) of the tile. Unfused kernels read the mask the
+  // forward saved (`from_chip`, when it is on chip); fused ones regenerate it from the indices.
+  Mat keep_mask(const TileRef& t, bool from_chip) {
+    if (from_chip && buf(TensorId::dropout_mask).rows() == t.rows &&
+        buf(TensorId::dropout_mask).cols() == t.cols) {
+      return buf(TensorId::dropout_mask);
+    }
+    Mat keep(t.rows, t.cols);
+    for (Eigen::Index i = 0; i < t.rows; ++i)
+      for (Eigen::Index j = 0; j < t.cols; ++j)
+        keep(i, j) = dropout_keeps(p_, seed_, t.matrix, t.row0 + i, t.col0 + j) ? 1.0f : 0.0f;
+    return keep;
+  }
+
+  void backward(const TileOp& op) {
+    const TileRef& t = op.tile;
+    const Eigen::Index r = t.rows, c = t.cols, d = p_.head_dim;
+    switch (op.compute) {
+      case ComputeKind::zero_grad:
+        buf(t.tensor) = Mat::Zero(r, d);
+        break;
+      case ComputeKind::row_dot:
+        buf(TensorId::D) =
+            operand(TensorId::dO, r, d).cwiseProduct(operand(TensorId::O, r, d)).rowwise().sum();
+        break;
+      case ComputeKind::recompute_p:
+      case ComputeKind::recompute_p_ml: {
+        const Mat& s = operand(TensorId::S, r, c);
+        Mat pr(r, c);
+        for (Eigen::Index i = 0; i < r; ++i) {
+          if (op.compute == ComputeKind::recompute_p) {
+            // L = +inf for a row that saw no key: exp(S - L) = 0 there.
+            pr.row(i) = (s.row(i).array() - operand(TensorId::L, r, 1)(i)).exp().matrix();
+          } else {
+            pr.row(i) = (s.row(i).array() - operand(TensorId::m, r, 1)(i)).exp().matrix() /
+                        operand(TensorId::l, r, 1)(i);
+          }
+        }
+        buf(TensorId::P) = pr;
+        break;
+      }
+      case ComputeKind::accumulate_dv: {
+        const Mat& x = probabilities(r, c);
+        operand(TensorId::dV, c, d) += x.transpose() * operand(TensorId::dO, r, d);
+        break;
+      }
+      case ComputeKind::grad_p:
+      case ComputeKind::grad_p_accumulate: {
+        const Mat& dout = buf(TensorId::dO);
+        const Mat& v = buf(TensorId::V);
+        ensure(dout.rows() == r && v.rows() == c && dout.cols() == v.cols(),
+               "grad_p: dO/V tiles on chip do not match the score tile");
+        if (op.compute == ComputeKind::grad_p) {
+          buf(TensorId::dP) = dout * v.transpose();
+        } else {
+          operand(TensorId::dP, r, c) += dout * v.transpose();
+        }
+        break;
+      }
+      case ComputeKind::dropout_grad: {
+        const Mat keep = keep_mask(t, true);
+        Mat& dp = operand(TensorId::dP, r, c);
+        dp = dp.cwiseProduct(keep) * static_cast<float>(1.0 / (1.0 - p_.dropout));
+        break;
+      }
+      case ComputeKind::grad_s: {
+        const Mat& dp = operand(TensorId::dP, r, c);
+        const Mat& dd = operand(TensorId::D, r, 1);
+        buf(TensorId::dS) = operand(TensorId::P, r, c).cwiseProduct(dp - dd * Mat::Ones(1, c));
+        break;
+      }
+      case ComputeKind::softmax_grad_rows: {
+        ensure(c == p_.seq_kv, "softmax_grad_rows needs whole rows on chip");
+        const Mat& pr = operand(TensorId::P, r, c);
+        const Mat& dp = operand(TensorId::dP, r, c);
+        const Mat dd = pr.cwiseProduct(dp).rowwise().sum();
+        buf(TensorId::dS) = pr.cwiseProduct(dp - dd * Mat::Ones(1, c));
+        break;
+      }
+      case ComputeKind::mask_grad: {
+        Mat& ds = operand(TensorId::dS, r, c);
+        for (Eigen::Index i = 0; i < r; ++i)
+          for (Eigen::Index j = 0; j < c; ++j)
+            if (!score_visible(p_, t.row0 + i, t.col0 + j)) ds(i, j) = 0.0f;
+        break;
+      }
+      case ComputeKind::accumulate_dq:
+        operand(TensorId::dQ, r, d) +=
+            scale_ * (operand(TensorId::dS, r, c) * operand(TensorId::K, c, d));
+        break;
+      case ComputeKind::dq_partial:
+        buf(TensorId::dQaccum) =
+            scale_ * (operand(TensorId::dS, r, c) * operand(TensorId::K, c, d));
+        break;
+      case ComputeKind::accumulate_dk:
+        operand(TensorId::dK, c, d) +=
+            scale_ * (operand(TensorId::dS, r, c).transpose() * operand(TensorId::Q, r, d));
+        break;
+      case ComputeKind::convert_dq:
+        buf(TensorId::dQ) = operand(TensorId::dQaccum, r, d);
+        break;
+      default:
+        ensure(false, "compute kind {} has no numeric semantics", static_cast<int>(op.compute));
     }
   }
 
@@ -200,48 +338,98 @@ class CtaInterpreter {
   std::array<Mat, kTensorCount> buf_;
 };
 
-// softmax(scale Q K^T + mask) [dropout] V and the log-sum-exp, in FP64, for one (batch, head).
-void reference(const AttentionProblem& p, std::uint64_t seed, std::int64_t bh, const Mat& q,
-               const Mat& k, const Mat& v, MatD& o, Eigen::VectorXd& lse) {
+// Attention of one (batch, head) in FP64, forward and, given dO, backward, by the analytic
+// formulas (no finite differences). Z = keep / (1 - p) is dropout's scaling, X = P o Z:
+//   O = X V,  dV = X^T dO,  dP = (dO V^T) o Z,  D = rowsum(dO o O),  dS = P o (dP - D),
+//   dQ = scale dS K,  dK = scale dS^T Q.
+// A row that sees no key (block-sparse) has P = 0, O = 0 and L = +inf, as FlashAttention-2.
+struct Reference {
+  MatD o, p, p_drop, keep, dq, dk, dv;
+  Eigen::VectorXd lse, m, l;  // log-sum-exp; row max and sum of exp(S - m) (FA1's saved state)
+};
+
+// The N x N_kv matrices (p, p_drop, keep) are kept only when `keep_scores`: a backward alone of
+// the standard schedule starts from them; elsewhere they would only take memory.
+Reference reference(const AttentionProblem& p, std::uint64_t seed, std::int64_t bh, const Mat& q,
+                    const Mat& k, const Mat& v, const Mat* dout, const BlockMask* blocks,
+                    bool keep_scores) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  Reference r;
   MatD s = p.scale() * (q.cast<double>() * k.cast<double>().transpose());
-  MatD pr(s.rows(), s.cols());
-  lse.resize(s.rows());
-  for (Eigen::Index i = 0; i < s.rows(); ++i) {
-    double mx = -std::numeric_limits<double>::infinity();
-    for (Eigen::Index j = 0; j < s.cols(); ++j) {
-      if (!score_visible(p, i, j)) s(i, j) = -std::numeric_limits<double>::infinity();
+  const Eigen::Index n = s.rows(), nk = s.cols();
+  r.p = MatD::Zero(n, nk);
+  r.keep = MatD::Ones(n, nk);
+  r.lse.resize(n);
+  r.m.resize(n);
+  r.l.resize(n);
+  for (Eigen::Index i = 0; i < n; ++i) {
+    double mx = -kInf;
+    for (Eigen::Index j = 0; j < nk; ++j) {
+      if (!score_visible(p, i, j) || (blocks != nullptr && !blocks->covers(i, j))) s(i, j) = -kInf;
       mx = std::max(mx, s(i, j));
+      if (p.dropout > 0 && !dropout_keeps(p, seed, bh, i, j)) r.keep(i, j) = 0.0;
+    }
+    r.m(i) = mx;
+    if (mx == -kInf) {
+      r.l(i) = 0.0;
+      r.lse(i) = kInf;
+      continue;
     }
     double sum = 0;
-    for (Eigen::Index j = 0; j < s.cols(); ++j) sum += pr(i, j) = std::exp(s(i, j) - mx);
-    lse(i) = mx + std::log(sum);
-    for (Eigen::Index j = 0; j < s.cols(); ++j) {
-      pr(i, j) /= sum;
-      if (p.dropout > 0) pr(i, j) *= dropout_keeps(p, seed, bh, i, j) ? 1.0 / (1.0 - p.dropout) : 0.0;
-    }
+    for (Eigen::Index j = 0; j < nk; ++j) sum += r.p(i, j) = std::exp(s(i, j) - mx);
+    r.l(i) = sum;
+    r.lse(i) = mx + std::log(sum);
+    r.p.row(i) /= sum;
   }
-  o = pr * v.cast<double>();
+  const double z = p.dropout > 0 ? 1.0 / (1.0 - p.dropout) : 1.0;
+  r.p_drop = r.p.cwiseProduct(r.keep) * z;
+  r.o = r.p_drop * v.cast<double>();
+  if (dout != nullptr) {
+    const MatD d_o = dout->cast<double>();
+    r.dv = r.p_drop.transpose() * d_o;
+    const MatD dp = (d_o * v.cast<double>().transpose()).cwiseProduct(r.keep) * z;
+    const Eigen::VectorXd dd = d_o.cwiseProduct(r.o).rowwise().sum();
+    const MatD ds = r.p.cwiseProduct(dp - dd * Eigen::RowVectorXd::Ones(nk));
+    r.dq = p.scale() * (ds * k.cast<double>());
+    r.dk = p.scale() * (ds.transpose() * q.cast<double>());
+  }
+  if (!keep_scores) {
+    r.p.resize(0, 0);
+    r.p_drop.resize(0, 0);
+    r.keep.resize(0, 0);
+  }
+  return r;
 }
 
 double max_abs_diff(const Mat& got, const MatD& want) {
   double worst = 0;
   for (Eigen::Index i = 0; i < got.rows(); ++i)
     for (Eigen::Index j = 0; j < got.cols(); ++j) {
-      const double e = std::abs(static_cast<double>(got(i, j)) - want(i, j));
+      const double g = static_cast<double>(got(i, j));
+      if (g == want(i, j)) continue;  // equal infinities (L of a row that saw no key) included
+      const double e = std::abs(g - want(i, j));
       if (std::isnan(e)) return std::numeric_limits<double>::infinity();  // an unwritten output
       worst = std::max(worst, e);
     }
   return worst;
 }
 
+bool has_backward(Pass pass) {
+  return pass != Pass::fwd;
+}
+bool has_forward(Pass pass) {
+  return pass != Pass::bwd;
+}
+
 }  // namespace
 
 double NumericResult::max_abs_error() const {
-  return std::max(max_abs_error_o, max_abs_error_lse.value_or(0.0));
+  return std::max(
+      {max_abs_error_o, max_abs_error_lse.value_or(0.0), max_abs_error_grad.value_or(0.0)});
 }
 
 NumericResult execute_schedule(const Schedule& schedule, const AttentionProblem& p,
-                               std::uint64_t seed) {
+                               std::uint64_t seed, const BlockMask* blocks) {
   const double macs = static_cast<double>(p.bh()) * static_cast<double>(p.seq) *
                       static_cast<double>(p.seq_kv) * static_cast<double>(p.head_dim);
   if (macs > kMaxExecuteMacs) {
@@ -258,7 +446,8 @@ NumericResult execute_schedule(const Schedule& schedule, const AttentionProblem&
     g.declared[i] = true;
     auto& mats = g.data[i];
     mats.resize(static_cast<std::size_t>(d.matrices));
-    const bool input = d.id == TensorId::Q || d.id == TensorId::K || d.id == TensorId::V;
+    const bool input =
+        d.id == TensorId::Q || d.id == TensorId::K || d.id == TensorId::V || d.id == TensorId::dO;
     for (Mat& m : mats) {
       // Inputs are random; everything else starts as NaN so that an unwritten output shows.
       if (input) {
@@ -267,6 +456,32 @@ NumericResult execute_schedule(const Schedule& schedule, const AttentionProblem&
         m = Mat::Constant(d.rows, d.cols, std::numeric_limits<float>::quiet_NaN());
       }
     }
+  }
+  const bool grads = has_backward(p.pass);
+  ensure(!grads || g.declared[index_of(TensorId::dO)], "a backward schedule without dO");
+  const bool keep_scores = !has_forward(p.pass) && (g.declared[index_of(TensorId::P)] ||
+                                                    g.declared[index_of(TensorId::P_drop)]);
+  std::vector<Reference> refs;
+  for (std::int64_t bh = 0; bh < p.bh(); ++bh) {
+    const auto b = static_cast<std::size_t>(bh);
+    refs.push_back(reference(p, seed, bh, g.of(TensorId::Q)[b], g.of(TensorId::K)[b],
+                             g.of(TensorId::V)[b], grads ? &g.of(TensorId::dO)[b] : nullptr, blocks,
+                             keep_scores));
+  }
+  if (!has_forward(p.pass)) {
+    // A backward alone starts from what the forward saved: whichever of these it declares.
+    auto fill = [&](TensorId t, auto&& value) {
+      if (!g.declared[index_of(t)]) return;
+      for (std::size_t b = 0; b < refs.size(); ++b)
+        g.of(t)[b] = value(refs[b]).template cast<float>();
+    };
+    fill(TensorId::O, [](const Reference& r) -> MatD { return r.o; });
+    fill(TensorId::L, [](const Reference& r) -> MatD { return r.lse; });
+    fill(TensorId::m, [](const Reference& r) -> MatD { return r.m; });
+    fill(TensorId::l, [](const Reference& r) -> MatD { return r.l; });
+    fill(TensorId::P, [](const Reference& r) -> MatD { return r.p; });
+    fill(TensorId::P_drop, [](const Reference& r) -> MatD { return r.p_drop; });
+    fill(TensorId::dropout_mask, [](const Reference& r) -> MatD { return r.keep; });
   }
   CtaInterpreter cta(g, p, seed);
   std::vector<TileOp> ops;
@@ -280,18 +495,24 @@ NumericResult execute_schedule(const Schedule& schedule, const AttentionProblem&
   }
 
   NumericResult result;
-  const bool has_lse = g.declared[index_of(TensorId::L)];
+  const bool has_lse = has_forward(p.pass) && g.declared[index_of(TensorId::L)];
   if (has_lse) result.max_abs_error_lse = 0.0;
-  for (std::int64_t bh = 0; bh < p.bh(); ++bh) {
-    const auto b = static_cast<std::size_t>(bh);
-    MatD o_ref;
-    Eigen::VectorXd lse_ref;
-    reference(p, seed, bh, g.of(TensorId::Q)[b], g.of(TensorId::K)[b], g.of(TensorId::V)[b], o_ref,
-              lse_ref);
-    result.max_abs_error_o = std::max(result.max_abs_error_o, max_abs_diff(g.of(TensorId::O)[b], o_ref));
+  if (grads) result.max_abs_error_grad = 0.0;
+  for (std::size_t b = 0; b < refs.size(); ++b) {
+    const Reference& ref = refs[b];
+    if (has_forward(p.pass)) {
+      result.max_abs_error_o =
+          std::max(result.max_abs_error_o, max_abs_diff(g.of(TensorId::O)[b], ref.o));
+    }
     if (has_lse) {
       *result.max_abs_error_lse =
-          std::max(*result.max_abs_error_lse, max_abs_diff(g.of(TensorId::L)[b], MatD(lse_ref)));
+          std::max(*result.max_abs_error_lse, max_abs_diff(g.of(TensorId::L)[b], MatD(ref.lse)));
+    }
+    if (grads) {
+      *result.max_abs_error_grad =
+          std::max({*result.max_abs_error_grad, max_abs_diff(g.of(TensorId::dQ)[b], ref.dq),
+                    max_abs_diff(g.of(TensorId::dK)[b], ref.dk),
+                    max_abs_diff(g.of(TensorId::dV)[b], ref.dv)});
     }
   }
   return result;

@@ -35,6 +35,7 @@ void register_builtin_algorithms(Registry& registry) {
   registry.add(make_standard_algorithm());
   registry.add(make_flash1_algorithm());
   registry.add(make_flash2_algorithm());
+  registry.add(make_block_sparse_algorithm());
 }
 
 const Registry& builtin_registry() {

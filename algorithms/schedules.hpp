@@ -9,5 +9,6 @@ namespace iosim {
 std::unique_ptr<Algorithm> make_standard_algorithm();  // standard.cpp
 std::unique_ptr<Algorithm> make_flash1_algorithm();    // flash1.cpp
 std::unique_ptr<Algorithm> make_flash2_algorithm();    // flash2.cpp
+std::unique_ptr<Algorithm> make_block_sparse_algorithm();  // block_sparse.cpp
 
 }  // namespace iosim

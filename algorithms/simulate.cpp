@@ -1,10 +1,12 @@
 #include "algorithms/simulate.hpp"
 
-#include <algorithm>
-#include <chrono>
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <chrono>
+
 #include "algorithms/numeric_executor.hpp"
+#include "sim/block_mask.hpp"
 #include "sim/errors.hpp"
 
 namespace iosim {
@@ -12,9 +14,9 @@ namespace iosim {
 Report simulate(const HardwareProfile& profile, const RunRequest& request) {
   const auto started = std::chrono::steady_clock::now();
   validate_problem(request.problem);
-  if (request.problem.pass != Pass::fwd) {
-    throw ConfigError(fmt::format("--pass {} is not modelled yet; only fwd is available",
-                                  pass_name(request.problem.pass)));
+  if (request.problem.pattern && request.algorithm != "block-sparse") {
+    throw ConfigError(
+        fmt::format("--pattern applies to --algo block-sparse, not '{}'", request.algorithm));
   }
   if (request.tiling.block_q < 0 || request.tiling.block_kv < 0 || request.tiling.threads < 0 ||
       request.tiling.pipeline_stages < 0) {
@@ -29,6 +31,7 @@ Report simulate(const HardwareProfile& profile, const RunRequest& request) {
   report.sram_bytes = sram_bytes(profile);
   Planned planned = algorithm.plan(request.problem, profile, request.tiling);
   report.tiling = planned.tiling;
+  report.density = planned.density;
   if (!planned.feasible()) {
     report.infeasible_reason = planned.infeasible_reason;
     return report;
@@ -42,8 +45,13 @@ Report simulate(const HardwareProfile& profile, const RunRequest& request) {
   report.bound = longest != report.engine.kernels.end() ? longest->bound : "latency";
   if (request.execute) {
     report.numerics.executed = true;
-    report.numerics.max_abs_error =
-        execute_schedule(*planned.schedule, request.problem, request.seed).max_abs_error();
+    // Block-sparse is compared with dense attention under the same block mask.
+    std::optional<BlockMask> blocks;
+    if (report.density)
+      blocks.emplace(request.problem, report.tiling.block_q, report.tiling.block_kv);
+    report.numerics.max_abs_error = execute_schedule(*planned.schedule, request.problem,
+                                                     request.seed, blocks ? &*blocks : nullptr)
+                                        .max_abs_error();
   }
   report.simulation_wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

@@ -34,6 +34,7 @@ struct Report {
   std::string profile_description;
   RunRequest request;
   Tiling tiling;                    // resolved
+  std::optional<double> density;    // block-sparse only: s, the fraction of blocks computed
   std::int64_t sram_bytes = 0;      // M of the IO analysis, bytes per CTA
   std::string infeasible_reason;
   EngineResult engine;

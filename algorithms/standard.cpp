@@ -3,35 +3,27 @@
 //   gemm_qk  S = scale Q K^T       tiled GEMM, block_q x block_kv output tiles, head dim in chunks
 //   mask     S = mask(S)           only with --causal or --mask (elementwise, read + write S)
 //   softmax  P = softmax(S)        whole rows per CTA
-//   dropout  P = dropout(P)        only with --dropout; also writes the 1-byte keep mask
-//   gemm_pv  O = P V               block_q x d output tiles, keys in chunks
+//   dropout  P_drop = dropout(P)   only with --dropout; also writes the 1-byte keep mask (P is
+//                                  kept: autograd saves it for the softmax gradient)
+//   gemm_pv  O = P V               block_q x d output tiles, keys in chunks (P_drop with dropout)
 // GEMM CTAs are launched with the M (query) tile index fastest, as cuBLAS does.
-#include <algorithm>
 #include <fmt/format.h>
 
+#include <algorithm>
+
+#include "algorithms/passes.hpp"
 #include "algorithms/schedules.hpp"
+#include "algorithms/standard_tiles.hpp"
 #include "algorithms/tile_costs.hpp"
 
 namespace iosim {
 namespace {
 
-// GEMM main loops: the shared-memory footprint is that of a CUTLASS-like pipeline (k-chunks of
-// kSmemChunk, `pipeline_stages` deep); loads are emitted in coarser chunks of kLoadChunk along k,
-// which moves the same bytes with fewer ops (the engine's cost is per contiguous run).
-constexpr std::int64_t kSmemChunk = 32;
-constexpr std::int64_t kLoadChunk = 128;
-constexpr std::int64_t kElementwiseElems = 8192; // scores per CTA of the elementwise kernels
+using standard_tiles::ElementwiseTiling;
+using standard_tiles::kLoadChunk;
+using standard_tiles::kSmemChunk;
 
 enum class Kernel { gemm_qk, mask, softmax, dropout, gemm_pv };
-
-// Rows x cols tile of an N x N_kv pass. Elementwise passes split long rows into column chunks;
-// the softmax needs whole rows in one CTA.
-struct ElementwiseTiling {
-  std::int64_t rows, cols;
-  ElementwiseTiling(std::int64_t seq_kv, bool whole_rows)
-      : rows(std::max<std::int64_t>(1, kElementwiseElems / seq_kv)),
-        cols(whole_rows ? seq_kv : std::min(seq_kv, kElementwiseElems)) {}
-};
 
 class StandardSchedule final : public Schedule {
  public:
@@ -52,7 +44,10 @@ class StandardSchedule final : public Schedule {
                                  {TensorId::O, bh, p_.seq, d, eb},
                                  {TensorId::S, bh, p_.seq, p_.seq_kv, eb},
                                  {TensorId::P, bh, p_.seq, p_.seq_kv, eb}};
-    if (p_.dropout > 0) t.push_back({TensorId::dropout_mask, bh, p_.seq, p_.seq_kv, 1});
+    if (p_.dropout > 0) {
+      t.push_back({TensorId::dropout_mask, bh, p_.seq, p_.seq_kv, 1});
+      t.push_back({TensorId::P_drop, bh, p_.seq, p_.seq_kv, eb});
+    }
     return t;
   }
 
@@ -147,7 +142,8 @@ class StandardSchedule final : public Schedule {
     out.push_back(costs::init_state(o));
     for (std::int64_t k0 = 0; k0 < p_.seq_kv; k0 += kLoadChunk) {
       const std::int64_t kr = std::min(kLoadChunk, p_.seq_kv - k0);
-      out.push_back(TileOp::load({TensorId::P, bh, q0, qr, k0, kr}));  // sP (qr, kr)
+      const TensorId probs = p_.dropout > 0 ? TensorId::P_drop : TensorId::P;
+      out.push_back(TileOp::load({probs, bh, q0, qr, k0, kr}));        // sP (qr, kr)
       out.push_back(TileOp::load({TensorId::V, bh, k0, kr, 0, d}));    // sV (kr, d)
       const std::int64_t smem = (qr * ceil_div(d, 32) + d * ceil_div(qr, 64)) * kr * eb;
       out.push_back(costs::pv({TensorId::S, bh, q0, qr, k0, kr}, d, smem));
@@ -176,7 +172,7 @@ class StandardSchedule final : public Schedule {
       case Kernel::dropout:
         out.push_back(TileOp::load(tile(TensorId::P), OnChip::reg));
         out.push_back(costs::dropout(tile(TensorId::P)));
-        out.push_back(TileOp::store(tile(TensorId::P)));
+        out.push_back(TileOp::store(tile(TensorId::P_drop)));
         out.push_back(TileOp::store(tile(TensorId::dropout_mask)));
         break;
       default: break;
@@ -206,8 +202,12 @@ class Standard final : public Algorithm {
     t.threads = req.threads > 0 ? req.threads : 256;
     t.pipeline_stages = req.pipeline_stages > 0 ? req.pipeline_stages : 2;
     const std::int64_t limit = hw.sm.smem_per_cta_max_bytes.value;
-    const std::int64_t need =
-        std::max(StandardSchedule::gemm_qk_smem(p, t), StandardSchedule::gemm_pv_smem(p, t));
+    const bool bwd = runs_backward(p.pass);
+    // The backward adds GEMMs with block_kv x d output tiles (dV, dK).
+    const std::int64_t need = std::max(
+        {StandardSchedule::gemm_qk_smem(p, t), StandardSchedule::gemm_pv_smem(p, t),
+         bwd ? standard_tiles::gemm_smem(t.block_kv, p.head_dim, t.pipeline_stages, p.elem_bytes())
+             : 0});
     if (need > limit) {
       out.infeasible_reason = fmt::format(
           "standard GEMM tiles do not fit in shared memory: {}x{} output tiles with {} stage(s) "
@@ -216,16 +216,19 @@ class Standard final : public Algorithm {
       return out;
     }
     // One softmax row sits in one CTA's shared memory; a split row would need a second pass
-    // that is not modelled.
-    const std::int64_t row_bytes = p.seq_kv * p.elem_bytes();
+    // that is not modelled. The softmax gradient holds a row of P and one of dP.
+    const std::int64_t row_bytes = (bwd ? 2 : 1) * p.seq_kv * p.elem_bytes();
     if (row_bytes > limit) {
       out.infeasible_reason = fmt::format(
-          "standard softmax keeps a whole row of {} scores ({} bytes) in shared memory; {} "
+          "standard softmax{} keeps a whole row of {} scores ({} bytes) in shared memory; {} "
           "allows {} bytes per CTA",
-          p.seq_kv, row_bytes, hw.name, limit);
+          bwd ? " gradient" : "", p.seq_kv, row_bytes, hw.name, limit);
       return out;
     }
-    out.schedule = std::make_unique<StandardSchedule>(p, t);
+    out.schedule = for_pass(
+        p.pass,
+        [&]() -> std::unique_ptr<Schedule> { return std::make_unique<StandardSchedule>(p, t); },
+        [&] { return make_standard_backward(p, t); });
     return out;
   }
 };

@@ -79,4 +79,76 @@ inline TileOp flash1_update(const TileRef& s_tile, std::int64_t d, std::int64_t 
   return op;
 }
 
+// Backward pass. Matrix products count 2 FLOPs per multiply-add; elementwise steps one FP32
+// instruction per element per operation named in the ComputeKind's formula.
+
+inline TileOp zero_grad(const TileRef& grad_tile) {
+  return compute(ComputeKind::zero_grad, grad_tile);
+}
+
+/// D = rowsum(dO o O) for the tile's rows: a multiply and an add per element.
+inline TileOp row_dot(const TileRef& o_tile, std::int64_t d) {
+  TileOp op = compute(ComputeKind::row_dot, o_tile);
+  op.fp32_flops = 2 * o_tile.rows * d;
+  return op;
+}
+
+/// P = exp(S - L): a subtraction and an exp per score.
+inline TileOp recompute_p(const TileRef& s_tile) {
+  TileOp op = compute(ComputeKind::recompute_p, s_tile);
+  op.fp32_flops = s_tile.rows * s_tile.cols;
+  op.sfu_ops = s_tile.rows * s_tile.cols;
+  return op;
+}
+
+/// P = exp(S - m) / l: a subtraction, an exp and a multiply per score, a reciprocal per row.
+inline TileOp recompute_p_ml(const TileRef& s_tile) {
+  TileOp op = compute(ComputeKind::recompute_p_ml, s_tile);
+  op.fp32_flops = 2 * s_tile.rows * s_tile.cols;
+  op.sfu_ops = s_tile.rows * s_tile.cols + s_tile.rows;
+  return op;
+}
+
+/// A tensor-core product of 2 * rows * cols * d FLOPs over a score tile (dV, dP, dQ or dK).
+inline TileOp grad_matmul(ComputeKind kind, const TileRef& s_tile, std::int64_t d,
+                          std::int64_t smem_read_bytes) {
+  TileOp op = compute(kind, s_tile);
+  op.tensor_flops = 2 * s_tile.rows * s_tile.cols * d;
+  op.smem_read_bytes = smem_read_bytes;
+  return op;
+}
+
+inline TileOp dropout_grad(const TileRef& s_tile) {
+  TileOp op = compute(ComputeKind::dropout_grad, s_tile);
+  op.fp32_flops = 2 * s_tile.rows * s_tile.cols;  // keep test (or mask read) + scale
+  return op;
+}
+
+/// dS = P o (dP - D), the softmax scale folded in: three FP32 operations per score.
+inline TileOp grad_s(const TileRef& s_tile) {
+  TileOp op = compute(ComputeKind::grad_s, s_tile);
+  op.fp32_flops = 3 * s_tile.rows * s_tile.cols;
+  return op;
+}
+
+/// dS = P o (dP - rowsum(P o dP)) over whole rows: multiply, add, subtract, multiply per score.
+inline TileOp softmax_grad_rows(const TileRef& s_tile) {
+  TileOp op = compute(ComputeKind::softmax_grad_rows, s_tile);
+  op.fp32_flops = 4 * s_tile.rows * s_tile.cols;
+  return op;
+}
+
+inline TileOp mask_grad(const TileRef& s_tile) {
+  TileOp op = compute(ComputeKind::mask_grad, s_tile);
+  op.fp32_flops = s_tile.rows * s_tile.cols;
+  return op;
+}
+
+/// dQ = dQaccum: one conversion per element.
+inline TileOp convert_dq(const TileRef& dq_tile, std::int64_t d) {
+  TileOp op = compute(ComputeKind::convert_dq, dq_tile);
+  op.fp32_flops = dq_tile.rows * d;
+  return op;
+}
+
 }  // namespace iosim::costs

@@ -1,8 +1,11 @@
 #include "cli/run_flags.hpp"
 
 #include <fmt/format.h>
+
+#include <memory>
 #include <utility>
 
+#include "sim/block_mask.hpp"
 #include "sim/errors.hpp"
 
 namespace iosim::cli {
@@ -10,7 +13,8 @@ namespace iosim::cli {
 void add_problem_flags(CLI::App& cmd, RunFlags& f) {
   cmd.add_option("--profile", f.profile, "built-in profile name or path to a YAML profile")
       ->capture_default_str();
-  cmd.add_option("--algo", f.algorithm, "standard | flash1 | flash2")->capture_default_str();
+  cmd.add_option("--algo", f.algorithm, "standard | flash1 | flash2 | block-sparse")
+      ->capture_default_str();
   cmd.add_option("--batch", f.batch, "batch size B")->capture_default_str();
   cmd.add_option("--heads", f.heads, "attention heads H")->capture_default_str();
   cmd.add_option("--seq", f.seq, "query length N")->required();
@@ -22,6 +26,9 @@ void add_problem_flags(CLI::App& cmd, RunFlags& f) {
   cmd.add_option("--threads", f.threads, "threads per CTA of the main kernel");
   cmd.add_option("--stages", f.stages, "copy pipeline stages of the main kernel");
   cmd.add_option("--pass", f.pass, "fwd | bwd | fwdbwd")->capture_default_str();
+  cmd.add_option("--pattern", f.pattern,
+                 "block-sparse blocks: local:W | strided:S | random:DENSITY:SEED | causal | "
+                 "file:PATH (default: all)");
   cmd.add_flag("--causal", f.causal, "causal mask (bottom-right aligned), masked blocks skipped");
   cmd.add_flag("--mask", f.mask, "an elementwise mask computed from indices");
   cmd.add_option("--dropout", f.dropout, "dropout probability in [0, 1)");
@@ -48,6 +55,9 @@ RunRequest to_request(const RunFlags& f) {
   p.mask = f.mask;
   p.dropout = f.dropout;
   p.pass = parse_pass(f.pass);
+  if (!f.pattern.empty()) {
+    p.pattern = std::make_shared<const BlockPattern>(parse_block_pattern(f.pattern));
+  }
   for (auto [name, v] : {std::pair{"--block-q", f.block_q}, std::pair{"--block-kv", f.block_kv},
                          std::pair{"--threads", std::int64_t{f.threads}},
                          std::pair{"--stages", std::int64_t{f.stages}}}) {

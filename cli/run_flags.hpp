@@ -16,6 +16,8 @@ struct RunFlags {
   std::int64_t block_q = 0, block_kv = 0;
   int threads = 0, stages = 0;
   std::string pass = "fwd";
+  std::string
+      pattern;  // block-sparse: local:W | strided:S | random:DENSITY:SEED | causal | file:PATH
   bool causal = false, mask = false, execute = false, cold_l2 = false;
   double dropout = 0.0, sm_clock_mhz = 0.0;
   std::string l2 = "on";

@@ -1,7 +1,10 @@
 #include "reports/writers.hpp"
 
-#include <cmath>
 #include <fmt/format.h>
+
+#include <cmath>
+
+#include "sim/block_mask.hpp"
 
 namespace iosim {
 namespace {
@@ -9,11 +12,17 @@ namespace {
 using nlohmann::json;
 
 json problem_json(const AttentionProblem& p) {
-  return {{"batch", p.batch},       {"heads", p.heads},
-          {"seq", p.seq},           {"seq_kv", p.seq_kv},
-          {"head_dim", p.head_dim}, {"dtype", std::string(dtype_name(p.dtype))},
-          {"causal", p.causal},     {"mask", p.mask},
-          {"dropout", p.dropout},   {"pass", pass_name(p.pass)}};
+  return {{"batch", p.batch},
+          {"heads", p.heads},
+          {"seq", p.seq},
+          {"seq_kv", p.seq_kv},
+          {"head_dim", p.head_dim},
+          {"dtype", std::string(dtype_name(p.dtype))},
+          {"causal", p.causal},
+          {"mask", p.mask},
+          {"dropout", p.dropout},
+          {"pass", pass_name(p.pass)},
+          {"pattern", p.pattern ? json(p.pattern->spec) : json(nullptr)}};
 }
 
 json counters_json(const Counters& c) {
@@ -41,11 +50,13 @@ json counters_json(const Counters& c) {
 }
 
 json tiling_json(const Report& r) {
-  return {{"block_q", r.tiling.block_q},
-          {"block_kv", r.tiling.block_kv},
-          {"threads", r.tiling.threads},
-          {"pipeline_stages", r.tiling.pipeline_stages},
-          {"sram_bytes", r.sram_bytes}};
+  json t = {{"block_q", r.tiling.block_q},
+            {"block_kv", r.tiling.block_kv},
+            {"threads", r.tiling.threads},
+            {"pipeline_stages", r.tiling.pipeline_stages},
+            {"sram_bytes", r.sram_bytes}};
+  if (r.density) t["density"] = *r.density;  // block-sparse: s, the fraction of blocks computed
+  return t;
 }
 
 std::string grid_text(const Dim3& g) { return fmt::format("{}x{}x{}", g.x, g.y, g.z); }
@@ -122,12 +133,17 @@ std::string format_table(const Report& r) {
   std::string s = fmt::format("iosim: {} on {} ({}), L2 {}\n", r.request.algorithm,
                               r.profile_description, r.profile,
                               r.request.engine.l2_enabled ? "on" : "off (two-level model)");
-  s += fmt::format("problem  B={} H={} N={} N_kv={} d={} {}{}{}{}\n", p.batch, p.heads, p.seq,
-                   p.seq_kv, p.head_dim, dtype_name(p.dtype), p.causal ? " causal" : "",
-                   p.mask ? " mask" : "", p.dropout > 0 ? fmt::format(" dropout={}", p.dropout) : "");
+  s += fmt::format("problem  B={} H={} N={} N_kv={} d={} {}{}{}{} pass={}\n", p.batch, p.heads,
+                   p.seq, p.seq_kv, p.head_dim, dtype_name(p.dtype), p.causal ? " causal" : "",
+                   p.mask ? " mask" : "",
+                   p.dropout > 0 ? fmt::format(" dropout={}", p.dropout) : "", pass_name(p.pass));
   s += fmt::format("tiling   block_q={} block_kv={} threads={} stages={}  (M = {} B of SRAM per CTA)\n",
                    r.tiling.block_q, r.tiling.block_kv, r.tiling.threads, r.tiling.pipeline_stages,
                    r.sram_bytes);
+  if (r.density) {
+    s += fmt::format("blocks   pattern {}, density s = {:.4g} of the blocks computed\n",
+                     p.pattern ? p.pattern->spec : "all", *r.density);
+  }
   if (!r.feasible()) return s + "infeasible: " + r.infeasible_reason + "\n";
   s += fmt::format("\n{:<12} {:>14} {:>9} {:>7} {:>10} {:>8} {:>10} {:>10} {:>10} {:>10}\n",
                    "kernel", "grid", "CTAs/SM", "waves", "time", "bound", "HBM read", "HBM write",
@@ -172,7 +188,10 @@ std::string format_table(const Report& r) {
                      human_bytes(static_cast<double>(v[2])), human_bytes(static_cast<double>(v[3])));
   }
   if (r.numerics.executed) {
-    s += fmt::format("\nnumerics max |O - O_ref| and |L - L_ref| = {:.3g}\n",
+    s += fmt::format("\nnumerics max |O - O_ref| and |L - L_ref|{} = {:.3g}\n",
+                     p.pass == Pass::fwd   ? ""
+                     : p.pass == Pass::bwd ? " (gradients dQ, dK, dV)"
+                                           : ", dQ, dK, dV",
                      r.numerics.max_abs_error.value_or(NAN));
   }
   return s;

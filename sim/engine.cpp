@@ -234,6 +234,33 @@ class KernelRun {
     if (op.on_chip == OnChip::smem) counters_->smem_read_bytes += exact;
   }
 
+  // An fp32 atomic add (RED) done by the L2: the old value is read there (fetched from DRAM on
+  // a miss) and the sum kept dirty. Counted as one L2 read and one L2 write of the tile, so the
+  // three-level counts stay comparable with the two-level ones (an HBM read and write); the
+  // addends cross the SM's port once.
+  void reduce(const TileOp& op, int sm, Traffic& tr) {
+    const std::size_t ti = index_of(op.tile.tensor);
+    const std::uint64_t exact =
+        addresses_.for_each_run(op.tile, [&](std::uint64_t a, std::uint64_t n) {
+          if (l2_ == nullptr) return;
+          const L2Cache::ReadOutcome r =
+              l2_->read(a, n, op.tile.tensor, sm, counters_->hbm.write_bytes);
+          counters_->l2.read_bytes[ti] += r.requested_bytes;
+          counters_->hbm.read_bytes[ti] += r.miss_bytes;
+          tr.dram += static_cast<double>(r.miss_bytes);
+          const std::uint64_t bytes =
+              l2_->write(a, n, op.tile.tensor, sm, counters_->hbm.write_bytes);
+          counters_->l2.write_bytes[ti] += bytes;
+          tr.requested += static_cast<double>(bytes);
+        });
+    if (l2_ == nullptr) {
+      counters_->hbm.read_bytes[ti] += exact;
+      counters_->hbm.write_bytes[ti] += exact;
+      tr.requested += static_cast<double>(exact);
+      tr.dram += 2.0 * static_cast<double>(exact);
+    }
+  }
+
   // Time at which `bytes` requested at `t` by a CTA on `sm` have all arrived.
   double transfer(double t, int sm, const Traffic& tr) {
     const double hbm_done = hbm_.reserve(t, tr.dram / rates_.hbm_bps);
@@ -256,6 +283,8 @@ class KernelRun {
       const TileOp& op = st.ops[st.pc++];
       if (op.kind == OpKind::store) {
         store(op, st.sm, stores);
+      } else if (op.kind == OpKind::reduce) {
+        reduce(op, st.sm, stores);
       } else {
         tensor_flops += op.tensor_flops;
         fp32_flops += op.fp32_flops;

@@ -1,9 +1,13 @@
 #include "sim/io_formulas.hpp"
 
-#include <algorithm>
-#include <cmath>
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <vector>
+
+#include "sim/block_mask.hpp"
 #include "sim/errors.hpp"
 
 namespace iosim {
@@ -25,6 +29,11 @@ u64 visible_kv_rows(const AttentionProblem& p, std::int64_t q0, std::int64_t qr,
 
 struct ReadWrite {
   u64 read = 0, write = 0;
+  ReadWrite& operator+=(const ReadWrite& o) {
+    read += o.read;
+    write += o.write;
+    return *this;
+  }
 };
 
 // Per (batch, head), in bytes.
@@ -80,40 +89,198 @@ ReadWrite flash1(const AttentionProblem& p, std::int64_t bq, std::int64_t bk) {
   return rw;
 }
 
+// Key blocks query block [q0, q0 + qr) meets: all of them, or under bottom-right causal masking
+// those up to the block of the last row's diagonal key.
+u64 visible_kv_blocks(const AttentionProblem& p, std::int64_t q0, std::int64_t qr,
+                      std::int64_t bc) {
+  const std::int64_t tc = (p.seq_kv + bc - 1) / bc;
+  if (!p.causal) return u(tc);
+  return u(std::min<std::int64_t>((q0 + qr - 1 + (p.seq_kv - p.seq)) / bc + 1, tc));
+}
+
+// Standard backward: the unfused kernels of autograd (algorithms/standard_bwd.cpp's list),
+// each reading its operands from HBM and writing its result there.
+ReadWrite standard_bwd(const AttentionProblem& p, std::int64_t bq, std::int64_t bk) {
+  const u64 eb = u(p.elem_bytes()), n = u(p.seq), nk = u(p.seq_kv), d = u(p.head_dim);
+  const u64 scores = n * nk * eb, tq = cdiv(p.seq, bq), tk = cdiv(p.seq_kv, bk);
+  ReadWrite rw;
+  // dP = dO V^T: every output tile reads its dO rows and V rows in full.
+  rw.read += n * d * eb * tk + nk * d * eb * tq;
+  rw.write += scores;
+  // dV = X^T dO: X once, dO once per key tile.
+  rw.read += scores + n * d * eb * tk;
+  rw.write += nk * d * eb;
+  if (p.dropout > 0) {  // dP and the 1-byte keep mask in, dP out
+    rw.read += scores + n * nk;
+    rw.write += scores;
+  }
+  rw.read += 2 * scores;  // softmax gradient: P and dP in, dS out
+  rw.write += scores;
+  if (p.causal || p.mask) {  // masked_fill's gradient: dS in and out
+    rw.read += scores;
+    rw.write += scores;
+  }
+  // dQ = scale dS K: dS once, K once per query tile; dK = scale dS^T Q: dS once, Q once per key
+  // tile.
+  rw.read += scores + nk * d * eb * tq + scores + n * d * eb * tk;
+  rw.write += n * d * eb + nk * d * eb;
+  return rw;
+}
+
+// FlashAttention-1 backward, Algorithm 4: per K/V block j (K_j, V_j in, dK_j, dV_j out once),
+// per query block i it meets: Q_i, O_i, dO_i, l_i, m_i in; dQ_i in (except on j = 0) and out.
+ReadWrite flash1_bwd(const AttentionProblem& p, std::int64_t bq, std::int64_t bk) {
+  const u64 eb = u(p.elem_bytes()), d = u(p.head_dim);
+  ReadWrite rw;
+  rw.read += 2 * u(p.seq_kv) * d * eb;
+  rw.write += 2 * u(p.seq_kv) * d * eb;
+  for (std::int64_t q0 = 0; q0 < p.seq; q0 += bq) {
+    const std::int64_t qr = std::min(bq, p.seq - q0);
+    const u64 visits = visible_kv_blocks(p, q0, qr, bk);  // always includes j = 0
+    rw.read += visits * (3 * u(qr) * d * eb + 2 * u(qr) * 4) + (visits - 1) * u(qr) * d * eb;
+    rw.write += visits * u(qr) * d * eb;
+  }
+  return rw;
+}
+
+// Forward and backward of FlashAttention-2 over the blocks `meets(i, j)` says are computed: the
+// dense causal rule, or a block mask. Counted from the query side (the backward loops over K/V
+// blocks): a query block i, for each block j it meets, costs the forward K_j and V_j and the
+// backward Q_i, dO_i, L_i, D_i and an atomic add of its fp32 dQ share (read and write).
+template <typename Meets>
+ReadWrite flash2_family(const AttentionProblem& p, std::int64_t bq, std::int64_t bk, bool forward,
+                        Meets&& meets) {
+  const u64 eb = u(p.elem_bytes()), d = u(p.head_dim), n = u(p.seq);
+  const std::int64_t tc = (p.seq_kv + bk - 1) / bk;
+  ReadWrite rw;
+  std::vector<bool> column_used(static_cast<std::size_t>(tc), false);
+  for (std::int64_t q0 = 0, i = 0; q0 < p.seq; q0 += bq, ++i) {
+    const u64 qr = u(std::min(bq, p.seq - q0));
+    u64 met = 0;
+    for (std::int64_t j = 0; j < tc; ++j) {
+      if (!meets(i, q0, static_cast<std::int64_t>(qr), j)) continue;
+      ++met;
+      column_used[static_cast<std::size_t>(j)] = true;
+      const u64 kr = u(std::min(bk, p.seq_kv - j * bk));
+      if (forward) {
+        rw.read += 2 * kr * d * eb;
+      } else {
+        rw.read += 2 * qr * d * eb + 2 * qr * 4 + qr * d * 4;
+        rw.write += qr * d * 4;
+      }
+    }
+    if (forward && met > 0) rw.read += qr * d * eb;  // Q_i, unless the block meets no key
+  }
+  if (forward) {
+    rw.write += n * d * eb + n * 4;  // O and L for every row
+    return rw;
+  }
+  for (std::int64_t j = 0; j < tc; ++j) {  // K_j, V_j once if any query block meets them
+    if (column_used[static_cast<std::size_t>(j)])
+      rw.read += 2 * u(std::min(bk, p.seq_kv - j * bk)) * d * eb;
+  }
+  rw.read += 2 * n * d * eb;             // pre-pass: O and dO
+  rw.write += n * 4 + n * d * 4;         // pre-pass: D, and dQaccum zeroed
+  rw.read += n * d * 4;                  // convert: dQaccum in
+  rw.write += n * d * eb;                // convert: dQ out
+  rw.write += 2 * u(p.seq_kv) * d * eb;  // dK, dV for every key block (zeros where unmet)
+  return rw;
+}
+
+bool is_known(const std::string& algorithm) {
+  return algorithm == "standard" || algorithm == "flash1" || algorithm == "flash2" ||
+         algorithm == "block-sparse";
+}
+
 }  // namespace
 
 IoBounds io_bounds(const std::string& algorithm, const AttentionProblem& p, std::int64_t block_q,
                    std::int64_t block_kv, std::int64_t sram_bytes) {
-  ReadWrite rw;
-  if (algorithm == "standard") {
-    rw = standard(p, block_q, block_kv);
-  } else if (algorithm == "flash1") {
-    rw = flash1(p, block_q, block_kv);
-  } else if (algorithm == "flash2") {
-    rw = flash2(p, block_q, block_kv);
-  } else {
+  if (!is_known(algorithm)) {
     throw ConfigError(fmt::format("no closed form for algorithm '{}'", algorithm));
   }
-  const u64 bh = u(p.bh()), eb = u(p.elem_bytes());
+  const bool fwd = p.pass != Pass::bwd, bwd = p.pass != Pass::fwd;
+  std::optional<BlockMask> blocks;
+  if (algorithm == "block-sparse") blocks.emplace(p, block_q, block_kv);
+  const std::int64_t offset = p.seq_kv - p.seq;
+  auto meets = [&](std::int64_t i, std::int64_t q0, std::int64_t qr, std::int64_t j) {
+    if (blocks) return blocks->at(i, j);
+    return !p.causal || j * block_kv <= q0 + qr - 1 + offset;
+  };
+  ReadWrite rw;
+  if (fwd) {
+    if (algorithm == "standard") rw += standard(p, block_q, block_kv);
+    if (algorithm == "flash1") rw += flash1(p, block_q, block_kv);
+    if (algorithm == "flash2" || algorithm == "block-sparse") {
+      rw +=
+          blocks ? flash2_family(p, block_q, block_kv, true, meets) : flash2(p, block_q, block_kv);
+    }
+  }
+  if (bwd) {
+    if (algorithm == "standard") rw += standard_bwd(p, block_q, block_kv);
+    if (algorithm == "flash1") rw += flash1_bwd(p, block_q, block_kv);
+    if (algorithm == "flash2" || algorithm == "block-sparse") {
+      rw += flash2_family(p, block_q, block_kv, false, meets);
+    }
+  }
+  const u64 bh = u(p.bh()), eb = u(p.elem_bytes()), d = u(p.head_dim);
   IoBounds b;
   b.closed_form_read_bytes = bh * rw.read;
   b.closed_form_write_bytes = bh * rw.write;
   b.closed_form_bytes = b.closed_form_read_bytes + b.closed_form_write_bytes;
-  b.compulsory_bytes = bh * eb * u(p.head_dim) * (2 * u(p.seq) + 2 * u(p.seq_kv));
 
-  const double m = static_cast<double>(sram_bytes) / static_cast<double>(eb);  // elements
-  const double n = static_cast<double>(p.seq), nk = static_cast<double>(p.seq_kv);
-  const double d = static_cast<double>(p.head_dim);
-  double elems;
-  if (m >= d * d) {
-    elems = n * nk * d * d / m;
-    b.lower_bound_formula = "N*N_kv*d^2/M";
-  } else {
-    elems = n * nk * d / std::sqrt(m);
-    b.lower_bound_formula = "N*N_kv*d/sqrt(M)";
+  // Compulsory: a forward reads Q, K, V and writes O; a backward reads Q, K, V, dO and writes
+  // dQ, dK, dV. Block-sparse needs only the Q rows and K/V rows some nonzero block touches.
+  u64 q_rows = u(p.seq), kv_rows = u(p.seq_kv);
+  double covered = 1.0;  // fraction of the N x N_kv scores inside computed blocks
+  if (blocks) {
+    q_rows = kv_rows = 0;
+    u64 scores = 0;
+    std::vector<bool> column_used(static_cast<std::size_t>(blocks->cols()), false);
+    for (std::int64_t i = 0; i < blocks->rows(); ++i) {
+      bool row_used = false;
+      const u64 qr = u(std::min(block_q, p.seq - i * block_q));
+      for (std::int64_t j = 0; j < blocks->cols(); ++j) {
+        if (!blocks->at(i, j)) continue;
+        row_used = true;
+        column_used[static_cast<std::size_t>(j)] = true;
+        scores += qr * u(std::min(block_kv, p.seq_kv - j * block_kv));
+      }
+      if (row_used) q_rows += qr;
+    }
+    for (std::int64_t j = 0; j < blocks->cols(); ++j) {
+      if (column_used[static_cast<std::size_t>(j)])
+        kv_rows += u(std::min(block_kv, p.seq_kv - j * block_kv));
+    }
+    covered =
+        static_cast<double>(scores) / (static_cast<double>(p.seq) * static_cast<double>(p.seq_kv));
   }
-  b.lower_bound_bytes =
-      std::max(b.compulsory_bytes, static_cast<u64>(elems * static_cast<double>(bh * eb)));
+  const u64 n = u(p.seq), nk = u(p.seq_kv);
+  const u64 fwd_compulsory = bh * eb * d * (q_rows + 2 * kv_rows + n);
+  const u64 bwd_compulsory = bh * eb * d * (q_rows + 2 * kv_rows + n + n + 2 * nk);
+
+  // Lower bound per pass (Theorem 5: the backward has the forward's order), on the computed
+  // fraction of the scores for block-sparse (Proposition 4's s).
+  const double m = static_cast<double>(sram_bytes) / static_cast<double>(eb);  // elements
+  const double nd = static_cast<double>(p.seq), nkd = static_cast<double>(p.seq_kv);
+  const double dd = static_cast<double>(p.head_dim);
+  double elems;
+  if (m >= dd * dd) {
+    elems = covered * nd * nkd * dd * dd / m;
+    b.lower_bound_formula = blocks ? "s*N*N_kv*d^2/M" : "N*N_kv*d^2/M";
+  } else {
+    elems = covered * nd * nkd * dd / std::sqrt(m);
+    b.lower_bound_formula = blocks ? "s*N*N_kv*d/sqrt(M)" : "N*N_kv*d/sqrt(M)";
+  }
+  const u64 pass_bound = static_cast<u64>(elems * static_cast<double>(bh * eb));
+  if (fwd) {
+    b.compulsory_bytes += fwd_compulsory;
+    b.lower_bound_bytes += std::max(fwd_compulsory, pass_bound);
+  }
+  if (bwd) {
+    b.compulsory_bytes += bwd_compulsory;
+    b.lower_bound_bytes += std::max(bwd_compulsory, pass_bound);
+  }
   return b;
 }
 

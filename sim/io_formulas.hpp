@@ -4,10 +4,13 @@
 //
 // closed form: the exact two-level (HBM <-> SRAM) bytes each schedule moves for its block sizes,
 //   ragged last blocks and causal block skipping included. `iosim run --l2 off` must equal it.
-// compulsory : read Q, K, V once and write O once.
+//   With a backward (--pass bwd | fwdbwd) the passes add: fwdbwd = forward + backward.
+// compulsory : forward: read Q, K, V once and write O once; backward: read Q, K, V, dO once and
+//   write dQ, dK, dV once (block-sparse: only the Q and K/V rows a nonzero block touches).
 // lower bound: Dao et al. Prop. 3 / Saha & Ye 2024: Omega(N N_kv d^2 / M) for M >= d^2 and
 //   Omega(N N_kv d / sqrt(M)) below, M = SRAM in elements, per (batch, head); constants taken as
-//   1, and never below the compulsory bytes.
+//   1, and never below the compulsory bytes; per pass (Theorem 5: the backward has the same
+//   order); block-sparse scales it by the fraction of scores inside nonzero blocks (Prop. 4).
 #include <cstdint>
 #include <string>
 
@@ -24,8 +27,9 @@ struct IoBounds {
   std::string lower_bound_formula;  // which regime of the bound applied
 };
 
-/// Bounds for `algorithm` ("standard" | "flash1" | "flash2") with blocks block_q x block_kv on
-/// a GPU whose per-CTA SRAM is `sram_bytes`. Throws ConfigError for an unknown algorithm.
+/// Bounds for `algorithm` ("standard" | "flash1" | "flash2" | "block-sparse") and `p.pass` with
+/// blocks block_q x block_kv on a GPU whose per-CTA SRAM is `sram_bytes`. Throws ConfigError for
+/// an unknown algorithm (or, block-sparse, a pattern file whose grid does not fit the blocks).
 IoBounds io_bounds(const std::string& algorithm, const AttentionProblem& p, std::int64_t block_q,
                    std::int64_t block_kv, std::int64_t sram_bytes);
 

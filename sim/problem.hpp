@@ -1,6 +1,7 @@
 #pragma once
 // The attention problem a user asks about, independent of any schedule or GPU.
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "sim/dtype.hpp"
@@ -8,6 +9,8 @@
 namespace iosim {
 
 enum class Pass { fwd, bwd, fwdbwd };
+
+struct BlockPattern;  // sim/block_mask.hpp
 
 /// "fwd" | "bwd" | "fwdbwd".
 std::string pass_name(Pass p);
@@ -26,6 +29,8 @@ struct AttentionProblem {
   bool mask = false;          // an elementwise mask computed from indices (see README)
   double dropout = 0.0;       // drop probability
   Pass pass = Pass::fwd;
+  // Block sparsity (--pattern, block-sparse only): which blocks are computed; null: all.
+  std::shared_ptr<const BlockPattern> pattern;
 
   std::int64_t bh() const { return batch * heads; }
   std::int64_t elem_bytes() const { return dtype_bytes(dtype); }

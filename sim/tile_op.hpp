@@ -8,7 +8,11 @@
 
 namespace iosim {
 
-enum class OpKind : std::uint8_t { load, store, compute };
+// reduce: an fp32 atomic add (RED) of an on-chip tile into a global tile. The L2 performs it:
+// the SM sends the addends, the L2 reads the old value (from DRAM on a miss) and keeps the sum
+// dirty. The engine counts it as one L2 read and one L2 write of the tile (with --l2 off: an HBM
+// read and an HBM write), the read-modify-write the hardware does.
+enum class OpKind : std::uint8_t { load, store, compute, reduce };
 
 /// Where a loaded tile lands on chip (or a stored tile comes from).
 enum class OnChip : std::uint8_t { smem, reg };
@@ -16,16 +20,33 @@ enum class OnChip : std::uint8_t { smem, reg };
 /// What a compute op does to the CTA's on-chip buffers (named by TensorId). The numeric
 /// executor defines the exact semantics; counts come from the op's FLOP fields.
 enum class ComputeKind : std::uint8_t {
-  init_state,      // O := 0, m := -inf, l := 0 for the tile's query rows
-  scores,          // S := scale * Q K^T
+  init_state,         // O := 0, m := -inf, l := 0 for the tile's query rows
+  scores,             // S := scale * Q K^T
   scores_accumulate,  // S += scale * Q K^T (a further chunk of the head dimension)
-  apply_mask,      // S := -inf where the causal / index mask hides a score
-  softmax_rows,    // P := softmax(S) over complete rows (unfused kernel)
-  apply_dropout,   // P := P * keep / (1 - p); also fills the dropout_mask buffer
-  online_softmax,  // FA2: m, l updated; P := exp(S - m_new); O rescaled
-  accumulate_pv,   // O += P V
-  finalize,        // FA2: O := O / l; L := m + log l
-  flash1_update,   // FA1 Algorithm 1 lines 9-13: combine (O, l, m) with this K/V block
+  apply_mask,         // S := -inf where the causal / index mask hides a score
+  softmax_rows,       // P := softmax(S) over complete rows (unfused kernel)
+  apply_dropout,      // P_drop := P * keep / (1 - p); also fills the dropout_mask buffer
+  online_softmax,     // FA2: m, l updated; P := exp(S - m_new); O rescaled
+  accumulate_pv,      // O += X V (X: P_drop with dropout, else P)
+  finalize,           // FA2: O := O / l; L := m + log l
+  flash1_update,      // FA1 Algorithm 1 lines 9-13: combine (O, l, m) with this K/V block
+  // Backward pass. The tile is the score tile (query rows x key columns) unless said otherwise.
+  // With dropout, X below is P_drop (P o keep / (1 - p)), else P.
+  zero_grad,          // buffer of the tile's tensor := 0, tile.rows x d (dQ, dK, dV, dQaccum)
+  row_dot,            // D := rowsum(dO o O) for the tile's query rows (tile: O rows)
+  recompute_p,        // P := exp(S - L) (FA2: from the saved log-sum-exp)
+  recompute_p_ml,     // P := exp(S - m) / l (FA1 Algorithm 4: from the saved max and sum)
+  accumulate_dv,      // dV += X^T dO
+  grad_p,             // dP := dO V^T (over the head-dimension chunk on chip)
+  grad_p_accumulate,  // dP += dO V^T (a further chunk of the head dimension)
+  dropout_grad,       // dP := dP o keep / (1 - p), keep from the mask on chip or regenerated
+  grad_s,             // dS := P o (dP - D) (D from the pre-pass or computed on chip)
+  softmax_grad_rows,  // dS := P o (dP - rowsum(P o dP)) over complete rows (unfused kernel)
+  mask_grad,          // dS := 0 where the causal / index mask hides a score
+  accumulate_dq,      // dQ += scale * dS K
+  dq_partial,         // dQaccum := scale * dS K (this K/V block's share, fp32, for a reduce)
+  accumulate_dk,      // dK += scale * dS^T Q
+  convert_dq,         // dQ := dQaccum (fp32 to the element type; tile: dQ rows)
 };
 
 /// A rectangle of one matrix of a tensor: rows [row0, row0+rows), cols [col0, col0+cols).
@@ -60,6 +81,13 @@ struct TileOp {
     op.kind = OpKind::store;
     op.tile = t;
     op.on_chip = src;
+    return op;
+  }
+  static TileOp reduce(TileRef t) {
+    TileOp op;
+    op.kind = OpKind::reduce;
+    op.tile = t;
+    op.on_chip = OnChip::reg;
     return op;
   }
 };

@@ -43,10 +43,28 @@ expect 2 "--block-q -5 must be positive" -- run --seq 128 --block-q -5
 expect 2 "--l2 must be 'on' or 'off'" -- run --seq 128 --l2 maybe
 expect 2 "--format must be" -- run --seq 128 --format yaml
 expect 2 "unknown dtype" -- run --seq 128 --dtype fp8
-expect 2 "--pass bwd is not modelled yet" -- run --seq 128 --pass bwd
+expect 2 "unknown pass 'back'" -- run --seq 128 --pass back
 expect 2 "--execute is for small problems" -- run --seq 16384 --batch 64 --heads 16 --execute
 expect 2 "cannot read profile file" -- run --profile /nonexistent/x.yaml --seq 128
 expect 2 "--causal needs --seq-kv >= --seq" -- run --seq 256 --seq-kv 128 --causal
+
+# Backward passes and block-sparse: the kernels run, gradients check, patterns that cannot be
+# read or parsed name the file and line.
+PAT="$DATA/patterns"
+expect 0 "flash2_bwd_convert_dq" -- run --algo flash2 --pass fwdbwd --seq 512 --head-dim 64
+expect 0 "softmax_bwd" -- run --algo standard --pass bwd --seq 512 --head-dim 64 --mask --dropout 0.1
+expect 0 "flash1_bwd" -- run --algo flash1 --pass bwd --seq 512 --head-dim 64 --causal
+expect 0 "dQ, dK, dV = " -- run --algo flash2 --pass fwdbwd --seq 200 --head-dim 32 --causal --execute
+expect 0 '"density": 0.4375' -- run --algo block-sparse --pattern "file:$PAT/diag4.txt" --seq 512 --block-q 128 --block-kv 128 --format json
+expect 0 "density s = 0.25" -- run --algo block-sparse --pattern strided:4 --seq 1024 --block-q 64 --block-kv 64 --pass fwdbwd
+expect 2 "--pattern 'band:2'" -- run --algo block-sparse --pattern band:2 --seq 512
+expect 2 "cannot read pattern file '/nonexistent/p.txt'" -- run --algo block-sparse --pattern file:/nonexistent/p.txt --seq 512
+expect 2 "bad_char.txt' line 3: expected 0 or 1" -- run --algo block-sparse --pattern "file:$PAT/bad_char.txt" --seq 512
+expect 2 "the grid is 4 x 4 blocks, the problem has 8 x 8" -- run --algo block-sparse --pattern "file:$PAT/diag4.txt" --seq 512 --block-q 64 --block-kv 64
+expect 2 "--pattern applies to --algo block-sparse" -- run --algo flash2 --pattern local:2 --seq 512
+bs=$("$IOSIM" run --algo block-sparse --pattern local:2 --pass fwdbwd --seq 300 --seq-kv 400 --head-dim 32 --block-q 64 --block-kv 32 --causal --execute --format csv | tail -1)
+IFS=, read -r -a f <<<"$bs"
+if awk -v e="${f[26]}" 'BEGIN { exit !(e != "" && e <= 1e-4) }'; then ok; else bad "block-sparse --execute error '${f[26]}' > 1e-4"; fi
 
 # Every bad profile of the corpus is refused with exit 2 and no crash.
 for f in "$DATA"/bad_profiles/*.yaml; do
@@ -74,33 +92,6 @@ if [ $((f[15] + f[16])) -eq "${f[24]}" ]; then ok; else bad "--l2 off bytes ${f[
 exe=$("$IOSIM" run --profile h100-sxm5-80gb --algo flash2 --seq 1000 --head-dim 64 --block-q 128 --block-kv 64 --execute --format csv | tail -1)
 IFS=, read -r -a f <<<"$exe"
 if awk -v e="${f[26]}" 'BEGIN { exit !(e != "" && e <= 1e-5) }'; then ok; else bad "--execute error '${f[26]}' > 1e-5"; fi
-
-# iosim kvcache: both policies on one stream, every format, the trace, and its bad input.
-KV=(kvcache --layers 32 --kv-heads 8 --head-dim 128 --weights-bytes 16e9 --requests 300)
-expect 0 "KV utilization" -- "${KV[@]}"
-expect 0 "paged (16 tok/block)" -- "${KV[@]}"
-expect 0 '"policy": "contiguous"' -- "${KV[@]}" --format json
-expect 0 '"kv_utilization"' -- "${KV[@]}" --policy paged --format json
-expect 0 "policy,block_tokens,capacity_bytes" -- "${KV[@]}" --format csv
-expect 0 "policy,start_step,steps" -- "${KV[@]}" --format csv --series
-expect 0 "over time" -- "${KV[@]}" --series --samples 3 --shared-prefix-tokens 100 --prompt-groups 4
-expect 0 "5 requests from" -- kvcache --layers 32 --kv-heads 8 --head-dim 128 --trace "$DATA/kvcache/trace.csv"
-expect 2 "bad_trace.csv' line 3: prompt_len 'three hundred'" -- kvcache --layers 2 --kv-heads 2 --head-dim 64 --trace "$DATA/kvcache/bad_trace.csv"
-expect 2 "cannot read trace file" -- kvcache --layers 2 --kv-heads 2 --head-dim 64 --trace /nonexistent/t.csv
-expect 2 "--trace gives the arrivals and lengths; drop --requests" -- kvcache --layers 2 --kv-heads 2 --head-dim 64 --trace "$DATA/kvcache/trace.csv" --requests 5
-expect 2 "--kv-budget-bytes replaces" -- kvcache --layers 2 --kv-heads 2 --head-dim 64 --kv-budget-bytes 1e9 --weights-bytes 1e9
-expect 2 "leaves nothing" -- kvcache --layers 2 --kv-heads 2 --head-dim 64 --weights-bytes 1e12
-expect 2 "budget 1000 bytes holds no" -- kvcache --layers 32 --kv-heads 8 --head-dim 128 --kv-budget-bytes 1000
-expect 2 "did you mean 'paged'" -- kvcache --layers 2 --kv-heads 2 --head-dim 64 --policy pagd
-expect 2 "--prompt-len 'unifrm:1,5'" -- kvcache --layers 2 --kv-heads 2 --head-dim 64 --prompt-len unifrm:1,5
-expect 2 "--arrivals 'poisson'" -- kvcache --layers 2 --kv-heads 2 --head-dim 64 --arrivals poisson
-expect 2 "--layers" -- kvcache --kv-heads 2 --head-dim 64
-expect 2 "--samples 0 is out of range" -- kvcache --layers 2 --kv-heads 2 --head-dim 64 --samples 0
-expect 2 "valid KV-cache dtypes" -- kvcache --layers 2 --kv-heads 2 --head-dim 64 --dtype int4
-expect 2 "--format must be" -- kvcache --layers 2 --kv-heads 2 --head-dim 64 --format yaml
-a=$("$IOSIM" "${KV[@]}" --arrivals poisson:0.5 --seed 7 --format json)
-b=$("$IOSIM" "${KV[@]}" --arrivals poisson:0.5 --seed 7 --format json)
-if [ "$a" == "$b" ]; then ok; else bad "kvcache is not deterministic for one --seed"; fi
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -1,0 +1,187 @@
+// FlashAttention-2 backward (Dao 2023, Algorithm 2), as its CUDA kernels run it on sm80/sm90:
+//   dot_do_o   D = rowsum(dO o O) per query row, and dQaccum := 0 (grid Tr x B x H)
+//   dq_dk_dv   one CTA per (K/V block j, batch, head): K_j, V_j loaded once; Q blocks streamed
+//              (Q_i, dO_i, L_i, D_i), S and P recomputed on chip from Q_i, K_j and L_i;
+//              dV_j += P^T dO_i, dP = dO_i V_j^T, dS = P o (dP - D_i), dK_j += dS^T Q_i
+//              accumulate on chip and are written once; this block's share of dQ_i = dS K_j is
+//              added to the fp32 dQaccum with atomics (RED, performed in L2: one L2 read and one
+//              L2 write per element, an HBM read and write in the two-level model)
+//   convert_dq dQ = dQaccum in the element type (grid Tr x B x H)
+// This is the atomic variant FlashAttention-2 ships (its deterministic mode and FlashAttention-3's
+// separate dQ pass are not modelled). Block-sparse runs the same kernels over its nonzero blocks.
+#include <algorithm>
+
+#include "algorithms/passes.hpp"
+#include "algorithms/tile_costs.hpp"
+#include "sim/block_mask.hpp"
+
+namespace iosim {
+namespace {
+
+enum class Kernel { dot_do_o, dq_dk_dv, convert_dq };
+constexpr Kernel kKernels[] = {Kernel::dot_do_o, Kernel::dq_dk_dv, Kernel::convert_dq};
+
+class Flash2Backward final : public Schedule {
+ public:
+  Flash2Backward(const AttentionProblem& p, const Tiling& t,
+                 std::shared_ptr<const BlockMask> blocks)
+      : p_(p), t_(t), blocks_(std::move(blocks)) {}
+
+  std::vector<TensorDecl> tensors() const override {
+    const std::int64_t eb = p_.elem_bytes(), bh = p_.bh(), d = p_.head_dim;
+    return {{TensorId::Q, bh, p_.seq, d, eb},    {TensorId::K, bh, p_.seq_kv, d, eb},
+            {TensorId::V, bh, p_.seq_kv, d, eb}, {TensorId::O, bh, p_.seq, d, eb},
+            {TensorId::L, bh, p_.seq, 1, 4},     {TensorId::dO, bh, p_.seq, d, eb},
+            {TensorId::D, bh, p_.seq, 1, 4},     {TensorId::dQaccum, bh, p_.seq, d, 4},
+            {TensorId::dQ, bh, p_.seq, d, eb},   {TensorId::dK, bh, p_.seq_kv, d, eb},
+            {TensorId::dV, bh, p_.seq_kv, d, eb}};
+  }
+
+  std::vector<KernelSpec> kernels() const override {
+    std::vector<KernelSpec> out;
+    const std::int64_t tr = ceil_div(p_.seq, t_.block_q), tc = ceil_div(p_.seq_kv, t_.block_kv);
+    for (Kernel k : kKernels) {
+      KernelSpec s;
+      s.mma_dtype = p_.dtype;
+      s.tensor_instruction = TensorInstruction::mma_sync;
+      if (k == Kernel::dq_dk_dv) {
+        s.name = "flash2_bwd";
+        s.grid = {tc, p_.batch, p_.heads};
+        s.threads_per_cta = threads();
+        s.smem_bytes_per_cta = flash2_backward_smem_bytes(p_, t_);
+        // dK and dV accumulate in FP32 registers; S/dP fragments of one Q block besides.
+        const std::int64_t acc =
+            (2 * t_.block_kv * p_.head_dim + t_.block_q * t_.block_kv) / s.threads_per_cta;
+        s.registers_per_thread = static_cast<int>(std::min<std::int64_t>(acc + 40, 255));
+        s.pipeline_stages = t_.pipeline_stages;
+      } else {
+        // Row-wise elementwise kernels: one thread per row chunk, operands in registers.
+        s.name = k == Kernel::dot_do_o ? "flash2_bwd_dot_do_o" : "flash2_bwd_convert_dq";
+        s.grid = {tr, p_.batch, p_.heads};
+        s.threads_per_cta = 128;
+        s.smem_bytes_per_cta = 0;
+        s.registers_per_thread = 32;
+        s.pipeline_stages = 1;
+      }
+      out.push_back(s);
+    }
+    return out;
+  }
+
+  void emit_cta(std::size_t kernel, std::int64_t cta, std::vector<TileOp>& out) const override {
+    switch (kKernels[kernel]) {
+      case Kernel::dot_do_o:
+        return emit_rows(cta, true, out);
+      case Kernel::dq_dk_dv:
+        return emit_main(cta, out);
+      case Kernel::convert_dq:
+        return emit_rows(cta, false, out);
+    }
+  }
+
+ private:
+  // The backward runs twice the forward's warps, as FlashAttention-2 (8 warps against 4).
+  int threads() const { return std::min(1024, 2 * t_.threads); }
+
+  void emit_rows(std::int64_t cta, bool dot_do_o, std::vector<TileOp>& out) const {
+    const std::int64_t tr = ceil_div(p_.seq, t_.block_q);
+    const std::int64_t i = cta % tr;
+    const std::int64_t bh = (cta / tr) % p_.batch * p_.heads + cta / (tr * p_.batch);
+    const std::int64_t q0 = i * t_.block_q, qr = std::min(t_.block_q, p_.seq - q0);
+    const std::int64_t d = p_.head_dim;
+    const TileRef accum{TensorId::dQaccum, bh, q0, qr, 0, d};  // (qr, d) fp32
+    if (dot_do_o) {
+      out.push_back(TileOp::load({TensorId::O, bh, q0, qr, 0, d}, OnChip::reg));   // rO (qr, d)
+      out.push_back(TileOp::load({TensorId::dO, bh, q0, qr, 0, d}, OnChip::reg));  // rdO (qr, d)
+      out.push_back(costs::row_dot({TensorId::O, bh, q0, qr, 0, d}, d));
+      out.push_back(TileOp::store({TensorId::D, bh, q0, qr, 0, 1}));  // (qr)
+      out.push_back(costs::zero_grad(accum));
+      out.push_back(TileOp::store(accum));
+    } else {
+      out.push_back(TileOp::load(accum, OnChip::reg));
+      out.push_back(costs::convert_dq({TensorId::dQ, bh, q0, qr, 0, d}, d));
+      out.push_back(TileOp::store({TensorId::dQ, bh, q0, qr, 0, d}));
+    }
+  }
+
+  // Whether Q block i and K/V block j meet: a nonzero block (block-sparse) or, dense, a block
+  // holding a score the causal mask leaves visible.
+  bool computed(std::int64_t i, std::int64_t j) const {
+    if (blocks_) return blocks_->at(i, j);
+    if (!p_.causal) return true;
+    const std::int64_t q_last = std::min(p_.seq, (i + 1) * t_.block_q) - 1;
+    return j * t_.block_kv <= q_last + (p_.seq_kv - p_.seq);
+  }
+
+  void emit_main(std::int64_t cta, std::vector<TileOp>& out) const {
+    const std::int64_t tc = ceil_div(p_.seq_kv, t_.block_kv), tr = ceil_div(p_.seq, t_.block_q);
+    const std::int64_t j = cta % tc;
+    const std::int64_t b = (cta / tc) % p_.batch, h = cta / (tc * p_.batch);
+    const std::int64_t bh = b * p_.heads + h;
+    const std::int64_t d = p_.head_dim, eb = p_.elem_bytes();
+    const std::int64_t k0 = j * t_.block_kv, kr = std::min(t_.block_kv, p_.seq_kv - k0);
+    const std::int64_t warps = std::max(1, threads() / 32);
+    const std::int64_t offset = p_.seq_kv - p_.seq;
+    const TileRef dk{TensorId::dK, bh, k0, kr, 0, d}, dv{TensorId::dV, bh, k0, kr, 0, d};
+
+    bool any = false;
+    for (std::int64_t i = 0; i < tr && !any; ++i) any = computed(i, j);
+    // A K/V block no query block meets (block-sparse) is not loaded; its gradients are zero.
+    if (any) {
+      out.push_back(TileOp::load({TensorId::K, bh, k0, kr, 0, d}));  // gK -> sK (kr, d)
+      out.push_back(TileOp::load({TensorId::V, bh, k0, kr, 0, d}));  // gV -> sV (kr, d)
+    }
+    out.push_back(costs::zero_grad(dk));  // rdK (kr, d) fp32
+    out.push_back(costs::zero_grad(dv));  // rdV (kr, d) fp32
+    for (std::int64_t i = 0; i < tr; ++i) {
+      if (!computed(i, j)) continue;
+      const std::int64_t q0 = i * t_.block_q, qr = std::min(t_.block_q, p_.seq - q0);
+      out.push_back(TileOp::load({TensorId::Q, bh, q0, qr, 0, d}));               // sQ (qr, d)
+      out.push_back(TileOp::load({TensorId::dO, bh, q0, qr, 0, d}));              // sdO (qr, d)
+      out.push_back(TileOp::load({TensorId::L, bh, q0, qr, 0, 1}, OnChip::reg));  // rL (qr)
+      out.push_back(TileOp::load({TensorId::D, bh, q0, qr, 0, 1}, OnChip::reg));  // rD (qr)
+      const TileRef s{TensorId::S, bh, q0, qr, k0, kr};  // rS, rP, rdP, sdS (qr, kr)
+      // Operands from shared memory for an (m x k)(k x n) product split over the warps by rows
+      // of m: each warp reads its rows of the first operand and all of the second.
+      auto smem = [&](std::int64_t m, std::int64_t k, std::int64_t n) {
+        return (m * k + warps * k * n) * eb;
+      };
+      out.push_back(costs::scores(s, d, smem(qr, d, kr)));  // S = scale Q K^T
+      const bool crosses_diagonal = p_.causal && k0 + kr - 1 > q0 + offset;
+      if (crosses_diagonal || p_.mask) out.push_back(costs::mask(s));
+      out.push_back(costs::recompute_p(s));
+      if (p_.dropout > 0) out.push_back(costs::dropout({TensorId::P, bh, q0, qr, k0, kr}));
+      out.push_back(costs::grad_matmul(ComputeKind::accumulate_dv, s, d, smem(kr, qr, d)));
+      out.push_back(costs::grad_matmul(ComputeKind::grad_p, s, d, smem(qr, d, kr)));
+      if (p_.dropout > 0) out.push_back(costs::dropout_grad(s));
+      out.push_back(costs::grad_s(s));
+      out.push_back(costs::grad_matmul(ComputeKind::dq_partial, s, d, smem(qr, kr, d)));
+      out.push_back(TileOp::reduce({TensorId::dQaccum, bh, q0, qr, 0, d}));  // RED (qr, d) fp32
+      out.push_back(costs::grad_matmul(ComputeKind::accumulate_dk, s, d, smem(kr, qr, d)));
+    }
+    // dK and dV leave through shared memory for coalesced stores, as O in the forward.
+    out.push_back(TileOp::store(dk, OnChip::smem));
+    out.push_back(TileOp::store(dv, OnChip::smem));
+  }
+
+  AttentionProblem p_;
+  Tiling t_;
+  std::shared_ptr<const BlockMask> blocks_;
+};
+
+}  // namespace
+
+std::int64_t flash2_backward_smem_bytes(const AttentionProblem& p, const Tiling& t) {
+  // Q_i and dO_i (`pipeline_stages` deep), K_j and V_j, and the P and dS tiles the dV, dQ and dK
+  // products read from shared memory.
+  return ((2 * t.pipeline_stages * t.block_q + 2 * t.block_kv) * p.head_dim +
+          2 * t.block_q * t.block_kv) *
+         p.elem_bytes();
+}
+
+std::unique_ptr<Schedule> make_flash2_backward(const AttentionProblem& p, const Tiling& t,
+                                               std::shared_ptr<const BlockMask> blocks) {
+  return std::make_unique<Flash2Backward>(p, t, std::move(blocks));
+}
+
+}  // namespace iosim

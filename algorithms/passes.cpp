@@ -1,0 +1,70 @@
+#include "algorithms/passes.hpp"
+
+#include <algorithm>
+
+#include "sim/errors.hpp"
+
+namespace iosim {
+namespace {
+
+class SequenceSchedule final : public Schedule {
+ public:
+  SequenceSchedule(std::unique_ptr<Schedule> first, std::unique_ptr<Schedule> second)
+      : first_(std::move(first)),
+        second_(std::move(second)),
+        first_kernels_(first_->kernels().size()) {}
+
+  std::vector<TensorDecl> tensors() const override {
+    std::vector<TensorDecl> out = first_->tensors();
+    for (const TensorDecl& d : second_->tensors()) {
+      const auto same =
+          std::find_if(out.begin(), out.end(), [&](const TensorDecl& e) { return e.id == d.id; });
+      if (same == out.end()) {
+        out.push_back(d);
+        continue;
+      }
+      ensure(same->matrices == d.matrices && same->rows == d.rows && same->cols == d.cols &&
+                 same->elem_bytes == d.elem_bytes,
+             "tensor {} declared with two shapes by the forward and backward", tensor_name(d.id));
+    }
+    return out;
+  }
+
+  std::vector<KernelSpec> kernels() const override {
+    std::vector<KernelSpec> out = first_->kernels();
+    for (KernelSpec& k : second_->kernels()) out.push_back(std::move(k));
+    return out;
+  }
+
+  void emit_cta(std::size_t kernel, std::int64_t cta, std::vector<TileOp>& out) const override {
+    if (kernel < first_kernels_) return first_->emit_cta(kernel, cta, out);
+    second_->emit_cta(kernel - first_kernels_, cta, out);
+  }
+
+ private:
+  std::unique_ptr<Schedule> first_, second_;
+  std::size_t first_kernels_;
+};
+
+}  // namespace
+
+std::unique_ptr<Schedule> sequence(std::unique_ptr<Schedule> first,
+                                   std::unique_ptr<Schedule> second) {
+  return std::make_unique<SequenceSchedule>(std::move(first), std::move(second));
+}
+
+std::unique_ptr<Schedule> for_pass(Pass pass,
+                                   const std::function<std::unique_ptr<Schedule>()>& forward,
+                                   const std::function<std::unique_ptr<Schedule>()>& backward) {
+  switch (pass) {
+    case Pass::fwd:
+      return forward();
+    case Pass::bwd:
+      return backward();
+    case Pass::fwdbwd:
+      return sequence(forward(), backward());
+  }
+  return forward();
+}
+
+}  // namespace iosim

@@ -1,0 +1,55 @@
+#pragma once
+// Forward, backward, or both: how an algorithm turns its forward and backward schedules into the
+// one schedule a --pass asks for, and the backward schedules themselves (one file each).
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+#include "algorithms/algorithm.hpp"
+
+namespace iosim {
+
+class BlockMask;  // sim/block_mask.hpp
+
+/// Whether `pass` runs the forward kernels / the backward kernels.
+inline bool runs_forward(Pass pass) {
+  return pass != Pass::bwd;
+}
+inline bool runs_backward(Pass pass) {
+  return pass != Pass::fwd;
+}
+
+/// The kernels of `first` then those of `second`, as one schedule. Tensors both declare (Q, K,
+/// V, O, ...) are one allocation, so the L2 state carries over from the forward to the backward
+/// as on a real GPU. Tensors declared by both must have the same shape.
+std::unique_ptr<Schedule> sequence(std::unique_ptr<Schedule> first,
+                                   std::unique_ptr<Schedule> second);
+
+/// The schedule for `pass`: forward(), backward(), or forward() then backward().
+std::unique_ptr<Schedule> for_pass(Pass pass,
+                                   const std::function<std::unique_ptr<Schedule>()>& forward,
+                                   const std::function<std::unique_ptr<Schedule>()>& backward);
+
+/// flash2's planning (flash2.cpp), shared with block-sparse, which adds the block mask of
+/// `p.pattern` for the resolved blocks (and reports its density).
+Planned plan_flash2_family(const AttentionProblem& p, const HardwareProfile& hw, const Tiling& req,
+                           bool block_sparse);
+
+// FlashAttention-2 backward (flash2_bwd.cpp), also block-sparse's when `blocks` is set: a pre-pass
+// D = rowsum(dO o O) that also zeroes dQaccum, the main kernel with one CTA per (K/V block,
+// batch, head), and a kernel converting dQaccum to dQ.
+std::unique_ptr<Schedule> make_flash2_backward(const AttentionProblem& p, const Tiling& t,
+                                               std::shared_ptr<const BlockMask> blocks);
+/// Shared memory of flash2's main backward kernel per CTA, bytes.
+std::int64_t flash2_backward_smem_bytes(const AttentionProblem& p, const Tiling& t);
+
+// FlashAttention-1 backward, Algorithm 4 of Dao et al. 2022 (flash1_bwd.cpp).
+std::unique_ptr<Schedule> make_flash1_backward(const AttentionProblem& p, const Tiling& t);
+/// Shared memory of flash1's backward kernel per CTA, bytes.
+std::int64_t flash1_backward_smem_bytes(const AttentionProblem& p, std::int64_t block_q,
+                                        std::int64_t block_kv);
+
+// Standard (unfused) backward (standard_bwd.cpp): GEMMs and elementwise kernels through HBM.
+std::unique_ptr<Schedule> make_standard_backward(const AttentionProblem& p, const Tiling& t);
+
+}  // namespace iosim
