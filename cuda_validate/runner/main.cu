@@ -1,8 +1,9 @@
 // iosim_cuda_runner: builds, checks, times and (under ncu) labels the attention
 // kernels of a suite. See cuda_validate/README.md.
 //
-//   iosim_cuda_runner --suite FILE --out FILE.json [--mode time|ncu] [--reps N]
-//                     [--only SUBSTRING]
+//   iosim_cuda_runner --suite FILE --out FILE.json [--mode time|ncu|cupti] [--reps N]
+//                     [--only SUBSTRING] [--cupti-flush discard|normal|evict-first]
+//                     [--cupti-flush-l2x K]
 //
 // time mode: per case, random inputs; one warm-up run; the output is poisoned
 //   with NaN and the case runs again; the sampled rows are compared with an
@@ -12,6 +13,10 @@
 // ncu mode: per case, one warm-up run outside the profiled region, then inside
 //   cudaProfilerStart/Stop each role once, preceded by iosim_marker_kernel. The
 //   marker list goes to --out; merge_ncu.py pairs it with ncu's CSV.
+// cupti mode: per case, one warm-up run, then each role is collected as one
+//   range by CUPTI's Range Profiler (../cupti/range_profiler.hpp), user replay,
+//   with a clean L2 flush (../cupti/l2_flush.cuh) before every pass; the counters
+//   go to --out (scripts/cupti_vs_ncu.py compares them with ncu's).
 #include <cuda_profiler_api.h>
 #include <nvtx3/nvToolsExt.h>
 
@@ -25,6 +30,8 @@
 #include <string>
 #include <vector>
 
+#include "../cupti/l2_flush.cuh"
+#include "../cupti/range_profiler.hpp"
 #include "../kernels/support.cuh"
 #include "json.hpp"
 #include "ops.cuh"
@@ -38,13 +45,16 @@ struct Options {
   std::string out;
   std::string mode = "time";
   std::string only;
+  std::string cupti_flush = "discard";  // or "normal", "evict-first": ../cupti/l2_flush.cuh
+  int cupti_flush_l2x = 3;              // flush buffer, in multiples of the L2 size
   int reps = 10;
 };
 
 void usage() {
   std::fprintf(stderr,
-               "usage: iosim_cuda_runner --suite FILE --out FILE.json [--mode time|ncu] "
-               "[--reps N] [--only SUBSTRING]\n");
+               "usage: iosim_cuda_runner --suite FILE --out FILE.json [--mode time|ncu|cupti] "
+               "[--reps N] [--only SUBSTRING] [--cupti-flush discard|normal|evict-first] "
+               "[--cupti-flush-l2x K]\n");
 }
 
 bool parse_args(int argc, char** argv, Options* o) {
@@ -64,6 +74,16 @@ bool parse_args(int argc, char** argv, Options* o) {
       if (!next(&o->mode)) return false;
     } else if (a == "--only") {
       if (!next(&o->only)) return false;
+    } else if (a == "--cupti-flush") {
+      if (!next(&o->cupti_flush)) return false;
+      if (o->cupti_flush != "evict-first" && o->cupti_flush != "normal" &&
+          o->cupti_flush != "discard")
+        return false;
+    } else if (a == "--cupti-flush-l2x") {
+      std::string k;
+      if (!next(&k)) return false;
+      o->cupti_flush_l2x = std::atoi(k.c_str());
+      if (o->cupti_flush_l2x < 1 || o->cupti_flush_l2x > 64) return false;
     } else if (a == "--reps") {
       if (!next(&reps)) return false;
       o->reps = std::atoi(reps.c_str());
@@ -72,8 +92,8 @@ bool parse_args(int argc, char** argv, Options* o) {
       return false;
     }
   }
-  return !o->suite.empty() && !o->out.empty() && (o->mode == "time" || o->mode == "ncu") &&
-         o->reps >= 1;
+  return !o->suite.empty() && !o->out.empty() &&
+         (o->mode == "time" || o->mode == "ncu" || o->mode == "cupti") && o->reps >= 1;
 }
 
 // Device-memory buffer freed on scope exit (a failing case must not leak).
@@ -187,6 +207,74 @@ class Runner {
     flush_ = std::make_unique<DeviceBuffer<unsigned char>>(2ull * prop_.l2CacheSize);
     IOSIM_CUDA_CHECK(cudaEventCreate(&ev_start_));
     IOSIM_CUDA_CHECK(cudaEventCreate(&ev_stop_));
+    if (opt_.mode == "cupti") {
+      // K x the L2 (default 3) of never-written (zeroed) lines: see ../cupti/l2_flush.cuh.
+      clean_flush_ = std::make_unique<DeviceBuffer<int4>>(
+          static_cast<std::size_t>(opt_.cupti_flush_l2x) * prop_.l2CacheSize / sizeof(int4));
+      clean_sink_ = std::make_unique<DeviceBuffer<int>>(1);
+      IOSIM_CUDA_CHECK(cudaMemset(clean_flush_->ptr, 0, clean_flush_->bytes()));
+      IOSIM_CUDA_CHECK(cudaDeviceSynchronize());
+      cupti_ = std::make_unique<RangeProfiler>(cupti_metrics());
+    }
+  }
+
+  // The counters the CUPTI path collects: run_suite.sh's ncu set.
+  static std::vector<std::string> cupti_metrics() {
+    return {"dram__bytes_read.sum",
+            "dram__bytes_write.sum",
+            "lts__t_sectors_srcunit_tex_op_read.sum",
+            "lts__t_sectors_srcunit_tex_op_write.sum",
+            "lts__t_sectors_srcunit_tex_op_read_lookup_hit.sum",
+            "l1tex__m_xbar2l1tex_read_sectors.sum",
+            "lts__t_requests_srcunit_tex_op_read.sum",
+            "lts__t_sectors_srcunit_ltcfabric.sum",
+            "gpu__time_duration.sum",
+            "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum",
+            "sm__inst_executed_pipe_tensor.sum",
+            "sm__cycles_elapsed.avg.per_second",
+            "dram__cycles_elapsed.avg.per_second"};
+  }
+
+  // Counters of a range that holds only the empty marker kernel, three times: what
+  // the range machinery itself adds (cupti mode only; called before the cases).
+  void measure_cupti_baseline() {
+    for (int k = 0; k < 3; ++k) {
+      const RangeCounters rc = cupti_->profile(
+          "baseline/empty_kernel", [&] { flush_l2_clean(); },
+          [&] { iosim_marker_kernel<<<1, 32, 0, stream_>>>(-1, k); });
+      IOSIM_CUDA_CHECK(cudaGetLastError());
+      JsonObject metrics;
+      for (const auto& [name, value] : rc.values) metrics.add(name, json_num(value));
+      cupti_baseline_.push_back(metrics.str());
+    }
+  }
+
+  // What the CUPTI path was set up with, for the output file (null in other modes).
+  std::string cupti_json() const {
+    if (!cupti_) return "null";
+    std::vector<std::string> m, u;
+    for (const auto& x : cupti_->metrics()) m.push_back(json_str(x));
+    for (const auto& x : cupti_->unavailable()) u.push_back(json_str(x));
+    JsonObject o;
+    o.add("chip", json_str(cupti_->chip()))
+        .add("metrics", json_array(m))
+        .add("metrics_unavailable", json_array(u))
+        .add("passes_needed", json_int(cupti_->passes_needed()))
+        .add("range", json_str("one range per role: user range, user replay "
+                               "(cuptiRangeProfilerPushRange/PopRange around the role's launch)"))
+        .add("cache_flush",
+             json_str("before every replay pass, outside the range: a read of " +
+                      std::to_string(clean_flush_->bytes()) + " bytes never written (" +
+                      (evict_first_flush() ? "L2 evict-first cache policy"
+                                           : "ld.global.cg, evict-normal") +
+                      (opt_.cupti_flush == "discard"
+                           ? "), then discard.global.L2 of those lines: L2 left empty"
+                           : "), so L2 holds only clean lines") +
+                      " (cupti/l2_flush.cuh)"))
+        .add("flush_variant", json_str(opt_.cupti_flush))
+        .add("baseline_empty_kernel", json_array(cupti_baseline_))
+        .add("clocks", json_str("not locked (GPU boost as found)"));
+    return o.str();
   }
   ~Runner() {
     cudaEventDestroy(ev_start_);
@@ -241,6 +329,23 @@ class Runner {
     float ms = 0.f;
     IOSIM_CUDA_CHECK(cudaEventElapsedTime(&ms, ev_start_, ev_stop_));
     return ms * 1e-3;
+  }
+
+  bool evict_first_flush() const { return opt_.cupti_flush == "evict-first"; }
+
+  void flush_l2_clean() {
+    const int blocks = prop_.multiProcessorCount * 8;
+    l2_clean_flush_kernel<<<blocks, 256, 0, stream_>>>(
+        clean_flush_->ptr, static_cast<long long>(clean_flush_->count), clean_sink_->ptr,
+        evict_first_flush() ? 1 : 0);
+    IOSIM_CUDA_CHECK(cudaGetLastError());
+    if (opt_.cupti_flush == "discard") {
+      l2_discard_kernel<<<blocks, 256, 0, stream_>>>(
+          reinterpret_cast<const char*>(clean_flush_->ptr),
+          static_cast<long long>(clean_flush_->bytes() / 128));
+      IOSIM_CUDA_CHECK(cudaGetLastError());
+    }
+    IOSIM_CUDA_CHECK(cudaStreamSynchronize(stream_));
   }
 
   void run_all(const std::vector<RoleOp>& ops) {
@@ -341,6 +446,25 @@ class Runner {
       IOSIM_CUDA_CHECK(cudaProfilerStop());
       nvtxRangePop();
       out->add("roles", roles_json(ops, {}, {}));
+      return;
+    }
+
+    if (opt_.mode == "cupti") {
+      std::vector<std::string> roles;
+      for (std::size_t r = 0; r < ops.size(); ++r) {
+        const RangeCounters rc = cupti_->profile(
+            c.id + "/" + ops[r].role, [&] { flush_l2_clean(); }, [&] { ops[r].launch(stream_); });
+        JsonObject metrics;
+        for (const auto& [name, value] : rc.values) metrics.add(name, json_num(value));
+        JsonObject o;
+        o.add("role", json_str(ops[r].role))
+            .add("kernel", json_str(ops[r].kernel))
+            .add("cupti_range", json_str(rc.range_name))
+            .add("cupti_passes", json_int(rc.passes))
+            .add("cupti_metrics", metrics.str());
+        roles.push_back(o.str());
+      }
+      out->add("roles", json_array(roles));
       return;
     }
 
@@ -470,6 +594,10 @@ class Runner {
   cudaStream_t stream_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
   std::unique_ptr<DeviceBuffer<unsigned char>> flush_;
+  std::unique_ptr<DeviceBuffer<int4>> clean_flush_;
+  std::unique_ptr<DeviceBuffer<int>> clean_sink_;
+  std::unique_ptr<RangeProfiler> cupti_;
+  std::vector<std::string> cupti_baseline_;
   int flush_value_ = 0;
   bool check_passed_ = true;
   cudaEvent_t ev_start_ = nullptr, ev_stop_ = nullptr;
@@ -482,6 +610,7 @@ int run(const Options& opt) {
     if (opt.only.empty() || c.id.find(opt.only) != std::string::npos) cases.push_back(c);
 
   Runner runner(opt);
+  if (opt.mode == "cupti") runner.measure_cupti_baseline();
   std::vector<std::string> case_json, markers;
   int failed = 0;
   for (std::size_t i = 0; i < cases.size(); ++i) {
@@ -506,6 +635,7 @@ int run(const Options& opt) {
                         .add("l2_flush_bytes", json_int(static_cast<long long>(runner.flush_bytes())))
                         .str())
       .add("device", device_json(0))
+      .add("cupti", runner.cupti_json())
       .add("cases", json_array(case_json, ",\n  "));
   if (opt.mode == "ncu") top.add("markers", json_array(markers, ",\n  "));
   std::ofstream f(opt.out);
