@@ -19,6 +19,7 @@ struct Tiling {
   std::int64_t block_kv = 0;  // Bc: key/value rows per tile
   int threads = 0;            // threads per CTA of the main kernel
   int pipeline_stages = 0;    // K/V copy stages of the main kernel
+  int registers_per_thread = 0;  // of the main kernel, as a compiler reported it (0: estimated)
 };
 
 /// The outcome of planning: a schedule, or the reason none fits.

@@ -134,7 +134,10 @@ class Flash1 final : public Algorithm {
       return out;
     }
     const std::int64_t acc = (t.block_q * p.head_dim + t.block_q * t.block_kv) / t.threads;
-    const int regs = static_cast<int>(std::min<std::int64_t>(acc + 40, 255));
+    const int regs = req.registers_per_thread > 0
+                         ? req.registers_per_thread
+                         : static_cast<int>(std::min<std::int64_t>(acc + 40, 255));
+    t.registers_per_thread = regs;
     out.schedule = for_pass(
         p.pass,
         [&]() -> std::unique_ptr<Schedule> {

@@ -131,6 +131,13 @@ CaseResult compare_case(const json& c, const std::string& profile_name, const st
     throw ConfigError(fmt::format("{}: {}", where, e.what()));
   }
   r.engine.sm_clock_mhz = out.sm_clock_mhz;
+  // Our own flash kernels report their register count, which sets their occupancy.
+  if (r.algorithm != "standard" && c["kernels"].size() == 1) {
+    const json& launch = c["kernels"][0].value("launch", json::object());
+    if (launch.contains("launch__registers_per_thread")) {
+      r.tiling.registers_per_thread = launch["launch__registers_per_thread"].get<int>();
+    }
+  }
   const Report rep = simulate(load_profile(profile_name), r);
   if (!rep.feasible()) {
     out.skipped_reason = "infeasible in iosim: " + rep.infeasible_reason;

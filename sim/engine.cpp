@@ -107,6 +107,10 @@ struct Rates {
   }
 };
 
+// Warp schedulers (SM sub-partitions) per SM on Ampere and Hopper: the A100 and H100
+// whitepapers' SM diagrams show four processing blocks, each with its own scheduler.
+constexpr double kSchedulersPerSm = 4.0;
+
 struct CtaState {
   std::int64_t cta = -1;
   int sm = 0;
@@ -137,6 +141,7 @@ class KernelRun {
         l2_(l2),
         rates_(profile, clock_mhz, spec.mma_dtype, spec.tensor_instruction),
         ctas_per_sm_(occ.ctas_per_sm),
+        warps_per_cta_((spec.threads_per_cta + 31) / 32),
         ports_(static_cast<std::size_t>(rates_.sm_count)),
         resident_on_sm_(static_cast<std::size_t>(rates_.sm_count), 0) {}
 
@@ -306,14 +311,26 @@ class KernelRun {
           (loads.missed || l2_ == nullptr) ? rates_.hbm_latency_s : rates_.l2_latency_s;
       copy_end = transfer(t, st.sm, loads) + latency;
     }
-    // The SM's arithmetic units and shared memory are shared by the CTAs resident on it.
+    // The SM's pipes (tensor cores, FP32, SFU, shared memory) are shared by the CTAs resident
+    // on it. One warp uses them one after another (an mma waits for its ldmatrix, the softmax
+    // for the mma); other warps on the same scheduler fill the gaps. With w warps per scheduler
+    // the pipes overlap that far: all of them at once as w grows (the busiest pipe decides),
+    // none with one warp (their times add).
     const double share = resident_on_sm_[static_cast<std::size_t>(st.sm)];
     const double smem_bytes = static_cast<double>(counters_->smem_write_bytes +
                                                   counters_->smem_read_bytes - smem_before);
-    const double arithmetic = share * (static_cast<double>(tensor_flops) / rates_.tensor_per_sm +
-                                       static_cast<double>(fp32_flops) / rates_.fp32_per_sm +
-                                       static_cast<double>(sfu_ops) / rates_.sfu_per_sm);
-    const double compute = std::max(arithmetic, share * smem_bytes / rates_.smem_bps_per_sm);
+    const double pipes[] = {static_cast<double>(tensor_flops) / rates_.tensor_per_sm,
+                            static_cast<double>(fp32_flops) / rates_.fp32_per_sm,
+                            static_cast<double>(sfu_ops) / rates_.sfu_per_sm,
+                            smem_bytes / rates_.smem_bps_per_sm};
+    double busiest = 0.0, total = 0.0;
+    for (double pipe : pipes) {
+      busiest = std::max(busiest, pipe);
+      total += pipe;
+    }
+    const double warps_per_scheduler =
+        std::max(1.0, share * warps_per_cta_ / kSchedulersPerSm);
+    const double compute = share * (busiest + (total - busiest) / warps_per_scheduler);
     const double compute_start = std::max(st.compute_free, copy_end);
     const double compute_end = compute_start + compute;
     st.compute_free = compute_end;
@@ -335,6 +352,7 @@ class KernelRun {
   L2System* l2_;
   Rates rates_;
   int ctas_per_sm_;
+  double warps_per_cta_;
   Counters* counters_ = nullptr;
   Server hbm_, l2_server_;
   std::vector<Server> ports_;
