@@ -143,8 +143,8 @@ Planned plan_flash2_family(const AttentionProblem& p, const HardwareProfile& hw,
   }
   if (bwd && flash2_backward_smem_bytes(p, t) > limit) {
     out.infeasible_reason = fmt::format(
-        "{} backward tile does not fit in shared memory: {} stage(s) of Q and dO {}x{}, K and V "
-        "{}x{}, P and dS {}x{} ({}) need {} bytes, {} allows {} bytes per CTA",
+        "{} backward tile does not fit in shared memory: {} stage(s) of Q {}x{}, dO of the same "
+        "size, K and V {}x{}, P and dS {}x{} ({}) need {} bytes, {} allows {} bytes per CTA",
         algo, t.pipeline_stages, t.block_q, d, t.block_kv, d, t.block_q, t.block_kv,
         dtype_name(p.dtype), flash2_backward_smem_bytes(p, t), hw.name, limit);
     return out;

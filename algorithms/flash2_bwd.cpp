@@ -1,14 +1,15 @@
 // FlashAttention-2 backward (Dao 2023, Algorithm 2), as its CUDA kernels run it on sm80/sm90:
 //   dot_do_o   D = rowsum(dO o O) per query row, and dQaccum := 0 (grid Tr x B x H)
-//   dq_dk_dv   one CTA per (K/V block j, batch, head): K_j, V_j loaded once; Q blocks streamed
+//   flash2_bwd one CTA per (K/V block j, batch, head): K_j, V_j loaded once; Q blocks streamed
 //              (Q_i, dO_i, L_i, D_i), S and P recomputed on chip from Q_i, K_j and L_i;
 //              dV_j += P^T dO_i, dP = dO_i V_j^T, dS = P o (dP - D_i), dK_j += dS^T Q_i
 //              accumulate on chip and are written once; this block's share of dQ_i = dS K_j is
 //              added to the fp32 dQaccum with atomics (RED, performed in L2: one L2 read and one
 //              L2 write per element, an HBM read and write in the two-level model)
 //   convert_dq dQ = dQaccum in the element type (grid Tr x B x H)
-// This is the atomic variant FlashAttention-2 ships (its deterministic mode and FlashAttention-3's
-// separate dQ pass are not modelled). Block-sparse runs the same kernels over its nonzero blocks.
+// This is the atomic variant FlashAttention-2 ships; its deterministic mode and a separate dQ
+// pass (a second K/V-inner kernel per Q block, no atomics) are not modelled. Block-sparse runs the
+// same kernels over its nonzero blocks.
 #include <algorithm>
 
 #include "algorithms/passes.hpp"
@@ -56,7 +57,7 @@ class Flash2Backward final : public Schedule {
         s.pipeline_stages = t_.pipeline_stages;
       } else {
         // Row-wise elementwise kernels: one thread per row chunk, operands in registers.
-        s.name = k == Kernel::dot_do_o ? "flash2_bwd_dot_do_o" : "flash2_bwd_convert_dq";
+        s.name = k == Kernel::dot_do_o ? "dot_do_o" : "convert_dq";
         s.grid = {tr, p_.batch, p_.heads};
         s.threads_per_cta = 128;
         s.smem_bytes_per_cta = 0;
@@ -172,9 +173,10 @@ class Flash2Backward final : public Schedule {
 }  // namespace
 
 std::int64_t flash2_backward_smem_bytes(const AttentionProblem& p, const Tiling& t) {
-  // Q_i and dO_i (`pipeline_stages` deep), K_j and V_j, and the P and dS tiles the dV, dQ and dK
-  // products read from shared memory.
-  return ((2 * t.pipeline_stages * t.block_q + 2 * t.block_kv) * p.head_dim +
+  // Q_i (`pipeline_stages` deep), dO_i, K_j and V_j, and the P and dS tiles the dV, dQ and dK
+  // products read from shared memory: 147456 bytes for d = 64, 128 x 128, two stages, as
+  // FlashAttention-2's Flash_bwd_kernel_traits<64, 128, 128, 8, ...> allocates.
+  return (((t.pipeline_stages + 1) * t.block_q + 2 * t.block_kv) * p.head_dim +
           2 * t.block_q * t.block_kv) *
          p.elem_bytes();
 }

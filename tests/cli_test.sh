@@ -51,7 +51,7 @@ expect 2 "--causal needs --seq-kv >= --seq" -- run --seq 256 --seq-kv 128 --caus
 # Backward passes and block-sparse: the kernels run, gradients check, patterns that cannot be
 # read or parsed name the file and line.
 PAT="$DATA/patterns"
-expect 0 "flash2_bwd_convert_dq" -- run --algo flash2 --pass fwdbwd --seq 512 --head-dim 64
+expect 0 "convert_dq" -- run --algo flash2 --pass fwdbwd --seq 512 --head-dim 64
 expect 0 "softmax_bwd" -- run --algo standard --pass bwd --seq 512 --head-dim 64 --mask --dropout 0.1
 expect 0 "flash1_bwd" -- run --algo flash1 --pass bwd --seq 512 --head-dim 64 --causal
 expect 0 "dQ, dK, dV = " -- run --algo flash2 --pass fwdbwd --seq 200 --head-dim 32 --causal --execute
