@@ -49,9 +49,9 @@ class Flash1Backward final : public Schedule {
     const std::int64_t tr = ceil_div(p_.seq, t_.block_q), tc = ceil_div(p_.seq_kv, t_.block_kv);
     const std::int64_t warps = std::max(1, t_.threads / 32);
     const std::int64_t offset = p_.seq_kv - p_.seq;
-    // (m x k)(k x n) from shared memory, split over the warps by rows of m.
+    // Operands of an (m x k)(k x n) product read from shared memory.
     auto smem = [&](std::int64_t m, std::int64_t k, std::int64_t n) {
-      return (m * k + warps * k * n) * eb;
+      return costs::warp_tiled_smem_bytes(m, n, k, warps, eb);
     };
     for (std::int64_t j = 0; j < tc; ++j) {
       const std::int64_t k0 = j * t_.block_kv;
@@ -83,12 +83,14 @@ class Flash1Backward final : public Schedule {
         if (crosses_diagonal || p_.mask) out.push_back(costs::mask(s));
         out.push_back(costs::recompute_p_ml(s));
         if (p_.dropout > 0) out.push_back(costs::dropout({TensorId::P, bh, q0, qr, k0, kr}));
-        out.push_back(costs::grad_matmul(ComputeKind::accumulate_dv, s, d, smem(kr, qr, d)));
+        out.push_back(costs::grad_matmul(ComputeKind::accumulate_dv, s, d,
+                                         smem(kr, qr, d) + qr * kr * eb));  // P to smem first
         out.push_back(costs::grad_matmul(ComputeKind::grad_p, s, d, smem(qr, d, kr)));
         if (p_.dropout > 0) out.push_back(costs::dropout_grad(s));
         out.push_back(costs::row_dot({TensorId::O, bh, q0, qr, 0, d}, d));
         out.push_back(costs::grad_s(s));
-        out.push_back(costs::grad_matmul(ComputeKind::accumulate_dq, s, d, smem(qr, kr, d)));
+        out.push_back(costs::grad_matmul(ComputeKind::accumulate_dq, s, d,
+                                         smem(qr, kr, d) + qr * kr * eb));  // dS to smem first
         out.push_back(TileOp::store(dq, OnChip::smem));
         out.push_back(costs::grad_matmul(ComputeKind::accumulate_dk, s, d, smem(kr, qr, d)));
       }

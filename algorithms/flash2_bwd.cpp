@@ -142,21 +142,22 @@ class Flash2Backward final : public Schedule {
       out.push_back(TileOp::load({TensorId::L, bh, q0, qr, 0, 1}, OnChip::reg));  // rL (qr)
       out.push_back(TileOp::load({TensorId::D, bh, q0, qr, 0, 1}, OnChip::reg));  // rD (qr)
       const TileRef s{TensorId::S, bh, q0, qr, k0, kr};  // rS, rP, rdP, sdS (qr, kr)
-      // Operands from shared memory for an (m x k)(k x n) product split over the warps by rows
-      // of m: each warp reads its rows of the first operand and all of the second.
+      // Operands of an (m x k)(k x n) product read from shared memory.
       auto smem = [&](std::int64_t m, std::int64_t k, std::int64_t n) {
-        return (m * k + warps * k * n) * eb;
+        return costs::warp_tiled_smem_bytes(m, n, k, warps, eb);
       };
       out.push_back(costs::scores(s, d, smem(qr, d, kr)));  // S = scale Q K^T
       const bool crosses_diagonal = p_.causal && k0 + kr - 1 > q0 + offset;
       if (crosses_diagonal || p_.mask) out.push_back(costs::mask(s));
       out.push_back(costs::recompute_p(s));
       if (p_.dropout > 0) out.push_back(costs::dropout({TensorId::P, bh, q0, qr, k0, kr}));
-      out.push_back(costs::grad_matmul(ComputeKind::accumulate_dv, s, d, smem(kr, qr, d)));
+      out.push_back(costs::grad_matmul(ComputeKind::accumulate_dv, s, d,
+                                       smem(kr, qr, d) + qr * kr * eb));  // P to smem first
       out.push_back(costs::grad_matmul(ComputeKind::grad_p, s, d, smem(qr, d, kr)));
       if (p_.dropout > 0) out.push_back(costs::dropout_grad(s));
       out.push_back(costs::grad_s(s));
-      out.push_back(costs::grad_matmul(ComputeKind::dq_partial, s, d, smem(qr, kr, d)));
+      out.push_back(costs::grad_matmul(ComputeKind::dq_partial, s, d,
+                                       smem(qr, kr, d) + qr * kr * eb));     // dS to smem first
       out.push_back(TileOp::reduce({TensorId::dQaccum, bh, q0, qr, 0, d}));  // RED (qr, d) fp32
       out.push_back(costs::grad_matmul(ComputeKind::accumulate_dk, s, d, smem(kr, qr, d)));
     }

@@ -109,6 +109,24 @@ inline TileOp recompute_p_ml(const TileRef& s_tile) {
   return op;
 }
 
+/// Shared-memory operand reads of an (m x k)(k x n) product on `warps` warps in a wm x wn grid:
+/// each A row is read by the wn warps along n, each B column by the wm warps along m. The grid is
+/// the one that reads least, with warp tiles of at least 16 x 8 (an mma.sync atom); that choice
+/// reproduces FlashAttention-2's backward layouts (AtomLayoutMSdP, NdKV, MdQ) for d = 64 and 128.
+inline std::int64_t warp_tiled_smem_bytes(std::int64_t m, std::int64_t n, std::int64_t k,
+                                          std::int64_t warps, std::int64_t elem_bytes) {
+  std::int64_t best = -1;
+  for (std::int64_t wm = 1; wm <= warps; wm *= 2) {
+    const std::int64_t wn = warps / wm;
+    if (wm * wn != warps) continue;
+    if ((wm > 1 && m < 16 * wm) || (wn > 1 && n < 8 * wn)) continue;
+    const std::int64_t reads = (wn * m + wm * n) * k;
+    if (best < 0 || reads < best) best = reads;
+  }
+  if (best < 0) best = (warps * m + n) * k;  // tiny tiles: every warp reads all of A
+  return best * elem_bytes;
+}
+
 /// A tensor-core product of 2 * rows * cols * d FLOPs over a score tile (dV, dP, dQ or dK).
 inline TileOp grad_matmul(ComputeKind kind, const TileRef& s_tile, std::int64_t d,
                           std::int64_t smem_read_bytes) {

@@ -4,7 +4,9 @@
 // configuration errors naming the file and line.
 #include <doctest/doctest.h>
 
+#include <fstream>
 #include <memory>
+#include <nlohmann/json.hpp>
 
 #include "algorithms/numeric_executor.hpp"
 #include "sim/block_mask.hpp"
@@ -357,4 +359,52 @@ TEST_CASE("bad patterns are configuration errors naming the flag, file and line"
   r.problem.pattern = pattern("local:2");
   CHECK_THROWS_WITH_AS(simulate(test::profile(), r), doctest::Contains("--pattern applies to"),
                        ConfigError);
+}
+
+TEST_CASE("flash2 backward against PyTorch's FlashAttention-2 measured on the H200") {
+  // reports/validation/h200-sxm-141gb/pytorch_sdpa_*.json: Nsight Compute counters of PyTorch's
+  // flash backward (cold L2 per kernel, clocks locked to base). Its main kernel is compared with
+  // ours at the SM clock ncu measured: DRAM bytes, bytes the SMs received from L2, and time.
+  const std::string path = std::string(IOSIM_REPO_DIR) +
+                           "/reports/validation/h200-sxm-141gb/pytorch_sdpa_2026-11-22.json";
+  std::ifstream in(path);
+  REQUIRE(in.good());
+  const nlohmann::json data = nlohmann::json::parse(in);
+  int compared = 0;
+  for (const nlohmann::json& c : data.at("cases")) {
+    if (c.at("schedule") != "flash2" || c.at("pass") == "fwd") continue;
+    const nlohmann::json& p = c.at("problem");
+    if (p.at("seq").get<std::int64_t>() > 4096) continue;  // keep the suite fast
+    for (const nlohmann::json& k : c.at("kernels")) {
+      if (k.at("kind") != "flash_bwd_main") continue;
+      const nlohmann::json& m = k.at("metrics");
+      RunRequest r =
+          test::request("flash2", p.at("batch"), p.at("heads"), p.at("seq"), p.at("head_dim"));
+      r.problem.pass = Pass::bwd;
+      r.engine.flush_l2_between_kernels = true;
+      r.engine.sm_clock_mhz = m.at("sm__cycles_elapsed.avg.per_second").get<double>() / 1e6;
+      const Report rep = simulate(test::profile("h200-sxm-141gb"), r);
+      REQUIRE(rep.feasible());
+      const KernelResult& ours = rep.engine.kernels.at(1);
+      REQUIRE(ours.spec.name == "flash2_bwd");
+      CAPTURE(c.at("id").get<std::string>());
+      CHECK(ours.spec.smem_bytes_per_cta ==
+            k.at("launch").at("launch__shared_mem_per_block_dynamic").get<std::int64_t>());
+      // 2 FLOPs x 16 x 8 x 16 per mma.sync m16n8k16.
+      CHECK(ours.counters.tensor_flops ==
+            4096 * m.at("sm__inst_executed_pipe_tensor.sum").get<std::uint64_t>());
+      const double dram_read = m.at("dram__bytes_read.sum").get<double>();
+      const double sm_received = 32 * m.at("l1tex__m_xbar2l1tex_read_sectors.sum").get<double>();
+      const double time_s = m.at("gpu__time_duration.sum").get<double>() * 1e-9;
+      // The atomics' reads happen inside the L2; the SMs receive only the loads.
+      const double loads = static_cast<double>(
+          ours.counters.l2.read_total() - ours.counters.l2.read_bytes[index_of(TensorId::dQaccum)]);
+      CHECK(static_cast<double>(ours.counters.hbm.read_total()) ==
+            doctest::Approx(dram_read).epsilon(0.05));
+      CHECK(loads == doctest::Approx(sm_received).epsilon(0.01));
+      CHECK(ours.time_s == doctest::Approx(time_s).epsilon(0.15));
+      ++compared;
+    }
+  }
+  CHECK(compared == 4);
 }
