@@ -13,6 +13,8 @@ Action add_profiles_command(CLI::App& app);  // profiles.cpp
 Action add_run_command(CLI::App& app);       // run.cpp
 Action add_demo_command(CLI::App& app);      // demo.cpp
 Action add_validate_command(CLI::App& app);  // validate.cpp
+Action add_sweep_command(CLI::App& app);     // sweep.cpp
+Action add_report_command(CLI::App& app);    // report.cpp
 Action add_kvcache_command(CLI::App& app);   // kvcache.cpp
 
 }  // namespace iosim::cli

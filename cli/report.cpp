@@ -1,0 +1,57 @@
+// `iosim report`: Markdown and a self-contained HTML page with charts from sweep files.
+#include <fmt/format.h>
+
+#include <iostream>
+#include <memory>
+#include <optional>
+
+#include "cli/commands.hpp"
+#include "cli/output_file.hpp"
+#include "reports/sweep_report.hpp"
+#include "sim/errors.hpp"
+
+namespace iosim::cli {
+
+Action add_report_command(CLI::App& app) {
+  CLI::App* cmd = app.add_subcommand(
+      "report", "Markdown and self-contained HTML (charts) from sweep files and measurements");
+  struct Flags {
+    std::vector<std::string> sweeps;
+    std::string validation, validation_profile, html, md, chartjs;
+  };
+  auto f = std::make_shared<Flags>();
+  cmd->add_option("sweeps", f->sweeps,
+                  "sweep JSON files (iosim sweep --out FILE.json); shards merge")
+      ->required();
+  cmd->add_option("--validation", f->validation,
+                  "a measurements JSON file or folder (see iosim validate): adds predicted vs "
+                  "measured");
+  cmd->add_option("--validation-profile", f->validation_profile,
+                  "profile to re-predict the measurements with (default: from the data)");
+  cmd->add_option("--html", f->html, "write the HTML report here");
+  cmd->add_option("--md", f->md, "write the Markdown report here (default: Markdown on stdout)");
+  cmd->add_option(
+      "--chartjs", f->chartjs,
+      fmt::format("Chart.js UMD build to inline (default: $IOSIM_CHARTJS or {})", kDebianChartJs));
+  return [f] {
+    if (!f->html.empty()) check_output_folder("--html", f->html);
+    if (!f->md.empty()) check_output_folder("--md", f->md);
+    std::vector<std::filesystem::path> files(f->sweeps.begin(), f->sweeps.end());
+    const SweepData data = load_sweeps(files);
+    std::optional<ValidationResult> validation;
+    if (!f->validation.empty()) {
+      validation = validate_measurements(f->validation, f->validation_profile);
+    }
+    const ValidationResult* v = validation ? &*validation : nullptr;
+    // Build everything before writing anything: a failure leaves no file behind.
+    const std::string md = sweep_report_markdown(data, v);
+    std::string html;
+    if (!f->html.empty()) html = sweep_report_html(data, v, load_chartjs(f->chartjs));
+    if (!f->md.empty()) write_file_atomically(f->md, md);
+    if (!f->html.empty()) write_file_atomically(f->html, html);
+    if (f->md.empty() && f->html.empty()) std::cout << md;
+    return 0;
+  };
+}
+
+}  // namespace iosim::cli

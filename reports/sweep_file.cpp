@@ -1,0 +1,295 @@
+#include "reports/sweep_file.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <tuple>
+
+#include "reports/writers.hpp"
+#include "sim/errors.hpp"
+
+namespace iosim {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+constexpr const char* kFormat = "iosim-sweep";
+constexpr int kVersion = 1;
+
+json axes_json(const SweepDescription& d) {
+  json axes = json::object();
+  for (const SweepAxis& a : d.axes) axes[a.flag] = a.values;
+  return axes;
+}
+
+// FNV-1a of the axes: shards of one sweep share it, so a report can tell them apart from
+// other sweeps and count the points it holds.
+std::string sweep_id(const json& axes) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : axes.dump()) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return fmt::format("{:016x}", h);
+}
+
+json profile_json(const HardwareProfile& p) {
+  return {{"description", p.description},
+          {"sm_count", p.sm.count.value},
+          {"sram_bytes_per_cta", sram_bytes(p)},
+          {"hbm_peak_gbps", p.hbm.bandwidth_gbps.value},
+          {"hbm_gbps", p.hbm.bandwidth_gbps.value * p.hbm.achievable_fraction.value},
+          {"l2_gbps", p.l2.bandwidth_gbps.value},
+          {"l2_size_bytes", p.l2.size_bytes.value},
+          {"fp32_tflops", p.compute.fp32_tflops.value},
+          {"tensor_tflops",
+           {{"fp16", p.tensor_flops_per_s(Dtype::fp16) / 1e12},
+            {"bf16", p.tensor_flops_per_s(Dtype::bf16) / 1e12},
+            {"fp32", p.tensor_flops_per_s(Dtype::fp32) / 1e12}}}};
+}
+
+json read_json_file(const fs::path& file) {
+  std::ifstream in(file);
+  if (!in) throw ConfigError(fmt::format("cannot read sweep file '{}'", file.string()));
+  try {
+    return json::parse(in);
+  } catch (const json::exception& e) {
+    throw ConfigError(fmt::format("{}: not valid JSON: {}", file.string(), e.what()));
+  }
+}
+
+// Reads `key` of `obj` as T; a missing key or wrong type names the file and row.
+template <typename T>
+T field(const json& obj, const char* key, const std::string& where) {
+  const auto it = obj.find(key);
+  if (it == obj.end()) throw ConfigError(fmt::format("{}: missing '{}'", where, key));
+  try {
+    return it->get<T>();
+  } catch (const json::exception&) {
+    throw ConfigError(fmt::format("{}: '{}' has the wrong type", where, key));
+  }
+}
+
+double number_or_zero(const json& obj, const char* key) {
+  const auto it = obj.find(key);
+  return it != obj.end() && it->is_number() ? it->get<double>() : 0.0;
+}
+
+SweepRow parse_row(const json& j, const std::string& where) {
+  if (!j.is_object()) throw ConfigError(fmt::format("{}: a row is not an object", where));
+  SweepRow r;
+  r.point = field<std::size_t>(j, "point", where);
+  r.profile = field<std::string>(j, "profile", where);
+  r.algorithm = field<std::string>(j, "algorithm", where);
+  r.l2 = field<std::string>(j, "l2", where);
+  r.feasible = field<bool>(j, "feasible", where);
+  r.cold_l2 = j.value("cold_l2", false);
+  r.sm_clock_mhz = number_or_zero(j, "sm_clock_mhz");
+  const json p = field<json>(j, "problem", where);
+  r.batch = field<std::int64_t>(p, "batch", where);
+  r.heads = field<std::int64_t>(p, "heads", where);
+  r.seq = field<std::int64_t>(p, "seq", where);
+  r.seq_kv = field<std::int64_t>(p, "seq_kv", where);
+  r.head_dim = field<std::int64_t>(p, "head_dim", where);
+  r.dtype = field<std::string>(p, "dtype", where);
+  r.pass = field<std::string>(p, "pass", where);
+  r.causal = field<bool>(p, "causal", where);
+  r.mask = field<bool>(p, "mask", where);
+  r.dropout = field<double>(p, "dropout", where);
+  const json t = field<json>(j, "tiling", where);
+  r.block_q = field<std::int64_t>(t, "block_q", where);
+  r.block_kv = field<std::int64_t>(t, "block_kv", where);
+  r.threads = t.value("threads", std::int64_t{0});
+  r.stages = t.value("pipeline_stages", std::int64_t{0});
+  if (!r.feasible) {
+    r.infeasible_reason = j.value("infeasible_reason", std::string{});
+    return r;
+  }
+  const json c = field<json>(j, "counters", where);
+  r.hbm_read_bytes = field<double>(c, "hbm_read_bytes", where);
+  r.hbm_write_bytes = field<double>(c, "hbm_write_bytes", where);
+  r.l2_read_bytes = field<double>(c, "l2_read_bytes", where);
+  r.l2_write_bytes = field<double>(c, "l2_write_bytes", where);
+  r.flops = field<double>(c, "flops", where);
+  r.tensor_flops = number_or_zero(c, "tensor_flops");
+  r.time_s = field<double>(j, "time_s", where);
+  r.bound = j.value("bound", std::string{});
+  const json b = field<json>(j, "bounds", where);
+  r.compulsory_bytes = field<double>(b, "compulsory_bytes", where);
+  r.closed_form_bytes = field<double>(b, "closed_form_bytes", where);
+  r.lower_bound_bytes = field<double>(b, "lower_bound_bytes", where);
+  if (c.contains("per_tensor") && c["per_tensor"].is_object()) {
+    for (const auto& [name, v] : c["per_tensor"].items()) {
+      r.per_tensor[name] = {
+          number_or_zero(v, "hbm_read_bytes"), number_or_zero(v, "hbm_write_bytes"),
+          number_or_zero(v, "l2_read_bytes"), number_or_zero(v, "l2_write_bytes")};
+    }
+  }
+  return r;
+}
+
+ProfilePeaks parse_peaks(const json& j) {
+  ProfilePeaks p;
+  p.description = j.value("description", std::string{});
+  p.hbm_gbps = number_or_zero(j, "hbm_gbps");
+  p.hbm_peak_gbps = number_or_zero(j, "hbm_peak_gbps");
+  p.l2_gbps = number_or_zero(j, "l2_gbps");
+  p.l2_size_bytes = static_cast<std::int64_t>(number_or_zero(j, "l2_size_bytes"));
+  p.sram_bytes_per_cta = static_cast<std::int64_t>(number_or_zero(j, "sram_bytes_per_cta"));
+  p.fp32_tflops = number_or_zero(j, "fp32_tflops");
+  if (j.contains("tensor_tflops") && j["tensor_tflops"].is_object()) {
+    for (const auto& [name, v] : j["tensor_tflops"].items()) {
+      if (v.is_number()) p.tensor_tflops[name] = v.get<double>();
+    }
+  }
+  return p;
+}
+
+// The problem a row solves, without its tiling: rows with equal keys compete for best block.
+auto problem_key(const SweepRow& r) {
+  return std::tie(r.profile, r.algorithm, r.head_dim, r.seq, r.seq_kv, r.batch, r.heads, r.dtype,
+                  r.pass, r.causal, r.mask, r.dropout, r.l2, r.cold_l2, r.sm_clock_mhz);
+}
+
+}  // namespace
+
+std::string sweep_json(const SweepDescription& description, const std::vector<SweepPoint>& points,
+                       const std::vector<Report>& reports,
+                       const std::map<std::string, HardwareProfile>& profiles) {
+  ensure(points.size() == reports.size(), "sweep_json: {} points but {} reports", points.size(),
+         reports.size());
+  const json axes = axes_json(description);
+  json profile_peaks = json::object();
+  for (const auto& [key, p] : profiles) profile_peaks[p.name] = profile_json(p);
+  json rows = json::array();
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    json row = report_to_json(reports[i]);
+    row.erase("simulation_wall_s");  // the only field that changes from run to run
+    row["point"] = points[i].index;
+    row["cold_l2"] = reports[i].request.engine.flush_l2_between_kernels;
+    rows.push_back(std::move(row));
+  }
+  const json doc = {
+      {"format", kFormat},
+      {"version", kVersion},
+      {"sweep",
+       {{"id", sweep_id(axes)},
+        {"axes", axes},
+        {"points", description.total_points},
+        {"shard", fmt::format("{}/{}", description.shard.index, description.shard.count)}}},
+      {"profiles", profile_peaks},
+      {"rows", rows}};
+  return doc.dump(1) + "\n";
+}
+
+std::string sweep_csv(const std::vector<SweepPoint>& points, const std::vector<Report>& reports) {
+  ensure(points.size() == reports.size(), "sweep_csv: {} points but {} reports", points.size(),
+         reports.size());
+  std::string s = "point," + csv_header() + "\n";
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    s += fmt::format("{},{}\n", points[i].index, csv_row(reports[i]));
+  }
+  return s;
+}
+
+SweepData load_sweeps(const std::vector<fs::path>& files) {
+  if (files.empty()) throw ConfigError("no sweep file given");
+  SweepData data;
+  std::set<std::string> seen_rows;
+  // Per sweep id: points swept, points present, the files that held it.
+  struct Coverage {
+    std::size_t total = 0;
+    std::set<std::size_t> points;
+    std::vector<std::string> shards;
+  };
+  std::map<std::string, Coverage> coverage;
+  for (const fs::path& file : files) {
+    const std::string name = file.string();
+    const json doc = read_json_file(file);
+    if (!doc.is_object() || doc.value("format", std::string{}) != kFormat) {
+      throw ConfigError(fmt::format(
+          "{}: not an iosim sweep file (no \"format\": \"{}\"); write one with iosim sweep --out "
+          "FILE.json",
+          name, kFormat));
+    }
+    if (doc.value("version", 0) != kVersion) {
+      throw ConfigError(fmt::format("{}: sweep file version {} is not {}", name,
+                                    doc.value("version", 0), kVersion));
+    }
+    data.sources.push_back(name);
+    const json sweep = field<json>(doc, "sweep", name);
+    Coverage& cov = coverage[field<std::string>(sweep, "id", name)];
+    cov.total = field<std::size_t>(sweep, "points", name);
+    cov.shards.push_back(sweep.value("shard", std::string("1/1")));
+    if (doc.contains("profiles") && doc["profiles"].is_object()) {
+      for (const auto& [pname, peaks] : doc["profiles"].items()) {
+        data.profiles.emplace(pname, parse_peaks(peaks));
+      }
+    }
+    const json rows = field<json>(doc, "rows", name);
+    if (!rows.is_array()) throw ConfigError(fmt::format("{}: 'rows' is not an array", name));
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      SweepRow row = parse_row(rows[i], fmt::format("{}: row {}", name, i));
+      row.source = name;
+      cov.points.insert(row.point);
+      json key = rows[i];
+      key.erase("point");
+      if (!seen_rows.insert(key.dump()).second) {
+        ++data.duplicate_rows;
+        continue;
+      }
+      data.rows.push_back(std::move(row));
+    }
+  }
+  for (const auto& [id, cov] : coverage) {
+    std::string shards;
+    for (const std::string& s : cov.shards) shards += (shards.empty() ? "" : ", ") + s;
+    data.coverage.push_back(fmt::format("sweep {}: {} of {} points (shards {}){}", id,
+                                        cov.points.size(), cov.total, shards,
+                                        cov.points.size() < cov.total ? ", incomplete" : ""));
+  }
+  return data;
+}
+
+std::vector<BestBlock> best_blocks(const SweepData& data) {
+  std::vector<std::size_t> order(data.rows.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return problem_key(data.rows[a]) < problem_key(data.rows[b]);
+  });
+  std::vector<BestBlock> out;
+  for (std::size_t k = 0; k < order.size();) {
+    BestBlock b;
+    b.first = order[k];
+    std::size_t end = k;
+    while (end < order.size() &&
+           problem_key(data.rows[order[end]]) == problem_key(data.rows[order[k]])) {
+      const std::size_t i = order[end++];
+      const SweepRow& r = data.rows[i];
+      ++b.tried;
+      if (!r.feasible) continue;
+      if (b.feasible++ == 0) {
+        b.by_hbm = b.by_time = i;
+        continue;
+      }
+      const SweepRow& h = data.rows[b.by_hbm];
+      const SweepRow& t = data.rows[b.by_time];
+      if (r.hbm_bytes() < h.hbm_bytes() ||
+          (r.hbm_bytes() == h.hbm_bytes() && r.time_s < h.time_s)) {
+        b.by_hbm = i;
+      }
+      if (r.time_s < t.time_s || (r.time_s == t.time_s && r.hbm_bytes() < t.hbm_bytes())) {
+        b.by_time = i;
+      }
+    }
+    out.push_back(b);
+    k = end;
+  }
+  return out;
+}
+
+}  // namespace iosim

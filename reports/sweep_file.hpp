@@ -1,0 +1,106 @@
+#pragma once
+// Sweep files: what `iosim sweep` writes (JSON or CSV, one row per point) and what `iosim report`
+// reads back and merges (the shards of one sweep, or several sweeps).
+//
+// JSON layout (keys sorted, so equal sweeps give byte-identical files):
+//   { "format": "iosim-sweep", "version": 1,
+//     "sweep": { "id": "<hash of the axes>", "axes": { "--seq": ["512", ...], ... },
+//                "points": <points of the whole sweep>, "shard": "K/N" },
+//     "profiles": { "<name>": { peak rates and sizes the report's roofline needs } },
+//     "rows": [ { "point": i, <report_to_json() of the point without simulation_wall_s>,
+//                 "cold_l2": bool } ... ] }        // in point order
+// A row of an infeasible point has "feasible": false and its "infeasible_reason".
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "algorithms/simulate.hpp"
+#include "sweep/sweep.hpp"
+
+namespace iosim {
+
+/// One swept flag and its values as the user would type them.
+struct SweepAxis {
+  std::string flag;
+  std::vector<std::string> values;
+};
+
+/// What a sweep file records about the sweep it belongs to.
+struct SweepDescription {
+  std::vector<SweepAxis> axes;
+  std::size_t total_points = 0;
+  Shard shard;
+};
+
+/// The JSON sweep file of `reports[i]` for `points[i]`. `profiles` is keyed like the points.
+std::string sweep_json(const SweepDescription& description, const std::vector<SweepPoint>& points,
+                       const std::vector<Report>& reports,
+                       const std::map<std::string, HardwareProfile>& profiles);
+
+/// The CSV sweep file: a "point" column, then csv_header()'s columns.
+std::string sweep_csv(const std::vector<SweepPoint>& points, const std::vector<Report>& reports);
+
+/// A profile's peaks as a sweep file records them (what a roofline needs).
+struct ProfilePeaks {
+  std::string description;
+  double hbm_gbps = 0.0;  // achievable: peak times the achievable fraction
+  double hbm_peak_gbps = 0.0;
+  double l2_gbps = 0.0;
+  std::int64_t l2_size_bytes = 0;
+  std::int64_t sram_bytes_per_cta = 0;
+  std::map<std::string, double> tensor_tflops;  // by dtype name
+  double fp32_tflops = 0.0;
+};
+
+/// One row of a sweep file, as a report needs it.
+struct SweepRow {
+  std::string source;  // file it came from
+  std::size_t point = 0;
+  std::string profile, algorithm, dtype, pass, l2;
+  std::int64_t batch = 0, heads = 0, seq = 0, seq_kv = 0, head_dim = 0;
+  bool causal = false, mask = false, cold_l2 = false;
+  double dropout = 0.0, sm_clock_mhz = 0.0;
+  std::int64_t block_q = 0, block_kv = 0, threads = 0, stages = 0;  // resolved tiling
+  bool feasible = false;
+  std::string infeasible_reason;
+  double hbm_read_bytes = 0, hbm_write_bytes = 0, l2_read_bytes = 0, l2_write_bytes = 0;
+  double flops = 0, tensor_flops = 0, time_s = 0;
+  std::string bound;
+  double compulsory_bytes = 0, closed_form_bytes = 0, lower_bound_bytes = 0;
+  /// Per tensor: HBM read, HBM write, L2 read, L2 write bytes.
+  std::map<std::string, std::array<double, 4>> per_tensor;
+
+  double hbm_bytes() const { return hbm_read_bytes + hbm_write_bytes; }
+  double l2_bytes() const { return l2_read_bytes + l2_write_bytes; }
+};
+
+/// Several sweep files merged.
+struct SweepData {
+  std::vector<std::string> sources;
+  std::vector<SweepRow> rows;  // file order, then point order; duplicates dropped
+  std::map<std::string, ProfilePeaks> profiles;
+  std::size_t duplicate_rows = 0;     // rows seen twice (e.g. one shard passed twice)
+  std::vector<std::string> coverage;  // one line per sweep: points present of points swept
+};
+
+/// Reads and merges sweep JSON files. Throws ConfigError naming the file for unreadable,
+/// malformed or non-sweep input.
+SweepData load_sweeps(const std::vector<std::filesystem::path>& files);
+
+/// The best tiling of one problem: rows that differ only in block sizes, threads or stages.
+struct BestBlock {
+  std::size_t first = 0;    // a row of the group (for its problem fields)
+  std::size_t by_hbm = 0;   // fewest HBM bytes (ties: less time)
+  std::size_t by_time = 0;  // least time (ties: fewer HBM bytes)
+  int tried = 0;            // rows in the group
+  int feasible = 0;         // feasible rows; by_hbm and by_time are meaningless when 0
+};
+
+/// One entry per problem, ordered by profile, algorithm, head dim, N, then the other fields.
+std::vector<BestBlock> best_blocks(const SweepData& data);
+
+}  // namespace iosim

@@ -1,0 +1,258 @@
+#include "sweep/sweep.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <charconv>
+#include <exception>
+#include <mutex>
+#include <numeric>
+#include <optional>
+#include <set>
+#include <thread>
+
+#include "sim/errors.hpp"
+
+namespace iosim {
+namespace {
+
+std::vector<std::string> split(const std::string& text, char sep) {
+  std::vector<std::string> parts;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t end = text.find(sep, start);
+    parts.push_back(text.substr(start, end == std::string::npos ? std::string::npos : end - start));
+    if (end == std::string::npos) return parts;
+    start = end + 1;
+  }
+}
+
+template <typename T>
+std::optional<T> parse_number(const std::string& s) {
+  T v{};
+  const char* end = s.data() + s.size();
+  const auto [ptr, ec] = std::from_chars(s.data(), end, v);
+  if (ec != std::errc() || ptr != end || s.empty()) return std::nullopt;
+  return v;
+}
+
+std::int64_t int_or_throw(const std::string& flag, const std::string& text,
+                          const std::string& part) {
+  const auto v = parse_number<std::int64_t>(part);
+  if (!v) {
+    throw ConfigError(fmt::format("{} '{}': '{}' is not an integer", flag, text, part));
+  }
+  return *v;
+}
+
+// Appends the values of one range "a:b[:step]" to `out`.
+void expand_range(const std::string& flag, const std::string& text, const std::string& part,
+                  std::vector<std::int64_t>& out) {
+  const std::vector<std::string> f = split(part, ':');
+  if (f.size() < 2 || f.size() > 3) {
+    throw ConfigError(fmt::format(
+        "{} '{}': range '{}' must be FROM:TO, FROM:TO:xFACTOR or FROM:TO:+STEP", flag, text, part));
+  }
+  const std::int64_t from = int_or_throw(flag, text, f[0]);
+  const std::int64_t to = int_or_throw(flag, text, f[1]);
+  if (to < from) {
+    throw ConfigError(fmt::format("{} '{}': range '{}' ends before it starts", flag, text, part));
+  }
+  const std::string step_text = f.size() == 3 ? f[2] : "+1";
+  const bool geometric = !step_text.empty() && step_text[0] == 'x';
+  const std::string number = !step_text.empty() && (step_text[0] == 'x' || step_text[0] == '+')
+                                 ? step_text.substr(1)
+                                 : step_text;
+  const std::int64_t step = int_or_throw(flag, text, number);
+  if (geometric && (step < 2 || from < 1)) {
+    throw ConfigError(fmt::format(
+        "{} '{}': geometric range '{}' needs a factor >= 2 and a start >= 1", flag, text, part));
+  }
+  if (!geometric && step < 1) {
+    throw ConfigError(fmt::format("{} '{}': range '{}' needs a step >= 1", flag, text, part));
+  }
+  for (std::int64_t v = from; v <= to;) {
+    if (out.size() >= kMaxSweepPoints) {
+      throw ConfigError(fmt::format("{} '{}': more than {} values", flag, text, kMaxSweepPoints));
+    }
+    out.push_back(v);
+    // Stop before the next value would overflow.
+    if (geometric ? v > to / step : v > to - step) break;
+    v = geometric ? v * step : v + step;
+  }
+}
+
+template <typename T>
+void reject_duplicates(const std::string& flag, const std::string& text,
+                       const std::vector<T>& values) {
+  std::set<T> seen;
+  for (const T& v : values) {
+    if (!seen.insert(v).second) {
+      throw ConfigError(fmt::format("{} '{}' lists {} twice", flag, text, v));
+    }
+  }
+}
+
+// Relative cost of a point, to start large problems first and weigh progress. The simulators'
+// run time grows with the number of score tiles each (batch, head) visits.
+double estimated_work(const RunRequest& r) {
+  const AttentionProblem& p = r.problem;
+  return static_cast<double>(std::max<std::int64_t>(p.bh(), 1)) *
+         static_cast<double>(std::max<std::int64_t>(p.seq, 1)) *
+         static_cast<double>(std::max<std::int64_t>(p.seq_kv, 1)) *
+         static_cast<double>(std::max<std::int64_t>(p.head_dim, 1));
+}
+
+}  // namespace
+
+std::vector<std::int64_t> parse_int_values(const std::string& flag, const std::string& text) {
+  std::vector<std::int64_t> values;
+  for (const std::string& part : split(text, ',')) {
+    if (part.empty()) throw ConfigError(fmt::format("{} '{}' has an empty value", flag, text));
+    if (part.find(':') != std::string::npos) {
+      expand_range(flag, text, part, values);
+    } else {
+      values.push_back(int_or_throw(flag, text, part));
+    }
+  }
+  reject_duplicates(flag, text, values);
+  return values;
+}
+
+std::vector<double> parse_double_values(const std::string& flag, const std::string& text) {
+  std::vector<double> values;
+  for (const std::string& part : split(text, ',')) {
+    if (part.find(':') != std::string::npos) {
+      throw ConfigError(
+          fmt::format("{} '{}': ranges are for integer flags; list the values", flag, text));
+    }
+    const auto v = parse_number<double>(part);
+    if (!v) throw ConfigError(fmt::format("{} '{}': '{}' is not a number", flag, text, part));
+    values.push_back(*v);
+  }
+  reject_duplicates(flag, text, values);
+  return values;
+}
+
+std::vector<std::string> parse_string_values(const std::string& flag, const std::string& text) {
+  std::vector<std::string> values = split(text, ',');
+  for (const std::string& v : values) {
+    if (v.empty()) throw ConfigError(fmt::format("{} '{}' has an empty value", flag, text));
+  }
+  reject_duplicates(flag, text, values);
+  return values;
+}
+
+std::size_t combination_count(const std::vector<std::size_t>& sizes) {
+  std::size_t n = 1;
+  for (std::size_t s : sizes) {
+    if (s == 0) return 0;
+    if (n > kMaxSweepPoints / s) {
+      throw ConfigError(fmt::format("the sweep has more than {} points; narrow the lists or ranges",
+                                    kMaxSweepPoints));
+    }
+    n *= s;
+  }
+  return n;
+}
+
+void for_each_combination(const std::vector<std::size_t>& sizes,
+                          const std::function<void(const std::vector<std::size_t>&)>& visit) {
+  const std::size_t n = combination_count(sizes);
+  std::vector<std::size_t> idx(sizes.size(), 0);
+  for (std::size_t i = 0; i < n; ++i) {
+    visit(idx);
+    for (std::size_t a = sizes.size(); a-- > 0;) {  // odometer: last axis fastest
+      if (++idx[a] < sizes[a]) break;
+      idx[a] = 0;
+    }
+  }
+}
+
+Shard parse_shard(const std::string& text) {
+  const std::vector<std::string> f = split(text, '/');
+  const auto k = f.size() == 2 ? parse_number<int>(f[0]) : std::nullopt;
+  const auto n = f.size() == 2 ? parse_number<int>(f[1]) : std::nullopt;
+  if (!k || !n) throw ConfigError(fmt::format("--shard '{}' must be K/N, e.g. 2/8", text));
+  if (*n < 1 || *k < 1 || *k > *n) {
+    throw ConfigError(fmt::format("--shard {}: K must be in [1, N] and N >= 1", text));
+  }
+  return {*k, *n};
+}
+
+int resolve_jobs(int jobs) {
+  if (jobs > 0) return jobs;
+  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+}
+
+std::vector<Report> run_sweep(const std::vector<SweepPoint>& points,
+                              const std::map<std::string, HardwareProfile>& profiles,
+                              const SweepOptions& options) {
+  for (const SweepPoint& p : points) {
+    ensure(profiles.count(p.profile) == 1, "sweep point {} names profile '{}' that was not loaded",
+           p.index, p.profile);
+  }
+  // Largest first; ties keep point order so that runs are reproducible.
+  std::vector<double> work(points.size());
+  for (std::size_t i = 0; i < points.size(); ++i) work[i] = estimated_work(points[i].request);
+  std::vector<std::size_t> order(points.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return work[a] > work[b]; });
+
+  std::vector<Report> reports(points.size());
+  std::vector<std::exception_ptr> failures(points.size());
+  std::vector<std::string> rejected(points.size());  // ConfigError messages
+  std::atomic<std::size_t> next{0};
+  std::atomic<bool> stop{false};
+  std::mutex progress_mutex;
+  SweepProgress progress{0, points.size(), 0.0, std::accumulate(work.begin(), work.end(), 0.0)};
+
+  auto worker = [&] {
+    while (!stop.load()) {
+      const std::size_t k = next.fetch_add(1);
+      if (k >= order.size()) return;
+      const std::size_t i = order[k];
+      const SweepPoint& point = points[i];
+      try {
+        reports[i] = simulate(profiles.at(point.profile), point.request);
+      } catch (const ConfigError& e) {
+        rejected[i] = e.what();
+        Report& r = reports[i];
+        r.profile = profiles.at(point.profile).name;
+        r.profile_description = profiles.at(point.profile).description;
+        r.request = point.request;
+        r.tiling = point.request.tiling;
+        r.infeasible_reason = std::string("invalid input: ") + e.what();
+      } catch (...) {
+        failures[i] = std::current_exception();
+        stop.store(true);
+        return;
+      }
+      if (options.on_progress) {
+        std::lock_guard<std::mutex> lock(progress_mutex);
+        ++progress.done;
+        progress.done_work += work[i];
+        options.on_progress(progress);
+      }
+    }
+  };
+  const int threads =
+      std::min<int>(resolve_jobs(options.jobs), std::max<int>(1, static_cast<int>(points.size())));
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (std::thread& t : pool) t.join();
+
+  for (const std::exception_ptr& e : failures) {
+    if (e) std::rethrow_exception(e);
+  }
+  if (!points.empty() && std::all_of(rejected.begin(), rejected.end(),
+                                     [](const std::string& m) { return !m.empty(); })) {
+    throw ConfigError(rejected.front());
+  }
+  return reports;
+}
+
+}  // namespace iosim

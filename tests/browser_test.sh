@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# The HTML report as a reader opens it: headless Chromium (Debian's `chromium`) renders the report
+# of a small sweep (two shards, merged) with measurements. Fails on any console message or script
+# error, and unless every chart drew; then draws every selection of the page's controls
+# (#selftest) and checks again. Run by ctest with IOSIM set to the binary.
+#
+#   IOSIM=build/iosim bash tests/browser_test.sh [SCREENSHOT.png [REPORT.html]]
+#
+# With a file argument it also saves a screenshot there, of REPORT.html when given, else of the
+# test's report (docs/report.png: see the README's "Sweeps and reports"). Without Chromium the
+# test fails and says how to install it; IOSIM_SKIP_BROWSER_TEST=1 makes it an explicit skip (77).
+set -u
+IOSIM=${IOSIM:?set IOSIM to the iosim binary}
+REPO=$(cd "$(dirname "$0")/.." && pwd)
+screenshot=${1:-}
+shot_of=${2:-}
+
+browser=""
+for b in chromium chromium-browser google-chrome; do
+  if command -v "$b" >/dev/null 2>&1; then browser=$(command -v "$b"); break; fi
+done
+if [ -z "$browser" ]; then
+  if [ "${IOSIM_SKIP_BROWSER_TEST:-0}" = 1 ]; then
+    echo "SKIPPED: chromium is not installed (IOSIM_SKIP_BROWSER_TEST=1); the HTML report was not checked"
+    exit 77
+  fi
+  echo "FAIL: chromium is not installed, so the HTML report cannot be checked."
+  echo "      Install it with scripts/install_deps.sh (Debian package 'chromium'),"
+  echo "      or set IOSIM_SKIP_BROWSER_TEST=1 to skip this test explicitly."
+  exit 1
+fi
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+bad() { fail=1; echo "FAIL: $*"; }
+
+# A sweep small enough to take a second, split in two shards that the report merges.
+sweep=(--profile h100-sxm5-80gb,a100-sxm4-80gb --algo standard,flash1,flash2 --batch 1 --heads 4
+       --seq 256:1024:x2 --head-dim 64,128 --block-kv 32,64,128,256)
+for k in 1 2; do
+  "$IOSIM" sweep "${sweep[@]}" --shard "$k/2" --out "$tmp/s$k.json" 2>"$tmp/sweep.err" ||
+    { echo "FAIL: iosim sweep: $(cat "$tmp/sweep.err")"; exit 1; }
+done
+"$IOSIM" report "$tmp/s1.json" "$tmp/s2.json" --validation "$REPO/tests/data/measurements_small.json" \
+  --html "$tmp/report.html" --md "$tmp/report.md" ||
+  { echo "FAIL: iosim report"; exit 1; }
+
+flags=(--headless --no-sandbox --disable-gpu --disable-background-networking
+       --disable-component-update --disable-sync --no-first-run --disable-extensions
+       --enable-logging=stderr --v=0 --window-size=1400,2600)
+
+# render URL OUT: the DOM after the page's scripts ran, and Chromium's log.
+render() {
+  timeout 120 "$browser" "${flags[@]}" --user-data-dir="$tmp/profile-$2" --dump-dom "$1" \
+    >"$tmp/$2.html" 2>"$tmp/$2.log"
+  local rc=$?
+  if [ "$rc" -ne 0 ]; then bad "chromium exited with $rc on $1: $(tail -5 "$tmp/$2.log")"; fi
+  # Chromium logs every console message of the page as "CONSOLE"; the report logs none.
+  if grep -q ':CONSOLE' "$tmp/$2.log"; then
+    bad "console messages on $1:"
+    grep ':CONSOLE' "$tmp/$2.log" | head -20
+  fi
+}
+
+# body_attr FILE NAME: the value of data-NAME on <body> (the first <body> tag of the dump).
+body_attr() {
+  grep -o -m1 '<body [^>]*>' "$1" | grep -o "data-$2=\"[^\"]*\"" | head -1 | sed 's/^[^"]*"//; s/"$//'
+}
+
+render "file://$tmp/report.html" page
+status=$(body_attr "$tmp/page.html" status)
+expected=$(body_attr "$tmp/page.html" charts-expected)
+drawn=$(body_attr "$tmp/page.html" charts-drawn)
+errors=$(body_attr "$tmp/page.html" errors)
+# 3 algorithms by block size, bytes and time vs N, 2 per-tensor, 2 rooflines, 2 validation.
+want=11
+echo "charts: expected $expected, drawn $drawn, want $want; status $status; script errors $errors"
+[ "$status" = ok ] || bad "page status '$status': $(body_attr "$tmp/page.html" error-text)"
+[ "$expected" = "$want" ] || bad "the page has $expected charts, want $want"
+[ "$drawn" = "$expected" ] || bad "$drawn of $expected charts drew"
+[ "$errors" = 0 ] || bad "$errors script errors: $(body_attr "$tmp/page.html" error-text)"
+for table in best-blocks validation-summary; do
+  grep -q "id=\"$table\"" "$tmp/page.html" || bad "no table '$table'"
+done
+
+render "file://$tmp/report.html#selftest" selftest
+selftest=$(body_attr "$tmp/selftest.html" selftest)
+echo "selftest: $selftest"
+[[ "$selftest" == ok* ]] || bad "selftest: '$selftest' $(body_attr "$tmp/selftest.html" error-text)"
+
+if [ -n "$screenshot" ]; then
+  timeout 120 "$browser" "${flags[@]}" --user-data-dir="$tmp/profile-shot" --hide-scrollbars \
+    --screenshot="$screenshot" "file://$(realpath "${shot_of:-$tmp/report.html}")" >/dev/null 2>&1 ||
+    bad "chromium could not take the screenshot"
+  [ -s "$screenshot" ] && echo "screenshot: $screenshot"
+fi
+
+[ "$fail" -eq 0 ] && echo "browser test passed ($browser)"
+exit "$fail"

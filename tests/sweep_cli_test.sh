@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# `iosim sweep` and `iosim report` as a user meets them: exit codes, messages that name the flag,
+# byte-identical output whatever --jobs, shards that merge, no partial output files.
+# Run by ctest with IOSIM set to the binary.
+set -u
+IOSIM=${IOSIM:?set IOSIM to the iosim binary}
+DATA=$(cd "$(dirname "$0")" && pwd)/data
+pass=0
+fail=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+
+# expect CODE SUBSTRING -- ARGS...: exit code and a substring of stdout+stderr.
+expect() {
+  local code=$1 want=$2
+  shift 3
+  local out rc
+  out=$("$IOSIM" "$@" 2>&1)
+  rc=$?
+  if [ "$rc" -ne "$code" ]; then bad "iosim $* -> exit $rc, want $code; output: ${out:0:300}"; return; fi
+  if [[ "$out" != *"$want"* ]]; then bad "iosim $* -> missing '$want' in: ${out:0:300}"; return; fi
+  ok
+}
+
+S=(sweep --profile h100-sxm5-80gb,a100-sxm4-80gb --algo standard,flash1,flash2 --heads 2
+   --seq 128:512:x2 --head-dim 64,128 --block-kv 32,64,1024)
+
+# Mistakes: exit 2, the message names the flag, nothing is written.
+expect 2 "--seq '512:64:x2'" -- sweep --seq 512:64:x2
+expect 2 "--block-kv '32,32' lists 32 twice" -- sweep --seq 128 --block-kv 32,32
+expect 2 "--seq '1:8:x1'" -- sweep --seq 1:8:x1
+expect 2 "--dropout '0:1': ranges are for integer flags" -- sweep --seq 128 --dropout 0:1
+expect 2 "did you mean 'flash2'" -- sweep --seq 128 --algo flash1,flsh2
+expect 2 "unknown profile" -- sweep --seq 128 --profile h100-sxm5-80gb,h10
+expect 2 "--shard 3/2" -- sweep --seq 128 --shard 3/2
+expect 2 "--shard 'x'" -- sweep --seq 128 --shard x
+expect 2 "must end in .json or .csv" -- sweep --seq 128 --out "$tmp/s.txt"
+expect 2 "does not exist" -- sweep --seq 128 --out "$tmp/nofolder/s.json"
+expect 2 "--l2 must be 'on' or 'off'" -- sweep --seq 128 --l2 on,maybe
+expect 2 "more than 10000000 points" -- sweep --seq 1:100000 --batch 1:100000
+expect 2 "--dropout 1.5 is out of range" -- sweep --seq 128,256 --dropout 1.5
+expect 2 "--jobs -1 must be positive" -- sweep --seq 128 --jobs -1
+[ -z "$(ls "$tmp")" ] && ok || bad "a failed sweep left files: $(ls "$tmp")"
+
+# Deterministic: byte-identical whatever --jobs; infeasible points are rows with their reason.
+"$IOSIM" "${S[@]}" --jobs 1 --out "$tmp/j1.json" 2>/dev/null || bad "sweep --jobs 1 failed"
+"$IOSIM" "${S[@]}" --jobs 3 --out "$tmp/j3.json" 2>/dev/null || bad "sweep --jobs 3 failed"
+cmp -s "$tmp/j1.json" "$tmp/j3.json" && ok || bad "--jobs 1 and --jobs 3 differ"
+"$IOSIM" "${S[@]}" --jobs 1 --out "$tmp/j1.csv" 2>/dev/null || bad "sweep to CSV failed"
+"$IOSIM" "${S[@]}" --jobs 2 --format csv >"$tmp/j2.csv" 2>/dev/null || bad "sweep CSV to stdout failed"
+cmp -s "$tmp/j1.csv" "$tmp/j2.csv" && ok || bad "CSV to a file and to stdout differ"
+rows=$(($(wc -l <"$tmp/j1.csv") - 1))
+[ "$rows" -eq 108 ] && ok || bad "CSV has $rows rows, want 2*3*3*2*3 = 108"
+grep -q '^0,a100\|^0,h100' "$tmp/j1.csv" && ok || bad "CSV rows do not start with the point index"
+[ "$(grep -c 'does not fit in shared memory' "$tmp/j1.csv")" -gt 0 ] && ok ||
+  bad "infeasible points are missing from the CSV"
+[ "$(grep -c '"feasible": false' "$tmp/j1.json")" -gt 0 ] && ok ||
+  bad "infeasible points are missing from the JSON"
+ls "$tmp" | grep -q tmp- && bad "temporary files left: $(ls "$tmp")" || ok
+
+# Shards: the parts hold every point once; the report merges them like the whole sweep.
+for k in 1 2 3; do
+  "$IOSIM" "${S[@]}" --shard "$k/3" --out "$tmp/p$k.json" 2>/dev/null || bad "shard $k/3 failed"
+done
+"$IOSIM" report "$tmp/j1.json" --md "$tmp/whole.md" || bad "report of the whole sweep failed"
+"$IOSIM" report "$tmp/p1.json" "$tmp/p2.json" "$tmp/p3.json" --md "$tmp/merged.md" ||
+  bad "report of the shards failed"
+grep -q "108 of 108 points (shards 1/3, 2/3, 3/3)" "$tmp/merged.md" && ok ||
+  bad "merged shards do not cover the sweep: $(grep -m1 'points' "$tmp/merged.md")"
+diff <(grep '^| ' "$tmp/whole.md") <(grep '^| ' "$tmp/merged.md") >/dev/null && ok ||
+  bad "the shards' tables differ from the whole sweep's"
+"$IOSIM" report "$tmp/p1.json" --md "$tmp/part.md" || bad "report of one shard failed"
+grep -q "incomplete" "$tmp/part.md" && ok || bad "a missing shard is not reported"
+
+# Report: both files, and nothing written when it fails.
+expect 0 "" -- report "$tmp/j1.json" --html "$tmp/r.html" --md "$tmp/r.md" \
+  --validation "$DATA/measurements_small.json"
+[ -s "$tmp/r.html" ] && [ -s "$tmp/r.md" ] && ok || bad "report did not write both files"
+grep -q "Predicted vs measured" "$tmp/r.md" && ok || bad "report lacks the validation section"
+expect 0 "| profile | algorithm | d | N |" -- report "$tmp/j1.json"
+expect 2 "cannot read sweep file" -- report "$tmp/none.json" --html "$tmp/n.html"
+expect 2 "not an iosim sweep file" -- report "$DATA/measurements_small.json" --md "$tmp/n.md"
+expect 2 "Chart.js not found" -- report "$tmp/j1.json" --html "$tmp/n.html" --md "$tmp/n2.md" \
+  --chartjs /nonexistent/chart.js
+[ ! -e "$tmp/n.html" ] && [ ! -e "$tmp/n.md" ] && [ ! -e "$tmp/n2.md" ] && ok ||
+  bad "a failed report left files"
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
