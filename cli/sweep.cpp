@@ -27,7 +27,7 @@ struct SweepFlags {
   std::string profile = "h100-sxm5-80gb", algo = "flash2", batch = "1", heads = "1", seq,
               seq_kv = "0", head_dim = "64", dtype = "fp16", block_q = "0", block_kv = "0",
               threads = "0", stages = "0", pass = "fwd", dropout = "0", l2 = "on",
-              sm_clock_mhz = "0";
+              sm_clock_mhz = "0", pattern;
   bool causal = false, mask = false, cold_l2 = false, execute = false;
   std::uint64_t seed = 1;
   int jobs = 0;
@@ -71,11 +71,19 @@ Axis string_axis(const std::string& flag, const std::string& text, std::string R
   return {flag, v, [v, field](RunFlags& f, std::size_t i) { f.*field = v[i]; }};
 }
 
+// Block-sparse patterns; not given: one point without a pattern (dense attention).
+Axis pattern_axis(const std::string& text) {
+  const std::vector<std::string> v =
+      text.empty() ? std::vector<std::string>{""} : parse_string_values("--pattern", text);
+  return {"--pattern", v, [v](RunFlags& f, std::size_t i) { f.pattern = v[i]; }};
+}
+
 std::vector<Axis> make_axes(const SweepFlags& s) {
   return {string_axis("--profile", s.profile, &RunFlags::profile),
           string_axis("--algo", s.algo, &RunFlags::algorithm),
           string_axis("--dtype", s.dtype, &RunFlags::dtype),
           string_axis("--pass", s.pass, &RunFlags::pass),
+          pattern_axis(s.pattern),
           string_axis("--l2", s.l2, &RunFlags::l2),
           double_axis("--sm-clock-mhz", s.sm_clock_mhz, &RunFlags::sm_clock_mhz),
           double_axis("--dropout", s.dropout, &RunFlags::dropout),
@@ -219,6 +227,8 @@ Action add_sweep_command(CLI::App& app) {
   cmd->add_option("--threads", s->threads, "threads per CTA (0: the algorithm's)");
   cmd->add_option("--stages", s->stages, "copy pipeline stages (0: the algorithm's)");
   cmd->add_option("--pass", s->pass, "fwd,bwd,fwdbwd")->capture_default_str();
+  cmd->add_option("--pattern", s->pattern,
+                  "block-sparse patterns, e.g. local:256,strided:4 (default: all blocks)");
   cmd->add_flag("--causal", s->causal, "causal mask in every point");
   cmd->add_flag("--mask", s->mask, "an elementwise index mask in every point");
   cmd->add_option("--dropout", s->dropout, "dropout probabilities")->capture_default_str();

@@ -100,6 +100,8 @@ SweepRow parse_row(const json& j, const std::string& where) {
   r.causal = field<bool>(p, "causal", where);
   r.mask = field<bool>(p, "mask", where);
   r.dropout = field<double>(p, "dropout", where);
+  if (p.contains("pattern") && p["pattern"].is_string())
+    r.pattern = p["pattern"].get<std::string>();
   const json t = field<json>(j, "tiling", where);
   r.block_q = field<std::int64_t>(t, "block_q", where);
   r.block_kv = field<std::int64_t>(t, "block_kv", where);
@@ -152,7 +154,7 @@ ProfilePeaks parse_peaks(const json& j) {
 // The problem a row solves, without its tiling: rows with equal keys compete for best block.
 auto problem_key(const SweepRow& r) {
   return std::tie(r.profile, r.algorithm, r.head_dim, r.seq, r.seq_kv, r.batch, r.heads, r.dtype,
-                  r.pass, r.causal, r.mask, r.dropout, r.l2, r.cold_l2, r.sm_clock_mhz);
+                  r.pass, r.causal, r.mask, r.dropout, r.pattern, r.l2, r.cold_l2, r.sm_clock_mhz);
 }
 
 }  // namespace

@@ -61,6 +61,7 @@ struct SweepRow {
   std::string source;  // file it came from
   std::size_t point = 0;
   std::string profile, algorithm, dtype, pass, l2;
+  std::string pattern;  // block-sparse pattern spec; "" for dense attention
   std::int64_t batch = 0, heads = 0, seq = 0, seq_kv = 0, head_dim = 0;
   bool causal = false, mask = false, cold_l2 = false;
   double dropout = 0.0, sm_clock_mhz = 0.0;

@@ -125,6 +125,7 @@ const char* const kPageScript = R"js(
     if (r.causal) parts.push('causal');
     if (r.mask) parts.push('mask');
     if (r.drop > 0) parts.push('dropout=' + r.drop);
+    if (r.pat) parts.push('pattern ' + r.pat);
     parts.push('L2 ' + r.l2 + (r.cold ? ' (cold)' : ''));
     if (r.clk > 0) parts.push(r.clk + ' MHz');
     r.variant = parts.join(' ');
@@ -473,6 +474,8 @@ const OtherField kOtherFields[] = {
     {"causal", [](const SweepRow& r) { return std::string(r.causal ? "yes" : "no"); }},
     {"mask", [](const SweepRow& r) { return std::string(r.mask ? "yes" : "no"); }},
     {"dropout", [](const SweepRow& r) { return fmt::format("{}", r.dropout); }},
+    {"pattern",
+     [](const SweepRow& r) { return r.pattern.empty() ? std::string("all") : r.pattern; }},
     {"L2", [](const SweepRow& r) { return r.l2 + (r.cold_l2 ? " (cold)" : ""); }},
     {"SM MHz",
      [](const SweepRow& r) {
@@ -625,11 +628,12 @@ std::size_t feasible_count(const SweepData& data) {
 json page_data(const SweepData& data, const ValidationResult* validation) {
   json rows = json::array();
   for (const SweepRow& r : data.rows) {
-    json j = {{"p", r.profile},     {"a", r.algorithm},  {"dt", r.dtype},         {"pass", r.pass},
-              {"l2", r.l2},         {"cold", r.cold_l2}, {"clk", r.sm_clock_mhz}, {"B", r.batch},
-              {"H", r.heads},       {"N", r.seq},        {"Nkv", r.seq_kv},       {"d", r.head_dim},
-              {"causal", r.causal}, {"mask", r.mask},    {"drop", r.dropout},     {"bq", r.block_q},
-              {"bkv", r.block_kv},  {"ok", r.feasible}};
+    json j = {
+        {"p", r.profile},     {"a", r.algorithm},  {"dt", r.dtype},         {"pass", r.pass},
+        {"l2", r.l2},         {"cold", r.cold_l2}, {"clk", r.sm_clock_mhz}, {"B", r.batch},
+        {"H", r.heads},       {"N", r.seq},        {"Nkv", r.seq_kv},       {"d", r.head_dim},
+        {"causal", r.causal}, {"mask", r.mask},    {"drop", r.dropout},     {"pat", r.pattern},
+        {"bq", r.block_q},    {"bkv", r.block_kv}, {"ok", r.feasible}};
     if (r.feasible) {
       j["hbm"] = r.hbm_bytes();
       j["l2b"] = r.l2_bytes();

@@ -61,6 +61,12 @@ grep -q '^0,a100\|^0,h100' "$tmp/j1.csv" && ok || bad "CSV rows do not start wit
   bad "infeasible points are missing from the JSON"
 ls "$tmp" | grep -q tmp- && bad "temporary files left: $(ls "$tmp")" || ok
 
+# Block-sparse patterns are an axis too; a pattern on a dense algorithm is a row with the reason.
+bs=$("$IOSIM" sweep --algo block-sparse,flash2 --pattern local:128,strided:2 --seq 512 --format csv 2>/dev/null)
+[ "$(grep -c ',block-sparse,.*,true,' <<<"$bs")" -eq 2 ] && ok || bad "block-sparse pattern points: $bs"
+grep -q 'invalid input: --pattern applies to --algo block-sparse' <<<"$bs" && ok ||
+  bad "a pattern on flash2 is not reported as invalid input"
+
 # Shards: the parts hold every point once; the report merges them like the whole sweep.
 for k in 1 2 3; do
   "$IOSIM" "${S[@]}" --shard "$k/3" --out "$tmp/p$k.json" 2>/dev/null || bad "shard $k/3 failed"
