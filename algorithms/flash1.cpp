@@ -38,12 +38,20 @@ class Flash1Schedule final : public Schedule {
     return {k};
   }
 
-  void emit_cta(std::size_t, std::int64_t bh, std::vector<TileOp>& out) const override {
+  void emit_cta(std::size_t kernel, std::int64_t bh, std::vector<TileOp>& out) const override {
+    for (std::size_t part = 0; emit_cta_part(kernel, bh, part, out); ++part) {
+    }
+  }
+
+  // Part j is the outer iteration over K/V block j.
+  bool emit_cta_part(std::size_t, std::int64_t bh, std::size_t part,
+                     std::vector<TileOp>& out) const override {
     const std::int64_t d = p_.head_dim, eb = p_.elem_bytes();
     const std::int64_t tr = ceil_div(p_.seq, t_.block_q), tc = ceil_div(p_.seq_kv, t_.block_kv);
     const std::int64_t warps = std::max(1, t_.threads / 32);
     const std::int64_t offset = p_.seq_kv - p_.seq;
-    for (std::int64_t j = 0; j < tc; ++j) {
+    const auto j = static_cast<std::int64_t>(part);
+    {
       const std::int64_t k0 = j * t_.block_kv;
       const std::int64_t kr = std::min(t_.block_kv, p_.seq_kv - k0);
       out.push_back(TileOp::load({TensorId::K, bh, k0, kr, 0, d}));  // gK -> sK (kr, d)
@@ -74,6 +82,7 @@ class Flash1Schedule final : public Schedule {
         out.push_back(TileOp::store({TensorId::m, bh, q0, qr, 0, 1}, OnChip::reg));
       }
     }
+    return j + 1 < tc;
   }
 
  private:

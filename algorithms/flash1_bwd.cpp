@@ -44,7 +44,14 @@ class Flash1Backward final : public Schedule {
     return {k};
   }
 
-  void emit_cta(std::size_t, std::int64_t bh, std::vector<TileOp>& out) const override {
+  void emit_cta(std::size_t kernel, std::int64_t bh, std::vector<TileOp>& out) const override {
+    for (std::size_t part = 0; emit_cta_part(kernel, bh, part, out); ++part) {
+    }
+  }
+
+  // Part j is the outer iteration over K/V block j.
+  bool emit_cta_part(std::size_t, std::int64_t bh, std::size_t part,
+                     std::vector<TileOp>& out) const override {
     const std::int64_t d = p_.head_dim, eb = p_.elem_bytes();
     const std::int64_t tr = ceil_div(p_.seq, t_.block_q), tc = ceil_div(p_.seq_kv, t_.block_kv);
     const std::int64_t warps = std::max(1, t_.threads / 32);
@@ -53,7 +60,8 @@ class Flash1Backward final : public Schedule {
     auto smem = [&](std::int64_t m, std::int64_t k, std::int64_t n) {
       return costs::warp_tiled_smem_bytes(m, n, k, warps, eb);
     };
-    for (std::int64_t j = 0; j < tc; ++j) {
+    const auto j = static_cast<std::int64_t>(part);
+    {
       const std::int64_t k0 = j * t_.block_kv;
       const std::int64_t kr = std::min(t_.block_kv, p_.seq_kv - k0);
       const TileRef dk{TensorId::dK, bh, k0, kr, 0, d}, dv{TensorId::dV, bh, k0, kr, 0, d};
@@ -97,6 +105,7 @@ class Flash1Backward final : public Schedule {
       out.push_back(TileOp::store(dk, OnChip::smem));
       out.push_back(TileOp::store(dv, OnChip::smem));
     }
+    return j + 1 < tc;
   }
 
  private:

@@ -41,6 +41,12 @@ class SequenceSchedule final : public Schedule {
     second_->emit_cta(kernel - first_kernels_, cta, out);
   }
 
+  bool emit_cta_part(std::size_t kernel, std::int64_t cta, std::size_t part,
+                     std::vector<TileOp>& out) const override {
+    if (kernel < first_kernels_) return first_->emit_cta_part(kernel, cta, part, out);
+    return second_->emit_cta_part(kernel - first_kernels_, cta, part, out);
+  }
+
  private:
   std::unique_ptr<Schedule> first_, second_;
   std::size_t first_kernels_;

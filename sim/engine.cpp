@@ -114,7 +114,9 @@ constexpr double kSchedulersPerSm = 4.0;
 struct CtaState {
   std::int64_t cta = -1;
   int sm = 0;
-  std::vector<TileOp> ops;
+  std::vector<TileOp> ops;  // the current part of the CTA's operations
+  std::size_t part = 0;
+  bool more_parts = false;
   std::size_t pc = 0;
   std::int64_t stage = 0;
   std::vector<double> compute_end;  // ring of the last `pipeline_stages` compute ends
@@ -162,6 +164,11 @@ class KernelRun {
       events_.pop();
       CtaState& st = states_[ev.slot];
       run_stage(st, ev.t);
+      if (st.pc == st.ops.size() && st.more_parts) {
+        st.ops.clear();
+        st.pc = 0;
+        st.more_parts = schedule_.emit_cta_part(kernel_index_, st.cta, ++st.part, st.ops);
+      }
       if (st.pc < st.ops.size()) {
         events_.push({next_stage_time(st, ev.t), seq_++, ev.slot});
         continue;
@@ -180,7 +187,8 @@ class KernelRun {
     st.cta = cta;
     st.sm = sm;
     st.ops.clear();
-    schedule_.emit_cta(kernel_index_, cta, st.ops);
+    st.part = 0;
+    st.more_parts = schedule_.emit_cta_part(kernel_index_, cta, 0, st.ops);
     st.pc = 0;
     st.stage = 0;
     st.compute_end.assign(static_cast<std::size_t>(std::max(1, spec_.pipeline_stages)), t);

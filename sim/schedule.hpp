@@ -51,6 +51,15 @@ class Schedule {
   virtual std::vector<KernelSpec> kernels() const = 0;
   /// Appends to `out` the operations of CTA `cta` (linear blockIdx) of kernel `kernel`.
   virtual void emit_cta(std::size_t kernel, std::int64_t cta, std::vector<TileOp>& out) const = 0;
+  /// Appends part `part` (0, 1, ...) of the same operations and returns whether more parts
+  /// follow; the parts in order are exactly emit_cta(). Schedules whose CTAs loop over a whole
+  /// head (FlashAttention-1) emit one outer iteration per part, so that the engine holds one
+  /// iteration of each resident CTA in memory instead of all of them.
+  virtual bool emit_cta_part(std::size_t kernel, std::int64_t cta, std::size_t part,
+                             std::vector<TileOp>& out) const {
+    if (part == 0) emit_cta(kernel, cta, out);
+    return false;
+  }
 };
 
 }  // namespace iosim

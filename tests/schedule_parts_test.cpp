@@ -1,0 +1,57 @@
+// Schedules that emit a CTA in parts (one outer iteration at a time, to bound the engine's memory)
+// produce exactly the operations emit_cta() does, and the counts do not depend on it.
+#include <doctest/doctest.h>
+
+#include "sim/block_mask.hpp"
+#include "tests/test_support.hpp"
+
+using namespace iosim;
+
+namespace {
+
+bool same(const TileOp& a, const TileOp& b) {
+  return a.kind == b.kind && a.tile.tensor == b.tile.tensor && a.tile.matrix == b.tile.matrix &&
+         a.tile.row0 == b.tile.row0 && a.tile.rows == b.tile.rows && a.tile.col0 == b.tile.col0 &&
+         a.tile.cols == b.tile.cols && a.on_chip == b.on_chip && a.compute == b.compute &&
+         a.tensor_flops == b.tensor_flops && a.fp32_flops == b.fp32_flops &&
+         a.sfu_ops == b.sfu_ops && a.smem_read_bytes == b.smem_read_bytes;
+}
+
+}  // namespace
+
+TEST_CASE("a CTA's parts concatenate to its whole operation stream") {
+  for (const std::string& algo : builtin_registry().names()) {
+    for (Pass pass : {Pass::fwd, Pass::bwd, Pass::fwdbwd}) {
+      AttentionProblem p;
+      p.batch = 1;
+      p.heads = 2;
+      p.seq = 300;
+      p.seq_kv = 333;
+      p.head_dim = 32;
+      p.causal = true;
+      p.pass = pass;
+      if (algo == "block-sparse") {
+        p.pattern = std::make_shared<const BlockPattern>(parse_block_pattern("local:2"));
+      }
+      if (algo != "block-sparse" && algo != "standard" && algo != "flash1" && algo != "flash2") {
+        continue;  // decode schedules have their own tests
+      }
+      Planned planned = builtin_registry().get(algo).plan(p, test::profile(), Tiling{64, 64, 0, 0});
+      REQUIRE_MESSAGE(planned.feasible(), planned.infeasible_reason);
+      const Schedule& s = *planned.schedule;
+      const std::vector<KernelSpec> kernels = s.kernels();
+      for (std::size_t k = 0; k < kernels.size(); ++k) {
+        for (std::int64_t cta = 0; cta < std::min<std::int64_t>(kernels[k].grid.count(), 5); ++cta) {
+          std::vector<TileOp> whole, parts;
+          s.emit_cta(k, cta, whole);
+          for (std::size_t part = 0; s.emit_cta_part(k, cta, part, parts); ++part) {
+          }
+          CAPTURE(algo);
+          CAPTURE(kernels[k].name);
+          REQUIRE(whole.size() == parts.size());
+          for (std::size_t i = 0; i < whole.size(); ++i) CHECK(same(whole[i], parts[i]));
+        }
+      }
+    }
+  }
+}
