@@ -105,7 +105,7 @@ kill "$SMI_PID" 2>/dev/null; wait "$SMI_PID" 2>/dev/null
 
 # 3. Counter pass, one ncu process per group.
 sample_clocks "$OUT/clocks_ncu_pass.csv" & SMI_PID=$!
-for group in flash2_ flash1_ standard_; do
+for group in flash2_ flash1_ standard_ block-sparse_ flash-decoding_ paged_; do
   grep -q "^${group%_}" "$SUITE" || continue
   budget=$(( $(left_s) - 25 ))
   if (( budget < 20 )); then log "no time left for ncu group $group"; continue; fi

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "reports/writers.hpp"
+#include "sim/block_mask.hpp"
 #include "sim/errors.hpp"
 
 namespace iosim {
@@ -66,6 +67,12 @@ RunRequest request_for(const json& c, const std::string& where) {
   pr.mask = p.value("mask", false);
   pr.dropout = p.value("dropout", 0.0);
   pr.pass = parse_pass(c.value("pass", std::string("fwd")));
+  // Block-sparse: the kernel's block mask, as --pattern defines it (cuda_validate's block list
+  // is held to sim/block_mask.cpp by tests/block_pattern_match_test.cpp).
+  if (p.contains("pattern") && p["pattern"].is_string()) {
+    pr.pattern = std::make_shared<const BlockPattern>(
+        parse_block_pattern(p["pattern"].get<std::string>()));
+  }
   // Tiling of the measured kernel, when it is one we wrote (cuBLAS picks its own for standard).
   if (c.contains("tiling") && c["tiling"].is_object()) {
     const json& t = c["tiling"];

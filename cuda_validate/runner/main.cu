@@ -33,6 +33,7 @@
 #include "../cupti/l2_flush.cuh"
 #include "../cupti/range_profiler.hpp"
 #include "../kernels/support.cuh"
+#include "extra_ops.hpp"
 #include "json.hpp"
 #include "ops.cuh"
 #include "suite.hpp"
@@ -188,6 +189,9 @@ std::string problem_json(const Case& c) {
       .add("head_dim", json_int(c.head_dim))
       .add("dtype", json_str("fp16"))
       .add("causal", json_bool(c.causal));
+  if (!c.pattern.empty()) o.add("pattern", json_str(c.pattern));
+  if (c.schedule == "flash-decoding" || c.schedule == "paged")
+    o.add("kv_heads", json_int(c.kv_heads));
   return o.str();
 }
 
@@ -354,6 +358,18 @@ class Runner {
 
   void run_case_body(int index, const Case& c, std::vector<std::string>* markers,
                      JsonObject* out) {
+    if (is_extra_schedule(c.schedule)) {
+      // block-sparse, flash-decoding, paged: their own tensors and check (extra_ops.hpp).
+      const ExtraCase x = make_extra_case(c, 1000u * static_cast<uint32_t>(index) + 17u, stream_);
+      out->add("tiling", x.tiling_json);
+      measure(index, c, x.ops, markers, out, [&] {
+        bool passed = false;
+        std::string json = x.check(stream_, &passed);
+        check_passed_ = passed;
+        return json;
+      });
+      return;
+    }
     const int d = c.head_dim;
     if (d % 8 != 0 || d > 256) throw std::runtime_error("head_dim must be a multiple of 8, <= 256");
     if (c.schedule == "standard" && c.seq_kv % 8 != 0)
@@ -422,7 +438,14 @@ class Runner {
       ops = make_standard_ops(cublas_, p, d, t.S->ptr, t.P->ptr);
       out->add("tiling", "null");
     }
+    measure(index, c, ops, markers, out, [&] { return check(c, p, ops); });
+  }
 
+  // Warm-up, then the mode's measurement of the roles; in time mode the output check
+  // (`check_json`, which sets check_passed_) runs before the timings.
+  void measure(int index, const Case& c, const std::vector<RoleOp>& ops,
+               std::vector<std::string>* markers, JsonObject* out,
+               const std::function<std::string()>& check_json) {
     // Warm-up: module loading, cuBLAS heuristics and workspace stay out of the numbers.
     run_all(ops);
     IOSIM_CUDA_CHECK(cudaStreamSynchronize(stream_));
@@ -468,7 +491,7 @@ class Runner {
       return;
     }
 
-    out->add("check", check(c, p, ops));
+    out->add("check", check_json());
     std::vector<double> warm_s(ops.size()), cold_s(ops.size());
     for (std::size_t r = 0; r < ops.size(); ++r) {
       std::vector<double> warm, cold;

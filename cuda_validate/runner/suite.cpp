@@ -28,6 +28,17 @@ std::string default_case_id(const Case& c) {
   id << c.schedule << "_b" << c.batch << "_h" << c.heads << "_n" << c.seq << "_nkv" << c.seq_kv
      << "_d" << c.head_dim;
   if (c.schedule != "standard") id << "_bq" << c.block_q << "_bkv" << c.block_kv;
+  if (c.kv_heads != c.heads) id << "_hkv" << c.kv_heads;
+  if (!c.pattern.empty()) {
+    std::string pat = c.pattern;  // local:4 -> local4, random:0.25:1 -> random0.25s1
+    const auto colon = pat.find(':');
+    if (colon != std::string::npos) pat.erase(colon, 1);
+    for (char& ch : pat)
+      if (ch == ':') ch = 's';
+    id << "_" << pat;
+  }
+  if (c.splits > 0) id << "_s" << c.splits;
+  if (c.page_tokens > 0) id << "_page" << c.page_tokens;
   if (c.causal) id << "_causal";
   return id.str();
 }
@@ -46,9 +57,10 @@ std::vector<Case> load_suite(const std::string& path) {
     std::istringstream words(line);
     Case c;
     if (!(words >> c.schedule)) continue;  // blank or comment line
-    if (c.schedule != "standard" && c.schedule != "flash1" && c.schedule != "flash2")
+    if (c.schedule != "standard" && c.schedule != "flash1" && c.schedule != "flash2" &&
+        c.schedule != "block-sparse" && c.schedule != "flash-decoding" && c.schedule != "paged")
       throw SuiteError(where + ": unknown schedule '" + c.schedule +
-                       "' (valid: standard, flash1, flash2)");
+                       "' (valid: standard, flash1, flash2, block-sparse, flash-decoding, paged)");
     std::string word;
     while (words >> word) {
       const auto eq = word.find('=');
@@ -67,12 +79,36 @@ std::vector<Case> load_suite(const std::string& path) {
         if (value != "0" && value != "1") throw SuiteError(at + ": expected 0 or 1");
         c.causal = value == "1";
       } else if (key == "id") c.id = value;
+      else if (key == "pattern") c.pattern = value;
+      else if (key == "Hkv") c.kv_heads = parse_positive_int(value, at);
+      else if (key == "splits") c.splits = parse_positive_int(value, at);
+      else if (key == "page") c.page_tokens = parse_positive_int(value, at);
       else
-        throw SuiteError(where + ": unknown key '" + key + "' (valid: B H N Nkv d bq bkv causal id)");
+        throw SuiteError(where + ": unknown key '" + key +
+                         "' (valid: B H N Nkv d bq bkv causal id pattern Hkv splits page)");
     }
     if (c.batch == 0 || c.heads == 0 || c.seq == 0 || c.head_dim == 0)
       throw SuiteError(where + ": B, H, N and d are required");
     if (c.seq_kv == 0) c.seq_kv = c.seq;
+    const bool decoding = c.schedule == "flash-decoding" || c.schedule == "paged";
+    if (c.kv_heads == 0) c.kv_heads = c.heads;
+    if (c.heads % c.kv_heads != 0)
+      throw SuiteError(where + ": Hkv must divide H");
+    if (c.kv_heads != c.heads && !decoding)
+      throw SuiteError(where + ": Hkv (grouped-query heads) is for flash-decoding and paged");
+    if ((c.schedule == "block-sparse") != !c.pattern.empty())
+      throw SuiteError(where + ": pattern=... is required for block-sparse and only for it");
+    if (decoding) {
+      if (c.splits == 0) c.splits = 1;
+      if (c.schedule == "flash-decoding" && c.splits < 2)
+        throw SuiteError(where + ": flash-decoding needs splits >= 2");
+      if (c.schedule == "paged" && c.page_tokens == 0) c.page_tokens = 16;
+      if (c.block_q == 0) c.block_q = 16;  // the m-tile the query rows are padded to
+    } else if (c.splits != 0) {
+      throw SuiteError(where + ": splits=... is for flash-decoding and paged");
+    }
+    if (c.page_tokens != 0 && c.schedule != "paged")
+      throw SuiteError(where + ": page=... is for paged");
     if (c.schedule != "standard" && (c.block_q == 0 || c.block_kv == 0))
       throw SuiteError(where + ": " + c.schedule + " needs bq and bkv");
     if (c.causal && c.seq_kv < c.seq)

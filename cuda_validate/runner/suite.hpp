@@ -12,15 +12,19 @@ namespace iosim_cuda {
 // One measured configuration. Field names follow iosim's vocabulary.
 struct Case {
   std::string id;        // unique; derived from the fields unless given (id=...)
-  std::string schedule;  // standard | flash1 | flash2
+  std::string schedule;  // standard | flash1 | flash2 | block-sparse | flash-decoding | paged
   int batch = 0;
   int heads = 0;
+  int kv_heads = 0;  // Hkv (decoding; defaults to H): query head h reads kv head h / (H / Hkv)
   int seq = 0;     // N
   int seq_kv = 0;  // Nkv (defaults to N)
   int head_dim = 0;
   int block_q = 0;   // flash only
   int block_kv = 0;  // flash only
   bool causal = false;
+  std::string pattern;  // block-sparse: local:W | strided:S | random:DENSITY:SEED | causal
+  int splits = 0;       // flash-decoding (> 1), paged (1: no reduce kernel)
+  int page_tokens = 0;  // paged: tokens per page (default 16)
 };
 
 // A suite file that cannot be read or parsed; the message names file and line.
@@ -30,8 +34,9 @@ class SuiteError : public std::runtime_error {
 };
 
 // Parses a suite file. Format: one case per line, `schedule key=value ...`
-// with keys B H N Nkv d bq bkv causal id; '#' starts a comment. Unknown keys,
-// missing keys and duplicate ids are errors.
+// with keys B H N Nkv d bq bkv causal id, and pattern (block-sparse), Hkv, splits,
+// page (decoding); '#' starts a comment. Unknown keys, missing keys and duplicate ids
+// are errors.
 std::vector<Case> load_suite(const std::string& path);
 
 // The id used when a line gives none, e.g. "flash2_b4_h16_n1024_nkv1024_d64_bq128_bkv64_causal".

@@ -1,0 +1,61 @@
+// Block-sparse instantiations (extra_ops.hpp): flash2's configurations, so a block-sparse
+// case and a flash2 case of the same tiling differ only in the blocks they visit.
+#include <sstream>
+
+#include "extra_ops.hpp"
+#include "flash_ops.cuh"
+
+// X(d, block_q, block_kv, warps)
+#define IOSIM_BLOCK_SPARSE_INSTANCES(X) X(64, 128, 64, 4) X(64, 128, 128, 8) X(128, 128, 64, 8)
+
+namespace iosim_cuda {
+namespace {
+
+template <int kD, int kBQ, int kBKV, int kWarps>
+void block_sparse_op(const BlockSparseParams& p, RoleOp* op, FlashTiling* tiling) {
+  using Cfg = Flash2Config<kD, kBQ, kBKV, kWarps>;
+  auto* kernel = &block_sparse_fwd_kernel<kD, kBQ, kBKV, kWarps>;
+  IOSIM_CUDA_CHECK(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes));
+  const dim3 grid((p.attn.seq + kBQ - 1) / kBQ, p.attn.batch, p.attn.heads);
+  op->role = "attention";
+  op->kernel = kernel_label<kD, kBQ, kBKV, kWarps>("block_sparse_fwd_kernel");
+  op->grid = {static_cast<int>(grid.x), static_cast<int>(grid.y), static_cast<int>(grid.z)};
+  op->block = {Cfg::kThreads, 1, 1};
+  op->smem_bytes = Cfg::kSmemBytes;
+  op->launch = [kernel, grid, p](cudaStream_t stream) {
+    kernel<<<grid, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(p);
+    IOSIM_CUDA_CHECK(cudaGetLastError());
+  };
+  *tiling = {Cfg::kThreads, Cfg::kSmemBytes, Cfg::kStages, "cp.async"};
+}
+
+}  // namespace
+
+std::vector<std::array<int, 4>> block_sparse_instances() {
+  std::vector<std::array<int, 4>> v;
+#define IOSIM_LIST(D, BQ, BKV, W) v.push_back({D, BQ, BKV, W});
+  IOSIM_BLOCK_SPARSE_INSTANCES(IOSIM_LIST)
+#undef IOSIM_LIST
+  return v;
+}
+
+bool make_block_sparse_op(int d, int block_q, int block_kv, const BlockSparseParams& p, RoleOp* op,
+                          FlashTiling* tiling, std::string* why) {
+#define IOSIM_TRY(D, BQ, BKV, W)                    \
+  if (d == D && block_q == BQ && block_kv == BKV) { \
+    block_sparse_op<D, BQ, BKV, W>(p, op, tiling);  \
+    return true;                                    \
+  }
+  IOSIM_BLOCK_SPARSE_INSTANCES(IOSIM_TRY)
+#undef IOSIM_TRY
+  std::ostringstream msg;
+  msg << "block-sparse has no instantiation for d=" << d << " block_q=" << block_q
+      << " block_kv=" << block_kv << "; compiled (d, block_q, block_kv):";
+  for (const auto& i : block_sparse_instances())
+    msg << " (" << i[0] << "," << i[1] << "," << i[2] << ")";
+  *why = msg.str();
+  return false;
+}
+
+}  // namespace iosim_cuda

@@ -1,0 +1,477 @@
+// Set-up and checks of the block-sparse, flash-decoding and paged cases (extra_ops.hpp).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <set>
+#include <stdexcept>
+
+#include "../kernels/reference_ext.cuh"
+#include "block_pattern.hpp"
+#include "extra_ops.hpp"
+#include "json.hpp"
+
+namespace iosim_cuda {
+
+namespace {
+
+// support.cuh's fill, gather and scan kernels, in this translation unit: support.cuh
+// defines them (non-template) in main.cu, and a launch of a kernel defined in another
+// translation unit is not something to first try on the device machine.
+__global__ void ext_init_uniform_kernel(half* g_out, int64_t n, uint32_t seed) {
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    uint64_t x = static_cast<uint64_t>(i) * 0x9E3779B97F4A7C15ull + seed;
+    x ^= x >> 30;
+    x *= 0xBF58476D1CE4E5B9ull;
+    x ^= x >> 27;
+    x *= 0x94D049BB133111EBull;
+    x ^= x >> 31;
+    const float u = static_cast<float>(x >> 40) * (1.f / 16777216.f);  // [0, 1)
+    g_out[i] = __float2half(2.f * u - 1.f);
+  }
+}
+
+// out_O (B*H, n_rows, d), out_L (B*H, n_rows) from O (B*H, N, d), L (B*H, N).
+__global__ void ext_gather_rows_kernel(const half* gO, const float* gL, const int* g_rows,
+                                       int n_rows, int seq, int d, int64_t n_bh, float* g_out_O,
+                                       float* g_out_L) {
+  const int64_t total = n_bh * n_rows * d;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int col = static_cast<int>(i % d);
+    const int r = static_cast<int>((i / d) % n_rows);
+    const int64_t bh = i / (static_cast<int64_t>(d) * n_rows);
+    const int row = g_rows[r];
+    g_out_O[i] = __half2float(gO[(bh * seq + row) * d + col]);
+    if (col == 0) g_out_L[bh * n_rows + r] = gL[bh * seq + row];
+  }
+}
+
+__global__ void ext_count_nonfinite_kernel(const half* g_x, int64_t n,
+                                           unsigned long long* g_count) {
+  unsigned long long local = 0;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    if (!isfinite(__half2float(g_x[i]))) ++local;
+  if (local != 0) atomicAdd(g_count, local);
+}
+
+// Device allocations of one case, freed together.
+class Arena {
+ public:
+  Arena() = default;
+  Arena(const Arena&) = delete;
+  Arena& operator=(const Arena&) = delete;
+  ~Arena() {
+    for (void* p : ptrs_) cudaFree(p);
+  }
+  template <typename T>
+  T* alloc(std::size_t count) {
+    if (count == 0) return nullptr;
+    void* p = nullptr;
+    IOSIM_CUDA_CHECK(cudaMalloc(&p, count * sizeof(T)));
+    ptrs_.push_back(p);
+    return static_cast<T*>(p);
+  }
+
+ private:
+  std::vector<void*> ptrs_;
+};
+
+void fill_uniform(half* p, std::size_t n, uint32_t seed, cudaStream_t stream) {
+  ext_init_uniform_kernel<<<1024, 256, 0, stream>>>(p, static_cast<int64_t>(n), seed);
+  IOSIM_CUDA_CHECK(cudaGetLastError());
+}
+
+void require_device_memory(std::size_t need_bytes) {
+  std::size_t free_bytes = 0, total_bytes = 0;
+  IOSIM_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  if (need_bytes + (256ull << 20) > free_bytes)
+    throw std::runtime_error("needs " + std::to_string(need_bytes) + " bytes of device memory, " +
+                             std::to_string(free_bytes) + " free");
+}
+
+// The query rows compared with the reference: both ends and evenly spaced rows (as the
+// runner samples flash cases).
+std::vector<int> sample_rows(int seq) {
+  std::set<int> rows;
+  for (int r = 0; r < 4 && r < seq; ++r) {
+    rows.insert(r);
+    rows.insert(seq - 1 - r);
+  }
+  for (int k = 0; k < 24; ++k)
+    rows.insert(static_cast<int>((static_cast<long long>(seq) * k + 7) / 24) % seq);
+  return {rows.begin(), rows.end()};
+}
+
+// What the check needs to know about a case's tensors.
+struct CheckInputs {
+  const half* gQ;
+  const half* gK;  // logical, contiguous (B, Hkv, Nkv, d)
+  const half* gV;
+  half* gO;
+  float* gL;
+  int batch, heads, kv_heads, seq, seq_kv, d;
+  float scale;
+  bool causal;
+  const unsigned char* g_block_mask;  // null: no block mask
+  int block_q, block_kv, mask_cols;
+  std::string reference;
+};
+
+std::string run_check(const CheckInputs& in, const std::vector<RoleOp>& ops, cudaStream_t stream,
+                      bool* passed) {
+  const std::size_t bh = static_cast<std::size_t>(in.batch) * in.heads;
+  const std::size_t o_elems = bh * in.seq * in.d;
+  IOSIM_CUDA_CHECK(cudaMemsetAsync(in.gO, 0xff, o_elems * sizeof(half), stream));
+  IOSIM_CUDA_CHECK(cudaMemsetAsync(in.gL, 0xff, bh * in.seq * sizeof(float), stream));
+  for (const auto& op : ops) op.launch(stream);
+
+  Arena a;
+  unsigned long long* nonfinite = a.alloc<unsigned long long>(1);
+  IOSIM_CUDA_CHECK(cudaMemsetAsync(nonfinite, 0, sizeof(unsigned long long), stream));
+  ext_count_nonfinite_kernel<<<1024, 256, 0, stream>>>(in.gO, static_cast<int64_t>(o_elems),
+                                                       nonfinite);
+  IOSIM_CUDA_CHECK(cudaGetLastError());
+
+  const std::vector<int> rows = sample_rows(in.seq);
+  const int n_rows = static_cast<int>(rows.size());
+  int* g_rows = a.alloc<int>(rows.size());
+  IOSIM_CUDA_CHECK(cudaMemcpyAsync(g_rows, rows.data(), rows.size() * sizeof(int),
+                                   cudaMemcpyHostToDevice, stream));
+  const std::size_t sample = bh * n_rows * in.d;
+  float* ref_O = a.alloc<float>(sample);
+  float* ref_L = a.alloc<float>(bh * n_rows);
+  float* got_O = a.alloc<float>(sample);
+  float* got_L = a.alloc<float>(bh * n_rows);
+  RefExtParams rp{};
+  rp.gQ = in.gQ;
+  rp.gK = in.gK;
+  rp.gV = in.gV;
+  rp.g_rows = g_rows;
+  rp.n_rows = n_rows;
+  rp.heads = in.heads;
+  rp.kv_heads = in.kv_heads;
+  rp.seq = in.seq;
+  rp.seq_kv = in.seq_kv;
+  rp.d = in.d;
+  rp.scale = in.scale;
+  rp.causal = in.causal;
+  rp.g_block_mask = in.g_block_mask;
+  rp.block_q = in.block_q;
+  rp.block_kv = in.block_kv;
+  rp.mask_cols = in.mask_cols;
+  rp.g_ref_O = ref_O;
+  rp.g_ref_L = ref_L;
+  const int ref_smem = (kRefExtChunk + in.d + kRefExtThreads) * static_cast<int>(sizeof(float));
+  IOSIM_CUDA_CHECK(cudaFuncSetAttribute(&reference_rows_ext_kernel,
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize, ref_smem));
+  reference_rows_ext_kernel<<<dim3(n_rows, static_cast<unsigned>(bh)), kRefExtThreads, ref_smem,
+                              stream>>>(rp);
+  IOSIM_CUDA_CHECK(cudaGetLastError());
+  ext_gather_rows_kernel<<<256, 256, 0, stream>>>(in.gO, in.gL, g_rows, n_rows, in.seq, in.d,
+                                                  static_cast<int64_t>(bh), got_O, got_L);
+  IOSIM_CUDA_CHECK(cudaGetLastError());
+
+  std::vector<float> h_ref(sample), h_got(sample), h_ref_L(bh * n_rows), h_got_L(bh * n_rows);
+  unsigned long long h_nonfinite = 0;
+  IOSIM_CUDA_CHECK(
+      cudaMemcpyAsync(h_ref.data(), ref_O, sample * 4, cudaMemcpyDeviceToHost, stream));
+  IOSIM_CUDA_CHECK(
+      cudaMemcpyAsync(h_got.data(), got_O, sample * 4, cudaMemcpyDeviceToHost, stream));
+  IOSIM_CUDA_CHECK(
+      cudaMemcpyAsync(h_ref_L.data(), ref_L, bh * n_rows * 4, cudaMemcpyDeviceToHost, stream));
+  IOSIM_CUDA_CHECK(
+      cudaMemcpyAsync(h_got_L.data(), got_L, bh * n_rows * 4, cudaMemcpyDeviceToHost, stream));
+  IOSIM_CUDA_CHECK(
+      cudaMemcpyAsync(&h_nonfinite, nonfinite, sizeof h_nonfinite, cudaMemcpyDeviceToHost, stream));
+  IOSIM_CUDA_CHECK(cudaStreamSynchronize(stream));
+
+  double max_err = 0, max_ref = 0, err2 = 0, ref2 = 0;
+  for (std::size_t i = 0; i < sample; ++i) {
+    const double e = std::fabs(static_cast<double>(h_got[i]) - h_ref[i]);
+    max_err = std::isnan(e) ? INFINITY : std::max(max_err, e);
+    max_ref = std::max(max_ref, std::fabs(static_cast<double>(h_ref[i])));
+    err2 += e * e;
+    ref2 += static_cast<double>(h_ref[i]) * h_ref[i];
+  }
+  const double rel_l2 = ref2 > 0 ? std::sqrt(err2 / ref2) : std::sqrt(err2);
+  // L: a row that sees no key has L = -inf in both; any other non-finite value is an error.
+  double max_err_L = 0;
+  long long empty_rows = 0;
+  for (std::size_t i = 0; i < h_ref_L.size(); ++i) {
+    const double r = h_ref_L[i], g = h_got_L[i];
+    if (std::isinf(r) && r < 0) {
+      ++empty_rows;
+      if (!(std::isinf(g) && g < 0)) max_err_L = INFINITY;
+      continue;
+    }
+    const double e = std::fabs(g - r);
+    max_err_L = std::isnan(e) ? INFINITY : std::max(max_err_L, e);
+  }
+  const double tol_abs = 1e-3 + 2e-2 * max_ref;
+  *passed = h_nonfinite == 0 && rel_l2 <= 1e-2 && max_err <= tol_abs && max_err_L <= 1e-2;
+  JsonObject o;
+  o.add("max_abs_error", json_num(max_err))
+      .add("max_abs_reference", json_num(max_ref))
+      .add("rel_l2_error", json_num(rel_l2))
+      .add("tolerance_max_abs", json_num(tol_abs))
+      .add("tolerance_rel_l2", json_num(1e-2))
+      .add("lse_max_abs_error", json_num(max_err_L))
+      .add("nonfinite_outputs", json_int(static_cast<long long>(h_nonfinite)))
+      .add("rows_checked_per_head", json_int(n_rows))
+      .add("rows_without_visible_key", json_int(empty_rows))
+      .add("reference", json_str(in.reference))
+      .add("passed", json_bool(*passed));
+  std::fprintf(stderr,
+               "  check: max_abs_error %.3g (tol %.3g) rel_l2 %.3g lse %.3g nonfinite %llu -> %s\n",
+               max_err, tol_abs, rel_l2, max_err_L, h_nonfinite, *passed ? "pass" : "FAIL");
+  return o.str();
+}
+
+std::string tiling_common(const Case& c, const FlashTiling& t, JsonObject* o) {
+  o->add("block_q", json_int(c.block_q))
+      .add("block_kv", json_int(c.block_kv))
+      .add("threads", json_int(t.threads))
+      .add("smem_bytes_per_cta", json_int(t.smem_bytes_per_cta))
+      .add("pipeline_stages", json_int(t.pipeline_stages))
+      .add("copy", json_str(t.copy))
+      .add("mma", json_str("mma.sync.m16n8k16 (ldmatrix)"));
+  return o->str();
+}
+
+ExtraCase make_block_sparse_case(const Case& c, uint32_t seed, cudaStream_t stream) {
+  const int d = c.head_dim;
+  BlockList blocks;
+  try {
+    blocks = make_block_list(c.pattern, c.seq, c.seq_kv, c.block_q, c.block_kv, c.causal);
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error(e.what());
+  }
+  const std::size_t bh = static_cast<std::size_t>(c.batch) * c.heads;
+  const std::size_t q_elems = bh * c.seq * d, kv_elems = bh * c.seq_kv * d;
+  require_device_memory((2 * q_elems + 2 * kv_elems) * 2 + bh * c.seq * 4 + blocks.dense.size() +
+                        4 * (blocks.row_ptr.size() + blocks.col_idx.size()));
+  auto arena = std::make_shared<Arena>();
+  half* gQ = arena->alloc<half>(q_elems);
+  half* gK = arena->alloc<half>(kv_elems);
+  half* gV = arena->alloc<half>(kv_elems);
+  half* gO = arena->alloc<half>(q_elems);
+  float* gL = arena->alloc<float>(bh * c.seq);
+  int* g_row_ptr = arena->alloc<int>(blocks.row_ptr.size());
+  // At least one entry, so the kernel's column pointer is valid even with no nonzero block.
+  int* g_cols = arena->alloc<int>(std::max<std::size_t>(1, blocks.col_idx.size()));
+  unsigned char* g_mask = arena->alloc<unsigned char>(blocks.dense.size());
+  fill_uniform(gQ, q_elems, seed + 1, stream);
+  fill_uniform(gK, kv_elems, seed + 2, stream);
+  fill_uniform(gV, kv_elems, seed + 3, stream);
+  IOSIM_CUDA_CHECK(cudaMemcpyAsync(g_row_ptr, blocks.row_ptr.data(), blocks.row_ptr.size() * 4,
+                                   cudaMemcpyHostToDevice, stream));
+  if (!blocks.col_idx.empty())
+    IOSIM_CUDA_CHECK(cudaMemcpyAsync(g_cols, blocks.col_idx.data(), blocks.col_idx.size() * 4,
+                                     cudaMemcpyHostToDevice, stream));
+  IOSIM_CUDA_CHECK(cudaMemcpyAsync(g_mask, blocks.dense.data(), blocks.dense.size(),
+                                   cudaMemcpyHostToDevice, stream));
+  IOSIM_CUDA_CHECK(cudaStreamSynchronize(stream));  // the host vectors go out of scope
+
+  BlockSparseParams bp{};
+  bp.attn.gQ = gQ;
+  bp.attn.gK = gK;
+  bp.attn.gV = gV;
+  bp.attn.gO = gO;
+  bp.attn.gL = gL;
+  bp.attn.batch = c.batch;
+  bp.attn.heads = c.heads;
+  bp.attn.seq = c.seq;
+  bp.attn.seq_kv = c.seq_kv;
+  bp.attn.scale = 1.f / std::sqrt(static_cast<float>(d));
+  bp.attn.causal = c.causal;
+  bp.g_row_ptr = g_row_ptr;
+  bp.g_cols = g_cols;
+
+  ExtraCase x;
+  RoleOp op;
+  FlashTiling t;
+  std::string why;
+  if (!make_block_sparse_op(d, c.block_q, c.block_kv, bp, &op, &t, &why))
+    throw std::runtime_error(why);
+  x.ops.push_back(op);
+  JsonObject tj;
+  tiling_common(c, t, &tj);
+  const long long all_blocks = static_cast<long long>(blocks.rows) * blocks.cols;
+  tj.add("nonzero_blocks", json_int(blocks.nonzero()))
+      .add("blocks", json_int(all_blocks))
+      .add("density",
+           json_num(static_cast<double>(blocks.nonzero()) / static_cast<double>(all_blocks)))
+      .add("block_list", json_str("CSR int32 row_ptr (Tr + 1) and column indices, read by the "
+                                  "kernel (4 bytes per nonzero block)"));
+  x.tiling_json = tj.str();
+  CheckInputs in{
+      gQ,          gK,
+      gV,          gO,
+      gL,          c.batch,
+      c.heads,     c.heads,
+      c.seq,       c.seq_kv,
+      d,           bp.attn.scale,
+      c.causal,    g_mask,
+      c.block_q,   c.block_kv,
+      blocks.cols, "fp32 naive CUDA kernel over the same block mask, sampled rows, all (b, h)"};
+  const std::vector<RoleOp> ops = x.ops;
+  x.check = [in, ops](cudaStream_t s, bool* passed) { return run_check(in, ops, s, passed); };
+  x.storage = arena;
+  return x;
+}
+
+ExtraCase make_decode_case(const Case& c, uint32_t seed, cudaStream_t stream) {
+  const int d = c.head_dim;
+  const bool paged = c.schedule == "paged";
+  const int group = c.heads / c.kv_heads;
+  if (group * c.seq > 16)
+    throw std::runtime_error("(H / Hkv) * N = " + std::to_string(group * c.seq) +
+                             " query rows per CTA; the decode kernel takes at most 16");
+  if (c.splits > kReduceMaxSplits)
+    throw std::runtime_error("splits " + std::to_string(c.splits) + " > " +
+                             std::to_string(kReduceMaxSplits));
+  // Splits of whole BLOCK_KV tiles; a split count that leaves a split empty is refused.
+  const int tiles = (c.seq_kv + c.block_kv - 1) / c.block_kv;
+  const int split_tokens = (tiles + c.splits - 1) / c.splits * c.block_kv;
+  const int splits_used = (c.seq_kv + split_tokens - 1) / split_tokens;
+  if (splits_used != c.splits)
+    throw std::runtime_error("splits=" + std::to_string(c.splits) + " of " + std::to_string(tiles) +
+                             " tiles of " + std::to_string(c.block_kv) + " keys leaves only " +
+                             std::to_string(splits_used) + " non-empty splits");
+
+  const std::size_t bh = static_cast<std::size_t>(c.batch) * c.heads;
+  const std::size_t kv_bh = static_cast<std::size_t>(c.batch) * c.kv_heads;
+  const std::size_t q_elems = bh * c.seq * d, kv_elems = kv_bh * c.seq_kv * d;
+  const int page_tokens = paged ? c.page_tokens : 0;
+  const int pages_per_seq = paged ? (c.seq_kv + page_tokens - 1) / page_tokens : 0;
+  const std::size_t pool_pages = static_cast<std::size_t>(c.batch) * pages_per_seq;
+  const std::size_t pool_elems = pool_pages * c.kv_heads * page_tokens * d;
+  const std::size_t partial_rows = c.splits > 1 ? bh * c.splits * c.seq : 0;
+  require_device_memory((2 * q_elems + 2 * kv_elems + 2 * pool_elems) * 2 + bh * c.seq * 4 +
+                        partial_rows * (d + 1) * 4 + pool_pages * 4);
+
+  auto arena = std::make_shared<Arena>();
+  half* gQ = arena->alloc<half>(q_elems);
+  half* gK = arena->alloc<half>(kv_elems);
+  half* gV = arena->alloc<half>(kv_elems);
+  half* gO = arena->alloc<half>(q_elems);
+  float* gL = arena->alloc<float>(bh * c.seq);
+  float* g_pO = arena->alloc<float>(partial_rows * d);
+  float* g_plse = arena->alloc<float>(partial_rows);
+  fill_uniform(gQ, q_elems, seed + 1, stream);
+  fill_uniform(gK, kv_elems, seed + 2, stream);
+  fill_uniform(gV, kv_elems, seed + 3, stream);
+
+  half *gK_pool = nullptr, *gV_pool = nullptr;
+  int* g_table = nullptr;
+  if (paged) {
+    // Every sequence's pages at random places in one pool: a random permutation.
+    std::vector<int> table(pool_pages);
+    for (std::size_t i = 0; i < pool_pages; ++i) table[i] = static_cast<int>(i);
+    std::mt19937_64 rng(seed);
+    std::shuffle(table.begin(), table.end(), rng);
+    g_table = arena->alloc<int>(pool_pages);
+    gK_pool = arena->alloc<half>(pool_elems);
+    gV_pool = arena->alloc<half>(pool_elems);
+    IOSIM_CUDA_CHECK(
+        cudaMemcpyAsync(g_table, table.data(), pool_pages * 4, cudaMemcpyHostToDevice, stream));
+    // NaN in the slots past each sequence's end: a kernel reading them would fail its check.
+    IOSIM_CUDA_CHECK(cudaMemsetAsync(gK_pool, 0xff, pool_elems * 2, stream));
+    IOSIM_CUDA_CHECK(cudaMemsetAsync(gV_pool, 0xff, pool_elems * 2, stream));
+    for (auto [src, dst] : {std::pair<const half*, half*>{gK, gK_pool}, {gV, gV_pool}}) {
+      scatter_to_pages_kernel<<<1024, 256, 0, stream>>>(src, dst, g_table, c.batch, c.kv_heads,
+                                                        c.seq_kv, d, page_tokens, pages_per_seq);
+      IOSIM_CUDA_CHECK(cudaGetLastError());
+    }
+    IOSIM_CUDA_CHECK(cudaStreamSynchronize(stream));  // `table` goes out of scope
+  }
+
+  DecodeParams p{};
+  p.gQ = gQ;
+  p.gK = paged ? gK_pool : gK;
+  p.gV = paged ? gV_pool : gV;
+  p.g_block_table = g_table;
+  p.gO = gO;
+  p.gL = gL;
+  p.g_partial_O = g_pO;
+  p.g_partial_lse = g_plse;
+  p.batch = c.batch;
+  p.heads = c.heads;
+  p.kv_heads = c.kv_heads;
+  p.seq = c.seq;
+  p.seq_kv = c.seq_kv;
+  p.splits = c.splits;
+  p.split_tokens = split_tokens;
+  p.page_tokens = paged ? page_tokens : 1;
+  p.pages_per_seq = pages_per_seq;
+  p.scale = 1.f / std::sqrt(static_cast<float>(d));
+
+  ExtraCase x;
+  FlashTiling t;
+  std::string why;
+  if (!make_decode_ops(d, c.block_kv, paged, p, &x.ops, &t, &why)) throw std::runtime_error(why);
+  JsonObject tj;
+  tiling_common(c, t, &tj);
+  tj.add("splits", json_int(c.splits))
+      .add("split_tokens", json_int(split_tokens))
+      .add("query_rows_per_cta", json_int(group * c.seq));
+  if (c.splits > 1)
+    tj.add("reduce", JsonObject()
+                         .add("threads", json_int(kReduceThreads))
+                         .add("rows_per_cta", json_int(kReduceThreads / (d / 4)))
+                         .str())
+        .add("partial_layout", json_str("partial_O (B, H, splits, N, d) fp32, normalized; "
+                                        "partial_lse (B, H, splits, N) fp32, natural log"));
+  if (paged)
+    tj.add("page_tokens", json_int(page_tokens))
+        .add("pages_per_seq", json_int(pages_per_seq))
+        .add("pool_pages", json_int(static_cast<long long>(pool_pages)))
+        .add("pool_layout", json_str("(pages, Hkv, page_tokens, d) fp16"))
+        .add("block_table", json_str("(B, pages_per_seq) int32, a random permutation of the "
+                                     "pool; each split CTA reads its slice once"));
+  x.tiling_json = tj.str();
+  CheckInputs in{gQ,
+                 gK,
+                 gV,
+                 gO,
+                 gL,
+                 c.batch,
+                 c.heads,
+                 c.kv_heads,
+                 c.seq,
+                 c.seq_kv,
+                 d,
+                 p.scale,
+                 c.causal,
+                 nullptr,
+                 1,
+                 1,
+                 0,
+                 paged ? "fp32 naive CUDA kernel over the contiguous cache the pool was "
+                         "scattered from, sampled rows, all (b, h)"
+                       : "fp32 naive CUDA kernel, sampled rows, all (b, h)"};
+  const std::vector<RoleOp> ops = x.ops;
+  x.check = [in, ops](cudaStream_t s, bool* passed) { return run_check(in, ops, s, passed); };
+  x.storage = arena;
+  return x;
+}
+
+}  // namespace
+
+bool is_extra_schedule(const std::string& schedule) {
+  return schedule == "block-sparse" || schedule == "flash-decoding" || schedule == "paged";
+}
+
+ExtraCase make_extra_case(const Case& c, uint32_t seed, cudaStream_t stream) {
+  if (c.head_dim % 8 != 0 || c.head_dim > 256)
+    throw std::runtime_error("head_dim must be a multiple of 8, <= 256");
+  if (c.schedule == "block-sparse") return make_block_sparse_case(c, seed, stream);
+  if (c.causal && c.seq > 1)
+    throw std::runtime_error("the decode kernels take no causal mask (seq 1 sees every key)");
+  return make_decode_case(c, seed, stream);
+}
+
+}  // namespace iosim_cuda

@@ -1,0 +1,57 @@
+// Cases whose inputs are more than Q, K, V of one shape: block-sparse (a block list),
+// flash-decoding and paged (grouped kv heads, splits, a page pool and block table).
+// Each owns its device tensors and brings its own check, since its reference differs
+// (block mask, kv-head mapping). The runner's main loop measures their roles exactly
+// as it measures flash2's (warm-up, time / ncu / cupti modes).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "../kernels/block_sparse_fwd.cuh"
+#include "../kernels/decode_fwd.cuh"
+#include "ops.cuh"
+#include "suite.hpp"
+
+namespace iosim_cuda {
+
+struct ExtraCase {
+  std::vector<RoleOp> ops;
+  std::string tiling_json;
+  // Poisons O and L with NaN, runs the ops once more, compares sampled rows with the fp32
+  // reference; returns the case's "check" object and sets *passed.
+  std::function<std::string(cudaStream_t, bool* passed)> check;
+  std::shared_ptr<void> storage;  // the device tensors; freed with the case
+};
+
+// block-sparse, flash-decoding or paged.
+bool is_extra_schedule(const std::string& schedule);
+
+// Allocates and fills the case's tensors (random inputs from `seed`), builds the block list
+// or page pool, and its roles. Throws std::runtime_error (or CudaError) with the reason when
+// the case cannot run (no instantiation, too little device memory, empty splits).
+ExtraCase make_extra_case(const Case& c, uint32_t seed, cudaStream_t stream);
+
+// The roles of a block-sparse case (one "attention" kernel), or false with `why` filled when
+// no instantiation matches (d, block_q, block_kv); block_sparse.cu.
+bool make_block_sparse_op(int d, int block_q, int block_kv, const BlockSparseParams& p, RoleOp* op,
+                          FlashTiling* tiling, std::string* why);
+
+// The split kernel of flash-decoding / paged (role "split", or "attention" when splits == 1
+// and it writes O itself) and the reduce kernel (role "reduce"); decode.cu. False with `why`
+// when no instantiation matches (d, block_kv).
+bool make_decode_ops(int d, int block_kv, bool paged, const DecodeParams& p,
+                     std::vector<RoleOp>* ops, FlashTiling* tiling, std::string* why);
+
+// The instantiated tuples, for errors and the README: block-sparse (d, block_q, block_kv,
+// warps); decode (d, block_kv, warps).
+std::vector<std::array<int, 4>> block_sparse_instances();
+std::vector<std::array<int, 3>> decode_instances();
+
+}  // namespace iosim_cuda
