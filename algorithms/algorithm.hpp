@@ -20,6 +20,7 @@ struct Tiling {
   int threads = 0;            // threads per CTA of the main kernel
   int pipeline_stages = 0;    // K/V copy stages of the main kernel
   int registers_per_thread = 0;  // of the main kernel, as a compiler reported it (0: estimated)
+  std::int64_t splits = 0;       // split-KV decoding: K/V chunks per query tile (0: heuristic)
 };
 
 /// The outcome of planning: a schedule, or the reason none fits.
@@ -55,7 +56,7 @@ class Registry {
   std::vector<std::unique_ptr<Algorithm>> algorithms_;
 };
 
-/// Adds standard, flash1, flash2 and block-sparse.
+/// Adds standard, flash1, flash2, block-sparse, flash-decoding and paged.
 void register_builtin_algorithms(Registry& registry);
 
 /// A registry holding the built-in algorithms.

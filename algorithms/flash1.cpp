@@ -20,9 +20,13 @@ class Flash1Schedule final : public Schedule {
 
   std::vector<TensorDecl> tensors() const override {
     const std::int64_t eb = p_.elem_bytes(), bh = p_.bh(), d = p_.head_dim;
-    return {{TensorId::Q, bh, p_.seq, d, eb},    {TensorId::K, bh, p_.seq_kv, d, eb},
-            {TensorId::V, bh, p_.seq_kv, d, eb}, {TensorId::O, bh, p_.seq, d, eb},
-            {TensorId::l, bh, p_.seq, 1, 4},     {TensorId::m, bh, p_.seq, 1, 4}};
+    // Grouped-query attention: head bh's CTA reads K/V matrix bh / g of B*H_kv.
+    return {{TensorId::Q, bh, p_.seq, d, eb},
+            {TensorId::K, p_.bh_kv(), p_.seq_kv, d, eb},
+            {TensorId::V, p_.bh_kv(), p_.seq_kv, d, eb},
+            {TensorId::O, bh, p_.seq, d, eb},
+            {TensorId::l, bh, p_.seq, 1, 4},
+            {TensorId::m, bh, p_.seq, 1, 4}};
   }
 
   std::vector<KernelSpec> kernels() const override {
@@ -54,8 +58,8 @@ class Flash1Schedule final : public Schedule {
     {
       const std::int64_t k0 = j * t_.block_kv;
       const std::int64_t kr = std::min(t_.block_kv, p_.seq_kv - k0);
-      out.push_back(TileOp::load({TensorId::K, bh, k0, kr, 0, d}));  // gK -> sK (kr, d)
-      out.push_back(TileOp::load({TensorId::V, bh, k0, kr, 0, d}));  // gV -> sV (kr, d)
+      out.push_back(TileOp::load({TensorId::K, bh / p_.group(), k0, kr, 0, d}));  // sK (kr, d)
+      out.push_back(TileOp::load({TensorId::V, bh / p_.group(), k0, kr, 0, d}));  // sV (kr, d)
       for (std::int64_t i = 0; i < tr; ++i) {
         const std::int64_t q0 = i * t_.block_q;
         const std::int64_t qr = std::min(t_.block_q, p_.seq - q0);

@@ -22,19 +22,28 @@ class Flash2Schedule final : public Schedule {
                  std::shared_ptr<const BlockMask> blocks)
       : p_(p), t_(t), smem_bytes_(smem_bytes), regs_(regs), blocks_(std::move(blocks)) {}
 
+  // Grouped-query attention: K/V have B*H_kv matrices. When the query group is packed
+  // (AttentionProblem::packs_query_group, seq 1; never under a block mask, which is over query
+  // positions) the query side is viewed as B*H_kv heads of g*N rows: the same bytes as
+  // [B*H][N][d], since a group's heads are adjacent.
+  bool packed() const { return p_.packs_query_group() && !blocks_; }
+  std::int64_t view_heads() const { return packed() ? p_.kv_head_count() : p_.heads; }
+  std::int64_t view_rows() const { return packed() ? p_.group() * p_.seq : p_.seq; }
+
   std::vector<TensorDecl> tensors() const override {
-    const std::int64_t eb = p_.elem_bytes(), bh = p_.bh(), d = p_.head_dim;
-    return {{TensorId::Q, bh, p_.seq, d, eb},
-            {TensorId::K, bh, p_.seq_kv, d, eb},
-            {TensorId::V, bh, p_.seq_kv, d, eb},
-            {TensorId::O, bh, p_.seq, d, eb},
-            {TensorId::L, bh, p_.seq, 1, 4}};
+    const std::int64_t eb = p_.elem_bytes(), d = p_.head_dim;
+    const std::int64_t qm = p_.batch * view_heads(), n = view_rows();
+    return {{TensorId::Q, qm, n, d, eb},
+            {TensorId::K, p_.bh_kv(), p_.seq_kv, d, eb},
+            {TensorId::V, p_.bh_kv(), p_.seq_kv, d, eb},
+            {TensorId::O, qm, n, d, eb},
+            {TensorId::L, qm, n, 1, 4}};
   }
 
   std::vector<KernelSpec> kernels() const override {
     KernelSpec k;
     k.name = "flash2_fwd";
-    k.grid = {ceil_div(p_.seq, t_.block_q), p_.batch, p_.heads};
+    k.grid = {ceil_div(view_rows(), t_.block_q), p_.batch, view_heads()};
     k.threads_per_cta = t_.threads;
     k.smem_bytes_per_cta = smem_bytes_;
     k.registers_per_thread = regs_;
@@ -45,14 +54,15 @@ class Flash2Schedule final : public Schedule {
   }
 
   void emit_cta(std::size_t, std::int64_t cta, std::vector<TileOp>& out) const override {
-    const std::int64_t tr = ceil_div(p_.seq, t_.block_q);
+    const std::int64_t n = view_rows(), tr = ceil_div(n, t_.block_q);
     const std::int64_t qb = cta % tr;
     const std::int64_t b = (cta / tr) % p_.batch;
     const std::int64_t h = cta / (tr * p_.batch);
-    const std::int64_t bh = b * p_.heads + h;
+    const std::int64_t bh = b * view_heads() + h;  // query matrix (a packed group: its K/V head)
+    const std::int64_t kv = packed() ? bh : bh / p_.group();  // K/V matrix
     const std::int64_t d = p_.head_dim, eb = p_.elem_bytes();
     const std::int64_t q0 = qb * t_.block_q;
-    const std::int64_t qr = std::min(t_.block_q, p_.seq - q0);
+    const std::int64_t qr = std::min(t_.block_q, n - q0);
     const std::int64_t warps = std::max(1, t_.threads / 32);
     const std::int64_t offset = p_.seq_kv - p_.seq;  // bottom-right causal alignment
 
@@ -69,8 +79,8 @@ class Flash2Schedule final : public Schedule {
       if (blocks_ && !blocks_->at(qb, j)) continue;  // a zero block: no loads, no FLOPs
       const std::int64_t k0 = j * t_.block_kv;
       const std::int64_t kr = std::min(t_.block_kv, p_.seq_kv - k0);
-      out.push_back(TileOp::load({TensorId::K, bh, k0, kr, 0, d}));  // gK -> sK (kr, d)
-      out.push_back(TileOp::load({TensorId::V, bh, k0, kr, 0, d}));  // gV -> sV (kr, d)
+      out.push_back(TileOp::load({TensorId::K, kv, k0, kr, 0, d}));    // gK -> sK (kr, d)
+      out.push_back(TileOp::load({TensorId::V, kv, k0, kr, 0, d}));    // gV -> sV (kr, d)
       const TileRef s{TensorId::S, bh, q0, qr, k0, kr};                // rS (qr, kr)
       // Each warp reads its own Q rows and the whole K (then V) tile from shared memory.
       out.push_back(costs::scores(s, d, (qr + warps * kr) * d * eb));

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "sim/block_mask.hpp"
+#include "sim/block_table.hpp"
 #include "sim/errors.hpp"
 
 namespace iosim {
@@ -41,8 +42,21 @@ class CtaInterpreter {
       switch (op.kind) {
         case OpKind::load: {
           const TileRef& t = op.tile;
-          buf(t.tensor) = g_.of(t.tensor).at(static_cast<std::size_t>(t.matrix))
-                              .block(t.row0, t.col0, t.rows, t.cols);
+          const Mat& src = g_.of(t.tensor).at(static_cast<std::size_t>(t.matrix));
+          ensure(t.row0 >= 0 && t.col0 >= 0 && t.row0 + t.rows <= src.rows() &&
+                     t.col0 + t.cols <= src.cols(),
+                 "load of {} matrix {} rows [{}, {}) outside its {}x{} data", tensor_name(t.tensor),
+                 t.matrix, t.row0, t.row0 + t.rows, src.rows(), src.cols());
+          Mat& dst = buf(t.tensor);
+          if (op.append && dst.size() > 0) {  // a gather: the rows go below those on chip
+            ensure(dst.cols() == t.cols, "gather of {} with {} columns onto a tile of {}",
+                   tensor_name(t.tensor), t.cols, dst.cols());
+            Mat stacked(dst.rows() + t.rows, t.cols);
+            stacked << dst, src.block(t.row0, t.col0, t.rows, t.cols);
+            dst = std::move(stacked);
+          } else {
+            dst = src.block(t.row0, t.col0, t.rows, t.cols);
+          }
           break;
         }
         case OpKind::store: {
@@ -173,6 +187,10 @@ class CtaInterpreter {
         break;
       }
       case ComputeKind::flash1_update: flash1_update(t); break;
+      case ComputeKind::finalize_partial:
+      case ComputeKind::combine_partial:
+        split_kv(op);
+        break;
       case ComputeKind::zero_grad:
       case ComputeKind::row_dot:
       case ComputeKind::recompute_p:
@@ -304,6 +322,42 @@ class CtaInterpreter {
     }
   }
 
+  // Split-KV decoding. A split normalizes its own result and keeps its log-sum-exp; the reduce
+  // kernel combines the splits with the online-softmax recurrence over their log-sum-exps (m, l
+  // and O of init_state, then finalize), which weights split s by exp(lse_s - lse).
+  void split_kv(const TileOp& op) {
+    const Eigen::Index r = op.tile.rows, d = p_.head_dim;
+    Mat& o = operand(TensorId::O, r, d);
+    Mat& m = operand(TensorId::m, r, 1);
+    Mat& l = operand(TensorId::l, r, 1);
+    if (op.compute == ComputeKind::finalize_partial) {
+      Mat part(r, d), lse(r, 1);
+      for (Eigen::Index i = 0; i < r; ++i) {
+        if (l(i) == 0.0f) {  // a split with no key for this row: weight zero in the reduce
+          part.row(i).setZero();
+          lse(i) = kNegInf;
+          continue;
+        }
+        part.row(i) = o.row(i) / l(i);
+        lse(i) = m(i) + std::log(l(i));
+      }
+      buf(TensorId::partial_O) = part;
+      buf(TensorId::partial_lse) = lse;
+      return;
+    }
+    const Mat& part = operand(TensorId::partial_O, r, d);
+    const Mat& lse = operand(TensorId::partial_lse, r, 1);
+    for (Eigen::Index i = 0; i < r; ++i) {
+      if (lse(i) == kNegInf) continue;
+      const float m_new = std::max(m(i), lse(i));
+      const float corr = std::exp(m(i) - m_new);  // 0 when m was -inf
+      const float w = std::exp(lse(i) - m_new);
+      l(i) = corr * l(i) + w;
+      o.row(i) = corr * o.row(i) + w * part.row(i);
+      m(i) = m_new;
+    }
+  }
+
   // Algorithm 1, lines 9-13: O, l, m hold the normalized result over the K/V blocks seen so far.
   void flash1_update(const TileRef& t) {
     const Eigen::Index r = t.rows, c = t.cols, d = p_.head_dim;
@@ -421,6 +475,46 @@ bool has_forward(Pass pass) {
   return pass != Pass::bwd;
 }
 
+// Rows [row0, row0 + rows) of a tensor's flat row space (row r of matrix i is flat row
+// i * rows_per_matrix + r). The bytes are the same whatever matrix shape a schedule declares, so
+// query head bh's rows bh*N .. bh*N + N-1 are found in a [B*H][N][d] tensor, in a group-packed
+// [B*H_kv][g*N][d] one or in a flat [1][B*H*N][d] one alike.
+Mat flat_rows(const std::vector<Mat>& mats, Eigen::Index row0, Eigen::Index rows) {
+  ensure(!mats.empty() && mats.front().rows() > 0, "flat_rows of an empty tensor");
+  const Eigen::Index per = mats.front().rows();
+  Mat out(rows, mats.front().cols());
+  for (Eigen::Index r = 0; r < rows; ++r) {
+    const Eigen::Index flat = row0 + r;
+    const auto i = static_cast<std::size_t>(flat / per);
+    ensure(i < mats.size(), "flat row {} outside the tensor", flat);
+    out.row(r) = mats[i].row(flat % per);
+  }
+  return out;
+}
+
+// The logical K (or V) of K/V matrix `kv` (= b*H_kv + h_kv), N_kv x d: contiguous rows, or
+// gathered from the page pool through the block table (pool matrix page*H_kv + h_kv).
+Mat logical_kv(const std::vector<Mat>& mats, const AttentionProblem& p, std::int64_t kv) {
+  if (!p.block_table) return flat_rows(mats, kv * p.seq_kv, p.seq_kv);
+  const std::int64_t hkv = p.kv_head_count(), b = kv / hkv, h = kv % hkv, pt = p.page_tokens;
+  Mat out(p.seq_kv, p.head_dim);
+  for (std::int64_t t = 0; t < p.seq_kv; ++t) {
+    const auto page = static_cast<std::size_t>(p.block_table->at(b, t / pt) * hkv + h);
+    ensure(page < mats.size() && mats[page].rows() == pt, "page {} not in the pool", page);
+    out.row(t) = mats[page].row(t % pt);
+  }
+  return out;
+}
+
+// Which matrices of a paged K/V pool some sequence uses (the rest stay empty).
+std::vector<bool> used_pool_matrices(const AttentionProblem& p, std::int64_t matrices) {
+  std::vector<bool> used(static_cast<std::size_t>(matrices), false);
+  const std::int64_t hkv = p.kv_head_count();
+  for (std::int32_t page : p.block_table->pages)
+    for (std::int64_t h = 0; h < hkv; ++h) used[static_cast<std::size_t>(page * hkv + h)] = true;
+  return used;
+}
+
 }  // namespace
 
 double NumericResult::max_abs_error() const {
@@ -446,27 +540,41 @@ NumericResult execute_schedule(const Schedule& schedule, const AttentionProblem&
     g.declared[i] = true;
     auto& mats = g.data[i];
     mats.resize(static_cast<std::size_t>(d.matrices));
-    const bool input =
-        d.id == TensorId::Q || d.id == TensorId::K || d.id == TensorId::V || d.id == TensorId::dO;
-    for (Mat& m : mats) {
+    const bool kv = d.id == TensorId::K || d.id == TensorId::V;
+    const bool input = kv || d.id == TensorId::Q || d.id == TensorId::dO;
+    // A paged pool holds only the pages the block table hands out; the others stay empty.
+    const std::vector<bool> used = kv && p.block_table ? used_pool_matrices(p, d.matrices)
+                                                       : std::vector<bool>(mats.size(), true);
+    for (std::size_t j = 0; j < mats.size(); ++j) {
+      Mat& m = mats[j];
       // Inputs are random; everything else starts as NaN so that an unwritten output shows.
+      if (!used[j]) continue;
       if (input) {
         m = Mat::NullaryExpr(d.rows, d.cols, [&] { return normal(rng); });
       } else {
         m = Mat::Constant(d.rows, d.cols, std::numeric_limits<float>::quiet_NaN());
       }
     }
+    if (d.id == TensorId::block_table && p.block_table) {  // the page ids the kernel reads
+      const BlockTable& bt = *p.block_table;
+      for (std::int64_t b = 0; b < bt.sequences; ++b)
+        for (std::int64_t c = 0; c < bt.pages_per_seq; ++c)
+          mats[0](b, c) = static_cast<float>(bt.at(b, c));
+    }
   }
   const bool grads = has_backward(p.pass);
   ensure(!grads || g.declared[index_of(TensorId::dO)], "a backward schedule without dO");
   const bool keep_scores = !has_forward(p.pass) && (g.declared[index_of(TensorId::P)] ||
                                                     g.declared[index_of(TensorId::P_drop)]);
+  // Query head bh reads K/V head bh / g (grouped-query attention; g = 1 otherwise).
   std::vector<Reference> refs;
+  const Eigen::Index n = p.seq;
   for (std::int64_t bh = 0; bh < p.bh(); ++bh) {
-    const auto b = static_cast<std::size_t>(bh);
-    refs.push_back(reference(p, seed, bh, g.of(TensorId::Q)[b], g.of(TensorId::K)[b],
-                             g.of(TensorId::V)[b], grads ? &g.of(TensorId::dO)[b] : nullptr, blocks,
-                             keep_scores));
+    const Mat q = flat_rows(g.of(TensorId::Q), bh * n, n);
+    const Mat k = logical_kv(g.of(TensorId::K), p, bh / p.group());
+    const Mat v = logical_kv(g.of(TensorId::V), p, bh / p.group());
+    const Mat d_o = grads ? flat_rows(g.of(TensorId::dO), bh * n, n) : Mat();
+    refs.push_back(reference(p, seed, bh, q, k, v, grads ? &d_o : nullptr, blocks, keep_scores));
   }
   if (!has_forward(p.pass)) {
     // A backward alone starts from what the forward saved: whichever of these it declares.
@@ -500,13 +608,15 @@ NumericResult execute_schedule(const Schedule& schedule, const AttentionProblem&
   if (grads) result.max_abs_error_grad = 0.0;
   for (std::size_t b = 0; b < refs.size(); ++b) {
     const Reference& ref = refs[b];
+    const auto row0 = static_cast<Eigen::Index>(b) * n;
     if (has_forward(p.pass)) {
-      result.max_abs_error_o =
-          std::max(result.max_abs_error_o, max_abs_diff(g.of(TensorId::O)[b], ref.o));
+      result.max_abs_error_o = std::max(result.max_abs_error_o,
+                                        max_abs_diff(flat_rows(g.of(TensorId::O), row0, n), ref.o));
     }
     if (has_lse) {
       *result.max_abs_error_lse =
-          std::max(*result.max_abs_error_lse, max_abs_diff(g.of(TensorId::L)[b], MatD(ref.lse)));
+          std::max(*result.max_abs_error_lse,
+                   max_abs_diff(flat_rows(g.of(TensorId::L), row0, n), MatD(ref.lse)));
     }
     if (grads) {
       *result.max_abs_error_grad =

@@ -36,6 +36,8 @@ void register_builtin_algorithms(Registry& registry) {
   registry.add(make_flash1_algorithm());
   registry.add(make_flash2_algorithm());
   registry.add(make_block_sparse_algorithm());
+  registry.add(make_flash_decoding_algorithm());
+  registry.add(make_paged_algorithm());
 }
 
 const Registry& builtin_registry() {

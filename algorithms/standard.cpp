@@ -38,9 +38,10 @@ class StandardSchedule final : public Schedule {
 
   std::vector<TensorDecl> tensors() const override {
     const std::int64_t eb = p_.elem_bytes(), bh = p_.bh(), d = p_.head_dim;
+    // Grouped-query attention: query head bh reads K/V matrix bh / g of B*H_kv.
     std::vector<TensorDecl> t = {{TensorId::Q, bh, p_.seq, d, eb},
-                                 {TensorId::K, bh, p_.seq_kv, d, eb},
-                                 {TensorId::V, bh, p_.seq_kv, d, eb},
+                                 {TensorId::K, p_.bh_kv(), p_.seq_kv, d, eb},
+                                 {TensorId::V, p_.bh_kv(), p_.seq_kv, d, eb},
                                  {TensorId::O, bh, p_.seq, d, eb},
                                  {TensorId::S, bh, p_.seq, p_.seq_kv, eb},
                                  {TensorId::P, bh, p_.seq, p_.seq_kv, eb}};
@@ -124,7 +125,7 @@ class StandardSchedule final : public Schedule {
     for (std::int64_t c0 = 0; c0 < p_.head_dim; c0 += kLoadChunk) {
       const std::int64_t cw = std::min(kLoadChunk, p_.head_dim - c0);
       out.push_back(TileOp::load({TensorId::Q, bh, q0, qr, c0, cw}));  // sQ (qr, cw)
-      out.push_back(TileOp::load({TensorId::K, bh, k0, kr, c0, cw}));  // sK (kr, cw)
+      out.push_back(TileOp::load({TensorId::K, bh / p_.group(), k0, kr, c0, cw}));  // sK (kr, cw)
       // Warp tiles of 64 x 32: each Q chunk is read by block_kv/32 warps, K by block_q/64.
       const std::int64_t smem = (qr * ceil_div(kr, 32) + kr * ceil_div(qr, 64)) * cw * eb;
       out.push_back(costs::scores(s, cw, smem,
@@ -144,7 +145,7 @@ class StandardSchedule final : public Schedule {
       const std::int64_t kr = std::min(kLoadChunk, p_.seq_kv - k0);
       const TensorId probs = p_.dropout > 0 ? TensorId::P_drop : TensorId::P;
       out.push_back(TileOp::load({probs, bh, q0, qr, k0, kr}));        // sP (qr, kr)
-      out.push_back(TileOp::load({TensorId::V, bh, k0, kr, 0, d}));    // sV (kr, d)
+      out.push_back(TileOp::load({TensorId::V, bh / p_.group(), k0, kr, 0, d}));  // sV (kr, d)
       const std::int64_t smem = (qr * ceil_div(d, 32) + d * ceil_div(qr, 64)) * kr * eb;
       out.push_back(costs::pv({TensorId::S, bh, q0, qr, k0, kr}, d, smem));
     }

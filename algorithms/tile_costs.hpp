@@ -169,4 +169,21 @@ inline TileOp convert_dq(const TileRef& dq_tile, std::int64_t d) {
   return op;
 }
 
+// Split-KV decoding.
+
+/// partial_O = O / l and partial_lse = m + log l: as finalize.
+inline TileOp finalize_partial(const TileRef& o_tile, std::int64_t d) {
+  TileOp op = finalize(o_tile, d);
+  op.compute = ComputeKind::finalize_partial;
+  return op;
+}
+
+/// One split into the running result: a max, two exps, and a scale-and-add of d elements per row.
+inline TileOp combine_partial(const TileRef& o_tile, std::int64_t d) {
+  TileOp op = compute(ComputeKind::combine_partial, o_tile);
+  op.fp32_flops = 3 * o_tile.rows * d + 4 * o_tile.rows;
+  op.sfu_ops = 2 * o_tile.rows;
+  return op;
+}
+
 }  // namespace iosim::costs

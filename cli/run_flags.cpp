@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "sim/block_mask.hpp"
+#include "sim/block_table.hpp"
 #include "sim/errors.hpp"
 
 namespace iosim::cli {
@@ -13,7 +14,8 @@ namespace iosim::cli {
 void add_problem_flags(CLI::App& cmd, RunFlags& f) {
   cmd.add_option("--profile", f.profile, "built-in profile name or path to a YAML profile")
       ->capture_default_str();
-  cmd.add_option("--algo", f.algorithm, "standard | flash1 | flash2 | block-sparse")
+  cmd.add_option("--algo", f.algorithm,
+                 "standard | flash1 | flash2 | block-sparse | flash-decoding | paged")
       ->capture_default_str();
   cmd.add_option("--batch", f.batch, "batch size B")->capture_default_str();
   cmd.add_option("--heads", f.heads, "attention heads H")->capture_default_str();
@@ -37,7 +39,17 @@ void add_problem_flags(CLI::App& cmd, RunFlags& f) {
   cmd.add_flag("--cold-l2", f.cold_l2, "flush the L2 before every kernel, as Nsight Compute does");
   cmd.add_option("--sm-clock-mhz", f.sm_clock_mhz, "SM clock (default: the profile's boost clock)");
   cmd.add_flag("--execute", f.execute, "run the schedule numerically and report the max error");
-  cmd.add_option("--seed", f.seed, "seed of the random inputs and dropout")->capture_default_str();
+  cmd.add_option("--seed", f.seed, "seed of the random inputs, dropout and the paged block table")
+      ->capture_default_str();
+  cmd.add_option("--kv-heads", f.kv_heads,
+                 "K/V heads H_kv, dividing --heads: grouped-query attention (default: --heads)");
+  cmd.add_option("--splits", f.splits,
+                 "flash-decoding, paged: K/V chunks per query tile (default: FlashAttention's "
+                 "heuristic, filling the SMs)");
+  cmd.add_option("--page-tokens", f.page_tokens, "paged: tokens per K/V page (default: 16)");
+  cmd.add_option("--block-table", f.block_table,
+                 "paged: file of physical page ids, one line per sequence (default: a random "
+                 "permutation from --seed)");
 }
 
 RunRequest to_request(const RunFlags& f) {
@@ -69,6 +81,18 @@ RunRequest to_request(const RunFlags& f) {
   }
   if (f.threads > 1024) throw ConfigError(fmt::format("--threads {} exceeds 1024", f.threads));
   r.tiling = {f.block_q, f.block_kv, f.threads, f.stages};
+  for (auto [name, v] : {std::pair{"--kv-heads", f.kv_heads}, std::pair{"--splits", f.splits},
+                         std::pair{"--page-tokens", f.page_tokens}}) {
+    if (v != RunFlags::kNotGiven && v < 1) {
+      throw ConfigError(fmt::format("{} {} must be at least 1", name, v));
+    }
+  }
+  if (f.kv_heads != RunFlags::kNotGiven) p.kv_heads = f.kv_heads;
+  if (f.splits != RunFlags::kNotGiven) r.tiling.splits = f.splits;
+  if (f.page_tokens != RunFlags::kNotGiven) p.page_tokens = f.page_tokens;
+  if (!f.block_table.empty()) {
+    p.block_table = std::make_shared<const BlockTable>(load_block_table(f.block_table));
+  }
   if (f.l2 != "on" && f.l2 != "off") {
     throw ConfigError(fmt::format("--l2 must be 'on' or 'off', not '{}'", f.l2));
   }

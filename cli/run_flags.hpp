@@ -23,6 +23,10 @@ struct RunFlags {
   std::string l2 = "on";
   std::string format = "table";
   std::uint64_t seed = 1;
+  // Decoding. kNotGiven: the flag was left out (its default applies).
+  static constexpr std::int64_t kNotGiven = -(std::int64_t{1} << 62);
+  std::int64_t kv_heads = kNotGiven, splits = kNotGiven, page_tokens = kNotGiven;
+  std::string block_table;  // --block-table FILE (paged)
 };
 
 /// Adds --profile, --algo, the problem shape, tiling and model flags to `cmd`.

@@ -67,6 +67,9 @@ RunRequest request_for(const json& c, const std::string& where) {
   pr.mask = p.value("mask", false);
   pr.dropout = p.value("dropout", 0.0);
   pr.pass = parse_pass(c.value("pass", std::string("fwd")));
+  // Decoding: grouped-query attention and paged K/V when the case says so.
+  pr.kv_heads = p.value("kv_heads", std::int64_t{0});
+  pr.page_tokens = p.value("page_tokens", std::int64_t{0});
   // Block-sparse: the kernel's block mask, as --pattern defines it (cuda_validate's block list
   // is held to sim/block_mask.cpp by tests/block_pattern_match_test.cpp).
   if (p.contains("pattern") && p["pattern"].is_string()) {
@@ -80,6 +83,8 @@ RunRequest request_for(const json& c, const std::string& where) {
     r.tiling.block_kv = t.value("block_kv", std::int64_t{0});
     r.tiling.threads = t.value("threads", 0);
     r.tiling.pipeline_stages = t.value("pipeline_stages", 0);
+    // Split-KV decoding: the split count the kernel ran with (PyTorch's files say num_splits).
+    r.tiling.splits = t.value("splits", t.value("num_splits", std::int64_t{0}));
   }
   r.engine.l2_enabled = true;
   r.engine.flush_l2_between_kernels = true;  // ncu --cache-control all

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "sim/block_mask.hpp"
+#include "sim/block_table.hpp"
 
 namespace iosim {
 namespace {
@@ -22,7 +23,10 @@ json problem_json(const AttentionProblem& p) {
           {"mask", p.mask},
           {"dropout", p.dropout},
           {"pass", pass_name(p.pass)},
-          {"pattern", p.pattern ? json(p.pattern->spec) : json(nullptr)}};
+          {"pattern", p.pattern ? json(p.pattern->spec) : json(nullptr)},
+          {"kv_heads", p.kv_head_count()},
+          {"page_tokens", p.page_tokens > 0 ? json(p.page_tokens) : json(nullptr)},
+          {"block_table", p.block_table ? json(p.block_table->source) : json(nullptr)}};
 }
 
 json counters_json(const Counters& c) {
@@ -56,6 +60,7 @@ json tiling_json(const Report& r) {
             {"pipeline_stages", r.tiling.pipeline_stages},
             {"sram_bytes", r.sram_bytes}};
   if (r.density) t["density"] = *r.density;  // block-sparse: s, the fraction of blocks computed
+  if (r.tiling.splits > 0) t["splits"] = r.tiling.splits;  // split-KV decoding
   return t;
 }
 
@@ -133,30 +138,37 @@ std::string format_table(const Report& r) {
   std::string s = fmt::format("iosim: {} on {} ({}), L2 {}\n", r.request.algorithm,
                               r.profile_description, r.profile,
                               r.request.engine.l2_enabled ? "on" : "off (two-level model)");
-  s += fmt::format("problem  B={} H={} N={} N_kv={} d={} {}{}{}{} pass={}\n", p.batch, p.heads,
+  s += fmt::format("problem  B={} H={}{} N={} N_kv={} d={} {}{}{}{} pass={}\n", p.batch, p.heads,
+                   p.kv_head_count() != p.heads ? fmt::format(" H_kv={}", p.kv_head_count()) : "",
                    p.seq, p.seq_kv, p.head_dim, dtype_name(p.dtype), p.causal ? " causal" : "",
                    p.mask ? " mask" : "",
                    p.dropout > 0 ? fmt::format(" dropout={}", p.dropout) : "", pass_name(p.pass));
-  s += fmt::format("tiling   block_q={} block_kv={} threads={} stages={}  (M = {} B of SRAM per CTA)\n",
-                   r.tiling.block_q, r.tiling.block_kv, r.tiling.threads, r.tiling.pipeline_stages,
-                   r.sram_bytes);
+  if (p.page_tokens > 0) {
+    s += fmt::format("pages    {} tokens per page, block table {}\n", p.page_tokens,
+                     p.block_table ? p.block_table->source : "-");
+  }
+  s += fmt::format(
+      "tiling   block_q={} block_kv={} threads={} stages={}{}  (M = {} B of SRAM per CTA)\n",
+      r.tiling.block_q, r.tiling.block_kv, r.tiling.threads, r.tiling.pipeline_stages,
+      r.tiling.splits > 0 ? fmt::format(" splits={}", r.tiling.splits) : "", r.sram_bytes);
   if (r.density) {
     s += fmt::format("blocks   pattern {}, density s = {:.4g} of the blocks computed\n",
                      p.pattern ? p.pattern->spec : "all", *r.density);
   }
   if (!r.feasible()) return s + "infeasible: " + r.infeasible_reason + "\n";
-  s += fmt::format("\n{:<12} {:>14} {:>9} {:>7} {:>10} {:>8} {:>10} {:>10} {:>10} {:>10}\n",
-                   "kernel", "grid", "CTAs/SM", "waves", "time", "bound", "HBM read", "HBM write",
-                   "L2 read", "L2 write");
+  s += fmt::format("\n{:<12} {:>14} {:>9} {:>7} {:>9} {:>10} {:>8} {:>10} {:>10} {:>10} {:>10}\n",
+                   "kernel", "grid", "CTAs/SM", "waves", "idle SMs", "time", "bound", "HBM read",
+                   "HBM write", "L2 read", "L2 write");
   for (const KernelResult& k : r.engine.kernels) {
     const Counters& c = k.counters;
-    s += fmt::format("{:<12} {:>14} {:>9} {:>7.2f} {:>10} {:>8} {:>10} {:>10} {:>10} {:>10}\n",
-                     k.spec.name, grid_text(k.spec.grid), k.occupancy.ctas_per_sm, k.waves,
-                     human_seconds(k.time_s), k.bound,
-                     human_bytes(static_cast<double>(c.hbm.read_total())),
-                     human_bytes(static_cast<double>(c.hbm.write_total())),
-                     human_bytes(static_cast<double>(c.l2.read_total())),
-                     human_bytes(static_cast<double>(c.l2.write_total())));
+    s += fmt::format(
+        "{:<12} {:>14} {:>9} {:>7.2f} {:>8.0f}% {:>10} {:>8} {:>10} {:>10} {:>10} {:>10}\n",
+        k.spec.name, grid_text(k.spec.grid), k.occupancy.ctas_per_sm, k.waves,
+        100.0 * k.idle_sm_fraction, human_seconds(k.time_s), k.bound,
+        human_bytes(static_cast<double>(c.hbm.read_total())),
+        human_bytes(static_cast<double>(c.hbm.write_total())),
+        human_bytes(static_cast<double>(c.l2.read_total())),
+        human_bytes(static_cast<double>(c.l2.write_total())));
   }
   const Counters& t = r.engine.total;
   const double hbm = static_cast<double>(t.hbm.read_total() + t.hbm.write_total());

@@ -187,15 +187,55 @@ ReadWrite flash2_family(const AttentionProblem& p, std::int64_t bq, std::int64_t
   return rw;
 }
 
+// Split-KV decoding (flash-decoding, paged), all heads together. Per query tile (a head's query
+// block, or a packed group's) and split s of the Tc K/V blocks, ceil(Tc/S) blocks each: Q in,
+// the split's K and V rows in, (paged) the int32 ids of the pages those rows lie on, and out
+// either O and L (S = 1) or the fp32 partial O and lse (also for a split left without blocks).
+// With S > 1 the reduce kernel reads all S partials of every row once and writes O and L.
+ReadWrite split_kv(const AttentionProblem& p, std::int64_t bq, std::int64_t bk, std::int64_t splits,
+                   bool paged) {
+  const u64 eb = u(p.elem_bytes()), d = u(p.head_dim);
+  const bool packed = p.packs_query_group();
+  const u64 tiles_per_row = u(p.batch * (packed ? p.kv_head_count() : p.heads));
+  const std::int64_t rows = packed ? p.group() * p.seq : p.seq;
+  const std::int64_t tc = (p.seq_kv + bk - 1) / bk, per_split = (tc + splits - 1) / splits;
+  ReadWrite one;  // one query matrix (a head, or a packed group)
+  for (std::int64_t q0 = 0; q0 < rows; q0 += bq) {
+    const std::int64_t last_row = std::min(bq, rows - q0) + q0 - 1;
+    const u64 qr = u(last_row - q0 + 1);
+    // Causal: blocks up to the one holding the last row's diagonal key (a packed group is one
+    // query position, which sees every key).
+    const std::int64_t reach =
+        p.causal && !packed ? std::min(tc, (last_row + p.seq_kv - p.seq) / bk + 1) : tc;
+    for (std::int64_t s = 0; s < splits; ++s) {
+      const std::int64_t first = s * per_split;
+      const std::int64_t end = std::min({tc, first + per_split, reach});
+      if (first < end) {
+        const std::int64_t k_begin = first * bk, k_end = std::min(end * bk, p.seq_kv);
+        one.read += qr * d * eb + 2 * u(k_end - k_begin) * d * eb;
+        if (paged) one.read += 4 * u((k_end - 1) / p.page_tokens - k_begin / p.page_tokens + 1);
+      }
+      one.write += splits > 1 ? qr * d * 4 + qr * 4 : qr * d * eb + qr * 4;
+    }
+  }
+  ReadWrite rw{one.read * tiles_per_row, one.write * tiles_per_row};
+  if (splits > 1) {
+    const u64 r = u(p.bh() * p.seq);
+    rw.read += u(splits) * r * (d * 4 + 4);
+    rw.write += r * (d * eb + 4);
+  }
+  return rw;
+}
+
 bool is_known(const std::string& algorithm) {
   return algorithm == "standard" || algorithm == "flash1" || algorithm == "flash2" ||
-         algorithm == "block-sparse";
+         algorithm == "block-sparse" || algorithm == "flash-decoding" || algorithm == "paged";
 }
 
 }  // namespace
 
 IoBounds io_bounds(const std::string& algorithm, const AttentionProblem& p, std::int64_t block_q,
-                   std::int64_t block_kv, std::int64_t sram_bytes) {
+                   std::int64_t block_kv, std::int64_t sram_bytes, std::int64_t splits) {
   if (!is_known(algorithm)) {
     throw ConfigError(fmt::format("no closed form for algorithm '{}'", algorithm));
   }
@@ -207,13 +247,28 @@ IoBounds io_bounds(const std::string& algorithm, const AttentionProblem& p, std:
     if (blocks) return blocks->at(i, j);
     return !p.causal || j * block_kv <= q0 + qr - 1 + offset;
   };
-  ReadWrite rw;
+  ReadWrite rw;   // per query matrix
+  ReadWrite all;  // already summed over every head
+  u64 matrices = u(p.bh());
   if (fwd) {
     if (algorithm == "standard") rw += standard(p, block_q, block_kv);
     if (algorithm == "flash1") rw += flash1(p, block_q, block_kv);
-    if (algorithm == "flash2" || algorithm == "block-sparse") {
+    if (algorithm == "flash2" && p.packs_query_group()) {
+      // A K/V head's g queries form one g-row query "head": the same schedule over the view.
+      AttentionProblem view = p;
+      view.heads = p.kv_head_count();
+      view.kv_heads = 0;
+      view.seq = p.group() * p.seq;
+      view.causal = false;  // one query position sees every key
+      rw += flash2(view, block_q, block_kv);
+      matrices = u(view.bh());
+    } else if (algorithm == "flash2" || algorithm == "block-sparse") {
       rw +=
           blocks ? flash2_family(p, block_q, block_kv, true, meets) : flash2(p, block_q, block_kv);
+    }
+    if (algorithm == "flash-decoding" || algorithm == "paged") {
+      all +=
+          split_kv(p, block_q, block_kv, std::max<std::int64_t>(splits, 1), algorithm == "paged");
     }
   }
   if (bwd) {
@@ -223,10 +278,10 @@ IoBounds io_bounds(const std::string& algorithm, const AttentionProblem& p, std:
       rw += flash2_family(p, block_q, block_kv, false, meets);
     }
   }
-  const u64 bh = u(p.bh()), eb = u(p.elem_bytes()), d = u(p.head_dim);
+  const u64 bh = u(p.bh()), bh_kv = u(p.bh_kv()), eb = u(p.elem_bytes()), d = u(p.head_dim);
   IoBounds b;
-  b.closed_form_read_bytes = bh * rw.read;
-  b.closed_form_write_bytes = bh * rw.write;
+  b.closed_form_read_bytes = matrices * rw.read + all.read;
+  b.closed_form_write_bytes = matrices * rw.write + all.write;
   b.closed_form_bytes = b.closed_form_read_bytes + b.closed_form_write_bytes;
 
   // Compulsory: a forward reads Q, K, V and writes O; a backward reads Q, K, V, dO and writes
@@ -256,8 +311,9 @@ IoBounds io_bounds(const std::string& algorithm, const AttentionProblem& p, std:
         static_cast<double>(scores) / (static_cast<double>(p.seq) * static_cast<double>(p.seq_kv));
   }
   const u64 n = u(p.seq), nk = u(p.seq_kv);
-  const u64 fwd_compulsory = bh * eb * d * (q_rows + 2 * kv_rows + n);
-  const u64 bwd_compulsory = bh * eb * d * (q_rows + 2 * kv_rows + n + n + 2 * nk);
+  // K and V (and, backward, dK and dV) once per K/V head.
+  const u64 fwd_compulsory = eb * d * (bh * (q_rows + n) + bh_kv * 2 * kv_rows);
+  const u64 bwd_compulsory = eb * d * (bh * (q_rows + n + n) + bh_kv * (2 * kv_rows + 2 * nk));
 
   // Lower bound per pass (Theorem 5: the backward has the forward's order), on the computed
   // fraction of the scores for block-sparse (Proposition 4's s).

@@ -6,7 +6,13 @@
 //   ragged last blocks and causal block skipping included. `iosim run --l2 off` must equal it.
 //   With a backward (--pass bwd | fwdbwd) the passes add: fwdbwd = forward + backward.
 // compulsory : forward: read Q, K, V once and write O once; backward: read Q, K, V, dO once and
-//   write dQ, dK, dV once (block-sparse: only the Q and K/V rows a nonzero block touches).
+//   write dQ, dK, dV once (block-sparse: only the Q and K/V rows a nonzero block touches). With
+//   grouped-query attention K and V count once per K/V head.
+// decode (flash-decoding, paged): per query tile and split, Q, the split's K/V rows (and, paged,
+//   its slice of the int32 block table), then either O and L (one split) or an fp32 partial O and
+//   lse; the reduce kernel reads every split's partials once and writes O and L. A K/V head's
+//   query group shares one tile at seq 1 (AttentionProblem::packs_query_group), so K/V are read
+//   once per K/V head there; flash2 follows the same rule.
 // lower bound: Dao et al. Prop. 3 / Saha & Ye 2024: Omega(N N_kv d^2 / M) for M >= d^2 and
 //   Omega(N N_kv d / sqrt(M)) below, M = SRAM in elements, per (batch, head); constants taken as
 //   1, and never below the compulsory bytes; per pass (Theorem 5: the backward has the same
@@ -27,10 +33,11 @@ struct IoBounds {
   std::string lower_bound_formula;  // which regime of the bound applied
 };
 
-/// Bounds for `algorithm` ("standard" | "flash1" | "flash2" | "block-sparse") and `p.pass` with
-/// blocks block_q x block_kv on a GPU whose per-CTA SRAM is `sram_bytes`. Throws ConfigError for
-/// an unknown algorithm (or, block-sparse, a pattern file whose grid does not fit the blocks).
+/// Bounds for `algorithm` ("standard" | "flash1" | "flash2" | "block-sparse" | "flash-decoding" |
+/// "paged") and `p.pass` with blocks block_q x block_kv on a GPU whose per-CTA SRAM is
+/// `sram_bytes`; `splits` is the split-KV count of flash-decoding and paged. Throws ConfigError
+/// for an unknown algorithm (or, block-sparse, a pattern file whose grid does not fit the blocks).
 IoBounds io_bounds(const std::string& algorithm, const AttentionProblem& p, std::int64_t block_q,
-                   std::int64_t block_kv, std::int64_t sram_bytes);
+                   std::int64_t block_kv, std::int64_t sram_bytes, std::int64_t splits = 1);
 
 }  // namespace iosim

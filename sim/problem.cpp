@@ -48,6 +48,13 @@ void validate_problem(const AttentionProblem& p) {
   require_range("--seq", p.seq, 1, 1 << 24);
   require_range("--seq-kv", p.seq_kv, 1, 1 << 24);
   require_range("--head-dim", p.head_dim, 1, 1024);
+  require_range("--kv-heads", p.kv_heads, 0, p.heads);
+  if (p.heads % p.kv_head_count() != 0) {
+    throw ConfigError(fmt::format(
+        "--kv-heads {} must divide --heads {}: each K/V head serves a whole group of query heads",
+        p.kv_heads, p.heads));
+  }
+  require_range("--page-tokens", p.page_tokens, 0, 1 << 20);
   if (!(p.dropout >= 0.0 && p.dropout < 1.0)) {
     throw ConfigError(fmt::format("--dropout {} is out of range: it must be in [0, 1)", p.dropout));
   }

@@ -11,6 +11,7 @@ namespace iosim {
 enum class Pass { fwd, bwd, fwdbwd };
 
 struct BlockPattern;  // sim/block_mask.hpp
+struct BlockTable;    // sim/block_table.hpp
 
 /// "fwd" | "bwd" | "fwdbwd".
 std::string pass_name(Pass p);
@@ -31,8 +32,29 @@ struct AttentionProblem {
   Pass pass = Pass::fwd;
   // Block sparsity (--pattern, block-sparse only): which blocks are computed; null: all.
   std::shared_ptr<const BlockPattern> pattern;
+  // Grouped-query attention (--kv-heads): K and V have batch * kv_heads matrices and query head h
+  // reads K/V head h / (heads / kv_heads). 0: as many K/V heads as query heads.
+  std::int64_t kv_heads = 0;
+  // Paged K/V (--algo paged): tokens per page (0: not paged) and the per-sequence block table
+  // placing each logical page in the physical pool (null: simulate() draws a permutation).
+  std::int64_t page_tokens = 0;
+  std::shared_ptr<const BlockTable> block_table;
 
   std::int64_t bh() const { return batch * heads; }
+  /// H_kv: K/V heads (= heads unless grouped-query attention).
+  std::int64_t kv_head_count() const { return kv_heads > 0 ? kv_heads : heads; }
+  /// Query heads per K/V head, H / H_kv.
+  std::int64_t group() const { return heads / kv_head_count(); }
+  /// K/V matrices, B * H_kv.
+  std::int64_t bh_kv() const { return batch * kv_head_count(); }
+  /// Whether a K/V head's query heads form one query tile: at seq 1, FlashAttention's decode path
+  /// (seqlenq_ngroups_swapped) treats the group's g queries as g rows of one head, so a CTA reads
+  /// each K/V head once for the whole group. Not with an index mask or dropout (whose values
+  /// depend on the query position), nor block sparsity (as FlashAttention; block-sparse never
+  /// packs, its block mask being over query positions).
+  bool packs_query_group() const {
+    return seq == 1 && group() > 1 && !mask && dropout == 0.0 && !pattern;
+  }
   std::int64_t elem_bytes() const { return dtype_bytes(dtype); }
   /// Softmax scale 1/sqrt(d).
   double scale() const;

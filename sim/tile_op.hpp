@@ -47,6 +47,12 @@ enum class ComputeKind : std::uint8_t {
   dq_partial,         // dQaccum := scale * dS K (this K/V block's share, fp32, for a reduce)
   accumulate_dk,      // dK += scale * dS^T Q
   convert_dq,         // dQ := dQaccum (fp32 to the element type; tile: dQ rows)
+  // Split-KV decoding (flash-decoding, paged). The tile is the O tile (query rows x d).
+  finalize_partial,  // partial_O := O / l, partial_lse := m + log l (a split that saw no key: 0,
+                     // -inf)
+  combine_partial,   // one split's partial_O, partial_lse on chip: m := max(m, lse), then
+                     // l := l e^(m_old - m) + e^(lse - m), O := O e^(m_old - m) + e^(lse - m)
+                     // partial_O
 };
 
 /// A rectangle of one matrix of a tensor: rows [row0, row0+rows), cols [col0, col0+cols).
@@ -68,12 +74,20 @@ struct TileOp {
   std::int64_t fp32_flops = 0;       // CUDA-core FP32 work
   std::int64_t sfu_ops = 0;          // exp / log on the special-function units
   std::int64_t smem_read_bytes = 0;  // operand bytes the warps read from shared memory
+  // A load that gathers: its rows go below the tile of the same tensor already on chip instead
+  // of replacing it (paged K/V: one K/V tile assembled from several pages). Counted as any load.
+  bool append = false;
 
   static TileOp load(TileRef t, OnChip dest = OnChip::smem) {
     TileOp op;
     op.kind = OpKind::load;
     op.tile = t;
     op.on_chip = dest;
+    return op;
+  }
+  static TileOp gather(TileRef t, OnChip dest = OnChip::smem) {
+    TileOp op = load(t, dest);
+    op.append = true;
     return op;
   }
   static TileOp store(TileRef t, OnChip src = OnChip::reg) {

@@ -93,5 +93,27 @@ exe=$("$IOSIM" run --profile h100-sxm5-80gb --algo flash2 --seq 1000 --head-dim 
 IFS=, read -r -a f <<<"$exe"
 if awk -v e="${f[26]}" 'BEGIN { exit !(e != "" && e <= 1e-5) }'; then ok; else bad "--execute error '${f[26]}' > 1e-5"; fi
 
+# Decoding: grouped-query attention, flash-decoding (split + reduce kernels), paged attention.
+DEC=(run --profile h100-sxm5-80gb --batch 1 --heads 8 --seq 1 --seq-kv 4096 --head-dim 128)
+expect 0 "fd_reduce" -- "${DEC[@]}" --algo flash-decoding
+expect 0 '"name": "fd_split"' -- "${DEC[@]}" --algo flash-decoding --splits 4 --format json
+expect 0 '"splits": 4' -- "${DEC[@]}" --algo flash-decoding --splits 4 --format json
+expect 0 "idle SMs" -- "${DEC[@]}" --algo flash2
+expect 0 "H_kv=2" -- "${DEC[@]}" --algo flash2 --kv-heads 2
+expect 0 "paged_split" -- "${DEC[@]}" --algo paged --kv-heads 2 --page-tokens 32
+expect 0 "block table random:7" -- "${DEC[@]}" --algo paged --seed 7
+expect 0 "max |O - O_ref|" -- run --algo paged --heads 4 --kv-heads 2 --seq 1 --seq-kv 300 --head-dim 32 --page-tokens 7 --block-kv 64 --splits 3 --execute
+expect 0 "block table $DATA/block_tables/two_by_three.txt" -- run --algo paged --batch 2 --heads 2 --seq 1 --seq-kv 40 --head-dim 32 --block-table "$DATA/block_tables/two_by_three.txt"
+expect 2 "--kv-heads 3 must divide --heads 8" -- "${DEC[@]}" --kv-heads 3
+expect 2 "--kv-heads 0 must be at least 1" -- "${DEC[@]}" --kv-heads 0
+expect 2 "--splits 0 must be at least 1" -- "${DEC[@]}" --algo flash-decoding --splits 0
+expect 2 "--splits 99 exceeds the 32 K/V blocks" -- "${DEC[@]}" --algo flash-decoding --splits 99
+expect 2 "--splits applies to --algo flash-decoding and paged" -- "${DEC[@]}" --algo flash2 --splits 2
+expect 2 "--page-tokens 0 must be at least 1" -- "${DEC[@]}" --algo paged --page-tokens 0
+expect 2 "--page-tokens and --block-table apply to --algo paged" -- "${DEC[@]}" --algo flash-decoding --page-tokens 16
+expect 2 "cannot read block-table file" -- "${DEC[@]}" --algo paged --block-table /nonexistent/table.txt
+expect 2 "line 2: page 1 is listed twice" -- "${DEC[@]}" --algo paged --block-table "$DATA/block_tables/duplicate.txt"
+expect 2 "the problem needs 1 x 256" -- "${DEC[@]}" --algo paged --block-table "$DATA/block_tables/two_by_three.txt"
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -1,0 +1,348 @@
+// Flash-decoding (split-KV) and paged attention: the schedule algorithms/decode.hpp describes,
+// and the `flash-decoding` algorithm. Paged attention's Algorithm lives in paged.cpp.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "algorithms/decode.hpp"
+#include "algorithms/schedules.hpp"
+#include "algorithms/tile_costs.hpp"
+#include "sim/block_table.hpp"
+#include "sim/engine.hpp"
+#include "sim/errors.hpp"
+
+namespace iosim {
+
+std::int64_t num_splits_heuristic(std::int64_t tiles, std::int64_t slots, std::int64_t kv_blocks,
+                                  std::int64_t max_splits) {
+  if (static_cast<double>(tiles) >= 0.8 * static_cast<double>(slots)) return 1;
+  max_splits = std::min({max_splits, slots, kv_blocks});
+  // 64 blocks in 11 splits are 6 per split, as in 12 (the 12th would be empty): not eligible.
+  auto eligible = [&](std::int64_t s) {
+    return s == 1 || ceil_div(kv_blocks, s) != ceil_div(kv_blocks, s - 1);
+  };
+  std::vector<double> efficiency(static_cast<std::size_t>(std::max<std::int64_t>(max_splits, 0)));
+  double best = 0.0;
+  for (std::int64_t s = 1; s <= max_splits; ++s) {
+    if (!eligible(s)) continue;
+    const double waves = static_cast<double>(tiles * s) / static_cast<double>(slots);
+    const double e = waves / std::ceil(waves);
+    efficiency[static_cast<std::size_t>(s - 1)] = e;
+    best = std::max(best, e);
+  }
+  for (std::int64_t s = 1; s <= max_splits; ++s) {
+    if (eligible(s) && efficiency[static_cast<std::size_t>(s - 1)] >= 0.85 * best) return s;
+  }
+  return 1;
+}
+
+namespace {
+
+// Rows of partial results the reduce kernel combines per CTA (FlashAttention's combine kBlockM).
+std::int64_t reduce_rows(std::int64_t d) {
+  return d % 128 == 0 ? 4 : (d % 64 == 0 ? 8 : 16);
+}
+
+class SplitKvSchedule final : public Schedule {
+ public:
+  SplitKvSchedule(const AttentionProblem& p, const Tiling& t, bool paged, std::int64_t smem_bytes,
+                  int regs)
+      : p_(p), t_(t), paged_(paged), smem_bytes_(smem_bytes), regs_(regs) {
+    const bool packed = p_.packs_query_group();
+    q_matrices_ = p_.batch * (packed ? p_.kv_head_count() : p_.heads);
+    q_rows_ = packed ? p_.group() * p_.seq : p_.seq;
+    tr_ = ceil_div(q_rows_, t_.block_q);
+    tc_ = ceil_div(p_.seq_kv, t_.block_kv);
+    blocks_per_split_ = ceil_div(tc_, t_.splits);
+  }
+
+  std::vector<TensorDecl> tensors() const override {
+    const std::int64_t eb = p_.elem_bytes(), d = p_.head_dim, rows = p_.bh() * p_.seq;
+    // Q, O and L as one matrix of B*H*N rows: a CTA's rows are contiguous whether it holds one
+    // head's query block or a packed group, and the reduce kernel's rows may span heads.
+    std::vector<TensorDecl> out = {
+        {TensorId::Q, 1, rows, d, eb}, {TensorId::O, 1, rows, d, eb}, {TensorId::L, 1, rows, 1, 4}};
+    if (paged_) {
+      const BlockTable& bt = *p_.block_table;
+      const std::int64_t pool = bt.pool_pages * p_.kv_head_count();
+      out.push_back({TensorId::K, pool, p_.page_tokens, d, eb});
+      out.push_back({TensorId::V, pool, p_.page_tokens, d, eb});
+      out.push_back({TensorId::block_table, 1, bt.sequences, bt.pages_per_seq, 4});
+    } else {
+      out.push_back({TensorId::K, p_.bh_kv(), p_.seq_kv, d, eb});
+      out.push_back({TensorId::V, p_.bh_kv(), p_.seq_kv, d, eb});
+    }
+    if (t_.splits > 1) {
+      out.push_back({TensorId::partial_O, t_.splits, rows, d, 4});
+      out.push_back({TensorId::partial_lse, t_.splits, rows, 1, 4});
+    }
+    return out;
+  }
+
+  std::vector<KernelSpec> kernels() const override {
+    const std::string prefix = paged_ ? "paged" : "fd";
+    KernelSpec split;
+    split.name = prefix + "_split";
+    split.grid = {tr_, t_.splits, q_matrices_};
+    split.threads_per_cta = t_.threads;
+    split.smem_bytes_per_cta = smem_bytes_;
+    split.registers_per_thread = regs_;
+    split.pipeline_stages = t_.pipeline_stages;
+    split.mma_dtype = p_.dtype;
+    split.tensor_instruction = TensorInstruction::mma_sync;  // FlashAttention-2's kernels
+    if (t_.splits == 1) return {split};
+    KernelSpec reduce;
+    reduce.name = prefix + "_reduce";
+    reduce.grid = {ceil_div(p_.bh() * p_.seq, reduce_rows(p_.head_dim)), 1, 1};
+    reduce.threads_per_cta = 128;
+    reduce.smem_bytes_per_cta = t_.splits * reduce_rows(p_.head_dim) * 4;  // every split's lse
+    reduce.registers_per_thread = 64;
+    reduce.pipeline_stages = 2;
+    reduce.mma_dtype = p_.dtype;
+    return {split, reduce};
+  }
+
+  void emit_cta(std::size_t kernel, std::int64_t cta, std::vector<TileOp>& out) const override {
+    for (std::size_t part = 0; emit_cta_part(kernel, cta, part, out); ++part) {
+    }
+  }
+
+  // A split with many K/V blocks (or many small pages) comes in parts of kBlocksPerPart blocks,
+  // so that the engine holds a bounded piece of each resident CTA.
+  bool emit_cta_part(std::size_t kernel, std::int64_t cta, std::size_t part,
+                     std::vector<TileOp>& out) const override {
+    if (kernel == 1) {
+      if (part == 0) emit_reduce(cta, out);
+      return false;
+    }
+    return emit_split_part(cta, static_cast<std::int64_t>(part), out);
+  }
+
+ private:
+  static constexpr std::int64_t kBlocksPerPart = 64;
+
+  struct SplitCta {
+    std::int64_t split, qm, kv, b, hk, q0, qr, r0, jb, je;
+  };
+
+  SplitCta split_cta(std::int64_t cta) const {
+    SplitCta c{};
+    const std::int64_t qb = cta % tr_;
+    c.split = (cta / tr_) % t_.splits;
+    c.qm = cta / (tr_ * t_.splits);                            // a head, or a packed group
+    c.kv = p_.packs_query_group() ? c.qm : c.qm / p_.group();  // its K/V head
+    c.b = c.kv / p_.kv_head_count();
+    c.hk = c.kv % p_.kv_head_count();
+    c.q0 = qb * t_.block_q;
+    c.qr = std::min(t_.block_q, q_rows_ - c.q0);
+    c.r0 = c.qm * q_rows_ + c.q0;  // first row in the flat [B*H*N] row space
+    // This split's K/V blocks; causal stops at the block of the last row's diagonal key.
+    c.jb = c.split * blocks_per_split_;
+    c.je = std::min(tc_, c.jb + blocks_per_split_);
+    if (p_.causal) {
+      c.je = std::min(c.je, (c.q0 + c.qr - 1 + p_.seq_kv - p_.seq) / t_.block_kv + 1);
+    }
+    return c;
+  }
+
+  bool emit_split_part(std::int64_t cta, std::int64_t part, std::vector<TileOp>& out) const {
+    const SplitCta c = split_cta(cta);
+    const std::int64_t d = p_.head_dim, eb = p_.elem_bytes();
+    const std::int64_t warps = std::max(1, t_.threads / 32);
+    const std::int64_t offset = p_.seq_kv - p_.seq;     // bottom-right causal alignment
+    const TileRef o{TensorId::O, 0, c.r0, c.qr, 0, d};  // rO (qr, d)
+    if (c.jb >= c.je) {  // nothing to attend to: O = 0 and lse = -inf, ignored by the reduce
+      out.push_back(costs::init_state(o));
+      out.push_back(costs::finalize_partial(o, d));
+      store_partials(c.split, c.r0, c.qr, out);
+      return false;
+    }
+    if (part == 0) {
+      out.push_back(TileOp::load({TensorId::Q, 0, c.r0, c.qr, 0, d}));  // gQ -> sQ (qr, d)
+      if (paged_) {  // the split's slice of the block table, before any page is gathered
+        const std::int64_t first = c.jb * t_.block_kv / p_.page_tokens;
+        const std::int64_t last = (std::min(c.je * t_.block_kv, p_.seq_kv) - 1) / p_.page_tokens;
+        out.push_back(TileOp::load({TensorId::block_table, 0, c.b, 1, first, last - first + 1},
+                                   OnChip::reg));  // (1, pages)
+      }
+      out.push_back(costs::init_state(o));
+    }
+    const std::int64_t from = c.jb + part * kBlocksPerPart;
+    const std::int64_t to = std::min(c.je, from + kBlocksPerPart);
+    for (std::int64_t j = from; j < to; ++j) {
+      const std::int64_t k0 = j * t_.block_kv;
+      const std::int64_t kr = std::min(t_.block_kv, p_.seq_kv - k0);
+      load_kv(TensorId::K, c.kv, c.b, c.hk, k0, kr, out);      // gK -> sK (kr, d)
+      load_kv(TensorId::V, c.kv, c.b, c.hk, k0, kr, out);      // gV -> sV (kr, d)
+      const TileRef s{TensorId::S, c.qm, c.q0, c.qr, k0, kr};  // rS (qr, kr)
+      out.push_back(costs::scores(s, d, (c.qr + warps * kr) * d * eb));
+      const bool crosses_diagonal = p_.causal && k0 + kr - 1 > c.q0 + offset;
+      if (crosses_diagonal || p_.mask) out.push_back(costs::mask(s));
+      out.push_back(costs::online_softmax(s, d));
+      out.push_back(costs::pv(s, d, warps * kr * d * eb));
+    }
+    if (to < c.je) return true;
+    if (t_.splits > 1) {
+      out.push_back(costs::finalize_partial(o, d));
+      store_partials(c.split, c.r0, c.qr, out);
+      return false;
+    }
+    out.push_back(costs::finalize(o, d));
+    out.push_back(TileOp::store(o, OnChip::smem));
+    out.push_back(TileOp::store({TensorId::L, 0, c.r0, c.qr, 0, 1}, OnChip::reg));
+    return false;
+  }
+
+  // K or V rows [k0, k0 + kr) of K/V head `kv`: one tile, or the pieces of the pages it spans.
+  void load_kv(TensorId t, std::int64_t kv, std::int64_t b, std::int64_t hk, std::int64_t k0,
+               std::int64_t kr, std::vector<TileOp>& out) const {
+    const std::int64_t d = p_.head_dim;
+    if (!paged_) {
+      out.push_back(TileOp::load({t, kv, k0, kr, 0, d}));
+      return;
+    }
+    const std::int64_t pt = p_.page_tokens, hkv = p_.kv_head_count();
+    for (std::int64_t tok = k0; tok < k0 + kr;) {
+      const std::int64_t off = tok % pt;
+      const std::int64_t n = std::min(pt - off, k0 + kr - tok);
+      const std::int64_t page = p_.block_table->at(b, tok / pt);
+      const TileRef piece{t, page * hkv + hk, off, n, 0, d};  // (n, d) of one page
+      out.push_back(tok == k0 ? TileOp::load(piece) : TileOp::gather(piece));
+      tok += n;
+    }
+  }
+
+  void store_partials(std::int64_t split, std::int64_t r0, std::int64_t qr,
+                      std::vector<TileOp>& out) const {
+    const std::int64_t d = p_.head_dim;
+    out.push_back(TileOp::store({TensorId::partial_O, split, r0, qr, 0, d}));    // fp32 (qr, d)
+    out.push_back(TileOp::store({TensorId::partial_lse, split, r0, qr, 0, 1}));  // fp32 (qr, 1)
+  }
+
+  void emit_reduce(std::int64_t cta, std::vector<TileOp>& out) const {
+    const std::int64_t d = p_.head_dim, rows = p_.bh() * p_.seq;
+    const std::int64_t r0 = cta * reduce_rows(d);
+    const std::int64_t rr = std::min(reduce_rows(d), rows - r0);
+    const TileRef o{TensorId::O, 0, r0, rr, 0, d};  // rO (rr, d)
+    out.push_back(costs::init_state(o));
+    for (std::int64_t s = 0; s < t_.splits; ++s) {
+      out.push_back(TileOp::load({TensorId::partial_lse, s, r0, rr, 0, 1}, OnChip::reg));
+      out.push_back(TileOp::load({TensorId::partial_O, s, r0, rr, 0, d}, OnChip::reg));
+      out.push_back(costs::combine_partial(o, d));
+    }
+    out.push_back(costs::finalize(o, d));
+    out.push_back(TileOp::store(o, OnChip::reg));
+    out.push_back(TileOp::store({TensorId::L, 0, r0, rr, 0, 1}, OnChip::reg));
+  }
+
+  AttentionProblem p_;
+  Tiling t_;
+  bool paged_;
+  std::int64_t smem_bytes_;
+  int regs_;
+  std::int64_t q_matrices_ = 0, q_rows_ = 0, tr_ = 0, tc_ = 0, blocks_per_split_ = 0;
+};
+
+}  // namespace
+
+Planned plan_split_kv(const AttentionProblem& p, const HardwareProfile& hw, const Tiling& req,
+                      bool paged) {
+  const std::string algo = paged ? "paged" : "flash-decoding";
+  if (p.pass != Pass::fwd) {
+    throw ConfigError(
+        fmt::format("--pass {}: {} is an inference schedule and has only a forward pass",
+                    pass_name(p.pass), algo));
+  }
+  if (p.dropout > 0) {
+    throw ConfigError(fmt::format(
+        "--dropout {}: {} has no dropout (FlashAttention's split-KV kernels have none either)",
+        p.dropout, algo));
+  }
+  Planned out;
+  Tiling& t = out.tiling;
+  const std::int64_t eb = p.elem_bytes(), d = p.head_dim;
+  // FlashAttention-2's split-KV kernel: 64 query rows, 256/128/64 K/V rows for d <= 64/128/above.
+  t.block_q = req.block_q > 0 ? req.block_q : 64;
+  t.block_kv = req.block_kv > 0 ? req.block_kv : (d <= 64 ? 256 : (d <= 128 ? 128 : 64));
+  t.threads = req.threads > 0 ? req.threads : 128;
+  t.pipeline_stages = req.pipeline_stages > 0 ? req.pipeline_stages : 2;
+  // Q, K and V tiles; FlashAttention overlaps the next K (V) copy with the current P V (Q K^T)
+  // product out of single K and V buffers, a two-deep pipeline in one K/V buffer pair. Deeper
+  // pipelines add K/V buffer pairs.
+  const std::int64_t kv_buffers = std::max(1, t.pipeline_stages - 1);
+  const std::int64_t smem = (t.block_q + 2 * kv_buffers * t.block_kv) * d * eb;
+  const std::int64_t limit = hw.sm.smem_per_cta_max_bytes.value;
+  if (smem > limit) {
+    out.infeasible_reason = fmt::format(
+        "{} tile does not fit in shared memory: Q {}x{} plus {} buffer pair(s) of K and V {}x{} "
+        "({}) need {} bytes, {} allows {} bytes per CTA",
+        algo, t.block_q, d, kv_buffers, t.block_kv, d, dtype_name(p.dtype), smem, hw.name, limit);
+    return out;
+  }
+  const std::int64_t acc = (t.block_q * d + t.block_q * t.block_kv) / t.threads;
+  const int regs = req.registers_per_thread > 0
+                       ? req.registers_per_thread
+                       : static_cast<int>(std::min<std::int64_t>(acc + 40, 255));
+  t.registers_per_thread = regs;
+
+  const std::int64_t tc = ceil_div(p.seq_kv, t.block_kv);
+  const bool packed = p.packs_query_group();
+  const std::int64_t q_tiles = p.batch * (packed ? p.kv_head_count() : p.heads) *
+                               ceil_div(packed ? p.group() * p.seq : p.seq, t.block_q);
+  if (req.splits > tc) {
+    throw ConfigError(fmt::format(
+        "--splits {} exceeds the {} K/V blocks of --seq-kv {} at --block-kv {}: every split needs "
+        "at least one block",
+        req.splits, tc, p.seq_kv, t.block_kv));
+  }
+  if (req.splits > 0) {
+    t.splits = req.splits;
+  } else {
+    KernelSpec split;
+    split.threads_per_cta = t.threads;
+    split.smem_bytes_per_cta = smem;
+    split.registers_per_thread = regs;
+    const Occupancy occ = occupancy(hw, split);
+    if (occ.ctas_per_sm == 0) {
+      out.infeasible_reason = fmt::format("{} split kernel does not fit on an SM of {}: {}", algo,
+                                          hw.name, occ.limiter);
+      return out;
+    }
+    t.splits =
+        num_splits_heuristic(q_tiles, std::int64_t{hw.sm.count.value} * occ.ctas_per_sm, tc, 128);
+  }
+  if (paged) {
+    ensure(p.block_table != nullptr && p.page_tokens > 0,
+           "paged attention planned without a block table (simulate() draws one)");
+    check_block_table(*p.block_table, p.batch, pages_for(p.seq_kv, p.page_tokens));
+  }
+  out.schedule = std::make_unique<SplitKvSchedule>(p, t, paged, smem, regs);
+  return out;
+}
+
+namespace {
+
+class FlashDecoding final : public Algorithm {
+ public:
+  std::string name() const override { return "flash-decoding"; }
+  std::string summary() const override {
+    return "flash-decoding: K/V split into --splits chunks attended in parallel, then a reduce "
+           "kernel combines the partial outputs by their log-sum-exp";
+  }
+
+  Planned plan(const AttentionProblem& p, const HardwareProfile& hw,
+               const Tiling& req) const override {
+    return plan_split_kv(p, hw, req, false);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Algorithm> make_flash_decoding_algorithm() {
+  return std::make_unique<FlashDecoding>();
+}
+
+}  // namespace iosim
