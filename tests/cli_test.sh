@@ -93,6 +93,33 @@ exe=$("$IOSIM" run --profile h100-sxm5-80gb --algo flash2 --seq 1000 --head-dim 
 IFS=, read -r -a f <<<"$exe"
 if awk -v e="${f[26]}" 'BEGIN { exit !(e != "" && e <= 1e-5) }'; then ok; else bad "--execute error '${f[26]}' > 1e-5"; fi
 
+# iosim kvcache: both policies on one stream, every format, the trace, and its bad input.
+KV=(kvcache --layers 32 --kv-heads 8 --head-dim 128 --weights-bytes 16e9 --requests 300)
+expect 0 "KV utilization" -- "${KV[@]}"
+expect 0 "paged (16 tok/block)" -- "${KV[@]}"
+expect 0 '"policy": "contiguous"' -- "${KV[@]}" --format json
+expect 0 '"kv_utilization"' -- "${KV[@]}" --policy paged --format json
+expect 0 "policy,block_tokens,capacity_bytes" -- "${KV[@]}" --format csv
+expect 0 "policy,start_step,steps" -- "${KV[@]}" --format csv --series
+expect 0 "over time" -- "${KV[@]}" --series --samples 3 --shared-prefix-tokens 100 --prompt-groups 4
+expect 0 "5 requests from" -- kvcache --layers 32 --kv-heads 8 --head-dim 128 --trace "$DATA/kvcache/trace.csv"
+expect 2 "bad_trace.csv' line 3: prompt_len 'three hundred'" -- kvcache --layers 2 --kv-heads 2 --head-dim 64 --trace "$DATA/kvcache/bad_trace.csv"
+expect 2 "cannot read trace file" -- kvcache --layers 2 --kv-heads 2 --head-dim 64 --trace /nonexistent/t.csv
+expect 2 "--trace gives the arrivals and lengths; drop --requests" -- kvcache --layers 2 --kv-heads 2 --head-dim 64 --trace "$DATA/kvcache/trace.csv" --requests 5
+expect 2 "--kv-budget-bytes replaces" -- kvcache --layers 2 --kv-heads 2 --head-dim 64 --kv-budget-bytes 1e9 --weights-bytes 1e9
+expect 2 "leaves nothing" -- kvcache --layers 2 --kv-heads 2 --head-dim 64 --weights-bytes 1e12
+expect 2 "budget 1000 bytes holds no" -- kvcache --layers 32 --kv-heads 8 --head-dim 128 --kv-budget-bytes 1000
+expect 2 "did you mean 'paged'" -- kvcache --layers 2 --kv-heads 2 --head-dim 64 --policy pagd
+expect 2 "--prompt-len 'unifrm:1,5'" -- kvcache --layers 2 --kv-heads 2 --head-dim 64 --prompt-len unifrm:1,5
+expect 2 "--arrivals 'poisson'" -- kvcache --layers 2 --kv-heads 2 --head-dim 64 --arrivals poisson
+expect 2 "--layers" -- kvcache --kv-heads 2 --head-dim 64
+expect 2 "--samples 0 is out of range" -- kvcache --layers 2 --kv-heads 2 --head-dim 64 --samples 0
+expect 2 "valid KV-cache dtypes" -- kvcache --layers 2 --kv-heads 2 --head-dim 64 --dtype int4
+expect 2 "--format must be" -- kvcache --layers 2 --kv-heads 2 --head-dim 64 --format yaml
+a=$("$IOSIM" "${KV[@]}" --arrivals poisson:0.5 --seed 7 --format json)
+b=$("$IOSIM" "${KV[@]}" --arrivals poisson:0.5 --seed 7 --format json)
+if [ "$a" == "$b" ]; then ok; else bad "kvcache is not deterministic for one --seed"; fi
+
 # Decoding: grouped-query attention, flash-decoding (split + reduce kernels), paged attention.
 DEC=(run --profile h100-sxm5-80gb --batch 1 --heads 8 --seq 1 --seq-kv 4096 --head-dim 128)
 expect 0 "fd_reduce" -- "${DEC[@]}" --algo flash-decoding
