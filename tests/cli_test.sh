@@ -1,28 +1,7 @@
 #!/usr/bin/env bash
 # The CLI as a user meets it: exit codes, messages that name the problem, the JSON contract,
 # and no partial output. Run by ctest with IOSIM set to the binary.
-set -u
-IOSIM=${IOSIM:?set IOSIM to the iosim binary}
-DATA=$(cd "$(dirname "$0")" && pwd)/data
-pass=0
-fail=0
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
-
-# expect CODE SUBSTRING -- ARGS...: exit code and a substring of stdout+stderr.
-expect() {
-  local code=$1 want=$2
-  shift 3
-  local out rc
-  out=$("$IOSIM" "$@" 2>&1)
-  rc=$?
-  if [ "$rc" -ne "$code" ]; then bad "iosim $* -> exit $rc, want $code; output: ${out:0:300}"; return; fi
-  if [[ "$out" != *"$want"* ]]; then bad "iosim $* -> missing '$want' in: ${out:0:300}"; return; fi
-  ok
-}
+source "$(dirname "$0")/cli_harness.sh"
 
 expect 0 "h100-sxm5-80gb" -- profiles
 expect 0 "a100-sxm4-40gb" -- profiles

@@ -2,28 +2,7 @@
 # `iosim sweep` and `iosim report` as a user meets them: exit codes, messages that name the flag,
 # byte-identical output whatever --jobs, shards that merge, no partial output files.
 # Run by ctest with IOSIM set to the binary.
-set -u
-IOSIM=${IOSIM:?set IOSIM to the iosim binary}
-DATA=$(cd "$(dirname "$0")" && pwd)/data
-pass=0
-fail=0
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
-
-# expect CODE SUBSTRING -- ARGS...: exit code and a substring of stdout+stderr.
-expect() {
-  local code=$1 want=$2
-  shift 3
-  local out rc
-  out=$("$IOSIM" "$@" 2>&1)
-  rc=$?
-  if [ "$rc" -ne "$code" ]; then bad "iosim $* -> exit $rc, want $code; output: ${out:0:300}"; return; fi
-  if [[ "$out" != *"$want"* ]]; then bad "iosim $* -> missing '$want' in: ${out:0:300}"; return; fi
-  ok
-}
+source "$(dirname "$0")/cli_harness.sh"
 
 S=(sweep --profile h100-sxm5-80gb,a100-sxm4-80gb --algo standard,flash1,flash2 --heads 2
    --seq 128:512:x2 --head-dim 64,128 --block-kv 32,64,1024)
