@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Runs l2_residue.cu under Nsight Compute on the device machine (see that file for why):
+#   sizes: --cache-control all (each launch starts with L2 flushed, as in run_suite.sh);
+#   pairs: --cache-control none (the program flushes, writes, reads itself).
+# One pass per kernel (four metrics), so no memory save/restore between replay passes.
+# Writes to $OUT: l2_residue_sizes.csv/.jsonl, l2_residue_pairs.csv/.jsonl and the ncu logs.
+# Usage from the repository root: OUT=... bash cuda_validate/microbench/l2_residue.sh
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+OUT=${OUT:-./out}
+BIN=${BIN:-/tmp/l2_residue}
+mkdir -p "$OUT"
+nvcc -O3 -arch=sm_90 -o "$BIN" "$HERE/l2_residue.cu"
+METRICS=dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_srcunit_tex_op_write.sum,lts__t_sectors_op_write.sum
+for mode in sizes pairs; do
+  cache=all
+  [[ $mode == pairs ]] && cache=none
+  ncu --metrics "$METRICS" --cache-control "$cache" --clock-control base --replay-mode kernel \
+    --csv --page raw --print-units base --log-file "$OUT/l2_residue_$mode.csv" \
+    "$BIN" "$mode" >"$OUT/l2_residue_$mode.jsonl" 2>"$OUT/l2_residue_$mode.log"
+done
