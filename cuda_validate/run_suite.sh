@@ -32,25 +32,12 @@ LOG="$OUT/run_suite.log"
 log() { echo "[$(date -u +%H:%M:%S)] $*" | tee -a "$LOG"; }
 left_s() { echo $(( TOTAL_BUDGET_S - ($(date +%s) - START_S) )); }
 
-# Metrics: DRAM bytes, L2 sectors requested by the SMs (read, write, read hits),
-# duration, shared-memory wavefronts, tensor-pipe instructions, and the SM and
-# DRAM clocks ncu ran them at. Also the sectors the SMs receive from L2
-# (l1tex__m_xbar2l1tex_read_sectors): on Hopper, identical reads from several
-# SMs in flight together can be merged before the L2 slices count them, so the
-# lts__ read count can be below what the kernels load (scripts/diag_l2.sh,
-# README), and the L2-partition crossing traffic (ltcfabric).
-METRICS_WANTED=(
-  dram__bytes_read.sum dram__bytes_write.sum
-  lts__t_sectors_srcunit_tex_op_read.sum lts__t_sectors_srcunit_tex_op_write.sum
-  lts__t_sectors_srcunit_tex_op_read_lookup_hit.sum
-  l1tex__m_xbar2l1tex_read_sectors.sum lts__t_requests_srcunit_tex_op_read.sum
-  lts__t_sectors_srcunit_ltcfabric.sum
-  gpu__time_duration.sum l1tex__data_pipe_lsu_wavefronts_mem_shared.sum
-  sm__inst_executed_pipe_tensor.sum
-  sm__cycles_elapsed.avg.per_second dram__cycles_elapsed.avg.per_second
-)
-NCU_CLOCK_CONTROL=${NCU_CLOCK_CONTROL:-base}
-NCU_CACHE_CONTROL=all
+# Counters, ncu settings and the single-pass DRAM run: scripts/ncu_lib.sh (shared with
+# pytorch_sdpa/run.sh). Also the sectors the SMs receive from L2
+# (l1tex__m_xbar2l1tex_read_sectors): on Hopper, identical reads from several SMs in flight
+# together can be merged before the L2 slices count them, so the lts__ read count can be below
+# what the kernels load (scripts/diag_l2.sh, README).
+source "$ROOT/cuda_validate/scripts/ncu_lib.sh"
 
 # 1. Build.
 if [[ "${SKIP_BUILD:-0}" == 1 && -x "$BUILD_DIR/iosim_cuda_runner" ]]; then
@@ -69,20 +56,7 @@ NVCC_VERSION=$(nvcc --version 2>/dev/null | tail -1)
 DRIVER=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -1)
 log "ncu: $NCU_VERSION; nvcc: $NVCC_VERSION; driver: $DRIVER"
 
-# Keep only the metrics this ncu knows (one unknown name fails the whole run).
-ncu --query-metrics >"$OUT/ncu_query_metrics.txt" 2>&1
-METRICS=()
-DROPPED=()
-for m in "${METRICS_WANTED[@]}"; do
-  base=${m%%.*}
-  if ! grep -q "^$base " "$OUT/ncu_query_metrics.txt" && grep -q "^dram__bytes " "$OUT/ncu_query_metrics.txt"; then
-    DROPPED+=("$m")
-  else
-    METRICS+=("$m")
-  fi
-done
-METRICS_CSV=$(IFS=,; echo "${METRICS[*]}")
-[[ ${#DROPPED[@]} -gt 0 ]] && log "metrics not offered by this ncu (dropped): ${DROPPED[*]}"
+ncu_select_metrics "$OUT"
 
 sample_clocks() {  # $1: output csv; runs until killed
   nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu \
@@ -109,50 +83,14 @@ for group in flash2_ flash1_ standard_ block-sparse_ flash-decoding_ paged_; do
   grep -q "^${group%_}" "$SUITE" || continue
   budget=$(( $(left_s) - 25 ))
   if (( budget < 20 )); then log "no time left for ncu group $group"; continue; fi
-  log "ncu group $group (timeout ${budget}s, clock-control $NCU_CLOCK_CONTROL)"
-  timeout "$budget" ncu --profile-from-start off --metrics "$METRICS_CSV" \
-    --cache-control "$NCU_CACHE_CONTROL" --clock-control "$NCU_CLOCK_CONTROL" \
-    --replay-mode kernel -f -o "$OUT/ncu_$group" \
-    "$RUNNER" --suite "$SUITE" --out "$OUT/runner_ncu_$group.json" --mode ncu --only "$group" \
-    >"$OUT/ncu_$group.log" 2>&1
-  rc=$?
-  if [[ $rc -ne 0 && ! -f "$OUT/ncu_$group.ncu-rep" && "$NCU_CLOCK_CONTROL" == base ]] &&
-     grep -qi "clock" "$OUT/ncu_$group.log"; then
-    log "ncu could not lock clocks (exit $rc); retrying with --clock-control none"
-    NCU_CLOCK_CONTROL=none
-    timeout $(( $(left_s) - 25 )) ncu --profile-from-start off --metrics "$METRICS_CSV" \
-      --cache-control "$NCU_CACHE_CONTROL" --clock-control none --replay-mode kernel \
-      -f -o "$OUT/ncu_$group" \
-      "$RUNNER" --suite "$SUITE" --out "$OUT/runner_ncu_$group.json" --mode ncu --only "$group" \
-      >"$OUT/ncu_$group.log" 2>&1
-    rc=$?
-  fi
-  log "ncu group $group exit $rc"
-  if [[ -f "$OUT/ncu_$group.ncu-rep" ]]; then
-    ncu --import "$OUT/ncu_$group.ncu-rep" --csv --page raw --print-units base \
-      --print-kernel-base demangled >"$OUT/ncu_$group.csv" 2>>"$LOG"
-  else
-    tail -5 "$OUT/ncu_$group.log" | tee -a "$LOG"
-  fi
+  ncu_run_group "$OUT" "$group" "$budget" \
+    "$RUNNER" --suite "$SUITE" --out @OUT@ --mode ncu --only "$group"
 done
 kill "$SMI_PID" 2>/dev/null; wait "$SMI_PID" 2>/dev/null
 
 # 4. Merge and summarize.
-python3 - "$OUT/env.json" "$NCU_VERSION" "$NVCC_VERSION" "$DRIVER" "$NCU_CLOCK_CONTROL" \
-  "$NCU_CACHE_CONTROL" "$METRICS_CSV" "${DROPPED[*]:-}" <<'EOF'
-import json, sys
-path, ncu, nvcc, driver, clock, cache, metrics, dropped = sys.argv[1:9]
-json.dump({
-    "tools": {"ncu": ncu, "nvcc": nvcc, "driver": driver},
-    "ncu": {"clock_control": clock, "cache_control": cache, "replay_mode": "kernel",
-            "cache_flush": "ncu flushes all caches (L1, L2) before each profiled kernel and "
-                           "each replay pass (--cache-control all)",
-            "profiled_region": "cudaProfilerStart/Stop around one launch per role "
-                               "(--profile-from-start off), after one unprofiled warm-up run",
-            "print_units": "base", "metrics": metrics.split(","),
-            "metrics_unavailable": dropped.split() if dropped else []},
-}, open(path, "w"), indent=1)
-EOF
+ncu_write_env "$OUT" "$NCU_VERSION" "$NVCC_VERSION" "$DRIVER" \
+  "cudaProfilerStart/Stop around one launch per role (--profile-from-start off), after one unprofiled warm-up run"
 python3 "$ROOT/cuda_validate/scripts/merge_ncu.py" --dir "$OUT" --out "$OUT/measurements.json" \
   2>&1 | tee -a "$LOG"
 python3 "$ROOT/cuda_validate/scripts/summarize.py" "$OUT/measurements.json" | tee "$OUT/summary.txt"

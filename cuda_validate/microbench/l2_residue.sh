@@ -11,8 +11,10 @@ OUT=${OUT:-./out}
 BIN=${BIN:-/tmp/l2_residue}
 mkdir -p "$OUT"
 nvcc -O3 -arch=sm_90 -o "$BIN" "$HERE/l2_residue.cu"
-METRICS=dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_srcunit_tex_op_write.sum,lts__t_sectors_op_write.sum
-for mode in sizes pairs; do
+# METRICS may be overridden (e.g. with run_suite.sh's list, which takes several replay passes).
+METRICS=${METRICS:-dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_srcunit_tex_op_write.sum,lts__t_sectors_op_write.sum}
+MODES=${MODES:-sizes pairs}
+for mode in $MODES; do
   cache=all
   [[ $mode == pairs ]] && cache=none
   ncu --metrics "$METRICS" --cache-control "$cache" --clock-control base --replay-mode kernel \

@@ -33,19 +33,9 @@ log() { echo "[$(date -u +%H:%M:%S)] $*" | tee -a "$LOG"; }
 left_s() { echo $(( TOTAL_BUDGET_S - ($(date +%s) - START_S) )); }
 export PYTHONUNBUFFERED=1
 
-# Keep in step with ../run_suite.sh: the same counters for our kernels and PyTorch's.
-METRICS_WANTED=(
-  dram__bytes_read.sum dram__bytes_write.sum
-  lts__t_sectors_srcunit_tex_op_read.sum lts__t_sectors_srcunit_tex_op_write.sum
-  lts__t_sectors_srcunit_tex_op_read_lookup_hit.sum
-  l1tex__m_xbar2l1tex_read_sectors.sum lts__t_requests_srcunit_tex_op_read.sum
-  lts__t_sectors_srcunit_ltcfabric.sum
-  gpu__time_duration.sum l1tex__data_pipe_lsu_wavefronts_mem_shared.sum
-  sm__inst_executed_pipe_tensor.sum
-  sm__cycles_elapsed.avg.per_second dram__cycles_elapsed.avg.per_second
-)
-NCU_CLOCK_CONTROL=${NCU_CLOCK_CONTROL:-base}
-NCU_CACHE_CONTROL=all
+# Counters, ncu settings and the single-pass DRAM run: ../scripts/ncu_lib.sh (shared with
+# ../run_suite.sh: the same counters for our kernels and PyTorch's).
+source "$ROOT/cuda_validate/scripts/ncu_lib.sh"
 
 # 1. Device and tools.
 if [[ -x "$BUILD_DIR/iosim_device_query" ]] && "$BUILD_DIR/iosim_device_query" >"$WORK/device_query.json" 2>>"$LOG"; then
@@ -60,19 +50,7 @@ NVCC_VERSION=$(nvcc --version 2>/dev/null | tail -1)
 DRIVER=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -1)
 log "ncu: $NCU_VERSION; driver: $DRIVER; $(python3 -c 'import torch; print("torch", torch.__version__)' 2>&1 | tail -1)"
 
-ncu --query-metrics >"$WORK/ncu_query_metrics.txt" 2>&1
-METRICS=()
-DROPPED=()
-for m in "${METRICS_WANTED[@]}"; do
-  base=${m%%.*}
-  if ! grep -q "^$base " "$WORK/ncu_query_metrics.txt" && grep -q "^dram__bytes " "$WORK/ncu_query_metrics.txt"; then
-    DROPPED+=("$m")
-  else
-    METRICS+=("$m")
-  fi
-done
-METRICS_CSV=$(IFS=,; echo "${METRICS[*]}")
-[[ ${#DROPPED[@]} -gt 0 ]] && log "metrics not offered by this ncu (dropped): ${DROPPED[*]}"
+ncu_select_metrics "$WORK"
 
 sample_clocks() {  # $1: output csv; runs until killed
   nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu \
@@ -96,51 +74,14 @@ for group in $(python3 "$HERE/measure.py" list --groups); do
   [[ -n "$ONLY" && "$ONLY" == "$group"* ]] && only=$ONLY
   budget=$(( $(left_s) - 20 ))
   if (( budget < 20 )); then log "no time left for ncu group $group"; continue; fi
-  log "ncu group $group (timeout ${budget}s, clock-control $NCU_CLOCK_CONTROL)"
-  timeout "$budget" ncu --profile-from-start off --metrics "$METRICS_CSV" \
-    --cache-control "$NCU_CACHE_CONTROL" --clock-control "$NCU_CLOCK_CONTROL" \
-    --replay-mode kernel -f -o "$WORK/ncu_$group" \
-    python3 "$HERE/measure.py" ncu --out "$WORK/runner_ncu_$group.json" --only "$only" \
-    "${DEV_ARGS[@]}" >"$WORK/ncu_$group.log" 2>&1
-  rc=$?
-  if [[ $rc -ne 0 && ! -f "$WORK/ncu_$group.ncu-rep" && "$NCU_CLOCK_CONTROL" == base ]] &&
-     grep -qi "clock" "$WORK/ncu_$group.log"; then
-    log "ncu could not lock clocks (exit $rc); retrying with --clock-control none"
-    NCU_CLOCK_CONTROL=none
-    timeout $(( $(left_s) - 20 )) ncu --profile-from-start off --metrics "$METRICS_CSV" \
-      --cache-control "$NCU_CACHE_CONTROL" --clock-control none --replay-mode kernel \
-      -f -o "$WORK/ncu_$group" \
-      python3 "$HERE/measure.py" ncu --out "$WORK/runner_ncu_$group.json" --only "$only" \
-      "${DEV_ARGS[@]}" >"$WORK/ncu_$group.log" 2>&1
-    rc=$?
-  fi
-  log "ncu group $group exit $rc"
-  if [[ -f "$WORK/ncu_$group.ncu-rep" ]]; then
-    ncu --import "$WORK/ncu_$group.ncu-rep" --csv --page raw --print-units base \
-      --print-kernel-base demangled >"$WORK/ncu_$group.csv" 2>>"$LOG"
-  else
-    tail -5 "$WORK/ncu_$group.log" | tee -a "$LOG"
-  fi
+  ncu_run_group "$WORK" "$group" "$budget" \
+    python3 "$HERE/measure.py" ncu --out @OUT@ --only "$only" "${DEV_ARGS[@]}"
 done
 kill "$SMI_PID" 2>/dev/null; wait "$SMI_PID" 2>/dev/null
 
 # 4. Merge, finalize, summarize.
-python3 - "$WORK/env.json" "$NCU_VERSION" "$NVCC_VERSION" "$DRIVER" "$NCU_CLOCK_CONTROL" \
-  "$NCU_CACHE_CONTROL" "$METRICS_CSV" "${DROPPED[*]:-}" <<'EOF'
-import json, sys
-path, ncu, nvcc, driver, clock, cache, metrics, dropped = sys.argv[1:9]
-json.dump({
-    "tools": {"ncu": ncu, "nvcc": nvcc, "driver": driver},
-    "ncu": {"clock_control": clock, "cache_control": cache, "replay_mode": "kernel",
-            "cache_flush": "ncu flushes all caches (L1, L2) before each profiled kernel and "
-                           "each replay pass (--cache-control all)",
-            "profiled_region": "cudaProfilerStart/Stop (torch.cuda.profiler) around one call of "
-                               "each role (--profile-from-start off), after two unprofiled "
-                               "warm-up runs; every kernel PyTorch launches in it is profiled",
-            "print_units": "base", "metrics": metrics.split(","),
-            "metrics_unavailable": dropped.split() if dropped else []},
-}, open(path, "w"), indent=1)
-EOF
+ncu_write_env "$WORK" "$NCU_VERSION" "$NVCC_VERSION" "$DRIVER" \
+  "cudaProfilerStart/Stop (torch.cuda.profiler) around one call of each role (--profile-from-start off), after two unprofiled warm-up runs; every kernel PyTorch launches in it is profiled"
 python3 "$ROOT/cuda_validate/scripts/merge_ncu.py" --dir "$WORK" --out "$WORK/merged.json" 2>&1 | tee -a "$LOG"
 python3 "$HERE/measure.py" finalize --merged "$WORK/merged.json" --time "$WORK/runner_time.json" \
   --out "$WORK/measurements.json" 2>&1 | tee -a "$LOG"

@@ -10,11 +10,12 @@ Inputs (all written by run_suite.sh under one directory):
   clocks_<pass>.csv           nvidia-smi samples taken during each pass
   env.json                    tool versions and ncu settings (written by run_suite.sh)
 
-Pairing: in the ncu pass the runner launches iosim_marker_kernel before each
-role of each case, in the order of its marker list, and ncu profiles every
-launch between cudaProfilerStart/Stop. So the k-th marker row of a group's CSV
-is the k-th marker of that group's runner file, and the rows after it, up to
-the next marker, are that role's kernels (cuBLAS may launch more than one).
+  runner_single_pass_<group>.json, single_pass_<group>.csv
+                              the same group profiled again for the DRAM counters alone
+                              (one replay pass; why: scripts/ncu_lib.sh); their values
+                              replace the full run's, which stay under metrics_multi_pass
+
+Pairing: see pair_group().
 """
 import argparse
 import csv
@@ -106,6 +107,78 @@ def read_clocks(path):
             "temperature_c": summarize(temp), "source": os.path.basename(path)}
 
 
+def pair_group(d, prefix, group, wanted, metric_units, warnings):
+    """Counters of one ncu run of one group: {(case_id, role): [kernel, ...]}.
+
+    The runner launches iosim_marker_kernel before each role of each case, in the order of its
+    marker list, and ncu profiles every launch; so the k-th marker row of the CSV is the k-th
+    marker of the runner file, and the rows after it, up to the next marker, are that role's
+    kernels (cuBLAS may launch more than one)."""
+    runner_file = os.path.join(d, f"runner_{prefix}{group}.json")
+    csv_file = os.path.join(d, f"{prefix}{group}.csv")
+    with open(runner_file) as f:
+        markers = json.load(f).get("markers", [])
+    if not os.path.exists(csv_file):
+        warnings.append(f"group {group} ({prefix}): no ncu CSV; its cases have no counters there")
+        return {}
+    rows, units = read_csv_rows(csv_file)
+    rows.sort(key=lambda r: to_number(r.get("ID", "0")) or 0)
+    n_marker_rows = sum(1 for r in rows if MARKER in kernel_name(r))
+    if n_marker_rows != len(markers):
+        warnings.append(f"group {group} ({prefix}): {n_marker_rows} marker kernels in the CSV, "
+                        f"{len(markers)} in the runner's list; pairing stops at the shorter")
+    counters = {}
+    k = -1
+    current = None
+    for r in rows:
+        if MARKER in kernel_name(r):
+            k += 1
+            current = markers[k] if k < len(markers) else None
+            continue
+        if current is None:
+            warnings.append(f"group {group} ({prefix}): kernel '{kernel_name(r)[:60]}' has no marker")
+            continue
+        metrics, launch = {}, {}
+        for key, val in r.items():
+            if key in wanted or (not wanted and key.split("__")[0] in COUNTER_UNITS):
+                metrics[key] = to_number(val)
+                if key in units:
+                    metric_units[key] = units[key]
+            elif key in LAUNCH_KEYS:
+                launch[key] = to_number(val)
+        counters.setdefault((current["case_id"], current["role"]), []).append({
+            "name": kernel_name(r),
+            "grid": parse_dims(r.get("Grid Size")),
+            "block": parse_dims(r.get("Block Size")),
+            "metrics": metrics,
+            "launch": launch,
+        })
+    return counters
+
+
+def replace_single_pass(counters, single, names, warnings):
+    """Puts the single-pass run's values of `names` into the full run's kernels (same case, role,
+    launch order and kernel name); the full run's values stay under "metrics_multi_pass"."""
+    replaced = 0
+    for key, kernels in counters.items():
+        others = single.get(key, [])
+        if len(others) != len(kernels):
+            warnings.append(f"{key[0]} {key[1]}: {len(others)} kernels in the single-pass run, "
+                            f"{len(kernels)} in the full run; multi-pass DRAM counters kept")
+            continue
+        for k, o in zip(kernels, others):
+            if o["name"] != k["name"] or o["launch"].get("profiler__replayer_passes") != 1:
+                warnings.append(f"{key[0]} {key[1]}: single-pass kernel '{o['name'][:50]}' "
+                                f"({o['launch'].get('profiler__replayer_passes')} passes) does "
+                                "not match; multi-pass DRAM counters kept")
+                continue
+            k["metrics_multi_pass"] = {n: k["metrics"].get(n) for n in names}
+            for n in names:
+                k["metrics"][n] = o["metrics"].get(n)
+            replaced += 1
+    return replaced
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--dir", required=True, help="run_suite.sh output directory")
@@ -124,51 +197,26 @@ def main():
     # metrics and a few launch facts (occupancy limits, registers, replay passes).
     wanted = set(env.get("ncu", {}).get("metrics", []))
     # Counters per (case_id, role): list of kernels in launch order.
-    counters = {}
     metric_units = {}
     warnings = []
-    ncu_clock = {"sm": [], "dram": []}
+    counters = {}
+    single = env.get("ncu", {}).get("single_pass_metrics", [])
+    replaced = 0
     for runner_file in sorted(glob.glob(os.path.join(d, "runner_ncu_*.json"))):
         group = os.path.basename(runner_file)[len("runner_ncu_"):-len(".json")]
-        csv_file = os.path.join(d, f"ncu_{group}.csv")
-        with open(runner_file) as f:
-            markers = json.load(f).get("markers", [])
-        if not os.path.exists(csv_file):
-            warnings.append(f"group {group}: no ncu CSV; its cases have no counters")
-            continue
-        rows, units = read_csv_rows(csv_file)
-        rows.sort(key=lambda r: to_number(r.get("ID", "0")) or 0)
-        n_marker_rows = sum(1 for r in rows if MARKER in kernel_name(r))
-        if n_marker_rows != len(markers):
-            warnings.append(f"group {group}: {n_marker_rows} marker kernels in the CSV, "
-                            f"{len(markers)} in the runner's list; pairing stops at the shorter")
-        k = -1
-        current = None
-        for r in rows:
-            if MARKER in kernel_name(r):
-                k += 1
-                current = markers[k] if k < len(markers) else None
-                continue
-            if current is None:
-                warnings.append(f"group {group}: kernel '{kernel_name(r)[:60]}' has no marker")
-                continue
-            metrics, launch = {}, {}
-            for key, val in r.items():
-                if key in wanted or (not wanted and key.split("__")[0] in COUNTER_UNITS):
-                    metrics[key] = to_number(val)
-                    if key in units:
-                        metric_units[key] = units[key]
-                elif key in LAUNCH_KEYS:
-                    launch[key] = to_number(val)
-            ncu_clock["sm"].append(metrics.get("sm__cycles_elapsed.avg.per_second"))
-            ncu_clock["dram"].append(metrics.get("dram__cycles_elapsed.avg.per_second"))
-            counters.setdefault((current["case_id"], current["role"]), []).append({
-                "name": kernel_name(r),
-                "grid": parse_dims(r.get("Grid Size")),
-                "block": parse_dims(r.get("Block Size")),
-                "metrics": metrics,
-                "launch": launch,
-            })
+        full = pair_group(d, "ncu_", group, wanted, metric_units, warnings)
+        counters.update(full)
+        if single and os.path.exists(os.path.join(d, f"runner_single_pass_{group}.json")):
+            replaced += replace_single_pass(
+                full, pair_group(d, "single_pass_", group, set(single), {}, warnings), single,
+                warnings)
+        elif single:
+            warnings.append(f"group {group}: no single-pass run; multi-pass DRAM counters kept")
+    ncu_clock = {"sm": [], "dram": []}
+    for kernels in counters.values():
+        for k in kernels:
+            ncu_clock["sm"].append(k["metrics"].get("sm__cycles_elapsed.avg.per_second"))
+            ncu_clock["dram"].append(k["metrics"].get("dram__cycles_elapsed.avg.per_second"))
 
     cases = []
     n_pass = n_fail = n_missing = 0
@@ -192,6 +240,8 @@ def main():
                     "smem_dynamic_bytes": role.get("smem_bytes"),
                     "metrics": m["metrics"] if m else None,
                     "launch": m["launch"] if m else None,
+                    **({"metrics_multi_pass": m["metrics_multi_pass"]}
+                       if m and "metrics_multi_pass" in m else {}),
                     # A role timed with events covers all its launches; with several
                     # (cuBLAS split-K) the time sits on the role, see role_times_s.
                     "time_free_running_s": role.get("time_free_running_s") if single else None,
@@ -237,7 +287,8 @@ def main():
         },
         "metric_units": metric_units,
         "summary": {"cases": len(cases), "checks_passed": n_pass, "checks_failed_or_error": n_fail,
-                    "roles_without_counters": n_missing, "warnings": warnings},
+                    "roles_without_counters": n_missing,
+                    "kernels_with_single_pass_dram": replaced, "warnings": warnings},
         "cases": cases,
     }
     with open(args.out, "w") as f:
