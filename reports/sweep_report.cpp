@@ -662,7 +662,7 @@ json page_data(const SweepData& data, const ValidationResult* validation) {
     for (const CaseResult& c : validation->cases) {
       if (!c.skipped_reason.empty()) continue;
       json m = json::object();
-      for (int i = 0; i < 5; ++i) {
+      for (int i = 0; i < kMetricCount; ++i) {
         m[metric_name(kMetrics[i])] = {c.metrics[i].predicted, c.metrics[i].measured};
       }
       cases.push_back({{"id", c.id}, {"schedule", c.schedule}, {"profile", c.profile}, {"m", m}});
@@ -687,7 +687,7 @@ std::string validation_html(const ValidationResult& v) {
   for (Metric m : kMetrics) t[0].push_back(std::string(metric_name(m)) + " median |err|");
   for (const Summary& s : v.summaries) {
     std::vector<std::string> row = {s.schedule, std::to_string(s.cases)};
-    for (int i = 0; i < 5; ++i) {
+    for (int i = 0; i < kMetricCount; ++i) {
       row.push_back(s.median_abs_error[i] ? fmt::format("{:.1f}%", *s.median_abs_error[i] * 100)
                                           : "-");
     }

@@ -1,8 +1,9 @@
 #include "reports/validation.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
-#include <fmt/format.h>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -73,8 +74,8 @@ RunRequest request_for(const json& c, const std::string& where) {
   // Block-sparse: the kernel's block mask, as --pattern defines it (cuda_validate's block list
   // is held to sim/block_mask.cpp by tests/block_pattern_match_test.cpp).
   if (p.contains("pattern") && p["pattern"].is_string()) {
-    pr.pattern = std::make_shared<const BlockPattern>(
-        parse_block_pattern(p["pattern"].get<std::string>()));
+    pr.pattern =
+        std::make_shared<const BlockPattern>(parse_block_pattern(p["pattern"].get<std::string>()));
   }
   // Tiling of the measured kernel, when it is one we wrote (cuBLAS picks its own for standard).
   if (c.contains("tiling") && c["tiling"].is_object()) {
@@ -114,26 +115,27 @@ CaseResult compare_case(const json& c, const std::string& profile_name, const st
     return out;
   }
   // Measured totals over the case's kernels, and the SM clock ncu ran them at (time-weighted).
-  double measured[5] = {};
+  double measured[kMetricCount] = {};  // indexed like kMetrics
   double clock_weighted = 0.0, time_total = 0.0;
   for (const json& k : c["kernels"]) {
     const json& m = k.at("metrics");
     const std::string kw = fmt::format("{} kernel '{}'", where, k.value("role", std::string("?")));
-    measured[0] += number_at(m, "dram__bytes_read.sum", kw);
-    measured[1] += number_at(m, "dram__bytes_write.sum", kw);
+    measured[1] += number_at(m, "dram__bytes_read.sum", kw);
+    measured[2] += number_at(m, "dram__bytes_write.sum", kw);
     // Bytes the SMs received from L2. The L2 slices' own request count
     // (lts__t_sectors_srcunit_tex_op_read) is lower when co-resident CTAs read the same sectors at
     // the same moment: the crossbar merges those requests (cuda_validate/README.md). Older files
     // without the crossbar metric fall back to the slice count.
-    measured[2] += 32.0 * (m.contains("l1tex__m_xbar2l1tex_read_sectors.sum")
+    measured[3] += 32.0 * (m.contains("l1tex__m_xbar2l1tex_read_sectors.sum")
                                ? number_at(m, "l1tex__m_xbar2l1tex_read_sectors.sum", kw)
                                : number_at(m, "lts__t_sectors_srcunit_tex_op_read.sum", kw));
-    measured[3] += 32.0 * number_at(m, "lts__t_sectors_srcunit_tex_op_write.sum", kw);
+    measured[4] += 32.0 * number_at(m, "lts__t_sectors_srcunit_tex_op_write.sum", kw);
     const double t = number_at(m, "gpu__time_duration.sum", kw) * 1e-9;
-    measured[4] += t;
+    measured[5] += t;
     clock_weighted += t * number_at(m, "sm__cycles_elapsed.avg.per_second", kw) / 1e6;
     time_total += t;
   }
+  measured[0] = measured[1] + measured[2];
   out.sm_clock_mhz = time_total > 0 ? clock_weighted / time_total : 0.0;
 
   RunRequest r;
@@ -156,21 +158,26 @@ CaseResult compare_case(const json& c, const std::string& profile_name, const st
     return out;
   }
   const Counters& t = rep.engine.total;
-  const double predicted[5] = {static_cast<double>(t.hbm.read_total()),
-                               static_cast<double>(t.hbm.write_total()),
-                               static_cast<double>(t.l2.read_total()),
-                               static_cast<double>(t.l2.write_total()), rep.engine.time_s};
-  for (int i = 0; i < 5; ++i) out.metrics[i] = {predicted[i], measured[i]};
+  const double predicted[kMetricCount] = {
+      static_cast<double>(t.hbm.read_total() + t.hbm.write_total()),
+      static_cast<double>(t.hbm.read_total()),
+      static_cast<double>(t.hbm.write_total()),
+      static_cast<double>(t.l2.read_total()),
+      static_cast<double>(t.l2.write_total()),
+      rep.engine.time_s};
+  for (int i = 0; i < kMetricCount; ++i) out.metrics[i] = {predicted[i], measured[i]};
   return out;
 }
 
 std::vector<fs::path> measurement_files(const fs::path& path) {
-  if (!fs::exists(path)) throw ConfigError(fmt::format("no such file or folder '{}'", path.string()));
+  if (!fs::exists(path))
+    throw ConfigError(fmt::format("no such file or folder '{}'", path.string()));
   if (!fs::is_directory(path)) return {path};
   std::vector<fs::path> files;
   for (const auto& e : fs::recursive_directory_iterator(path)) {
     const std::string name = e.path().filename().string();
-    if (e.is_regular_file() && name.rfind("measurements", 0) == 0 && e.path().extension() == ".json") {
+    if (e.is_regular_file() && name.rfind("measurements", 0) == 0 &&
+        e.path().extension() == ".json") {
       files.push_back(e.path());
     }
   }
@@ -184,7 +191,7 @@ std::vector<fs::path> measurement_files(const fs::path& path) {
 Summary summarize(const std::string& name, const std::vector<const CaseResult*>& cases) {
   Summary s;
   s.schedule = name;
-  for (int i = 0; i < 5; ++i) {
+  for (int i = 0; i < kMetricCount; ++i) {
     std::vector<double> errs;
     for (const CaseResult* c : cases) {
       if (const auto e = c->metrics[i].relative_error()) errs.push_back(std::abs(*e));
@@ -209,11 +216,18 @@ std::string value_text(Metric m, double v) {
 
 const char* metric_name(Metric m) {
   switch (m) {
-    case Metric::dram_read: return "dram_read";
-    case Metric::dram_write: return "dram_write";
-    case Metric::l2_read: return "l2_read";
-    case Metric::l2_write: return "l2_write";
-    case Metric::time: return "time";
+    case Metric::dram:
+      return "dram";
+    case Metric::dram_read:
+      return "dram_read";
+    case Metric::dram_write:
+      return "dram_write";
+    case Metric::l2_read:
+      return "l2_read";
+    case Metric::l2_write:
+      return "l2_write";
+    case Metric::time:
+      return "time";
   }
   return "?";
 }
@@ -228,13 +242,15 @@ ValidationResult validate_measurements(const fs::path& path, const std::string& 
   for (const fs::path& file : measurement_files(path)) {
     const json doc = read_json(file);
     if (doc.value("format", std::string{}) != "iosim-measurements") {
-      throw ConfigError(fmt::format("{}: not an iosim-measurements file (\"format\" key)", file.string()));
+      throw ConfigError(
+          fmt::format("{}: not an iosim-measurements file (\"format\" key)", file.string()));
     }
     if (doc.value("version", 0) != 1) {
       throw ConfigError(fmt::format("{}: measurement format version {} is not supported (1 is)",
                                     file.string(), doc.value("version", 0)));
     }
-    const std::string profile = profile_override.empty() ? profile_for(file, doc) : profile_override;
+    const std::string profile =
+        profile_override.empty() ? profile_for(file, doc) : profile_override;
     for (const json& c : doc.at("cases")) {
       const std::string schedule = c.value("schedule", std::string{});
       const std::vector<std::string> known = builtin_registry().names();
@@ -265,7 +281,8 @@ ValidationResult validate_measurements(const fs::path& path, const std::string& 
 
 std::string validation_table(const ValidationResult& v) {
   std::string s = fmt::format("{:<52} {:>6}", "case", "MHz");
-  for (Metric m : kMetrics) s += fmt::format(" {:>28}", std::string(metric_name(m)) + " pred/meas (err)");
+  for (Metric m : kMetrics)
+    s += fmt::format(" {:>28}", std::string(metric_name(m)) + " pred/meas (err)");
   s += "\n";
   for (const CaseResult& c : v.cases) {
     s += fmt::format("{:<52} {:>6.0f}", c.id, c.sm_clock_mhz);
@@ -273,7 +290,7 @@ std::string validation_table(const ValidationResult& v) {
       s += "  skipped: " + c.skipped_reason + "\n";
       continue;
     }
-    for (int i = 0; i < 5; ++i) {
+    for (int i = 0; i < kMetricCount; ++i) {
       const Comparison& x = c.metrics[i];
       s += fmt::format(" {:>28}", fmt::format("{}/{} ({})", value_text(kMetrics[i], x.predicted),
                                               value_text(kMetrics[i], x.measured),
@@ -282,11 +299,12 @@ std::string validation_table(const ValidationResult& v) {
     s += "\n";
   }
   s += fmt::format("\n{:<12} {:>6}", "schedule", "cases");
-  for (Metric m : kMetrics) s += fmt::format(" {:>22}", std::string(metric_name(m)) + " median/worst");
+  for (Metric m : kMetrics)
+    s += fmt::format(" {:>22}", std::string(metric_name(m)) + " median/worst");
   s += "\n";
   for (const Summary& x : v.summaries) {
     s += fmt::format("{:<12} {:>6}", x.schedule, x.cases);
-    for (int i = 0; i < 5; ++i) {
+    for (int i = 0; i < kMetricCount; ++i) {
       s += fmt::format(" {:>22}", pct(x.median_abs_error[i]) + " / " + pct(x.worst_abs_error[i]));
     }
     s += "\n";
@@ -296,12 +314,13 @@ std::string validation_table(const ValidationResult& v) {
 
 std::string validation_markdown(const ValidationResult& v) {
   std::string s =
-      "| schedule | cases | DRAM read median / worst | DRAM write median / worst | "
-      "L2 read median / worst | L2 write median / worst | time median / worst |\n"
-      "| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+      "| schedule | cases | DRAM (read + write) median / worst | DRAM read median / worst | "
+      "DRAM write median / worst | L2 read median / worst | L2 write median / worst | "
+      "time median / worst |\n"
+      "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
   for (const Summary& x : v.summaries) {
     s += fmt::format("| {} | {} |", x.schedule, x.cases);
-    for (int i = 0; i < 5; ++i) {
+    for (int i = 0; i < kMetricCount; ++i) {
       s += fmt::format(" {} / {} |", pct(x.median_abs_error[i]), pct(x.worst_abs_error[i]));
     }
     s += "\n";
@@ -318,10 +337,11 @@ std::string validation_csv(const ValidationResult& v) {
   for (const CaseResult& c : v.cases) {
     s += fmt::format("{},{},{},{:.1f},\"{}\"", c.id, c.schedule, c.profile, c.sm_clock_mhz,
                      c.skipped_reason);
-    for (int i = 0; i < 5; ++i) {
+    for (int i = 0; i < kMetricCount; ++i) {
       const Comparison& x = c.metrics[i];
       const auto e = x.relative_error();
-      s += fmt::format(",{:.6g},{:.6g},{}", x.predicted, x.measured, e ? fmt::format("{:.6g}", *e) : "");
+      s += fmt::format(",{:.6g},{:.6g},{}", x.predicted, x.measured,
+                       e ? fmt::format("{:.6g}", *e) : "");
     }
     s += "\n";
   }
@@ -339,7 +359,7 @@ std::string validation_json(const ValidationResult& v) {
     if (!c.skipped_reason.empty()) {
       j["skipped"] = c.skipped_reason;
     } else {
-      for (int i = 0; i < 5; ++i) {
+      for (int i = 0; i < kMetricCount; ++i) {
         const auto e = c.metrics[i].relative_error();
         j[metric_name(kMetrics[i])] = {{"predicted", c.metrics[i].predicted},
                                        {"measured", c.metrics[i].measured},
@@ -351,9 +371,10 @@ std::string validation_json(const ValidationResult& v) {
   json summaries = json::array();
   for (const Summary& x : v.summaries) {
     json j = {{"schedule", x.schedule}, {"cases", x.cases}};
-    for (int i = 0; i < 5; ++i) {
+    for (int i = 0; i < kMetricCount; ++i) {
       j[metric_name(kMetrics[i])] = {
-          {"median_abs_error", x.median_abs_error[i] ? json(*x.median_abs_error[i]) : json(nullptr)},
+          {"median_abs_error",
+           x.median_abs_error[i] ? json(*x.median_abs_error[i]) : json(nullptr)},
           {"worst_abs_error", x.worst_abs_error[i] ? json(*x.worst_abs_error[i]) : json(nullptr)}};
     }
     summaries.push_back(j);

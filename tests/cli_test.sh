@@ -121,5 +121,24 @@ expect 2 "cannot read block-table file" -- "${DEC[@]}" --algo paged --block-tabl
 expect 2 "line 2: page 1 is listed twice" -- "${DEC[@]}" --algo paged --block-table "$DATA/block_tables/duplicate.txt"
 expect 2 "the problem needs 1 x 256" -- "${DEC[@]}" --algo paged --block-table "$DATA/block_tables/two_by_three.txt"
 
+# iosim validate: the committed measurements, every format, and bad input.
+VAL=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/reports/validation
+H100_DEC=$VAL/h100-sxm5-80gb/measurements_decode_2026-11-22.json
+expect 0 "| all | 43 |" -- validate "$H100_DEC" --format md
+expect 0 "DRAM (read + write) median / worst" -- validate "$H100_DEC" --format md
+expect 0 "dram_predicted,dram_measured,dram_rel_error,dram_read_predicted" -- validate "$H100_DEC" --format csv
+expect 0 '"dram_write"' -- validate "$H100_DEC" --format json
+expect 0 "paged_b4_h32_n1_nkv4096_d128_bq16_bkv64_s1_page16" -- validate "$H100_DEC"
+expect 2 "no such file or folder" -- validate "$tmp/missing.json"
+echo '{"format": "something-else", "version": 1}' >"$tmp/measurements_other.json"
+expect 2 "not an iosim-measurements file" -- validate "$tmp/measurements_other.json"
+echo '{"format": "iosim-measurements", "version": 7, "cases": []}' >"$tmp/measurements_v7.json"
+expect 2 "version 7 is not supported" -- validate "$tmp/measurements_v7.json"
+echo '{"format": "iosim-measurements", ' >"$tmp/measurements_cut.json"
+expect 2 "measurements_cut.json" -- validate "$tmp/measurements_cut.json"
+mkdir -p "$tmp/empty_dir"
+expect 2 "no measurements*.json" -- validate "$tmp/empty_dir"
+expect 2 "format" -- validate "$H100_DEC" --format xml
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -1,8 +1,11 @@
 // The committed measurements keep the model honest: `iosim validate` over reports/validation/
-// must stay at or under the accuracy levels recorded next to the data. Our own kernels
-// (measurements*.json) and PyTorch's (pytorch_sdpa_*.json) have levels of their own.
+// must stay at or under the accuracy levels recorded next to the data, per device folder. Our own
+// kernels (measurements*.json) and PyTorch's (pytorch_sdpa_*.json) have levels of their own;
+// scripts/accuracy_levels.py writes them (tightening freely, loosening only when told why).
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -12,21 +15,25 @@ using namespace iosim;
 
 namespace {
 
+namespace fs = std::filesystem;
+
 const std::string kDir = std::string(IOSIM_REPO_DIR) + "/reports/validation";
 
-void check_levels(const ValidationResult& v, const std::string& levels_file) {
+nlohmann::json read_levels(const std::string& levels_file) {
   std::ifstream in(kDir + "/" + levels_file);
   REQUIRE_MESSAGE(in.good(), "cannot read " << levels_file);
-  const nlohmann::json levels = nlohmann::json::parse(in).at("schedules");
+  return nlohmann::json::parse(in).at("devices");
+}
+
+void check_levels(const ValidationResult& v, const nlohmann::json& levels) {
   REQUIRE(!v.summaries.empty());
   for (const Summary& s : v.summaries) {
-    CAPTURE(levels_file);
     CAPTURE(s.schedule);
     REQUIRE_MESSAGE(levels.contains(s.schedule),
                     "no recorded level for schedule " << s.schedule << ": add it");
     const nlohmann::json& level = levels.at(s.schedule);
     CHECK(s.cases >= level.at("cases").get<int>());  // cases are added, never silently dropped
-    for (int i = 0; i < 5; ++i) {
+    for (int i = 0; i < kMetricCount; ++i) {
       const char* metric = metric_name(kMetrics[i]);
       CAPTURE(metric);
       const nlohmann::json& m = level.at(metric);
@@ -38,13 +45,43 @@ void check_levels(const ValidationResult& v, const std::string& levels_file) {
   }
 }
 
+// Device folders (one per GPU the data was measured on) that hold files matching `prefix`.
+std::vector<std::string> device_folders(const std::string& prefix) {
+  std::vector<std::string> out;
+  for (const auto& d : fs::directory_iterator(kDir)) {
+    if (!d.is_directory()) continue;
+    for (const auto& f : fs::directory_iterator(d.path())) {
+      if (f.path().filename().string().rfind(prefix, 0) == 0) {
+        out.push_back(d.path().filename().string());
+        break;
+      }
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 }  // namespace
 
 TEST_CASE("validation accuracy of our kernels does not fall below the recorded levels") {
-  check_levels(validate_measurements(kDir), "accuracy_levels.json");
+  const nlohmann::json levels = read_levels("accuracy_levels.json");
+  const std::vector<std::string> devices = device_folders("measurements");
+  REQUIRE(devices.size() >= 2);  // H100 and H200
+  for (const std::string& device : devices) {
+    CAPTURE(device);
+    REQUIRE_MESSAGE(levels.contains(device), "no recorded levels for " << device);
+    check_levels(validate_measurements(kDir + "/" + device), levels.at(device).at("schedules"));
+  }
 }
 
 TEST_CASE("validation accuracy on PyTorch's kernels does not fall below the recorded levels") {
-  check_levels(validate_measurements(kDir + "/h200-sxm-141gb/pytorch_sdpa_2026-11-22.json"),
-               "accuracy_levels_pytorch.json");
+  const nlohmann::json levels = read_levels("accuracy_levels_pytorch.json");
+  const std::vector<std::string> devices = device_folders("pytorch_sdpa");
+  REQUIRE(devices.size() >= 2);
+  for (const std::string& device : devices) {
+    CAPTURE(device);
+    REQUIRE_MESSAGE(levels.contains(device), "no recorded levels for " << device);
+    check_levels(validate_measurements(kDir + "/" + device + "/pytorch_sdpa_2026-11-22.json"),
+                 levels.at(device).at("schedules"));
+  }
 }
