@@ -1,8 +1,9 @@
 #include "sim/l2_cache.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <bit>
-#include <fmt/format.h>
 
 #include "sim/errors.hpp"
 
@@ -13,7 +14,6 @@ std::uint64_t popcount(const std::array<std::uint64_t, 2>& m) {
   return static_cast<std::uint64_t>(std::popcount(m[0]) + std::popcount(m[1]));
 }
 
-// Spreads consecutive regions over the sets, as the hardware's address hash does.
 std::uint64_t mix(std::uint64_t x) {
   x ^= x >> 31;
   x *= 0x7fb5d329728ea185ULL;
@@ -23,6 +23,18 @@ std::uint64_t mix(std::uint64_t x) {
 }
 
 }  // namespace
+
+// Set index: the region's position within an aligned window of `sets_` consecutive regions,
+// rotated by a hash of the window. So a window's regions fill the sets evenly and windows land
+// at pseudo-random offsets: the structure of the GPU's XOR address hash (low address bits pick
+// the set, higher bits are hashed in). It reproduces how repeated sweeps of a growing footprint
+// stop hitting (l2_sweep microbenchmark, reports/validation/*/l2_microbench_2026-11-22: >= 98%
+// hits up to 60% of the L2, a sharp fall between 70% and 90%): a random set per region spreads
+// unevenly and misses from 40% (binomial occupancy), a plain modulo fills every set alike and
+// thrashes all of them at once.
+std::uint64_t L2Cache::set_of(std::uint64_t region) const {
+  return (region % sets_ + mix(region / sets_)) % sets_;
+}
 
 L2Cache::L2Cache(std::int64_t capacity_bytes, int sector_bytes, int ways)
     : sector_bytes_(static_cast<std::uint64_t>(sector_bytes)),
@@ -40,7 +52,7 @@ L2Cache::L2Cache(std::int64_t capacity_bytes, int sector_bytes, int ways)
 }
 
 L2Cache::Lines& L2Cache::acquire(std::uint64_t region, TensorId owner, PerTensor& written_back) {
-  const std::uint64_t base = (mix(region) % sets_) * ways_per_set_;
+  const std::uint64_t base = set_of(region) * ways_per_set_;
   const std::uint64_t* tags = &tags_[base];
   for (std::uint64_t w = 0; w < ways_per_set_; ++w) {
     if (tags[w] == region) {
@@ -50,8 +62,8 @@ L2Cache::Lines& L2Cache::acquire(std::uint64_t region, TensorId owner, PerTensor
   }
   // Miss: replace the set's least recently used way (never-used ways have stamp 0).
   const std::uint64_t* stamps = &last_use_[base];
-  const std::uint64_t victim = base + static_cast<std::uint64_t>(
-                                          std::min_element(stamps, stamps + ways_per_set_) - stamps);
+  const std::uint64_t victim =
+      base + static_cast<std::uint64_t>(std::min_element(stamps, stamps + ways_per_set_) - stamps);
   Lines& x = lines_[victim];
   if (tags_[victim] != kEmpty) {
     const std::uint64_t dirty = popcount(x.dirty);
@@ -96,7 +108,7 @@ std::uint64_t L2Cache::write(std::uint64_t addr, std::uint64_t len, TensorId own
 }
 
 L2Cache::Mask L2Cache::fetch(std::uint64_t region, const Mask& want, TensorId owner,
-                            PerTensor& written_back) {
+                             PerTensor& written_back) {
   Lines& x = acquire(region, owner, written_back);
   const Mask missing = {want[0] & ~x.valid[0], want[1] & ~x.valid[1]};
   x.valid[0] |= want[0];
@@ -124,7 +136,8 @@ void L2Cache::write_region(std::uint64_t region, const Mask& want, TensorId owne
 
 void L2Cache::flush(PerTensor& written_back) {
   for (std::size_t i = 0; i < tags_.size(); ++i) {
-    if (tags_[i] != kEmpty) written_back[index_of(lines_[i].owner)] += popcount(lines_[i].dirty) * sector_bytes_;
+    if (tags_[i] != kEmpty)
+      written_back[index_of(lines_[i].owner)] += popcount(lines_[i].dirty) * sector_bytes_;
   }
   std::fill(tags_.begin(), tags_.end(), kEmpty);
   std::fill(last_use_.begin(), last_use_.end(), 0);

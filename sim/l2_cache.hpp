@@ -4,11 +4,11 @@
 // The cache is modelled at two granularities. Presence and dirtiness are exact per sector (32
 // bytes: the unit in which SMs request data and DRAM traffic is counted). Placement and
 // replacement work on regions of 128 consecutive sectors (4 KiB), kept in a set-associative
-// array (16 ways, hashed set index, LRU within a set). Tiles are contiguous runs of hundreds of
-// sectors touched together, so the lines of a region share nearly the same recency; tracking
-// regions instead of 128-byte lines costs one set lookup per 4 KiB, which is what keeps
-// B=4, H=16, N=16384 runs in seconds. What it approximates: the real L2's line-granular sets and
-// undocumented hash and replacement policy, and the split into two partitions on A100/H100.
+// array (16 ways, consecutive regions in consecutive sets, LRU within a set). Tiles are contiguous
+// runs of hundreds of sectors touched together, so the lines of a region share nearly the same
+// recency; tracking regions instead of 128-byte lines costs one set lookup per 4 KiB, which is what
+// keeps B=4, H=16, N=16384 runs in seconds. What it approximates: the real L2's line-granular sets
+// and undocumented hash and replacement policy, and the split into two partitions on A100/H100.
 #include <array>
 #include <cstdint>
 #include <vector>
@@ -26,7 +26,8 @@ inline std::array<std::uint64_t, 2> sector_range_mask(unsigned first, unsigned l
     if (last < lo || first > hi) continue;
     const unsigned a = first > lo ? first - lo : 0;
     const unsigned b = last < hi ? last - lo : 63;
-    const std::uint64_t upto_b = (b == 63) ? ~std::uint64_t{0} : ((std::uint64_t{1} << (b + 1)) - 1);
+    const std::uint64_t upto_b =
+        (b == 63) ? ~std::uint64_t{0} : ((std::uint64_t{1} << (b + 1)) - 1);
     const std::uint64_t below_a = (std::uint64_t{1} << a) - 1;
     m[w] = upto_b & ~below_a;
   }
@@ -96,6 +97,7 @@ class L2Cache {
   };
 
   Lines& acquire(std::uint64_t region, TensorId owner, PerTensor& written_back);
+  std::uint64_t set_of(std::uint64_t region) const;
 
   std::uint64_t sector_bytes_;
   std::uint64_t region_bytes_;
