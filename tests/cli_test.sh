@@ -139,6 +139,8 @@ expect 2 "measurements_cut.json" -- validate "$tmp/measurements_cut.json"
 mkdir -p "$tmp/empty_dir"
 expect 2 "no measurements*.json" -- validate "$tmp/empty_dir"
 expect 2 "format" -- validate "$H100_DEC" --format xml
+# The README's accuracy tables are what `iosim validate` prints now.
+if (cd "$VAL/../.." && bash scripts/readme_tables.sh --check "$IOSIM"); then ok; else bad "README accuracy tables are stale: run scripts/readme_tables.sh --write"; fi
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
