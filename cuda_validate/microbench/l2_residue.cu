@@ -7,6 +7,9 @@
 //          writes beyond that are lines that were dirty in L2 before it started (or written by
 //          someone else while it ran); the read size at which they appear says how LRU-like the
 //          L2 evicts them.
+//   writes: one write-only kernel per size (4 MiB .. 96 MiB), each starting with a clean L2
+//          (`--cache-control all`): how much of what it writes reaches DRAM while it runs, i.e.
+//          how much dirty data the L2 keeps.
 //   pairs: with `--cache-control none`: flush (read 3x the L2), then write W MiB, then read R
 //          MiB of another region. The read's DRAM writes are the write's dirty lines it evicts,
 //          plus whatever a kernel launch itself leaves dirty: W = 0 isolates the latter.
@@ -76,11 +79,13 @@ void launch_write(const char* mode, char* buf, long long bytes) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 2 || (std::strcmp(argv[1], "sizes") != 0 && std::strcmp(argv[1], "pairs") != 0)) {
-    std::fprintf(stderr, "usage: %s sizes|pairs\n", argv[0]);
+  if (argc != 2 || (std::strcmp(argv[1], "sizes") != 0 && std::strcmp(argv[1], "pairs") != 0 &&
+                    std::strcmp(argv[1], "writes") != 0)) {
+    std::fprintf(stderr, "usage: %s sizes|pairs|writes\n", argv[0]);
     return 2;
   }
   const bool sizes = std::strcmp(argv[1], "sizes") == 0;
+  const bool writes = std::strcmp(argv[1], "writes") == 0;
   cudaDeviceProp p{};
   CHECK(cudaGetDeviceProperties(&p, 0));
   g_ctas = 2 * p.multiProcessorCount;
@@ -100,7 +105,11 @@ int main(int argc, char** argv) {
   char* flush_region = base + 2 * region;
   std::fprintf(stderr, "device %s, L2 %lld bytes, %d CTAs x 1024 threads\n", p.name, l2, g_ctas);
 
-  if (sizes) {
+  if (writes) {
+    const long long list[] = {4, 8, 12, 16, 20, 24, 28, 32, 36, 40, 48, 56, 64, 96};
+    for (long long s : list) launch_write("writes", write_region, s * mib);
+    for (long long s : list) launch_write("writes_repeat", write_region, s * mib);
+  } else if (sizes) {
     const long long list[] = {4, 8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 128, 192, 256, 512, 1024};
     for (long long s : list) launch_read("sizes", read_region, s * mib, sink);
     // The same sizes again: a second sample of each, to see the run-to-run spread.
