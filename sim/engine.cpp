@@ -1,7 +1,8 @@
 #include "sim/engine.hpp"
 
-#include <algorithm>
 #include <fmt/format.h>
+
+#include <algorithm>
 #include <optional>
 #include <queue>
 
@@ -47,9 +48,9 @@ class AddressMap {
     ensure(t.matrix >= 0 && t.matrix < d.matrices && t.row0 >= 0 && t.rows > 0 &&
                t.row0 + t.rows <= d.rows && t.col0 >= 0 && t.cols > 0 && t.col0 + t.cols <= d.cols,
            "tile of {} out of bounds: matrix {} rows [{}, {}) cols [{}, {}) of "
-                       "[{}][{}][{}]",
-                       tensor_name(t.tensor), t.matrix, t.row0, t.row0 + t.rows, t.col0,
-                       t.col0 + t.cols, d.matrices, d.rows, d.cols);
+           "[{}][{}][{}]",
+           tensor_name(t.tensor), t.matrix, t.row0, t.row0 + t.rows, t.col0, t.col0 + t.cols,
+           d.matrices, d.rows, d.cols);
     const auto eb = static_cast<std::uint64_t>(d.elem_bytes);
     const std::uint64_t row_pitch = static_cast<std::uint64_t>(d.cols) * eb;
     const std::uint64_t origin = slot->base + static_cast<std::uint64_t>(t.matrix) *
@@ -134,8 +135,8 @@ struct Event {
 class KernelRun {
  public:
   KernelRun(const HardwareProfile& profile, const Schedule& schedule, std::size_t kernel_index,
-            const KernelSpec& spec, const Occupancy& occ, const AddressMap& addresses,
-            L2System* l2, double clock_mhz)
+            const KernelSpec& spec, const Occupancy& occ, const AddressMap& addresses, L2System* l2,
+            double clock_mhz)
       : schedule_(schedule),
         kernel_index_(kernel_index),
         spec_(spec),
@@ -213,15 +214,17 @@ class KernelRun {
 
   void load(const TileOp& op, int sm, Traffic& tr) {
     const std::size_t ti = index_of(op.tile.tensor);
-    const std::uint64_t exact = addresses_.for_each_run(op.tile, [&](std::uint64_t a, std::uint64_t n) {
-      if (l2_ == nullptr) return;
-      const L2Cache::ReadOutcome r = l2_->read(a, n, op.tile.tensor, sm, counters_->hbm.write_bytes);
-      counters_->l2.read_bytes[ti] += r.requested_bytes;
-      counters_->hbm.read_bytes[ti] += r.miss_bytes;
-      tr.requested += static_cast<double>(r.requested_bytes);
-      tr.dram += static_cast<double>(r.miss_bytes);
-      tr.missed = tr.missed || r.miss_bytes > 0;
-    });
+    const std::uint64_t exact =
+        addresses_.for_each_run(op.tile, [&](std::uint64_t a, std::uint64_t n) {
+          if (l2_ == nullptr) return;
+          const L2Cache::ReadOutcome r =
+              l2_->read(a, n, op.tile.tensor, sm, counters_->hbm.write_bytes);
+          counters_->l2.read_bytes[ti] += r.requested_bytes;
+          counters_->hbm.read_bytes[ti] += r.miss_bytes;
+          tr.requested += static_cast<double>(r.requested_bytes);
+          tr.dram += static_cast<double>(r.miss_bytes);
+          tr.missed = tr.missed || r.miss_bytes > 0;
+        });
     if (l2_ == nullptr) {
       counters_->hbm.read_bytes[ti] += exact;
       tr.requested += static_cast<double>(exact);
@@ -233,12 +236,14 @@ class KernelRun {
 
   void store(const TileOp& op, int sm, Traffic& tr) {
     const std::size_t ti = index_of(op.tile.tensor);
-    const std::uint64_t exact = addresses_.for_each_run(op.tile, [&](std::uint64_t a, std::uint64_t n) {
-      if (l2_ == nullptr) return;
-      const std::uint64_t bytes = l2_->write(a, n, op.tile.tensor, sm, counters_->hbm.write_bytes);
-      counters_->l2.write_bytes[ti] += bytes;
-      tr.requested += static_cast<double>(bytes);
-    });
+    const std::uint64_t exact =
+        addresses_.for_each_run(op.tile, [&](std::uint64_t a, std::uint64_t n) {
+          if (l2_ == nullptr) return;
+          const std::uint64_t bytes =
+              l2_->write(a, n, op.tile.tensor, sm, counters_->hbm.write_bytes);
+          counters_->l2.write_bytes[ti] += bytes;
+          tr.requested += static_cast<double>(bytes);
+        });
     if (l2_ == nullptr) {
       counters_->hbm.write_bytes[ti] += exact;
       tr.requested += static_cast<double>(exact);
@@ -288,7 +293,8 @@ class KernelRun {
     std::int64_t tensor_flops = 0, fp32_flops = 0, sfu_ops = 0, smem_read = 0;
     const std::uint64_t written_back_before = l2_ != nullptr ? l2_->written_back_bytes() : 0;
     const std::uint64_t smem_before = counters_->smem_write_bytes + counters_->smem_read_bytes;
-    while (st.pc < st.ops.size() && st.ops[st.pc].kind == OpKind::load) load(st.ops[st.pc++], st.sm, loads);
+    while (st.pc < st.ops.size() && st.ops[st.pc].kind == OpKind::load)
+      load(st.ops[st.pc++], st.sm, loads);
     // Dirty lines evicted by this stage's loads go to DRAM alongside its misses.
     const std::uint64_t written_back_by_loads = l2_ != nullptr ? l2_->written_back_bytes() : 0;
     loads.dram += static_cast<double>(written_back_by_loads - written_back_before);
@@ -325,8 +331,8 @@ class KernelRun {
     // the pipes overlap that far: all of them at once as w grows (the busiest pipe decides),
     // none with one warp (their times add).
     const double share = resident_on_sm_[static_cast<std::size_t>(st.sm)];
-    const double smem_bytes = static_cast<double>(counters_->smem_write_bytes +
-                                                  counters_->smem_read_bytes - smem_before);
+    const double smem_bytes =
+        static_cast<double>(counters_->smem_write_bytes + counters_->smem_read_bytes - smem_before);
     const double pipes[] = {static_cast<double>(tensor_flops) / rates_.tensor_per_sm,
                             static_cast<double>(fp32_flops) / rates_.fp32_per_sm,
                             static_cast<double>(sfu_ops) / rates_.sfu_per_sm,
@@ -336,8 +342,7 @@ class KernelRun {
       busiest = std::max(busiest, pipe);
       total += pipe;
     }
-    const double warps_per_scheduler =
-        std::max(1.0, share * warps_per_cta_ / kSchedulersPerSm);
+    const double warps_per_scheduler = std::max(1.0, share * warps_per_cta_ / kSchedulersPerSm);
     const double compute = share * (busiest + (total - busiest) / warps_per_scheduler);
     const double compute_start = std::max(st.compute_free, copy_end);
     const double compute_end = compute_start + compute;
@@ -398,8 +403,9 @@ Occupancy occupancy(const HardwareProfile& p, const KernelSpec& k) {
       {sm.max_threads_per_sm.value / k.threads_per_cta, "threads"},
       {sm.max_ctas_per_sm.value, "CTA slots"},
   };
-  const Limit* best = std::min_element(std::begin(limits), std::end(limits),
-                                       [](const Limit& a, const Limit& b) { return a.ctas < b.ctas; });
+  const Limit* best =
+      std::min_element(std::begin(limits), std::end(limits),
+                       [](const Limit& a, const Limit& b) { return a.ctas < b.ctas; });
   if (best->ctas <= 0) return {0, fmt::format("{}: not even one CTA fits on an SM", best->name)};
   return {static_cast<int>(best->ctas), best->name};
 }
@@ -428,7 +434,7 @@ EngineResult run_schedule(const HardwareProfile& profile, const Schedule& schedu
   std::optional<L2System> l2;
   if (options.l2_enabled) {
     l2.emplace(profile.l2.size_bytes.value, profile.l2.sector_bytes.value,
-               profile.l2.partitions.value);
+               profile.l2.partitions.value, profile.l2.max_dirty_fraction.value);
   }
 
   EngineResult result;
@@ -448,9 +454,9 @@ EngineResult run_schedule(const HardwareProfile& profile, const Schedule& schedu
     }
     const double slots = static_cast<double>(profile.sm.count.value) * kr.occupancy.ctas_per_sm;
     kr.waves = static_cast<double>(spec.grid.count()) / slots;
-    kr.idle_sm_fraction =
-        1.0 - static_cast<double>(std::min<std::int64_t>(spec.grid.count(), profile.sm.count.value)) /
-                  profile.sm.count.value;
+    kr.idle_sm_fraction = 1.0 - static_cast<double>(std::min<std::int64_t>(
+                                    spec.grid.count(), profile.sm.count.value)) /
+                                    profile.sm.count.value;
     KernelRun run(profile, schedule, k, spec, kr.occupancy, addresses, l2 ? &*l2 : nullptr,
                   clock_mhz);
     kr.time_s = run.run(kr.counters);

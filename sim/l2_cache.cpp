@@ -36,7 +36,7 @@ std::uint64_t L2Cache::set_of(std::uint64_t region) const {
   return (region % sets_ + mix(region / sets_)) % sets_;
 }
 
-L2Cache::L2Cache(std::int64_t capacity_bytes, int sector_bytes, int ways)
+L2Cache::L2Cache(std::int64_t capacity_bytes, int sector_bytes, int ways, double max_dirty_fraction)
     : sector_bytes_(static_cast<std::uint64_t>(sector_bytes)),
       region_bytes_(static_cast<std::uint64_t>(sector_bytes) * kSectorsPerRegion) {
   if (sector_bytes <= 0 || ways <= 0 || capacity_bytes < static_cast<std::int64_t>(region_bytes_)) {
@@ -49,6 +49,40 @@ L2Cache::L2Cache(std::int64_t capacity_bytes, int sector_bytes, int ways)
   tags_.assign(sets_ * ways_per_set_, kEmpty);
   last_use_.assign(sets_ * ways_per_set_, 0);
   lines_.assign(sets_ * ways_per_set_, Lines{});
+  dirty_since_.assign(sets_ * ways_per_set_, 0);
+  max_dirty_sectors_ = static_cast<std::uint64_t>(
+      max_dirty_fraction * static_cast<double>(tags_.size() * kSectorsPerRegion));
+}
+
+// The GPU writes dirty data back once it fills about half the L2, whether or not the space is
+// needed (a write-only kernel's DRAM writes are everything beyond that share: l2_residue
+// microbenchmark, writes mode; hwprofiles *.yaml l2.max_dirty_fraction). Which lines it cleans
+// first is not visible in the counters; the ones dirtied first is the assumption.
+void L2Cache::make_dirty(std::uint64_t slot, const Mask& want, PerTensor& written_back) {
+  Lines& x = lines_[slot];
+  const bool was_clean = (x.dirty[0] | x.dirty[1]) == 0;
+  const Mask newly_dirty = {want[0] & ~x.dirty[0], want[1] & ~x.dirty[1]};
+  dirty_sectors_ += popcount(newly_dirty);
+  x.valid[0] |= want[0];
+  x.valid[1] |= want[1];
+  x.dirty[0] |= want[0];
+  x.dirty[1] |= want[1];
+  if (was_clean) {
+    dirty_since_[slot] = ++dirty_clock_;
+    dirty_order_.push_back({slot, dirty_clock_});
+  }
+  while (dirty_sectors_ > max_dirty_sectors_ && !dirty_order_.empty()) {
+    const DirtyEntry e = dirty_order_.front();
+    dirty_order_.pop_front();
+    Lines& old = lines_[e.slot];
+    if (dirty_since_[e.slot] != e.since || tags_[e.slot] == kEmpty) continue;  // stale
+    const std::uint64_t n = popcount(old.dirty);
+    written_back[index_of(old.owner)] += n * sector_bytes_;
+    written_back_sectors_ += n;
+    dirty_sectors_ -= n;
+    old.dirty = {};
+    dirty_since_[e.slot] = 0;
+  }
 }
 
 L2Cache::Lines& L2Cache::acquire(std::uint64_t region, TensorId owner, PerTensor& written_back) {
@@ -73,6 +107,7 @@ L2Cache::Lines& L2Cache::acquire(std::uint64_t region, TensorId owner, PerTensor
   }
   tags_[victim] = region;
   last_use_[victim] = ++clock_;
+  dirty_since_[victim] = 0;
   x = Lines{{}, {}, owner};
   return x;
 }
@@ -96,13 +131,8 @@ std::uint64_t L2Cache::write(std::uint64_t addr, std::uint64_t len, TensorId own
   std::uint64_t bytes = 0;
   for_each_region(addr, len, [&](std::uint64_t region, const Mask& want) {
     Lines& x = acquire(region, owner, written_back);
-    const Mask newly_dirty = {want[0] & ~x.dirty[0], want[1] & ~x.dirty[1]};
-    dirty_sectors_ += popcount(newly_dirty);
     bytes += popcount(want) * sector_bytes_;
-    x.valid[0] |= want[0];
-    x.valid[1] |= want[1];
-    x.dirty[0] |= want[0];
-    x.dirty[1] |= want[1];
+    make_dirty(static_cast<std::uint64_t>(&x - lines_.data()), want, written_back);
   });
   return bytes;
 }
@@ -126,12 +156,7 @@ void L2Cache::fill(std::uint64_t region, const Mask& want, TensorId owner,
 void L2Cache::write_region(std::uint64_t region, const Mask& want, TensorId owner,
                            PerTensor& written_back) {
   Lines& x = acquire(region, owner, written_back);
-  const Mask newly_dirty = {want[0] & ~x.dirty[0], want[1] & ~x.dirty[1]};
-  dirty_sectors_ += popcount(newly_dirty);
-  x.valid[0] |= want[0];
-  x.valid[1] |= want[1];
-  x.dirty[0] |= want[0];
-  x.dirty[1] |= want[1];
+  make_dirty(static_cast<std::uint64_t>(&x - lines_.data()), want, written_back);
 }
 
 void L2Cache::flush(PerTensor& written_back) {
@@ -142,6 +167,8 @@ void L2Cache::flush(PerTensor& written_back) {
   std::fill(tags_.begin(), tags_.end(), kEmpty);
   std::fill(last_use_.begin(), last_use_.end(), 0);
   std::fill(lines_.begin(), lines_.end(), Lines{});
+  std::fill(dirty_since_.begin(), dirty_since_.end(), 0);
+  dirty_order_.clear();
   dirty_sectors_ = 0;
 }
 

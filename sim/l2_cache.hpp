@@ -11,6 +11,7 @@
 // and undocumented hash and replacement policy, and the split into two partitions on A100/H100.
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <vector>
 
 #include "sim/counters.hpp"
@@ -40,8 +41,11 @@ class L2Cache {
   static constexpr int kDefaultWays = 16;
 
   /// A cache of `capacity_bytes` with `sector_bytes` sectors and `ways` regions per set (fewer
-  /// when the capacity holds fewer regions). Throws ConfigError if it holds no region.
-  L2Cache(std::int64_t capacity_bytes, int sector_bytes, int ways = kDefaultWays);
+  /// when the capacity holds fewer regions). At most `max_dirty_fraction` of the capacity holds
+  /// dirty data: beyond it the regions dirtied first are written back (and stay, clean). Throws
+  /// ConfigError if it holds no region.
+  L2Cache(std::int64_t capacity_bytes, int sector_bytes, int ways = kDefaultWays,
+          double max_dirty_fraction = 1.0);
 
   struct ReadOutcome {
     std::uint64_t requested_bytes = 0;  // sectors touched x sector size
@@ -97,8 +101,20 @@ class L2Cache {
   };
 
   Lines& acquire(std::uint64_t region, TensorId owner, PerTensor& written_back);
+  // Marks `want` of way `slot` dirty and keeps the dirty data under its cap.
+  void make_dirty(std::uint64_t slot, const Mask& want, PerTensor& written_back);
   std::uint64_t set_of(std::uint64_t region) const;
 
+  // Ways in the order they went from clean to dirty, with the stamp they had then (an entry is
+  // stale once its way was evicted or cleaned: the way's dirty_since_ no longer matches).
+  struct DirtyEntry {
+    std::uint64_t slot;
+    std::uint64_t since;
+  };
+  std::deque<DirtyEntry> dirty_order_;
+  std::vector<std::uint64_t> dirty_since_;
+  std::uint64_t max_dirty_sectors_ = 0;
+  std::uint64_t dirty_clock_ = 0;
   std::uint64_t sector_bytes_;
   std::uint64_t region_bytes_;
   std::uint64_t sets_;

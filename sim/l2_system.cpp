@@ -1,7 +1,8 @@
 #include "sim/l2_system.hpp"
 
-#include <bit>
 #include <fmt/format.h>
+
+#include <bit>
 
 #include "sim/errors.hpp"
 
@@ -12,15 +13,20 @@ std::uint64_t count(const L2Cache::Mask& m) {
   return static_cast<std::uint64_t>(std::popcount(m[0]) + std::popcount(m[1]));
 }
 
-bool any(const L2Cache::Mask& m) { return (m[0] | m[1]) != 0; }
+bool any(const L2Cache::Mask& m) {
+  return (m[0] | m[1]) != 0;
+}
 
 }  // namespace
 
-L2System::L2System(std::int64_t capacity_bytes, int sector_bytes, int partitions)
+L2System::L2System(std::int64_t capacity_bytes, int sector_bytes, int partitions,
+                   double max_dirty_fraction)
     : sector_bytes_(static_cast<std::uint64_t>(sector_bytes)) {
   if (partitions <= 0) throw ConfigError(fmt::format("L2 with {} partitions", partitions));
   parts_.reserve(static_cast<std::size_t>(partitions));
-  for (int i = 0; i < partitions; ++i) parts_.emplace_back(capacity_bytes / partitions, sector_bytes);
+  for (int i = 0; i < partitions; ++i)
+    parts_.emplace_back(capacity_bytes / partitions, sector_bytes, L2Cache::kDefaultWays,
+                        max_dirty_fraction);
 }
 
 int L2System::home_of(std::uint64_t region) const {
@@ -37,7 +43,8 @@ L2Cache::ReadOutcome L2System::read(std::uint64_t addr, std::uint64_t len, Tenso
   parts_.front().for_each_region(addr, len, [&](std::uint64_t region, const L2Cache::Mask& want) {
     out.requested_bytes += count(want) * sector_bytes_;
     const int home = home_of(region);
-    L2Cache::Mask missing = parts_[static_cast<std::size_t>(side)].fetch(region, want, owner, written_back);
+    L2Cache::Mask missing =
+        parts_[static_cast<std::size_t>(side)].fetch(region, want, owner, written_back);
     if (home != side && any(missing)) {
       // Not in the near copy: ask the home partition over the fabric.
       missing = parts_[static_cast<std::size_t>(home)].fetch(region, missing, owner, written_back);
@@ -54,7 +61,8 @@ std::uint64_t L2System::write(std::uint64_t addr, std::uint64_t len, TensorId ow
   parts_.front().for_each_region(addr, len, [&](std::uint64_t region, const L2Cache::Mask& want) {
     bytes += count(want) * sector_bytes_;
     const int home = home_of(region);
-    if (home != side) parts_[static_cast<std::size_t>(side)].fill(region, want, owner, written_back);
+    if (home != side)
+      parts_[static_cast<std::size_t>(side)].fill(region, want, owner, written_back);
     parts_[static_cast<std::size_t>(home)].write_region(region, want, owner, written_back);
   });
   return bytes;

@@ -18,8 +18,10 @@ namespace iosim {
 
 class L2System {
  public:
-  /// `partitions` caches sharing `capacity_bytes` equally. Throws ConfigError if one holds no region.
-  L2System(std::int64_t capacity_bytes, int sector_bytes, int partitions);
+  /// `partitions` caches sharing `capacity_bytes` equally. Throws ConfigError if one holds no
+  /// region. `max_dirty_fraction`: share of each partition that may hold dirty data (see L2Cache).
+  L2System(std::int64_t capacity_bytes, int sector_bytes, int partitions,
+           double max_dirty_fraction = 1.0);
 
   /// An SM on `sm` reads [addr, addr + len): requested sector bytes and bytes fetched from DRAM.
   L2Cache::ReadOutcome read(std::uint64_t addr, std::uint64_t len, TensorId owner, int sm,

@@ -23,13 +23,13 @@ struct Sourced {
 
 /// Streaming multiprocessor resources (per SM unless the name says otherwise).
 struct SmSpec {
-  Sourced<int> count;                           // SMs on the chip
-  Sourced<double> boost_clock_mhz;              // max SM clock; peak rates below are quoted at it
-  Sourced<double> base_clock_mhz;               // clock Nsight Compute locks to by default
-  Sourced<std::int64_t> smem_per_sm_bytes;      // shared memory per SM (configurable carve-out max)
-  Sourced<std::int64_t> smem_per_cta_max_bytes; // opt-in maximum dynamic shared memory per CTA
+  Sourced<int> count;                       // SMs on the chip
+  Sourced<double> boost_clock_mhz;          // max SM clock; peak rates below are quoted at it
+  Sourced<double> base_clock_mhz;           // clock Nsight Compute locks to by default
+  Sourced<std::int64_t> smem_per_sm_bytes;  // shared memory per SM (configurable carve-out max)
+  Sourced<std::int64_t> smem_per_cta_max_bytes;  // opt-in maximum dynamic shared memory per CTA
   Sourced<std::int64_t> smem_reserved_per_cta_bytes;  // system-reserved shared memory per CTA
-  Sourced<int> registers_per_sm;                // 32-bit registers
+  Sourced<int> registers_per_sm;                      // 32-bit registers
   Sourced<int> max_registers_per_thread;
   Sourced<int> max_threads_per_sm;
   Sourced<int> max_ctas_per_sm;
@@ -39,10 +39,10 @@ struct SmSpec {
 
 /// Arithmetic throughput at the boost clock, dense (no sparsity).
 struct ComputeSpec {
-  Sourced<double> tensor_fp16_tflops;  // fp16 inputs, fp32 accumulate
-  Sourced<double> tensor_bf16_tflops;  // bf16 inputs, fp32 accumulate
-  Sourced<double> tensor_tf32_tflops;  // fp32 inputs run as tf32 on tensor cores
-  Sourced<double> fp32_tflops;         // CUDA-core FP32 (FMA = 2 FLOPs)
+  Sourced<double> tensor_fp16_tflops;      // fp16 inputs, fp32 accumulate
+  Sourced<double> tensor_bf16_tflops;      // bf16 inputs, fp32 accumulate
+  Sourced<double> tensor_tf32_tflops;      // fp32 inputs run as tf32 on tensor cores
+  Sourced<double> fp32_tflops;             // CUDA-core FP32 (FMA = 2 FLOPs)
   Sourced<double> sfu_ops_per_clk_per_sm;  // exp2/log2/rcp on the special-function units
   // fp16 mma.sync (m16n8k16, fp32 accumulate) FLOPs per SM clock with the SM saturated. On
   // Hopper this warp-level instruction reaches only part of the wgmma peak above; on Ampere it
@@ -57,7 +57,8 @@ struct L2Spec {
   Sourced<int> sector_bytes;
   Sourced<double> bandwidth_gbps;  // aggregate L2 read bandwidth (GB/s = 1e9 B/s)
   Sourced<double> hit_latency_cycles;
-  Sourced<int> partitions;  // L2 partitions, each caching for the SMs attached to it
+  Sourced<int> partitions;             // L2 partitions, each caching for the SMs attached to it
+  Sourced<double> max_dirty_fraction;  // share of the L2 that holds dirty data before write-back
 };
 
 /// Device memory.

@@ -84,13 +84,14 @@ const std::array<Field<ComputeSpec>, 6> kComputeFields{{
     {"mma_sync_flops_per_clk_per_sm", &ComputeSpec::mma_sync_flops_per_clk_per_sm},
 }};
 
-const std::array<Field<L2Spec>, 6> kL2Fields{{
+const std::array<Field<L2Spec>, 7> kL2Fields{{
     {"size_bytes", &L2Spec::size_bytes},
     {"line_bytes", &L2Spec::line_bytes},
     {"sector_bytes", &L2Spec::sector_bytes},
     {"bandwidth_gbps", &L2Spec::bandwidth_gbps},
     {"hit_latency_cycles", &L2Spec::hit_latency_cycles},
     {"partitions", &L2Spec::partitions},
+    {"max_dirty_fraction", &L2Spec::max_dirty_fraction},
 }};
 
 const std::array<Field<HbmSpec>, 4> kHbmFields{{
@@ -357,11 +358,12 @@ void validate(const HardwareProfile& p, const Reader& reader) {
                    fmt::format("l2.line_bytes = {} does not divide l2.size_bytes = {}",
                                l2.line_bytes.value, l2.size_bytes.value));
   }
-  const double fraction = hbm.achievable_fraction.value;
-  if (!(fraction > 0.0 && fraction <= 1.0)) {
-    reader.fail_at("hbm.achievable_fraction",
-                   fmt::format("hbm.achievable_fraction = {} is not in (0, 1]", fraction));
-  }
+  const auto fraction = [&](const std::string& path, double v) {
+    if (!(v > 0.0 && v <= 1.0))
+      reader.fail_at(path, fmt::format("{} = {} is not in (0, 1]", path, v));
+  };
+  fraction("hbm.achievable_fraction", hbm.achievable_fraction.value);
+  fraction("l2.max_dirty_fraction", l2.max_dirty_fraction.value);
 }
 
 HardwareProfile read_profile(const YAML::Node& root, Reader& reader) {

@@ -34,7 +34,7 @@ void check_levels(const ValidationResult& v, const nlohmann::json& levels) {
     const nlohmann::json& level = levels.at(s.schedule);
     CHECK(s.cases >= level.at("cases").get<int>());  // cases are added, never silently dropped
     for (int i = 0; i < kMetricCount; ++i) {
-      const char* metric = metric_name(kMetrics[i]);
+      const std::string metric = metric_name(kMetrics[i]);
       CAPTURE(metric);
       const nlohmann::json& m = level.at(metric);
       if (m.at("median").is_null()) continue;

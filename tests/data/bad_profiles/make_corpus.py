@@ -34,6 +34,7 @@ l2:
   bandwidth_gbps: {value: 7600, source: "fixture"}
   hit_latency_cycles: {value: 290, source: "fixture"}
   partitions: {value: 2, source: "fixture"}
+  max_dirty_fraction: {value: 0.47, source: "fixture"}
 hbm:
   capacity_bytes: {value: 85899345920, source: "fixture"}
   bandwidth_gbps: {value: 3352, source: "fixture"}
