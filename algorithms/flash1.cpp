@@ -47,46 +47,55 @@ class Flash1Schedule final : public Schedule {
     }
   }
 
-  // Part j is the outer iteration over K/V block j.
+  // Part j * tr + i is inner iteration i of outer iteration j (K/V block j); the first inner
+  // iteration that runs also loads K_j and V_j. Parts this small keep each resident CTA's pending
+  // operations to a few (instead of a whole outer iteration: tr x 10 operations of ~100 bytes,
+  // megabytes per CTA at small blocks), which is most of what the engine spent on this schedule.
+  // A part ends after an iteration's stores, so the engine's stages are the same as with whole
+  // outer iterations. Causally skipped iterations are empty parts.
   bool emit_cta_part(std::size_t, std::int64_t bh, std::size_t part,
                      std::vector<TileOp>& out) const override {
     const std::int64_t d = p_.head_dim, eb = p_.elem_bytes();
     const std::int64_t tr = ceil_div(p_.seq, t_.block_q), tc = ceil_div(p_.seq_kv, t_.block_kv);
     const std::int64_t warps = std::max(1, t_.threads / 32);
     const std::int64_t offset = p_.seq_kv - p_.seq;
-    const auto j = static_cast<std::int64_t>(part);
-    {
-      const std::int64_t k0 = j * t_.block_kv;
-      const std::int64_t kr = std::min(t_.block_kv, p_.seq_kv - k0);
+    const auto j = static_cast<std::int64_t>(part) / tr;
+    const auto i = static_cast<std::int64_t>(part) % tr;
+    const bool more = static_cast<std::int64_t>(part) + 1 < tr * tc;
+    const std::int64_t k0 = j * t_.block_kv;
+    const std::int64_t kr = std::min(t_.block_kv, p_.seq_kv - k0);
+    const std::int64_t q0 = i * t_.block_q;
+    const std::int64_t qr = std::min(t_.block_q, p_.seq - q0);
+    // Causal: skip blocks where even the last row sees none of these keys. Skipped blocks are a
+    // prefix of the inner loop (q0 grows with i), and the last block is never skipped.
+    auto skipped = [&](std::int64_t q_first, std::int64_t q_rows) {
+      return p_.causal && k0 > q_first + q_rows - 1 + offset;
+    };
+    if (skipped(q0, qr)) return more;
+    if (i == 0 || skipped(q0 - t_.block_q, t_.block_q)) {
       out.push_back(TileOp::load({TensorId::K, bh / p_.group(), k0, kr, 0, d}));  // sK (kr, d)
       out.push_back(TileOp::load({TensorId::V, bh / p_.group(), k0, kr, 0, d}));  // sV (kr, d)
-      for (std::int64_t i = 0; i < tr; ++i) {
-        const std::int64_t q0 = i * t_.block_q;
-        const std::int64_t qr = std::min(t_.block_q, p_.seq - q0);
-        // Causal: skip blocks where even the last row sees none of these keys.
-        if (p_.causal && k0 > q0 + qr - 1 + offset) continue;
-        const TileRef o{TensorId::O, bh, q0, qr, 0, d};
-        out.push_back(TileOp::load({TensorId::Q, bh, q0, qr, 0, d}));  // gQ -> sQ (qr, d)
-        // Key 0 is visible to every row (causal needs seq_kv >= seq), so j = 0 is always the
-        // first visit: the state starts as O = 0, l = 0, m = -inf without touching HBM.
-        if (j == 0) {
-          out.push_back(costs::init_state(o));
-        } else {
-          out.push_back(TileOp::load(o));                                        // sO (qr, d)
-          out.push_back(TileOp::load({TensorId::l, bh, q0, qr, 0, 1}, OnChip::reg));  // (qr)
-          out.push_back(TileOp::load({TensorId::m, bh, q0, qr, 0, 1}, OnChip::reg));  // (qr)
-        }
-        const TileRef s{TensorId::S, bh, q0, qr, k0, kr};  // rS (qr, kr)
-        out.push_back(costs::scores(s, d, (qr + warps * kr) * d * eb));
-        const bool crosses_diagonal = p_.causal && k0 + kr - 1 > q0 + offset;
-        if (crosses_diagonal || p_.mask) out.push_back(costs::mask(s));
-        out.push_back(costs::flash1_update(s, d, warps * kr * d * eb + (j > 0 ? qr * d * eb : 0)));
-        out.push_back(TileOp::store(o, OnChip::smem));
-        out.push_back(TileOp::store({TensorId::l, bh, q0, qr, 0, 1}, OnChip::reg));
-        out.push_back(TileOp::store({TensorId::m, bh, q0, qr, 0, 1}, OnChip::reg));
-      }
     }
-    return j + 1 < tc;
+    const TileRef o{TensorId::O, bh, q0, qr, 0, d};
+    out.push_back(TileOp::load({TensorId::Q, bh, q0, qr, 0, d}));  // gQ -> sQ (qr, d)
+    // Key 0 is visible to every row (causal needs seq_kv >= seq), so j = 0 is always the
+    // first visit: the state starts as O = 0, l = 0, m = -inf without touching HBM.
+    if (j == 0) {
+      out.push_back(costs::init_state(o));
+    } else {
+      out.push_back(TileOp::load(o));                                             // sO (qr, d)
+      out.push_back(TileOp::load({TensorId::l, bh, q0, qr, 0, 1}, OnChip::reg));  // (qr)
+      out.push_back(TileOp::load({TensorId::m, bh, q0, qr, 0, 1}, OnChip::reg));  // (qr)
+    }
+    const TileRef s{TensorId::S, bh, q0, qr, k0, kr};  // rS (qr, kr)
+    out.push_back(costs::scores(s, d, (qr + warps * kr) * d * eb));
+    const bool crosses_diagonal = p_.causal && k0 + kr - 1 > q0 + offset;
+    if (crosses_diagonal || p_.mask) out.push_back(costs::mask(s));
+    out.push_back(costs::flash1_update(s, d, warps * kr * d * eb + (j > 0 ? qr * d * eb : 0)));
+    out.push_back(TileOp::store(o, OnChip::smem));
+    out.push_back(TileOp::store({TensorId::l, bh, q0, qr, 0, 1}, OnChip::reg));
+    out.push_back(TileOp::store({TensorId::m, bh, q0, qr, 0, 1}, OnChip::reg));
+    return more;
   }
 
  private:
@@ -163,6 +172,8 @@ class Flash1 final : public Algorithm {
 
 }  // namespace
 
-std::unique_ptr<Algorithm> make_flash1_algorithm() { return std::make_unique<Flash1>(); }
+std::unique_ptr<Algorithm> make_flash1_algorithm() {
+  return std::make_unique<Flash1>();
+}
 
 }  // namespace iosim

@@ -1,5 +1,9 @@
 // Wall time of iosim's own simulation on real sizes (Google Benchmark). The issue's target:
 // flash2, B=4, H=16, N=16384, d=128 with the L2 model on, on the H100 profile, in seconds.
+// The sweep of README's "Sweeps and reports" (issue #6: under a minute on two cores) is dominated
+// by standard attention at N=16384 (every row of every S tile and P chunk is its own L2 lookup:
+// about 10^9 at Bc=32) and by flash1 with small blocks (millions of CTA stages); the *_sweep cases
+// below are its most expensive points, so that their speed is tracked here.
 #include <benchmark/benchmark.h>
 
 #include "algorithms/simulate.hpp"
@@ -8,7 +12,8 @@ namespace {
 
 using namespace iosim;
 
-RunRequest make(const char* algo, std::int64_t n, std::int64_t d, bool l2) {
+RunRequest make(const char* algo, std::int64_t n, std::int64_t d, bool l2,
+                std::int64_t block_kv = 0) {
   RunRequest r;
   r.algorithm = algo;
   r.problem.batch = 4;
@@ -16,29 +21,49 @@ RunRequest make(const char* algo, std::int64_t n, std::int64_t d, bool l2) {
   r.problem.seq = r.problem.seq_kv = n;
   r.problem.head_dim = d;
   r.engine.l2_enabled = l2;
+  r.tiling.block_kv = block_kv;
   return r;
 }
 
-void run(benchmark::State& state, const char* algo, std::int64_t n, std::int64_t d, bool l2) {
+void run(benchmark::State& state, const char* algo, std::int64_t n, std::int64_t d, bool l2,
+         std::int64_t block_kv = 0) {
   const HardwareProfile hw = load_profile("h100-sxm5-80gb");
-  const RunRequest r = make(algo, n, d, l2);
+  const RunRequest r = make(algo, n, d, l2, block_kv);
   for (auto _ : state) {
     const Report rep = simulate(hw, r);
     benchmark::DoNotOptimize(rep.engine.time_s);
     state.counters["sim_hbm_GB"] = static_cast<double>(rep.engine.total.hbm.read_total() +
-                                                       rep.engine.total.hbm.write_total()) / 1e9;
+                                                       rep.engine.total.hbm.write_total()) /
+                                   1e9;
   }
 }
 
 }  // namespace
 
 BENCHMARK_CAPTURE(run, flash2_B4_H16_N16384_d128_l2on, "flash2", 16384, 128, true)
-    ->Unit(benchmark::kMillisecond)->Iterations(1);
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
 BENCHMARK_CAPTURE(run, flash2_B4_H16_N16384_d128_l2off, "flash2", 16384, 128, false)
-    ->Unit(benchmark::kMillisecond)->Iterations(1);
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
 BENCHMARK_CAPTURE(run, flash1_B4_H16_N4096_d64_l2on, "flash1", 4096, 64, true)
-    ->Unit(benchmark::kMillisecond)->Iterations(1);
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
 BENCHMARK_CAPTURE(run, standard_B4_H16_N4096_d64_l2on, "standard", 4096, 64, true)
-    ->Unit(benchmark::kMillisecond)->Iterations(1);
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
+
+BENCHMARK_CAPTURE(run, standard_B4_H16_N16384_d64_bkv32_sweep, "standard", 16384, 64, true, 32)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
+BENCHMARK_CAPTURE(run, standard_B4_H16_N16384_d128_bkv256_sweep, "standard", 16384, 128, true, 256)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
+BENCHMARK_CAPTURE(run, flash1_B4_H16_N16384_d128_bkv32_sweep, "flash1", 16384, 128, true, 32)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
+BENCHMARK_CAPTURE(run, flash1_B4_H16_N16384_d64_bkv32_sweep, "flash1", 16384, 64, true, 32)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
 
 BENCHMARK_MAIN();

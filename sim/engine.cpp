@@ -43,14 +43,16 @@ class AddressMap {
   template <typename Visit>
   std::uint64_t for_each_run(const TileRef& t, Visit&& visit) const {
     const auto& slot = slots_[index_of(t.tensor)];
-    ensure(slot.has_value(), "tile of undeclared tensor {}", tensor_name(t.tensor));
+    // The checks run for every tile the engine moves; the message is built only on failure.
+    if (!slot.has_value()) [[unlikely]] {
+      ensure(false, "tile of undeclared tensor {}", tensor_name(t.tensor));
+    }
     const TensorDecl& d = slot->decl;
-    ensure(t.matrix >= 0 && t.matrix < d.matrices && t.row0 >= 0 && t.rows > 0 &&
-               t.row0 + t.rows <= d.rows && t.col0 >= 0 && t.cols > 0 && t.col0 + t.cols <= d.cols,
-           "tile of {} out of bounds: matrix {} rows [{}, {}) cols [{}, {}) of "
-           "[{}][{}][{}]",
-           tensor_name(t.tensor), t.matrix, t.row0, t.row0 + t.rows, t.col0, t.col0 + t.cols,
-           d.matrices, d.rows, d.cols);
+    if (!(t.matrix >= 0 && t.matrix < d.matrices && t.row0 >= 0 && t.rows > 0 &&
+          t.row0 + t.rows <= d.rows && t.col0 >= 0 && t.cols > 0 && t.col0 + t.cols <= d.cols))
+        [[unlikely]] {
+      out_of_bounds(t, d);
+    }
     const auto eb = static_cast<std::uint64_t>(d.elem_bytes);
     const std::uint64_t row_pitch = static_cast<std::uint64_t>(d.cols) * eb;
     const std::uint64_t origin = slot->base + static_cast<std::uint64_t>(t.matrix) *
@@ -74,6 +76,13 @@ class AddressMap {
     TensorDecl decl;
     std::uint64_t base = 0;
   };
+
+  [[noreturn, gnu::noinline]] static void out_of_bounds(const TileRef& t, const TensorDecl& d) {
+    throw InternalError(fmt::format(
+        "tile of {} out of bounds: matrix {} rows [{}, {}) cols [{}, {}) of [{}][{}][{}]",
+        tensor_name(t.tensor), t.matrix, t.row0, t.row0 + t.rows, t.col0, t.col0 + t.cols,
+        d.matrices, d.rows, d.cols));
+  }
   std::array<std::optional<Placed>, kTensorCount> slots_{};
 };
 
@@ -165,11 +174,7 @@ class KernelRun {
       events_.pop();
       CtaState& st = states_[ev.slot];
       run_stage(st, ev.t);
-      if (st.pc == st.ops.size() && st.more_parts) {
-        st.ops.clear();
-        st.pc = 0;
-        st.more_parts = schedule_.emit_cta_part(kernel_index_, st.cta, ++st.part, st.ops);
-      }
+      next_part(st);
       if (st.pc < st.ops.size()) {
         events_.push({next_stage_time(st, ev.t), seq_++, ev.slot});
         continue;
@@ -191,6 +196,7 @@ class KernelRun {
     st.part = 0;
     st.more_parts = schedule_.emit_cta_part(kernel_index_, cta, 0, st.ops);
     st.pc = 0;
+    next_part(st);
     st.stage = 0;
     st.compute_end.assign(static_cast<std::size_t>(std::max(1, spec_.pipeline_stages)), t);
     st.compute_free = t;
@@ -198,6 +204,15 @@ class KernelRun {
     ++resident_;
     ++resident_on_sm_[static_cast<std::size_t>(sm)];
     events_.push({t, seq_++, slot});
+  }
+
+  // Once a CTA's operations are used up, emits its next part, skipping empty ones.
+  void next_part(CtaState& st) const {
+    while (st.pc == st.ops.size() && st.more_parts) {
+      st.ops.clear();
+      st.pc = 0;
+      st.more_parts = schedule_.emit_cta_part(kernel_index_, st.cta, ++st.part, st.ops);
+    }
   }
 
   double next_stage_time(const CtaState& st, double now) const {
@@ -212,20 +227,26 @@ class KernelRun {
     bool missed = false;
   };
 
+  // The tile's contiguous runs, in order, into runs_ (with the L2 on); returns its exact bytes.
+  std::uint64_t gather_runs(const TileRef& tile) {
+    runs_.clear();
+    return addresses_.for_each_run(tile, [&](std::uint64_t a, std::uint64_t n) {
+      if (l2_ != nullptr) runs_.push_back({a, n});
+    });
+  }
+
   void load(const TileOp& op, int sm, Traffic& tr) {
     const std::size_t ti = index_of(op.tile.tensor);
-    const std::uint64_t exact =
-        addresses_.for_each_run(op.tile, [&](std::uint64_t a, std::uint64_t n) {
-          if (l2_ == nullptr) return;
-          const L2Cache::ReadOutcome r =
-              l2_->read(a, n, op.tile.tensor, sm, counters_->hbm.write_bytes);
-          counters_->l2.read_bytes[ti] += r.requested_bytes;
-          counters_->hbm.read_bytes[ti] += r.miss_bytes;
-          tr.requested += static_cast<double>(r.requested_bytes);
-          tr.dram += static_cast<double>(r.miss_bytes);
-          tr.missed = tr.missed || r.miss_bytes > 0;
-        });
-    if (l2_ == nullptr) {
+    const std::uint64_t exact = gather_runs(op.tile);
+    if (l2_ != nullptr) {
+      const L2Cache::ReadOutcome r =
+          l2_->read(runs_, op.tile.tensor, sm, counters_->hbm.write_bytes);
+      counters_->l2.read_bytes[ti] += r.requested_bytes;
+      counters_->hbm.read_bytes[ti] += r.miss_bytes;
+      tr.requested += static_cast<double>(r.requested_bytes);
+      tr.dram += static_cast<double>(r.miss_bytes);
+      tr.missed = tr.missed || r.miss_bytes > 0;
+    } else {
       counters_->hbm.read_bytes[ti] += exact;
       tr.requested += static_cast<double>(exact);
       tr.dram += static_cast<double>(exact);
@@ -236,15 +257,12 @@ class KernelRun {
 
   void store(const TileOp& op, int sm, Traffic& tr) {
     const std::size_t ti = index_of(op.tile.tensor);
-    const std::uint64_t exact =
-        addresses_.for_each_run(op.tile, [&](std::uint64_t a, std::uint64_t n) {
-          if (l2_ == nullptr) return;
-          const std::uint64_t bytes =
-              l2_->write(a, n, op.tile.tensor, sm, counters_->hbm.write_bytes);
-          counters_->l2.write_bytes[ti] += bytes;
-          tr.requested += static_cast<double>(bytes);
-        });
-    if (l2_ == nullptr) {
+    const std::uint64_t exact = gather_runs(op.tile);
+    if (l2_ != nullptr) {
+      const std::uint64_t bytes = l2_->write(runs_, op.tile.tensor, sm, counters_->hbm.write_bytes);
+      counters_->l2.write_bytes[ti] += bytes;
+      tr.requested += static_cast<double>(bytes);
+    } else {
       counters_->hbm.write_bytes[ti] += exact;
       tr.requested += static_cast<double>(exact);
       tr.dram += static_cast<double>(exact);
@@ -375,6 +393,9 @@ class KernelRun {
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
   std::uint64_t seq_ = 0;
   std::int64_t next_cta_ = 0;
+  // Runs of the tile being moved: sums of per-run bytes in doubles are exact (integers far
+  // below 2^53), so sending a tile's runs to the L2 together counts what run-by-run did.
+  std::vector<L2System::Run> runs_;
 };
 
 }  // namespace

@@ -9,10 +9,20 @@
 // recency; tracking regions instead of 128-byte lines costs one set lookup per 4 KiB, which is what
 // keeps B=4, H=16, N=16384 runs in seconds. What it approximates: the real L2's line-granular sets
 // and undocumented hash and replacement policy, and the split into two partitions on A100/H100.
+//
+// A lookup is the simulator's innermost loop (a standard-attention sweep makes billions), so the
+// hot path lives in this header where the partitioned L2 (sim/l2_system.hpp) inlines it, and a
+// set's state is laid out for it: the tags of a set are contiguous, the recency order of a set
+// is one 64-bit word (16 ways of 4 bits, most recent first), and a lookup costs no division.
 #include <array>
+#include <bit>
 #include <cstdint>
 #include <deque>
 #include <vector>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "sim/counters.hpp"
 #include "sim/tensor.hpp"
@@ -34,6 +44,44 @@ inline std::array<std::uint64_t, 2> sector_range_mask(unsigned first, unsigned l
   }
   return m;
 }
+
+/// x % d and x / d for a divisor fixed at construction, without a division instruction. The
+/// remainder: a mask for powers of two, else Lemire, Kaser and Kurz, "Faster remainder by direct
+/// computation" (2019), exact for every 64-bit x and d. The quotient of x - x % d, a multiple of
+/// d: a shift by d's trailing zeros and a product with the inverse of its odd part modulo 2^64.
+class FastModulo {
+ public:
+  explicit FastModulo(std::uint64_t d)
+      : d_(d),
+        m_(~U128{0} / d + 1),
+        mask_(std::has_single_bit(d) ? d - 1 : 0),
+        shift_(std::countr_zero(d)),
+        inverse_(odd_inverse(d >> shift_)) {}
+  std::uint64_t operator()(std::uint64_t x) const {
+    if (mask_ != 0 || d_ == 1) return x & mask_;
+    const U128 low = m_ * x;
+    const U128 bottom = (static_cast<U128>(static_cast<std::uint64_t>(low)) * d_) >> 64;
+    const U128 top = static_cast<U128>(static_cast<std::uint64_t>(low >> 64)) * d_;
+    return static_cast<std::uint64_t>((bottom + top) >> 64);
+  }
+  /// x / d.
+  std::uint64_t quotient(std::uint64_t x) const { return ((x - (*this)(x)) >> shift_) * inverse_; }
+
+ private:
+  __extension__ using U128 = unsigned __int128;
+  // The inverse of odd `m` modulo 2^64 (each step of Newton's iteration doubles the correct low
+  // bits).
+  static std::uint64_t odd_inverse(std::uint64_t m) {
+    std::uint64_t y = m;  // correct to 3 bits: m * m = 1 (mod 8) for odd m
+    for (int i = 0; i < 5; ++i) y *= 2 - m * y;
+    return y;
+  }
+  std::uint64_t d_;
+  U128 m_;
+  std::uint64_t mask_;  // d - 1 when d is a power of two, else 0
+  int shift_;           // trailing zero bits of d
+  std::uint64_t inverse_;
+};
 
 class L2Cache {
  public:
@@ -71,40 +119,69 @@ class L2Cache {
   /// profiler's cache flush between kernels does.
   void flush(PerTensor& written_back);
 
-  // Region-level primitives for a partitioned L2 (sim/l2_system.hpp). `want` selects sectors of
-  // region `region` (128 bits).
+  // Region-level lookups for a partitioned L2 (sim/l2_system.hpp). `want` selects sectors of a
+  // region (128 bits).
   using Mask = std::array<std::uint64_t, 2>;
-  /// Sectors of `want` not present; the region is allocated (and becomes most recent) if absent.
-  Mask fetch(std::uint64_t region, const Mask& want, TensorId owner, PerTensor& written_back);
-  /// Marks `want` valid and clean (a copy filled from elsewhere).
-  void fill(std::uint64_t region, const Mask& want, TensorId owner, PerTensor& written_back);
-  /// Marks `want` valid and dirty.
-  void write_region(std::uint64_t region, const Mask& want, TensorId owner,
-                    PerTensor& written_back);
-  /// Calls visit(region, mask) for every region [addr, addr + len) touches.
-  template <typename Visit>
-  void for_each_region(std::uint64_t addr, std::uint64_t len, Visit&& visit) const;
+  class Lookups;
+
+  /// How addresses map to sectors, regions and sets: a small value that hot loops copy into
+  /// locals.
+  struct Geometry {
+    std::uint64_t sector_bytes;
+    int sector_shift;  // log2(sector_bytes), or -1 when it is not a power of two
+    FastModulo sets;
+    /// addr / sector_bytes: a shift for the power-of-two sectors of every real GPU.
+    std::uint64_t sector_of(std::uint64_t addr) const {
+      return sector_shift >= 0 ? addr >> sector_shift : addr / sector_bytes;
+    }
+    /// The set `region` maps to.
+    std::uint64_t set_of(std::uint64_t region) const;
+    /// Calls visit(region, mask, sectors in mask) for every region [addr, addr + len) touches.
+    template <typename Visit>
+    void for_each_region(std::uint64_t addr, std::uint64_t len, Visit&& visit) const;
+  };
+  const Geometry& geometry() const { return geometry_; }
 
   int sector_bytes() const { return static_cast<int>(sector_bytes_); }
   std::uint64_t region_bytes() const { return region_bytes_; }
-  std::size_t capacity_regions() const { return tags_.size(); }
+  std::size_t capacity_regions() const { return tags_hi_.size(); }
 
  private:
-  static constexpr std::uint64_t kEmpty = ~std::uint64_t{0};
+  // A region is tagged by its low and high 32 bits. Empty ways hold kEmpty in both.
+  static constexpr std::uint32_t kEmpty = ~std::uint32_t{0};
+  // Sets of up to 16 ways keep their recency order in one word, 4 bits per position.
+  static constexpr std::uint64_t kMaxPackedWays = 16;
 
-  // The sector state of one way; tags and recency live in their own arrays so that a set
-  // lookup scans two cache lines of tags, not the whole state.
+  // The sector state of one way.
   struct Lines {
     Mask valid{};
     Mask dirty{};
-    TensorId owner{};
   };
 
-  Lines& acquire(std::uint64_t region, TensorId owner, PerTensor& written_back);
-  // Marks `want` of way `slot` dirty and keeps the dirty data under its cap.
-  void make_dirty(std::uint64_t slot, const Mask& want, PerTensor& written_back);
-  std::uint64_t set_of(std::uint64_t region) const;
+  bool occupied(std::uint64_t i) const { return tags_lo_[i] != kEmpty || tags_hi_[i] != kEmpty; }
+  void reset_recency();
 
+  std::uint64_t sector_bytes_;
+  std::uint64_t region_bytes_;
+  std::uint64_t sets_;
+  std::uint64_t ways_per_set_;
+  Geometry geometry_;
+  // Way w of set s is index s * ways_per_set_ + w in tags_lo_, tags_hi_, owners_ and lines_.
+  // The low halves of a 16-way set's tags fill one 64-byte line (tags_lo_ starts on a line; its
+  // storage is lo_storage_), compared at once; the high halves are read only when some region
+  // held or looked up is at or past 2^32 - 1 (addresses from 16 TiB: `wide_`), so that tags
+  // stay exact for any address.
+  std::vector<std::uint32_t> lo_storage_;
+  std::uint32_t* tags_lo_ = nullptr;
+  std::vector<std::uint32_t> tags_hi_;
+  bool wide_ = false;
+  std::vector<TensorId> owners_;  // tensor of the region held (for write-back attribution)
+  std::vector<Lines> lines_;
+  // Recency order of each set, most recent first. Up to 16 ways: word s holds way numbers in
+  // 4-bit fields, position 0 in the low bits. More ways (tests of the replacement policy only):
+  // bytes s * ways_per_set_ + position of order_bytes_.
+  std::vector<std::uint64_t> order_;
+  std::vector<std::uint8_t> order_bytes_;
   // Ways in the order they went from clean to dirty, with the stamp they had then (an entry is
   // stale once its way was evicted or cleaned: the way's dirty_since_ no longer matches).
   struct DirtyEntry {
@@ -115,31 +192,274 @@ class L2Cache {
   std::vector<std::uint64_t> dirty_since_;
   std::uint64_t max_dirty_sectors_ = 0;
   std::uint64_t dirty_clock_ = 0;
-  std::uint64_t sector_bytes_;
-  std::uint64_t region_bytes_;
-  std::uint64_t sets_;
-  std::uint64_t ways_per_set_;
-  // Way w of set s is index s * ways_per_set_ + w in each array.
-  std::vector<std::uint64_t> tags_;      // region held, or kEmpty
-  std::vector<std::uint64_t> last_use_;  // LRU clock stamp (0: never used)
-  std::vector<Lines> lines_;
-  std::uint64_t clock_ = 0;
   std::uint64_t dirty_sectors_ = 0;
   std::uint64_t written_back_sectors_ = 0;
 };
 
+namespace l2_detail {
+
+inline std::uint64_t popcount(const std::array<std::uint64_t, 2>& m) {
+  return static_cast<std::uint64_t>(std::popcount(m[0]) + std::popcount(m[1]));
+}
+
+// Spreads windows of consecutive regions over the sets (see Geometry::set_of).
+inline std::uint64_t mix(std::uint64_t x) {
+  x ^= x >> 31;
+  x *= 0x7fb5d329728ea185ULL;
+  x ^= x >> 27;
+  x *= 0x81dadef4bc2dd44dULL;
+  return x ^ (x >> 33);
+}
+
+// Mask of the `n` lowest 4-bit fields (n <= 15).
+inline std::uint64_t low_fields(std::uint64_t n) {
+  return (std::uint64_t{1} << (4 * n)) - 1;
+}
+
+}  // namespace l2_detail
+
+// Set index: the region's position within an aligned window of `sets` consecutive regions,
+// rotated by a hash of the window. So a window's regions fill the sets evenly and windows land
+// at pseudo-random offsets: the structure of the GPU's XOR address hash (low address bits pick
+// the set, higher bits are hashed in). It reproduces how repeated sweeps of a growing footprint
+// stop hitting (l2_sweep microbenchmark, reports/validation/*/l2_microbench_2026-11-22: >= 98%
+// hits up to 60% of the L2, a sharp fall between 70% and 90%): a random set per region spreads
+// unevenly and misses from 40% (binomial occupancy), a plain modulo fills every set alike and
+// thrashes all of them at once. (The sum wraps around 2^64 as in any unsigned arithmetic.)
+inline std::uint64_t L2Cache::Geometry::set_of(std::uint64_t region) const {
+  return sets(sets(region) + l2_detail::mix(sets.quotient(region)));
+}
+
+/// Lookups in one cache, for one batch of them (a tile's runs). The cache's arrays and counters
+/// are copied into this object, which lives in registers: the compiler cannot keep the cache's
+/// own members there across the stores into its arrays (they might alias), and reloading them
+/// made up much of a lookup, the simulator's innermost loop. The counters reach the cache when
+/// the object is destroyed; use one object per cache at a time.
+class L2Cache::Lookups {
+ public:
+  explicit Lookups(L2Cache& cache)
+      : cache_(cache),
+        tags_lo_(cache.tags_lo_),
+        tags_hi_(cache.tags_hi_.data()),
+        owners_(cache.owners_.data()),
+        lines_(cache.lines_.data()),
+        order_(cache.order_.data()),
+        order_bytes_(cache.order_bytes_.data()),
+        dirty_since_(cache.dirty_since_.data()),
+        ways_(cache.ways_per_set_),
+        sector_bytes_(cache.sector_bytes_),
+        max_dirty_sectors_(cache.max_dirty_sectors_),
+        wide_(cache.wide_),
+        dirty_sectors_(cache.dirty_sectors_),
+        written_back_sectors_(cache.written_back_sectors_),
+        dirty_clock_(cache.dirty_clock_) {}
+  ~Lookups() {
+    cache_.wide_ = wide_;
+    cache_.dirty_sectors_ = dirty_sectors_;
+    cache_.written_back_sectors_ = written_back_sectors_;
+    cache_.dirty_clock_ = dirty_clock_;
+  }
+  Lookups(const Lookups&) = delete;
+  Lookups& operator=(const Lookups&) = delete;
+
+  /// Starts loading set `set`'s tags into the CPU cache ahead of a lookup (a hint only).
+  void prefetch(std::uint64_t set) const {
+    __builtin_prefetch(&tags_lo_[set * ways_]);
+    // And the sector state of the way a miss would replace: most lookups of data far larger
+    // than the L2 miss, and the victim's dirty sectors are what a miss reads first.
+    if (ways_ <= kMaxPackedWays) {
+      __builtin_prefetch(&lines_[set * ways_ + ((order_[set] >> (4 * (ways_ - 1))) & 0xF)]);
+    }
+  }
+
+  /// Sectors of `want` not present; the region is allocated (and becomes most recent) if absent.
+  /// Dirty sectors of an evicted region are added to `written_back` (per owning tensor).
+  Mask fetch(std::uint64_t region, std::uint64_t set, const Mask& want, TensorId owner,
+             PerTensor& written_back) {
+    Lines& x = acquire(region, set, owner, written_back);
+    const Mask missing = {want[0] & ~x.valid[0], want[1] & ~x.valid[1]};
+    x.valid[0] |= want[0];
+    x.valid[1] |= want[1];
+    return missing;
+  }
+  /// Marks `want` valid and clean (a copy filled from elsewhere).
+  void fill(std::uint64_t region, std::uint64_t set, const Mask& want, TensorId owner,
+            PerTensor& written_back) {
+    Lines& x = acquire(region, set, owner, written_back);
+    x.valid[0] |= want[0];
+    x.valid[1] |= want[1];
+  }
+  /// Marks `want` valid and dirty, and keeps the dirty data under its cap.
+  void write_region(std::uint64_t region, std::uint64_t set, const Mask& want, TensorId owner,
+                    PerTensor& written_back) {
+    Lines& x = acquire(region, set, owner, written_back);
+    const auto slot = static_cast<std::uint64_t>(&x - lines_);
+    const bool was_clean = (x.dirty[0] | x.dirty[1]) == 0;
+    const Mask newly_dirty = {want[0] & ~x.dirty[0], want[1] & ~x.dirty[1]};
+    dirty_sectors_ += l2_detail::popcount(newly_dirty);
+    x.valid[0] |= want[0];
+    x.valid[1] |= want[1];
+    x.dirty[0] |= want[0];
+    x.dirty[1] |= want[1];
+    if (was_clean) {
+      dirty_since_[slot] = ++dirty_clock_;
+      cache_.dirty_order_.push_back({slot, dirty_clock_});
+    }
+    if (dirty_sectors_ > max_dirty_sectors_) clean_oldest(written_back);
+  }
+
+ private:
+  // The way of set `base / ways_` holding `region`, or ways_ when none does.
+  std::uint64_t find(std::uint64_t region, std::uint64_t base) const {
+    const auto lo = static_cast<std::uint32_t>(region);
+    const auto hi = static_cast<std::uint32_t>(region >> 32);
+    // Below 2^32 - 1 and with no such region held, the low halves alone decide.
+    const bool narrow = region < kEmpty && !wide_;
+    const std::uint32_t* tags = &tags_lo_[base];
+#if defined(__SSE2__)
+    if (ways_ == kMaxPackedWays) {
+      // The 16 low halves in four compares, packed to one bit per way: no loop, no mispredicted
+      // branch on where the region is.
+      const __m128i key = _mm_set1_epi32(static_cast<int>(lo));
+      const auto* v = reinterpret_cast<const __m128i*>(tags);
+      const __m128i ab = _mm_packs_epi32(_mm_cmpeq_epi32(_mm_load_si128(v), key),
+                                         _mm_cmpeq_epi32(_mm_load_si128(v + 1), key));
+      const __m128i cd = _mm_packs_epi32(_mm_cmpeq_epi32(_mm_load_si128(v + 2), key),
+                                         _mm_cmpeq_epi32(_mm_load_si128(v + 3), key));
+      auto hits = static_cast<std::uint32_t>(_mm_movemask_epi8(_mm_packs_epi16(ab, cd)));
+      if (narrow) return hits != 0 ? static_cast<std::uint64_t>(std::countr_zero(hits)) : ways_;
+      for (; hits != 0; hits &= hits - 1) {
+        const auto w = static_cast<std::uint64_t>(std::countr_zero(hits));
+        if (tags_hi_[base + w] == hi) return w;
+      }
+      return ways_;
+    }
+#endif
+    for (std::uint64_t w = 0; w < ways_; ++w) {
+      if (tags[w] == lo && (narrow || tags_hi_[base + w] == hi)) return w;
+    }
+    return ways_;
+  }
+
+  // Makes `way` the most recent of `set`.
+  void touch(std::uint64_t set, std::uint64_t way) {
+    if (ways_ <= kMaxPackedWays) {
+      std::uint64_t& order = order_[set];
+      // Position of `way`: the lowest 4-bit field of order ^ way*0x11.. that is zero (exact for
+      // the lowest one; the word is a permutation, so exactly one field matches).
+      const std::uint64_t x = order ^ (way * 0x1111111111111111ULL);
+      const std::uint64_t zero = (x - 0x1111111111111111ULL) & ~x & 0x8888888888888888ULL;
+      const auto position = static_cast<std::uint64_t>(std::countr_zero(zero)) / 4;
+      const std::uint64_t below = l2_detail::low_fields(position);
+      const std::uint64_t through = (below << 4) | 0xF;
+      order = (order & ~through) | ((order & below) << 4) | way;
+      return;
+    }
+    std::uint8_t* order = &order_bytes_[set * ways_];
+    std::uint64_t p = 0;
+    while (order[p] != way) ++p;
+    for (; p > 0; --p) order[p] = order[p - 1];
+    order[0] = static_cast<std::uint8_t>(way);
+  }
+
+  // The least recent way of `set` (never-used ways are older than any used one), made the most
+  // recent.
+  std::uint64_t replace(std::uint64_t set) {
+    const std::uint64_t last = ways_ - 1;
+    if (ways_ <= kMaxPackedWays) {
+      std::uint64_t& order = order_[set];
+      const std::uint64_t victim = (order >> (4 * last)) & 0xF;
+      const std::uint64_t kept = l2_detail::low_fields(last);
+      const std::uint64_t unused = last == 15 ? 0 : ~l2_detail::low_fields(last + 1);
+      order = (order & unused) | ((order & kept) << 4) | victim;
+      return victim;
+    }
+    std::uint8_t* order = &order_bytes_[set * ways_];
+    const std::uint8_t victim = order[last];
+    for (std::uint64_t p = last; p > 0; --p) order[p] = order[p - 1];
+    order[0] = victim;
+    return victim;
+  }
+
+  // The GPU writes dirty data back once it fills about half the L2, whether or not the space is
+  // needed (a write-only kernel's DRAM writes are everything beyond that share: l2_residue
+  // microbenchmark, writes mode; hwprofiles *.yaml l2.max_dirty_fraction). Which lines it cleans
+  // first is not visible in the counters; the ones dirtied first is the assumption.
+  void clean_oldest(PerTensor& written_back) {
+    std::deque<DirtyEntry>& order = cache_.dirty_order_;
+    while (dirty_sectors_ > max_dirty_sectors_ && !order.empty()) {
+      const DirtyEntry e = order.front();
+      order.pop_front();
+      if (dirty_since_[e.slot] != e.since || !occupied(e.slot)) continue;  // stale
+      Lines& old = lines_[e.slot];
+      const std::uint64_t n = l2_detail::popcount(old.dirty);
+      written_back[index_of(owners_[e.slot])] += n * sector_bytes_;
+      written_back_sectors_ += n;
+      dirty_sectors_ -= n;
+      old.dirty = {};
+      dirty_since_[e.slot] = 0;
+    }
+  }
+
+  bool occupied(std::uint64_t i) const {
+    return tags_lo_[i] != kEmpty || tags_hi_[i] != kEmpty;
+  }
+
+  Lines& acquire(std::uint64_t region, std::uint64_t set, TensorId owner, PerTensor& written_back) {
+    const std::uint64_t base = set * ways_;
+    const std::uint64_t way = find(region, base);
+    if (way != ways_) {
+      touch(set, way);
+      return lines_[base + way];
+    }
+    // Miss: the set's least recently used way is replaced.
+    const std::uint64_t victim = base + replace(set);
+    Lines& x = lines_[victim];
+    if (occupied(victim)) {
+      const std::uint64_t dirty = l2_detail::popcount(x.dirty);
+      written_back[index_of(owners_[victim])] += dirty * sector_bytes_;
+      written_back_sectors_ += dirty;
+      dirty_sectors_ -= dirty;
+    }
+    dirty_since_[victim] = 0;
+    tags_lo_[victim] = static_cast<std::uint32_t>(region);
+    tags_hi_[victim] = static_cast<std::uint32_t>(region >> 32);
+    wide_ = wide_ || region >= kEmpty;
+    owners_[victim] = owner;
+    x = Lines{};
+    return x;
+  }
+
+  L2Cache& cache_;
+  std::uint32_t* tags_lo_;
+  std::uint32_t* tags_hi_;
+  TensorId* owners_;
+  Lines* lines_;
+  std::uint64_t* order_;
+  std::uint8_t* order_bytes_;
+  std::uint64_t* dirty_since_;
+  std::uint64_t ways_;
+  std::uint64_t sector_bytes_;
+  std::uint64_t max_dirty_sectors_;
+  bool wide_;
+  std::uint64_t dirty_sectors_;
+  std::uint64_t written_back_sectors_;
+  std::uint64_t dirty_clock_;
+};
+
 template <typename Visit>
-void L2Cache::for_each_region(std::uint64_t addr, std::uint64_t len, Visit&& visit) const {
+void L2Cache::Geometry::for_each_region(std::uint64_t addr, std::uint64_t len,
+                                        Visit&& visit) const {
   if (len == 0) return;
-  const std::uint64_t first_sector = addr / sector_bytes_;
-  const std::uint64_t last_sector = (addr + len - 1) / sector_bytes_;
+  const std::uint64_t first_sector = sector_of(addr);
+  const std::uint64_t last_sector = sector_of(addr + len - 1);
   for (std::uint64_t r = first_sector / kSectorsPerRegion; r <= last_sector / kSectorsPerRegion;
        ++r) {
     const std::uint64_t r0 = r * kSectorsPerRegion;
     const unsigned a = static_cast<unsigned>(first_sector > r0 ? first_sector - r0 : 0);
     const unsigned b = static_cast<unsigned>(
         last_sector < r0 + kSectorsPerRegion - 1 ? last_sector - r0 : kSectorsPerRegion - 1);
-    visit(r, sector_range_mask(a, b));
+    visit(r, sector_range_mask(a, b), std::uint64_t{b - a + 1});
   }
 }
 

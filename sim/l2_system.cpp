@@ -2,70 +2,139 @@
 
 #include <fmt/format.h>
 
-#include <bit>
+#include <algorithm>
+#include <memory>
 
 #include "sim/errors.hpp"
 
 namespace iosim {
 namespace {
 
-std::uint64_t count(const L2Cache::Mask& m) {
-  return static_cast<std::uint64_t>(std::popcount(m[0]) + std::popcount(m[1]));
-}
-
 bool any(const L2Cache::Mask& m) {
   return (m[0] | m[1]) != 0;
 }
+
+// Lookups this many regions ahead have their sets' tags prefetched: the accesses of one tile
+// are independent loads from all over the cache arrays, and waiting for each in turn is what
+// a lookup would otherwise cost.
+constexpr std::size_t kPrefetchDistance = 8;
 
 }  // namespace
 
 L2System::L2System(std::int64_t capacity_bytes, int sector_bytes, int partitions,
                    double max_dirty_fraction)
-    : sector_bytes_(static_cast<std::uint64_t>(sector_bytes)) {
+    : sector_bytes_(static_cast<std::uint64_t>(sector_bytes)),
+      home_modulo_(static_cast<std::uint64_t>(partitions > 0 ? partitions : 1)) {
   if (partitions <= 0) throw ConfigError(fmt::format("L2 with {} partitions", partitions));
   parts_.reserve(static_cast<std::size_t>(partitions));
-  for (int i = 0; i < partitions; ++i)
+  for (int i = 0; i < partitions; ++i) {
     parts_.emplace_back(capacity_bytes / partitions, sector_bytes, L2Cache::kDefaultWays,
                         max_dirty_fraction);
+  }
 }
 
-int L2System::home_of(std::uint64_t region) const {
-  // A different hash from the set index, so that home and set are independent.
-  std::uint64_t x = region * 0x9e3779b97f4a7c15ULL;
-  x ^= x >> 29;
-  return static_cast<int>(x % parts_.size());
-}
-
-L2Cache::ReadOutcome L2System::read(std::uint64_t addr, std::uint64_t len, TensorId owner, int sm,
-                                    PerTensor& written_back) {
-  L2Cache::ReadOutcome out;
-  const int side = sm % static_cast<int>(parts_.size());
-  parts_.front().for_each_region(addr, len, [&](std::uint64_t region, const L2Cache::Mask& want) {
-    out.requested_bytes += count(want) * sector_bytes_;
-    const int home = home_of(region);
-    L2Cache::Mask missing =
-        parts_[static_cast<std::size_t>(side)].fetch(region, want, owner, written_back);
-    if (home != side && any(missing)) {
-      // Not in the near copy: ask the home partition over the fabric.
-      missing = parts_[static_cast<std::size_t>(home)].fetch(region, missing, owner, written_back);
+std::uint64_t L2System::gather(std::span<const Run> runs) {
+  // Locals, not members: stores into accesses_ could alias members, which the compiler would
+  // then reload for every region.
+  const L2Cache::Geometry geometry = parts_.front().geometry();
+  const FastModulo homes = home_modulo_;
+  Access* out = accesses_.data();
+  std::size_t capacity = accesses_.size();
+  std::size_t n = 0;
+  std::uint64_t requested = 0;
+  for (const Run& run : runs) {
+    if (run.len == 0) continue;
+    const std::uint64_t first = geometry.sector_of(run.addr);
+    const std::uint64_t last = geometry.sector_of(run.addr + run.len - 1);
+    requested += last - first + 1;
+    const std::uint64_t last_region = last / L2Cache::kSectorsPerRegion;
+    for (std::uint64_t region = first / L2Cache::kSectorsPerRegion;; ++region) {
+      const std::uint64_t r0 = region * L2Cache::kSectorsPerRegion;
+      const L2Cache::Mask want = sector_range_mask(
+          static_cast<unsigned>(first > r0 ? first - r0 : 0),
+          static_cast<unsigned>(region == last_region ? last - r0
+                                                      : L2Cache::kSectorsPerRegion - 1));
+      // Consecutive runs in one region (short rows) are one lookup: the second lookup of a
+      // region just looked up changes no recency, and the sectors it finds missing (or newly
+      // dirty) are exactly those of the union not found by the first.
+      if (n > 0 && out[n - 1].region == region) {
+        out[n - 1].want[0] |= want[0];
+        out[n - 1].want[1] |= want[1];
+      } else {
+        // The home hash differs from the set index, so that home and set are independent.
+        std::uint64_t h = region * 0x9e3779b97f4a7c15ULL;
+        h ^= h >> 29;
+        if (n == capacity) {  // grows a few times per run of the simulator, then never
+          accesses_.resize(std::max<std::size_t>(64, 2 * capacity));
+          out = accesses_.data();
+          capacity = accesses_.size();
+        }
+        out[n++] = {region, geometry.set_of(region), homes(h), want};
+      }
+      if (region == last_region) break;
     }
-    out.miss_bytes += count(missing) * sector_bytes_;
-  });
-  return out;
+  }
+  access_count_ = n;
+  return requested;
 }
 
-std::uint64_t L2System::write(std::uint64_t addr, std::uint64_t len, TensorId owner, int sm,
+template <typename Visit>
+void L2System::for_each_access(int sm, Visit&& visit) {
+  const std::size_t side = static_cast<std::size_t>(sm) % parts_.size();
+  const std::size_t n = access_count_;
+  const Access* accesses = accesses_.data();
+  if (parts_.size() == 2) {
+    // A100, H100 and H200. Two named objects (not an array indexed by partition) let the
+    // compiler keep both partitions' lookups in registers.
+    L2Cache::Lookups near(parts_[side]), far(parts_[1 - side]);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (i + kPrefetchDistance < n) {
+        const Access& ahead = accesses[i + kPrefetchDistance];
+        near.prefetch(ahead.set);
+        if (ahead.home != side) far.prefetch(ahead.set);
+      }
+      const Access& a = accesses[i];
+      visit(a, near, far, a.home != side);
+    }
+    return;
+  }
+  std::vector<std::unique_ptr<L2Cache::Lookups>> views;
+  for (L2Cache& p : parts_) views.push_back(std::make_unique<L2Cache::Lookups>(p));
+  for (std::size_t i = 0; i < n; ++i) {
+    const Access& a = accesses[i];
+    visit(a, *views[side], *views[a.home], a.home != side);
+  }
+}
+
+L2Cache::ReadOutcome L2System::read(std::span<const Run> runs, TensorId owner, int sm,
+                                    PerTensor& written_back) {
+  std::uint64_t missed = 0;
+  const std::uint64_t requested = gather(runs);
+  for_each_access(
+      sm, [&](const Access& a, L2Cache::Lookups& near, L2Cache::Lookups& home, bool remote) {
+        L2Cache::Mask missing = near.fetch(a.region, a.set, a.want, owner, written_back);
+        if (remote && any(missing)) {
+          // Not in the near copy: ask the home partition over the fabric.
+          missing = home.fetch(a.region, a.set, missing, owner, written_back);
+        }
+        missed += l2_detail::popcount(missing);
+      });
+  return {requested * sector_bytes_, missed * sector_bytes_};
+}
+
+std::uint64_t L2System::write(std::span<const Run> runs, TensorId owner, int sm,
                               PerTensor& written_back) {
-  std::uint64_t bytes = 0;
-  const int side = sm % static_cast<int>(parts_.size());
-  parts_.front().for_each_region(addr, len, [&](std::uint64_t region, const L2Cache::Mask& want) {
-    bytes += count(want) * sector_bytes_;
-    const int home = home_of(region);
-    if (home != side)
-      parts_[static_cast<std::size_t>(side)].fill(region, want, owner, written_back);
-    parts_[static_cast<std::size_t>(home)].write_region(region, want, owner, written_back);
-  });
-  return bytes;
+  const std::uint64_t requested = gather(runs);
+  for_each_access(
+      sm, [&](const Access& a, L2Cache::Lookups& near, L2Cache::Lookups& home, bool remote) {
+        if (remote) {
+          near.fill(a.region, a.set, a.want, owner, written_back);
+          home.write_region(a.region, a.set, a.want, owner, written_back);
+        } else {
+          near.write_region(a.region, a.set, a.want, owner, written_back);
+        }
+      });
+  return requested * sector_bytes_;
 }
 
 std::uint64_t L2System::dirty_bytes() const {

@@ -10,6 +10,7 @@
 // Assumptions: SM s is attached to partition s mod P (the GPC wiring is not published); homes
 // are hashed per 4 KiB region; the fabric's bandwidth and latency are not modelled.
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "sim/l2_cache.hpp"
@@ -18,17 +19,35 @@ namespace iosim {
 
 class L2System {
  public:
+  /// A contiguous byte range [addr, addr + len).
+  struct Run {
+    std::uint64_t addr = 0;
+    std::uint64_t len = 0;
+  };
+
   /// `partitions` caches sharing `capacity_bytes` equally. Throws ConfigError if one holds no
   /// region. `max_dirty_fraction`: share of each partition that may hold dirty data (see L2Cache).
   L2System(std::int64_t capacity_bytes, int sector_bytes, int partitions,
            double max_dirty_fraction = 1.0);
 
-  /// An SM on `sm` reads [addr, addr + len): requested sector bytes and bytes fetched from DRAM.
-  L2Cache::ReadOutcome read(std::uint64_t addr, std::uint64_t len, TensorId owner, int sm,
+  /// An SM on `sm` reads `runs` in order (the rows of one tile): requested sector bytes and
+  /// bytes fetched from DRAM.
+  L2Cache::ReadOutcome read(std::span<const Run> runs, TensorId owner, int sm,
                             PerTensor& written_back);
-  /// An SM on `sm` writes [addr, addr + len); returns the sector bytes written.
+  /// An SM on `sm` writes `runs` in order; returns the sector bytes written.
+  std::uint64_t write(std::span<const Run> runs, TensorId owner, int sm, PerTensor& written_back);
+
+  /// One run: read(addr, len) is read({{addr, len}}).
+  L2Cache::ReadOutcome read(std::uint64_t addr, std::uint64_t len, TensorId owner, int sm,
+                            PerTensor& written_back) {
+    const Run run{addr, len};
+    return read(std::span<const Run>(&run, 1), owner, sm, written_back);
+  }
   std::uint64_t write(std::uint64_t addr, std::uint64_t len, TensorId owner, int sm,
-                      PerTensor& written_back);
+                      PerTensor& written_back) {
+    const Run run{addr, len};
+    return write(std::span<const Run>(&run, 1), owner, sm, written_back);
+  }
 
   std::uint64_t dirty_bytes() const;
   std::uint64_t written_back_bytes() const;
@@ -36,10 +55,28 @@ class L2System {
   void flush(PerTensor& written_back);
 
  private:
-  int home_of(std::uint64_t region) const;
+  // One region a batch of runs touches, with what the lookups need.
+  struct Access {
+    std::uint64_t region;
+    std::uint64_t set;  // the same in every partition: they have the same geometry
+    std::size_t home;
+    L2Cache::Mask want;
+  };
+
+  // Fills accesses_ with the regions `runs` touch in order; returns the requested sectors.
+  std::uint64_t gather(std::span<const Run> runs);
+  // Calls visit(access, near partition, home partition, home != near) for every access gathered,
+  // in order, for an SM on `sm`.
+  template <typename Visit>
+  void for_each_access(int sm, Visit&& visit);
 
   std::vector<L2Cache> parts_;
   std::uint64_t sector_bytes_;
+  FastModulo home_modulo_;
+  // Scratch of read() and write(): the first access_count_ entries are the current batch; the
+  // vector only grows, so that batches allocate nothing.
+  std::vector<Access> accesses_;
+  std::size_t access_count_ = 0;
 };
 
 }  // namespace iosim

@@ -53,8 +53,9 @@ class Schedule {
   virtual void emit_cta(std::size_t kernel, std::int64_t cta, std::vector<TileOp>& out) const = 0;
   /// Appends part `part` (0, 1, ...) of the same operations and returns whether more parts
   /// follow; the parts in order are exactly emit_cta(). Schedules whose CTAs loop over a whole
-  /// head (FlashAttention-1) emit one outer iteration per part, so that the engine holds one
-  /// iteration of each resident CTA in memory instead of all of them.
+  /// head (FlashAttention-1) emit one inner or outer iteration per part, so that the engine holds
+  /// a few operations of each resident CTA in memory instead of all of them. A part may be empty;
+  /// a non-empty part must end where a stage ends (before a load, or at the CTA's end).
   virtual bool emit_cta_part(std::size_t kernel, std::int64_t cta, std::size_t part,
                              std::vector<TileOp>& out) const {
     if (part == 0) emit_cta(kernel, cta, out);

@@ -9,30 +9,53 @@
 namespace iosim {
 
 enum class TensorId : std::uint8_t {
-  Q, K, V, O, S, P, dO, dQ, dK, dV,
-  L,             // log-sum-exp per query row (fp32)
-  m, l,          // running row max and row sum (fp32), FlashAttention-1
+  Q,
+  K,
+  V,
+  O,
+  S,
+  P,
+  dO,
+  dQ,
+  dK,
+  dV,
+  L,  // log-sum-exp per query row (fp32)
+  m,
+  l,             // running row max and row sum (fp32), FlashAttention-1
   dropout_mask,  // 1 byte per score, written by unfused dropout
-  partial_O, partial_lse, block_table,
+  partial_O,
+  partial_lse,
+  block_table,
   // Backward pass: D = rowsum(dO o O) per query row (fp32); dP and dS, the score gradients
   // unfused backward passes materialize; dQaccum, the fp32 buffer FlashAttention-2's backward
   // accumulates dQ into with atomics; P_drop, P after unfused dropout (kept apart from P because
   // the softmax gradient needs the undropped probabilities).
-  D, dP, dS, dQaccum, P_drop,
+  D,
+  dP,
+  dS,
+  dQaccum,
+  P_drop,
   kCount
 };
 
 inline constexpr std::size_t kTensorCount = static_cast<std::size_t>(TensorId::kCount);
 
+// At namespace scope, not a local of tensor_name(): a local array would be built on every call,
+// and the engine names a tensor in the bounds check of every tile it moves.
+inline constexpr std::array<std::string_view, kTensorCount> kTensorNames = {
+    "Q",         "K",           "V",           "O", "S",  "P",  "dO",
+    "dQ",        "dK",          "dV",          "L", "m",  "l",  "dropout_mask",
+    "partial_O", "partial_lse", "block_table", "D", "dP", "dS", "dQaccum",
+    "P_drop"};
+
 /// The vocabulary name of a tensor ("Q", "dropout_mask", ...).
 constexpr std::string_view tensor_name(TensorId t) {
-  constexpr std::array<std::string_view, kTensorCount> names = {
-      "Q", "K", "V", "O", "S", "P", "dO", "dQ", "dK", "dV", "L", "m", "l", "dropout_mask",
-      "partial_O", "partial_lse", "block_table", "D", "dP", "dS", "dQaccum", "P_drop"};
-  return names[static_cast<std::size_t>(t)];
+  return kTensorNames[static_cast<std::size_t>(t)];
 }
 
-constexpr std::size_t index_of(TensorId t) { return static_cast<std::size_t>(t); }
+constexpr std::size_t index_of(TensorId t) {
+  return static_cast<std::size_t>(t);
+}
 
 /// A tensor in global memory: `matrices` row-major matrices of rows x cols elements.
 struct TensorDecl {

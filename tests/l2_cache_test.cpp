@@ -121,3 +121,41 @@ TEST_CASE("dirty data beyond the cap is written back, oldest first, and stays ca
     CHECK(l2.written_back_bytes() == before);
   }
 }
+
+TEST_CASE("the set index's fast remainder and quotient equal % and /") {
+  std::mt19937_64 rng(11);
+  for (std::uint64_t d :
+       {1ULL, 2ULL, 3ULL, 7ULL, 400ULL, 640ULL, 1000003ULL, (1ULL << 32) + 15, 1ULL << 40, ~0ULL}) {
+    const FastModulo mod(d);
+    for (std::uint64_t x :
+         {std::uint64_t{0}, std::uint64_t{1}, d - 1, d, d + 1, ~std::uint64_t{0}}) {
+      CHECK(mod(x) == x % d);
+      CHECK(mod.quotient(x) == x / d);
+    }
+    for (int i = 0; i < 10000; ++i) {
+      const std::uint64_t x = rng();
+      CHECK(mod(x) == x % d);
+      CHECK(mod.quotient(x) == x / d);
+    }
+  }
+}
+
+TEST_CASE("regions past 16 TiB keep exact tags") {
+  // Regions r, r + 2^32 and 2^32 - 1 share their low 32 bits with each other or with the empty
+  // marker; each is still its own region. One fully associative set of 8 or 16 regions (16 ways
+  // compare the low halves four at a time, 8 one by one).
+  for (int ways : {8, 16}) {
+    L2Cache l2(std::int64_t{ways} * 4096, 32, ways);
+    PerTensor wb{};
+    const std::uint64_t region = 4096;
+    const std::uint64_t far = region + (std::uint64_t{1} << 32);
+    const std::uint64_t marker = (std::uint64_t{1} << 32) - 1;
+    CAPTURE(ways);
+    CHECK(l2.read(far * 4096, 64, TensorId::K, wb).miss_bytes == 64);
+    CHECK(l2.read(region * 4096, 64, TensorId::K, wb).miss_bytes == 64);  // not the far one
+    CHECK(l2.read(far * 4096, 64, TensorId::K, wb).miss_bytes == 0);
+    CHECK(l2.read(marker * 4096, 32, TensorId::K, wb).miss_bytes == 32);  // not an empty way
+    CHECK(l2.read(marker * 4096, 32, TensorId::K, wb).miss_bytes == 0);
+    CHECK(l2.read(region * 4096, 64, TensorId::K, wb).miss_bytes == 0);
+  }
+}

@@ -1,8 +1,11 @@
 // The partitioned L2: a line read from both sides is fetched from DRAM once but occupies both
 // partitions; dirty data lives only in its home partition and is written back once.
+#include "sim/l2_system.hpp"
+
 #include <doctest/doctest.h>
 
-#include "sim/l2_system.hpp"
+#include <random>
+#include <vector>
 
 using namespace iosim;
 
@@ -26,16 +29,15 @@ TEST_CASE("an SM's reads are cached in its own partition") {
     for (int pass = 0; pass < 2; ++pass) {
       for (std::uint64_t r = 0; r < regions; ++r) {
         const auto a = l2.read(r * 4096, 4096, TensorId::Q, 0, wb);
-        const auto b = other_side_too
-                           ? l2.read((1000 + r) * 4096, 4096, TensorId::O, 1, wb)
-                           : L2Cache::ReadOutcome{};
+        const auto b = other_side_too ? l2.read((1000 + r) * 4096, 4096, TensorId::O, 1, wb)
+                                      : L2Cache::ReadOutcome{};
         if (pass == 1) misses += a.miss_bytes + b.miss_bytes;
       }
     }
     return misses;
   };
-  CHECK(second_pass_misses(384, false) == 0);   // fits in one partition
-  CHECK(second_pass_misses(768, false) > 0);    // the whole L2 could hold it; the near half cannot
+  CHECK(second_pass_misses(384, false) == 0);  // fits in one partition
+  CHECK(second_pass_misses(768, false) > 0);   // the whole L2 could hold it; the near half cannot
   // Two sides, disjoint data: each side's near copies plus the other side's far-homed lines
   // (homes are hashed, so about half of each set) exceed a partition: 384 + 192 > 512 KiB.
   CHECK(second_pass_misses(384, true) > 0);
@@ -45,10 +47,54 @@ TEST_CASE("an SM's reads are cached in its own partition") {
 TEST_CASE("dirty data is held once, in its home partition") {
   L2System l2(1 << 20, 32, 2);
   PerTensor wb{};
-  for (std::uint64_t r = 0; r < 16; ++r) CHECK(l2.write(r * 4096, 4096, TensorId::O, 1, wb) == 4096);
+  for (std::uint64_t r = 0; r < 16; ++r)
+    CHECK(l2.write(r * 4096, 4096, TensorId::O, 1, wb) == 4096);
   CHECK(l2.dirty_bytes() == 16 * 4096);
   PerTensor flushed{};
   l2.flush(flushed);
   CHECK(flushed[index_of(TensorId::O)] == 16 * 4096);
   CHECK(l2.dirty_bytes() == 0);
+}
+
+TEST_CASE("a tile's runs sent together count what run-by-run sends count") {
+  // Random tiles (short rows that share regions, rows that cross regions, long runs) read and
+  // written from random SMs through two L2s of 64 regions each: one gets whole tiles, the other
+  // one run at a time. Every count and the write-backs per tensor must agree at every step.
+  // With and without a cap on dirty data (cleaning happens inside a batch).
+  for (double max_dirty : {1.0, 0.3}) {
+    CAPTURE(max_dirty);
+    std::mt19937_64 rng(3);
+    L2System whole(64 * 4096, 32, 2, max_dirty), single(64 * 4096, 32, 2, max_dirty);
+    PerTensor wb_whole{}, wb_single{};
+    for (int tile = 0; tile < 3000; ++tile) {
+      const std::uint64_t base = (rng() % 512) * 4096 + (rng() % 128) * 32 + rng() % 32;
+      const std::uint64_t row_bytes = 1 + rng() % 6000;
+      const std::uint64_t pitch = row_bytes + rng() % 9000;
+      const int sm = static_cast<int>(rng() % 8);
+      const auto owner = static_cast<TensorId>(rng() % 4);
+      std::vector<L2System::Run> runs;
+      for (std::uint64_t r = 0, rows = 1 + rng() % 40; r < rows; ++r) {
+        runs.push_back({base + r * pitch, row_bytes});
+      }
+      if (rng() % 2 == 0) {
+        const L2Cache::ReadOutcome a = whole.read(runs, owner, sm, wb_whole);
+        L2Cache::ReadOutcome b;
+        for (const L2System::Run& run : runs) {
+          const L2Cache::ReadOutcome r = single.read(run.addr, run.len, owner, sm, wb_single);
+          b.requested_bytes += r.requested_bytes;
+          b.miss_bytes += r.miss_bytes;
+        }
+        REQUIRE(a.requested_bytes == b.requested_bytes);
+        REQUIRE(a.miss_bytes == b.miss_bytes);
+      } else {
+        std::uint64_t b = 0;
+        for (const L2System::Run& run : runs)
+          b += single.write(run.addr, run.len, owner, sm, wb_single);
+        REQUIRE(whole.write(runs, owner, sm, wb_whole) == b);
+      }
+      REQUIRE(wb_whole == wb_single);
+      REQUIRE(whole.dirty_bytes() == single.dirty_bytes());
+      REQUIRE(whole.written_back_bytes() == single.written_back_bytes());
+    }
+  }
 }
