@@ -28,6 +28,8 @@ struct SweepFlags {
               seq_kv = "0", head_dim = "64", dtype = "fp16", block_q = "0", block_kv = "0",
               threads = "0", stages = "0", pass = "fwd", dropout = "0", l2 = "on",
               sm_clock_mhz = "0", pattern;
+  // Decoding; left out (empty): run's default, and no axis in the sweep file.
+  std::string kv_heads, splits, page_tokens, block_table;
   bool causal = false, mask = false, cold_l2 = false, execute = false;
   std::uint64_t seed = 1;
   int jobs = 0;
@@ -39,7 +41,16 @@ struct Axis {
   std::string flag;
   std::vector<std::string> text;  // values as recorded in the sweep file
   std::function<void(RunFlags&, std::size_t)> apply;
+  bool recorded = true;  // false: a flag left out, one point with run's default, not in the file
 };
+
+// An optional flag of run: left out, one value that leaves RunFlags as it is (so that sweeps
+// without it write the same file as before the flag existed).
+Axis optional_axis(const std::string& flag, const std::string& text,
+                   Axis (*make)(const std::string&, const std::string&)) {
+  if (!text.empty()) return make(flag, text);
+  return {flag, {""}, [](RunFlags&, std::size_t) {}, false};
+}
 
 Axis int_axis(const std::string& flag, const std::string& text, std::int64_t RunFlags::*field) {
   const std::vector<std::int64_t> v = parse_int_values(flag, text);
@@ -59,6 +70,14 @@ Axis small_int_axis(const std::string& flag, const std::string& text, int RunFla
   return a;
 }
 
+// Decode flags that are counts (at least 1; to_request checks).
+Axis count_axis(const std::string& flag, const std::string& text) {
+  std::int64_t RunFlags::*field = flag == "--kv-heads" ? &RunFlags::kv_heads
+                                  : flag == "--splits" ? &RunFlags::splits
+                                                       : &RunFlags::page_tokens;
+  return int_axis(flag, text, field);
+}
+
 Axis double_axis(const std::string& flag, const std::string& text, double RunFlags::*field) {
   const std::vector<double> v = parse_double_values(flag, text);
   Axis a{flag, {}, [v, field](RunFlags& f, std::size_t i) { f.*field = v[i]; }};
@@ -69,6 +88,10 @@ Axis double_axis(const std::string& flag, const std::string& text, double RunFla
 Axis string_axis(const std::string& flag, const std::string& text, std::string RunFlags::*field) {
   const std::vector<std::string> v = parse_string_values(flag, text);
   return {flag, v, [v, field](RunFlags& f, std::size_t i) { f.*field = v[i]; }};
+}
+
+Axis block_table_axis(const std::string& flag, const std::string& text) {
+  return string_axis(flag, text, &RunFlags::block_table);
 }
 
 // Block-sparse patterns; not given: one point without a pattern (dense attention).
@@ -89,11 +112,15 @@ std::vector<Axis> make_axes(const SweepFlags& s) {
           double_axis("--dropout", s.dropout, &RunFlags::dropout),
           int_axis("--batch", s.batch, &RunFlags::batch),
           int_axis("--heads", s.heads, &RunFlags::heads),
+          optional_axis("--kv-heads", s.kv_heads, count_axis),
           int_axis("--head-dim", s.head_dim, &RunFlags::head_dim),
           int_axis("--seq", s.seq, &RunFlags::seq),
           int_axis("--seq-kv", s.seq_kv, &RunFlags::seq_kv),
           int_axis("--block-q", s.block_q, &RunFlags::block_q),
           int_axis("--block-kv", s.block_kv, &RunFlags::block_kv),
+          optional_axis("--splits", s.splits, count_axis),
+          optional_axis("--page-tokens", s.page_tokens, count_axis),
+          optional_axis("--block-table", s.block_table, block_table_axis),
           small_int_axis("--threads", s.threads, &RunFlags::threads),
           small_int_axis("--stages", s.stages, &RunFlags::stages)};
 }
@@ -178,7 +205,9 @@ int run_sweep_command(const SweepFlags& s) {
   SweepDescription description;
   description.total_points = total;
   description.shard = shard;
-  for (const Axis& a : axes) description.axes.push_back({a.flag, a.text});
+  for (const Axis& a : axes) {
+    if (a.recorded) description.axes.push_back({a.flag, a.text});
+  }
   for (auto [flag, on] : {std::pair{"--causal", s.causal}, std::pair{"--mask", s.mask},
                           std::pair{"--cold-l2", s.cold_l2}, std::pair{"--execute", s.execute}}) {
     if (on) description.axes.push_back({flag, {"true"}});
@@ -213,7 +242,8 @@ Action add_sweep_command(CLI::App& app) {
       "(512:65536:x2, 64:256:+64)");
   auto s = std::make_shared<SweepFlags>();
   cmd->add_option("--profile", s->profile, "profile names or YAML paths")->capture_default_str();
-  cmd->add_option("--algo", s->algo, "standard,flash1,flash2")->capture_default_str();
+  cmd->add_option("--algo", s->algo, "standard,flash1,flash2,block-sparse,flash-decoding,paged")
+      ->capture_default_str();
   cmd->add_option("--batch", s->batch, "batch sizes B")->capture_default_str();
   cmd->add_option("--heads", s->heads, "attention heads H")->capture_default_str();
   cmd->add_option("--seq", s->seq, "query lengths N")->required();
@@ -238,6 +268,13 @@ Action add_sweep_command(CLI::App& app) {
   cmd->add_flag("--execute", s->execute, "run every point numerically (small problems only)");
   cmd->add_option("--seed", s->seed, "seed of the random inputs and dropout")
       ->capture_default_str();
+  cmd->add_option("--kv-heads", s->kv_heads,
+                  "K/V heads H_kv, each dividing --heads (default: --heads)");
+  cmd->add_option("--splits", s->splits,
+                  "flash-decoding, paged: K/V chunks per query tile (default: the heuristic)");
+  cmd->add_option("--page-tokens", s->page_tokens, "paged: tokens per K/V page (default: 16)");
+  cmd->add_option("--block-table", s->block_table,
+                  "paged: block-table files, one line per sequence (default: random from --seed)");
   cmd->add_option("--jobs,-j", s->jobs, "threads (default: all cores)");
   cmd->add_option("--out,-o", s->out, "output file; .json or .csv (default: JSON on stdout)");
   cmd->add_option("--format", s->format, "json | csv, for stdout")->capture_default_str();

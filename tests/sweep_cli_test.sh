@@ -46,6 +46,33 @@ bs=$("$IOSIM" sweep --algo block-sparse,flash2 --pattern local:128,strided:2 --s
 grep -q 'invalid input: --pattern applies to --algo block-sparse' <<<"$bs" && ok ||
   bad "a pattern on flash2 is not reported as invalid input"
 
+# Decode flags are axes too: lists of --kv-heads, --splits, --page-tokens and --block-table files;
+# left out, they add no axis (the file is what it was before they existed).
+dec=$("$IOSIM" sweep --algo paged,flash-decoding --seq 1 --seq-kv 4096 --heads 8 --kv-heads 2,8 \
+  --splits 2,4 --page-tokens 16,32 2>/dev/null)
+python3 - "$dec" <<'PY' && ok || bad "decode axes: $(head -c 300 <<<"$dec")"
+import json, sys
+d = json.loads(sys.argv[1])
+rows = d["rows"]
+assert d["sweep"]["axes"]["--kv-heads"] == ["2", "8"], d["sweep"]["axes"]
+assert len(rows) == 2 * 2 * 2 * 2, len(rows)
+paged = [r for r in rows if r["algorithm"] == "paged"]
+got = sorted((r["problem"]["kv_heads"], r["tiling"]["splits"], r["problem"]["page_tokens"]) for r in paged)
+assert got == sorted((h, s, p) for h in (2, 8) for s in (2, 4) for p in (16, 32)), got
+# flash-decoding takes no pages: those points are rows with the reason.
+assert all("--page-tokens and --block-table apply to --algo paged" in r["infeasible_reason"]
+           for r in rows if r["algorithm"] == "flash-decoding")
+PY
+"$IOSIM" sweep --seq 128 --out "$tmp/plain.json" 2>/dev/null || bad "plain sweep failed"
+grep -q -- '--kv-heads\|--splits\|--page-tokens\|--block-table' "$tmp/plain.json" &&
+  bad "a sweep without decode flags records them" || ok
+expect 0 '"block_table": "'"$DATA/block_tables/two_by_three.txt" -- sweep --algo paged --batch 2 \
+  --heads 2 --seq 1 --seq-kv 40,48 --head-dim 32 --block-table "$DATA/block_tables/two_by_three.txt"
+expect 2 "--kv-heads 0 must be at least 1" -- sweep --seq 1 --seq-kv 64 --kv-heads 0,1
+expect 2 "--page-tokens '16,16' lists 16 twice" -- sweep --algo paged --seq 1 --page-tokens 16,16
+expect 2 "line 2: page 1 is listed twice" -- sweep --algo paged --seq 1 --seq-kv 40 \
+  --block-table "$DATA/block_tables/two_by_three.txt,$DATA/block_tables/duplicate.txt"
+
 # Shards: the parts hold every point once; the report merges them like the whole sweep.
 for k in 1 2 3; do
   "$IOSIM" "${S[@]}" --shard "$k/3" --out "$tmp/p$k.json" 2>/dev/null || bad "shard $k/3 failed"
