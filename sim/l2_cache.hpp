@@ -64,6 +64,7 @@ class FastModulo {
     const U128 top = static_cast<U128>(static_cast<std::uint64_t>(low >> 64)) * d_;
     return static_cast<std::uint64_t>((bottom + top) >> 64);
   }
+  std::uint64_t divisor() const { return d_; }
   /// x / d.
   std::uint64_t quotient(std::uint64_t x) const { return ((x - (*this)(x)) >> shift_) * inverse_; }
 
@@ -136,6 +137,7 @@ class L2Cache {
     }
     /// The set `region` maps to.
     std::uint64_t set_of(std::uint64_t region) const;
+    class SetCursor;
     /// Calls visit(region, mask, sectors in mask) for every region [addr, addr + len) touches.
     template <typename Visit>
     void for_each_region(std::uint64_t addr, std::uint64_t len, Visit&& visit) const;
@@ -229,6 +231,51 @@ inline std::uint64_t low_fields(std::uint64_t n) {
 inline std::uint64_t L2Cache::Geometry::set_of(std::uint64_t region) const {
   return sets(sets(region) + l2_detail::mix(sets.quotient(region)));
 }
+
+/// set_of() for a sequence of regions that mostly move forward by less than a window of
+/// `sets` regions, as a tile's rows do: the window's hash is kept, and the position in the window
+/// and the final remainder are updated by additions. Exactly set_of() for every region.
+class L2Cache::Geometry::SetCursor {
+ public:
+  explicit SetCursor(const Geometry& geometry)
+      : sets_(geometry.sets),
+        count_(geometry.sets.divisor()),
+        wrap_((geometry.sets(~std::uint64_t{0}) + 1) % geometry.sets.divisor()) {}
+
+  std::uint64_t operator()(std::uint64_t region) {
+    const bool near = started_ && region >= region_ && region - region_ < count_;
+    bool moved = !near;
+    if (near) {
+      position_ += region - region_;
+      if (position_ >= count_) {  // into the next window (at most one: the step is < count_)
+        position_ -= count_;
+        ++window_;
+        moved = true;
+      }
+    } else {
+      position_ = sets_(region);
+      window_ = sets_.quotient(region);
+    }
+    started_ = true;
+    region_ = region;
+    if (moved) {
+      hash_ = l2_detail::mix(window_);
+      hash_remainder_ = sets_(hash_);
+    }
+    // (position + hash) % count, with the sum taken modulo 2^64 as set_of() takes it.
+    std::uint64_t set = position_ + hash_remainder_;
+    if (set >= count_) set -= count_;
+    if (position_ > ~hash_) set = set >= wrap_ ? set - wrap_ : set + count_ - wrap_;
+    return set;
+  }
+
+ private:
+  FastModulo sets_;
+  std::uint64_t count_;  // sets
+  std::uint64_t wrap_;   // 2^64 % sets
+  bool started_ = false;
+  std::uint64_t region_ = 0, position_ = 0, window_ = 0, hash_ = 0, hash_remainder_ = 0;
+};
 
 /// Lookups in one cache, for one batch of them (a tile's runs). The cache's arrays and counters
 /// are copied into this object, which lives in registers: the compiler cannot keep the cache's

@@ -38,6 +38,7 @@ std::uint64_t L2System::gather(std::span<const Run> runs) {
   // then reload for every region.
   const L2Cache::Geometry geometry = parts_.front().geometry();
   const FastModulo homes = home_modulo_;
+  L2Cache::Geometry::SetCursor set_of(geometry);
   Access* out = accesses_.data();
   std::size_t capacity = accesses_.size();
   std::size_t n = 0;
@@ -69,7 +70,7 @@ std::uint64_t L2System::gather(std::span<const Run> runs) {
           out = accesses_.data();
           capacity = accesses_.size();
         }
-        out[n++] = {region, geometry.set_of(region), homes(h), want};
+        out[n++] = {region, set_of(region), homes(h), want};
       }
       if (region == last_region) break;
     }
