@@ -39,6 +39,7 @@ class Flash1Schedule final : public Schedule {
     k.pipeline_stages = t_.pipeline_stages;
     k.mma_dtype = p_.dtype;
     k.tensor_instruction = TensorInstruction::mma_sync;  // warp-level MMA, as FlashAttention-2
+    k.role = "attention";
     return {k};
   }
 

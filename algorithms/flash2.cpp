@@ -47,9 +47,10 @@ class Flash2Schedule final : public Schedule {
     k.threads_per_cta = t_.threads;
     k.smem_bytes_per_cta = smem_bytes_;
     k.registers_per_thread = regs_;
-    k.pipeline_stages = t_.pipeline_stages;
+    k.pipeline_stages = kv_pipeline_depth(t_.pipeline_stages);
     k.mma_dtype = p_.dtype;
     k.tensor_instruction = TensorInstruction::mma_sync;  // warp-level MMA, as FlashAttention-2
+    k.role = "attention";
     return {k};
   }
 

@@ -61,7 +61,7 @@ class StandardSchedule final : public Schedule {
       s.mma_dtype = p_.dtype;
       switch (k) {
         case Kernel::gemm_qk:
-          s.name = "gemm_qk";
+          s.name = s.role = "gemm_qk";
           s.grid = {tq, ceil_div(p_.seq_kv, t_.block_kv), p_.bh()};
           s.threads_per_cta = t_.threads;
           s.smem_bytes_per_cta = gemm_qk_smem(p_, t_);
@@ -69,7 +69,7 @@ class StandardSchedule final : public Schedule {
           s.pipeline_stages = t_.pipeline_stages;
           break;
         case Kernel::gemm_pv:
-          s.name = "gemm_pv";
+          s.name = s.role = "gemm_pv";
           s.grid = {tq, 1, p_.bh()};
           s.threads_per_cta = t_.threads;
           s.smem_bytes_per_cta = gemm_pv_smem(p_, t_);
@@ -79,6 +79,7 @@ class StandardSchedule final : public Schedule {
         default: {
           const ElementwiseTiling& e = k == Kernel::softmax ? rows_ : ew_;
           s.name = k == Kernel::mask ? "mask" : k == Kernel::softmax ? "softmax" : "dropout";
+          s.role = s.name;
           s.grid = {ceil_div(p_.seq_kv, e.cols), ceil_div(p_.seq, e.rows), p_.bh()};
           s.threads_per_cta = 256;
           // The row-wise softmax keeps its rows in shared memory; elementwise passes need none.

@@ -440,7 +440,11 @@ EngineResult run_schedule(const HardwareProfile& profile, const Schedule& schedu
   EngineResult result;
   const std::vector<KernelSpec> specs = schedule.kernels();
   for (std::size_t k = 0; k < specs.size(); ++k) {
-    const KernelSpec& spec = specs[k];
+    KernelSpec spec = specs[k];
+    if (const auto it = options.registers_by_role.find(spec.role);
+        !spec.role.empty() && it != options.registers_by_role.end()) {
+      spec.registers_per_thread = it->second;
+    }
     KernelResult kr;
     kr.spec = spec;
     kr.occupancy = occupancy(profile, spec);
