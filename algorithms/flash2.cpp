@@ -86,7 +86,11 @@ class Flash2Schedule final : public Schedule {
       // Each warp reads its own Q rows and the whole K (then V) tile from shared memory.
       out.push_back(costs::scores(s, d, (qr + warps * kr) * d * eb));
       const bool crosses_diagonal = p_.causal && k0 + kr - 1 > q0 + offset;
-      if (crosses_diagonal || p_.mask) out.push_back(costs::mask(s));
+      // Our block-sparse kernel evaluates the mask on every block: nvcc does not hoist its
+      // uniform "this block needs a mask" test out of the per-score loop (its PTX predicates
+      // the compares and selects of half the scores and branches per pair on the rest), where
+      // in flash2's kernel it does (one branch per block, unmasked blocks only scale).
+      if (crosses_diagonal || p_.mask || blocks_) out.push_back(costs::mask(s));
       out.push_back(costs::online_softmax(s, d));
       if (p_.dropout > 0) out.push_back(costs::dropout({TensorId::P, bh, q0, qr, k0, kr}));
       out.push_back(costs::pv(s, d, warps * kr * d * eb));

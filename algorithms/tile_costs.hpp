@@ -26,9 +26,15 @@ inline TileOp scores(const TileRef& s_tile, std::int64_t k, std::int64_t smem_re
   return op;
 }
 
+/// Integer/predicate instructions per score of an index-computed mask: the key column, two
+/// compares (past the end, above the diagonal), the predicate logic and a select. nvcc's PTX
+/// of our kernels' warp_scale_mask spends 4.7 (flash2, d = 64), 5.4 (flash2, d = 128) and 5.2
+/// (flash1) such instructions per score besides the scaling multiply.
+inline constexpr std::int64_t kMaskIntOpsPerScore = 5;
+
 inline TileOp mask(const TileRef& s_tile) {
   TileOp op = compute(ComputeKind::apply_mask, s_tile);
-  op.fp32_flops = s_tile.rows * s_tile.cols;
+  op.int_ops = kMaskIntOpsPerScore * s_tile.rows * s_tile.cols;
   return op;
 }
 
@@ -69,13 +75,19 @@ inline TileOp finalize(const TileRef& o_tile, std::int64_t d) {
   return op;
 }
 
-/// FlashAttention-1's combine step, PV product included.
-inline TileOp flash1_update(const TileRef& s_tile, std::int64_t d, std::int64_t smem_read_bytes) {
+/// FlashAttention-1's combine step, PV product included. `smem_round_trips` is what one warp
+/// spends on the read-modify-write of its rows of O in shared memory, one round trip per
+/// 32-bit pair of O it rescales (see flash1.cpp).
+inline TileOp flash1_update(const TileRef& s_tile, std::int64_t d, std::int64_t smem_read_bytes,
+                            std::int64_t smem_round_trips = 0) {
   TileOp op = compute(ComputeKind::flash1_update, s_tile);
   op.tensor_flops = 2 * s_tile.rows * s_tile.cols * d;
   op.fp32_flops = 4 * s_tile.rows * s_tile.cols + 4 * s_tile.rows * d + 6 * s_tile.rows;
   op.sfu_ops = s_tile.rows * s_tile.cols + 2 * s_tile.rows;
   op.smem_read_bytes = smem_read_bytes;
+  // Between a round trip's load and its store: unpack to fp32, FMA with P V, scale by 1/l, pack.
+  op.smem_round_trips = smem_round_trips;
+  op.ops_per_smem_round_trip = smem_round_trips > 0 ? 4 : 0;
   return op;
 }
 

@@ -50,6 +50,7 @@ json counters_json(const Counters& c) {
           {"tensor_flops", c.tensor_flops},
           {"fp32_flops", c.fp32_flops},
           {"sfu_ops", c.sfu_ops},
+          {"int32_ops", c.int32_ops},
           {"per_tensor", per_tensor}};
 }
 

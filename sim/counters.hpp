@@ -27,6 +27,7 @@ struct Counters {
   std::uint64_t tensor_flops = 0;
   std::uint64_t fp32_flops = 0;
   std::uint64_t sfu_ops = 0;
+  std::uint64_t int32_ops = 0;  // INT32-pipe operations (masks' index arithmetic); not FLOPs
   std::uint64_t l2_dirty_at_end_bytes = 0;  // dirty in L2 when the kernel ended (not yet DRAM writes)
 
   /// All FLOPs: tensor-core, FP32 and special-function operations.
