@@ -125,6 +125,13 @@ class SplitKvSchedule final : public Schedule {
 
  private:
   static constexpr std::int64_t kBlocksPerPart = 64;
+  // INT32 instructions a thread spends to address one 16-byte chunk it gathers from the page
+  // pool: our paged kernel's PTX per tile and thread (d = 128, 64 keys: 16 chunks) holds 8
+  // div.s32 by the runtime page size (up to 20 instructions each, CUDA C++ Programming Guide,
+  // arithmetic instructions), 64 64-bit adds, 32 64-bit shifts (2 each), 32 64-bit multiplies
+  // (3 each), the block-table index and 16 selects: about 570 instructions, 36 per chunk.
+  // Contiguous tiles need a few per chunk (not modelled).
+  static constexpr std::int64_t kPagedAddressOpsPerChunk = 36;
 
   struct SplitCta {
     std::int64_t split, qm, kv, b, hk, q0, qr, r0, jb, je;
@@ -221,7 +228,9 @@ class SplitKvSchedule final : public Schedule {
       const std::int64_t n = std::min(pt - off, k0 + kr - tok);
       const std::int64_t page = p_.block_table->at(b, tok / pt);
       const TileRef piece{t, page * hkv + hk, off, n, 0, d};  // (n, d) of one page
-      out.push_back(tok == k0 ? TileOp::load(piece) : TileOp::gather(piece));
+      TileOp op = tok == k0 ? TileOp::load(piece) : TileOp::gather(piece);
+      op.int_ops = kPagedAddressOpsPerChunk * ceil_div(n * d * p_.elem_bytes(), 16);
+      out.push_back(op);
       tok += n;
     }
   }

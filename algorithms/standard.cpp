@@ -28,7 +28,7 @@ enum class Kernel { gemm_qk, mask, softmax, dropout, gemm_pv };
 class StandardSchedule final : public Schedule {
  public:
   StandardSchedule(const AttentionProblem& p, const Tiling& t)
-      : p_(p), t_(t), ew_(p.seq_kv, false), rows_(p.seq_kv, true) {
+      : p_(p), t_(t), ew_(p.seq_kv, false), rows_(ElementwiseTiling::one_row(p.seq_kv)) {
     kernels_.push_back(Kernel::gemm_qk);
     if (p.causal || p.mask) kernels_.push_back(Kernel::mask);
     kernels_.push_back(Kernel::softmax);
@@ -184,7 +184,7 @@ class StandardSchedule final : public Schedule {
   AttentionProblem p_;
   Tiling t_;
   ElementwiseTiling ew_;    // mask and dropout passes
-  ElementwiseTiling rows_;  // softmax: whole rows
+  ElementwiseTiling rows_;  // softmax: one whole row per CTA
   std::vector<Kernel> kernels_;
 };
 

@@ -3,6 +3,7 @@
 // instructions of a straightforward implementation: a row max (1), the subtraction (1), the
 // row sum (1) and the scaling (1) per score; one SFU exp per score; one FMA-free multiply per
 // output element to rescale. These constants are the model's only arithmetic assumptions.
+#include <algorithm>
 #include <cstdint>
 
 #include "sim/tile_op.hpp"
@@ -45,10 +46,20 @@ inline TileOp online_softmax(const TileRef& s_tile, std::int64_t d) {
   return op;
 }
 
-inline TileOp softmax_rows(const TileRef& s_tile) {
+/// A softmax over whole rows by a CTA of `threads` threads (one row at a time): three passes
+/// over the row in shared memory (max, sum of exponentials, normalized write) with a CTA-wide
+/// reduction after each of the first two: log2(32) shuffle rounds, a barrier and a round
+/// through shared memory for the warps' partials, then a dependent combine of the `threads` / 32
+/// partials. Each pass is a shared-memory round trip followed by a dependent chain over the
+/// elements a thread holds (16-byte chunks of 8, at least one chunk).
+inline TileOp softmax_rows(const TileRef& s_tile, std::int64_t threads = 256) {
   TileOp op = compute(ComputeKind::softmax_rows, s_tile);
   op.fp32_flops = 4 * s_tile.rows * s_tile.cols + s_tile.rows;
   op.sfu_ops = s_tile.rows * s_tile.cols + s_tile.rows;
+  const std::int64_t per_thread = std::max<std::int64_t>(8, (s_tile.cols + threads - 1) / threads);
+  const std::int64_t reduction_trips = 5 + 1 + 1, reduction_ops = 5 + threads / 32;
+  op.smem_round_trips = s_tile.rows * (3 + 2 * reduction_trips);
+  op.chain_fp32_ops = s_tile.rows * (3 * per_thread + 2 * reduction_ops);
   return op;
 }
 
@@ -87,7 +98,7 @@ inline TileOp flash1_update(const TileRef& s_tile, std::int64_t d, std::int64_t 
   op.smem_read_bytes = smem_read_bytes;
   // Between a round trip's load and its store: unpack to fp32, FMA with P V, scale by 1/l, pack.
   op.smem_round_trips = smem_round_trips;
-  op.ops_per_smem_round_trip = smem_round_trips > 0 ? 4 : 0;
+  op.chain_fp32_ops = 4 * smem_round_trips;
   return op;
 }
 

@@ -297,9 +297,8 @@ class KernelRun {
       sfu_ops += static_cast<double>(op.sfu_ops);
       int32_ops += static_cast<double>(op.int_ops);
       smem_bytes += static_cast<double>(op.smem_read_bytes);
-      chain_s += static_cast<double>(op.smem_round_trips) *
-                 (r.smem_latency_s + static_cast<double>(op.ops_per_smem_round_trip) *
-                                         r.fp32_latency_s);
+      chain_s += static_cast<double>(op.smem_round_trips) * r.smem_latency_s +
+                 static_cast<double>(op.chain_fp32_ops) * r.fp32_latency_s;
     }
   };
 
@@ -319,9 +318,13 @@ class KernelRun {
       busiest = std::max(busiest, pipe);
       total += pipe;
     }
-    const double warps_per_scheduler = std::max(1.0, share * warps_per_cta_ / kSchedulersPerSm);
-    return share * (busiest + (total - busiest) / warps_per_scheduler) +
-           w.chain_s / warps_per_scheduler;
+    auto overlapped = [&](double warps) {
+      return busiest + (total - busiest) / std::max(1.0, warps / kSchedulersPerSm);
+    };
+    // Its share of the SM's pipes, and at least its own critical path: its work with only its
+    // own warps to overlap it, plus the dependent latencies of its warps.
+    return std::max(share * overlapped(share * warps_per_cta_),
+                    overlapped(warps_per_cta_) + w.chain_s);
   }
 
   // Runs one stage: the loads the pipeline prefetches, then the computes and stores that use
@@ -335,13 +338,18 @@ class KernelRun {
     auto is_prefetched_load = [&](std::size_t pc) {
       return st.ops[pc].kind == OpKind::load && !st.ops[pc].in_step;
     };
-    while (st.pc < st.ops.size() && is_prefetched_load(st.pc)) load(st.ops[st.pc++], st.sm, loads);
+    // The threads that issue a load compute its addresses (TileOp::int_ops, e.g. page lookups).
+    while (st.pc < st.ops.size() && is_prefetched_load(st.pc)) {
+      before.int32_ops += static_cast<double>(st.ops[st.pc].int_ops);
+      load(st.ops[st.pc++], st.sm, loads);
+    }
     // Dirty lines evicted by this stage's loads go to DRAM alongside its misses.
     std::uint64_t written_back = l2_ != nullptr ? l2_->written_back_bytes() : 0;
     loads.dram += static_cast<double>(written_back - written_back_before);
     while (st.pc < st.ops.size() && !is_prefetched_load(st.pc)) {
       const TileOp& op = st.ops[st.pc++];
       if (op.kind == OpKind::load) {  // in-step
+        after.int32_ops += static_cast<double>(op.int_ops);
         load(op, st.sm, in_step);
         const std::uint64_t now = l2_ != nullptr ? l2_->written_back_bytes() : 0;
         in_step.dram += static_cast<double>(now - written_back);

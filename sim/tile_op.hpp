@@ -76,12 +76,13 @@ struct TileOp {
   std::int64_t int_ops = 0;          // INT32-pipe operations, one per lane per instruction (index
                                      // arithmetic, compares, predicate logic, selects)
   std::int64_t smem_read_bytes = 0;  // operand bytes the warps read from shared memory
-  // Latency one warp cannot overlap with its own work: shared-memory round trips it makes one
-  // after another (a load whose value, after `ops_per_smem_round_trip` dependent FP32
-  // instructions, is stored back before the next such load issues). Other warps on the same
-  // scheduler fill the wait; with one warp per scheduler it adds to the op's time.
+  // The op's chain of dependent latencies in one warp, which no work of its own overlaps:
+  // round trips through the shared-memory datapath it makes one after another (a shared load
+  // whose value is stored back or combined before the next issues; a shuffle round; a barrier)
+  // and the dependent FP32 instructions between them. The CTA cannot finish the op faster than
+  // its own work plus this chain, however idle the SM.
   std::int64_t smem_round_trips = 0;
-  std::int64_t ops_per_smem_round_trip = 0;
+  std::int64_t chain_fp32_ops = 0;
   // A load that gathers: its rows go below the tile of the same tensor already on chip instead
   // of replacing it (paged K/V: one K/V tile assembled from several pages). Counted as any load.
   bool append = false;
