@@ -58,7 +58,7 @@ double number_at(const json& obj, const char* key, const std::string& where) {
 // their kernels (KernelSpec::role). cuBLAS's GEMMs are left out: the standard schedule models
 // its own GEMM tiling, not the one cuBLAS chose, so cuBLAS's registers would size the wrong CTA.
 // A role measured with two different counts (two different kernels) is left out too.
-std::map<std::string, int> measured_registers_by_role(const json& kernels) {
+std::map<std::string, int> registers_by_role(const json& kernels) {
   static const std::set<std::string> kRoles = {"attention", "split", "reduce", "mask", "softmax"};
   std::map<std::string, int> out;
   std::set<std::string> ambiguous;
@@ -79,11 +79,11 @@ std::map<std::string, int> measured_registers_by_role(const json& kernels) {
 // `pipeline_stages` counts pipeline depth, which is 2 both for our decode kernel (two pairs) and
 // for FlashAttention's kernels (one pair whose K and V copies alternate with the products).
 // 0 when the tiling does not say.
-int kv_buffer_pairs(const json& t, const AttentionProblem& p) {
+int pairs_from_smem(const json& t, std::int64_t head_dim, std::int64_t elem_bytes) {
   const std::int64_t smem = t.value("smem_bytes_per_cta", std::int64_t{0});
   const std::int64_t bq = t.value("block_q", std::int64_t{0});
   const std::int64_t bkv = t.value("block_kv", std::int64_t{0});
-  const std::int64_t row_bytes = p.head_dim * p.elem_bytes();
+  const std::int64_t row_bytes = head_dim * elem_bytes;
   if (smem <= 0 || bq <= 0 || bkv <= 0 || row_bytes <= 0) return 0;
   const std::int64_t kv_bytes = smem - bq * row_bytes;
   const std::int64_t pair_bytes = 2 * bkv * row_bytes;
@@ -127,7 +127,7 @@ RunRequest request_for(const json& c, const std::string& where) {
     const bool streams_kv = pr.pass == Pass::fwd &&
                             (r.algorithm == "flash2" || r.algorithm == "block-sparse" ||
                              r.algorithm == "flash-decoding" || r.algorithm == "paged");
-    if (const int pairs = kv_buffer_pairs(t, pr); streams_kv && pairs > 0) {
+    if (const int pairs = pairs_from_smem(t, pr.head_dim, pr.elem_bytes()); streams_kv && pairs > 0) {
       r.tiling.pipeline_stages = pairs;
     }
     // Split-KV decoding: the split count the kernel ran with (PyTorch's files say num_splits).
@@ -192,7 +192,7 @@ CaseResult compare_case(const json& c, const std::string& profile_name, const st
   }
   r.engine.sm_clock_mhz = out.sm_clock_mhz;
   // The register counts the compiler gave the measured kernels set their occupancy.
-  r.engine.registers_by_role = measured_registers_by_role(c["kernels"]);
+  r.engine.registers_by_role = registers_by_role(c["kernels"]);
   if (r.algorithm != "standard" && c["kernels"].size() == 1) {
     // A file whose roles are not iosim's (PyTorch's "sdpa_fwd") still names its one kernel.
     const json& launch = c["kernels"][0].value("launch", json::object());
@@ -261,6 +261,14 @@ std::string value_text(Metric m, double v) {
 }
 
 }  // namespace
+
+std::map<std::string, int> measured_registers_by_role(const json& kernels) {
+  return registers_by_role(kernels);
+}
+
+int kv_buffer_pairs(const json& tiling, std::int64_t head_dim, std::int64_t elem_bytes) {
+  return pairs_from_smem(tiling, head_dim, elem_bytes);
+}
 
 const char* metric_name(Metric m) {
   switch (m) {
