@@ -30,9 +30,9 @@ struct Tiling {
 /// The outcome of planning: a schedule, or the reason none fits.
 struct Planned {
   std::unique_ptr<Schedule> schedule;
-  Tiling tiling;                   // resolved: every field set
-  std::string infeasible_reason;   // non-empty when no schedule fits
-  std::optional<double> density;   // block-sparse only: s, the fraction of blocks computed
+  Tiling tiling;                  // resolved: every field set
+  std::string infeasible_reason;  // non-empty when no schedule fits
+  std::optional<double> density;  // block-sparse only: s, the fraction of blocks computed
   bool feasible() const { return infeasible_reason.empty(); }
 };
 
@@ -79,6 +79,8 @@ constexpr int kv_pipeline_depth(int kv_buffer_pairs) {
 }
 
 /// Number of tiles of size `block` covering `n`.
-constexpr std::int64_t ceil_div(std::int64_t n, std::int64_t block) { return (n + block - 1) / block; }
+constexpr std::int64_t ceil_div(std::int64_t n, std::int64_t block) {
+  return (n + block - 1) / block;
+}
 
 }  // namespace iosim

@@ -175,6 +175,8 @@ class Flash1 final : public Algorithm {
 
 }  // namespace
 
-std::unique_ptr<Algorithm> make_flash1_algorithm() { return std::make_unique<Flash1>(); }
+std::unique_ptr<Algorithm> make_flash1_algorithm() {
+  return std::make_unique<Flash1>();
+}
 
 }  // namespace iosim

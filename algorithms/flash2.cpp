@@ -80,9 +80,9 @@ class Flash2Schedule final : public Schedule {
       if (blocks_ && !blocks_->at(qb, j)) continue;  // a zero block: no loads, no FLOPs
       const std::int64_t k0 = j * t_.block_kv;
       const std::int64_t kr = std::min(t_.block_kv, p_.seq_kv - k0);
-      out.push_back(TileOp::load({TensorId::K, kv, k0, kr, 0, d}));    // gK -> sK (kr, d)
-      out.push_back(TileOp::load({TensorId::V, kv, k0, kr, 0, d}));    // gV -> sV (kr, d)
-      const TileRef s{TensorId::S, bh, q0, qr, k0, kr};                // rS (qr, kr)
+      out.push_back(TileOp::load({TensorId::K, kv, k0, kr, 0, d}));  // gK -> sK (kr, d)
+      out.push_back(TileOp::load({TensorId::V, kv, k0, kr, 0, d}));  // gV -> sV (kr, d)
+      const TileRef s{TensorId::S, bh, q0, qr, k0, kr};              // rS (qr, kr)
       // Each warp reads its own Q rows and the whole K (then V) tile from shared memory.
       out.push_back(costs::scores(s, d, (qr + warps * kr) * d * eb));
       const bool crosses_diagonal = p_.causal && k0 + kr - 1 > q0 + offset;
@@ -202,6 +202,8 @@ class Flash2 final : public Algorithm {
 
 }  // namespace
 
-std::unique_ptr<Algorithm> make_flash2_algorithm() { return std::make_unique<Flash2>(); }
+std::unique_ptr<Algorithm> make_flash2_algorithm() {
+  return std::make_unique<Flash2>();
+}
 
 }  // namespace iosim

@@ -77,7 +77,9 @@ inline TileOp pv(const TileRef& s_tile, std::int64_t d, std::int64_t smem_read_b
   return op;
 }
 
-inline TileOp init_state(const TileRef& o_tile) { return compute(ComputeKind::init_state, o_tile); }
+inline TileOp init_state(const TileRef& o_tile) {
+  return compute(ComputeKind::init_state, o_tile);
+}
 
 inline TileOp finalize(const TileRef& o_tile, std::int64_t d) {
   TileOp op = compute(ComputeKind::finalize, o_tile);

@@ -6,8 +6,8 @@
 #include <cmath>
 #include <fstream>
 #include <map>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "reports/writers.hpp"
@@ -124,10 +124,11 @@ RunRequest request_for(const json& c, const std::string& where) {
     r.tiling.threads = t.value("threads", 0);
     r.tiling.pipeline_stages = t.value("pipeline_stages", 0);
     // Forward passes only: a run with a backward uses the field for the backward's Q stages.
-    const bool streams_kv = pr.pass == Pass::fwd &&
-                            (r.algorithm == "flash2" || r.algorithm == "block-sparse" ||
-                             r.algorithm == "flash-decoding" || r.algorithm == "paged");
-    if (const int pairs = pairs_from_smem(t, pr.head_dim, pr.elem_bytes()); streams_kv && pairs > 0) {
+    const bool streams_kv =
+        pr.pass == Pass::fwd && (r.algorithm == "flash2" || r.algorithm == "block-sparse" ||
+                                 r.algorithm == "flash-decoding" || r.algorithm == "paged");
+    if (const int pairs = pairs_from_smem(t, pr.head_dim, pr.elem_bytes());
+        streams_kv && pairs > 0) {
       r.tiling.pipeline_stages = pairs;
     }
     // Split-KV decoding: the split count the kernel ran with (PyTorch's files say num_splits).

@@ -1,7 +1,8 @@
 #include "sim/engine.hpp"
 
-#include <algorithm>
 #include <fmt/format.h>
+
+#include <algorithm>
 #include <optional>
 #include <queue>
 
@@ -47,9 +48,9 @@ class AddressMap {
     ensure(t.matrix >= 0 && t.matrix < d.matrices && t.row0 >= 0 && t.rows > 0 &&
                t.row0 + t.rows <= d.rows && t.col0 >= 0 && t.cols > 0 && t.col0 + t.cols <= d.cols,
            "tile of {} out of bounds: matrix {} rows [{}, {}) cols [{}, {}) of "
-                       "[{}][{}][{}]",
-                       tensor_name(t.tensor), t.matrix, t.row0, t.row0 + t.rows, t.col0,
-                       t.col0 + t.cols, d.matrices, d.rows, d.cols);
+           "[{}][{}][{}]",
+           tensor_name(t.tensor), t.matrix, t.row0, t.row0 + t.rows, t.col0, t.col0 + t.cols,
+           d.matrices, d.rows, d.cols);
     const auto eb = static_cast<std::uint64_t>(d.elem_bytes);
     const std::uint64_t row_pitch = static_cast<std::uint64_t>(d.cols) * eb;
     const std::uint64_t origin = slot->base + static_cast<std::uint64_t>(t.matrix) *
@@ -138,8 +139,8 @@ struct Event {
 class KernelRun {
  public:
   KernelRun(const HardwareProfile& profile, const Schedule& schedule, std::size_t kernel_index,
-            const KernelSpec& spec, const Occupancy& occ, const AddressMap& addresses,
-            L2System* l2, double clock_mhz)
+            const KernelSpec& spec, const Occupancy& occ, const AddressMap& addresses, L2System* l2,
+            double clock_mhz)
       : schedule_(schedule),
         kernel_index_(kernel_index),
         spec_(spec),
@@ -217,15 +218,17 @@ class KernelRun {
 
   void load(const TileOp& op, int sm, Traffic& tr) {
     const std::size_t ti = index_of(op.tile.tensor);
-    const std::uint64_t exact = addresses_.for_each_run(op.tile, [&](std::uint64_t a, std::uint64_t n) {
-      if (l2_ == nullptr) return;
-      const L2Cache::ReadOutcome r = l2_->read(a, n, op.tile.tensor, sm, counters_->hbm.write_bytes);
-      counters_->l2.read_bytes[ti] += r.requested_bytes;
-      counters_->hbm.read_bytes[ti] += r.miss_bytes;
-      tr.requested += static_cast<double>(r.requested_bytes);
-      tr.dram += static_cast<double>(r.miss_bytes);
-      tr.missed = tr.missed || r.miss_bytes > 0;
-    });
+    const std::uint64_t exact =
+        addresses_.for_each_run(op.tile, [&](std::uint64_t a, std::uint64_t n) {
+          if (l2_ == nullptr) return;
+          const L2Cache::ReadOutcome r =
+              l2_->read(a, n, op.tile.tensor, sm, counters_->hbm.write_bytes);
+          counters_->l2.read_bytes[ti] += r.requested_bytes;
+          counters_->hbm.read_bytes[ti] += r.miss_bytes;
+          tr.requested += static_cast<double>(r.requested_bytes);
+          tr.dram += static_cast<double>(r.miss_bytes);
+          tr.missed = tr.missed || r.miss_bytes > 0;
+        });
     if (l2_ == nullptr) {
       counters_->hbm.read_bytes[ti] += exact;
       tr.requested += static_cast<double>(exact);
@@ -237,12 +240,14 @@ class KernelRun {
 
   void store(const TileOp& op, int sm, Traffic& tr) {
     const std::size_t ti = index_of(op.tile.tensor);
-    const std::uint64_t exact = addresses_.for_each_run(op.tile, [&](std::uint64_t a, std::uint64_t n) {
-      if (l2_ == nullptr) return;
-      const std::uint64_t bytes = l2_->write(a, n, op.tile.tensor, sm, counters_->hbm.write_bytes);
-      counters_->l2.write_bytes[ti] += bytes;
-      tr.requested += static_cast<double>(bytes);
-    });
+    const std::uint64_t exact =
+        addresses_.for_each_run(op.tile, [&](std::uint64_t a, std::uint64_t n) {
+          if (l2_ == nullptr) return;
+          const std::uint64_t bytes =
+              l2_->write(a, n, op.tile.tensor, sm, counters_->hbm.write_bytes);
+          counters_->l2.write_bytes[ti] += bytes;
+          tr.requested += static_cast<double>(bytes);
+        });
     if (l2_ == nullptr) {
       counters_->hbm.write_bytes[ti] += exact;
       tr.requested += static_cast<double>(exact);
@@ -310,8 +315,9 @@ class KernelRun {
     // scheduler the pipes overlap that far: all of them at once as w grows (the busiest pipe
     // decides), none with one warp (their times add). A warp's own chain of dependent latencies
     // is filled the same way: fully exposed with one warp per scheduler.
-    const double pipes[] = {w.tensor_flops / rates_.tensor_per_sm, w.fp32_flops / rates_.fp32_per_sm,
-                            w.sfu_ops / rates_.sfu_per_sm, w.int32_ops / rates_.int32_per_sm,
+    const double pipes[] = {w.tensor_flops / rates_.tensor_per_sm,
+                            w.fp32_flops / rates_.fp32_per_sm, w.sfu_ops / rates_.sfu_per_sm,
+                            w.int32_ops / rates_.int32_per_sm,
                             w.smem_bytes / rates_.smem_bps_per_sm};
     double busiest = 0.0, total = 0.0;
     for (double pipe : pipes) {
@@ -367,11 +373,11 @@ class KernelRun {
       stores.dram += static_cast<double>(l2_->written_back_bytes() - written_back);
     }
     // Shared-memory bytes the loads wrote and the stores read belong to the stage's start.
-    before.smem_bytes += static_cast<double>(counters_->smem_write_bytes +
-                                             counters_->smem_read_bytes - smem_before);
-    const double compute_smem_read = before.smem_bytes + after.smem_bytes -
-                                     static_cast<double>(counters_->smem_write_bytes +
-                                                         counters_->smem_read_bytes - smem_before);
+    before.smem_bytes +=
+        static_cast<double>(counters_->smem_write_bytes + counters_->smem_read_bytes - smem_before);
+    const double compute_smem_read =
+        before.smem_bytes + after.smem_bytes -
+        static_cast<double>(counters_->smem_write_bytes + counters_->smem_read_bytes - smem_before);
     for (const Work* w : {&before, &after}) {
       counters_->tensor_flops += static_cast<std::uint64_t>(w->tensor_flops);
       counters_->fp32_flops += static_cast<std::uint64_t>(w->fp32_flops);
@@ -452,8 +458,9 @@ Occupancy occupancy(const HardwareProfile& p, const KernelSpec& k) {
       {sm.max_threads_per_sm.value / k.threads_per_cta, "threads"},
       {sm.max_ctas_per_sm.value, "CTA slots"},
   };
-  const Limit* best = std::min_element(std::begin(limits), std::end(limits),
-                                       [](const Limit& a, const Limit& b) { return a.ctas < b.ctas; });
+  const Limit* best =
+      std::min_element(std::begin(limits), std::end(limits),
+                       [](const Limit& a, const Limit& b) { return a.ctas < b.ctas; });
   if (best->ctas <= 0) return {0, fmt::format("{}: not even one CTA fits on an SM", best->name)};
   return {static_cast<int>(best->ctas), best->name};
 }
@@ -507,9 +514,9 @@ EngineResult run_schedule(const HardwareProfile& profile, const Schedule& schedu
     }
     const double slots = static_cast<double>(profile.sm.count.value) * kr.occupancy.ctas_per_sm;
     kr.waves = static_cast<double>(spec.grid.count()) / slots;
-    kr.idle_sm_fraction =
-        1.0 - static_cast<double>(std::min<std::int64_t>(spec.grid.count(), profile.sm.count.value)) /
-                  profile.sm.count.value;
+    kr.idle_sm_fraction = 1.0 - static_cast<double>(std::min<std::int64_t>(
+                                    spec.grid.count(), profile.sm.count.value)) /
+                                    profile.sm.count.value;
     KernelRun run(profile, schedule, k, spec, kr.occupancy, addresses, l2 ? &*l2 : nullptr,
                   clock_mhz);
     kr.time_s = run.run(kr.counters);

@@ -27,9 +27,9 @@
 namespace iosim {
 
 struct EngineOptions {
-  bool l2_enabled = true;                // false: the two-level HBM <-> SRAM model
-  bool flush_l2_between_kernels = false; // true: cold L2 per kernel, as Nsight Compute measures
-  double sm_clock_mhz = 0.0;             // 0: the profile's boost clock
+  bool l2_enabled = true;                 // false: the two-level HBM <-> SRAM model
+  bool flush_l2_between_kernels = false;  // true: cold L2 per kernel, as Nsight Compute measures
+  double sm_clock_mhz = 0.0;              // 0: the profile's boost clock
   // Registers per thread a compiler reported, by kernel role (KernelSpec::role): they replace the
   // schedule's estimate for the kernels of that role (they set occupancy).
   std::map<std::string, int> registers_by_role;

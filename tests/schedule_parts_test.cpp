@@ -43,7 +43,8 @@ TEST_CASE("a CTA's parts concatenate to its whole operation stream") {
       const Schedule& s = *planned.schedule;
       const std::vector<KernelSpec> kernels = s.kernels();
       for (std::size_t k = 0; k < kernels.size(); ++k) {
-        for (std::int64_t cta = 0; cta < std::min<std::int64_t>(kernels[k].grid.count(), 5); ++cta) {
+        for (std::int64_t cta = 0; cta < std::min<std::int64_t>(kernels[k].grid.count(), 5);
+             ++cta) {
           std::vector<TileOp> whole, parts;
           s.emit_cta(k, cta, whole);
           for (std::size_t part = 0; s.emit_cta_part(k, cta, part, parts); ++part) {

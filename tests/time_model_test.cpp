@@ -17,9 +17,8 @@ using namespace iosim;
 
 namespace {
 
-RunRequest decode_request(const std::string& algo, std::int64_t b, std::int64_t h,
-                          std::int64_t hkv, std::int64_t nkv, std::int64_t d, std::int64_t splits,
-                          int stages) {
+RunRequest decode_request(const std::string& algo, std::int64_t b, std::int64_t h, std::int64_t hkv,
+                          std::int64_t nkv, std::int64_t d, std::int64_t splits, int stages) {
   RunRequest r = test::request(algo, b, h, 1, d, 16, d <= 64 ? 128 : 64);
   r.problem.seq_kv = nkv;
   r.problem.kv_heads = hkv;
@@ -104,10 +103,10 @@ TEST_CASE("--stages counts K/V buffer pairs in flash2 and in the split-KV schedu
 TEST_CASE("validate takes K/V buffer pairs from the measured shared memory") {
   using nlohmann::json;
   // Our decode kernel: Q 16 x 128 + 2 pairs of 64 x 128 (69632 B); the paged one adds its table.
-  CHECK(kv_buffer_pairs(json{{"block_q", 16}, {"block_kv", 64}, {"smem_bytes_per_cta", 69632}},
-                        128, 2) == 2);
-  CHECK(kv_buffer_pairs(json{{"block_q", 16}, {"block_kv", 64}, {"smem_bytes_per_cta", 71808}},
-                        128, 2) == 2);
+  CHECK(kv_buffer_pairs(json{{"block_q", 16}, {"block_kv", 64}, {"smem_bytes_per_cta", 69632}}, 128,
+                        2) == 2);
+  CHECK(kv_buffer_pairs(json{{"block_q", 16}, {"block_kv", 64}, {"smem_bytes_per_cta", 71808}}, 128,
+                        2) == 2);
   // PyTorch's FlashAttention split-KV kernel: 64 x 128 tiles, one pair (81920 B).
   CHECK(kv_buffer_pairs(json{{"block_q", 64}, {"block_kv", 128}, {"smem_bytes_per_cta", 81920}},
                         128, 2) == 1);
@@ -122,8 +121,8 @@ TEST_CASE("validate passes measured registers per kernel role, multi-kernel case
   auto kernel = [](const char* role, int regs) {
     return json{{"role", role}, {"launch", {{"launch__registers_per_thread", regs}}}};
   };
-  const json kernels = json::array({kernel("split", 164), kernel("reduce", 54),
-                                    kernel("gemm_qk", 168), kernel("softmax", 32)});
+  const json kernels = json::array(
+      {kernel("split", 164), kernel("reduce", 54), kernel("gemm_qk", 168), kernel("softmax", 32)});
   const std::map<std::string, int> regs = measured_registers_by_role(kernels);
   CHECK(regs.at("split") == 164);
   CHECK(regs.at("reduce") == 54);
@@ -168,7 +167,8 @@ TEST_CASE("split-KV shared-memory reads follow the warp layout: key-split warps 
   }
 }
 
-TEST_CASE("a mask is INT32 work; block-sparse evaluates it on every block, flash2 only where needed") {
+TEST_CASE(
+    "a mask is INT32 work; block-sparse evaluates it on every block, flash2 only where needed") {
   test::ShapeGen gen(17);
   for (int i = 0; i < 8; ++i) {
     const std::int64_t n = 128 * gen.pick(4, 16), d = gen.coin() ? 64 : 128;
@@ -193,7 +193,8 @@ TEST_CASE("a mask is INT32 work; block-sparse evaluates it on every block, flash
   causal.problem.causal = true;
   const Report c = simulate(test::profile(), causal);
   // 8 query blocks of 128 rows, each crossing 2 key blocks of 64: 16 masked 128 x 64 blocks.
-  CHECK(c.engine.total.int32_ops == static_cast<std::uint64_t>(costs::kMaskIntOpsPerScore * 16 * 128 * 64));
+  CHECK(c.engine.total.int32_ops ==
+        static_cast<std::uint64_t>(costs::kMaskIntOpsPerScore * 16 * 128 * 64));
 }
 
 TEST_CASE("INT32 work takes time on its own pipe") {
@@ -203,11 +204,10 @@ TEST_CASE("INT32 work takes time on its own pipe") {
   const double with = run_time({masked});
   const double without = run_time({fp32_work(0)});
   const HardwareProfile& hw = test::profile();
-  CHECK(with - without ==
-        doctest::Approx(static_cast<double>(masked.int_ops) /
-                        (hw.compute.int32_ops_per_clk_per_sm.value *
-                         hw.sm.boost_clock_mhz.value * 1e6))
-            .epsilon(1e-6));
+  CHECK(with - without == doctest::Approx(static_cast<double>(masked.int_ops) /
+                                          (hw.compute.int32_ops_per_clk_per_sm.value *
+                                           hw.sm.boost_clock_mhz.value * 1e6))
+                              .epsilon(1e-6));
 }
 
 TEST_CASE("a load issued in the step waits behind the compute before its first use") {
@@ -233,9 +233,8 @@ TEST_CASE("a warp's chain of shared-memory round trips adds to a lone warp's tim
   TileOp chained = fp32_work(256 * 500);
   chained.smem_round_trips = 16;
   chained.chain_fp32_ops = 64;
-  const double chain_s = (16 * hw.sm.smem_latency_cycles.value +
-                          64 * hw.compute.fp32_latency_cycles.value) /
-                         clock_hz;
+  const double chain_s =
+      (16 * hw.sm.smem_latency_cycles.value + 64 * hw.compute.fp32_latency_cycles.value) / clock_hz;
   // One CTA of 4 warps (one per scheduler): nothing hides the chain.
   CHECK(run_time({chained}) - run_time({fp32_work(256 * 500)}) ==
         doctest::Approx(chain_s).epsilon(1e-6));

@@ -25,13 +25,13 @@
 #include <cstdlib>
 #include <vector>
 
-#define CHECK(x)                                                                       \
-  do {                                                                                 \
-    cudaError_t e_ = (x);                                                              \
-    if (e_ != cudaSuccess) {                                                           \
+#define CHECK(x)                                                                      \
+  do {                                                                                \
+    cudaError_t e_ = (x);                                                             \
+    if (e_ != cudaSuccess) {                                                          \
       std::fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                    \
-    }                                                                                  \
+      std::exit(1);                                                                   \
+    }                                                                                 \
   } while (0)
 
 constexpr int kSteps = 4096;
@@ -69,8 +69,9 @@ __global__ void smem_chase(unsigned* out, long long* cycles) {
   unsigned p = threadIdx.x;
   const long long t0 = clock64();
   for (int i = 0; i < kSteps; ++i) {
-    asm volatile("ld.shared.u32 %0, [%1];" : "=r"(p) : "r"(static_cast<unsigned>(
-                                                            __cvta_generic_to_shared(&next[p]))));
+    asm volatile("ld.shared.u32 %0, [%1];"
+                 : "=r"(p)
+                 : "r"(static_cast<unsigned>(__cvta_generic_to_shared(&next[p]))));
   }
   const long long t1 = clock64();
   out[threadIdx.x] = p;
@@ -142,8 +143,10 @@ __global__ void stream(const uint4* src, int tile_bytes, int tiles, int compute_
   for (int t = 0; t < kStages - 1 && t < tiles; ++t) issue(t);
   unsigned acc = 0;
   for (int t = 0; t < tiles; ++t) {
-    if (t + kStages - 1 < tiles) issue(t + kStages - 1);
-    else asm volatile("cp.async.commit_group;");
+    if (t + kStages - 1 < tiles)
+      issue(t + kStages - 1);
+    else
+      asm volatile("cp.async.commit_group;");
     asm volatile("cp.async.wait_group %0;" ::"n"(kStages - 1));
     __syncthreads();
     acc += s_buf[(t % kStages) * chunks + threadIdx.x % chunks].x;
@@ -207,26 +210,26 @@ int main() {
   std::printf("{\n  \"device\": \"%s\", \"sms\": %d,\n", p.name, sms);
 
   const double per = 1.0 / kSteps;
-  std::printf("  \"ffma_chain_cycles\": %.2f,\n",
-              per * one_warp_cycles([](long long* c) { ffma_chain<<<1, 32>>>(g_f, c, 1.f); },
-                                    d_cycles));
-  std::printf("  \"ex2_chain_cycles\": %.2f,\n",
-              per * one_warp_cycles([](long long* c) { ex2_chain<<<1, 32>>>(g_f, c, 1.f); },
-                                    d_cycles));
+  std::printf(
+      "  \"ffma_chain_cycles\": %.2f,\n",
+      per * one_warp_cycles([](long long* c) { ffma_chain<<<1, 32>>>(g_f, c, 1.f); }, d_cycles));
+  std::printf(
+      "  \"ex2_chain_cycles\": %.2f,\n",
+      per * one_warp_cycles([](long long* c) { ex2_chain<<<1, 32>>>(g_f, c, 1.f); }, d_cycles));
   std::printf("  \"smem_chase_cycles\": %.2f,\n",
-              per * one_warp_cycles([](long long* c) { smem_chase<<<1, 32>>>(g_u, c); },
-                                    d_cycles));
-  std::printf("  \"smem_round_trip_cycles\": %.2f,\n",
-              per * one_warp_cycles(
-                        [](long long* c) { smem_round_trip<<<1, 32>>>(g_u, c, 0.9f, 0.5f); },
-                        d_cycles));
-  std::printf("  \"shfl_chain_cycles\": %.2f,\n",
-              per * one_warp_cycles([](long long* c) { shfl_chain<<<1, 32>>>(g_f, c, 1.f); },
-                                    d_cycles));
-  std::printf("  \"bar_sync_cycles\": {\"warps_4\": %.2f, \"warps_8\": %.2f, \"warps_32\": %.2f},\n",
-              per * one_warp_cycles([](long long* c) { bar_sync<<<1, 128>>>(c); }, d_cycles),
-              per * one_warp_cycles([](long long* c) { bar_sync<<<1, 256>>>(c); }, d_cycles),
-              per * one_warp_cycles([](long long* c) { bar_sync<<<1, 1024>>>(c); }, d_cycles));
+              per * one_warp_cycles([](long long* c) { smem_chase<<<1, 32>>>(g_u, c); }, d_cycles));
+  std::printf(
+      "  \"smem_round_trip_cycles\": %.2f,\n",
+      per * one_warp_cycles([](long long* c) { smem_round_trip<<<1, 32>>>(g_u, c, 0.9f, 0.5f); },
+                            d_cycles));
+  std::printf(
+      "  \"shfl_chain_cycles\": %.2f,\n",
+      per * one_warp_cycles([](long long* c) { shfl_chain<<<1, 32>>>(g_f, c, 1.f); }, d_cycles));
+  std::printf(
+      "  \"bar_sync_cycles\": {\"warps_4\": %.2f, \"warps_8\": %.2f, \"warps_32\": %.2f},\n",
+      per * one_warp_cycles([](long long* c) { bar_sync<<<1, 128>>>(c); }, d_cycles),
+      per * one_warp_cycles([](long long* c) { bar_sync<<<1, 256>>>(c); }, d_cycles),
+      per * one_warp_cycles([](long long* c) { bar_sync<<<1, 1024>>>(c); }, d_cycles));
 
   // Streaming: every CTA its own slice of a buffer 8x the L2; before the timed run a 2x-L2
   // memset evicts it (the runner's cold-L2 flush, cuda_validate/README.md).
@@ -270,11 +273,12 @@ int main() {
                            cudaMemcpyDeviceToHost));
           std::sort(h.begin(), h.end());
           const double ns_per_tile = static_cast<double>(h[ctas / 2]) / tiles;
-          std::printf("%s    {\"ctas\": %d, \"threads\": 128, \"tile_bytes\": %d, \"stages\": %d, "
-                      "\"compute_cycles\": %d, \"tiles\": %d, \"ns_per_tile\": %.1f, "
-                      "\"gbps_per_sm\": %.2f}",
-                      first ? "" : ",\n", ctas, tile_bytes, stages, compute, tiles, ns_per_tile,
-                      tile_bytes / ns_per_tile);
+          std::printf(
+              "%s    {\"ctas\": %d, \"threads\": 128, \"tile_bytes\": %d, \"stages\": %d, "
+              "\"compute_cycles\": %d, \"tiles\": %d, \"ns_per_tile\": %.1f, "
+              "\"gbps_per_sm\": %.2f}",
+              first ? "" : ",\n", ctas, tile_bytes, stages, compute, tiles, ns_per_tile,
+              tile_bytes / ns_per_tile);
           first = false;
         }
   std::printf("\n  ],\n");
@@ -289,8 +293,9 @@ int main() {
         CHECK(cudaGetLastError());
       },
       10);
-  std::printf("  \"cta_turnover\": {\"ctas\": %d, \"threads\": 256, \"ms\": %.4f, "
-              "\"ns_per_cta_per_sm\": %.1f}\n}\n",
-              ctas, ms, ms * 1e6 / (static_cast<double>(ctas) / sms));
+  std::printf(
+      "  \"cta_turnover\": {\"ctas\": %d, \"threads\": 256, \"ms\": %.4f, "
+      "\"ns_per_cta_per_sm\": %.1f}\n}\n",
+      ctas, ms, ms * 1e6 / (static_cast<double>(ctas) / sms));
   return 0;
 }
