@@ -18,7 +18,11 @@ struct Tiling {
   std::int64_t block_q = 0;   // Br: query rows per tile
   std::int64_t block_kv = 0;  // Bc: key/value rows per tile
   int threads = 0;            // threads per CTA of the main kernel
-  int pipeline_stages = 0;    // K/V copy stages of the main kernel
+  // Shared-memory buffers of the streamed operand of the main kernel: K/V buffer pairs for the
+  // schedules that stream K/V (flash2, block-sparse, flash-decoding, paged; see
+  // kv_pipeline_depth), Q/O stages for flash1, Q stages for the flash2 backward, operand stages
+  // for the GEMMs of standard.
+  int pipeline_stages = 0;
   int registers_per_thread = 0;  // of the main kernel, as a compiler reported it (0: estimated)
   std::int64_t splits = 0;       // split-KV decoding: K/V chunks per query tile (0: heuristic)
 };
@@ -26,9 +30,9 @@ struct Tiling {
 /// The outcome of planning: a schedule, or the reason none fits.
 struct Planned {
   std::unique_ptr<Schedule> schedule;
-  Tiling tiling;                   // resolved: every field set
-  std::string infeasible_reason;   // non-empty when no schedule fits
-  std::optional<double> density;   // block-sparse only: s, the fraction of blocks computed
+  Tiling tiling;                  // resolved: every field set
+  std::string infeasible_reason;  // non-empty when no schedule fits
+  std::optional<double> density;  // block-sparse only: s, the fraction of blocks computed
   bool feasible() const { return infeasible_reason.empty(); }
 };
 
@@ -65,7 +69,18 @@ const Registry& builtin_registry();
 /// SRAM the FlashAttention analysis calls M: the per-CTA shared-memory limit, in bytes.
 std::int64_t sram_bytes(const HardwareProfile& profile);
 
+/// Copy pipeline depth (KernelSpec::pipeline_stages) of a kernel that streams K/V through
+/// `kv_buffer_pairs` pairs of shared-memory buffers. With one pair, FlashAttention issues the copy
+/// of K_{j+1} before the P V_j product and that of V_{j+1} before Q K_{j+1}^T, so each copy
+/// overlaps one product: tile j+1 is in flight while tile j is used, as with two pairs. Each
+/// further pair adds a tile of look-ahead.
+constexpr int kv_pipeline_depth(int kv_buffer_pairs) {
+  return kv_buffer_pairs < 2 ? 2 : kv_buffer_pairs;
+}
+
 /// Number of tiles of size `block` covering `n`.
-constexpr std::int64_t ceil_div(std::int64_t n, std::int64_t block) { return (n + block - 1) / block; }
+constexpr std::int64_t ceil_div(std::int64_t n, std::int64_t block) {
+  return (n + block - 1) / block;
+}
 
 }  // namespace iosim

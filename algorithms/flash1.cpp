@@ -39,6 +39,7 @@ class Flash1Schedule final : public Schedule {
     k.pipeline_stages = t_.pipeline_stages;
     k.mma_dtype = p_.dtype;
     k.tensor_instruction = TensorInstruction::mma_sync;  // warp-level MMA, as FlashAttention-2
+    k.role = "attention";
     return {k};
   }
 
@@ -83,15 +84,26 @@ class Flash1Schedule final : public Schedule {
     if (j == 0) {
       out.push_back(costs::init_state(o));
     } else {
-      out.push_back(TileOp::load(o));                                             // sO (qr, d)
-      out.push_back(TileOp::load({TensorId::l, bh, q0, qr, 0, 1}, OnChip::reg));  // (qr)
-      out.push_back(TileOp::load({TensorId::m, bh, q0, qr, 0, 1}, OnChip::reg));  // (qr)
+      out.push_back(TileOp::load(o));  // sO (qr, d), prefetched with Q a step ahead
     }
     const TileRef s{TensorId::S, bh, q0, qr, k0, kr};  // rS (qr, kr)
     out.push_back(costs::scores(s, d, (qr + warps * kr) * d * eb));
     const bool crosses_diagonal = p_.causal && k0 + kr - 1 > q0 + offset;
     if (crosses_diagonal || p_.mask) out.push_back(costs::mask(s));
-    out.push_back(costs::flash1_update(s, d, warps * kr * d * eb + (j > 0 ? qr * d * eb : 0)));
+    if (j > 0) {
+      // The kernel reads m and l with plain loads after the step's barrier (nothing
+      // prefetches them); the softmax of the update waits for them.
+      out.push_back(TileOp::load_in_step({TensorId::l, bh, q0, qr, 0, 1}));  // (qr)
+      out.push_back(TileOp::load_in_step({TensorId::m, bh, q0, qr, 0, 1}));  // (qr)
+    }
+    // Rescaling O in shared memory, each warp loads a 32-bit pair of its rows, updates it and
+    // stores it back, then the next: the compiler keeps them in order since it cannot tell
+    // the swizzled addresses apart (nvcc's PTX interleaves ld.shared / st.shared), so a warp
+    // makes 2 x d/8 round trips per 16-row m-tile it owns, one after another.
+    const std::int64_t m_tiles_per_warp = std::max<std::int64_t>(1, qr / (16 * warps));
+    const std::int64_t round_trips = j > 0 ? 2 * m_tiles_per_warp * (d / 8) : 0;
+    out.push_back(
+        costs::flash1_update(s, d, warps * kr * d * eb + (j > 0 ? qr * d * eb : 0), round_trips));
     out.push_back(TileOp::store(o, OnChip::smem));
     out.push_back(TileOp::store({TensorId::l, bh, q0, qr, 0, 1}, OnChip::reg));
     out.push_back(TileOp::store({TensorId::m, bh, q0, qr, 0, 1}, OnChip::reg));

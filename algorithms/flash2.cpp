@@ -47,9 +47,10 @@ class Flash2Schedule final : public Schedule {
     k.threads_per_cta = t_.threads;
     k.smem_bytes_per_cta = smem_bytes_;
     k.registers_per_thread = regs_;
-    k.pipeline_stages = t_.pipeline_stages;
+    k.pipeline_stages = kv_pipeline_depth(t_.pipeline_stages);
     k.mma_dtype = p_.dtype;
     k.tensor_instruction = TensorInstruction::mma_sync;  // warp-level MMA, as FlashAttention-2
+    k.role = "attention";
     return {k};
   }
 
@@ -79,13 +80,17 @@ class Flash2Schedule final : public Schedule {
       if (blocks_ && !blocks_->at(qb, j)) continue;  // a zero block: no loads, no FLOPs
       const std::int64_t k0 = j * t_.block_kv;
       const std::int64_t kr = std::min(t_.block_kv, p_.seq_kv - k0);
-      out.push_back(TileOp::load({TensorId::K, kv, k0, kr, 0, d}));    // gK -> sK (kr, d)
-      out.push_back(TileOp::load({TensorId::V, kv, k0, kr, 0, d}));    // gV -> sV (kr, d)
-      const TileRef s{TensorId::S, bh, q0, qr, k0, kr};                // rS (qr, kr)
+      out.push_back(TileOp::load({TensorId::K, kv, k0, kr, 0, d}));  // gK -> sK (kr, d)
+      out.push_back(TileOp::load({TensorId::V, kv, k0, kr, 0, d}));  // gV -> sV (kr, d)
+      const TileRef s{TensorId::S, bh, q0, qr, k0, kr};              // rS (qr, kr)
       // Each warp reads its own Q rows and the whole K (then V) tile from shared memory.
       out.push_back(costs::scores(s, d, (qr + warps * kr) * d * eb));
       const bool crosses_diagonal = p_.causal && k0 + kr - 1 > q0 + offset;
-      if (crosses_diagonal || p_.mask) out.push_back(costs::mask(s));
+      // Our block-sparse kernel evaluates the mask on every block: nvcc does not hoist its
+      // uniform "this block needs a mask" test out of the per-score loop (its PTX predicates
+      // the compares and selects of half the scores and branches per pair on the rest), where
+      // in flash2's kernel it does (one branch per block, unmasked blocks only scale).
+      if (crosses_diagonal || p_.mask || blocks_) out.push_back(costs::mask(s));
       out.push_back(costs::online_softmax(s, d));
       if (p_.dropout > 0) out.push_back(costs::dropout({TensorId::P, bh, q0, qr, k0, kr}));
       out.push_back(costs::pv(s, d, warps * kr * d * eb));
@@ -197,6 +202,8 @@ class Flash2 final : public Algorithm {
 
 }  // namespace
 
-std::unique_ptr<Algorithm> make_flash2_algorithm() { return std::make_unique<Flash2>(); }
+std::unique_ptr<Algorithm> make_flash2_algorithm() {
+  return std::make_unique<Flash2>();
+}
 
 }  // namespace iosim

@@ -90,7 +90,8 @@ class SplitKvSchedule final : public Schedule {
     split.threads_per_cta = t_.threads;
     split.smem_bytes_per_cta = smem_bytes_;
     split.registers_per_thread = regs_;
-    split.pipeline_stages = t_.pipeline_stages;
+    split.pipeline_stages = kv_pipeline_depth(t_.pipeline_stages);
+    split.role = t_.splits == 1 ? "attention" : "split";
     split.mma_dtype = p_.dtype;
     split.tensor_instruction = TensorInstruction::mma_sync;  // FlashAttention-2's kernels
     if (t_.splits == 1) return {split};
@@ -101,6 +102,7 @@ class SplitKvSchedule final : public Schedule {
     reduce.smem_bytes_per_cta = t_.splits * reduce_rows(p_.head_dim) * 4;  // every split's lse
     reduce.registers_per_thread = 64;
     reduce.pipeline_stages = 2;
+    reduce.role = "reduce";
     reduce.mma_dtype = p_.dtype;
     return {split, reduce};
   }
@@ -123,6 +125,13 @@ class SplitKvSchedule final : public Schedule {
 
  private:
   static constexpr std::int64_t kBlocksPerPart = 64;
+  // INT32 instructions a thread spends to address one 16-byte chunk it gathers from the page
+  // pool: our paged kernel's PTX per tile and thread (d = 128, 64 keys: 16 chunks) holds 8
+  // div.s32 by the runtime page size (up to 20 instructions each, CUDA C++ Programming Guide,
+  // arithmetic instructions), 64 64-bit adds, 32 64-bit shifts (2 each), 32 64-bit multiplies
+  // (3 each), the block-table index and 16 selects: about 570 instructions, 36 per chunk.
+  // Contiguous tiles need a few per chunk (not modelled).
+  static constexpr std::int64_t kPagedAddressOpsPerChunk = 36;
 
   struct SplitCta {
     std::int64_t split, qm, kv, b, hk, q0, qr, r0, jb, je;
@@ -178,11 +187,20 @@ class SplitKvSchedule final : public Schedule {
       load_kv(TensorId::K, c.kv, c.b, c.hk, k0, kr, out);      // gK -> sK (kr, d)
       load_kv(TensorId::V, c.kv, c.b, c.hk, k0, kr, out);      // gV -> sV (kr, d)
       const TileRef s{TensorId::S, c.qm, c.q0, c.qr, k0, kr};  // rS (qr, kr)
-      out.push_back(costs::scores(s, d, (c.qr + warps * kr) * d * eb));
+      // Warps take 16-row m-tiles of the query tile (rows past qr are padding the kernel
+      // computes anyway); warps left over split the tile's keys (our decode kernel: a 16-row
+      // tile, each of 4 warps a quarter of the keys; FlashAttention's: 64 rows, a warp each).
+      // Every warp reads its m-tiles of Q and its keys of K and V from shared memory.
+      const std::int64_t m_tiles = ceil_div(t_.block_q, 16);
+      const std::int64_t row_warps = std::min(warps, m_tiles);
+      const std::int64_t key_warps = std::max<std::int64_t>(1, warps / row_warps);
+      const std::int64_t q_reads = key_warps * m_tiles * 16 * d * eb;
+      const std::int64_t kv_reads = row_warps * kr * d * eb;  // each of K and V
+      out.push_back(costs::scores(s, d, q_reads + kv_reads));
       const bool crosses_diagonal = p_.causal && k0 + kr - 1 > c.q0 + offset;
       if (crosses_diagonal || p_.mask) out.push_back(costs::mask(s));
       out.push_back(costs::online_softmax(s, d));
-      out.push_back(costs::pv(s, d, warps * kr * d * eb));
+      out.push_back(costs::pv(s, d, kv_reads));
     }
     if (to < c.je) return true;
     if (t_.splits > 1) {
@@ -210,7 +228,9 @@ class SplitKvSchedule final : public Schedule {
       const std::int64_t n = std::min(pt - off, k0 + kr - tok);
       const std::int64_t page = p_.block_table->at(b, tok / pt);
       const TileRef piece{t, page * hkv + hk, off, n, 0, d};  // (n, d) of one page
-      out.push_back(tok == k0 ? TileOp::load(piece) : TileOp::gather(piece));
+      TileOp op = tok == k0 ? TileOp::load(piece) : TileOp::gather(piece);
+      op.int_ops = kPagedAddressOpsPerChunk * ceil_div(n * d * p_.elem_bytes(), 16);
+      out.push_back(op);
       tok += n;
     }
   }
@@ -268,11 +288,10 @@ Planned plan_split_kv(const AttentionProblem& p, const HardwareProfile& hw, cons
   t.block_q = req.block_q > 0 ? req.block_q : 64;
   t.block_kv = req.block_kv > 0 ? req.block_kv : (d <= 64 ? 256 : (d <= 128 ? 128 : 64));
   t.threads = req.threads > 0 ? req.threads : 128;
-  t.pipeline_stages = req.pipeline_stages > 0 ? req.pipeline_stages : 2;
-  // Q, K and V tiles; FlashAttention overlaps the next K (V) copy with the current P V (Q K^T)
-  // product out of single K and V buffers, a two-deep pipeline in one K/V buffer pair. Deeper
-  // pipelines add K/V buffer pairs.
-  const std::int64_t kv_buffers = std::max(1, t.pipeline_stages - 1);
+  // K/V buffer pairs, as flash2 counts them: FlashAttention's split-KV kernel has one (its copies
+  // still overlap the products, kv_pipeline_depth); our measured decode kernel has two.
+  t.pipeline_stages = req.pipeline_stages > 0 ? req.pipeline_stages : 1;
+  const std::int64_t kv_buffers = t.pipeline_stages;
   const std::int64_t smem = (t.block_q + 2 * kv_buffers * t.block_kv) * d * eb;
   const std::int64_t limit = hw.sm.smem_per_cta_max_bytes.value;
   if (smem > limit) {

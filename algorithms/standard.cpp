@@ -28,7 +28,7 @@ enum class Kernel { gemm_qk, mask, softmax, dropout, gemm_pv };
 class StandardSchedule final : public Schedule {
  public:
   StandardSchedule(const AttentionProblem& p, const Tiling& t)
-      : p_(p), t_(t), ew_(p.seq_kv, false), rows_(p.seq_kv, true) {
+      : p_(p), t_(t), ew_(p.seq_kv, false), rows_(ElementwiseTiling::one_row(p.seq_kv)) {
     kernels_.push_back(Kernel::gemm_qk);
     if (p.causal || p.mask) kernels_.push_back(Kernel::mask);
     kernels_.push_back(Kernel::softmax);
@@ -61,7 +61,7 @@ class StandardSchedule final : public Schedule {
       s.mma_dtype = p_.dtype;
       switch (k) {
         case Kernel::gemm_qk:
-          s.name = "gemm_qk";
+          s.name = s.role = "gemm_qk";
           s.grid = {tq, ceil_div(p_.seq_kv, t_.block_kv), p_.bh()};
           s.threads_per_cta = t_.threads;
           s.smem_bytes_per_cta = gemm_qk_smem(p_, t_);
@@ -69,7 +69,7 @@ class StandardSchedule final : public Schedule {
           s.pipeline_stages = t_.pipeline_stages;
           break;
         case Kernel::gemm_pv:
-          s.name = "gemm_pv";
+          s.name = s.role = "gemm_pv";
           s.grid = {tq, 1, p_.bh()};
           s.threads_per_cta = t_.threads;
           s.smem_bytes_per_cta = gemm_pv_smem(p_, t_);
@@ -79,6 +79,7 @@ class StandardSchedule final : public Schedule {
         default: {
           const ElementwiseTiling& e = k == Kernel::softmax ? rows_ : ew_;
           s.name = k == Kernel::mask ? "mask" : k == Kernel::softmax ? "softmax" : "dropout";
+          s.role = s.name;
           s.grid = {ceil_div(p_.seq_kv, e.cols), ceil_div(p_.seq, e.rows), p_.bh()};
           s.threads_per_cta = 256;
           // The row-wise softmax keeps its rows in shared memory; elementwise passes need none.
@@ -95,11 +96,16 @@ class StandardSchedule final : public Schedule {
 
   void emit_cta(std::size_t kernel, std::int64_t cta, std::vector<TileOp>& out) const override {
     switch (kernels_.at(kernel)) {
-      case Kernel::gemm_qk: return emit_gemm_qk(cta, out);
-      case Kernel::gemm_pv: return emit_gemm_pv(cta, out);
-      case Kernel::mask: return emit_elementwise(Kernel::mask, cta, out);
-      case Kernel::softmax: return emit_elementwise(Kernel::softmax, cta, out);
-      case Kernel::dropout: return emit_elementwise(Kernel::dropout, cta, out);
+      case Kernel::gemm_qk:
+        return emit_gemm_qk(cta, out);
+      case Kernel::gemm_pv:
+        return emit_gemm_pv(cta, out);
+      case Kernel::mask:
+        return emit_elementwise(Kernel::mask, cta, out);
+      case Kernel::softmax:
+        return emit_elementwise(Kernel::softmax, cta, out);
+      case Kernel::dropout:
+        return emit_elementwise(Kernel::dropout, cta, out);
     }
   }
 
@@ -124,7 +130,7 @@ class StandardSchedule final : public Schedule {
     const TileRef s{TensorId::S, bh, q0, qr, k0, kr};  // (qr, kr)
     for (std::int64_t c0 = 0; c0 < p_.head_dim; c0 += kLoadChunk) {
       const std::int64_t cw = std::min(kLoadChunk, p_.head_dim - c0);
-      out.push_back(TileOp::load({TensorId::Q, bh, q0, qr, c0, cw}));  // sQ (qr, cw)
+      out.push_back(TileOp::load({TensorId::Q, bh, q0, qr, c0, cw}));               // sQ (qr, cw)
       out.push_back(TileOp::load({TensorId::K, bh / p_.group(), k0, kr, c0, cw}));  // sK (kr, cw)
       // Warp tiles of 64 x 32: each Q chunk is read by block_kv/32 warps, K by block_q/64.
       const std::int64_t smem = (qr * ceil_div(kr, 32) + kr * ceil_div(qr, 64)) * cw * eb;
@@ -144,7 +150,7 @@ class StandardSchedule final : public Schedule {
     for (std::int64_t k0 = 0; k0 < p_.seq_kv; k0 += kLoadChunk) {
       const std::int64_t kr = std::min(kLoadChunk, p_.seq_kv - k0);
       const TensorId probs = p_.dropout > 0 ? TensorId::P_drop : TensorId::P;
-      out.push_back(TileOp::load({probs, bh, q0, qr, k0, kr}));        // sP (qr, kr)
+      out.push_back(TileOp::load({probs, bh, q0, qr, k0, kr}));                   // sP (qr, kr)
       out.push_back(TileOp::load({TensorId::V, bh / p_.group(), k0, kr, 0, d}));  // sV (kr, d)
       const std::int64_t smem = (qr * ceil_div(d, 32) + d * ceil_div(qr, 64)) * kr * eb;
       out.push_back(costs::pv({TensorId::S, bh, q0, qr, k0, kr}, d, smem));
@@ -176,14 +182,15 @@ class StandardSchedule final : public Schedule {
         out.push_back(TileOp::store(tile(TensorId::P_drop)));
         out.push_back(TileOp::store(tile(TensorId::dropout_mask)));
         break;
-      default: break;
+      default:
+        break;
     }
   }
 
   AttentionProblem p_;
   Tiling t_;
   ElementwiseTiling ew_;    // mask and dropout passes
-  ElementwiseTiling rows_;  // softmax: whole rows
+  ElementwiseTiling rows_;  // softmax: one whole row per CTA
   std::vector<Kernel> kernels_;
 };
 
@@ -198,8 +205,8 @@ class Standard final : public Algorithm {
                const Tiling& req) const override {
     Planned out;
     Tiling& t = out.tiling;
-    t.block_q = req.block_q > 0 ? req.block_q : 128;   // GEMM output tile rows
-    t.block_kv = req.block_kv > 0 ? req.block_kv : 128; // GEMM output tile cols (S)
+    t.block_q = req.block_q > 0 ? req.block_q : 128;     // GEMM output tile rows
+    t.block_kv = req.block_kv > 0 ? req.block_kv : 128;  // GEMM output tile cols (S)
     t.threads = req.threads > 0 ? req.threads : 256;
     t.pipeline_stages = req.pipeline_stages > 0 ? req.pipeline_stages : 2;
     const std::int64_t limit = hw.sm.smem_per_cta_max_bytes.value;
@@ -236,6 +243,8 @@ class Standard final : public Algorithm {
 
 }  // namespace
 
-std::unique_ptr<Algorithm> make_standard_algorithm() { return std::make_unique<Standard>(); }
+std::unique_ptr<Algorithm> make_standard_algorithm() {
+  return std::make_unique<Standard>();
+}
 
 }  // namespace iosim

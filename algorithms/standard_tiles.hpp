@@ -21,6 +21,13 @@ struct ElementwiseTiling {
   ElementwiseTiling(std::int64_t seq_kv, bool whole_rows)
       : rows(std::max<std::int64_t>(1, kElementwiseElems / seq_kv)),
         cols(whole_rows ? seq_kv : std::min(seq_kv, kElementwiseElems)) {}
+  /// One whole row per CTA: the forward softmax kernels launch a CTA per row (ours,
+  /// cuda_validate's softmax_rows_kernel, and PyTorch's cunn_SoftMaxForward).
+  static ElementwiseTiling one_row(std::int64_t seq_kv) {
+    ElementwiseTiling t(seq_kv, true);
+    t.rows = 1;
+    return t;
+  }
 };
 
 /// Shared memory of a GEMM CTA whose output tile is m_tile x n_tile, bytes.

@@ -3,6 +3,7 @@
 // instructions of a straightforward implementation: a row max (1), the subtraction (1), the
 // row sum (1) and the scaling (1) per score; one SFU exp per score; one FMA-free multiply per
 // output element to rescale. These constants are the model's only arithmetic assumptions.
+#include <algorithm>
 #include <cstdint>
 
 #include "sim/tile_op.hpp"
@@ -26,9 +27,15 @@ inline TileOp scores(const TileRef& s_tile, std::int64_t k, std::int64_t smem_re
   return op;
 }
 
+/// Integer/predicate instructions per score of an index-computed mask: the key column, two
+/// compares (past the end, above the diagonal), the predicate logic and a select. nvcc's PTX
+/// of our kernels' warp_scale_mask spends 4.7 (flash2, d = 64), 5.4 (flash2, d = 128) and 5.2
+/// (flash1) such instructions per score besides the scaling multiply.
+inline constexpr std::int64_t kMaskIntOpsPerScore = 5;
+
 inline TileOp mask(const TileRef& s_tile) {
   TileOp op = compute(ComputeKind::apply_mask, s_tile);
-  op.fp32_flops = s_tile.rows * s_tile.cols;
+  op.int_ops = kMaskIntOpsPerScore * s_tile.rows * s_tile.cols;
   return op;
 }
 
@@ -39,10 +46,20 @@ inline TileOp online_softmax(const TileRef& s_tile, std::int64_t d) {
   return op;
 }
 
-inline TileOp softmax_rows(const TileRef& s_tile) {
+/// A softmax over whole rows by a CTA of `threads` threads (one row at a time): three passes
+/// over the row in shared memory (max, sum of exponentials, normalized write) with a CTA-wide
+/// reduction after each of the first two: log2(32) shuffle rounds, a barrier and a round
+/// through shared memory for the warps' partials, then a dependent combine of the `threads` / 32
+/// partials. Each pass is a shared-memory round trip followed by a dependent chain over the
+/// elements a thread holds (16-byte chunks of 8, at least one chunk).
+inline TileOp softmax_rows(const TileRef& s_tile, std::int64_t threads = 256) {
   TileOp op = compute(ComputeKind::softmax_rows, s_tile);
   op.fp32_flops = 4 * s_tile.rows * s_tile.cols + s_tile.rows;
   op.sfu_ops = s_tile.rows * s_tile.cols + s_tile.rows;
+  const std::int64_t per_thread = std::max<std::int64_t>(8, (s_tile.cols + threads - 1) / threads);
+  const std::int64_t reduction_trips = 5 + 1 + 1, reduction_ops = 5 + threads / 32;
+  op.smem_round_trips = s_tile.rows * (3 + 2 * reduction_trips);
+  op.chain_fp32_ops = s_tile.rows * (3 * per_thread + 2 * reduction_ops);
   return op;
 }
 
@@ -60,7 +77,9 @@ inline TileOp pv(const TileRef& s_tile, std::int64_t d, std::int64_t smem_read_b
   return op;
 }
 
-inline TileOp init_state(const TileRef& o_tile) { return compute(ComputeKind::init_state, o_tile); }
+inline TileOp init_state(const TileRef& o_tile) {
+  return compute(ComputeKind::init_state, o_tile);
+}
 
 inline TileOp finalize(const TileRef& o_tile, std::int64_t d) {
   TileOp op = compute(ComputeKind::finalize, o_tile);
@@ -69,13 +88,19 @@ inline TileOp finalize(const TileRef& o_tile, std::int64_t d) {
   return op;
 }
 
-/// FlashAttention-1's combine step, PV product included.
-inline TileOp flash1_update(const TileRef& s_tile, std::int64_t d, std::int64_t smem_read_bytes) {
+/// FlashAttention-1's combine step, PV product included. `smem_round_trips` is what one warp
+/// spends on the read-modify-write of its rows of O in shared memory, one round trip per
+/// 32-bit pair of O it rescales (see flash1.cpp).
+inline TileOp flash1_update(const TileRef& s_tile, std::int64_t d, std::int64_t smem_read_bytes,
+                            std::int64_t smem_round_trips = 0) {
   TileOp op = compute(ComputeKind::flash1_update, s_tile);
   op.tensor_flops = 2 * s_tile.rows * s_tile.cols * d;
   op.fp32_flops = 4 * s_tile.rows * s_tile.cols + 4 * s_tile.rows * d + 6 * s_tile.rows;
   op.sfu_ops = s_tile.rows * s_tile.cols + 2 * s_tile.rows;
   op.smem_read_bytes = smem_read_bytes;
+  // Between a round trip's load and its store: unpack to fp32, FMA with P V, scale by 1/l, pack.
+  op.smem_round_trips = smem_round_trips;
+  op.chain_fp32_ops = 4 * smem_round_trips;
   return op;
 }
 

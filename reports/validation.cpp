@@ -7,6 +7,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "reports/writers.hpp"
@@ -53,6 +54,44 @@ double number_at(const json& obj, const char* key, const std::string& where) {
   return it->get<double>();
 }
 
+// Registers per thread of each measured kernel, by role, for the roles iosim's schedules give
+// their kernels (KernelSpec::role). cuBLAS's GEMMs are left out: the standard schedule models
+// its own GEMM tiling, not the one cuBLAS chose, so cuBLAS's registers would size the wrong CTA.
+// A role measured with two different counts (two different kernels) is left out too.
+std::map<std::string, int> registers_by_role(const json& kernels) {
+  static const std::set<std::string> kRoles = {"attention", "split", "reduce", "mask", "softmax"};
+  std::map<std::string, int> out;
+  std::set<std::string> ambiguous;
+  for (const json& k : kernels) {
+    const std::string role = k.value("role", std::string{});
+    const json launch = k.value("launch", json::object());
+    if (!kRoles.count(role) || !launch.contains("launch__registers_per_thread")) continue;
+    const int regs = launch["launch__registers_per_thread"].get<int>();
+    const auto [it, inserted] = out.emplace(role, regs);
+    if (!inserted && it->second != regs) ambiguous.insert(role);
+  }
+  for (const std::string& role : ambiguous) out.erase(role);
+  return out;
+}
+
+// K/V buffer pairs of a measured kernel that streams K/V (flash2, block-sparse, split-KV), from
+// the shared memory it asked for: Q (block_q x d) plus pairs x 2 x (block_kv x d). The files'
+// `pipeline_stages` counts pipeline depth, which is 2 both for our decode kernel (two pairs) and
+// for FlashAttention's kernels (one pair whose K and V copies alternate with the products).
+// 0 when the tiling does not say.
+int pairs_from_smem(const json& t, std::int64_t head_dim, std::int64_t elem_bytes) {
+  const std::int64_t smem = t.value("smem_bytes_per_cta", std::int64_t{0});
+  const std::int64_t bq = t.value("block_q", std::int64_t{0});
+  const std::int64_t bkv = t.value("block_kv", std::int64_t{0});
+  const std::int64_t row_bytes = head_dim * elem_bytes;
+  if (smem <= 0 || bq <= 0 || bkv <= 0 || row_bytes <= 0) return 0;
+  const std::int64_t kv_bytes = smem - bq * row_bytes;
+  const std::int64_t pair_bytes = 2 * bkv * row_bytes;
+  // Our paged kernel adds its block-table slice (4 bytes a page) after the tiles.
+  const std::int64_t pairs = kv_bytes / pair_bytes;
+  return pairs >= 1 && kv_bytes - pairs * pair_bytes < pair_bytes / 8 ? static_cast<int>(pairs) : 0;
+}
+
 RunRequest request_for(const json& c, const std::string& where) {
   RunRequest r;
   r.algorithm = c.at("schedule").get<std::string>();
@@ -84,6 +123,14 @@ RunRequest request_for(const json& c, const std::string& where) {
     r.tiling.block_kv = t.value("block_kv", std::int64_t{0});
     r.tiling.threads = t.value("threads", 0);
     r.tiling.pipeline_stages = t.value("pipeline_stages", 0);
+    // Forward passes only: a run with a backward uses the field for the backward's Q stages.
+    const bool streams_kv =
+        pr.pass == Pass::fwd && (r.algorithm == "flash2" || r.algorithm == "block-sparse" ||
+                                 r.algorithm == "flash-decoding" || r.algorithm == "paged");
+    if (const int pairs = pairs_from_smem(t, pr.head_dim, pr.elem_bytes());
+        streams_kv && pairs > 0) {
+      r.tiling.pipeline_stages = pairs;
+    }
     // Split-KV decoding: the split count the kernel ran with (PyTorch's files say num_splits).
     r.tiling.splits = t.value("splits", t.value("num_splits", std::int64_t{0}));
   }
@@ -145,8 +192,10 @@ CaseResult compare_case(const json& c, const std::string& profile_name, const st
     throw ConfigError(fmt::format("{}: {}", where, e.what()));
   }
   r.engine.sm_clock_mhz = out.sm_clock_mhz;
-  // Our own flash kernels report their register count, which sets their occupancy.
+  // The register counts the compiler gave the measured kernels set their occupancy.
+  r.engine.registers_by_role = registers_by_role(c["kernels"]);
   if (r.algorithm != "standard" && c["kernels"].size() == 1) {
+    // A file whose roles are not iosim's (PyTorch's "sdpa_fwd") still names its one kernel.
     const json& launch = c["kernels"][0].value("launch", json::object());
     if (launch.contains("launch__registers_per_thread")) {
       r.tiling.registers_per_thread = launch["launch__registers_per_thread"].get<int>();
@@ -213,6 +262,14 @@ std::string value_text(Metric m, double v) {
 }
 
 }  // namespace
+
+std::map<std::string, int> measured_registers_by_role(const json& kernels) {
+  return registers_by_role(kernels);
+}
+
+int kv_buffer_pairs(const json& tiling, std::int64_t head_dim, std::int64_t elem_bytes) {
+  return pairs_from_smem(tiling, head_dim, elem_bytes);
+}
 
 const char* metric_name(Metric m) {
   switch (m) {

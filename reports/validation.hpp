@@ -8,6 +8,8 @@
 // that happen during the kernel (dirty lines left in L2 at its end are not in dram__bytes_write).
 #include <filesystem>
 #include <iterator>
+#include <map>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -61,6 +63,17 @@ struct ValidationResult {
 /// chosen from the measured device name. Throws ConfigError for unreadable or malformed files.
 ValidationResult validate_measurements(const std::filesystem::path& path,
                                        const std::string& profile_override = "");
+
+/// Registers per thread of a case's measured kernels (its "kernels" array), by role, for the
+/// roles iosim's kernels carry (KernelSpec::role: attention, split, reduce, mask, softmax). A
+/// role measured with two different counts is left out, and so are cuBLAS's GEMMs (the standard
+/// schedule models its own GEMM tiling, not cuBLAS's).
+std::map<std::string, int> measured_registers_by_role(const nlohmann::json& kernels);
+
+/// K/V buffer pairs of a measured kernel that streams K/V (flash2, block-sparse, split-KV), from
+/// its "tiling": shared memory = Q (block_q x d) + pairs x 2 x (block_kv x d), plus at most an
+/// eighth of a pair (our paged kernel's block-table slice). 0 when the tiling does not say.
+int kv_buffer_pairs(const nlohmann::json& tiling, std::int64_t head_dim, std::int64_t elem_bytes);
 
 /// Writers for the four --format values.
 std::string validation_table(const ValidationResult& v);

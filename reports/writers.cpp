@@ -35,9 +35,10 @@ json counters_json(const Counters& c) {
     const std::uint64_t v[] = {c.hbm.read_bytes[i], c.hbm.write_bytes[i], c.l2.read_bytes[i],
                                c.l2.write_bytes[i]};
     if (v[0] + v[1] + v[2] + v[3] == 0) continue;
-    per_tensor[std::string(tensor_name(static_cast<TensorId>(i)))] = {
-        {"hbm_read_bytes", v[0]}, {"hbm_write_bytes", v[1]},
-        {"l2_read_bytes", v[2]},  {"l2_write_bytes", v[3]}};
+    per_tensor[std::string(tensor_name(static_cast<TensorId>(i)))] = {{"hbm_read_bytes", v[0]},
+                                                                      {"hbm_write_bytes", v[1]},
+                                                                      {"l2_read_bytes", v[2]},
+                                                                      {"l2_write_bytes", v[3]}};
   }
   return {{"hbm_read_bytes", c.hbm.read_total()},
           {"hbm_write_bytes", c.hbm.write_total()},
@@ -50,6 +51,7 @@ json counters_json(const Counters& c) {
           {"tensor_flops", c.tensor_flops},
           {"fp32_flops", c.fp32_flops},
           {"sfu_ops", c.sfu_ops},
+          {"int32_ops", c.int32_ops},
           {"per_tensor", per_tensor}};
 }
 
@@ -64,7 +66,9 @@ json tiling_json(const Report& r) {
   return t;
 }
 
-std::string grid_text(const Dim3& g) { return fmt::format("{}x{}x{}", g.x, g.y, g.z); }
+std::string grid_text(const Dim3& g) {
+  return fmt::format("{}x{}x{}", g.x, g.y, g.z);
+}
 
 }  // namespace
 
@@ -124,10 +128,10 @@ json report_to_json(const Report& r) {
                  {"closed_form_write_bytes", r.bounds.closed_form_write_bytes},
                  {"lower_bound_bytes", r.bounds.lower_bound_bytes},
                  {"lower_bound_formula", r.bounds.lower_bound_formula}};
-  j["numerics"] = {{"executed", r.numerics.executed},
-                   {"max_abs_error", r.numerics.max_abs_error.has_value()
-                                         ? json(*r.numerics.max_abs_error)
-                                         : json(nullptr)}};
+  j["numerics"] = {
+      {"executed", r.numerics.executed},
+      {"max_abs_error",
+       r.numerics.max_abs_error.has_value() ? json(*r.numerics.max_abs_error) : json(nullptr)}};
   j["sm_clock_mhz"] = r.request.engine.sm_clock_mhz;
   j["simulation_wall_s"] = r.simulation_wall_s;
   return j;
@@ -135,9 +139,9 @@ json report_to_json(const Report& r) {
 
 std::string format_table(const Report& r) {
   const AttentionProblem& p = r.request.problem;
-  std::string s = fmt::format("iosim: {} on {} ({}), L2 {}\n", r.request.algorithm,
-                              r.profile_description, r.profile,
-                              r.request.engine.l2_enabled ? "on" : "off (two-level model)");
+  std::string s =
+      fmt::format("iosim: {} on {} ({}), L2 {}\n", r.request.algorithm, r.profile_description,
+                  r.profile, r.request.engine.l2_enabled ? "on" : "off (two-level model)");
   s += fmt::format("problem  B={} H={}{} N={} N_kv={} d={} {}{}{}{} pass={}\n", p.batch, p.heads,
                    p.kv_head_count() != p.heads ? fmt::format(" H_kv={}", p.kv_head_count()) : "",
                    p.seq, p.seq_kv, p.head_dim, dtype_name(p.dtype), p.causal ? " causal" : "",
@@ -195,9 +199,10 @@ std::string format_table(const Report& r) {
     const std::uint64_t v[] = {t.hbm.read_bytes[i], t.hbm.write_bytes[i], t.l2.read_bytes[i],
                                t.l2.write_bytes[i]};
     if (v[0] + v[1] + v[2] + v[3] == 0) continue;
-    s += fmt::format("{:<13} {:>10} {:>10} {:>10} {:>10}\n", tensor_name(static_cast<TensorId>(i)),
-                     human_bytes(static_cast<double>(v[0])), human_bytes(static_cast<double>(v[1])),
-                     human_bytes(static_cast<double>(v[2])), human_bytes(static_cast<double>(v[3])));
+    s +=
+        fmt::format("{:<13} {:>10} {:>10} {:>10} {:>10}\n", tensor_name(static_cast<TensorId>(i)),
+                    human_bytes(static_cast<double>(v[0])), human_bytes(static_cast<double>(v[1])),
+                    human_bytes(static_cast<double>(v[2])), human_bytes(static_cast<double>(v[3])));
   }
   if (r.numerics.executed) {
     s += fmt::format("\nnumerics max |O - O_ref| and |L - L_ref|{} = {:.3g}\n",
@@ -218,11 +223,11 @@ std::string csv_header() {
 
 std::string csv_row(const Report& r) {
   const AttentionProblem& p = r.request.problem;
-  std::string s = fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}", r.profile,
-                              r.request.algorithm, p.batch, p.heads, p.seq, p.seq_kv, p.head_dim,
-                              dtype_name(p.dtype), p.causal, p.mask, p.dropout, r.tiling.block_q,
-                              r.tiling.block_kv, r.request.engine.l2_enabled ? "on" : "off",
-                              r.feasible());
+  std::string s =
+      fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}", r.profile, r.request.algorithm,
+                  p.batch, p.heads, p.seq, p.seq_kv, p.head_dim, dtype_name(p.dtype), p.causal,
+                  p.mask, p.dropout, r.tiling.block_q, r.tiling.block_kv,
+                  r.request.engine.l2_enabled ? "on" : "off", r.feasible());
   if (!r.feasible()) {
     std::string reason = r.infeasible_reason;
     for (char& ch : reason)
@@ -251,8 +256,8 @@ std::string format_comparison(const std::vector<Report>& two_level,
       s += fmt::format("{:<10} infeasible: {}\n", a.request.algorithm, a.infeasible_reason);
       continue;
     }
-    const double two = static_cast<double>(a.engine.total.hbm.read_total() +
-                                           a.engine.total.hbm.write_total());
+    const double two =
+        static_cast<double>(a.engine.total.hbm.read_total() + a.engine.total.hbm.write_total());
     if (a.request.algorithm == "standard") standard_bytes = two;
     const Counters& t = b.engine.total;
     s += fmt::format("{:<10} {:>14} {:>10} {:>14} {:>12} {:>10.1f} {:>10} {:>8}\n",

@@ -28,6 +28,7 @@ Counters& Counters::operator+=(const Counters& o) {
   tensor_flops += o.tensor_flops;
   fp32_flops += o.fp32_flops;
   sfu_ops += o.sfu_ops;
+  int32_ops += o.int32_ops;
   // Dirty-at-end is a state, not a flow: the later kernel's value is the one that holds.
   l2_dirty_at_end_bytes = o.l2_dirty_at_end_bytes;
   return *this;

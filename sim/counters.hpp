@@ -20,14 +20,16 @@ struct LevelTraffic {
 };
 
 struct Counters {
-  LevelTraffic hbm;   // DRAM <-> L2 (or DRAM <-> SM when L2 is off)
-  LevelTraffic l2;    // SM <-> L2 requests, in sectors
+  LevelTraffic hbm;  // DRAM <-> L2 (or DRAM <-> SM when L2 is off)
+  LevelTraffic l2;   // SM <-> L2 requests, in sectors
   std::uint64_t smem_read_bytes = 0;
   std::uint64_t smem_write_bytes = 0;
   std::uint64_t tensor_flops = 0;
   std::uint64_t fp32_flops = 0;
   std::uint64_t sfu_ops = 0;
-  std::uint64_t l2_dirty_at_end_bytes = 0;  // dirty in L2 when the kernel ended (not yet DRAM writes)
+  std::uint64_t int32_ops = 0;  // INT32-pipe operations (masks' index arithmetic); not FLOPs
+  std::uint64_t l2_dirty_at_end_bytes =
+      0;  // dirty in L2 when the kernel ended (not yet DRAM writes)
 
   /// All FLOPs: tensor-core, FP32 and special-function operations.
   std::uint64_t flops() const { return tensor_flops + fp32_flops + sfu_ops; }

@@ -89,8 +89,9 @@ class AddressMap {
 // Rates of one machine at one SM clock, in bytes or operations per second.
 struct Rates {
   double hbm_bps, l2_bps, sm_port_bps, smem_bps_per_sm;
-  double tensor_per_sm, fp32_per_sm, sfu_per_sm;
+  double tensor_per_sm, fp32_per_sm, sfu_per_sm, int32_per_sm;
   double l2_latency_s, hbm_latency_s, launch_s;
+  double smem_latency_s, fp32_latency_s;
   int sm_count;
 
   Rates(const HardwareProfile& p, double clock_mhz, Dtype mma_dtype,
@@ -111,6 +112,9 @@ struct Rates {
     }
     fp32_per_sm = p.fp32_flops_per_s() * ratio / sm_count;
     sfu_per_sm = p.compute.sfu_ops_per_clk_per_sm.value * clock_hz;
+    int32_per_sm = p.compute.int32_ops_per_clk_per_sm.value * clock_hz;
+    smem_latency_s = p.sm.smem_latency_cycles.value / clock_hz;
+    fp32_latency_s = p.compute.fp32_latency_cycles.value / clock_hz;
     l2_latency_s = p.l2.hit_latency_cycles.value / clock_hz;
     hbm_latency_s = p.hbm.latency_ns.value * 1e-9;
     launch_s = p.launch.kernel_overhead_us.value * 1e-6;
@@ -306,64 +310,111 @@ class KernelRun {
     return std::max({hbm_done, l2_done, port_done});
   }
 
-  void run_stage(CtaState& st, double t) {
-    Traffic loads, stores;
-    std::int64_t tensor_flops = 0, fp32_flops = 0, sfu_ops = 0, smem_read = 0;
-    const std::uint64_t written_back_before = l2_ != nullptr ? l2_->written_back_bytes() : 0;
-    const std::uint64_t smem_before = counters_->smem_write_bytes + counters_->smem_read_bytes;
-    while (st.pc < st.ops.size() && st.ops[st.pc].kind == OpKind::load)
-      load(st.ops[st.pc++], st.sm, loads);
-    // Dirty lines evicted by this stage's loads go to DRAM alongside its misses.
-    const std::uint64_t written_back_by_loads = l2_ != nullptr ? l2_->written_back_bytes() : 0;
-    loads.dram += static_cast<double>(written_back_by_loads - written_back_before);
-    while (st.pc < st.ops.size() && st.ops[st.pc].kind != OpKind::load) {
-      const TileOp& op = st.ops[st.pc++];
-      if (op.kind == OpKind::store) {
-        store(op, st.sm, stores);
-      } else if (op.kind == OpKind::reduce) {
-        reduce(op, st.sm, stores);
-      } else {
-        tensor_flops += op.tensor_flops;
-        fp32_flops += op.fp32_flops;
-        sfu_ops += op.sfu_ops;
-        smem_read += op.smem_read_bytes;
-      }
+  // The work of a run of compute ops, as the SM's pipes see it.
+  struct Work {
+    double tensor_flops = 0, fp32_flops = 0, sfu_ops = 0, int32_ops = 0, smem_bytes = 0;
+    double chain_s = 0;  // latency one warp waits through in sequence (shared-memory round trips)
+    void add(const TileOp& op, const Rates& r) {
+      tensor_flops += static_cast<double>(op.tensor_flops);
+      fp32_flops += static_cast<double>(op.fp32_flops);
+      sfu_ops += static_cast<double>(op.sfu_ops);
+      int32_ops += static_cast<double>(op.int_ops);
+      smem_bytes += static_cast<double>(op.smem_read_bytes);
+      chain_s += static_cast<double>(op.smem_round_trips) * r.smem_latency_s +
+                 static_cast<double>(op.chain_fp32_ops) * r.fp32_latency_s;
     }
-    if (l2_ != nullptr) {
-      stores.dram += static_cast<double>(l2_->written_back_bytes() - written_back_by_loads);
-    }
-    counters_->tensor_flops += static_cast<std::uint64_t>(tensor_flops);
-    counters_->fp32_flops += static_cast<std::uint64_t>(fp32_flops);
-    counters_->sfu_ops += static_cast<std::uint64_t>(sfu_ops);
-    counters_->smem_read_bytes += static_cast<std::uint64_t>(smem_read);
+  };
 
-    double copy_end = t;
-    if (loads.requested > 0) {
-      const double latency =
-          (loads.missed || l2_ == nullptr) ? rates_.hbm_latency_s : rates_.l2_latency_s;
-      copy_end = transfer(t, st.sm, loads) + latency;
-    }
-    // The SM's pipes (tensor cores, FP32, SFU, shared memory) are shared by the CTAs resident
-    // on it. One warp uses them one after another (an mma waits for its ldmatrix, the softmax
-    // for the mma); other warps on the same scheduler fill the gaps. With w warps per scheduler
-    // the pipes overlap that far: all of them at once as w grows (the busiest pipe decides),
-    // none with one warp (their times add).
-    const double share = resident_on_sm_[static_cast<std::size_t>(st.sm)];
-    const double smem_bytes =
-        static_cast<double>(counters_->smem_write_bytes + counters_->smem_read_bytes - smem_before);
-    const double pipes[] = {static_cast<double>(tensor_flops) / rates_.tensor_per_sm,
-                            static_cast<double>(fp32_flops) / rates_.fp32_per_sm,
-                            static_cast<double>(sfu_ops) / rates_.sfu_per_sm,
-                            smem_bytes / rates_.smem_bps_per_sm};
+  // Time the CTA's warps take for `w` on an SM shared by `share` resident CTAs.
+  double compute_time(const Work& w, double share) const {
+    // The SM's pipes (tensor cores, FP32, SFU, INT32, shared memory) are shared by the CTAs
+    // resident on it. One warp uses them one after another (an mma waits for its ldmatrix, the
+    // softmax for the mma); other warps on the same scheduler fill the gaps. With w warps per
+    // scheduler the pipes overlap that far: all of them at once as w grows (the busiest pipe
+    // decides), none with one warp (their times add). A warp's own chain of dependent latencies
+    // is filled the same way: fully exposed with one warp per scheduler.
+    const double pipes[] = {w.tensor_flops / rates_.tensor_per_sm,
+                            w.fp32_flops / rates_.fp32_per_sm, w.sfu_ops / rates_.sfu_per_sm,
+                            w.int32_ops / rates_.int32_per_sm,
+                            w.smem_bytes / rates_.smem_bps_per_sm};
     double busiest = 0.0, total = 0.0;
     for (double pipe : pipes) {
       busiest = std::max(busiest, pipe);
       total += pipe;
     }
-    const double warps_per_scheduler = std::max(1.0, share * warps_per_cta_ / kSchedulersPerSm);
-    const double compute = share * (busiest + (total - busiest) / warps_per_scheduler);
+    auto overlapped = [&](double warps) {
+      return busiest + (total - busiest) / std::max(1.0, warps / kSchedulersPerSm);
+    };
+    // Its share of the SM's pipes, and at least its own critical path: its work with only its
+    // own warps to overlap it, plus the dependent latencies of its warps.
+    return std::max(share * overlapped(share * warps_per_cta_),
+                    overlapped(warps_per_cta_) + w.chain_s);
+  }
+
+  // Runs one stage: the loads the pipeline prefetches, then the computes and stores that use
+  // them, with any in-step loads (TileOp::in_step) among the computes.
+  void run_stage(CtaState& st, double t) {
+    Traffic loads, stores, in_step;
+    Work before, after;  // compute before / from the first in-step load on
+    bool after_in_step = false;
+    const std::uint64_t written_back_before = l2_ != nullptr ? l2_->written_back_bytes() : 0;
+    const std::uint64_t smem_before = counters_->smem_write_bytes + counters_->smem_read_bytes;
+    auto is_prefetched_load = [&](std::size_t pc) {
+      return st.ops[pc].kind == OpKind::load && !st.ops[pc].in_step;
+    };
+    // The threads that issue a load compute its addresses (TileOp::int_ops, e.g. page lookups).
+    while (st.pc < st.ops.size() && is_prefetched_load(st.pc)) {
+      before.int32_ops += static_cast<double>(st.ops[st.pc].int_ops);
+      load(st.ops[st.pc++], st.sm, loads);
+    }
+    // Dirty lines evicted by this stage's loads go to DRAM alongside its misses.
+    std::uint64_t written_back = l2_ != nullptr ? l2_->written_back_bytes() : 0;
+    loads.dram += static_cast<double>(written_back - written_back_before);
+    while (st.pc < st.ops.size() && !is_prefetched_load(st.pc)) {
+      const TileOp& op = st.ops[st.pc++];
+      if (op.kind == OpKind::load) {  // in-step
+        after.int32_ops += static_cast<double>(op.int_ops);
+        load(op, st.sm, in_step);
+        const std::uint64_t now = l2_ != nullptr ? l2_->written_back_bytes() : 0;
+        in_step.dram += static_cast<double>(now - written_back);
+        written_back = now;
+        after_in_step = true;
+      } else if (op.kind == OpKind::store) {
+        store(op, st.sm, stores);
+      } else if (op.kind == OpKind::reduce) {
+        reduce(op, st.sm, stores);
+      } else {
+        (after_in_step ? after : before).add(op, rates_);
+      }
+    }
+    if (l2_ != nullptr) {
+      stores.dram += static_cast<double>(l2_->written_back_bytes() - written_back);
+    }
+    // Shared-memory bytes the loads wrote and the stores read belong to the stage's start.
+    before.smem_bytes +=
+        static_cast<double>(counters_->smem_write_bytes + counters_->smem_read_bytes - smem_before);
+    const double compute_smem_read =
+        before.smem_bytes + after.smem_bytes -
+        static_cast<double>(counters_->smem_write_bytes + counters_->smem_read_bytes - smem_before);
+    for (const Work* w : {&before, &after}) {
+      counters_->tensor_flops += static_cast<std::uint64_t>(w->tensor_flops);
+      counters_->fp32_flops += static_cast<std::uint64_t>(w->fp32_flops);
+      counters_->sfu_ops += static_cast<std::uint64_t>(w->sfu_ops);
+      counters_->int32_ops += static_cast<std::uint64_t>(w->int32_ops);
+    }
+    counters_->smem_read_bytes += static_cast<std::uint64_t>(compute_smem_read);
+
+    double copy_end = t;
+    if (loads.requested > 0) copy_end = transfer(t, st.sm, loads) + latency_of(loads);
+    const double share = resident_on_sm_[static_cast<std::size_t>(st.sm)];
     const double compute_start = std::max(st.compute_free, copy_end);
-    const double compute_end = compute_start + compute;
+    double compute_end = compute_start + compute_time(before, share);
+    if (after_in_step) {
+      // Issued when the step starts; bandwidth is reserved now, in event order.
+      const double arrival =
+          std::max(transfer(t, st.sm, in_step), compute_start) + latency_of(in_step);
+      compute_end = std::max(compute_end, arrival) + compute_time(after, share);
+    }
     st.compute_free = compute_end;
     st.compute_end[static_cast<std::size_t>(st.stage) % st.compute_end.size()] = compute_end;
     double end = compute_end;
@@ -374,6 +425,10 @@ class KernelRun {
     }
     st.end = std::max(st.end, end);
     ++st.stage;
+  }
+
+  double latency_of(const Traffic& tr) const {
+    return (tr.missed || l2_ == nullptr) ? rates_.hbm_latency_s : rates_.l2_latency_s;
   }
 
   const Schedule& schedule_;
@@ -442,6 +497,7 @@ std::string classify_bound(const HardwareProfile& p, const Counters& c, double t
   // The engine runs a CTA's tensor-core, FP32 and SFU work one after another, so their floors add.
   const double t_compute = static_cast<double>(c.tensor_flops) / (r.tensor_per_sm * sms) +
                            static_cast<double>(c.fp32_flops) / (r.fp32_per_sm * sms) +
+                           static_cast<double>(c.int32_ops) / (r.int32_per_sm * sms) +
                            static_cast<double>(c.sfu_ops) / (r.sfu_per_sm * sms);
   if (std::max(t_memory, t_compute) < 0.5 * time_s) return "latency";
   return t_memory >= t_compute ? "memory" : "compute";
@@ -461,7 +517,11 @@ EngineResult run_schedule(const HardwareProfile& profile, const Schedule& schedu
   EngineResult result;
   const std::vector<KernelSpec> specs = schedule.kernels();
   for (std::size_t k = 0; k < specs.size(); ++k) {
-    const KernelSpec& spec = specs[k];
+    KernelSpec spec = specs[k];
+    if (const auto it = options.registers_by_role.find(spec.role);
+        !spec.role.empty() && it != options.registers_by_role.end()) {
+      spec.registers_per_thread = it->second;
+    }
     KernelResult kr;
     kr.spec = spec;
     kr.occupancy = occupancy(profile, spec);

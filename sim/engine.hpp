@@ -16,6 +16,7 @@
 //   - With `pipeline_stages` = P, a stage's copy may start once the compute of the stage P
 //     back has finished (its buffer is free): P = 1 serializes copy and compute.
 //   - Kernel time is the last CTA's finish plus the launch overhead.
+#include <map>
 #include <string>
 #include <vector>
 
@@ -26,9 +27,12 @@
 namespace iosim {
 
 struct EngineOptions {
-  bool l2_enabled = true;                // false: the two-level HBM <-> SRAM model
-  bool flush_l2_between_kernels = false; // true: cold L2 per kernel, as Nsight Compute measures
-  double sm_clock_mhz = 0.0;             // 0: the profile's boost clock
+  bool l2_enabled = true;                 // false: the two-level HBM <-> SRAM model
+  bool flush_l2_between_kernels = false;  // true: cold L2 per kernel, as Nsight Compute measures
+  double sm_clock_mhz = 0.0;              // 0: the profile's boost clock
+  // Registers per thread a compiler reported, by kernel role (KernelSpec::role): they replace the
+  // schedule's estimate for the kernels of that role (they set occupancy).
+  std::map<std::string, int> registers_by_role;
 };
 
 /// How many CTAs of a kernel fit on one SM and which resource decides it.

@@ -35,6 +35,7 @@ struct SmSpec {
   Sourced<int> max_ctas_per_sm;
   Sourced<double> smem_bandwidth_bytes_per_clk;  // shared-memory bandwidth per SM
   Sourced<double> l2_to_sm_bytes_per_clk;        // most L2->SM bandwidth one SM can draw
+  Sourced<double> smem_latency_cycles;           // load-to-use latency of a shared-memory load
 };
 
 /// Arithmetic throughput at the boost clock, dense (no sparsity).
@@ -48,6 +49,8 @@ struct ComputeSpec {
   // Hopper this warp-level instruction reaches only part of the wgmma peak above; on Ampere it
   // is the tensor-core instruction the peak is quoted for.
   Sourced<double> mma_sync_flops_per_clk_per_sm;
+  Sourced<double> int32_ops_per_clk_per_sm;  // 32-bit integer add, compare, logic, select
+  Sourced<double> fp32_latency_cycles;       // issue-to-use latency of a dependent FP32 FMA/add
 };
 
 /// The last-level cache shared by all SMs.

@@ -60,7 +60,7 @@ struct Field {
   Member<Spec> member;
 };
 
-const std::array<Field<SmSpec>, 12> kSmFields{{
+const std::array<Field<SmSpec>, 13> kSmFields{{
     {"count", &SmSpec::count},
     {"boost_clock_mhz", &SmSpec::boost_clock_mhz},
     {"base_clock_mhz", &SmSpec::base_clock_mhz},
@@ -73,15 +73,18 @@ const std::array<Field<SmSpec>, 12> kSmFields{{
     {"max_ctas_per_sm", &SmSpec::max_ctas_per_sm},
     {"smem_bandwidth_bytes_per_clk", &SmSpec::smem_bandwidth_bytes_per_clk},
     {"l2_to_sm_bytes_per_clk", &SmSpec::l2_to_sm_bytes_per_clk},
+    {"smem_latency_cycles", &SmSpec::smem_latency_cycles},
 }};
 
-const std::array<Field<ComputeSpec>, 6> kComputeFields{{
+const std::array<Field<ComputeSpec>, 8> kComputeFields{{
     {"tensor_fp16_tflops", &ComputeSpec::tensor_fp16_tflops},
     {"tensor_bf16_tflops", &ComputeSpec::tensor_bf16_tflops},
     {"tensor_tf32_tflops", &ComputeSpec::tensor_tf32_tflops},
     {"fp32_tflops", &ComputeSpec::fp32_tflops},
     {"sfu_ops_per_clk_per_sm", &ComputeSpec::sfu_ops_per_clk_per_sm},
     {"mma_sync_flops_per_clk_per_sm", &ComputeSpec::mma_sync_flops_per_clk_per_sm},
+    {"int32_ops_per_clk_per_sm", &ComputeSpec::int32_ops_per_clk_per_sm},
+    {"fp32_latency_cycles", &ComputeSpec::fp32_latency_cycles},
 }};
 
 const std::array<Field<L2Spec>, 7> kL2Fields{{
@@ -293,6 +296,7 @@ void validate(const HardwareProfile& p, const Reader& reader) {
   positive("sm.max_ctas_per_sm", sm.max_ctas_per_sm.value);
   positive("sm.smem_bandwidth_bytes_per_clk", sm.smem_bandwidth_bytes_per_clk.value);
   positive("sm.l2_to_sm_bytes_per_clk", sm.l2_to_sm_bytes_per_clk.value);
+  non_negative("sm.smem_latency_cycles", sm.smem_latency_cycles.value);
 
   const ComputeSpec& c = p.compute;
   positive("compute.tensor_fp16_tflops", c.tensor_fp16_tflops.value);
@@ -301,6 +305,8 @@ void validate(const HardwareProfile& p, const Reader& reader) {
   positive("compute.fp32_tflops", c.fp32_tflops.value);
   positive("compute.sfu_ops_per_clk_per_sm", c.sfu_ops_per_clk_per_sm.value);
   positive("compute.mma_sync_flops_per_clk_per_sm", c.mma_sync_flops_per_clk_per_sm.value);
+  positive("compute.int32_ops_per_clk_per_sm", c.int32_ops_per_clk_per_sm.value);
+  non_negative("compute.fp32_latency_cycles", c.fp32_latency_cycles.value);
 
   const L2Spec& l2 = p.l2;
   positive("l2.size_bytes", l2.size_bytes.value);

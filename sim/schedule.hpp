@@ -38,6 +38,10 @@ struct KernelSpec {
   std::int64_t smem_bytes_per_cta = 0;
   int registers_per_thread = 64;
   int pipeline_stages = 1;  // 1: a stage's loads wait for the previous compute; 2: double buffer
+  // What the kernel does, in the measured datasets' words (cuda_validate/FORMAT.md: "attention",
+  // "split", "reduce", "gemm_qk", "mask", "softmax", "gemm_pv", ...); empty when none applies.
+  // `iosim validate` matches measured per-kernel facts (registers) to kernels by it.
+  std::string role;
   Dtype mma_dtype = Dtype::fp16;  // operand type of its tensor-core work (sets the peak rate)
   TensorInstruction tensor_instruction = TensorInstruction::wgmma;
 };

@@ -73,10 +73,24 @@ struct TileOp {
   std::int64_t tensor_flops = 0;     // matrix FLOPs on tensor cores (2 per multiply-add)
   std::int64_t fp32_flops = 0;       // CUDA-core FP32 work
   std::int64_t sfu_ops = 0;          // exp / log on the special-function units
+  std::int64_t int_ops = 0;          // INT32-pipe operations, one per lane per instruction (index
+                                     // arithmetic, compares, predicate logic, selects)
   std::int64_t smem_read_bytes = 0;  // operand bytes the warps read from shared memory
+  // The op's chain of dependent latencies in one warp, which no work of its own overlaps:
+  // round trips through the shared-memory datapath it makes one after another (a shared load
+  // whose value is stored back or combined before the next issues; a shuffle round; a barrier)
+  // and the dependent FP32 instructions between them. The CTA cannot finish the op faster than
+  // its own work plus this chain, however idle the SM.
+  std::int64_t smem_round_trips = 0;
+  std::int64_t chain_fp32_ops = 0;
   // A load that gathers: its rows go below the tile of the same tensor already on chip instead
   // of replacing it (paged K/V: one K/V tile assembled from several pages). Counted as any load.
   bool append = false;
+  // A load the step issues itself, after the barrier that starts it, instead of prefetching it a
+  // stage ahead (FlashAttention-1's row statistics m and l: plain loads of what the previous
+  // outer iteration stored). The schedule emits it just before the compute that first uses it;
+  // the engine starts it when the step's compute starts, and that compute waits for it.
+  bool in_step = false;
 
   static TileOp load(TileRef t, OnChip dest = OnChip::smem) {
     TileOp op;
@@ -88,6 +102,11 @@ struct TileOp {
   static TileOp gather(TileRef t, OnChip dest = OnChip::smem) {
     TileOp op = load(t, dest);
     op.append = true;
+    return op;
+  }
+  static TileOp load_in_step(TileRef t, OnChip dest = OnChip::reg) {
+    TileOp op = load(t, dest);
+    op.in_step = true;
     return op;
   }
   static TileOp store(TileRef t, OnChip src = OnChip::reg) {

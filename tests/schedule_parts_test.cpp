@@ -14,7 +14,9 @@ bool same(const TileOp& a, const TileOp& b) {
          a.tile.row0 == b.tile.row0 && a.tile.rows == b.tile.rows && a.tile.col0 == b.tile.col0 &&
          a.tile.cols == b.tile.cols && a.on_chip == b.on_chip && a.compute == b.compute &&
          a.tensor_flops == b.tensor_flops && a.fp32_flops == b.fp32_flops &&
-         a.sfu_ops == b.sfu_ops && a.smem_read_bytes == b.smem_read_bytes;
+         a.sfu_ops == b.sfu_ops && a.smem_read_bytes == b.smem_read_bytes &&
+         a.int_ops == b.int_ops && a.in_step == b.in_step &&
+         a.smem_round_trips == b.smem_round_trips && a.chain_fp32_ops == b.chain_fp32_ops;
 }
 
 }  // namespace
@@ -41,7 +43,8 @@ TEST_CASE("a CTA's parts concatenate to its whole operation stream") {
       const Schedule& s = *planned.schedule;
       const std::vector<KernelSpec> kernels = s.kernels();
       for (std::size_t k = 0; k < kernels.size(); ++k) {
-        for (std::int64_t cta = 0; cta < std::min<std::int64_t>(kernels[k].grid.count(), 5); ++cta) {
+        for (std::int64_t cta = 0; cta < std::min<std::int64_t>(kernels[k].grid.count(), 5);
+             ++cta) {
           std::vector<TileOp> whole, parts;
           s.emit_cta(k, cta, whole);
           for (std::size_t part = 0; s.emit_cta_part(k, cta, part, parts); ++part) {

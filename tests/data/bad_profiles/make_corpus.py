@@ -20,6 +20,7 @@ sm:
   max_ctas_per_sm: {value: 32, source: "fixture"}
   smem_bandwidth_bytes_per_clk: {value: 128, source: "fixture"}
   l2_to_sm_bytes_per_clk: {value: 124, source: "fixture"}
+  smem_latency_cycles: {value: 30, source: "fixture"}
 compute:
   tensor_fp16_tflops: {value: 989.4, source: "fixture"}
   tensor_bf16_tflops: {value: 989.4, source: "fixture"}
@@ -27,6 +28,8 @@ compute:
   fp32_tflops: {value: 66.9, source: "fixture"}
   sfu_ops_per_clk_per_sm: {value: 16, source: "fixture"}
   mma_sync_flops_per_clk_per_sm: {value: 2719, source: "fixture"}
+  int32_ops_per_clk_per_sm: {value: 64, source: "fixture"}
+  fp32_latency_cycles: {value: 4, source: "fixture"}
 l2:
   size_bytes: {value: 52428800, source: "fixture"}
   line_bytes: {value: 128, source: "fixture"}
