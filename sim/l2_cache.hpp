@@ -342,8 +342,9 @@ class L2Cache::Lookups {
     x.valid[1] |= want[1];
   }
   /// Marks `want` valid and dirty, and keeps the dirty data under its cap.
-  void write_region(std::uint64_t region, std::uint64_t set, const Mask& want, TensorId owner,
-                    PerTensor& written_back) {
+  [[gnu::always_inline]] void write_region(std::uint64_t region, std::uint64_t set,
+                                           const Mask& want, TensorId owner,
+                                           PerTensor& written_back) {
     Lines& x = acquire(region, set, owner, written_back);
     const auto slot = static_cast<std::uint64_t>(&x - lines_);
     const bool was_clean = (x.dirty[0] | x.dirty[1]) == 0;
@@ -439,7 +440,7 @@ class L2Cache::Lookups {
   // needed (a write-only kernel's DRAM writes are everything beyond that share: l2_residue
   // microbenchmark, writes mode; hwprofiles *.yaml l2.max_dirty_fraction). Which lines it cleans
   // first is not visible in the counters; the ones dirtied first is the assumption.
-  void clean_oldest(PerTensor& written_back) {
+  [[gnu::noinline]] void clean_oldest(PerTensor& written_back) {
     std::vector<DirtyEntry>& order = cache_.dirty_order_;
     std::size_t& head = cache_.dirty_head_;
     while (dirty_sectors_ > max_dirty_sectors_ && head < order.size()) {
@@ -460,7 +461,7 @@ class L2Cache::Lookups {
   }
 
   // Removes the stale entries (and those already dequeued), keeping the order of the others.
-  void drop_stale() {
+  [[gnu::noinline]] void drop_stale() {
     std::vector<DirtyEntry>& order = cache_.dirty_order_;
     std::size_t kept = 0;
     for (std::size_t i = cache_.dirty_head_; i < order.size(); ++i) {
