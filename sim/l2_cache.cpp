@@ -94,6 +94,7 @@ void L2Cache::flush(PerTensor& written_back) {
   std::fill(lines_.begin(), lines_.end(), Lines{});
   std::fill(dirty_since_.begin(), dirty_since_.end(), 0);
   dirty_order_.clear();
+  dirty_head_ = 0;
   reset_recency();
   dirty_sectors_ = 0;
 }

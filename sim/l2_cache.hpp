@@ -17,7 +17,6 @@
 #include <array>
 #include <bit>
 #include <cstdint>
-#include <deque>
 #include <vector>
 
 #if defined(__SSE2__)
@@ -185,12 +184,18 @@ class L2Cache {
   std::vector<std::uint64_t> order_;
   std::vector<std::uint8_t> order_bytes_;
   // Ways in the order they went from clean to dirty, with the stamp they had then (an entry is
-  // stale once its way was evicted or cleaned: the way's dirty_since_ no longer matches).
+  // stale once its way was evicted or cleaned: the way's dirty_since_ no longer matches, and no
+  // later stamp will). Entries [dirty_head_, end) are queued. Stale entries are skipped when they
+  // reach the head and dropped in bulk once the queue holds twice as many entries as there are
+  // ways (at most one per way is live): otherwise a kernel whose dirty data stays under the cap,
+  // every dirty region leaving by eviction, would queue an entry per write that never leaves
+  // (18 GB for the README sweep's standard attention at N = 16384).
   struct DirtyEntry {
     std::uint64_t slot;
     std::uint64_t since;
   };
-  std::deque<DirtyEntry> dirty_order_;
+  std::vector<DirtyEntry> dirty_order_;
+  std::size_t dirty_head_ = 0;
   std::vector<std::uint64_t> dirty_since_;
   std::uint64_t max_dirty_sectors_ = 0;
   std::uint64_t dirty_clock_ = 0;
@@ -337,8 +342,9 @@ class L2Cache::Lookups {
     x.valid[1] |= want[1];
   }
   /// Marks `want` valid and dirty, and keeps the dirty data under its cap.
-  void write_region(std::uint64_t region, std::uint64_t set, const Mask& want, TensorId owner,
-                    PerTensor& written_back) {
+  [[gnu::always_inline]] void write_region(std::uint64_t region, std::uint64_t set,
+                                           const Mask& want, TensorId owner,
+                                           PerTensor& written_back) {
     Lines& x = acquire(region, set, owner, written_back);
     const auto slot = static_cast<std::uint64_t>(&x - lines_);
     const bool was_clean = (x.dirty[0] | x.dirty[1]) == 0;
@@ -350,7 +356,9 @@ class L2Cache::Lookups {
     x.dirty[1] |= want[1];
     if (was_clean) {
       dirty_since_[slot] = ++dirty_clock_;
-      cache_.dirty_order_.push_back({slot, dirty_clock_});
+      std::vector<DirtyEntry>& order = cache_.dirty_order_;
+      if (order.size() >= 2 * cache_.tags_hi_.size() + 64) drop_stale();
+      order.push_back({slot, dirty_clock_});
     }
     if (dirty_sectors_ > max_dirty_sectors_) clean_oldest(written_back);
   }
@@ -432,12 +440,12 @@ class L2Cache::Lookups {
   // needed (a write-only kernel's DRAM writes are everything beyond that share: l2_residue
   // microbenchmark, writes mode; hwprofiles *.yaml l2.max_dirty_fraction). Which lines it cleans
   // first is not visible in the counters; the ones dirtied first is the assumption.
-  void clean_oldest(PerTensor& written_back) {
-    std::deque<DirtyEntry>& order = cache_.dirty_order_;
-    while (dirty_sectors_ > max_dirty_sectors_ && !order.empty()) {
-      const DirtyEntry e = order.front();
-      order.pop_front();
-      if (dirty_since_[e.slot] != e.since || !occupied(e.slot)) continue;  // stale
+  [[gnu::noinline]] void clean_oldest(PerTensor& written_back) {
+    std::vector<DirtyEntry>& order = cache_.dirty_order_;
+    std::size_t& head = cache_.dirty_head_;
+    while (dirty_sectors_ > max_dirty_sectors_ && head < order.size()) {
+      const DirtyEntry e = order[head++];
+      if (stale(e)) continue;
       Lines& old = lines_[e.slot];
       const std::uint64_t n = l2_detail::popcount(old.dirty);
       written_back[index_of(owners_[e.slot])] += n * sector_bytes_;
@@ -446,6 +454,21 @@ class L2Cache::Lookups {
       old.dirty = {};
       dirty_since_[e.slot] = 0;
     }
+  }
+
+  bool stale(const DirtyEntry& e) const {
+    return dirty_since_[e.slot] != e.since || !occupied(e.slot);
+  }
+
+  // Removes the stale entries (and those already dequeued), keeping the order of the others.
+  [[gnu::noinline]] void drop_stale() {
+    std::vector<DirtyEntry>& order = cache_.dirty_order_;
+    std::size_t kept = 0;
+    for (std::size_t i = cache_.dirty_head_; i < order.size(); ++i) {
+      if (!stale(order[i])) order[kept++] = order[i];
+    }
+    order.resize(kept);
+    cache_.dirty_head_ = 0;
   }
 
   bool occupied(std::uint64_t i) const {
