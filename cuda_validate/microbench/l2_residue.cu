@@ -23,14 +23,7 @@
 #include <cstring>
 #include <vector>
 
-#define CHECK(x)                                                                       \
-  do {                                                                                 \
-    cudaError_t e_ = (x);                                                              \
-    if (e_ != cudaSuccess) {                                                           \
-      std::fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                    \
-    }                                                                                  \
-  } while (0)
+#include "check.cuh"
 
 // Reads n 16-byte chunks through L2 (ld.global.cg: not kept in L1). The XOR goes to one int per
 // CTA so the loads cannot be removed; those ints are the kernel's only writes.

@@ -12,14 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#define CHECK(x)                                                                         \
-  do {                                                                                   \
-    cudaError_t e_ = (x);                                                                \
-    if (e_ != cudaSuccess) {                                                             \
-      std::fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_));   \
-      std::exit(1);                                                                      \
-    }                                                                                    \
-  } while (0)
+#include "check.cuh"
 
 constexpr int kIters = 4096;
 
