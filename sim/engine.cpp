@@ -22,10 +22,26 @@ struct Server {
   }
 };
 
-// Where each global tensor lives. Bases are aligned to 1 MiB so that no L2 region spans two
-// tensors and per-tensor write-back attribution is exact.
+// Where each global tensor lives in the L2 model's address space. Bases are aligned to 1 MiB so
+// that no L2 region spans two tensors and per-tensor write-back attribution is exact.
+//
+// Matrices whose rows are 4 KiB or longer (S, P and their gradients from N = 2048 in 16 bits)
+// are laid out in blocks of kBlockRows rows x kBlockChunk bytes, each block one 4 KiB L2 region,
+// instead of one region per piece of a row. The L2 model replaces whole 4 KiB regions
+// (sim/l2_cache.hpp) where the GPU replaces 128-byte lines; the tiles that read and write such
+// matrices (GEMM tiles of 128 rows, 64 to 512 bytes of each) touch a short piece of many rows.
+// With row-major regions every piece takes a region of its own, which it fills to 1/16 to 1/64:
+// that region occupies L2 capacity the GPU would not spend, and costs a lookup per row (the
+// standard-attention sweep's dominant cost). With blocks a tile's pieces of 4 consecutive rows
+// share one region, filled 4x denser. Sectors map one to one, so every byte count at sector
+// granularity is unchanged; only which sectors share recency differs. Row-wise passes (softmax)
+// then touch a row in kBlockChunk pieces, whose blocks the neighbouring rows fill, running on
+// other SMs at the same time.
 class AddressMap {
  public:
+  static constexpr std::uint64_t kBlockRows = 4;
+  static constexpr std::uint64_t kBlockChunk = 1024;
+
   explicit AddressMap(const std::vector<TensorDecl>& decls) {
     constexpr std::uint64_t kAlign = 1ULL << 20;
     std::uint64_t cursor = kAlign;
@@ -34,12 +50,21 @@ class AddressMap {
              "tensor {} declared with an empty shape", tensor_name(d.id));
       auto& slot = slots_[index_of(d.id)];
       ensure(!slot.has_value(), "tensor {} declared twice", tensor_name(d.id));
-      slot = Placed{d, cursor};
-      cursor += (static_cast<std::uint64_t>(d.total_bytes()) + kAlign - 1) / kAlign * kAlign;
+      const std::uint64_t pitch =
+          static_cast<std::uint64_t>(d.cols) * static_cast<std::uint64_t>(d.elem_bytes);
+      const bool blocked = pitch >= kBlockRows * kBlockChunk && pitch % kBlockChunk == 0;
+      const auto rows = static_cast<std::uint64_t>(d.rows);
+      // A blocked matrix is padded to whole blocks of rows.
+      const std::uint64_t matrix_span =
+          (blocked ? (rows + kBlockRows - 1) / kBlockRows * kBlockRows : rows) * pitch;
+      slot = Placed{d, cursor, pitch, matrix_span, blocked};
+      const std::uint64_t span = static_cast<std::uint64_t>(d.matrices) * matrix_span;
+      cursor += (span + kAlign - 1) / kAlign * kAlign;
     }
   }
 
-  // Calls visit(addr, len) for each contiguous byte run of the tile; returns its exact bytes.
+  // Calls visit(addr, len) for each contiguous byte run of the tile, in ascending address order
+  // within a block row; returns its exact bytes.
   template <typename Visit>
   std::uint64_t for_each_run(const TileRef& t, Visit&& visit) const {
     const auto& slot = slots_[index_of(t.tensor)];
@@ -54,28 +79,65 @@ class AddressMap {
       out_of_bounds(t, d);
     }
     const auto eb = static_cast<std::uint64_t>(d.elem_bytes);
-    const std::uint64_t row_pitch = static_cast<std::uint64_t>(d.cols) * eb;
-    const std::uint64_t origin = slot->base + static_cast<std::uint64_t>(t.matrix) *
-                                                  static_cast<std::uint64_t>(d.matrix_bytes());
+    const std::uint64_t pitch = slot->pitch;
+    const std::uint64_t origin =
+        slot->base + static_cast<std::uint64_t>(t.matrix) * slot->matrix_span;
     const std::uint64_t run = static_cast<std::uint64_t>(t.cols) * eb;
-    if (t.cols == d.cols) {  // whole rows: one contiguous run
-      visit(origin + static_cast<std::uint64_t>(t.row0) * row_pitch,
-            run * static_cast<std::uint64_t>(t.rows));
+    const auto row0 = static_cast<std::uint64_t>(t.row0);
+    const auto rows = static_cast<std::uint64_t>(t.rows);
+    if (slot->blocked) {
+      visit_blocked(origin, pitch, row0, rows, static_cast<std::uint64_t>(t.col0) * eb, run, visit);
+    } else if (run == pitch) {  // whole rows: one contiguous run
+      visit(origin + row0 * pitch, run * rows);
     } else {
-      for (std::int64_t r = t.row0; r < t.row0 + t.rows; ++r) {
-        visit(origin + static_cast<std::uint64_t>(r) * row_pitch +
-                  static_cast<std::uint64_t>(t.col0) * eb,
-              run);
-      }
+      const std::uint64_t start = origin + static_cast<std::uint64_t>(t.col0) * eb;
+      for (std::uint64_t r = row0; r < row0 + rows; ++r) visit(start + r * pitch, run);
     }
-    return run * static_cast<std::uint64_t>(t.rows);
+    return run * rows;
   }
 
  private:
   struct Placed {
     TensorDecl decl;
     std::uint64_t base = 0;
+    std::uint64_t pitch = 0;        // bytes per row
+    std::uint64_t matrix_span = 0;  // bytes per matrix in the address space (padded if blocked)
+    bool blocked = false;           // laid out in kBlockRows x kBlockChunk blocks
   };
+
+  // Bytes [col_byte, col_byte + len) of rows [row0, row0 + rows) of a blocked matrix: per block
+  // row, per chunk, the rows' pieces (ascending addresses; adjacent pieces joined into one run,
+  // so a tile covering whole blocks of full rows is one run).
+  template <typename Visit>
+  static void visit_blocked(std::uint64_t origin, std::uint64_t pitch, std::uint64_t row0,
+                            std::uint64_t rows, std::uint64_t col_byte, std::uint64_t len,
+                            Visit& visit) {
+    std::uint64_t pending_addr = 0, pending_len = 0;
+    auto emit = [&](std::uint64_t a, std::uint64_t n) {
+      if (pending_len != 0 && pending_addr + pending_len == a) {
+        pending_len += n;
+        return;
+      }
+      if (pending_len != 0) visit(pending_addr, pending_len);
+      pending_addr = a;
+      pending_len = n;
+    };
+    const std::uint64_t end_row = row0 + rows, end_byte = col_byte + len;
+    for (std::uint64_t g = row0 / kBlockRows; g * kBlockRows < end_row; ++g) {
+      const std::uint64_t r_first = std::max(row0, g * kBlockRows);
+      const std::uint64_t r_last = std::min(end_row, (g + 1) * kBlockRows);
+      const std::uint64_t block_row = origin + g * kBlockRows * pitch;
+      for (std::uint64_t c = col_byte / kBlockChunk; c * kBlockChunk < end_byte; ++c) {
+        const std::uint64_t b0 = std::max(col_byte, c * kBlockChunk);
+        const std::uint64_t b1 = std::min(end_byte, (c + 1) * kBlockChunk);
+        const std::uint64_t block = block_row + c * kBlockRows * kBlockChunk;
+        for (std::uint64_t r = r_first; r < r_last; ++r) {
+          emit(block + (r % kBlockRows) * kBlockChunk + b0 % kBlockChunk, b1 - b0);
+        }
+      }
+    }
+    if (pending_len != 0) visit(pending_addr, pending_len);
+  }
 
   [[noreturn, gnu::noinline]] static void out_of_bounds(const TileRef& t, const TensorDecl& d) {
     throw InternalError(fmt::format(

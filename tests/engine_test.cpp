@@ -1,8 +1,9 @@
 // The engine: occupancy limits at capacity and capacity + 1, conservation of bytes between the
 // levels, L2 reuse of K/V across concurrent CTAs, cold-L2 runs, determinism, time sanity.
+#include "sim/engine.hpp"
+
 #include <doctest/doctest.h>
 
-#include "sim/engine.hpp"
 #include "sim/errors.hpp"
 #include "tests/test_support.hpp"
 
@@ -21,7 +22,8 @@ TEST_CASE("occupancy: shared memory at capacity fits, one byte more does not") {
   CHECK(none.ctas_per_sm == 0);
   CHECK(none.limiter.find("shared memory") != std::string::npos);
   // Two CTAs fit exactly when twice (smem + reserved) equals the SM's shared memory.
-  k.smem_bytes_per_cta = hw.sm.smem_per_sm_bytes.value / 2 - hw.sm.smem_reserved_per_cta_bytes.value;
+  k.smem_bytes_per_cta =
+      hw.sm.smem_per_sm_bytes.value / 2 - hw.sm.smem_reserved_per_cta_bytes.value;
   CHECK(occupancy(hw, k).ctas_per_sm == 2);
   k.smem_bytes_per_cta += 1;
   CHECK(occupancy(hw, k).ctas_per_sm == 1);
@@ -73,6 +75,32 @@ TEST_CASE("bytes are conserved between levels with L2 on") {
   }
 }
 
+TEST_CASE("wide-row matrices held in 4-row blocks still count every byte exactly") {
+  // S and P rows of 4 KiB or more are laid out in 4-row x 1 KiB blocks, padded to whole blocks
+  // of rows (odd query counts) and cut into 1 KiB pieces; the L2 must still see exactly the
+  // bytes the two-level count moves, and write back or keep dirty no more than was written.
+  test::ShapeGen gen(7);
+  const std::int64_t kv_lens[] = {2048, 2560, 4096};
+  const std::int64_t dims[] = {64, 128};
+  for (int i = 0; i < 10; ++i) {
+    RunRequest r = test::request("standard", 1, gen.pick(1, 3), gen.pick(1, 1500), gen.pick(dims),
+                                 0, 32 * gen.pick(1, 4));
+    r.problem.seq_kv = gen.pick(kv_lens);
+    r.problem.causal = gen.coin();
+    const Report on = simulate(test::profile(), r);
+    r.engine.l2_enabled = false;
+    const Report off = simulate(test::profile(), r);
+    REQUIRE(on.feasible());
+    CAPTURE(r.problem.seq);
+    CAPTURE(r.problem.seq_kv);
+    const Counters& c = on.engine.total;
+    CHECK(c.l2.read_total() == off.engine.total.hbm.read_total());
+    CHECK(c.l2.write_total() == off.engine.total.hbm.write_total());
+    CHECK(c.hbm.write_total() + c.l2_dirty_at_end_bytes <= c.l2.write_total());
+    CHECK(c.hbm.write_total() + c.l2_dirty_at_end_bytes > 0);
+  }
+}
+
 TEST_CASE("outputs written once are either written back or still dirty at the end") {
   const Report r = simulate(test::profile(), test::request("flash2", 2, 8, 2048, 64));
   const Counters& c = r.engine.total;
@@ -87,6 +115,24 @@ TEST_CASE("concurrent CTAs of one head share K/V in L2") {
   const double k_bytes = 4.0 * 16 * 4096 * 64 * 2;
   CHECK(static_cast<double>(c.hbm.read_bytes[index_of(TensorId::K)]) <= 1.05 * k_bytes);
   CHECK(static_cast<double>(c.l2.read_bytes[index_of(TensorId::K)]) >= 30 * k_bytes);
+}
+
+TEST_CASE("narrow tiles of a wide-row matrix do not crowd the L2 (4-row x 1 KiB regions)") {
+  // The QK^T GEMM writes S (8192 x 8192 per head, 16 KiB rows) in 128 x 32 tiles: 64 bytes of
+  // each of 128 rows. Every column of tiles re-reads the head's whole Q (1 MiB), which stays in
+  // the L2 between columns. With a 4 KiB region per row piece, a wave of CTAs took ~67 MB of
+  // region slots for ~1 MB of S and evicted Q: 244 MB of Q came from DRAM instead of 2 MB.
+  const HardwareProfile& hw = test::profile();
+  const Report r = simulate(hw, test::request("standard", 1, 2, 8192, 64, 128, 32));
+  REQUIRE(r.feasible());
+  const KernelResult& qk = r.engine.kernels.front();
+  REQUIRE(qk.spec.name == "gemm_qk");
+  const std::uint64_t q_bytes = 2ULL * 8192 * 64 * 2;
+  const std::uint64_t q_dram = qk.counters.hbm.read_bytes[index_of(TensorId::Q)];
+  CHECK(q_dram >= q_bytes);
+  CHECK(q_dram <= q_bytes + q_bytes / 10);
+  // The row pieces' bytes are counted exactly all the same: S is written once, in full.
+  CHECK(qk.counters.l2.write_bytes[index_of(TensorId::S)] == 2ULL * 8192 * 8192 * 2);
 }
 
 TEST_CASE("a cold L2 per kernel re-reads the intermediates from DRAM") {
