@@ -63,8 +63,9 @@ class AddressMap {
     }
   }
 
-  // Calls visit(addr, len) for each contiguous byte run of the tile, in ascending address order
-  // within a block row; returns its exact bytes.
+  // Calls visit(run) for the tile's byte ranges (L2System::Run: a range, or pieces of
+  // consecutive rows at a fixed stride) in ascending address order within a block row; returns
+  // the tile's exact bytes.
   template <typename Visit>
   std::uint64_t for_each_run(const TileRef& t, Visit&& visit) const {
     const auto& slot = slots_[index_of(t.tensor)];
@@ -87,11 +88,11 @@ class AddressMap {
     const auto rows = static_cast<std::uint64_t>(t.rows);
     if (slot->blocked) {
       visit_blocked(origin, pitch, row0, rows, static_cast<std::uint64_t>(t.col0) * eb, run, visit);
-    } else if (run == pitch) {  // whole rows: one contiguous run
-      visit(origin + row0 * pitch, run * rows);
-    } else {
-      const std::uint64_t start = origin + static_cast<std::uint64_t>(t.col0) * eb;
-      for (std::uint64_t r = row0; r < row0 + rows; ++r) visit(start + r * pitch, run);
+    } else if (run == pitch) {  // whole rows: one contiguous range
+      visit(L2System::Run{origin + row0 * pitch, run * rows});
+    } else {  // a piece of each row
+      visit(L2System::Run{origin + row0 * pitch + static_cast<std::uint64_t>(t.col0) * eb, run,
+                          rows, pitch});
     }
     return run * rows;
   }
@@ -106,21 +107,32 @@ class AddressMap {
   };
 
   // Bytes [col_byte, col_byte + len) of rows [row0, row0 + rows) of a blocked matrix: per block
-  // row, per chunk, the rows' pieces (ascending addresses; adjacent pieces joined into one run,
-  // so a tile covering whole blocks of full rows is one run).
+  // row, per chunk, the rows' pieces (one strided run), in ascending addresses. Ranges that
+  // follow each other are joined into one (a tile of whole blocks of full rows is one range),
+  // single pieces of equal length at a fixed stride into one strided run (a row's chunks).
   template <typename Visit>
   static void visit_blocked(std::uint64_t origin, std::uint64_t pitch, std::uint64_t row0,
                             std::uint64_t rows, std::uint64_t col_byte, std::uint64_t len,
                             Visit& visit) {
-    std::uint64_t pending_addr = 0, pending_len = 0;
-    auto emit = [&](std::uint64_t a, std::uint64_t n) {
-      if (pending_len != 0 && pending_addr + pending_len == a) {
-        pending_len += n;
+    L2System::Run pending{0, 0, 0, 0};
+    auto emit = [&](const L2System::Run& run) {
+      if (pending.count == 1 && run.count == 1) {
+        if (pending.addr + pending.len == run.addr) {  // contiguous
+          pending.len += run.len;
+          return;
+        }
+        if (pending.len == run.len && run.addr > pending.addr + pending.len) {
+          pending.stride = run.addr - pending.addr;
+          pending.count = 2;
+          return;
+        }
+      } else if (pending.count > 1 && run.count == 1 && pending.len == run.len &&
+                 run.addr == pending.addr + pending.count * pending.stride) {
+        ++pending.count;
         return;
       }
-      if (pending_len != 0) visit(pending_addr, pending_len);
-      pending_addr = a;
-      pending_len = n;
+      if (pending.count != 0) visit(pending);
+      pending = run;
     };
     const std::uint64_t end_row = row0 + rows, end_byte = col_byte + len;
     for (std::uint64_t g = row0 / kBlockRows; g * kBlockRows < end_row; ++g) {
@@ -130,13 +142,17 @@ class AddressMap {
       for (std::uint64_t c = col_byte / kBlockChunk; c * kBlockChunk < end_byte; ++c) {
         const std::uint64_t b0 = std::max(col_byte, c * kBlockChunk);
         const std::uint64_t b1 = std::min(end_byte, (c + 1) * kBlockChunk);
-        const std::uint64_t block = block_row + c * kBlockRows * kBlockChunk;
-        for (std::uint64_t r = r_first; r < r_last; ++r) {
-          emit(block + (r % kBlockRows) * kBlockChunk + b0 % kBlockChunk, b1 - b0);
+        const std::uint64_t first =
+            block_row + c * kBlockRows * kBlockChunk + (r_first % kBlockRows) * kBlockChunk;
+        const std::uint64_t n = r_last - r_first;
+        if (b1 - b0 == kBlockChunk) {  // whole chunks of consecutive rows are contiguous
+          emit({first, n * kBlockChunk, 1, 0});
+        } else {
+          emit({first + b0 % kBlockChunk, b1 - b0, n, kBlockChunk});
         }
       }
     }
-    if (pending_len != 0) visit(pending_addr, pending_len);
+    if (pending.count != 0) visit(pending);
   }
 
   [[noreturn, gnu::noinline]] static void out_of_bounds(const TileRef& t, const TensorDecl& d) {
@@ -293,11 +309,11 @@ class KernelRun {
     bool missed = false;
   };
 
-  // The tile's contiguous runs, in order, into runs_ (with the L2 on); returns its exact bytes.
+  // The tile's runs, in order, into runs_ (with the L2 on); returns its exact bytes.
   std::uint64_t gather_runs(const TileRef& tile) {
     runs_.clear();
-    return addresses_.for_each_run(tile, [&](std::uint64_t a, std::uint64_t n) {
-      if (l2_ != nullptr) runs_.push_back({a, n});
+    return addresses_.for_each_run(tile, [&](const L2System::Run& run) {
+      if (l2_ != nullptr) runs_.push_back(run);
     });
   }
 
@@ -342,19 +358,22 @@ class KernelRun {
   // addends cross the SM's port once.
   void reduce(const TileOp& op, int sm, Traffic& tr) {
     const std::size_t ti = index_of(op.tile.tensor);
-    const std::uint64_t exact =
-        addresses_.for_each_run(op.tile, [&](std::uint64_t a, std::uint64_t n) {
-          if (l2_ == nullptr) return;
-          const L2Cache::ReadOutcome r =
-              l2_->read(a, n, op.tile.tensor, sm, counters_->hbm.write_bytes);
-          counters_->l2.read_bytes[ti] += r.requested_bytes;
-          counters_->hbm.read_bytes[ti] += r.miss_bytes;
-          tr.dram += static_cast<double>(r.miss_bytes);
-          const std::uint64_t bytes =
-              l2_->write(a, n, op.tile.tensor, sm, counters_->hbm.write_bytes);
-          counters_->l2.write_bytes[ti] += bytes;
-          tr.requested += static_cast<double>(bytes);
-        });
+    const std::uint64_t exact = addresses_.for_each_run(op.tile, [&](const L2System::Run& run) {
+      if (l2_ == nullptr) return;
+      // Each piece is read, then written, before the next.
+      for (std::uint64_t k = 0; k < run.count; ++k) {
+        const std::uint64_t a = run.addr + k * run.stride;
+        const L2Cache::ReadOutcome r =
+            l2_->read(a, run.len, op.tile.tensor, sm, counters_->hbm.write_bytes);
+        counters_->l2.read_bytes[ti] += r.requested_bytes;
+        counters_->hbm.read_bytes[ti] += r.miss_bytes;
+        tr.dram += static_cast<double>(r.miss_bytes);
+        const std::uint64_t bytes =
+            l2_->write(a, run.len, op.tile.tensor, sm, counters_->hbm.write_bytes);
+        counters_->l2.write_bytes[ti] += bytes;
+        tr.requested += static_cast<double>(bytes);
+      }
+    });
     if (l2_ == nullptr) {
       counters_->hbm.read_bytes[ti] += exact;
       counters_->hbm.write_bytes[ti] += exact;

@@ -360,7 +360,7 @@ class L2Cache::Lookups {
       if (order.size() >= 2 * cache_.tags_hi_.size() + 64) drop_stale();
       order.push_back({slot, dirty_clock_});
     }
-    if (dirty_sectors_ > max_dirty_sectors_) clean_oldest(written_back);
+    if (dirty_sectors_ > max_dirty_sectors_) clean_oldest(slot, written_back);
   }
 
  private:
@@ -439,13 +439,25 @@ class L2Cache::Lookups {
   // The GPU writes dirty data back once it fills about half the L2, whether or not the space is
   // needed (a write-only kernel's DRAM writes are everything beyond that share: l2_residue
   // microbenchmark, writes mode; hwprofiles *.yaml l2.max_dirty_fraction). Which lines it cleans
-  // first is not visible in the counters; the ones dirtied first is the assumption.
-  [[gnu::noinline]] void clean_oldest(PerTensor& written_back) {
+  // first is not visible in the counters; the ones dirtied first is the assumption, except the
+  // region being written (`writing`): it goes to the back of the queue, as if dirtied now. So
+  // the sectors one write makes dirty are never cleaned by that same write, and writing a
+  // region's pieces one at a time cleans what writing them at once does (L2System merges a
+  // tile's pieces of one region into one write).
+  [[gnu::noinline]] void clean_oldest(std::uint64_t writing, PerTensor& written_back) {
     std::vector<DirtyEntry>& order = cache_.dirty_order_;
     std::size_t& head = cache_.dirty_head_;
+    bool requeued = false;
     while (dirty_sectors_ > max_dirty_sectors_ && head < order.size()) {
       const DirtyEntry e = order[head++];
       if (stale(e)) continue;
+      if (e.slot == writing && !requeued) {
+        // (Met again only when no other dirty region is left: then it is cleaned.)
+        requeued = true;
+        dirty_since_[e.slot] = ++dirty_clock_;
+        order.push_back({e.slot, dirty_clock_});
+        continue;
+      }
       Lines& old = lines_[e.slot];
       const std::uint64_t n = l2_detail::popcount(old.dirty);
       written_back[index_of(owners_[e.slot])] += n * sector_bytes_;

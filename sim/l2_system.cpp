@@ -33,50 +33,100 @@ L2System::L2System(std::int64_t capacity_bytes, int sector_bytes, int partitions
   }
 }
 
-std::uint64_t L2System::gather(std::span<const Run> runs) {
-  // Locals, not members: stores into accesses_ could alias members, which the compiler would
-  // then reload for every region.
-  const L2Cache::Geometry geometry = parts_.front().geometry();
-  const FastModulo homes = home_modulo_;
-  L2Cache::Geometry::SetCursor set_of(geometry);
-  Access* out = accesses_.data();
-  std::size_t capacity = accesses_.size();
+// The accesses of one batch as gather() builds them. Locals, not members: stores into
+// accesses_ could alias members, which the compiler would then reload for every piece.
+struct L2System::Batch {
+  __extension__ using U128 = unsigned __int128;
+
+  L2Cache::Geometry geometry;
+  FastModulo homes;
+  L2Cache::Geometry::SetCursor set_of;
+  std::vector<Access>& storage;
+  Access* out;
+  std::size_t capacity;
   std::size_t n = 0;
-  std::uint64_t requested = 0;
-  for (const Run& run : runs) {
-    if (run.len == 0) continue;
-    const std::uint64_t first = geometry.sector_of(run.addr);
-    const std::uint64_t last = geometry.sector_of(run.addr + run.len - 1);
-    requested += last - first + 1;
-    const std::uint64_t last_region = last / L2Cache::kSectorsPerRegion;
-    for (std::uint64_t region = first / L2Cache::kSectorsPerRegion;; ++region) {
-      const std::uint64_t r0 = region * L2Cache::kSectorsPerRegion;
-      const L2Cache::Mask want = sector_range_mask(
-          static_cast<unsigned>(first > r0 ? first - r0 : 0),
-          static_cast<unsigned>(region == last_region ? last - r0
-                                                      : L2Cache::kSectorsPerRegion - 1));
-      // Consecutive runs in one region (short rows) are one lookup: the second lookup of a
-      // region just looked up changes no recency, and the sectors it finds missing (or newly
-      // dirty) are exactly those of the union not found by the first.
-      if (n > 0 && out[n - 1].region == region) {
-        out[n - 1].want[0] |= want[0];
-        out[n - 1].want[1] |= want[1];
-      } else {
-        // The home hash differs from the set index, so that home and set are independent.
-        std::uint64_t h = region * 0x9e3779b97f4a7c15ULL;
-        h ^= h >> 29;
-        if (n == capacity) {  // grows a few times per run of the simulator, then never
-          accesses_.resize(std::max<std::size_t>(64, 2 * capacity));
-          out = accesses_.data();
-          capacity = accesses_.size();
-        }
-        out[n++] = {region, set_of(region), homes(h), want};
-      }
+  std::uint64_t requested = 0;  // sectors
+
+  Batch(const L2Cache::Geometry& g, const FastModulo& h, std::vector<Access>& accesses)
+      : geometry(g),
+        homes(h),
+        set_of(g),
+        storage(accesses),
+        out(accesses.data()),
+        capacity(accesses.size()) {}
+
+  // Sectors [a, b] of a region (0 <= a <= b < 128) as a mask: 2^(b+1) - 2^a, where 2^128 wraps
+  // to 0 in 128-bit arithmetic, as it should for b = 127.
+  static U128 span_of(std::uint64_t a, std::uint64_t b) { return (U128{2} << b) - (U128{1} << a); }
+
+  // Adds sectors `want` of `region` (`sectors` requested) to the batch.
+  [[gnu::always_inline]] void add_region(std::uint64_t region, U128 want, std::uint64_t sectors) {
+    requested += sectors;
+    const L2Cache::Mask mask = {static_cast<std::uint64_t>(want),
+                                static_cast<std::uint64_t>(want >> 64)};
+    // Consecutive pieces in one region (short rows) are one lookup: the second lookup of a
+    // region just looked up changes no recency, and the sectors it finds missing (or newly
+    // dirty) are exactly those of the union not found by the first.
+    if (n > 0 && out[n - 1].region == region) {
+      out[n - 1].want[0] |= mask[0];
+      out[n - 1].want[1] |= mask[1];
+      return;
+    }
+    // The home hash differs from the set index, so that home and set are independent.
+    std::uint64_t h = region * 0x9e3779b97f4a7c15ULL;
+    h ^= h >> 29;
+    if (n == capacity) [[unlikely]] {  // grows a few times per run of the simulator
+      storage.resize(std::max<std::size_t>(64, 2 * capacity));
+      out = storage.data();
+      capacity = storage.size();
+    }
+    out[n++] = {region, set_of(region), homes(h), mask};
+  }
+
+  // Adds the sectors [first, last] (absolute sector numbers) to the batch.
+  void add(std::uint64_t first, std::uint64_t last) {
+    constexpr std::uint64_t kRegion = L2Cache::kSectorsPerRegion;
+    const std::uint64_t last_region = last / kRegion;
+    for (std::uint64_t region = first / kRegion;; ++region) {
+      const std::uint64_t r0 = region * kRegion;
+      const std::uint64_t a = first > r0 ? first - r0 : 0;
+      const std::uint64_t b = region == last_region ? last - r0 : kRegion - 1;
+      add_region(region, span_of(a, b), b - a + 1);
       if (region == last_region) break;
     }
   }
-  access_count_ = n;
-  return requested;
+};
+
+std::uint64_t L2System::gather(std::span<const Run> runs) {
+  Batch batch(parts_.front().geometry(), home_modulo_, accesses_);
+  for (const Run& run : runs) {
+    if (run.len == 0 || run.count == 0) continue;
+    const std::uint64_t first = batch.geometry.sector_of(run.addr);
+    const std::uint64_t last = batch.geometry.sector_of(run.addr + run.len - 1);
+    const std::uint64_t step = batch.geometry.sector_of(run.stride);
+    if (run.count > 1 && step * batch.geometry.sector_bytes == run.stride) {
+      // Piece k's sectors are piece 0's moved by k * step. When all pieces fall in one region
+      // (a tile's rows within one 4-row block) their masks are piece 0's, shifted.
+      const std::uint64_t region = first / L2Cache::kSectorsPerRegion;
+      const std::uint64_t end = last + (run.count - 1) * step;
+      if (end / L2Cache::kSectorsPerRegion == region) {
+        const std::uint64_t r0 = region * L2Cache::kSectorsPerRegion;
+        const Batch::U128 piece = Batch::span_of(first - r0, last - r0);
+        Batch::U128 want = 0;
+        for (std::uint64_t k = 0; k < run.count; ++k) want |= piece << (k * step);
+        batch.add_region(region, want, run.count * (last - first + 1));
+        continue;
+      }
+    }
+    batch.add(first, last);
+    std::uint64_t addr = run.addr;
+    for (std::uint64_t k = 1; k < run.count; ++k) {
+      addr += run.stride;
+      batch.add(batch.geometry.sector_of(addr), batch.geometry.sector_of(addr + run.len - 1));
+    }
+  }
+  access_count_ = batch.n;
+  return batch.requested;
 }
 
 template <typename Visit>

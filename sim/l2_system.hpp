@@ -19,10 +19,13 @@ namespace iosim {
 
 class L2System {
  public:
-  /// A contiguous byte range [addr, addr + len).
+  /// `count` byte ranges of `len` bytes, the k-th [addr + k * stride, addr + k * stride + len):
+  /// one contiguous range by default, or a tile's pieces of consecutive rows in one.
   struct Run {
     std::uint64_t addr = 0;
     std::uint64_t len = 0;
+    std::uint64_t count = 1;
+    std::uint64_t stride = 0;
   };
 
   /// `partitions` caches sharing `capacity_bytes` equally. Throws ConfigError if one holds no
@@ -65,6 +68,8 @@ class L2System {
 
   // Fills accesses_ with the regions `runs` touch in order; returns the requested sectors.
   std::uint64_t gather(std::span<const Run> runs);
+  // Helpers of gather(), which keeps the batch being built in locals.
+  struct Batch;
   // Calls visit(access, near partition, home partition, home != near) for every access gathered,
   // in order, for an SM on `sm`.
   template <typename Visit>

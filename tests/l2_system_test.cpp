@@ -68,16 +68,22 @@ TEST_CASE("a tile's runs sent together count what run-by-run sends count") {
     PerTensor wb_whole{}, wb_single{};
     for (int tile = 0; tile < 3000; ++tile) {
       const std::uint64_t base = (rng() % 512) * 4096 + (rng() % 128) * 32 + rng() % 32;
-      const std::uint64_t row_bytes = 1 + rng() % 6000;
-      const std::uint64_t pitch = row_bytes + rng() % 9000;
+      // Every third tile has short rows at a sector-aligned pitch, often all in one region.
+      const bool aligned = tile % 3 == 0;
+      const std::uint64_t row_bytes = 1 + rng() % (aligned ? 1024 : 6000);
+      const std::uint64_t pitch =
+          aligned ? (row_bytes + 31) / 32 * 32 + 32 * (rng() % 8) : row_bytes + rng() % 9000;
       const int sm = static_cast<int>(rng() % 8);
       const auto owner = static_cast<TensorId>(rng() % 4);
       std::vector<L2System::Run> runs;
-      for (std::uint64_t r = 0, rows = 1 + rng() % 40; r < rows; ++r) {
-        runs.push_back({base + r * pitch, row_bytes});
-      }
+      const std::uint64_t rows = 1 + rng() % (aligned ? 5 : 40);
+      for (std::uint64_t r = 0; r < rows; ++r) runs.push_back({base + r * pitch, row_bytes});
+      // `whole` gets the rows as one strided run every other tile (with sector-aligned pitches
+      // too, whose pieces within one region are masked by shifting), `single` one row at a time.
+      const std::vector<L2System::Run> strided = {{base, row_bytes, rows, pitch}};
+      const std::vector<L2System::Run>& batch = tile % 2 == 0 ? runs : strided;
       if (rng() % 2 == 0) {
-        const L2Cache::ReadOutcome a = whole.read(runs, owner, sm, wb_whole);
+        const L2Cache::ReadOutcome a = whole.read(batch, owner, sm, wb_whole);
         L2Cache::ReadOutcome b;
         for (const L2System::Run& run : runs) {
           const L2Cache::ReadOutcome r = single.read(run.addr, run.len, owner, sm, wb_single);
@@ -90,7 +96,7 @@ TEST_CASE("a tile's runs sent together count what run-by-run sends count") {
         std::uint64_t b = 0;
         for (const L2System::Run& run : runs)
           b += single.write(run.addr, run.len, owner, sm, wb_single);
-        REQUIRE(whole.write(runs, owner, sm, wb_whole) == b);
+        REQUIRE(whole.write(batch, owner, sm, wb_whole) == b);
       }
       REQUIRE(wb_whole == wb_single);
       REQUIRE(whole.dirty_bytes() == single.dirty_bytes());
