@@ -9,7 +9,9 @@ namespace iosim {
 enum class Dtype { fp16, bf16, fp32 };
 
 /// Bytes per element.
-constexpr std::int64_t dtype_bytes(Dtype t) { return t == Dtype::fp32 ? 4 : 2; }
+constexpr std::int64_t dtype_bytes(Dtype t) {
+  return t == Dtype::fp32 ? 4 : 2;
+}
 
 /// "fp16", "bf16" or "fp32".
 std::string_view dtype_name(Dtype t);

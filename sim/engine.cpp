@@ -114,7 +114,38 @@ class AddressMap {
   static void visit_blocked(std::uint64_t origin, std::uint64_t pitch, std::uint64_t row0,
                             std::uint64_t rows, std::uint64_t col_byte, std::uint64_t len,
                             Visit& visit) {
-    L2System::Run pending{0, 0, 0, 0};
+    const std::uint64_t end_row = row0 + rows, end_byte = col_byte + len;
+    const std::uint64_t chunk = col_byte / kBlockChunk;
+    if ((end_byte - 1) / kBlockChunk == chunk) {
+      // Within one chunk (GEMM tiles): the pieces of a block's rows are `count` at kBlockChunk
+      // apart, and whole blocks of rows repeat that at kBlockRows rows apart: one run for all
+      // whole blocks, one for a part block at either end.
+      const std::uint64_t column =
+          origin + chunk * kBlockRows * kBlockChunk + col_byte % kBlockChunk;
+      auto part = [&](std::uint64_t r, std::uint64_t n) {  // rows [r, r + n) of one block
+        const std::uint64_t a =
+            column + r / kBlockRows * kBlockRows * pitch + r % kBlockRows * kBlockChunk;
+        return len == kBlockChunk ? L2System::Run{a, n * kBlockChunk}
+                                  : L2System::Run{a, len, n, kBlockChunk};
+      };
+      std::uint64_t r = row0;
+      const std::uint64_t head_end =
+          std::min(end_row, (row0 + kBlockRows - 1) / kBlockRows * kBlockRows);
+      if (r < head_end) {
+        visit(part(r, head_end - r));
+        r = head_end;
+      }
+      if (const std::uint64_t whole = (end_row - r) / kBlockRows; whole > 0) {
+        L2System::Run run = part(r, kBlockRows);
+        run.blocks = whole;
+        run.block_stride = kBlockRows * pitch;
+        visit(run);
+        r += whole * kBlockRows;
+      }
+      if (r < end_row) visit(part(r, end_row - r));
+      return;
+    }
+    L2System::Run pending{0, 0, 0, 0, 1, 0};
     auto emit = [&](const L2System::Run& run) {
       if (pending.count == 1 && run.count == 1) {
         if (pending.addr + pending.len == run.addr) {  // contiguous
@@ -134,7 +165,6 @@ class AddressMap {
       if (pending.count != 0) visit(pending);
       pending = run;
     };
-    const std::uint64_t end_row = row0 + rows, end_byte = col_byte + len;
     for (std::uint64_t g = row0 / kBlockRows; g * kBlockRows < end_row; ++g) {
       const std::uint64_t r_first = std::max(row0, g * kBlockRows);
       const std::uint64_t r_last = std::min(end_row, (g + 1) * kBlockRows);

@@ -1,8 +1,9 @@
 #pragma once
 // Error families. ConfigError: the user's input (a profile, a flag, a problem size) is wrong; the
-// message names the offending item. InternalError: a bug in iosim (a broken invariant). Library code
-// throws these and never prints or exits; only main() turns them into exit codes.
+// message names the offending item. InternalError: a bug in iosim (a broken invariant). Library
+// code throws these and never prints or exits; only main() turns them into exit codes.
 #include <fmt/format.h>
+
 #include <stdexcept>
 #include <string>
 #include <utility>

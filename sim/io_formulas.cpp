@@ -15,8 +15,12 @@ namespace {
 
 using u64 = std::uint64_t;
 
-u64 cdiv(std::int64_t n, std::int64_t b) { return static_cast<u64>((n + b - 1) / b); }
-u64 u(std::int64_t v) { return static_cast<u64>(v); }
+u64 cdiv(std::int64_t n, std::int64_t b) {
+  return static_cast<u64>((n + b - 1) / b);
+}
+u64 u(std::int64_t v) {
+  return static_cast<u64>(v);
+}
 
 // Rows of K/V visible to query block [q0, q0 + qr) under bottom-right causal masking, counted in
 // whole K/V blocks (a block is loaded when any of its keys is visible).

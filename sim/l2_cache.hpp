@@ -320,7 +320,10 @@ class L2Cache::Lookups {
     // And the sector state of the way a miss would replace: most lookups of data far larger
     // than the L2 miss, and the victim's dirty sectors are what a miss reads first.
     if (ways_ <= kMaxPackedWays) {
-      __builtin_prefetch(&lines_[set * ways_ + ((order_[set] >> (4 * (ways_ - 1))) & 0xF)]);
+      const std::uint64_t victim = set * ways_ + ((order_[set] >> (4 * (ways_ - 1))) & 0xF);
+      __builtin_prefetch(&lines_[victim]);
+      __builtin_prefetch(&dirty_since_[victim]);
+      __builtin_prefetch(&owners_[victim]);
     }
   }
 

@@ -55,9 +55,32 @@ struct L2System::Batch {
         out(accesses.data()),
         capacity(accesses.size()) {}
 
-  // Sectors [a, b] of a region (0 <= a <= b < 128) as a mask: 2^(b+1) - 2^a, where 2^128 wraps
-  // to 0 in 128-bit arithmetic, as it should for b = 127.
-  static U128 span_of(std::uint64_t a, std::uint64_t b) { return (U128{2} << b) - (U128{1} << a); }
+  // Sectors [a, b] of a region (0 <= a <= b < 128) as a mask.
+  static U128 span_of(std::uint64_t a, std::uint64_t b) {
+    // Word by word, without branches (a 128-bit shift by a variable amount branches on it).
+    auto from = [](std::uint64_t x) -> U128 {  // bits x..127 set, x <= 128
+      const std::uint64_t all = ~std::uint64_t{0};
+      const std::uint64_t lo = x < 64 ? all << (x & 63) : 0;
+      const std::uint64_t hi = x < 64 ? all : (x < 128 ? all << (x & 63) : 0);
+      return (U128{hi} << 64) | lo;
+    };
+    return from(a) & ~from(b + 1);
+  }
+
+  // Bits 0, step, 2 step, ... (count of them, all below 128): a piece's mask times this is the
+  // masks of `count` pieces `step` sectors apart (they do not overlap: no carries). The last
+  // one is kept, since a tile's pieces mostly share their count and step.
+  U128 replicator(std::uint64_t count, std::uint64_t step) {
+    if (count != rep_count_ || step != rep_step_) {
+      rep_count_ = count;
+      rep_step_ = step;
+      rep_ = 0;
+      for (std::uint64_t k = 0; k < count; ++k) rep_ |= U128{1} << (k * step);
+    }
+    return rep_;
+  }
+  std::uint64_t rep_count_ = 0, rep_step_ = 0;
+  U128 rep_ = 0;
 
   // Adds sectors `want` of `region` (`sectors` requested) to the batch.
   [[gnu::always_inline]] void add_region(std::uint64_t region, U128 want, std::uint64_t sectors) {
@@ -99,30 +122,55 @@ struct L2System::Batch {
 
 std::uint64_t L2System::gather(std::span<const Run> runs) {
   Batch batch(parts_.front().geometry(), home_modulo_, accesses_);
-  for (const Run& run : runs) {
-    if (run.len == 0 || run.count == 0) continue;
-    const std::uint64_t first = batch.geometry.sector_of(run.addr);
-    const std::uint64_t last = batch.geometry.sector_of(run.addr + run.len - 1);
-    const std::uint64_t step = batch.geometry.sector_of(run.stride);
-    if (run.count > 1 && step * batch.geometry.sector_bytes == run.stride) {
-      // Piece k's sectors are piece 0's moved by k * step. When all pieces fall in one region
-      // (a tile's rows within one 4-row block) their masks are piece 0's, shifted.
-      const std::uint64_t region = first / L2Cache::kSectorsPerRegion;
-      const std::uint64_t end = last + (run.count - 1) * step;
-      if (end / L2Cache::kSectorsPerRegion == region) {
-        const std::uint64_t r0 = region * L2Cache::kSectorsPerRegion;
-        const Batch::U128 piece = Batch::span_of(first - r0, last - r0);
-        Batch::U128 want = 0;
-        for (std::uint64_t k = 0; k < run.count; ++k) want |= piece << (k * step);
-        batch.add_region(region, want, run.count * (last - first + 1));
-        continue;
-      }
+  const L2Cache::Geometry& g = batch.geometry;
+  constexpr std::uint64_t kRegion = L2Cache::kSectorsPerRegion;
+  for (const Run& in : runs) {
+    if (in.len == 0 || in.count == 0 || in.blocks == 0) continue;
+    Run run = in;
+    const std::uint64_t first = g.sector_of(run.addr);
+    const std::uint64_t last = g.sector_of(run.addr + run.len - 1);
+    const std::uint64_t region = first / kRegion;
+    const std::uint64_t r0 = region * kRegion;
+    // Strides in sectors, and whether they are whole sectors / whole regions.
+    auto sectors_of = [&](std::uint64_t bytes, bool& whole) {
+      const std::uint64_t n = g.sector_of(bytes);
+      whole = n * g.sector_bytes == bytes;
+      return n;
+    };
+    bool whole_step = false, whole_block_step = false;
+    std::uint64_t step = sectors_of(run.stride, whole_step);
+    if (last / kRegion == region && run.blocks == 1 && run.count > 1 && whole_step &&
+        step % kRegion == 0) {
+      // Single pieces, each in a region of its own at whole regions apart (a row's chunks):
+      // the same as blocks of one piece.
+      run.blocks = run.count;
+      run.block_stride = run.stride;
+      run.count = 1;
+      step = 0;
     }
-    batch.add(first, last);
-    std::uint64_t addr = run.addr;
-    for (std::uint64_t k = 1; k < run.count; ++k) {
-      addr += run.stride;
-      batch.add(batch.geometry.sector_of(addr), batch.geometry.sector_of(addr + run.len - 1));
+    const std::uint64_t block_step = sectors_of(run.block_stride, whole_block_step);
+    const bool inner_fits = run.count == 1
+                                ? last / kRegion == region
+                                : whole_step && last - first < step &&
+                                      (last + (run.count - 1) * step) / kRegion == region;
+    if (inner_fits && (run.blocks == 1 || (whole_block_step && block_step % kRegion == 0))) {
+      // Every block's pieces fall in one region and share no sector, and the blocks are whole
+      // regions apart: one mask (piece k's sectors are piece 0's moved by k * step) for the
+      // block's region, the same in every block.
+      Batch::U128 want = Batch::span_of(first - r0, last - r0);
+      if (run.count > 1) want *= batch.replicator(run.count, step);
+      const std::uint64_t sectors = run.count * (last - first + 1);
+      const std::uint64_t region_step = block_step / kRegion;
+      for (std::uint64_t b = 0; b < run.blocks; ++b) {
+        batch.add_region(region + b * region_step, want, sectors);
+      }
+      continue;
+    }
+    for (std::uint64_t b = 0; b < run.blocks; ++b) {
+      std::uint64_t addr = run.addr + b * run.block_stride;
+      for (std::uint64_t k = 0; k < run.count; ++k, addr += run.stride) {
+        batch.add(g.sector_of(addr), g.sector_of(addr + run.len - 1));
+      }
     }
   }
   access_count_ = batch.n;

@@ -19,13 +19,17 @@ namespace iosim {
 
 class L2System {
  public:
-  /// `count` byte ranges of `len` bytes, the k-th [addr + k * stride, addr + k * stride + len):
-  /// one contiguous range by default, or a tile's pieces of consecutive rows in one.
+  /// Byte ranges of `len` bytes: for b < blocks, for k < count, the range starting at
+  /// addr + b * block_stride + k * stride, in that order. One contiguous range by default; a
+  /// tile's pieces of consecutive rows (count, stride); or those of several blocks of rows
+  /// (blocks, block_stride).
   struct Run {
     std::uint64_t addr = 0;
     std::uint64_t len = 0;
     std::uint64_t count = 1;
     std::uint64_t stride = 0;
+    std::uint64_t blocks = 1;
+    std::uint64_t block_stride = 0;
   };
 
   /// `partitions` caches sharing `capacity_bytes` equally. Throws ConfigError if one holds no

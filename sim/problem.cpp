@@ -1,7 +1,8 @@
 #include "sim/problem.hpp"
 
-#include <cmath>
 #include <fmt/format.h>
+
+#include <cmath>
 
 #include "sim/errors.hpp"
 
@@ -17,7 +18,8 @@ std::uint64_t splitmix64(std::uint64_t x) {
 
 void require_range(const char* flag, std::int64_t v, std::int64_t lo, std::int64_t hi) {
   if (v < lo || v > hi) {
-    throw ConfigError(fmt::format("{} {} is out of range: it must be in [{}, {}]", flag, v, lo, hi));
+    throw ConfigError(
+        fmt::format("{} {} is out of range: it must be in [{}, {}]", flag, v, lo, hi));
   }
 }
 
@@ -25,9 +27,12 @@ void require_range(const char* flag, std::int64_t v, std::int64_t lo, std::int64
 
 std::string pass_name(Pass p) {
   switch (p) {
-    case Pass::fwd: return "fwd";
-    case Pass::bwd: return "bwd";
-    case Pass::fwdbwd: return "fwdbwd";
+    case Pass::fwd:
+      return "fwd";
+    case Pass::bwd:
+      return "bwd";
+    case Pass::fwdbwd:
+      return "fwdbwd";
   }
   return "?";
 }
@@ -39,7 +44,9 @@ Pass parse_pass(const std::string& s) {
   throw ConfigError(fmt::format("unknown pass '{}'; valid passes: fwd, bwd, fwdbwd", s));
 }
 
-double AttentionProblem::scale() const { return 1.0 / std::sqrt(static_cast<double>(head_dim)); }
+double AttentionProblem::scale() const {
+  return 1.0 / std::sqrt(static_cast<double>(head_dim));
+}
 
 void validate_problem(const AttentionProblem& p) {
   // Limits keep every byte count inside 64 bits and reject sizes no GPU holds.
@@ -64,8 +71,7 @@ void validate_problem(const AttentionProblem& p) {
         "alignment the first {} query rows would see no key",
         p.seq, p.seq_kv, p.seq - p.seq_kv));
   }
-  const double qkv_bytes = static_cast<double>(p.bh()) *
-                           static_cast<double>(p.seq + 2 * p.seq_kv) *
+  const double qkv_bytes = static_cast<double>(p.bh()) * static_cast<double>(p.seq + 2 * p.seq_kv) *
                            static_cast<double>(p.head_dim) * static_cast<double>(p.elem_bytes());
   if (qkv_bytes > 1e15) {
     throw ConfigError(fmt::format(
@@ -77,7 +83,8 @@ bool score_visible(const AttentionProblem& p, std::int64_t i, std::int64_t j) {
   if (p.causal && j > i + (p.seq_kv - p.seq)) return false;
   if (p.mask && j != 0) {
     // About one score in ten is hidden; key 0 never is, so no row is fully masked.
-    const auto h = splitmix64((static_cast<std::uint64_t>(i) << 32) ^ static_cast<std::uint64_t>(j));
+    const auto h =
+        splitmix64((static_cast<std::uint64_t>(i) << 32) ^ static_cast<std::uint64_t>(j));
     if (h % 10 == 0) return false;
   }
   return true;

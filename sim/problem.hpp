@@ -20,15 +20,15 @@ Pass parse_pass(const std::string& s);
 
 /// One attention call: O = softmax(scale * Q K^T [+ mask]) [dropout] V, per batch and head.
 struct AttentionProblem {
-  std::int64_t batch = 1;     // B
-  std::int64_t heads = 1;     // H
-  std::int64_t seq = 1;       // N, query length
-  std::int64_t seq_kv = 1;    // N_kv, key/value length (= N unless set)
-  std::int64_t head_dim = 64; // d
+  std::int64_t batch = 1;      // B
+  std::int64_t heads = 1;      // H
+  std::int64_t seq = 1;        // N, query length
+  std::int64_t seq_kv = 1;     // N_kv, key/value length (= N unless set)
+  std::int64_t head_dim = 64;  // d
   Dtype dtype = Dtype::fp16;
-  bool causal = false;        // bottom-right aligned: query i sees key j iff j <= i + (N_kv - N)
-  bool mask = false;          // an elementwise mask computed from indices (see README)
-  double dropout = 0.0;       // drop probability
+  bool causal = false;   // bottom-right aligned: query i sees key j iff j <= i + (N_kv - N)
+  bool mask = false;     // an elementwise mask computed from indices (see README)
+  double dropout = 0.0;  // drop probability
   Pass pass = Pass::fwd;
   // Block sparsity (--pattern, block-sparse only): which blocks are computed; null: all.
   std::shared_ptr<const BlockPattern> pattern;

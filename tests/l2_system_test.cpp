@@ -75,12 +75,22 @@ TEST_CASE("a tile's runs sent together count what run-by-run sends count") {
           aligned ? (row_bytes + 31) / 32 * 32 + 32 * (rng() % 8) : row_bytes + rng() % 9000;
       const int sm = static_cast<int>(rng() % 8);
       const auto owner = static_cast<TensorId>(rng() % 4);
-      std::vector<L2System::Run> runs;
+      // Blocks of rows: at whole regions apart (a blocked matrix) or anywhere.
       const std::uint64_t rows = 1 + rng() % (aligned ? 5 : 40);
-      for (std::uint64_t r = 0; r < rows; ++r) runs.push_back({base + r * pitch, row_bytes});
+      const std::uint64_t blocks = tile % 4 == 1 ? 1 + rng() % 5 : 1;
+      const std::uint64_t block_stride =
+          aligned ? 4096 * (1 + rng() % 3) : rows * pitch + rng() % 5000;
+      std::vector<L2System::Run> runs;
+      for (std::uint64_t b = 0; b < blocks; ++b) {
+        for (std::uint64_t r = 0; r < rows; ++r) {
+          runs.push_back({base + b * block_stride + r * pitch, row_bytes});
+        }
+      }
       // `whole` gets the rows as one strided run every other tile (with sector-aligned pitches
-      // too, whose pieces within one region are masked by shifting), `single` one row at a time.
-      const std::vector<L2System::Run> strided = {{base, row_bytes, rows, pitch}};
+      // too, whose pieces within one region are masked by shifting; and blocks of them),
+      // `single` one row at a time.
+      const std::vector<L2System::Run> strided = {
+          {base, row_bytes, rows, pitch, blocks, block_stride}};
       const std::vector<L2System::Run>& batch = tile % 2 == 0 ? runs : strided;
       if (rng() % 2 == 0) {
         const L2Cache::ReadOutcome a = whole.read(batch, owner, sm, wb_whole);
