@@ -25,6 +25,7 @@ L2Cache::L2Cache(std::int64_t capacity_bytes, int sector_bytes, int ways, double
   ways_per_set_ = std::min<std::uint64_t>(static_cast<std::uint64_t>(ways), regions);
   sets_ = regions / ways_per_set_;
   geometry_.sets = FastModulo(sets_);
+  geometry_.sets_wrap = (geometry_.sets(~std::uint64_t{0}) + 1) % sets_;
   const std::size_t all_ways = sets_ * ways_per_set_;
   // 16 extra entries leave room to start tags_lo_ on a 64-byte line.
   lo_storage_.assign(all_ways + 16, kEmpty);

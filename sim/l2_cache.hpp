@@ -130,6 +130,7 @@ class L2Cache {
     std::uint64_t sector_bytes;
     int sector_shift;  // log2(sector_bytes), or -1 when it is not a power of two
     FastModulo sets;
+    std::uint64_t sets_wrap = 0;  // 2^64 % sets (SetCursor's wrap-around correction)
     /// addr / sector_bytes: a shift for the power-of-two sectors of every real GPU.
     std::uint64_t sector_of(std::uint64_t addr) const {
       return sector_shift >= 0 ? addr >> sector_shift : addr / sector_bytes;
@@ -243,9 +244,7 @@ inline std::uint64_t L2Cache::Geometry::set_of(std::uint64_t region) const {
 class L2Cache::Geometry::SetCursor {
  public:
   explicit SetCursor(const Geometry& geometry)
-      : sets_(geometry.sets),
-        count_(geometry.sets.divisor()),
-        wrap_((geometry.sets(~std::uint64_t{0}) + 1) % geometry.sets.divisor()) {}
+      : sets_(geometry.sets), count_(geometry.sets.divisor()), wrap_(geometry.sets_wrap) {}
 
   std::uint64_t operator()(std::uint64_t region) {
     const bool near = started_ && region >= region_ && region - region_ < count_;

@@ -107,7 +107,7 @@ struct L2System::Batch {
   }
 
   // Adds the sectors [first, last] (absolute sector numbers) to the batch.
-  void add(std::uint64_t first, std::uint64_t last) {
+  [[gnu::always_inline]] void add(std::uint64_t first, std::uint64_t last) {
     constexpr std::uint64_t kRegion = L2Cache::kSectorsPerRegion;
     const std::uint64_t last_region = last / kRegion;
     for (std::uint64_t region = first / kRegion;; ++region) {
