@@ -300,6 +300,7 @@ class L2Cache::Lookups {
         ways_(cache.ways_per_set_),
         sector_bytes_(cache.sector_bytes_),
         max_dirty_sectors_(cache.max_dirty_sectors_),
+        queue_limit_(2 * cache.tags_hi_.size() + 64),
         wide_(cache.wide_),
         dirty_sectors_(cache.dirty_sectors_),
         written_back_sectors_(cache.written_back_sectors_),
@@ -359,7 +360,7 @@ class L2Cache::Lookups {
     if (was_clean) {
       dirty_since_[slot] = ++dirty_clock_;
       std::vector<DirtyEntry>& order = cache_.dirty_order_;
-      if (order.size() >= 2 * cache_.tags_hi_.size() + 64) drop_stale();
+      if (order.size() >= queue_limit_) drop_stale();
       order.push_back({slot, dirty_clock_});
     }
     if (dirty_sectors_ > max_dirty_sectors_) clean_oldest(slot, written_back);
@@ -470,8 +471,9 @@ class L2Cache::Lookups {
     }
   }
 
+  // (An evicted or cleaned way's stamp is reset to 0, and live stamps start at 1.)
   bool stale(const DirtyEntry& e) const {
-    return dirty_since_[e.slot] != e.since || !occupied(e.slot);
+    return dirty_since_[e.slot] != e.since;
   }
 
   // Removes the stale entries (and those already dequeued), keeping the order of the others.
@@ -485,10 +487,6 @@ class L2Cache::Lookups {
     cache_.dirty_head_ = 0;
   }
 
-  bool occupied(std::uint64_t i) const {
-    return tags_lo_[i] != kEmpty || tags_hi_[i] != kEmpty;
-  }
-
   Lines& acquire(std::uint64_t region, std::uint64_t set, TensorId owner, PerTensor& written_back) {
     const std::uint64_t base = set * ways_;
     const std::uint64_t way = find(region, base);
@@ -499,12 +497,11 @@ class L2Cache::Lookups {
     // Miss: the set's least recently used way is replaced.
     const std::uint64_t victim = base + replace(set);
     Lines& x = lines_[victim];
-    if (occupied(victim)) {
-      const std::uint64_t dirty = l2_detail::popcount(x.dirty);
-      written_back[index_of(owners_[victim])] += dirty * sector_bytes_;
-      written_back_sectors_ += dirty;
-      dirty_sectors_ -= dirty;
-    }
+    // Without a test for an empty way: its sectors are all clean, so it writes back nothing.
+    const std::uint64_t dirty = l2_detail::popcount(x.dirty);
+    written_back[index_of(owners_[victim])] += dirty * sector_bytes_;
+    written_back_sectors_ += dirty;
+    dirty_sectors_ -= dirty;
     dirty_since_[victim] = 0;
     tags_lo_[victim] = static_cast<std::uint32_t>(region);
     tags_hi_[victim] = static_cast<std::uint32_t>(region >> 32);
@@ -525,6 +522,7 @@ class L2Cache::Lookups {
   std::uint64_t ways_;
   std::uint64_t sector_bytes_;
   std::uint64_t max_dirty_sectors_;
+  std::size_t queue_limit_;  // queue entries at which stale ones are dropped (see dirty_order_)
   bool wide_;
   std::uint64_t dirty_sectors_;
   std::uint64_t written_back_sectors_;
