@@ -218,8 +218,31 @@ std::string csv_header() {
   return "profile,algorithm,batch,heads,seq,seq_kv,head_dim,dtype,causal,mask,dropout,block_q,"
          "block_kv,l2,feasible,hbm_read_bytes,hbm_write_bytes,l2_read_bytes,l2_write_bytes,"
          "flops,tensor_flops,time_s,bound,compulsory_bytes,closed_form_bytes,lower_bound_bytes,"
-         "max_abs_error,infeasible_reason";
+         "max_abs_error,infeasible_reason,pass,kv_heads,pattern,page_tokens,block_table,splits";
 }
+
+namespace {
+
+// A CSV field: quoted (quotes doubled) when it holds a comma, a quote or a line break.
+std::string csv_field(const std::string& v) {
+  if (v.find_first_of(",\"\n\r") == std::string::npos) return v;
+  std::string q = "\"";
+  for (char ch : v) q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+  return q + "\"";
+}
+
+// The columns after infeasible_reason (added later, so that the first columns keep their
+// places): what else tells a sweep's rows apart.
+std::string csv_problem_extras(const Report& r) {
+  const AttentionProblem& p = r.request.problem;
+  return fmt::format(",{},{},{},{},{},{}", pass_name(p.pass), p.kv_head_count(),
+                     p.pattern ? csv_field(p.pattern->spec) : "",
+                     p.page_tokens > 0 ? std::to_string(p.page_tokens) : "",
+                     p.block_table ? csv_field(p.block_table->source) : "",
+                     r.tiling.splits > 0 ? std::to_string(r.tiling.splits) : "");
+}
+
+}  // namespace
 
 std::string csv_row(const Report& r) {
   const AttentionProblem& p = r.request.problem;
@@ -232,7 +255,7 @@ std::string csv_row(const Report& r) {
     std::string reason = r.infeasible_reason;
     for (char& ch : reason)
       if (ch == '"') ch = '\'';
-    return s + ",,,,,,,,,,,,," + "\"" + reason + "\"";
+    return s + ",,,,,,,,,,,,," + "\"" + reason + "\"" + csv_problem_extras(r);
   }
   const Counters& t = r.engine.total;
   s += fmt::format(",{},{},{},{},{},{},{:.9g},{},{},{},{},", t.hbm.read_total(),
@@ -240,7 +263,7 @@ std::string csv_row(const Report& r) {
                    t.tensor_flops, r.engine.time_s, r.bound, r.bounds.compulsory_bytes,
                    r.bounds.closed_form_bytes, r.bounds.lower_bound_bytes);
   if (r.numerics.max_abs_error) s += fmt::format("{:.6g}", *r.numerics.max_abs_error);
-  return s + ",";
+  return s + "," + csv_problem_extras(r);
 }
 
 std::string format_comparison(const std::vector<Report>& two_level,

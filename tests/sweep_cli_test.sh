@@ -63,6 +63,23 @@ assert got == sorted((h, s, p) for h in (2, 8) for s in (2, 4) for p in (16, 32)
 assert all("--page-tokens and --block-table apply to --algo paged" in r["infeasible_reason"]
            for r in rows if r["algorithm"] == "flash-decoding")
 PY
+# The CSV tells those rows apart too: pass, kv_heads, pattern, page_tokens, block_table, splits.
+deccsv=$("$IOSIM" sweep --algo paged --seq 1 --seq-kv 4096 --heads 8 --kv-heads 2,8 --splits 2,4 \
+  --page-tokens 16,32 --format csv 2>/dev/null)
+python3 - "$deccsv" <<'PY' && ok || bad "decode axes in CSV: $(head -c 300 <<<"$deccsv")"
+import csv, io, sys
+rows = list(csv.DictReader(io.StringIO(sys.argv[1])))
+assert len(rows) == 8, len(rows)
+got = sorted((int(r["kv_heads"]), int(r["splits"]), int(r["page_tokens"])) for r in rows)
+assert got == sorted((h, s, p) for h in (2, 8) for s in (2, 4) for p in (16, 32)), got
+assert all(r["pass"] == "fwd" and r["block_table"] == "random:1" for r in rows), rows[0]
+PY
+bscsv=$("$IOSIM" sweep --algo block-sparse --pattern local:2,strided:2 --seq 512 --format csv 2>/dev/null)
+python3 - "$bscsv" <<'PY' && ok || bad "patterns in CSV: $bscsv"
+import csv, io, sys
+rows = list(csv.DictReader(io.StringIO(sys.argv[1])))
+assert sorted(r["pattern"] for r in rows) == ["local:2", "strided:2"], rows
+PY
 "$IOSIM" sweep --seq 128 --out "$tmp/plain.json" 2>/dev/null || bad "plain sweep failed"
 grep -q -- '--kv-heads\|--splits\|--page-tokens\|--block-table' "$tmp/plain.json" &&
   bad "a sweep without decode flags records them" || ok
