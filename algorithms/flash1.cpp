@@ -16,7 +16,12 @@ namespace {
 class Flash1Schedule final : public Schedule {
  public:
   Flash1Schedule(const AttentionProblem& p, const Tiling& t, std::int64_t smem_bytes, int regs)
-      : p_(p), t_(t), smem_bytes_(smem_bytes), regs_(regs) {}
+      : p_(p),
+        t_(t),
+        smem_bytes_(smem_bytes),
+        regs_(regs),
+        tr_(ceil_div(p.seq, t.block_q)),
+        tc_(ceil_div(p.seq_kv, t.block_kv)) {}
 
   std::vector<TensorDecl> tensors() const override {
     const std::int64_t eb = p_.elem_bytes(), bh = p_.bh(), d = p_.head_dim;
@@ -57,7 +62,7 @@ class Flash1Schedule final : public Schedule {
   bool emit_cta_part(std::size_t, std::int64_t bh, std::size_t part,
                      std::vector<TileOp>& out) const override {
     const std::int64_t d = p_.head_dim, eb = p_.elem_bytes();
-    const std::int64_t tr = ceil_div(p_.seq, t_.block_q), tc = ceil_div(p_.seq_kv, t_.block_kv);
+    const std::int64_t tr = tr_, tc = tc_;
     const std::int64_t warps = std::max(1, t_.threads / 32);
     const std::int64_t offset = p_.seq_kv - p_.seq;
     const auto j = static_cast<std::int64_t>(part) / tr;
@@ -115,6 +120,7 @@ class Flash1Schedule final : public Schedule {
   Tiling t_;
   std::int64_t smem_bytes_;
   int regs_;
+  std::int64_t tr_, tc_;  // Q blocks, K/V blocks (emit_cta_part runs once per inner step)
 };
 
 std::int64_t flash1_smem_bytes(const AttentionProblem& p, std::int64_t br, std::int64_t bc) {

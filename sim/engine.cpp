@@ -240,7 +240,7 @@ struct CtaState {
   std::size_t part = 0;
   bool more_parts = false;
   std::size_t pc = 0;
-  std::int64_t stage = 0;
+  std::size_t ring = 0;             // the stage's slot in compute_end: stage number % its size
   std::vector<double> compute_end;  // ring of the last `pipeline_stages` compute ends
   double compute_free = 0.0;
   double end = 0.0;
@@ -309,7 +309,7 @@ class KernelRun {
     st.more_parts = schedule_.emit_cta_part(kernel_index_, cta, 0, st.ops);
     st.pc = 0;
     next_part(st);
-    st.stage = 0;
+    st.ring = 0;
     st.compute_end.assign(static_cast<std::size_t>(std::max(1, spec_.pipeline_stages)), t);
     st.compute_free = t;
     st.end = t;
@@ -329,8 +329,7 @@ class KernelRun {
 
   double next_stage_time(const CtaState& st, double now) const {
     // The next stage's buffer is the one the stage `pipeline_stages` back computed from.
-    const std::size_t depth = st.compute_end.size();
-    return std::max(now, st.compute_end[static_cast<std::size_t>(st.stage) % depth]);
+    return std::max(now, st.compute_end[st.ring]);
   }
 
   // Moves a tile between HBM/L2 and the chip; returns {requested, missed + written back} bytes.
@@ -527,7 +526,7 @@ class KernelRun {
       compute_end = std::max(compute_end, arrival) + compute_time(after, share);
     }
     st.compute_free = compute_end;
-    st.compute_end[static_cast<std::size_t>(st.stage) % st.compute_end.size()] = compute_end;
+    st.compute_end[st.ring] = compute_end;
     double end = compute_end;
     if (stores.requested > 0) {
       // Stores drain after the compute; their bandwidth is reserved now, in event order.
@@ -535,7 +534,7 @@ class KernelRun {
       end = std::max(compute_end + stores.requested / rates_.sm_port_bps, drained);
     }
     st.end = std::max(st.end, end);
-    ++st.stage;
+    if (++st.ring == st.compute_end.size()) st.ring = 0;
   }
 
   double latency_of(const Traffic& tr) const {

@@ -179,7 +179,9 @@ std::uint64_t L2System::gather(std::span<const Run> runs) {
 
 template <typename Visit>
 void L2System::for_each_access(int sm, Visit&& visit) {
-  const std::size_t side = static_cast<std::size_t>(sm) % parts_.size();
+  // (Two partitions on every GPU modelled: a mask, not a division, in the common case.)
+  const std::size_t side = parts_.size() == 2 ? static_cast<std::size_t>(sm) & 1
+                                              : static_cast<std::size_t>(sm) % parts_.size();
   const std::size_t n = access_count_;
   const Access* accesses = accesses_.data();
   if (parts_.size() == 2) {
