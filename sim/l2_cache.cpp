@@ -60,7 +60,7 @@ void L2Cache::reset_recency() {
 L2Cache::ReadOutcome L2Cache::read(std::uint64_t addr, std::uint64_t len, TensorId owner,
                                    PerTensor& written_back) {
   ReadOutcome out;
-  Lookups lookups(*this);
+  Lookups<> lookups(*this);
   geometry_.for_each_region(
       addr, len, [&](std::uint64_t region, const Mask& want, std::uint64_t sectors) {
         const Mask missing =
@@ -74,7 +74,7 @@ L2Cache::ReadOutcome L2Cache::read(std::uint64_t addr, std::uint64_t len, Tensor
 std::uint64_t L2Cache::write(std::uint64_t addr, std::uint64_t len, TensorId owner,
                              PerTensor& written_back) {
   std::uint64_t bytes = 0;
-  Lookups lookups(*this);
+  Lookups<> lookups(*this);
   geometry_.for_each_region(
       addr, len, [&](std::uint64_t region, const Mask& want, std::uint64_t sectors) {
         lookups.write_region(region, geometry_.set_of(region), want, owner, written_back);

@@ -122,6 +122,7 @@ class L2Cache {
   // Region-level lookups for a partitioned L2 (sim/l2_system.hpp). `want` selects sectors of a
   // region (128 bits).
   using Mask = std::array<std::uint64_t, 2>;
+  template <bool kSixteenWays = false>
   class Lookups;
 
   /// How addresses map to sectors, regions and sets: a small value that hot loops copy into
@@ -147,6 +148,7 @@ class L2Cache {
   int sector_bytes() const { return static_cast<int>(sector_bytes_); }
   std::uint64_t region_bytes() const { return region_bytes_; }
   std::size_t capacity_regions() const { return tags_hi_.size(); }
+  std::uint64_t ways_per_set() const { return ways_per_set_; }
 
  private:
   // A region is tagged by its low and high 32 bits. Empty ways hold kEmpty in both.
@@ -286,6 +288,7 @@ class L2Cache::Geometry::SetCursor {
 /// own members there across the stores into its arrays (they might alias), and reloading them
 /// made up much of a lookup, the simulator's innermost loop. The counters reach the cache when
 /// the object is destroyed; use one object per cache at a time.
+template <bool kSixteenWays>
 class L2Cache::Lookups {
  public:
   explicit Lookups(L2Cache& cache)
@@ -297,7 +300,7 @@ class L2Cache::Lookups {
         order_(cache.order_.data()),
         order_bytes_(cache.order_bytes_.data()),
         dirty_since_(cache.dirty_since_.data()),
-        ways_(cache.ways_per_set_),
+        ways_(kSixteenWays ? kMaxPackedWays : cache.ways_per_set_),
         sector_bytes_(cache.sector_bytes_),
         max_dirty_sectors_(cache.max_dirty_sectors_),
         queue_limit_(2 * cache.tags_hi_.size() + 64),
@@ -314,13 +317,16 @@ class L2Cache::Lookups {
   Lookups(const Lookups&) = delete;
   Lookups& operator=(const Lookups&) = delete;
 
+  /// Ways per set: a constant when the caller knows every set has 16 (the profiles' L2s).
+  std::uint64_t ways() const { return kSixteenWays ? kMaxPackedWays : ways_; }
+
   /// Starts loading set `set`'s tags into the CPU cache ahead of a lookup (a hint only).
   void prefetch(std::uint64_t set) const {
-    __builtin_prefetch(&tags_lo_[set * ways_]);
+    __builtin_prefetch(&tags_lo_[set * ways()]);
     // And the sector state of the way a miss would replace: most lookups of data far larger
     // than the L2 miss, and the victim's dirty sectors are what a miss reads first.
-    if (ways_ <= kMaxPackedWays) {
-      const std::uint64_t victim = set * ways_ + ((order_[set] >> (4 * (ways_ - 1))) & 0xF);
+    if (ways() <= kMaxPackedWays) {
+      const std::uint64_t victim = set * ways() + ((order_[set] >> (4 * (ways() - 1))) & 0xF);
       __builtin_prefetch(&lines_[victim]);
       __builtin_prefetch(&dirty_since_[victim]);
       __builtin_prefetch(&owners_[victim]);
@@ -367,7 +373,7 @@ class L2Cache::Lookups {
   }
 
  private:
-  // The way of set `base / ways_` holding `region`, or ways_ when none does.
+  // The way of set `base / ways()` holding `region`, or ways() when none does.
   std::uint64_t find(std::uint64_t region, std::uint64_t base) const {
     const auto lo = static_cast<std::uint32_t>(region);
     const auto hi = static_cast<std::uint32_t>(region >> 32);
@@ -375,7 +381,7 @@ class L2Cache::Lookups {
     const bool narrow = region < kEmpty && !wide_;
     const std::uint32_t* tags = &tags_lo_[base];
 #if defined(__SSE2__)
-    if (ways_ == kMaxPackedWays) {
+    if (ways() == kMaxPackedWays) {
       // The 16 low halves in four compares, packed to one bit per way: no loop, no mispredicted
       // branch on where the region is.
       const __m128i key = _mm_set1_epi32(static_cast<int>(lo));
@@ -385,23 +391,23 @@ class L2Cache::Lookups {
       const __m128i cd = _mm_packs_epi32(_mm_cmpeq_epi32(_mm_load_si128(v + 2), key),
                                          _mm_cmpeq_epi32(_mm_load_si128(v + 3), key));
       auto hits = static_cast<std::uint32_t>(_mm_movemask_epi8(_mm_packs_epi16(ab, cd)));
-      if (narrow) return hits != 0 ? static_cast<std::uint64_t>(std::countr_zero(hits)) : ways_;
+      if (narrow) return hits != 0 ? static_cast<std::uint64_t>(std::countr_zero(hits)) : ways();
       for (; hits != 0; hits &= hits - 1) {
         const auto w = static_cast<std::uint64_t>(std::countr_zero(hits));
         if (tags_hi_[base + w] == hi) return w;
       }
-      return ways_;
+      return ways();
     }
 #endif
-    for (std::uint64_t w = 0; w < ways_; ++w) {
+    for (std::uint64_t w = 0; w < ways(); ++w) {
       if (tags[w] == lo && (narrow || tags_hi_[base + w] == hi)) return w;
     }
-    return ways_;
+    return ways();
   }
 
   // Makes `way` the most recent of `set`.
   void touch(std::uint64_t set, std::uint64_t way) {
-    if (ways_ <= kMaxPackedWays) {
+    if (ways() <= kMaxPackedWays) {
       std::uint64_t& order = order_[set];
       // Position of `way`: the lowest 4-bit field of order ^ way*0x11.. that is zero (exact for
       // the lowest one; the word is a permutation, so exactly one field matches).
@@ -413,7 +419,7 @@ class L2Cache::Lookups {
       order = (order & ~through) | ((order & below) << 4) | way;
       return;
     }
-    std::uint8_t* order = &order_bytes_[set * ways_];
+    std::uint8_t* order = &order_bytes_[set * ways()];
     std::uint64_t p = 0;
     while (order[p] != way) ++p;
     for (; p > 0; --p) order[p] = order[p - 1];
@@ -423,8 +429,8 @@ class L2Cache::Lookups {
   // The least recent way of `set` (never-used ways are older than any used one), made the most
   // recent.
   std::uint64_t replace(std::uint64_t set) {
-    const std::uint64_t last = ways_ - 1;
-    if (ways_ <= kMaxPackedWays) {
+    const std::uint64_t last = ways() - 1;
+    if (ways() <= kMaxPackedWays) {
       std::uint64_t& order = order_[set];
       const std::uint64_t victim = (order >> (4 * last)) & 0xF;
       const std::uint64_t kept = l2_detail::low_fields(last);
@@ -432,7 +438,7 @@ class L2Cache::Lookups {
       order = (order & unused) | ((order & kept) << 4) | victim;
       return victim;
     }
-    std::uint8_t* order = &order_bytes_[set * ways_];
+    std::uint8_t* order = &order_bytes_[set * ways()];
     const std::uint8_t victim = order[last];
     for (std::uint64_t p = last; p > 0; --p) order[p] = order[p - 1];
     order[0] = victim;
@@ -488,9 +494,9 @@ class L2Cache::Lookups {
   }
 
   Lines& acquire(std::uint64_t region, std::uint64_t set, TensorId owner, PerTensor& written_back) {
-    const std::uint64_t base = set * ways_;
+    const std::uint64_t base = set * ways();
     const std::uint64_t way = find(region, base);
-    if (way != ways_) {
+    if (way != ways()) {
       touch(set, way);
       return lines_[base + way];
     }
@@ -519,7 +525,7 @@ class L2Cache::Lookups {
   std::uint64_t* order_;
   std::uint8_t* order_bytes_;
   std::uint64_t* dirty_since_;
-  std::uint64_t ways_;
+  std::uint64_t ways_;  // ways per set (kSixteenWays: always 16, known to the compiler)
   std::uint64_t sector_bytes_;
   std::uint64_t max_dirty_sectors_;
   std::size_t queue_limit_;  // queue entries at which stale ones are dropped (see dirty_order_)

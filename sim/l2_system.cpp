@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <type_traits>
 
 #include "sim/errors.hpp"
 
@@ -186,21 +187,29 @@ void L2System::for_each_access(int sm, Visit&& visit) {
   const Access* accesses = accesses_.data();
   if (parts_.size() == 2) {
     // A100, H100 and H200. Two named objects (not an array indexed by partition) let the
-    // compiler keep both partitions' lookups in registers.
-    L2Cache::Lookups near(parts_[side]), far(parts_[1 - side]);
-    for (std::size_t i = 0; i < n; ++i) {
-      if (i + kPrefetchDistance < n) {
-        const Access& ahead = accesses[i + kPrefetchDistance];
-        near.prefetch(ahead.set);
-        if (ahead.home != side) far.prefetch(ahead.set);
+    // compiler keep both partitions' lookups in registers; with 16 ways per set (every
+    // profile's L2) the set arithmetic is compiled for that constant.
+    auto pair = [&](auto sixteen) {
+      L2Cache::Lookups<decltype(sixteen)::value> near(parts_[side]), far(parts_[1 - side]);
+      for (std::size_t i = 0; i < n; ++i) {
+        if (i + kPrefetchDistance < n) {
+          const Access& ahead = accesses[i + kPrefetchDistance];
+          near.prefetch(ahead.set);
+          if (ahead.home != side) far.prefetch(ahead.set);
+        }
+        const Access& a = accesses[i];
+        visit(a, near, far, a.home != side);
       }
-      const Access& a = accesses[i];
-      visit(a, near, far, a.home != side);
+    };
+    if (parts_.front().ways_per_set() == L2Cache::kDefaultWays) {
+      pair(std::true_type{});
+    } else {
+      pair(std::false_type{});
     }
     return;
   }
-  std::vector<std::unique_ptr<L2Cache::Lookups>> views;
-  for (L2Cache& p : parts_) views.push_back(std::make_unique<L2Cache::Lookups>(p));
+  std::vector<std::unique_ptr<L2Cache::Lookups<>>> views;
+  for (L2Cache& p : parts_) views.push_back(std::make_unique<L2Cache::Lookups<>>(p));
   for (std::size_t i = 0; i < n; ++i) {
     const Access& a = accesses[i];
     visit(a, *views[side], *views[a.home], a.home != side);
@@ -211,30 +220,28 @@ L2Cache::ReadOutcome L2System::read(std::span<const Run> runs, TensorId owner, i
                                     PerTensor& written_back) {
   std::uint64_t missed = 0;
   const std::uint64_t requested = gather(runs);
-  for_each_access(
-      sm, [&](const Access& a, L2Cache::Lookups& near, L2Cache::Lookups& home, bool remote) {
-        L2Cache::Mask missing = near.fetch(a.region, a.set, a.want, owner, written_back);
-        if (remote && any(missing)) {
-          // Not in the near copy: ask the home partition over the fabric.
-          missing = home.fetch(a.region, a.set, missing, owner, written_back);
-        }
-        missed += l2_detail::popcount(missing);
-      });
+  for_each_access(sm, [&](const Access& a, auto& near, auto& home, bool remote) {
+    L2Cache::Mask missing = near.fetch(a.region, a.set, a.want, owner, written_back);
+    if (remote && any(missing)) {
+      // Not in the near copy: ask the home partition over the fabric.
+      missing = home.fetch(a.region, a.set, missing, owner, written_back);
+    }
+    missed += l2_detail::popcount(missing);
+  });
   return {requested * sector_bytes_, missed * sector_bytes_};
 }
 
 std::uint64_t L2System::write(std::span<const Run> runs, TensorId owner, int sm,
                               PerTensor& written_back) {
   const std::uint64_t requested = gather(runs);
-  for_each_access(
-      sm, [&](const Access& a, L2Cache::Lookups& near, L2Cache::Lookups& home, bool remote) {
-        if (remote) {
-          near.fill(a.region, a.set, a.want, owner, written_back);
-          home.write_region(a.region, a.set, a.want, owner, written_back);
-        } else {
-          near.write_region(a.region, a.set, a.want, owner, written_back);
-        }
-      });
+  for_each_access(sm, [&](const Access& a, auto& near, auto& home, bool remote) {
+    if (remote) {
+      near.fill(a.region, a.set, a.want, owner, written_back);
+      home.write_region(a.region, a.set, a.want, owner, written_back);
+    } else {
+      near.write_region(a.region, a.set, a.want, owner, written_back);
+    }
+  });
   return requested * sector_bytes_;
 }
 
