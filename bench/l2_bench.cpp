@@ -1,0 +1,49 @@
+// The L2 model alone (sim/l2_system.*), on the two access patterns that dominate the README
+// sweep (Google Benchmark; time per region access is the "s/access" counter):
+//  - blocked: GEMM tiles of a wide-row matrix, 32 regions of 4 rows x 64 B per call, streamed
+//    through an H100-sized L2 (every access misses), as standard attention's S stores;
+//  - single: one 4 KiB region per call, as flash1's Q, O, l and m tiles; the difference with
+//    `blocked` is the fixed cost of a call (its set index, the partitions' state, no look-ahead
+//    to prefetch).
+#include <benchmark/benchmark.h>
+
+#include <vector>
+
+#include "sim/l2_system.hpp"
+
+namespace {
+
+using namespace iosim;
+
+constexpr std::uint64_t kBase = 1ULL << 30;
+
+void l2_stream(benchmark::State& state, bool write, bool blocked) {
+  // H100: 50 MiB in two partitions, 47.3% of it may be dirty.
+  L2System l2(50LL << 20, 32, 2, 0.473);
+  PerTensor written_back{};
+  std::vector<L2System::Run> runs(1);
+  const std::uint64_t regions_per_call = blocked ? 32 : 1;
+  std::uint64_t call = 0;
+  for (auto _ : state) {
+    const std::uint64_t addr = kBase + call * regions_per_call * 4096;
+    runs[0] = blocked ? L2System::Run{addr, 64, 4, 1024, 32, 4096} : L2System::Run{addr, 4096};
+    const int sm = static_cast<int>(call % 132);
+    if (write) {
+      benchmark::DoNotOptimize(l2.write(runs, TensorId::S, sm, written_back));
+    } else {
+      benchmark::DoNotOptimize(l2.read(runs, TensorId::S, sm, written_back).miss_bytes);
+    }
+    ++call;
+  }
+  // Seconds per region access (printed with an SI prefix: "17.5n" is 17.5 ns).
+  state.counters["s/access"] =
+      benchmark::Counter(static_cast<double>(call * regions_per_call),
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+
+}  // namespace
+
+BENCHMARK_CAPTURE(l2_stream, l2_write_blocked, true, true);
+BENCHMARK_CAPTURE(l2_stream, l2_read_blocked, false, true);
+BENCHMARK_CAPTURE(l2_stream, l2_write_single, true, false);
+BENCHMARK_CAPTURE(l2_stream, l2_read_single, false, false);
