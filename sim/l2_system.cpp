@@ -83,6 +83,13 @@ struct L2System::Batch {
   std::uint64_t rep_count_ = 0, rep_step_ = 0;
   U128 rep_ = 0;
 
+  // What picks a region's home partition. It differs from the set index, so that home and set
+  // are independent.
+  static std::uint64_t home_hash(std::uint64_t region) {
+    const std::uint64_t h = region * 0x9e3779b97f4a7c15ULL;
+    return h ^ (h >> 29);
+  }
+
   // Adds sectors `want` of `region` (`sectors` requested) to the batch.
   [[gnu::always_inline]] void add_region(std::uint64_t region, U128 want, std::uint64_t sectors) {
     requested += sectors;
@@ -96,9 +103,7 @@ struct L2System::Batch {
       out[n - 1].want[1] |= mask[1];
       return;
     }
-    // The home hash differs from the set index, so that home and set are independent.
-    std::uint64_t h = region * 0x9e3779b97f4a7c15ULL;
-    h ^= h >> 29;
+    const std::uint64_t h = home_hash(region);
     if (n == capacity) [[unlikely]] {  // grows a few times per run of the simulator
       storage.resize(std::max<std::size_t>(64, 2 * capacity));
       out = storage.data();
@@ -122,6 +127,25 @@ struct L2System::Batch {
 };
 
 std::uint64_t L2System::gather(std::span<const Run> runs) {
+  if (runs.size() == 1 && runs[0].count == 1 && runs[0].blocks == 1 && runs[0].len > 0 &&
+      !accesses_.empty()) {
+    // One range in one region (most of flash1's and flash2's tiles): what the loop below makes
+    // of it, without setting up a batch.
+    const L2Cache::Geometry& g = parts_.front().geometry();
+    const std::uint64_t first = g.sector_of(runs[0].addr);
+    const std::uint64_t last = g.sector_of(runs[0].addr + runs[0].len - 1);
+    const std::uint64_t region = first / L2Cache::kSectorsPerRegion;
+    if (last / L2Cache::kSectorsPerRegion == region) {
+      const std::uint64_t r0 = region * L2Cache::kSectorsPerRegion;
+      const Batch::U128 want = Batch::span_of(first - r0, last - r0);
+      accesses_[0] = {region,
+                      g.set_of(region),
+                      home_modulo_(Batch::home_hash(region)),
+                      {static_cast<std::uint64_t>(want), static_cast<std::uint64_t>(want >> 64)}};
+      access_count_ = 1;
+      return last - first + 1;
+    }
+  }
   Batch batch(parts_.front().geometry(), home_modulo_, accesses_);
   const L2Cache::Geometry& g = batch.geometry;
   constexpr std::uint64_t kRegion = L2Cache::kSectorsPerRegion;
