@@ -65,7 +65,11 @@ class FastModulo {
   }
   std::uint64_t divisor() const { return d_; }
   /// x / d.
-  std::uint64_t quotient(std::uint64_t x) const { return ((x - (*this)(x)) >> shift_) * inverse_; }
+  std::uint64_t quotient(std::uint64_t x) const { return quotient(x, (*this)(x)); }
+  /// x / d, given x % d.
+  std::uint64_t quotient(std::uint64_t x, std::uint64_t remainder) const {
+    return ((x - remainder) >> shift_) * inverse_;
+  }
 
  private:
   __extension__ using U128 = unsigned __int128;
@@ -237,7 +241,8 @@ inline std::uint64_t low_fields(std::uint64_t n) {
 // unevenly and misses from 40% (binomial occupancy), a plain modulo fills every set alike and
 // thrashes all of them at once. (The sum wraps around 2^64 as in any unsigned arithmetic.)
 inline std::uint64_t L2Cache::Geometry::set_of(std::uint64_t region) const {
-  return sets(sets(region) + l2_detail::mix(sets.quotient(region)));
+  const std::uint64_t position = sets(region);
+  return sets(position + l2_detail::mix(sets.quotient(region, position)));
 }
 
 /// set_of() for a sequence of regions that mostly move forward by less than a window of
@@ -260,7 +265,7 @@ class L2Cache::Geometry::SetCursor {
       }
     } else {
       position_ = sets_(region);
-      window_ = sets_.quotient(region);
+      window_ = sets_.quotient(region, position_);
     }
     started_ = true;
     region_ = region;
