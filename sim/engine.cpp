@@ -389,9 +389,8 @@ class KernelRun {
     const std::size_t ti = index_of(op.tile.tensor);
     const std::uint64_t exact = addresses_.for_each_run(op.tile, [&](const L2System::Run& run) {
       if (l2_ == nullptr) return;
-      // Each piece is read, then written, before the next.
-      for (std::uint64_t k = 0; k < run.count; ++k) {
-        const std::uint64_t a = run.addr + k * run.stride;
+      // Each piece (of every block of rows) is read, then written, before the next.
+      run.for_each_piece([&](std::uint64_t a) {
         const L2Cache::ReadOutcome r =
             l2_->read(a, run.len, op.tile.tensor, sm, counters_->hbm.write_bytes);
         counters_->l2.read_bytes[ti] += r.requested_bytes;
@@ -401,7 +400,7 @@ class KernelRun {
             l2_->write(a, run.len, op.tile.tensor, sm, counters_->hbm.write_bytes);
         counters_->l2.write_bytes[ti] += bytes;
         tr.requested += static_cast<double>(bytes);
-      }
+      });
     });
     if (l2_ == nullptr) {
       counters_->hbm.read_bytes[ti] += exact;

@@ -32,6 +32,7 @@ L2System::L2System(std::int64_t capacity_bytes, int sector_bytes, int partitions
     parts_.emplace_back(capacity_bytes / partitions, sector_bytes, L2Cache::kDefaultWays,
                         max_dirty_fraction);
   }
+  accesses_.resize(64);  // never empty: gather() writes a one-region batch without checking
 }
 
 // The accesses of one batch as gather() builds them. Locals, not members: stores into
@@ -90,11 +91,14 @@ struct L2System::Batch {
     return h ^ (h >> 29);
   }
 
+  static L2Cache::Mask mask_of(U128 want) {
+    return {static_cast<std::uint64_t>(want), static_cast<std::uint64_t>(want >> 64)};
+  }
+
   // Adds sectors `want` of `region` (`sectors` requested) to the batch.
   [[gnu::always_inline]] void add_region(std::uint64_t region, U128 want, std::uint64_t sectors) {
     requested += sectors;
-    const L2Cache::Mask mask = {static_cast<std::uint64_t>(want),
-                                static_cast<std::uint64_t>(want >> 64)};
+    const L2Cache::Mask mask = mask_of(want);
     // Consecutive pieces in one region (short rows) are one lookup: the second lookup of a
     // region just looked up changes no recency, and the sectors it finds missing (or newly
     // dirty) are exactly those of the union not found by the first.
@@ -127,8 +131,7 @@ struct L2System::Batch {
 };
 
 std::uint64_t L2System::gather(std::span<const Run> runs) {
-  if (runs.size() == 1 && runs[0].count == 1 && runs[0].blocks == 1 && runs[0].len > 0 &&
-      !accesses_.empty()) {
+  if (runs.size() == 1 && runs[0].count == 1 && runs[0].blocks == 1 && runs[0].len > 0) {
     // One range in one region (most of flash1's and flash2's tiles): what the loop below makes
     // of it, without setting up a batch.
     const L2Cache::Geometry& g = parts_.front().geometry();
@@ -137,11 +140,8 @@ std::uint64_t L2System::gather(std::span<const Run> runs) {
     const std::uint64_t region = first / L2Cache::kSectorsPerRegion;
     if (last / L2Cache::kSectorsPerRegion == region) {
       const std::uint64_t r0 = region * L2Cache::kSectorsPerRegion;
-      const Batch::U128 want = Batch::span_of(first - r0, last - r0);
-      accesses_[0] = {region,
-                      g.set_of(region),
-                      home_modulo_(Batch::home_hash(region)),
-                      {static_cast<std::uint64_t>(want), static_cast<std::uint64_t>(want >> 64)}};
+      accesses_[0] = {region, g.set_of(region), home_modulo_(Batch::home_hash(region)),
+                      Batch::mask_of(Batch::span_of(first - r0, last - r0))};
       access_count_ = 1;
       return last - first + 1;
     }
@@ -191,12 +191,8 @@ std::uint64_t L2System::gather(std::span<const Run> runs) {
       }
       continue;
     }
-    for (std::uint64_t b = 0; b < run.blocks; ++b) {
-      std::uint64_t addr = run.addr + b * run.block_stride;
-      for (std::uint64_t k = 0; k < run.count; ++k, addr += run.stride) {
-        batch.add(g.sector_of(addr), g.sector_of(addr + run.len - 1));
-      }
-    }
+    run.for_each_piece(
+        [&](std::uint64_t addr) { batch.add(g.sector_of(addr), g.sector_of(addr + run.len - 1)); });
   }
   access_count_ = batch.n;
   return batch.requested;

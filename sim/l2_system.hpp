@@ -30,6 +30,14 @@ class L2System {
     std::uint64_t stride = 0;
     std::uint64_t blocks = 1;
     std::uint64_t block_stride = 0;
+
+    /// Calls f(start) for every range's first byte, in the order above.
+    template <typename F>
+    void for_each_piece(F&& f) const {
+      for (std::uint64_t b = 0; b < blocks; ++b) {
+        for (std::uint64_t k = 0; k < count; ++k) f(addr + b * block_stride + k * stride);
+      }
+    }
   };
 
   /// `partitions` caches sharing `capacity_bytes` equally. Throws ConfigError if one holds no

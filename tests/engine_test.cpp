@@ -101,6 +101,40 @@ TEST_CASE("wide-row matrices held in 4-row blocks still count every byte exactly
   }
 }
 
+namespace {
+
+// One CTA that adds a 16 x 32 fp16 tile into dS (64 x 4096: 8 KiB rows, held in 4-row blocks).
+// The tile's rows fill 4 whole blocks, which the address map sends as one two-level run.
+class ReduceSchedule final : public Schedule {
+ public:
+  std::vector<TensorDecl> tensors() const override { return {{TensorId::dS, 1, 64, 4096, 2}}; }
+  std::vector<KernelSpec> kernels() const override {
+    KernelSpec k;
+    k.name = "reduce";
+    k.grid = {1, 1, 1};
+    k.threads_per_cta = 128;
+    return {k};
+  }
+  void emit_cta(std::size_t, std::int64_t, std::vector<TileOp>& out) const override {
+    out.push_back(TileOp::reduce({TensorId::dS, 0, 0, 16, 0, 32}));
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a reduction into a wide-row matrix reads and writes every row of every block") {
+  const std::uint64_t tile_bytes = 16 * 32 * 2;
+  for (bool l2 : {true, false}) {
+    CAPTURE(l2);
+    EngineOptions o;
+    o.l2_enabled = l2;
+    const Counters c = run_schedule(test::profile(), ReduceSchedule(), o).total;
+    const std::size_t ds = index_of(TensorId::dS);
+    CHECK((l2 ? c.l2.read_bytes[ds] : c.hbm.read_bytes[ds]) == tile_bytes);
+    CHECK((l2 ? c.l2.write_bytes[ds] : c.hbm.write_bytes[ds]) == tile_bytes);
+  }
+}
+
 TEST_CASE("outputs written once are either written back or still dirty at the end") {
   const Report r = simulate(test::profile(), test::request("flash2", 2, 8, 2048, 64));
   const Counters& c = r.engine.total;
