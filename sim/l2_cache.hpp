@@ -28,20 +28,28 @@
 
 namespace iosim {
 
+__extension__ using SectorBits = unsigned __int128;  // one bit per sector of a region
+
+// Sectors [first, last] (inclusive, 0..127) of a region as bits, word by word and without
+// branches (a 128-bit shift by a variable amount branches on it).
+inline SectorBits sector_span(std::uint64_t first, std::uint64_t last) {
+  auto from = [](std::uint64_t x) -> SectorBits {  // bits x..127 set, x <= 128
+    const std::uint64_t all = ~std::uint64_t{0};
+    const std::uint64_t lo = x < 64 ? all << (x & 63) : 0;
+    const std::uint64_t hi = x < 64 ? all : (x < 128 ? all << (x & 63) : 0);
+    return (SectorBits{hi} << 64) | lo;
+  };
+  return from(first) & ~from(last + 1);
+}
+
+// The same bits as two words, low sectors first.
+inline std::array<std::uint64_t, 2> sector_words(SectorBits bits) {
+  return {static_cast<std::uint64_t>(bits), static_cast<std::uint64_t>(bits >> 64)};
+}
+
 // Mask with sectors [first, last] (inclusive, 0..127) set.
 inline std::array<std::uint64_t, 2> sector_range_mask(unsigned first, unsigned last) {
-  std::array<std::uint64_t, 2> m{};
-  for (unsigned w = 0; w < 2; ++w) {
-    const unsigned lo = w * 64, hi = lo + 63;
-    if (last < lo || first > hi) continue;
-    const unsigned a = first > lo ? first - lo : 0;
-    const unsigned b = last < hi ? last - lo : 63;
-    const std::uint64_t upto_b =
-        (b == 63) ? ~std::uint64_t{0} : ((std::uint64_t{1} << (b + 1)) - 1);
-    const std::uint64_t below_a = (std::uint64_t{1} << a) - 1;
-    m[w] = upto_b & ~below_a;
-  }
-  return m;
+  return sector_words(sector_span(first, last));
 }
 
 /// x % d and x / d for a divisor fixed at construction, without a division instruction. The

@@ -38,8 +38,6 @@ L2System::L2System(std::int64_t capacity_bytes, int sector_bytes, int partitions
 // The accesses of one batch as gather() builds them. Locals, not members: stores into
 // accesses_ could alias members, which the compiler would then reload for every piece.
 struct L2System::Batch {
-  __extension__ using U128 = unsigned __int128;
-
   L2Cache::Geometry geometry;
   FastModulo homes;
   L2Cache::Geometry::SetCursor set_of;
@@ -57,32 +55,20 @@ struct L2System::Batch {
         out(accesses.data()),
         capacity(accesses.size()) {}
 
-  // Sectors [a, b] of a region (0 <= a <= b < 128) as a mask.
-  static U128 span_of(std::uint64_t a, std::uint64_t b) {
-    // Word by word, without branches (a 128-bit shift by a variable amount branches on it).
-    auto from = [](std::uint64_t x) -> U128 {  // bits x..127 set, x <= 128
-      const std::uint64_t all = ~std::uint64_t{0};
-      const std::uint64_t lo = x < 64 ? all << (x & 63) : 0;
-      const std::uint64_t hi = x < 64 ? all : (x < 128 ? all << (x & 63) : 0);
-      return (U128{hi} << 64) | lo;
-    };
-    return from(a) & ~from(b + 1);
-  }
-
   // Bits 0, step, 2 step, ... (count of them, all below 128): a piece's mask times this is the
   // masks of `count` pieces `step` sectors apart (they do not overlap: no carries). The last
   // one is kept, since a tile's pieces mostly share their count and step.
-  U128 replicator(std::uint64_t count, std::uint64_t step) {
+  SectorBits replicator(std::uint64_t count, std::uint64_t step) {
     if (count != rep_count_ || step != rep_step_) {
       rep_count_ = count;
       rep_step_ = step;
       rep_ = 0;
-      for (std::uint64_t k = 0; k < count; ++k) rep_ |= U128{1} << (k * step);
+      for (std::uint64_t k = 0; k < count; ++k) rep_ |= SectorBits{1} << (k * step);
     }
     return rep_;
   }
   std::uint64_t rep_count_ = 0, rep_step_ = 0;
-  U128 rep_ = 0;
+  SectorBits rep_ = 0;
 
   // What picks a region's home partition. It differs from the set index, so that home and set
   // are independent.
@@ -91,14 +77,11 @@ struct L2System::Batch {
     return h ^ (h >> 29);
   }
 
-  static L2Cache::Mask mask_of(U128 want) {
-    return {static_cast<std::uint64_t>(want), static_cast<std::uint64_t>(want >> 64)};
-  }
-
   // Adds sectors `want` of `region` (`sectors` requested) to the batch.
-  [[gnu::always_inline]] void add_region(std::uint64_t region, U128 want, std::uint64_t sectors) {
+  [[gnu::always_inline]] void add_region(std::uint64_t region, SectorBits want,
+                                         std::uint64_t sectors) {
     requested += sectors;
-    const L2Cache::Mask mask = mask_of(want);
+    const L2Cache::Mask mask = sector_words(want);
     // Consecutive pieces in one region (short rows) are one lookup: the second lookup of a
     // region just looked up changes no recency, and the sectors it finds missing (or newly
     // dirty) are exactly those of the union not found by the first.
@@ -124,7 +107,7 @@ struct L2System::Batch {
       const std::uint64_t r0 = region * kRegion;
       const std::uint64_t a = first > r0 ? first - r0 : 0;
       const std::uint64_t b = region == last_region ? last - r0 : kRegion - 1;
-      add_region(region, span_of(a, b), b - a + 1);
+      add_region(region, sector_span(a, b), b - a + 1);
       if (region == last_region) break;
     }
   }
@@ -141,7 +124,7 @@ std::uint64_t L2System::gather(std::span<const Run> runs) {
     if (last / L2Cache::kSectorsPerRegion == region) {
       const std::uint64_t r0 = region * L2Cache::kSectorsPerRegion;
       accesses_[0] = {region, g.set_of(region), home_modulo_(Batch::home_hash(region)),
-                      Batch::mask_of(Batch::span_of(first - r0, last - r0))};
+                      sector_words(sector_span(first - r0, last - r0))};
       access_count_ = 1;
       return last - first + 1;
     }
@@ -182,7 +165,7 @@ std::uint64_t L2System::gather(std::span<const Run> runs) {
       // Every block's pieces fall in one region and share no sector, and the blocks are whole
       // regions apart: one mask (piece k's sectors are piece 0's moved by k * step) for the
       // block's region, the same in every block.
-      Batch::U128 want = Batch::span_of(first - r0, last - r0);
+      SectorBits want = sector_span(first - r0, last - r0);
       if (run.count > 1) want *= batch.replicator(run.count, step);
       const std::uint64_t sectors = run.count * (last - first + 1);
       const std::uint64_t region_step = block_step / kRegion;
