@@ -3,8 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <optional>
-#include <queue>
 
 #include "sim/errors.hpp"
 #include "sim/l2_system.hpp"
@@ -250,7 +250,61 @@ struct Event {
   double t;
   std::uint64_t seq;
   std::uint32_t slot;
-  bool operator>(const Event& o) const { return t != o.t ? t > o.t : seq > o.seq; }
+  // Earlier time first, then earlier issue. Times are never negative (nor -0.0: they are sums
+  // and maxima of non-negative durations from 0.0), and non-negative doubles order as their bit
+  // patterns do: integer compares, which the heap below turns into selects instead of branches
+  // it would mispredict half the time.
+  bool operator<(const Event& o) const {
+    const auto a = std::bit_cast<std::uint64_t>(t), b = std::bit_cast<std::uint64_t>(o.t);
+    return (a < b) | ((a == b) & (seq < o.seq));
+  }
+};
+
+// The resident CTAs' next stages, earliest first: a binary min-heap, plus replace_top(). The
+// engine takes the earliest event and nearly always puts back that CTA's next stage (or its
+// successor's start): one sift-down instead of a pop's sift-down and a push's sift-up, with the
+// earlier child picked by a select rather than a branch (popping the event queue was a tenth of
+// the simulator's time where few CTAs run long, as flash1's). Events are totally ordered (seq
+// is unique), so the order they leave in does not depend on the heap's layout.
+class EventQueue {
+ public:
+  bool empty() const { return heap_.empty(); }
+  const Event& top() const { return heap_.front(); }
+  void push(const Event& e) {
+    std::size_t i = heap_.size();
+    heap_.push_back(e);
+    while (i > 0) {
+      const std::size_t parent = (i - 1) / 2;
+      if (!(e < heap_[parent])) break;
+      heap_[i] = heap_[parent];
+      i = parent;
+    }
+    heap_[i] = e;
+  }
+  void pop() {
+    const Event last = heap_.back();
+    heap_.pop_back();
+    if (!heap_.empty()) sift_down(last);
+  }
+  /// pop() then push(e), in one pass.
+  void replace_top(const Event& e) { sift_down(e); }
+
+ private:
+  // Places `e` at the root's hole, moving earlier children up.
+  void sift_down(const Event& e) {
+    const std::size_t n = heap_.size();
+    std::size_t i = 0;
+    for (;;) {
+      std::size_t child = 2 * i + 1;
+      if (child >= n) break;
+      child += static_cast<std::size_t>(child + 1 < n && heap_[child + 1] < heap_[child]);
+      if (!(heap_[child] < e)) break;
+      heap_[i] = heap_[child];
+      i = child;
+    }
+    heap_[i] = e;
+  }
+  std::vector<Event> heap_;
 };
 
 class KernelRun {
@@ -277,30 +331,34 @@ class KernelRun {
     states_.resize(static_cast<std::size_t>(slots));
     // First wave: breadth-first over SMs (CTA i on SM i mod #SMs).
     for (std::int64_t s = 0; s < slots; ++s) {
-      start_cta(static_cast<std::uint32_t>(s), next_cta_++, static_cast<int>(s % rates_.sm_count),
-                0.0);
+      events_.push(start_cta(static_cast<std::uint32_t>(s), next_cta_++,
+                             static_cast<int>(s % rates_.sm_count), 0.0));
     }
     double last_finish = 0.0;
     while (!events_.empty()) {
       const Event ev = events_.top();
-      events_.pop();
       CtaState& st = states_[ev.slot];
       run_stage(st, ev.t);
       next_part(st);
       if (st.pc < st.ops.size()) {
-        events_.push({next_stage_time(st, ev.t), seq_++, ev.slot});
+        events_.replace_top({next_stage_time(st, ev.t), seq_++, ev.slot});
         continue;
       }
       last_finish = std::max(last_finish, st.end);
       --resident_;
       --resident_on_sm_[static_cast<std::size_t>(st.sm)];
-      if (next_cta_ < ctas) start_cta(ev.slot, next_cta_++, st.sm, st.end);
+      if (next_cta_ < ctas) {
+        events_.replace_top(start_cta(ev.slot, next_cta_++, st.sm, st.end));
+      } else {
+        events_.pop();
+      }
     }
     return last_finish + rates_.launch_s;
   }
 
  private:
-  void start_cta(std::uint32_t slot, std::int64_t cta, int sm, double t) {
+  // Places CTA `cta` in `slot` on `sm` at time `t`; returns its first stage's event.
+  Event start_cta(std::uint32_t slot, std::int64_t cta, int sm, double t) {
     CtaState& st = states_[slot];
     st.cta = cta;
     st.sm = sm;
@@ -315,7 +373,7 @@ class KernelRun {
     st.end = t;
     ++resident_;
     ++resident_on_sm_[static_cast<std::size_t>(sm)];
-    events_.push({t, seq_++, slot});
+    return {t, seq_++, slot};
   }
 
   // Once a CTA's operations are used up, emits its next part, skipping empty ones.
@@ -410,9 +468,14 @@ class KernelRun {
     }
   }
 
+  // `amount` / `rate`, without dividing when the amount is 0 (a stage whose loads all hit,
+  // a pipe the stage does not use): the simulator's main loop divides a few dozen times per
+  // stage, and a division is slow. (0 / rate is exactly 0, so nothing changes.)
+  static double seconds(double amount, double rate) { return amount == 0.0 ? 0.0 : amount / rate; }
+
   // Time at which `bytes` requested at `t` by a CTA on `sm` have all arrived.
   double transfer(double t, int sm, const Traffic& tr) {
-    const double hbm_done = hbm_.reserve(t, tr.dram / rates_.hbm_bps);
+    const double hbm_done = hbm_.reserve(t, seconds(tr.dram, rates_.hbm_bps));
     const double l2_done = l2_ != nullptr ? l2_server_.reserve(t, tr.requested / rates_.l2_bps) : t;
     const double port_done =
         ports_[static_cast<std::size_t>(sm)].reserve(t, tr.requested / rates_.sm_port_bps);
@@ -442,10 +505,10 @@ class KernelRun {
     // scheduler the pipes overlap that far: all of them at once as w grows (the busiest pipe
     // decides), none with one warp (their times add). A warp's own chain of dependent latencies
     // is filled the same way: fully exposed with one warp per scheduler.
-    const double pipes[] = {w.tensor_flops / rates_.tensor_per_sm,
-                            w.fp32_flops / rates_.fp32_per_sm, w.sfu_ops / rates_.sfu_per_sm,
-                            w.int32_ops / rates_.int32_per_sm,
-                            w.smem_bytes / rates_.smem_bps_per_sm};
+    const double pipes[] = {
+        seconds(w.tensor_flops, rates_.tensor_per_sm), seconds(w.fp32_flops, rates_.fp32_per_sm),
+        seconds(w.sfu_ops, rates_.sfu_per_sm), seconds(w.int32_ops, rates_.int32_per_sm),
+        seconds(w.smem_bytes, rates_.smem_bps_per_sm)};
     double busiest = 0.0, total = 0.0;
     for (double pipe : pipes) {
       busiest = std::max(busiest, pipe);
@@ -554,7 +617,7 @@ class KernelRun {
   std::vector<int> resident_on_sm_;
   int resident_ = 0;
   std::vector<CtaState> states_;
-  std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
+  EventQueue events_;
   std::uint64_t seq_ = 0;
   std::int64_t next_cta_ = 0;
   // Runs of the tile being moved: sums of per-run bytes in doubles are exact (integers far

@@ -99,6 +99,29 @@ struct L2System::Batch {
     out[n++] = {region, set_of(region), homes(h), mask};
   }
 
+  // Adds sectors `want` (`sectors` of them) of regions first, first + step, ... (`count`
+  // regions, step > 0): a tile's blocks of rows. What add_region() does for each, with the loop
+  // work hoisted: only the first can join the access before it (the others follow a different
+  // region), the storage grows at most once, and the set index steps by `step` regions, so its
+  // window's hash is recomputed only when a window is crossed.
+  void add_strided(std::uint64_t first, std::uint64_t step, std::uint64_t count, SectorBits want,
+                   std::uint64_t sectors) {
+    add_region(first, want, sectors);
+    if (count == 1) return;
+    requested += (count - 1) * sectors;
+    if (n + count - 1 > capacity) {
+      storage.resize(std::max<std::size_t>(2 * capacity, n + count - 1));
+      out = storage.data();
+      capacity = storage.size();
+    }
+    const L2Cache::Mask mask = sector_words(want);
+    std::uint64_t region = first;
+    for (std::uint64_t k = 1; k < count; ++k) {
+      region += step;
+      out[n++] = {region, set_of(region), homes(home_hash(region)), mask};
+    }
+  }
+
   // Adds the sectors [first, last] (absolute sector numbers) to the batch.
   [[gnu::always_inline]] void add(std::uint64_t first, std::uint64_t last) {
     constexpr std::uint64_t kRegion = L2Cache::kSectorsPerRegion;
@@ -169,8 +192,10 @@ std::uint64_t L2System::gather(std::span<const Run> runs) {
       if (run.count > 1) want *= batch.replicator(run.count, step);
       const std::uint64_t sectors = run.count * (last - first + 1);
       const std::uint64_t region_step = block_step / kRegion;
-      for (std::uint64_t b = 0; b < run.blocks; ++b) {
-        batch.add_region(region + b * region_step, want, sectors);
+      if (region_step == 0) {  // (blocks over the same bytes again: one access)
+        for (std::uint64_t b = 0; b < run.blocks; ++b) batch.add_region(region, want, sectors);
+      } else {
+        batch.add_strided(region, region_step, run.blocks, want, sectors);
       }
       continue;
     }
