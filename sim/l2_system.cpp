@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 #include <memory>
 #include <type_traits>
 
@@ -20,6 +21,14 @@ bool any(const L2Cache::Mask& m) {
 // a lookup would otherwise cost.
 constexpr std::size_t kPrefetchDistance = 8;
 
+// What picks a region's home partition (modulo the partitions). It differs from the set index,
+// so that home and set are independent. Its product also indexes L2System::placements_.
+constexpr std::uint64_t kHomeMultiplier = 0x9e3779b97f4a7c15ULL;
+std::uint64_t home_hash(std::uint64_t region) {
+  const std::uint64_t h = region * kHomeMultiplier;
+  return h ^ (h >> 29);
+}
+
 }  // namespace
 
 L2System::L2System(std::int64_t capacity_bytes, int sector_bytes, int partitions,
@@ -33,6 +42,16 @@ L2System::L2System(std::int64_t capacity_bytes, int sector_bytes, int partitions
                         max_dirty_fraction);
   }
   accesses_.resize(64);  // never empty: gather() writes a one-region batch without checking
+  const L2Cache::Geometry& g = parts_.front().geometry();
+  if (g.sets.divisor() > std::numeric_limits<std::uint32_t>::max()) {
+    throw ConfigError(
+        fmt::format("L2 of {} bytes: more sets than the model indexes", capacity_bytes));
+  }
+  // Empty entries: the placement of the region no entry is looked up for first.
+  const std::uint64_t none = ~std::uint64_t{0};
+  placements_.assign(std::size_t{1} << kPlacementBits,
+                     Placement{none, static_cast<std::uint32_t>(g.set_of(none)),
+                               static_cast<std::uint32_t>(home_modulo_(home_hash(none)))});
 }
 
 // The accesses of one batch as gather() builds them. Locals, not members: stores into
@@ -69,13 +88,6 @@ struct L2System::Batch {
   }
   std::uint64_t rep_count_ = 0, rep_step_ = 0;
   SectorBits rep_ = 0;
-
-  // What picks a region's home partition. It differs from the set index, so that home and set
-  // are independent.
-  static std::uint64_t home_hash(std::uint64_t region) {
-    const std::uint64_t h = region * 0x9e3779b97f4a7c15ULL;
-    return h ^ (h >> 29);
-  }
 
   // Adds sectors `want` of `region` (`sectors` requested) to the batch.
   [[gnu::always_inline]] void add_region(std::uint64_t region, SectorBits want,
@@ -136,6 +148,16 @@ struct L2System::Batch {
   }
 };
 
+L2System::Placement L2System::place(std::uint64_t region) {
+  const std::uint64_t h = region * kHomeMultiplier;
+  Placement& p = placements_[h >> (64 - kPlacementBits)];
+  if (p.region != region) {
+    p = {region, static_cast<std::uint32_t>(parts_.front().geometry().set_of(region)),
+         static_cast<std::uint32_t>(home_modulo_(home_hash(region)))};
+  }
+  return p;
+}
+
 std::uint64_t L2System::gather(std::span<const Run> runs) {
   if (runs.size() == 1 && runs[0].count == 1 && runs[0].blocks == 1 && runs[0].len > 0) {
     // One range in one region (most of flash1's and flash2's tiles): what the loop below makes
@@ -146,8 +168,8 @@ std::uint64_t L2System::gather(std::span<const Run> runs) {
     const std::uint64_t region = first / L2Cache::kSectorsPerRegion;
     if (last / L2Cache::kSectorsPerRegion == region) {
       const std::uint64_t r0 = region * L2Cache::kSectorsPerRegion;
-      accesses_[0] = {region, g.set_of(region), home_modulo_(Batch::home_hash(region)),
-                      sector_words(sector_span(first - r0, last - r0))};
+      const Placement p = place(region);
+      accesses_[0] = {region, p.set, p.home, sector_words(sector_span(first - r0, last - r0))};
       access_count_ = 1;
       return last - first + 1;
     }

@@ -87,6 +87,19 @@ class L2System {
   template <typename Visit>
   void for_each_access(int sm, Visit&& visit);
 
+  // Set and home of recently looked-up regions, for batches of one region (flash1's tiles: a
+  // few regions, each looked up several times in a row, where computing a set index from
+  // scratch was a third of a lookup). Direct-mapped by a hash of the region; every entry holds
+  // a region's true set and home (empty ones: those of region 2^64 - 1).
+  struct Placement {
+    std::uint64_t region;
+    std::uint32_t set;
+    std::uint32_t home;
+  };
+  static constexpr int kPlacementBits = 11;
+  Placement place(std::uint64_t region);
+  std::vector<Placement> placements_;
+
   std::vector<L2Cache> parts_;
   std::uint64_t sector_bytes_;
   FastModulo home_modulo_;
