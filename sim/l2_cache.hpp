@@ -261,6 +261,37 @@ class L2Cache::Geometry::SetCursor {
   explicit SetCursor(const Geometry& geometry)
       : sets_(geometry.sets), count_(geometry.sets.divisor()), wrap_(geometry.sets_wrap) {}
 
+  /// Calls f(region, set_of(region)) for `count` regions from `first`, `step` apart, with the
+  /// window and the position in it carried by additions: a tile's blocks of rows. Leaves the
+  /// cursor as it was.
+  template <typename F>
+  void for_each_step(std::uint64_t first, std::uint64_t step, std::uint64_t count, F&& f) const {
+    if (count == 0) return;
+    std::uint64_t position = sets_(first);
+    std::uint64_t window = sets_.quotient(first, position);
+    const std::uint64_t step_position = sets_(step);
+    const std::uint64_t step_windows = sets_.quotient(step, step_position);
+    std::uint64_t hash = l2_detail::mix(window);
+    std::uint64_t hash_remainder = sets_(hash);
+    std::uint64_t region = first;
+    for (std::uint64_t k = 0;;) {
+      f(region, combine(position, hash, hash_remainder));
+      if (++k == count) return;
+      region += step;
+      position += step_position;
+      std::uint64_t next_window = window + step_windows;
+      if (position >= count_) {
+        position -= count_;
+        ++next_window;
+      }
+      if (next_window != window) {
+        window = next_window;
+        hash = l2_detail::mix(window);
+        hash_remainder = sets_(hash);
+      }
+    }
+  }
+
   std::uint64_t operator()(std::uint64_t region) {
     const bool near = started_ && region >= region_ && region - region_ < count_;
     bool moved = !near;
@@ -281,14 +312,19 @@ class L2Cache::Geometry::SetCursor {
       hash_ = l2_detail::mix(window_);
       hash_remainder_ = sets_(hash_);
     }
-    // (position + hash) % count, with the sum taken modulo 2^64 as set_of() takes it.
-    std::uint64_t set = position_ + hash_remainder_;
-    if (set >= count_) set -= count_;
-    if (position_ > ~hash_) set = set >= wrap_ ? set - wrap_ : set + count_ - wrap_;
-    return set;
+    return combine(position_, hash_, hash_remainder_);
   }
 
  private:
+  // (position + hash) % count, with the sum taken modulo 2^64 as set_of() takes it.
+  std::uint64_t combine(std::uint64_t position, std::uint64_t hash,
+                        std::uint64_t hash_remainder) const {
+    std::uint64_t set = position + hash_remainder;
+    if (set >= count_) set -= count_;
+    if (position > ~hash) set = set >= wrap_ ? set - wrap_ : set + count_ - wrap_;
+    return set;
+  }
+
   FastModulo sets_;
   std::uint64_t count_;  // sets
   std::uint64_t wrap_;   // 2^64 % sets

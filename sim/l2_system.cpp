@@ -126,12 +126,23 @@ struct L2System::Batch {
       out = storage.data();
       capacity = storage.size();
     }
+    // The loop's state in locals (the batch's members would be reloaded after every store into
+    // the accesses, which might alias them), and a mask for the home with two partitions.
     const L2Cache::Mask mask = sector_words(want);
-    std::uint64_t region = first;
-    for (std::uint64_t k = 1; k < count; ++k) {
-      region += step;
-      out[n++] = {region, set_of(region), homes(home_hash(region)), mask};
+    Access* o = out + n;
+    auto fill = [&](auto home_of) {
+      set_of.for_each_step(first + step, step, count - 1,
+                           [&](std::uint64_t region, std::uint64_t set) {
+                             *o++ = {region, set, home_of(home_hash(region)), mask};
+                           });
+    };
+    if (homes.divisor() == 2) {
+      fill([](std::uint64_t h) -> std::size_t { return h & 1; });
+    } else {
+      const FastModulo h = homes;
+      fill([h](std::uint64_t x) -> std::size_t { return h(x); });
     }
+    n += count - 1;
   }
 
   // Adds the sectors [first, last] (absolute sector numbers) to the batch.
