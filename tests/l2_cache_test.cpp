@@ -188,3 +188,33 @@ TEST_CASE("the set cursor gives every region the set that set_of gives it") {
     }
   }
 }
+
+TEST_CASE("stepping the set cursor gives every region of a strided sequence its set_of set") {
+  // Steps shorter than a window, whole windows, several windows and a bit, and zero; several set
+  // counts (400: an H100 partition; a power of two; one set).
+  std::mt19937_64 rng(11);
+  for (std::int64_t capacity :
+       {std::int64_t{25} << 20, std::int64_t{1} << 20, std::int64_t{64} << 10}) {
+    const L2Cache l2(capacity, 32);
+    const L2Cache::Geometry& g = l2.geometry();
+    const std::uint64_t sets = g.sets.divisor();
+    const L2Cache::Geometry::SetCursor cursor(g);
+    for (std::uint64_t step : {std::uint64_t{0}, std::uint64_t{1}, std::uint64_t{32}, sets - 1,
+                               sets, sets + 1, 3 * sets + 7, std::uint64_t{1} << 20}) {
+      for (int trial = 0; trial < 20; ++trial) {
+        const std::uint64_t first = rng() % (std::uint64_t{1} << 40);
+        const std::uint64_t count = 1 + rng() % 3000;
+        std::uint64_t expected_region = first, seen = 0;
+        cursor.for_each_step(first, step, count, [&](std::uint64_t region, std::uint64_t set) {
+          CAPTURE(step);
+          CAPTURE(region);
+          REQUIRE(region == expected_region);
+          REQUIRE(set == g.set_of(region));
+          expected_region += step;
+          ++seen;
+        });
+        CHECK(seen == count);
+      }
+    }
+  }
+}
