@@ -27,17 +27,29 @@ L2Cache::L2Cache(std::int64_t capacity_bytes, int sector_bytes, int ways, double
   geometry_.sets = FastModulo(sets_);
   geometry_.sets_wrap = (geometry_.sets(~std::uint64_t{0}) + 1) % sets_;
   const std::size_t all_ways = sets_ * ways_per_set_;
-  // 16 extra entries leave room to start tags_lo_ on a 64-byte line.
+  // 16 extra entries leave room to start state_.tags_lo on a 64-byte line.
   lo_storage_.assign(all_ways + 16, kEmpty);
   const auto misalignment = reinterpret_cast<std::uintptr_t>(lo_storage_.data()) % 64;
-  tags_lo_ = lo_storage_.data() + (misalignment == 0 ? 0 : (64 - misalignment) / 4);
+  state_.tags_lo = lo_storage_.data() + (misalignment == 0 ? 0 : (64 - misalignment) / 4);
   tags_hi_.assign(all_ways, kEmpty);
   owners_.assign(all_ways, TensorId{});
   lines_.assign(all_ways, Lines{});
   dirty_since_.assign(all_ways, 0);
-  max_dirty_sectors_ = static_cast<std::uint64_t>(
+  state_.max_dirty_sectors = static_cast<std::uint64_t>(
       max_dirty_fraction * static_cast<double>(all_ways * kSectorsPerRegion));
+  state_.ways = ways_per_set_;
+  state_.sector_bytes = sector_bytes_;
+  state_.queue_limit = 2 * all_ways + 64;
   reset_recency();
+}
+
+void L2Cache::point_state_at_arrays() {
+  state_.tags_hi = tags_hi_.data();
+  state_.owners = owners_.data();
+  state_.lines = lines_.data();
+  state_.order = order_.data();
+  state_.order_bytes = order_bytes_.data();
+  state_.dirty_since = dirty_since_.data();
 }
 
 void L2Cache::reset_recency() {
@@ -49,12 +61,13 @@ void L2Cache::reset_recency() {
       order |= p << (4 * p);
     }
     order_.assign(sets_, order);
-    return;
+  } else {
+    order_bytes_.resize(sets_ * ways_per_set_);
+    for (std::size_t i = 0; i < order_bytes_.size(); ++i) {
+      order_bytes_[i] = static_cast<std::uint8_t>(i % ways_per_set_);
+    }
   }
-  order_bytes_.resize(sets_ * ways_per_set_);
-  for (std::size_t i = 0; i < order_bytes_.size(); ++i) {
-    order_bytes_[i] = static_cast<std::uint8_t>(i % ways_per_set_);
-  }
+  point_state_at_arrays();
 }
 
 L2Cache::ReadOutcome L2Cache::read(std::uint64_t addr, std::uint64_t len, TensorId owner,
@@ -91,13 +104,13 @@ void L2Cache::flush(PerTensor& written_back) {
   }
   std::fill(lo_storage_.begin(), lo_storage_.end(), kEmpty);
   std::fill(tags_hi_.begin(), tags_hi_.end(), kEmpty);
-  wide_ = false;
+  state_.wide = false;
   std::fill(lines_.begin(), lines_.end(), Lines{});
   std::fill(dirty_since_.begin(), dirty_since_.end(), 0);
   dirty_order_.clear();
   dirty_head_ = 0;
   reset_recency();
-  dirty_sectors_ = 0;
+  state_.dirty_sectors = 0;
 }
 
 }  // namespace iosim

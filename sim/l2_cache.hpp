@@ -122,10 +122,10 @@ class L2Cache {
                       PerTensor& written_back);
 
   /// Bytes written back to DRAM by evictions since construction (all owners).
-  std::uint64_t written_back_bytes() const { return written_back_sectors_ * sector_bytes_; }
+  std::uint64_t written_back_bytes() const { return state_.written_back_sectors * sector_bytes_; }
 
   /// Dirty bytes currently held (would reach DRAM at eviction or flush).
-  std::uint64_t dirty_bytes() const { return dirty_sectors_ * sector_bytes_; }
+  std::uint64_t dirty_bytes() const { return state_.dirty_sectors * sector_bytes_; }
 
   /// Writes every dirty sector back (into `written_back`) and invalidates the cache: what a
   /// profiler's cache flush between kernels does.
@@ -134,7 +134,7 @@ class L2Cache {
   // Region-level lookups for a partitioned L2 (sim/l2_system.hpp). `want` selects sectors of a
   // region (128 bits).
   using Mask = std::array<std::uint64_t, 2>;
-  template <bool kSixteenWays = false>
+  template <bool kSixteenWays = false, bool kLocal = true>
   class Lookups;
 
   /// How addresses map to sectors, regions and sets: a small value that hot loops copy into
@@ -174,23 +174,24 @@ class L2Cache {
     Mask dirty{};
   };
 
-  bool occupied(std::uint64_t i) const { return tags_lo_[i] != kEmpty || tags_hi_[i] != kEmpty; }
+  bool occupied(std::uint64_t i) const {
+    return state_.tags_lo[i] != kEmpty || tags_hi_[i] != kEmpty;
+  }
   void reset_recency();
+  void point_state_at_arrays();
 
   std::uint64_t sector_bytes_;
   std::uint64_t region_bytes_;
   std::uint64_t sets_;
   std::uint64_t ways_per_set_;
   Geometry geometry_;
-  // Way w of set s is index s * ways_per_set_ + w in tags_lo_, tags_hi_, owners_ and lines_.
-  // The low halves of a 16-way set's tags fill one 64-byte line (tags_lo_ starts on a line; its
-  // storage is lo_storage_), compared at once; the high halves are read only when some region
-  // held or looked up is at or past 2^32 - 1 (addresses from 16 TiB: `wide_`), so that tags
+  // Way w of set s is index s * ways_per_set_ + w in state_.tags_lo, tags_hi_, owners_ and lines_.
+  // The low halves of a 16-way set's tags fill one 64-byte line (state_.tags_lo starts on a line;
+  // its storage is lo_storage_), compared at once; the high halves are read only when some region
+  // held or looked up is at or past 2^32 - 1 (addresses from 16 TiB: `state_.wide`), so that tags
   // stay exact for any address.
   std::vector<std::uint32_t> lo_storage_;
-  std::uint32_t* tags_lo_ = nullptr;
   std::vector<std::uint32_t> tags_hi_;
-  bool wide_ = false;
   std::vector<TensorId> owners_;  // tensor of the region held (for write-back attribution)
   std::vector<Lines> lines_;
   // Recency order of each set, most recent first. Up to 16 ways: word s holds way numbers in
@@ -212,10 +213,27 @@ class L2Cache {
   std::vector<DirtyEntry> dirty_order_;
   std::size_t dirty_head_ = 0;
   std::vector<std::uint64_t> dirty_since_;
-  std::uint64_t max_dirty_sectors_ = 0;
-  std::uint64_t dirty_clock_ = 0;
-  std::uint64_t dirty_sectors_ = 0;
-  std::uint64_t written_back_sectors_ = 0;
+
+  // What lookups use, in one value that Lookups copies or refers to: the arrays above (tags_lo
+  // is where lo_storage_'s 64-byte-aligned part starts) and the counters.
+  struct State {
+    std::uint32_t* tags_lo = nullptr;
+    std::uint32_t* tags_hi = nullptr;
+    TensorId* owners = nullptr;
+    Lines* lines = nullptr;
+    std::uint64_t* order = nullptr;
+    std::uint8_t* order_bytes = nullptr;
+    std::uint64_t* dirty_since = nullptr;
+    std::uint64_t ways = 0;  // per set
+    std::uint64_t sector_bytes = 0;
+    std::uint64_t max_dirty_sectors = 0;
+    std::size_t queue_limit = 0;  // dirty_order_ entries at which stale ones are dropped
+    bool wide = false;            // some region at or past 2^32 - 1 was held or looked up
+    std::uint64_t dirty_sectors = 0;
+    std::uint64_t written_back_sectors = 0;
+    std::uint64_t dirty_clock = 0;
+  };
+  State state_;
 };
 
 namespace l2_detail {
@@ -332,53 +350,41 @@ class L2Cache::Geometry::SetCursor {
   std::uint64_t region_ = 0, position_ = 0, window_ = 0, hash_ = 0, hash_remainder_ = 0;
 };
 
-/// Lookups in one cache, for one batch of them (a tile's runs). The cache's arrays and counters
-/// are copied into this object, which lives in registers: the compiler cannot keep the cache's
-/// own members there across the stores into its arrays (they might alias), and reloading them
-/// made up much of a lookup, the simulator's innermost loop. The counters reach the cache when
-/// the object is destroyed; use one object per cache at a time.
-template <bool kSixteenWays>
+/// Lookups in one cache, for one batch of them (a tile's runs). With kLocal, the cache's arrays
+/// and counters are copied into this object, which lives in registers: the compiler cannot keep
+/// the cache's own members there across the stores into its arrays (they might alias), and
+/// reloading them made up much of a lookup, the simulator's innermost loop. The counters reach
+/// the cache when the object is destroyed; use one object per cache at a time. Without kLocal
+/// the object works on the cache's own state: cheaper for a batch of one lookup, where copying
+/// the state in and out cost more than the reloads it saves.
+template <bool kSixteenWays, bool kLocal>
 class L2Cache::Lookups {
  public:
-  explicit Lookups(L2Cache& cache)
-      : cache_(cache),
-        tags_lo_(cache.tags_lo_),
-        tags_hi_(cache.tags_hi_.data()),
-        owners_(cache.owners_.data()),
-        lines_(cache.lines_.data()),
-        order_(cache.order_.data()),
-        order_bytes_(cache.order_bytes_.data()),
-        dirty_since_(cache.dirty_since_.data()),
-        ways_(kSixteenWays ? kMaxPackedWays : cache.ways_per_set_),
-        sector_bytes_(cache.sector_bytes_),
-        max_dirty_sectors_(cache.max_dirty_sectors_),
-        queue_limit_(2 * cache.tags_hi_.size() + 64),
-        wide_(cache.wide_),
-        dirty_sectors_(cache.dirty_sectors_),
-        written_back_sectors_(cache.written_back_sectors_),
-        dirty_clock_(cache.dirty_clock_) {}
+  explicit Lookups(L2Cache& cache) : cache_(cache), s_(cache.state_) {}
   ~Lookups() {
-    cache_.wide_ = wide_;
-    cache_.dirty_sectors_ = dirty_sectors_;
-    cache_.written_back_sectors_ = written_back_sectors_;
-    cache_.dirty_clock_ = dirty_clock_;
+    if constexpr (kLocal) {  // the counters back into the cache
+      cache_.state_.wide = s_.wide;
+      cache_.state_.dirty_sectors = s_.dirty_sectors;
+      cache_.state_.written_back_sectors = s_.written_back_sectors;
+      cache_.state_.dirty_clock = s_.dirty_clock;
+    }
   }
   Lookups(const Lookups&) = delete;
   Lookups& operator=(const Lookups&) = delete;
 
   /// Ways per set: a constant when the caller knows every set has 16 (the profiles' L2s).
-  std::uint64_t ways() const { return kSixteenWays ? kMaxPackedWays : ways_; }
+  std::uint64_t ways() const { return kSixteenWays ? kMaxPackedWays : s_.ways; }
 
   /// Starts loading set `set`'s tags into the CPU cache ahead of a lookup (a hint only).
   void prefetch(std::uint64_t set) const {
-    __builtin_prefetch(&tags_lo_[set * ways()]);
+    __builtin_prefetch(&s_.tags_lo[set * ways()]);
     // And the sector state of the way a miss would replace: most lookups of data far larger
     // than the L2 miss, and the victim's dirty sectors are what a miss reads first.
     if (ways() <= kMaxPackedWays) {
-      const std::uint64_t victim = set * ways() + ((order_[set] >> (4 * (ways() - 1))) & 0xF);
-      __builtin_prefetch(&lines_[victim]);
-      __builtin_prefetch(&dirty_since_[victim]);
-      __builtin_prefetch(&owners_[victim]);
+      const std::uint64_t victim = set * ways() + ((s_.order[set] >> (4 * (ways() - 1))) & 0xF);
+      __builtin_prefetch(&s_.lines[victim]);
+      __builtin_prefetch(&s_.dirty_since[victim]);
+      __builtin_prefetch(&s_.owners[victim]);
     }
   }
 
@@ -404,21 +410,21 @@ class L2Cache::Lookups {
                                            const Mask& want, TensorId owner,
                                            PerTensor& written_back) {
     Lines& x = acquire(region, set, owner, written_back);
-    const auto slot = static_cast<std::uint64_t>(&x - lines_);
+    const auto slot = static_cast<std::uint64_t>(&x - s_.lines);
     const bool was_clean = (x.dirty[0] | x.dirty[1]) == 0;
     const Mask newly_dirty = {want[0] & ~x.dirty[0], want[1] & ~x.dirty[1]};
-    dirty_sectors_ += l2_detail::popcount(newly_dirty);
+    s_.dirty_sectors += l2_detail::popcount(newly_dirty);
     x.valid[0] |= want[0];
     x.valid[1] |= want[1];
     x.dirty[0] |= want[0];
     x.dirty[1] |= want[1];
     if (was_clean) {
-      dirty_since_[slot] = ++dirty_clock_;
+      s_.dirty_since[slot] = ++s_.dirty_clock;
       std::vector<DirtyEntry>& order = cache_.dirty_order_;
-      if (order.size() >= queue_limit_) drop_stale();
-      order.push_back({slot, dirty_clock_});
+      if (order.size() >= s_.queue_limit) drop_stale();
+      order.push_back({slot, s_.dirty_clock});
     }
-    if (dirty_sectors_ > max_dirty_sectors_) clean_oldest(slot, written_back);
+    if (s_.dirty_sectors > s_.max_dirty_sectors) clean_oldest(slot, written_back);
   }
 
  private:
@@ -427,8 +433,8 @@ class L2Cache::Lookups {
     const auto lo = static_cast<std::uint32_t>(region);
     const auto hi = static_cast<std::uint32_t>(region >> 32);
     // Below 2^32 - 1 and with no such region held, the low halves alone decide.
-    const bool narrow = region < kEmpty && !wide_;
-    const std::uint32_t* tags = &tags_lo_[base];
+    const bool narrow = region < kEmpty && !s_.wide;
+    const std::uint32_t* tags = &s_.tags_lo[base];
 #if defined(__SSE2__)
     if (ways() == kMaxPackedWays) {
       // The 16 low halves in four compares, packed to one bit per way: no loop, no mispredicted
@@ -443,13 +449,13 @@ class L2Cache::Lookups {
       if (narrow) return hits != 0 ? static_cast<std::uint64_t>(std::countr_zero(hits)) : ways();
       for (; hits != 0; hits &= hits - 1) {
         const auto w = static_cast<std::uint64_t>(std::countr_zero(hits));
-        if (tags_hi_[base + w] == hi) return w;
+        if (s_.tags_hi[base + w] == hi) return w;
       }
       return ways();
     }
 #endif
     for (std::uint64_t w = 0; w < ways(); ++w) {
-      if (tags[w] == lo && (narrow || tags_hi_[base + w] == hi)) return w;
+      if (tags[w] == lo && (narrow || s_.tags_hi[base + w] == hi)) return w;
     }
     return ways();
   }
@@ -457,7 +463,7 @@ class L2Cache::Lookups {
   // Makes `way` the most recent of `set`.
   void touch(std::uint64_t set, std::uint64_t way) {
     if (ways() <= kMaxPackedWays) {
-      std::uint64_t& order = order_[set];
+      std::uint64_t& order = s_.order[set];
       // Position of `way`: the lowest 4-bit field of order ^ way*0x11.. that is zero (exact for
       // the lowest one; the word is a permutation, so exactly one field matches).
       const std::uint64_t x = order ^ (way * 0x1111111111111111ULL);
@@ -468,7 +474,7 @@ class L2Cache::Lookups {
       order = (order & ~through) | ((order & below) << 4) | way;
       return;
     }
-    std::uint8_t* order = &order_bytes_[set * ways()];
+    std::uint8_t* order = &s_.order_bytes[set * ways()];
     std::uint64_t p = 0;
     while (order[p] != way) ++p;
     for (; p > 0; --p) order[p] = order[p - 1];
@@ -480,14 +486,14 @@ class L2Cache::Lookups {
   std::uint64_t replace(std::uint64_t set) {
     const std::uint64_t last = ways() - 1;
     if (ways() <= kMaxPackedWays) {
-      std::uint64_t& order = order_[set];
+      std::uint64_t& order = s_.order[set];
       const std::uint64_t victim = (order >> (4 * last)) & 0xF;
       const std::uint64_t kept = l2_detail::low_fields(last);
       const std::uint64_t unused = last == 15 ? 0 : ~l2_detail::low_fields(last + 1);
       order = (order & unused) | ((order & kept) << 4) | victim;
       return victim;
     }
-    std::uint8_t* order = &order_bytes_[set * ways()];
+    std::uint8_t* order = &s_.order_bytes[set * ways()];
     const std::uint8_t victim = order[last];
     for (std::uint64_t p = last; p > 0; --p) order[p] = order[p - 1];
     order[0] = victim;
@@ -506,29 +512,29 @@ class L2Cache::Lookups {
     std::vector<DirtyEntry>& order = cache_.dirty_order_;
     std::size_t& head = cache_.dirty_head_;
     bool requeued = false;
-    while (dirty_sectors_ > max_dirty_sectors_ && head < order.size()) {
+    while (s_.dirty_sectors > s_.max_dirty_sectors && head < order.size()) {
       const DirtyEntry e = order[head++];
       if (stale(e)) continue;
       if (e.slot == writing && !requeued) {
         // (Met again only when no other dirty region is left: then it is cleaned.)
         requeued = true;
-        dirty_since_[e.slot] = ++dirty_clock_;
-        order.push_back({e.slot, dirty_clock_});
+        s_.dirty_since[e.slot] = ++s_.dirty_clock;
+        order.push_back({e.slot, s_.dirty_clock});
         continue;
       }
-      Lines& old = lines_[e.slot];
+      Lines& old = s_.lines[e.slot];
       const std::uint64_t n = l2_detail::popcount(old.dirty);
-      written_back[index_of(owners_[e.slot])] += n * sector_bytes_;
-      written_back_sectors_ += n;
-      dirty_sectors_ -= n;
+      written_back[index_of(s_.owners[e.slot])] += n * s_.sector_bytes;
+      s_.written_back_sectors += n;
+      s_.dirty_sectors -= n;
       old.dirty = {};
-      dirty_since_[e.slot] = 0;
+      s_.dirty_since[e.slot] = 0;
     }
   }
 
   // (An evicted or cleaned way's stamp is reset to 0, and live stamps start at 1.)
   bool stale(const DirtyEntry& e) const {
-    return dirty_since_[e.slot] != e.since;
+    return s_.dirty_since[e.slot] != e.since;
   }
 
   // Removes the stale entries (and those already dequeued), keeping the order of the others.
@@ -547,41 +553,28 @@ class L2Cache::Lookups {
     const std::uint64_t way = find(region, base);
     if (way != ways()) {
       touch(set, way);
-      return lines_[base + way];
+      return s_.lines[base + way];
     }
     // Miss: the set's least recently used way is replaced.
     const std::uint64_t victim = base + replace(set);
-    Lines& x = lines_[victim];
+    Lines& x = s_.lines[victim];
     // Without a test for an empty way: its sectors are all clean, so it writes back nothing.
     const std::uint64_t dirty = l2_detail::popcount(x.dirty);
-    written_back[index_of(owners_[victim])] += dirty * sector_bytes_;
-    written_back_sectors_ += dirty;
-    dirty_sectors_ -= dirty;
-    dirty_since_[victim] = 0;
-    tags_lo_[victim] = static_cast<std::uint32_t>(region);
-    tags_hi_[victim] = static_cast<std::uint32_t>(region >> 32);
-    wide_ = wide_ || region >= kEmpty;
-    owners_[victim] = owner;
+    written_back[index_of(s_.owners[victim])] += dirty * s_.sector_bytes;
+    s_.written_back_sectors += dirty;
+    s_.dirty_sectors -= dirty;
+    s_.dirty_since[victim] = 0;
+    s_.tags_lo[victim] = static_cast<std::uint32_t>(region);
+    s_.tags_hi[victim] = static_cast<std::uint32_t>(region >> 32);
+    s_.wide = s_.wide || region >= kEmpty;
+    s_.owners[victim] = owner;
     x = Lines{};
     return x;
   }
 
   L2Cache& cache_;
-  std::uint32_t* tags_lo_;
-  std::uint32_t* tags_hi_;
-  TensorId* owners_;
-  Lines* lines_;
-  std::uint64_t* order_;
-  std::uint8_t* order_bytes_;
-  std::uint64_t* dirty_since_;
-  std::uint64_t ways_;  // ways per set (kSixteenWays: always 16, known to the compiler)
-  std::uint64_t sector_bytes_;
-  std::uint64_t max_dirty_sectors_;
-  std::size_t queue_limit_;  // queue entries at which stale ones are dropped (see dirty_order_)
-  bool wide_;
-  std::uint64_t dirty_sectors_;
-  std::uint64_t written_back_sectors_;
-  std::uint64_t dirty_clock_;
+  // The cache's arrays and counters: a copy (kLocal) or the cache's own.
+  std::conditional_t<kLocal, State, State&> s_;
 };
 
 template <typename Visit>

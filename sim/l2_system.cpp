@@ -250,8 +250,9 @@ void L2System::for_each_access(int sm, Visit&& visit) {
     // A100, H100 and H200. Two named objects (not an array indexed by partition) let the
     // compiler keep both partitions' lookups in registers; with 16 ways per set (every
     // profile's L2) the set arithmetic is compiled for that constant.
-    auto pair = [&](auto sixteen) {
-      L2Cache::Lookups<decltype(sixteen)::value> near(parts_[side]), far(parts_[1 - side]);
+    auto pair = [&](auto sixteen, auto local) {
+      L2Cache::Lookups<decltype(sixteen)::value, decltype(local)::value> near(parts_[side]),
+          far(parts_[1 - side]);
       for (std::size_t i = 0; i < n; ++i) {
         if (i + kPrefetchDistance < n) {
           const Access& ahead = accesses[i + kPrefetchDistance];
@@ -262,10 +263,13 @@ void L2System::for_each_access(int sm, Visit&& visit) {
         visit(a, near, far, a.home != side);
       }
     };
-    if (parts_.front().ways_per_set() == L2Cache::kDefaultWays) {
-      pair(std::true_type{});
+    // A batch of one (most of flash1's and flash2's tiles) works on the caches' own state.
+    if (parts_.front().ways_per_set() != L2Cache::kDefaultWays) {
+      pair(std::false_type{}, std::true_type{});
+    } else if (n == 1) {
+      pair(std::true_type{}, std::false_type{});
     } else {
-      pair(std::false_type{});
+      pair(std::true_type{}, std::true_type{});
     }
     return;
   }
