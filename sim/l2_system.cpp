@@ -316,12 +316,6 @@ std::uint64_t L2System::dirty_bytes() const {
   return b;
 }
 
-std::uint64_t L2System::written_back_bytes() const {
-  std::uint64_t b = 0;
-  for (const L2Cache& p : parts_) b += p.written_back_bytes();
-  return b;
-}
-
 void L2System::flush(PerTensor& written_back) {
   for (L2Cache& p : parts_) p.flush(written_back);
 }

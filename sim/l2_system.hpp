@@ -65,7 +65,12 @@ class L2System {
   }
 
   std::uint64_t dirty_bytes() const;
-  std::uint64_t written_back_bytes() const;
+  std::uint64_t written_back_bytes() const {
+    // (Inline: the engine asks after every phase of every stage.)
+    std::uint64_t b = parts_.front().written_back_bytes();
+    for (std::size_t i = 1; i < parts_.size(); ++i) b += parts_[i].written_back_bytes();
+    return b;
+  }
   /// Writes all dirty data back (into `written_back`) and invalidates every partition.
   void flush(PerTensor& written_back);
 
