@@ -74,9 +74,14 @@ class AddressMap {
       ensure(false, "tile of undeclared tensor {}", tensor_name(t.tensor));
     }
     const TensorDecl& d = slot->decl;
-    if (!(t.matrix >= 0 && t.matrix < d.matrices && t.row0 >= 0 && t.rows > 0 &&
-          t.row0 + t.rows <= d.rows && t.col0 >= 0 && t.cols > 0 && t.col0 + t.cols <= d.cols))
-        [[unlikely]] {
+    // In unsigned arithmetic, with no branch per bound: 0 <= matrix < matrices,
+    // 0 <= row0 < rows, 1 <= rows <= d.rows - row0, and the same for columns (d.rows and
+    // d.cols are positive: the constructor checked).
+    auto u = [](std::int64_t x) { return static_cast<std::uint64_t>(x); };
+    const bool inside = (u(t.matrix) < u(d.matrices)) & (u(t.row0) < u(d.rows)) &
+                        (u(t.rows) - 1 < u(d.rows - t.row0)) & (u(t.col0) < u(d.cols)) &
+                        (u(t.cols) - 1 < u(d.cols - t.col0));
+    if (!inside) [[unlikely]] {
       out_of_bounds(t, d);
     }
     const auto eb = static_cast<std::uint64_t>(d.elem_bytes);
@@ -515,7 +520,9 @@ class KernelRun {
       total += pipe;
     }
     auto overlapped = [&](double warps) {
-      return busiest + (total - busiest) / std::max(1.0, warps / kSchedulersPerSm);
+      const double per_scheduler = std::max(1.0, warps / kSchedulersPerSm);
+      // (x / 1 is x: no division with one warp per scheduler, as FlashAttention's 4-warp CTAs.)
+      return busiest + (per_scheduler == 1.0 ? total - busiest : (total - busiest) / per_scheduler);
     };
     // Its share of the SM's pipes, and at least its own critical path: its work with only its
     // own warps to overlap it, plus the dependent latencies of its warps.
