@@ -289,24 +289,34 @@ class L2Cache::Geometry::SetCursor {
     std::uint64_t window = sets_.quotient(first, position);
     const std::uint64_t step_position = sets_(step);
     const std::uint64_t step_windows = sets_.quotient(step, step_position);
-    std::uint64_t hash = l2_detail::mix(window);
-    std::uint64_t hash_remainder = sets_(hash);
+    std::uint64_t hash = 0, hash_remainder = 0;
+    // Whether position + hash can pass 2^64 in this window: for one window in about 2^64 / sets,
+    // so the loop tests a flag and leaves the exact correction to combine().
+    bool may_wrap = false;
+    auto enter = [&] {
+      hash = l2_detail::mix(window);
+      hash_remainder = sets_(hash);
+      may_wrap = ~hash < count_;
+    };
+    enter();
     std::uint64_t region = first;
     for (std::uint64_t k = 0;;) {
-      f(region, combine(position, hash, hash_remainder));
+      std::uint64_t set = position + hash_remainder;
+      if (set >= count_) set -= count_;
+      if (may_wrap) [[unlikely]]
+        set = combine(position, hash, hash_remainder);
+      f(region, set);
       if (++k == count) return;
       region += step;
       position += step_position;
-      std::uint64_t next_window = window + step_windows;
+      bool moved = step_windows != 0;
+      window += step_windows;
       if (position >= count_) {
         position -= count_;
-        ++next_window;
+        ++window;
+        moved = true;
       }
-      if (next_window != window) {
-        window = next_window;
-        hash = l2_detail::mix(window);
-        hash_remainder = sets_(hash);
-      }
+      if (moved) enter();
     }
   }
 

@@ -35,7 +35,9 @@ L2System::L2System(std::int64_t capacity_bytes, int sector_bytes, int partitions
                    double max_dirty_fraction)
     : sector_bytes_(static_cast<std::uint64_t>(sector_bytes)),
       home_modulo_(static_cast<std::uint64_t>(partitions > 0 ? partitions : 1)) {
-  if (partitions <= 0) throw ConfigError(fmt::format("L2 with {} partitions", partitions));
+  if (partitions <= 0 || partitions > 64) {
+    throw ConfigError(fmt::format("L2 with {} partitions (1 to 64)", partitions));
+  }
   parts_.reserve(static_cast<std::size_t>(partitions));
   for (int i = 0; i < partitions; ++i) {
     parts_.emplace_back(capacity_bytes / partitions, sector_bytes, L2Cache::kDefaultWays,
@@ -108,7 +110,8 @@ struct L2System::Batch {
       out = storage.data();
       capacity = storage.size();
     }
-    out[n++] = {region, set_of(region), homes(h), mask};
+    out[n++] = {region, static_cast<std::uint32_t>(set_of(region)),
+                static_cast<std::uint32_t>(homes(h)), mask};
   }
 
   // Adds sectors `want` (`sectors` of them) of regions first, first + step, ... (`count`
@@ -133,7 +136,8 @@ struct L2System::Batch {
     auto fill = [&](auto home_of) {
       set_of.for_each_step(first + step, step, count - 1,
                            [&](std::uint64_t region, std::uint64_t set) {
-                             *o++ = {region, set, home_of(home_hash(region)), mask};
+                             *o++ = {region, static_cast<std::uint32_t>(set),
+                                     static_cast<std::uint32_t>(home_of(home_hash(region))), mask};
                            });
     };
     if (homes.divisor() == 2) {

@@ -78,8 +78,8 @@ class L2System {
   // One region a batch of runs touches, with what the lookups need.
   struct Access {
     std::uint64_t region;
-    std::uint64_t set;  // the same in every partition: they have the same geometry
-    std::size_t home;
+    std::uint32_t set;   // the same in every partition: they have the same geometry
+    std::uint32_t home;  // (the constructor checked that sets and partitions fit)
     L2Cache::Mask want;
   };
 
