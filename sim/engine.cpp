@@ -78,10 +78,11 @@ class AddressMap {
     // 0 <= row0 < rows, 1 <= rows <= d.rows - row0, and the same for columns (d.rows and
     // d.cols are positive: the constructor checked).
     auto u = [](std::int64_t x) { return static_cast<std::uint64_t>(x); };
-    const bool inside = (u(t.matrix) < u(d.matrices)) & (u(t.row0) < u(d.rows)) &
-                        (u(t.rows) - 1 < u(d.rows - t.row0)) & (u(t.col0) < u(d.cols)) &
-                        (u(t.cols) - 1 < u(d.cols - t.col0));
-    if (!inside) [[unlikely]] {
+    auto bit = [](bool b) { return static_cast<unsigned>(b); };  // & without short-circuit
+    const unsigned inside = bit(u(t.matrix) < u(d.matrices)) & bit(u(t.row0) < u(d.rows)) &
+                            bit(u(t.rows) - 1 < u(d.rows - t.row0)) & bit(u(t.col0) < u(d.cols)) &
+                            bit(u(t.cols) - 1 < u(d.cols - t.col0));
+    if (inside == 0) [[unlikely]] {
       out_of_bounds(t, d);
     }
     const auto eb = static_cast<std::uint64_t>(d.elem_bytes);
@@ -261,7 +262,8 @@ struct Event {
   // it would mispredict half the time.
   bool operator<(const Event& o) const {
     const auto a = std::bit_cast<std::uint64_t>(t), b = std::bit_cast<std::uint64_t>(o.t);
-    return (a < b) | ((a == b) & (seq < o.seq));
+    auto bit = [](bool x) { return static_cast<unsigned>(x); };  // no short-circuit branches
+    return (bit(a < b) | (bit(a == b) & bit(seq < o.seq))) != 0;
   }
 };
 
