@@ -151,6 +151,8 @@ class AddressMap {
       if (r < end_row) visit(part(r, end_row - r));
       return;
     }
+    // Several chunks (row-wise passes): per block row, a partial first chunk, the whole chunks,
+    // a partial last chunk, in ascending addresses.
     L2System::Run pending{0, 0, 0, 0, 1, 0};
     auto emit = [&](const L2System::Run& run) {
       if (pending.count == 1 && run.count == 1) {
@@ -171,22 +173,36 @@ class AddressMap {
       if (pending.count != 0) visit(pending);
       pending = run;
     };
+    constexpr std::uint64_t kBlockBytes = kBlockRows * kBlockChunk;
+    const std::uint64_t c_first = col_byte / kBlockChunk, c_last = (end_byte - 1) / kBlockChunk;
+    // Chunks [w_first, w_last] are whole; the first and the last may be partial.
+    const std::uint64_t w_first = col_byte % kBlockChunk == 0 ? c_first : c_first + 1;
+    const std::uint64_t w_last = end_byte % kBlockChunk == 0 ? c_last : c_last - 1;
     for (std::uint64_t g = row0 / kBlockRows; g * kBlockRows < end_row; ++g) {
       const std::uint64_t r_first = std::max(row0, g * kBlockRows);
       const std::uint64_t r_last = std::min(end_row, (g + 1) * kBlockRows);
-      const std::uint64_t block_row = origin + g * kBlockRows * pitch;
-      for (std::uint64_t c = col_byte / kBlockChunk; c * kBlockChunk < end_byte; ++c) {
+      const std::uint64_t n = r_last - r_first;
+      // Where chunk c's rows of this block row start.
+      const std::uint64_t rows_start =
+          origin + g * kBlockRows * pitch + (r_first % kBlockRows) * kBlockChunk;
+      auto partial = [&](std::uint64_t c) {  // rows' pieces of a partial chunk, 1 KiB apart
         const std::uint64_t b0 = std::max(col_byte, c * kBlockChunk);
         const std::uint64_t b1 = std::min(end_byte, (c + 1) * kBlockChunk);
-        const std::uint64_t first =
-            block_row + c * kBlockRows * kBlockChunk + (r_first % kBlockRows) * kBlockChunk;
-        const std::uint64_t n = r_last - r_first;
-        if (b1 - b0 == kBlockChunk) {  // whole chunks of consecutive rows are contiguous
-          emit({first, n * kBlockChunk, 1, 0});
+        emit({rows_start + c * kBlockBytes + b0 % kBlockChunk, b1 - b0, n, kBlockChunk});
+      };
+      if (w_first > c_first) partial(c_first);
+      if (w_first <= w_last) {
+        // Whole chunks of consecutive rows are contiguous, kBlockBytes apart, and adjacent
+        // when the rows fill their blocks: one run, as emitting them one by one would join.
+        const std::uint64_t whole = w_last - w_first + 1;
+        const std::uint64_t first = rows_start + w_first * kBlockBytes;
+        if (n == kBlockRows) {
+          emit({first, whole * kBlockBytes, 1, 0});
         } else {
-          emit({first + b0 % kBlockChunk, b1 - b0, n, kBlockChunk});
+          emit({first, n * kBlockChunk, whole, whole > 1 ? kBlockBytes : 0});
         }
       }
+      if (w_last < c_last) partial(c_last);
     }
     if (pending.count != 0) visit(pending);
   }
