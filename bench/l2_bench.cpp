@@ -2,9 +2,11 @@
 // sweep (Google Benchmark; time per region access is the "s/access" counter):
 //  - blocked: GEMM tiles of a wide-row matrix, 32 regions of 4 rows x 64 B per call, streamed
 //    through an H100-sized L2 (every access misses), as standard attention's S stores;
-//  - single: one 4 KiB region per call, as flash1's Q, O, l and m tiles; the difference with
-//    `blocked` is the fixed cost of a call (its set index, the partitions' state, no look-ahead
-//    to prefetch).
+//  - single: one 4 KiB region per call, every call a new region; the difference with `blocked`
+//    is the fixed cost of a call (its set index, the partitions' state, no look-ahead to
+//    prefetch);
+//  - flash1_pairs: one-region calls as flash1 makes them, a read and a write of each region
+//    (l2_flash1_pairs: the set memo and the most recent way hit on the second).
 #include <benchmark/benchmark.h>
 
 #include <vector>
@@ -41,8 +43,28 @@ void l2_stream(benchmark::State& state, bool write, bool blocked) {
                          benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 
+// flash1's pattern: 64 CTAs (one per SM), each stepping through its own tensors a 4 KiB tile at
+// a time, reading its O tile and writing it back (one-region calls, the second of each pair to
+// a region looked up just before: the set memo and the most recent way hit).
+void l2_flash1_pairs(benchmark::State& state) {
+  L2System l2(50LL << 20, 32, 2, 0.473);
+  PerTensor written_back{};
+  std::uint64_t call = 0;
+  for (auto _ : state) {
+    const std::uint64_t cta = call % 64, step = call / 64;
+    const std::uint64_t addr = kBase + cta * (2ULL << 20) + (step % 512) * 4096;
+    const int sm = static_cast<int>(cta);
+    benchmark::DoNotOptimize(l2.read(addr, 4096, TensorId::O, sm, written_back).miss_bytes);
+    benchmark::DoNotOptimize(l2.write(addr, 4096, TensorId::O, sm, written_back));
+    ++call;
+  }
+  state.counters["s/access"] = benchmark::Counter(
+      static_cast<double>(2 * call), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+
 }  // namespace
 
+BENCHMARK(l2_flash1_pairs);
 BENCHMARK_CAPTURE(l2_stream, l2_write_blocked, true, true);
 BENCHMARK_CAPTURE(l2_stream, l2_read_blocked, false, true);
 BENCHMARK_CAPTURE(l2_stream, l2_write_single, true, false);
