@@ -91,6 +91,13 @@ struct L2System::Batch {
   std::uint64_t rep_count_ = 0, rep_step_ = 0;
   SectorBits rep_ = 0;
 
+  // Grows the storage to hold at least `needed` accesses.
+  void reserve(std::size_t needed) {
+    storage.resize(std::max({std::size_t{64}, 2 * capacity, needed}));
+    out = storage.data();
+    capacity = storage.size();
+  }
+
   // Adds sectors `want` of `region` (`sectors` requested) to the batch.
   [[gnu::always_inline]] void add_region(std::uint64_t region, SectorBits want,
                                          std::uint64_t sectors) {
@@ -105,11 +112,8 @@ struct L2System::Batch {
       return;
     }
     const std::uint64_t h = home_hash(region);
-    if (n == capacity) [[unlikely]] {  // grows a few times per run of the simulator
-      storage.resize(std::max<std::size_t>(64, 2 * capacity));
-      out = storage.data();
-      capacity = storage.size();
-    }
+    if (n == capacity) [[unlikely]]
+      reserve(n + 1);  // a few times per run of the simulator
     out[n++] = {region, static_cast<std::uint32_t>(set_of(region)),
                 static_cast<std::uint32_t>(homes(h)), mask};
   }
@@ -124,28 +128,17 @@ struct L2System::Batch {
     add_region(first, want, sectors);
     if (count == 1) return;
     requested += (count - 1) * sectors;
-    if (n + count - 1 > capacity) {
-      storage.resize(std::max<std::size_t>(2 * capacity, n + count - 1));
-      out = storage.data();
-      capacity = storage.size();
-    }
+    if (n + count - 1 > capacity) reserve(n + count - 1);
     // The loop's state in locals (the batch's members would be reloaded after every store into
-    // the accesses, which might alias them), and a mask for the home with two partitions.
+    // the accesses, which might alias them).
     const L2Cache::Mask mask = sector_words(want);
+    const FastModulo home_of = homes;
     Access* o = out + n;
-    auto fill = [&](auto home_of) {
-      set_of.for_each_step(first + step, step, count - 1,
-                           [&](std::uint64_t region, std::uint64_t set) {
-                             *o++ = {region, static_cast<std::uint32_t>(set),
-                                     static_cast<std::uint32_t>(home_of(home_hash(region))), mask};
-                           });
-    };
-    if (homes.divisor() == 2) {
-      fill([](std::uint64_t h) -> std::size_t { return h & 1; });
-    } else {
-      const FastModulo h = homes;
-      fill([h](std::uint64_t x) -> std::size_t { return h(x); });
-    }
+    set_of.for_each_step(first + step, step, count - 1,
+                         [&](std::uint64_t region, std::uint64_t set) {
+                           *o++ = {region, static_cast<std::uint32_t>(set),
+                                   static_cast<std::uint32_t>(home_of(home_hash(region))), mask};
+                         });
     n += count - 1;
   }
 
