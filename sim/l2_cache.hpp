@@ -47,11 +47,6 @@ inline std::array<std::uint64_t, 2> sector_words(SectorBits bits) {
   return {static_cast<std::uint64_t>(bits), static_cast<std::uint64_t>(bits >> 64)};
 }
 
-// Mask with sectors [first, last] (inclusive, 0..127) set.
-inline std::array<std::uint64_t, 2> sector_range_mask(unsigned first, unsigned last) {
-  return sector_words(sector_span(first, last));
-}
-
 /// x % d and x / d for a divisor fixed at construction, without a division instruction. The
 /// remainder: a mask for powers of two, else Lemire, Kaser and Kurz, "Faster remainder by direct
 /// computation" (2019), exact for every 64-bit x and d. The quotient of x - x % d, a multiple of
@@ -599,7 +594,7 @@ void L2Cache::Geometry::for_each_region(std::uint64_t addr, std::uint64_t len,
     const unsigned a = static_cast<unsigned>(first_sector > r0 ? first_sector - r0 : 0);
     const unsigned b = static_cast<unsigned>(
         last_sector < r0 + kSectorsPerRegion - 1 ? last_sector - r0 : kSectorsPerRegion - 1);
-    visit(r, sector_range_mask(a, b), std::uint64_t{b - a + 1});
+    visit(r, sector_words(sector_span(a, b)), std::uint64_t{b - a + 1});
   }
 }
 
