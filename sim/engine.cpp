@@ -12,6 +12,12 @@
 namespace iosim {
 namespace {
 
+// A comparison's outcome as 0 or 1, to combine several with & and | instead of && and ||:
+// no short-circuit branches in the simulator's hot checks.
+constexpr unsigned bit(bool b) {
+  return static_cast<unsigned>(b);
+}
+
 // A bandwidth resource served first come, first served. Requests arrive in non-decreasing
 // time (the event loop guarantees it), so a single "busy until" cursor is exact for FIFO.
 struct Server {
@@ -78,7 +84,6 @@ class AddressMap {
     // 0 <= row0 < rows, 1 <= rows <= d.rows - row0, and the same for columns (d.rows and
     // d.cols are positive: the constructor checked).
     auto u = [](std::int64_t x) { return static_cast<std::uint64_t>(x); };
-    auto bit = [](bool b) { return static_cast<unsigned>(b); };  // & without short-circuit
     const unsigned inside = bit(u(t.matrix) < u(d.matrices)) & bit(u(t.row0) < u(d.rows)) &
                             bit(u(t.rows) - 1 < u(d.rows - t.row0)) & bit(u(t.col0) < u(d.cols)) &
                             bit(u(t.cols) - 1 < u(d.cols - t.col0));
@@ -278,7 +283,6 @@ struct Event {
   // it would mispredict half the time.
   bool operator<(const Event& o) const {
     const auto a = std::bit_cast<std::uint64_t>(t), b = std::bit_cast<std::uint64_t>(o.t);
-    auto bit = [](bool x) { return static_cast<unsigned>(x); };  // no short-circuit branches
     return (bit(a < b) | (bit(a == b) & bit(seq < o.seq))) != 0;
   }
 };
