@@ -19,7 +19,9 @@
 #include <cstdint>
 #include <vector>
 
-#if defined(__SSE2__)
+#if defined(__AVX2__)
+#include <immintrin.h>
+#elif defined(__SSE2__)
 #include <emmintrin.h>
 #endif
 
@@ -440,7 +442,24 @@ class L2Cache::Lookups {
     // Below 2^32 - 1 and with no such region held, the low halves alone decide.
     const bool narrow = region < kEmpty && !s_.wide;
     const std::uint32_t* tags = &s_.tags_lo[base];
-#if defined(__SSE2__)
+#if defined(__AVX2__)
+    if (ways() == kMaxPackedWays) {
+      // The 16 low halves in two 8-way compares, one bit per way.
+      const __m256i key = _mm256_set1_epi32(static_cast<int>(lo));
+      const auto* v = reinterpret_cast<const __m256i*>(tags);
+      auto way_bits = [&](int half) {
+        const __m256i eq = _mm256_cmpeq_epi32(_mm256_load_si256(v + half), key);
+        return static_cast<std::uint32_t>(_mm256_movemask_ps(_mm256_castsi256_ps(eq)));
+      };
+      auto hits = way_bits(0) | (way_bits(1) << 8);
+      if (narrow) return hits != 0 ? static_cast<std::uint64_t>(std::countr_zero(hits)) : ways();
+      for (; hits != 0; hits &= hits - 1) {
+        const auto w = static_cast<std::uint64_t>(std::countr_zero(hits));
+        if (s_.tags_hi[base + w] == hi) return w;
+      }
+      return ways();
+    }
+#elif defined(__SSE2__)
     if (ways() == kMaxPackedWays) {
       // The 16 low halves in four compares, packed to one bit per way: no loop, no mispredicted
       // branch on where the region is.
