@@ -253,7 +253,19 @@ struct Rates {
     l2_latency_s = p.l2.hit_latency_cycles.value / clock_hz;
     hbm_latency_s = p.hbm.latency_ns.value * 1e-9;
     launch_s = p.launch.kernel_overhead_us.value * 1e-6;
+    per = {1.0 / hbm_bps,       1.0 / l2_bps,      1.0 / sm_port_bps, 1.0 / smem_bps_per_sm,
+           1.0 / tensor_per_sm, 1.0 / fp32_per_sm, 1.0 / sfu_per_sm,  1.0 / int32_per_sm};
   }
+
+  // Seconds per byte or operation: the engine multiplies by these a few dozen times per stage,
+  // where dividing by the rates cost about 5% of flash1's simulation time. A product differs
+  // from the quotient in the last bit at most; where two events then tie differently, the L2
+  // sees two accesses in the other order (a few KB of write-back moved at N = 512 in the README
+  // sweep, nothing in the validation cases).
+  struct SecondsPer {
+    double hbm_byte, l2_byte, port_byte, smem_byte;
+    double tensor_flop, fp32_flop, sfu_op, int32_op;
+  } per{};
 };
 
 // Warp schedulers (SM sub-partitions) per SM on Ampere and Hopper: the A100 and H100
@@ -495,17 +507,13 @@ class KernelRun {
     }
   }
 
-  // `amount` / `rate`, without dividing when the amount is 0 (a stage whose loads all hit,
-  // a pipe the stage does not use): the simulator's main loop divides a few dozen times per
-  // stage, and a division is slow. (0 / rate is exactly 0, so nothing changes.)
-  static double seconds(double amount, double rate) { return amount == 0.0 ? 0.0 : amount / rate; }
-
   // Time at which `bytes` requested at `t` by a CTA on `sm` have all arrived.
   double transfer(double t, int sm, const Traffic& tr) {
-    const double hbm_done = hbm_.reserve(t, seconds(tr.dram, rates_.hbm_bps));
-    const double l2_done = l2_ != nullptr ? l2_server_.reserve(t, tr.requested / rates_.l2_bps) : t;
+    const double hbm_done = hbm_.reserve(t, tr.dram * rates_.per.hbm_byte);
+    const double l2_done =
+        l2_ != nullptr ? l2_server_.reserve(t, tr.requested * rates_.per.l2_byte) : t;
     const double port_done =
-        ports_[static_cast<std::size_t>(sm)].reserve(t, tr.requested / rates_.sm_port_bps);
+        ports_[static_cast<std::size_t>(sm)].reserve(t, tr.requested * rates_.per.port_byte);
     return std::max({hbm_done, l2_done, port_done});
   }
 
@@ -532,10 +540,9 @@ class KernelRun {
     // scheduler the pipes overlap that far: all of them at once as w grows (the busiest pipe
     // decides), none with one warp (their times add). A warp's own chain of dependent latencies
     // is filled the same way: fully exposed with one warp per scheduler.
-    const double pipes[] = {
-        seconds(w.tensor_flops, rates_.tensor_per_sm), seconds(w.fp32_flops, rates_.fp32_per_sm),
-        seconds(w.sfu_ops, rates_.sfu_per_sm), seconds(w.int32_ops, rates_.int32_per_sm),
-        seconds(w.smem_bytes, rates_.smem_bps_per_sm)};
+    const double pipes[] = {w.tensor_flops * rates_.per.tensor_flop,
+                            w.fp32_flops * rates_.per.fp32_flop, w.sfu_ops * rates_.per.sfu_op,
+                            w.int32_ops * rates_.per.int32_op, w.smem_bytes * rates_.per.smem_byte};
     double busiest = 0.0, total = 0.0;
     for (double pipe : pipes) {
       busiest = std::max(busiest, pipe);
@@ -622,7 +629,7 @@ class KernelRun {
     if (stores.requested > 0) {
       // Stores drain after the compute; their bandwidth is reserved now, in event order.
       const double drained = transfer(t, st.sm, stores);
-      end = std::max(compute_end + stores.requested / rates_.sm_port_bps, drained);
+      end = std::max(compute_end + stores.requested * rates_.per.port_byte, drained);
     }
     st.end = std::max(st.end, end);
     if (++st.ring == st.compute_end.size()) st.ring = 0;
