@@ -95,18 +95,17 @@ class StandardSchedule final : public Schedule {
   }
 
   void emit_cta(std::size_t kernel, std::int64_t cta, std::vector<TileOp>& out) const override {
-    switch (kernels_.at(kernel)) {
-      case Kernel::gemm_qk:
-        return emit_gemm_qk(cta, out);
-      case Kernel::gemm_pv:
-        return emit_gemm_pv(cta, out);
-      case Kernel::mask:
-        return emit_elementwise(Kernel::mask, cta, out);
-      case Kernel::softmax:
-        return emit_elementwise(Kernel::softmax, cta, out);
-      case Kernel::dropout:
-        return emit_elementwise(Kernel::dropout, cta, out);
+    for (std::size_t part = 0; emit_cta_part(kernel, cta, part, out); ++part) {
     }
+  }
+
+  // The PV GEMM's CTAs loop over all keys (N = 16384: 770 operations, 100 KB per CTA): one
+  // chunk of keys per part, so that the engine holds a few operations per resident CTA.
+  bool emit_cta_part(std::size_t kernel, std::int64_t cta, std::size_t part,
+                     std::vector<TileOp>& out) const override {
+    if (kernels_.at(kernel) == Kernel::gemm_pv) return emit_gemm_pv(cta, part, out);
+    if (part == 0) emit_whole_cta(kernel, cta, out);
+    return false;
   }
 
   static std::int64_t gemm_qk_smem(const AttentionProblem& p, const Tiling& t) {
@@ -117,6 +116,22 @@ class StandardSchedule final : public Schedule {
   }
 
  private:
+  // A whole CTA of a kernel that is not split into parts.
+  void emit_whole_cta(std::size_t kernel, std::int64_t cta, std::vector<TileOp>& out) const {
+    switch (kernels_.at(kernel)) {
+      case Kernel::gemm_qk:
+        return emit_gemm_qk(cta, out);
+      case Kernel::gemm_pv:  // (emitted by parts)
+        break;
+      case Kernel::mask:
+        return emit_elementwise(Kernel::mask, cta, out);
+      case Kernel::softmax:
+        return emit_elementwise(Kernel::softmax, cta, out);
+      case Kernel::dropout:
+        return emit_elementwise(Kernel::dropout, cta, out);
+    }
+  }
+
   int gemm_regs(std::int64_t accumulators) const {
     return static_cast<int>(std::min<std::int64_t>(accumulators / t_.threads + 48, 255));
   }
@@ -140,22 +155,28 @@ class StandardSchedule final : public Schedule {
     out.push_back(TileOp::store(s, OnChip::smem));  // epilogue through shared memory
   }
 
-  void emit_gemm_pv(std::int64_t cta, std::vector<TileOp>& out) const {
+  // Part 0 zeroes the accumulators; part 1 + c loads and multiplies key chunk c, and the last
+  // one stores O.
+  bool emit_gemm_pv(std::int64_t cta, std::size_t part, std::vector<TileOp>& out) const {
     const std::int64_t tq = ceil_div(p_.seq, t_.block_q);
     const std::int64_t i = cta % tq, bh = cta / tq;
     const std::int64_t q0 = i * t_.block_q, qr = std::min(t_.block_q, p_.seq - q0);
     const std::int64_t d = p_.head_dim, eb = p_.elem_bytes();
     const TileRef o{TensorId::O, bh, q0, qr, 0, d};  // rO (qr, d)
-    out.push_back(costs::init_state(o));
-    for (std::int64_t k0 = 0; k0 < p_.seq_kv; k0 += kLoadChunk) {
-      const std::int64_t kr = std::min(kLoadChunk, p_.seq_kv - k0);
-      const TensorId probs = p_.dropout > 0 ? TensorId::P_drop : TensorId::P;
-      out.push_back(TileOp::load({probs, bh, q0, qr, k0, kr}));                   // sP (qr, kr)
-      out.push_back(TileOp::load({TensorId::V, bh / p_.group(), k0, kr, 0, d}));  // sV (kr, d)
-      const std::int64_t smem = (qr * ceil_div(d, 32) + d * ceil_div(qr, 64)) * kr * eb;
-      out.push_back(costs::pv({TensorId::S, bh, q0, qr, k0, kr}, d, smem));
+    if (part == 0) {
+      out.push_back(costs::init_state(o));
+      return true;
     }
+    const std::int64_t k0 = static_cast<std::int64_t>(part - 1) * kLoadChunk;
+    const std::int64_t kr = std::min(kLoadChunk, p_.seq_kv - k0);
+    const TensorId probs = p_.dropout > 0 ? TensorId::P_drop : TensorId::P;
+    out.push_back(TileOp::load({probs, bh, q0, qr, k0, kr}));                   // sP (qr, kr)
+    out.push_back(TileOp::load({TensorId::V, bh / p_.group(), k0, kr, 0, d}));  // sV (kr, d)
+    const std::int64_t smem = (qr * ceil_div(d, 32) + d * ceil_div(qr, 64)) * kr * eb;
+    out.push_back(costs::pv({TensorId::S, bh, q0, qr, k0, kr}, d, smem));
+    if (k0 + kr < p_.seq_kv) return true;
     out.push_back(TileOp::store(o, OnChip::smem));
+    return false;
   }
 
   void emit_elementwise(Kernel k, std::int64_t cta, std::vector<TileOp>& out) const {
