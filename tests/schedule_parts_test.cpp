@@ -19,40 +19,70 @@ bool same(const TileOp& a, const TileOp& b) {
          a.smem_round_trips == b.smem_round_trips && a.chain_fp32_ops == b.chain_fp32_ops;
 }
 
+bool prefetched_load(const TileOp& op) {
+  return op.kind == OpKind::load && !op.in_step;
+}
+
 }  // namespace
 
-TEST_CASE("a CTA's parts concatenate to its whole operation stream") {
+TEST_CASE("a CTA's parts concatenate to its whole operation stream, split where stages end") {
   for (const std::string& algo : builtin_registry().names()) {
-    for (Pass pass : {Pass::fwd, Pass::bwd, Pass::fwdbwd}) {
-      AttentionProblem p;
-      p.batch = 1;
-      p.heads = 2;
-      p.seq = 300;
-      p.seq_kv = 333;
-      p.head_dim = 32;
-      p.causal = true;
-      p.pass = pass;
-      if (algo == "block-sparse") {
-        p.pattern = std::make_shared<const BlockPattern>(parse_block_pattern("local:2"));
-      }
-      if (algo != "block-sparse" && algo != "standard" && algo != "flash1" && algo != "flash2") {
-        continue;  // decode schedules have their own tests
-      }
-      Planned planned = builtin_registry().get(algo).plan(p, test::profile(), Tiling{64, 64, 0, 0});
-      REQUIRE_MESSAGE(planned.feasible(), planned.infeasible_reason);
-      const Schedule& s = *planned.schedule;
-      const std::vector<KernelSpec> kernels = s.kernels();
-      for (std::size_t k = 0; k < kernels.size(); ++k) {
-        for (std::int64_t cta = 0; cta < std::min<std::int64_t>(kernels[k].grid.count(), 5);
-             ++cta) {
-          std::vector<TileOp> whole, parts;
-          s.emit_cta(k, cta, whole);
-          for (std::size_t part = 0; s.emit_cta_part(k, cta, part, parts); ++part) {
+    for (const char* pattern : {"local:2", "random:0.3:5", "causal"}) {
+      for (bool causal : {true, false}) {
+        for (Pass pass : {Pass::fwd, Pass::bwd, Pass::fwdbwd}) {
+          if (algo != "block-sparse" && std::string(pattern) != "local:2") continue;
+          AttentionProblem p;
+          p.batch = 1;
+          p.heads = 2;
+          p.seq = 300;
+          p.seq_kv = 333;
+          p.head_dim = 32;
+          p.causal = causal;
+          p.pass = pass;
+          if (algo == "block-sparse") {
+            p.pattern = std::make_shared<const BlockPattern>(parse_block_pattern(pattern));
           }
-          CAPTURE(algo);
-          CAPTURE(kernels[k].name);
-          REQUIRE(whole.size() == parts.size());
-          for (std::size_t i = 0; i < whole.size(); ++i) CHECK(same(whole[i], parts[i]));
+          if (algo != "block-sparse" && algo != "standard" && algo != "flash1" &&
+              algo != "flash2") {
+            continue;  // decode schedules have their own tests
+          }
+          Planned planned =
+              builtin_registry().get(algo).plan(p, test::profile(), Tiling{64, 64, 0, 0});
+          REQUIRE_MESSAGE(planned.feasible(), planned.infeasible_reason);
+          const Schedule& s = *planned.schedule;
+          const std::vector<KernelSpec> kernels = s.kernels();
+          for (std::size_t k = 0; k < kernels.size(); ++k) {
+            for (std::int64_t cta = 0; cta < std::min<std::int64_t>(kernels[k].grid.count(), 5);
+                 ++cta) {
+              std::vector<TileOp> whole, parts;
+              s.emit_cta(k, cta, whole);
+              CAPTURE(algo);
+              CAPTURE(pattern);
+              CAPTURE(causal);
+              CAPTURE(kernels[k].name);
+              CAPTURE(cta);
+              // The engine runs a stage as the prefetched loads at its start, then everything up to
+              // the next prefetched load; a stage that spanned two parts would be cut in two (or a
+              // part's compute run apart from its loads). So a non-empty part after the first
+              // starts with a prefetched load, and one before it does not end with one.
+              std::size_t previous_end = 0;
+              for (std::size_t part = 0;; ++part) {
+                const std::size_t begin = parts.size();
+                const bool more = s.emit_cta_part(k, cta, part, parts);
+                if (parts.size() > begin) {
+                  if (begin > 0) {
+                    CHECK(prefetched_load(parts[begin]));
+                    CHECK_FALSE(prefetched_load(parts[previous_end - 1]));
+                  }
+                  previous_end = parts.size();
+                }
+                if (!more) break;
+                REQUIRE(part < 100000);
+              }
+              REQUIRE(whole.size() == parts.size());
+              for (std::size_t i = 0; i < whole.size(); ++i) CHECK(same(whole[i], parts[i]));
+            }
+          }
         }
       }
     }
