@@ -285,17 +285,26 @@ struct CtaState {
   double end = 0.0;
 };
 
+// When a resident CTA's next stage starts: earlier time first, then earlier issue. Times are
+// never negative (nor -0.0: they are sums and maxima of non-negative durations from 0.0), and
+// non-negative doubles order as their bit patterns do, so the order is one 128-bit integer
+// compare (no branch for the heap below to mispredict), on 16-byte events.
 struct Event {
-  double t;
-  std::uint64_t seq;
-  std::uint32_t slot;
-  // Earlier time first, then earlier issue. Times are never negative (nor -0.0: they are sums
-  // and maxima of non-negative durations from 0.0), and non-negative doubles order as their bit
-  // patterns do: integer compares, which the heap below turns into selects instead of branches
-  // it would mispredict half the time.
+  static constexpr int kSlotBits = 24;
+  static constexpr std::uint64_t kMaxIssue = std::uint64_t{1} << (64 - kSlotBits);
+
+  std::uint64_t time_bits;  // the time's bit pattern
+  std::uint64_t order;      // issue number << kSlotBits | the CTA's slot (issue numbers are unique)
+
+  Event(double t, std::uint64_t issue, std::uint32_t slot)
+      : time_bits(std::bit_cast<std::uint64_t>(t)), order(issue << kSlotBits | slot) {}
+  double t() const { return std::bit_cast<double>(time_bits); }
+  std::uint32_t slot() const {
+    return static_cast<std::uint32_t>(order & ((std::uint64_t{1} << kSlotBits) - 1));
+  }
   bool operator<(const Event& o) const {
-    const auto a = std::bit_cast<std::uint64_t>(t), b = std::bit_cast<std::uint64_t>(o.t);
-    return (bit(a < b) | (bit(a == b) & bit(seq < o.seq))) != 0;
+    __extension__ using U128 = unsigned __int128;
+    return ((U128{time_bits} << 64) | order) < ((U128{o.time_bits} << 64) | o.order);
   }
 };
 
@@ -367,6 +376,11 @@ class KernelRun {
     const std::int64_t ctas = spec_.grid.count();
     const std::int64_t slots =
         std::min<std::int64_t>(ctas, static_cast<std::int64_t>(rates_.sm_count) * ctas_per_sm_);
+    if (slots >= (std::int64_t{1} << Event::kSlotBits)) {
+      throw ConfigError(
+          fmt::format("kernel '{}': {} resident CTAs, more than the engine tracks ({})", spec_.name,
+                      slots, std::int64_t{1} << Event::kSlotBits));
+    }
     states_.resize(static_cast<std::size_t>(slots));
     // First wave: breadth-first over SMs (CTA i on SM i mod #SMs).
     for (std::int64_t s = 0; s < slots; ++s) {
@@ -376,18 +390,19 @@ class KernelRun {
     double last_finish = 0.0;
     while (!events_.empty()) {
       const Event ev = events_.top();
-      CtaState& st = states_[ev.slot];
-      run_stage(st, ev.t);
+      const double now = ev.t();
+      CtaState& st = states_[ev.slot()];
+      run_stage(st, now);
       next_part(st);
       if (st.pc < st.ops.size()) {
-        events_.replace_top({next_stage_time(st, ev.t), seq_++, ev.slot});
+        events_.replace_top({next_stage_time(st, now), issue(), ev.slot()});
         continue;
       }
       last_finish = std::max(last_finish, st.end);
       --resident_;
       --resident_on_sm_[static_cast<std::size_t>(st.sm)];
       if (next_cta_ < ctas) {
-        events_.replace_top(start_cta(ev.slot, next_cta_++, st.sm, st.end));
+        events_.replace_top(start_cta(ev.slot(), next_cta_++, st.sm, st.end));
       } else {
         events_.pop();
       }
@@ -396,6 +411,15 @@ class KernelRun {
   }
 
  private:
+  // The next event's issue number.
+  std::uint64_t issue() {
+    if (seq_ == Event::kMaxIssue) [[unlikely]] {
+      throw InternalError(
+          fmt::format("kernel '{}': more than {} engine events", spec_.name, Event::kMaxIssue));
+    }
+    return seq_++;
+  }
+
   // Places CTA `cta` in `slot` on `sm` at time `t`; returns its first stage's event.
   Event start_cta(std::uint32_t slot, std::int64_t cta, int sm, double t) {
     CtaState& st = states_[slot];
@@ -412,7 +436,7 @@ class KernelRun {
     st.end = t;
     ++resident_;
     ++resident_on_sm_[static_cast<std::size_t>(sm)];
-    return {t, seq_++, slot};
+    return {t, issue(), slot};
   }
 
   // Once a CTA's operations are used up, emits its next part, skipping empty ones.
@@ -654,7 +678,7 @@ class KernelRun {
   int resident_ = 0;
   std::vector<CtaState> states_;
   EventQueue events_;
-  std::uint64_t seq_ = 0;
+  std::uint64_t seq_ = 0;  // events issued
   std::int64_t next_cta_ = 0;
   // Runs of the tile being moved: sums of per-run bytes in doubles are exact (integers far
   // below 2^53), so sending a tile's runs to the L2 together counts what run-by-run did.
