@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <span>
 
 #include "algorithms/passes.hpp"
 #include "algorithms/schedules.hpp"
@@ -59,9 +60,9 @@ class Flash2Schedule final : public Schedule {
     }
   }
 
-  // Part 0 loads Q and initializes the state; part 1 + j is K/V block j (empty when the block
-  // is zero or past the causal diagonal), and the last nonzero block's part also writes O and L.
-  // One block per part keeps a few operations per resident CTA in memory instead of all of them
+  // Part 0 loads Q and initializes the state; part 1 + k is the k-th K/V block the CTA computes
+  // (under a block mask, its k-th nonzero block), and the last one also writes O and L. One
+  // block per part keeps a few operations per resident CTA in memory instead of all of them
   // (N = 16384 with 32-key blocks: 2560 operations, 300 KB per CTA, tens of MB for a wave, which
   // the engine streamed through the CPU's caches).
   bool emit_cta_part(std::size_t, std::int64_t cta, std::size_t part,
@@ -79,19 +80,21 @@ class Flash2Schedule final : public Schedule {
     const std::int64_t offset = p_.seq_kv - p_.seq;  // bottom-right causal alignment
     const TileRef o{TensorId::O, bh, q0, qr, 0, d};
 
+    // The blocks computed: up to the last key any row of this block sees (causal), or the
+    // nonzero blocks of a block mask (zero past the diagonal with --causal).
     const std::int64_t tc = ceil_div(p_.seq_kv, t_.block_kv);
-    // The last key any row of this block sees decides where the causal loop stops; under a
-    // block mask, the last nonzero block before it.
-    std::int64_t last_block =
-        p_.causal ? std::min(tc - 1, (q0 + qr - 1 + offset) / t_.block_kv) : tc - 1;
-    while (blocks_ && last_block >= 0 && !blocks_->at(qb, last_block)) --last_block;
+    const std::span<const std::int64_t> nonzero =
+        blocks_ ? blocks_->row_blocks(qb) : std::span<const std::int64_t>{};
+    const std::int64_t count =
+        blocks_ ? static_cast<std::int64_t>(nonzero.size())
+                : (p_.causal ? std::min(tc - 1, (q0 + qr - 1 + offset) / t_.block_kv) : tc - 1) + 1;
     auto finish = [&] {
       out.push_back(costs::finalize(o, d));
       // O leaves through shared memory for coalesced 16-byte stores; L straight from registers.
       out.push_back(TileOp::store(o, OnChip::smem));
       out.push_back(TileOp::store({TensorId::L, bh, q0, qr, 0, 1}, OnChip::reg));
     };
-    if (last_block < 0) {  // block-sparse: no nonzero block, O = 0 and L = +inf, Q unread
+    if (count == 0) {  // block-sparse: no nonzero block, O = 0 and L = +inf, Q unread
       out.push_back(costs::init_state(o));
       finish();
       return false;
@@ -101,26 +104,25 @@ class Flash2Schedule final : public Schedule {
       out.push_back(costs::init_state(o));
       return true;
     }
-    const auto j = static_cast<std::int64_t>(part) - 1;
-    if (!blocks_ || blocks_->at(qb, j)) {  // a zero block: no loads, no FLOPs
-      const std::int64_t k0 = j * t_.block_kv;
-      const std::int64_t kr = std::min(t_.block_kv, p_.seq_kv - k0);
-      out.push_back(TileOp::load({TensorId::K, kv, k0, kr, 0, d}));  // gK -> sK (kr, d)
-      out.push_back(TileOp::load({TensorId::V, kv, k0, kr, 0, d}));  // gV -> sV (kr, d)
-      const TileRef s{TensorId::S, bh, q0, qr, k0, kr};              // rS (qr, kr)
-      // Each warp reads its own Q rows and the whole K (then V) tile from shared memory.
-      out.push_back(costs::scores(s, d, (qr + warps * kr) * d * eb));
-      const bool crosses_diagonal = p_.causal && k0 + kr - 1 > q0 + offset;
-      // Our block-sparse kernel evaluates the mask on every block: nvcc does not hoist its
-      // uniform "this block needs a mask" test out of the per-score loop (its PTX predicates
-      // the compares and selects of half the scores and branches per pair on the rest), where
-      // in flash2's kernel it does (one branch per block, unmasked blocks only scale).
-      if (crosses_diagonal || p_.mask || blocks_) out.push_back(costs::mask(s));
-      out.push_back(costs::online_softmax(s, d));
-      if (p_.dropout > 0) out.push_back(costs::dropout({TensorId::P, bh, q0, qr, k0, kr}));
-      out.push_back(costs::pv(s, d, warps * kr * d * eb));
-    }
-    if (j < last_block) return true;
+    const auto k = static_cast<std::int64_t>(part) - 1;
+    const std::int64_t j = blocks_ ? nonzero[static_cast<std::size_t>(k)] : k;
+    const std::int64_t k0 = j * t_.block_kv;
+    const std::int64_t kr = std::min(t_.block_kv, p_.seq_kv - k0);
+    out.push_back(TileOp::load({TensorId::K, kv, k0, kr, 0, d}));  // gK -> sK (kr, d)
+    out.push_back(TileOp::load({TensorId::V, kv, k0, kr, 0, d}));  // gV -> sV (kr, d)
+    const TileRef s{TensorId::S, bh, q0, qr, k0, kr};              // rS (qr, kr)
+    // Each warp reads its own Q rows and the whole K (then V) tile from shared memory.
+    out.push_back(costs::scores(s, d, (qr + warps * kr) * d * eb));
+    const bool crosses_diagonal = p_.causal && k0 + kr - 1 > q0 + offset;
+    // Our block-sparse kernel evaluates the mask on every block: nvcc does not hoist its
+    // uniform "this block needs a mask" test out of the per-score loop (its PTX predicates
+    // the compares and selects of half the scores and branches per pair on the rest), where
+    // in flash2's kernel it does (one branch per block, unmasked blocks only scale).
+    if (crosses_diagonal || p_.mask || blocks_) out.push_back(costs::mask(s));
+    out.push_back(costs::online_softmax(s, d));
+    if (p_.dropout > 0) out.push_back(costs::dropout({TensorId::P, bh, q0, qr, k0, kr}));
+    out.push_back(costs::pv(s, d, warps * kr * d * eb));
+    if (k + 1 < count) return true;
     finish();
     return false;
   }

@@ -127,7 +127,9 @@ BlockMask::BlockMask(const AttentionProblem& p, std::int64_t block_q, std::int64
     }
   }
   const std::int64_t offset = p.seq_kv - p.seq;  // bottom-right alignment
+  row_start_.reserve(static_cast<std::size_t>(rows_ + 1));
   for (std::int64_t i = 0; i < rows_; ++i) {
+    row_start_.push_back(row_blocks_.size());
     const std::int64_t last_row = std::min(p.seq, (i + 1) * block_q) - 1;
     const std::int64_t diag =
         std::clamp<std::int64_t>((last_row + offset) / block_kv, 0, cols_ - 1);
@@ -160,10 +162,12 @@ BlockMask::BlockMask(const AttentionProblem& p, std::int64_t block_q, std::int64
       }
       if (keep) {
         bits_[static_cast<std::size_t>(i * cols_ + j)] = 1;
+        row_blocks_.push_back(j);
         ++nonzero_;
       }
     }
   }
+  row_start_.push_back(row_blocks_.size());
 }
 
 }  // namespace iosim

@@ -15,6 +15,7 @@
 //   file:PATH            a 0/1 grid of Tr x Tc blocks, one row of blocks per line
 // With --causal, blocks that hold no visible score are zero whatever the pattern says.
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,12 @@ class BlockMask {
   bool at(std::int64_t qb, std::int64_t kb) const {
     return bits_[static_cast<std::size_t>(qb * cols_ + kb)] != 0;
   }
+  /// The computed key blocks of query block `qb`, in order (with --causal, none past the
+  /// diagonal).
+  std::span<const std::int64_t> row_blocks(std::int64_t qb) const {
+    const auto i = static_cast<std::size_t>(qb);
+    return {row_blocks_.data() + row_start_[i], row_start_[i + 1] - row_start_[i]};
+  }
   std::int64_t rows() const { return rows_; }  // Tr, query blocks
   std::int64_t cols() const { return cols_; }  // Tc, key blocks
   std::int64_t block_q() const { return block_q_; }
@@ -63,6 +70,9 @@ class BlockMask {
  private:
   std::int64_t rows_, cols_, block_q_, block_kv_, nonzero_ = 0;
   std::vector<std::uint8_t> bits_;
+  // Row qb's computed key blocks are row_blocks_[row_start_[qb], row_start_[qb + 1]).
+  std::vector<std::int64_t> row_blocks_;
+  std::vector<std::size_t> row_start_;
 };
 
 }  // namespace iosim

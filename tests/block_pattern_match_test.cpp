@@ -4,7 +4,9 @@
 // same blocks, so this holds the copy to sim/block_mask.cpp over many shapes and patterns.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <memory>
+#include <span>
 
 #include "cuda_validate/runner/block_pattern.hpp"
 #include "sim/block_mask.hpp"
@@ -52,6 +54,11 @@ TEST_CASE("cuda_validate's block list equals iosim's block mask") {
                    (list.dense[static_cast<std::size_t>(i * mask.cols() + j)] != 0) == in_list;
           }
           same = same && next == list.row_ptr[static_cast<std::size_t>(i + 1)];
+          // The mask's own list of a row's nonzero blocks (what flash2 walks) is the same.
+          const auto begin = list.col_idx.begin() + list.row_ptr[static_cast<std::size_t>(i)];
+          const auto end = list.col_idx.begin() + list.row_ptr[static_cast<std::size_t>(i + 1)];
+          const std::span<const std::int64_t> row = mask.row_blocks(i);
+          same = same && std::equal(row.begin(), row.end(), begin, end);
         }
         CHECK(same);
       }
