@@ -312,8 +312,8 @@ struct Event {
 // engine takes the earliest event and nearly always puts back that CTA's next stage (or its
 // successor's start): one sift-down instead of a pop's sift-down and a push's sift-up, with the
 // earlier child picked by a select rather than a branch (popping the event queue was a tenth of
-// the simulator's time where few CTAs run long, as flash1's). Events are totally ordered (seq
-// is unique), so the order they leave in does not depend on the heap's layout.
+// the simulator's time where few CTAs run long, as flash1's). Events are totally ordered (issue
+// numbers are unique), so the order they leave in does not depend on the heap's layout.
 class EventQueue {
  public:
   bool empty() const { return heap_.empty(); }

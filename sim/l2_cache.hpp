@@ -442,34 +442,9 @@ class L2Cache::Lookups {
     // Below 2^32 - 1 and with no such region held, the low halves alone decide.
     const bool narrow = region < kEmpty && !s_.wide;
     const std::uint32_t* tags = &s_.tags_lo[base];
-#if defined(__AVX2__)
+#if defined(__AVX2__) || defined(__SSE2__)
     if (ways() == kMaxPackedWays) {
-      // The 16 low halves in two 8-way compares, one bit per way.
-      const __m256i key = _mm256_set1_epi32(static_cast<int>(lo));
-      const auto* v = reinterpret_cast<const __m256i*>(tags);
-      auto way_bits = [&](int half) {
-        const __m256i eq = _mm256_cmpeq_epi32(_mm256_load_si256(v + half), key);
-        return static_cast<std::uint32_t>(_mm256_movemask_ps(_mm256_castsi256_ps(eq)));
-      };
-      auto hits = way_bits(0) | (way_bits(1) << 8);
-      if (narrow) return hits != 0 ? static_cast<std::uint64_t>(std::countr_zero(hits)) : ways();
-      for (; hits != 0; hits &= hits - 1) {
-        const auto w = static_cast<std::uint64_t>(std::countr_zero(hits));
-        if (s_.tags_hi[base + w] == hi) return w;
-      }
-      return ways();
-    }
-#elif defined(__SSE2__)
-    if (ways() == kMaxPackedWays) {
-      // The 16 low halves in four compares, packed to one bit per way: no loop, no mispredicted
-      // branch on where the region is.
-      const __m128i key = _mm_set1_epi32(static_cast<int>(lo));
-      const auto* v = reinterpret_cast<const __m128i*>(tags);
-      const __m128i ab = _mm_packs_epi32(_mm_cmpeq_epi32(_mm_load_si128(v), key),
-                                         _mm_cmpeq_epi32(_mm_load_si128(v + 1), key));
-      const __m128i cd = _mm_packs_epi32(_mm_cmpeq_epi32(_mm_load_si128(v + 2), key),
-                                         _mm_cmpeq_epi32(_mm_load_si128(v + 3), key));
-      auto hits = static_cast<std::uint32_t>(_mm_movemask_epi8(_mm_packs_epi16(ab, cd)));
+      auto hits = packed_hits(tags, lo);
       if (narrow) return hits != 0 ? static_cast<std::uint64_t>(std::countr_zero(hits)) : ways();
       for (; hits != 0; hits &= hits - 1) {
         const auto w = static_cast<std::uint64_t>(std::countr_zero(hits));
@@ -483,6 +458,30 @@ class L2Cache::Lookups {
     }
     return ways();
   }
+
+#if defined(__AVX2__) || defined(__SSE2__)
+  // Bit w set where low half `lo` equals tags[w], for the 16 ways of a set (64-byte aligned):
+  // a few vector compares, with no loop and no mispredicted branch on where the region is.
+  static std::uint32_t packed_hits(const std::uint32_t* tags, std::uint32_t lo) {
+#if defined(__AVX2__)
+    const __m256i key = _mm256_set1_epi32(static_cast<int>(lo));
+    const auto* v = reinterpret_cast<const __m256i*>(tags);
+    auto eight = [&](int half) {  // ways 8 * half .. 8 * half + 7
+      const __m256i eq = _mm256_cmpeq_epi32(_mm256_load_si256(v + half), key);
+      return static_cast<std::uint32_t>(_mm256_movemask_ps(_mm256_castsi256_ps(eq)));
+    };
+    return eight(0) | (eight(1) << 8);
+#else
+    const __m128i key = _mm_set1_epi32(static_cast<int>(lo));
+    const auto* v = reinterpret_cast<const __m128i*>(tags);
+    const __m128i ab = _mm_packs_epi32(_mm_cmpeq_epi32(_mm_load_si128(v), key),
+                                       _mm_cmpeq_epi32(_mm_load_si128(v + 1), key));
+    const __m128i cd = _mm_packs_epi32(_mm_cmpeq_epi32(_mm_load_si128(v + 2), key),
+                                       _mm_cmpeq_epi32(_mm_load_si128(v + 3), key));
+    return static_cast<std::uint32_t>(_mm_movemask_epi8(_mm_packs_epi16(ab, cd)));
+#endif
+  }
+#endif
 
   // Makes `way` the most recent of `set`.
   void touch(std::uint64_t set, std::uint64_t way) {
