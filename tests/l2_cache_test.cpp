@@ -160,16 +160,28 @@ TEST_CASE("regions past 16 TiB keep exact tags") {
   }
 }
 
-TEST_CASE("the set cursor gives every region the set that set_of gives it") {
-  // Steps forward within and across windows, backward, and far jumps; several set counts (400
-  // sets: an H100 partition; a power of two; one set). (Position + window hash wraps past 2^64
-  // for about one window in the whole 64-bit region space; the cursor handles it as set_of does
-  // but no test finds that window.)
-  std::mt19937_64 rng(7);
+namespace {
+
+// Calls f(geometry) for the set counts the set-cursor tests cover: 400 sets (an H100
+// partition), a power of two, one set.
+template <typename F>
+void for_each_cursor_geometry(F&& f) {
   for (std::int64_t capacity :
        {std::int64_t{25} << 20, std::int64_t{1} << 20, std::int64_t{64} << 10}) {
     const L2Cache l2(capacity, 32);
-    const L2Cache::Geometry& g = l2.geometry();
+    f(l2.geometry());
+  }
+}
+
+}  // namespace
+
+TEST_CASE("the set cursor gives every region the set that set_of gives it") {
+  // Steps forward within and across windows, backward, and far jumps, for each geometry of
+  // for_each_cursor_geometry. (Position + window hash wraps past 2^64 for about one window in
+  // the whole 64-bit region space; the cursor handles it as set_of does but no test finds that
+  // window.)
+  std::mt19937_64 rng(7);
+  for_each_cursor_geometry([&](const L2Cache::Geometry& g) {
     L2Cache::Geometry::SetCursor cursor(g);
     std::uint64_t region = rng() % (std::uint64_t{1} << 40);
     for (int i = 0; i < 200000; ++i) {
@@ -186,17 +198,14 @@ TEST_CASE("the set cursor gives every region the set that set_of gives it") {
       CAPTURE(region);
       REQUIRE(cursor(region) == g.set_of(region));
     }
-  }
+  });
 }
 
 TEST_CASE("stepping the set cursor gives every region of a strided sequence its set_of set") {
-  // Steps shorter than a window, whole windows, several windows and a bit, and zero; several set
-  // counts (400: an H100 partition; a power of two; one set).
+  // Steps shorter than a window, whole windows, several windows and a bit, and zero, for each
+  // geometry of for_each_cursor_geometry.
   std::mt19937_64 rng(11);
-  for (std::int64_t capacity :
-       {std::int64_t{25} << 20, std::int64_t{1} << 20, std::int64_t{64} << 10}) {
-    const L2Cache l2(capacity, 32);
-    const L2Cache::Geometry& g = l2.geometry();
+  for_each_cursor_geometry([&](const L2Cache::Geometry& g) {
     const std::uint64_t sets = g.sets.divisor();
     const L2Cache::Geometry::SetCursor cursor(g);
     for (std::uint64_t step : {std::uint64_t{0}, std::uint64_t{1}, std::uint64_t{32}, sets - 1,
@@ -216,5 +225,5 @@ TEST_CASE("stepping the set cursor gives every region of a strided sequence its 
         CHECK(seen == count);
       }
     }
-  }
+  });
 }
