@@ -10,23 +10,23 @@
 namespace iosim {
 
 L2Cache::L2Cache(std::int64_t capacity_bytes, int sector_bytes, int ways, double max_dirty_fraction)
-    : sector_bytes_(static_cast<std::uint64_t>(sector_bytes)),
-      region_bytes_(static_cast<std::uint64_t>(sector_bytes) * kSectorsPerRegion),
+    : region_bytes_(static_cast<std::uint64_t>(sector_bytes) * kSectorsPerRegion),
       sets_(1),
-      ways_per_set_(1),
-      geometry_{sector_bytes_,
-                std::has_single_bit(sector_bytes_) ? std::countr_zero(sector_bytes_) : -1,
+      geometry_{static_cast<std::uint64_t>(sector_bytes),
+                std::has_single_bit(static_cast<std::uint64_t>(sector_bytes))
+                    ? std::countr_zero(static_cast<std::uint64_t>(sector_bytes))
+                    : -1,
                 FastModulo(1)} {
   if (sector_bytes <= 0 || ways <= 0 || capacity_bytes < static_cast<std::int64_t>(region_bytes_)) {
     throw ConfigError(fmt::format("L2 of {} bytes with {}-byte sectors holds no {}-byte region",
                                   capacity_bytes, sector_bytes, region_bytes_));
   }
   const std::uint64_t regions = static_cast<std::uint64_t>(capacity_bytes) / region_bytes_;
-  ways_per_set_ = std::min<std::uint64_t>(static_cast<std::uint64_t>(ways), regions);
-  sets_ = regions / ways_per_set_;
+  state_.ways = std::min<std::uint64_t>(static_cast<std::uint64_t>(ways), regions);
+  sets_ = regions / state_.ways;
   geometry_.sets = FastModulo(sets_);
   geometry_.sets_wrap = (geometry_.sets(~std::uint64_t{0}) + 1) % sets_;
-  const std::size_t all_ways = sets_ * ways_per_set_;
+  const std::size_t all_ways = sets_ * state_.ways;
   // 16 extra entries leave room to start state_.tags_lo on a 64-byte line.
   lo_storage_.assign(all_ways + 16, kEmpty);
   const auto misalignment = reinterpret_cast<std::uintptr_t>(lo_storage_.data()) % 64;
@@ -37,8 +37,7 @@ L2Cache::L2Cache(std::int64_t capacity_bytes, int sector_bytes, int ways, double
   dirty_since_.assign(all_ways, 0);
   state_.max_dirty_sectors = static_cast<std::uint64_t>(
       max_dirty_fraction * static_cast<double>(all_ways * kSectorsPerRegion));
-  state_.ways = ways_per_set_;
-  state_.sector_bytes = sector_bytes_;
+  state_.sector_bytes = geometry_.sector_bytes;
   state_.queue_limit = 2 * all_ways + 64;
   reset_recency();
 }
@@ -53,18 +52,18 @@ void L2Cache::point_state_at_arrays() {
 }
 
 void L2Cache::reset_recency() {
-  if (ways_per_set_ <= kMaxPackedWays) {
+  if (state_.ways <= kMaxPackedWays) {
     // Way p at position p; fields past the last way hold 0xF, which no way number equals.
     std::uint64_t order = ~std::uint64_t{0};
-    for (std::uint64_t p = 0; p < ways_per_set_; ++p) {
+    for (std::uint64_t p = 0; p < state_.ways; ++p) {
       order &= ~(std::uint64_t{0xF} << (4 * p));
       order |= p << (4 * p);
     }
     order_.assign(sets_, order);
   } else {
-    order_bytes_.resize(sets_ * ways_per_set_);
+    order_bytes_.resize(sets_ * state_.ways);
     for (std::size_t i = 0; i < order_bytes_.size(); ++i) {
-      order_bytes_[i] = static_cast<std::uint8_t>(i % ways_per_set_);
+      order_bytes_[i] = static_cast<std::uint8_t>(i % state_.ways);
     }
   }
   point_state_at_arrays();
@@ -78,8 +77,8 @@ L2Cache::ReadOutcome L2Cache::read(std::uint64_t addr, std::uint64_t len, Tensor
       addr, len, [&](std::uint64_t region, const Mask& want, std::uint64_t sectors) {
         const Mask missing =
             lookups.fetch(region, geometry_.set_of(region), want, owner, written_back);
-        out.requested_bytes += sectors * sector_bytes_;
-        out.miss_bytes += l2_detail::popcount(missing) * sector_bytes_;
+        out.requested_bytes += sectors * state_.sector_bytes;
+        out.miss_bytes += l2_detail::popcount(missing) * state_.sector_bytes;
       });
   return out;
 }
@@ -91,7 +90,7 @@ std::uint64_t L2Cache::write(std::uint64_t addr, std::uint64_t len, TensorId own
   geometry_.for_each_region(
       addr, len, [&](std::uint64_t region, const Mask& want, std::uint64_t sectors) {
         lookups.write_region(region, geometry_.set_of(region), want, owner, written_back);
-        bytes += sectors * sector_bytes_;
+        bytes += sectors * state_.sector_bytes;
       });
   return bytes;
 }
@@ -99,7 +98,8 @@ std::uint64_t L2Cache::write(std::uint64_t addr, std::uint64_t len, TensorId own
 void L2Cache::flush(PerTensor& written_back) {
   for (std::size_t i = 0; i < tags_hi_.size(); ++i) {
     if (occupied(i)) {
-      written_back[index_of(owners_[i])] += l2_detail::popcount(lines_[i].dirty) * sector_bytes_;
+      written_back[index_of(owners_[i])] +=
+          l2_detail::popcount(lines_[i].dirty) * state_.sector_bytes;
     }
   }
   std::fill(lo_storage_.begin(), lo_storage_.end(), kEmpty);

@@ -119,10 +119,12 @@ class L2Cache {
                       PerTensor& written_back);
 
   /// Bytes written back to DRAM by evictions since construction (all owners).
-  std::uint64_t written_back_bytes() const { return state_.written_back_sectors * sector_bytes_; }
+  std::uint64_t written_back_bytes() const {
+    return state_.written_back_sectors * state_.sector_bytes;
+  }
 
   /// Dirty bytes currently held (would reach DRAM at eviction or flush).
-  std::uint64_t dirty_bytes() const { return state_.dirty_sectors * sector_bytes_; }
+  std::uint64_t dirty_bytes() const { return state_.dirty_sectors * state_.sector_bytes; }
 
   /// Writes every dirty sector back (into `written_back`) and invalidates the cache: what a
   /// profiler's cache flush between kernels does.
@@ -154,10 +156,10 @@ class L2Cache {
   };
   const Geometry& geometry() const { return geometry_; }
 
-  int sector_bytes() const { return static_cast<int>(sector_bytes_); }
+  int sector_bytes() const { return static_cast<int>(state_.sector_bytes); }
   std::uint64_t region_bytes() const { return region_bytes_; }
   std::size_t capacity_regions() const { return tags_hi_.size(); }
-  std::uint64_t ways_per_set() const { return ways_per_set_; }
+  std::uint64_t ways_per_set() const { return state_.ways; }
 
  private:
   // A region is tagged by its low and high 32 bits. Empty ways hold kEmpty in both.
@@ -177,12 +179,10 @@ class L2Cache {
   void reset_recency();
   void point_state_at_arrays();
 
-  std::uint64_t sector_bytes_;
   std::uint64_t region_bytes_;
   std::uint64_t sets_;
-  std::uint64_t ways_per_set_;
   Geometry geometry_;
-  // Way w of set s is index s * ways_per_set_ + w in state_.tags_lo, tags_hi_, owners_ and lines_.
+  // Way w of set s is index s * state_.ways + w in state_.tags_lo, tags_hi_, owners_ and lines_.
   // The low halves of a 16-way set's tags fill one 64-byte line (state_.tags_lo starts on a line;
   // its storage is lo_storage_), compared at once; the high halves are read only when some region
   // held or looked up is at or past 2^32 - 1 (addresses from 16 TiB: `state_.wide`), so that tags
@@ -193,7 +193,7 @@ class L2Cache {
   std::vector<Lines> lines_;
   // Recency order of each set, most recent first. Up to 16 ways: word s holds way numbers in
   // 4-bit fields, position 0 in the low bits. More ways (tests of the replacement policy only):
-  // bytes s * ways_per_set_ + position of order_bytes_.
+  // bytes s * state_.ways + position of order_bytes_.
   std::vector<std::uint64_t> order_;
   std::vector<std::uint8_t> order_bytes_;
   // Ways in the order they went from clean to dirty, with the stamp they had then (an entry is
