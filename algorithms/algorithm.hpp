@@ -2,16 +2,20 @@
 // An attention algorithm: given a problem and a GPU, it picks (or checks) a tiling and builds the
 // Schedule the engine runs. A tiling that cannot work is a result with a reason, not an error.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "sim/io_formulas.hpp"
 #include "sim/problem.hpp"
 #include "sim/profile.hpp"
 #include "sim/schedule.hpp"
 
 namespace iosim {
+
+class BlockMask;  // sim/block_mask.hpp
 
 /// Block sizes and launch shape. Zero fields mean "the algorithm's default".
 struct Tiling {
@@ -36,35 +40,75 @@ struct Planned {
   bool feasible() const { return infeasible_reason.empty(); }
 };
 
-class Algorithm {
- public:
-  virtual ~Algorithm() = default;
-  /// The CLI name ("standard", "flash1", "flash2", ...).
-  virtual std::string name() const = 0;
-  /// One line for `iosim --help` and reports.
-  virtual std::string summary() const = 0;
-  /// Resolves the tiling for `problem` on `profile` and builds the schedule.
-  virtual Planned plan(const AttentionProblem& problem, const HardwareProfile& profile,
-                       const Tiling& requested) const = 0;
+/// What `--stages` counts in an algorithm's forward main kernel.
+enum class StagesCount {
+  kv_buffer_pairs,     // K/V buffer pairs streamed through shared memory (kv_pipeline_depth)
+  q_o_stages,          // Q/O tiles in flight (FlashAttention-1's inner loop over Q)
+  gemm_operand_stages  // operand stages of each GEMM kernel (standard attention)
+};
+
+/// What the rest of the program may ask about an algorithm without knowing its name.
+struct Capabilities {
+  bool block_pattern = false;        // --pattern: computes only a block mask's nonzero blocks
+  bool splits = false;               // --splits: split-KV decoding
+  bool pages = false;                // --page-tokens, --block-table: K/V gathered through pages
+  bool materializes_scores = false;  // S and P go through HBM (the unfused baseline)
+  StagesCount forward_stages = StagesCount::kv_buffer_pairs;
+};
+
+/// An attention algorithm: its name, what it accepts, how it plans a schedule, its closed-form IO
+/// and its cost to simulate. Built-in algorithms are one file each; registry.cpp lists them.
+struct Algorithm {
+  using PlanFn =
+      std::function<Planned(const AttentionProblem&, const HardwareProfile&, const Tiling&)>;
+  using ClosedFormFn =
+      std::function<ReadWriteBytes(const AttentionProblem&, const Tiling&, const BlockMask*)>;
+  using WorkFn = std::function<double(const AttentionProblem&, const Tiling&)>;
+
+  std::string name;     // the CLI name ("standard", "flash1", "flash2", ...)
+  std::string summary;  // one line for --help and reports
+  Capabilities capabilities;
+  /// Resolves the requested tiling (zero fields: defaults) for a problem on a GPU and builds the
+  /// schedule, or says why none fits.
+  PlanFn plan;
+  /// The exact two-level bytes for a resolved tiling (sim/io_formulas.hpp, written independently
+  /// of the schedule); `blocks` is the block mask when capabilities.block_pattern.
+  ClosedFormFn closed_form;
+  /// Relative cost of simulating a request (the sweep starts costly points first); null: the
+  /// tiled estimate (tiled_estimated_work).
+  WorkFn estimated_work;
 };
 
 /// Explicit registry of algorithms (no static self-registration).
 class Registry {
  public:
-  void add(std::unique_ptr<Algorithm> algorithm);
+  void add(Algorithm algorithm);
   /// The algorithm called `name`; throws ConfigError listing the valid names otherwise.
   const Algorithm& get(const std::string& name) const;
   std::vector<std::string> names() const;
 
  private:
-  std::vector<std::unique_ptr<Algorithm>> algorithms_;
+  std::vector<Algorithm> algorithms_;
 };
 
-/// Adds standard, flash1, flash2, block-sparse, flash-decoding and paged.
+/// Adds the built-in algorithms (registry.cpp's table).
 void register_builtin_algorithms(Registry& registry);
 
 /// A registry holding the built-in algorithms.
 const Registry& builtin_registry();
+
+/// Relative simulation cost of a tiled schedule: about 20 L2 lookups per tile it visits, each
+/// pass counted (a backward about 3 forwards). Zero block sizes count as 128.
+double tiled_estimated_work(const AttentionProblem& p, const Tiling& requested);
+
+/// The cost estimate of `algorithm` for a request (its own, or tiled_estimated_work).
+double estimated_work(const Algorithm& algorithm, const AttentionProblem& p,
+                      const Tiling& requested);
+
+/// Throws ConfigError when the request uses an input `algorithm` does not accept (--pattern,
+/// --splits, --page-tokens, --block-table), naming the flag and the algorithms that accept it.
+void check_applicable(const Algorithm& algorithm, const AttentionProblem& p,
+                      const Tiling& requested, const Registry& registry);
 
 /// SRAM the FlashAttention analysis calls M: the per-CTA shared-memory limit, in bytes.
 std::int64_t sram_bytes(const HardwareProfile& profile);

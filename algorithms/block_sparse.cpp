@@ -3,28 +3,21 @@
 // with --pattern (sim/block_mask.hpp). Zero blocks are skipped entirely: no loads, no FLOPs. With
 // no --pattern every block is computed (s = 1).
 #include "algorithms/passes.hpp"
-#include "algorithms/schedules.hpp"
 
 namespace iosim {
-namespace {
 
-class BlockSparse final : public Algorithm {
- public:
-  std::string name() const override { return "block-sparse"; }
-  std::string summary() const override {
-    return "block-sparse FlashAttention: FlashAttention-2 over the nonzero blocks of --pattern";
-  }
-
-  Planned plan(const AttentionProblem& p, const HardwareProfile& hw,
-               const Tiling& req) const override {
+Algorithm block_sparse_algorithm() {
+  Algorithm a;
+  a.name = "block-sparse";
+  a.summary = "block-sparse FlashAttention: FlashAttention-2 over the nonzero blocks of --pattern";
+  a.capabilities.block_pattern = true;
+  a.plan = [](const AttentionProblem& p, const HardwareProfile& hw, const Tiling& req) {
     return plan_flash2_family(p, hw, req, true);
-  }
-};
-
-}  // namespace
-
-std::unique_ptr<Algorithm> make_block_sparse_algorithm() {
-  return std::make_unique<BlockSparse>();
+  };
+  a.closed_form = [](const AttentionProblem& p, const Tiling& t, const BlockMask* blocks) {
+    return flash2_closed_form(p, t.block_q, t.block_kv, blocks);
+  };
+  return a;
 }
 
 }  // namespace iosim

@@ -7,7 +7,6 @@
 #include <algorithm>
 
 #include "algorithms/passes.hpp"
-#include "algorithms/schedules.hpp"
 #include "algorithms/tile_costs.hpp"
 
 namespace iosim {
@@ -128,70 +127,75 @@ std::int64_t flash1_smem_bytes(const AttentionProblem& p, std::int64_t br, std::
   return (2 * br + 2 * bc) * p.head_dim * p.elem_bytes() + 2 * br * 4;
 }
 
-class Flash1 final : public Algorithm {
- public:
-  std::string name() const override { return "flash1"; }
-  std::string summary() const override {
-    return "FlashAttention-1 (Algorithm 1): K/V outer loop, Q inner; O, l, m through HBM";
-  }
-
-  Planned plan(const AttentionProblem& p, const HardwareProfile& hw,
-               const Tiling& req) const override {
-    Planned out;
-    Tiling& t = out.tiling;
-    const std::int64_t limit = hw.sm.smem_per_cta_max_bytes.value;
-    // Algorithm 1: Bc = ceil(M / 4d), Br = min(Bc, d), M = SRAM in elements. The ceiling can
-    // overshoot M by a few elements, so Bc shrinks until the four tiles and l, m fit.
-    // With a backward (Algorithm 4, eight tiles on chip) Bc shrinks until its tiles fit too; the
-    // forward then runs with the same blocks.
-    const std::int64_t m_elems = sram_bytes(hw) / p.elem_bytes();
-    std::int64_t bc = ceil_div(m_elems, 4 * p.head_dim);
-    const bool bwd = runs_backward(p.pass);
-    auto too_big = [&](std::int64_t br, std::int64_t c) {
-      return flash1_smem_bytes(p, br, c) > limit ||
-             (bwd && flash1_backward_smem_bytes(p, br, c) > limit);
-    };
-    while (bc > 1 && too_big(std::min(bc, p.head_dim), bc)) --bc;
-    t.block_kv = req.block_kv > 0 ? req.block_kv : bc;
-    t.block_q = req.block_q > 0 ? req.block_q : std::min(t.block_kv, p.head_dim);
-    t.threads = req.threads > 0 ? req.threads : 128;
-    t.pipeline_stages = req.pipeline_stages > 0 ? req.pipeline_stages : 1;
-    const std::int64_t smem = flash1_smem_bytes(p, t.block_q, t.block_kv);
-    if (smem > limit) {
-      out.infeasible_reason = fmt::format(
-          "flash1 tile does not fit in shared memory: Q, O {}x{} and K, V {}x{} ({}) plus l, m "
-          "need {} bytes, {} allows {} bytes per CTA",
-          t.block_q, p.head_dim, t.block_kv, p.head_dim, dtype_name(p.dtype), smem, hw.name, limit);
-      return out;
-    }
-    const std::int64_t bwd_smem = flash1_backward_smem_bytes(p, t.block_q, t.block_kv);
-    if (bwd && bwd_smem > limit) {
-      out.infeasible_reason = fmt::format(
-          "flash1 backward tile does not fit in shared memory: Q, O, dO, dQ {}x{}, K, V, dK, dV "
-          "{}x{} and P, dS {}x{} ({}) need {} bytes, {} allows {} bytes per CTA",
-          t.block_q, p.head_dim, t.block_kv, p.head_dim, t.block_q, t.block_kv, dtype_name(p.dtype),
-          bwd_smem, hw.name, limit);
-      return out;
-    }
-    const std::int64_t acc = (t.block_q * p.head_dim + t.block_q * t.block_kv) / t.threads;
-    const int regs = req.registers_per_thread > 0
-                         ? req.registers_per_thread
-                         : static_cast<int>(std::min<std::int64_t>(acc + 40, 255));
-    t.registers_per_thread = regs;
-    out.schedule = for_pass(
-        p.pass,
-        [&]() -> std::unique_ptr<Schedule> {
-          return std::make_unique<Flash1Schedule>(p, t, smem, regs);
-        },
-        [&] { return make_flash1_backward(p, t); });
+Planned plan_flash1(const AttentionProblem& p, const HardwareProfile& hw, const Tiling& req) {
+  Planned out;
+  Tiling& t = out.tiling;
+  const std::int64_t limit = hw.sm.smem_per_cta_max_bytes.value;
+  // Algorithm 1: Bc = ceil(M / 4d), Br = min(Bc, d), M = SRAM in elements. The ceiling can
+  // overshoot M by a few elements, so Bc shrinks until the four tiles and l, m fit.
+  // With a backward (Algorithm 4, eight tiles on chip) Bc shrinks until its tiles fit too; the
+  // forward then runs with the same blocks.
+  const std::int64_t m_elems = sram_bytes(hw) / p.elem_bytes();
+  std::int64_t bc = ceil_div(m_elems, 4 * p.head_dim);
+  const bool bwd = runs_backward(p.pass);
+  auto too_big = [&](std::int64_t br, std::int64_t c) {
+    return flash1_smem_bytes(p, br, c) > limit ||
+           (bwd && flash1_backward_smem_bytes(p, br, c) > limit);
+  };
+  while (bc > 1 && too_big(std::min(bc, p.head_dim), bc)) --bc;
+  t.block_kv = req.block_kv > 0 ? req.block_kv : bc;
+  t.block_q = req.block_q > 0 ? req.block_q : std::min(t.block_kv, p.head_dim);
+  t.threads = req.threads > 0 ? req.threads : 128;
+  t.pipeline_stages = req.pipeline_stages > 0 ? req.pipeline_stages : 1;
+  const std::int64_t smem = flash1_smem_bytes(p, t.block_q, t.block_kv);
+  if (smem > limit) {
+    out.infeasible_reason = fmt::format(
+        "flash1 tile does not fit in shared memory: Q, O {}x{} and K, V {}x{} ({}) plus l, m "
+        "need {} bytes, {} allows {} bytes per CTA",
+        t.block_q, p.head_dim, t.block_kv, p.head_dim, dtype_name(p.dtype), smem, hw.name, limit);
     return out;
   }
-};
+  const std::int64_t bwd_smem = flash1_backward_smem_bytes(p, t.block_q, t.block_kv);
+  if (bwd && bwd_smem > limit) {
+    out.infeasible_reason = fmt::format(
+        "flash1 backward tile does not fit in shared memory: Q, O, dO, dQ {}x{}, K, V, dK, dV "
+        "{}x{} and P, dS {}x{} ({}) need {} bytes, {} allows {} bytes per CTA",
+        t.block_q, p.head_dim, t.block_kv, p.head_dim, t.block_q, t.block_kv, dtype_name(p.dtype),
+        bwd_smem, hw.name, limit);
+    return out;
+  }
+  const std::int64_t acc = (t.block_q * p.head_dim + t.block_q * t.block_kv) / t.threads;
+  const int regs = req.registers_per_thread > 0
+                       ? req.registers_per_thread
+                       : static_cast<int>(std::min<std::int64_t>(acc + 40, 255));
+  t.registers_per_thread = regs;
+  out.schedule = for_pass(
+      p.pass,
+      [&]() -> std::unique_ptr<Schedule> {
+        return std::make_unique<Flash1Schedule>(p, t, smem, regs);
+      },
+      [&] { return make_flash1_backward(p, t); });
+  return out;
+}
 
 }  // namespace
 
-std::unique_ptr<Algorithm> make_flash1_algorithm() {
-  return std::make_unique<Flash1>();
+Algorithm flash1_algorithm() {
+  Algorithm a;
+  a.name = "flash1";
+  a.summary = "FlashAttention-1 (Algorithm 1): K/V outer loop, Q inner; O, l, m through HBM";
+  a.capabilities.forward_stages = StagesCount::q_o_stages;
+  a.plan = plan_flash1;
+  a.closed_form = [](const AttentionProblem& p, const Tiling& t, const BlockMask*) {
+    return flash1_closed_form(p, t.block_q, t.block_kv);
+  };
+  // Its default Br is min(Bc, d), not 128.
+  a.estimated_work = [](const AttentionProblem& p, const Tiling& requested) {
+    Tiling t = requested;
+    if (t.block_q <= 0) t.block_q = std::min(t.block_kv > 0 ? t.block_kv : 128, p.head_dim);
+    return tiled_estimated_work(p, t);
+  };
+  return a;
 }
 
 }  // namespace iosim

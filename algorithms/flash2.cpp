@@ -10,7 +10,6 @@
 #include <span>
 
 #include "algorithms/passes.hpp"
-#include "algorithms/schedules.hpp"
 #include "algorithms/tile_costs.hpp"
 #include "sim/block_mask.hpp"
 
@@ -211,25 +210,17 @@ Planned plan_flash2_family(const AttentionProblem& p, const HardwareProfile& hw,
   return out;
 }
 
-namespace {
-
-class Flash2 final : public Algorithm {
- public:
-  std::string name() const override { return "flash2"; }
-  std::string summary() const override {
-    return "FlashAttention-2: CTA per (Q block, batch, head), K/V streamed, O written once";
-  }
-
-  Planned plan(const AttentionProblem& p, const HardwareProfile& hw,
-               const Tiling& req) const override {
+Algorithm flash2_algorithm() {
+  Algorithm a;
+  a.name = "flash2";
+  a.summary = "FlashAttention-2: CTA per (Q block, batch, head), K/V streamed, O written once";
+  a.plan = [](const AttentionProblem& p, const HardwareProfile& hw, const Tiling& req) {
     return plan_flash2_family(p, hw, req, false);
-  }
-};
-
-}  // namespace
-
-std::unique_ptr<Algorithm> make_flash2_algorithm() {
-  return std::make_unique<Flash2>();
+  };
+  a.closed_form = [](const AttentionProblem& p, const Tiling& t, const BlockMask*) {
+    return flash2_closed_form(p, t.block_q, t.block_kv);
+  };
+  return a;
 }
 
 }  // namespace iosim

@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "algorithms/decode.hpp"
-#include "algorithms/schedules.hpp"
 #include "algorithms/tile_costs.hpp"
 #include "sim/block_table.hpp"
 #include "sim/engine.hpp"
@@ -342,26 +341,20 @@ Planned plan_split_kv(const AttentionProblem& p, const HardwareProfile& hw, cons
   return out;
 }
 
-namespace {
-
-class FlashDecoding final : public Algorithm {
- public:
-  std::string name() const override { return "flash-decoding"; }
-  std::string summary() const override {
-    return "flash-decoding: K/V split into --splits chunks attended in parallel, then a reduce "
-           "kernel combines the partial outputs by their log-sum-exp";
-  }
-
-  Planned plan(const AttentionProblem& p, const HardwareProfile& hw,
-               const Tiling& req) const override {
+Algorithm flash_decoding_algorithm() {
+  Algorithm a;
+  a.name = "flash-decoding";
+  a.summary =
+      "flash-decoding: K/V split into --splits chunks attended in parallel, then a reduce kernel "
+      "combines the partial outputs by their log-sum-exp";
+  a.capabilities.splits = true;
+  a.plan = [](const AttentionProblem& p, const HardwareProfile& hw, const Tiling& req) {
     return plan_split_kv(p, hw, req, false);
-  }
-};
-
-}  // namespace
-
-std::unique_ptr<Algorithm> make_flash_decoding_algorithm() {
-  return std::make_unique<FlashDecoding>();
+  };
+  a.closed_form = [](const AttentionProblem& p, const Tiling& t, const BlockMask*) {
+    return split_kv_closed_form(p, t.block_q, t.block_kv, t.splits, false);
+  };
+  return a;
 }
 
 }  // namespace iosim

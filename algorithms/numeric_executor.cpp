@@ -63,13 +63,16 @@ class CtaInterpreter {
           const TileRef& t = op.tile;
           const Mat& src = buf(t.tensor);
           ensure(src.rows() == t.rows && src.cols() == t.cols,
-                 "store of {} with a {}x{} buffer into a {}x{} tile",
-                             tensor_name(t.tensor), src.rows(), src.cols(), t.rows, t.cols);
-          g_.of(t.tensor).at(static_cast<std::size_t>(t.matrix))
+                 "store of {} with a {}x{} buffer into a {}x{} tile", tensor_name(t.tensor),
+                 src.rows(), src.cols(), t.rows, t.cols);
+          g_.of(t.tensor)
+              .at(static_cast<std::size_t>(t.matrix))
               .block(t.row0, t.col0, t.rows, t.cols) = src;
           break;
         }
-        case OpKind::compute: compute(op); break;
+        case OpKind::compute:
+          compute(op);
+          break;
         case OpKind::reduce: {  // an atomic add: the order of CTAs does not matter
           const TileRef& t = op.tile;
           const Mat& src = operand(t.tensor, t.rows, t.cols);
@@ -87,9 +90,8 @@ class CtaInterpreter {
 
   Mat& operand(TensorId t, Eigen::Index rows, Eigen::Index cols) {
     Mat& b = buf(t);
-    ensure(b.rows() == rows && b.cols() == cols,
-           "operand {} is {}x{} on chip, the op needs {}x{}", tensor_name(t), b.rows(),
-                       b.cols(), rows, cols);
+    ensure(b.rows() == rows && b.cols() == cols, "operand {} is {}x{} on chip, the op needs {}x{}",
+           tensor_name(t), b.rows(), b.cols(), rows, cols);
     return b;
   }
 
@@ -186,7 +188,9 @@ class CtaInterpreter {
         buf(TensorId::L) = lse;
         break;
       }
-      case ComputeKind::flash1_update: flash1_update(t); break;
+      case ComputeKind::flash1_update:
+        flash1_update(t);
+        break;
       case ComputeKind::finalize_partial:
       case ComputeKind::combine_partial:
         split_kv(op);

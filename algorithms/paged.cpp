@@ -3,28 +3,22 @@
 // Each split reads its slice of the block table, then gathers every K/V tile from the pages it
 // overlaps; pages smaller than a K/V tile mean more, shorter runs through the L2.
 #include "algorithms/decode.hpp"
-#include "algorithms/schedules.hpp"
 
 namespace iosim {
-namespace {
 
-class Paged final : public Algorithm {
- public:
-  std::string name() const override { return "paged"; }
-  std::string summary() const override {
-    return "paged attention: split-KV decoding that gathers K/V pages through a block table";
-  }
-
-  Planned plan(const AttentionProblem& p, const HardwareProfile& hw,
-               const Tiling& req) const override {
+Algorithm paged_algorithm() {
+  Algorithm a;
+  a.name = "paged";
+  a.summary = "paged attention: split-KV decoding that gathers K/V pages through a block table";
+  a.capabilities.splits = true;
+  a.capabilities.pages = true;
+  a.plan = [](const AttentionProblem& p, const HardwareProfile& hw, const Tiling& req) {
     return plan_split_kv(p, hw, req, true);
-  }
-};
-
-}  // namespace
-
-std::unique_ptr<Algorithm> make_paged_algorithm() {
-  return std::make_unique<Paged>();
+  };
+  a.closed_form = [](const AttentionProblem& p, const Tiling& t, const BlockMask*) {
+    return split_kv_closed_form(p, t.block_q, t.block_kv, t.splits, true);
+  };
+  return a;
 }
 
 }  // namespace iosim

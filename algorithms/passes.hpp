@@ -11,14 +11,6 @@ namespace iosim {
 
 class BlockMask;  // sim/block_mask.hpp
 
-/// Whether `pass` runs the forward kernels / the backward kernels.
-inline bool runs_forward(Pass pass) {
-  return pass != Pass::bwd;
-}
-inline bool runs_backward(Pass pass) {
-  return pass != Pass::fwd;
-}
-
 /// The kernels of `first` then those of `second`, as one schedule. Tensors both declare (Q, K,
 /// V, O, ...) are one allocation, so the L2 state carries over from the forward to the backward
 /// as on a real GPU. Tensors declared by both must have the same shape.

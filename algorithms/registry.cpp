@@ -1,24 +1,42 @@
-#include <algorithm>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include "algorithms/algorithm.hpp"
-#include "algorithms/schedules.hpp"
 #include "sim/errors.hpp"
 #include "sim/suggest.hpp"
 
 namespace iosim {
 
-void Registry::add(std::unique_ptr<Algorithm> algorithm) {
-  ensure(algorithm != nullptr, "null algorithm registered");
-  const std::string n = algorithm->name();
-  for (const auto& a : algorithms_) ensure(a->name() != n, "algorithm registered twice: {}", n);
+// The built-in algorithms, one file each. Adding one: write its file, add its line here.
+Algorithm standard_algorithm();        // standard.cpp
+Algorithm flash1_algorithm();          // flash1.cpp
+Algorithm flash2_algorithm();          // flash2.cpp
+Algorithm block_sparse_algorithm();    // block_sparse.cpp
+Algorithm flash_decoding_algorithm();  // flash_decoding.cpp
+Algorithm paged_algorithm();           // paged.cpp
+
+void register_builtin_algorithms(Registry& registry) {
+  for (auto make : {standard_algorithm, flash1_algorithm, flash2_algorithm, block_sparse_algorithm,
+                    flash_decoding_algorithm, paged_algorithm}) {
+    registry.add(make());
+  }
+}
+
+void Registry::add(Algorithm algorithm) {
+  ensure(!algorithm.name.empty() && algorithm.plan && algorithm.closed_form,
+         "algorithm '{}' registered without a name, a plan or a closed form", algorithm.name);
+  for (const auto& a : algorithms_) {
+    ensure(a.name != algorithm.name, "algorithm registered twice: {}", algorithm.name);
+  }
   algorithms_.push_back(std::move(algorithm));
 }
 
 const Algorithm& Registry::get(const std::string& name) const {
   for (const auto& a : algorithms_) {
-    if (a->name() == name) return *a;
+    if (a.name == name) return a;
   }
   const std::vector<std::string> valid = names();
   throw ConfigError(fmt::format("unknown algorithm '{}'; valid algorithms: {}{}", name,
@@ -27,17 +45,8 @@ const Algorithm& Registry::get(const std::string& name) const {
 
 std::vector<std::string> Registry::names() const {
   std::vector<std::string> out;
-  for (const auto& a : algorithms_) out.push_back(a->name());
+  for (const auto& a : algorithms_) out.push_back(a.name);
   return out;
-}
-
-void register_builtin_algorithms(Registry& registry) {
-  registry.add(make_standard_algorithm());
-  registry.add(make_flash1_algorithm());
-  registry.add(make_flash2_algorithm());
-  registry.add(make_block_sparse_algorithm());
-  registry.add(make_flash_decoding_algorithm());
-  registry.add(make_paged_algorithm());
 }
 
 const Registry& builtin_registry() {
@@ -51,6 +60,59 @@ const Registry& builtin_registry() {
 
 std::int64_t sram_bytes(const HardwareProfile& profile) {
   return profile.sm.smem_per_cta_max_bytes.value;
+}
+
+// What the simulator spends its time on is L2 lookups: the tiled schedules make a few dozen per
+// tile they visit. Only the order of a sweep's points and its progress bar depend on this.
+double tiled_estimated_work(const AttentionProblem& p, const Tiling& requested) {
+  const auto at_least_1 = [](std::int64_t v) {
+    return static_cast<double>(std::max<std::int64_t>(v, 1));
+  };
+  const double bh = at_least_1(p.bh()), n = at_least_1(p.seq), n_kv = at_least_1(p.seq_kv);
+  const std::int64_t block_kv = requested.block_kv > 0 ? requested.block_kv : 128;
+  const std::int64_t block_q = requested.block_q > 0 ? requested.block_q : 128;
+  const double passes = p.pass == Pass::fwd ? 1.0 : p.pass == Pass::bwd ? 3.0 : 4.0;
+  return passes * 20.0 * bh * std::ceil(n / static_cast<double>(block_q)) *
+         std::ceil(n_kv / static_cast<double>(block_kv));
+}
+
+double estimated_work(const Algorithm& algorithm, const AttentionProblem& p,
+                      const Tiling& requested) {
+  return algorithm.estimated_work ? algorithm.estimated_work(p, requested)
+                                  : tiled_estimated_work(p, requested);
+}
+
+namespace {
+
+// "--splits applies to --algo flash-decoding and paged, not 'flash2'".
+[[noreturn]] void not_applicable(const std::string& flags, const Algorithm& algorithm,
+                                 const Registry& registry, bool Capabilities::*capability) {
+  std::vector<std::string> accepting;
+  for (const std::string& n : registry.names()) {
+    if (registry.get(n).capabilities.*capability) accepting.push_back(n);
+  }
+  throw ConfigError(fmt::format("{} {} to --algo {}, not '{}'", flags,
+                                flags.find(' ') == std::string::npos ? "applies" : "apply",
+                                fmt::join(accepting, " and "), algorithm.name));
+}
+
+}  // namespace
+
+void check_applicable(const Algorithm& algorithm, const AttentionProblem& p,
+                      const Tiling& requested, const Registry& registry) {
+  const Capabilities& c = algorithm.capabilities;
+  if (p.pattern && !c.block_pattern) {
+    not_applicable("--pattern", algorithm, registry, &Capabilities::block_pattern);
+  }
+  if (requested.splits < 0) {
+    throw ConfigError(fmt::format("--splits {} must be positive", requested.splits));
+  }
+  if (requested.splits > 0 && !c.splits) {
+    not_applicable("--splits", algorithm, registry, &Capabilities::splits);
+  }
+  if ((p.page_tokens > 0 || p.block_table) && !c.pages) {
+    not_applicable("--page-tokens and --block-table", algorithm, registry, &Capabilities::pages);
+  }
 }
 
 }  // namespace iosim

@@ -16,9 +16,9 @@ namespace iosim {
 struct RunRequest {
   std::string algorithm = "flash2";
   AttentionProblem problem;
-  Tiling tiling;          // zero fields: the algorithm's defaults
-  EngineOptions engine;   // L2 on/off, cold L2 per kernel, SM clock
-  bool execute = false;   // run the schedule numerically and report the error
+  Tiling tiling;         // zero fields: the algorithm's defaults
+  EngineOptions engine;  // L2 on/off, cold L2 per kernel, SM clock
+  bool execute = false;  // run the schedule numerically and report the error
   std::uint64_t seed = 1;
 };
 
@@ -33,15 +33,15 @@ struct Report {
   std::string profile;
   std::string profile_description;
   RunRequest request;
-  Tiling tiling;                    // resolved
-  std::optional<double> density;    // block-sparse only: s, the fraction of blocks computed
-  std::int64_t sram_bytes = 0;      // M of the IO analysis, bytes per CTA
+  Tiling tiling;                  // resolved
+  std::optional<double> density;  // block-sparse only: s, the fraction of blocks computed
+  std::int64_t sram_bytes = 0;    // M of the IO analysis, bytes per CTA
   std::string infeasible_reason;
   EngineResult engine;
-  std::string bound;                // of the whole run: the kernel that took longest decides
+  std::string bound;  // of the whole run: the kernel that took longest decides
   IoBounds bounds;
   Numerics numerics;
-  double simulation_wall_s = 0.0;   // how long iosim itself took
+  double simulation_wall_s = 0.0;  // how long iosim itself took
 
   bool feasible() const { return infeasible_reason.empty(); }
 };
@@ -50,5 +50,8 @@ struct Report {
 /// invalid input (unknown algorithm, bad sizes, unsupported pass); an infeasible tiling is
 /// returned as a Report with `infeasible_reason` set.
 Report simulate(const HardwareProfile& profile, const RunRequest& request);
+/// The same with the algorithms of `registry` (a test's own, say) instead of the built-in ones.
+Report simulate(const HardwareProfile& profile, const RunRequest& request,
+                const Registry& registry);
 
 }  // namespace iosim

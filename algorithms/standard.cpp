@@ -12,7 +12,6 @@
 #include <algorithm>
 
 #include "algorithms/passes.hpp"
-#include "algorithms/schedules.hpp"
 #include "algorithms/standard_tiles.hpp"
 #include "algorithms/tile_costs.hpp"
 
@@ -215,57 +214,74 @@ class StandardSchedule final : public Schedule {
   std::vector<Kernel> kernels_;
 };
 
-class Standard final : public Algorithm {
- public:
-  std::string name() const override { return "standard"; }
-  std::string summary() const override {
-    return "unfused attention: S = QK^T, softmax, PV as separate kernels through HBM";
-  }
-
-  Planned plan(const AttentionProblem& p, const HardwareProfile& hw,
-               const Tiling& req) const override {
-    Planned out;
-    Tiling& t = out.tiling;
-    t.block_q = req.block_q > 0 ? req.block_q : 128;     // GEMM output tile rows
-    t.block_kv = req.block_kv > 0 ? req.block_kv : 128;  // GEMM output tile cols (S)
-    t.threads = req.threads > 0 ? req.threads : 256;
-    t.pipeline_stages = req.pipeline_stages > 0 ? req.pipeline_stages : 2;
-    const std::int64_t limit = hw.sm.smem_per_cta_max_bytes.value;
-    const bool bwd = runs_backward(p.pass);
-    // The backward adds GEMMs with block_kv x d output tiles (dV, dK).
-    const std::int64_t need = std::max(
-        {StandardSchedule::gemm_qk_smem(p, t), StandardSchedule::gemm_pv_smem(p, t),
-         bwd ? standard_tiles::gemm_smem(t.block_kv, p.head_dim, t.pipeline_stages, p.elem_bytes())
-             : 0});
-    if (need > limit) {
-      out.infeasible_reason = fmt::format(
-          "standard GEMM tiles do not fit in shared memory: {}x{} output tiles with {} stage(s) "
-          "need {} bytes, {} allows {} bytes per CTA",
-          t.block_q, t.block_kv, t.pipeline_stages, need, hw.name, limit);
-      return out;
-    }
-    // One softmax row sits in one CTA's shared memory; a split row would need a second pass
-    // that is not modelled. The softmax gradient holds a row of P and one of dP.
-    const std::int64_t row_bytes = (bwd ? 2 : 1) * p.seq_kv * p.elem_bytes();
-    if (row_bytes > limit) {
-      out.infeasible_reason = fmt::format(
-          "standard softmax{} keeps a whole row of {} scores ({} bytes) in shared memory; {} "
-          "allows {} bytes per CTA",
-          bwd ? " gradient" : "", p.seq_kv, row_bytes, hw.name, limit);
-      return out;
-    }
-    out.schedule = for_pass(
-        p.pass,
-        [&]() -> std::unique_ptr<Schedule> { return std::make_unique<StandardSchedule>(p, t); },
-        [&] { return make_standard_backward(p, t); });
+Planned plan_standard(const AttentionProblem& p, const HardwareProfile& hw, const Tiling& req) {
+  Planned out;
+  Tiling& t = out.tiling;
+  t.block_q = req.block_q > 0 ? req.block_q : 128;     // GEMM output tile rows
+  t.block_kv = req.block_kv > 0 ? req.block_kv : 128;  // GEMM output tile cols (S)
+  t.threads = req.threads > 0 ? req.threads : 256;
+  t.pipeline_stages = req.pipeline_stages > 0 ? req.pipeline_stages : 2;
+  const std::int64_t limit = hw.sm.smem_per_cta_max_bytes.value;
+  const bool bwd = runs_backward(p.pass);
+  // The backward adds GEMMs with block_kv x d output tiles (dV, dK).
+  const std::int64_t need = std::max(
+      {StandardSchedule::gemm_qk_smem(p, t), StandardSchedule::gemm_pv_smem(p, t),
+       bwd ? standard_tiles::gemm_smem(t.block_kv, p.head_dim, t.pipeline_stages, p.elem_bytes())
+           : 0});
+  if (need > limit) {
+    out.infeasible_reason = fmt::format(
+        "standard GEMM tiles do not fit in shared memory: {}x{} output tiles with {} stage(s) "
+        "need {} bytes, {} allows {} bytes per CTA",
+        t.block_q, t.block_kv, t.pipeline_stages, need, hw.name, limit);
     return out;
   }
-};
+  // One softmax row sits in one CTA's shared memory; a split row would need a second pass
+  // that is not modelled. The softmax gradient holds a row of P and one of dP.
+  const std::int64_t row_bytes = (bwd ? 2 : 1) * p.seq_kv * p.elem_bytes();
+  if (row_bytes > limit) {
+    out.infeasible_reason = fmt::format(
+        "standard softmax{} keeps a whole row of {} scores ({} bytes) in shared memory; {} "
+        "allows {} bytes per CTA",
+        bwd ? " gradient" : "", p.seq_kv, row_bytes, hw.name, limit);
+    return out;
+  }
+  out.schedule = for_pass(
+      p.pass,
+      [&]() -> std::unique_ptr<Schedule> { return std::make_unique<StandardSchedule>(p, t); },
+      [&] { return make_standard_backward(p, t); });
+  return out;
+}
+
+// What the simulator spends its time on is L2 lookups: standard attention makes one per row of
+// every S tile it stores and every P chunk it loads (rows of N_kv scores span many 4 KiB regions).
+// Measured on the README sweep, one such row lookup costs about 1/20 of one tile visit of
+// flash1/flash2 (tiled_estimated_work).
+double standard_estimated_work(const AttentionProblem& p, const Tiling& requested) {
+  const double bh = static_cast<double>(std::max<std::int64_t>(p.bh(), 1));
+  const double n = static_cast<double>(std::max<std::int64_t>(p.seq, 1));
+  const double n_kv = static_cast<double>(std::max<std::int64_t>(p.seq_kv, 1));
+  const std::int64_t block_kv = requested.block_kv > 0 ? requested.block_kv : 128;
+  const double passes = p.pass == Pass::fwd ? 1.0 : p.pass == Pass::bwd ? 3.0 : 4.0;
+  const double row_bytes = n_kv * static_cast<double>(p.elem_bytes());
+  return passes * bh * n *
+         (std::ceil(n_kv / static_cast<double>(block_kv)) + std::ceil(n_kv / 128.0) +
+          2.0 * std::ceil(row_bytes / 4096.0));
+}
 
 }  // namespace
 
-std::unique_ptr<Algorithm> make_standard_algorithm() {
-  return std::make_unique<Standard>();
+Algorithm standard_algorithm() {
+  Algorithm a;
+  a.name = "standard";
+  a.summary = "unfused attention: S = QK^T, softmax, PV as separate kernels through HBM";
+  a.capabilities.materializes_scores = true;
+  a.capabilities.forward_stages = StagesCount::gemm_operand_stages;
+  a.plan = plan_standard;
+  a.closed_form = [](const AttentionProblem& p, const Tiling& t, const BlockMask*) {
+    return standard_closed_form(p, t.block_q, t.block_kv);
+  };
+  a.estimated_work = standard_estimated_work;
+  return a;
 }
 
 }  // namespace iosim

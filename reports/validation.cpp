@@ -125,8 +125,8 @@ RunRequest request_for(const json& c, const std::string& where) {
     r.tiling.pipeline_stages = t.value("pipeline_stages", 0);
     // Forward passes only: a run with a backward uses the field for the backward's Q stages.
     const bool streams_kv =
-        pr.pass == Pass::fwd && (r.algorithm == "flash2" || r.algorithm == "block-sparse" ||
-                                 r.algorithm == "flash-decoding" || r.algorithm == "paged");
+        pr.pass == Pass::fwd && builtin_registry().get(r.algorithm).capabilities.forward_stages ==
+                                    StagesCount::kv_buffer_pairs;
     if (const int pairs = pairs_from_smem(t, pr.head_dim, pr.elem_bytes());
         streams_kv && pairs > 0) {
       r.tiling.pipeline_stages = pairs;
@@ -194,7 +194,8 @@ CaseResult compare_case(const json& c, const std::string& profile_name, const st
   r.engine.sm_clock_mhz = out.sm_clock_mhz;
   // The register counts the compiler gave the measured kernels set their occupancy.
   r.engine.registers_by_role = registers_by_role(c["kernels"]);
-  if (r.algorithm != "standard" && c["kernels"].size() == 1) {
+  if (!builtin_registry().get(r.algorithm).capabilities.materializes_scores &&
+      c["kernels"].size() == 1) {
     // A file whose roles are not iosim's (PyTorch's "sdpa_fwd") still names its one kernel.
     const json& launch = c["kernels"][0].value("launch", json::object());
     if (launch.contains("launch__registers_per_thread")) {

@@ -281,7 +281,9 @@ std::string format_comparison(const std::vector<Report>& two_level,
     }
     const double two =
         static_cast<double>(a.engine.total.hbm.read_total() + a.engine.total.hbm.write_total());
-    if (a.request.algorithm == "standard") standard_bytes = two;
+    if (builtin_registry().get(a.request.algorithm).capabilities.materializes_scores) {
+      standard_bytes = two;
+    }
     const Counters& t = b.engine.total;
     s += fmt::format("{:<10} {:>14} {:>10} {:>14} {:>12} {:>10.1f} {:>10} {:>8}\n",
                      a.request.algorithm, human_bytes(two),

@@ -231,61 +231,78 @@ ReadWrite split_kv(const AttentionProblem& p, std::int64_t bq, std::int64_t bk, 
   return rw;
 }
 
-bool is_known(const std::string& algorithm) {
-  return algorithm == "standard" || algorithm == "flash1" || algorithm == "flash2" ||
-         algorithm == "block-sparse" || algorithm == "flash-decoding" || algorithm == "paged";
+// The dense causal rule, or a block mask: whether query block i (rows [q0, q0 + qr)) meets key
+// block j.
+struct MeetsBlock {
+  const AttentionProblem& p;
+  std::int64_t block_kv;
+  const BlockMask* blocks;
+  bool operator()(std::int64_t i, std::int64_t q0, std::int64_t qr, std::int64_t j) const {
+    if (blocks) return blocks->at(i, j);
+    return !p.causal || j * block_kv <= q0 + qr - 1 + (p.seq_kv - p.seq);
+  }
+};
+
+ReadWriteBytes times(u64 matrices, const ReadWrite& rw) {
+  return {matrices * rw.read, matrices * rw.write};
 }
 
 }  // namespace
 
-IoBounds io_bounds(const std::string& algorithm, const AttentionProblem& p, std::int64_t block_q,
-                   std::int64_t block_kv, std::int64_t sram_bytes, std::int64_t splits) {
-  if (!is_known(algorithm)) {
-    throw ConfigError(fmt::format("no closed form for algorithm '{}'", algorithm));
-  }
-  const bool fwd = p.pass != Pass::bwd, bwd = p.pass != Pass::fwd;
-  std::optional<BlockMask> blocks;
-  if (algorithm == "block-sparse") blocks.emplace(p, block_q, block_kv);
-  const std::int64_t offset = p.seq_kv - p.seq;
-  auto meets = [&](std::int64_t i, std::int64_t q0, std::int64_t qr, std::int64_t j) {
-    if (blocks) return blocks->at(i, j);
-    return !p.causal || j * block_kv <= q0 + qr - 1 + offset;
-  };
-  ReadWrite rw;   // per query matrix
-  ReadWrite all;  // already summed over every head
-  u64 matrices = u(p.bh());
-  if (fwd) {
-    if (algorithm == "standard") rw += standard(p, block_q, block_kv);
-    if (algorithm == "flash1") rw += flash1(p, block_q, block_kv);
-    if (algorithm == "flash2" && p.packs_query_group()) {
+ReadWriteBytes standard_closed_form(const AttentionProblem& p, std::int64_t block_q,
+                                    std::int64_t block_kv) {
+  ReadWrite rw;
+  if (runs_forward(p.pass)) rw += standard(p, block_q, block_kv);
+  if (runs_backward(p.pass)) rw += standard_bwd(p, block_q, block_kv);
+  return times(u(p.bh()), rw);
+}
+
+ReadWriteBytes flash1_closed_form(const AttentionProblem& p, std::int64_t block_q,
+                                  std::int64_t block_kv) {
+  ReadWrite rw;
+  if (runs_forward(p.pass)) rw += flash1(p, block_q, block_kv);
+  if (runs_backward(p.pass)) rw += flash1_bwd(p, block_q, block_kv);
+  return times(u(p.bh()), rw);
+}
+
+ReadWriteBytes flash2_closed_form(const AttentionProblem& p, std::int64_t block_q,
+                                  std::int64_t block_kv, const BlockMask* blocks) {
+  const MeetsBlock meets{p, block_kv, blocks};
+  ReadWriteBytes out;
+  if (runs_forward(p.pass)) {
+    if (!blocks && p.packs_query_group()) {
       // A K/V head's g queries form one g-row query "head": the same schedule over the view.
       AttentionProblem view = p;
       view.heads = p.kv_head_count();
       view.kv_heads = 0;
       view.seq = p.group() * p.seq;
       view.causal = false;  // one query position sees every key
-      rw += flash2(view, block_q, block_kv);
-      matrices = u(view.bh());
-    } else if (algorithm == "flash2" || algorithm == "block-sparse") {
-      rw +=
-          blocks ? flash2_family(p, block_q, block_kv, true, meets) : flash2(p, block_q, block_kv);
-    }
-    if (algorithm == "flash-decoding" || algorithm == "paged") {
-      all +=
-          split_kv(p, block_q, block_kv, std::max<std::int64_t>(splits, 1), algorithm == "paged");
+      out += times(u(view.bh()), flash2(view, block_q, block_kv));
+    } else {
+      out += times(u(p.bh()), blocks ? flash2_family(p, block_q, block_kv, true, meets)
+                                     : flash2(p, block_q, block_kv));
     }
   }
-  if (bwd) {
-    if (algorithm == "standard") rw += standard_bwd(p, block_q, block_kv);
-    if (algorithm == "flash1") rw += flash1_bwd(p, block_q, block_kv);
-    if (algorithm == "flash2" || algorithm == "block-sparse") {
-      rw += flash2_family(p, block_q, block_kv, false, meets);
-    }
+  if (runs_backward(p.pass)) {
+    out += times(u(p.bh()), flash2_family(p, block_q, block_kv, false, meets));
   }
+  return out;
+}
+
+ReadWriteBytes split_kv_closed_form(const AttentionProblem& p, std::int64_t block_q,
+                                    std::int64_t block_kv, std::int64_t splits, bool paged) {
+  if (!runs_forward(p.pass)) return {};
+  const ReadWrite rw = split_kv(p, block_q, block_kv, std::max<std::int64_t>(splits, 1), paged);
+  return {rw.read, rw.write};
+}
+
+IoBounds io_bounds(const AttentionProblem& p, const ReadWriteBytes& closed_form,
+                   std::int64_t sram_bytes, const BlockMask* blocks) {
+  const bool fwd = runs_forward(p.pass), bwd = runs_backward(p.pass);
   const u64 bh = u(p.bh()), bh_kv = u(p.bh_kv()), eb = u(p.elem_bytes()), d = u(p.head_dim);
   IoBounds b;
-  b.closed_form_read_bytes = matrices * rw.read + all.read;
-  b.closed_form_write_bytes = matrices * rw.write + all.write;
+  b.closed_form_read_bytes = closed_form.read;
+  b.closed_form_write_bytes = closed_form.write;
   b.closed_form_bytes = b.closed_form_read_bytes + b.closed_form_write_bytes;
 
   // Compulsory: a forward reads Q, K, V and writes O; a backward reads Q, K, V, dO and writes
@@ -293,6 +310,7 @@ IoBounds io_bounds(const std::string& algorithm, const AttentionProblem& p, std:
   u64 q_rows = u(p.seq), kv_rows = u(p.seq_kv);
   double covered = 1.0;  // fraction of the N x N_kv scores inside computed blocks
   if (blocks) {
+    const std::int64_t block_q = blocks->block_q(), block_kv = blocks->block_kv();
     q_rows = kv_rows = 0;
     u64 scores = 0;
     std::vector<bool> column_used(static_cast<std::size_t>(blocks->cols()), false);

@@ -23,6 +23,10 @@
 #include "sim/problem.hpp"
 
 namespace iosim {
+class BlockMask;  // sim/block_mask.hpp
+}
+
+namespace iosim {
 
 struct IoBounds {
   std::uint64_t compulsory_bytes = 0;
@@ -33,11 +37,36 @@ struct IoBounds {
   std::string lower_bound_formula;  // which regime of the bound applied
 };
 
-/// Bounds for `algorithm` ("standard" | "flash1" | "flash2" | "block-sparse" | "flash-decoding" |
-/// "paged") and `p.pass` with blocks block_q x block_kv on a GPU whose per-CTA SRAM is
-/// `sram_bytes`; `splits` is the split-KV count of flash-decoding and paged. Throws ConfigError
-/// for an unknown algorithm (or, block-sparse, a pattern file whose grid does not fit the blocks).
-IoBounds io_bounds(const std::string& algorithm, const AttentionProblem& p, std::int64_t block_q,
-                   std::int64_t block_kv, std::int64_t sram_bytes, std::int64_t splits = 1);
+/// Bytes read and written between HBM and SRAM.
+struct ReadWriteBytes {
+  std::uint64_t read = 0, write = 0;
+  ReadWriteBytes& operator+=(const ReadWriteBytes& o) {
+    read += o.read;
+    write += o.write;
+    return *this;
+  }
+};
+
+// The exact two-level bytes of each schedule family for blocks block_q x block_kv, summed over
+// every (batch, head), for the passes p.pass runs (forward, backward or both).
+
+/// Standard (unfused) attention: the GEMM, mask, softmax and dropout kernels through HBM.
+ReadWriteBytes standard_closed_form(const AttentionProblem& p, std::int64_t block_q,
+                                    std::int64_t block_kv);
+/// FlashAttention-1 (Algorithms 1 and 4 of Dao et al. 2022).
+ReadWriteBytes flash1_closed_form(const AttentionProblem& p, std::int64_t block_q,
+                                  std::int64_t block_kv);
+/// FlashAttention-2; with `blocks`, block-sparse FlashAttention over its nonzero blocks.
+ReadWriteBytes flash2_closed_form(const AttentionProblem& p, std::int64_t block_q,
+                                  std::int64_t block_kv, const BlockMask* blocks = nullptr);
+/// Split-KV decoding with `splits` K/V chunks (forward only); `paged`: K/V gathered through an
+/// int32 block table of p.page_tokens-token pages.
+ReadWriteBytes split_kv_closed_form(const AttentionProblem& p, std::int64_t block_q,
+                                    std::int64_t block_kv, std::int64_t splits, bool paged);
+
+/// The bounds of a run whose schedule moves `closed_form` bytes, on a GPU whose per-CTA SRAM is
+/// `sram_bytes`; `blocks` is the block-sparse mask (null when every block is computed).
+IoBounds io_bounds(const AttentionProblem& p, const ReadWriteBytes& closed_form,
+                   std::int64_t sram_bytes, const BlockMask* blocks = nullptr);
 
 }  // namespace iosim

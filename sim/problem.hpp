@@ -18,6 +18,14 @@ std::string pass_name(Pass p);
 /// Parses a pass name; throws ConfigError listing the valid names.
 Pass parse_pass(const std::string& s);
 
+/// Whether `pass` runs the forward kernels / the backward kernels.
+inline bool runs_forward(Pass pass) {
+  return pass != Pass::bwd;
+}
+inline bool runs_backward(Pass pass) {
+  return pass != Pass::fwd;
+}
+
 /// One attention call: O = softmax(scale * Q K^T [+ mask]) [dropout] V, per batch and head.
 struct AttentionProblem {
   std::int64_t batch = 1;      // B

@@ -96,31 +96,9 @@ void reject_duplicates(const std::string& flag, const std::string& text,
 }
 
 // Relative cost of a point, to start large problems first (so that the threads finish together)
-// and to weigh progress. What the simulator spends its time on is L2 lookups: standard attention
-// makes one per row of every S tile it stores and every P chunk it loads (rows of N_kv scores span
-// many 4 KiB regions), the tiled schedules a few dozen per tile they visit. Measured on the
-// README sweep, one row lookup of `standard` costs about 1/20 of one tile visit of flash1/flash2.
-// Zero block sizes (the algorithm's default) count as the usual defaults; only the order of the
-// points and the progress bar depend on this.
-double estimated_work(const RunRequest& r) {
-  const AttentionProblem& p = r.problem;
-  const auto at_least_1 = [](std::int64_t v) {
-    return static_cast<double>(std::max<std::int64_t>(v, 1));
-  };
-  const double bh = at_least_1(p.bh()), n = at_least_1(p.seq), n_kv = at_least_1(p.seq_kv);
-  const std::int64_t block_kv = r.tiling.block_kv > 0 ? r.tiling.block_kv : 128;
-  std::int64_t block_q = r.tiling.block_q > 0 ? r.tiling.block_q : 128;
-  if (r.tiling.block_q <= 0 && r.algorithm == "flash1") block_q = std::min(block_kv, p.head_dim);
-  const double passes = p.pass == Pass::fwd ? 1.0 : p.pass == Pass::bwd ? 3.0 : 4.0;
-  if (r.algorithm == "standard") {
-    const double row_bytes = n_kv * static_cast<double>(p.elem_bytes());
-    return passes * bh * n *
-           (std::ceil(n_kv / static_cast<double>(block_kv)) + std::ceil(n_kv / 128.0) +
-            2.0 * std::ceil(row_bytes / 4096.0));
-  }
-  return passes * 20.0 * bh *
-         std::ceil(n / static_cast<double>(std::max<std::int64_t>(block_q, 1))) *
-         std::ceil(n_kv / static_cast<double>(std::max<std::int64_t>(block_kv, 1)));
+// and to weigh progress: the algorithm's own estimate.
+double point_work(const RunRequest& r) {
+  return estimated_work(builtin_registry().get(r.algorithm), r.problem, r.tiling);
 }
 
 }  // namespace
@@ -214,7 +192,7 @@ std::vector<Report> run_sweep(const std::vector<SweepPoint>& points,
   }
   // Largest first; ties keep point order so that runs are reproducible.
   std::vector<double> work(points.size());
-  for (std::size_t i = 0; i < points.size(); ++i) work[i] = estimated_work(points[i].request);
+  for (std::size_t i = 0; i < points.size(); ++i) work[i] = point_work(points[i].request);
   std::vector<std::size_t> order(points.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(),

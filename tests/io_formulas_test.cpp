@@ -24,9 +24,8 @@ TEST_CASE("two-level HBM bytes equal the closed form over random shapes") {
   const std::int64_t blocks[] = {0, 16, 32, 64, 96, 128};
   int checked = 0;
   for (int i = 0; i < 240; ++i) {
-    RunRequest r = test::request(gen.pick(algos), gen.pick(1, 3), gen.pick(1, 3),
-                                 gen.pick(1, 700), gen.pick(dims), gen.pick(blocks),
-                                 gen.pick(blocks));
+    RunRequest r = test::request(gen.pick(algos), gen.pick(1, 3), gen.pick(1, 3), gen.pick(1, 700),
+                                 gen.pick(dims), gen.pick(blocks), gen.pick(blocks));
     r.problem.seq_kv = gen.coin() ? r.problem.seq : r.problem.seq + gen.pick(0, 300);
     r.problem.dtype = gen.pick(dtypes);
     r.problem.causal = gen.coin();
@@ -110,7 +109,8 @@ TEST_CASE("flash moves far fewer HBM bytes than standard, standard is Theta(N^2)
   // Doubling N roughly quadruples standard's bytes (the N^2 matrices dominate).
   const Report std_2n = two_level(test::request("standard", 1, 1, 4096, 64));
   const Report std_n = two_level(test::request("standard", 1, 1, 2048, 64));
-  const double ratio = static_cast<double>(hbm_total(std_2n)) / static_cast<double>(hbm_total(std_n));
+  const double ratio =
+      static_cast<double>(hbm_total(std_2n)) / static_cast<double>(hbm_total(std_n));
   CHECK(ratio > 3.5);
   CHECK(ratio < 4.1);
 }
@@ -120,8 +120,9 @@ TEST_CASE("lower bound switches regime at M = d^2") {
   p.seq = p.seq_kv = 4096;
   p.head_dim = 128;
   p.dtype = Dtype::fp16;
-  const IoBounds big = io_bounds("flash2", p, 128, 64, 232448);    // M = 116224 >= d^2 = 16384
-  const IoBounds small = io_bounds("flash2", p, 128, 64, 16384);   // M = 8192 < d^2
+  const IoBounds big =
+      io_bounds(p, flash2_closed_form(p, 128, 64), 232448);  // M = 116224 >= d^2 = 16384
+  const IoBounds small = io_bounds(p, flash2_closed_form(p, 128, 64), 16384);  // M = 8192 < d^2
   CHECK(big.lower_bound_formula == "N*N_kv*d^2/M");
   CHECK(small.lower_bound_formula == "N*N_kv*d/sqrt(M)");
   CHECK(small.lower_bound_bytes > big.lower_bound_bytes);
