@@ -47,11 +47,6 @@ class Flash1Schedule final : public Schedule {
     return {k};
   }
 
-  void emit_cta(std::size_t kernel, std::int64_t bh, std::vector<TileOp>& out) const override {
-    for (std::size_t part = 0; emit_cta_part(kernel, bh, part, out); ++part) {
-    }
-  }
-
   // Part j * tr + i is inner iteration i of outer iteration j (K/V block j); the first inner
   // iteration that runs also loads K_j and V_j. Parts this small keep each resident CTA's pending
   // operations to a few (instead of a whole outer iteration: tr x 10 operations of ~100 bytes,

@@ -44,11 +44,6 @@ class Flash1Backward final : public Schedule {
     return {k};
   }
 
-  void emit_cta(std::size_t kernel, std::int64_t bh, std::vector<TileOp>& out) const override {
-    for (std::size_t part = 0; emit_cta_part(kernel, bh, part, out); ++part) {
-    }
-  }
-
   // Part j is the outer iteration over K/V block j.
   bool emit_cta_part(std::size_t, std::int64_t bh, std::size_t part,
                      std::vector<TileOp>& out) const override {

@@ -54,11 +54,6 @@ class Flash2Schedule final : public Schedule {
     return {k};
   }
 
-  void emit_cta(std::size_t kernel, std::int64_t cta, std::vector<TileOp>& out) const override {
-    for (std::size_t part = 0; emit_cta_part(kernel, cta, part, out); ++part) {
-    }
-  }
-
   // Part 0 loads Q and initializes the state; part 1 + k is the k-th K/V block the CTA computes
   // (under a block mask, its k-th nonzero block), and the last one also writes O and L. One
   // block per part keeps a few operations per resident CTA in memory instead of all of them

@@ -69,7 +69,15 @@ class Flash2Backward final : public Schedule {
     return out;
   }
 
-  void emit_cta(std::size_t kernel, std::int64_t cta, std::vector<TileOp>& out) const override {
+  // A CTA's operations are one part: its loops are short (a row, or one K/V block's pass).
+  bool emit_cta_part(std::size_t kernel, std::int64_t cta, std::size_t part,
+                     std::vector<TileOp>& out) const override {
+    if (part == 0) emit_whole_cta(kernel, cta, out);
+    return false;
+  }
+
+ private:
+  void emit_whole_cta(std::size_t kernel, std::int64_t cta, std::vector<TileOp>& out) const {
     switch (kKernels[kernel]) {
       case Kernel::dot_do_o:
         return emit_rows(cta, true, out);
@@ -80,7 +88,6 @@ class Flash2Backward final : public Schedule {
     }
   }
 
- private:
   // The backward runs twice the forward's warps, as FlashAttention-2 (8 warps against 4).
   int threads() const { return std::min(1024, 2 * t_.threads); }
 

@@ -106,11 +106,6 @@ class SplitKvSchedule final : public Schedule {
     return {split, reduce};
   }
 
-  void emit_cta(std::size_t kernel, std::int64_t cta, std::vector<TileOp>& out) const override {
-    for (std::size_t part = 0; emit_cta_part(kernel, cta, part, out); ++part) {
-    }
-  }
-
   // A split with many K/V blocks (or many small pages) comes in parts of kBlocksPerPart blocks,
   // so that the engine holds a bounded piece of each resident CTA.
   bool emit_cta_part(std::size_t kernel, std::int64_t cta, std::size_t part,

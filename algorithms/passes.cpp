@@ -36,11 +36,6 @@ class SequenceSchedule final : public Schedule {
     return out;
   }
 
-  void emit_cta(std::size_t kernel, std::int64_t cta, std::vector<TileOp>& out) const override {
-    if (kernel < first_kernels_) return first_->emit_cta(kernel, cta, out);
-    second_->emit_cta(kernel - first_kernels_, cta, out);
-  }
-
   bool emit_cta_part(std::size_t kernel, std::int64_t cta, std::size_t part,
                      std::vector<TileOp>& out) const override {
     if (kernel < first_kernels_) return first_->emit_cta_part(kernel, cta, part, out);

@@ -93,11 +93,6 @@ class StandardSchedule final : public Schedule {
     return out;
   }
 
-  void emit_cta(std::size_t kernel, std::int64_t cta, std::vector<TileOp>& out) const override {
-    for (std::size_t part = 0; emit_cta_part(kernel, cta, part, out); ++part) {
-    }
-  }
-
   // The PV GEMM's CTAs loop over all keys (N = 16384: 770 operations, 100 KB per CTA): one
   // chunk of keys per part, so that the engine holds a few operations per resident CTA.
   bool emit_cta_part(std::size_t kernel, std::int64_t cta, std::size_t part,

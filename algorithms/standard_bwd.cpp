@@ -100,7 +100,15 @@ class StandardBackward final : public Schedule {
     return out;
   }
 
-  void emit_cta(std::size_t kernel, std::int64_t cta, std::vector<TileOp>& out) const override {
+  // A CTA's operations are one part: its loops are short (a row, or one K/V block's pass).
+  bool emit_cta_part(std::size_t kernel, std::int64_t cta, std::size_t part,
+                     std::vector<TileOp>& out) const override {
+    if (part == 0) emit_whole_cta(kernel, cta, out);
+    return false;
+  }
+
+ private:
+  void emit_whole_cta(std::size_t kernel, std::int64_t cta, std::vector<TileOp>& out) const {
     switch (kernels_.at(kernel)) {
       case Kernel::gemm_dp:
         return emit_gemm_dp(cta, out);
@@ -117,7 +125,6 @@ class StandardBackward final : public Schedule {
     }
   }
 
- private:
   // dP = dO V^T: the shape of the forward's S = Q K^T.
   void emit_gemm_dp(std::int64_t cta, std::vector<TileOp>& out) const {
     const std::int64_t tq = ceil_div(p_.seq, t_.block_q), tk = ceil_div(p_.seq_kv, t_.block_kv);

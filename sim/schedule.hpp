@@ -53,17 +53,17 @@ class Schedule {
   virtual std::vector<TensorDecl> tensors() const = 0;
   /// Kernels in launch order.
   virtual std::vector<KernelSpec> kernels() const = 0;
-  /// Appends to `out` the operations of CTA `cta` (linear blockIdx) of kernel `kernel`.
-  virtual void emit_cta(std::size_t kernel, std::int64_t cta, std::vector<TileOp>& out) const = 0;
-  /// Appends part `part` (0, 1, ...) of the same operations and returns whether more parts
-  /// follow; the parts in order are exactly emit_cta(). Schedules whose CTAs loop over a whole
-  /// head (FlashAttention-1) emit one inner or outer iteration per part, so that the engine holds
-  /// a few operations of each resident CTA in memory instead of all of them. A part may be empty;
-  /// a non-empty part must end where a stage ends (before a load, or at the CTA's end).
+  /// Appends to `out` part `part` (0, 1, ...) of the operations of CTA `cta` (linear blockIdx)
+  /// of kernel `kernel`, in program order, and returns whether more parts follow. Schedules whose
+  /// CTAs loop over a whole head emit one iteration per part, so that the engine holds a few
+  /// operations of each resident CTA instead of all of them; a short CTA is one part. A part may
+  /// be empty; a non-empty part must end where a stage ends (before a load, or at the CTA's end).
   virtual bool emit_cta_part(std::size_t kernel, std::int64_t cta, std::size_t part,
-                             std::vector<TileOp>& out) const {
-    if (part == 0) emit_cta(kernel, cta, out);
-    return false;
+                             std::vector<TileOp>& out) const = 0;
+  /// Appends every operation of the CTA: its parts in order.
+  void emit_cta(std::size_t kernel, std::int64_t cta, std::vector<TileOp>& out) const {
+    for (std::size_t part = 0; emit_cta_part(kernel, cta, part, out); ++part) {
+    }
   }
 };
 

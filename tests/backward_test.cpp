@@ -146,7 +146,10 @@ TEST_CASE("a backward that drops a Q block's dQ share is caught by execution") {
     explicit Broken(std::unique_ptr<Schedule> inner) : inner_(std::move(inner)) {}
     std::vector<TensorDecl> tensors() const override { return inner_->tensors(); }
     std::vector<KernelSpec> kernels() const override { return inner_->kernels(); }
-    void emit_cta(std::size_t k, std::int64_t cta, std::vector<TileOp>& out) const override {
+    // One part: the whole CTA.
+    bool emit_cta_part(std::size_t k, std::int64_t cta, std::size_t part,
+                       std::vector<TileOp>& out) const override {
+      if (part > 0) return false;
       std::vector<TileOp> all;
       inner_->emit_cta(k, cta, all);
       const bool last_kv =
@@ -155,6 +158,7 @@ TEST_CASE("a backward that drops a Q block's dQ share is caught by execution") {
         if (last_kv && op.kind == OpKind::reduce) continue;
         out.push_back(op);
       }
+      return false;
     }
 
    private:

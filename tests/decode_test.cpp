@@ -305,7 +305,7 @@ TEST_CASE("decode inputs that make no sense are rejected with the flag named") {
   fails(x, "--kv-heads 2 with --pass bwd");
 }
 
-TEST_CASE("decode schedules emit a CTA in parts that concatenate to the whole") {
+TEST_CASE("decode schedules emit a split's CTA in parts of 64 K/V blocks") {
   for (const char* algo : {"flash-decoding", "paged"}) {
     RunRequest r = test::request(algo, 1, 4, 1, 32, 0, 16);
     r.problem.kv_heads = 2;
@@ -323,8 +323,7 @@ TEST_CASE("decode schedules emit a CTA in parts that concatenate to the whole") 
       const std::vector<KernelSpec> kernels = s.kernels();
       for (std::size_t k = 0; k < kernels.size(); ++k) {
         for (std::int64_t cta = 0; cta < kernels[k].grid.count(); ++cta) {
-          std::vector<TileOp> whole, parts;
-          s.emit_cta(k, cta, whole);
+          std::vector<TileOp> parts;
           std::size_t count = 1;
           for (std::size_t part = 0; s.emit_cta_part(k, cta, part, parts); ++part) ++count;
           CAPTURE(algo);
@@ -333,14 +332,6 @@ TEST_CASE("decode schedules emit a CTA in parts that concatenate to the whole") 
           // reduce.
           const std::int64_t per_split = (188 + splits - 1) / splits;
           CHECK(count == (k == 0 ? static_cast<std::size_t>((per_split + 63) / 64) : 1u));
-          REQUIRE(whole.size() == parts.size());
-          for (std::size_t i = 0; i < whole.size(); ++i) {
-            CHECK((whole[i].kind == parts[i].kind && whole[i].tile.tensor == parts[i].tile.tensor &&
-                   whole[i].tile.matrix == parts[i].tile.matrix &&
-                   whole[i].tile.row0 == parts[i].tile.row0 &&
-                   whole[i].tile.rows == parts[i].tile.rows && whole[i].append == parts[i].append &&
-                   whole[i].compute == parts[i].compute));
-          }
         }
       }
     }

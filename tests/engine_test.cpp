@@ -115,8 +115,12 @@ class ReduceSchedule final : public Schedule {
     k.threads_per_cta = 128;
     return {k};
   }
-  void emit_cta(std::size_t, std::int64_t, std::vector<TileOp>& out) const override {
+  // One part: the whole CTA.
+  bool emit_cta_part(std::size_t, std::int64_t, std::size_t part,
+                     std::vector<TileOp>& out) const override {
+    if (part > 0) return false;
     out.push_back(TileOp::reduce({TensorId::dS, 0, 0, 16, 0, 32}));
+    return false;
   }
 };
 

@@ -28,9 +28,8 @@ TEST_CASE("every schedule computes exact attention over random shapes") {
   const std::int64_t dims[] = {8, 16, 32, 64, 128};
   const std::int64_t blocks[] = {16, 32, 48, 64, 128};
   for (int i = 0; i < 60; ++i) {
-    RunRequest r = test::request(gen.pick(algos), gen.pick(1, 2), gen.pick(1, 2),
-                                 gen.pick(1, 300), gen.pick(dims), gen.pick(blocks),
-                                 gen.pick(blocks));
+    RunRequest r = test::request(gen.pick(algos), gen.pick(1, 2), gen.pick(1, 2), gen.pick(1, 300),
+                                 gen.pick(dims), gen.pick(blocks), gen.pick(blocks));
     r.problem.seq_kv = r.problem.seq + (gen.coin() ? 0 : gen.pick(0, 200));
     r.problem.causal = gen.coin();
     r.problem.mask = gen.pick(0, 2) == 0;
@@ -63,7 +62,10 @@ TEST_CASE("a schedule that skips a needed block is caught by execution") {
     explicit Broken(std::unique_ptr<Schedule> inner) : inner_(std::move(inner)) {}
     std::vector<TensorDecl> tensors() const override { return inner_->tensors(); }
     std::vector<KernelSpec> kernels() const override { return inner_->kernels(); }
-    void emit_cta(std::size_t k, std::int64_t cta, std::vector<TileOp>& out) const override {
+    // One part: the whole CTA.
+    bool emit_cta_part(std::size_t k, std::int64_t cta, std::size_t part,
+                       std::vector<TileOp>& out) const override {
+      if (part > 0) return false;
       std::vector<TileOp> all;
       inner_->emit_cta(k, cta, all);
       std::size_t last_k = 0, finalize = 0;
@@ -75,6 +77,7 @@ TEST_CASE("a schedule that skips a needed block is caught by execution") {
         if (i >= last_k && i < finalize) continue;  // the last K/V block's loads and math
         out.push_back(all[i]);
       }
+      return false;
     }
 
    private:

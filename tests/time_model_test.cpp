@@ -45,8 +45,12 @@ class OpsSchedule final : public Schedule {
     k.pipeline_stages = 2;
     return {k};
   }
-  void emit_cta(std::size_t, std::int64_t, std::vector<TileOp>& out) const override {
+  // One part: the whole CTA.
+  bool emit_cta_part(std::size_t, std::int64_t, std::size_t part,
+                     std::vector<TileOp>& out) const override {
+    if (part > 0) return false;
     out.insert(out.end(), ops_.begin(), ops_.end());
+    return false;
   }
 
  private:

@@ -2,14 +2,14 @@
 // must stay at or under the accuracy levels recorded next to the data, per device folder. Our own
 // kernels (measurements*.json) and PyTorch's (pytorch_sdpa_*.json) have levels of their own;
 // scripts/accuracy_levels.py writes them (tightening freely, loosening only when told why).
+#include "reports/validation.hpp"
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-
-#include "reports/validation.hpp"
 
 using namespace iosim;
 
