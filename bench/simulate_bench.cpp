@@ -7,7 +7,7 @@
 // alone.
 #include <benchmark/benchmark.h>
 
-#include "algorithms/simulate.hpp"
+#include "api/iosim.hpp"
 
 namespace {
 

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "algorithms/simulate.hpp"
+#include "api/iosim.hpp"
 
 namespace iosim::cli {
 

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/simulate.hpp"
+#include "api/iosim.hpp"
 #include "sweep/sweep.hpp"
 
 namespace iosim {

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/simulate.hpp"
+#include "api/iosim.hpp"
 
 namespace iosim {
 

@@ -8,7 +8,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
-#include "algorithms/numeric_executor.hpp"
+#include "numerics/numeric_executor.hpp"
 #include "sim/block_mask.hpp"
 #include "sim/errors.hpp"
 #include "tests/test_support.hpp"

@@ -9,7 +9,7 @@
 #include <algorithm>
 #include <memory>
 
-#include "algorithms/numeric_executor.hpp"
+#include "numerics/numeric_executor.hpp"
 #include "sim/block_table.hpp"
 #include "sim/errors.hpp"
 #include "tests/test_support.hpp"

@@ -2,7 +2,7 @@
 // an FP64 reference), over many shapes: ragged last blocks, causal, masks, dropout, N != N_kv.
 #include <doctest/doctest.h>
 
-#include "algorithms/numeric_executor.hpp"
+#include "numerics/numeric_executor.hpp"
 #include "sim/errors.hpp"
 #include "tests/test_support.hpp"
 

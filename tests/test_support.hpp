@@ -4,7 +4,7 @@
 #include <random>
 #include <string>
 
-#include "algorithms/simulate.hpp"
+#include "api/iosim.hpp"
 
 namespace iosim::test {
 

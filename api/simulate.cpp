@@ -1,11 +1,11 @@
-#include "algorithms/simulate.hpp"
+#include "api/simulate.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
 
-#include "algorithms/numeric_executor.hpp"
+#include "numerics/numeric_executor.hpp"
 #include "sim/block_mask.hpp"
 #include "sim/block_table.hpp"
 #include "sim/errors.hpp"

@@ -1,4 +1,4 @@
-#include "algorithms/numeric_executor.hpp"
+#include "numerics/numeric_executor.hpp"
 
 #include <fmt/format.h>
 

@@ -1,0 +1,17 @@
+#pragma once
+// iosim's public surface in one header: load a GPU profile, describe an attention call, simulate
+// it, read the Report. The CLI, the sweep, validation, the tests and the benchmarks include this
+// (and the writers of reports/ for output); nothing here prints or exits.
+//
+//   const iosim::HardwareProfile gpu = iosim::load_profile("h100-sxm5-80gb");
+//   iosim::RunRequest r;
+//   r.algorithm = "flash2";
+//   r.problem.batch = 4; r.problem.heads = 16; r.problem.seq = r.problem.seq_kv = 4096;
+//   const iosim::Report report = iosim::simulate(gpu, r);  // report.engine.total.hbm, .time_s
+//
+// Errors: ConfigError for bad input (its message names the input), InternalError for bugs.
+#include "algorithms/algorithm.hpp"  // Registry, builtin_registry(), Tiling
+#include "api/simulate.hpp"          // RunRequest, Report, simulate()
+#include "sim/errors.hpp"            // ConfigError, InternalError
+#include "sim/problem.hpp"           // AttentionProblem, Pass
+#include "sim/profile.hpp"           // HardwareProfile, load_profile()
