@@ -17,7 +17,18 @@ namespace iosim {
 
 class BlockMask;  // sim/block_mask.hpp
 
-/// Block sizes and launch shape. Zero fields mean "the algorithm's default".
+/// Block sizes and launch shape as a user asks for them; a field left out takes the algorithm's
+/// default. Given values must be positive.
+struct TilingRequest {
+  std::optional<std::int64_t> block_q;      // Br: query rows per tile
+  std::optional<std::int64_t> block_kv;     // Bc: key/value rows per tile
+  std::optional<int> threads;               // threads per CTA of the main kernel
+  std::optional<int> pipeline_stages;       // see Tiling::pipeline_stages and StagesCount
+  std::optional<int> registers_per_thread;  // of the main kernel, as a compiler reported it
+  std::optional<std::int64_t> splits;       // split-KV decoding: K/V chunks per query tile
+};
+
+/// Block sizes and launch shape of a planned schedule: every field resolved.
 struct Tiling {
   std::int64_t block_q = 0;   // Br: query rows per tile
   std::int64_t block_kv = 0;  // Bc: key/value rows per tile
@@ -27,8 +38,8 @@ struct Tiling {
   // kv_pipeline_depth), Q/O stages for flash1, Q stages for the flash2 backward, operand stages
   // for the GEMMs of standard.
   int pipeline_stages = 0;
-  int registers_per_thread = 0;  // of the main kernel, as a compiler reported it (0: estimated)
-  std::int64_t splits = 0;       // split-KV decoding: K/V chunks per query tile (0: heuristic)
+  int registers_per_thread = 0;  // of the main kernel: estimated, or as a compiler reported it
+  std::int64_t splits = 0;       // split-KV decoding: K/V chunks per query tile (0: none)
 };
 
 /// The outcome of planning: a schedule, or the reason none fits.
@@ -60,15 +71,15 @@ struct Capabilities {
 /// and its cost to simulate. Built-in algorithms are one file each; registry.cpp lists them.
 struct Algorithm {
   using PlanFn =
-      std::function<Planned(const AttentionProblem&, const HardwareProfile&, const Tiling&)>;
+      std::function<Planned(const AttentionProblem&, const HardwareProfile&, const TilingRequest&)>;
   using ClosedFormFn =
       std::function<ReadWriteBytes(const AttentionProblem&, const Tiling&, const BlockMask*)>;
-  using WorkFn = std::function<double(const AttentionProblem&, const Tiling&)>;
+  using WorkFn = std::function<double(const AttentionProblem&, const TilingRequest&)>;
 
   std::string name;     // the CLI name ("standard", "flash1", "flash2", ...)
   std::string summary;  // one line for --help and reports
   Capabilities capabilities;
-  /// Resolves the requested tiling (zero fields: defaults) for a problem on a GPU and builds the
+  /// Resolves the requested tiling for a problem on a GPU and builds the
   /// schedule, or says why none fits.
   PlanFn plan;
   /// The exact two-level bytes for a resolved tiling (sim/io_formulas.hpp, written independently
@@ -98,17 +109,18 @@ void register_builtin_algorithms(Registry& registry);
 const Registry& builtin_registry();
 
 /// Relative simulation cost of a tiled schedule: about 20 L2 lookups per tile it visits, each
-/// pass counted (a backward about 3 forwards). Zero block sizes count as 128.
-double tiled_estimated_work(const AttentionProblem& p, const Tiling& requested);
+/// pass counted (a backward about 3 forwards). Block sizes left out count as 128.
+double tiled_estimated_work(const AttentionProblem& p, const TilingRequest& requested);
 
 /// The cost estimate of `algorithm` for a request (its own, or tiled_estimated_work).
 double estimated_work(const Algorithm& algorithm, const AttentionProblem& p,
-                      const Tiling& requested);
+                      const TilingRequest& requested);
 
 /// Throws ConfigError when the request uses an input `algorithm` does not accept (--pattern,
-/// --splits, --page-tokens, --block-table), naming the flag and the algorithms that accept it.
+/// --splits, --page-tokens, --block-table), naming the flag and the algorithms that accept it,
+/// or gives a tiling value that is not positive.
 void check_applicable(const Algorithm& algorithm, const AttentionProblem& p,
-                      const Tiling& requested, const Registry& registry);
+                      const TilingRequest& requested, const Registry& registry);
 
 /// SRAM the FlashAttention analysis calls M: the per-CTA shared-memory limit, in bytes.
 std::int64_t sram_bytes(const HardwareProfile& profile);

@@ -29,7 +29,7 @@ std::int64_t num_splits_heuristic(std::int64_t tiles, std::int64_t slots, std::i
                                   std::int64_t max_splits);
 
 /// Plans the split-KV schedule (`paged`: K/V gathered through p.block_table).
-Planned plan_split_kv(const AttentionProblem& p, const HardwareProfile& hw, const Tiling& req,
-                      bool paged);
+Planned plan_split_kv(const AttentionProblem& p, const HardwareProfile& hw,
+                      const TilingRequest& req, bool paged);
 
 }  // namespace iosim

@@ -122,7 +122,8 @@ std::int64_t flash1_smem_bytes(const AttentionProblem& p, std::int64_t br, std::
   return (2 * br + 2 * bc) * p.head_dim * p.elem_bytes() + 2 * br * 4;
 }
 
-Planned plan_flash1(const AttentionProblem& p, const HardwareProfile& hw, const Tiling& req) {
+Planned plan_flash1(const AttentionProblem& p, const HardwareProfile& hw,
+                    const TilingRequest& req) {
   Planned out;
   Tiling& t = out.tiling;
   const std::int64_t limit = hw.sm.smem_per_cta_max_bytes.value;
@@ -138,10 +139,10 @@ Planned plan_flash1(const AttentionProblem& p, const HardwareProfile& hw, const 
            (bwd && flash1_backward_smem_bytes(p, br, c) > limit);
   };
   while (bc > 1 && too_big(std::min(bc, p.head_dim), bc)) --bc;
-  t.block_kv = req.block_kv > 0 ? req.block_kv : bc;
-  t.block_q = req.block_q > 0 ? req.block_q : std::min(t.block_kv, p.head_dim);
-  t.threads = req.threads > 0 ? req.threads : 128;
-  t.pipeline_stages = req.pipeline_stages > 0 ? req.pipeline_stages : 1;
+  t.block_kv = req.block_kv.value_or(bc);
+  t.block_q = req.block_q.value_or(std::min(t.block_kv, p.head_dim));
+  t.threads = req.threads.value_or(128);
+  t.pipeline_stages = req.pipeline_stages.value_or(1);
   const std::int64_t smem = flash1_smem_bytes(p, t.block_q, t.block_kv);
   if (smem > limit) {
     out.infeasible_reason = fmt::format(
@@ -160,9 +161,8 @@ Planned plan_flash1(const AttentionProblem& p, const HardwareProfile& hw, const 
     return out;
   }
   const std::int64_t acc = (t.block_q * p.head_dim + t.block_q * t.block_kv) / t.threads;
-  const int regs = req.registers_per_thread > 0
-                       ? req.registers_per_thread
-                       : static_cast<int>(std::min<std::int64_t>(acc + 40, 255));
+  const int regs =
+      req.registers_per_thread.value_or(static_cast<int>(std::min<std::int64_t>(acc + 40, 255)));
   t.registers_per_thread = regs;
   out.schedule = for_pass(
       p.pass,
@@ -185,9 +185,9 @@ Algorithm flash1_algorithm() {
     return flash1_closed_form(p, t.block_q, t.block_kv);
   };
   // Its default Br is min(Bc, d), not 128.
-  a.estimated_work = [](const AttentionProblem& p, const Tiling& requested) {
-    Tiling t = requested;
-    if (t.block_q <= 0) t.block_q = std::min(t.block_kv > 0 ? t.block_kv : 128, p.head_dim);
+  a.estimated_work = [](const AttentionProblem& p, const TilingRequest& requested) {
+    TilingRequest t = requested;
+    if (!t.block_q) t.block_q = std::min(t.block_kv.value_or(128), p.head_dim);
     return tiled_estimated_work(p, t);
   };
   return a;

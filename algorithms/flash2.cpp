@@ -131,8 +131,8 @@ class Flash2Schedule final : public Schedule {
 
 }  // namespace
 
-Planned plan_flash2_family(const AttentionProblem& p, const HardwareProfile& hw, const Tiling& req,
-                           bool block_sparse) {
+Planned plan_flash2_family(const AttentionProblem& p, const HardwareProfile& hw,
+                           const TilingRequest& req, bool block_sparse) {
   Planned out;
   Tiling& t = out.tiling;
   const std::int64_t eb = p.elem_bytes(), d = p.head_dim;
@@ -142,14 +142,14 @@ Planned plan_flash2_family(const AttentionProblem& p, const HardwareProfile& hw,
   // backward 128 x 128 for d <= 64, 64 x 128 up to d = 128, 64 x 64 above. A run with a
   // backward uses the backward's blocks for both passes (one tiling per run).
   if (bwd) {
-    t.block_q = req.block_q > 0 ? req.block_q : (d <= 64 ? 128 : 64);
-    t.block_kv = req.block_kv > 0 ? req.block_kv : (d <= 128 ? 128 : 64);
+    t.block_q = req.block_q.value_or((d <= 64 ? 128 : 64));
+    t.block_kv = req.block_kv.value_or((d <= 128 ? 128 : 64));
   } else {
-    t.block_q = req.block_q > 0 ? req.block_q : 128;
-    t.block_kv = req.block_kv > 0 ? req.block_kv : (d <= 64 ? 128 : 64);
+    t.block_q = req.block_q.value_or(128);
+    t.block_kv = req.block_kv.value_or((d <= 64 ? 128 : 64));
   }
-  t.threads = req.threads > 0 ? req.threads : 128;
-  t.pipeline_stages = req.pipeline_stages > 0 ? req.pipeline_stages : 2;
+  t.threads = req.threads.value_or(128);
+  t.pipeline_stages = req.pipeline_stages.value_or(2);
   auto fwd_smem = [&] { return (t.block_q + 2 * t.pipeline_stages * t.block_kv) * d * eb; };
   auto need = [&] {
     return std::max(fwd ? fwd_smem() : 0, bwd ? flash2_backward_smem_bytes(p, t) : 0);
@@ -157,11 +157,11 @@ Planned plan_flash2_family(const AttentionProblem& p, const HardwareProfile& hw,
   // The backward's tiles are larger: defaults the user did not set give way until they fit
   // (a single copy stage first, then smaller blocks), as the library's smaller-SRAM configs do.
   while (bwd && need() > limit) {
-    if (req.pipeline_stages == 0 && t.pipeline_stages > 1) {
+    if (!req.pipeline_stages && t.pipeline_stages > 1) {
       --t.pipeline_stages;
-    } else if (req.block_kv == 0 && t.block_kv > 16) {
+    } else if (!req.block_kv && t.block_kv > 16) {
       t.block_kv /= 2;
-    } else if (req.block_q == 0 && t.block_q > 16) {
+    } else if (!req.block_q && t.block_q > 16) {
       t.block_q /= 2;
     } else {
       break;
@@ -192,9 +192,8 @@ Planned plan_flash2_family(const AttentionProblem& p, const HardwareProfile& hw,
   // O and S accumulate in FP32 registers spread over the CTA's threads, plus about 40 for
   // addresses and fragments; a compiler's report (Tiling::registers_per_thread) wins.
   const std::int64_t acc = (t.block_q * d + t.block_q * t.block_kv) / t.threads;
-  const int regs = req.registers_per_thread > 0
-                       ? req.registers_per_thread
-                       : static_cast<int>(std::min<std::int64_t>(acc + 40, 255));
+  const int regs =
+      req.registers_per_thread.value_or(static_cast<int>(std::min<std::int64_t>(acc + 40, 255)));
   t.registers_per_thread = regs;
   out.schedule = for_pass(
       p.pass,
@@ -209,7 +208,7 @@ Algorithm flash2_algorithm() {
   Algorithm a;
   a.name = "flash2";
   a.summary = "FlashAttention-2: CTA per (Q block, batch, head), K/V streamed, O written once";
-  a.plan = [](const AttentionProblem& p, const HardwareProfile& hw, const Tiling& req) {
+  a.plan = [](const AttentionProblem& p, const HardwareProfile& hw, const TilingRequest& req) {
     return plan_flash2_family(p, hw, req, false);
   };
   a.closed_form = [](const AttentionProblem& p, const Tiling& t, const BlockMask*) {

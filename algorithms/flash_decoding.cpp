@@ -262,8 +262,8 @@ class SplitKvSchedule final : public Schedule {
 
 }  // namespace
 
-Planned plan_split_kv(const AttentionProblem& p, const HardwareProfile& hw, const Tiling& req,
-                      bool paged) {
+Planned plan_split_kv(const AttentionProblem& p, const HardwareProfile& hw,
+                      const TilingRequest& req, bool paged) {
   const std::string algo = paged ? "paged" : "flash-decoding";
   if (p.pass != Pass::fwd) {
     throw ConfigError(
@@ -279,12 +279,12 @@ Planned plan_split_kv(const AttentionProblem& p, const HardwareProfile& hw, cons
   Tiling& t = out.tiling;
   const std::int64_t eb = p.elem_bytes(), d = p.head_dim;
   // FlashAttention-2's split-KV kernel: 64 query rows, 256/128/64 K/V rows for d <= 64/128/above.
-  t.block_q = req.block_q > 0 ? req.block_q : 64;
-  t.block_kv = req.block_kv > 0 ? req.block_kv : (d <= 64 ? 256 : (d <= 128 ? 128 : 64));
-  t.threads = req.threads > 0 ? req.threads : 128;
+  t.block_q = req.block_q.value_or(64);
+  t.block_kv = req.block_kv.value_or((d <= 64 ? 256 : (d <= 128 ? 128 : 64)));
+  t.threads = req.threads.value_or(128);
   // K/V buffer pairs, as flash2 counts them: FlashAttention's split-KV kernel has one (its copies
   // still overlap the products, kv_pipeline_depth); our measured decode kernel has two.
-  t.pipeline_stages = req.pipeline_stages > 0 ? req.pipeline_stages : 1;
+  t.pipeline_stages = req.pipeline_stages.value_or(1);
   const std::int64_t kv_buffers = t.pipeline_stages;
   const std::int64_t smem = (t.block_q + 2 * kv_buffers * t.block_kv) * d * eb;
   const std::int64_t limit = hw.sm.smem_per_cta_max_bytes.value;
@@ -296,23 +296,22 @@ Planned plan_split_kv(const AttentionProblem& p, const HardwareProfile& hw, cons
     return out;
   }
   const std::int64_t acc = (t.block_q * d + t.block_q * t.block_kv) / t.threads;
-  const int regs = req.registers_per_thread > 0
-                       ? req.registers_per_thread
-                       : static_cast<int>(std::min<std::int64_t>(acc + 40, 255));
+  const int regs =
+      req.registers_per_thread.value_or(static_cast<int>(std::min<std::int64_t>(acc + 40, 255)));
   t.registers_per_thread = regs;
 
   const std::int64_t tc = ceil_div(p.seq_kv, t.block_kv);
   const bool packed = p.packs_query_group();
   const std::int64_t q_tiles = p.batch * (packed ? p.kv_head_count() : p.heads) *
                                ceil_div(packed ? p.group() * p.seq : p.seq, t.block_q);
-  if (req.splits > tc) {
+  if (req.splits && *req.splits > tc) {
     throw ConfigError(fmt::format(
         "--splits {} exceeds the {} K/V blocks of --seq-kv {} at --block-kv {}: every split needs "
         "at least one block",
-        req.splits, tc, p.seq_kv, t.block_kv));
+        *req.splits, tc, p.seq_kv, t.block_kv));
   }
-  if (req.splits > 0) {
-    t.splits = req.splits;
+  if (req.splits) {
+    t.splits = *req.splits;
   } else {
     KernelSpec split;
     split.threads_per_cta = t.threads;
@@ -343,7 +342,7 @@ Algorithm flash_decoding_algorithm() {
       "flash-decoding: K/V split into --splits chunks attended in parallel, then a reduce kernel "
       "combines the partial outputs by their log-sum-exp";
   a.capabilities.splits = true;
-  a.plan = [](const AttentionProblem& p, const HardwareProfile& hw, const Tiling& req) {
+  a.plan = [](const AttentionProblem& p, const HardwareProfile& hw, const TilingRequest& req) {
     return plan_split_kv(p, hw, req, false);
   };
   a.closed_form = [](const AttentionProblem& p, const Tiling& t, const BlockMask*) {

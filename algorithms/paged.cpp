@@ -12,7 +12,7 @@ Algorithm paged_algorithm() {
   a.summary = "paged attention: split-KV decoding that gathers K/V pages through a block table";
   a.capabilities.splits = true;
   a.capabilities.pages = true;
-  a.plan = [](const AttentionProblem& p, const HardwareProfile& hw, const Tiling& req) {
+  a.plan = [](const AttentionProblem& p, const HardwareProfile& hw, const TilingRequest& req) {
     return plan_split_kv(p, hw, req, true);
   };
   a.closed_form = [](const AttentionProblem& p, const Tiling& t, const BlockMask*) {

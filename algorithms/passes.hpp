@@ -24,8 +24,8 @@ std::unique_ptr<Schedule> for_pass(Pass pass,
 
 /// flash2's planning (flash2.cpp), shared with block-sparse, which adds the block mask of
 /// `p.pattern` for the resolved blocks (and reports its density).
-Planned plan_flash2_family(const AttentionProblem& p, const HardwareProfile& hw, const Tiling& req,
-                           bool block_sparse);
+Planned plan_flash2_family(const AttentionProblem& p, const HardwareProfile& hw,
+                           const TilingRequest& req, bool block_sparse);
 
 // FlashAttention-2 backward (flash2_bwd.cpp), also block-sparse's when `blocks` is set: a pre-pass
 // D = rowsum(dO o O) that also zeroes dQaccum, the main kernel with one CTA per (K/V block,

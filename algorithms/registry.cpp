@@ -64,20 +64,20 @@ std::int64_t sram_bytes(const HardwareProfile& profile) {
 
 // What the simulator spends its time on is L2 lookups: the tiled schedules make a few dozen per
 // tile they visit. Only the order of a sweep's points and its progress bar depend on this.
-double tiled_estimated_work(const AttentionProblem& p, const Tiling& requested) {
+double tiled_estimated_work(const AttentionProblem& p, const TilingRequest& requested) {
   const auto at_least_1 = [](std::int64_t v) {
     return static_cast<double>(std::max<std::int64_t>(v, 1));
   };
   const double bh = at_least_1(p.bh()), n = at_least_1(p.seq), n_kv = at_least_1(p.seq_kv);
-  const std::int64_t block_kv = requested.block_kv > 0 ? requested.block_kv : 128;
-  const std::int64_t block_q = requested.block_q > 0 ? requested.block_q : 128;
+  const std::int64_t block_kv = requested.block_kv.value_or(128);
+  const std::int64_t block_q = requested.block_q.value_or(128);
   const double passes = p.pass == Pass::fwd ? 1.0 : p.pass == Pass::bwd ? 3.0 : 4.0;
   return passes * 20.0 * bh * std::ceil(n / static_cast<double>(block_q)) *
          std::ceil(n_kv / static_cast<double>(block_kv));
 }
 
 double estimated_work(const Algorithm& algorithm, const AttentionProblem& p,
-                      const Tiling& requested) {
+                      const TilingRequest& requested) {
   return algorithm.estimated_work ? algorithm.estimated_work(p, requested)
                                   : tiled_estimated_work(p, requested);
 }
@@ -99,15 +99,21 @@ namespace {
 }  // namespace
 
 void check_applicable(const Algorithm& algorithm, const AttentionProblem& p,
-                      const Tiling& requested, const Registry& registry) {
+                      const TilingRequest& requested, const Registry& registry) {
   const Capabilities& c = algorithm.capabilities;
+  const auto positive = [](const auto& v) { return !v || *v > 0; };
+  if (!positive(requested.block_q) || !positive(requested.block_kv) ||
+      !positive(requested.threads) || !positive(requested.pipeline_stages) ||
+      !positive(requested.registers_per_thread)) {
+    throw ConfigError("block sizes, threads and pipeline stages must be positive");
+  }
   if (p.pattern && !c.block_pattern) {
     not_applicable("--pattern", algorithm, registry, &Capabilities::block_pattern);
   }
-  if (requested.splits < 0) {
-    throw ConfigError(fmt::format("--splits {} must be positive", requested.splits));
+  if (requested.splits && *requested.splits < 1) {
+    throw ConfigError(fmt::format("--splits {} must be positive", *requested.splits));
   }
-  if (requested.splits > 0 && !c.splits) {
+  if (requested.splits && !c.splits) {
     not_applicable("--splits", algorithm, registry, &Capabilities::splits);
   }
   if ((p.page_tokens > 0 || p.block_table) && !c.pages) {

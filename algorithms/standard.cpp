@@ -209,13 +209,14 @@ class StandardSchedule final : public Schedule {
   std::vector<Kernel> kernels_;
 };
 
-Planned plan_standard(const AttentionProblem& p, const HardwareProfile& hw, const Tiling& req) {
+Planned plan_standard(const AttentionProblem& p, const HardwareProfile& hw,
+                      const TilingRequest& req) {
   Planned out;
   Tiling& t = out.tiling;
-  t.block_q = req.block_q > 0 ? req.block_q : 128;     // GEMM output tile rows
-  t.block_kv = req.block_kv > 0 ? req.block_kv : 128;  // GEMM output tile cols (S)
-  t.threads = req.threads > 0 ? req.threads : 256;
-  t.pipeline_stages = req.pipeline_stages > 0 ? req.pipeline_stages : 2;
+  t.block_q = req.block_q.value_or(128);    // GEMM output tile rows
+  t.block_kv = req.block_kv.value_or(128);  // GEMM output tile cols (S)
+  t.threads = req.threads.value_or(256);
+  t.pipeline_stages = req.pipeline_stages.value_or(2);
   const std::int64_t limit = hw.sm.smem_per_cta_max_bytes.value;
   const bool bwd = runs_backward(p.pass);
   // The backward adds GEMMs with block_kv x d output tiles (dV, dK).
@@ -251,11 +252,11 @@ Planned plan_standard(const AttentionProblem& p, const HardwareProfile& hw, cons
 // every S tile it stores and every P chunk it loads (rows of N_kv scores span many 4 KiB regions).
 // Measured on the README sweep, one such row lookup costs about 1/20 of one tile visit of
 // flash1/flash2 (tiled_estimated_work).
-double standard_estimated_work(const AttentionProblem& p, const Tiling& requested) {
+double standard_estimated_work(const AttentionProblem& p, const TilingRequest& requested) {
   const double bh = static_cast<double>(std::max<std::int64_t>(p.bh(), 1));
   const double n = static_cast<double>(std::max<std::int64_t>(p.seq, 1));
   const double n_kv = static_cast<double>(std::max<std::int64_t>(p.seq_kv, 1));
-  const std::int64_t block_kv = requested.block_kv > 0 ? requested.block_kv : 128;
+  const std::int64_t block_kv = requested.block_kv.value_or(128);
   const double passes = p.pass == Pass::fwd ? 1.0 : p.pass == Pass::bwd ? 3.0 : 4.0;
   const double row_bytes = n_kv * static_cast<double>(p.elem_bytes());
   return passes * bh * n *

@@ -47,11 +47,6 @@ Report simulate(const HardwareProfile& profile, const RunRequest& original,
   const Algorithm& algorithm = registry.get(original.algorithm);
   RunRequest request = original;
   resolve_algorithm_inputs(algorithm, registry, request);
-  if (request.tiling.block_q < 0 || request.tiling.block_kv < 0 || request.tiling.threads < 0 ||
-      request.tiling.pipeline_stages < 0) {
-    throw ConfigError("block sizes, threads and pipeline stages must be positive");
-  }
-
   Report report;
   report.profile = profile.name;
   report.profile_description = profile.description;

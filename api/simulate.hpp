@@ -16,7 +16,7 @@ namespace iosim {
 struct RunRequest {
   std::string algorithm = "flash2";
   AttentionProblem problem;
-  Tiling tiling;         // zero fields: the algorithm's defaults
+  TilingRequest tiling;  // fields left out: the algorithm's defaults
   EngineOptions engine;  // L2 on/off, cold L2 per kernel, SM clock
   bool execute = false;  // run the schedule numerically and report the error
   std::uint64_t seed = 1;

@@ -22,7 +22,7 @@ RunRequest make(const char* algo, std::int64_t n, std::int64_t d, bool l2,
   r.problem.seq = r.problem.seq_kv = n;
   r.problem.head_dim = d;
   r.engine.l2_enabled = l2;
-  r.tiling.block_kv = block_kv;
+  if (block_kv > 0) r.tiling.block_kv = block_kv;
   return r;
 }
 

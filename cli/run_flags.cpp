@@ -76,20 +76,22 @@ RunRequest to_request(const RunFlags& f) {
     if (v < 0) throw ConfigError(fmt::format("{} {} must be positive", name, v));
   }
   if (f.block_q > (1 << 20) || f.block_kv > (1 << 20)) {
-    throw ConfigError(fmt::format("block sizes {} x {} are absurd (limit 1048576)", f.block_q,
-                                  f.block_kv));
+    throw ConfigError(
+        fmt::format("block sizes {} x {} are absurd (limit 1048576)", f.block_q, f.block_kv));
   }
   if (f.threads > 1024) throw ConfigError(fmt::format("--threads {} exceeds 1024", f.threads));
-  r.tiling = {f.block_q, f.block_kv, f.threads, f.stages};
+  const auto given = [](auto v) { return v > 0 ? std::optional(v) : std::nullopt; };
+  r.tiling.block_q = given(f.block_q);
+  r.tiling.block_kv = given(f.block_kv);
+  r.tiling.threads = given(f.threads);
+  r.tiling.pipeline_stages = given(f.stages);
   for (auto [name, v] : {std::pair{"--kv-heads", f.kv_heads}, std::pair{"--splits", f.splits},
                          std::pair{"--page-tokens", f.page_tokens}}) {
-    if (v != RunFlags::kNotGiven && v < 1) {
-      throw ConfigError(fmt::format("{} {} must be at least 1", name, v));
-    }
+    if (v && *v < 1) throw ConfigError(fmt::format("{} {} must be at least 1", name, *v));
   }
-  if (f.kv_heads != RunFlags::kNotGiven) p.kv_heads = f.kv_heads;
-  if (f.splits != RunFlags::kNotGiven) r.tiling.splits = f.splits;
-  if (f.page_tokens != RunFlags::kNotGiven) p.page_tokens = f.page_tokens;
+  if (f.kv_heads) p.kv_heads = *f.kv_heads;
+  r.tiling.splits = f.splits;
+  if (f.page_tokens) p.page_tokens = *f.page_tokens;
   if (!f.block_table.empty()) {
     p.block_table = std::make_shared<const BlockTable>(load_block_table(f.block_table));
   }

@@ -2,6 +2,7 @@
 // The flags that describe one attention call, shared by every subcommand that simulates one.
 #include <CLI/CLI.hpp>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "api/iosim.hpp"
@@ -13,6 +14,7 @@ struct RunFlags {
   std::string algorithm = "flash2";
   std::int64_t batch = 1, heads = 1, seq = 0, seq_kv = 0, head_dim = 64;
   std::string dtype = "fp16";
+  // Tiling as typed: 0 is the CLI's spelling of "the algorithm's default" (sweep lists use it).
   std::int64_t block_q = 0, block_kv = 0;
   int threads = 0, stages = 0;
   std::string pass = "fwd";
@@ -23,9 +25,8 @@ struct RunFlags {
   std::string l2 = "on";
   std::string format = "table";
   std::uint64_t seed = 1;
-  // Decoding. kNotGiven: the flag was left out (its default applies).
-  static constexpr std::int64_t kNotGiven = -(std::int64_t{1} << 62);
-  std::int64_t kv_heads = kNotGiven, splits = kNotGiven, page_tokens = kNotGiven;
+  // Decoding; left out: the default applies.
+  std::optional<std::int64_t> kv_heads, splits, page_tokens;
   std::string block_table;  // --block-table FILE (paged)
 };
 

@@ -52,7 +52,9 @@ Axis optional_axis(const std::string& flag, const std::string& text,
   return {flag, {""}, [](RunFlags&, std::size_t) {}, false};
 }
 
-Axis int_axis(const std::string& flag, const std::string& text, std::int64_t RunFlags::*field) {
+// `Field`: std::int64_t, or std::optional<std::int64_t> for a flag whose absence means a default.
+template <typename Field>
+Axis int_axis(const std::string& flag, const std::string& text, Field RunFlags::*field) {
   const std::vector<std::int64_t> v = parse_int_values(flag, text);
   Axis a{flag, {}, [v, field](RunFlags& f, std::size_t i) { f.*field = v[i]; }};
   for (std::int64_t x : v) a.text.push_back(std::to_string(x));
@@ -72,9 +74,9 @@ Axis small_int_axis(const std::string& flag, const std::string& text, int RunFla
 
 // Decode flags that are counts (at least 1; to_request checks).
 Axis count_axis(const std::string& flag, const std::string& text) {
-  std::int64_t RunFlags::*field = flag == "--kv-heads" ? &RunFlags::kv_heads
-                                  : flag == "--splits" ? &RunFlags::splits
-                                                       : &RunFlags::page_tokens;
+  std::optional<std::int64_t> RunFlags::*field = flag == "--kv-heads" ? &RunFlags::kv_heads
+                                                 : flag == "--splits" ? &RunFlags::splits
+                                                                      : &RunFlags::page_tokens;
   return int_axis(flag, text, field);
 }
 

@@ -119,10 +119,12 @@ RunRequest request_for(const json& c, const std::string& where) {
   // Tiling of the measured kernel, when it is one we wrote (cuBLAS picks its own for standard).
   if (c.contains("tiling") && c["tiling"].is_object()) {
     const json& t = c["tiling"];
-    r.tiling.block_q = t.value("block_q", std::int64_t{0});
-    r.tiling.block_kv = t.value("block_kv", std::int64_t{0});
-    r.tiling.threads = t.value("threads", 0);
-    r.tiling.pipeline_stages = t.value("pipeline_stages", 0);
+    // 0 or absent: the measured kernel's tiling does not say (the algorithm's default).
+    const auto given = [](auto v) { return v != 0 ? std::optional(v) : std::nullopt; };
+    r.tiling.block_q = given(t.value("block_q", std::int64_t{0}));
+    r.tiling.block_kv = given(t.value("block_kv", std::int64_t{0}));
+    r.tiling.threads = given(t.value("threads", 0));
+    r.tiling.pipeline_stages = given(t.value("pipeline_stages", 0));
     // Forward passes only: a run with a backward uses the field for the backward's Q stages.
     const bool streams_kv =
         pr.pass == Pass::fwd && builtin_registry().get(r.algorithm).capabilities.forward_stages ==
@@ -132,7 +134,7 @@ RunRequest request_for(const json& c, const std::string& where) {
       r.tiling.pipeline_stages = pairs;
     }
     // Split-KV decoding: the split count the kernel ran with (PyTorch's files say num_splits).
-    r.tiling.splits = t.value("splits", t.value("num_splits", std::int64_t{0}));
+    r.tiling.splits = given(t.value("splits", t.value("num_splits", std::int64_t{0})));
   }
   r.engine.l2_enabled = true;
   r.engine.flush_l2_between_kernels = true;  // ncu --cache-control all

@@ -220,7 +220,13 @@ std::vector<Report> run_sweep(const std::vector<SweepPoint>& points,
         r.profile = profiles.at(point.profile).name;
         r.profile_description = profiles.at(point.profile).description;
         r.request = point.request;
-        r.tiling = point.request.tiling;
+        const TilingRequest& t = point.request.tiling;  // as asked, 0 where left out
+        r.tiling = {t.block_q.value_or(0),
+                    t.block_kv.value_or(0),
+                    t.threads.value_or(0),
+                    t.pipeline_stages.value_or(0),
+                    t.registers_per_thread.value_or(0),
+                    t.splits.value_or(0)};
         r.infeasible_reason = std::string("invalid input: ") + e.what();
       } catch (...) {
         failures[i] = std::current_exception();

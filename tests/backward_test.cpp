@@ -168,7 +168,7 @@ TEST_CASE("a backward that drops a Q block's dQ share is caught by execution") {
   p.seq = p.seq_kv = 128;
   p.head_dim = 32;
   p.pass = Pass::bwd;
-  Planned planned = builtin_registry().get("flash2").plan(p, test::profile(), {64, 64, 0, 0});
+  Planned planned = builtin_registry().get("flash2").plan(p, test::profile(), test::blocks(64, 64));
   REQUIRE(planned.feasible());
   CHECK(execute_schedule(*planned.schedule, p, 3).max_abs_error() <= 1e-4);
   const Broken broken(std::move(planned.schedule));

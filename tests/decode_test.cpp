@@ -36,10 +36,9 @@ RunRequest random_decode(test::ShapeGen& gen, const char* algo) {
   r.problem.causal = gen.coin();
   r.problem.mask = gen.pick(0, 3) == 0;
   if (r.algorithm == "paged") r.problem.page_tokens = gen.pick(pages);
-  const std::int64_t bk =
-      r.tiling.block_kv > 0 ? r.tiling.block_kv : (r.problem.head_dim <= 64 ? 256 : 128);
+  const std::int64_t bk = r.tiling.block_kv.value_or(r.problem.head_dim <= 64 ? 256 : 128);
   const std::int64_t blocks_kv = (r.problem.seq_kv + bk - 1) / bk;
-  r.tiling.splits = gen.coin() ? 0 : gen.pick(1, std::min<std::int64_t>(blocks_kv, 9));
+  r.tiling.splits = test::given(gen.coin() ? 0 : gen.pick(1, std::min<std::int64_t>(blocks_kv, 9)));
   return r;
 }
 
@@ -126,7 +125,7 @@ TEST_CASE("two-level decode bytes equal the closed form over random shapes") {
   for (const char* algo : {"flash-decoding", "paged", "flash2", "standard", "flash1"}) {
     for (int i = 0; i < 50; ++i) {
       RunRequest r = random_decode(gen, algo);
-      if (r.algorithm != "flash-decoding" && r.algorithm != "paged") r.tiling.splits = 0;
+      if (r.algorithm != "flash-decoding" && r.algorithm != "paged") r.tiling.splits.reset();
       r.problem.batch = gen.pick(1, 4);
       r.problem.dtype = gen.coin() ? Dtype::fp16 : Dtype::fp32;
       const Report rep = two_level(r);

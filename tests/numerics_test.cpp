@@ -86,7 +86,7 @@ TEST_CASE("a schedule that skips a needed block is caught by execution") {
   AttentionProblem p;
   p.seq = p.seq_kv = 128;
   p.head_dim = 32;
-  Planned planned = builtin_registry().get("flash2").plan(p, test::profile(), {64, 64, 0, 0});
+  Planned planned = builtin_registry().get("flash2").plan(p, test::profile(), test::blocks(64, 64));
   REQUIRE(planned.feasible());
   const Broken broken(std::move(planned.schedule));
   CHECK(execute_schedule(broken, p, 3).max_abs_error() > 1e-2);

@@ -35,7 +35,7 @@ TEST_CASE("a CTA's parts split where the engine's stages end") {
             p.pattern = std::make_shared<const BlockPattern>(parse_block_pattern(pattern));
           }
           Planned planned =
-              builtin_registry().get(algo).plan(p, test::profile(), Tiling{64, 64, 0, 0});
+              builtin_registry().get(algo).plan(p, test::profile(), test::blocks(64, 64));
           REQUIRE_MESSAGE(planned.feasible(), planned.infeasible_reason);
           const Schedule& s = *planned.schedule;
           const std::vector<KernelSpec> kernels = s.kernels();

@@ -20,8 +20,8 @@ RunRequest request(const std::string& algo, std::int64_t b, std::int64_t h, std:
   r.problem.seq = n;
   r.problem.seq_kv = n;
   r.problem.head_dim = d;
-  r.tiling.block_q = block_q;
-  r.tiling.block_kv = block_kv;
+  r.tiling.block_q = given(block_q);
+  r.tiling.block_kv = given(block_kv);
   return r;
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 // Shared helpers of the doctest suites: profiles, request builders, a seeded shape generator.
 #include <cstdint>
+#include <optional>
 #include <random>
 #include <string>
 
@@ -12,6 +13,20 @@ namespace iosim::test {
 const HardwareProfile& profile(const std::string& name = "h100-sxm5-80gb");
 
 /// A request with the given shape; L2 on unless told otherwise.
+/// A tiling value as the tests write it: 0 means "left out" (the algorithm's default).
+template <typename T>
+std::optional<T> given(T v) {
+  return v != 0 ? std::optional<T>(v) : std::nullopt;
+}
+
+/// A tiling request that sets only the block sizes.
+inline TilingRequest blocks(std::int64_t block_q, std::int64_t block_kv) {
+  TilingRequest t;
+  t.block_q = block_q;
+  t.block_kv = block_kv;
+  return t;
+}
+
 RunRequest request(const std::string& algo, std::int64_t b, std::int64_t h, std::int64_t n,
                    std::int64_t d, std::int64_t block_q = 0, std::int64_t block_kv = 0);
 

@@ -22,8 +22,8 @@ RunRequest decode_request(const std::string& algo, std::int64_t b, std::int64_t 
   RunRequest r = test::request(algo, b, h, 1, d, 16, d <= 64 ? 128 : 64);
   r.problem.seq_kv = nkv;
   r.problem.kv_heads = hkv;
-  r.tiling.splits = splits;
-  r.tiling.pipeline_stages = stages;
+  r.tiling.splits = test::given(splits);
+  r.tiling.pipeline_stages = test::given(stages);
   r.engine.flush_l2_between_kernels = true;
   return r;
 }
