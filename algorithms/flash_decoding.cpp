@@ -11,8 +11,8 @@
 #include "algorithms/schedules.hpp"
 #include "algorithms/tile_costs.hpp"
 #include "sim/block_table.hpp"
-#include "sim/engine.hpp"
 #include "sim/errors.hpp"
+#include "sim/occupancy.hpp"
 
 namespace iosim {
 
