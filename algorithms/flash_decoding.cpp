@@ -10,8 +10,8 @@
 #include "algorithms/decode.hpp"
 #include "algorithms/tile_costs.hpp"
 #include "sim/block_table.hpp"
-#include "sim/engine.hpp"
 #include "sim/errors.hpp"
+#include "sim/occupancy.hpp"
 
 namespace iosim {
 

@@ -3,20 +3,19 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <bit>
 #include <optional>
 
+#include "sim/address_map.hpp"
 #include "sim/errors.hpp"
+#include "sim/event_queue.hpp"
 #include "sim/l2_system.hpp"
 
 namespace iosim {
 namespace {
 
-// A comparison's outcome as 0 or 1, to combine several with & and | instead of && and ||:
-// no short-circuit branches in the simulator's hot checks.
-constexpr unsigned bit(bool b) {
-  return static_cast<unsigned>(b);
-}
+using detail::AddressMap;
+using detail::Event;
+using detail::EventQueue;
 
 // A bandwidth resource served first come, first served. Requests arrive in non-decreasing
 // time (the event loop guarantees it), so a single "busy until" cursor is exact for FIFO.
@@ -26,199 +25,6 @@ struct Server {
     busy_until = std::max(t, busy_until) + duration;
     return busy_until;
   }
-};
-
-// Where each global tensor lives in the L2 model's address space. Bases are aligned to 1 MiB so
-// that no L2 region spans two tensors and per-tensor write-back attribution is exact.
-//
-// Matrices whose rows are 4 KiB or longer (S, P and their gradients from N = 2048 in 16 bits)
-// are laid out in blocks of kBlockRows rows x kBlockChunk bytes, each block one 4 KiB L2 region,
-// instead of one region per piece of a row. The L2 model replaces whole 4 KiB regions
-// (sim/l2_cache.hpp) where the GPU replaces 128-byte lines; the tiles that read and write such
-// matrices (GEMM tiles of 128 rows, 64 to 512 bytes of each) touch a short piece of many rows.
-// With row-major regions every piece takes a region of its own, which it fills to 1/16 to 1/64:
-// that region occupies L2 capacity the GPU would not spend, and costs a lookup per row (the
-// standard-attention sweep's dominant cost). With blocks a tile's pieces of 4 consecutive rows
-// share one region, filled 4x denser. Sectors map one to one, so every byte count at sector
-// granularity is unchanged; only which sectors share recency differs. Row-wise passes (softmax)
-// then touch a row in kBlockChunk pieces, whose blocks the neighbouring rows fill, running on
-// other SMs at the same time.
-class AddressMap {
- public:
-  static constexpr std::uint64_t kBlockRows = 4;
-  static constexpr std::uint64_t kBlockChunk = 1024;
-
-  explicit AddressMap(const std::vector<TensorDecl>& decls) {
-    constexpr std::uint64_t kAlign = 1ULL << 20;
-    std::uint64_t cursor = kAlign;
-    for (const TensorDecl& d : decls) {
-      ensure(d.matrices > 0 && d.rows > 0 && d.cols > 0 && d.elem_bytes > 0,
-             "tensor {} declared with an empty shape", tensor_name(d.id));
-      auto& slot = slots_[index_of(d.id)];
-      ensure(!slot.has_value(), "tensor {} declared twice", tensor_name(d.id));
-      const std::uint64_t pitch =
-          static_cast<std::uint64_t>(d.cols) * static_cast<std::uint64_t>(d.elem_bytes);
-      const bool blocked = pitch >= kBlockRows * kBlockChunk && pitch % kBlockChunk == 0;
-      const auto rows = static_cast<std::uint64_t>(d.rows);
-      // A blocked matrix is padded to whole blocks of rows.
-      const std::uint64_t matrix_span =
-          (blocked ? (rows + kBlockRows - 1) / kBlockRows * kBlockRows : rows) * pitch;
-      slot = Placed{d, cursor, pitch, matrix_span, blocked};
-      const std::uint64_t span = static_cast<std::uint64_t>(d.matrices) * matrix_span;
-      cursor += (span + kAlign - 1) / kAlign * kAlign;
-    }
-  }
-
-  // Calls visit(run) for the tile's byte ranges (L2System::Run: a range, or pieces of
-  // consecutive rows at a fixed stride) in ascending address order within a block row; returns
-  // the tile's exact bytes.
-  template <typename Visit>
-  std::uint64_t for_each_run(const TileRef& t, Visit&& visit) const {
-    const auto& slot = slots_[index_of(t.tensor)];
-    // The checks run for every tile the engine moves; the message is built only on failure.
-    if (!slot.has_value()) [[unlikely]] {
-      ensure(false, "tile of undeclared tensor {}", tensor_name(t.tensor));
-    }
-    const TensorDecl& d = slot->decl;
-    // In unsigned arithmetic, with no branch per bound: 0 <= matrix < matrices,
-    // 0 <= row0 < rows, 1 <= rows <= d.rows - row0, and the same for columns (d.rows and
-    // d.cols are positive: the constructor checked).
-    auto u = [](std::int64_t x) { return static_cast<std::uint64_t>(x); };
-    const unsigned inside = bit(u(t.matrix) < u(d.matrices)) & bit(u(t.row0) < u(d.rows)) &
-                            bit(u(t.rows) - 1 < u(d.rows - t.row0)) & bit(u(t.col0) < u(d.cols)) &
-                            bit(u(t.cols) - 1 < u(d.cols - t.col0));
-    if (inside == 0) [[unlikely]] {
-      out_of_bounds(t, d);
-    }
-    const auto eb = static_cast<std::uint64_t>(d.elem_bytes);
-    const std::uint64_t pitch = slot->pitch;
-    const std::uint64_t origin =
-        slot->base + static_cast<std::uint64_t>(t.matrix) * slot->matrix_span;
-    const std::uint64_t run = static_cast<std::uint64_t>(t.cols) * eb;
-    const auto row0 = static_cast<std::uint64_t>(t.row0);
-    const auto rows = static_cast<std::uint64_t>(t.rows);
-    if (slot->blocked) {
-      visit_blocked(origin, pitch, row0, rows, static_cast<std::uint64_t>(t.col0) * eb, run, visit);
-    } else if (run == pitch) {  // whole rows: one contiguous range
-      visit(L2System::Run{origin + row0 * pitch, run * rows});
-    } else {  // a piece of each row
-      visit(L2System::Run{origin + row0 * pitch + static_cast<std::uint64_t>(t.col0) * eb, run,
-                          rows, pitch});
-    }
-    return run * rows;
-  }
-
- private:
-  struct Placed {
-    TensorDecl decl;
-    std::uint64_t base = 0;
-    std::uint64_t pitch = 0;        // bytes per row
-    std::uint64_t matrix_span = 0;  // bytes per matrix in the address space (padded if blocked)
-    bool blocked = false;           // laid out in kBlockRows x kBlockChunk blocks
-  };
-
-  // Bytes [col_byte, col_byte + len) of rows [row0, row0 + rows) of a blocked matrix: per block
-  // row, per chunk, the rows' pieces (one strided run), in ascending addresses. Ranges that
-  // follow each other are joined into one (a tile of whole blocks of full rows is one range),
-  // single pieces of equal length at a fixed stride into one strided run (a row's chunks).
-  template <typename Visit>
-  static void visit_blocked(std::uint64_t origin, std::uint64_t pitch, std::uint64_t row0,
-                            std::uint64_t rows, std::uint64_t col_byte, std::uint64_t len,
-                            Visit& visit) {
-    const std::uint64_t end_row = row0 + rows, end_byte = col_byte + len;
-    const std::uint64_t chunk = col_byte / kBlockChunk;
-    if ((end_byte - 1) / kBlockChunk == chunk) {
-      // Within one chunk (GEMM tiles): the pieces of a block's rows are `count` at kBlockChunk
-      // apart, and whole blocks of rows repeat that at kBlockRows rows apart: one run for all
-      // whole blocks, one for a part block at either end.
-      const std::uint64_t column =
-          origin + chunk * kBlockRows * kBlockChunk + col_byte % kBlockChunk;
-      auto part = [&](std::uint64_t r, std::uint64_t n) {  // rows [r, r + n) of one block
-        const std::uint64_t a =
-            column + r / kBlockRows * kBlockRows * pitch + r % kBlockRows * kBlockChunk;
-        return len == kBlockChunk ? L2System::Run{a, n * kBlockChunk}
-                                  : L2System::Run{a, len, n, kBlockChunk};
-      };
-      std::uint64_t r = row0;
-      const std::uint64_t head_end =
-          std::min(end_row, (row0 + kBlockRows - 1) / kBlockRows * kBlockRows);
-      if (r < head_end) {
-        visit(part(r, head_end - r));
-        r = head_end;
-      }
-      if (const std::uint64_t whole = (end_row - r) / kBlockRows; whole > 0) {
-        L2System::Run run = part(r, kBlockRows);
-        run.blocks = whole;
-        run.block_stride = kBlockRows * pitch;
-        visit(run);
-        r += whole * kBlockRows;
-      }
-      if (r < end_row) visit(part(r, end_row - r));
-      return;
-    }
-    // Several chunks (row-wise passes): per block row, a partial first chunk, the whole chunks,
-    // a partial last chunk, in ascending addresses.
-    L2System::Run pending{0, 0, 0, 0, 1, 0};
-    auto emit = [&](const L2System::Run& run) {
-      if (pending.count == 1 && run.count == 1) {
-        if (pending.addr + pending.len == run.addr) {  // contiguous
-          pending.len += run.len;
-          return;
-        }
-        if (pending.len == run.len && run.addr > pending.addr + pending.len) {
-          pending.stride = run.addr - pending.addr;
-          pending.count = 2;
-          return;
-        }
-      } else if (pending.count > 1 && run.count == 1 && pending.len == run.len &&
-                 run.addr == pending.addr + pending.count * pending.stride) {
-        ++pending.count;
-        return;
-      }
-      if (pending.count != 0) visit(pending);
-      pending = run;
-    };
-    constexpr std::uint64_t kBlockBytes = kBlockRows * kBlockChunk;
-    const std::uint64_t c_first = col_byte / kBlockChunk, c_last = (end_byte - 1) / kBlockChunk;
-    // Chunks [w_first, w_last] are whole; the first and the last may be partial.
-    const std::uint64_t w_first = col_byte % kBlockChunk == 0 ? c_first : c_first + 1;
-    const std::uint64_t w_last = end_byte % kBlockChunk == 0 ? c_last : c_last - 1;
-    for (std::uint64_t g = row0 / kBlockRows; g * kBlockRows < end_row; ++g) {
-      const std::uint64_t r_first = std::max(row0, g * kBlockRows);
-      const std::uint64_t r_last = std::min(end_row, (g + 1) * kBlockRows);
-      const std::uint64_t n = r_last - r_first;
-      // Where chunk c's rows of this block row start.
-      const std::uint64_t rows_start =
-          origin + g * kBlockRows * pitch + (r_first % kBlockRows) * kBlockChunk;
-      auto partial = [&](std::uint64_t c) {  // rows' pieces of a partial chunk, 1 KiB apart
-        const std::uint64_t b0 = std::max(col_byte, c * kBlockChunk);
-        const std::uint64_t b1 = std::min(end_byte, (c + 1) * kBlockChunk);
-        emit({rows_start + c * kBlockBytes + b0 % kBlockChunk, b1 - b0, n, kBlockChunk});
-      };
-      if (w_first > c_first) partial(c_first);
-      if (w_first <= w_last) {
-        // Whole chunks of consecutive rows are contiguous, kBlockBytes apart, and adjacent
-        // when the rows fill their blocks: one run, as emitting them one by one would join.
-        const std::uint64_t whole = w_last - w_first + 1;
-        const std::uint64_t first = rows_start + w_first * kBlockBytes;
-        if (n == kBlockRows) {
-          emit({first, whole * kBlockBytes, 1, 0});
-        } else {
-          emit({first, n * kBlockChunk, whole, whole > 1 ? kBlockBytes : 0});
-        }
-      }
-      if (w_last < c_last) partial(c_last);
-    }
-    if (pending.count != 0) visit(pending);
-  }
-
-  [[noreturn, gnu::noinline]] static void out_of_bounds(const TileRef& t, const TensorDecl& d) {
-    throw InternalError(fmt::format(
-        "tile of {} out of bounds: matrix {} rows [{}, {}) cols [{}, {}) of [{}][{}][{}]",
-        tensor_name(t.tensor), t.matrix, t.row0, t.row0 + t.rows, t.col0, t.col0 + t.cols,
-        d.matrices, d.rows, d.cols));
-  }
-  std::array<std::optional<Placed>, kTensorCount> slots_{};
 };
 
 // Rates of one machine at one SM clock, in bytes or operations per second.
@@ -258,10 +64,9 @@ struct Rates {
   }
 
   // Seconds per byte or operation: the engine multiplies by these a few dozen times per stage,
-  // where dividing by the rates cost about 5% of flash1's simulation time. A product differs
-  // from the quotient in the last bit at most; where two events then tie differently, the L2
-  // sees two accesses in the other order (a few KB of write-back moved at N = 512 in the README
-  // sweep, nothing in the validation cases).
+  // where dividing by the rates costs about 5% of flash1's simulation time. A product may differ
+  // from the quotient in the last bit, which can reorder two tied events and so the L2's
+  // accesses: going back to quotients changes results.
   struct SecondsPer {
     double hbm_byte, l2_byte, port_byte, smem_byte;
     double tensor_flop, fp32_flop, sfu_op, int32_op;
@@ -283,76 +88,6 @@ struct CtaState {
   std::vector<double> compute_end;  // ring of the last `pipeline_stages` compute ends
   double compute_free = 0.0;
   double end = 0.0;
-};
-
-// When a resident CTA's next stage starts: earlier time first, then earlier issue. Times are
-// never negative (nor -0.0: they are sums and maxima of non-negative durations from 0.0), and
-// non-negative doubles order as their bit patterns do, so the order is one 128-bit integer
-// compare (no branch for the heap below to mispredict), on 16-byte events.
-struct Event {
-  static constexpr int kSlotBits = 24;
-  static constexpr std::uint64_t kMaxIssue = std::uint64_t{1} << (64 - kSlotBits);
-
-  std::uint64_t time_bits;  // the time's bit pattern
-  std::uint64_t order;      // issue number << kSlotBits | the CTA's slot (issue numbers are unique)
-
-  Event(double t, std::uint64_t issue, std::uint32_t slot)
-      : time_bits(std::bit_cast<std::uint64_t>(t)), order(issue << kSlotBits | slot) {}
-  double t() const { return std::bit_cast<double>(time_bits); }
-  std::uint32_t slot() const {
-    return static_cast<std::uint32_t>(order & ((std::uint64_t{1} << kSlotBits) - 1));
-  }
-  bool operator<(const Event& o) const {
-    __extension__ using U128 = unsigned __int128;
-    return ((U128{time_bits} << 64) | order) < ((U128{o.time_bits} << 64) | o.order);
-  }
-};
-
-// The resident CTAs' next stages, earliest first: a binary min-heap, plus replace_top(). The
-// engine takes the earliest event and nearly always puts back that CTA's next stage (or its
-// successor's start): one sift-down instead of a pop's sift-down and a push's sift-up, with the
-// earlier child picked by a select rather than a branch (popping the event queue was a tenth of
-// the simulator's time where few CTAs run long, as flash1's). Events are totally ordered (issue
-// numbers are unique), so the order they leave in does not depend on the heap's layout.
-class EventQueue {
- public:
-  bool empty() const { return heap_.empty(); }
-  const Event& top() const { return heap_.front(); }
-  void push(const Event& e) {
-    std::size_t i = heap_.size();
-    heap_.push_back(e);
-    while (i > 0) {
-      const std::size_t parent = (i - 1) / 2;
-      if (!(e < heap_[parent])) break;
-      heap_[i] = heap_[parent];
-      i = parent;
-    }
-    heap_[i] = e;
-  }
-  void pop() {
-    const Event last = heap_.back();
-    heap_.pop_back();
-    if (!heap_.empty()) sift_down(last);
-  }
-  /// pop() then push(e), in one pass.
-  void replace_top(const Event& e) { sift_down(e); }
-
- private:
-  // Places `e` at the root's hole, moving earlier children up.
-  void sift_down(const Event& e) {
-    const std::size_t n = heap_.size();
-    std::size_t i = 0;
-    for (;;) {
-      std::size_t child = 2 * i + 1;
-      if (child >= n) break;
-      child += static_cast<std::size_t>(child + 1 < n && heap_[child + 1] < heap_[child]);
-      if (!(heap_[child] < e)) break;
-      heap_[i] = heap_[child];
-      i = child;
-    }
-    heap_[i] = e;
-  }
-  std::vector<Event> heap_;
 };
 
 class KernelRun {
@@ -686,37 +421,6 @@ class KernelRun {
 };
 
 }  // namespace
-
-Occupancy occupancy(const HardwareProfile& p, const KernelSpec& k) {
-  const SmSpec& sm = p.sm;
-  if (k.smem_bytes_per_cta > sm.smem_per_cta_max_bytes.value) {
-    return {0, fmt::format("shared memory: {} bytes per CTA needed, {} available per CTA",
-                           k.smem_bytes_per_cta, sm.smem_per_cta_max_bytes.value)};
-  }
-  if (k.threads_per_cta > 1024 || k.threads_per_cta > sm.max_threads_per_sm.value) {
-    return {0, fmt::format("threads: {} per CTA exceed the limit", k.threads_per_cta)};
-  }
-  struct Limit {
-    std::int64_t ctas;
-    const char* name;
-  };
-  const std::int64_t smem_need = k.smem_bytes_per_cta + sm.smem_reserved_per_cta_bytes.value;
-  const int regs = std::min(k.registers_per_thread, sm.max_registers_per_thread.value);
-  // Registers are allocated per warp in units of 256.
-  const std::int64_t regs_per_warp = (static_cast<std::int64_t>(regs) * 32 + 255) / 256 * 256;
-  const std::int64_t warps = (k.threads_per_cta + 31) / 32;
-  const Limit limits[] = {
-      {sm.smem_per_sm_bytes.value / smem_need, "shared memory"},
-      {sm.registers_per_sm.value / (regs_per_warp * warps), "registers"},
-      {sm.max_threads_per_sm.value / k.threads_per_cta, "threads"},
-      {sm.max_ctas_per_sm.value, "CTA slots"},
-  };
-  const Limit* best =
-      std::min_element(std::begin(limits), std::end(limits),
-                       [](const Limit& a, const Limit& b) { return a.ctas < b.ctas; });
-  if (best->ctas <= 0) return {0, fmt::format("{}: not even one CTA fits on an SM", best->name)};
-  return {static_cast<int>(best->ctas), best->name};
-}
 
 std::string classify_bound(const HardwareProfile& p, const Counters& c, double time_s,
                            double sm_clock_mhz, Dtype mma_dtype, TensorInstruction instruction) {

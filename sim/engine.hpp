@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "sim/counters.hpp"
+#include "sim/occupancy.hpp"
 #include "sim/profile.hpp"
 #include "sim/schedule.hpp"
 
@@ -34,15 +35,6 @@ struct EngineOptions {
   // schedule's estimate for the kernels of that role (they set occupancy).
   std::map<std::string, int> registers_by_role;
 };
-
-/// How many CTAs of a kernel fit on one SM and which resource decides it.
-struct Occupancy {
-  int ctas_per_sm = 0;
-  std::string limiter;  // "shared memory", "registers", "threads", "CTA slots"
-};
-
-/// CTAs per SM for `k` on `profile`; 0 when one CTA does not fit (limiter says why).
-Occupancy occupancy(const HardwareProfile& profile, const KernelSpec& k);
 
 struct KernelResult {
   KernelSpec spec;
