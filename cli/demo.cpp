@@ -1,5 +1,6 @@
 // The README's first command: standard vs FlashAttention-1/2 on one GPU, both IO models.
 #include <fmt/format.h>
+
 #include <iostream>
 #include <memory>
 
@@ -15,13 +16,8 @@ Action add_demo_command(CLI::App& app) {
   f->batch = 4;
   f->heads = 16;
   f->seq = 4096;
-  cmd->add_option("--profile", f->profile, "profile name or YAML path")->capture_default_str();
-  cmd->add_option("--batch", f->batch, "batch size B")->capture_default_str();
-  cmd->add_option("--heads", f->heads, "attention heads H")->capture_default_str();
-  cmd->add_option("--seq", f->seq, "sequence length N")->capture_default_str();
-  cmd->add_option("--head-dim", f->head_dim, "head dimension d")->capture_default_str();
-  cmd->add_option("--dtype", f->dtype, "fp16 | bf16 | fp32")->capture_default_str();
-  cmd->add_flag("--causal", f->causal, "causal mask");
+  add_problem_flags(
+      *cmd, *f, {"--profile", "--batch", "--heads", "--seq", "--head-dim", "--dtype", "--causal"});
   return [f] {
     const HardwareProfile profile = load_profile(f->profile);
     std::vector<Report> two_level, three_level;

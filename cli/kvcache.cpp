@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "cli/commands.hpp"
+#include "cli/format_flag.hpp"
 #include "kvcache/simulator.hpp"
 #include "kvcache/workload.hpp"
 #include "reports/kvcache_writers.hpp"
@@ -36,7 +37,7 @@ struct KvFlags {
   std::uint64_t seed = 1;
   int series_points = 100;
   bool series = false;
-  std::string format = "table";
+  FormatFlag format{{"table", "json", "csv"}};
 };
 
 // Bytes given as a number that may be written 16e9; whole bytes, not negative.
@@ -108,11 +109,9 @@ Action add_kvcache_command(CLI::App& app) {
   cmd->add_option("--series-points", f->series_points, "most windows in the time series")
       ->capture_default_str();
   cmd->add_flag("--series", f->series, "table/csv: print the time series");
-  cmd->add_option("--format", f->format, "table | json | csv")->capture_default_str();
+  f->format.add_to(*cmd);
   return [f, cmd] {
-    if (f->format != "table" && f->format != "json" && f->format != "csv") {
-      throw ConfigError(fmt::format("--format must be table, json or csv, not '{}'", f->format));
-    }
+    const std::string& format = f->format.checked();
     std::vector<kvcache::Policy> policies;
     if (f->policy == "both") {
       policies = {kvcache::Policy::contiguous, kvcache::Policy::paged};
@@ -183,9 +182,9 @@ Action add_kvcache_command(CLI::App& app) {
       run.results.push_back(kvcache::simulate_kvcache(c, stream));
     }
 
-    if (f->format == "json") {
+    if (format == "json") {
       std::cout << kvcache_to_json(run).dump(2) << "\n";
-    } else if (f->format == "csv") {
+    } else if (format == "csv") {
       std::cout << (f->series ? kvcache_series_csv(run) : kvcache_summary_csv(run));
     } else {
       std::cout << kvcache_table(run, f->series);

@@ -11,8 +11,9 @@ Action add_profiles_command(CLI::App& app) {
   return [] {
     for (const std::string& name : builtin_profile_names()) {
       const HardwareProfile p = load_profile(name);
-      fmt::print("{:<18} {:<26} {:>4} SMs  L2 {:>6}  HBM {:>7} at {:.0f} GB/s  smem/CTA {} B\n", name,
-                 p.description, p.sm.count.value, human_bytes(static_cast<double>(p.l2.size_bytes.value)),
+      fmt::print("{:<18} {:<26} {:>4} SMs  L2 {:>6}  HBM {:>7} at {:.0f} GB/s  smem/CTA {} B\n",
+                 name, p.description, p.sm.count.value,
+                 human_bytes(static_cast<double>(p.l2.size_bytes.value)),
                  human_bytes(static_cast<double>(p.hbm.capacity_bytes.value)),
                  p.hbm.bandwidth_gbps.value, p.sm.smem_per_cta_max_bytes.value);
     }

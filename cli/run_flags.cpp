@@ -1,8 +1,12 @@
 #include "cli/run_flags.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
+#include <map>
 #include <memory>
+#include <type_traits>
 #include <utility>
 
 #include "sim/block_mask.hpp"
@@ -11,45 +15,98 @@
 
 namespace iosim::cli {
 
-void add_problem_flags(CLI::App& cmd, RunFlags& f) {
-  cmd.add_option("--profile", f.profile, "built-in profile name or path to a YAML profile")
-      ->capture_default_str();
-  cmd.add_option("--algo", f.algorithm,
-                 "standard | flash1 | flash2 | block-sparse | flash-decoding | paged")
-      ->capture_default_str();
-  cmd.add_option("--batch", f.batch, "batch size B")->capture_default_str();
-  cmd.add_option("--heads", f.heads, "attention heads H")->capture_default_str();
-  cmd.add_option("--seq", f.seq, "query length N")->required();
-  cmd.add_option("--seq-kv", f.seq_kv, "key/value length (default: --seq)");
-  cmd.add_option("--head-dim", f.head_dim, "head dimension d")->capture_default_str();
-  cmd.add_option("--dtype", f.dtype, "fp16 | bf16 | fp32")->capture_default_str();
-  cmd.add_option("--block-q", f.block_q, "query rows per tile Br (default: the algorithm's)");
-  cmd.add_option("--block-kv", f.block_kv, "key/value rows per tile Bc (default: the algorithm's)");
-  cmd.add_option("--threads", f.threads, "threads per CTA of the main kernel");
-  cmd.add_option("--stages", f.stages, "copy pipeline stages of the main kernel");
-  cmd.add_option("--pass", f.pass, "fwd | bwd | fwdbwd")->capture_default_str();
-  cmd.add_option("--pattern", f.pattern,
-                 "block-sparse blocks: local:W | strided:S | random:DENSITY:SEED | causal | "
-                 "file:PATH (default: all)");
-  cmd.add_flag("--causal", f.causal, "causal mask (bottom-right aligned), masked blocks skipped");
-  cmd.add_flag("--mask", f.mask, "an elementwise mask computed from indices");
-  cmd.add_option("--dropout", f.dropout, "dropout probability in [0, 1)");
-  cmd.add_option("--l2", f.l2, "on: three-level model; off: two-level HBM<->SRAM model")
-      ->capture_default_str();
-  cmd.add_flag("--cold-l2", f.cold_l2, "flush the L2 before every kernel, as Nsight Compute does");
-  cmd.add_option("--sm-clock-mhz", f.sm_clock_mhz, "SM clock (default: the profile's boost clock)");
-  cmd.add_flag("--execute", f.execute, "run the schedule numerically and report the max error");
-  cmd.add_option("--seed", f.seed, "seed of the random inputs, dropout and the paged block table")
-      ->capture_default_str();
-  cmd.add_option("--kv-heads", f.kv_heads,
-                 "K/V heads H_kv, dividing --heads: grouped-query attention (default: --heads)");
-  cmd.add_option("--splits", f.splits,
-                 "flash-decoding, paged: K/V chunks per query tile (default: FlashAttention's "
-                 "heuristic, filling the SMs)");
-  cmd.add_option("--page-tokens", f.page_tokens, "paged: tokens per K/V page (default: 16)");
-  cmd.add_option("--block-table", f.block_table,
-                 "paged: file of physical page ids, one line per sequence (default: a random "
-                 "permutation from --seed)");
+namespace {
+
+// What --stages counts, per algorithm, from their capabilities.
+std::string stages_help() {
+  std::map<StagesCount, std::vector<std::string>> by_meaning;
+  for (const std::string& n : builtin_registry().names()) {
+    by_meaning[builtin_registry().get(n).capabilities.forward_stages].push_back(n);
+  }
+  std::string help = "copy pipeline stages of the main kernel";
+  const char* sep = ": ";
+  for (const auto& [meaning, names] : by_meaning) {
+    const char* what = meaning == StagesCount::kv_buffer_pairs ? "K/V buffer pairs"
+                       : meaning == StagesCount::q_o_stages    ? "Q/O tiles in flight"
+                                                               : "GEMM operand stages";
+    help += fmt::format("{}{} ({})", sep, what, fmt::join(names, ", "));
+    sep = "; ";
+  }
+  return help;
+}
+
+std::vector<ProblemFlag> make_problem_flags() {
+  const std::string algos = fmt::format("{}", fmt::join(builtin_registry().names(), " | "));
+  return {
+      {"--profile", "built-in profile name or path to a YAML profile", &RunFlags::profile},
+      {"--algo", algos, &RunFlags::algorithm},
+      {"--dtype", "fp16 | bf16 | fp32", &RunFlags::dtype},
+      {"--pass", "fwd | bwd | fwdbwd", &RunFlags::pass},
+      {"--pattern",
+       "block-sparse blocks: local:W | strided:S | random:DENSITY:SEED | causal | file:PATH "
+       "(default: all)",
+       &RunFlags::pattern},
+      {"--l2", "on: three-level model; off: two-level HBM<->SRAM model", &RunFlags::l2},
+      {"--sm-clock-mhz", "SM clock (0: the profile's boost clock)", &RunFlags::sm_clock_mhz},
+      {"--dropout", "dropout probability in [0, 1)", &RunFlags::dropout},
+      {"--batch", "batch size B", &RunFlags::batch},
+      {"--heads", "attention heads H", &RunFlags::heads},
+      {"--kv-heads", "K/V heads H_kv, dividing --heads: grouped-query attention (default: --heads)",
+       &RunFlags::kv_heads, false, true},
+      {"--head-dim", "head dimension d", &RunFlags::head_dim},
+      {"--seq", "query length N", &RunFlags::seq, true},
+      {"--seq-kv", "key/value length (0: --seq)", &RunFlags::seq_kv},
+      {"--block-q", "query rows per tile Br (0: the algorithm's)", &RunFlags::block_q},
+      {"--block-kv", "key/value rows per tile Bc (0: the algorithm's)", &RunFlags::block_kv},
+      {"--splits",
+       "flash-decoding, paged: K/V chunks per query tile (default: FlashAttention's heuristic, "
+       "filling the SMs)",
+       &RunFlags::splits, false, true},
+      {"--page-tokens", "paged: tokens per K/V page (default: 16)", &RunFlags::page_tokens, false,
+       true},
+      {"--block-table",
+       "paged: file of physical page ids, one line per sequence (default: a random permutation "
+       "from --seed)",
+       &RunFlags::block_table, false, true},
+      {"--threads", "threads per CTA of the main kernel (0: the algorithm's)", &RunFlags::threads},
+      {"--stages", stages_help(), &RunFlags::stages},
+      {"--causal", "causal mask (bottom-right aligned), masked blocks skipped", &RunFlags::causal},
+      {"--mask", "an elementwise mask computed from indices", &RunFlags::mask},
+      {"--cold-l2", "flush the L2 before every kernel, as Nsight Compute does", &RunFlags::cold_l2},
+      {"--execute", "run the schedule numerically and report the max error", &RunFlags::execute},
+      {"--seed", "seed of the random inputs, dropout and the paged block table", &RunFlags::seed},
+  };
+}
+
+}  // namespace
+
+const std::vector<ProblemFlag>& problem_flags() {
+  static const std::vector<ProblemFlag> flags = make_problem_flags();
+  return flags;
+}
+
+void add_problem_flags(CLI::App& cmd, RunFlags& f, const std::vector<std::string>& names) {
+  for (const ProblemFlag& flag : problem_flags()) {
+    if (!names.empty() && std::find(names.begin(), names.end(), flag.name) == names.end()) {
+      continue;
+    }
+    std::visit(
+        [&](auto field) {
+          using T = std::remove_reference_t<decltype(f.*field)>;
+          if constexpr (std::is_same_v<T, bool>) {
+            cmd.add_flag(flag.name, f.*field, flag.help);
+          } else {
+            CLI::Option* o = cmd.add_option(flag.name, f.*field, flag.help);
+            // A command that picks flags (demo) gives them defaults instead.
+            const bool required = flag.required && names.empty();
+            if (required) o->required();
+            if constexpr (!std::is_same_v<T, std::optional<std::int64_t>>) {
+              if (!required) o->capture_default_str();
+            }
+          }
+        },
+        flag.field);
+  }
 }
 
 RunRequest to_request(const RunFlags& f) {

@@ -4,8 +4,11 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <variant>
+#include <vector>
 
 #include "api/iosim.hpp"
+#include "cli/format_flag.hpp"
 
 namespace iosim::cli {
 
@@ -23,15 +26,33 @@ struct RunFlags {
   bool causal = false, mask = false, execute = false, cold_l2 = false;
   double dropout = 0.0, sm_clock_mhz = 0.0;
   std::string l2 = "on";
-  std::string format = "table";
   std::uint64_t seed = 1;
   // Decoding; left out: the default applies.
   std::optional<std::int64_t> kv_heads, splits, page_tokens;
   std::string block_table;  // --block-table FILE (paged)
 };
 
-/// Adds --profile, --algo, the problem shape, tiling and model flags to `cmd`.
-void add_problem_flags(CLI::App& cmd, RunFlags& f);
+/// One flag of an attention call: its name, its help, and the RunFlags field it sets. `run`,
+/// `demo` and `sweep` all build their flags from problem_flags(); sweep reads each as a list.
+struct ProblemFlag {
+  using Field = std::variant<std::string RunFlags::*, std::int64_t RunFlags::*, int RunFlags::*,
+                             double RunFlags::*, std::optional<std::int64_t> RunFlags::*,
+                             bool RunFlags::*, std::uint64_t RunFlags::*>;
+  std::string name;  // "--batch"
+  std::string help;
+  Field field;
+  bool required = false;
+  // A sweep that leaves it out runs one point with run's default and records no axis for it
+  // (the flags added after the sweep file's first version: sweeps without them write the same
+  // file as before).
+  bool unrecorded_when_absent = false;
+};
+
+/// Every problem, tiling and model flag, in the order of a sweep's axes (outermost first).
+const std::vector<ProblemFlag>& problem_flags();
+
+/// Adds the flags of problem_flags() named in `names` (all when empty) to `cmd`, bound to `f`.
+void add_problem_flags(CLI::App& cmd, RunFlags& f, const std::vector<std::string>& names = {});
 
 /// Checks the flags and turns them into a request; throws ConfigError naming a bad flag.
 RunRequest to_request(const RunFlags& f);

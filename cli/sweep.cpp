@@ -11,7 +11,9 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <type_traits>
 #include <utility>
+#include <variant>
 
 #include "cli/commands.hpp"
 #include "cli/output_file.hpp"
@@ -22,18 +24,14 @@
 namespace iosim::cli {
 namespace {
 
-// Every swept flag as the user typed it; parsed once the command runs.
+// Every swept flag as the user typed it (problem_flags()'s lists, by flag name); parsed once the
+// command runs.
 struct SweepFlags {
-  std::string profile = "h100-sxm5-80gb", algo = "flash2", batch = "1", heads = "1", seq,
-              seq_kv = "0", head_dim = "64", dtype = "fp16", block_q = "0", block_kv = "0",
-              threads = "0", stages = "0", pass = "fwd", dropout = "0", l2 = "on",
-              sm_clock_mhz = "0", pattern;
-  // Decoding; left out (empty): run's default, and no axis in the sweep file.
-  std::string kv_heads, splits, page_tokens, block_table;
-  bool causal = false, mask = false, cold_l2 = false, execute = false;
-  std::uint64_t seed = 1;
+  std::map<std::string, std::string> text;
+  RunFlags scalars;  // --causal, --mask, --cold-l2, --execute, --seed: one value for every point
   int jobs = 0;
-  std::string out, format = "json", shard = "1/1";
+  std::string out, shard = "1/1";
+  FormatFlag format{{"json", "csv"}};
 };
 
 // The swept axes in point order (outermost first). Each knows how to set its value on RunFlags.
@@ -43,14 +41,6 @@ struct Axis {
   std::function<void(RunFlags&, std::size_t)> apply;
   bool recorded = true;  // false: a flag left out, one point with run's default, not in the file
 };
-
-// An optional flag of run: left out, one value that leaves RunFlags as it is (so that sweeps
-// without it write the same file as before the flag existed).
-Axis optional_axis(const std::string& flag, const std::string& text,
-                   Axis (*make)(const std::string&, const std::string&)) {
-  if (!text.empty()) return make(flag, text);
-  return {flag, {""}, [](RunFlags&, std::size_t) {}, false};
-}
 
 // `Field`: std::int64_t, or std::optional<std::int64_t> for a flag whose absence means a default.
 template <typename Field>
@@ -72,14 +62,6 @@ Axis small_int_axis(const std::string& flag, const std::string& text, int RunFla
   return a;
 }
 
-// Decode flags that are counts (at least 1; to_request checks).
-Axis count_axis(const std::string& flag, const std::string& text) {
-  std::optional<std::int64_t> RunFlags::*field = flag == "--kv-heads" ? &RunFlags::kv_heads
-                                                 : flag == "--splits" ? &RunFlags::splits
-                                                                      : &RunFlags::page_tokens;
-  return int_axis(flag, text, field);
-}
-
 Axis double_axis(const std::string& flag, const std::string& text, double RunFlags::*field) {
   const std::vector<double> v = parse_double_values(flag, text);
   Axis a{flag, {}, [v, field](RunFlags& f, std::size_t i) { f.*field = v[i]; }};
@@ -87,44 +69,63 @@ Axis double_axis(const std::string& flag, const std::string& text, double RunFla
   return a;
 }
 
+// A string flag whose default is empty (--pattern: none) is one point with that empty value.
 Axis string_axis(const std::string& flag, const std::string& text, std::string RunFlags::*field) {
-  const std::vector<std::string> v = parse_string_values(flag, text);
+  const std::vector<std::string> v =
+      text.empty() ? std::vector<std::string>{""} : parse_string_values(flag, text);
   return {flag, v, [v, field](RunFlags& f, std::size_t i) { f.*field = v[i]; }};
 }
 
-Axis block_table_axis(const std::string& flag, const std::string& text) {
-  return string_axis(flag, text, &RunFlags::block_table);
+// The text a sweep gives a flag the user left out: run's default, "" for an optional one.
+std::string default_text(const ProblemFlag& flag) {
+  static const RunFlags defaults;
+  return std::visit(
+      [](auto field) -> std::string {
+        using T = std::remove_cvref_t<decltype(defaults.*field)>;
+        if constexpr (std::is_same_v<T, std::string>) {
+          return defaults.*field;
+        } else if constexpr (std::is_same_v<T, std::optional<std::int64_t>>) {
+          return "";
+        } else {
+          return fmt::format("{}", defaults.*field);
+        }
+      },
+      flag.field);
 }
 
-// Block-sparse patterns; not given: one point without a pattern (dense attention).
-Axis pattern_axis(const std::string& text) {
-  const std::vector<std::string> v =
-      text.empty() ? std::vector<std::string>{""} : parse_string_values("--pattern", text);
-  return {"--pattern", v, [v](RunFlags& f, std::size_t i) { f.pattern = v[i]; }};
+// --causal, --mask, --cold-l2, --execute and --seed take one value for every point.
+bool is_scalar(const ProblemFlag& flag) {
+  return std::holds_alternative<bool RunFlags::*>(flag.field) ||
+         std::holds_alternative<std::uint64_t RunFlags::*>(flag.field);
 }
 
+// One axis per list-valued flag of problem_flags(), in its order; the scalar flags are not axes.
 std::vector<Axis> make_axes(const SweepFlags& s) {
-  return {string_axis("--profile", s.profile, &RunFlags::profile),
-          string_axis("--algo", s.algo, &RunFlags::algorithm),
-          string_axis("--dtype", s.dtype, &RunFlags::dtype),
-          string_axis("--pass", s.pass, &RunFlags::pass),
-          pattern_axis(s.pattern),
-          string_axis("--l2", s.l2, &RunFlags::l2),
-          double_axis("--sm-clock-mhz", s.sm_clock_mhz, &RunFlags::sm_clock_mhz),
-          double_axis("--dropout", s.dropout, &RunFlags::dropout),
-          int_axis("--batch", s.batch, &RunFlags::batch),
-          int_axis("--heads", s.heads, &RunFlags::heads),
-          optional_axis("--kv-heads", s.kv_heads, count_axis),
-          int_axis("--head-dim", s.head_dim, &RunFlags::head_dim),
-          int_axis("--seq", s.seq, &RunFlags::seq),
-          int_axis("--seq-kv", s.seq_kv, &RunFlags::seq_kv),
-          int_axis("--block-q", s.block_q, &RunFlags::block_q),
-          int_axis("--block-kv", s.block_kv, &RunFlags::block_kv),
-          optional_axis("--splits", s.splits, count_axis),
-          optional_axis("--page-tokens", s.page_tokens, count_axis),
-          optional_axis("--block-table", s.block_table, block_table_axis),
-          small_int_axis("--threads", s.threads, &RunFlags::threads),
-          small_int_axis("--stages", s.stages, &RunFlags::stages)};
+  std::vector<Axis> axes;
+  for (const ProblemFlag& flag : problem_flags()) {
+    if (is_scalar(flag)) continue;
+    const std::string& text = s.text.at(flag.name);
+    if (text.empty() && flag.unrecorded_when_absent) {
+      axes.push_back({flag.name, {""}, [](RunFlags&, std::size_t) {}, false});
+      continue;
+    }
+    std::visit(
+        [&](auto field) {
+          using T = std::remove_cvref_t<decltype(RunFlags{}.*field)>;
+          if constexpr (std::is_same_v<T, std::string>) {
+            axes.push_back(string_axis(flag.name, text, field));
+          } else if constexpr (std::is_same_v<T, double>) {
+            axes.push_back(double_axis(flag.name, text, field));
+          } else if constexpr (std::is_same_v<T, int>) {
+            axes.push_back(small_int_axis(flag.name, text, field));
+          } else if constexpr (std::is_same_v<T, std::int64_t> ||
+                               std::is_same_v<T, std::optional<std::int64_t>>) {
+            axes.push_back(int_axis(flag.name, text, field));
+          }
+        },
+        flag.field);
+  }
+  return axes;
 }
 
 // A progress bar with an ETA on stderr, redrawn at most ten times a second.
@@ -159,15 +160,15 @@ class ProgressBar {
 
 int run_sweep_command(const SweepFlags& s) {
   const auto started = std::chrono::steady_clock::now();
-  std::string format = s.format;
+  std::string format;
   if (!s.out.empty()) {
     format = extension_of(s.out);
     if (format != "json" && format != "csv") {
       throw ConfigError(fmt::format("--out '{}': the file name must end in .json or .csv", s.out));
     }
     check_output_folder("--out", s.out);
-  } else if (format != "json" && format != "csv") {
-    throw ConfigError(fmt::format("--format must be json or csv, not '{}'", format));
+  } else {
+    format = s.format.checked();
   }
   if (s.jobs < 0) throw ConfigError(fmt::format("--jobs {} must be positive", s.jobs));
   const Shard shard = parse_shard(s.shard);
@@ -182,12 +183,7 @@ int run_sweep_command(const SweepFlags& s) {
   std::map<std::string, HardwareProfile> profiles;
   for (const std::string& name : axes[0].text) profiles.emplace(name, load_profile(name));
 
-  RunFlags base;
-  base.causal = s.causal;
-  base.mask = s.mask;
-  base.cold_l2 = s.cold_l2;
-  base.execute = s.execute;
-  base.seed = s.seed;
+  const RunFlags& base = s.scalars;
   std::vector<SweepPoint> points;
   std::size_t index = 0;
   for_each_combination(sizes, [&](const std::vector<std::size_t>& idx) {
@@ -210,11 +206,12 @@ int run_sweep_command(const SweepFlags& s) {
   for (const Axis& a : axes) {
     if (a.recorded) description.axes.push_back({a.flag, a.text});
   }
-  for (auto [flag, on] : {std::pair{"--causal", s.causal}, std::pair{"--mask", s.mask},
-                          std::pair{"--cold-l2", s.cold_l2}, std::pair{"--execute", s.execute}}) {
+  for (auto [flag, on] :
+       {std::pair{"--causal", base.causal}, std::pair{"--mask", base.mask},
+        std::pair{"--cold-l2", base.cold_l2}, std::pair{"--execute", base.execute}}) {
     if (on) description.axes.push_back({flag, {"true"}});
   }
-  description.axes.push_back({"--seed", {std::to_string(s.seed)}});
+  description.axes.push_back({"--seed", {std::to_string(base.seed)}});
 
   const std::string text = format == "csv" ? sweep_csv(points, reports)
                                            : sweep_json(description, points, reports, profiles);
@@ -243,43 +240,19 @@ Action add_sweep_command(CLI::App& app) {
       "simulate the cartesian product of run's flags; each takes a list (32,64,128) or a range "
       "(512:65536:x2, 64:256:+64)");
   auto s = std::make_shared<SweepFlags>();
-  cmd->add_option("--profile", s->profile, "profile names or YAML paths")->capture_default_str();
-  cmd->add_option("--algo", s->algo, "standard,flash1,flash2,block-sparse,flash-decoding,paged")
-      ->capture_default_str();
-  cmd->add_option("--batch", s->batch, "batch sizes B")->capture_default_str();
-  cmd->add_option("--heads", s->heads, "attention heads H")->capture_default_str();
-  cmd->add_option("--seq", s->seq, "query lengths N")->required();
-  cmd->add_option("--seq-kv", s->seq_kv, "key/value lengths (0: --seq)")->capture_default_str();
-  cmd->add_option("--head-dim", s->head_dim, "head dimensions d")->capture_default_str();
-  cmd->add_option("--dtype", s->dtype, "fp16,bf16,fp32")->capture_default_str();
-  cmd->add_option("--block-q", s->block_q, "query rows per tile Br (0: the algorithm's)")
-      ->capture_default_str();
-  cmd->add_option("--block-kv", s->block_kv, "key/value rows per tile Bc (0: the algorithm's)")
-      ->capture_default_str();
-  cmd->add_option("--threads", s->threads, "threads per CTA (0: the algorithm's)");
-  cmd->add_option("--stages", s->stages, "copy pipeline stages (0: the algorithm's)");
-  cmd->add_option("--pass", s->pass, "fwd,bwd,fwdbwd")->capture_default_str();
-  cmd->add_option("--pattern", s->pattern,
-                  "block-sparse patterns, e.g. local:256,strided:4 (default: all blocks)");
-  cmd->add_flag("--causal", s->causal, "causal mask in every point");
-  cmd->add_flag("--mask", s->mask, "an elementwise index mask in every point");
-  cmd->add_option("--dropout", s->dropout, "dropout probabilities")->capture_default_str();
-  cmd->add_option("--l2", s->l2, "on,off")->capture_default_str();
-  cmd->add_flag("--cold-l2", s->cold_l2, "flush the L2 before every kernel");
-  cmd->add_option("--sm-clock-mhz", s->sm_clock_mhz, "SM clocks (0: boost)");
-  cmd->add_flag("--execute", s->execute, "run every point numerically (small problems only)");
-  cmd->add_option("--seed", s->seed, "seed of the random inputs and dropout")
-      ->capture_default_str();
-  cmd->add_option("--kv-heads", s->kv_heads,
-                  "K/V heads H_kv, each dividing --heads (default: --heads)");
-  cmd->add_option("--splits", s->splits,
-                  "flash-decoding, paged: K/V chunks per query tile (default: the heuristic)");
-  cmd->add_option("--page-tokens", s->page_tokens, "paged: tokens per K/V page (default: 16)");
-  cmd->add_option("--block-table", s->block_table,
-                  "paged: block-table files, one line per sequence (default: random from --seed)");
+  for (const ProblemFlag& flag : problem_flags()) {
+    if (is_scalar(flag)) {
+      add_problem_flags(*cmd, s->scalars, {flag.name});
+      continue;
+    }
+    std::string& text = s->text[flag.name] = default_text(flag);
+    CLI::Option* o = cmd->add_option(flag.name, text, flag.help);
+    if (flag.required) o->required();
+    if (!text.empty() && !flag.required) o->capture_default_str();
+  }
   cmd->add_option("--jobs,-j", s->jobs, "threads (default: all cores)");
   cmd->add_option("--out,-o", s->out, "output file; .json or .csv (default: JSON on stdout)");
-  cmd->add_option("--format", s->format, "json | csv, for stdout")->capture_default_str();
+  s->format.add_to(*cmd, ", for stdout");
   cmd->add_option("--shard", s->shard, "run part K of N (points i with i % N == K-1)")
       ->capture_default_str();
   return [s] { return run_sweep_command(*s); };
