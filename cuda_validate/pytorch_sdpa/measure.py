@@ -98,18 +98,20 @@ def build_suite(suite="sdpa"):
 
 def build_cudnn_suite():
     """cuDNN's fused attention (SDPBackend.CUDNN_ATTENTION alone), fp16: forward at N = 1k..32k
-    and forward+backward at N = 1k, 4k, 16k, each for d = 64 and 128, causal and not. B*H fills
+    and forward+backward at N = 1k, 4k, 16k, 32k, each for d = 64 and 128, causal and not; and a
+    few bf16 forwards (d = 128, N = 8k, 16k) to show whether bf16 runs as fp16 does. B*H fills
     the 132 SMs as in the sdpa suite (bh_for)."""
     cases = []
 
-    def add(group, pass_, seq, d, causal):
+    def add(group, pass_, seq, d, causal, dtype="fp16"):
         batch, heads = bh_for(seq)
-        cid = f"{group}b{batch}_h{heads}_n{seq}_nkv{seq}_d{d}" + ("_causal" if causal else "")
+        cid = (f"{group}b{batch}_h{heads}_n{seq}_nkv{seq}_d{d}" + ("_causal" if causal else "")
+               + ("" if dtype == "fp16" else "_" + dtype))
         cases.append({
             "id": cid, "group": group, "backend": "cudnn", "pass": pass_,
             "schedule": SCHEDULE_OF_BACKEND["cudnn"],
             "problem": {"batch": batch, "heads": heads, "seq": seq, "seq_kv": seq,
-                        "head_dim": d, "dtype": "fp16", "causal": causal},
+                        "head_dim": d, "dtype": dtype, "causal": causal},
             "math_reduction": None,
         })
 
@@ -117,9 +119,12 @@ def build_cudnn_suite():
         for causal in (False, True):
             for n in (1024, 2048, 4096, 8192, 16384, 32768):
                 add("cudnn_fwd_", "fwd", n, d, causal)
+    for causal in (False, True):
+        for n in (8192, 16384):
+            add("cudnn_fwd_", "fwd", n, 128, causal, dtype="bf16")
     for d in (64, 128):
         for causal in (False, True):
-            for n in (1024, 4096, 16384):
+            for n in (1024, 4096, 16384, 32768):
                 add("cudnn_fwdbwd_", "fwdbwd", n, d, causal)
     return cases
 
@@ -515,8 +520,10 @@ class CaseRun:
         g = torch.Generator(device="cuda")
         g.manual_seed(1000 * index + 17)
 
+        dtype = torch.bfloat16 if p.get("dtype") == "bf16" else torch.float16
+
         def uniform(*shape):  # in [-1, 1), never all zeros
-            return torch.rand(shape, device="cuda", dtype=torch.float16, generator=g) * 2 - 1
+            return torch.rand(shape, device="cuda", dtype=dtype, generator=g) * 2 - 1
         self.q, self.k, self.v = uniform(B, H, N, d), uniform(B, H, NKV, d), uniform(B, H, NKV, d)
         self.bwd = case["pass"] == "fwdbwd"
         if self.bwd:

@@ -32,9 +32,13 @@ def git_commit(repo):
         dirty = subprocess.run(["git", "-C", repo, "status", "--porcelain", "--", "sim",
                                 "algorithms", "cli", "hwprofiles", "reports"],
                                capture_output=True, text=True, check=True).stdout.strip()
-        return head, bool(dirty)
+        # The last commit that changed what iosim computes (the model, schedules, profiles, CLI).
+        model = subprocess.run(["git", "-C", repo, "log", "-1", "--format=%H", "--", "sim",
+                                "algorithms", "cli", "hwprofiles", "reports", "CMakeLists.txt"],
+                               capture_output=True, text=True, check=True).stdout.strip()
+        return head, bool(dirty), model
     except (OSError, subprocess.CalledProcessError):
-        return None, None
+        return None, None, None
 
 
 def command_for(iosim, algo, profile, case):
@@ -47,6 +51,8 @@ def command_for(iosim, algo, profile, case):
         cmd.append("--causal")
     if case["pass"] != "fwd":
         cmd += ["--pass", case["pass"]]
+    if p.get("dtype", "fp16") != "fp16":
+        cmd += ["--dtype", p["dtype"]]
     cmd += ["--format", "json"]
     return cmd
 
@@ -60,7 +66,7 @@ def main():
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     repo = os.path.abspath(os.path.join(HERE, "..", ".."))
-    commit, dirty = git_commit(repo)
+    commit, dirty, model_commit = git_commit(repo)
     cases = []
     for case in measure.build_suite(args.suite):
         cmd = command_for(args.iosim, args.algo, args.profile, case)
@@ -93,6 +99,10 @@ def main():
         "what": f"blind iosim predictions ({args.algo}) of the {args.suite} suite, from flags alone",
         "created_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "iosim_commit": commit, "iosim_tree_dirty_in_model_folders": dirty,
+        "iosim_model_commit": model_commit,
+        "iosim_model_commit_is": "the last commit that changed sim/, algorithms/, cli/, "
+                                 "hwprofiles/, reports/ or CMakeLists.txt: the model these "
+                                 "numbers come from",
         "profile": args.profile, "algorithm": args.algo,
         "inputs": "command-line flags only: no measured clock, tiling or registers; iosim's "
                   "defaults otherwise (the profile's clock, flash2's default tiles, L2 model on, "
