@@ -19,7 +19,12 @@ A case's roles: "sdpa_fwd" (the F.scaled_dot_product_attention call) and, for pa
 "fwdbwd", "sdpa_bwd" (out.backward(dO)). Every kernel PyTorch launches inside a role is
 profiled and attributed to it (the math backend launches several).
 
-Backends: "flash" = SDPBackend.FLASH_ATTENTION alone (FlashAttention-2 as vendored in
+Two suites (--suite): "sdpa" (the default: flash and math backends) and "cudnn" (Hopper
+kernels: cuDNN's fused attention, for the FlashAttention-3-style schedule of issue #13).
+
+Backends: "cudnn" = SDPBackend.CUDNN_ATTENTION alone (cuDNN's fused flash attention; on Hopper
+its kernels use wgmma and TMA), recorded with schedule "flash3", the iosim schedule meant to model
+it (iosim validate skips a schedule it does not have yet); "flash" = SDPBackend.FLASH_ATTENTION alone (FlashAttention-2 as vendored in
 PyTorch), modelled by iosim's "flash2" ("flash-decoding" when PyTorch picks its split-KV
 kernel); "math" = SDPBackend.MATH alone (unfused: matmul, softmax, matmul), modelled by
 "standard". The math backend upcasts fp16 inputs to fp32 unless
@@ -42,14 +47,20 @@ import warnings
 # cuda_validate/suites/default.txt so PyTorch's kernels stand beside ours on the same problems.
 # ---------------------------------------------------------------------------------------------
 
-SCHEDULE_OF_BACKEND = {"flash": "flash2", "math": "standard"}
+SCHEDULE_OF_BACKEND = {"flash": "flash2", "math": "standard", "cudnn": "flash3"}
+SDPA_KERNEL_TEXT = {"flash": "[SDPBackend.FLASH_ATTENTION]", "math": "[SDPBackend.MATH]",
+                    "cudnn": "[SDPBackend.CUDNN_ATTENTION]"}
 
 
 def bh_for(seq):
     return (1, 16) if seq >= 16384 else (4, 16)
 
 
-def build_suite():
+def build_suite(suite="sdpa"):
+    if suite == "cudnn":
+        return build_cudnn_suite()
+    if suite != "sdpa":
+        raise ValueError(f"unknown suite {suite!r} (sdpa | cudnn)")
     cases = []
 
     def add(group, backend, pass_, batch, heads, seq, seq_kv, d, causal=False, upcast=False):
@@ -85,10 +96,44 @@ def build_suite():
     return cases
 
 
+def build_cudnn_suite():
+    """cuDNN's fused attention (SDPBackend.CUDNN_ATTENTION alone), fp16: forward at N = 1k..32k
+    and forward+backward at N = 1k, 4k, 16k, 32k, each for d = 64 and 128, causal and not; and a
+    few bf16 forwards (d = 128, N = 8k, 16k) to show whether bf16 runs as fp16 does. B*H fills
+    the 132 SMs as in the sdpa suite (bh_for)."""
+    cases = []
+
+    def add(group, pass_, seq, d, causal, dtype="fp16"):
+        batch, heads = bh_for(seq)
+        cid = (f"{group}b{batch}_h{heads}_n{seq}_nkv{seq}_d{d}" + ("_causal" if causal else "")
+               + ("" if dtype == "fp16" else "_" + dtype))
+        cases.append({
+            "id": cid, "group": group, "backend": "cudnn", "pass": pass_,
+            "schedule": SCHEDULE_OF_BACKEND["cudnn"],
+            "problem": {"batch": batch, "heads": heads, "seq": seq, "seq_kv": seq,
+                        "head_dim": d, "dtype": dtype, "causal": causal},
+            "math_reduction": None,
+        })
+
+    for d in (64, 128):
+        for causal in (False, True):
+            for n in (1024, 2048, 4096, 8192, 16384, 32768):
+                add("cudnn_fwd_", "fwd", n, d, causal)
+    for causal in (False, True):
+        for n in (8192, 16384):
+            add("cudnn_fwd_", "fwd", n, 128, causal, dtype="bf16")
+    for d in (64, 128):
+        for causal in (False, True):
+            for n in (1024, 4096, 16384, 32768):
+                add("cudnn_fwdbwd_", "fwdbwd", n, d, causal)
+    return cases
+
+
 # ncu runs one process per group, in this order; the slowest (most kernels) come last so a
 # tight budget loses the fewest cases.
 GROUPS = ["flash_fwd_", "decode_flash_", "flash_fwdbwd_", "math_fwd_", "decode_math_",
           "math_fwdbwd_"]
+GROUPS_OF_SUITE = {"sdpa": GROUPS, "cudnn": ["cudnn_fwd_", "cudnn_fwdbwd_"]}
 
 # ---------------------------------------------------------------------------------------------
 # Tiling from kernel names (pure Python: also used off the device, by finalize and tests).
@@ -175,6 +220,13 @@ def parse_flash_kernel(name):
 def kernel_kind(name):
     """A short label of what a PyTorch attention kernel is, from its name."""
     n = name or ""
+    if "cudnn" in n.lower() or "sdpa" in n.lower():
+        low = n.lower()
+        if "bprop" in low or "bwd" in low or "backward" in low:
+            return "cudnn_bwd"
+        if "fprop" in low or "fwd" in low or "forward" in low:
+            return "cudnn_fwd"
+        return "cudnn_other"
     if "splitkv_combine" in n:
         return "flash_fwd_splitkv_combine"
     if "flash_fwd_splitkv_kernel" in n:
@@ -194,6 +246,37 @@ def kernel_kind(name):
     if "elementwise" in n.lower() or "vectorized" in n.lower() or "reduce" in n.lower():
         return "elementwise"
     return "other"
+
+
+# Launch facts of a kernel that the cudnn suite summarizes per case (kernels[].launch has them
+# all): what a schedule needs to use the same tiling.
+CUDNN_LAUNCH_FACTS = (
+    "launch__registers_per_thread", "launch__shared_mem_per_block_static",
+    "launch__shared_mem_per_block_dynamic", "launch__cluster_dim_x", "launch__cluster_dim_y",
+    "launch__cluster_dim_z", "launch__occupancy_limit_registers",
+    "launch__occupancy_limit_shared_mem", "launch__waves_per_multiprocessor")
+
+
+def cudnn_summary(case):
+    """Per kernel of a cudnn case: name, kind, launch shape, cluster, registers, shared memory,
+    and the wgmma/TMA instruction counters where ncu measured them; plus the numbers in the
+    kernel name (cuDNN's names carry tile shapes as AxBxC; recorded raw, not interpreted)."""
+    out = []
+    for k in case.get("kernels") or []:
+        name = k.get("name") or ""
+        launch = k.get("launch") or {}
+        metrics = k.get("metrics") or {}
+        out.append({
+            "role": k.get("role"), "kind": kernel_kind(name), "name": name,
+            "grid": k.get("grid"), "block": k.get("block"),
+            "cluster": [launch.get(f"launch__cluster_dim_{a}") for a in "xyz"],
+            "launch": {f: launch.get(f) for f in CUDNN_LAUNCH_FACTS},
+            "instruction_counters": {m: v for m, v in metrics.items()
+                                     if any(t in m for t in ("gmma", "hmma", "tma", "inst_executed",
+                                                             "cycles_active"))},
+            "shapes_in_name": re.findall(r"\d+x\d+(?:x\d+)?", name),
+        })
+    return out
 
 
 def tiling_for_case(case):
@@ -261,7 +344,17 @@ def finalize(args):
         kinds = [kernel_kind(n) for n in names]
         for k in c.get("kernels", []):
             k["kind"] = kernel_kind(k.get("name"))
-        if c["sdpa"] and c["sdpa"].get("backend") == "flash":
+        for key in ("time_sets", "time_spread", "time_set_errors"):
+            if key in t:
+                c[key] = t[key]
+        if c["sdpa"] and c["sdpa"].get("backend") == "cudnn":
+            # No tiling for iosim yet: cuDNN's kernel names are recorded raw (cudnn.kernels),
+            # to be read by the flash3 schedule's author, not parsed into flash2's fields.
+            c["tiling"] = None
+            c["cudnn"] = {"kernels": cudnn_summary(c),
+                          "schedule_note": "schedule flash3 = the FlashAttention-3-style "
+                                           "schedule of issue #13, not in iosim yet"}
+        elif c["sdpa"] and c["sdpa"].get("backend") == "flash":
             c["tiling"] = tiling_for_case(c)
             if c["tiling"] is None and names:
                 c["tiling_note"] = ("no Flash_fwd_kernel_traits<...> in the kernel names; "
@@ -280,8 +373,9 @@ def finalize(args):
     fr["warm_l2"] = ("time_free_running_s: repetitions back to back; inputs left in L2 by the "
                      "previous repetition may hit")
     s["pytorch"] = timed.get("pytorch", {})
+    backends = sorted({(c.get("sdpa") or {}).get("backend") or "?" for c in merged["cases"]})
     merged["source"] = {
-        "what": "PyTorch scaled_dot_product_attention, flash and math backends",
+        "what": "PyTorch scaled_dot_product_attention, backends: " + ", ".join(backends),
         "script": "cuda_validate/pytorch_sdpa/measure.py (driver: run.sh)",
         "roles": {"sdpa_fwd": "kernels launched by F.scaled_dot_product_attention",
                   "sdpa_bwd": "kernels launched by out.backward(dO) (pass fwdbwd)"},
@@ -391,6 +485,8 @@ def pytorch_info():
                       if torch.backends.cudnn.is_available() else None),
             "flash_sdp_enabled": torch.backends.cuda.flash_sdp_enabled(),
             "math_sdp_enabled": torch.backends.cuda.math_sdp_enabled()}
+    fn = getattr(torch.backends.cuda, "cudnn_sdp_enabled", None)
+    info["cudnn_sdp_enabled"] = fn() if fn else None
     fn = getattr(torch.backends.cuda, "fp16_bf16_reduction_math_sdp_allowed", None)
     info["fp16_bf16_reduction_math_sdp_default"] = fn() if fn else None
     return info
@@ -424,8 +520,10 @@ class CaseRun:
         g = torch.Generator(device="cuda")
         g.manual_seed(1000 * index + 17)
 
+        dtype = torch.bfloat16 if p.get("dtype") == "bf16" else torch.float16
+
         def uniform(*shape):  # in [-1, 1), never all zeros
-            return torch.rand(shape, device="cuda", dtype=torch.float16, generator=g) * 2 - 1
+            return torch.rand(shape, device="cuda", dtype=dtype, generator=g) * 2 - 1
         self.q, self.k, self.v = uniform(B, H, N, d), uniform(B, H, NKV, d), uniform(B, H, NKV, d)
         self.bwd = case["pass"] == "fwdbwd"
         if self.bwd:
@@ -434,7 +532,8 @@ class CaseRun:
             self.dO = uniform(B, H, N, d)
         self.scale = 1.0 / math.sqrt(d)
         self.backend = {"flash": SDPBackend.FLASH_ATTENTION,
-                        "math": SDPBackend.MATH}[case["backend"]]
+                        "math": SDPBackend.MATH,
+                        "cudnn": SDPBackend.CUDNN_ATTENTION}[case["backend"]]
         self.sdpa_kernel = sdpa_kernel
         self.state = {}
         self.math_setting = None
@@ -618,10 +717,76 @@ def time_case(run, dev, reps):
     return ([median(w) for w in warm], [median(c) for c in cold], median(total))
 
 
+def extra_rep_sets(args, cases, all_ids, out_cases, dev):
+    """Sets 2..rep_sets of the time mode: every case that ran is timed again (new inputs of the
+    same seed, a warm-up), after all cases of the previous set, so the sets lie minutes apart.
+    Each case keeps its sets under "time_sets"; its times become the median over the sets."""
+    import torch
+    by_id = {r["id"]: r for r in out_cases}
+    for r in out_cases:
+        if r.get("error") is None and r.get("roles"):
+            r["time_sets"] = [{"time_free_running_s": r.get("time_free_running_s"),
+                               "roles": {x["role"]: {"warm_l2": x["time_free_running_s"],
+                                                     "cold_l2": x["time_free_running_cold_l2_s"]}
+                                         for x in r["roles"]}}]
+    t_start = time.time()
+    for set_no in range(1, max(1, args.rep_sets)):
+        for case in cases:
+            rec = by_id[case["id"]]
+            if "time_sets" not in rec:
+                continue
+            if args.time_budget_s and time.time() - t_start > args.time_budget_s:
+                print(f"[time] set {set_no + 1}: time budget spent; stopping", file=sys.stderr)
+                break
+            run = None
+            try:
+                run = CaseRun(case, all_ids.index(case["id"]))
+                with run.context():
+                    run.run_all()
+                    run.run_all()
+                    torch.cuda.synchronize()
+                    warm, cold, total = time_case(run, dev, args.reps)
+                rec["time_sets"].append({
+                    "time_free_running_s": total,
+                    "roles": {role: {"warm_l2": warm[i], "cold_l2": cold[i]}
+                              for i, (role, _) in enumerate(run.roles())}})
+                print(f"[time] set {set_no + 1} {case['id']}: t {total * 1e3:.3f} ms",
+                      file=sys.stderr, flush=True)
+            except Exception as e:
+                rec.setdefault("time_set_errors", []).append(
+                    f"set {set_no + 1}: {type(e).__name__}: {str(e)[:300]}")
+                traceback.print_exc(file=sys.stderr)
+            finally:
+                if run is not None:
+                    run.state.clear()
+                del run
+                torch.cuda.synchronize()
+                torch.cuda.empty_cache()
+    for rec in out_cases:
+        sets = rec.get("time_sets")
+        if not sets:
+            continue
+        totals = [x["time_free_running_s"] for x in sets if x["time_free_running_s"] is not None]
+        if totals:
+            m = median(totals)
+            rec["time_free_running_s"] = m
+            rec["time_spread"] = {"sets": len(totals), "min_s": min(totals), "max_s": max(totals),
+                                  "rel_range": (max(totals) - min(totals)) / m if m else None,
+                                  "statistic": "median over the sets of each set's median of "
+                                               f"{args.reps} repetitions"}
+        for x in rec["roles"]:
+            for key, field in (("warm_l2", "time_free_running_s"),
+                               ("cold_l2", "time_free_running_cold_l2_s")):
+                v = [st["roles"][x["role"]][key] for st in sets if x["role"] in st["roles"]]
+                if v:
+                    x[field] = median(v)
+
+
 def run_cases(args):
     import torch
-    cases = [c for c in build_suite() if not args.only or c["id"].startswith(args.only)]
-    all_ids = [c["id"] for c in build_suite()]
+    suite = build_suite(args.suite)
+    cases = [c for c in suite if not args.only or c["id"].startswith(args.only)]
+    all_ids = [c["id"] for c in suite]
     dev = Device(args.device_json)
     info = pytorch_info()  # before any case changes the math backend's settings
     out_cases, markers = [], []
@@ -633,8 +798,7 @@ def run_cases(args):
         rec["index"] = index
         rec["tiling"] = None
         rec["sdpa"] = {"backend": case["backend"],
-                       "sdpa_kernel": {"flash": "[SDPBackend.FLASH_ATTENTION]",
-                                       "math": "[SDPBackend.MATH]"}[case["backend"]],
+                       "sdpa_kernel": SDPA_KERNEL_TEXT[case["backend"]],
                        "math_reduction": case["math_reduction"], "scale": "default (1/sqrt(d))",
                        "layout": "(B, H, N, d) contiguous", "dropout_p": 0.0,
                        "is_causal": case["problem"]["causal"],
@@ -715,8 +879,12 @@ def run_cases(args):
         print(f"[{args.mode}] {case['id']}: {status}{extra} ({time.time() - t0:.1f} s)",
               file=sys.stderr, flush=True)
         out_cases.append(rec)
+    if args.mode == "time":
+        extra_rep_sets(args, cases, all_ids, out_cases, dev)
     top = {"runner": {"mode": args.mode, "suite": "cuda_validate/pytorch_sdpa/measure.py",
-                      "reps": args.reps, "l2_flush_bytes": int(dev.flush.numel())},
+                      "suite_name": args.suite, "reps": args.reps,
+                      "rep_sets": args.rep_sets if args.mode == "time" else None,
+                      "l2_flush_bytes": int(dev.flush.numel())},
            "device": dev.device, "pytorch": info, "cases": out_cases}
     if args.mode == "ncu":
         top["markers"] = markers
@@ -737,17 +905,31 @@ def main():
         p.add_argument("--only", default="", help="run the cases whose id starts with this")
         p.add_argument("--reps", type=int, default=10)
         p.add_argument("--device-json", default="", help="iosim_device_query output")
+        p.add_argument("--suite", default="sdpa", choices=("sdpa", "cudnn"))
+        p.add_argument("--rep-sets", type=int, default=1,
+                       help="time mode: after all cases, time every case again this many times "
+                            "in all (fresh inputs and warm-up each time): the sets' spread")
+        p.add_argument("--time-budget-s", type=float, default=0,
+                       help="time mode: stop the extra repetition sets after this long (0: no limit)")
     p = sub.add_parser("finalize")
     p.add_argument("--merged", required=True, help="merge_ncu.py output")
     p.add_argument("--time", required=True, help="runner_time.json of the time mode")
     p.add_argument("--out", required=True)
     p = sub.add_parser("list")
     p.add_argument("--groups", action="store_true")
+    p.add_argument("--json", action="store_true", help="the cases as JSON (id, pass, problem)")
+    p.add_argument("--suite", default="sdpa", choices=("sdpa", "cudnn"))
     args = ap.parse_args()
     if args.cmd == "finalize":
         return finalize(args)
     if args.cmd == "list":
-        for x in (GROUPS if args.groups else [c["id"] for c in build_suite()]):
+        if args.json:
+            print(json.dumps([{k: c[k] for k in ("id", "group", "backend", "schedule", "pass",
+                                                  "problem")} for c in build_suite(args.suite)],
+                             indent=1))
+            return 0
+        for x in (GROUPS_OF_SUITE[args.suite] if args.groups
+                  else [c["id"] for c in build_suite(args.suite)]):
             print(x)
         return 0
     args.mode = args.cmd

@@ -13,7 +13,12 @@
 #
 # Environment: OUT (default ./out), WORK (default /tmp/iosim_sdpa), REPS (default 10),
 # ONLY (id prefix), BUILD_DIR (for iosim_device_query; default build-cuda),
-# TOTAL_BUDGET_S (default 420: ncu groups shrink their timeouts to fit).
+# TOTAL_BUDGET_S (default 420: ncu groups shrink their timeouts to fit),
+# SUITE (sdpa, the default: flash and math backends; cudnn: cuDNN's fused attention, which also
+# asks ncu for the wgmma/TMA instruction counters in CUDNN_EXTRA_METRICS where it has them),
+# REP_SETS (default 1; the cudnn suite's runs use 3: the time pass times every case again after
+# all cases, REP_SETS times in all, and reports the median and spread over the sets),
+# REP_SETS_BUDGET_S (default 120: the extra sets stop after this long).
 # Usage from the repository root: bash cuda_validate/pytorch_sdpa/run.sh
 set -uo pipefail
 
@@ -25,6 +30,17 @@ REPS=${REPS:-10}
 ONLY=${ONLY:-}
 BUILD_DIR=${BUILD_DIR:-$ROOT/build-cuda}
 TOTAL_BUDGET_S=${TOTAL_BUDGET_S:-420}
+SUITE=${SUITE:-sdpa}
+REP_SETS=${REP_SETS:-1}
+REP_SETS_BUDGET_S=${REP_SETS_BUDGET_S:-120}
+# Counters of Hopper's wgmma (HGMMA/QGMMA: tensor pipe, gmma), mma.sync (hmma) and TMA traffic;
+# kept only where `ncu --query-metrics` lists them.
+CUDNN_EXTRA_METRICS=${CUDNN_EXTRA_METRICS:-"sm__inst_executed_pipe_tensor_op_gmma.sum
+  sm__inst_executed_pipe_tensor_op_hmma.sum sm__pipe_tensor_op_gmma_cycles_active.sum
+  sm__pipe_tensor_op_hmma_cycles_active.sum sm__inst_executed_pipe_tma.sum
+  l1tex__m_xbar2l1tex_read_bytes_mem_global_op_tma_ld.sum smsp__inst_executed.sum
+  sm__cycles_active.avg"}
+if [[ $SUITE == cudnn ]]; then export NCU_EXTRA_METRICS=$CUDNN_EXTRA_METRICS; fi
 START_S=$(date +%s)
 mkdir -p "$OUT"
 rm -rf "$WORK" && mkdir -p "$WORK"
@@ -51,6 +67,9 @@ DRIVER=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null
 log "ncu: $NCU_VERSION; driver: $DRIVER; $(python3 -c 'import torch; print("torch", torch.__version__)' 2>&1 | tail -1)"
 
 ncu_select_metrics "$WORK"
+# What this ncu offers for Hopper's tensor pipe and copy engine (the names drift by version).
+grep -iE 'gmma|hmma|tma|bulk|tensor' "$WORK/ncu_query_metrics.txt" >"$WORK/ncu_metrics_tensor_tma.txt" 2>/dev/null
+python3 -c 'import torch; from torch.nn.attention import SDPBackend; print("cudnn", torch.backends.cudnn.version(), "cudnn_sdp_enabled", torch.backends.cuda.cudnn_sdp_enabled(), SDPBackend.CUDNN_ATTENTION)' >>"$LOG" 2>&1
 
 sample_clocks() {  # $1: output csv; runs until killed
   nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu \
@@ -62,20 +81,21 @@ DEV_ARGS=(--device-json "$WORK/device_query.json")
 log "time pass"
 sample_clocks "$WORK/clocks_time_pass.csv" & SMI_PID=$!
 python3 "$HERE/measure.py" time --out "$WORK/runner_time.json" --reps "$REPS" --only "$ONLY" \
+  --suite "$SUITE" --rep-sets "$REP_SETS" --time-budget-s "$REP_SETS_BUDGET_S" \
   "${DEV_ARGS[@]}" >"$WORK/runner_time.log" 2>&1
 log "time pass exit $? ($(grep -c -E 'FAIL|ERROR' "$WORK/runner_time.log") FAIL/ERROR lines)"
 kill "$SMI_PID" 2>/dev/null; wait "$SMI_PID" 2>/dev/null
 
 # 3. Counter pass, one ncu process per group.
 sample_clocks "$WORK/clocks_ncu_pass.csv" & SMI_PID=$!
-for group in $(python3 "$HERE/measure.py" list --groups); do
+for group in $(python3 "$HERE/measure.py" list --groups --suite "$SUITE"); do
   if [[ -n "$ONLY" && "$group" != "$ONLY"* && "$ONLY" != "$group"* ]]; then continue; fi
   only=$group
   [[ -n "$ONLY" && "$ONLY" == "$group"* ]] && only=$ONLY
   budget=$(( $(left_s) - 20 ))
   if (( budget < 20 )); then log "no time left for ncu group $group"; continue; fi
   ncu_run_group "$WORK" "$group" "$budget" \
-    python3 "$HERE/measure.py" ncu --out @OUT@ --only "$only" "${DEV_ARGS[@]}"
+    python3 "$HERE/measure.py" ncu --out @OUT@ --only "$only" --suite "$SUITE" "${DEV_ARGS[@]}"
 done
 kill "$SMI_PID" 2>/dev/null; wait "$SMI_PID" 2>/dev/null
 
@@ -101,4 +121,4 @@ cat "$WORK/summary.txt"
 log "done in $(( $(date +%s) - START_S ))s"
 cp "$WORK/measurements.json" "$WORK/summary.txt" "$OUT/" 2>/dev/null
 tar czf "$OUT/raw_sdpa.tar.gz" -C "$WORK" --exclude='*.ncu-rep' --exclude=ncu_query_metrics.txt \
-  --exclude=measurements.json --exclude=merged.json .
+  --exclude=measurements.json .

@@ -36,6 +36,11 @@ LAUNCH_KEYS = (
     "launch__waves_per_multiprocessor", "launch__occupancy_limit_registers",
     "launch__occupancy_limit_shared_mem", "launch__occupancy_limit_warps",
     "launch__occupancy_limit_blocks", "profiler__replayer_passes",
+    # Thread-block clusters and register allocation granularity (Hopper kernels such as cuDNN's
+    # may launch clusters); absent from files merged before 2026-11-23.
+    "launch__cluster_dim_x", "launch__cluster_dim_y", "launch__cluster_dim_z",
+    "launch__cluster_max_active", "launch__registers_per_thread_allocated",
+    "launch__occupancy_limit_barriers", "launch__barrier_count",
 )
 
 

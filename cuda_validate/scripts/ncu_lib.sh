@@ -10,7 +10,10 @@
 #                                    DIR/runner_single_pass_GROUP.json
 #   ncu_write_env DIR NCU NVCC DRIVER PROFILED_REGION
 # Needs: log() from the caller; NCU_CLOCK_CONTROL (default base; set to none by a failed
-# clock lock), NCU_CACHE_CONTROL (default all).
+# clock lock), NCU_CACHE_CONTROL (default all). Optional: NCU_EXTRA_METRICS (space-separated
+# metrics added to the list where this ncu offers them, e.g. the wgmma and TMA instruction
+# counters of pytorch_sdpa/run.sh's cudnn suite; if the full run with them makes no report, the
+# group is profiled again without them).
 #
 # Why the second run: a kernel needing several replay passes (the full metric list takes 3)
 # has its memory saved and restored between passes, and that leaves about 2.4 MB of dirty lines
@@ -36,8 +39,13 @@ NCU_CACHE_CONTROL=${NCU_CACHE_CONTROL:-all}
 
 ncu_select_metrics() {  # $1: work dir
   ncu --query-metrics >"$1/ncu_query_metrics.txt" 2>&1
-  local m base kept=()
+  local m base kept=() extra_kept=()
   DROPPED=()
+  for m in ${NCU_EXTRA_METRICS:-}; do
+    base=${m%%.*}
+    if grep -q "^$base " "$1/ncu_query_metrics.txt"; then extra_kept+=("$m"); else DROPPED+=("$m"); fi
+  done
+  METRICS_CSV_BASE=""
   for m in "${NCU_METRICS_WANTED[@]}"; do
     base=${m%%.*}
     # Keep only the metrics this ncu knows (one unknown name fails the whole run).
@@ -47,7 +55,10 @@ ncu_select_metrics() {  # $1: work dir
       kept+=("$m")
     fi
   done
+  METRICS_CSV_BASE=$(IFS=,; echo "${kept[*]}")
+  kept+=("${extra_kept[@]}")
   METRICS_CSV=$(IFS=,; echo "${kept[*]}")
+  if [[ ${#extra_kept[@]} -gt 0 ]]; then log "extra metrics: ${extra_kept[*]}"; fi
   if [[ ${#DROPPED[@]} -gt 0 ]]; then log "metrics not offered by this ncu (dropped): ${DROPPED[*]}"; fi
   return 0
 }
@@ -84,6 +95,13 @@ ncu_run_group() {  # $1 dir, $2 group, $3 timeout (s), $4.. command
     log "ncu could not lock clocks (exit $rc); retrying with --clock-control none"
     NCU_CLOCK_CONTROL=none
     _ncu_profile "$dir" "ncu_$group" "$METRICS_CSV" "$budget" "$@"
+    rc=$?
+  fi
+  if [[ $rc -ne 0 && ! -f "$dir/ncu_$group.ncu-rep" && "$METRICS_CSV" != "$METRICS_CSV_BASE" ]]; then
+    log "ncu made no report with the extra metrics (exit $rc); dropping them"
+    mv "$dir/ncu_$group.log" "$dir/ncu_${group}_with_extra_metrics.log"
+    METRICS_CSV=$METRICS_CSV_BASE
+    _ncu_profile "$dir" "ncu_$group" "$METRICS_CSV" "$(( budget - ($(date +%s) - start) ))" "$@"
     rc=$?
   fi
   log "ncu group $group exit $rc"

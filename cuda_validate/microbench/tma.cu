@@ -1,0 +1,271 @@
+// Hopper's bulk copy engine (the TMA unit's non-tensor form, cp.async.bulk, plain sm_90), measured
+// on the lent GPU:
+//   - latency: one thread issues one global->shared bulk copy of S bytes completing on an
+//     mbarrier (mbarrier.arrive.expect_tx, then cp.async.bulk ... mbarrier::complete_tx::bytes)
+//     and spins on the barrier's phase; cycles from issue to the phase flip, median of 64 copies,
+//     for S = 128 B .. 64 KB, with the source in L2 (the same 64 KB read again) and in DRAM (each
+//     copy from a fresh place in a 2 GB buffer);
+//   - throughput: one CTA per SM, one thread keeps Q copies of S bytes in flight (Q stages of
+//     shared memory, one mbarrier each: wait for stage s, reissue it), each CTA streaming its own
+//     slice of a buffer: from DRAM (2 GB read once) or from L2 (each CTA re-reading a 256 KB
+//     window; 132 x 256 KB = 33 MB, which fits the 50 MB (H100) or 60 MB (H200) L2). Reported as
+//     bytes per SM clock and GB/s over all SMs.
+// The data is checked: after each throughput run every CTA sums the 4-byte words of its last
+// stage and the host compares with the sum it expects.
+// Build: nvcc -O3 -std=c++17 -arch=sm_90 -o tma tma.cu
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <vector>
+
+#include "check.cuh"
+
+__device__ __forceinline__ unsigned long long global_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+__device__ __forceinline__ void mbar_init(uint32_t bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+
+// This thread's arrival, announcing `bytes` of copies that will complete on the barrier.
+__device__ __forceinline__ void mbar_expect(uint32_t bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes)
+               : "memory");
+}
+
+__device__ __forceinline__ void mbar_wait(uint32_t bar, unsigned parity) {
+  asm volatile(
+      "{\n.reg .pred done;\n"
+      "wait_%=:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra wait_%=;\n}\n" ::"r"(bar),
+      "r"(parity)
+      : "memory");
+}
+
+__device__ __forceinline__ void bulk_copy(uint32_t dst, const void* src, unsigned bytes,
+                                          uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::
+          "r"(dst),
+      "l"(src), "r"(bytes), "r"(bar)
+      : "memory");
+}
+
+// One thread. cycles[i] = cycles of copy i (issue to phase flip). stride_bytes: distance between
+// the sources of consecutive copies (0: the same bytes each time, L2-resident after the first).
+__global__ void latency_kernel(const uint8_t* src, unsigned bytes, size_t stride_bytes, int copies,
+                               long long* cycles, unsigned* sink) {
+  extern __shared__ __align__(128) uint8_t smem[];
+  __shared__ __align__(8) uint64_t bar_storage;
+  const uint32_t bar = static_cast<uint32_t>(__cvta_generic_to_shared(&bar_storage));
+  const uint32_t dst = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  mbar_init(bar, 1);
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  unsigned acc = 0;
+  for (int i = 0; i < copies; ++i) {
+    const long long t0 = clock64();
+    mbar_expect(bar, bytes);
+    bulk_copy(dst, src + stride_bytes * static_cast<size_t>(i), bytes, bar);
+    mbar_wait(bar, static_cast<unsigned>(i & 1));
+    const long long t1 = clock64();
+    cycles[i] = t1 - t0;
+    acc += reinterpret_cast<const unsigned*>(smem)[i % (bytes / 4)];
+  }
+  *sink = acc;
+}
+
+// One CTA per SM, one issuing thread. CTA b streams `total_bytes` from src + b * slice_bytes,
+// wrapping within `window_bytes` of its slice.
+__global__ void stream_kernel(const uint8_t* src, size_t slice_bytes, size_t window_bytes,
+                              size_t total_bytes, unsigned bytes, int stages, long long* cycles,
+                              unsigned long long* ns, unsigned* sums) {
+  extern __shared__ __align__(128) uint8_t smem[];
+  __shared__ __align__(8) uint64_t bars[16];
+  const uint8_t* base = src + slice_bytes * blockIdx.x;
+  const uint32_t s0 = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  const uint32_t b0 = static_cast<uint32_t>(__cvta_generic_to_shared(bars));
+  const long long n = static_cast<long long>(total_bytes / bytes);
+  long long last_copy = -1;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < stages; ++s) mbar_init(b0 + 8 * s, 1);
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    const long long t0 = clock64();
+    const unsigned long long g0 = global_ns();
+    // No division in the loop: the measurements of 2026-11-23 computed the offset and stage
+    // with 64-bit % and /, which capped the issue rate at one copy per ~640 cycles.
+    size_t next_off = 0;  // source offset of the next copy to issue, within the window
+    const long long first = stages < n ? stages : n;
+    for (long long i = 0; i < first; ++i) {
+      const int s = static_cast<int>(i);
+      mbar_expect(b0 + 8 * s, bytes);
+      bulk_copy(s0 + s * bytes, base + next_off, bytes, b0 + 8 * s);
+      next_off += bytes;
+      if (next_off >= window_bytes) next_off -= window_bytes;
+    }
+    int s = 0;
+    unsigned parity = 0;
+    for (long long i = 0; i < n; ++i) {
+      mbar_wait(b0 + 8 * s, parity);
+      if (i + stages < n) {
+        mbar_expect(b0 + 8 * s, bytes);
+        bulk_copy(s0 + s * bytes, base + next_off, bytes, b0 + 8 * s);
+        next_off += bytes;
+        if (next_off >= window_bytes) next_off -= window_bytes;
+      }
+      if (++s == stages) {
+        s = 0;
+        parity ^= 1u;
+      }
+    }
+    const long long t1 = clock64();
+    const unsigned long long g1 = global_ns();
+    cycles[blockIdx.x] = t1 - t0;
+    ns[blockIdx.x] = g1 - g0;
+    last_copy = n - 1;
+  }
+  __syncthreads();
+  // Checksum of the last copy's stage (the copy engine's writes are visible after the wait).
+  __shared__ long long last;
+  if (threadIdx.x == 0) last = last_copy;
+  __syncthreads();
+  const int s = static_cast<int>(last % stages);
+  const unsigned* w = reinterpret_cast<const unsigned*>(smem + s * bytes);
+  unsigned sum = 0;
+  for (unsigned i = threadIdx.x; i < bytes / 4; i += blockDim.x) sum += w[i];
+  for (int o = 16; o > 0; o /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+  if (threadIdx.x % 32 == 0) atomicAdd(&sums[blockIdx.x], sum);
+}
+
+__global__ void fill_kernel(unsigned* p, size_t words) {
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < words;
+       i += static_cast<size_t>(gridDim.x) * blockDim.x)
+    p[i] = static_cast<unsigned>(i * 2654435761u);
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+int main() {
+  cudaDeviceProp p{};
+  CHECK(cudaGetDeviceProperties(&p, 0));
+  const int sms = p.multiProcessorCount;
+  const size_t buf_bytes = size_t{2} << 30;
+  uint8_t* buf;
+  CHECK(cudaMalloc(&buf, buf_bytes));
+  fill_kernel<<<1024, 256>>>(reinterpret_cast<unsigned*>(buf), buf_bytes / 4);
+  CHECK(cudaGetLastError());
+  long long* d_cycles;
+  unsigned long long* d_ns;
+  unsigned *d_sink, *d_sums;
+  CHECK(cudaMalloc(&d_cycles, sizeof(long long) * 1024));
+  CHECK(cudaMalloc(&d_ns, sizeof(unsigned long long) * 1024));
+  CHECK(cudaMalloc(&d_sink, sizeof(unsigned)));
+  CHECK(cudaMalloc(&d_sums, sizeof(unsigned) * 1024));
+  const int max_smem = 200 * 1024;
+  CHECK(cudaFuncSetAttribute(latency_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             max_smem));
+  CHECK(cudaFuncSetAttribute(stream_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             max_smem));
+  std::printf("{\n  \"device\": \"%s\", \"sms\": %d, \"l2_bytes\": %d,\n", p.name, sms,
+              p.l2CacheSize);
+  std::printf("  \"latency_cycles\": [\n");
+  const int copies = 64;
+  bool first = true;
+  for (unsigned bytes : {128u, 1024u, 4096u, 16384u, 65536u}) {
+    for (int dram = 0; dram < 2; ++dram) {
+      // DRAM: 16 MB apart, so no copy finds its lines in L2 (the first touches of a 1 GB walk).
+      const size_t stride = dram ? (size_t{16} << 20) : 0;
+      std::vector<double> c;
+      for (int rep = 0; rep < 2; ++rep) {  // rep 0 warms the L2-resident case
+        latency_kernel<<<1, 1, bytes>>>(buf + (dram ? 4096 * rep : 0), bytes, stride, copies,
+                                         d_cycles, d_sink);
+        CHECK(cudaGetLastError());
+        CHECK(cudaDeviceSynchronize());
+      }
+      std::vector<long long> h(copies);
+      CHECK(cudaMemcpy(h.data(), d_cycles, sizeof(long long) * copies, cudaMemcpyDeviceToHost));
+      for (int i = 1; i < copies; ++i) c.push_back(static_cast<double>(h[i]));  // skip the first
+      std::sort(c.begin(), c.end());
+      std::printf("%s    {\"bytes\": %u, \"source\": \"%s\", \"median_cycles\": %.0f, "
+                  "\"min_cycles\": %.0f, \"max_cycles\": %.0f}",
+                  first ? "" : ",\n", bytes, dram ? "dram" : "l2", median(c), c.front(),
+                  c.back());
+      first = false;
+    }
+  }
+  std::printf("\n  ],\n  \"stream\": [\n");
+  first = true;
+  const size_t slice = buf_bytes / sms / 65536 * 65536;
+  for (int dram = 1; dram >= 0; --dram) {
+    const size_t window = dram ? slice : size_t{256} << 10;
+    const size_t total = dram ? slice : size_t{16} << 20;
+    for (unsigned bytes : {4096u, 16384u, 32768u}) {
+      for (int stages : {1, 2, 4, 8, 12}) {
+        if (static_cast<size_t>(bytes) * stages > static_cast<size_t>(max_smem) ||
+            total % bytes != 0)
+          continue;
+        std::vector<double> bpc, gbs, mhz;
+        for (int rep = 0; rep < 3; ++rep) {
+          CHECK(cudaMemset(d_sums, 0, sizeof(unsigned) * sms));
+          cudaEvent_t e0, e1;
+          CHECK(cudaEventCreate(&e0));
+          CHECK(cudaEventCreate(&e1));
+          CHECK(cudaEventRecord(e0));
+          stream_kernel<<<sms, 128, bytes * stages>>>(buf, slice, window, total, bytes, stages,
+                                                       d_cycles, d_ns, d_sums);
+          CHECK(cudaGetLastError());
+          CHECK(cudaEventRecord(e1));
+          CHECK(cudaEventSynchronize(e1));
+          float ms = 0;
+          CHECK(cudaEventElapsedTime(&ms, e0, e1));
+          CHECK(cudaEventDestroy(e0));
+          CHECK(cudaEventDestroy(e1));
+          std::vector<long long> cyc(sms);
+          std::vector<unsigned long long> nsv(sms);
+          std::vector<unsigned> sums(sms);
+          CHECK(cudaMemcpy(cyc.data(), d_cycles, sizeof(long long) * sms,
+                           cudaMemcpyDeviceToHost));
+          CHECK(cudaMemcpy(nsv.data(), d_ns, sizeof(unsigned long long) * sms,
+                           cudaMemcpyDeviceToHost));
+          CHECK(cudaMemcpy(sums.data(), d_sums, sizeof(unsigned) * sms, cudaMemcpyDeviceToHost));
+          // Expected checksum of CTA b's last copy: the words fill_kernel wrote there.
+          for (int b = 0; b < sms; ++b) {
+            const size_t last = total / bytes - 1;
+            const size_t off = slice * b + (last * bytes) % window;
+            unsigned want = 0;
+            for (size_t w = off / 4; w < (off + bytes) / 4; ++w)
+              want += static_cast<unsigned>(w * 2654435761u);
+            if (want != sums[b]) {
+              std::fprintf(stderr, "checksum mismatch: CTA %d bytes %u stages %d\n", b, bytes,
+                           stages);
+              return 1;
+            }
+          }
+          std::vector<double> c(cyc.begin(), cyc.end()), clk;
+          for (int b = 0; b < sms; ++b)
+            clk.push_back(1e3 * static_cast<double>(cyc[b]) / static_cast<double>(nsv[b]));
+          bpc.push_back(static_cast<double>(total) / median(c));
+          gbs.push_back(static_cast<double>(total) * sms / (ms * 1e-3) / 1e9);
+          mhz.push_back(median(clk));
+        }
+        std::printf("%s    {\"source\": \"%s\", \"bytes_per_copy\": %u, \"copies_in_flight\": %d, "
+                    "\"bytes_per_clk_per_sm\": %.2f, \"gb_per_s_all_sms_event_timed\": %.1f, "
+                    "\"sm_clock_mhz\": %.0f, \"bytes_per_cta\": %zu, \"checksums\": \"ok\"}",
+                    first ? "" : ",\n", dram ? "dram" : "l2", bytes, stages, median(bpc),
+                    median(gbs), median(mhz), total);
+        std::fflush(stdout);
+        first = false;
+      }
+    }
+  }
+  std::printf("\n  ]\n}\n");
+  return 0;
+}
