@@ -8,7 +8,7 @@
 
 namespace iosim {
 
-/// The JSON object of DESIGN.md's contract (plus per-tensor and per-kernel detail).
+/// The JSON object of docs/DESIGN.md's contract (plus per-tensor and per-kernel detail).
 nlohmann::json report_to_json(const Report& r);
 
 /// A human-readable multi-section table of one run.

@@ -1,5 +1,5 @@
 #pragma once
-// The tensors an attention schedule moves, named with DESIGN.md's vocabulary, and their
+// The tensors an attention schedule moves, named with docs/DESIGN.md's vocabulary, and their
 // declarations (shape in global memory). Every tensor is a stack of row-major matrices:
 // Q is [B*H][N][d], S is [B*H][N][Nkv], L is [B*H][N][1], and so on.
 #include <array>

@@ -14,9 +14,26 @@ hits=$(grep -rnE --include='*.cpp' --include='*.hpp' \
   -e "(==|!=)[[:space:]]*\"($names)\"" -e "\"($names)\"[[:space:]]*(==|!=)" \
   -e "(algorithm|algo|schedule)[a-z_.()]*[[:space:]]*(==|!=)[[:space:]]*\"" \
   "${dirs[@]}")
+status=0
 if [ -n "$hits" ]; then
   echo "algorithm names compared outside algorithms/ (ask Capabilities instead):"
   echo "$hits"
-  exit 1
+  status=1
 fi
-echo "ok: no algorithm-name compares outside algorithms/ (${#dirs[@]} folders)"
+
+# docs/ARCHITECTURE.md's folder table matches the tree: every top-level folder is in it, and every
+# folder in it exists.
+arch=$root/docs/ARCHITECTURE.md
+listed=$(grep -oE '^\| `[A-Za-z0-9_.-]+/`' "$arch" | sed -E 's/^\| `(.*)\/`/\1/' | sort)
+present=$(find "$root" -mindepth 1 -maxdepth 1 -type d ! -name '.*' ! -name 'build' \
+            ! -name 'build-*' -printf '%f\n' | sort)
+missing=$(comm -13 <(echo "$listed") <(echo "$present"))
+stale=$(comm -23 <(echo "$listed") <(echo "$present"))
+if [ -n "$missing" ] || [ -n "$stale" ]; then
+  echo "docs/ARCHITECTURE.md's folder table does not match the tree:"
+  [ -n "$missing" ] && echo "  not in the table: $missing"
+  [ -n "$stale" ] && echo "  in the table, not in the tree: $stale"
+  status=1
+fi
+[ "$status" -eq 0 ] && echo "ok: no algorithm-name compares outside algorithms/; ARCHITECTURE.md lists the $(echo "$present" | wc -l) folders"
+exit "$status"
