@@ -3,8 +3,8 @@
 #include <memory>
 
 #include "cli/commands.hpp"
-#include "reports/validation.hpp"
 #include "sim/errors.hpp"
+#include "validation/validation.hpp"
 
 namespace iosim::cli {
 

@@ -9,7 +9,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "reports/validation.hpp"
+#include "validation/validation.hpp"
 
 using namespace iosim;
 

@@ -1,4 +1,4 @@
-#include "reports/validation.hpp"
+#include "validation/validation.hpp"
 
 #include <fmt/format.h>
 
