@@ -5,8 +5,8 @@
 
 #include "cli/commands.hpp"
 #include "cli/format_flag.hpp"
-#include "reports/validation.hpp"
 #include "sim/errors.hpp"
+#include "validation/validation.hpp"
 
 namespace iosim::cli {
 

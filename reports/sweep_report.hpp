@@ -9,7 +9,7 @@
 #include <string>
 
 #include "reports/sweep_file.hpp"
-#include "reports/validation.hpp"
+#include "validation/validation.hpp"
 
 namespace iosim {
 

@@ -12,23 +12,6 @@ namespace {
 
 using nlohmann::json;
 
-json problem_json(const AttentionProblem& p) {
-  return {{"batch", p.batch},
-          {"heads", p.heads},
-          {"seq", p.seq},
-          {"seq_kv", p.seq_kv},
-          {"head_dim", p.head_dim},
-          {"dtype", std::string(dtype_name(p.dtype))},
-          {"causal", p.causal},
-          {"mask", p.mask},
-          {"dropout", p.dropout},
-          {"pass", pass_name(p.pass)},
-          {"pattern", p.pattern ? json(p.pattern->spec) : json(nullptr)},
-          {"kv_heads", p.kv_head_count()},
-          {"page_tokens", p.page_tokens > 0 ? json(p.page_tokens) : json(nullptr)},
-          {"block_table", p.block_table ? json(p.block_table->source) : json(nullptr)}};
-}
-
 json counters_json(const Counters& c) {
   json per_tensor = json::object();
   for (std::size_t i = 0; i < kTensorCount; ++i) {
@@ -55,14 +38,12 @@ json counters_json(const Counters& c) {
           {"per_tensor", per_tensor}};
 }
 
+// The tiling's fields that are not CSV columns (kColumns has block_q, block_kv and splits).
 json tiling_json(const Report& r) {
-  json t = {{"block_q", r.tiling.block_q},
-            {"block_kv", r.tiling.block_kv},
-            {"threads", r.tiling.threads},
+  json t = {{"threads", r.tiling.threads},
             {"pipeline_stages", r.tiling.pipeline_stages},
             {"sram_bytes", r.sram_bytes}};
   if (r.density) t["density"] = *r.density;  // block-sparse: s, the fraction of blocks computed
-  if (r.tiling.splits > 0) t["splits"] = r.tiling.splits;  // split-KV decoding
   return t;
 }
 
@@ -70,35 +51,167 @@ std::string grid_text(const Dim3& g) {
   return fmt::format("{}x{}x{}", g.x, g.y, g.z);
 }
 
-}  // namespace
+// How a column's value is written in CSV.
+enum class Csv {
+  plain,   // as it is: bools true/false, numbers as fmt's {} writes them
+  quoted,  // quoted (its quotes doubled) when it holds a comma, a quote or a line break
+  reason,  // always quoted, its quotes turned into apostrophes
+  g9,      // 9 significant digits
+  g6,      // 6 significant digits
+};
 
-std::string human_bytes(double b) {
-  const char* units[] = {"B", "KB", "MB", "GB", "TB", "PB"};
-  int u = 0;
-  while (std::abs(b) >= 1000.0 && u < 5) {
-    b /= 1000.0;
-    ++u;
-  }
-  return u == 0 ? fmt::format("{:.0f} B", b) : fmt::format("{:.3g} {}", b, units[u]);
+// Which rows have a value in a column.
+enum class When {
+  always,
+  feasible,    // feasible runs only
+  infeasible,  // infeasible runs only
+  not_null,    // a null value is an empty CSV field and no JSON key (others: JSON null)
+};
+
+// One CSV column, and the same value in report_to_json(): key `name` of the JSON object
+// `object` ("" for the top level). Where a row has no value the CSV field is empty and the JSON
+// has no key.
+struct Column {
+  const char* name;
+  const char* object;
+  When when;
+  Csv csv;
+  json (*value)(const Report&);
+};
+
+const AttentionProblem& problem(const Report& r) {
+  return r.request.problem;
+}
+const Counters& total(const Report& r) {
+  return r.engine.total;
+}
+json or_null(bool given, json v) {
+  return given ? v : json(nullptr);
 }
 
-std::string human_seconds(double s) {
-  if (s >= 1.0) return fmt::format("{:.3g} s", s);
-  if (s >= 1e-3) return fmt::format("{:.3g} ms", s * 1e3);
-  return fmt::format("{:.3g} us", s * 1e6);
+// The CSV columns in order (columns after infeasible_reason were added later, so that the first
+// keep their places). Adding one here adds it to `iosim run --format csv`, the sweep's CSV and,
+// at its place, the JSON.
+const Column kColumns[] = {
+    {"profile", "", When::always, Csv::plain, [](const Report& r) -> json { return r.profile; }},
+    {"algorithm", "", When::always, Csv::plain,
+     [](const Report& r) -> json { return r.request.algorithm; }},
+    {"batch", "problem", When::always, Csv::plain,
+     [](const Report& r) -> json { return problem(r).batch; }},
+    {"heads", "problem", When::always, Csv::plain,
+     [](const Report& r) -> json { return problem(r).heads; }},
+    {"seq", "problem", When::always, Csv::plain,
+     [](const Report& r) -> json { return problem(r).seq; }},
+    {"seq_kv", "problem", When::always, Csv::plain,
+     [](const Report& r) -> json { return problem(r).seq_kv; }},
+    {"head_dim", "problem", When::always, Csv::plain,
+     [](const Report& r) -> json { return problem(r).head_dim; }},
+    {"dtype", "problem", When::always, Csv::plain,
+     [](const Report& r) -> json { return std::string(dtype_name(problem(r).dtype)); }},
+    {"causal", "problem", When::always, Csv::plain,
+     [](const Report& r) -> json { return problem(r).causal; }},
+    {"mask", "problem", When::always, Csv::plain,
+     [](const Report& r) -> json { return problem(r).mask; }},
+    {"dropout", "problem", When::always, Csv::plain,
+     [](const Report& r) -> json { return problem(r).dropout; }},
+    {"block_q", "tiling", When::always, Csv::plain,
+     [](const Report& r) -> json { return r.tiling.block_q; }},
+    {"block_kv", "tiling", When::always, Csv::plain,
+     [](const Report& r) -> json { return r.tiling.block_kv; }},
+    {"l2", "", When::always, Csv::plain,
+     [](const Report& r) -> json { return r.request.engine.l2_enabled ? "on" : "off"; }},
+    {"feasible", "", When::always, Csv::plain,
+     [](const Report& r) -> json { return r.feasible(); }},
+    {"hbm_read_bytes", "counters", When::feasible, Csv::plain,
+     [](const Report& r) -> json { return total(r).hbm.read_total(); }},
+    {"hbm_write_bytes", "counters", When::feasible, Csv::plain,
+     [](const Report& r) -> json { return total(r).hbm.write_total(); }},
+    {"l2_read_bytes", "counters", When::feasible, Csv::plain,
+     [](const Report& r) -> json { return total(r).l2.read_total(); }},
+    {"l2_write_bytes", "counters", When::feasible, Csv::plain,
+     [](const Report& r) -> json { return total(r).l2.write_total(); }},
+    {"flops", "counters", When::feasible, Csv::plain,
+     [](const Report& r) -> json { return total(r).flops(); }},
+    {"tensor_flops", "counters", When::feasible, Csv::plain,
+     [](const Report& r) -> json { return total(r).tensor_flops; }},
+    {"time_s", "", When::feasible, Csv::g9,
+     [](const Report& r) -> json { return r.engine.time_s; }},
+    {"bound", "", When::feasible, Csv::plain, [](const Report& r) -> json { return r.bound; }},
+    {"compulsory_bytes", "bounds", When::feasible, Csv::plain,
+     [](const Report& r) -> json { return r.bounds.compulsory_bytes; }},
+    {"closed_form_bytes", "bounds", When::feasible, Csv::plain,
+     [](const Report& r) -> json { return r.bounds.closed_form_bytes; }},
+    {"lower_bound_bytes", "bounds", When::feasible, Csv::plain,
+     [](const Report& r) -> json { return r.bounds.lower_bound_bytes; }},
+    {"max_abs_error", "numerics", When::feasible, Csv::g6,
+     [](const Report& r) -> json {
+       return or_null(r.numerics.max_abs_error.has_value(), r.numerics.max_abs_error.value_or(0));
+     }},
+    {"infeasible_reason", "", When::infeasible, Csv::reason,
+     [](const Report& r) -> json { return r.infeasible_reason; }},
+    {"pass", "problem", When::always, Csv::plain,
+     [](const Report& r) -> json { return pass_name(problem(r).pass); }},
+    {"kv_heads", "problem", When::always, Csv::plain,
+     [](const Report& r) -> json { return problem(r).kv_head_count(); }},
+    {"pattern", "problem", When::always, Csv::quoted,
+     [](const Report& r) -> json {
+       return problem(r).pattern ? json(problem(r).pattern->spec) : json(nullptr);
+     }},
+    {"page_tokens", "problem", When::always, Csv::plain,
+     [](const Report& r) -> json {
+       return or_null(problem(r).page_tokens > 0, problem(r).page_tokens);
+     }},
+    {"block_table", "problem", When::always, Csv::quoted,
+     [](const Report& r) -> json {
+       return problem(r).block_table ? json(problem(r).block_table->source) : json(nullptr);
+     }},
+    {"splits", "tiling", When::not_null, Csv::plain,  // split-KV decoding
+     [](const Report& r) -> json { return or_null(r.tiling.splits > 0, r.tiling.splits); }},
+};
+
+bool has_value(const Column& c, const Report& r) {
+  return c.when == When::always || c.when == When::not_null ||
+         (c.when == When::feasible) == r.feasible();
 }
 
-json report_to_json(const Report& r) {
-  json j = {{"profile", r.profile},
-            {"algorithm", r.request.algorithm},
-            {"problem", problem_json(r.request.problem)},
-            {"tiling", tiling_json(r)},
-            {"l2", r.request.engine.l2_enabled ? "on" : "off"},
-            {"feasible", r.feasible()}};
-  if (!r.feasible()) {
-    j["infeasible_reason"] = r.infeasible_reason;
-    return j;
+// A CSV field: quoted (quotes doubled) when it holds a comma, a quote or a line break.
+std::string csv_field(const std::string& v) {
+  if (v.find_first_of(",\"\n\r") == std::string::npos) return v;
+  std::string q = "\"";
+  for (char ch : v) q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+  return q + "\"";
+}
+
+std::string csv_text(Csv style, const json& v) {
+  switch (v.type()) {
+    case json::value_t::boolean:
+      return v.get<bool>() ? "true" : "false";
+    case json::value_t::number_integer:
+      return fmt::format("{}", v.get<std::int64_t>());
+    case json::value_t::number_unsigned:
+      return fmt::format("{}", v.get<std::uint64_t>());
+    case json::value_t::number_float: {
+      const double x = v.get<double>();
+      return style == Csv::g9   ? fmt::format("{:.9g}", x)
+             : style == Csv::g6 ? fmt::format("{:.6g}", x)
+                                : fmt::format("{}", x);
+    }
+    case json::value_t::string: {
+      std::string text = v.get<std::string>();
+      if (style == Csv::quoted) return csv_field(text);
+      if (style != Csv::reason) return text;
+      for (char& ch : text)
+        if (ch == '"') ch = '\'';
+      return "\"" + text + "\"";
+    }
+    default:  // null
+      return "";
   }
+}
+
+// What a feasible run's JSON holds beyond kColumns: its kernels, all its counters (written as
+// each kernel's; the counter columns are among them), the rest of the bounds, ...
+void add_run_json(json& j, const Report& r) {
   json kernels = json::array();
   for (const KernelResult& k : r.engine.kernels) {
     kernels.push_back({{"name", k.spec.name},
@@ -120,20 +233,41 @@ json report_to_json(const Report& r) {
   }
   j["kernels"] = kernels;
   j["counters"] = counters_json(r.engine.total);
-  j["time_s"] = r.engine.time_s;
-  j["bound"] = r.bound;
-  j["bounds"] = {{"compulsory_bytes", r.bounds.compulsory_bytes},
-                 {"closed_form_bytes", r.bounds.closed_form_bytes},
-                 {"closed_form_read_bytes", r.bounds.closed_form_read_bytes},
+  j["bounds"] = {{"closed_form_read_bytes", r.bounds.closed_form_read_bytes},
                  {"closed_form_write_bytes", r.bounds.closed_form_write_bytes},
-                 {"lower_bound_bytes", r.bounds.lower_bound_bytes},
                  {"lower_bound_formula", r.bounds.lower_bound_formula}};
-  j["numerics"] = {
-      {"executed", r.numerics.executed},
-      {"max_abs_error",
-       r.numerics.max_abs_error.has_value() ? json(*r.numerics.max_abs_error) : json(nullptr)}};
+  j["numerics"] = {{"executed", r.numerics.executed}};
   j["sm_clock_mhz"] = r.request.engine.sm_clock_mhz;
   j["simulation_wall_s"] = r.simulation_wall_s;
+}
+
+}  // namespace
+
+std::string human_bytes(double b) {
+  const char* units[] = {"B", "KB", "MB", "GB", "TB", "PB"};
+  int u = 0;
+  while (std::abs(b) >= 1000.0 && u < 5) {
+    b /= 1000.0;
+    ++u;
+  }
+  return u == 0 ? fmt::format("{:.0f} B", b) : fmt::format("{:.3g} {}", b, units[u]);
+}
+
+std::string human_seconds(double s) {
+  if (s >= 1.0) return fmt::format("{:.3g} s", s);
+  if (s >= 1e-3) return fmt::format("{:.3g} ms", s * 1e3);
+  return fmt::format("{:.3g} us", s * 1e6);
+}
+
+json report_to_json(const Report& r) {
+  json j = {{"tiling", tiling_json(r)}};
+  if (r.feasible()) add_run_json(j, r);
+  for (const Column& c : kColumns) {
+    if (!has_value(c, r)) continue;
+    json v = c.value(r);
+    if (c.when == When::not_null && v.is_null()) continue;
+    (*c.object != '\0' ? j[c.object] : j)[c.name] = std::move(v);
+  }
   return j;
 }
 
@@ -215,55 +349,21 @@ std::string format_table(const Report& r) {
 }
 
 std::string csv_header() {
-  return "profile,algorithm,batch,heads,seq,seq_kv,head_dim,dtype,causal,mask,dropout,block_q,"
-         "block_kv,l2,feasible,hbm_read_bytes,hbm_write_bytes,l2_read_bytes,l2_write_bytes,"
-         "flops,tensor_flops,time_s,bound,compulsory_bytes,closed_form_bytes,lower_bound_bytes,"
-         "max_abs_error,infeasible_reason,pass,kv_heads,pattern,page_tokens,block_table,splits";
+  std::string s;
+  for (const Column& c : kColumns) {
+    if (&c != kColumns) s += ',';
+    s += c.name;
+  }
+  return s;
 }
-
-namespace {
-
-// A CSV field: quoted (quotes doubled) when it holds a comma, a quote or a line break.
-std::string csv_field(const std::string& v) {
-  if (v.find_first_of(",\"\n\r") == std::string::npos) return v;
-  std::string q = "\"";
-  for (char ch : v) q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
-  return q + "\"";
-}
-
-// The columns after infeasible_reason (added later, so that the first columns keep their
-// places): what else tells a sweep's rows apart.
-std::string csv_problem_extras(const Report& r) {
-  const AttentionProblem& p = r.request.problem;
-  return fmt::format(",{},{},{},{},{},{}", pass_name(p.pass), p.kv_head_count(),
-                     p.pattern ? csv_field(p.pattern->spec) : "",
-                     p.page_tokens > 0 ? std::to_string(p.page_tokens) : "",
-                     p.block_table ? csv_field(p.block_table->source) : "",
-                     r.tiling.splits > 0 ? std::to_string(r.tiling.splits) : "");
-}
-
-}  // namespace
 
 std::string csv_row(const Report& r) {
-  const AttentionProblem& p = r.request.problem;
-  std::string s =
-      fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}", r.profile, r.request.algorithm,
-                  p.batch, p.heads, p.seq, p.seq_kv, p.head_dim, dtype_name(p.dtype), p.causal,
-                  p.mask, p.dropout, r.tiling.block_q, r.tiling.block_kv,
-                  r.request.engine.l2_enabled ? "on" : "off", r.feasible());
-  if (!r.feasible()) {
-    std::string reason = r.infeasible_reason;
-    for (char& ch : reason)
-      if (ch == '"') ch = '\'';
-    return s + ",,,,,,,,,,,,," + "\"" + reason + "\"" + csv_problem_extras(r);
+  std::string s;
+  for (const Column& c : kColumns) {
+    if (&c != kColumns) s += ',';
+    if (has_value(c, r)) s += csv_text(c.csv, c.value(r));
   }
-  const Counters& t = r.engine.total;
-  s += fmt::format(",{},{},{},{},{},{},{:.9g},{},{},{},{},", t.hbm.read_total(),
-                   t.hbm.write_total(), t.l2.read_total(), t.l2.write_total(), t.flops(),
-                   t.tensor_flops, r.engine.time_s, r.bound, r.bounds.compulsory_bytes,
-                   r.bounds.closed_form_bytes, r.bounds.lower_bound_bytes);
-  if (r.numerics.max_abs_error) s += fmt::format("{:.6g}", *r.numerics.max_abs_error);
-  return s + "," + csv_problem_extras(r);
+  return s;
 }
 
 std::string format_comparison(const std::vector<Report>& two_level,

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Writes the CI accuracy floors (reports/validation/accuracy_levels*.json) from what
-`iosim validate` measures now, per device folder under reports/validation/.
+"""Writes the CI accuracy floors (measurements/accuracy_levels*.json) from what
+`iosim validate` measures now, per device folder under measurements/.
 
 A level is the current error rounded up to the next 0.5% (so that floating-point noise in a
 future build does not fail CI). The script never loosens a recorded level unless told to with
@@ -16,7 +16,7 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-VALIDATION = os.path.join(ROOT, "reports", "validation")
+VALIDATION = os.path.join(ROOT, "measurements")
 IOSIM = os.path.join(ROOT, "build", "iosim")
 METRICS = ("dram", "dram_read", "dram_write", "l2_read", "l2_write", "time")
 FILES = {

@@ -2,9 +2,9 @@
 # Installs the Debian packages iosim builds with, if any is missing. Needs root (or sudo).
 set -euo pipefail
 # libjs-chart.js: Chart.js, inlined into `iosim report --html` pages; chromium: renders them in
-# tests/browser_test.sh.
+# tests/browser_test.sh; nodejs: parses their scripts (reports/assets/*.js) there.
 packages=(cmake g++ make libcli11-dev libyaml-cpp-dev libfmt-dev doctest-dev nlohmann-json3-dev
-          libeigen3-dev libbenchmark-dev libjs-chart.js chromium)
+          libeigen3-dev libbenchmark-dev libjs-chart.js chromium nodejs)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,34 +1,45 @@
 #!/usr/bin/env bash
-# The HTML report as a reader opens it: headless Chromium (Debian's `chromium`) renders the report
-# of a small sweep (two shards, merged) with measurements. Fails on any console message or script
-# error, and unless every chart drew; then draws every selection of the page's controls
-# (#selftest) and checks again. Run by ctest with IOSIM set to the binary.
+# The HTML report as a reader opens it: first node (Debian's `nodejs`) parses the page's scripts
+# (reports/assets/*.js), so that a syntax error names its file and line; then headless Chromium
+# (Debian's `chromium`) renders the report of a small sweep (two shards, merged) with measurements.
+# Fails on any console message or script error, and unless every chart drew; then draws every
+# selection of the page's controls (#selftest) and checks again. Run by ctest with IOSIM set to the
+# binary.
 #
 #   IOSIM=build/iosim bash tests/browser_test.sh [SCREENSHOT.png [REPORT.html]]
 #
 # With a file argument it also saves a screenshot there, of REPORT.html when given, else of the
-# test's report (docs/report.png: see the README's "Sweeps and reports"). Without Chromium the
-# test fails and says how to install it; IOSIM_SKIP_BROWSER_TEST=1 makes it an explicit skip (77).
+# test's report (docs/report.png: see the README's "Sweeps and reports"). Without node or Chromium
+# the test fails and says how to install it; IOSIM_SKIP_BROWSER_TEST=1 makes it an explicit skip
+# (77).
 set -u
 IOSIM=${IOSIM:?set IOSIM to the iosim binary}
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 screenshot=${1:-}
 shot_of=${2:-}
 
+# missing TOOL PACKAGE: TOOL is not installed; fail, or skip (77) with IOSIM_SKIP_BROWSER_TEST=1.
+missing() {
+  if [ "${IOSIM_SKIP_BROWSER_TEST:-0}" = 1 ]; then
+    echo "SKIPPED: $1 is not installed (IOSIM_SKIP_BROWSER_TEST=1); the HTML report was not checked"
+    exit 77
+  fi
+  echo "FAIL: $1 is not installed, so the HTML report cannot be checked."
+  echo "      Install it with scripts/install_deps.sh (Debian package '$2'),"
+  echo "      or set IOSIM_SKIP_BROWSER_TEST=1 to skip this test explicitly."
+  exit 1
+}
+
+command -v node >/dev/null 2>&1 || missing node nodejs
+for js in "$REPO"/reports/assets/*.js; do
+  node --check "$js" || { echo "FAIL: node --check: $js does not parse"; exit 1; }
+done
+
 browser=""
 for b in chromium chromium-browser google-chrome; do
   if command -v "$b" >/dev/null 2>&1; then browser=$(command -v "$b"); break; fi
 done
-if [ -z "$browser" ]; then
-  if [ "${IOSIM_SKIP_BROWSER_TEST:-0}" = 1 ]; then
-    echo "SKIPPED: chromium is not installed (IOSIM_SKIP_BROWSER_TEST=1); the HTML report was not checked"
-    exit 77
-  fi
-  echo "FAIL: chromium is not installed, so the HTML report cannot be checked."
-  echo "      Install it with scripts/install_deps.sh (Debian package 'chromium'),"
-  echo "      or set IOSIM_SKIP_BROWSER_TEST=1 to skip this test explicitly."
-  exit 1
-fi
+[ -n "$browser" ] || missing chromium chromium
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

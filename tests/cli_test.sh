@@ -122,7 +122,8 @@ expect 2 "line 2: page 1 is listed twice" -- "${DEC[@]}" --algo paged --block-ta
 expect 2 "the problem needs 1 x 256" -- "${DEC[@]}" --algo paged --block-table "$DATA/block_tables/two_by_three.txt"
 
 # iosim validate: the committed measurements, every format, and bad input.
-VAL=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/reports/validation
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+VAL=$REPO/measurements
 H100_DEC=$VAL/h100-sxm5-80gb/measurements_decode_2026-11-22.json
 expect 0 "| all | 43 |" -- validate "$H100_DEC" --format md
 expect 0 "DRAM (read + write) median / worst" -- validate "$H100_DEC" --format md
@@ -140,7 +141,7 @@ mkdir -p "$tmp/empty_dir"
 expect 2 "no measurements*.json" -- validate "$tmp/empty_dir"
 expect 2 "format" -- validate "$H100_DEC" --format xml
 # The README's accuracy tables are what `iosim validate` prints now.
-if (cd "$VAL/../.." && bash scripts/readme_tables.sh --check "$IOSIM"); then ok; else bad "README accuracy tables are stale: run scripts/readme_tables.sh --write"; fi
+if (cd "$REPO" && bash scripts/readme_tables.sh --check "$IOSIM"); then ok; else bad "README accuracy tables are stale: run scripts/readme_tables.sh --write"; fi
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -1,8 +1,8 @@
-// The committed measurements keep the model honest: `iosim validate` over reports/validation/
+// The committed measurements keep the model honest: `iosim validate` over measurements/
 // must stay at or under the accuracy levels recorded next to the data, per device folder. Our own
 // kernels (measurements*.json) and PyTorch's (pytorch_sdpa_*.json) have levels of their own;
 // scripts/accuracy_levels.py writes them (tightening freely, loosening only when told why).
-#include "reports/validation.hpp"
+#include "validation/validation.hpp"
 
 #include <doctest/doctest.h>
 
@@ -17,7 +17,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kDir = std::string(IOSIM_REPO_DIR) + "/reports/validation";
+const std::string kDir = std::string(IOSIM_REPO_DIR) + "/measurements";
 
 nlohmann::json read_levels(const std::string& levels_file) {
   std::ifstream in(kDir + "/" + levels_file);

@@ -1,4 +1,4 @@
-#include "reports/validation.hpp"
+#include "validation/validation.hpp"
 
 #include <fmt/format.h>
 
@@ -31,7 +31,7 @@ json read_json(const fs::path& file) {
 }
 
 // The built-in profile a measurement belongs to: the folder it sits in
-// (reports/validation/<profile>/), else the device name it recorded.
+// (measurements/<profile>/), else the device name it recorded.
 std::string profile_for(const fs::path& file, const json& doc) {
   const std::vector<std::string> names = builtin_profile_names();
   const std::string folder = file.parent_path().filename().string();

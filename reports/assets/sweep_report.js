@@ -1,0 +1,403 @@
+(function () {
+  'use strict';
+  var errors = window.iosimErrors;
+  var note = window.iosimNote;
+  window.iosimUpdateStatus = updateStatus;
+
+  // <body> data-* attributes tell an automated check whether every chart drew.
+  function updateStatus() {
+    var canvases = Array.prototype.slice.call(document.querySelectorAll('canvas'));
+    var drawn = canvases.filter(function (c) { return c.dataset.drawn === '1'; }).length;
+    var b = document.body;
+    b.dataset.chartsExpected = canvases.length;
+    b.dataset.chartsDrawn = drawn;
+    b.dataset.errors = errors.length;
+    if (errors.length) b.dataset.errorText = errors.join(' | ').slice(0, 1000);
+    b.dataset.status = errors.length ? 'error'
+        : (canvases.length > 0 && drawn === canvases.length ? 'ok' : 'pending');
+  }
+
+  // A canvas counts as drawn once it holds ink (any non-transparent pixel).
+  Chart.register({
+    id: 'iosimDrawn',
+    afterRender: function (chart) {
+      var c = chart.canvas;
+      if (c.dataset.drawn === '1' || !c.width || !c.height) return;
+      var d = chart.ctx.getImageData(0, 0, c.width, c.height).data;
+      for (var i = 3; i < d.length; i += 4 * 7) {
+        if (d[i] !== 0) { c.dataset.drawn = '1'; break; }
+      }
+    }
+  });
+
+  var DATA = JSON.parse(document.getElementById('iosim-data').textContent);
+  var ROWS = DATA.rows;
+  var COLORS = ['#1f77b4', '#d62728', '#2ca02c', '#ff7f0e', '#9467bd', '#8c564b', '#e377c2',
+                '#7f7f7f', '#bcbd22', '#17becf', '#393b79', '#ad494a'];
+  var TENSOR_ORDER = ['Q', 'K', 'V', 'O', 'S', 'P', 'L', 'm', 'l', 'dO', 'dQ', 'dK', 'dV',
+                      'partial_O', 'partial_lse', 'block_table'];
+  function color(i) { return COLORS[i % COLORS.length]; }
+  function uniq(xs) { return xs.filter(function (x, i) { return xs.indexOf(x) === i; }); }
+  function numeric(xs) { return uniq(xs).sort(function (a, b) { return a - b; }); }
+
+  function human(v, units) {
+    if (!isFinite(v)) return '';
+    var i = 0;
+    while (Math.abs(v) >= 1000 && i < units.length - 1) { v /= 1000; i++; }
+    return (i === 0 ? String(Math.round(v * 100) / 100) : v.toPrecision(3)) + ' ' + units[i];
+  }
+  function bytes(v) { return human(v, ['B', 'KB', 'MB', 'GB', 'TB', 'PB']); }
+  function flopRate(v) { return human(v, ['FLOP/s', 'KFLOP/s', 'MFLOP/s', 'GFLOP/s', 'TFLOP/s', 'PFLOP/s']); }
+  function seconds(s) {
+    if (s >= 1) return s.toPrecision(3) + ' s';
+    if (s >= 1e-3) return (s * 1e3).toPrecision(3) + ' ms';
+    return (s * 1e6).toPrecision(3) + ' us';
+  }
+  // Log-axis labels only at 1, 2 and 5 times a power of ten.
+  function logLabel(format) {
+    return function (v) {
+      var m = v / Math.pow(10, Math.floor(Math.log10(v) + 1e-9));
+      return [1, 2, 5].some(function (k) { return Math.abs(m - k) < 1e-6; }) ? format(v) : '';
+    };
+  }
+  // A log axis with ticks exactly at `values` (sequence lengths, block sizes).
+  function ticksAt(values) {
+    return function (axis) { axis.ticks = values.map(function (v) { return { value: v }; }); };
+  }
+
+  var anyNkv = ROWS.some(function (r) { return r.Nkv !== r.N; });
+  ROWS.forEach(function (r) {
+    var parts = ['B=' + r.B, 'H=' + r.H, r.dt, r.pass];
+    if (anyNkv) parts.push('N_kv=' + r.Nkv);
+    if (r.causal) parts.push('causal');
+    if (r.mask) parts.push('mask');
+    if (r.drop > 0) parts.push('dropout=' + r.drop);
+    if (r.pat) parts.push('pattern ' + r.pat);
+    parts.push('L2 ' + r.l2 + (r.cold ? ' (cold)' : ''));
+    if (r.clk > 0) parts.push(r.clk + ' MHz');
+    r.variant = parts.join(' ');
+  });
+
+  var state = {};
+  var charts = [];
+
+  function fillSelect(id, values, labels, current) {
+    var el = document.getElementById(id);
+    el.innerHTML = '';
+    values.forEach(function (v, i) {
+      var o = document.createElement('option');
+      o.value = String(v);
+      o.textContent = labels ? labels[i] : String(v);
+      el.appendChild(o);
+    });
+    var keep = values.map(String).indexOf(String(current));
+    el.value = String(keep >= 0 ? values[keep] : values[0]);
+    return el;
+  }
+
+  function makeChart(parent, title, config) {
+    var box = document.createElement('div');
+    box.className = 'chart';
+    var canvas = document.createElement('canvas');
+    box.appendChild(canvas);
+    parent.appendChild(box);
+    config.options = config.options || {};
+    var o = config.options;
+    o.animation = false;
+    o.responsive = true;
+    o.maintainAspectRatio = false;
+    o.plugins = o.plugins || {};
+    o.plugins.title = { display: true, text: title };
+    o.plugins.legend = o.plugins.legend || { labels: { boxWidth: 12, font: { size: 11 } } };
+    charts.push(new Chart(canvas, config));
+  }
+
+  function logAxis(title, format, values) {
+    var axis = { type: 'logarithmic', title: { display: true, text: title },
+                 ticks: { callback: values ? format : logLabel(format) } };
+    if (values && values.length) axis.afterBuildTicks = ticksAt(values);
+    return axis;
+  }
+
+  function selected() {
+    return ROWS.filter(function (r) {
+      return r.p === state.profile && String(r.d) === state.d && r.variant === state.variant;
+    });
+  }
+
+  // The row of one problem to plot: at the chosen block_kv, or the best by `key`.
+  function pick(rows, key, block) {
+    var ok = rows.filter(function (r) {
+      return r.ok && (block === 'best' || String(r.bkv) === block);
+    });
+    var best = null;
+    ok.forEach(function (r) {
+      if (best === null || r[key] < best[key] ||
+          (r[key] === best[key] && (key === 't' ? r.hbm < best.hbm : r.t < best.t))) best = r;
+    });
+    return best;
+  }
+
+  function byBlockCharts(rows, algos, ns) {
+    var parent = document.getElementById('by-block');
+    var blocks = numeric(rows.map(function (r) { return r.bkv; }));
+    algos.forEach(function (a) {
+      var datasets = [];
+      ns.forEach(function (n, k) {
+        var hbm = [], l2 = [];
+        blocks.forEach(function (bkv) {
+          var r = pick(rows.filter(function (x) {
+            return x.a === a && x.N === n && x.bkv === bkv;
+          }), 'hbm', 'best');
+          hbm.push({ x: bkv, y: r ? r.hbm : null });
+          l2.push({ x: bkv, y: r ? r.l2b : null });
+        });
+        datasets.push({ label: 'N=' + n + ' HBM', data: hbm, borderColor: color(k),
+                        backgroundColor: color(k), spanGaps: false });
+        datasets.push({ label: 'N=' + n + ' L2', data: l2, borderColor: color(k),
+                        backgroundColor: '#fff', borderDash: [5, 4], spanGaps: false });
+      });
+      makeChart(parent, a + ': bytes vs block_kv (Bc)', {
+        type: 'line', data: { datasets: datasets },
+        options: { parsing: false, scales: { x: logAxis('block_kv (Bc)', String, blocks),
+                                             y: logAxis('bytes', bytes) },
+                   plugins: { tooltip: { callbacks: { label: function (c) {
+                     return c.dataset.label + ': ' + bytes(c.parsed.y); } } } } }
+      });
+    });
+  }
+
+  function byNCharts(rows, algos, ns) {
+    var parent = document.getElementById('by-n');
+    var datasets = [], times = [];
+    var comp = [], lb = [];
+    algos.forEach(function (a, k) {
+      var hbm = [], l2 = [], t = [];
+      ns.forEach(function (n) {
+        var group = rows.filter(function (x) { return x.a === a && x.N === n; });
+        var r = pick(group, 'hbm', state.block);
+        if (r) {
+          hbm.push({ x: n, y: r.hbm });
+          l2.push({ x: n, y: r.l2b });
+          if (!comp.some(function (p) { return p.x === n; })) {
+            comp.push({ x: n, y: r.comp });
+            lb.push({ x: n, y: r.lb });
+          }
+        }
+        var rt = pick(group, 't', state.block);
+        if (rt) t.push({ x: n, y: rt.t });
+      });
+      datasets.push({ label: a + ' HBM', data: hbm, borderColor: color(k), backgroundColor: color(k) });
+      datasets.push({ label: a + ' L2', data: l2, borderColor: color(k), backgroundColor: '#fff',
+                      borderDash: [5, 4] });
+      times.push({ label: a, data: t, borderColor: color(k), backgroundColor: color(k) });
+    });
+    var sortX = function (a, b) { return a.x - b.x; };
+    datasets.push({ label: 'compulsory', data: comp.sort(sortX), borderColor: '#000',
+                    backgroundColor: '#000', borderDash: [2, 3], pointRadius: 0 });
+    datasets.push({ label: 'lower bound', data: lb.sort(sortX), borderColor: '#888',
+                    backgroundColor: '#888', borderDash: [8, 4], pointRadius: 0 });
+    makeChart(parent, 'Bytes vs N (log-log)', {
+      type: 'line', data: { datasets: datasets },
+      options: { parsing: false, scales: { x: logAxis('N (sequence length)', String, ns),
+                                           y: logAxis('bytes', bytes) },
+                 plugins: { tooltip: { callbacks: { label: function (c) {
+                   return c.dataset.label + ': ' + bytes(c.parsed.y); } } } } }
+    });
+    makeChart(parent, 'Simulated time vs N (log-log)', {
+      type: 'line', data: { datasets: times },
+      options: { parsing: false, scales: { x: logAxis('N (sequence length)', String, ns),
+                                           y: logAxis('time', seconds) },
+                 plugins: { tooltip: { callbacks: { label: function (c) {
+                   return c.dataset.label + ': ' + seconds(c.parsed.y); } } } } }
+    });
+  }
+
+  function tensorCharts(rows, algos) {
+    var parent = document.getElementById('by-tensor');
+    var n = Number(state.tensorN);
+    var picked = algos.map(function (a) {
+      return pick(rows.filter(function (x) { return x.a === a && x.N === n; }), 'hbm', state.block);
+    });
+    var names = [];
+    picked.forEach(function (r) { if (r) names = names.concat(Object.keys(r.pt)); });
+    names = uniq(names).sort(function (a, b) {
+      var ia = TENSOR_ORDER.indexOf(a), ib = TENSOR_ORDER.indexOf(b);
+      return (ia < 0 ? 99 : ia) - (ib < 0 ? 99 : ib) || (a < b ? -1 : 1);
+    });
+    [['HBM', 0], ['L2', 1]].forEach(function (level) {
+      var datasets = names.map(function (t, k) {
+        return { label: t, backgroundColor: color(k), stack: 'bytes',
+                 data: picked.map(function (r) { return r && r.pt[t] ? r.pt[t][level[1]] : 0; }) };
+      });
+      makeChart(parent, level[0] + ' bytes per tensor at N=' + n, {
+        type: 'bar',
+        data: { labels: algos.map(function (a, i) {
+          return picked[i] ? a + ' (' + picked[i].bq + 'x' + picked[i].bkv + ')' : a + ' (none fits)';
+        }), datasets: datasets },
+        options: { scales: { x: { stacked: true },
+                             y: { stacked: true, title: { display: true, text: level[0] + ' bytes' },
+                                  ticks: { callback: bytes } } },
+                   plugins: { tooltip: { callbacks: { label: function (c) {
+                     return c.dataset.label + ': ' + bytes(c.parsed.y); } } } } }
+      });
+    });
+  }
+
+  function rooflineCharts() {
+    var parent = document.getElementById('roofline');
+    uniq(ROWS.map(function (r) { return r.p; })).forEach(function (p) {
+      var rows = ROWS.filter(function (r) { return r.p === p && r.ok && r.hbm > 0 && r.t > 0; });
+      var prof = DATA.profiles[p] || {};
+      var datasets = uniq(rows.map(function (r) { return r.a; })).map(function (a, k) {
+        return { type: 'scatter', label: a, borderColor: color(k), backgroundColor: color(k),
+                 data: rows.filter(function (r) { return r.a === a; }).map(function (r) {
+                   return { x: r.fl / r.hbm, y: r.fl / r.t, N: r.N, d: r.d, bkv: r.bkv };
+                 }) };
+      });
+      var xs = rows.map(function (r) { return r.fl / r.hbm; });
+      var xmin = Math.min.apply(null, xs.concat([1])) / 2, xmax = Math.max.apply(null, xs.concat([10])) * 2;
+      uniq(rows.map(function (r) { return r.dt; })).forEach(function (dt) {
+        var peak = ((prof.tensor_tflops || {})[dt] || 0) * 1e12;
+        [['HBM', prof.hbm_gbps, []], ['L2', prof.l2_gbps, [6, 4]]].forEach(function (roof) {
+          var bw = (roof[1] || 0) * 1e9;
+          if (!(peak > 0 && bw > 0)) return;
+          var ridge = peak / bw;
+          var pts = [{ x: xmin, y: bw * xmin }];
+          if (ridge > xmin && ridge < xmax) pts.push({ x: ridge, y: peak });
+          pts.push({ x: xmax, y: Math.min(peak, bw * xmax) });
+          datasets.push({ type: 'line', label: roof[0] + ' roof (' + dt + ')', data: pts,
+                          borderColor: roof[0] === 'HBM' ? '#000' : '#888', borderDash: roof[2],
+                          pointRadius: 0, borderWidth: 1.5 });
+        });
+      });
+      makeChart(parent, 'Roofline: ' + (prof.description || p), {
+        type: 'scatter', data: { datasets: datasets },
+        options: { parsing: false, scales: {
+            x: logAxis('arithmetic intensity (FLOPs / HBM byte)', String),
+            y: logAxis('achieved FLOP/s', flopRate) },
+          plugins: { tooltip: { callbacks: { label: function (c) {
+            var r = c.raw;
+            return c.dataset.label + (r.N ? ' N=' + r.N + ' d=' + r.d + ' Bc=' + r.bkv : '') +
+                ': ' + r.x.toPrecision(3) + ' FLOP/B, ' + flopRate(r.y); } } } } }
+      });
+    });
+  }
+
+  function validationCharts() {
+    var parent = document.getElementById('validation');
+    if (!parent || !DATA.validation) return;
+    var cases = DATA.validation;
+    [['bytes', ['dram_read', 'dram_write', 'l2_read', 'l2_write'], bytes],
+     ['time', ['time'], seconds]].forEach(function (group) {
+      var all = [];
+      var datasets = group[1].map(function (m, k) {
+        var pts = cases.filter(function (c) { return c.m[m][1] > 0 && c.m[m][0] > 0; })
+            .map(function (c) { all.push(c.m[m][0], c.m[m][1]);
+                                return { x: c.m[m][1], y: c.m[m][0], id: c.id }; });
+        return { label: m, data: pts, borderColor: color(k), backgroundColor: color(k) };
+      });
+      if (all.length) {
+        var lo = Math.min.apply(null, all), hi = Math.max.apply(null, all);
+        datasets.push({ type: 'line', label: 'predicted = measured', data: [{ x: lo, y: lo }, { x: hi, y: hi }],
+                        borderColor: '#888', borderDash: [4, 4], pointRadius: 0 });
+      }
+      makeChart(parent, 'Predicted vs measured ' + group[0], {
+        type: 'scatter', data: { datasets: datasets },
+        options: { parsing: false, scales: { x: logAxis('measured ' + group[0], group[2]),
+                                             y: logAxis('predicted ' + group[0], group[2]) },
+                   plugins: { tooltip: { callbacks: { label: function (c) {
+                     return (c.raw.id || c.dataset.label) + ': measured ' + group[2](c.raw.x) +
+                         ', predicted ' + group[2](c.raw.y); } } } } }
+      });
+    });
+  }
+
+  function drawSelection() {
+    charts.forEach(function (c) {
+      var box = c.canvas.parentNode;
+      var grid = box.parentNode;
+      if (grid.id === 'roofline' || grid.id === 'validation') return;
+      c.destroy();
+      grid.removeChild(box);
+    });
+    charts = charts.filter(function (c) { return c.canvas && c.canvas.parentNode; });
+    var rows = selected();
+    var algos = uniq(rows.map(function (r) { return r.a; }));
+    var ns = numeric(rows.map(function (r) { return r.N; }));
+    byBlockCharts(rows, algos, ns);
+    byNCharts(rows, algos, ns);
+    fillSelect('sel-tensor-n', ns, null, state.tensorN || ns[ns.length - 1]);
+    state.tensorN = document.getElementById('sel-tensor-n').value;
+    tensorCharts(rows, algos);
+    updateStatus();
+  }
+
+  function readControls() {
+    ['profile', 'd', 'variant', 'block'].forEach(function (k) {
+      state[k] = document.getElementById('sel-' + k).value;
+    });
+  }
+
+  function setUp() {
+    var profiles = uniq(ROWS.map(function (r) { return r.p; }));
+    fillSelect('sel-profile', profiles, profiles.map(function (p) {
+      return DATA.profiles[p] && DATA.profiles[p].description ? p + ' (' + DATA.profiles[p].description + ')' : p;
+    }));
+    fillSelect('sel-d', numeric(ROWS.map(function (r) { return r.d; })));
+    fillSelect('sel-variant', uniq(ROWS.map(function (r) { return r.variant; })));
+    var blocks = numeric(ROWS.map(function (r) { return r.bkv; }));
+    fillSelect('sel-block', ['best'].concat(blocks),
+               ['best'].concat(blocks.map(function (b) { return 'block_kv = ' + b; })));
+    readControls();
+    ['profile', 'd', 'variant', 'block'].forEach(function (k) {
+      document.getElementById('sel-' + k).addEventListener('change', function () {
+        readControls();
+        drawSelection();
+      });
+    });
+    document.getElementById('sel-tensor-n').addEventListener('change', function (e) {
+      state.tensorN = e.target.value;
+      drawSelection();
+    });
+    rooflineCharts();
+    validationCharts();
+    drawSelection();
+  }
+
+  // #selftest: draw every combination of the selects, then report on <body> whether each
+  // drew without a script error (tests/browser_test.sh).
+  function selfTest() {
+    var ids = ['sel-profile', 'sel-d', 'sel-variant', 'sel-block'];
+    var options = ids.map(function (id) {
+      return Array.prototype.map.call(document.getElementById(id).options, function (o) { return o.value; });
+    });
+    var combos = 0, failed = 0;
+    (function visit(k) {
+      if (k === ids.length) {
+        readControls();
+        drawSelection();
+        combos++;
+        if (document.body.dataset.status !== 'ok') failed++;
+        return;
+      }
+      options[k].forEach(function (v) {
+        document.getElementById(ids[k]).value = v;
+        visit(k + 1);
+      });
+    })(0);
+    ids.forEach(function (id, k) { document.getElementById(id).value = options[k][0]; });
+    readControls();
+    drawSelection();
+    document.body.dataset.selftest = (failed === 0 && errors.length === 0 ? 'ok' : 'failed') +
+        ' ' + combos + ' selections, ' + failed + ' failed';
+  }
+
+  try {
+    setUp();
+    if (window.location.hash === '#selftest') selfTest();
+  } catch (e) {
+    note(e && e.stack ? e.stack : e);
+  }
+  updateStatus();
+})();
