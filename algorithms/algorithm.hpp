@@ -1,6 +1,7 @@
 #pragma once
 // An attention algorithm: given a problem and a GPU, it picks (or checks) a tiling and builds the
 // Schedule the engine runs. A tiling that cannot work is a result with a reason, not an error.
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -132,6 +133,16 @@ std::int64_t sram_bytes(const HardwareProfile& profile);
 /// further pair adds a tile of look-ahead.
 constexpr int kv_pipeline_depth(int kv_buffer_pairs) {
   return kv_buffer_pairs < 2 ? 2 : kv_buffer_pairs;
+}
+
+/// Registers per thread of a kernel whose O (block_q x d) and S (block_q x block_kv) tiles
+/// accumulate in FP32 registers spread over the CTA's threads, plus about 40 for addresses and
+/// fragments, at most 255; a compiler's report (`requested`) wins.
+inline int accumulator_registers(const Tiling& t, std::int64_t head_dim,
+                                 const TilingRequest& requested) {
+  const std::int64_t acc = (t.block_q * head_dim + t.block_q * t.block_kv) / t.threads;
+  return requested.registers_per_thread.value_or(
+      static_cast<int>(std::min<std::int64_t>(acc + 40, 255)));
 }
 
 /// Number of tiles of size `block` covering `n`.

@@ -160,9 +160,7 @@ Planned plan_flash1(const AttentionProblem& p, const HardwareProfile& hw,
         bwd_smem, hw.name, limit);
     return out;
   }
-  const std::int64_t acc = (t.block_q * p.head_dim + t.block_q * t.block_kv) / t.threads;
-  const int regs =
-      req.registers_per_thread.value_or(static_cast<int>(std::min<std::int64_t>(acc + 40, 255)));
+  const int regs = accumulator_registers(t, p.head_dim, req);
   t.registers_per_thread = regs;
   out.schedule = for_pass(
       p.pass,

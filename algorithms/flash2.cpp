@@ -189,11 +189,7 @@ Planned plan_flash2_family(const AttentionProblem& p, const HardwareProfile& hw,
     blocks = std::make_shared<const BlockMask>(p, t.block_q, t.block_kv);
     out.density = blocks->density();
   }
-  // O and S accumulate in FP32 registers spread over the CTA's threads, plus about 40 for
-  // addresses and fragments; a compiler's report (Tiling::registers_per_thread) wins.
-  const std::int64_t acc = (t.block_q * d + t.block_q * t.block_kv) / t.threads;
-  const int regs =
-      req.registers_per_thread.value_or(static_cast<int>(std::min<std::int64_t>(acc + 40, 255)));
+  const int regs = accumulator_registers(t, d, req);
   t.registers_per_thread = regs;
   out.schedule = for_pass(
       p.pass,

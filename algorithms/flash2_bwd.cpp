@@ -22,7 +22,7 @@ namespace {
 enum class Kernel { dot_do_o, dq_dk_dv, convert_dq };
 constexpr Kernel kKernels[] = {Kernel::dot_do_o, Kernel::dq_dk_dv, Kernel::convert_dq};
 
-class Flash2Backward final : public Schedule {
+class Flash2Backward final : public WholeCtaSchedule {
  public:
   Flash2Backward(const AttentionProblem& p, const Tiling& t,
                  std::shared_ptr<const BlockMask> blocks)
@@ -69,15 +69,9 @@ class Flash2Backward final : public Schedule {
     return out;
   }
 
-  // A CTA's operations are one part: its loops are short (a row, or one K/V block's pass).
-  bool emit_cta_part(std::size_t kernel, std::int64_t cta, std::size_t part,
-                     std::vector<TileOp>& out) const override {
-    if (part == 0) emit_whole_cta(kernel, cta, out);
-    return false;
-  }
-
- private:
-  void emit_whole_cta(std::size_t kernel, std::int64_t cta, std::vector<TileOp>& out) const {
+ protected:
+  void emit_whole_cta(std::size_t kernel, std::int64_t cta,
+                      std::vector<TileOp>& out) const override {
     switch (kKernels[kernel]) {
       case Kernel::dot_do_o:
         return emit_rows(cta, true, out);
@@ -88,6 +82,7 @@ class Flash2Backward final : public Schedule {
     }
   }
 
+ private:
   // The backward runs twice the forward's warps, as FlashAttention-2 (8 warps against 4).
   int threads() const { return std::min(1024, 2 * t_.threads); }
 

@@ -295,9 +295,7 @@ Planned plan_split_kv(const AttentionProblem& p, const HardwareProfile& hw,
         algo, t.block_q, d, kv_buffers, t.block_kv, d, dtype_name(p.dtype), smem, hw.name, limit);
     return out;
   }
-  const std::int64_t acc = (t.block_q * d + t.block_q * t.block_kv) / t.threads;
-  const int regs =
-      req.registers_per_thread.value_or(static_cast<int>(std::min<std::int64_t>(acc + 40, 255)));
+  const int regs = accumulator_registers(t, d, req);
   t.registers_per_thread = regs;
 
   const std::int64_t tc = ceil_div(p.seq_kv, t.block_kv);

@@ -26,7 +26,7 @@ using namespace standard_tiles;
 
 enum class Kernel { gemm_dp, gemm_dv, dropout_bwd, softmax_bwd, mask_bwd, gemm_dq, gemm_dk };
 
-class StandardBackward final : public Schedule {
+class StandardBackward final : public WholeCtaSchedule {
  public:
   StandardBackward(const AttentionProblem& p, const Tiling& t)
       : p_(p), t_(t), ew_(p.seq_kv, false), rows_(p.seq_kv, true) {
@@ -100,15 +100,9 @@ class StandardBackward final : public Schedule {
     return out;
   }
 
-  // A CTA's operations are one part: its loops are short (a row, or one K/V block's pass).
-  bool emit_cta_part(std::size_t kernel, std::int64_t cta, std::size_t part,
-                     std::vector<TileOp>& out) const override {
-    if (part == 0) emit_whole_cta(kernel, cta, out);
-    return false;
-  }
-
- private:
-  void emit_whole_cta(std::size_t kernel, std::int64_t cta, std::vector<TileOp>& out) const {
+ protected:
+  void emit_whole_cta(std::size_t kernel, std::int64_t cta,
+                      std::vector<TileOp>& out) const override {
     switch (kernels_.at(kernel)) {
       case Kernel::gemm_dp:
         return emit_gemm_dp(cta, out);
@@ -125,6 +119,7 @@ class StandardBackward final : public Schedule {
     }
   }
 
+ private:
   // dP = dO V^T: the shape of the forward's S = Q K^T.
   void emit_gemm_dp(std::int64_t cta, std::vector<TileOp>& out) const {
     const std::int64_t tq = ceil_div(p_.seq, t_.block_q), tk = ceil_div(p_.seq_kv, t_.block_kv);

@@ -67,4 +67,20 @@ class Schedule {
   }
 };
 
+/// A schedule whose CTAs are short enough to emit whole (a row, one K/V block's pass): one part
+/// each. It implements emit_whole_cta() instead.
+class WholeCtaSchedule : public Schedule {
+ public:
+  bool emit_cta_part(std::size_t kernel, std::int64_t cta, std::size_t part,
+                     std::vector<TileOp>& out) const final {
+    if (part == 0) emit_whole_cta(kernel, cta, out);
+    return false;
+  }
+
+ protected:
+  /// Appends every operation of CTA `cta` of kernel `kernel`, in program order.
+  virtual void emit_whole_cta(std::size_t kernel, std::int64_t cta,
+                              std::vector<TileOp>& out) const = 0;
+};
+
 }  // namespace iosim

@@ -141,15 +141,12 @@ TEST_CASE("every backward computes exact gradients over random shapes") {
 
 TEST_CASE("a backward that drops a Q block's dQ share is caught by execution") {
   // flash2's backward, minus the atomic adds of the last K/V block of every head.
-  class Broken final : public Schedule {
+  class Broken final : public WholeCtaSchedule {
    public:
     explicit Broken(std::unique_ptr<Schedule> inner) : inner_(std::move(inner)) {}
     std::vector<TensorDecl> tensors() const override { return inner_->tensors(); }
     std::vector<KernelSpec> kernels() const override { return inner_->kernels(); }
-    // One part: the whole CTA.
-    bool emit_cta_part(std::size_t k, std::int64_t cta, std::size_t part,
-                       std::vector<TileOp>& out) const override {
-      if (part > 0) return false;
+    void emit_whole_cta(std::size_t k, std::int64_t cta, std::vector<TileOp>& out) const override {
       std::vector<TileOp> all;
       inner_->emit_cta(k, cta, all);
       const bool last_kv =
@@ -158,7 +155,6 @@ TEST_CASE("a backward that drops a Q block's dQ share is caught by execution") {
         if (last_kv && op.kind == OpKind::reduce) continue;
         out.push_back(op);
       }
-      return false;
     }
 
    private:
@@ -369,8 +365,8 @@ TEST_CASE("flash2 backward against PyTorch's FlashAttention-2 measured on the H2
   // measurements/h200-sxm-141gb/pytorch_sdpa_*.json: Nsight Compute counters of PyTorch's
   // flash backward (cold L2 per kernel, clocks locked to base). Its main kernel is compared with
   // ours at the SM clock ncu measured: DRAM bytes, bytes the SMs received from L2, and time.
-  const std::string path = std::string(IOSIM_REPO_DIR) +
-                           "/measurements/h200-sxm-141gb/pytorch_sdpa_2026-11-22.json";
+  const std::string path =
+      std::string(IOSIM_REPO_DIR) + "/measurements/h200-sxm-141gb/pytorch_sdpa_2026-11-22.json";
   std::ifstream in(path);
   REQUIRE(in.good());
   const nlohmann::json data = nlohmann::json::parse(in);

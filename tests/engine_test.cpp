@@ -105,7 +105,7 @@ namespace {
 
 // One CTA that adds a 16 x 32 fp16 tile into dS (64 x 4096: 8 KiB rows, held in 4-row blocks).
 // The tile's rows fill 4 whole blocks, which the address map sends as one two-level run.
-class ReduceSchedule final : public Schedule {
+class ReduceSchedule final : public WholeCtaSchedule {
  public:
   std::vector<TensorDecl> tensors() const override { return {{TensorId::dS, 1, 64, 4096, 2}}; }
   std::vector<KernelSpec> kernels() const override {
@@ -115,12 +115,8 @@ class ReduceSchedule final : public Schedule {
     k.threads_per_cta = 128;
     return {k};
   }
-  // One part: the whole CTA.
-  bool emit_cta_part(std::size_t, std::int64_t, std::size_t part,
-                     std::vector<TileOp>& out) const override {
-    if (part > 0) return false;
+  void emit_whole_cta(std::size_t, std::int64_t, std::vector<TileOp>& out) const override {
     out.push_back(TileOp::reduce({TensorId::dS, 0, 0, 16, 0, 32}));
-    return false;
   }
 };
 

@@ -57,15 +57,12 @@ TEST_CASE("the issue's case: flash2 at N=1000, d=64, blocks 128x64") {
 
 TEST_CASE("a schedule that skips a needed block is caught by execution") {
   // A broken schedule: flash2's emission, minus the last K/V block of every CTA.
-  class Broken final : public Schedule {
+  class Broken final : public WholeCtaSchedule {
    public:
     explicit Broken(std::unique_ptr<Schedule> inner) : inner_(std::move(inner)) {}
     std::vector<TensorDecl> tensors() const override { return inner_->tensors(); }
     std::vector<KernelSpec> kernels() const override { return inner_->kernels(); }
-    // One part: the whole CTA.
-    bool emit_cta_part(std::size_t k, std::int64_t cta, std::size_t part,
-                       std::vector<TileOp>& out) const override {
-      if (part > 0) return false;
+    void emit_whole_cta(std::size_t k, std::int64_t cta, std::vector<TileOp>& out) const override {
       std::vector<TileOp> all;
       inner_->emit_cta(k, cta, all);
       std::size_t last_k = 0, finalize = 0;
@@ -77,7 +74,6 @@ TEST_CASE("a schedule that skips a needed block is caught by execution") {
         if (i >= last_k && i < finalize) continue;  // the last K/V block's loads and math
         out.push_back(all[i]);
       }
-      return false;
     }
 
    private:

@@ -29,7 +29,7 @@ RunRequest decode_request(const std::string& algo, std::int64_t b, std::int64_t 
 }
 
 // A one-kernel schedule whose CTAs each run the given ops (tensors Q, K of 1 x 4096 x 64 fp16).
-class OpsSchedule final : public Schedule {
+class OpsSchedule final : public WholeCtaSchedule {
  public:
   OpsSchedule(std::vector<TileOp> ops, std::int64_t ctas, int threads)
       : ops_(std::move(ops)), ctas_(ctas), threads_(threads) {}
@@ -45,12 +45,8 @@ class OpsSchedule final : public Schedule {
     k.pipeline_stages = 2;
     return {k};
   }
-  // One part: the whole CTA.
-  bool emit_cta_part(std::size_t, std::int64_t, std::size_t part,
-                     std::vector<TileOp>& out) const override {
-    if (part > 0) return false;
+  void emit_whole_cta(std::size_t, std::int64_t, std::vector<TileOp>& out) const override {
     out.insert(out.end(), ops_.begin(), ops_.end());
-    return false;
   }
 
  private:
