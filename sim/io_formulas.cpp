@@ -247,22 +247,26 @@ ReadWriteBytes times(u64 matrices, const ReadWrite& rw) {
   return {matrices * rw.read, matrices * rw.write};
 }
 
+// The passes p.pass runs of a schedule whose every (batch, head) moves the same bytes.
+using PerHead = ReadWrite (*)(const AttentionProblem&, std::int64_t, std::int64_t);
+ReadWriteBytes every_head(const AttentionProblem& p, std::int64_t block_q, std::int64_t block_kv,
+                          PerHead forward, PerHead backward) {
+  ReadWrite rw;
+  if (runs_forward(p.pass)) rw += forward(p, block_q, block_kv);
+  if (runs_backward(p.pass)) rw += backward(p, block_q, block_kv);
+  return times(u(p.bh()), rw);
+}
+
 }  // namespace
 
 ReadWriteBytes standard_closed_form(const AttentionProblem& p, std::int64_t block_q,
                                     std::int64_t block_kv) {
-  ReadWrite rw;
-  if (runs_forward(p.pass)) rw += standard(p, block_q, block_kv);
-  if (runs_backward(p.pass)) rw += standard_bwd(p, block_q, block_kv);
-  return times(u(p.bh()), rw);
+  return every_head(p, block_q, block_kv, standard, standard_bwd);
 }
 
 ReadWriteBytes flash1_closed_form(const AttentionProblem& p, std::int64_t block_q,
                                   std::int64_t block_kv) {
-  ReadWrite rw;
-  if (runs_forward(p.pass)) rw += flash1(p, block_q, block_kv);
-  if (runs_backward(p.pass)) rw += flash1_bwd(p, block_q, block_kv);
-  return times(u(p.bh()), rw);
+  return every_head(p, block_q, block_kv, flash1, flash1_bwd);
 }
 
 ReadWriteBytes flash2_closed_form(const AttentionProblem& p, std::int64_t block_q,
