@@ -1,6 +1,6 @@
-// Wall time of iosim's own simulation on real sizes (Google Benchmark). The issue's target:
-// flash2, B=4, H=16, N=16384, d=128 with the L2 model on, on the H100 profile, in seconds.
-// The sweep of README's "Sweeps and reports" (issue #6: under a minute on two cores) is dominated
+// Wall time of iosim's own simulation on real sizes (Google Benchmark): flash2, B=4, H=16,
+// N=16384, d=128 with the L2 model on, on the H100 profile, in seconds.
+// The sweep of README's "Sweeps and reports" (goal: under a minute on two cores) is dominated
 // by standard attention at N=16384 (~2.4x10^8 L2 region accesses at Bc=32) and by flash1 with
 // small blocks (1.7x10^7 steps of single-region tiles); the *_sweep cases below are its most
 // expensive points, so that their speed is tracked here. bench/l2_bench.cpp times the L2 model

@@ -42,9 +42,8 @@ struct ProblemFlag {
   std::string help;
   Field field;
   bool required = false;
-  // A sweep that leaves it out runs one point with run's default and records no axis for it
-  // (the flags added after the sweep file's first version: sweeps without them write the same
-  // file as before).
+  // A sweep that leaves it out runs one point with run's default and records no axis for it, so
+  // that a sweep file names only the optional flags its sweep used.
   bool unrecorded_when_absent = false;
 };
 

@@ -89,9 +89,9 @@ json or_null(bool given, json v) {
   return given ? v : json(nullptr);
 }
 
-// The CSV columns in order (columns after infeasible_reason were added later, so that the first
-// keep their places). Adding one here adds it to `iosim run --format csv`, the sweep's CSV and,
-// at its place, the JSON.
+// The CSV columns in order; new ones go after infeasible_reason, so that scripts reading the
+// first columns by position keep working. Adding one here adds it to `iosim run --format csv`, the
+// sweep's CSV and, at its place, the JSON.
 const Column kColumns[] = {
     {"profile", "", When::always, Csv::plain, [](const Report& r) -> json { return r.profile; }},
     {"algorithm", "", When::always, Csv::plain,
