@@ -64,6 +64,7 @@ struct Capabilities {
   bool splits = false;               // --splits: split-KV decoding
   bool pages = false;                // --page-tokens, --block-table: K/V gathered through pages
   bool materializes_scores = false;  // S and P go through HBM (the unfused baseline)
+  bool backward = true;              // --pass bwd and fwdbwd: it has a backward schedule
   StagesCount forward_stages = StagesCount::kv_buffer_pairs;
 };
 
