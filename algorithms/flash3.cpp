@@ -163,7 +163,8 @@ Planned plan_flash3(const AttentionProblem& p, const HardwareProfile& hw,
   t.registers_per_thread = regs;
   // Ping-pong between two or more consumer warpgroups for 16-bit types up to d = 128, as
   // FlashAttention-3's forward mainloop does (its scheduler barrier); above, they cooperate.
-  const bool pingpong = consumers >= 2 && d <= 128;
+  const bool pingpong =
+      req.warpgroups ? *req.warpgroups == PipeOverlap::pingpong : consumers >= 2 && d <= 128;
   out.schedule = std::make_unique<Flash3Schedule>(p, t, smem, regs, consumers, pingpong);
   return out;
 }
@@ -177,6 +178,7 @@ Algorithm flash3_algorithm() {
       "FlashAttention-3 forward (Hopper): producer/consumer warpgroups, wgmma, ping-pong, "
       "persistent tiles";
   a.capabilities.backward = false;  // the backward is still to come
+  a.capabilities.warpgroups = true;
   a.plan = plan_flash3;
   a.closed_form = [](const AttentionProblem& p, const Tiling& t, const BlockMask*) {
     return flash3_closed_form(p, t.block_q, t.block_kv);

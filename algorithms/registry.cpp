@@ -117,6 +117,9 @@ void check_applicable(const Algorithm& algorithm, const AttentionProblem& p,
   if (requested.splits && !c.splits) {
     not_applicable("--splits", algorithm, registry, &Capabilities::splits);
   }
+  if (requested.warpgroups && !c.warpgroups) {
+    not_applicable("--warpgroups", algorithm, registry, &Capabilities::warpgroups);
+  }
   if (p.pass != Pass::fwd && !c.backward) {
     not_applicable("--pass bwd and --pass fwdbwd", algorithm, registry, &Capabilities::backward);
   }
