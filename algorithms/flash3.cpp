@@ -63,7 +63,7 @@ class Flash3Schedule final : public Schedule {
     k.tensor_instruction = TensorInstruction::wgmma;
     k.producer_warps = kWarpgroupThreads / 32;
     k.consumer_warpgroups = consumers_;
-    k.overlap = pingpong_ ? PipeOverlap::pingpong : PipeOverlap::warps_per_scheduler;
+    k.overlap = pingpong_ ? PipeOverlap::pingpong : PipeOverlap::async_tensor;
     k.role = "attention";
     return {k};
   }
@@ -161,10 +161,15 @@ Planned plan_flash3(const AttentionProblem& p, const HardwareProfile& hw,
   const int regs = req.registers_per_thread.value_or(
       std::min(255, hw.sm.registers_per_sm.value / t.threads / 8 * 8));
   t.registers_per_thread = regs;
-  // Ping-pong between two or more consumer warpgroups for 16-bit types up to d = 128, as
-  // FlashAttention-3's forward mainloop does (its scheduler barrier); above, they cooperate.
-  const bool pingpong =
-      req.warpgroups ? *req.warpgroups == PipeOverlap::pingpong : consumers >= 2 && d <= 128;
+  // FlashAttention-3's code makes its consumer warpgroups ping-pong (a scheduler barrier) for
+  // 16-bit types up to d = 128. The engine's ping-pong rule is the ideal of that (each
+  // warpgroup's softmax wholly under another's GEMMs): it puts cuDNN's H100 forwards at 94%
+  // (d = 128) and 87% (d = 64) of the tensor peak where ncu counts the tensor pipe active 77% and
+  // 52% of the cycles. The default is the cooperative arrangement (PipeOverlap::async_tensor:
+  // the 8 consumer warps overlap the pipes as 2 warps per scheduler allow, wgmma's operand
+  // reads inside the tensor pipe): 74% and 60%. Ping-pong is --warpgroups pingpong
+  // (measurements/h100-sxm5-80gb/cudnn_2026-11-23/NOTES_flash3.md).
+  const bool pingpong = req.warpgroups && *req.warpgroups == PipeOverlap::pingpong;
   out.schedule = std::make_unique<Flash3Schedule>(p, t, smem, regs, consumers, pingpong);
   return out;
 }

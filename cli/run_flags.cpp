@@ -156,7 +156,7 @@ RunRequest to_request(const RunFlags& f) {
   if (f.warpgroups == "pingpong") {
     r.tiling.warpgroups = PipeOverlap::pingpong;
   } else if (f.warpgroups == "cooperative") {
-    r.tiling.warpgroups = PipeOverlap::warps_per_scheduler;
+    r.tiling.warpgroups = PipeOverlap::async_tensor;
   } else if (!f.warpgroups.empty()) {
     throw ConfigError(
         fmt::format("--warpgroups must be 'pingpong' or 'cooperative', not '{}'", f.warpgroups));

@@ -299,9 +299,14 @@ class KernelRun {
     // scheduler the pipes overlap that far: all of them at once as w grows (the busiest pipe
     // decides), none with one warp (their times add). A warp's own chain of dependent latencies
     // is filled the same way: fully exposed with one warp per scheduler.
-    const double pipes[] = {w.tensor_flops * rates_.per.tensor_flop,
-                            w.fp32_flops * rates_.per.fp32_flop, w.sfu_ops * rates_.per.sfu_op,
-                            w.int32_ops * rates_.per.int32_op, w.smem_bytes * rates_.per.smem_byte};
+    double pipes[] = {w.tensor_flops * rates_.per.tensor_flop, w.fp32_flops * rates_.per.fp32_flop,
+                      w.sfu_ops * rates_.per.sfu_op, w.int32_ops * rates_.per.int32_op,
+                      w.smem_bytes * rates_.per.smem_byte};
+    if (spec_.overlap == PipeOverlap::async_tensor) {
+      // The tensor cores' operand reads are their own: one pipe, the busier of the two.
+      pipes[0] = std::max(pipes[0], pipes[4]);
+      pipes[4] = 0.0;
+    }
     double busiest = 0.0, total = 0.0;
     for (double pipe : pipes) {
       busiest = std::max(busiest, pipe);
