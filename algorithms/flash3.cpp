@@ -33,20 +33,13 @@ class Flash3Schedule final : public Schedule {
         consumers_(consumers),
         pingpong_(pingpong) {}
 
-  // Grouped-query attention packs a K/V head's query heads as one longer "head" when the query
-  // length is one (AttentionProblem::packs_query_group), as flash2's forward does.
+  // Grouped-query attention: a K/V head's query heads packed as one (QueryView), as flash2's.
   bool packed() const { return p_.packs_query_group(); }
-  std::int64_t view_heads() const { return packed() ? p_.kv_head_count() : p_.heads; }
-  std::int64_t view_rows() const { return packed() ? p_.group() * p_.seq : p_.seq; }
+  std::int64_t view_heads() const { return QueryView::of(p_, packed()).heads; }
+  std::int64_t view_rows() const { return QueryView::of(p_, packed()).rows; }
 
   std::vector<TensorDecl> tensors() const override {
-    const std::int64_t eb = p_.elem_bytes(), d = p_.head_dim;
-    const std::int64_t qm = p_.batch * view_heads(), n = view_rows();
-    return {{TensorId::Q, qm, n, d, eb},
-            {TensorId::K, p_.bh_kv(), p_.seq_kv, d, eb},
-            {TensorId::V, p_.bh_kv(), p_.seq_kv, d, eb},
-            {TensorId::O, qm, n, d, eb},
-            {TensorId::L, qm, n, 1, 4}};
+    return QueryView::of(p_, packed()).tensors(p_);
   }
 
   std::vector<KernelSpec> kernels() const override {
