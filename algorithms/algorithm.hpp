@@ -27,6 +27,8 @@ struct TilingRequest {
   std::optional<int> pipeline_stages;       // see Tiling::pipeline_stages and StagesCount
   std::optional<int> registers_per_thread;  // of the main kernel, as a compiler reported it
   std::optional<std::int64_t> splits;       // split-KV decoding: K/V chunks per query tile
+  // Warp-specialized kernels: how the consumer warpgroups share the tensor cores (--warpgroups).
+  std::optional<PipeOverlap> warpgroups;
 };
 
 /// Block sizes and launch shape of a planned schedule: every field resolved.
@@ -65,6 +67,8 @@ struct Capabilities {
   bool splits = false;               // --splits: split-KV decoding
   bool pages = false;                // --page-tokens, --block-table: K/V gathered through pages
   bool materializes_scores = false;  // S and P go through HBM (the unfused baseline)
+  bool backward = true;              // --pass bwd and fwdbwd: it has a backward schedule
+  bool warpgroups = false;           // --warpgroups: consumer warpgroups ping-pong or cooperate
   StagesCount forward_stages = StagesCount::kv_buffer_pairs;
 };
 

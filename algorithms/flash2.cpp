@@ -22,22 +22,14 @@ class Flash2Schedule final : public Schedule {
                  std::shared_ptr<const BlockMask> blocks)
       : p_(p), t_(t), smem_bytes_(smem_bytes), regs_(regs), blocks_(std::move(blocks)) {}
 
-  // Grouped-query attention: K/V have B*H_kv matrices. When the query group is packed
-  // (AttentionProblem::packs_query_group, seq 1; never under a block mask, which is over query
-  // positions) the query side is viewed as B*H_kv heads of g*N rows: the same bytes as
-  // [B*H][N][d], since a group's heads are adjacent.
+  // Grouped-query attention: K/V have B*H_kv matrices; the query group is packed (QueryView)
+  // except under a block mask, which is over query positions.
   bool packed() const { return p_.packs_query_group() && !blocks_; }
-  std::int64_t view_heads() const { return packed() ? p_.kv_head_count() : p_.heads; }
-  std::int64_t view_rows() const { return packed() ? p_.group() * p_.seq : p_.seq; }
+  std::int64_t view_heads() const { return QueryView::of(p_, packed()).heads; }
+  std::int64_t view_rows() const { return QueryView::of(p_, packed()).rows; }
 
   std::vector<TensorDecl> tensors() const override {
-    const std::int64_t eb = p_.elem_bytes(), d = p_.head_dim;
-    const std::int64_t qm = p_.batch * view_heads(), n = view_rows();
-    return {{TensorId::Q, qm, n, d, eb},
-            {TensorId::K, p_.bh_kv(), p_.seq_kv, d, eb},
-            {TensorId::V, p_.bh_kv(), p_.seq_kv, d, eb},
-            {TensorId::O, qm, n, d, eb},
-            {TensorId::L, qm, n, 1, 4}};
+    return QueryView::of(p_, packed()).tensors(p_);
   }
 
   std::vector<KernelSpec> kernels() const override {

@@ -22,6 +22,25 @@ std::unique_ptr<Schedule> for_pass(Pass pass,
                                    const std::function<std::unique_ptr<Schedule>()>& forward,
                                    const std::function<std::unique_ptr<Schedule>()>& backward);
 
+/// A forward's query side: B x `heads` matrices of `rows` rows. Grouped-query attention with one
+/// query position (AttentionProblem::packs_query_group) views a K/V head's g query heads as one
+/// head of g rows: the same bytes as [B*H][N][d], since a group's heads are adjacent.
+struct QueryView {
+  std::int64_t heads = 0, rows = 0;
+  static QueryView of(const AttentionProblem& p, bool packed) {
+    return packed ? QueryView{p.kv_head_count(), p.group() * p.seq} : QueryView{p.heads, p.seq};
+  }
+  /// The forward's tensors: Q, K, V, O and L (fp32) over this view.
+  std::vector<TensorDecl> tensors(const AttentionProblem& p) const {
+    const std::int64_t eb = p.elem_bytes(), d = p.head_dim, qm = p.batch * heads;
+    return {{TensorId::Q, qm, rows, d, eb},
+            {TensorId::K, p.bh_kv(), p.seq_kv, d, eb},
+            {TensorId::V, p.bh_kv(), p.seq_kv, d, eb},
+            {TensorId::O, qm, rows, d, eb},
+            {TensorId::L, qm, rows, 1, 4}};
+  }
+};
+
 /// flash2's planning (flash2.cpp), shared with block-sparse, which adds the block mask of
 /// `p.pattern` for the resolved blocks (and reports its density).
 Planned plan_flash2_family(const AttentionProblem& p, const HardwareProfile& hw,

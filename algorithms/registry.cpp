@@ -14,13 +14,14 @@ namespace iosim {
 Algorithm standard_algorithm();        // standard.cpp
 Algorithm flash1_algorithm();          // flash1.cpp
 Algorithm flash2_algorithm();          // flash2.cpp
+Algorithm flash3_algorithm();          // flash3.cpp
 Algorithm block_sparse_algorithm();    // block_sparse.cpp
 Algorithm flash_decoding_algorithm();  // flash_decoding.cpp
 Algorithm paged_algorithm();           // paged.cpp
 
 void register_builtin_algorithms(Registry& registry) {
-  for (auto make : {standard_algorithm, flash1_algorithm, flash2_algorithm, block_sparse_algorithm,
-                    flash_decoding_algorithm, paged_algorithm}) {
+  for (auto make : {standard_algorithm, flash1_algorithm, flash2_algorithm, flash3_algorithm,
+                    block_sparse_algorithm, flash_decoding_algorithm, paged_algorithm}) {
     registry.add(make());
   }
 }
@@ -115,6 +116,12 @@ void check_applicable(const Algorithm& algorithm, const AttentionProblem& p,
   }
   if (requested.splits && !c.splits) {
     not_applicable("--splits", algorithm, registry, &Capabilities::splits);
+  }
+  if (requested.warpgroups && !c.warpgroups) {
+    not_applicable("--warpgroups", algorithm, registry, &Capabilities::warpgroups);
+  }
+  if (p.pass != Pass::fwd && !c.backward) {
+    not_applicable("--pass bwd and --pass fwdbwd", algorithm, registry, &Capabilities::backward);
   }
   if ((p.page_tokens > 0 || p.block_table) && !c.pages) {
     not_applicable("--page-tokens and --block-table", algorithm, registry, &Capabilities::pages);

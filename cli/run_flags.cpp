@@ -70,6 +70,11 @@ std::vector<ProblemFlag> make_problem_flags() {
        &RunFlags::block_table, false, true},
       {"--threads", "threads per CTA of the main kernel (0: the algorithm's)", &RunFlags::threads},
       {"--stages", stages_help(), &RunFlags::stages},
+      {"--warpgroups",
+       "flash3: pingpong (consumer warpgroups take turns on the tensor cores, one's softmax under "
+       "another's GEMMs) | cooperative (their pipes overlap as warps per scheduler allow) "
+       "(default: FlashAttention-3's choice)",
+       &RunFlags::warpgroups, false, true},
       {"--causal", "causal mask (bottom-right aligned), masked blocks skipped", &RunFlags::causal},
       {"--mask", "an elementwise mask computed from indices", &RunFlags::mask},
       {"--cold-l2", "flush the L2 before every kernel, as Nsight Compute does", &RunFlags::cold_l2},
@@ -148,6 +153,14 @@ RunRequest to_request(const RunFlags& f) {
   }
   if (f.kv_heads) p.kv_heads = *f.kv_heads;
   r.tiling.splits = f.splits;
+  if (f.warpgroups == "pingpong") {
+    r.tiling.warpgroups = PipeOverlap::pingpong;
+  } else if (f.warpgroups == "cooperative") {
+    r.tiling.warpgroups = PipeOverlap::async_tensor;
+  } else if (!f.warpgroups.empty()) {
+    throw ConfigError(
+        fmt::format("--warpgroups must be 'pingpong' or 'cooperative', not '{}'", f.warpgroups));
+  }
   if (f.page_tokens) p.page_tokens = *f.page_tokens;
   if (!f.block_table.empty()) {
     p.block_table = std::make_shared<const BlockTable>(load_block_table(f.block_table));

@@ -30,6 +30,7 @@ struct RunFlags {
   // Decoding; left out: the default applies.
   std::optional<std::int64_t> kv_heads, splits, page_tokens;
   std::string block_table;  // --block-table FILE (paged)
+  std::string warpgroups;   // --warpgroups pingpong|cooperative (flash3; empty: its default)
 };
 
 /// One flag of an attention call: its name, its help, and the RunFlags field it sets. `run`,

@@ -102,7 +102,7 @@ class KernelRun {
         l2_(l2),
         rates_(profile, clock_mhz, spec.mma_dtype, spec.tensor_instruction),
         ctas_per_sm_(occ.ctas_per_sm),
-        warps_per_cta_((spec.threads_per_cta + 31) / 32),
+        warps_per_cta_((spec.threads_per_cta + 31) / 32 - spec.producer_warps),
         ports_(static_cast<std::size_t>(rates_.sm_count)),
         resident_on_sm_(static_cast<std::size_t>(rates_.sm_count), 0) {}
 
@@ -299,9 +299,14 @@ class KernelRun {
     // scheduler the pipes overlap that far: all of them at once as w grows (the busiest pipe
     // decides), none with one warp (their times add). A warp's own chain of dependent latencies
     // is filled the same way: fully exposed with one warp per scheduler.
-    const double pipes[] = {w.tensor_flops * rates_.per.tensor_flop,
-                            w.fp32_flops * rates_.per.fp32_flop, w.sfu_ops * rates_.per.sfu_op,
-                            w.int32_ops * rates_.per.int32_op, w.smem_bytes * rates_.per.smem_byte};
+    double pipes[] = {w.tensor_flops * rates_.per.tensor_flop, w.fp32_flops * rates_.per.fp32_flop,
+                      w.sfu_ops * rates_.per.sfu_op, w.int32_ops * rates_.per.int32_op,
+                      w.smem_bytes * rates_.per.smem_byte};
+    if (spec_.overlap == PipeOverlap::async_tensor) {
+      // The tensor cores' operand reads are their own: one pipe, the busier of the two.
+      pipes[0] = std::max(pipes[0], pipes[4]);
+      pipes[4] = 0.0;
+    }
     double busiest = 0.0, total = 0.0;
     for (double pipe : pipes) {
       busiest = std::max(busiest, pipe);
@@ -312,6 +317,25 @@ class KernelRun {
       // (x / 1 is x: no division with one warp per scheduler, as FlashAttention's 4-warp CTAs.)
       return busiest + (per_scheduler == 1.0 ? total - busiest : (total - busiest) / per_scheduler);
     };
+    if (spec_.overlap == PipeOverlap::pingpong) {
+      // wgmma runs asynchronously and reads its operands from shared memory as it goes: the
+      // tensor cores and the shared-memory pipe are the asynchronous unit. The FP32, SFU and
+      // INT32 work overlap one another as the warps per scheduler allow, as above. With W
+      // consumer warpgroups taking turns, one's softmax runs under the others' GEMMs: the stage
+      // takes the busier of the two sides, and at least what one warpgroup does in sequence
+      // (its 1/W of the GEMMs, then its 1/W of the rest with its one warp per scheduler).
+      const double async = std::max(pipes[0], pipes[4]);
+      const double sync_total = pipes[1] + pipes[2] + pipes[3];
+      const double sync_busiest = std::max({pipes[1], pipes[2], pipes[3]});
+      const double groups = std::max(1, spec_.consumer_warpgroups);
+      auto pingpong = [&](double warps) {
+        const double per_scheduler = std::max(1.0, warps / kSchedulersPerSm);
+        const double sync = sync_busiest + (sync_total - sync_busiest) / per_scheduler;
+        return std::max({async, sync, (pipes[0] + sync_total) / groups});
+      };
+      return std::max(share * pingpong(share * warps_per_cta_),
+                      pingpong(warps_per_cta_) + w.chain_s);
+    }
     // Its share of the SM's pipes, and at least its own critical path: its work with only its
     // own warps to overlap it, plus the dependent latencies of its warps.
     return std::max(share * overlapped(share * warps_per_cta_),

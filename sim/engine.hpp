@@ -12,7 +12,12 @@
 //     finishes the copy, plus the L2-hit or DRAM latency.
 //   - Compute waits for its copy and the previous compute; tensor-core, FP32 and SFU work are
 //     timed apart at the SM's rates divided among the CTAs resident on it; shared-memory
-//     traffic bounds the stage from below.
+//     traffic bounds the stage from below. How far the pipes overlap is the kernel's declaration
+//     (KernelSpec::overlap): by default as far as the compute warps per scheduler allow;
+//     under `pingpong` the tensor cores (with the shared-memory operand reads) work
+//     asynchronously beside the FP32/SFU/INT32 work of the other consumer warpgroups.
+//     Producer warps (KernelSpec::producer_warps) only issue copies: they take no pipe time
+//     and do not count as warps that overlap the pipes.
 //   - With `pipeline_stages` = P, a stage's copy may start once the compute of the stage P
 //     back has finished (its buffer is free): P = 1 serializes copy and compute.
 //   - Kernel time is the last CTA's finish plus the launch overhead.

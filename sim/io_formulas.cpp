@@ -293,6 +293,31 @@ ReadWriteBytes flash2_closed_form(const AttentionProblem& p, std::int64_t block_
   return out;
 }
 
+ReadWriteBytes flash3_closed_form(const AttentionProblem& p, std::int64_t block_q,
+                                  std::int64_t block_kv) {
+  ReadWriteBytes out;
+  if (!runs_forward(p.pass)) return out;
+  // With one query position per head, a K/V head's g query heads are one g-row block of queries
+  // (they see every key).
+  AttentionProblem view = p;
+  if (p.packs_query_group()) {
+    view.heads = p.kv_head_count();
+    view.kv_heads = 0;
+    view.seq = p.group() * p.seq;
+    view.causal = false;
+  }
+  const u64 eb = u(view.elem_bytes()), d = u(view.head_dim), rows = u(view.seq);
+  u64 per_head_read = rows * d * eb;  // Q, once per tile, all tiles
+  for (std::int64_t q0 = 0; q0 < view.seq; q0 += block_q) {
+    const std::int64_t qr = std::min(block_q, view.seq - q0);
+    per_head_read += 2 * visible_kv_rows(view, q0, qr, block_kv) * d * eb;  // K and V blocks
+  }
+  const u64 per_head_write = rows * d * eb + rows * 4;  // O, and L in fp32
+  out.read = u(view.bh()) * per_head_read;
+  out.write = u(view.bh()) * per_head_write;
+  return out;
+}
+
 ReadWriteBytes split_kv_closed_form(const AttentionProblem& p, std::int64_t block_q,
                                     std::int64_t block_kv, std::int64_t splits, bool paged) {
   if (!runs_forward(p.pass)) return {};

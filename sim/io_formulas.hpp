@@ -59,6 +59,11 @@ ReadWriteBytes flash1_closed_form(const AttentionProblem& p, std::int64_t block_
 /// FlashAttention-2; with `blocks`, block-sparse FlashAttention over its nonzero blocks.
 ReadWriteBytes flash2_closed_form(const AttentionProblem& p, std::int64_t block_q,
                                   std::int64_t block_kv, const BlockMask* blocks = nullptr);
+/// FlashAttention-3's forward (Shah et al. 2024): each tile of `block_q` query rows of a head
+/// reads its Q rows once, K and V once per key block it sees (causal: up to its last row's
+/// diagonal), and writes its O rows and L once. Forward passes only.
+ReadWriteBytes flash3_closed_form(const AttentionProblem& p, std::int64_t block_q,
+                                  std::int64_t block_kv);
 /// Split-KV decoding with `splits` K/V chunks (forward only); `paged`: K/V gathered through an
 /// int32 block table of p.page_tokens-token pages.
 ReadWriteBytes split_kv_closed_form(const AttentionProblem& p, std::int64_t block_q,

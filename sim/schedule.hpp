@@ -31,6 +31,20 @@ struct Dim3 {
 /// Hopper's warpgroup wgmma (cuBLAS, FlashAttention-3). They reach different peaks on Hopper.
 enum class TensorInstruction { mma_sync, wgmma };
 
+/// How the compute warps of a CTA share the SM's pipes within a stage (engine.hpp says how each
+/// is timed).
+///  - warps_per_scheduler: every warp issues its tensor-core, FP32, SFU and INT32 work in turn;
+///    other warps on the same scheduler fill the gaps (Ampere-style kernels, FlashAttention-2).
+///  - async_tensor: as warps_per_scheduler, but the tensor cores read their operands from shared
+///    memory themselves as they go (wgmma's SS form, TMA copies): tensor-core work and the
+///    shared-memory traffic are one pipe, timed as the busier of the two. Our wgmma
+///    microbenchmark (measurements/*/wgmma_2026-11-23) runs SS at the same rate as RS.
+///  - pingpong: tensor-core work is asynchronous (wgmma: issued, then waited on) and the CTA's
+///    `consumer_warpgroups` take turns on the tensor cores, so that one warpgroup's softmax
+///    (FP32, SFU, INT32) runs while another's GEMMs do (FlashAttention-3, Shah et al. 2024,
+///    section 3.1, "pingpong scheduling").
+enum class PipeOverlap { warps_per_scheduler, async_tensor, pingpong };
+
 struct KernelSpec {
   std::string name;
   Dim3 grid;
@@ -44,6 +58,13 @@ struct KernelSpec {
   std::string role;
   Dtype mma_dtype = Dtype::fp16;  // operand type of its tensor-core work (sets the peak rate)
   TensorInstruction tensor_instruction = TensorInstruction::wgmma;
+  // Warp specialization (FlashAttention-3, cuDNN's Hopper kernels): the CTA's first
+  // `producer_warps` warps only issue copies (TMA) and take no pipe time; the other warps compute.
+  // 0: every warp both copies and computes.
+  int producer_warps = 0;
+  PipeOverlap overlap = PipeOverlap::warps_per_scheduler;
+  // Warpgroups (4 warps each) that compute, taking turns under PipeOverlap::pingpong.
+  int consumer_warpgroups = 0;
 };
 
 class Schedule {

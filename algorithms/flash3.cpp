@@ -1,0 +1,187 @@
+// FlashAttention-3 forward (Shah et al. 2024), the Hopper kernel that cuDNN's fused attention also
+// follows: warp specialization (one producer warpgroup issuing TMA copies of K/V into a ring of
+// shared-memory stages, consumer warpgroups of 64 query rows each computing with wgmma), ping-pong
+// scheduling of the consumers so that one's softmax runs under another's GEMMs, a persistent grid
+// with a tile scheduler, causal blocks skipped past the diagonal, GQA as flash2's forward.
+//
+// The work unit (a tile) is one block of `block_q` query rows of one (batch, head): the CTA loads
+// Q once, streams K_j and V_j over the key blocks the tile sees, keeps m, l and O on chip and
+// writes O and L once. The persistent CTAs (one per SM) take tiles in order from the tile
+// scheduler as they finish; the engine dispatches the next tile of the grid to the SM that frees
+// first, which is that same order, so the grid below is one entry per tile.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "algorithms/passes.hpp"
+#include "algorithms/tile_costs.hpp"
+
+namespace iosim {
+namespace {
+
+constexpr int kWarpgroupThreads = 128;
+constexpr std::int64_t kRowsPerWarpgroup = 64;  // wgmma's M: one m64nNk16 per warpgroup
+
+class Flash3Schedule final : public Schedule {
+ public:
+  Flash3Schedule(const AttentionProblem& p, const Tiling& t, std::int64_t smem_bytes, int regs,
+                 int consumers, bool pingpong)
+      : p_(p),
+        t_(t),
+        smem_bytes_(smem_bytes),
+        regs_(regs),
+        consumers_(consumers),
+        pingpong_(pingpong) {}
+
+  // Grouped-query attention: a K/V head's query heads packed as one (QueryView), as flash2's.
+  bool packed() const { return p_.packs_query_group(); }
+  std::int64_t view_heads() const { return QueryView::of(p_, packed()).heads; }
+  std::int64_t view_rows() const { return QueryView::of(p_, packed()).rows; }
+
+  std::vector<TensorDecl> tensors() const override {
+    return QueryView::of(p_, packed()).tensors(p_);
+  }
+
+  std::vector<KernelSpec> kernels() const override {
+    KernelSpec k;
+    k.name = "flash3_fwd";
+    // One entry per tile in the tile scheduler's order: query blocks of a head first, then
+    // batches, then heads, so that the tiles running at once share K/V in L2.
+    k.grid = {ceil_div(view_rows(), t_.block_q), p_.batch, view_heads()};
+    k.threads_per_cta = t_.threads;
+    k.smem_bytes_per_cta = smem_bytes_;
+    k.registers_per_thread = regs_;
+    k.pipeline_stages = kv_pipeline_depth(t_.pipeline_stages);
+    k.mma_dtype = p_.dtype;
+    k.tensor_instruction = TensorInstruction::wgmma;
+    k.producer_warps = kWarpgroupThreads / 32;
+    k.consumer_warpgroups = consumers_;
+    k.overlap = pingpong_ ? PipeOverlap::pingpong : PipeOverlap::async_tensor;
+    k.role = "attention";
+    return {k};
+  }
+
+  // Part 0: Q's tile and the state; part 1 + j: key block j; the last also writes O and L.
+  bool emit_cta_part(std::size_t, std::int64_t cta, std::size_t part,
+                     std::vector<TileOp>& out) const override {
+    const std::int64_t n = view_rows(), tr = ceil_div(n, t_.block_q);
+    const std::int64_t qb = cta % tr;
+    const std::int64_t b = (cta / tr) % p_.batch;
+    const std::int64_t h = cta / (tr * p_.batch);
+    const std::int64_t bh = b * view_heads() + h;
+    const std::int64_t kv = packed() ? bh : bh / p_.group();
+    const std::int64_t d = p_.head_dim, eb = p_.elem_bytes();
+    const std::int64_t q0 = qb * t_.block_q;
+    const std::int64_t qr = std::min(t_.block_q, n - q0);
+    const std::int64_t offset = p_.seq_kv - p_.seq;  // bottom-right causal alignment
+    const std::int64_t tc = ceil_div(p_.seq_kv, t_.block_kv);
+    // Causal: blocks up to the one holding the last row's diagonal key; the diagonal blocks are
+    // computed whole and masked.
+    const std::int64_t count =
+        (p_.causal ? std::min(tc - 1, (q0 + qr - 1 + offset) / t_.block_kv) : tc - 1) + 1;
+    const TileRef o{TensorId::O, bh, q0, qr, 0, d};
+    if (part == 0) {
+      out.push_back(TileOp::load({TensorId::Q, bh, q0, qr, 0, d}));  // TMA: gQ -> sQ
+      out.push_back(costs::init_state(o));
+      return true;
+    }
+    const auto j = static_cast<std::int64_t>(part) - 1;
+    const std::int64_t k0 = j * t_.block_kv;
+    const std::int64_t kr = std::min(t_.block_kv, p_.seq_kv - k0);
+    out.push_back(TileOp::load({TensorId::K, kv, k0, kr, 0, d}));  // TMA: gK -> sK stage
+    out.push_back(TileOp::load({TensorId::V, kv, k0, kr, 0, d}));  // TMA: gV -> sV stage
+    const TileRef s{TensorId::S, bh, q0, qr, k0, kr};
+    // wgmma reads its B operand from shared memory once per warpgroup: S = Q K^T with Q from
+    // shared memory too; O += P V with P from registers (FlashAttention-3's RS form).
+    const std::int64_t groups = ceil_div(qr, kRowsPerWarpgroup);
+    out.push_back(costs::scores(s, d, (qr + groups * kr) * d * eb));
+    if (p_.causal && k0 + kr - 1 > q0 + offset) out.push_back(costs::mask(s));
+    if (p_.mask) out.push_back(costs::mask(s));
+    out.push_back(costs::online_softmax(s, d));
+    if (p_.dropout > 0) out.push_back(costs::dropout({TensorId::P, bh, q0, qr, k0, kr}));
+    out.push_back(costs::pv(s, d, groups * kr * d * eb));
+    if (j + 1 < count) return true;
+    out.push_back(costs::finalize(o, d));
+    out.push_back(TileOp::store(o, OnChip::smem));  // through shared memory (TMA store)
+    out.push_back(TileOp::store({TensorId::L, bh, q0, qr, 0, 1}, OnChip::reg));
+    return false;
+  }
+
+ private:
+  AttentionProblem p_;
+  Tiling t_;
+  std::int64_t smem_bytes_;
+  int regs_;
+  int consumers_;
+  bool pingpong_;
+};
+
+Planned plan_flash3(const AttentionProblem& p, const HardwareProfile& hw,
+                    const TilingRequest& req) {
+  Planned out;
+  Tiling& t = out.tiling;
+  const std::int64_t eb = p.elem_bytes(), d = p.head_dim;
+  if (p.pass != Pass::fwd) {  // check_applicable refuses it first (Capabilities::backward)
+    out.infeasible_reason = "flash3 has no backward schedule yet";
+    return out;
+  }
+  // FlashAttention-3's forward tiles for 16-bit types (hopper/tile_size.h, tile_size_fwd_sm90):
+  // d <= 64: 192 x 128 (three consumer warpgroups), d <= 128: 128 x 128, larger: 128 x 80.
+  t.block_q = req.block_q.value_or(d <= 64 ? 192 : 128);
+  t.block_kv = req.block_kv.value_or(d <= 64 ? 128 : d <= 128 ? 128 : 80);
+  t.pipeline_stages = req.pipeline_stages.value_or(2);
+  const int consumers = static_cast<int>(ceil_div(t.block_q, kRowsPerWarpgroup));
+  t.threads = req.threads.value_or((consumers + 1) * kWarpgroupThreads);
+  if (t.block_q % kRowsPerWarpgroup != 0 || t.threads != (consumers + 1) * kWarpgroupThreads) {
+    out.infeasible_reason = fmt::format(
+        "flash3 gives each consumer warpgroup 64 query rows (wgmma's M) and adds one producer "
+        "warpgroup: --block-q {} must be a multiple of 64 and the CTA {} threads, not {}",
+        t.block_q, (consumers + 1) * kWarpgroupThreads, t.threads);
+    return out;
+  }
+  // Q, then the K/V stages; O leaves through Q's buffer.
+  const std::int64_t smem = (t.block_q + 2 * t.pipeline_stages * t.block_kv) * d * eb;
+  const std::int64_t limit = hw.sm.smem_per_cta_max_bytes.value;
+  if (smem > limit) {
+    out.infeasible_reason = fmt::format(
+        "flash3 tile does not fit in shared memory: Q {}x{} plus {} stage(s) of K and V {}x{} "
+        "({}) need {} bytes, {} allows {} bytes per CTA",
+        t.block_q, d, t.pipeline_stages, t.block_kv, d, dtype_name(p.dtype), smem, hw.name, limit);
+    return out;
+  }
+  // The CTA takes the whole register file (setmaxnreg moves registers from the producer to the
+  // consumers): cuDNN's 384-thread kernels report 168 = 65536 / 384.
+  const int regs = req.registers_per_thread.value_or(
+      std::min(255, hw.sm.registers_per_sm.value / t.threads / 8 * 8));
+  t.registers_per_thread = regs;
+  // FlashAttention-3's code makes its consumer warpgroups ping-pong (a scheduler barrier) for
+  // 16-bit types up to d = 128. The engine's ping-pong rule is the ideal of that (each
+  // warpgroup's softmax wholly under another's GEMMs): it puts cuDNN's H100 forwards at 94%
+  // (d = 128) and 87% (d = 64) of the tensor peak where ncu counts the tensor pipe active 77% and
+  // 52% of the cycles. The default is the cooperative arrangement (PipeOverlap::async_tensor:
+  // the 8 consumer warps overlap the pipes as 2 warps per scheduler allow, wgmma's operand
+  // reads inside the tensor pipe): 74% and 60%. Ping-pong is --warpgroups pingpong
+  // (measurements/h100-sxm5-80gb/cudnn_2026-11-23/NOTES_flash3.md).
+  const bool pingpong = req.warpgroups && *req.warpgroups == PipeOverlap::pingpong;
+  out.schedule = std::make_unique<Flash3Schedule>(p, t, smem, regs, consumers, pingpong);
+  return out;
+}
+
+}  // namespace
+
+Algorithm flash3_algorithm() {
+  Algorithm a;
+  a.name = "flash3";
+  a.summary =
+      "FlashAttention-3 forward (Hopper): producer/consumer warpgroups, wgmma, ping-pong, "
+      "persistent tiles";
+  a.capabilities.backward = false;  // the backward is still to come
+  a.capabilities.warpgroups = true;
+  a.plan = plan_flash3;
+  a.closed_form = [](const AttentionProblem& p, const Tiling& t, const BlockMask*) {
+    return flash3_closed_form(p, t.block_q, t.block_kv);
+  };
+  return a;
+}
+
+}  // namespace iosim

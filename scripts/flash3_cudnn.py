@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""iosim's flash3 schedule against cuDNN's fused attention forward (measurements/*/cudnn_*).
+
+  predict MEASURED.json PROFILE OUT.json [IOSIM]   iosim's predictions from flags alone: reads only
+                                                   each forward case's problem, never its results
+  compare MEASURED.json PREDICTIONS.json           predicted vs measured time and DRAM read
+
+The flags give cuDNN's tiling as its launch facts show it (NOTES.md): 128 query rows per CTA (two
+consumer warpgroups of 64) against 128-key blocks, 384 threads, three K/V stages; everything else
+is the schedule's and the profile's (the profile's boost clock). Both warpgroup arrangements are
+predicted; "pingpong" is FlashAttention-3's for these head dims, so it is the primary prediction.
+Time is predicted with a warm start (the measured time is warm-L2 CUDA-event time); the DRAM read
+with --cold-l2, as ncu measured it.
+"""
+import json
+import statistics
+import subprocess
+import sys
+
+ARRANGEMENTS = ("pingpong", "cooperative")
+# The arrangement the comparison is held to. v1 (H100, before any comparison): "pingpong",
+# FlashAttention-3's. After the H100 comparison: "cooperative" (see measurements/../NOTES_flash3.md).
+PRIMARY = "cooperative"
+
+
+def forward_cases(measured):
+    for c in measured["cases"]:
+        if c.get("pass") == "fwd" and c.get("error") is None:
+            yield c
+
+
+def run(iosim, profile, prob, arrangement, cold):
+    cmd = [iosim, "run", "--profile", profile, "--algo", "flash3",
+           "--batch", str(prob["batch"]), "--heads", str(prob["heads"]),
+           "--seq", str(prob["seq"]), "--seq-kv", str(prob["seq_kv"]),
+           "--head-dim", str(prob["head_dim"]), "--dtype", prob["dtype"],
+           "--block-q", "128", "--block-kv", "128", "--stages", "3",
+           "--warpgroups", arrangement, "--format", "json"]
+    if prob["causal"]:
+        cmd.append("--causal")
+    if cold:
+        cmd.append("--cold-l2")
+    return json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout), cmd
+
+
+def predict(measured_path, profile, out_path, iosim="build/iosim"):
+    measured = json.load(open(measured_path))
+    rows = []
+    for c in forward_cases(measured):
+        row = {"id": c["id"], "problem": c["problem"]}
+        for a in ARRANGEMENTS:
+            warm, cmd = run(iosim, profile, c["problem"], a, False)
+            cold, _ = run(iosim, profile, c["problem"], a, True)
+            row[a] = {"time_s": warm["time_s"], "bound": warm["bound"],
+                      "dram_read_bytes": cold["counters"]["hbm_read_bytes"],
+                      "command": " ".join(cmd[1:])}
+        rows.append(row)
+    json.dump({"profile": profile, "primary": PRIMARY, "rows": rows}, open(out_path, "w"),
+              indent=1)
+    print(f"{len(rows)} forward cases predicted -> {out_path}")
+
+
+def measured_dram_read(case):
+    return sum(k["metrics"]["dram__bytes_read.sum"] for k in case["kernels"]
+               if k.get("metrics") and k["metrics"].get("dram__bytes_read.sum") is not None)
+
+
+def compare(measured_path, predictions_path):
+    measured = {c["id"]: c for c in forward_cases(json.load(open(measured_path)))}
+    pred = json.load(open(predictions_path))
+    for a in ARRANGEMENTS:
+        print(f"\n## {a}{' (primary)' if a == pred['primary'] else ''}\n")
+        print("| case | measured ms | predicted ms | time err | DRAM read err | bound |")
+        print("| --- | --- | --- | --- | --- | --- |")
+        terr, derr = [], []
+        for r in pred["rows"]:
+            c = measured[r["id"]]
+            p = r[a]
+            t = p["time_s"] / c["time_free_running_s"] - 1
+            d = p["dram_read_bytes"] / measured_dram_read(c) - 1
+            terr.append(t)
+            derr.append(d)
+            pr = c["problem"]
+            name = (f"d{pr['head_dim']} N={pr['seq']} B{pr['batch']}H{pr['heads']}"
+                    f"{' causal' if pr['causal'] else ''}{' bf16' if pr['dtype'] == 'bf16' else ''}")
+            print(f"| {name} | {c['time_free_running_s'] * 1e3:.3f} | {p['time_s'] * 1e3:.3f} | "
+                  f"{t:+.1%} | {d:+.1%} | {p['bound']} |")
+        big = [t for r, t in zip(pred["rows"], terr) if r["problem"]["seq"] > 1024]
+        print(f"\ntime: median |err| {statistics.median(map(abs, terr)):.1%}, worst "
+              f"{max(map(abs, terr)):.1%}, signed median {statistics.median(terr):+.1%}; "
+              f"N > 1k: median |err| {statistics.median(map(abs, big)):.1%}, worst "
+              f"{max(map(abs, big)):.1%}")
+        print(f"DRAM read: median |err| {statistics.median(map(abs, derr)):.2%}, worst "
+              f"{max(map(abs, derr)):.2%}")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) >= 5 and sys.argv[1] == "predict":
+        predict(*sys.argv[2:])
+    elif len(sys.argv) == 4 and sys.argv[1] == "compare":
+        compare(sys.argv[2], sys.argv[3])
+    else:
+        sys.exit(__doc__)
