@@ -265,11 +265,8 @@ class SplitKvSchedule final : public Schedule {
 Planned plan_split_kv(const AttentionProblem& p, const HardwareProfile& hw,
                       const TilingRequest& req, bool paged) {
   const std::string algo = paged ? "paged" : "flash-decoding";
-  if (p.pass != Pass::fwd) {
-    throw ConfigError(
-        fmt::format("--pass {}: {} is an inference schedule and has only a forward pass",
-                    pass_name(p.pass), algo));
-  }
+  ensure(p.pass == Pass::fwd, "{} planned for --pass {} (check_applicable refuses it)", algo,
+         pass_name(p.pass));
   if (p.dropout > 0) {
     throw ConfigError(fmt::format(
         "--dropout {}: {} has no dropout (FlashAttention's split-KV kernels have none either)",
@@ -340,6 +337,7 @@ Algorithm flash_decoding_algorithm() {
       "flash-decoding: K/V split into --splits chunks attended in parallel, then a reduce kernel "
       "combines the partial outputs by their log-sum-exp";
   a.capabilities.splits = true;
+  a.capabilities.backward = false;  // an inference schedule
   a.plan = [](const AttentionProblem& p, const HardwareProfile& hw, const TilingRequest& req) {
     return plan_split_kv(p, hw, req, false);
   };

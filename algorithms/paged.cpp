@@ -12,6 +12,7 @@ Algorithm paged_algorithm() {
   a.summary = "paged attention: split-KV decoding that gathers K/V pages through a block table";
   a.capabilities.splits = true;
   a.capabilities.pages = true;
+  a.capabilities.backward = false;  // an inference schedule
   a.plan = [](const AttentionProblem& p, const HardwareProfile& hw, const TilingRequest& req) {
     return plan_split_kv(p, hw, req, true);
   };

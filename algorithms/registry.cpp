@@ -121,7 +121,13 @@ void check_applicable(const Algorithm& algorithm, const AttentionProblem& p,
     not_applicable("--warpgroups", algorithm, registry, &Capabilities::warpgroups);
   }
   if (p.pass != Pass::fwd && !c.backward) {
-    not_applicable("--pass bwd and --pass fwdbwd", algorithm, registry, &Capabilities::backward);
+    std::vector<std::string> with_backward;
+    for (const std::string& n : registry.names()) {
+      if (registry.get(n).capabilities.backward) with_backward.push_back(n);
+    }
+    throw ConfigError(fmt::format("--pass {}: {} has only a forward pass (with a backward: {})",
+                                  pass_name(p.pass), algorithm.name,
+                                  fmt::join(with_backward, ", ")));
   }
   if ((p.page_tokens > 0 || p.block_table) && !c.pages) {
     not_applicable("--page-tokens and --block-table", algorithm, registry, &Capabilities::pages);
