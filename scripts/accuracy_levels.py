@@ -23,6 +23,8 @@ FILES = {
     # levels file -> which measurement files of a device folder it covers
     "accuracy_levels.json": lambda d: d,  # measurements*.json of the folder
     "accuracy_levels_pytorch.json": lambda d: os.path.join(d, "pytorch_sdpa_2026-11-22.json"),
+    "accuracy_levels_cudnn.json":
+        lambda d: os.path.join(d, "cudnn_2026-11-23", "cudnn_sdpa_2026-11-23.json"),
 }
 
 

@@ -1,6 +1,7 @@
 // The committed measurements keep the model honest: `iosim validate` over measurements/
 // must stay at or under the accuracy levels recorded next to the data, per device folder. Our own
-// kernels (measurements*.json) and PyTorch's (pytorch_sdpa_*.json) have levels of their own;
+// kernels (measurements*.json), PyTorch's (pytorch_sdpa_*.json) and cuDNN's Hopper kernels
+// (cudnn_*/cudnn_sdpa_*.json, forward cases: flash3 has no backward yet) have levels of their own;
 // scripts/accuracy_levels.py writes them (tightening freely, loosening only when told why).
 #include "validation/validation.hpp"
 
@@ -84,4 +85,19 @@ TEST_CASE("validation accuracy on PyTorch's kernels does not fall below the reco
     check_levels(validate_measurements(kDir + "/" + device + "/pytorch_sdpa_2026-11-22.json"),
                  levels.at(device).at("schedules"));
   }
+}
+
+TEST_CASE("validation accuracy on cuDNN's Hopper kernels does not fall below the recorded levels") {
+  const nlohmann::json levels = read_levels("accuracy_levels_cudnn.json");
+  int devices = 0;
+  for (const auto& d : fs::directory_iterator(kDir)) {
+    const fs::path file = d.path() / "cudnn_2026-11-23" / "cudnn_sdpa_2026-11-23.json";
+    if (!fs::exists(file)) continue;
+    const std::string device = d.path().filename().string();
+    CAPTURE(device);
+    REQUIRE_MESSAGE(levels.contains(device), "no recorded levels for " << device);
+    check_levels(validate_measurements(file), levels.at(device).at("schedules"));
+    ++devices;
+  }
+  CHECK(devices >= 2);  // H100 and H200
 }

@@ -314,13 +314,20 @@ ValidationResult validate_measurements(const fs::path& path, const std::string& 
     for (const json& c : doc.at("cases")) {
       const std::string schedule = c.value("schedule", std::string{});
       const std::vector<std::string> known = builtin_registry().names();
+      std::string skip;
       if (std::find(known.begin(), known.end(), schedule) == known.end()) {
+        skip = "no iosim schedule '" + schedule + "' yet";
+      } else if (c.value("pass", std::string("fwd")) != "fwd" &&
+                 !builtin_registry().get(schedule).capabilities.backward) {
+        skip = "no backward of iosim's '" + schedule + "' yet";
+      }
+      if (!skip.empty()) {
         CaseResult skipped;
         skipped.id = c.value("id", std::string("?"));
         skipped.schedule = schedule;
         skipped.profile = profile;
         skipped.source_file = file.string();
-        skipped.skipped_reason = "no iosim schedule '" + schedule + "' yet";
+        skipped.skipped_reason = skip;
         v.cases.push_back(skipped);
         continue;
       }

@@ -331,6 +331,46 @@ def tiling_for_case(case):
 # ---------------------------------------------------------------------------------------------
 
 
+def cudnn_tiling(case):
+    """iosim's tiling fields for a cuDNN case's forward kernel, or None.
+
+    Derived, not read: the forward kernel's name carries `AxBxC` = (query rows per consumer
+    warpgroup) x (keys per K/V block) x (head dim), e.g. `64x128x128`; its 384 threads are three
+    warpgroups, one producer (TMA) and two consumers, so a CTA tile holds 2 x 64 query rows. The
+    TMA load bytes agree (each 128 query rows read K and V once: NOTES.md beside the data)."""
+    for k in case.get("cudnn", {}).get("kernels", []):
+        if k.get("kind") != "cudnn_fwd":
+            continue
+        shape = next((g for g in k.get("shapes_in_name", []) if g.count("x") == 2), None)
+        threads = (k.get("block") or [0])[0]
+        if not shape or threads % 128 or threads < 256:
+            return None
+        rows_per_group, keys, _ = (int(v) for v in shape.split("x"))
+        consumers = threads // 128 - 1
+        return {"block_q": rows_per_group * consumers, "block_kv": keys, "threads": threads,
+                "smem_bytes_per_cta": k.get("launch", {}).get(
+                    "launch__shared_mem_per_block_dynamic", 0),
+                "source": f"derived from the kernel name's {shape} and its {threads} threads "
+                          f"({consumers} consumer warpgroups of {rows_per_group} query rows "
+                          "beside one producer): measure.py cudnn_tiling"}
+    return None
+
+
+def retile(args):
+    """Adds cudnn_tiling() to every cuDNN case of an already measured file, in place."""
+    with open(args.file) as f:
+        doc = json.load(f)
+    n = 0
+    for c in doc["cases"]:
+        if "cudnn" in c:
+            c["tiling"] = cudnn_tiling(c)
+            n += c["tiling"] is not None
+    with open(args.file, "w") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+    print(f"{args.file}: tiling derived for {n} of {len(doc['cases'])} cases")
+
+
 def finalize(args):
     with open(args.merged) as f:
         merged = json.load(f)
@@ -348,12 +388,10 @@ def finalize(args):
             if key in t:
                 c[key] = t[key]
         if c["sdpa"] and c["sdpa"].get("backend") == "cudnn":
-            # No tiling for iosim yet: cuDNN's kernel names are recorded raw (cudnn.kernels),
-            # to be read by the flash3 schedule's author, not parsed into flash2's fields.
-            c["tiling"] = None
             c["cudnn"] = {"kernels": cudnn_summary(c),
-                          "schedule_note": "schedule flash3 = the FlashAttention-3-style "
-                                           "schedule of issue #13, not in iosim yet"}
+                          "schedule_note": "schedule flash3 = iosim's FlashAttention-3-style "
+                                           "schedule (issue #13)"}
+            c["tiling"] = cudnn_tiling(c)
         elif c["sdpa"] and c["sdpa"].get("backend") == "flash":
             c["tiling"] = tiling_for_case(c)
             if c["tiling"] is None and names:
@@ -915,6 +953,8 @@ def main():
     p.add_argument("--merged", required=True, help="merge_ncu.py output")
     p.add_argument("--time", required=True, help="runner_time.json of the time mode")
     p.add_argument("--out", required=True)
+    p = sub.add_parser("retile", help="add the derived tiling to a measured file's cuDNN cases")
+    p.add_argument("file")
     p = sub.add_parser("list")
     p.add_argument("--groups", action="store_true")
     p.add_argument("--json", action="store_true", help="the cases as JSON (id, pass, problem)")
@@ -922,6 +962,8 @@ def main():
     args = ap.parse_args()
     if args.cmd == "finalize":
         return finalize(args)
+    if args.cmd == "retile":
+        return retile(args)
     if args.cmd == "list":
         if args.json:
             print(json.dumps([{k: c[k] for k in ("id", "group", "backend", "schedule", "pass",
