@@ -13,14 +13,8 @@
 #include <random>
 #include <vector>
 
-#define CHECK(x)                                                                         \
-  do {                                                                                   \
-    cudaError_t err_ = (x);                                                              \
-    if (err_ != cudaSuccess) {                                                           \
-      std::fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(err_)); \
-      std::exit(1);                                                                      \
-    }                                                                                    \
-  } while (0)
+#include "../microbench/check.cuh"  // CHECK(x)
+
 
 __global__ void empty_kernel() {}
 
