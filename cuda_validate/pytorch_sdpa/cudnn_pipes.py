@@ -88,11 +88,14 @@ def select_metrics(query_txt):
 
 
 # ------------------------------------------------------------------------------ device modes
-def make_runs():
+def make_runs(only=""):
     import torch
     ids = all_ids()
     runs = []
+    keep = [x for x in only.split(",") if x]
     for c in cases():
+        if keep and c["id"] not in keep:
+            continue
         import measure
         run = measure.CaseRun(c, ids.index(c["id"]))
         (_, fn), = run.roles()
@@ -107,7 +110,7 @@ def make_runs():
 def mode_ncu(args):
     import torch
     out = []
-    for c, run, fn in make_runs():
+    for c, run, fn in make_runs(args.only):
         torch.cuda.synchronize()
         with run.context():
             torch.cuda.profiler.start()
@@ -123,7 +126,7 @@ def mode_ncu(args):
 
 def mode_free(args):
     import torch
-    runs = make_runs()
+    runs = make_runs(args.only)
     recs = {c["id"]: {"id": c["id"], "problem": c["problem"], "rounds": []} for c, _, _ in runs}
     t_all = time.time()
     for rnd in range(args.rounds):
@@ -330,8 +333,10 @@ def main():
     p = sub.add_parser("list")
     p = sub.add_parser("ncu")
     p.add_argument("--out", required=True)
+    p.add_argument("--only", default="", help="comma-separated case ids (default: all 8)")
     p = sub.add_parser("free")
     p.add_argument("--out", required=True)
+    p.add_argument("--only", default="", help="comma-separated case ids (default: all 8)")
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--seconds-per-case", type=float, default=1.5)
     p.add_argument("--batch", type=int, default=20)
