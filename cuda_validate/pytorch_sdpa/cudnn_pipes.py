@@ -244,6 +244,11 @@ def summarize_ncu(rows, order, clock_control):
             if g(k) is not None:
                 per[k.split(".")[0].replace("smsp__", "").replace("sm__", "")] = g(k) / computed
         d["warp_inst_per_computed_score"] = per
+        # No sm__pipe_xu_cycles_active in this ncu: an estimate at the documented SFU rate of
+        # cc 9.0 (16 results/clk/SM = 4 per sub-partition, so 8 cycles per warp instruction).
+        xu, sca2 = g("smsp__inst_executed_pipe_xu.sum"), g("smsp__cycles_active.avg")
+        if xu and sca2:
+            d["xu_busy_est_8clk_per_warp_inst"] = 8 * xu / (SMSPS * sca2)
         pipe_active = {}
         for k, v in r.items():
             m = re.fullmatch(r"sm__pipe_(\w+)_cycles_active\.sum", k)
@@ -258,9 +263,49 @@ def summarize_ncu(rows, order, clock_control):
                 stalls[m.group(1)] = v / iss
         d["stall_warp_cycles_per_issued_inst"] = dict(sorted(stalls.items(),
                                                              key=lambda kv: -kv[1]))
-        d["raw"] = {k: v for k, v in r.items() if isinstance(v, float) and "__" in k
-                    and not k.startswith(("device__", "launch__", "profiler__"))}
         out.append(d)
+    return out
+
+
+def opcode_table(source_csv, order_json):
+    """ncu --page source --csv (SourceCounters) -> per kernel, per SASS opcode (guard predicate
+    dropped, modifiers kept): warp instructions executed and warp-stall samples, per computed
+    score and as a share of all samples."""
+    order = json.load(open(order_json))["order"]
+    kernels, cur = [], None
+    for ln in open(source_csv, errors="replace").read().splitlines():
+        if ln.startswith('"Kernel Name"'):
+            cur = {"name": next(csv.reader([ln]))[1], "rows": []}
+            kernels.append(cur)
+            continue
+        r = next(csv.reader([ln]))
+        if cur is None or not r:
+            continue
+        if r[0] == "Address":
+            cur["hdr"] = r
+        else:
+            cur["rows"].append(r)
+    out = []
+    for k, o in zip(kernels, order):
+        h = k["hdr"]
+        ie = h.index("Instructions Executed")
+        sm = h.index("Warp Stall Sampling (All Samples)")
+        _, computed = scores(o["problem"])
+        inst, samp = {}, {}
+        for r in k["rows"]:
+            src = re.sub(r"^@!?U?P\w+\s+", "", r[1].strip())
+            op = src.split()[0] if src else "?"
+            inst[op] = inst.get(op, 0) + float(r[ie].replace(",", "") or 0)
+            samp[op] = samp.get(op, 0) + float(r[sm].replace(",", "") or 0)
+        ti, ts = sum(inst.values()), sum(samp.values())
+        ops = sorted(inst, key=lambda x: -inst[x])
+        out.append({"id": o["id"], "case": case_key(o["problem"]), "kernel": k["name"],
+                    "sass_lines": len(k["rows"]), "warp_inst_per_computed_score": ti / computed,
+                    "stall_samples": ts,
+                    "opcodes": [{"op": op, "warp_inst_per_computed_score": inst[op] / computed,
+                                 "thread_ops_per_computed_score": 32 * inst[op] / computed,
+                                 "share_of_stall_samples": samp[op] / ts if ts else None}
+                                for op in ops if inst[op] > 0 or samp[op] > 0]})
     return out
 
 
@@ -306,6 +351,31 @@ def mode_summarize(args):
                           "sm_mhz_max_over_150W": max([s["sm"] for s in busy], default=None),
                           "power_w_median_over_150W": med([s["power"] for s in busy]),
                           "power_w_max": max(s["power"] for s in smi)}
+    if args.source_csv and os.path.exists(args.source_csv):
+        res["sass_opcodes"] = opcode_table(args.source_csv, args.source_order)
+    if args.sustained_free and os.path.exists(args.sustained_free):
+        ssmi = parse_smi(args.sustained_smi)
+        sus = []
+        for c in json.load(open(args.sustained_free))["cases"]:
+            r = c["rounds"][0]
+            w = [s for s in ssmi if r["t_start_epoch"] + 0.3 <= s["t"] <= r["t_end_epoch"]]
+            tail = [s for s in w if s["t"] >= r["t_start_epoch"] + 3]
+            e = {"id": c["id"], "case": case_key(c["problem"]),
+                 "seconds": r["t_end_epoch"] - r["t_start_epoch"], "calls": r["calls"],
+                 "median_s": r["median_s"], "p10_s": r["p10_s"], "p90_s": r["p90_s"],
+                 "smi_samples": len(w), "smi_sm_mhz_median": med([s["sm"] for s in w]),
+                 "smi_sm_mhz_median_after_3s": med([s["sm"] for s in tail]),
+                 "smi_sm_mhz_min": min([s["sm"] for s in w], default=None),
+                 "smi_sm_mhz_max": max([s["sm"] for s in w], default=None),
+                 "smi_power_w_median": med([s["power"] for s in w]),
+                 "smi_reasons": sorted({s["reasons"] for s in w if s["reasons"]})}
+            for tag, lst in res["ncu"].items():
+                for n in lst:
+                    if n["id"] == c["id"] and n.get("sm_cycles_elapsed_avg"):
+                        e[f"implied_sm_mhz_from_{tag}_cycles"] = (
+                            n["sm_cycles_elapsed_avg"] / r["median_s"] / 1e6)
+            sus.append(e)
+        res["sustained_single_case"] = sus
     json.dump(res, open(args.out, "w"), indent=1)
     # short table to stdout
     for tag, lst in res["ncu"].items():
@@ -346,6 +416,10 @@ def main():
     p.add_argument("--ncu-base")
     p.add_argument("--free")
     p.add_argument("--smi")
+    p.add_argument("--source-csv", help="ncu --page source --csv of the SourceCounters run")
+    p.add_argument("--source-order", help="cudnn_pipes.py ncu --out of that run")
+    p.add_argument("--sustained-free", help="free --out of the one-case sustained run")
+    p.add_argument("--sustained-smi", help="nvidia-smi samples of that run")
     p.add_argument("--out", required=True)
     a = ap.parse_args()
     if a.cmd == "select-metrics":
