@@ -117,23 +117,25 @@ TEST_CASE("flash3: ping-pong hides softmax under GEMMs; the cooperative arrangem
   // Same bytes: the arrangement is a matter of time only.
   CHECK(coop.engine.total.l2.read_total() == ping.engine.total.l2.read_total());
   CHECK(ping.engine.time_s < 0.85 * coop.engine.time_s);
-  // Ping-pong at d = 128 is bounded by the tensor cores: within 10% of the tensor peak.
+  // Ping-pong at d = 128 comes near the tensor peak (85% of the profile's 1070.5 TFLOP/s at
+  // 1980 MHz: the softmax side binds a part of the time).
   const double peak = test::profile().tensor_flops_per_s(Dtype::fp16);
-  CHECK(static_cast<double>(ping.engine.total.tensor_flops) / ping.engine.time_s > 0.9 * peak);
+  CHECK(static_cast<double>(ping.engine.total.tensor_flops) / ping.engine.time_s > 0.8 * peak);
 }
 
 TEST_CASE("FlashAttention-3's headline shape: FP16 forward, d = 128, N = 16k, H100 profile") {
   // B * H = 16 heads of N = 16384 (the paper's 16k-token batches): 2048 tiles of 128 rows over
-  // 132 SMs. Predicted, at the profile's 1980 MHz: 730 TFLOP/s (FLOP = 4 B H N^2 d), 74% of the
-  // profile's 989 TFLOP/s, with the cooperative default (ping-pong: 935); the paper reports up
-  // to 740 TFLOP/s for FP16 (75% of 989). Held to 2%: a change of the model that moves it fails.
+  // 132 SMs. Predicted, at the profile's 1980 MHz: 775 TFLOP/s (FLOP = 4 B H N^2 d), 72% of the
+  // profile's 1070.5 TFLOP/s (the measured 4096 FLOP/clk/SM at 1980 MHz), with the cooperative
+  // default; the paper reports up to 740 TFLOP/s for FP16 (75% of the whitepaper's 989, the same
+  // rate per clock at 1830 MHz). Held to 2%: a change of the model that moves it fails.
   RunRequest r = flash3(1, 16, 16384, 128);
   const Report rep = simulate(test::profile(), r);
   REQUIRE(rep.feasible());
   const double flops = 4.0 * 16 * 16384.0 * 16384.0 * 128;
   const double tflops = flops / rep.engine.time_s / 1e12;
   CAPTURE(tflops);
-  CHECK(rel_close(tflops, 730.0, 0.02));
+  CHECK(rel_close(tflops, 775.0, 0.02));
   CHECK(rel_close(tflops, 740.0, 0.15));  // the issue's goal
   CHECK(rep.engine.kernels.at(0).bound == "compute");
 }
