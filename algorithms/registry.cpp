@@ -124,6 +124,9 @@ void check_applicable(const Algorithm& algorithm, const AttentionProblem& p,
     throw ConfigError(fmt::format(
         "--dtype fp8 with --pass {}: fp8 is modelled for the forward only", pass_name(p.pass)));
   }
+  if (p.dtype == Dtype::fp8 && p.dropout > 0) {
+    throw ConfigError("--dtype fp8 with --dropout: FlashAttention-3's FP8 forward has no dropout");
+  }
   if (requested.warpgroups && !c.warpgroups) {
     not_applicable("--warpgroups", algorithm, registry, &Capabilities::warpgroups);
   }
