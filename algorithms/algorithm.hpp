@@ -69,6 +69,7 @@ struct Capabilities {
   bool materializes_scores = false;  // S and P go through HBM (the unfused baseline)
   bool backward = true;              // --pass bwd and fwdbwd: it has a backward schedule
   bool warpgroups = false;           // --warpgroups: consumer warpgroups ping-pong or cooperate
+  bool fp8 = false;                  // --dtype fp8: an e4m3 forward (FP8 tensor cores)
   StagesCount forward_stages = StagesCount::kv_buffer_pairs;
 };
 
@@ -122,8 +123,8 @@ double estimated_work(const Algorithm& algorithm, const AttentionProblem& p,
                       const TilingRequest& requested);
 
 /// Throws ConfigError when the request uses an input `algorithm` does not accept (--pattern,
-/// --splits, --page-tokens, --block-table), naming the flag and the algorithms that accept it,
-/// or gives a tiling value that is not positive.
+/// --splits, --page-tokens, --block-table, --dtype fp8), naming the flag and the algorithms that
+/// accept it, or gives a tiling value that is not positive.
 void check_applicable(const Algorithm& algorithm, const AttentionProblem& p,
                       const TilingRequest& requested, const Registry& registry);
 

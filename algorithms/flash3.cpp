@@ -4,6 +4,12 @@
 // scheduling of the consumers so that one's softmax runs under another's GEMMs, a persistent grid
 // with a tile scheduler, causal blocks skipped past the diagonal, GQA as flash2's forward.
 //
+// --dtype fp8 is FlashAttention-3's FP8 forward (paper section 3.3; hopper/ in its code): Q, K
+// and V in e4m3, each block (the Q tile of block_q rows, a K or V tile of block_kv rows) with its
+// own fp32 scale (the paper's block quantization), P converted to e4m3 for the P V product, O
+// written in bf16 and L in fp32. The scale tensors (one float per block) are not counted. The
+// work it adds to the 16-bit kernel is charged below (add_fp8_extra_ops).
+//
 // The work unit (a tile) is one block of `block_q` query rows of one (batch, head): the CTA loads
 // Q once, streams K_j and V_j over the key blocks the tile sees, keeps m, l and O on chip and
 // writes O and L once. The persistent CTAs (one per SM) take tiles in order from the tile
@@ -21,6 +27,22 @@ namespace {
 
 constexpr int kWarpgroupThreads = 128;
 constexpr std::int64_t kRowsPerWarpgroup = 64;  // wgmma's M: one m64nNk16 per warpgroup
+
+// What FlashAttention-3's FP8 forward does per key block beyond its 16-bit path, added to the
+// P V op of score tile `s` (hopper/mainloop_fwd_sm90_tma_gmma_ws.hpp, Transpose_V = Is_FP8):
+// - V_j's transpose in shared memory (fp8 wgmma takes its B operand K-major only): the producer
+//   warpgroup reads V_j with LDSM.T (d x kr bytes, counted as shared-memory reads; the STSM
+//   write back is not counted), swaps bytes with one PRMT (__byte_perm) per 4 bytes;
+// - P's registers permuted to the fp8 A-operand layout (permute_Aregs_fp8): one PRMT per 4
+//   scores;
+// - per-block V scale: P V_j accumulates apart and O += scale_v_j * (P V_j), one FP32 FMA (2
+//   FLOPs) per element of O. The Q and K block scales fold into the softmax's scale multiply,
+//   which every score already pays (no extra op).
+void add_fp8_extra_ops(TileOp& pv_op, const TileRef& s, std::int64_t d) {
+  pv_op.smem_read_bytes += s.cols * d;
+  pv_op.int_ops += s.cols * d / 4 + s.rows * s.cols / 4;
+  pv_op.fp32_flops += 2 * s.rows * d;
+}
 
 class Flash3Schedule final : public Schedule {
  public:
@@ -100,6 +122,7 @@ class Flash3Schedule final : public Schedule {
     out.push_back(costs::online_softmax(s, d));
     if (p_.dropout > 0) out.push_back(costs::dropout({TensorId::P, bh, q0, qr, k0, kr}));
     out.push_back(costs::pv(s, d, groups * kr * d * eb));
+    if (p_.dtype == Dtype::fp8) add_fp8_extra_ops(out.back(), s, d);
     if (j + 1 < count) return true;
     out.push_back(costs::finalize(o, d));
     out.push_back(TileOp::store(o, OnChip::smem));  // through shared memory (TMA store)
@@ -126,9 +149,14 @@ Planned plan_flash3(const AttentionProblem& p, const HardwareProfile& hw,
     return out;
   }
   // FlashAttention-3's forward tiles for 16-bit types (hopper/tile_size.h, tile_size_fwd_sm90):
-  // d <= 64: 192 x 128 (three consumer warpgroups), d <= 128: 128 x 128, larger: 128 x 80.
+  // d <= 64: 192 x 128 (three consumer warpgroups), d <= 128: 128 x 128, larger: 128 x 80. For
+  // fp8 (element_size 1, the same function today): d <= 64: 192 x 160, d <= 128: 128 x 224,
+  // d <= 192: 128 x 160, larger: 128 x 128.
+  const bool fp8 = p.dtype == Dtype::fp8;
   t.block_q = req.block_q.value_or(d <= 64 ? 192 : 128);
-  t.block_kv = req.block_kv.value_or(d <= 64 ? 128 : d <= 128 ? 128 : 80);
+  const std::int64_t kv_fp8 = d <= 64 ? 160 : d <= 128 ? 224 : d <= 192 ? 160 : 128;
+  const std::int64_t kv_16bit = d <= 64 ? 128 : d <= 128 ? 128 : 80;
+  t.block_kv = req.block_kv.value_or(fp8 ? kv_fp8 : kv_16bit);
   t.pipeline_stages = req.pipeline_stages.value_or(2);
   const int consumers = static_cast<int>(ceil_div(t.block_q, kRowsPerWarpgroup));
   t.threads = req.threads.value_or((consumers + 1) * kWarpgroupThreads);
@@ -139,8 +167,10 @@ Planned plan_flash3(const AttentionProblem& p, const HardwareProfile& hw,
         t.block_q, (consumers + 1) * kWarpgroupThreads, t.threads);
     return out;
   }
-  // Q, then the K/V stages; O leaves through Q's buffer.
-  const std::int64_t smem = (t.block_q + 2 * t.pipeline_stages * t.block_kv) * d * eb;
+  // Q, then the K/V stages; O leaves through Q's buffer. fp8 keeps a second set of V stages, the
+  // transposed copy wgmma reads (smem_vt beside smem_v), and O (bf16) leaves through a V buffer.
+  const std::int64_t v_copies = fp8 ? 2 : 1;
+  const std::int64_t smem = (t.block_q + (1 + v_copies) * t.pipeline_stages * t.block_kv) * d * eb;
   const std::int64_t limit = hw.sm.smem_per_cta_max_bytes.value;
   if (smem > limit) {
     out.infeasible_reason = fmt::format(
@@ -177,6 +207,7 @@ Algorithm flash3_algorithm() {
       "persistent tiles";
   a.capabilities.backward = false;  // the backward is still to come
   a.capabilities.warpgroups = true;
+  a.capabilities.fp8 = true;
   a.plan = plan_flash3;
   a.closed_form = [](const AttentionProblem& p, const Tiling& t, const BlockMask*) {
     return flash3_closed_form(p, t.block_q, t.block_kv);

@@ -36,7 +36,7 @@ struct QueryView {
     return {{TensorId::Q, qm, rows, d, eb},
             {TensorId::K, p.bh_kv(), p.seq_kv, d, eb},
             {TensorId::V, p.bh_kv(), p.seq_kv, d, eb},
-            {TensorId::O, qm, rows, d, eb},
+            {TensorId::O, qm, rows, d, p.out_elem_bytes()},
             {TensorId::L, qm, rows, 1, 4}};
   }
 };

@@ -93,7 +93,7 @@ namespace {
     if (registry.get(n).capabilities.*capability) accepting.push_back(n);
   }
   throw ConfigError(fmt::format("{} {} to --algo {}, not '{}'", flags,
-                                flags.find(' ') == std::string::npos ? "applies" : "apply",
+                                flags.find(" and ") == std::string::npos ? "applies" : "apply",
                                 fmt::join(accepting, " and "), algorithm.name));
 }
 
@@ -116,6 +116,16 @@ void check_applicable(const Algorithm& algorithm, const AttentionProblem& p,
   }
   if (requested.splits && !c.splits) {
     not_applicable("--splits", algorithm, registry, &Capabilities::splits);
+  }
+  if (p.dtype == Dtype::fp8 && !c.fp8) {
+    not_applicable("--dtype fp8", algorithm, registry, &Capabilities::fp8);
+  }
+  if (p.dtype == Dtype::fp8 && p.pass != Pass::fwd) {
+    throw ConfigError(fmt::format(
+        "--dtype fp8 with --pass {}: fp8 is modelled for the forward only", pass_name(p.pass)));
+  }
+  if (p.dtype == Dtype::fp8 && p.dropout > 0) {
+    throw ConfigError("--dtype fp8 with --dropout: FlashAttention-3's FP8 forward has no dropout");
   }
   if (requested.warpgroups && !c.warpgroups) {
     not_applicable("--warpgroups", algorithm, registry, &Capabilities::warpgroups);

@@ -47,6 +47,12 @@ Report simulate(const HardwareProfile& profile, const RunRequest& original,
   const Algorithm& algorithm = registry.get(original.algorithm);
   RunRequest request = original;
   resolve_algorithm_inputs(algorithm, registry, request);
+  if (request.problem.dtype == Dtype::fp8 && profile.tensor_flops_per_s(Dtype::fp8) <= 0) {
+    throw ConfigError(fmt::format(
+        "--dtype fp8: profile '{}' has no FP8 tensor cores (compute.tensor_fp8_tflops is 0); "
+        "FP8 runs need a Hopper-class profile",
+        profile.name));
+  }
   Report report;
   report.profile = profile.name;
   report.profile_description = profile.description;

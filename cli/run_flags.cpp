@@ -40,7 +40,7 @@ std::vector<ProblemFlag> make_problem_flags() {
   return {
       {"--profile", "built-in profile name or path to a YAML profile", &RunFlags::profile},
       {"--algo", algos, &RunFlags::algorithm},
-      {"--dtype", "fp16 | bf16 | fp32", &RunFlags::dtype},
+      {"--dtype", "fp16 | bf16 | fp32 | fp8 (e4m3, --algo flash3 forward)", &RunFlags::dtype},
       {"--pass", "fwd | bwd | fwdbwd", &RunFlags::pass},
       {"--pattern",
        "block-sparse blocks: local:W | strided:S | random:DENSITY:SEED | causal | file:PATH "

@@ -20,6 +20,18 @@ using Mat = Eigen::MatrixXf;
 using MatD = Eigen::MatrixXd;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
+constexpr float kE4m3Max = 448.0f;
+// FA3's Max_offset: P is exponentiated 2^8 higher (exp2(x - max + 8)) before its e4m3 conversion.
+constexpr float kFp8POffset = 256.0f;
+
+// A tile quantized with one scale (FlashAttention-3's block quantization), returned descaled.
+Mat quantize_block_e4m3(const Mat& x) {
+  const float amax = x.size() > 0 ? x.cwiseAbs().maxCoeff() : 0.0f;
+  if (amax == 0.0f || !std::isfinite(amax)) return x;
+  const float scale = amax / kE4m3Max;
+  return x.unaryExpr([scale](float v) { return scale * round_e4m3(v / scale); });
+}
+
 // Global memory: per tensor, one FP32 matrix per (batch, head).
 struct Globals {
   std::array<std::vector<Mat>, kTensorCount> data;
@@ -57,6 +69,9 @@ class CtaInterpreter {
           } else {
             dst = src.block(t.row0, t.col0, t.rows, t.cols);
           }
+          const bool qkv =
+              t.tensor == TensorId::Q || t.tensor == TensorId::K || t.tensor == TensorId::V;
+          if (p_.dtype == Dtype::fp8 && qkv) dst = quantize_block_e4m3(dst);
           break;
         }
         case OpKind::store: {
@@ -168,7 +183,12 @@ class CtaInterpreter {
       case ComputeKind::accumulate_pv: {
         const Mat& pr = probabilities(r, c);
         const Mat& v = operand(TensorId::V, c, d);
-        operand(TensorId::O, r, d) += pr * v;
+        if (p_.dtype == Dtype::fp8) {
+          const Mat p8 = pr.unaryExpr([](float x) { return round_e4m3(kFp8POffset * x); });
+          operand(TensorId::O, r, d) += (p8 * v) / kFp8POffset;
+        } else {
+          operand(TensorId::O, r, d) += pr * v;
+        }
         break;
       }
       case ComputeKind::finalize: {
@@ -520,6 +540,18 @@ std::vector<bool> used_pool_matrices(const AttentionProblem& p, std::int64_t mat
 }
 
 }  // namespace
+
+float round_e4m3(float x) {
+  if (!std::isfinite(x) || x == 0.0f) return x;
+  const float a = std::fabs(x);
+  if (a >= kE4m3Max) return std::copysign(kE4m3Max, x);
+  int e = 0;
+  std::frexp(a, &e);  // a = f * 2^e, f in [0.5, 1): a's binary exponent is e - 1
+  // 3 mantissa bits: the spacing is 2^(exponent - 3); below 2^-6 (subnormals) it stays 2^-9.
+  const float spacing = std::ldexp(1.0f, std::max(e - 1, -6) - 3);
+  const float r = std::nearbyint(a / spacing) * spacing;  // the default mode: ties to even
+  return std::copysign(std::min(r, kE4m3Max), x);
+}
 
 double NumericResult::max_abs_error() const {
   return std::max(

@@ -21,6 +21,11 @@ struct NumericResult {
   double max_abs_error() const;              // the largest of them
 };
 
+/// x rounded to fp8 e4m3 (1 sign, 4 exponent, 3 mantissa bits, exponent bias 7): to nearest,
+/// ties to even, subnormals down to 2^-9, magnitudes beyond the largest finite value 448
+/// saturated to +-448 (as a saturating conversion, cvt.rn.satfinite.e4m3x2.f32, does).
+float round_e4m3(float x);
+
 /// Largest problem --execute accepts, in multiply-adds of the reference (B*H*N*N_kv*d).
 inline constexpr double kMaxExecuteMacs = 4e9;
 
@@ -31,6 +36,15 @@ inline constexpr double kMaxExecuteMacs = 4e9;
 /// attention under the same block mask. Throws ConfigError when the problem is larger than
 /// kMaxExecuteMacs, InternalError when the op stream is inconsistent (a compute without its
 /// operands, a store of the wrong shape).
+///
+/// With --dtype fp8 (FlashAttention-3's FP8 forward) the schedule runs on quantized operands
+/// while the reference keeps the unquantized FP32 inputs in FP64, so the error reported is FP8's:
+/// each Q, K or V tile a CTA loads is quantized with its own scale (block quantization, FA3
+/// section 3.3: scale = max |x| over the tile / 448, x~ = scale * e4m3(x / scale); the descale
+/// multiplies the FP32 products, which here is the product of the descaled values), and P is
+/// converted to e4m3 before P V as FA3 does: e4m3(2^8 P) / 2^8 (FA3's Max_offset = 8 puts P in
+/// [0, 256] so that small probabilities stay normal; l sums the unconverted P). Everything else
+/// is FP32; O is not rounded to bf16 (nor, for 16-bit runs, to fp16).
 NumericResult execute_schedule(const Schedule& schedule, const AttentionProblem& problem,
                                std::uint64_t seed, const BlockMask* blocks = nullptr);
 

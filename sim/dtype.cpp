@@ -16,6 +16,8 @@ std::string_view dtype_name(Dtype t) {
       return "bf16";
     case Dtype::fp32:
       return "fp32";
+    case Dtype::fp8:
+      return "fp8";
   }
   throw InternalError("dtype_name: Dtype value out of range");
 }
@@ -24,8 +26,9 @@ Dtype parse_dtype(std::string_view s) {
   if (s == "fp16") return Dtype::fp16;
   if (s == "bf16") return Dtype::bf16;
   if (s == "fp32") return Dtype::fp32;
-  const std::vector<std::string> names{"fp16", "bf16", "fp32"};
-  throw ConfigError("unknown dtype '" + std::string(s) + "'; valid dtypes: fp16, bf16, fp32" +
+  if (s == "fp8") return Dtype::fp8;
+  const std::vector<std::string> names{"fp16", "bf16", "fp32", "fp8"};
+  throw ConfigError("unknown dtype '" + std::string(s) + "'; valid dtypes: fp16, bf16, fp32, fp8" +
                     did_you_mean(s, names));
 }
 

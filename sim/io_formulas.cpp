@@ -312,7 +312,8 @@ ReadWriteBytes flash3_closed_form(const AttentionProblem& p, std::int64_t block_
     const std::int64_t qr = std::min(block_q, view.seq - q0);
     per_head_read += 2 * visible_kv_rows(view, q0, qr, block_kv) * d * eb;  // K and V blocks
   }
-  const u64 per_head_write = rows * d * eb + rows * 4;  // O, and L in fp32
+  // O (bf16 when the inputs are fp8, as FlashAttention-3's FP8 forward writes it), L in fp32.
+  const u64 per_head_write = rows * d * u(view.out_elem_bytes()) + rows * 4;
   out.read = u(view.bh()) * per_head_read;
   out.write = u(view.bh()) * per_head_write;
   return out;
@@ -363,7 +364,9 @@ IoBounds io_bounds(const AttentionProblem& p, const ReadWriteBytes& closed_form,
   }
   const u64 n = u(p.seq), nk = u(p.seq_kv);
   // K and V (and, backward, dK and dV) once per K/V head.
-  const u64 fwd_compulsory = eb * d * (bh * (q_rows + n) + bh_kv * 2 * kv_rows);
+  // O in its own element size (bf16 for an fp8 forward).
+  const u64 fwd_compulsory =
+      eb * d * (bh * q_rows + bh_kv * 2 * kv_rows) + u(p.out_elem_bytes()) * d * bh * n;
   const u64 bwd_compulsory = eb * d * (bh * (q_rows + n + n) + bh_kv * (2 * kv_rows + 2 * nk));
 
   // Lower bound per pass (Theorem 5: the backward has the forward's order), on the computed

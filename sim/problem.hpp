@@ -63,7 +63,11 @@ struct AttentionProblem {
   bool packs_query_group() const {
     return seq == 1 && group() > 1 && !mask && dropout == 0.0 && !pattern;
   }
+  /// Bytes per element of Q, K, V (and of every other input and output but O, L and the stats).
   std::int64_t elem_bytes() const { return dtype_bytes(dtype); }
+  /// Bytes per element of O: as the inputs, except that an fp8 (e4m3) forward writes O in bf16, as
+  /// FlashAttention-3's FP8 forward does (its output tensor is bf16 for e4m3 inputs).
+  std::int64_t out_elem_bytes() const { return dtype == Dtype::fp8 ? 2 : elem_bytes(); }
   /// Softmax scale 1/sqrt(d).
   double scale() const;
 };

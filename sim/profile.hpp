@@ -40,9 +40,12 @@ struct SmSpec {
 
 /// Arithmetic throughput at the boost clock, dense (no sparsity).
 struct ComputeSpec {
-  Sourced<double> tensor_fp16_tflops;      // fp16 inputs, fp32 accumulate
-  Sourced<double> tensor_bf16_tflops;      // bf16 inputs, fp32 accumulate
-  Sourced<double> tensor_tf32_tflops;      // fp32 inputs run as tf32 on tensor cores
+  Sourced<double> tensor_fp16_tflops;  // fp16 inputs, fp32 accumulate
+  Sourced<double> tensor_bf16_tflops;  // bf16 inputs, fp32 accumulate
+  Sourced<double> tensor_tf32_tflops;  // fp32 inputs run as tf32 on tensor cores
+  // fp8 (e4m3) inputs, fp32 accumulate; 0 on a GPU without FP8 tensor cores (Ampere), where
+  // --dtype fp8 is refused.
+  Sourced<double> tensor_fp8_tflops;
   Sourced<double> fp32_tflops;             // CUDA-core FP32 (FMA = 2 FLOPs)
   Sourced<double> sfu_ops_per_clk_per_sm;  // exp2/log2/rcp on the special-function units
   // fp16 mma.sync (m16n8k16, fp32 accumulate) FLOPs per SM clock with the SM saturated. On

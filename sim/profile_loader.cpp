@@ -40,6 +40,8 @@ double HardwareProfile::tensor_flops_per_s(Dtype dtype) const {
       return compute.tensor_bf16_tflops.value * 1e12;
     case Dtype::fp32:
       return compute.tensor_tf32_tflops.value * 1e12;  // fp32 operands run as tf32
+    case Dtype::fp8:
+      return compute.tensor_fp8_tflops.value * 1e12;  // 0 without FP8 tensor cores
   }
   throw InternalError("tensor_flops_per_s: Dtype value out of range");
 }
@@ -76,10 +78,11 @@ const std::array<Field<SmSpec>, 13> kSmFields{{
     {"smem_latency_cycles", &SmSpec::smem_latency_cycles},
 }};
 
-const std::array<Field<ComputeSpec>, 8> kComputeFields{{
+const std::array<Field<ComputeSpec>, 9> kComputeFields{{
     {"tensor_fp16_tflops", &ComputeSpec::tensor_fp16_tflops},
     {"tensor_bf16_tflops", &ComputeSpec::tensor_bf16_tflops},
     {"tensor_tf32_tflops", &ComputeSpec::tensor_tf32_tflops},
+    {"tensor_fp8_tflops", &ComputeSpec::tensor_fp8_tflops},
     {"fp32_tflops", &ComputeSpec::fp32_tflops},
     {"sfu_ops_per_clk_per_sm", &ComputeSpec::sfu_ops_per_clk_per_sm},
     {"mma_sync_flops_per_clk_per_sm", &ComputeSpec::mma_sync_flops_per_clk_per_sm},
@@ -307,6 +310,7 @@ void validate(const HardwareProfile& p, const Reader& reader) {
   positive("compute.mma_sync_flops_per_clk_per_sm", c.mma_sync_flops_per_clk_per_sm.value);
   positive("compute.int32_ops_per_clk_per_sm", c.int32_ops_per_clk_per_sm.value);
   non_negative("compute.fp32_latency_cycles", c.fp32_latency_cycles.value);
+  non_negative("compute.tensor_fp8_tflops", c.tensor_fp8_tflops.value);  // 0: no FP8 tensor cores
 
   const L2Spec& l2 = p.l2;
   positive("l2.size_bytes", l2.size_bytes.value);

@@ -21,7 +21,9 @@ expect 2 "232448" -- run --seq 4096 --head-dim 128 --block-q 1024 --block-kv 102
 expect 2 "--block-q -5 must be positive" -- run --seq 128 --block-q -5
 expect 2 "--l2 must be 'on' or 'off'" -- run --seq 128 --l2 maybe
 expect 2 "--format must be" -- run --seq 128 --format yaml
-expect 2 "unknown dtype" -- run --seq 128 --dtype fp8
+expect 2 "unknown dtype" -- run --seq 128 --dtype fp4
+expect 2 "applies to --algo flash3" -- run --seq 128 --dtype fp8
+expect 2 "no FP8 tensor cores" -- run --profile a100-sxm4-80gb --algo flash3 --seq 128 --dtype fp8
 expect 2 "unknown pass 'back'" -- run --seq 128 --pass back
 expect 2 "--execute is for small problems" -- run --seq 16384 --batch 64 --heads 16 --execute
 expect 2 "cannot read profile file" -- run --profile /nonexistent/x.yaml --seq 128

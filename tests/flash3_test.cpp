@@ -32,7 +32,7 @@ TEST_CASE("rel_close is relative and can fail") {
 
 TEST_CASE("flash3: two-level HBM bytes equal its closed form over random shapes") {
   test::ShapeGen gen(20261123);
-  const Dtype dtypes[] = {Dtype::fp16, Dtype::bf16};
+  const Dtype dtypes[] = {Dtype::fp16, Dtype::bf16, Dtype::fp8};  // fp8: 1-byte Q/K/V, bf16 O
   const std::int64_t dims[] = {32, 64, 96, 128, 256};
   const std::int64_t block_q[] = {0, 64, 128, 192};
   const std::int64_t block_kv[] = {0, 16, 64, 80, 128};

@@ -86,6 +86,7 @@ const std::vector<Leaf> kLeaves{
     {"compute", "tensor_fp16_tflops", "989.4", false, false},
     {"compute", "tensor_bf16_tflops", "979.5", false, false},
     {"compute", "tensor_tf32_tflops", "494.7", false, false},
+    {"compute", "tensor_fp8_tflops", "1978.9", false, true},
     {"compute", "fp32_tflops", "66.9", false, false},
     {"compute", "sfu_ops_per_clk_per_sm", "16", false, false},
     {"compute", "mma_sync_flops_per_clk_per_sm", "2719", false, false},
@@ -201,6 +202,7 @@ double field(const HardwareProfile& p, const std::string& path) {
       {"compute.tensor_fp16_tflops", [&] { return p.compute.tensor_fp16_tflops.value; }},
       {"compute.tensor_bf16_tflops", [&] { return p.compute.tensor_bf16_tflops.value; }},
       {"compute.tensor_tf32_tflops", [&] { return p.compute.tensor_tf32_tflops.value; }},
+      {"compute.tensor_fp8_tflops", [&] { return p.compute.tensor_fp8_tflops.value; }},
       {"compute.fp32_tflops", [&] { return p.compute.fp32_tflops.value; }},
       {"compute.sfu_ops_per_clk_per_sm", [&] { return p.compute.sfu_ops_per_clk_per_sm.value; }},
       {"compute.mma_sync_flops_per_clk_per_sm",
@@ -243,6 +245,7 @@ std::vector<std::pair<std::string, std::string>> all_sources(const HardwareProfi
       {"compute.tensor_fp16_tflops", p.compute.tensor_fp16_tflops.source},
       {"compute.tensor_bf16_tflops", p.compute.tensor_bf16_tflops.source},
       {"compute.tensor_tf32_tflops", p.compute.tensor_tf32_tflops.source},
+      {"compute.tensor_fp8_tflops", p.compute.tensor_fp8_tflops.source},
       {"compute.fp32_tflops", p.compute.fp32_tflops.source},
       {"compute.sfu_ops_per_clk_per_sm", p.compute.sfu_ops_per_clk_per_sm.source},
       {"compute.mma_sync_flops_per_clk_per_sm", p.compute.mma_sync_flops_per_clk_per_sm.source},
@@ -345,6 +348,10 @@ TEST_SUITE("profile") {
       CHECK(p.compute.tensor_fp16_tflops.value > 10 * p.compute.fp32_tflops.value);
       CHECK(p.compute.tensor_tf32_tflops.value ==
             doctest::Approx(p.compute.tensor_fp16_tflops.value / 2).epsilon(0.01));
+      // FP8 tensor cores (Hopper) run at twice the fp16 rate; Ampere has none (0).
+      const double fp8 = p.compute.tensor_fp8_tflops.value;
+      CHECK((fp8 == 0 ||
+             fp8 == doctest::Approx(2 * p.compute.tensor_fp16_tflops.value).epsilon(0.001)));
       // The FP32 peak is a whole number of lanes per SM (64 on Ampere, 128 on Hopper) x 2 FLOPs
       // at the boost clock: the SM count and clock agree with the datasheet's TFLOPS.
       const double lanes = p.compute.fp32_tflops.value * 1e12 /
@@ -385,12 +392,14 @@ TEST_SUITE("profile") {
                                                        .value("compute.tensor_fp16_tflops", "100")
                                                        .value("compute.tensor_bf16_tflops", "90")
                                                        .value("compute.tensor_tf32_tflops", "50")
+                                                       .value("compute.tensor_fp8_tflops", "200")
                                                        .value("compute.fp32_tflops", "7")
                                                        .str(),
                                                    "t.yaml");
     CHECK(p.tensor_flops_per_s(iosim::Dtype::fp16) == doctest::Approx(100e12));
     CHECK(p.tensor_flops_per_s(iosim::Dtype::bf16) == doctest::Approx(90e12));
     CHECK(p.tensor_flops_per_s(iosim::Dtype::fp32) == doctest::Approx(50e12));
+    CHECK(p.tensor_flops_per_s(iosim::Dtype::fp8) == doctest::Approx(200e12));
     CHECK(p.fp32_flops_per_s() == doctest::Approx(7e12));
   }
 
@@ -688,21 +697,23 @@ TEST_SUITE("profile") {
 
 TEST_SUITE("dtype") {
   TEST_CASE("names round-trip and sizes") {
-    for (const iosim::Dtype t : {iosim::Dtype::fp16, iosim::Dtype::bf16, iosim::Dtype::fp32}) {
+    for (const iosim::Dtype t :
+         {iosim::Dtype::fp16, iosim::Dtype::bf16, iosim::Dtype::fp32, iosim::Dtype::fp8}) {
       CHECK(iosim::parse_dtype(iosim::dtype_name(t)) == t);
     }
     CHECK(iosim::dtype_bytes(iosim::Dtype::fp16) == 2);
     CHECK(iosim::dtype_bytes(iosim::Dtype::bf16) == 2);
     CHECK(iosim::dtype_bytes(iosim::Dtype::fp32) == 4);
+    CHECK(iosim::dtype_bytes(iosim::Dtype::fp8) == 1);
   }
 
   TEST_CASE("unknown dtypes list the valid names") {
-    CHECK(config_error_of([] { iosim::parse_dtype("fp8"); }) ==
-          "unknown dtype 'fp8'; valid dtypes: fp16, bf16, fp32");
+    CHECK(config_error_of([] { iosim::parse_dtype("e5m2"); }) ==
+          "unknown dtype 'e5m2'; valid dtypes: fp16, bf16, fp32, fp8");
     CHECK(config_error_of([] { iosim::parse_dtype("f16"); }) ==
-          "unknown dtype 'f16'; valid dtypes: fp16, bf16, fp32 (did you mean 'fp16'?)");
+          "unknown dtype 'f16'; valid dtypes: fp16, bf16, fp32, fp8 (did you mean 'fp16'?)");
     CHECK(config_error_of([] { iosim::parse_dtype("float"); }) ==
-          "unknown dtype 'float'; valid dtypes: fp16, bf16, fp32");
+          "unknown dtype 'float'; valid dtypes: fp16, bf16, fp32, fp8");
     CHECK(contains(config_error_of([] { iosim::parse_dtype("FP16 "); }), "unknown dtype"));
   }
 }

@@ -25,6 +25,7 @@ compute:
   tensor_fp16_tflops: {value: 989.4, source: "fixture"}
   tensor_bf16_tflops: {value: 989.4, source: "fixture"}
   tensor_tf32_tflops: {value: 494.7, source: "fixture"}
+  tensor_fp8_tflops: {value: 1978.9, source: "fixture"}
   fp32_tflops: {value: 66.9, source: "fixture"}
   sfu_ops_per_clk_per_sm: {value: 16, source: "fixture"}
   mma_sync_flops_per_clk_per_sm: {value: 2719, source: "fixture"}
