@@ -33,34 +33,17 @@
 
 #include "check.cuh"
 #include "wgmma_ops.cuh"
+#include "wgmma_smem.cuh"
 
 enum class Dt { f16, e4m3 };
 enum Spin { kIdle = 0, kFma = 1, kSoftmax = 2 };
 
 constexpr int kN = 256;
 constexpr int kWG = 2;
-constexpr int kRowBytes = 128;
-constexpr int kKSteps = 4;
-constexpr int kATileBytes = 64 * kRowBytes;
 constexpr int kTileBytes = kWG * kATileBytes + kN * kRowBytes;
 constexpr int kSmemBytes = 120 * 1024;  // > half of an SM's 228 KB: one CTA per SM
 constexpr int kMaxSamples = 256;
 constexpr unsigned long long kSampleNs = 100000000ull;
-
-__device__ __forceinline__ unsigned long long global_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-
-__device__ __forceinline__ uint64_t smem_desc(uint32_t smem_addr) {
-  return static_cast<uint64_t>((smem_addr & 0x3FFFF) >> 4) | (uint64_t{1} << 16) |
-         (uint64_t{1024 >> 4} << 32) | (uint64_t{1} << 62);
-}
-
-__host__ __device__ __forceinline__ int swizzled(int row, int byte) {
-  return row * kRowBytes + ((((byte >> 4) ^ (row & 7))) << 4) + (byte & 15);
-}
 
 __device__ __forceinline__ float ex2(float x) {
   float y;
