@@ -24,18 +24,14 @@ class Flash2Schedule final : public Schedule {
 
   // Grouped-query attention: K/V have B*H_kv matrices; the query group is packed (QueryView)
   // except under a block mask, which is over query positions.
-  bool packed() const { return p_.packs_query_group() && !blocks_; }
-  std::int64_t view_heads() const { return QueryView::of(p_, packed()).heads; }
-  std::int64_t view_rows() const { return QueryView::of(p_, packed()).rows; }
+  QueryView view() const { return QueryView::of(p_, p_.packs_query_group() && !blocks_); }
 
-  std::vector<TensorDecl> tensors() const override {
-    return QueryView::of(p_, packed()).tensors(p_);
-  }
+  std::vector<TensorDecl> tensors() const override { return view().tensors(p_); }
 
   std::vector<KernelSpec> kernels() const override {
     KernelSpec k;
     k.name = "flash2_fwd";
-    k.grid = {ceil_div(view_rows(), t_.block_q), p_.batch, view_heads()};
+    k.grid = view().grid(p_, t_.block_q);
     k.threads_per_cta = t_.threads;
     k.smem_bytes_per_cta = smem_bytes_;
     k.registers_per_thread = regs_;
@@ -53,27 +49,18 @@ class Flash2Schedule final : public Schedule {
   // the engine streamed through the CPU's caches).
   bool emit_cta_part(std::size_t, std::int64_t cta, std::size_t part,
                      std::vector<TileOp>& out) const override {
-    const std::int64_t n = view_rows(), tr = ceil_div(n, t_.block_q);
-    const std::int64_t qb = cta % tr;
-    const std::int64_t b = (cta / tr) % p_.batch;
-    const std::int64_t h = cta / (tr * p_.batch);
-    const std::int64_t bh = b * view_heads() + h;  // query matrix (a packed group: its K/V head)
-    const std::int64_t kv = packed() ? bh : bh / p_.group();  // K/V matrix
+    const auto [qb, bh, kv, q0, qr] = view().tile(p_, t_.block_q, cta);
     const std::int64_t d = p_.head_dim, eb = p_.elem_bytes();
-    const std::int64_t q0 = qb * t_.block_q;
-    const std::int64_t qr = std::min(t_.block_q, n - q0);
     const std::int64_t warps = std::max(1, t_.threads / 32);
     const std::int64_t offset = p_.seq_kv - p_.seq;  // bottom-right causal alignment
     const TileRef o{TensorId::O, bh, q0, qr, 0, d};
 
     // The blocks computed: up to the last key any row of this block sees (causal), or the
     // nonzero blocks of a block mask (zero past the diagonal with --causal).
-    const std::int64_t tc = ceil_div(p_.seq_kv, t_.block_kv);
     const std::span<const std::int64_t> nonzero =
         blocks_ ? blocks_->row_blocks(qb) : std::span<const std::int64_t>{};
-    const std::int64_t count =
-        blocks_ ? static_cast<std::int64_t>(nonzero.size())
-                : (p_.causal ? std::min(tc - 1, (q0 + qr - 1 + offset) / t_.block_kv) : tc - 1) + 1;
+    const std::int64_t count = blocks_ ? static_cast<std::int64_t>(nonzero.size())
+                                       : dense_kv_blocks(p_, q0, qr, t_.block_kv);
     auto finish = [&] {
       out.push_back(costs::finalize(o, d));
       // O leaves through shared memory for coalesced 16-byte stores; L straight from registers.

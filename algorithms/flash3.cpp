@@ -56,20 +56,16 @@ class Flash3Schedule final : public Schedule {
         pingpong_(pingpong) {}
 
   // Grouped-query attention: a K/V head's query heads packed as one (QueryView), as flash2's.
-  bool packed() const { return p_.packs_query_group(); }
-  std::int64_t view_heads() const { return QueryView::of(p_, packed()).heads; }
-  std::int64_t view_rows() const { return QueryView::of(p_, packed()).rows; }
+  QueryView view() const { return QueryView::of(p_, p_.packs_query_group()); }
 
-  std::vector<TensorDecl> tensors() const override {
-    return QueryView::of(p_, packed()).tensors(p_);
-  }
+  std::vector<TensorDecl> tensors() const override { return view().tensors(p_); }
 
   std::vector<KernelSpec> kernels() const override {
     KernelSpec k;
     k.name = "flash3_fwd";
     // One entry per tile in the tile scheduler's order: query blocks of a head first, then
     // batches, then heads, so that the tiles running at once share K/V in L2.
-    k.grid = {ceil_div(view_rows(), t_.block_q), p_.batch, view_heads()};
+    k.grid = view().grid(p_, t_.block_q);
     k.threads_per_cta = t_.threads;
     k.smem_bytes_per_cta = smem_bytes_;
     k.registers_per_thread = regs_;
@@ -86,21 +82,12 @@ class Flash3Schedule final : public Schedule {
   // Part 0: Q's tile and the state; part 1 + j: key block j; the last also writes O and L.
   bool emit_cta_part(std::size_t, std::int64_t cta, std::size_t part,
                      std::vector<TileOp>& out) const override {
-    const std::int64_t n = view_rows(), tr = ceil_div(n, t_.block_q);
-    const std::int64_t qb = cta % tr;
-    const std::int64_t b = (cta / tr) % p_.batch;
-    const std::int64_t h = cta / (tr * p_.batch);
-    const std::int64_t bh = b * view_heads() + h;
-    const std::int64_t kv = packed() ? bh : bh / p_.group();
+    const auto [qb, bh, kv, q0, qr] = view().tile(p_, t_.block_q, cta);
     const std::int64_t d = p_.head_dim, eb = p_.elem_bytes();
-    const std::int64_t q0 = qb * t_.block_q;
-    const std::int64_t qr = std::min(t_.block_q, n - q0);
     const std::int64_t offset = p_.seq_kv - p_.seq;  // bottom-right causal alignment
-    const std::int64_t tc = ceil_div(p_.seq_kv, t_.block_kv);
     // Causal: blocks up to the one holding the last row's diagonal key; the diagonal blocks are
     // computed whole and masked.
-    const std::int64_t count =
-        (p_.causal ? std::min(tc - 1, (q0 + qr - 1 + offset) / t_.block_kv) : tc - 1) + 1;
+    const std::int64_t count = dense_kv_blocks(p_, q0, qr, t_.block_kv);
     const TileRef o{TensorId::O, bh, q0, qr, 0, d};
     if (part == 0) {
       out.push_back(TileOp::load({TensorId::Q, bh, q0, qr, 0, d}));  // TMA: gQ -> sQ

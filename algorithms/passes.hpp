@@ -1,6 +1,7 @@
 #pragma once
 // Forward, backward, or both: how an algorithm turns its forward and backward schedules into the
 // one schedule a --pass asks for, and the backward schedules themselves (one file each).
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -27,8 +28,28 @@ std::unique_ptr<Schedule> for_pass(Pass pass,
 /// head of g rows: the same bytes as [B*H][N][d], since a group's heads are adjacent.
 struct QueryView {
   std::int64_t heads = 0, rows = 0;
+  bool packed = false;
   static QueryView of(const AttentionProblem& p, bool packed) {
-    return packed ? QueryView{p.kv_head_count(), p.group() * p.seq} : QueryView{p.heads, p.seq};
+    return packed ? QueryView{p.kv_head_count(), p.group() * p.seq, true}
+                  : QueryView{p.heads, p.seq, false};
+  }
+  /// A forward kernel's grid over this view: one CTA per (query block, batch, head), x fastest.
+  Dim3 grid(const AttentionProblem& p, std::int64_t block_q) const {
+    return {ceil_div(rows, block_q), p.batch, heads};
+  }
+  /// The query tile CTA `cta` of that grid works on.
+  struct Tile {
+    std::int64_t qb;      // query block
+    std::int64_t q;       // query matrix (a packed group: its K/V head's)
+    std::int64_t kv;      // K/V matrix
+    std::int64_t q0, qr;  // rows [q0, q0 + qr)
+  };
+  Tile tile(const AttentionProblem& p, std::int64_t block_q, std::int64_t cta) const {
+    const std::int64_t tr = ceil_div(rows, block_q);
+    const std::int64_t qb = cta % tr, b = (cta / tr) % p.batch, h = cta / (tr * p.batch);
+    const std::int64_t q = b * heads + h;
+    const std::int64_t q0 = qb * block_q;
+    return {qb, q, packed ? q : q / p.group(), q0, std::min(block_q, rows - q0)};
   }
   /// The forward's tensors: Q, K, V, O and L (fp32) over this view.
   std::vector<TensorDecl> tensors(const AttentionProblem& p) const {
@@ -40,6 +61,14 @@ struct QueryView {
             {TensorId::L, qm, rows, 1, 4}};
   }
 };
+
+/// Key blocks [0, count) a dense forward tile of rows [q0, q0 + qr) computes: all of them, or under
+/// bottom-right causal masking those up to the block of its last row's diagonal key.
+inline std::int64_t dense_kv_blocks(const AttentionProblem& p, std::int64_t q0, std::int64_t qr,
+                                    std::int64_t block_kv) {
+  const std::int64_t tc = ceil_div(p.seq_kv, block_kv);
+  return (p.causal ? std::min(tc - 1, (q0 + qr - 1 + p.seq_kv - p.seq) / block_kv) : tc - 1) + 1;
+}
 
 /// flash2's planning (flash2.cpp), shared with block-sparse, which adds the block mask of
 /// `p.pattern` for the resolved blocks (and reports its density).
