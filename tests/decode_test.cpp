@@ -133,14 +133,7 @@ TEST_CASE("two-level decode bytes equal the closed form over random shapes") {
       CAPTURE(algo);
       CAPTURE(r.problem.heads);
       CAPTURE(r.problem.kv_heads);
-      CAPTURE(r.problem.seq);
-      CAPTURE(r.problem.seq_kv);
-      CAPTURE(r.problem.page_tokens);
-      CAPTURE(rep.tiling.block_q);
-      CAPTURE(rep.tiling.block_kv);
-      CAPTURE(rep.tiling.splits);
-      REQUIRE(rep.engine.total.hbm.read_total() == rep.bounds.closed_form_read_bytes);
-      REQUIRE(rep.engine.total.hbm.write_total() == rep.bounds.closed_form_write_bytes);
+      test::require_closed_form(r, rep);
       REQUIRE(hbm_total(rep) >= rep.bounds.lower_bound_bytes);
       REQUIRE(rep.bounds.lower_bound_bytes >= rep.bounds.compulsory_bytes);
       ++checked;

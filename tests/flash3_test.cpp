@@ -50,14 +50,7 @@ TEST_CASE("flash3: two-level HBM bytes equal its closed form over random shapes"
     r.engine.l2_enabled = false;
     const Report rep = simulate(test::profile(), r);
     if (!rep.feasible()) continue;
-    CAPTURE(r.problem.seq);
-    CAPTURE(r.problem.seq_kv);
-    CAPTURE(r.problem.head_dim);
-    CAPTURE(rep.tiling.block_q);
-    CAPTURE(rep.tiling.block_kv);
-    CAPTURE(r.problem.causal);
-    REQUIRE(rep.engine.total.hbm.read_total() == rep.bounds.closed_form_read_bytes);
-    REQUIRE(rep.engine.total.hbm.write_total() == rep.bounds.closed_form_write_bytes);
+    test::require_closed_form(r, rep);
     ++checked;
   }
   CHECK(checked > 150);

@@ -33,15 +33,7 @@ TEST_CASE("two-level HBM bytes equal the closed form over random shapes") {
     r.problem.dropout = gen.pick(0, 3) == 0 ? 0.1 : 0.0;
     const Report rep = two_level(r);
     if (!rep.feasible()) continue;
-    CAPTURE(r.algorithm);
-    CAPTURE(r.problem.seq);
-    CAPTURE(r.problem.seq_kv);
-    CAPTURE(r.problem.head_dim);
-    CAPTURE(rep.tiling.block_q);
-    CAPTURE(rep.tiling.block_kv);
-    CAPTURE(r.problem.causal);
-    REQUIRE(rep.engine.total.hbm.read_total() == rep.bounds.closed_form_read_bytes);
-    REQUIRE(rep.engine.total.hbm.write_total() == rep.bounds.closed_form_write_bytes);
+    test::require_closed_form(r, rep);
     REQUIRE(hbm_total(rep) >= rep.bounds.lower_bound_bytes);
     REQUIRE(rep.bounds.lower_bound_bytes >= rep.bounds.compulsory_bytes);
     // Two-level: there is no L2, so nothing is counted there and nothing stays dirty.

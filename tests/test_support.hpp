@@ -27,6 +27,10 @@ inline TilingRequest blocks(std::int64_t block_q, std::int64_t block_kv) {
   return t;
 }
 
+/// Requires a two-level run (--l2 off) of `r` to move exactly its closed form's HBM bytes; on a
+/// failure doctest prints the request's shape and the resolved blocks.
+void require_closed_form(const RunRequest& r, const Report& rep);
+
 RunRequest request(const std::string& algo, std::int64_t b, std::int64_t h, std::int64_t n,
                    std::int64_t d, std::int64_t block_q = 0, std::int64_t block_kv = 0);
 
