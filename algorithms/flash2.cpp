@@ -61,15 +61,9 @@ class Flash2Schedule final : public Schedule {
         blocks_ ? blocks_->row_blocks(qb) : std::span<const std::int64_t>{};
     const std::int64_t count = blocks_ ? static_cast<std::int64_t>(nonzero.size())
                                        : dense_kv_blocks(p_, q0, qr, t_.block_kv);
-    auto finish = [&] {
-      out.push_back(costs::finalize(o, d));
-      // O leaves through shared memory for coalesced 16-byte stores; L straight from registers.
-      out.push_back(TileOp::store(o, OnChip::smem));
-      out.push_back(TileOp::store({TensorId::L, bh, q0, qr, 0, 1}, OnChip::reg));
-    };
     if (count == 0) {  // block-sparse: no nonzero block, O = 0 and L = +inf, Q unread
       out.push_back(costs::init_state(o));
-      finish();
+      finish_forward_tile(o, d, out);
       return false;
     }
     if (part == 0) {
@@ -96,7 +90,7 @@ class Flash2Schedule final : public Schedule {
     if (p_.dropout > 0) out.push_back(costs::dropout({TensorId::P, bh, q0, qr, k0, kr}));
     out.push_back(costs::pv(s, d, warps * kr * d * eb));
     if (k + 1 < count) return true;
-    finish();
+    finish_forward_tile(o, d, out);
     return false;
   }
 

@@ -111,9 +111,7 @@ class Flash3Schedule final : public Schedule {
     out.push_back(costs::pv(s, d, groups * kr * d * eb));
     if (p_.dtype == Dtype::fp8) add_fp8_extra_ops(out.back(), s, d);
     if (j + 1 < count) return true;
-    out.push_back(costs::finalize(o, d));
-    out.push_back(TileOp::store(o, OnChip::smem));  // through shared memory (TMA store)
-    out.push_back(TileOp::store({TensorId::L, bh, q0, qr, 0, 1}, OnChip::reg));
+    finish_forward_tile(o, d, out);  // O through shared memory (a TMA store there)
     return false;
   }
 

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "algorithms/algorithm.hpp"
+#include "algorithms/tile_costs.hpp"
 
 namespace iosim {
 
@@ -61,6 +62,14 @@ struct QueryView {
             {TensorId::L, qm, rows, 1, 4}};
   }
 };
+
+/// The end of a forward query tile (flash2, flash3): O normalized and written through shared
+/// memory (coalesced 16-byte stores), L straight from registers.
+inline void finish_forward_tile(const TileRef& o, std::int64_t head_dim, std::vector<TileOp>& out) {
+  out.push_back(costs::finalize(o, head_dim));
+  out.push_back(TileOp::store(o, OnChip::smem));
+  out.push_back(TileOp::store({TensorId::L, o.matrix, o.row0, o.rows, 0, 1}, OnChip::reg));
+}
 
 /// Key blocks [0, count) a dense forward tile of rows [q0, q0 + qr) computes: all of them, or under
 /// bottom-right causal masking those up to the block of its last row's diagonal key.
