@@ -85,16 +85,22 @@ double estimated_work(const Algorithm& algorithm, const AttentionProblem& p,
 
 namespace {
 
+// The names of the algorithms in `registry` that have `capability`.
+std::vector<std::string> names_with(const Registry& registry, bool Capabilities::*capability) {
+  std::vector<std::string> out;
+  for (const std::string& n : registry.names()) {
+    if (registry.get(n).capabilities.*capability) out.push_back(n);
+  }
+  return out;
+}
+
 // "--splits applies to --algo flash-decoding and paged, not 'flash2'".
 [[noreturn]] void not_applicable(const std::string& flags, const Algorithm& algorithm,
                                  const Registry& registry, bool Capabilities::*capability) {
-  std::vector<std::string> accepting;
-  for (const std::string& n : registry.names()) {
-    if (registry.get(n).capabilities.*capability) accepting.push_back(n);
-  }
   throw ConfigError(fmt::format("{} {} to --algo {}, not '{}'", flags,
                                 flags.find(" and ") == std::string::npos ? "applies" : "apply",
-                                fmt::join(accepting, " and "), algorithm.name));
+                                fmt::join(names_with(registry, capability), " and "),
+                                algorithm.name));
 }
 
 }  // namespace
@@ -131,13 +137,9 @@ void check_applicable(const Algorithm& algorithm, const AttentionProblem& p,
     not_applicable("--warpgroups", algorithm, registry, &Capabilities::warpgroups);
   }
   if (p.pass != Pass::fwd && !c.backward) {
-    std::vector<std::string> with_backward;
-    for (const std::string& n : registry.names()) {
-      if (registry.get(n).capabilities.backward) with_backward.push_back(n);
-    }
     throw ConfigError(fmt::format("--pass {}: {} has only a forward pass (with a backward: {})",
                                   pass_name(p.pass), algorithm.name,
-                                  fmt::join(with_backward, ", ")));
+                                  fmt::join(names_with(registry, &Capabilities::backward), ", ")));
   }
   if ((p.page_tokens > 0 || p.block_table) && !c.pages) {
     not_applicable("--page-tokens and --block-table", algorithm, registry, &Capabilities::pages);
