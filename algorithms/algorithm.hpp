@@ -48,9 +48,9 @@ struct Tiling {
 /// The outcome of planning: a schedule, or the reason none fits.
 struct Planned {
   std::unique_ptr<Schedule> schedule;
-  Tiling tiling;                  // resolved: every field set
-  std::string infeasible_reason;  // non-empty when no schedule fits
-  std::optional<double> density;  // block-sparse only: s, the fraction of blocks computed
+  Tiling tiling;                            // resolved: every field set
+  std::string infeasible_reason;            // non-empty when no schedule fits
+  std::shared_ptr<const BlockMask> blocks;  // block-sparse only: the mask of the resolved blocks
   bool feasible() const { return infeasible_reason.empty(); }
 };
 

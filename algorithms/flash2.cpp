@@ -160,7 +160,7 @@ Planned plan_flash2_family(const AttentionProblem& p, const HardwareProfile& hw,
   std::shared_ptr<const BlockMask> blocks;
   if (block_sparse) {
     blocks = std::make_shared<const BlockMask>(p, t.block_q, t.block_kv);
-    out.density = blocks->density();
+    out.blocks = blocks;
   }
   const int regs = accumulator_registers(t, d, req);
   t.registers_per_thread = regs;

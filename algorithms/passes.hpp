@@ -80,7 +80,7 @@ inline std::int64_t dense_kv_blocks(const AttentionProblem& p, std::int64_t q0, 
 }
 
 /// flash2's planning (flash2.cpp), shared with block-sparse, which adds the block mask of
-/// `p.pattern` for the resolved blocks (and reports its density).
+/// `p.pattern` for the resolved blocks (and returns it in Planned::blocks).
 Planned plan_flash2_family(const AttentionProblem& p, const HardwareProfile& hw,
                            const TilingRequest& req, bool block_sparse);
 

@@ -60,17 +60,13 @@ Report simulate(const HardwareProfile& profile, const RunRequest& original,
   report.sram_bytes = sram_bytes(profile);
   Planned planned = algorithm.plan(request.problem, profile, request.tiling);
   report.tiling = planned.tiling;
-  report.density = planned.density;
   if (!planned.feasible()) {
     report.infeasible_reason = planned.infeasible_reason;
     return report;
   }
-  // Block-sparse runs are bounded, and executed, under the block mask of the resolved blocks.
-  std::optional<BlockMask> blocks;
-  if (algorithm.capabilities.block_pattern) {
-    blocks.emplace(request.problem, report.tiling.block_q, report.tiling.block_kv);
-  }
-  const BlockMask* mask = blocks ? &*blocks : nullptr;
+  // Block-sparse runs are bounded, and executed, under the block mask the plan resolved.
+  const BlockMask* mask = planned.blocks.get();
+  if (mask) report.density = mask->density();
   report.bounds =
       io_bounds(request.problem, algorithm.closed_form(request.problem, report.tiling, mask),
                 report.sram_bytes, mask);
