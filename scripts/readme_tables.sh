@@ -1,36 +1,70 @@
 #!/usr/bin/env bash
-# The README's accuracy tables are `iosim validate PATH --format md`, between the markers
-#   <!-- validate: PATH -->  ...  <!-- /validate -->
-# --check: exit 1 (naming the table) if a table differs from what iosim prints now (tests/cli_test.sh);
+# Every block of README.md that shows iosim's output is that output, between markers:
+#   <!-- validate: PATH -->  ...  <!-- /validate -->   = `iosim validate PATH --format md`
+#   <!-- iosim: ARGS -->     ...  <!-- /iosim -->      = `iosim ARGS`, in a ```text fence unless
+#                                                        ARGS ask for `--format md`
+# ARGS are split on spaces (no quoting); pick commands whose output is deterministic (no wall time).
+# --check: exit 1 (naming the block) if a block differs from what iosim prints now (tests/cli_test.sh);
 # --write: rewrite them in place (after a model change or new measurements).
-# Usage from the repository root: scripts/readme_tables.sh --check|--write [IOSIM]
+# Usage from the repository root: scripts/readme_tables.sh --check|--write [IOSIM] [FILE.md ...]
 set -euo pipefail
 mode=${1:?--check or --write}
 iosim=${2:-build/iosim}
-readme=README.md
-out=$(mktemp)
-trap 'rm -f "$out"' EXIT
+shift $(($# < 2 ? $# : 2))
+files=("$@")
+[[ ${#files[@]} -gt 0 ]] || files=(README.md)
 status=0
-path=""
-while IFS= read -r line; do
-  if [[ -n "$path" ]]; then
-    [[ "$line" == "<!-- /validate -->" ]] || continue  # the old table
-    table=$("$iosim" validate "$path" --format md)
-    if [[ "$mode" == --check && "$table" != "$current" ]]; then
-      echo "README table for $path differs from 'iosim validate $path --format md':" >&2
-      diff <(echo "$current") <(echo "$table") >&2 || true
-      status=1
+
+render() { # kind args -> the block's expected text
+  local kind=$1 args=$2 out
+  local -a argv
+  read -ra argv <<<"$args"
+  if [[ "$kind" == validate ]]; then
+    "$iosim" validate "${argv[@]}" --format md
+  elif [[ " $args " == *" --format md "* ]]; then
+    "$iosim" "${argv[@]}"
+  else
+    out=$("$iosim" "${argv[@]}") || return 1
+    printf '```text\n%s\n```\n' "$out"
+  fi
+}
+
+for readme in "${files[@]}"; do
+  out=$(mktemp)
+  kind=""
+  current=""
+  while IFS= read -r line; do
+    if [[ -n "$kind" ]]; then
+      if [[ "$line" != "<!-- /$kind -->" ]]; then # the old block
+        current+="$line"$'\n'
+        continue
+      fi
+      if ! block=$(render "$kind" "$args"); then
+        echo "$readme: 'iosim $args' failed" >&2
+        status=1
+      fi
+      if [[ "$mode" == --check && "$block"$'\n' != "$current" ]]; then
+        echo "$readme: the block for '$kind: $args' differs from what iosim prints now:" >&2
+        diff <(printf '%s' "$current") <(printf '%s\n' "$block") >&2 || true
+        status=1
+      fi
+      printf '%s\n%s\n' "$block" "$line" >>"$out"
+      kind=""
+      continue
     fi
-    printf '%s\n%s\n' "$table" "$line" >>"$out"
-    path=""
-    continue
+    printf '%s\n' "$line" >>"$out"
+    if [[ "$line" =~ ^\<!--\ (validate|iosim):\ (.+)\ --\>$ ]]; then
+      kind=${BASH_REMATCH[1]}
+      args=${BASH_REMATCH[2]}
+      current=""
+    fi
+  done <"$readme"
+  if [[ -n "$kind" ]]; then
+    echo "$readme: no <!-- /$kind --> after the block for '$args'" >&2
+    rm -f "$out"
+    exit 1
   fi
-  printf '%s\n' "$line" >>"$out"
-  if [[ "$line" =~ ^\<!--\ validate:\ (.+)\ --\>$ ]]; then
-    path=${BASH_REMATCH[1]}
-    current=$(awk -v start="$line" '$0 == start {on = 1; next} on && /^<!-- \/validate -->$/ {exit} on' "$readme")
-  fi
-done <"$readme"
-if [[ -n "$path" ]]; then echo "README: no <!-- /validate --> after the table for $path" >&2; exit 1; fi
-if [[ "$mode" == --write ]]; then cp "$out" "$readme"; fi
+  if [[ "$mode" == --write && $status -eq 0 ]]; then cp "$out" "$readme"; fi
+  rm -f "$out"
+done
 exit $status
