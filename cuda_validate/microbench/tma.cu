@@ -207,8 +207,8 @@ int main() {
   for (int dram = 1; dram >= 0; --dram) {
     const size_t window = dram ? slice : size_t{256} << 10;
     const size_t total = dram ? slice : size_t{16} << 20;
-    for (unsigned bytes : {4096u, 16384u, 32768u}) {
-      for (int stages : {1, 2, 4, 8, 12}) {
+    for (unsigned bytes : {1024u, 2048u, 4096u, 8192u, 16384u, 32768u}) {
+      for (int stages : {1, 2, 4, 8, 12, 16}) {
         if (static_cast<size_t>(bytes) * stages > static_cast<size_t>(max_smem) ||
             total % bytes != 0)
           continue;
