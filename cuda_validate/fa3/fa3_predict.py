@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+"""iosim's `--algo flash3` predictions for our FlashAttention-3-style kernel, and the comparison.
+
+  fa3_predict.py predict --iosim BIN --cases MEASURED.json --out PRED.json [--sm-clock-mhz F]
+      For every distinct problem of the measured file (batch, heads, N, d, causal) and both
+      warpgroup arrangements (pingpong, cooperative) runs
+        iosim run --algo flash3 --batch B --heads H --seq N --head-dim d --block-q 128
+                  --block-kv 128 --stages 2 --threads 384 --warpgroups W [--causal] --format json
+      warm (time) and with --cold-l2 (DRAM bytes, as ncu measures them). Flags only: the tiling
+      the kernel ran with; nothing measured goes in unless --sm-clock-mhz is given (then the
+      file says so). iosim has no flag for intra-warpgroup overlap, the copy path or a
+      non-persistent grid, so those variants share their problem's prediction.
+  fa3_predict.py compare --cases MEASURED.json --pred PRED.json [--pred-clock PRED2.json]
+      Per case: measured time, predicted time (the case's own arrangement), error; DRAM read
+      error; and the mechanism table: the measured gain of each switch against iosim's.
+"""
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+
+
+def problem_key(p):
+    return (p["batch"], p["heads"], p["seq"], p["head_dim"], bool(p["causal"]))
+
+
+def run_iosim(binary, key, warpgroups, cold, clock):
+    b, h, n, d, causal = key
+    cmd = [binary, "run", "--algo", "flash3", "--batch", str(b), "--heads", str(h), "--seq",
+           str(n), "--head-dim", str(d), "--block-q", "128", "--block-kv", "128", "--stages", "2",
+           "--threads", "384", "--warpgroups", warpgroups, "--format", "json"]
+    if causal:
+        cmd.append("--causal")
+    if cold:
+        cmd.append("--cold-l2")
+    if clock:
+        cmd += ["--sm-clock-mhz", str(clock)]
+    out = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+    k = out["kernels"][0]
+    return cmd, {
+        "time_s": out["time_s"], "bound": out["bound"],
+        "hbm_read_bytes": out["counters"]["hbm_read_bytes"],
+        "hbm_write_bytes": out["counters"]["hbm_write_bytes"],
+        "l2_read_bytes": out["counters"]["l2_read_bytes"],
+        "tensor_flops": out["counters"]["tensor_flops"], "sfu_ops": out["counters"]["sfu_ops"],
+        "fp32_flops": out["counters"]["fp32_flops"],
+        "ctas": k["ctas"], "ctas_per_sm": k["ctas_per_sm"], "waves": k["waves"],
+        "smem_bytes_per_cta": k["smem_bytes_per_cta"],
+        "registers_per_thread": k["registers_per_thread"],
+    }
+
+
+def predict(a):
+    cases = json.load(open(a.cases))["cases"]
+    keys = sorted({problem_key(c["problem"]) for c in cases})
+    preds = []
+    for key in keys:
+        for wg in ("pingpong", "cooperative"):
+            cmd, warm = run_iosim(a.iosim, key, wg, False, a.sm_clock_mhz)
+            _, cold = run_iosim(a.iosim, key, wg, True, a.sm_clock_mhz)
+            b, h, n, d, causal = key
+            preds.append({"problem": {"batch": b, "heads": h, "seq": n, "head_dim": d,
+                                      "causal": causal},
+                          "warpgroups": wg, "command": " ".join(cmd[1:]),
+                          "warm": warm, "cold_l2": cold})
+            print(f"{key} {wg}: {warm['time_s'] * 1e3:.3f} ms", file=sys.stderr)
+    json.dump({"what": "iosim run --algo flash3 predictions for cuda_validate/fa3 cases "
+                       "(fa3_predict.py predict)",
+               "sm_clock_mhz": a.sm_clock_mhz or "profile boost clock",
+               "flags_only": not a.sm_clock_mhz, "predictions": preds},
+              open(a.out, "w"), indent=1)
+    return 0
+
+
+def err(p, m):
+    return (p - m) / m
+
+
+def compare(a):
+    doc = json.load(open(a.cases))
+    preds = {}
+    for p in json.load(open(a.pred))["predictions"]:
+        preds[(problem_key(p["problem"]), p["warpgroups"])] = p
+    rows = []
+    for c in doc["cases"]:
+        key = problem_key(c["problem"])
+        wg = c["variant"]["warpgroups"]
+        p = preds[(key, wg)]
+        m_t = c["time_free_running_s"]
+        k = c["kernels"][0]["metrics"] if c["kernels"] else {}
+        dram = k.get("dram__bytes_read.sum")
+        rows.append({"id": c["id"], "key": key, "variant": c["variant"], "measured_s": m_t,
+                     "predicted_s": p["warm"]["time_s"],
+                     "time_err": err(p["warm"]["time_s"], m_t),
+                     "dram_read_err": err(p["cold_l2"]["hbm_read_bytes"], dram) if dram else None,
+                     "bound": p["warm"]["bound"], "clock_mhz": c.get("sm_clock_mhz_clock64")})
+    print("| case | measured ms | predicted ms | time err | DRAM read err | SM MHz (clock64) |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for r in rows:
+        dr = f"{r['dram_read_err'] * 100:+.1f}%" if r["dram_read_err"] is not None else "-"
+        print(f"| {r['id'].replace('fa3own_', '')} | {r['measured_s'] * 1e3:.3f} | "
+              f"{r['predicted_s'] * 1e3:.3f} | {r['time_err'] * 100:+.1f}% | {dr} | "
+              f"{r['clock_mhz']:.0f} |")
+    te = [abs(r["time_err"]) for r in rows]
+    de = [abs(r["dram_read_err"]) for r in rows if r["dram_read_err"] is not None]
+    print(f"\ntime: median |err| {statistics.median(te) * 100:.1f}%, worst {max(te) * 100:.1f}%, "
+          f"signed median {statistics.median(r['time_err'] for r in rows) * 100:+.1f}% "
+          f"({len(rows)} cases)")
+    if de:
+        print(f"DRAM read: median |err| {statistics.median(de) * 100:.2f}%, worst "
+              f"{max(de) * 100:.2f}%")
+
+    # Mechanisms: measured time ratio of a switch against iosim's, per problem.
+    by = {}
+    for r in rows:
+        v = r["variant"]
+        by[(r["key"], v["pingpong"], v["intra_warpgroup_overlap"], v["copy"], v["persistent"])] = r
+    print("\n| problem | mechanism | measured ratio | iosim ratio |")
+    print("| --- | --- | --- | --- |")
+    mech = [
+        ("ping-pong on / off (no IWO)", (True, False, "tma", True), (False, False, "tma", True)),
+        ("ping-pong on / off (with IWO)", (True, True, "tma", True), (False, True, "tma", True)),
+        ("IWO on / off (no ping-pong)", (False, True, "tma", True), (False, False, "tma", True)),
+        ("IWO on / off (ping-pong)", (True, True, "tma", True), (True, False, "tma", True)),
+        ("cp.async / TMA (pp+IWO)", (True, True, "cp.async", True), (True, True, "tma", True)),
+        ("cp.async / TMA (IWO)", (False, True, "cp.async", True), (False, True, "tma", True)),
+        ("grid / persistent (pp+IWO)", (True, True, "tma", False), (True, True, "tma", True)),
+    ]
+    summary = {m[0]: [] for m in mech}
+    for key in sorted({r["key"] for r in rows}):
+        for name, on, off in mech:
+            x, y = by.get((key,) + on), by.get((key,) + off)
+            if not x or not y:
+                continue
+            mr, pr = x["measured_s"] / y["measured_s"], x["predicted_s"] / y["predicted_s"]
+            summary[name].append((mr, pr))
+            b, h, n, d, causal = key
+            print(f"| d{d} N={n} B{b}H{h}{' causal' if causal else ''} | {name} | {mr:.3f} | "
+                  f"{pr:.3f} |")
+    print("\n| mechanism | cases | measured ratio median (min - max) | iosim ratio median |")
+    print("| --- | --- | --- | --- |")
+    for name, v in summary.items():
+        if not v:
+            continue
+        ms = [x for x, _ in v]
+        ps = [y for _, y in v]
+        print(f"| {name} | {len(v)} | {statistics.median(ms):.3f} ({min(ms):.3f} - {max(ms):.3f}) "
+              f"| {statistics.median(ps):.3f} |")
+    return 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("predict")
+    p.add_argument("--iosim", required=True)
+    p.add_argument("--cases", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--sm-clock-mhz", type=float, default=0.0)
+    c = sub.add_parser("compare")
+    c.add_argument("--cases", required=True)
+    c.add_argument("--pred", required=True)
+    a = ap.parse_args()
+    return predict(a) if a.cmd == "predict" else compare(a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
