@@ -38,6 +38,10 @@
 
 #include "../microbench/wgmma_ops.cuh"
 
+#ifndef FA3_PIN_SOFTMAX
+#define FA3_PIN_SOFTMAX 0
+#endif
+
 namespace fa3 {
 
 constexpr int kBlockQ = 128;
@@ -383,6 +387,10 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int warp = tid / 32, lane = tid % 32;
   const int g = lane / 4, t = lane % 4;
   const uint32_t q_addr = s_q + cw * 64 * 128;
+#if FA3_PIN_SOFTMAX
+  __shared__ float pin_slots[256];
+  const uint32_t pin_addr = smem_u32(&pin_slots[threadIdx.x - 128]);
+#endif
   if constexpr (PINGPONG) {
     if (cw == 1) named_bar_arrive(1, 256);  // warpgroup 0 takes the first turn
   }
@@ -409,8 +417,8 @@ __global__ void __launch_bounds__(kThreads, 1)
         const int st = it % STAGES;
         const unsigned ph = (it / STAGES) & 1;
         mbar_wait(k_full(st), ph);
-        turn_begin<PINGPONG>(cw);
         reg_fence(s);
+        turn_begin<PINGPONG>(cw);
         wgmma_fence();
         gemm_qk<D>(s, q_addr, s_k(st));
         wgmma_commit();
@@ -423,9 +431,9 @@ __global__ void __launch_bounds__(kThreads, 1)
         rescale_o<D>(o, alpha);
         convert_p(s, p);
         mbar_wait(v_full(st), ph);
-        turn_begin<PINGPONG>(cw);
         reg_fence(o);
         reg_fence(p);
+        turn_begin<PINGPONG>(cw);
         wgmma_fence();
         gemm_pv<D>(o, p, s_v(st), prm.vdesc_swap);
         wgmma_commit();
@@ -440,8 +448,8 @@ __global__ void __launch_bounds__(kThreads, 1)
       int st = it % STAGES;
       unsigned ph = (it / STAGES) & 1;
       mbar_wait(k_full(st), ph);
-      turn_begin<PINGPONG>(cw);
       reg_fence(s);
+      turn_begin<PINGPONG>(cw);
       wgmma_fence();
       gemm_qk<D>(s, q_addr, s_k(st));
       wgmma_commit();
@@ -460,10 +468,10 @@ __global__ void __launch_bounds__(kThreads, 1)
         ph = (it / STAGES) & 1;
         mbar_wait(k_full(st), ph);
         mbar_wait(v_full(st_prev), ph_prev);
-        turn_begin<PINGPONG>(cw);
         reg_fence(s);
         reg_fence(o);
         reg_fence(p);
+        turn_begin<PINGPONG>(cw);
         wgmma_fence();
         gemm_qk<D>(s, q_addr, s_k(st));
         wgmma_commit();
@@ -475,6 +483,21 @@ __global__ void __launch_bounds__(kThreads, 1)
         if (j == nkv - 1 && lane == 0) mbar_arrive(q_empty);
         softmax_block<CAUSAL>(s, m, l, alpha, prm.scale_log2, diag(j),
                               row_in_tile0 + kv_row_shift, t);
+        // The softmax must run while P_{j-1} V_{j-1} does: without these fences the compiler
+        // is free to sink the exponentials below the wait (nothing orders plain arithmetic
+        // against a volatile asm), which it did in the first H100 run (fa3_own_2026-11-23
+        // NOTES.md: kernel v1).
+        reg_fence(s);
+        reg_fence(m);
+        reg_fence(l);
+        reg_fence(alpha);
+#if FA3_PIN_SOFTMAX
+        // ptxas schedules SASS on its own and may still sink the exponentials below the
+        // wait: a shared-memory store of the row sums (which need every exponential) before
+        // the wait is a dependency it keeps in place (FA3_PIN_SOFTMAX=1 builds; run_fa3.sh
+        // counts MUFU.EX2 between the two waits in each build's SASS).
+        asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(pin_addr), "f"(l[0] + l[1]) : "memory");
+#endif
         wgmma_wait<0>();
         reg_fence(o);
         reg_fence(p);
@@ -484,9 +507,9 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
       // Epilogue: P_{n-1} V_{n-1}.
       mbar_wait(v_full(st), ph);
-      turn_begin<PINGPONG>(cw);
       reg_fence(o);
       reg_fence(p);
+      turn_begin<PINGPONG>(cw);
       wgmma_fence();
       gemm_pv<D>(o, p, s_v(st), prm.vdesc_swap);
       wgmma_commit();

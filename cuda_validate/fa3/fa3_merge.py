@@ -110,7 +110,13 @@ def main():
             "check": check,
             "time_free_running_s": t,
             "time_sets": [{"time_free_running_s": m, "reps": x["reps"], "min_s": x["min_ms"] * 1e-3,
-                           "max_s": x["max_ms"] * 1e-3} for m, x in zip(meds, per_set)],
+                           "max_s": x["max_ms"] * 1e-3,
+                           "sm_clock_mhz_clock64": x["sm_mhz_clock64_per_globaltimer"]}
+                          for m, x in zip(meds, per_set)],
+            # SM cycles of one launch: each set's median time x its clock64 clock, median over
+            # the sets (the clock moves with power and temperature between sets).
+            "sm_cycles_free_running": statistics.median(
+                m * x["sm_mhz_clock64_per_globaltimer"] * 1e6 for m, x in zip(meds, per_set)),
             "time_spread": {"sets": len(meds), "min_s": min(meds), "max_s": max(meds),
                             "rel_range": (max(meds) - min(meds)) / t, "statistic": "median"},
             "sm_clock_mhz_clock64": statistics.median(

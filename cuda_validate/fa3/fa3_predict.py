@@ -90,18 +90,32 @@ def compare(a):
         m_t = c["time_free_running_s"]
         k = c["kernels"][0]["metrics"] if c["kernels"] else {}
         dram = k.get("dram__bytes_read.sum")
+        # Clock-free: ncu's cycles (its duration x its locked SM clock, cold L2) against the
+        # predicted cycles at the profile's boost clock (1980 MHz; the kernels are compute-bound).
+        ncu_cyc = k["gpu__time_duration.sum"] * 1e-9 * k["sm__cycles_elapsed.avg.per_second"]
+        pred_cyc = p["warm"]["time_s"] * a.profile_clock_mhz * 1e6
         rows.append({"id": c["id"], "key": key, "variant": c["variant"], "measured_s": m_t,
                      "predicted_s": p["warm"]["time_s"],
                      "time_err": err(p["warm"]["time_s"], m_t),
+                     "ncu_cycles": ncu_cyc, "predicted_cycles": pred_cyc,
+                     "cycle_err": err(pred_cyc, ncu_cyc),
+                     "tensor_active": k["sm__pipe_tensor_op_hmma_cycles_active.sum"] /
+                                      (4 * 132 * ncu_cyc),
                      "dram_read_err": err(p["cold_l2"]["hbm_read_bytes"], dram) if dram else None,
                      "bound": p["warm"]["bound"], "clock_mhz": c.get("sm_clock_mhz_clock64")})
-    print("| case | measured ms | predicted ms | time err | DRAM read err | SM MHz (clock64) |")
-    print("| --- | --- | --- | --- | --- | --- |")
+    print("| case | measured ms | SM MHz (clock64) | predicted ms | time err | ncu Mcycles | "
+          "predicted Mcycles | cycle err | tensor active (ncu) | DRAM read err |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
         dr = f"{r['dram_read_err'] * 100:+.1f}%" if r["dram_read_err"] is not None else "-"
         print(f"| {r['id'].replace('fa3own_', '')} | {r['measured_s'] * 1e3:.3f} | "
-              f"{r['predicted_s'] * 1e3:.3f} | {r['time_err'] * 100:+.1f}% | {dr} | "
-              f"{r['clock_mhz']:.0f} |")
+              f"{r['clock_mhz']:.0f} | {r['predicted_s'] * 1e3:.3f} | {r['time_err'] * 100:+.1f}% | "
+              f"{r['ncu_cycles'] / 1e6:.2f} | {r['predicted_cycles'] / 1e6:.2f} | "
+              f"{r['cycle_err'] * 100:+.1f}% | {r['tensor_active'] * 100:.1f}% | {dr} |")
+    ce = [abs(r["cycle_err"]) for r in rows]
+    print(f"\ncycles (ncu, locked clock) vs predicted cycles: median |err| "
+          f"{statistics.median(ce) * 100:.1f}%, worst {max(ce) * 100:.1f}%, signed median "
+          f"{statistics.median(r['cycle_err'] for r in rows) * 100:+.1f}%")
     te = [abs(r["time_err"]) for r in rows]
     de = [abs(r["dram_read_err"]) for r in rows if r["dram_read_err"] is not None]
     print(f"\ntime: median |err| {statistics.median(te) * 100:.1f}%, worst {max(te) * 100:.1f}%, "
@@ -116,8 +130,11 @@ def compare(a):
     for r in rows:
         v = r["variant"]
         by[(r["key"], v["pingpong"], v["intra_warpgroup_overlap"], v["copy"], v["persistent"])] = r
-    print("\n| problem | mechanism | measured ratio | iosim ratio |")
-    print("| --- | --- | --- | --- |")
+    print("\nRatios of the first variant's time to the second's: CUDA events (free-running clock) "
+          "and ncu cycles (locked clock, one launch); iosim's predicted time.")
+    print("\n| problem | mechanism | measured ratio (events) | measured ratio (ncu cycles) | "
+          "iosim ratio |")
+    print("| --- | --- | --- | --- | --- |")
     mech = [
         ("ping-pong on / off (no IWO)", (True, False, "tma", True), (False, False, "tma", True)),
         ("ping-pong on / off (with IWO)", (True, True, "tma", True), (False, True, "tma", True)),
@@ -134,19 +151,23 @@ def compare(a):
             if not x or not y:
                 continue
             mr, pr = x["measured_s"] / y["measured_s"], x["predicted_s"] / y["predicted_s"]
-            summary[name].append((mr, pr))
+            cr = x["ncu_cycles"] / y["ncu_cycles"]
+            summary[name].append((mr, cr, pr, key[3]))
             b, h, n, d, causal = key
             print(f"| d{d} N={n} B{b}H{h}{' causal' if causal else ''} | {name} | {mr:.3f} | "
-                  f"{pr:.3f} |")
-    print("\n| mechanism | cases | measured ratio median (min - max) | iosim ratio median |")
-    print("| --- | --- | --- | --- |")
+                  f"{cr:.3f} | {pr:.3f} |")
+    print("\n| mechanism | d | cases | measured ratio, events: median (min - max) | "
+          "measured ratio, ncu cycles: median (min - max) | iosim ratio median |")
+    print("| --- | --- | --- | --- | --- | --- |")
     for name, v in summary.items():
-        if not v:
-            continue
-        ms = [x for x, _ in v]
-        ps = [y for _, y in v]
-        print(f"| {name} | {len(v)} | {statistics.median(ms):.3f} ({min(ms):.3f} - {max(ms):.3f}) "
-              f"| {statistics.median(ps):.3f} |")
+        for d in (64, 128):
+            w = [x for x in v if x[3] == d]
+            if not w:
+                continue
+            ms, cs, ps = [x[0] for x in w], [x[1] for x in w], [x[2] for x in w]
+            print(f"| {name} | {d} | {len(w)} | {statistics.median(ms):.3f} ({min(ms):.3f} - "
+                  f"{max(ms):.3f}) | {statistics.median(cs):.3f} ({min(cs):.3f} - {max(cs):.3f}) "
+                  f"| {statistics.median(ps):.3f} |")
     return 0
 
 
@@ -161,6 +182,8 @@ def main():
     c = sub.add_parser("compare")
     c.add_argument("--cases", required=True)
     c.add_argument("--pred", required=True)
+    c.add_argument("--profile-clock-mhz", type=float, default=1980.0,
+                   help="the clock the predictions were made at (the profile's boost clock)")
     a = ap.parse_args()
     return predict(a) if a.cmd == "predict" else compare(a)
 

@@ -9,8 +9,13 @@
 #      and per-pipe instruction counters) on `fa3_fwd --profile` (one launch per case, in order);
 #   4. the TMA probe (latency, streaming rate by bytes per copy and copies in flight);
 #   5. SASS opcode counts of each fa3 kernel (HGMMA, UTMALDG, SYNCS, BAR, LDGSTS, MUFU).
+#   0. (when $H/bin/fa3_fwd_pin exists) the SASS of both builds: MUFU.EX2 between the
+#      intra-warpgroup-overlap loop's two waits (wgmma.wait_group 1 and 0, WARPGROUP.DEPBAR.LE
+#      gsb0 0x1 / 0x0), i.e. exponentials that overlap P V; the build with more of them runs
+#      the suite, the other runs the N = 8192 cases (checked) beside it.
 # Expects prebuilt binaries (built off the device with nvcc 13.0, see NOTES.md):
 #   $H/bin/fa3_fwd   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -o fa3_fwd fa3_fwd.cu
+#   $H/bin/fa3_fwd_pin (optional) the same with -DFA3_PIN_SOFTMAX=1
 #   $H/bin/tma       nvcc -O3 -std=c++17 -arch=sm_90 -o tma ../microbench/tma.cu
 #   $H/bin/iosim_device_query   nvcc -O3 -std=c++17 -arch=sm_90 -o iosim_device_query ../device_query.cu
 # and $H/ncu_lib.sh (a copy of ../scripts/ncu_lib.sh).
@@ -42,9 +47,38 @@ sample_clocks() {  # $1: output csv; runs until killed
     --format=csv,noheader,nounits -lms 100 >"$1" 2>/dev/null
 }
 
+# 0. Which build keeps the softmax between the waits.
+BIN="$H/bin/fa3_fwd"
+ALT=""
+ex2_window() {  # $1 binary -> "total kernel:count ..." for the TMA IWO kernels
+  cuobjdump --dump-sass "$1" 2>/dev/null | python3 -c '
+import re, sys
+fn, state, counts = None, 0, {}
+for line in sys.stdin:
+    m = re.search(r"Function : (\S+)", line)
+    if m:
+        fn = m.group(1) if re.search(r"CopyE0ELb[01]ELb1ELb0E", m.group(1)) else None
+        state = 0
+        if fn: counts[fn] = 0
+        continue
+    if not fn: continue
+    if "DEPBAR.LE gsb0, 0x1" in line and state == 0: state = 1
+    elif "DEPBAR.LE gsb0, 0x0" in line and state == 1: state = 2
+    elif "MUFU.EX2" in line and state == 1: counts[fn] += 1
+short = lambda f: re.sub(r".*kernelILi(\d+)ELi2ELNS_4CopyE0ELb(\d)ELb1ELb0E.*", r"d\1_pp\2", f)
+print(sum(counts.values()), " ".join(f"{short(f)}:{c}" for f, c in counts.items()))'
+}
+if [[ -x "$H/bin/fa3_fwd_pin" ]]; then
+  a=$(ex2_window "$H/bin/fa3_fwd"); b=$(ex2_window "$H/bin/fa3_fwd_pin")
+  log "MUFU.EX2 between the IWO waits: plain build $a; pinned build $b"
+  echo "plain: $a" >"$W/ex2_between_waits.txt"; echo "pin: $b" >>"$W/ex2_between_waits.txt"
+  if (( ${b%% *} > ${a%% *} )); then BIN="$H/bin/fa3_fwd_pin"; ALT="$H/bin/fa3_fwd"; else ALT="$H/bin/fa3_fwd_pin"; fi
+  log "suite build: $(basename "$BIN"); N=8192 comparison build: $(basename "$ALT")"
+fi
+
 # 2. A smoke set first (N = 1024, every variant, checked): a hang or a wrong output stops here,
 #    leaving the device time for a fix.
-timeout 60 "$H/bin/fa3_fwd" --set smoke --reps 3 >"$W/smoke.jsonl" 2>"$W/smoke.err"
+timeout 60 "$BIN" --set smoke --reps 3 >"$W/smoke.jsonl" 2>"$W/smoke.err"
 rc=$?
 log "smoke exit $rc: $(grep -c '"passed": true' "$W/smoke.jsonl") passed, $(grep -c '"passed": false' "$W/smoke.jsonl") failed"
 cat "$W/smoke.err" | head -30
@@ -58,19 +92,25 @@ if (( rc != 0 )); then
 fi
 # Checked set, then two timing sets.
 sample_clocks "$W/clocks_set1.csv" & SMI=$!
-timeout 200 "$H/bin/fa3_fwd" --set main --reps 15 >"$W/set1.jsonl" 2>"$W/set1.err"
+timeout 200 "$BIN" --set main --reps 15 >"$W/set1.jsonl" 2>"$W/set1.err"
 log "set 1 (checked) exit $?: $(grep -c '"passed": true' "$W/set1.jsonl") passed, $(grep -c '"passed": false' "$W/set1.jsonl") failed"
 kill $SMI 2>/dev/null; wait $SMI 2>/dev/null
 grep -E 'FAIL|vdesc|error' "$W/set1.err" | head -20 | tee -a "$LOG"
 SWAP=$(python3 -c "import json,sys; r=[json.loads(l) for l in open('$W/set1.jsonl') if l.strip()]; print(r[-1]['vdesc_swap'] if r else 0)" 2>/dev/null || echo 0)
 for s in 2 3; do
   sample_clocks "$W/clocks_set$s.csv" & SMI=$!
-  timeout 120 "$H/bin/fa3_fwd" --set main --reps 15 --no-check --vdesc-swap "$SWAP" \
+  timeout 120 "$BIN" --set main --reps 15 --no-check --vdesc-swap "$SWAP" \
     >"$W/set$s.jsonl" 2>"$W/set$s.err"
   log "set $s exit $? ($(grep -c '"id"' "$W/set$s.jsonl") cases)"
   kill $SMI 2>/dev/null; wait $SMI 2>/dev/null
 done
 
+if [[ -n "$ALT" ]]; then
+  timeout 60 "$ALT" --set main --only _n8192_ --reps 15 --vdesc-swap "$SWAP" >"$W/alt_n8192.jsonl" 2>"$W/alt_n8192.err"
+  log "other build, N=8192 cases: exit $? ($(grep -c '"passed": true' "$W/alt_n8192.jsonl") passed)"
+  timeout 60 "$BIN" --set main --only _n8192_ --reps 15 --no-check --vdesc-swap "$SWAP" >"$W/suite_build_n8192_again.jsonl" 2>&1
+  log "suite build, N=8192 cases again right after: exit $?"
+fi
 # 4 (before ncu, which may run long). TMA probe.
 sample_clocks "$W/clocks_tma.csv" & SMI=$!
 timeout 90 "$H/bin/tma" >"$W/tma.json" 2>"$W/tma.err"
@@ -78,7 +118,7 @@ log "tma exit $?"
 kill $SMI 2>/dev/null; wait $SMI 2>/dev/null
 
 # 5. SASS opcodes per kernel.
-cuobjdump --dump-sass "$H/bin/fa3_fwd" >"$W/fa3_sass.txt" 2>&1
+cuobjdump --dump-sass "$BIN" >"$W/fa3_sass.txt" 2>&1
 python3 - "$W/fa3_sass.txt" >"$W/fa3_sass_opcodes.txt" <<'EOF'
 import re, sys, collections
 fn, counts = None, collections.OrderedDict()
@@ -112,7 +152,7 @@ source "$H/ncu_lib.sh"
 ncu_select_metrics "$W"
 nl=$(( $(left) - 25 ))
 if (( nl > 30 )); then
-  ncu_run_group "$W" fa3 "$nl" "$H/bin/fa3_fwd" --set main --profile --vdesc-swap "$SWAP"
+  ncu_run_group "$W" fa3 "$nl" "$BIN" --set main --profile --vdesc-swap "$SWAP"
   ncu_write_env "$W" "$(ncu --version | tail -1)" "13.0 (off the device)" \
     "$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1)" \
     "fa3_fwd --profile: cudaProfilerStart/Stop around one launch per case, in suite order"
@@ -121,7 +161,7 @@ else
 fi
 
 rm -f "$W"/*.ncu-rep "$W/ncu_query_metrics.txt"
-for f in set1.jsonl set2.jsonl set3.jsonl tma.json device_query.json; do cp "$W/$f" "$OUT/" 2>/dev/null; done
+for f in set1.jsonl set2.jsonl set3.jsonl tma.json device_query.json alt_n8192.jsonl; do cp "$W/$f" "$OUT/" 2>/dev/null; done
 tar czf "$OUT/fa3_own.tar.gz" -C /tmp fa3_own
 log "done"
 cut -c1-230 "$W/set1.jsonl" | sed 's/"block_q".*"median_ms"/.. "median_ms"/' | head -80

@@ -6,12 +6,13 @@
 //     for S = 128 B .. 64 KB, with the source in L2 (the same 64 KB read again) and in DRAM (each
 //     copy from a fresh place in a 2 GB buffer);
 //   - throughput: one CTA per SM, one thread keeps Q copies of S bytes in flight (Q stages of
-//     shared memory, one mbarrier each: wait for stage s, reissue it), each CTA streaming its own
+//     shared memory, one mbarrier each: wait for stage s, reissue it), or 2 or 4 threads (lane 0
+//     of separate warps) Q copies each in their own rings, each CTA streaming its own
 //     slice of a buffer: from DRAM (2 GB read once) or from L2 (each CTA re-reading a 256 KB
 //     window; 132 x 256 KB = 33 MB, which fits the 50 MB (H100) or 60 MB (H200) L2). Reported as
 //     bytes per SM clock and GB/s over all SMs.
-// The data is checked: after each throughput run every CTA sums the 4-byte words of its last
-// stage and the host compares with the sum it expects.
+// The data is checked: after each throughput run every CTA sums the 4-byte words of its (first
+// issuer's) last stage and the host compares with the sum it expects.
 // Build: nvcc -O3 -std=c++17 -arch=sm_90 -o tma tma.cu
 #include <cuda_runtime.h>
 
@@ -80,33 +81,47 @@ __global__ void latency_kernel(const uint8_t* src, unsigned bytes, size_t stride
   *sink = acc;
 }
 
-// One CTA per SM, one issuing thread. CTA b streams `total_bytes` from src + b * slice_bytes,
-// wrapping within `window_bytes` of its slice.
+// One CTA per SM, `issuers` issuing threads (lane 0 of warps 0 .. issuers-1). CTA b streams
+// `total_bytes` from src + b * slice_bytes; issuer w takes the w-th of `issuers` equal parts,
+// wrapping within its own part of the window, with its own ring of `stages` buffers and
+// barriers. With several issuers the copies in flight per SM are issuers x stages: if that
+// raises the rate over one issuer's, one thread's issue loop, not the copy engine, was the limit.
 __global__ void stream_kernel(const uint8_t* src, size_t slice_bytes, size_t window_bytes,
-                              size_t total_bytes, unsigned bytes, int stages, long long* cycles,
-                              unsigned long long* ns, unsigned* sums) {
+                              size_t total_bytes, unsigned bytes, int stages, int issuers,
+                              long long* cycles, unsigned long long* ns, unsigned* sums) {
   extern __shared__ __align__(128) uint8_t smem[];
-  __shared__ __align__(8) uint64_t bars[16];
-  const uint8_t* base = src + slice_bytes * blockIdx.x;
-  const uint32_t s0 = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  const uint32_t b0 = static_cast<uint32_t>(__cvta_generic_to_shared(bars));
-  const long long n = static_cast<long long>(total_bytes / bytes);
-  long long last_copy = -1;
-  if (threadIdx.x == 0) {
+  __shared__ __align__(8) uint64_t bars[64];
+  const int warp = threadIdx.x / 32;
+  const bool issuer = threadIdx.x % 32 == 0 && warp < issuers;
+  const size_t part_window = window_bytes / issuers;
+  const uint8_t* base = src + slice_bytes * blockIdx.x + part_window * (issuer ? warp : 0);
+  const uint32_t s0 =
+      static_cast<uint32_t>(__cvta_generic_to_shared(smem)) + (issuer ? warp : 0) * stages * bytes;
+  const uint32_t b0 = static_cast<uint32_t>(__cvta_generic_to_shared(bars)) +
+                      8 * (issuer ? warp : 0) * stages;
+  const long long n = static_cast<long long>(total_bytes / issuers / bytes);
+  if (issuer) {
     for (int s = 0; s < stages; ++s) mbar_init(b0 + 8 * s, 1);
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    const long long t0 = clock64();
-    const unsigned long long g0 = global_ns();
+  }
+  __syncthreads();
+  long long t0 = 0;
+  unsigned long long g0 = 0;
+  if (threadIdx.x == 0) {
+    t0 = clock64();
+    g0 = global_ns();
+  }
+  if (issuer) {
     // No division in the loop: the measurements of 2026-11-23 computed the offset and stage
     // with 64-bit % and /, which capped the issue rate at one copy per ~640 cycles.
-    size_t next_off = 0;  // source offset of the next copy to issue, within the window
+    size_t next_off = 0;  // source offset of the next copy to issue, within the part
     const long long first = stages < n ? stages : n;
     for (long long i = 0; i < first; ++i) {
       const int s = static_cast<int>(i);
       mbar_expect(b0 + 8 * s, bytes);
       bulk_copy(s0 + s * bytes, base + next_off, bytes, b0 + 8 * s);
       next_off += bytes;
-      if (next_off >= window_bytes) next_off -= window_bytes;
+      if (next_off >= part_window) next_off -= part_window;
     }
     int s = 0;
     unsigned parity = 0;
@@ -116,25 +131,22 @@ __global__ void stream_kernel(const uint8_t* src, size_t slice_bytes, size_t win
         mbar_expect(b0 + 8 * s, bytes);
         bulk_copy(s0 + s * bytes, base + next_off, bytes, b0 + 8 * s);
         next_off += bytes;
-        if (next_off >= window_bytes) next_off -= window_bytes;
+        if (next_off >= part_window) next_off -= part_window;
       }
       if (++s == stages) {
         s = 0;
         parity ^= 1u;
       }
     }
-    const long long t1 = clock64();
-    const unsigned long long g1 = global_ns();
-    cycles[blockIdx.x] = t1 - t0;
-    ns[blockIdx.x] = g1 - g0;
-    last_copy = n - 1;
   }
   __syncthreads();
-  // Checksum of the last copy's stage (the copy engine's writes are visible after the wait).
-  __shared__ long long last;
-  if (threadIdx.x == 0) last = last_copy;
-  __syncthreads();
-  const int s = static_cast<int>(last % stages);
+  if (threadIdx.x == 0) {
+    cycles[blockIdx.x] = clock64() - t0;
+    ns[blockIdx.x] = global_ns() - g0;
+  }
+  // Checksum of issuer 0's last copy (in its ring slot (n - 1) % stages; the copy engine's
+  // writes are visible to the block after the issuer's wait and the barrier above).
+  const int s = static_cast<int>((n - 1) % stages);
   const unsigned* w = reinterpret_cast<const unsigned*>(smem + s * bytes);
   unsigned sum = 0;
   for (unsigned i = threadIdx.x; i < bytes / 4; i += blockDim.x) sum += w[i];
@@ -204,13 +216,29 @@ int main() {
   std::printf("\n  ],\n  \"stream\": [\n");
   first = true;
   const size_t slice = buf_bytes / sms / 65536 * 65536;
+  struct Config {
+    int issuers;
+    unsigned bytes;
+    int stages;
+  };
+  std::vector<Config> configs;
+  for (unsigned bytes : {1024u, 2048u, 4096u, 8192u, 16384u, 32768u})
+    for (int stages : {1, 2, 4, 8, 12, 16}) configs.push_back({1, bytes, stages});
+  // Several issuing threads: is the one-thread floor (about 244 cycles per copy at 1-4 KB in the
+  // run of 2026-11-23 14:34) the thread's loop or the copy engine?
+  for (int issuers : {2, 4})
+    for (unsigned bytes : {1024u, 4096u, 16384u})
+      for (int stages : {2, 4, 8}) configs.push_back({issuers, bytes, stages});
   for (int dram = 1; dram >= 0; --dram) {
     const size_t window = dram ? slice : size_t{256} << 10;
     const size_t total = dram ? slice : size_t{16} << 20;
-    for (unsigned bytes : {1024u, 2048u, 4096u, 8192u, 16384u, 32768u}) {
-      for (int stages : {1, 2, 4, 8, 12, 16}) {
-        if (static_cast<size_t>(bytes) * stages > static_cast<size_t>(max_smem) ||
-            total % bytes != 0)
+    for (const Config& cf : configs) {
+      const unsigned bytes = cf.bytes;
+      const int stages = cf.stages, issuers = cf.issuers;
+      {
+        if (static_cast<size_t>(bytes) * stages * issuers > static_cast<size_t>(max_smem) ||
+            total % (static_cast<size_t>(bytes) * issuers) != 0 ||
+            (window / issuers) % bytes != 0)
           continue;
         std::vector<double> bpc, gbs, mhz;
         for (int rep = 0; rep < 3; ++rep) {
@@ -219,8 +247,8 @@ int main() {
           CHECK(cudaEventCreate(&e0));
           CHECK(cudaEventCreate(&e1));
           CHECK(cudaEventRecord(e0));
-          stream_kernel<<<sms, 128, bytes * stages>>>(buf, slice, window, total, bytes, stages,
-                                                       d_cycles, d_ns, d_sums);
+          stream_kernel<<<sms, 128, bytes * stages * issuers>>>(
+              buf, slice, window, total, bytes, stages, issuers, d_cycles, d_ns, d_sums);
           CHECK(cudaGetLastError());
           CHECK(cudaEventRecord(e1));
           CHECK(cudaEventSynchronize(e1));
@@ -236,10 +264,10 @@ int main() {
           CHECK(cudaMemcpy(nsv.data(), d_ns, sizeof(unsigned long long) * sms,
                            cudaMemcpyDeviceToHost));
           CHECK(cudaMemcpy(sums.data(), d_sums, sizeof(unsigned) * sms, cudaMemcpyDeviceToHost));
-          // Expected checksum of CTA b's last copy: the words fill_kernel wrote there.
+          // Expected checksum of issuer 0's last copy in CTA b: the words fill_kernel wrote there.
           for (int b = 0; b < sms; ++b) {
-            const size_t last = total / bytes - 1;
-            const size_t off = slice * b + (last * bytes) % window;
+            const size_t last = total / issuers / bytes - 1;
+            const size_t off = slice * b + (last * bytes) % (window / issuers);
             unsigned want = 0;
             for (size_t w = off / 4; w < (off + bytes) / 4; ++w)
               want += static_cast<unsigned>(w * 2654435761u);
@@ -256,10 +284,12 @@ int main() {
           gbs.push_back(static_cast<double>(total) * sms / (ms * 1e-3) / 1e9);
           mhz.push_back(median(clk));
         }
-        std::printf("%s    {\"source\": \"%s\", \"bytes_per_copy\": %u, \"copies_in_flight\": %d, "
+        std::printf("%s    {\"source\": \"%s\", \"bytes_per_copy\": %u, \"issuers\": %d, "
+                    "\"copies_in_flight_per_issuer\": %d, \"copies_in_flight\": %d, "
                     "\"bytes_per_clk_per_sm\": %.2f, \"gb_per_s_all_sms_event_timed\": %.1f, "
                     "\"sm_clock_mhz\": %.0f, \"bytes_per_cta\": %zu, \"checksums\": \"ok\"}",
-                    first ? "" : ",\n", dram ? "dram" : "l2", bytes, stages, median(bpc),
+                    first ? "" : ",\n", dram ? "dram" : "l2", bytes, issuers, stages,
+                    issuers * stages, median(bpc),
                     median(gbs), median(mhz), total);
         std::fflush(stdout);
         first = false;
