@@ -699,9 +699,9 @@ double median(std::vector<double> v) {
 }
 
 float h2f(uint16_t h) {
-  __half x;
-  std::memcpy(&x, &h, 2);
-  return __half2float(x);
+  __half_raw r;
+  r.x = h;
+  return __half2float(__half(r));
 }
 
 struct CheckResult {
