@@ -77,8 +77,9 @@ Report simulate(const HardwareProfile& profile, const RunRequest& original,
   report.bound = longest != report.engine.kernels.end() ? longest->bound : "latency";
   if (request.execute) {
     report.numerics.executed = true;
-    report.numerics.max_abs_error =
-        execute_schedule(*planned.schedule, request.problem, request.seed, mask).max_abs_error();
+    report.numerics.max_abs_error = execute_schedule(*planned.schedule, request.problem,
+                                                     request.seed, mask, request.numeric_observer)
+                                        .max_abs_error();
   }
   report.simulation_wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

@@ -13,6 +13,8 @@
 
 namespace iosim {
 
+class NumericObserver;  // numerics/numeric_executor.hpp
+
 struct RunRequest {
   std::string algorithm = "flash2";
   AttentionProblem problem;
@@ -20,6 +22,9 @@ struct RunRequest {
   EngineOptions engine;  // L2 on/off, cold L2 per kernel, SM clock
   bool execute = false;  // run the schedule numerically and report the error
   std::uint64_t seed = 1;
+  // Watches the numbers of an executed run (`iosim explain`); not owned, null: no one watches.
+  // The engine's watcher is engine.observer.
+  NumericObserver* numeric_observer = nullptr;
 };
 
 struct Numerics {

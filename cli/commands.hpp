@@ -16,5 +16,6 @@ Action add_validate_command(CLI::App& app);  // validate.cpp
 Action add_sweep_command(CLI::App& app);     // sweep.cpp
 Action add_report_command(CLI::App& app);    // report.cpp
 Action add_kvcache_command(CLI::App& app);   // kvcache.cpp
+Action add_explain_command(CLI::App& app);   // explain.cpp
 
 }  // namespace iosim::cli

@@ -48,9 +48,15 @@ class CtaInterpreter {
   CtaInterpreter(Globals& g, const AttentionProblem& p, std::uint64_t seed)
       : g_(g), p_(p), seed_(seed), scale_(static_cast<float>(p.scale())) {}
 
-  void run(const std::vector<TileOp>& ops) {
+  void run(const std::vector<TileOp>& ops, std::size_t kernel = 0, std::int64_t cta = 0,
+           NumericObserver* observer = nullptr) {
     for (Mat& b : buf_) b.resize(0, 0);
-    for (const TileOp& op : ops) {
+    const std::function<MatrixView(TensorId)> on_chip = [this](TensorId t) {
+      const Mat& b = buf(t);
+      return MatrixView{b.rows(), b.cols(), b.data()};
+    };
+    for (std::size_t index = 0; index < ops.size(); ++index) {
+      const TileOp& op = ops[index];
       switch (op.kind) {
         case OpKind::load: {
           const TileRef& t = op.tile;
@@ -97,6 +103,7 @@ class CtaInterpreter {
           break;
         }
       }
+      if (observer != nullptr) observer->on_op(kernel, cta, index, op, on_chip);
     }
   }
 
@@ -559,7 +566,8 @@ double NumericResult::max_abs_error() const {
 }
 
 NumericResult execute_schedule(const Schedule& schedule, const AttentionProblem& p,
-                               std::uint64_t seed, const BlockMask* blocks) {
+                               std::uint64_t seed, const BlockMask* blocks,
+                               NumericObserver* observer) {
   const double macs = static_cast<double>(p.bh()) * static_cast<double>(p.seq) *
                       static_cast<double>(p.seq_kv) * static_cast<double>(p.head_dim);
   if (macs > kMaxExecuteMacs) {
@@ -611,6 +619,14 @@ NumericResult execute_schedule(const Schedule& schedule, const AttentionProblem&
     const Mat v = logical_kv(g.of(TensorId::V), p, bh / p.group());
     const Mat d_o = grads ? flat_rows(g.of(TensorId::dO), bh * n, n) : Mat();
     refs.push_back(reference(p, seed, bh, q, k, v, grads ? &d_o : nullptr, blocks, keep_scores));
+    if (observer != nullptr) {
+      const MatD& o = refs.back().o;
+      std::vector<double> rows(static_cast<std::size_t>(o.size()));
+      for (Eigen::Index i = 0; i < o.rows(); ++i)
+        for (Eigen::Index j = 0; j < o.cols(); ++j)
+          rows[static_cast<std::size_t>(i * o.cols() + j)] = o(i, j);
+      observer->on_reference(bh, rows, o.rows(), o.cols());
+    }
   }
   if (!has_forward(p.pass)) {
     // A backward alone starts from what the forward saved: whichever of these it declares.
@@ -634,7 +650,7 @@ NumericResult execute_schedule(const Schedule& schedule, const AttentionProblem&
     for (std::int64_t c = 0; c < kernels[k].grid.count(); ++c) {
       ops.clear();
       schedule.emit_cta(k, c, ops);
-      cta.run(ops);
+      cta.run(ops, k, c, observer);
     }
   }
 

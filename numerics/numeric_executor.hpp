@@ -5,7 +5,9 @@
 // the buffer out. Comparing the outputs with a plain FP64 reference proves that the emitted
 // schedule (its loads, loop bounds, skipped blocks and rescaling) computes exact attention.
 #include <cstdint>
+#include <functional>
 #include <optional>
+#include <vector>
 
 #include "sim/problem.hpp"
 #include "sim/schedule.hpp"
@@ -26,6 +28,27 @@ struct NumericResult {
 /// saturated to +-448 (as a saturating conversion, cvt.rn.satfinite.e4m3x2.f32, does).
 float round_e4m3(float x);
 
+/// A matrix the executor holds, in Eigen's column-major FP32 layout, lent to an observer.
+struct MatrixView {
+  std::int64_t rows = 0, cols = 0;
+  const float* data = nullptr;
+  float at(std::int64_t i, std::int64_t j) const { return data[j * rows + i]; }
+};
+
+/// Sees the numbers as the executor computes them (`iosim explain --execute`). Executing never
+/// depends on it.
+class NumericObserver {
+ public:
+  virtual ~NumericObserver() = default;
+  /// After op number `index` (0, 1, ... in program order) of CTA `cta` of kernel `kernel` ran;
+  /// `on_chip(t)` is the CTA's buffer of tensor t (0 x 0 when it holds none).
+  virtual void on_op(std::size_t kernel, std::int64_t cta, std::size_t index, const TileOp& op,
+                     const std::function<MatrixView(TensorId)>& on_chip) = 0;
+  /// The FP64 reference output of query matrix `bh` (batch * heads + head), N x d, row-major.
+  virtual void on_reference(std::int64_t bh, const std::vector<double>& o, std::int64_t rows,
+                            std::int64_t cols) = 0;
+};
+
 /// Largest problem --execute accepts, in multiply-adds of the reference (B*H*N*N_kv*d).
 inline constexpr double kMaxExecuteMacs = 4e9;
 
@@ -45,7 +68,9 @@ inline constexpr double kMaxExecuteMacs = 4e9;
 /// converted to e4m3 before P V as FA3 does: e4m3(2^8 P) / 2^8 (FA3's Max_offset = 8 puts P in
 /// [0, 256] so that small probabilities stay normal; l sums the unconverted P). Everything else
 /// is FP32; O is not rounded to bf16 (nor, for 16-bit runs, to fp16).
+/// With `observer`, tells it every op's buffers and the reference output.
 NumericResult execute_schedule(const Schedule& schedule, const AttentionProblem& problem,
-                               std::uint64_t seed, const BlockMask* blocks = nullptr);
+                               std::uint64_t seed, const BlockMask* blocks = nullptr,
+                               NumericObserver* observer = nullptr);
 
 }  // namespace iosim

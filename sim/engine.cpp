@@ -94,7 +94,7 @@ class KernelRun {
  public:
   KernelRun(const HardwareProfile& profile, const Schedule& schedule, std::size_t kernel_index,
             const KernelSpec& spec, const Occupancy& occ, const AddressMap& addresses, L2System* l2,
-            double clock_mhz)
+            double clock_mhz, OpObserver* observer)
       : schedule_(schedule),
         kernel_index_(kernel_index),
         spec_(spec),
@@ -104,7 +104,8 @@ class KernelRun {
         ctas_per_sm_(occ.ctas_per_sm),
         warps_per_cta_((spec.threads_per_cta + 31) / 32 - spec.producer_warps),
         ports_(static_cast<std::size_t>(rates_.sm_count)),
-        resident_on_sm_(static_cast<std::size_t>(rates_.sm_count), 0) {}
+        resident_on_sm_(static_cast<std::size_t>(rates_.sm_count), 0),
+        observer_(observer) {}
 
   double run(Counters& c) {
     counters_ = &c;
@@ -356,7 +357,8 @@ class KernelRun {
     // The threads that issue a load compute its addresses (TileOp::int_ops, e.g. page lookups).
     while (st.pc < st.ops.size() && is_prefetched_load(st.pc)) {
       before.int32_ops += static_cast<double>(st.ops[st.pc].int_ops);
-      load(st.ops[st.pc++], st.sm, loads);
+      load(st.ops[st.pc], st.sm, loads);
+      observe(st, st.ops[st.pc++]);
     }
     // Dirty lines evicted by this stage's loads go to DRAM alongside its misses.
     std::uint64_t written_back = l2_ != nullptr ? l2_->written_back_bytes() : 0;
@@ -377,6 +379,7 @@ class KernelRun {
       } else {
         (after_in_step ? after : before).add(op, rates_);
       }
+      observe(st, op);
     }
     if (l2_ != nullptr) {
       stores.dram += static_cast<double>(l2_->written_back_bytes() - written_back);
@@ -418,6 +421,10 @@ class KernelRun {
     if (++st.ring == st.compute_end.size()) st.ring = 0;
   }
 
+  void observe(const CtaState& st, const TileOp& op) const {
+    if (observer_ != nullptr) observer_->on_op(kernel_index_, st.cta, st.sm, op, *counters_);
+  }
+
   double latency_of(const Traffic& tr) const {
     return (tr.missed || l2_ == nullptr) ? rates_.hbm_latency_s : rates_.l2_latency_s;
   }
@@ -442,6 +449,7 @@ class KernelRun {
   // Runs of the tile being moved: sums of per-run bytes in doubles are exact (integers far
   // below 2^53), so sending a tile's runs to the L2 together counts what run-by-run did.
   std::vector<L2System::Run> runs_;
+  OpObserver* observer_;
 };
 
 }  // namespace
@@ -499,7 +507,7 @@ EngineResult run_schedule(const HardwareProfile& profile, const Schedule& schedu
                                     spec.grid.count(), profile.sm.count.value)) /
                                     profile.sm.count.value;
     KernelRun run(profile, schedule, k, spec, kr.occupancy, addresses, l2 ? &*l2 : nullptr,
-                  clock_mhz);
+                  clock_mhz, options.observer);
     kr.time_s = run.run(kr.counters);
     kr.counters.l2_dirty_at_end_bytes = l2 ? l2->dirty_bytes() : 0;
     kr.bound = classify_bound(profile, kr.counters, kr.time_s, clock_mhz, spec.mma_dtype,

@@ -32,6 +32,18 @@
 
 namespace iosim {
 
+/// Sees each operation as the engine counts it, in the engine's order (`iosim explain` builds its
+/// trace from this). Counting never depends on it; a normal run has none.
+class OpObserver {
+ public:
+  virtual ~OpObserver() = default;
+  /// Called once `op` of CTA `cta` (kernel `kernel`, on SM `sm`) has been counted: its bytes are in
+  /// `kernel_counters`, the kernel's counters so far (a compute's FLOPs are added when its stage
+  /// ends, so only the byte counters are current).
+  virtual void on_op(std::size_t kernel, std::int64_t cta, int sm, const TileOp& op,
+                     const Counters& kernel_counters) = 0;
+};
+
 struct EngineOptions {
   bool l2_enabled = true;                 // false: the two-level HBM <-> SRAM model
   bool flush_l2_between_kernels = false;  // true: cold L2 per kernel, as Nsight Compute measures
@@ -39,6 +51,7 @@ struct EngineOptions {
   // Registers per thread a compiler reported, by kernel role (KernelSpec::role): they replace the
   // schedule's estimate for the kernels of that role (they set occupancy).
   std::map<std::string, int> registers_by_role;
+  OpObserver* observer = nullptr;  // not owned; null: no one watches
 };
 
 struct KernelResult {

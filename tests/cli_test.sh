@@ -145,5 +145,30 @@ expect 2 "format" -- validate "$H100_DEC" --format xml
 # The README's accuracy tables are what `iosim validate` prints now.
 if (cd "$REPO" && bash scripts/readme_tables.sh --check "$IOSIM"); then ok; else bad "README accuracy tables are stale: run scripts/readme_tables.sh --write"; fi
 
+# iosim explain: tiny problems narrated step by step; anything larger or malformed exits 2.
+EX=(explain --seq 32 --block-q 16 --block-kv 16)
+expect 0 "[FlashAttention-2, Algorithm 1, line 8]" -- "${EX[@]}"
+expect 0 "= the closed form for these blocks" -- "${EX[@]}" --algo flash1
+expect 0 "max |O - exact| over this tile" -- "${EX[@]}" --algo standard --execute
+expect 0 "[FlashAttention-2, Algorithm 2, line 11]" -- "${EX[@]}" --pass bwd
+expect 0 "step 5/" -- "${EX[@]}" --step 5
+expect 0 "Theorem 2" -- explain --compare standard,flash2 --seq 64
+expect 2 "--seq 128 is larger than the 64 allowed" -- explain --seq 128
+expect 2 "--head-dim 64 is larger than the 16 allowed" -- explain --seq 32 --head-dim 64
+expect 2 "--batch x --heads 8 is larger than the 4 allowed" -- explain --seq 32 --batch 4 --heads 2
+expect 2 "--step 0: steps are numbered from 1" -- "${EX[@]}" --step 0
+expect 2 "--step 999: the trace has steps 1 to 30" -- "${EX[@]}" --step 999
+expect 2 "--focus 'cta:x': expected cta:I" -- "${EX[@]}" --focus cta:x
+expect 2 "--focus cta:9: the kernels have CTAs 0 to 1" -- "${EX[@]}" --focus cta:9
+expect 2 "--compare 'flash2': expected two algorithms A,B" -- "${EX[@]}" --compare flash2
+expect 2 "did you mean 'flash1'" -- "${EX[@]}" --compare flash2,flsh1
+expect 2 "--step and --until" -- "${EX[@]}" --step 2 --until 3
+expect 2 "does not exist" -- "${EX[@]}" --html /nonexistent/x.html
+out=$("$IOSIM" "${EX[@]}" --focus cta:1 | grep -c '^step .* CTA 0 ')
+if [ "$out" = 0 ]; then ok; else bad "explain --focus cta:1 shows CTA 0's steps"; fi
+if "$IOSIM" "${EX[@]}" | grep -q $'\033'; then bad "explain colors piped output"; else ok; fi
+"$IOSIM" "${EX[@]}" --html "$tmp/explain.html" 2>/dev/null
+if [ -s "$tmp/explain.html" ] && grep -q 'id="trace"' "$tmp/explain.html"; then ok; else bad "explain --html wrote no page"; fi
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

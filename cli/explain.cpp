@@ -1,0 +1,118 @@
+// `iosim explain`: a tiny attention call walked through step by step (teach/), in the terminal,
+// side by side with another schedule (--compare), or as an interactive page (--html).
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <sstream>
+
+#include "cli/commands.hpp"
+#include "cli/output_file.hpp"
+#include "cli/run_flags.hpp"
+#include "sim/errors.hpp"
+#include "teach/html_writer.hpp"
+#include "teach/text_writer.hpp"
+
+namespace iosim::cli {
+namespace {
+
+struct ExplainFlags {
+  std::string compare, focus, html;
+  std::optional<std::int64_t> step, until;
+  bool no_color = false;
+};
+
+// "cta:I" -> I.
+std::int64_t parse_focus(const std::string& s) {
+  const std::string prefix = "cta:";
+  const std::string number = s.rfind(prefix, 0) == 0 ? s.substr(prefix.size()) : "";
+  std::size_t used = 0;
+  long long v = -1;
+  try {
+    v = std::stoll(number, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (number.empty() || used != number.size() || v < 0) {
+    throw ConfigError(fmt::format("--focus '{}': expected cta:I, I a CTA number (0, 1, ...)", s));
+  }
+  return v;
+}
+
+std::optional<std::size_t> positive(const char* flag, std::optional<std::int64_t> v) {
+  if (!v) return std::nullopt;
+  if (*v < 1) throw ConfigError(fmt::format("{} {}: steps are numbered from 1", flag, *v));
+  return static_cast<std::size_t>(*v);
+}
+
+}  // namespace
+
+Action add_explain_command(CLI::App& app) {
+  CLI::App* cmd = app.add_subcommand(
+      "explain", fmt::format("walk through a tiny attention call, one tile operation at a time "
+                             "(N <= {}, d <= {}, B*H <= {})",
+                             teach::kMaxSeq, teach::kMaxHeadDim, teach::kMaxMatrices));
+  auto f = std::make_shared<RunFlags>();
+  f->head_dim = teach::kMaxHeadDim;  // run's default (64) is past what explain traces
+  add_problem_flags(*cmd, *f);
+  auto e = std::make_shared<ExplainFlags>();
+  cmd->add_option("--compare", e->compare,
+                  "two algorithms side by side on the same problem, e.g. standard,flash2");
+  cmd->add_option("--step", e->step, "show only step K (1-based)");
+  cmd->add_option("--until", e->until, "show steps 1 to K");
+  cmd->add_option("--focus", e->focus, "show only the steps of one CTA: cta:I");
+  cmd->add_flag("--no-color", e->no_color, "plain text even on a terminal");
+  cmd->add_option("--html", e->html,
+                  "write an interactive, self-contained page of the trace (a stepper) here");
+  return [f, e] {
+    if (!e->html.empty()) check_output_folder("--html", e->html);
+    const RunRequest request = to_request(*f);
+    teach::check_explainable(request);
+    const HardwareProfile profile = load_profile(f->profile);
+    teach::TextOptions options;
+    options.color =
+        !e->no_color && isatty(STDOUT_FILENO) == 1 && std::getenv("NO_COLOR") == nullptr;
+    options.step = positive("--step", e->step);
+    options.until = positive("--until", e->until);
+    if (!e->focus.empty()) options.focus_cta = parse_focus(e->focus);
+    if (options.step && options.until) {
+      throw ConfigError("--step and --until: give one (a single step, or the steps up to one)");
+    }
+    if (!e->compare.empty()) {
+      const auto comma = e->compare.find(',');
+      const std::string a = e->compare.substr(0, comma);
+      const std::string b = comma == std::string::npos ? "" : e->compare.substr(comma + 1);
+      if (a.empty() || b.empty() || b.find(',') != std::string::npos) {
+        throw ConfigError(fmt::format(
+            "--compare '{}': expected two algorithms A,B (e.g. standard,flash2)", e->compare));
+      }
+      if (options.step || options.until || options.focus_cta || !e->html.empty()) {
+        throw ConfigError(
+            "--compare shows totals side by side: it takes no --step, --until, "
+            "--focus or --html");
+      }
+      RunRequest ra = request, rb = request;
+      ra.algorithm = a;
+      rb.algorithm = b;
+      const teach::Trace ta = teach::build_trace(profile, ra);
+      const teach::Trace tb = teach::build_trace(profile, rb);
+      teach::write_compare(std::cout, ta, tb, options.color);
+      return 0;
+    }
+    const teach::Trace trace = teach::build_trace(profile, request);
+    if (!e->html.empty()) {
+      write_file_atomically(e->html, teach::trace_html(trace));
+      std::cerr << fmt::format("iosim explain: wrote {} ({} steps)\n", e->html, trace.steps.size());
+      return 0;
+    }
+    std::ostringstream text;  // built whole first: a bad --step writes nothing
+    teach::write_trace(text, trace, options);
+    std::cout << text.str();
+    return 0;
+  };
+}
+
+}  // namespace iosim::cli

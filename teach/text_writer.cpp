@@ -1,0 +1,297 @@
+#include "teach/text_writer.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <string>
+
+#include "sim/errors.hpp"
+
+namespace iosim::teach {
+namespace {
+
+struct Paint {
+  bool on;
+  std::string operator()(const char* code, const std::string& text) const {
+    return on ? fmt::format("\033[{}m{}\033[0m", code, text) : text;
+  }
+};
+constexpr const char* kBold = "1";
+constexpr const char* kDim = "2";
+constexpr const char* kLoad = "36";     // cyan
+constexpr const char* kStore = "35";    // magenta
+constexpr const char* kCompute = "33";  // yellow
+constexpr const char* kPaper = "32";    // green
+
+std::string thousands(std::uint64_t v) {
+  const std::string digits = std::to_string(v);
+  std::string s;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) s += ',';
+    s += digits[i];
+  }
+  return s;
+}
+
+std::string problem_line(const Report& r) {
+  const AttentionProblem& p = r.request.problem;
+  std::string s = fmt::format("B={} H={} N={}", p.batch, p.heads, p.seq);
+  if (p.seq_kv != p.seq) s += fmt::format(" N_kv={}", p.seq_kv);
+  s += fmt::format(" d={} {}", p.head_dim, dtype_name(p.dtype));
+  if (p.causal) s += " causal";
+  if (p.mask) s += " mask";
+  if (p.dropout > 0) s += fmt::format(" dropout={}", p.dropout);
+  return s;
+}
+
+std::string pass_words(Pass p) {
+  return p == Pass::fwd ? "forward pass" : p == Pass::bwd ? "backward pass" : "forward + backward";
+}
+
+void write_numbers(std::ostream& out, const NumberTile& t) {
+  if (t.shown_rows == 0) {
+    out << fmt::format("      {}: (none yet)\n", t.name);
+    return;
+  }
+  constexpr std::int64_t kRows = 4, kCols = 8;
+  auto value = [](double v) { return fmt::format(" {:8.4f}", v); };
+  if (t.cols == 1) {  // a column vector (m, l, L, a rescale factor): one line
+    std::string line;
+    for (std::int64_t i = 0; i < std::min(t.shown_rows, kCols); ++i) {
+      line += value(t.values[static_cast<std::size_t>(i)]);
+    }
+    out << fmt::format("      {}{}:{}{}\n", t.name,
+                       t.rows > kCols ? fmt::format(" (first {} of {} rows)", kCols, t.rows) : "",
+                       line, t.rows > kCols ? " ..." : "");
+    return;
+  }
+  const std::int64_t rows = std::min(t.shown_rows, kRows), cols = std::min(t.shown_cols, kCols);
+  out << fmt::format("      {} ({} x {}{}):\n", t.name, t.rows, t.cols,
+                     t.rows > rows || t.cols > cols
+                         ? fmt::format(", first {} rows x {} columns", rows, cols)
+                         : "");
+  for (std::int64_t i = 0; i < rows; ++i) {
+    std::string line;
+    for (std::int64_t j = 0; j < cols; ++j) {
+      line += value(t.values[static_cast<std::size_t>(i * t.shown_cols + j)]);
+    }
+    out << "      " << line << (t.cols > cols ? " ..." : "") << "\n";
+  }
+}
+
+// "FlashAttention-2, Algorithm 1, on one split of K/V" -> "FlashAttention-2, Algorithm 1".
+std::string short_name(const std::string& algorithm) {
+  std::string s = algorithm.substr(0, algorithm.find(',', algorithm.find(',') + 1));
+  return s.substr(0, s.find(" ("));
+}
+
+void write_step(std::ostream& out, const Trace& trace, std::size_t i, const Paint& paint) {
+  const TraceStep& s = trace.steps[i];
+  std::string head = fmt::format("step {}/{}  {} CTA {} on SM {}", i + 1, trace.steps.size(),
+                                 trace.kernels[s.kernel].name, s.cta, s.sm);
+  out << paint(kBold, head);
+  if (!s.paper.line.empty()) {
+    out << "  "
+        << paint(kPaper, fmt::format("[{}, {}]", short_name(s.paper.algorithm), s.paper.line));
+  }
+  out << "\n";
+  const char* color = s.op.kind == OpKind::load      ? kLoad
+                      : s.op.kind == OpKind::compute ? kCompute
+                                                     : kStore;
+  out << "  " << paint(color, describe(s)) << "\n";
+  if (!s.paper.note.empty()) out << "  " << paint(kDim, fmt::format("({})", s.paper.note)) << "\n";
+  std::string smem, reg;
+  for (const OnChipTile& h : s.on_chip) {
+    const TileRef& t = h.tile;
+    std::string& list = h.where == OnChip::smem ? smem : reg;
+    list += t.cols == 1 && t.col0 == 0
+                ? fmt::format(" {}[{}:{}]", tensor_name(t.tensor), t.row0, t.row0 + t.rows)
+                : fmt::format(" {}[{}:{}, {}:{}]", tensor_name(t.tensor), t.row0, t.row0 + t.rows,
+                              t.col0, t.col0 + t.cols);
+  }
+  out << "  shared memory:" << (smem.empty() ? " -" : smem)
+      << "  registers:" << (reg.empty() ? " -" : reg) << "\n";
+  if (s.last_of_cta) out << "  (the CTA's last operation: its buffers are freed)\n";
+  auto level = [](const char* name, std::uint64_t delta, std::uint64_t total) {
+    return fmt::format("{} {} ({})", name, human_bytes(total),
+                       delta > 0 ? fmt::format("+{}", human_bytes(delta)) : "+0");
+  };
+  out << "  bytes so far: " << level("HBM2", s.bytes.hbm_two_level, s.total.hbm_two_level) << ", "
+      << level("L2", s.bytes.l2, s.total.l2) << ", " << level("DRAM", s.bytes.hbm, s.total.hbm)
+      << "\n";
+  for (const NumberTile& t : s.numbers) write_numbers(out, t);
+  if (s.max_error)
+    out << fmt::format("      max |O - exact| over this tile: {:.2e}\n", *s.max_error);
+}
+
+void write_header(std::ostream& out, const Trace& trace, const Paint& paint) {
+  const Report& r = trace.report;
+  out << paint(kBold, fmt::format("iosim explain: {}, {}, {} on {}", r.request.algorithm,
+                                  pass_words(r.request.problem.pass), problem_line(r), r.profile))
+      << "\n";
+  std::string paper;
+  for (const TraceStep& s : trace.steps) {
+    if (!s.paper.algorithm.empty() && paper.find(s.paper.algorithm) == std::string::npos) {
+      if (!paper.empty()) paper += "; ";
+      paper += s.paper.algorithm;
+    }
+  }
+  out << fmt::format("tiling: block_q (Br) = {}, block_kv (Bc) = {}", r.tiling.block_q,
+                     r.tiling.block_kv);
+  if (r.tiling.splits > 0) out << fmt::format(", {} K/V splits", r.tiling.splits);
+  out << "\n";
+  if (!paper.empty()) out << "follows: " << paint(kPaper, paper) << "\n";
+  for (const KernelResult& k : r.engine.kernels) {
+    out << fmt::format("kernel {}: {} CTAs, {} of shared memory per CTA, {} CTA(s) per SM\n",
+                       k.spec.name, k.spec.grid.count(),
+                       human_bytes(static_cast<std::uint64_t>(k.spec.smem_bytes_per_cta)),
+                       k.occupancy.ctas_per_sm);
+  }
+  out << paint(kDim,
+               "bytes: HBM2 = the paper's two-level model (HBM <-> SRAM, as --l2 off);\n"
+               "       L2 = what the SMs request from the L2; DRAM = HBM traffic with the L2 on\n"
+               "       (misses and write-backs). Steps are in the order the engine ran them.")
+      << "\n\n";
+}
+
+void write_summary(std::ostream& out, const Trace& trace, const Paint& paint) {
+  const Report& r = trace.report;
+  const Report& two_level = r.request.engine.l2_enabled ? trace.other : r;
+  const Report& three_level = r.request.engine.l2_enabled ? r : trace.other;
+  const Counters& c2 = two_level.engine.total;
+  const Counters& c3 = three_level.engine.total;
+  const std::uint64_t hbm2 = c2.hbm.read_total() + c2.hbm.write_total();
+  const IoBounds& b = r.bounds;
+  out << paint(kBold,
+               fmt::format("{} steps, {} kernel(s)", trace.steps.size(), trace.kernels.size()))
+      << "\n";
+  out << fmt::format("  HBM, two-level model: {} B ({} read, {} written)", thousands(hbm2),
+                     thousands(c2.hbm.read_total()), thousands(c2.hbm.write_total()));
+  out << (hbm2 == b.closed_form_bytes
+              ? "  = the closed form for these blocks"
+              : fmt::format("  (closed form: {} B)", thousands(b.closed_form_bytes)))
+      << "\n";
+  out << fmt::format("  compulsory (each input read once, each output written once): {} B\n",
+                     thousands(b.compulsory_bytes));
+  out << fmt::format("  lower bound ({}): {} B\n", b.lower_bound_formula,
+                     thousands(b.lower_bound_bytes));
+  out << fmt::format("  with the L2 on: L2 requests {} B, DRAM {} B ({} read, {} written back)\n",
+                     thousands(c3.l2.read_total() + c3.l2.write_total()),
+                     thousands(c3.hbm.read_total() + c3.hbm.write_total()),
+                     thousands(c3.hbm.read_total()), thousands(c3.hbm.write_total()));
+  const std::uint64_t dirty =
+      three_level.engine.kernels.empty()
+          ? 0
+          : three_level.engine.kernels.back().counters.l2_dirty_at_end_bytes;
+  if (dirty > 0) {
+    out << fmt::format("    ({} B still dirty in the L2 at the end: not yet written to DRAM)\n",
+                       thousands(dirty));
+  }
+  if (trace.max_error) {
+    out << fmt::format("  --execute: max |error| against an FP64 reference: {:.2e}\n",
+                       *trace.max_error);
+  }
+}
+
+}  // namespace
+
+void write_trace(std::ostream& out, const Trace& trace, const TextOptions& o) {
+  const std::size_t n = trace.steps.size();
+  for (const auto& [flag, k] : {std::pair{"--step", o.step}, std::pair{"--until", o.until}}) {
+    if (k && (*k < 1 || *k > n)) {
+      throw ConfigError(fmt::format("{} {}: the trace has steps 1 to {}", flag, *k, n));
+    }
+  }
+  if (o.focus_cta) {
+    const bool any = std::any_of(trace.steps.begin(), trace.steps.end(),
+                                 [&](const TraceStep& s) { return s.cta == *o.focus_cta; });
+    if (!any) {
+      std::int64_t most = 0;
+      for (const KernelSpec& k : trace.kernels) most = std::max(most, k.grid.count());
+      throw ConfigError(
+          fmt::format("--focus cta:{}: the kernels have CTAs 0 to {}", *o.focus_cta, most - 1));
+    }
+  }
+  const Paint paint{o.color};
+  write_header(out, trace, paint);
+  const std::size_t first = o.step ? *o.step - 1 : 0;
+  const std::size_t last = o.step ? *o.step : o.until ? *o.until : n;
+  for (std::size_t i = first; i < last; ++i) {
+    if (o.focus_cta && trace.steps[i].cta != *o.focus_cta) continue;
+    write_step(out, trace, i, paint);
+  }
+  if (last < n || first > 0) {
+    out << paint(kDim, fmt::format("(steps {} to {} of {} shown)", first + 1, last, n)) << "\n";
+  }
+  out << "\n";
+  write_summary(out, trace, paint);
+}
+
+void write_trace_header(std::ostream& out, const Trace& trace, bool color) {
+  write_header(out, trace, Paint{color});
+}
+
+void write_trace_summary(std::ostream& out, const Trace& trace, bool color) {
+  write_summary(out, trace, Paint{color});
+}
+
+void write_compare(std::ostream& out, const Trace& a, const Trace& b, bool color) {
+  const Paint paint{color};
+  const Report& ra = a.report;
+  out << paint(kBold,
+               fmt::format("iosim explain --compare {},{}: {}, {} on {}", ra.request.algorithm,
+                           b.report.request.algorithm, pass_words(ra.request.problem.pass),
+                           problem_line(ra), ra.profile))
+      << "\n\n";
+  struct Totals {
+    std::uint64_t hbm2, l2, dram;
+  };
+  auto totals = [](const Trace& t) {
+    const bool on = t.report.request.engine.l2_enabled;
+    const Counters& c2 = (on ? t.other : t.report).engine.total;
+    const Counters& c3 = (on ? t.report : t.other).engine.total;
+    return Totals{c2.hbm.read_total() + c2.hbm.write_total(),
+                  c3.l2.read_total() + c3.l2.write_total(),
+                  c3.hbm.read_total() + c3.hbm.write_total()};
+  };
+  const Totals ta = totals(a), tb = totals(b);
+  auto row = [&](const std::string& name, const std::string& x, const std::string& y) {
+    out << fmt::format("  {:<34} {:>16} {:>16}\n", name, x, y);
+  };
+  row("", ra.request.algorithm, b.report.request.algorithm);
+  row("block_q x block_kv", fmt::format("{} x {}", ra.tiling.block_q, ra.tiling.block_kv),
+      fmt::format("{} x {}", b.report.tiling.block_q, b.report.tiling.block_kv));
+  row("kernels", std::to_string(a.kernels.size()), std::to_string(b.kernels.size()));
+  row("steps (tile operations)", std::to_string(a.steps.size()), std::to_string(b.steps.size()));
+  row("HBM bytes, two-level model", thousands(ta.hbm2), thousands(tb.hbm2));
+  row("L2 bytes requested (L2 on)", thousands(ta.l2), thousands(tb.l2));
+  row("DRAM bytes (L2 on)", thousands(ta.dram), thousands(tb.dram));
+  row("closed form (two-level)", thousands(ra.bounds.closed_form_bytes),
+      thousands(b.report.bounds.closed_form_bytes));
+  row("lower bound", thousands(ra.bounds.lower_bound_bytes),
+      thousands(b.report.bounds.lower_bound_bytes));
+  out << "\n";
+  const double ratio =
+      tb.hbm2 > 0 ? static_cast<double>(ta.hbm2) / static_cast<double>(tb.hbm2) : 0.0;
+  out << paint(kBold, fmt::format("  {} moves {:.2f}x the HBM bytes of {} (two-level model)",
+                                  ra.request.algorithm, ratio, b.report.request.algorithm))
+      << "\n";
+  const AttentionProblem& p = ra.request.problem;
+  const double n = static_cast<double>(p.seq), d = static_cast<double>(p.head_dim);
+  const double m_elems = static_cast<double>(ra.sram_bytes) / static_cast<double>(p.elem_bytes());
+  out << fmt::format(
+      "  Theorem 2 (FlashAttention, Dao et al. 2022): standard attention makes Theta(Nd + N^2) "
+      "HBM\n"
+      "  accesses, FlashAttention Theta(N^2 d^2 / M), M = SRAM in elements. Per head here:\n"
+      "    Nd + N^2     = {:.0f} + {:.0f} = {:.0f} elements\n"
+      "    N^2 d^2 / M  = {:.0f} * {:.0f} / {:.0f} = {:.1f} elements (M = {} B / {} B)\n",
+      n * d, n * n, n * d + n * n, n * n, d * d, m_elems, n * n * d * d / m_elems, ra.sram_bytes,
+      p.elem_bytes());
+  if (n * d <= m_elems) {
+    out << "  M >= Nd here: a whole head's K and V fit on chip, so the fused kernels read each\n"
+           "  input about once (the Theta(Nd) compulsory traffic) and the N^2 d^2 / M term is\n"
+           "  below it; standard attention still writes and reads the N^2 scores.\n";
+  }
+}
+
+}  // namespace iosim::teach

@@ -1,0 +1,492 @@
+#include "teach/trace.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <utility>
+
+#include "numerics/numeric_executor.hpp"
+#include "sim/errors.hpp"
+
+namespace iosim::teach {
+namespace {
+
+using Key = std::pair<std::size_t, std::int64_t>;  // (kernel, cta)
+
+LevelBytes level_totals(const Counters& c, bool l2_on) {
+  LevelBytes b;
+  if (l2_on) {
+    b.l2 = c.l2.read_total() + c.l2.write_total();
+    b.hbm = c.hbm.read_total() + c.hbm.write_total();
+  } else {
+    b.hbm_two_level = c.hbm.read_total() + c.hbm.write_total();
+  }
+  return b;
+}
+
+LevelBytes minus(const LevelBytes& a, const LevelBytes& b) {
+  return {a.hbm_two_level - b.hbm_two_level, a.l2 - b.l2, a.hbm - b.hbm};
+}
+
+// Records the engine's operations in its order, each with the bytes it added at each level.
+class EngineRecorder final : public OpObserver {
+ public:
+  explicit EngineRecorder(bool l2_on) : l2_on_(l2_on) {}
+
+  struct Seen {
+    std::size_t kernel;
+    std::int64_t cta;
+    int sm;
+    std::size_t index;
+    TileOp op;
+    LevelBytes bytes;
+  };
+  std::vector<Seen> seen;
+
+  void on_op(std::size_t kernel, std::int64_t cta, int sm, const TileOp& op,
+             const Counters& kernel_counters) override {
+    if (kernel != kernel_) {  // a kernel's counters start at zero
+      kernel_ = kernel;
+      last_ = {};
+    }
+    const LevelBytes now = level_totals(kernel_counters, l2_on_);
+    std::size_t& next = next_index_[{kernel, cta}];
+    seen.push_back({kernel, cta, sm, next++, op, minus(now, last_)});
+    last_ = now;
+  }
+
+ private:
+  bool l2_on_;
+  std::size_t kernel_ = static_cast<std::size_t>(-1);
+  LevelBytes last_;
+  std::map<Key, std::size_t> next_index_;
+};
+
+// The buffers a compute writes (numerics/numeric_executor.cpp gives each kind its meaning).
+std::vector<TensorId> written_by(const TileOp& op) {
+  using T = TensorId;
+  switch (op.compute) {
+    case ComputeKind::init_state:
+      return {T::O, T::m, T::l};
+    case ComputeKind::scores:
+    case ComputeKind::scores_accumulate:
+    case ComputeKind::apply_mask:
+      return {T::S};
+    case ComputeKind::softmax_rows:
+    case ComputeKind::recompute_p:
+    case ComputeKind::recompute_p_ml:
+      return {T::P};
+    case ComputeKind::apply_dropout:
+      return {T::P_drop, T::dropout_mask};
+    case ComputeKind::online_softmax:
+      return {T::m, T::l, T::P, T::O};
+    case ComputeKind::accumulate_pv:
+      return {T::O};
+    case ComputeKind::finalize:
+      return {T::O, T::L};
+    case ComputeKind::flash1_update:
+      return {T::m, T::l, T::O};
+    case ComputeKind::zero_grad:
+      return {op.tile.tensor};
+    case ComputeKind::row_dot:
+      return {T::D};
+    case ComputeKind::accumulate_dv:
+      return {T::dV};
+    case ComputeKind::grad_p:
+    case ComputeKind::grad_p_accumulate:
+    case ComputeKind::dropout_grad:
+      return {T::dP};
+    case ComputeKind::grad_s:
+    case ComputeKind::softmax_grad_rows:
+    case ComputeKind::mask_grad:
+      return {T::dS};
+    case ComputeKind::accumulate_dq:
+    case ComputeKind::convert_dq:
+      return {T::dQ};
+    case ComputeKind::dq_partial:
+      return {T::dQaccum};
+    case ComputeKind::accumulate_dk:
+      return {T::dK};
+    case ComputeKind::finalize_partial:
+      return {T::partial_O, T::partial_lse};
+    case ComputeKind::combine_partial:
+      return {T::O, T::m, T::l};
+  }
+  return {};
+}
+
+// The global region a buffer written by `op` corresponds to: score tiles (query rows x key
+// columns) for S-shaped results, the query rows for per-row results, the key rows for dK, dV.
+TileRef region_of(TensorId t, const TileOp& op, std::int64_t head_dim) {
+  using T = TensorId;
+  const TileRef& s = op.tile;
+  switch (t) {
+    case T::S:
+    case T::P:
+    case T::P_drop:
+    case T::dropout_mask:
+    case T::dP:
+    case T::dS:
+      return {t, s.matrix, s.row0, s.rows, s.col0, s.cols};
+    case T::m:
+    case T::l:
+    case T::L:
+    case T::D:
+    case T::partial_lse:
+      return {t, s.matrix, s.row0, s.rows, 0, 1};
+    case T::dK:
+    case T::dV:
+      if (op.compute == ComputeKind::zero_grad) return {t, s.matrix, s.row0, s.rows, 0, head_dim};
+      return {t, s.matrix, s.col0, s.cols, 0, head_dim};
+    default:
+      return {t, s.matrix, s.row0, s.rows, 0, head_dim};
+  }
+}
+
+// Records, with --execute, the buffers each op wrote (and, for a store of O, the error).
+class NumberRecorder final : public NumericObserver {
+ public:
+  struct Seen {
+    std::vector<NumberTile> numbers;
+    std::optional<double> max_error;
+  };
+  std::map<std::tuple<std::size_t, std::int64_t, std::size_t>, Seen> seen;
+  std::map<std::int64_t, std::vector<double>> reference;  // bh -> N x d, row-major
+  std::int64_t ref_cols = 0;
+
+  void on_reference(std::int64_t bh, const std::vector<double>& o, std::int64_t,
+                    std::int64_t cols) override {
+    reference[bh] = o;
+    ref_cols = cols;
+  }
+
+  void on_op(std::size_t kernel, std::int64_t cta, std::size_t index, const TileOp& op,
+             const std::function<MatrixView(TensorId)>& on_chip) override {
+    Seen s;
+    const MatrixView m_now = on_chip(TensorId::m);
+    std::vector<double>& m_before = m_[{kernel, cta}];
+    if (index == 0) m_before.clear();
+    if (op.kind == OpKind::compute) {
+      const bool rescales = op.compute == ComputeKind::online_softmax ||
+                            op.compute == ComputeKind::flash1_update ||
+                            op.compute == ComputeKind::combine_partial;
+      const bool trivial =
+          op.compute == ComputeKind::init_state || op.compute == ComputeKind::zero_grad;
+      if (rescales) s.numbers.push_back(tile("m before", m_before, m_now.rows, 1));
+      for (TensorId t : trivial ? std::vector<TensorId>{} : written_by(op)) {
+        const MatrixView v = on_chip(t);
+        if (v.rows > 0) s.numbers.push_back(tile(std::string(tensor_name(t)), v));
+        if (t == TensorId::m && rescales &&
+            static_cast<std::int64_t>(m_before.size()) == m_now.rows) {
+          // The factor O and l were multiplied by: e^(m_old - m_new) (0 when m was -inf).
+          std::vector<double> factor;
+          for (std::int64_t i = 0; i < m_now.rows; ++i) {
+            factor.push_back(std::exp(m_before[static_cast<std::size_t>(i)] - m_now.at(i, 0)));
+          }
+          s.numbers.push_back(tile("rescale e^(m before - m)", factor, m_now.rows, 1));
+        }
+      }
+    }
+    if (op.kind == OpKind::store && op.tile.tensor == TensorId::O) {
+      const MatrixView o = on_chip(TensorId::O);
+      const auto ref = reference.find(op.tile.matrix);
+      if (ref != reference.end() && o.rows == op.tile.rows) {
+        std::vector<double> exact;
+        double err = 0.0;
+        for (std::int64_t i = 0; i < op.tile.rows; ++i) {
+          for (std::int64_t j = 0; j < op.tile.cols; ++j) {
+            const double x = ref->second[static_cast<std::size_t>((op.tile.row0 + i) * ref_cols +
+                                                                  op.tile.col0 + j)];
+            exact.push_back(x);
+            err = std::max(err, std::fabs(static_cast<double>(o.at(i, j)) - x));
+          }
+        }
+        s.numbers.push_back(tile("O", o));
+        s.numbers.push_back(tile("O exact (FP64 softmax)", exact, op.tile.rows, op.tile.cols));
+        s.max_error = err;
+      }
+    }
+    m_before.assign(static_cast<std::size_t>(m_now.rows), 0.0);
+    for (std::int64_t i = 0; i < m_now.rows; ++i) {
+      m_before[static_cast<std::size_t>(i)] = m_now.at(i, 0);
+    }
+    if (!s.numbers.empty()) seen[{kernel, cta, index}] = std::move(s);
+  }
+
+ private:
+  static NumberTile tile(std::string name, const MatrixView& v) {
+    std::vector<double> all;
+    for (std::int64_t i = 0; i < v.rows; ++i)
+      for (std::int64_t j = 0; j < v.cols; ++j) all.push_back(v.at(i, j));
+    return tile(std::move(name), all, v.rows, v.cols);
+  }
+  static NumberTile tile(std::string name, const std::vector<double>& row_major, std::int64_t rows,
+                         std::int64_t cols) {
+    NumberTile t{std::move(name),           rows, cols, std::min(rows, kMaxShown),
+                 std::min(cols, kMaxShown), {}};
+    if (static_cast<std::int64_t>(row_major.size()) < rows * cols) {
+      t.shown_rows = t.shown_cols = 0;  // nothing there yet (m before the first block)
+      return t;
+    }
+    for (std::int64_t i = 0; i < t.shown_rows; ++i)
+      for (std::int64_t j = 0; j < t.shown_cols; ++j)
+        t.values.push_back(row_major[static_cast<std::size_t>(i * cols + j)]);
+    return t;
+  }
+  std::map<Key, std::vector<double>> m_;
+};
+
+// What a CTA holds on chip after `op`, given what it held before.
+void track_on_chip(std::vector<OnChipTile>& held, const TileOp& op, std::int64_t head_dim) {
+  auto find = [&](TensorId t) {
+    return std::find_if(held.begin(), held.end(),
+                        [&](const OnChipTile& h) { return h.tile.tensor == t; });
+  };
+  if (op.kind == OpKind::load) {
+    const auto it = find(op.tile.tensor);
+    if (it == held.end()) {
+      held.push_back({op.tile, op.on_chip});
+    } else if (op.append) {
+      it->tile.rows += op.tile.rows;  // a gathered page goes below the rows on chip
+    } else {
+      *it = {op.tile, op.on_chip};
+    }
+    return;
+  }
+  if (op.kind != OpKind::compute) return;
+  for (TensorId t : written_by(op)) {
+    const TileRef region = region_of(t, op, head_dim);
+    const auto it = find(t);
+    if (it == held.end()) {
+      held.push_back({region, OnChip::reg});
+    } else {
+      it->tile = region;
+    }
+  }
+}
+
+}  // namespace
+
+void check_explainable(const RunRequest& r) {
+  const AttentionProblem& p = r.problem;
+  auto refuse = [](const std::string& flag, std::int64_t value, std::int64_t limit) {
+    throw ConfigError(fmt::format(
+        "explain traces tiny problems, one step per tile operation: {} {} is larger than the "
+        "{} allowed",
+        flag, value, limit));
+  };
+  if (p.seq > kMaxSeq) refuse("--seq", p.seq, kMaxSeq);
+  if (p.seq_kv > kMaxSeq) refuse("--seq-kv", p.seq_kv, kMaxSeq);
+  if (p.head_dim > kMaxHeadDim) refuse("--head-dim", p.head_dim, kMaxHeadDim);
+  if (p.bh() > kMaxMatrices) refuse("--batch x --heads", p.bh(), kMaxMatrices);
+}
+
+Trace build_trace(const HardwareProfile& profile, const RunRequest& request) {
+  check_explainable(request);
+  const bool l2_on = request.engine.l2_enabled;
+  EngineRecorder main_run(l2_on), other_run(!l2_on);
+  NumberRecorder numbers;
+  RunRequest main_request = request;
+  main_request.engine.observer = &main_run;
+  main_request.numeric_observer = &numbers;
+  RunRequest other_request = request;
+  other_request.engine.l2_enabled = !l2_on;
+  other_request.engine.observer = &other_run;
+  other_request.execute = false;
+
+  Trace trace;
+  trace.report = simulate(profile, main_request);
+  if (!trace.report.feasible()) {
+    throw ConfigError("infeasible configuration: " + trace.report.infeasible_reason);
+  }
+  trace.other = simulate(profile, other_request);
+  // Observers are not owned by the reports: forget them.
+  trace.report.request.engine.observer = nullptr;
+  trace.report.request.numeric_observer = nullptr;
+  trace.other.request.engine.observer = nullptr;
+  for (const KernelResult& k : trace.report.engine.kernels) trace.kernels.push_back(k.spec);
+  if (trace.report.numerics.executed) trace.max_error = trace.report.numerics.max_abs_error;
+
+  // The other view's bytes of each op, by (kernel, CTA, index): the same op in both runs.
+  std::map<std::tuple<std::size_t, std::int64_t, std::size_t>, LevelBytes> other_bytes;
+  for (const auto& s : other_run.seen) other_bytes[{s.kernel, s.cta, s.index}] = s.bytes;
+  ensure(other_run.seen.size() == main_run.seen.size(),
+         "the L2-on and L2-off runs emitted {} and {} operations", main_run.seen.size(),
+         other_run.seen.size());
+
+  std::map<Key, std::size_t> last_index;
+  for (const auto& s : main_run.seen) {
+    std::size_t& last = last_index[{s.kernel, s.cta}];
+    last = std::max(last, s.index);
+  }
+  // A store of O is checked against the exact output only where it is final: FlashAttention-1
+  // stores each O tile once per K/V block, and only the last holds softmax(S) V.
+  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, std::size_t> last_o_store;
+  for (std::size_t i = 0; i < main_run.seen.size(); ++i) {
+    const TileOp& op = main_run.seen[i].op;
+    if (op.kind == OpKind::store && op.tile.tensor == TensorId::O) {
+      last_o_store[{op.tile.matrix, op.tile.row0, op.tile.col0}] = i;
+    }
+  }
+  std::map<Key, std::vector<OnChipTile>> held;
+  trace.extents.resize(kTensorCount);
+  LevelBytes total;
+  const std::string algorithm = request.algorithm;
+  for (std::size_t i = 0; i < main_run.seen.size(); ++i) {
+    const EngineRecorder::Seen& s = main_run.seen[i];
+    TraceStep step;
+    step.kernel = s.kernel;
+    step.cta = s.cta;
+    step.sm = s.sm;
+    step.index = s.index;
+    step.op = s.op;
+    step.paper = paper_step(algorithm, trace.kernels[s.kernel].name, s.op);
+    step.bytes = s.bytes;
+    step.bytes += other_bytes.at({s.kernel, s.cta, s.index});
+    total += step.bytes;
+    step.total = total;
+    std::vector<OnChipTile>& on_chip = held[{s.kernel, s.cta}];
+    track_on_chip(on_chip, s.op, request.problem.head_dim);
+    step.on_chip = on_chip;
+    step.last_of_cta = s.index == last_index[{s.kernel, s.cta}];
+    if (step.last_of_cta) held.erase({s.kernel, s.cta});
+    if (const auto it = numbers.seen.find({s.kernel, s.cta, s.index}); it != numbers.seen.end()) {
+      step.numbers = it->second.numbers;
+      step.max_error = it->second.max_error;
+      if (step.max_error &&
+          last_o_store.at({s.op.tile.matrix, s.op.tile.row0, s.op.tile.col0}) != i) {
+        step.max_error.reset();  // not final yet: drop the comparison
+        std::erase_if(step.numbers,
+                      [](const NumberTile& t) { return t.name.rfind("O exact", 0) == 0; });
+      }
+    }
+    if (s.op.kind != OpKind::compute) {
+      Trace::Extent& e = trace.extents[index_of(s.op.tile.tensor)];
+      e.rows = std::max(e.rows, s.op.tile.row0 + s.op.tile.rows);
+      e.cols = std::max(e.cols, s.op.tile.col0 + s.op.tile.cols);
+      e.matrices = std::max(e.matrices, s.op.tile.matrix + 1);
+    }
+    trace.steps.push_back(std::move(step));
+  }
+  return trace;
+}
+
+std::string human_bytes(std::uint64_t bytes) {
+  if (bytes < 10 * 1024) return fmt::format("{} B", bytes);
+  if (bytes < 10 * 1024 * 1024) return fmt::format("{:.1f} KiB", static_cast<double>(bytes) / 1024);
+  return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
+}
+
+namespace {
+
+std::string region(const TileRef& t) {
+  std::string s = fmt::format("{}[{}:{}, {}:{}]", tensor_name(t.tensor), t.row0, t.row0 + t.rows,
+                              t.col0, t.col0 + t.cols);
+  if (t.matrix > 0) s += fmt::format(" of matrix {}", t.matrix);
+  return s;
+}
+
+std::string compute_words(const TileOp& op) {
+  const TileRef& t = op.tile;
+  const std::string rows = fmt::format("query rows {}:{}", t.row0, t.row0 + t.rows);
+  const std::string tile = fmt::format("{} x key columns {}:{}", rows, t.col0, t.col0 + t.cols);
+  switch (op.compute) {
+    case ComputeKind::init_state:
+      return "O := 0, m := -inf, l := 0 for " + rows;
+    case ComputeKind::scores:
+      return "S = scale * Q K^T for " + tile;
+    case ComputeKind::scores_accumulate:
+      return "S += scale * Q K^T (a further slice of the head dimension) for " + tile;
+    case ComputeKind::apply_mask:
+      return "mask: S := -inf where a score is hidden, " + tile;
+    case ComputeKind::softmax_rows:
+      return "P = softmax(S) over whole rows, " + rows;
+    case ComputeKind::apply_dropout:
+      return "dropout: P_drop = P * keep / (1 - p), " + tile;
+    case ComputeKind::online_softmax:
+      return "online softmax: m_new = max(m, rowmax S), P = e^(S - m_new), "
+             "l = e^(m - m_new) l + rowsum P, O *= e^(m - m_new); " +
+             tile;
+    case ComputeKind::accumulate_pv:
+      return "O += P V, " + tile;
+    case ComputeKind::finalize:
+      return "O := O / l, L := m + log l for " + rows;
+    case ComputeKind::flash1_update:
+      return "combine with this K/V block: m_new = max(m, rowmax S), "
+             "l_new = e^(m - m_new) l + rowsum e^(S - m_new), "
+             "O = (l e^(m - m_new) O + e^(S - m_new) V) / l_new; " +
+             tile;
+    case ComputeKind::zero_grad:
+      return fmt::format("{} := 0 on chip, rows {}:{}", tensor_name(t.tensor), t.row0,
+                         t.row0 + t.rows);
+    case ComputeKind::row_dot:
+      return "D = rowsum(dO * O) for " + rows;
+    case ComputeKind::recompute_p:
+      return "P = e^(S - L), recomputed from the saved log-sum-exp, " + tile;
+    case ComputeKind::recompute_p_ml:
+      return "P = e^(S - m) / l, recomputed from the saved m and l, " + tile;
+    case ComputeKind::accumulate_dv:
+      return "dV += P^T dO, " + tile;
+    case ComputeKind::grad_p:
+      return "dP = dO V^T, " + tile;
+    case ComputeKind::grad_p_accumulate:
+      return "dP += dO V^T (a further slice of the head dimension), " + tile;
+    case ComputeKind::dropout_grad:
+      return "dP := dP * keep / (1 - p), " + tile;
+    case ComputeKind::grad_s:
+      return "dS = P * (dP - D), " + tile;
+    case ComputeKind::softmax_grad_rows:
+      return "dS = P * (dP - rowsum(P * dP)) over whole rows, " + rows;
+    case ComputeKind::mask_grad:
+      return "dS := 0 where a score is hidden, " + tile;
+    case ComputeKind::accumulate_dq:
+      return "dQ += scale * dS K, " + tile;
+    case ComputeKind::dq_partial:
+      return "dQaccum = scale * dS K (this K/V block's share), " + tile;
+    case ComputeKind::accumulate_dk:
+      return "dK += scale * dS^T Q, " + tile;
+    case ComputeKind::convert_dq:
+      return fmt::format("dQ := dQaccum (fp32 to the element type), rows {}:{}", t.row0,
+                         t.row0 + t.rows);
+    case ComputeKind::finalize_partial:
+      return "partial_O = O / l, partial_lse = m + log l for " + rows;
+    case ComputeKind::combine_partial:
+      return "combine a split: m_new = max(m, lse), O and l rescaled by e^(m - m_new) and "
+             "the split's e^(lse - m_new) partial_O added, " +
+             rows;
+  }
+  return "compute";
+}
+
+}  // namespace
+
+std::string describe(const TraceStep& step) {
+  const TileOp& op = step.op;
+  const char* chip = op.on_chip == OnChip::smem ? "shared memory" : "registers";
+  const std::uint64_t bytes = step.bytes.hbm_two_level;
+  switch (op.kind) {
+    case OpKind::load:
+      return fmt::format("load {} ({} x {}, {}): HBM -> {}{}{}", region(op.tile), op.tile.rows,
+                         op.tile.cols, human_bytes(bytes), chip,
+                         op.append ? ", below the rows already there (a gather)" : "",
+                         op.in_step ? ", issued inside the step" : "");
+    case OpKind::store:
+      return fmt::format("store {} ({} x {}, {}): {} -> HBM", region(op.tile), op.tile.rows,
+                         op.tile.cols, human_bytes(bytes), chip);
+    case OpKind::reduce:
+      return fmt::format(
+          "atomic add into {} ({} x {}): the L2 reads the old value and keeps the sum "
+          "(two-level: {} read + written)",
+          region(op.tile), op.tile.rows, op.tile.cols, human_bytes(bytes / 2));
+    case OpKind::compute: {
+      std::string s = compute_words(op);
+      if (op.tensor_flops > 0) s += fmt::format(" ({} tensor-core FLOPs)", op.tensor_flops);
+      return s;
+    }
+  }
+  return {};
+}
+
+}  // namespace iosim::teach
