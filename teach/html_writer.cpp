@@ -1,5 +1,6 @@
 #include "teach/html_writer.hpp"
 
+#include <cmath>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string_view>
@@ -43,6 +44,19 @@ json levels(const LevelBytes& b) {
   return json::array({b.hbm_two_level, b.l2, b.hbm});
 }
 
+// JSON has no infinities (a running max starts at -inf): those go as strings.
+json values_json(const std::vector<double>& values) {
+  json out = json::array();
+  for (double v : values) {
+    if (std::isfinite(v)) {
+      out.push_back(v);
+    } else {
+      out.push_back(std::isnan(v) ? "nan" : v > 0 ? "inf" : "-inf");
+    }
+  }
+  return out;
+}
+
 json trace_json(const Trace& trace) {
   json j;
   std::ostringstream header, summary;
@@ -83,6 +97,8 @@ json trace_json(const Trace& trace) {
       t["where"] = h.where == OnChip::smem ? "smem" : "reg";
       step["chip"].push_back(t);
     }
+    step["changed"] = json::array();
+    for (TensorId t : s.changed) step["changed"].push_back(std::string(tensor_name(t)));
     step["numbers"] = json::array();
     for (const NumberTile& n : s.numbers) {
       step["numbers"].push_back({{"name", n.name},
@@ -90,7 +106,7 @@ json trace_json(const Trace& trace) {
                                  {"cols", n.cols},
                                  {"sr", n.shown_rows},
                                  {"sc", n.shown_cols},
-                                 {"v", n.values}});
+                                 {"v", values_json(n.values)}});
     }
     if (s.max_error) step["error"] = *s.max_error;
     j["steps"].push_back(std::move(step));

@@ -349,6 +349,8 @@ Trace build_trace(const HardwareProfile& profile, const RunRequest& request) {
     step.total = total;
     std::vector<OnChipTile>& on_chip = held[{s.kernel, s.cta}];
     track_on_chip(on_chip, s.op, request.problem.head_dim);
+    if (s.op.kind == OpKind::load) step.changed = {s.op.tile.tensor};
+    if (s.op.kind == OpKind::compute) step.changed = written_by(s.op);
     step.on_chip = on_chip;
     step.last_of_cta = s.index == last_index[{s.kernel, s.cta}];
     if (step.last_of_cta) held.erase({s.kernel, s.cta});

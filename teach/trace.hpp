@@ -61,6 +61,7 @@ struct TraceStep {
   LevelBytes bytes;                 // this op's traffic (a compute moves none)
   LevelBytes total;                 // the run's totals once this op is counted
   std::vector<OnChipTile> on_chip;  // the CTA's buffers after the op
+  std::vector<TensorId> changed;    // the on-chip buffers the op filled or computed
   bool last_of_cta = false;
   std::vector<NumberTile> numbers;  // --execute: the buffers the op wrote
   std::optional<double> max_error;  // --execute, a store of O: max |O - exact| over the tile

@@ -25,8 +25,11 @@
     if (b < 10485760) return (b / 1024).toFixed(1) + ' KiB';
     return (b / 1048576).toFixed(1) + ' MiB';
   }
+  function number(v) {
+    return typeof v === 'number' ? v.toFixed(3) : String(v);  // "-inf" comes as a string
+  }
   function cellSize(rows, cols) {
-    return Math.max(2, Math.min(10, Math.floor(192 / Math.max(rows, cols, 1))));
+    return Math.max(2, Math.min(12, Math.floor(224 / Math.max(rows, cols, 1))));
   }
 
   // HBM: one canvas per matrix of each tensor the schedule touches.
@@ -53,7 +56,8 @@
   legend.innerHTML = 'this step:<span style="background:' + COLORS.load + '"></span>read' +
     '<span style="background:' + COLORS.store + '"></span>written' +
     '&nbsp; earlier:<span style="background:' + LIGHT.read + '"></span>read' +
-    '<span style="background:' + LIGHT.write + '"></span>written';
+    '<span style="background:' + LIGHT.write + '"></span>written' +
+    '&nbsp; dashed: held on chip by this CTA';
   $('hbm').appendChild(legend);
 
   function fill(tile, color) {
@@ -88,28 +92,30 @@
     }
     var now = steps[k];
     if (now.kind !== 'compute') fill(now.tile, COLORS[now.kind]);
+    // Dashed: the regions of HBM tensors this CTA holds on chip now.
+    now.chip.forEach(function (t) {
+      var h = hbm[t.t];
+      if (!h || t.m >= h.canvases.length) return;
+      var ctx = h.canvases[t.m].getContext('2d');
+      ctx.setLineDash([3, 2]);
+      ctx.strokeStyle = '#2a7a2a';
+      ctx.lineWidth = 2;
+      ctx.strokeRect(t.c0 * h.cell + 1, t.r0 * h.cell + 1, t.nc * h.cell - 1, t.nr * h.cell - 1);
+      ctx.setLineDash([]);
+    });
   }
 
-  function previousOfCta(k) {
-    for (var i = k - 1; i >= 0; i--) {
-      if (steps[i].kernel === steps[k].kernel && steps[i].cta === steps[k].cta) return steps[i];
-    }
-    return null;
-  }
   function drawChip(k) {
     var s = steps[k];
-    var before = previousOfCta(k);
-    var old = {};
-    if (before) before.chip.forEach(function (t) { old[t.t] = JSON.stringify(t); });
     var box = $('chip');
     box.innerHTML = '';
     if (s.chip.length === 0) box.textContent = 'nothing on chip';
     s.chip.forEach(function (t) {
       var div = document.createElement('div');
-      div.className = 'chiptile' + (old[t.t] === JSON.stringify(t) ? '' : ' changed');
+      div.className = 'chiptile' + (s.changed.indexOf(t.t) >= 0 ? ' changed' : '');
       div.textContent = (t.where === 'smem' ? 's' : 'r') + t.t + '[' + t.r0 + ':' + (t.r0 + t.nr) +
         ', ' + t.c0 + ':' + (t.c0 + t.nc) + '] ' + (t.where === 'smem' ? 'shared' : 'registers');
-      var cell = cellSize(t.nr, t.nc);
+      var cell = Math.max(2, Math.min(5, Math.floor(96 / Math.max(t.nr, t.nc, 1))));
       var c = document.createElement('canvas');
       c.width = t.nc * cell + 1;
       c.height = t.nr * cell + 1;
@@ -162,7 +168,7 @@
         (t.sr < t.rows || t.sc < t.cols ? ', first ' + t.sr + ' x ' + t.sc : '') + ')';
       for (var i = 0; i < t.sr; i++) {
         var tr = table.insertRow();
-        for (var j = 0; j < t.sc; j++) tr.insertCell().textContent = t.v[i * t.sc + j].toFixed(3);
+        for (var j = 0; j < t.sc; j++) tr.insertCell().textContent = number(t.v[i * t.sc + j]);
       }
       box.appendChild(table);
     });
@@ -225,7 +231,9 @@
     document.body.setAttribute('data-status', 'empty');
     return;
   }
-  show(0);
+  // #step=K opens the page at step K (a link to a step, a slide's screenshot).
+  var asked = /^#step=(\d+)$/.exec(window.location.hash);
+  show(asked ? Number(asked[1]) - 1 : 0);
   if (window.location.hash === '#selftest') selftest();
   document.body.setAttribute('data-steps', String(n));
   document.body.setAttribute('data-errors', String(errors.length));

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# The stepper page of `iosim explain --html` as a reader opens it, in headless Chromium (the
+# approach of browser_test.sh): node parses teach/assets/*.js first; then the page of a small
+# trace is rendered with #selftest, which clicks forward through every step (checking the step
+# shown and the HBM counter against the trace at each), back once, and the Home and right-arrow
+# keys. Fails on any console message or script error. Run by ctest with IOSIM set to the binary.
+#
+#   IOSIM=build/iosim bash tests/explain_browser_test.sh [SCREENSHOT.png [STEP]]
+#
+# With a file argument it also saves a screenshot of the page (docs/explain.png: see
+# docs/tutorial.md) at step STEP (default 9). Without node or Chromium the test fails and says how
+# to install them; IOSIM_SKIP_BROWSER_TEST=1 makes it an explicit skip (77).
+set -u
+IOSIM=${IOSIM:?set IOSIM to the iosim binary}
+REPO=$(cd "$(dirname "$0")/.." && pwd)
+screenshot=${1:-}
+shot_step=${2:-9}
+
+missing() {
+  if [ "${IOSIM_SKIP_BROWSER_TEST:-0}" = 1 ]; then
+    echo "SKIPPED: $1 is not installed (IOSIM_SKIP_BROWSER_TEST=1); the stepper page was not checked"
+    exit 77
+  fi
+  echo "FAIL: $1 is not installed, so the stepper page cannot be checked."
+  echo "      Install it with scripts/install_deps.sh (Debian package '$2'),"
+  echo "      or set IOSIM_SKIP_BROWSER_TEST=1 to skip this test explicitly."
+  exit 1
+}
+
+command -v node >/dev/null 2>&1 || missing node nodejs
+for js in "$REPO"/teach/assets/*.js; do
+  node --check "$js" || { echo "FAIL: node --check: $js does not parse"; exit 1; }
+done
+browser=""
+for b in chromium chromium-browser google-chrome; do
+  if command -v "$b" >/dev/null 2>&1; then browser=$(command -v "$b"); break; fi
+done
+[ -n "$browser" ] || missing chromium chromium
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+bad() { fail=1; echo "FAIL: $*"; }
+
+flags=(--headless --no-sandbox --disable-gpu --disable-background-networking
+       --disable-component-update --disable-sync --no-first-run --disable-extensions
+       --enable-logging=stderr --v=0 --window-size=1400,1100)
+body_attr() {
+  grep -o -m1 '<body [^>]*>' "$1" | grep -o "data-$2=\"[^\"]*\"" | head -1 | sed 's/^[^"]*"//; s/"$//'
+}
+
+# Two pages: a forward with its numbers, and a backward of another schedule (more kernels).
+pages=("flash2 --execute" "flash1 --pass bwd")
+for i in 0 1; do
+  read -r -a extra <<<"${pages[$i]}"
+  "$IOSIM" explain --seq 32 --head-dim 16 --block-q 16 --block-kv 16 --algo "${extra[@]}" \
+    --html "$tmp/page$i.html" 2>"$tmp/explain.err" || { bad "iosim explain: $(cat "$tmp/explain.err")"; continue; }
+  want=$(grep -o 'wrote .* (\([0-9]*\) steps)' "$tmp/explain.err" | grep -o '[0-9]* steps' | cut -d' ' -f1)
+  timeout 120 "$browser" "${flags[@]}" --user-data-dir="$tmp/profile$i" --dump-dom \
+    "file://$tmp/page$i.html#selftest" >"$tmp/dom$i.html" 2>"$tmp/log$i"
+  rc=$?
+  [ "$rc" -eq 0 ] || bad "chromium exited with $rc: $(tail -5 "$tmp/log$i")"
+  if grep -q ':CONSOLE' "$tmp/log$i"; then
+    bad "console messages on page $i:"
+    grep ':CONSOLE' "$tmp/log$i" | head -20
+  fi
+  status=$(body_attr "$tmp/dom$i.html" status)
+  selftest=$(body_attr "$tmp/dom$i.html" selftest)
+  errors=$(body_attr "$tmp/dom$i.html" errors)
+  steps=$(body_attr "$tmp/dom$i.html" steps)
+  echo "page $i (${pages[$i]}): status $status, $steps steps (iosim said $want), selftest '$selftest', script errors $errors"
+  [ "$status" = ok ] || bad "page $i status '$status'"
+  [ "$errors" = 0 ] || bad "page $i: $errors script errors"
+  [ "$steps" = "$want" ] || bad "page $i shows $steps steps, the trace has $want"
+  [ "$selftest" = "ok $want steps" ] || bad "page $i selftest: '$selftest'"
+done
+
+if [ -n "$screenshot" ]; then
+  timeout 120 "$browser" "${flags[@]}" --user-data-dir="$tmp/profile-shot" --hide-scrollbars \
+    --screenshot="$screenshot" "file://$tmp/page0.html#step=$shot_step" >/dev/null 2>&1 ||
+    bad "chromium could not take the screenshot"
+  [ -s "$screenshot" ] && echo "screenshot: $screenshot"
+fi
+
+[ "$fail" -eq 0 ] && echo "explain browser test passed ($browser)"
+exit "$fail"
