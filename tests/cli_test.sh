@@ -170,5 +170,8 @@ if "$IOSIM" "${EX[@]}" | grep -q $'\033'; then bad "explain colors piped output"
 "$IOSIM" "${EX[@]}" --html "$tmp/explain.html" 2>/dev/null
 if [ -s "$tmp/explain.html" ] && grep -q 'id="trace"' "$tmp/explain.html"; then ok; else bad "explain --html wrote no page"; fi
 
+# Every command of the tutorial prints what docs/tutorial.md shows.
+if (cd "$REPO" && bash scripts/readme_tables.sh --check "$IOSIM" docs/tutorial.md); then ok; else bad "docs/tutorial.md is stale: run scripts/readme_tables.sh --write build/iosim docs/tutorial.md"; fi
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -7,8 +7,8 @@
 #
 #   IOSIM=build/iosim bash tests/explain_browser_test.sh [SCREENSHOT.png [STEP]]
 #
-# With a file argument it also saves a screenshot of the page (docs/explain.png: see
-# docs/tutorial.md) at step STEP (default 9). Without node or Chromium the test fails and says how
+# Checks scripts/slide_figure.sh too; with a file argument its PNG is kept there (docs/explain.png:
+# see docs/tutorial.md), of step STEP (default 9). Without node or Chromium the test fails and says how
 # to install them; IOSIM_SKIP_BROWSER_TEST=1 makes it an explicit skip (77).
 set -u
 IOSIM=${IOSIM:?set IOSIM to the iosim binary}
@@ -75,11 +75,19 @@ for i in 0 1; do
   [ "$selftest" = "ok $want steps" ] || bad "page $i selftest: '$selftest'"
 done
 
-if [ -n "$screenshot" ]; then
-  timeout 120 "$browser" "${flags[@]}" --user-data-dir="$tmp/profile-shot" --hide-scrollbars \
-    --screenshot="$screenshot" "file://$tmp/page0.html#step=$shot_step" >/dev/null 2>&1 ||
-    bad "chromium could not take the screenshot"
-  [ -s "$screenshot" ] && echo "screenshot: $screenshot"
+# The tutorial's one-command slide figure (scripts/slide_figure.sh), into SCREENSHOT when given.
+shot=${screenshot:-$tmp/figure.png}
+if IOSIM=$IOSIM bash "$REPO/scripts/slide_figure.sh" "$shot" "$shot_step" --algo flash2 --seq 32 \
+  --head-dim 16 --block-q 16 --block-kv 16 --execute >"$tmp/figure.log" 2>&1 && [ -s "$shot" ]; then
+  echo "slide figure: $(cat "$tmp/figure.log")"
+else
+  bad "scripts/slide_figure.sh: $(cat "$tmp/figure.log")"
+fi
+if IOSIM=$IOSIM bash "$REPO/scripts/slide_figure.sh" "$tmp/x.png" 99 --algo flash2 --seq 32 \
+  --head-dim 16 --block-q 16 --block-kv 16 >"$tmp/figure.log" 2>&1; then
+  bad "scripts/slide_figure.sh took step 99 of 30"
+elif ! grep -q "the trace has steps 1 to 30" "$tmp/figure.log"; then
+  bad "scripts/slide_figure.sh step 99: $(cat "$tmp/figure.log")"
 fi
 
 [ "$fail" -eq 0 ] && echo "explain browser test passed ($browser)"
