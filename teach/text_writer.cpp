@@ -136,8 +136,13 @@ void write_header(std::ostream& out, const Trace& trace, const Paint& paint) {
       paper += s.paper.algorithm;
     }
   }
+  const AttentionProblem& p = r.request.problem;
   out << fmt::format("tiling: block_q (Br) = {}, block_kv (Bc) = {}", r.tiling.block_q,
                      r.tiling.block_kv);
+  if (!r.request.tiling.block_q && !r.request.tiling.block_kv && r.tiling.block_q >= p.seq &&
+      r.tiling.block_kv >= p.seq_kv) {
+    out << " (the defaults cover the whole problem in one block: try --block-q 16 --block-kv 16)";
+  }
   if (r.tiling.splits > 0) out << fmt::format(", {} K/V splits", r.tiling.splits);
   out << "\n";
   if (!paper.empty()) out << "follows: " << paint(kPaper, paper) << "\n";
