@@ -620,12 +620,18 @@ NumericResult execute_schedule(const Schedule& schedule, const AttentionProblem&
     const Mat d_o = grads ? flat_rows(g.of(TensorId::dO), bh * n, n) : Mat();
     refs.push_back(reference(p, seed, bh, q, k, v, grads ? &d_o : nullptr, blocks, keep_scores));
     if (observer != nullptr) {
-      const MatD& o = refs.back().o;
-      std::vector<double> rows(static_cast<std::size_t>(o.size()));
-      for (Eigen::Index i = 0; i < o.rows(); ++i)
-        for (Eigen::Index j = 0; j < o.cols(); ++j)
-          rows[static_cast<std::size_t>(i * o.cols() + j)] = o(i, j);
-      observer->on_reference(bh, rows, o.rows(), o.cols());
+      const Reference& r = refs.back();
+      for (const auto& [t, m] : {std::pair<TensorId, const MatD*>{TensorId::O, &r.o},
+                                 {TensorId::dQ, &r.dq},
+                                 {TensorId::dK, &r.dk},
+                                 {TensorId::dV, &r.dv}}) {
+        if (m->size() == 0) continue;
+        std::vector<double> rows(static_cast<std::size_t>(m->size()));
+        for (Eigen::Index i = 0; i < m->rows(); ++i)
+          for (Eigen::Index j = 0; j < m->cols(); ++j)
+            rows[static_cast<std::size_t>(i * m->cols() + j)] = (*m)(i, j);
+        observer->on_reference(t, bh, rows, m->rows(), m->cols());
+      }
     }
   }
   if (!has_forward(p.pass)) {

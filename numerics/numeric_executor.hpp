@@ -44,9 +44,10 @@ class NumericObserver {
   /// `on_chip(t)` is the CTA's buffer of tensor t (0 x 0 when it holds none).
   virtual void on_op(std::size_t kernel, std::int64_t cta, std::size_t index, const TileOp& op,
                      const std::function<MatrixView(TensorId)>& on_chip) = 0;
-  /// The FP64 reference output of query matrix `bh` (batch * heads + head), N x d, row-major.
-  virtual void on_reference(std::int64_t bh, const std::vector<double>& o, std::int64_t rows,
-                            std::int64_t cols) = 0;
+  /// The FP64 reference of output `t` (O; with a backward also dQ, dK, dV) for matrix `bh`
+  /// (batch * heads + head), row-major.
+  virtual void on_reference(TensorId t, std::int64_t bh, const std::vector<double>& values,
+                            std::int64_t rows, std::int64_t cols) = 0;
 };
 
 /// Largest problem --execute accepts, in multiply-adds of the reference (B*H*N*N_kv*d).

@@ -120,8 +120,10 @@ void write_step(std::ostream& out, const Trace& trace, std::size_t i, const Pain
       << level("L2", s.bytes.l2, s.total.l2) << ", " << level("DRAM", s.bytes.hbm, s.total.hbm)
       << "\n";
   for (const NumberTile& t : s.numbers) write_numbers(out, t);
-  if (s.max_error)
-    out << fmt::format("      max |O - exact| over this tile: {:.2e}\n", *s.max_error);
+  if (s.max_error) {
+    out << fmt::format("      max |{} - exact| over this tile: {:.2e}\n",
+                       tensor_name(s.op.tile.tensor), *s.max_error);
+  }
 }
 
 void write_header(std::ostream& out, const Trace& trace, const Paint& paint) {

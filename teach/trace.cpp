@@ -145,6 +145,11 @@ TileRef region_of(TensorId t, const TileOp& op, std::int64_t head_dim) {
   }
 }
 
+// The outputs whose final stores are checked against the FP64 reference.
+bool is_checked_output(TensorId t) {
+  return t == TensorId::O || t == TensorId::dQ || t == TensorId::dK || t == TensorId::dV;
+}
+
 // Records, with --execute, the buffers each op wrote (and, for a store of O, the error).
 class NumberRecorder final : public NumericObserver {
  public:
@@ -153,13 +158,15 @@ class NumberRecorder final : public NumericObserver {
     std::optional<double> max_error;
   };
   std::map<std::tuple<std::size_t, std::int64_t, std::size_t>, Seen> seen;
-  std::map<std::int64_t, std::vector<double>> reference;  // bh -> N x d, row-major
-  std::int64_t ref_cols = 0;
+  struct Reference {
+    std::vector<double> values;  // row-major
+    std::int64_t cols = 0;
+  };
+  std::map<std::pair<TensorId, std::int64_t>, Reference> reference;  // (tensor, bh)
 
-  void on_reference(std::int64_t bh, const std::vector<double>& o, std::int64_t,
+  void on_reference(TensorId t, std::int64_t bh, const std::vector<double>& values, std::int64_t,
                     std::int64_t cols) override {
-    reference[bh] = o;
-    ref_cols = cols;
+    reference[{t, bh}] = {values, cols};
   }
 
   void on_op(std::size_t kernel, std::int64_t cta, std::size_t index, const TileOp& op,
@@ -189,22 +196,25 @@ class NumberRecorder final : public NumericObserver {
         }
       }
     }
-    if (op.kind == OpKind::store && op.tile.tensor == TensorId::O) {
-      const MatrixView o = on_chip(TensorId::O);
-      const auto ref = reference.find(op.tile.matrix);
-      if (ref != reference.end() && o.rows == op.tile.rows) {
+    const TensorId out = op.tile.tensor;
+    if (op.kind == OpKind::store && is_checked_output(out)) {
+      const MatrixView v = on_chip(out);
+      const auto ref = reference.find({out, op.tile.matrix});
+      if (ref != reference.end() && v.rows == op.tile.rows && v.cols == op.tile.cols) {
+        const Reference& r = ref->second;
         std::vector<double> exact;
         double err = 0.0;
         for (std::int64_t i = 0; i < op.tile.rows; ++i) {
           for (std::int64_t j = 0; j < op.tile.cols; ++j) {
-            const double x = ref->second[static_cast<std::size_t>((op.tile.row0 + i) * ref_cols +
-                                                                  op.tile.col0 + j)];
+            const double x =
+                r.values[static_cast<std::size_t>((op.tile.row0 + i) * r.cols + op.tile.col0 + j)];
             exact.push_back(x);
-            err = std::max(err, std::fabs(static_cast<double>(o.at(i, j)) - x));
+            err = std::max(err, std::fabs(static_cast<double>(v.at(i, j)) - x));
           }
         }
-        s.numbers.push_back(tile("O", o));
-        s.numbers.push_back(tile("O exact (FP64 softmax)", exact, op.tile.rows, op.tile.cols));
+        const std::string name(tensor_name(out));
+        s.numbers.push_back(tile(name, v));
+        s.numbers.push_back(tile(name + " exact (FP64)", exact, op.tile.rows, op.tile.cols));
         s.max_error = err;
       }
     }
@@ -321,14 +331,17 @@ Trace build_trace(const HardwareProfile& profile, const RunRequest& request) {
     std::size_t& last = last_index[{s.kernel, s.cta}];
     last = std::max(last, s.index);
   }
-  // A store of O is checked against the exact output only where it is final: FlashAttention-1
-  // stores each O tile once per K/V block, and only the last holds softmax(S) V.
-  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, std::size_t> last_o_store;
+  // A store of an output is checked against the exact one only where it is final:
+  // FlashAttention-1 stores each O tile once per K/V block (and its backward each dQ tile), and
+  // only the last holds the result.
+  using Region = std::tuple<TensorId, std::int64_t, std::int64_t, std::int64_t>;
+  auto region = [](const TileOp& op) {
+    return Region{op.tile.tensor, op.tile.matrix, op.tile.row0, op.tile.col0};
+  };
+  std::map<Region, std::size_t> last_store;
   for (std::size_t i = 0; i < main_run.seen.size(); ++i) {
     const TileOp& op = main_run.seen[i].op;
-    if (op.kind == OpKind::store && op.tile.tensor == TensorId::O) {
-      last_o_store[{op.tile.matrix, op.tile.row0, op.tile.col0}] = i;
-    }
+    if (op.kind == OpKind::store && is_checked_output(op.tile.tensor)) last_store[region(op)] = i;
   }
   std::map<Key, std::vector<OnChipTile>> held;
   trace.extents.resize(kTensorCount);
@@ -357,11 +370,11 @@ Trace build_trace(const HardwareProfile& profile, const RunRequest& request) {
     if (const auto it = numbers.seen.find({s.kernel, s.cta, s.index}); it != numbers.seen.end()) {
       step.numbers = it->second.numbers;
       step.max_error = it->second.max_error;
-      if (step.max_error &&
-          last_o_store.at({s.op.tile.matrix, s.op.tile.row0, s.op.tile.col0}) != i) {
+      if (step.max_error && last_store.at(region(s.op)) != i) {
         step.max_error.reset();  // not final yet: drop the comparison
-        std::erase_if(step.numbers,
-                      [](const NumberTile& t) { return t.name.rfind("O exact", 0) == 0; });
+        std::erase_if(step.numbers, [](const NumberTile& t) {
+          return t.name.find(" exact") != std::string::npos;
+        });
       }
     }
     if (s.op.kind != OpKind::compute) {

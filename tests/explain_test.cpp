@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <sstream>
 
 #include "sim/errors.hpp"
@@ -79,7 +80,7 @@ TEST_CASE("explain: with the L2 off the trace follows the two-level run") {
   CHECK(t.steps.back().total.l2 == l2(t.other.engine.total));
 }
 
-TEST_CASE("explain --execute: final O tiles match the exact softmax; online softmax rescales") {
+TEST_CASE("explain --execute: final O (and dQ, dK, dV) tiles match FP64; online softmax rescales") {
   for (const char* algo : {"flash1", "flash2", "standard", "flash-decoding", "paged"}) {
     CAPTURE(algo);
     RunRequest r = test::request(algo, 1, 1, 40, 16, 16, 16);
@@ -94,6 +95,21 @@ TEST_CASE("explain --execute: final O tiles match the exact softmax; online soft
       checked_rows += s.op.tile.rows;
     }
     CHECK(checked_rows == 40);  // every row of O is checked once, where it is final
+  }
+  for (const char* algo : {"standard", "flash1", "flash2"}) {
+    CAPTURE(algo);
+    RunRequest r = test::request(algo, 1, 1, 40, 16, 16, 16);
+    r.problem.pass = Pass::bwd;
+    r.execute = true;
+    const teach::Trace t = teach::build_trace(test::profile(), r);
+    std::map<TensorId, std::int64_t> checked_rows;  // each gradient's rows, checked where final
+    for (const teach::TraceStep& s : t.steps) {
+      if (!s.max_error) continue;
+      CHECK(*s.max_error < 1e-5);
+      checked_rows[s.op.tile.tensor] += s.op.tile.rows;
+    }
+    CHECK(checked_rows == std::map<TensorId, std::int64_t>{
+                              {TensorId::dQ, 40}, {TensorId::dK, 40}, {TensorId::dV, 40}});
   }
   RunRequest r = test::request("flash2", 1, 1, 32, 8, 16, 16);
   r.execute = true;

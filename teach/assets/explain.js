@@ -174,7 +174,7 @@
     });
     if (s.error !== undefined) {
       var p = document.createElement('div');
-      p.textContent = 'max |O - exact| over this tile: ' + s.error.toExponential(2);
+      p.textContent = 'max |' + s.tile.t + ' - exact| over this tile: ' + s.error.toExponential(2);
       box.appendChild(p);
     }
   }
