@@ -95,6 +95,8 @@ json trace_json(const Trace& trace) {
     for (const OnChipTile& h : s.on_chip) {
       json t = tile_json(h.tile);
       t["where"] = h.where == OnChip::smem ? "smem" : "reg";
+      t["pieces"] = json::array();
+      for (const TileRef& piece : h.pieces) t["pieces"].push_back(tile_json(piece));
       step["chip"].push_back(t);
     }
     step["changed"] = json::array();

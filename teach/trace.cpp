@@ -257,11 +257,12 @@ void track_on_chip(std::vector<OnChipTile>& held, const TileOp& op, std::int64_t
   if (op.kind == OpKind::load) {
     const auto it = find(op.tile.tensor);
     if (it == held.end()) {
-      held.push_back({op.tile, op.on_chip});
+      held.push_back({op.tile, op.on_chip, {op.tile}});
     } else if (op.append) {
       it->tile.rows += op.tile.rows;  // a gathered page goes below the rows on chip
+      it->pieces.push_back(op.tile);
     } else {
-      *it = {op.tile, op.on_chip};
+      *it = {op.tile, op.on_chip, {op.tile}};
     }
     return;
   }
@@ -270,9 +271,10 @@ void track_on_chip(std::vector<OnChipTile>& held, const TileOp& op, std::int64_t
     const TileRef region = region_of(t, op, head_dim);
     const auto it = find(t);
     if (it == held.end()) {
-      held.push_back({region, OnChip::reg});
+      held.push_back({region, OnChip::reg, {region}});
     } else {
       it->tile = region;
+      it->pieces = {region};
     }
   }
 }

@@ -40,6 +40,7 @@ struct LevelBytes {
 struct OnChipTile {
   TileRef tile;
   OnChip where = OnChip::smem;
+  std::vector<TileRef> pieces;  // a gathered tile: the global tiles it was assembled from
 };
 
 /// Numbers of one on-chip buffer after a step (row-major, at most kMaxShown x kMaxShown of it).

@@ -37,9 +37,12 @@
   trace.tensors.forEach(function (t) {
     var box = document.createElement('div');
     box.className = 'tensor';
-    box.textContent = t.name + ' (' + (t.matrices > 1 ? t.matrices + ' x ' : '') + t.rows + ' x ' +
+    var label = document.createElement('div');
+    label.textContent = t.name + ' (' + (t.matrices > 1 ? t.matrices + ' x ' : '') + t.rows + ' x ' +
       t.cols + ')';
-    var cell = cellSize(t.rows, t.cols);
+    box.appendChild(label);
+    // Several matrices (heads, pages) side by side, each smaller.
+    var cell = Math.max(2, Math.floor(cellSize(t.rows, t.cols) / (t.matrices > 1 ? 2 : 1)));
     var list = [];
     for (var m = 0; m < t.matrices; m++) {
       var c = document.createElement('canvas');
@@ -93,15 +96,17 @@
     var now = steps[k];
     if (now.kind !== 'compute') fill(now.tile, COLORS[now.kind]);
     // Dashed: the regions of HBM tensors this CTA holds on chip now.
-    now.chip.forEach(function (t) {
-      var h = hbm[t.t];
-      if (!h || t.m >= h.canvases.length) return;
-      var ctx = h.canvases[t.m].getContext('2d');
-      ctx.setLineDash([3, 2]);
-      ctx.strokeStyle = '#2a7a2a';
-      ctx.lineWidth = 2;
-      ctx.strokeRect(t.c0 * h.cell + 1, t.r0 * h.cell + 1, t.nc * h.cell - 1, t.nr * h.cell - 1);
-      ctx.setLineDash([]);
+    now.chip.forEach(function (held) {
+      held.pieces.forEach(function (t) {  // a gathered tile: each page it came from
+        var h = hbm[t.t];
+        if (!h || t.m >= h.canvases.length) return;
+        var ctx = h.canvases[t.m].getContext('2d');
+        ctx.setLineDash([3, 2]);
+        ctx.strokeStyle = '#2a7a2a';
+        ctx.lineWidth = 2;
+        ctx.strokeRect(t.c0 * h.cell + 1, t.r0 * h.cell + 1, t.nc * h.cell - 1, t.nr * h.cell - 1);
+        ctx.setLineDash([]);
+      });
     });
   }
 
