@@ -29,6 +29,7 @@
 // K-major layout the wgmma descriptors of ../microbench/wgmma_smem.cuh describe.
 #include <cuda.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #include <cuda_profiler_api.h>
 #include <cuda_runtime.h>
 #include <cudaTypedefs.h>
@@ -551,6 +552,406 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
 }
 
+
+// ======================= FP8 (e4m3) forward, d = 128 (FlashAttention-3's FP8 path) ===========
+// Q, K, V in e4m3 with one float scale per 128-row tile of each (block quantization: the value
+// is e4m3 x scale; scale = amax / 448 of the tile), O fp16, L fp32. wgmma's e4m3 forms
+// (m64nNk32) need both shared-memory operands K-major, so V, stored [B, H, N, D] like Q and K,
+// is transposed in shared memory after its TMA load, as FlashAttention-3 does: the producer
+// warpgroup (all 128 threads) reads the loaded 128 keys x 128 bytes tile and writes V^T
+// (128 d-rows x 128 key bytes, 128-byte swizzle) into a second buffer, fences it for the async
+// proxy and arrives on that stage's Vt-full barrier (count 128). P goes to the PV GEMM as e4m3
+// from registers (RS); a thread's S accumulators hold keys {2t, 2t+1, 8+2t, 9+2t} (+16, +32k) of
+// its rows, the A fragment of m64nNk32 wants four consecutive k per register, so the transpose
+// writes V^T's keys in the matching order (k position 4t + i holds key 2t + {0, 1, 8, 9}[i]):
+// no register shuffle. P is exponentiated 2^8 higher (exp2(x - m + 8), FlashAttention-3's
+// max_offset) so that it uses e4m3's range; the row sum is kept in fp32 from the same values.
+// Scales: S = q_scale x k_scale_j x (Q8 K8^T) enters the softmax's exponent factor; V's scale
+// changes per key block, so O is kept in units of the current block's v_scale and the online
+// rescale of O multiplies by alpha x v_scale_{j-1} / v_scale_j (exact in fp32, one factor).
+constexpr int kFp8D = 128;
+constexpr int kFp8ProducerRegs = 56;
+constexpr int kFp8ConsumerRegs = 224;  // 128 * 56 + 256 * 224 = 64512 <= 65536
+constexpr float kFp8POffsetLog2 = 8.f;
+
+struct ParamsFp8 {
+  const float* q_scale;  // [bh][n / 128]
+  const float* k_scale;
+  const float* v_scale;
+  __half* o;
+  float* lse;
+  int bh, n, q_blocks, tiles;
+  float scale_log2;
+  int p_layout;  // 0: A regs (g, k 4t..), (g+8, k 4t..), (g, k 16+4t..), (g+8, ..); 1: a1 <-> a2
+  long long* clk;
+};
+
+constexpr int kFp8Tile = 128 * 128;  // bytes of a 128 x 128 e4m3 tile
+
+template <int STAGES>
+constexpr int smem_bytes_fp8() {
+  return 1024 + kFp8Tile * (1 + 3 * STAGES);  // Q, K, V as loaded, V^T
+}
+
+// V^T of one 128-key block: producer thread tid (0..127). Unit (ks, half, t, c4): keys
+// 32ks + 16half + 2t + {0, 1, 8, 9} x d columns 4c4..4c4+3 -> d rows 4c4..+3, k positions
+// 32ks + 16half + 4t .. +3. Lanes span (t, c4 & 1, half, ks & 1) so the 4-byte stores of a warp
+// hit 32 different banks (the loads 4-way); warps and the 8 iterations span the rest.
+__device__ __forceinline__ void transpose_v_fp8(uint32_t src, uint32_t dst, int tid) {
+  const int lane = tid % 32, warp = tid / 32;
+  const int t = lane & 3, c4lo = (lane >> 2) & 1, half = (lane >> 3) & 1, kslo = lane >> 4;
+#pragma unroll 2  // fully unrolled, the producer spills under its setmaxnreg limit
+  for (int i = 0; i < 8; ++i) {
+    const int c4 = 2 * (4 * warp + (i & 3)) + c4lo;
+    const int ks = 2 * (i >> 2) + kslo;
+    const int key0 = 32 * ks + 16 * half + 2 * t;
+    uint32_t w[4];
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int key = key0 + (e & 1) + 8 * (e >> 1);
+      const int col = 4 * c4;
+      const uint32_t a = src + key * 128 + ((((col >> 4) ^ (key & 7))) << 4) + (col & 15);
+      asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(w[e]) : "r"(a));
+    }
+    const uint32_t t0 = __byte_perm(w[0], w[1], 0x5140), t1 = __byte_perm(w[0], w[1], 0x7362);
+    const uint32_t t2 = __byte_perm(w[2], w[3], 0x5140), t3 = __byte_perm(w[2], w[3], 0x7362);
+    const uint32_t out[4] = {__byte_perm(t0, t2, 0x5410), __byte_perm(t0, t2, 0x7632),
+                             __byte_perm(t1, t3, 0x5410), __byte_perm(t1, t3, 0x7632)};
+    const int kp = 32 * ks + 16 * half + 4 * t;
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int row = 4 * c4 + e;
+      const uint32_t a = dst + row * 128 + ((((kp >> 4) ^ (row & 7))) << 4) + (kp & 15);
+      asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(a), "r"(out[e]) : "memory");
+    }
+  }
+}
+
+// S = Q_w K^T, e4m3: m64n128k32 x 4 k-steps (32 bytes each within the 128-byte rows).
+__device__ __forceinline__ void gemm_qk_fp8(float (&s)[kBlockKV / 2], uint32_t q_addr,
+                                            uint32_t k_addr) {
+#pragma unroll
+  for (int ks = 0; ks < kFp8D / 32; ++ks)
+    wgmma_ss_e4m3_n128(s, desc_kmajor(q_addr + ks * 32), desc_kmajor(k_addr + ks * 32), ks > 0);
+}
+
+// O += P V: m64n128k32 RS x 4 k-steps, B = V^T K-major (128 d-rows x 128 key bytes).
+__device__ __forceinline__ void gemm_pv_fp8(float (&o)[kFp8D / 2],
+                                            const uint32_t (&p)[kBlockKV / 32][4],
+                                            uint32_t vt_addr) {
+#pragma unroll
+  for (int ks = 0; ks < kBlockKV / 32; ++ks)
+    wgmma_rs_e4m3_n128(o, p[ks], desc_kmajor(vt_addr + ks * 32), 1);
+}
+
+__device__ __forceinline__ uint32_t pack_e4m3x4(float a, float b, float c, float d) {
+  const uint32_t lo = __nv_cvt_float2_to_fp8x2(make_float2(a, b), __NV_SATFINITE, __NV_E4M3);
+  const uint32_t hi = __nv_cvt_float2_to_fp8x2(make_float2(c, d), __NV_SATFINITE, __NV_E4M3);
+  return lo | (hi << 16);
+}
+
+// P's e4m3 A fragments: k-step ks = S columns 32ks..32ks+31 = S registers 16ks..16ks+15;
+// register 4c + 2h + e is row g + 8h, column 8c + 2t + e.
+__device__ __forceinline__ void convert_p_fp8(const float (&s)[kBlockKV / 2],
+                                              uint32_t (&p)[kBlockKV / 32][4], int layout) {
+#pragma unroll
+  for (int ks = 0; ks < kBlockKV / 32; ++ks) {
+    const float* x = s + 16 * ks;
+    const uint32_t r0lo = pack_e4m3x4(x[0], x[1], x[4], x[5]);
+    const uint32_t r1lo = pack_e4m3x4(x[2], x[3], x[6], x[7]);
+    const uint32_t r0hi = pack_e4m3x4(x[8], x[9], x[12], x[13]);
+    const uint32_t r1hi = pack_e4m3x4(x[10], x[11], x[14], x[15]);
+    p[ks][0] = r0lo;
+    p[ks][1] = layout ? r0hi : r1lo;
+    p[ks][2] = layout ? r1lo : r0hi;
+    p[ks][3] = r1hi;
+  }
+}
+
+// As softmax_block, with the exponent factor of this block (scale_log2 x q_scale x k_scale_j)
+// and P = exp2(x - m + 8).
+template <bool CAUSAL>
+__device__ __forceinline__ void softmax_block_fp8(float (&s)[kBlockKV / 2], float (&m)[2],
+                                                  float (&l)[2], float (&alpha)[2], float factor,
+                                                  bool diagonal, int row0, int t) {
+  if constexpr (CAUSAL) {
+    if (diagonal) {
+#pragma unroll
+      for (int i = 0; i < kBlockKV / 2; ++i) {
+        const int col = 8 * (i / 4) + 2 * t + (i % 2);
+        const int row = row0 + 8 * ((i / 2) % 2);
+        if (col > row) s[i] = -INFINITY;
+      }
+    }
+  }
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float mx = -INFINITY;
+#pragma unroll
+    for (int c = 0; c < kBlockKV / 8; ++c)
+      mx = fmaxf(mx, fmaxf(s[4 * c + 2 * h], s[4 * c + 2 * h + 1]));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+    const float m_new = fmaxf(m[h], mx * factor);
+    alpha[h] = exp2f(m[h] - m_new);
+    m[h] = m_new;
+    const float shift = kFp8POffsetLog2 - m_new;
+    float sum = 0.f;
+#pragma unroll
+    for (int c = 0; c < kBlockKV / 8; ++c)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const float p = exp2f(fmaf(s[4 * c + 2 * h + e], factor, shift));
+        s[4 * c + 2 * h + e] = p;
+        sum += p;
+      }
+    l[h] = l[h] * alpha[h] + sum;
+  }
+}
+
+template <int STAGES, bool PINGPONG, bool IWO, bool CAUSAL>
+__global__ void __launch_bounds__(kThreads, 1)
+    fa3_fwd_fp8_kernel(const __grid_constant__ CUtensorMap tm_q,
+                       const __grid_constant__ CUtensorMap tm_k,
+                       const __grid_constant__ CUtensorMap tm_v, const ParamsFp8 prm) {
+  extern __shared__ uint8_t smem_raw[];
+  __shared__ __align__(8) uint64_t bars[5 * STAGES + 2];
+  const uint32_t raw = smem_u32(smem_raw);
+  const uint32_t base = (raw + 1023) & ~1023u;
+  const uint32_t s_q = base;
+  auto s_k = [&](int st) { return base + kFp8Tile * (1 + st); };
+  auto s_v = [&](int st) { return base + kFp8Tile * (1 + STAGES + st); };
+  auto s_vt = [&](int st) { return base + kFp8Tile * (1 + 2 * STAGES + st); };
+  const uint32_t b0 = smem_u32(bars);
+  auto k_full = [&](int st) { return b0 + 8 * st; };
+  auto v_full = [&](int st) { return b0 + 8 * (STAGES + st); };  // V as loaded (TMA)
+  auto kv_empty = [&](int st) { return b0 + 8 * (2 * STAGES + st); };
+  auto vt_full = [&](int st) { return b0 + 8 * (3 * STAGES + st); };  // V^T written
+  const uint32_t q_full = b0 + 8 * (5 * STAGES);
+  const uint32_t q_empty = b0 + 8 * (5 * STAGES + 1);
+  const int wg = threadIdx.x / 128;
+  const int tid = threadIdx.x % 128;
+  const int kvb = prm.n / kBlockKV;  // key blocks per head (scale index stride)
+  long long clk0 = 0;
+  unsigned long long ns0 = 0;
+  if (threadIdx.x == 128) {
+    clk0 = clock64();
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns0));
+  }
+  if (threadIdx.x == 0) {
+    for (int st = 0; st < STAGES; ++st) {
+      mbar_init(k_full(st), 1);
+      mbar_init(v_full(st), 1);
+      mbar_init(kv_empty(st), 8);
+      mbar_init(vt_full(st), 128);
+    }
+    mbar_init(q_full, 1);
+    mbar_init(q_empty, 8);
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+
+  if (wg == 0) {
+    // ---------------- producer: TMA (thread 0) + V transpose (all 128) ----------------
+    setmaxnreg_dec<kFp8ProducerRegs>();
+    int it = 0;
+    int tile_i = 0;
+    for (int tile = blockIdx.x; tile < prm.tiles; tile += gridDim.x, ++tile_i) {
+      const int qb = tile % prm.q_blocks, bh = tile / prm.q_blocks;
+      const int row0 = bh * prm.n;
+      const int nkv = kv_blocks_of(qb, prm.n, CAUSAL);
+      if (tid == 0) {
+        if (tile_i > 0) mbar_wait(q_empty, (tile_i - 1) & 1);
+        mbar_expect_tx(q_full, kFp8Tile);
+        tma_load_2d(s_q, &tm_q, 0, row0 + qb * kBlockQ, q_full);
+      }
+      for (int j = 0; j < nkv; ++j, ++it) {
+        const int st = it % STAGES;
+        const unsigned ph = (it / STAGES) & 1;
+        if (tid == 0) {
+          // K(st) and V^T(st) free (consumers done); the raw V(st) buffer was last read by this
+          // warpgroup's transpose, which ended at the named barrier below.
+          if (it >= STAGES) mbar_wait(kv_empty(st), ph ^ 1);
+          mbar_expect_tx(k_full(st), kFp8Tile);
+          tma_load_2d(s_k(st), &tm_k, 0, row0 + j * kBlockKV, k_full(st));
+          mbar_expect_tx(v_full(st), kFp8Tile);
+          tma_load_2d(s_v(st), &tm_v, 0, row0 + j * kBlockKV, v_full(st));
+        }
+        mbar_wait(v_full(st), ph);
+        transpose_v_fp8(s_v(st), s_vt(st), tid);
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+        mbar_arrive(vt_full(st));
+        named_bar_sync(3, 128);  // every thread's reads of V(st) done before its next load
+      }
+    }
+    return;
+  }
+
+  // ---------------- consumers ----------------
+  setmaxnreg_inc<kFp8ConsumerRegs>();
+  const int cw = wg - 1;
+  const int warp = tid / 32, lane = tid % 32;
+  const int g = lane / 4, t = lane % 4;
+  const uint32_t q_addr = s_q + cw * 64 * 128;
+  if constexpr (PINGPONG) {
+    if (cw == 1) named_bar_arrive(1, 256);
+  }
+  int it = 0;
+  int tile_i = 0;
+  for (int tile = blockIdx.x; tile < prm.tiles; tile += gridDim.x, ++tile_i) {
+    const int qb = tile % prm.q_blocks, bh = tile / prm.q_blocks;
+    const int nkv = kv_blocks_of(qb, prm.n, CAUSAL);
+    const int row_in_tile0 = cw * 64 + 16 * warp + g;
+    const int qrow0 = qb * kBlockQ + row_in_tile0;
+    const float qf = prm.scale_log2 * __ldg(prm.q_scale + bh * prm.q_blocks + qb);
+    const int sc0 = bh * kvb;  // this head's first key-block scale (pointers from prm: no regs)
+    float o[kFp8D / 2];
+#pragma unroll
+    for (int i = 0; i < kFp8D / 2; ++i) o[i] = 0.f;
+    float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f}, alpha[2] = {1.f, 1.f};
+    float s[kBlockKV / 2];
+    uint32_t p[kBlockKV / 32][4];
+    mbar_wait(q_full, tile_i & 1);
+    auto diag = [&](int j) { return CAUSAL && j == nkv - 1; };
+    const int kv_row_shift = qb * kBlockQ - (nkv - 1) * kBlockKV;
+    float v_prev = 1.f;  // v_scale of the block O is in units of
+    auto rescale = [&](float vs) {
+      const float r = v_prev / vs;
+      const float a0 = alpha[0] * r, a1 = alpha[1] * r;
+#pragma unroll
+      for (int i = 0; i < kFp8D / 2; ++i) o[i] *= ((i / 2) % 2) ? a1 : a0;
+      v_prev = vs;
+    };
+
+    if constexpr (!IWO) {
+      for (int j = 0; j < nkv; ++j, ++it) {
+        const int st = it % STAGES;
+        const unsigned ph = (it / STAGES) & 1;
+        const float kf = qf * __ldg(prm.k_scale + sc0 + j), vs = __ldg(prm.v_scale + sc0 + j);
+        mbar_wait(k_full(st), ph);
+        reg_fence(s);
+        turn_begin<PINGPONG>(cw);
+        wgmma_fence();
+        gemm_qk_fp8(s, q_addr, s_k(st));
+        wgmma_commit();
+        turn_end<PINGPONG>(cw);
+        wgmma_wait<0>();
+        reg_fence(s);
+        if (j == nkv - 1 && lane == 0) mbar_arrive(q_empty);
+        softmax_block_fp8<CAUSAL>(s, m, l, alpha, kf, diag(j), row_in_tile0 + kv_row_shift, t);
+        if (j > 0) rescale(vs); else v_prev = vs;
+        convert_p_fp8(s, p, prm.p_layout);
+        mbar_wait(vt_full(st), ph);
+        reg_fence(o);
+        reg_fence(p);
+        turn_begin<PINGPONG>(cw);
+        wgmma_fence();
+        gemm_pv_fp8(o, p, s_vt(st));
+        wgmma_commit();
+        turn_end<PINGPONG>(cw);
+        wgmma_wait<0>();
+        reg_fence(o);
+        reg_fence(p);
+        if (lane == 0) mbar_arrive(kv_empty(st));
+      }
+    } else {
+      int st = it % STAGES;
+      unsigned ph = (it / STAGES) & 1;
+      mbar_wait(k_full(st), ph);
+      reg_fence(s);
+      turn_begin<PINGPONG>(cw);
+      wgmma_fence();
+      gemm_qk_fp8(s, q_addr, s_k(st));
+      wgmma_commit();
+      turn_end<PINGPONG>(cw);
+      wgmma_wait<0>();
+      reg_fence(s);
+      if (nkv == 1 && lane == 0) mbar_arrive(q_empty);
+      softmax_block_fp8<CAUSAL>(s, m, l, alpha, qf * __ldg(prm.k_scale + sc0), diag(0),
+                                row_in_tile0 + kv_row_shift, t);
+      v_prev = __ldg(prm.v_scale + sc0);
+      convert_p_fp8(s, p, prm.p_layout);
+      for (int j = 1; j < nkv; ++j) {
+        const int st_prev = st;
+        const unsigned ph_prev = ph;
+        ++it;
+        st = it % STAGES;
+        ph = (it / STAGES) & 1;
+        const float kf = qf * __ldg(prm.k_scale + sc0 + j), vs = __ldg(prm.v_scale + sc0 + j);
+        mbar_wait(k_full(st), ph);
+        mbar_wait(vt_full(st_prev), ph_prev);
+        reg_fence(s);
+        reg_fence(o);
+        reg_fence(p);
+        turn_begin<PINGPONG>(cw);
+        wgmma_fence();
+        gemm_qk_fp8(s, q_addr, s_k(st));
+        wgmma_commit();
+        gemm_pv_fp8(o, p, s_vt(st_prev));
+        wgmma_commit();
+        turn_end<PINGPONG>(cw);
+        wgmma_wait<1>();
+        reg_fence(s);
+        if (j == nkv - 1 && lane == 0) mbar_arrive(q_empty);
+        softmax_block_fp8<CAUSAL>(s, m, l, alpha, kf, diag(j), row_in_tile0 + kv_row_shift, t);
+        reg_fence(s);
+        reg_fence(m);
+        reg_fence(l);
+        reg_fence(alpha);
+        wgmma_wait<0>();
+        reg_fence(o);
+        reg_fence(p);
+        if (lane == 0) mbar_arrive(kv_empty(st_prev));
+        rescale(vs);
+        convert_p_fp8(s, p, prm.p_layout);
+      }
+      mbar_wait(vt_full(st), ph);
+      reg_fence(o);
+      reg_fence(p);
+      turn_begin<PINGPONG>(cw);
+      wgmma_fence();
+      gemm_pv_fp8(o, p, s_vt(st));
+      wgmma_commit();
+      turn_end<PINGPONG>(cw);
+      wgmma_wait<0>();
+      reg_fence(o);
+      reg_fence(p);
+      if (lane == 0) mbar_arrive(kv_empty(st));
+      ++it;
+    }
+
+    // O = acc x v_scale / l, L = (m - 8) ln 2 + ln l.
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      l[h] += __shfl_xor_sync(0xffffffffu, l[h], 1);
+      l[h] += __shfl_xor_sync(0xffffffffu, l[h], 2);
+    }
+    const size_t orow = static_cast<size_t>(bh) * prm.n + qrow0;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const float inv = v_prev / l[h];
+      __half* dst = prm.o + (orow + 8 * h) * kFp8D;
+#pragma unroll
+      for (int c = 0; c < kFp8D / 8; ++c) {
+        const __half2 v = __floats2half2_rn(o[4 * c + 2 * h] * inv, o[4 * c + 2 * h + 1] * inv);
+        *reinterpret_cast<__half2*>(dst + 8 * c + 2 * t) = v;
+      }
+      if (t == 0)
+        prm.lse[orow + 8 * h] =
+            (m[h] - kFp8POffsetLog2) * 0.69314718055994530942f + logf(l[h]);
+    }
+  }
+  if constexpr (PINGPONG) {
+    if (cw == 0) named_bar_sync(1, 256);
+  }
+  if (threadIdx.x == 128 && prm.clk) {
+    unsigned long long ns1;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns1));
+    prm.clk[2 * blockIdx.x] = clock64() - clk0;
+    prm.clk[2 * blockIdx.x + 1] = static_cast<long long>(ns1 - ns0);
+  }
+}
+
 }  // namespace fa3
 
 // ======================================== host ========================================
@@ -579,11 +980,13 @@ struct Case {
   int d, n, b, h;
   bool pingpong, iwo, causal, persistent;
   Copy copy;
+  bool fp8 = false;  // e4m3 Q, K, V with per-tile scales (fa3_fwd_fp8_kernel, d = 128, TMA)
   std::string id() const {
     char buf[160];
-    std::snprintf(buf, sizeof buf, "fa3own_b%d_h%d_n%d_d%d_%s_pp%d_iwo%d_%s%s", b, h, n, d,
+    std::snprintf(buf, sizeof buf, "fa3own_b%d_h%d_n%d_d%d_%s_pp%d_iwo%d_%s%s%s", b, h, n, d,
                   copy == Copy::tma ? "tma" : "cpasync", pingpong, iwo,
-                  persistent ? "persistent" : "grid", causal ? "_causal" : "");
+                  persistent ? "persistent" : "grid", causal ? "_causal" : "",
+                  fp8 ? "_fp8" : "");
     return buf;
   }
 };
@@ -629,6 +1032,24 @@ CUtensorMap make_map(const __half* p, size_t rows, int d) {
                            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS) {
     std::fprintf(stderr, "cuTensorMapEncodeTiled failed: %d\n", static_cast<int>(r));
+    std::exit(1);
+  }
+  return m;
+}
+
+// [rows, 128] e4m3 (bytes), boxes of 128 columns x 128 rows, 128-byte swizzle.
+CUtensorMap make_map_fp8(const uint8_t* p, size_t rows) {
+  CUtensorMap m;
+  cuuint64_t dims[2] = {128, static_cast<cuuint64_t>(rows)};
+  cuuint64_t strides[1] = {128};
+  cuuint32_t box[2] = {128, 128};
+  cuuint32_t estr[2] = {1, 1};
+  CUresult r = encode_fn()(&m, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, const_cast<uint8_t*>(p), dims,
+                           strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                           CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                           CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) {
+    std::fprintf(stderr, "cuTensorMapEncodeTiled (fp8) failed: %d\n", static_cast<int>(r));
     std::exit(1);
   }
   return m;
@@ -692,6 +1113,79 @@ LaunchInfo launch(const Case& c, const CUtensorMap& mq, const CUtensorMap& mk,
                    : launch_d<128>(c, mq, mk, mv, prm, sms, query_only);
 }
 
+template <bool PP, bool IWO, bool CAUSAL>
+LaunchInfo launch_fp8_t(const CUtensorMap& mq, const CUtensorMap& mk, const CUtensorMap& mv,
+                        const fa3::ParamsFp8& prm, bool persistent, int sms, bool query_only) {
+  auto kern = fa3::fa3_fwd_fp8_kernel<kStages, PP, IWO, CAUSAL>;
+  constexpr int smem = fa3::smem_bytes_fp8<kStages>();
+  static bool configured = false;
+  static cudaFuncAttributes fa{};
+  if (!configured) {
+    CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    CHECK(cudaFuncGetAttributes(&fa, kern));
+    configured = true;
+  }
+  LaunchInfo li;
+  li.grid = persistent ? std::min(prm.tiles, sms) : prm.tiles;
+  li.smem = smem;
+  li.regs = fa.numRegs;
+  if (!query_only) kern<<<li.grid, fa3::kThreads, smem>>>(mq, mk, mv, prm);
+  return li;
+}
+
+LaunchInfo launch_fp8(const Case& c, const CUtensorMap& mq, const CUtensorMap& mk,
+                      const CUtensorMap& mv, const fa3::ParamsFp8& prm, int sms,
+                      bool query_only = false) {
+  const bool pe = c.persistent;
+  if (c.d != 128 || c.copy != Copy::tma) {
+    std::fprintf(stderr, "fp8 variant not built: %s\n", c.id().c_str());
+    std::exit(2);
+  }
+#define FA3_CASE(PP, IWO, CA)                            \
+  if (c.pingpong == PP && c.iwo == IWO && c.causal == CA) \
+    return launch_fp8_t<PP, IWO, CA>(mq, mk, mv, prm, pe, sms, query_only);
+  FA3_CASE(false, false, false)
+  FA3_CASE(false, true, false)
+  FA3_CASE(true, false, false)
+  FA3_CASE(true, true, false)
+  FA3_CASE(false, true, true)
+  FA3_CASE(true, true, true)
+#undef FA3_CASE
+  std::fprintf(stderr, "fp8 variant not built: %s\n", c.id().c_str());
+  std::exit(2);
+}
+
+// Block quantization of [rows, 128] values: per 128-row tile scale = amax / 448 (1 if all zero),
+// byte = e4m3(x / scale) (round to nearest even, saturating); deq = the value the kernel sees.
+void quantize_e4m3(const std::vector<float>& x, size_t rows, std::vector<uint8_t>& q8,
+                   std::vector<float>& scales, std::vector<float>& deq) {
+  constexpr int kCols = 128, kRows = 128;
+  q8.resize(x.size());
+  deq.resize(x.size());
+  scales.resize(rows / kRows);
+  // Threads over tiles (the host conversion is slow: 10^8 values at N = 8k).
+  const size_t tiles = rows / kRows;
+  const int nth = static_cast<int>(std::max(1u, std::min(16u, std::thread::hardware_concurrency())));
+  std::vector<std::thread> th;
+  for (int w = 0; w < nth; ++w)
+    th.emplace_back([&, w]() {
+  for (size_t tb = w; tb < tiles; tb += nth) {
+    const size_t o0 = tb * kRows * kCols;
+    float amax = 0.f;
+    for (size_t i = 0; i < size_t{kRows} * kCols; ++i) amax = std::max(amax, std::fabs(x[o0 + i]));
+    const float sc = amax > 0.f ? amax / 448.f : 1.f;
+    scales[tb] = sc;
+    for (size_t i = 0; i < size_t{kRows} * kCols; ++i) {
+      const __nv_fp8_storage_t b = __nv_cvt_float_to_fp8(x[o0 + i] / sc, __NV_SATFINITE, __NV_E4M3);
+      q8[o0 + i] = b;
+      const __half_raw hr = __nv_cvt_fp8_to_halfraw(b, __NV_E4M3);
+      deq[o0 + i] = __half2float(__half(hr)) * sc;
+    }
+  }
+    });
+  for (auto& x : th) x.join();
+}
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
@@ -710,6 +1204,14 @@ struct CheckResult {
   int rows_per_head = 0;
   bool passed = false;
 };
+
+// FP8 pass criteria, set before any device run: a wrong fragment or V^T order gives errors of
+// order 1; e4m3's 3 mantissa bits (relative spacing 1/8 to 1/16) on Q, K, V and P give a few
+// per cent in O. Checked against the float64 reference of the dequantized inputs (the kernel's
+// own arithmetic: P's rounding and the fp32 accumulation); the error against the unquantized
+// inputs (quantization included) is reported beside it.
+constexpr double kFp8TolRelL2 = 0.1;
+constexpr double kFp8TolLse = 0.05;
 
 // float64 reference on sampled rows of every (batch, head).
 CheckResult check_case(const Case& c, const std::vector<float>& q, const std::vector<float>& k,
@@ -771,7 +1273,9 @@ CheckResult check_case(const Case& c, const std::vector<float>& q, const std::ve
     r2 += t_r2[w];
   }
   r.rel_l2 = std::sqrt(e2 / std::max(r2, 1e-300));
-  r.passed = r.nonfinite == 0 && r.max_abs <= 4e-3 && r.rel_l2 <= 2e-3 && r.lse_max_abs <= 2e-3;
+  r.passed = c.fp8 ? r.nonfinite == 0 && r.rel_l2 <= kFp8TolRelL2 && r.lse_max_abs <= kFp8TolLse
+                   : r.nonfinite == 0 && r.max_abs <= 4e-3 && r.rel_l2 <= 2e-3 &&
+                         r.lse_max_abs <= 2e-3;
   return r;
 }
 
@@ -780,26 +1284,45 @@ struct Args {
   bool check = true, profile = false;
   int reps = 15;
   int vdesc_swap = -1;  // -1: try 0, and 1 if 0 fails the check
+  int p_layout = -1;    // fp8 P fragment order: -1: try 0, and 1 if 0 fails the check
   std::string only;
 };
 
+// Sets: main (fp16, 90 cases), fp8 (30 cases, d = 128), all (main then fp8 per problem),
+// smoke (all at N = 1024).
 std::vector<Case> cases_of(const std::string& set) {
   std::vector<Case> out;
+  if (set != "main" && set != "fp8" && set != "all" && set != "smoke") {
+    std::fprintf(stderr, "unknown set %s (main, fp8, all, smoke)\n", set.c_str());
+    std::exit(2);
+  }
   const std::vector<int> ns = set == "smoke" ? std::vector<int>{1024}
                                              : std::vector<int>{1024, 2048, 4096, 8192, 16384};
+  const bool f16 = set != "fp8", f8 = set != "main";
   for (int d : {64, 128})
     for (int n : ns) {
       const int b = n >= 16384 ? 1 : 4, h = 16;
       // The four mechanism variants (TMA, persistent), then TMA vs cp.async, persistent vs
       // not, causal, each on FlashAttention-3's arrangement (ping-pong + intra-warpgroup overlap).
-      for (int pp = 0; pp < 2; ++pp)
-        for (int iwo = 0; iwo < 2; ++iwo)
-          out.push_back({d, n, b, h, pp == 1, iwo == 1, false, true, Copy::tma});
-      out.push_back({d, n, b, h, true, true, false, true, Copy::cpasync});
-      out.push_back({d, n, b, h, false, true, false, true, Copy::cpasync});
-      out.push_back({d, n, b, h, true, true, false, false, Copy::tma});
-      out.push_back({d, n, b, h, true, true, true, true, Copy::tma});
-      out.push_back({d, n, b, h, false, true, true, true, Copy::tma});
+      if (f16) {
+        for (int pp = 0; pp < 2; ++pp)
+          for (int iwo = 0; iwo < 2; ++iwo)
+            out.push_back({d, n, b, h, pp == 1, iwo == 1, false, true, Copy::tma});
+        out.push_back({d, n, b, h, true, true, false, true, Copy::cpasync});
+        out.push_back({d, n, b, h, false, true, false, true, Copy::cpasync});
+        out.push_back({d, n, b, h, true, true, false, false, Copy::tma});
+        out.push_back({d, n, b, h, true, true, true, true, Copy::tma});
+        out.push_back({d, n, b, h, false, true, true, true, Copy::tma});
+      }
+      // FP8 (d = 128): the four (ping-pong, IWO) combinations and causal with ping-pong on/off
+      // (IWO), TMA, persistent; after the problem's fp16 cases (the same inputs, quantized).
+      if (f8 && d == 128) {
+        for (int pp = 0; pp < 2; ++pp)
+          for (int iwo = 0; iwo < 2; ++iwo)
+            out.push_back({d, n, b, h, pp == 1, iwo == 1, false, true, Copy::tma, true});
+        out.push_back({d, n, b, h, true, true, true, true, Copy::tma, true});
+        out.push_back({d, n, b, h, false, true, true, true, Copy::tma, true});
+      }
     }
   return out;
 }
@@ -822,6 +1345,7 @@ int main(int argc, char** argv) {
     else if (s == "--profile") a.profile = true;
     else if (s == "--reps") a.reps = std::atoi(next().c_str());
     else if (s == "--vdesc-swap") a.vdesc_swap = std::atoi(next().c_str());
+    else if (s == "--p-layout") a.p_layout = std::atoi(next().c_str());
     else if (s == "--only") a.only = next();
     else {
       std::fprintf(stderr, "unknown argument %s\n", s.c_str());
@@ -848,6 +1372,13 @@ int main(int argc, char** argv) {
   float* lse = nullptr;
   std::vector<float> hq, hk, hv;
   CUtensorMap mq{}, mk{}, mv{};
+  // FP8 inputs of the current problem (made on its first fp8 case from the fp16 inputs).
+  bool have_fp8 = false;
+  uint8_t *q8 = nullptr, *k8 = nullptr, *v8 = nullptr;
+  float *qs = nullptr, *ks = nullptr, *vs = nullptr;
+  std::vector<float> dq, dk, dv;  // dequantized (what the fp8 kernel computes with)
+  CUtensorMap m8q{}, m8k{}, m8v{};
+  int p_layout = a.p_layout < 0 ? 0 : a.p_layout;
   bool any_failed = false;
   for (size_t ci = 0; ci < cases.size(); ++ci) {
     const Case& c = cases[ci];
@@ -855,6 +1386,10 @@ int main(int argc, char** argv) {
     const size_t rows = static_cast<size_t>(c.b) * c.h * c.n;
     if (c.d != cur_d || c.n != cur_n || c.b != cur_b || c.h != cur_h) {
       cudaFree(q); cudaFree(k); cudaFree(v); cudaFree(o); cudaFree(lse);
+      cudaFree(q8); cudaFree(k8); cudaFree(v8); cudaFree(qs); cudaFree(ks); cudaFree(vs);
+      q8 = k8 = v8 = nullptr;
+      qs = ks = vs = nullptr;
+      have_fp8 = false;
       CHECK(cudaMalloc(&q, elems * 2));
       CHECK(cudaMalloc(&k, elems * 2));
       CHECK(cudaMalloc(&v, elems * 2));
@@ -881,15 +1416,42 @@ int main(int argc, char** argv) {
       mv = make_map(v, rows, c.d);
       cur_d = c.d; cur_n = c.n; cur_b = c.b; cur_h = c.h;
     }
+    if (c.fp8 && !have_fp8) {
+      std::vector<uint16_t> tmp(elems);
+      std::vector<float> x(elems), sc;
+      std::vector<uint8_t> b8;
+      auto make = [&](const __half* src, uint8_t*& dst8, float*& dsts, std::vector<float>& deq) {
+        CHECK(cudaMemcpy(tmp.data(), src, elems * 2, cudaMemcpyDeviceToHost));
+        for (size_t i = 0; i < elems; ++i) x[i] = h2f(tmp[i]);
+        quantize_e4m3(x, rows, b8, sc, deq);
+        CHECK(cudaMalloc(&dst8, elems));
+        CHECK(cudaMalloc(&dsts, sc.size() * 4));
+        CHECK(cudaMemcpy(dst8, b8.data(), elems, cudaMemcpyHostToDevice));
+        CHECK(cudaMemcpy(dsts, sc.data(), sc.size() * 4, cudaMemcpyHostToDevice));
+      };
+      make(q, q8, qs, dq);
+      make(k, k8, ks, dk);
+      make(v, v8, vs, dv);
+      m8q = make_map_fp8(q8, rows);
+      m8k = make_map_fp8(k8, rows);
+      m8v = make_map_fp8(v8, rows);
+      have_fp8 = true;
+    }
     fa3::Params prm{q, k, v, o, lse, c.b * c.h, c.n, c.n / fa3::kBlockQ, 0,
                     static_cast<float>(1.4426950408889634 / std::sqrt(double(c.d))), vswap,
                     d_clk};
     prm.tiles = prm.q_blocks * prm.bh;
-    const LaunchInfo li = launch(c, mq, mk, mv, prm, sms, true);
+    fa3::ParamsFp8 p8{qs, ks, vs, o, lse, prm.bh, c.n, prm.q_blocks, prm.tiles, prm.scale_log2,
+                      p_layout, d_clk};
+    auto run = [&](bool query_only) {
+      return c.fp8 ? launch_fp8(c, m8q, m8k, m8v, p8, sms, query_only)
+                   : launch(c, mq, mk, mv, prm, sms, query_only);
+    };
+    const LaunchInfo li = run(true);
     if (a.profile) {  // one launch per case, in order (ncu pairs its rows by order)
       std::fprintf(stderr, "profile %zu %s\n", ci, c.id().c_str());
       CHECK(cudaProfilerStart());
-      launch(c, mq, mk, mv, prm, sms);
+      run(false);
       CHECK(cudaGetLastError());
       CHECK(cudaDeviceSynchronize());
       CHECK(cudaProfilerStop());
@@ -897,21 +1459,31 @@ int main(int argc, char** argv) {
                   c.id().c_str(), li.grid, li.smem);
       continue;
     }
-    CheckResult cr;
+    CheckResult cr, cr_unq;  // fp8: cr against the dequantized inputs, cr_unq the fp16 ones
     bool checked = false;
     if (a.check) {
       for (int attempt = 0; attempt < 2; ++attempt) {
         CHECK(cudaMemset(o, 0xFF, elems * 2));  // NaN
         CHECK(cudaMemset(lse, 0xFF, rows * 4));
-        launch(c, mq, mk, mv, prm, sms);
+        run(false);
         CHECK(cudaGetLastError());
         CHECK(cudaDeviceSynchronize());
         std::vector<uint16_t> ho(elems);
         std::vector<float> hl(rows);
         CHECK(cudaMemcpy(ho.data(), o, elems * 2, cudaMemcpyDeviceToHost));
         CHECK(cudaMemcpy(hl.data(), lse, rows * 4, cudaMemcpyDeviceToHost));
-        cr = check_case(c, hq, hk, hv, ho, hl);
         checked = true;
+        if (c.fp8) {
+          cr = check_case(c, dq, dk, dv, ho, hl);
+          cr_unq = check_case(c, hq, hk, hv, ho, hl);
+          if (cr.passed || a.p_layout >= 0 || attempt == 1) break;
+          std::fprintf(stderr, "%s: check failed with p_layout=%d (rel_l2 %.3g), trying %d\n",
+                       c.id().c_str(), p_layout, cr.rel_l2, 1 - p_layout);
+          p_layout = 1 - p_layout;
+          p8.p_layout = p_layout;
+          continue;
+        }
+        cr = check_case(c, hq, hk, hv, ho, hl);
         if (cr.passed || a.vdesc_swap >= 0 || attempt == 1) break;
         std::fprintf(stderr, "%s: check failed with vdesc_swap=%d (max_abs %.3g), trying %d\n",
                      c.id().c_str(), vswap, cr.max_abs, 1 - vswap);
@@ -926,13 +1498,13 @@ int main(int argc, char** argv) {
     }
     // Timing: 2 warm-up launches, then reps launches each between its own events.
     std::vector<double> ms;
-    for (int w = 0; w < 2; ++w) launch(c, mq, mk, mv, prm, sms);
+    for (int w = 0; w < 2; ++w) run(false);
     CHECK(cudaGetLastError());
     std::vector<cudaEvent_t> ev(2 * a.reps);
     for (auto& e : ev) CHECK(cudaEventCreate(&e));
     for (int r = 0; r < a.reps; ++r) {
       CHECK(cudaEventRecord(ev[2 * r]));
-      launch(c, mq, mk, mv, prm, sms);
+      run(false);
       CHECK(cudaEventRecord(ev[2 * r + 1]));
     }
     CHECK(cudaGetLastError());
@@ -959,13 +1531,27 @@ int main(int argc, char** argv) {
         "\"block_kv\": %d, \"stages\": %d, \"threads\": %d, \"grid\": %d, \"smem_bytes\": %d, "
         "\"registers_at_launch\": %d, \"vdesc_swap\": %d, \"reps\": %d, \"median_ms\": %.6f, "
         "\"min_ms\": %.6f, \"max_ms\": %.6f, \"tflops_median\": %.2f, "
-        "\"sm_mhz_clock64_per_globaltimer\": %.0f",
+        "\"sm_mhz_clock64_per_globaltimer\": %.0f, \"dtype\": \"%s\", \"p_layout\": %d",
         c.id().c_str(), c.d, c.n, c.b, c.h, c.pingpong, c.iwo, c.causal, c.persistent,
         c.copy == Copy::tma ? "tma" : "cp.async", fa3::kBlockQ, fa3::kBlockKV, kStages,
         fa3::kThreads, li.grid, li.smem, li.regs, vswap, a.reps, med,
         *std::min_element(ms.begin(), ms.end()), *std::max_element(ms.begin(), ms.end()),
-        flops / (med * 1e-3) / 1e12, median(mhz));
-    if (checked)
+        flops / (med * 1e-3) / 1e12, median(mhz), c.fp8 ? "fp8" : "fp16", c.fp8 ? p_layout : -1);
+    if (checked && c.fp8)
+      std::printf(
+          ", \"check\": {\"max_abs_error\": %.3e, \"max_abs_reference\": %.3e, "
+          "\"rel_l2_error\": %.3e, \"lse_max_abs_error\": %.3e, \"nonfinite_outputs\": %lld, "
+          "\"rows_checked_per_head\": %d, \"tolerance_rel_l2\": %g, \"tolerance_lse\": %g, "
+          "\"reference\": \"float64 on the host from the dequantized e4m3 inputs (the kernel's "
+          "arithmetic: P in e4m3, fp32 accumulation)\", \"passed\": %s, "
+          "\"vs_unquantized\": {\"max_abs_error\": %.3e, \"rel_l2_error\": %.3e, "
+          "\"lse_max_abs_error\": %.3e, \"reference\": \"float64 from the fp16 inputs before "
+          "quantization (quantization error included)\"}, \"quantization\": \"e4m3, one scale "
+          "(amax / 448) per 128 rows x 128 columns tile of Q, K, V\"}",
+          cr.max_abs, cr.max_ref, cr.rel_l2, cr.lse_max_abs, cr.nonfinite, cr.rows_per_head,
+          kFp8TolRelL2, kFp8TolLse, cr.passed ? "true" : "false", cr_unq.max_abs, cr_unq.rel_l2,
+          cr_unq.lse_max_abs);
+    else if (checked)
       std::printf(
           ", \"check\": {\"max_abs_error\": %.3e, \"max_abs_reference\": %.3e, "
           "\"rel_l2_error\": %.3e, \"lse_max_abs_error\": %.3e, \"nonfinite_outputs\": %lld, "

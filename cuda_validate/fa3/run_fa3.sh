@@ -2,7 +2,7 @@
 # One device call of our FlashAttention-3-style kernel (fa3_fwd.cu) on a Hopper GPU, plus the
 # bulk-copy probe (../microbench/tma.cu):
 #   1. tools and the GPU (nvidia-smi, ncu version);
-#   2. set 1: every case of `fa3_fwd --set main` output-checked against a float64 reference, then
+#   2. set 1: every case of `fa3_fwd --set "$SET"` output-checked against a float64 reference, then
 #      timed (CUDA events, median of --reps launches); sets 2 and 3: the same timings in new
 #      processes (--no-check); nvidia-smi clock/power samples during each;
 #   3. ncu (../scripts/ncu_lib.sh, the counters and settings of the other suites plus the wgmma/TMA
@@ -20,11 +20,15 @@
 #   $H/bin/iosim_device_query   nvcc -O3 -std=c++17 -arch=sm_90 -o iosim_device_query ../device_query.cu
 # and $H/ncu_lib.sh (a copy of ../scripts/ncu_lib.sh).
 # Writes $OUT/fa3_own.tar.gz (everything) and the small result files beside it.
-# Usage: OUT=... bash run_fa3.sh [BUDGET_S (default 540)]
+# Usage: OUT=... [SET=main|fp8|all] [TMA_PROBE=0] bash run_fa3.sh [BUDGET_S (default 540)]
+#   SET: fa3_fwd's case set for sets 1-3 and ncu (main: the fp16 cases; fp8: the e4m3 cases;
+#   all: both); TMA_PROBE=0 skips step 4.
 set -uo pipefail
 H=$(cd "$(dirname "$0")" && pwd)
 OUT=${OUT:-$H/out}
 BUDGET_S=${1:-540}
+SET=${SET:-main}
+TMA_PROBE=${TMA_PROBE:-1}
 START=$(date +%s)
 W=/tmp/fa3_own
 rm -rf "$W" && mkdir -p "$W" "$OUT"
@@ -82,7 +86,13 @@ timeout 60 "$BIN" --set smoke --reps 3 >"$W/smoke.jsonl" 2>"$W/smoke.err"
 rc=$?
 log "smoke exit $rc: $(grep -c '"passed": true' "$W/smoke.jsonl") passed, $(grep -c '"passed": false' "$W/smoke.jsonl") failed"
 cat "$W/smoke.err" | head -30
-if (( rc != 0 )); then
+if (( rc != 0 && rc != 1 )) && [[ "$SET" == all ]]; then
+  # A hang or crash (not a failed check) with the fp8 kernels in: the fp16 suite alone.
+  log "smoke exit $rc with SET=all: continuing with SET=main"
+  SET=main
+  rc=0
+fi
+if (( rc != 0 && rc != 1 )); then
   timeout 90 "$H/bin/tma" >"$W/tma.json" 2>"$W/tma.err"
   log "tma exit $?"
   cp "$W/tma.json" "$W/smoke.jsonl" "$W/smoke.err" "$OUT/" 2>/dev/null
@@ -92,30 +102,33 @@ if (( rc != 0 )); then
 fi
 # Checked set, then two timing sets.
 sample_clocks "$W/clocks_set1.csv" & SMI=$!
-timeout 200 "$BIN" --set main --reps 15 >"$W/set1.jsonl" 2>"$W/set1.err"
+timeout 200 "$BIN" --set "$SET" --reps 15 >"$W/set1.jsonl" 2>"$W/set1.err"
 log "set 1 (checked) exit $?: $(grep -c '"passed": true' "$W/set1.jsonl") passed, $(grep -c '"passed": false' "$W/set1.jsonl") failed"
 kill $SMI 2>/dev/null; wait $SMI 2>/dev/null
 grep -E 'FAIL|vdesc|error' "$W/set1.err" | head -20 | tee -a "$LOG"
 SWAP=$(python3 -c "import json,sys; r=[json.loads(l) for l in open('$W/set1.jsonl') if l.strip()]; print(r[-1]['vdesc_swap'] if r else 0)" 2>/dev/null || echo 0)
+PL=$(python3 -c "import json,sys; r=[json.loads(l) for l in open('$W/set1.jsonl') if l.strip()]; r=[x for x in r if x.get('dtype') == 'fp8']; print(r[-1]['p_layout'] if r else 0)" 2>/dev/null || echo 0)
 for s in 2 3; do
   sample_clocks "$W/clocks_set$s.csv" & SMI=$!
-  timeout 120 "$BIN" --set main --reps 15 --no-check --vdesc-swap "$SWAP" \
+  timeout 120 "$BIN" --set "$SET" --reps 15 --no-check --vdesc-swap "$SWAP" --p-layout "$PL" \
     >"$W/set$s.jsonl" 2>"$W/set$s.err"
   log "set $s exit $? ($(grep -c '"id"' "$W/set$s.jsonl") cases)"
   kill $SMI 2>/dev/null; wait $SMI 2>/dev/null
 done
 
 if [[ -n "$ALT" ]]; then
-  timeout 60 "$ALT" --set main --only _n8192_ --reps 15 --vdesc-swap "$SWAP" >"$W/alt_n8192.jsonl" 2>"$W/alt_n8192.err"
+  timeout 60 "$ALT" --set "$SET" --only _n8192_ --reps 15 --vdesc-swap "$SWAP" >"$W/alt_n8192.jsonl" 2>"$W/alt_n8192.err"
   log "other build, N=8192 cases: exit $? ($(grep -c '"passed": true' "$W/alt_n8192.jsonl") passed)"
-  timeout 60 "$BIN" --set main --only _n8192_ --reps 15 --no-check --vdesc-swap "$SWAP" >"$W/suite_build_n8192_again.jsonl" 2>&1
+  timeout 60 "$BIN" --set "$SET" --only _n8192_ --reps 15 --no-check --vdesc-swap "$SWAP" --p-layout "$PL" >"$W/suite_build_n8192_again.jsonl" 2>&1
   log "suite build, N=8192 cases again right after: exit $?"
 fi
 # 4 (before ncu, which may run long). TMA probe.
-sample_clocks "$W/clocks_tma.csv" & SMI=$!
-timeout 90 "$H/bin/tma" >"$W/tma.json" 2>"$W/tma.err"
-log "tma exit $?"
-kill $SMI 2>/dev/null; wait $SMI 2>/dev/null
+if [[ "$TMA_PROBE" != 0 ]]; then
+  sample_clocks "$W/clocks_tma.csv" & SMI=$!
+  timeout 90 "$H/bin/tma" >"$W/tma.json" 2>"$W/tma.err"
+  log "tma exit $?"
+  kill $SMI 2>/dev/null; wait $SMI 2>/dev/null
+fi
 
 # 5. SASS opcodes per kernel.
 cuobjdump --dump-sass "$BIN" >"$W/fa3_sass.txt" 2>&1
@@ -132,14 +145,14 @@ for line in open(sys.argv[1]):
         key = op if re.match(r"(HGMMA|UTMA|SYNCS|BAR|LDGSTS|WARPGROUP|USETMAXREG|MUFU|UBLKCP)", op) else op.split(".")[0]
         counts[fn][key] += 1
 for fn, c in counts.items():
-    if "fa3_fwd_kernel" not in fn: continue
+    if "fa3_fwd_kernel" not in fn and "fa3_fwd_fp8_kernel" not in fn: continue
     print(fn, "total", sum(c.values()))
     for op, n in sorted(c.items(), key=lambda x: -x[1]):
         if re.match(r"(HGMMA|UTMA|SYNCS|BAR|LDGSTS|WARPGROUP|USETMAXREG|MUFU|UBLKCP|FFMA|FMUL|FADD|FMNMX|SHFL|F2FP|LDS|STG|LDG)", op):
             print(f"  {n:6d} {op}")
 EOF
 gzip -9 "$W/fa3_sass.txt"
-log "sass: $(grep -c fa3_fwd_kernel "$W/fa3_sass_opcodes.txt") kernels"
+log "sass: $(grep -c -E 'fa3_fwd_(fp8_)?kernel' "$W/fa3_sass_opcodes.txt") kernels"
 
 # 3. ncu.
 export NCU_EXTRA_METRICS="sm__inst_executed_pipe_tensor_op_gmma.sum
@@ -152,7 +165,7 @@ source "$H/ncu_lib.sh"
 ncu_select_metrics "$W"
 nl=$(( $(left) - 25 ))
 if (( nl > 30 )); then
-  ncu_run_group "$W" fa3 "$nl" "$BIN" --set main --profile --vdesc-swap "$SWAP"
+  ncu_run_group "$W" fa3 "$nl" "$BIN" --set "$SET" --profile --vdesc-swap "$SWAP" --p-layout "$PL"
   ncu_write_env "$W" "$(ncu --version | tail -1)" "13.0 (off the device)" \
     "$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1)" \
     "fa3_fwd --profile: cudaProfilerStart/Stop around one launch per case, in suite order"
