@@ -99,7 +99,8 @@ def main():
         cases.append({
             "id": r["id"], "schedule": "flash3", "pass": "fwd",
             "problem": {"batch": r["b"], "heads": r["h"], "seq": r["n"], "seq_kv": r["n"],
-                        "head_dim": r["d"], "dtype": "fp16", "causal": bool(r["causal"])},
+                        "head_dim": r["d"], "dtype": r.get("dtype", "fp16"),
+                        "causal": bool(r["causal"])},
             "tiling": {"block_q": r["block_q"], "block_kv": r["block_kv"],
                        "threads": r["threads"], "smem_bytes_per_cta": r["smem_bytes"],
                        "pipeline_stages": r["stages"], "copy": r["copy"], "mma": "wgmma",
@@ -121,7 +122,7 @@ def main():
                             "rel_range": (max(meds) - min(meds)) / t, "statistic": "median"},
             "sm_clock_mhz_clock64": statistics.median(
                 x["sm_mhz_clock64_per_globaltimer"] for x in per_set),
-            "tflops_fp16": 4.0 * r["b"] * r["h"] * r["n"] * r["n"] * r["d"] *
+            "tflops_" + r.get("dtype", "fp16"): 4.0 * r["b"] * r["h"] * r["n"] * r["n"] * r["d"] *
                            (0.5 if r["causal"] else 1.0) / t / 1e12,
             "error": None,
             "kernels": [kernel] if kernel else [],
