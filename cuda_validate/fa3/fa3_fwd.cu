@@ -28,11 +28,11 @@
 // chunk c of row r at chunk c ^ (r % 8)), 1024-byte aligned: TMA's SWIZZLE_128B box image and the
 // K-major layout the wgmma descriptors of ../microbench/wgmma_smem.cuh describe.
 #include <cuda.h>
+#include <cudaTypedefs.h>
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
 #include <cuda_profiler_api.h>
 #include <cuda_runtime.h>
-#include <cudaTypedefs.h>
 
 #include <cstdint>
 #include <cstdio>
@@ -552,7 +552,6 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
 }
 
-
 // ======================= FP8 (e4m3) forward, d = 128 (FlashAttention-3's FP8 path) ===========
 // Q, K, V in e4m3 with one float scale per 128-row tile of each (block quantization: the value
 // is e4m3 x scale; scale = amax / 448 of the tile), O fp16, L fp32. wgmma's e4m3 forms
@@ -839,7 +838,10 @@ __global__ void __launch_bounds__(kThreads, 1)
         reg_fence(s);
         if (j == nkv - 1 && lane == 0) mbar_arrive(q_empty);
         softmax_block_fp8<CAUSAL>(s, m, l, alpha, kf, diag(j), row_in_tile0 + kv_row_shift, t);
-        if (j > 0) rescale(vs); else v_prev = vs;
+        if (j > 0)
+          rescale(vs);
+        else
+          v_prev = vs;
         convert_p_fp8(s, p, prm.p_layout);
         mbar_wait(vt_full(st), ph);
         reg_fence(o);
@@ -937,8 +939,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         *reinterpret_cast<__half2*>(dst + 8 * c + 2 * t) = v;
       }
       if (t == 0)
-        prm.lse[orow + 8 * h] =
-            (m[h] - kFp8POffsetLog2) * 0.69314718055994530942f + logf(l[h]);
+        prm.lse[orow + 8 * h] = (m[h] - kFp8POffsetLog2) * 0.69314718055994530942f + logf(l[h]);
     }
   }
   if constexpr (PINGPONG) {
@@ -985,8 +986,7 @@ struct Case {
     char buf[160];
     std::snprintf(buf, sizeof buf, "fa3own_b%d_h%d_n%d_d%d_%s_pp%d_iwo%d_%s%s%s", b, h, n, d,
                   copy == Copy::tma ? "tma" : "cpasync", pingpong, iwo,
-                  persistent ? "persistent" : "grid", causal ? "_causal" : "",
-                  fp8 ? "_fp8" : "");
+                  persistent ? "persistent" : "grid", causal ? "_causal" : "", fp8 ? "_fp8" : "");
     return buf;
   }
 };
@@ -1044,10 +1044,10 @@ CUtensorMap make_map_fp8(const uint8_t* p, size_t rows) {
   cuuint64_t strides[1] = {128};
   cuuint32_t box[2] = {128, 128};
   cuuint32_t estr[2] = {1, 1};
-  CUresult r = encode_fn()(&m, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, const_cast<uint8_t*>(p), dims,
-                           strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                           CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                           CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  CUresult r =
+      encode_fn()(&m, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, const_cast<uint8_t*>(p), dims, strides, box,
+                  estr, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                  CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS) {
     std::fprintf(stderr, "cuTensorMapEncodeTiled (fp8) failed: %d\n", static_cast<int>(r));
     std::exit(1);
@@ -1141,7 +1141,7 @@ LaunchInfo launch_fp8(const Case& c, const CUtensorMap& mq, const CUtensorMap& m
     std::fprintf(stderr, "fp8 variant not built: %s\n", c.id().c_str());
     std::exit(2);
   }
-#define FA3_CASE(PP, IWO, CA)                            \
+#define FA3_CASE(PP, IWO, CA)                             \
   if (c.pingpong == PP && c.iwo == IWO && c.causal == CA) \
     return launch_fp8_t<PP, IWO, CA>(mq, mk, mv, prm, pe, sms, query_only);
   FA3_CASE(false, false, false)
@@ -1165,23 +1165,26 @@ void quantize_e4m3(const std::vector<float>& x, size_t rows, std::vector<uint8_t
   scales.resize(rows / kRows);
   // Threads over tiles (the host conversion is slow: 10^8 values at N = 8k).
   const size_t tiles = rows / kRows;
-  const int nth = static_cast<int>(std::max(1u, std::min(16u, std::thread::hardware_concurrency())));
+  const int nth =
+      static_cast<int>(std::max(1u, std::min(16u, std::thread::hardware_concurrency())));
   std::vector<std::thread> th;
   for (int w = 0; w < nth; ++w)
     th.emplace_back([&, w]() {
-  for (size_t tb = w; tb < tiles; tb += nth) {
-    const size_t o0 = tb * kRows * kCols;
-    float amax = 0.f;
-    for (size_t i = 0; i < size_t{kRows} * kCols; ++i) amax = std::max(amax, std::fabs(x[o0 + i]));
-    const float sc = amax > 0.f ? amax / 448.f : 1.f;
-    scales[tb] = sc;
-    for (size_t i = 0; i < size_t{kRows} * kCols; ++i) {
-      const __nv_fp8_storage_t b = __nv_cvt_float_to_fp8(x[o0 + i] / sc, __NV_SATFINITE, __NV_E4M3);
-      q8[o0 + i] = b;
-      const __half_raw hr = __nv_cvt_fp8_to_halfraw(b, __NV_E4M3);
-      deq[o0 + i] = __half2float(__half(hr)) * sc;
-    }
-  }
+      for (size_t tb = w; tb < tiles; tb += nth) {
+        const size_t o0 = tb * kRows * kCols;
+        float amax = 0.f;
+        for (size_t i = 0; i < size_t{kRows} * kCols; ++i)
+          amax = std::max(amax, std::fabs(x[o0 + i]));
+        const float sc = amax > 0.f ? amax / 448.f : 1.f;
+        scales[tb] = sc;
+        for (size_t i = 0; i < size_t{kRows} * kCols; ++i) {
+          const __nv_fp8_storage_t b =
+              __nv_cvt_float_to_fp8(x[o0 + i] / sc, __NV_SATFINITE, __NV_E4M3);
+          q8[o0 + i] = b;
+          const __half_raw hr = __nv_cvt_fp8_to_halfraw(b, __NV_E4M3);
+          deq[o0 + i] = __half2float(__half(hr)) * sc;
+        }
+      }
     });
   for (auto& x : th) x.join();
 }
@@ -1273,9 +1276,9 @@ CheckResult check_case(const Case& c, const std::vector<float>& q, const std::ve
     r2 += t_r2[w];
   }
   r.rel_l2 = std::sqrt(e2 / std::max(r2, 1e-300));
-  r.passed = c.fp8 ? r.nonfinite == 0 && r.rel_l2 <= kFp8TolRelL2 && r.lse_max_abs <= kFp8TolLse
-                   : r.nonfinite == 0 && r.max_abs <= 4e-3 && r.rel_l2 <= 2e-3 &&
-                         r.lse_max_abs <= 2e-3;
+  r.passed =
+      c.fp8 ? r.nonfinite == 0 && r.rel_l2 <= kFp8TolRelL2 && r.lse_max_abs <= kFp8TolLse
+            : r.nonfinite == 0 && r.max_abs <= 4e-3 && r.rel_l2 <= 2e-3 && r.lse_max_abs <= 2e-3;
   return r;
 }
 
@@ -1345,7 +1348,8 @@ int main(int argc, char** argv) {
     else if (s == "--profile") a.profile = true;
     else if (s == "--reps") a.reps = std::atoi(next().c_str());
     else if (s == "--vdesc-swap") a.vdesc_swap = std::atoi(next().c_str());
-    else if (s == "--p-layout") a.p_layout = std::atoi(next().c_str());
+    else if (s == "--p-layout")
+      a.p_layout = std::atoi(next().c_str());
     else if (s == "--only") a.only = next();
     else {
       std::fprintf(stderr, "unknown argument %s\n", s.c_str());
@@ -1386,7 +1390,12 @@ int main(int argc, char** argv) {
     const size_t rows = static_cast<size_t>(c.b) * c.h * c.n;
     if (c.d != cur_d || c.n != cur_n || c.b != cur_b || c.h != cur_h) {
       cudaFree(q); cudaFree(k); cudaFree(v); cudaFree(o); cudaFree(lse);
-      cudaFree(q8); cudaFree(k8); cudaFree(v8); cudaFree(qs); cudaFree(ks); cudaFree(vs);
+      cudaFree(q8);
+      cudaFree(k8);
+      cudaFree(v8);
+      cudaFree(qs);
+      cudaFree(ks);
+      cudaFree(vs);
       q8 = k8 = v8 = nullptr;
       qs = ks = vs = nullptr;
       have_fp8 = false;
@@ -1441,8 +1450,8 @@ int main(int argc, char** argv) {
                     static_cast<float>(1.4426950408889634 / std::sqrt(double(c.d))), vswap,
                     d_clk};
     prm.tiles = prm.q_blocks * prm.bh;
-    fa3::ParamsFp8 p8{qs, ks, vs, o, lse, prm.bh, c.n, prm.q_blocks, prm.tiles, prm.scale_log2,
-                      p_layout, d_clk};
+    fa3::ParamsFp8 p8{
+        qs, ks, vs, o, lse, prm.bh, c.n, prm.q_blocks, prm.tiles, prm.scale_log2, p_layout, d_clk};
     auto run = [&](bool query_only) {
       return c.fp8 ? launch_fp8(c, m8q, m8k, m8v, p8, sms, query_only)
                    : launch(c, mq, mk, mv, prm, sms, query_only);
