@@ -1,13 +1,20 @@
 // The `iosim` command: builds the subcommands (cli/commands.hpp), parses, runs the chosen one.
 // Only this file turns errors into exit codes:
-//   0 success, 2 bad input or an infeasible configuration, 3 an internal error (a bug).
+//   0 success, 2 bad input or an infeasible configuration, 3 stopped by a signal or a time
+//   budget (nothing written), or an internal error (a bug).
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <csignal>
 #include <iostream>
+#include <new>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "cli/commands.hpp"
 #include "sim/errors.hpp"
+#include "sim/run_control.hpp"
+#include "sim/suggest.hpp"
 
 int main(int argc, char** argv) {
   using namespace iosim;
@@ -21,6 +28,18 @@ int main(int argc, char** argv) {
     cli::Action action = add(app);
     commands.emplace_back(app.get_subcommands({}).back(), std::move(action));
   }
+  // CLI11 says only "A subcommand is required" for `iosim frobnicate`; name the word instead.
+  if (argc > 1 && argv[1][0] != '-') {
+    std::vector<std::string> names;
+    for (const auto& [cmd, action] : commands) names.push_back(cmd->get_name());
+    if (std::find(names.begin(), names.end(), argv[1]) == names.end()) {
+      std::string list;
+      for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
+      std::cerr << "iosim: unknown subcommand '" << argv[1] << "'; subcommands: " << list
+                << did_you_mean(argv[1], names) << "\nRun 'iosim --help' for usage.\n";
+      return 2;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -31,12 +50,27 @@ int main(int argc, char** argv) {
     std::cerr << "iosim: " << e.what() << "\nRun 'iosim --help' for usage.\n";
     return 2;
   }
+  // Ctrl-C or SIGTERM asks the run to stop at its next check (exit 3, nothing written); a
+  // second one ends the process at once (SA_RESETHAND restores the default action).
+  struct sigaction stop {};
+  stop.sa_handler = [](int sig) { run_control::request_stop(sig); };
+  sigemptyset(&stop.sa_mask);
+  stop.sa_flags = SA_RESETHAND;
+  sigaction(SIGINT, &stop, nullptr);
+  sigaction(SIGTERM, &stop, nullptr);
   try {
     for (auto& [cmd, action] : commands) {
       if (cmd->parsed()) return action();
     }
   } catch (const ConfigError& e) {
     std::cerr << "iosim: " << e.what() << "\n";
+    return 2;
+  } catch (const Stopped& e) {
+    std::cerr << "iosim: " << e.what() << "\n";
+    return 3;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "iosim: out of memory: the input or the problem is too large for this "
+                 "machine\n";
     return 2;
   } catch (const std::exception& e) {
     std::cerr << "iosim: internal error: " << e.what() << "\n";

@@ -16,24 +16,61 @@ namespace iosim::cli {
 
 namespace fs = std::filesystem;
 
-void write_file_atomically(const std::string& path, const std::string& text) {
-  const std::string tmp = fmt::format("{}.tmp-{}", path, static_cast<long>(::getpid()));
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (out) out.write(text.data(), static_cast<std::streamsize>(text.size()));
-    out.close();
-    if (!out) {
-      std::error_code ignored;
-      fs::remove(tmp, ignored);
-      throw ConfigError(fmt::format("cannot write '{}'", path));
-    }
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) {
+namespace {
+
+std::string temp_name(const std::string& path) {
+  return fmt::format("{}.tmp-{}", path, static_cast<long>(::getpid()));
+}
+
+// Writes `text` to the temporary file of `path`; removes it and throws ConfigError on failure.
+void write_temp(const std::string& path, const std::string& text) {
+  const std::string tmp = temp_name(path);
+  std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+  if (out) out.write(text.data(), static_cast<std::streamsize>(text.size()));
+  out.close();
+  if (!out) {
     std::error_code ignored;
     fs::remove(tmp, ignored);
-    throw ConfigError(fmt::format("cannot write '{}': {}", path, ec.message()));
+    throw ConfigError(fmt::format("cannot write '{}'", path));
+  }
+}
+
+}  // namespace
+
+void write_file_atomically(const std::string& path, const std::string& text) {
+  write_files_atomically({{path, text}});
+}
+
+void write_files_atomically(const std::vector<std::pair<std::string, std::string>>& files) {
+  const auto remove_temps = [&] {
+    std::error_code ignored;
+    for (const auto& f : files) fs::remove(temp_name(f.first), ignored);
+  };
+  try {
+    for (const auto& [path, text] : files) write_temp(path, text);
+  } catch (...) {
+    remove_temps();
+    throw;
+  }
+  for (const auto& [path, text] : files) {
+    std::error_code ec;
+    fs::rename(temp_name(path), path, ec);
+    if (ec) {
+      remove_temps();
+      throw ConfigError(fmt::format("cannot write '{}': {}", path, ec.message()));
+    }
+  }
+}
+
+void check_not_an_input(const std::string& flag, const std::string& path,
+                        const std::vector<std::string>& inputs) {
+  for (const std::string& input : inputs) {
+    std::error_code ec;
+    const bool same = fs::equivalent(path, input, ec);
+    if (!ec && same) {
+      throw ConfigError(fmt::format(
+          "{} '{}' is the input file '{}'; writing it would destroy the input", flag, path, input));
+    }
   }
 }
 

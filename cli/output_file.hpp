@@ -1,12 +1,23 @@
 #pragma once
 // Output files of the CLI. A run that fails never leaves a partial file behind.
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace iosim::cli {
 
 /// Writes `text` to `path` through a temporary file in the same folder and a rename, so that
 /// readers see either the old file or the whole new one. Throws ConfigError naming the path.
 void write_file_atomically(const std::string& path, const std::string& text);
+
+/// Writes several files so that either all of them are written or none is: every text goes to
+/// a temporary file first, and only when all are complete are they renamed into place.
+void write_files_atomically(const std::vector<std::pair<std::string, std::string>>& files);
+
+/// Throws ConfigError naming `flag` when the output `path` is one of the `inputs` (a report that
+/// would overwrite the file it reads).
+void check_not_an_input(const std::string& flag, const std::string& path,
+                        const std::vector<std::string>& inputs);
 
 /// Throws ConfigError naming `flag` when the folder `path` would be written to does not exist,
 /// so that a long run fails before it starts rather than at the end.

@@ -36,6 +36,13 @@ Action add_report_command(CLI::App& app) {
   return [f] {
     if (!f->html.empty()) check_output_folder("--html", f->html);
     if (!f->md.empty()) check_output_folder("--md", f->md);
+    std::vector<std::string> inputs = f->sweeps;
+    if (!f->validation.empty()) inputs.push_back(f->validation);
+    if (!f->html.empty()) check_not_an_input("--html", f->html, inputs);
+    if (!f->md.empty()) check_not_an_input("--md", f->md, inputs);
+    if (!f->md.empty() && f->md == f->html) {
+      throw ConfigError(fmt::format("--md and --html both name '{}'", f->md));
+    }
     std::vector<std::filesystem::path> files(f->sweeps.begin(), f->sweeps.end());
     const SweepData data = load_sweeps(files);
     std::optional<ValidationResult> validation;
@@ -47,8 +54,11 @@ Action add_report_command(CLI::App& app) {
     const std::string md = sweep_report_markdown(data, v);
     std::string html;
     if (!f->html.empty()) html = sweep_report_html(data, v, load_chartjs(f->chartjs));
-    if (!f->md.empty()) write_file_atomically(f->md, md);
-    if (!f->html.empty()) write_file_atomically(f->html, html);
+    // Both files or neither: a failure writing one leaves no other behind.
+    std::vector<std::pair<std::string, std::string>> outputs;
+    if (!f->md.empty()) outputs.emplace_back(f->md, md);
+    if (!f->html.empty()) outputs.emplace_back(f->html, html);
+    write_files_atomically(outputs);
     if (f->md.empty() && f->html.empty()) std::cout << md;
     return 0;
   };

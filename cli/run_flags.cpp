@@ -4,6 +4,8 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <charconv>
+#include <limits>
 #include <map>
 #include <memory>
 #include <type_traits>
@@ -83,6 +85,29 @@ std::vector<ProblemFlag> make_problem_flags() {
   };
 }
 
+// CLI11 clamps an integer past its type's range to the nearest limit (--seq
+// 9223372036854775808 became ...807) and reads "-1" as a uint64_t 2^64 - 1; this check sees the
+// text first, so the message echoes what was typed.
+template <typename T>
+CLI::Validator exact_integer() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        T v{};
+        const char* end = text.data() + text.size();
+        const auto [ptr, ec] = std::from_chars(text.data(), end, v);
+        if (ec == std::errc::result_out_of_range) {
+          return fmt::format("{} is out of range: it must be in [{}, {}]", text,
+                             std::numeric_limits<T>::min(), std::numeric_limits<T>::max());
+        }
+        if (ec != std::errc() || ptr != end) {
+          return fmt::format("'{}' is not {}", text,
+                             std::is_signed_v<T> ? "an integer" : "an integer >= 0");
+        }
+        return "";
+      },
+      "");
+}
+
 }  // namespace
 
 const std::vector<ProblemFlag>& problem_flags() {
@@ -102,6 +127,11 @@ void add_problem_flags(CLI::App& cmd, RunFlags& f, const std::vector<std::string
             cmd.add_flag(flag.name, f.*field, flag.help);
           } else {
             CLI::Option* o = cmd.add_option(flag.name, f.*field, flag.help);
+            if constexpr (std::is_same_v<T, std::optional<std::int64_t>>) {
+              o->check(exact_integer<std::int64_t>());
+            } else if constexpr (std::is_integral_v<T>) {
+              o->check(exact_integer<T>());
+            }
             // A command that picks flags (demo) gives them defaults instead.
             const bool required = flag.required && names.empty();
             if (required) o->required();
@@ -170,8 +200,11 @@ RunRequest to_request(const RunFlags& f) {
   }
   r.engine.l2_enabled = f.l2 == "on";
   r.engine.flush_l2_between_kernels = f.cold_l2;
-  if (f.sm_clock_mhz < 0 || f.sm_clock_mhz > 1e4) {
-    throw ConfigError(fmt::format("--sm-clock-mhz {} is out of range", f.sm_clock_mhz));
+  // 0 means the profile's clock; anything else is a clock a GPU can run at (NaN fails too).
+  if (!(f.sm_clock_mhz == 0 || (f.sm_clock_mhz >= 1 && f.sm_clock_mhz <= 1e4))) {
+    throw ConfigError(fmt::format(
+        "--sm-clock-mhz {} is out of range: it must be 0 (the profile's clock) or in [1, 10000]",
+        f.sm_clock_mhz));
   }
   r.engine.sm_clock_mhz = f.sm_clock_mhz;
   r.execute = f.execute;

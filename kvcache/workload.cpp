@@ -5,12 +5,12 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <fstream>
 #include <random>
 #include <sstream>
 
 #include "sim/errors.hpp"
 #include "sim/suggest.hpp"
+#include "sim/text_file.hpp"
 
 namespace iosim::kvcache {
 namespace {
@@ -345,11 +345,7 @@ RequestStream parse_trace(std::string_view text, const std::string& origin,
 }
 
 RequestStream load_trace(const std::filesystem::path& path, const StreamSpec& spec) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError(fmt::format("cannot read trace file '{}'", path.string()));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_trace(text.str(), path.string(), spec);
+  return parse_trace(read_text_file(path, "trace file", kMaxDataFileBytes), path.string(), spec);
 }
 
 StreamStats describe(const RequestStream& s) {

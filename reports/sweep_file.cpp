@@ -3,13 +3,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <tuple>
 
 #include "reports/writers.hpp"
 #include "sim/errors.hpp"
+#include "sim/text_file.hpp"
 
 namespace iosim {
 namespace {
@@ -53,10 +53,9 @@ json profile_json(const HardwareProfile& p) {
 }
 
 json read_json_file(const fs::path& file) {
-  std::ifstream in(file);
-  if (!in) throw ConfigError(fmt::format("cannot read sweep file '{}'", file.string()));
+  const std::string text = read_text_file(file, "sweep file", kMaxDataFileBytes);
   try {
-    return json::parse(in);
+    return json::parse(text);
   } catch (const json::exception& e) {
     throw ConfigError(fmt::format("{}: not valid JSON: {}", file.string(), e.what()));
   }
@@ -72,6 +71,17 @@ T field(const json& obj, const char* key, const std::string& where) {
   } catch (const json::exception&) {
     throw ConfigError(fmt::format("{}: '{}' has the wrong type", where, key));
   }
+}
+
+// A byte or FLOP count or a time: finite, >= 0 and below 1e30 (no run of iosim comes near; a
+// larger value is a corrupted or hand-edited file).
+double count_field(const json& obj, const char* key, const std::string& where) {
+  const double v = field<double>(obj, key, where);
+  if (!(v >= 0.0 && v < 1e30)) {
+    throw ConfigError(fmt::format("{}: '{}' = {} must be a count >= 0 and < 1e30", where, key,
+                                  obj.at(key).dump()));
+  }
+  return v;
 }
 
 double number_or_zero(const json& obj, const char* key) {
@@ -112,18 +122,18 @@ SweepRow parse_row(const json& j, const std::string& where) {
     return r;
   }
   const json c = field<json>(j, "counters", where);
-  r.hbm_read_bytes = field<double>(c, "hbm_read_bytes", where);
-  r.hbm_write_bytes = field<double>(c, "hbm_write_bytes", where);
-  r.l2_read_bytes = field<double>(c, "l2_read_bytes", where);
-  r.l2_write_bytes = field<double>(c, "l2_write_bytes", where);
-  r.flops = field<double>(c, "flops", where);
+  r.hbm_read_bytes = count_field(c, "hbm_read_bytes", where);
+  r.hbm_write_bytes = count_field(c, "hbm_write_bytes", where);
+  r.l2_read_bytes = count_field(c, "l2_read_bytes", where);
+  r.l2_write_bytes = count_field(c, "l2_write_bytes", where);
+  r.flops = count_field(c, "flops", where);
   r.tensor_flops = number_or_zero(c, "tensor_flops");
-  r.time_s = field<double>(j, "time_s", where);
+  r.time_s = count_field(j, "time_s", where);
   r.bound = j.value("bound", std::string{});
   const json b = field<json>(j, "bounds", where);
-  r.compulsory_bytes = field<double>(b, "compulsory_bytes", where);
-  r.closed_form_bytes = field<double>(b, "closed_form_bytes", where);
-  r.lower_bound_bytes = field<double>(b, "lower_bound_bytes", where);
+  r.compulsory_bytes = count_field(b, "compulsory_bytes", where);
+  r.closed_form_bytes = count_field(b, "closed_form_bytes", where);
+  r.lower_bound_bytes = count_field(b, "lower_bound_bytes", where);
   if (c.contains("per_tensor") && c["per_tensor"].is_object()) {
     for (const auto& [name, v] : c["per_tensor"].items()) {
       r.per_tensor[name] = {
@@ -159,22 +169,11 @@ auto problem_key(const SweepRow& r) {
 
 }  // namespace
 
-std::string sweep_json(const SweepDescription& description, const std::vector<SweepPoint>& points,
-                       const std::vector<Report>& reports,
-                       const std::map<std::string, HardwareProfile>& profiles) {
-  ensure(points.size() == reports.size(), "sweep_json: {} points but {} reports", points.size(),
-         reports.size());
+SweepJsonFrame sweep_json_frame(const SweepDescription& description,
+                                const std::map<std::string, HardwareProfile>& profiles) {
   const json axes = axes_json(description);
   json profile_peaks = json::object();
   for (const auto& [key, p] : profiles) profile_peaks[p.name] = profile_json(p);
-  json rows = json::array();
-  for (std::size_t i = 0; i < points.size(); ++i) {
-    json row = report_to_json(reports[i]);
-    row.erase("simulation_wall_s");  // the only field that changes from run to run
-    row["point"] = points[i].index;
-    row["cold_l2"] = reports[i].request.engine.flush_l2_between_kernels;
-    rows.push_back(std::move(row));
-  }
   const json doc = {
       {"format", kFormat},
       {"version", kVersion},
@@ -184,17 +183,62 @@ std::string sweep_json(const SweepDescription& description, const std::vector<Sw
         {"points", description.total_points},
         {"shard", fmt::format("{}/{}", description.shard.index, description.shard.count)}}},
       {"profiles", profile_peaks},
-      {"rows", rows}};
-  return doc.dump(1) + "\n";
+      {"rows", json::array()}};
+  // The keys are sorted, so "rows" sits between "profiles" and "sweep"; its empty array is the
+  // one place an unescaped `"rows": []` can appear.
+  SweepJsonFrame frame;
+  frame.empty = doc.dump(1) + "\n";
+  const std::string marker = "\"rows\": []";
+  const std::size_t at = frame.empty.find(marker);
+  ensure(at != std::string::npos, "sweep_json_frame: no rows key");
+  frame.head = frame.empty.substr(0, at) + "\"rows\": [\n";
+  frame.tail = "\n ]" + frame.empty.substr(at + marker.size());
+  return frame;
+}
+
+std::string sweep_json_row(const SweepPoint& point, const Report& report) {
+  json row = report_to_json(report);
+  row.erase("simulation_wall_s");  // the only field that changes from run to run
+  row["point"] = point.index;
+  row["cold_l2"] = report.request.engine.flush_l2_between_kernels;
+  // Indented as an element of the top-level "rows" array (two levels deep at one space each).
+  // Strings hold no raw newline (JSON escapes it), so every newline is a line break.
+  std::string text = "  ";
+  for (const char c : row.dump(1)) {
+    text += c;
+    if (c == '\n') text += "  ";
+  }
+  return text;
+}
+
+std::string sweep_json(const SweepDescription& description, const std::vector<SweepPoint>& points,
+                       const std::vector<Report>& reports,
+                       const std::map<std::string, HardwareProfile>& profiles) {
+  ensure(points.size() == reports.size(), "sweep_json: {} points but {} reports", points.size(),
+         reports.size());
+  const SweepJsonFrame frame = sweep_json_frame(description, profiles);
+  if (points.empty()) return frame.empty;
+  std::string text = frame.head;
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    if (i > 0) text += ",\n";
+    text += sweep_json_row(points[i], reports[i]);
+  }
+  return text + frame.tail;
+}
+
+std::string sweep_csv_header() {
+  return "point," + csv_header() + "\n";
+}
+
+std::string sweep_csv_row(const SweepPoint& point, const Report& report) {
+  return fmt::format("{},{}\n", point.index, csv_row(report));
 }
 
 std::string sweep_csv(const std::vector<SweepPoint>& points, const std::vector<Report>& reports) {
   ensure(points.size() == reports.size(), "sweep_csv: {} points but {} reports", points.size(),
          reports.size());
-  std::string s = "point," + csv_header() + "\n";
-  for (std::size_t i = 0; i < points.size(); ++i) {
-    s += fmt::format("{},{}\n", points[i].index, csv_row(reports[i]));
-  }
+  std::string s = sweep_csv_header();
+  for (std::size_t i = 0; i < points.size(); ++i) s += sweep_csv_row(points[i], reports[i]);
   return s;
 }
 
@@ -212,39 +256,52 @@ SweepData load_sweeps(const std::vector<fs::path>& files) {
   for (const fs::path& file : files) {
     const std::string name = file.string();
     const json doc = read_json_file(file);
-    if (!doc.is_object() || doc.value("format", std::string{}) != kFormat) {
-      throw ConfigError(fmt::format(
-          "{}: not an iosim sweep file (no \"format\": \"{}\"); write one with iosim sweep --out "
-          "FILE.json",
-          name, kFormat));
-    }
-    if (doc.value("version", 0) != kVersion) {
-      throw ConfigError(fmt::format("{}: sweep file version {} is not {}", name,
-                                    doc.value("version", 0), kVersion));
-    }
-    data.sources.push_back(name);
-    const json sweep = field<json>(doc, "sweep", name);
-    Coverage& cov = coverage[field<std::string>(sweep, "id", name)];
-    cov.total = field<std::size_t>(sweep, "points", name);
-    cov.shards.push_back(sweep.value("shard", std::string("1/1")));
-    if (doc.contains("profiles") && doc["profiles"].is_object()) {
-      for (const auto& [pname, peaks] : doc["profiles"].items()) {
-        data.profiles.emplace(pname, parse_peaks(peaks));
+    try {
+      if (!doc.is_object() || doc.value("format", std::string{}) != kFormat) {
+        throw ConfigError(fmt::format(
+            "{}: not an iosim sweep file (no \"format\": \"{}\"); write one with iosim sweep --out "
+            "FILE.json",
+            name, kFormat));
       }
-    }
-    const json rows = field<json>(doc, "rows", name);
-    if (!rows.is_array()) throw ConfigError(fmt::format("{}: 'rows' is not an array", name));
-    for (std::size_t i = 0; i < rows.size(); ++i) {
-      SweepRow row = parse_row(rows[i], fmt::format("{}: row {}", name, i));
-      row.source = name;
-      cov.points.insert(row.point);
-      json key = rows[i];
-      key.erase("point");
-      if (!seen_rows.insert(key.dump()).second) {
-        ++data.duplicate_rows;
-        continue;
+      if (doc.value("version", json()) != kVersion) {
+        throw ConfigError(fmt::format("{}: sweep file version {} is not {}", name,
+                                      doc.value("version", json()).dump(), kVersion));
       }
-      data.rows.push_back(std::move(row));
+      data.sources.push_back(name);
+      const json sweep = field<json>(doc, "sweep", name);
+      Coverage& cov = coverage[field<std::string>(sweep, "id", name)];
+      cov.total = field<std::size_t>(sweep, "points", name);
+      cov.shards.push_back(sweep.value("shard", std::string("1/1")));
+      if (doc.contains("profiles") && doc["profiles"].is_object()) {
+        for (const auto& [pname, peaks] : doc["profiles"].items()) {
+          data.profiles.emplace(pname, parse_peaks(peaks));
+        }
+      }
+      const json rows = field<json>(doc, "rows", name);
+      if (!rows.is_array()) throw ConfigError(fmt::format("{}: 'rows' is not an array", name));
+      for (std::size_t i = 0; i < rows.size(); ++i) {
+        SweepRow row = parse_row(rows[i], fmt::format("{}: row {}", name, i));
+        row.source = name;
+        cov.points.insert(row.point);
+        json key = rows[i];
+        key.erase("point");
+        if (!seen_rows.insert(key.dump()).second) {
+          ++data.duplicate_rows;
+          continue;
+        }
+        data.rows.push_back(std::move(row));
+      }
+    } catch (const json::exception& e) {
+      // A key of the wrong type: name the file rather than fail as a bug.
+      throw ConfigError(fmt::format("{}: unexpected content: {}", name, e.what()));
+    }
+  }
+  for (const SweepRow& row : data.rows) {
+    if (!data.profiles.count(row.profile)) {
+      throw ConfigError(
+          fmt::format("{}: row of point {} names profile '{}', which is not under "
+                      "the file's \"profiles\"",
+                      row.source, row.point, row.profile));
     }
   }
   for (const auto& [id, cov] : coverage) {

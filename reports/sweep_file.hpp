@@ -41,6 +41,20 @@ std::string sweep_json(const SweepDescription& description, const std::vector<Sw
                        const std::vector<Report>& reports,
                        const std::map<std::string, HardwareProfile>& profiles);
 
+/// sweep_json() in pieces, for writing a sweep file row by row: `head`, the rows joined by
+/// ",\n", `tail`; `empty` is the whole file when there are no rows.
+struct SweepJsonFrame {
+  std::string head, tail, empty;
+};
+SweepJsonFrame sweep_json_frame(const SweepDescription& description,
+                                const std::map<std::string, HardwareProfile>& profiles);
+/// One row of sweep_json(), indented as it appears there, without the separator.
+std::string sweep_json_row(const SweepPoint& point, const Report& report);
+
+/// The CSV header line and one row line (each ending in a newline) of sweep_csv().
+std::string sweep_csv_header();
+std::string sweep_csv_row(const SweepPoint& point, const Report& report);
+
 /// The CSV sweep file: a "point" column, then csv_header()'s columns.
 std::string sweep_csv(const std::vector<SweepPoint>& points, const std::vector<Report>& reports);
 

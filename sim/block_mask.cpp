@@ -5,9 +5,10 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdlib>
-#include <fstream>
+#include <sstream>
 
 #include "sim/errors.hpp"
+#include "sim/text_file.hpp"
 
 namespace iosim {
 namespace {
@@ -35,9 +36,11 @@ std::int64_t parse_int(const std::string& spec, const std::string& text, const c
   return v;
 }
 
-std::vector<std::vector<std::uint8_t>> read_grid(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw ConfigError(fmt::format("cannot read pattern file '{}'", path));
+}  // namespace
+
+std::vector<std::vector<std::uint8_t>> parse_block_grid(const std::string& text,
+                                                        const std::string& path) {
+  std::istringstream in(text);
   std::vector<std::vector<std::uint8_t>> grid;
   std::string line;
   std::size_t first_line = 0;
@@ -60,14 +63,11 @@ std::vector<std::vector<std::uint8_t>> read_grid(const std::string& path) {
     }
     grid.push_back(std::move(row));
   }
-  if (in.bad()) throw ConfigError(fmt::format("cannot read pattern file '{}'", path));
   if (grid.empty()) {
     throw ConfigError(fmt::format("pattern file '{}' line 1: no rows of 0/1 blocks", path));
   }
   return grid;
 }
-
-}  // namespace
 
 BlockPattern parse_block_pattern(const std::string& spec) {
   BlockPattern p;
@@ -102,7 +102,7 @@ BlockPattern parse_block_pattern(const std::string& spec) {
   } else if (kind == "file" && !rest.empty()) {
     p.kind = BlockPattern::Kind::file;
     p.path = rest;
-    p.grid = read_grid(rest);
+    p.grid = parse_block_grid(read_text_file(rest, "pattern file", kMaxDataFileBytes), rest);
   } else {
     bad_pattern(spec, "unknown pattern");
   }

@@ -39,6 +39,11 @@ struct BlockPattern {
 /// file). Throws ConfigError naming --pattern, or the file and line that cannot be read or parsed.
 BlockPattern parse_block_pattern(const std::string& spec);
 
+/// The rows of blocks of a pattern file's text (0/1, separated by spaces, tabs or commas; '#'
+/// starts a comment); `path` names it in messages. Throws ConfigError naming the line.
+std::vector<std::vector<std::uint8_t>> parse_block_grid(const std::string& text,
+                                                        const std::string& path);
+
 /// The block mask of a problem for one tiling: pattern AND (with --causal) "holds a visible score".
 class BlockMask {
  public:

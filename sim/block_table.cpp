@@ -4,12 +4,13 @@
 
 #include <algorithm>
 #include <cctype>
-#include <fstream>
 #include <numeric>
 #include <random>
+#include <sstream>
 #include <unordered_set>
 
 #include "sim/errors.hpp"
+#include "sim/text_file.hpp"
 
 namespace iosim {
 
@@ -34,8 +35,12 @@ BlockTable random_block_table(std::int64_t sequences, std::int64_t pages_per_seq
 }
 
 BlockTable load_block_table(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw ConfigError(fmt::format("--block-table: cannot read block-table file '{}'", path));
+  return parse_block_table(
+      read_text_file(path, "--block-table: block-table file", kMaxDataFileBytes), path);
+}
+
+BlockTable parse_block_table(const std::string& text, const std::string& path) {
+  std::istringstream in(text);
   BlockTable t;
   t.source = path;
   std::unordered_set<std::int32_t> seen;

@@ -43,6 +43,8 @@ BlockTable random_block_table(std::int64_t sequences, std::int64_t pages_per_seq
 /// Reads a block-table file (format above). Throws ConfigError naming the file and line when it
 /// cannot be read or parsed, has rows of different lengths, or lists a page twice.
 BlockTable load_block_table(const std::string& path);
+/// load_block_table() of a file's text; `path` names it in messages.
+BlockTable parse_block_table(const std::string& text, const std::string& path);
 
 /// Checks that `t` fits a problem of `batch` sequences of `pages_per_seq` pages; throws
 /// ConfigError naming --block-table and the numbers otherwise.

@@ -17,6 +17,12 @@ Occupancy occupancy(const HardwareProfile& p, const KernelSpec& k) {
   if (k.threads_per_cta > 1024 || k.threads_per_cta > sm.max_threads_per_sm.value) {
     return {0, fmt::format("threads: {} per CTA exceed the limit", k.threads_per_cta)};
   }
+  if (k.threads_per_cta < 1 || k.registers_per_thread < 1) {
+    // A measured file or a schedule with no threads or registers: no CTA can run (and the
+    // divisions below would be by zero).
+    return {0, fmt::format("{} threads and {} registers per thread: not a CTA that can run",
+                           k.threads_per_cta, k.registers_per_thread)};
+  }
   struct Limit {
     std::int64_t ctas;
     const char* name;

@@ -50,11 +50,11 @@ double AttentionProblem::scale() const {
 
 void validate_problem(const AttentionProblem& p) {
   // Limits keep every byte count inside 64 bits and reject sizes no GPU holds.
-  require_range("--batch", p.batch, 1, 1 << 20);
-  require_range("--heads", p.heads, 1, 1 << 16);
-  require_range("--seq", p.seq, 1, 1 << 24);
-  require_range("--seq-kv", p.seq_kv, 1, 1 << 24);
-  require_range("--head-dim", p.head_dim, 1, 1024);
+  require_range("--batch", p.batch, 1, kMaxBatch);
+  require_range("--heads", p.heads, 1, kMaxHeads);
+  require_range("--seq", p.seq, 1, kMaxSeq);
+  require_range("--seq-kv", p.seq_kv, 1, kMaxSeq);
+  require_range("--head-dim", p.head_dim, 1, kMaxHeadDim);
   require_range("--kv-heads", p.kv_heads, 0, p.heads);
   if (p.heads % p.kv_head_count() != 0) {
     throw ConfigError(fmt::format(
@@ -76,6 +76,23 @@ void validate_problem(const AttentionProblem& p) {
   if (qkv_bytes > 1e15) {
     throw ConfigError(fmt::format(
         "problem too large: Q, K and V alone take {:.3g} bytes (limit 1e15)", qkv_bytes));
+  }
+  // Every counter (bytes per level, FLOPs) is a 64-bit integer. Each is at most
+  // (8 d + 64) B H N N_kv per pass: 4 d FLOPs a score in the two forward GEMMs, 10 d in the
+  // backward's five, a few dozen FP32 operations and bytes of S and P a score (standard, fp32).
+  // Refusing above that keeps every count exact; the test at the limit is in
+  // tests/huge_shapes_test.cpp.
+  const long double passes = p.pass == Pass::fwd ? 1.0L : p.pass == Pass::bwd ? 2.5L : 3.5L;
+  const long double largest_count = passes * (8.0L * static_cast<long double>(p.head_dim) + 64) *
+                                    static_cast<long double>(p.bh()) *
+                                    static_cast<long double>(p.seq) *
+                                    static_cast<long double>(p.seq_kv);
+  if (largest_count > kMaxCount) {
+    throw ConfigError(fmt::format(
+        "problem too large: its counts could reach {:.3g} (B H N N_kv (8 d + 64) per pass), more "
+        "than the 64-bit counters hold ({:.3g}); use fewer --batch or --heads and scale the "
+        "result",
+        static_cast<double>(largest_count), static_cast<double>(kMaxCount)));
   }
 }
 

@@ -75,6 +75,14 @@ struct AttentionProblem {
 /// Checks sizes and flag combinations; throws ConfigError naming the offending flag and value.
 void validate_problem(const AttentionProblem& p);
 
+/// validate_problem()'s limits, for readers that name a file's keys instead of flags.
+inline constexpr std::int64_t kMaxBatch = std::int64_t{1} << 20;
+inline constexpr std::int64_t kMaxHeads = std::int64_t{1} << 16;
+inline constexpr std::int64_t kMaxSeq = std::int64_t{1} << 24;
+inline constexpr std::int64_t kMaxHeadDim = 1024;
+/// The largest count (bytes or FLOPs) validate_problem() lets a problem reach: 2^64 - 1.
+inline constexpr long double kMaxCount = 18446744073709551615.0L;
+
 /// True when query row `i` may attend to key `j` under the problem's causal and index mask.
 bool score_visible(const AttentionProblem& p, std::int64_t i, std::int64_t j);
 

@@ -23,8 +23,10 @@
 #include <vector>
 
 #include "sim/errors.hpp"
+#include "sim/l2_cache.hpp"
 #include "sim/profile.hpp"
 #include "sim/suggest.hpp"
+#include "sim/text_file.hpp"
 
 #ifndef IOSIM_BUILTIN_PROFILE_DIR
 #error "IOSIM_BUILTIN_PROFILE_DIR must name hwprofiles/ (CMake defines it for iosim_sim)"
@@ -326,6 +328,38 @@ void validate(const HardwareProfile& p, const Reader& reader) {
   non_negative("hbm.latency_ns", hbm.latency_ns.value);
   non_negative("launch.kernel_overhead_us", p.launch.kernel_overhead_us.value);
 
+  // Upper limits: beyond them a profile describes no GPU, and the model's per-SM and per-set
+  // arrays would not fit in memory (sm.count = 2e9 ended in std::bad_alloc).
+  const auto at_most = [&](const std::string& path, auto v, auto limit, const char* why) {
+    if (v > limit) {
+      reader.fail_at(path, fmt::format("{} = {} exceeds {} ({})", path, v, limit, why));
+    }
+  };
+  at_most("sm.count", sm.count.value, 4096, "iosim's limit; GPUs have up to a few hundred SMs");
+  at_most("sm.boost_clock_mhz", sm.boost_clock_mhz.value, 1e5, "100 GHz");
+  at_most("sm.max_ctas_per_sm", sm.max_ctas_per_sm.value, 1024, "iosim's limit");
+  at_most("sm.max_threads_per_sm", sm.max_threads_per_sm.value, 1 << 16, "iosim's limit");
+  at_most("sm.smem_per_sm_bytes", sm.smem_per_sm_bytes.value, std::int64_t{1} << 30, "1 GiB");
+  at_most("l2.size_bytes", l2.size_bytes.value, std::int64_t{1} << 32,
+          "4 GiB, iosim's limit; GPUs have up to a few hundred MiB");
+  at_most("l2.partitions", l2.partitions.value, 64, "iosim's limit");
+  at_most("l2.sector_bytes", l2.sector_bytes.value, 4096, "iosim's limit");
+  if (sm.boost_clock_mhz.value < 1) {
+    reader.fail_at("sm.boost_clock_mhz",
+                   fmt::format("sm.boost_clock_mhz = {} is below 1 MHz", sm.boost_clock_mhz.value));
+  }
+  // The L2 model tracks regions of 128 sectors; every partition must hold at least one.
+  const std::int64_t region_bytes =
+      static_cast<std::int64_t>(l2.sector_bytes.value) * L2Cache::kSectorsPerRegion;
+  if (l2.size_bytes.value / l2.partitions.value < region_bytes) {
+    reader.fail_at(
+        "l2.size_bytes",
+        fmt::format("l2.size_bytes = {} over l2.partitions = {} leaves less than one region of "
+                    "{} sectors x {} bytes = {} bytes per partition",
+                    l2.size_bytes.value, l2.partitions.value, L2Cache::kSectorsPerRegion,
+                    l2.sector_bytes.value, region_bytes));
+  }
+
   // Cross-field consistency.
   if (sm.base_clock_mhz.value > sm.boost_clock_mhz.value) {
     reader.fail_at("sm.base_clock_mhz",
@@ -394,30 +428,14 @@ HardwareProfile read_profile(const YAML::Node& root, Reader& reader) {
   return profile;
 }
 
-std::string read_file_text(const fs::path& path) {
-  std::error_code ec;
-  if (!fs::exists(path, ec)) {
-    throw ConfigError(fmt::format("cannot read profile file '{}': no such file", path.string()));
-  }
-  if (fs::is_directory(path, ec)) {
-    throw ConfigError(
-        fmt::format("cannot read profile file '{}': it is a directory", path.string()));
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError(fmt::format("cannot read profile file '{}'", path.string()));
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw ConfigError(fmt::format("cannot read profile file '{}'", path.string()));
-  return text.str();
-}
-
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() &&
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 HardwareProfile load_profile_file(const fs::path& path) {
-  HardwareProfile profile = parse_profile(read_file_text(path), path.string());
+  HardwareProfile profile =
+      parse_profile(read_text_file(path, "profile file", kMaxProfileBytes), path.string());
   profile.source_file = path;
   return profile;
 }

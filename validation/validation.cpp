@@ -13,6 +13,7 @@
 #include "reports/writers.hpp"
 #include "sim/block_mask.hpp"
 #include "sim/errors.hpp"
+#include "sim/text_file.hpp"
 
 namespace iosim {
 namespace {
@@ -21,10 +22,9 @@ using nlohmann::json;
 namespace fs = std::filesystem;
 
 json read_json(const fs::path& file) {
-  std::ifstream in(file);
-  if (!in) throw ConfigError(fmt::format("cannot read measurement file '{}'", file.string()));
+  const std::string text = read_text_file(file, "measurement file", kMaxDataFileBytes);
   try {
-    return json::parse(in);
+    return json::parse(text);
   } catch (const json::exception& e) {
     throw ConfigError(fmt::format("{}: not valid JSON: {}", file.string(), e.what()));
   }
@@ -54,11 +54,38 @@ double number_at(const json& obj, const char* key, const std::string& where) {
   return it->get<double>();
 }
 
+// A measured counter or duration: a finite number >= 0.
+double measured_at(const json& obj, const char* key, const std::string& where) {
+  const double v = number_at(obj, key, where);
+  if (!(v >= 0.0 && std::isfinite(v))) {
+    throw ConfigError(
+        fmt::format("{}: '{}' = {} must be a finite number >= 0", where, key, obj.at(key).dump()));
+  }
+  return v;
+}
+
+// A whole number of `obj` in [lo, hi]; the message names the file's key, not a CLI flag the user
+// never typed.
+std::int64_t int_at(const json& obj, const char* key, const std::string& where, std::int64_t lo,
+                    std::int64_t hi) {
+  const double v = number_at(obj, key, where);
+  if (!(v >= static_cast<double>(lo) && v <= static_cast<double>(hi)) || v != std::floor(v)) {
+    throw ConfigError(fmt::format("{}: '{}' = {} must be a whole number in [{}, {}]", where, key,
+                                  obj.at(key).dump(), lo, hi));
+  }
+  return static_cast<std::int64_t>(v);
+}
+
+// Registers per thread a measured kernel launched with: 1 to 255 on every NVIDIA GPU so far.
+int registers_at(const json& launch, const std::string& where) {
+  return static_cast<int>(int_at(launch, "launch__registers_per_thread", where, 1, 255));
+}
+
 // Registers per thread of each measured kernel, by role, for the roles iosim's schedules give
 // their kernels (KernelSpec::role). cuBLAS's GEMMs are left out: the standard schedule models
 // its own GEMM tiling, not the one cuBLAS chose, so cuBLAS's registers would size the wrong CTA.
 // A role measured with two different counts (two different kernels) is left out too.
-std::map<std::string, int> registers_by_role(const json& kernels) {
+std::map<std::string, int> registers_by_role(const json& kernels, const std::string& where) {
   static const std::set<std::string> kRoles = {"attention", "split", "reduce", "mask", "softmax"};
   std::map<std::string, int> out;
   std::set<std::string> ambiguous;
@@ -66,7 +93,7 @@ std::map<std::string, int> registers_by_role(const json& kernels) {
     const std::string role = k.value("role", std::string{});
     const json launch = k.value("launch", json::object());
     if (!kRoles.count(role) || !launch.contains("launch__registers_per_thread")) continue;
-    const int regs = launch["launch__registers_per_thread"].get<int>();
+    const int regs = registers_at(launch, fmt::format("{} kernel '{}'", where, role));
     const auto [it, inserted] = out.emplace(role, regs);
     if (!inserted && it->second != regs) ambiguous.insert(role);
   }
@@ -97,11 +124,13 @@ RunRequest request_for(const json& c, const std::string& where) {
   r.algorithm = c.at("schedule").get<std::string>();
   const json& p = c.at("problem");
   AttentionProblem& pr = r.problem;
-  pr.batch = static_cast<std::int64_t>(number_at(p, "batch", where));
-  pr.heads = static_cast<std::int64_t>(number_at(p, "heads", where));
-  pr.seq = static_cast<std::int64_t>(number_at(p, "seq", where));
-  pr.seq_kv = static_cast<std::int64_t>(number_at(p, "seq_kv", where));
-  pr.head_dim = static_cast<std::int64_t>(number_at(p, "head_dim", where));
+  // validate_problem()'s limits, named by the file's keys rather than by CLI flags.
+  const std::string in_problem = where + ": problem";
+  pr.batch = int_at(p, "batch", in_problem, 1, kMaxBatch);
+  pr.heads = int_at(p, "heads", in_problem, 1, kMaxHeads);
+  pr.seq = int_at(p, "seq", in_problem, 1, kMaxSeq);
+  pr.seq_kv = int_at(p, "seq_kv", in_problem, 1, kMaxSeq);
+  pr.head_dim = int_at(p, "head_dim", in_problem, 1, kMaxHeadDim);
   pr.dtype = parse_dtype(p.value("dtype", std::string("fp16")));
   pr.causal = p.value("causal", false);
   pr.mask = p.value("mask", false);
@@ -159,7 +188,11 @@ CaseResult compare_case(const json& c, const std::string& profile_name, const st
     out.skipped_reason = "output check failed or missing";
     return out;
   }
-  if (!c.contains("kernels") || !c["kernels"].is_array() || c["kernels"].empty()) {
+  if (c.contains("kernels") && !c["kernels"].is_array()) {
+    throw ConfigError(fmt::format("{}: 'kernels' must be a list of kernels, got {}", where,
+                                  c["kernels"].type_name()));
+  }
+  if (!c.contains("kernels") || c["kernels"].empty()) {
     out.skipped_reason = "no kernels measured";
     return out;
   }
@@ -167,21 +200,25 @@ CaseResult compare_case(const json& c, const std::string& profile_name, const st
   double measured[kMetricCount] = {};  // indexed like kMetrics
   double clock_weighted = 0.0, time_total = 0.0;
   for (const json& k : c["kernels"]) {
-    const json& m = k.at("metrics");
+    if (!k.is_object() || !k.contains("metrics") || !k["metrics"].is_object()) {
+      throw ConfigError(
+          fmt::format("{}: every kernel must be an object with a 'metrics' object", where));
+    }
+    const json& m = k["metrics"];
     const std::string kw = fmt::format("{} kernel '{}'", where, k.value("role", std::string("?")));
-    measured[1] += number_at(m, "dram__bytes_read.sum", kw);
-    measured[2] += number_at(m, "dram__bytes_write.sum", kw);
+    measured[1] += measured_at(m, "dram__bytes_read.sum", kw);
+    measured[2] += measured_at(m, "dram__bytes_write.sum", kw);
     // Bytes the SMs received from L2. The L2 slices' own request count
     // (lts__t_sectors_srcunit_tex_op_read) is lower when co-resident CTAs read the same sectors at
     // the same moment: the crossbar merges those requests (cuda_validate/README.md). Older files
     // without the crossbar metric fall back to the slice count.
     measured[3] += 32.0 * (m.contains("l1tex__m_xbar2l1tex_read_sectors.sum")
-                               ? number_at(m, "l1tex__m_xbar2l1tex_read_sectors.sum", kw)
-                               : number_at(m, "lts__t_sectors_srcunit_tex_op_read.sum", kw));
-    measured[4] += 32.0 * number_at(m, "lts__t_sectors_srcunit_tex_op_write.sum", kw);
-    const double t = number_at(m, "gpu__time_duration.sum", kw) * 1e-9;
+                               ? measured_at(m, "l1tex__m_xbar2l1tex_read_sectors.sum", kw)
+                               : measured_at(m, "lts__t_sectors_srcunit_tex_op_read.sum", kw));
+    measured[4] += 32.0 * measured_at(m, "lts__t_sectors_srcunit_tex_op_write.sum", kw);
+    const double t = measured_at(m, "gpu__time_duration.sum", kw) * 1e-9;
     measured[5] += t;
-    clock_weighted += t * number_at(m, "sm__cycles_elapsed.avg.per_second", kw) / 1e6;
+    clock_weighted += t * measured_at(m, "sm__cycles_elapsed.avg.per_second", kw) / 1e6;
     time_total += t;
   }
   measured[0] = measured[1] + measured[2];
@@ -195,13 +232,13 @@ CaseResult compare_case(const json& c, const std::string& profile_name, const st
   }
   r.engine.sm_clock_mhz = out.sm_clock_mhz;
   // The register counts the compiler gave the measured kernels set their occupancy.
-  r.engine.registers_by_role = registers_by_role(c["kernels"]);
+  r.engine.registers_by_role = registers_by_role(c["kernels"], where);
   if (!builtin_registry().get(r.algorithm).capabilities.materializes_scores &&
       c["kernels"].size() == 1) {
     // A file whose roles are not iosim's (PyTorch's "sdpa_fwd") still names its one kernel.
     const json& launch = c["kernels"][0].value("launch", json::object());
     if (launch.contains("launch__registers_per_thread")) {
-      r.tiling.registers_per_thread = launch["launch__registers_per_thread"].get<int>();
+      r.tiling.registers_per_thread = registers_at(launch, where);
     }
   }
   const Report rep = simulate(load_profile(profile_name), r);
@@ -264,10 +301,54 @@ std::string value_text(Metric m, double v) {
   return m == Metric::time ? human_seconds(v) : human_bytes(v);
 }
 
+// Reads one measurements file and appends its cases to `v`.
+void read_measurement_file(const fs::path& file, const std::string& profile_override,
+                           ValidationResult& v) {
+  const json doc = read_json(file);
+  if (!doc.is_object() || doc.value("format", json()) != "iosim-measurements") {
+    throw ConfigError(
+        fmt::format("{}: not an iosim-measurements file (\"format\" key)", file.string()));
+  }
+  if (doc.value("version", json()) != 1) {
+    throw ConfigError(fmt::format("{}: measurement format version {} is not supported (1 is)",
+                                  file.string(), doc.value("version", json()).dump()));
+  }
+  if (!doc.contains("cases") || !doc["cases"].is_array()) {
+    throw ConfigError(fmt::format("{}: 'cases' must be a list of measured cases", file.string()));
+  }
+  const std::string profile = profile_override.empty() ? profile_for(file, doc) : profile_override;
+  for (const json& c : doc["cases"]) {
+    if (!c.is_object()) {
+      throw ConfigError(
+          fmt::format("{}: every case must be an object, got {}", file.string(), c.type_name()));
+    }
+    const std::string schedule = c.value("schedule", std::string{});
+    const std::vector<std::string> known = builtin_registry().names();
+    std::string skip;
+    if (std::find(known.begin(), known.end(), schedule) == known.end()) {
+      skip = "no iosim schedule '" + schedule + "' yet";
+    } else if (c.value("pass", std::string("fwd")) != "fwd" &&
+               !builtin_registry().get(schedule).capabilities.backward) {
+      skip = "no backward of iosim's '" + schedule + "' yet";
+    }
+    if (!skip.empty()) {
+      CaseResult skipped;
+      skipped.id = c.value("id", std::string("?"));
+      skipped.schedule = schedule;
+      skipped.profile = profile;
+      skipped.source_file = file.string();
+      skipped.skipped_reason = skip;
+      v.cases.push_back(skipped);
+      continue;
+    }
+    v.cases.push_back(compare_case(c, profile, file.string()));
+  }
+}
+
 }  // namespace
 
 std::map<std::string, int> measured_registers_by_role(const json& kernels) {
-  return registers_by_role(kernels);
+  return registers_by_role(kernels, "measured");
 }
 
 int kv_buffer_pairs(const json& tiling, std::int64_t head_dim, std::int64_t elem_bytes) {
@@ -300,38 +381,11 @@ std::optional<double> Comparison::relative_error() const {
 ValidationResult validate_measurements(const fs::path& path, const std::string& profile_override) {
   ValidationResult v;
   for (const fs::path& file : measurement_files(path)) {
-    const json doc = read_json(file);
-    if (doc.value("format", std::string{}) != "iosim-measurements") {
-      throw ConfigError(
-          fmt::format("{}: not an iosim-measurements file (\"format\" key)", file.string()));
-    }
-    if (doc.value("version", 0) != 1) {
-      throw ConfigError(fmt::format("{}: measurement format version {} is not supported (1 is)",
-                                    file.string(), doc.value("version", 0)));
-    }
-    const std::string profile =
-        profile_override.empty() ? profile_for(file, doc) : profile_override;
-    for (const json& c : doc.at("cases")) {
-      const std::string schedule = c.value("schedule", std::string{});
-      const std::vector<std::string> known = builtin_registry().names();
-      std::string skip;
-      if (std::find(known.begin(), known.end(), schedule) == known.end()) {
-        skip = "no iosim schedule '" + schedule + "' yet";
-      } else if (c.value("pass", std::string("fwd")) != "fwd" &&
-                 !builtin_registry().get(schedule).capabilities.backward) {
-        skip = "no backward of iosim's '" + schedule + "' yet";
-      }
-      if (!skip.empty()) {
-        CaseResult skipped;
-        skipped.id = c.value("id", std::string("?"));
-        skipped.schedule = schedule;
-        skipped.profile = profile;
-        skipped.source_file = file.string();
-        skipped.skipped_reason = skip;
-        v.cases.push_back(skipped);
-        continue;
-      }
-      v.cases.push_back(compare_case(c, profile, file.string()));
+    try {
+      read_measurement_file(file, profile_override, v);
+    } catch (const json::exception& e) {
+      // A key of the wrong type deep in a case: name the file rather than fail as a bug.
+      throw ConfigError(fmt::format("{}: unexpected content: {}", file.string(), e.what()));
     }
   }
   std::map<std::string, std::vector<const CaseResult*>> by_schedule;

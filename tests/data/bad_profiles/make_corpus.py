@@ -116,6 +116,21 @@ t = sub('latency_ns: {value: 214.6,', 'latency_ns: {value: ,')
 add('null_value', t, "null_value.yaml:@L[latency_ns]@: 'hbm.latency_ns.value' must be a number, got nothing")
 t = sub('description: Fixture GPU for the bad-profile corpus\n', 'description: Fixture GPU for the bad-profile corpus\ndescripton: typo of a top-level key\n')
 add('unknown_top_level_typo', t, "unknown_top_level_typo.yaml:@L[descripton]@: unknown key 'descripton' (did you mean 'description'?)")
+# Sizes no GPU has: they once ended in std::bad_alloc or an L2 error naming no file or key.
+t = sub('count: {value: 132,', 'count: {value: 2000000000,')
+add('sm_count_huge', t, "sm_count_huge.yaml:@L[count]@: sm.count = 2000000000 exceeds 4096")
+t = sub('size_bytes: {value: 52428800,', 'size_bytes: {value: 128,')
+add('l2_tiny', t, "l2_tiny.yaml:@L[size_bytes]@: l2.size_bytes = 128 over l2.partitions = 2 leaves less than one region")
+t = sub('boost_clock_mhz: {value: 1980,', 'boost_clock_mhz: {value: 1e-300,')
+add('clock_tiny', t, "clock_tiny.yaml:@L[boost_clock_mhz]@: sm.boost_clock_mhz = 1e-300 is below 1 MHz")
+t = sub('size_bytes: {value: 52428800,', 'size_bytes: {value: 1099511627776,')
+add('l2_huge', t, "l2_huge.yaml:@L[size_bytes]@: l2.size_bytes = 1099511627776 exceeds 4294967296")
+# A "billion laughs" alias bomb: yaml-cpp shares aliased nodes, the reader stops at the first key.
+bomb = 'a: &a ["x","x","x","x","x","x","x","x","x"]\n'
+for i, c in enumerate('bcdefghi'):
+    prev = 'abcdefghi'[i]
+    bomb += c + ': &' + c + ' [' + ','.join(['*' + prev] * 9) + ']\n'
+add('alias_bomb', bomb, "alias_bomb.yaml:1: unknown key 'a'")
 
 os.makedirs(OUT, exist_ok=True)
 for f in os.listdir(OUT):

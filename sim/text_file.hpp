@@ -1,0 +1,23 @@
+#pragma once
+// Reading a whole input file (profile, pattern, block table, trace, measured data, sweep file)
+// with a size limit, so that a wrong path such as /dev/zero or a multi-gigabyte file is refused
+// with a message instead of filling memory.
+#include <cstddef>
+#include <filesystem>
+#include <string>
+
+namespace iosim {
+
+/// Largest profile file (YAML) iosim reads; the built-in ones are about 10 KiB.
+inline constexpr std::size_t kMaxProfileBytes = std::size_t{1} << 20;
+/// Largest data file (pattern, block table, trace, measured data, sweep file) iosim reads:
+/// 256 MiB, far above any real one (a 16384 x 16384 block pattern is 256 MiB of 0/1 digits).
+inline constexpr std::size_t kMaxDataFileBytes = std::size_t{1} << 28;
+
+/// The bytes of `path`. Throws ConfigError naming `what` ("profile file") and the path when it
+/// does not exist, is a folder, cannot be read, or holds more than `max_bytes` bytes. Reads at
+/// most max_bytes + 1 bytes, so devices and pipes that never end are refused too.
+std::string read_text_file(const std::filesystem::path& path, const std::string& what,
+                           std::size_t max_bytes);
+
+}  // namespace iosim

@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# The bad-input corpus: every case of tests/bad_inputs/cases.tsv, and every profile of
+# tests/data/bad_profiles/EXPECTED.tsv, runs iosim on one bad input. Each must exit 2 within 60 s
+# with its message on stderr, never say "internal error", and write no file. Run by ctest with
+# IOSIM set to the binary. Memory is capped at 4 GiB (except under AddressSanitizer, which
+# reserves more address space than that), so an input that fills memory fails fast.
+set -u
+IOSIM=${IOSIM:?set IOSIM to the iosim binary}
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+DATA=$HERE/data
+gen=$(mktemp -d)
+trap 'rm -rf "$gen"' EXIT
+out=$gen/out  # every output path of the corpus points here; it must stay empty
+mkdir -p "$out" "$gen/empty_folder" "$gen/folder.json"
+
+# Inputs made at run time: too big, binary, or derived from a valid file by one edit.
+yes '# a comment line repeated until the profile is ten megabytes long' | head -c 10485760 >"$gen/big.yaml"
+for i in $(seq 0 255); do printf "\\$(printf %03o "$i")"; done >"$gen/garbage.yaml"
+M=$DATA/measurements_small.json
+edit() { sed "$1" "$M" >"$gen/$2"; }
+edit '0,/"launch__registers_per_thread": [0-9]*/s//"launch__registers_per_thread": -5/' neg_registers.json
+edit '0,/"launch__registers_per_thread": [0-9]*/s//"launch__registers_per_thread": 0/' zero_registers.json
+edit '0,/"gpu__time_duration.sum": [0-9][0-9.e+]*/s//"gpu__time_duration.sum": -5/' neg_duration.json
+edit '0,/"batch": [0-9]*/s//"batch": 1e30/' batch_huge.json
+edit '0,/"batch": [0-9]*/s//"batch": 0.5/' batch_half.json
+edit '0,/"batch": [0-9]*/s//"batch": "4"/' batch_string.json
+edit '0,/"metrics": {/s//"measures": {/' no_metrics.json
+edit '0,/"kernels": \[/s//"kernels": {}, "old_kernels": [/' kernels_object.json
+edit 's/"cases": \[/"kases": [/' no_cases.json
+edit 's/"version": 1,/"version": 2,/' version2.json
+edit 's/"iosim-measurements"/"nsight-report"/' wrong_format.json
+head -c 3000 "$M" >"$gen/truncated.json"
+echo '[1, 2, 3]' >"$gen/array.json"
+echo '42' >"$gen/number.json"
+echo '{"format": "iosim-measurements", "version": 1, "cases": 7}' >"$gen/cases_number.json"
+"$IOSIM" sweep --seq 128,256 --out "$gen/ok.json" 2>/dev/null
+"$IOSIM" sweep --seq 128,256 --out "$gen/ok.csv" 2>/dev/null
+S=$gen/ok.json
+sed '0,/"hbm_read_bytes": [0-9.e+]*/s//"hbm_read_bytes": -5/' "$S" >"$gen/sweep_negative.json"
+sed '0,/"hbm_read_bytes": [0-9.e+]*/s//"hbm_read_bytes": 1e300/' "$S" >"$gen/sweep_huge.json"
+sed 's/"h100-sxm5-80gb": {/"another-gpu": {/' "$S" >"$gen/sweep_no_profile.json"
+sed '0,/"point": 0/s//"point": "zero"/' "$S" >"$gen/sweep_point_string.json"
+sed 's/"format": "iosim-sweep"/"format": "other"/' "$S" >"$gen/sweep_format.json"
+sed 's/"rows": \[/"rows": 5, "unused": [/' "$S" >"$gen/sweep_rows_number.json"
+head -c 2000 "$S" >"$gen/sweep_truncated.json"
+printf '1 2 3\n4 5 99999999999\n' >"$gen/table_big_id.txt"
+printf '1 1\n1 1\n' >"$gen/pattern_2x2.txt"
+
+pass=0
+fail=0
+# run_case NAME WANT ARGS...: exit 2, WANT in stderr, no "internal error", nothing in $out.
+run_case() {
+  local name=$1 want=$2
+  shift 2
+  local rc
+  (
+    [ -z "${IOSIM_NO_ULIMIT:-}" ] && ulimit -v 4194304
+    exec timeout 60 "$IOSIM" "$@"
+  ) >"$gen/stdout" 2>"$gen/stderr"
+  rc=$?
+  local err
+  err=$(head -c 2000 "$gen/stderr")
+  if [ "$rc" -ne 2 ]; then
+    fail=$((fail + 1))
+    echo "FAIL $name: exit $rc, want 2: iosim $*"
+    echo "  stderr: ${err:0:400}"
+  elif [[ "$err" != *"$want"* ]]; then
+    fail=$((fail + 1))
+    echo "FAIL $name: stderr lacks '$want': iosim $*"
+    echo "  stderr: ${err:0:400}"
+  elif [[ "$err" == *"internal error"* ]]; then
+    fail=$((fail + 1))
+    echo "FAIL $name: internal error: ${err:0:400}"
+  elif [ -n "$(ls -A "$out")" ]; then
+    fail=$((fail + 1))
+    echo "FAIL $name: left files behind: $(ls -A "$out")"
+    rm -rf "${out:?}"/* "$out"/.[!.]* 2>/dev/null
+  else
+    pass=$((pass + 1))
+  fi
+}
+
+while IFS=$'\t' read -r name want cmd; do
+  [[ -z "$name" || "$name" == \#* ]] && continue
+  cmd=${cmd//@D/$DATA}
+  cmd=${cmd//@G/$gen}
+  cmd=${cmd//@O/$out}
+  eval "args=($cmd)"
+  run_case "$name" "$want" "${args[@]}"
+done <"$HERE/bad_inputs/cases.tsv"
+
+while IFS=$'\t' read -r file want; do
+  [[ -z "$file" || "$file" == \#* ]] && continue
+  run_case "profile $file" "$want" run --profile "$DATA/bad_profiles/$file" --seq 128
+done <"$DATA/bad_profiles/EXPECTED.tsv"
+
+echo "bad-input corpus: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
