@@ -1,5 +1,9 @@
 #include <fmt/format.h>
+#include <unistd.h>
 
+#include <chrono>
+#include <cmath>
+#include <cstdio>
 #include <iostream>
 #include <memory>
 
@@ -7,8 +11,59 @@
 #include "cli/run_flags.hpp"
 #include "reports/writers.hpp"
 #include "sim/errors.hpp"
+#include "sim/run_control.hpp"
 
 namespace iosim::cli {
+namespace {
+
+// On a terminal, a run that takes more than a second shows how far its kernels are, with an
+// ETA, redrawn at most four times a second; the line is erased when the run ends.
+class ProgressLine {
+ public:
+  ProgressLine() {
+    if (!::isatty(STDERR_FILENO)) return;
+    run_control::set_progress_hook([this](const std::string& kernel, std::int64_t done,
+                                          std::int64_t total) { draw(kernel, done, total); });
+  }
+  ~ProgressLine() {
+    run_control::set_progress_hook({});
+    clear();
+  }
+  void clear() {
+    if (shown_) fmt::print(stderr, "\r\033[K");
+    shown_ = false;
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  void draw(const std::string& kernel, std::int64_t done, std::int64_t total) {
+    const auto now = Clock::now();
+    if (kernel != kernel_) {
+      kernel_ = kernel;
+      kernel_start_ = now;
+    }
+    const double elapsed = std::chrono::duration<double>(now - start_).count();
+    if (elapsed < 1.0 || now - last_ < std::chrono::milliseconds(250)) return;
+    last_ = now;
+    const double fraction = static_cast<double>(done) / static_cast<double>(total);
+    const double kernel_s = std::chrono::duration<double>(now - kernel_start_).count();
+    fmt::print(stderr, "\r\033[Kiosim: kernel {}: {} of {} CTAs ({:.1f}%), elapsed {}, ETA {}",
+               kernel, done, total, 100 * fraction, duration_text(elapsed),
+               fraction > 0 ? duration_text(kernel_s * (1 - fraction) / fraction) : "--");
+    std::fflush(stderr);
+    shown_ = true;
+  }
+  static std::string duration_text(double s) {
+    if (s < 60) return fmt::format("{:.0f}s", s);
+    if (s < 3600) return fmt::format("{:.0f}m{:02.0f}s", std::floor(s / 60), std::fmod(s, 60));
+    return fmt::format("{:.0f}h{:02.0f}m", std::floor(s / 3600), std::fmod(s / 60, 60));
+  }
+  Clock::time_point start_ = Clock::now(), last_{}, kernel_start_ = Clock::now();
+  std::string kernel_;
+  bool shown_ = false;
+};
+
+}  // namespace
 
 Action add_run_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("run", "simulate one attention call");
@@ -16,10 +71,20 @@ Action add_run_command(CLI::App& app) {
   add_problem_flags(*cmd, *f);
   auto format = std::make_shared<FormatFlag>(std::vector<std::string>{"table", "json", "csv"});
   format->add_to(*cmd);
-  return [f, format] {
+  auto max_seconds = std::make_shared<double>(0.0);
+  cmd->add_option("--max-seconds", *max_seconds,
+                  "stop with exit 3 after this much wall time (0: no limit)");
+  return [f, format, max_seconds] {
     const std::string& chosen = format->checked();
+    if (!(*max_seconds >= 0)) {
+      throw ConfigError(fmt::format("--max-seconds {} must be >= 0", *max_seconds));
+    }
     const HardwareProfile profile = load_profile(f->profile);
-    const Report r = simulate(profile, to_request(*f));
+    const RunRequest request = to_request(*f);
+    run_control::set_budget(*max_seconds, "--max-seconds");
+    ProgressLine progress;
+    const Report r = simulate(profile, request);
+    progress.clear();
     if (!r.feasible()) {
       std::cerr << "iosim: infeasible configuration: " << r.infeasible_reason << "\n";
       return 2;

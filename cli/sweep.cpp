@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -11,6 +12,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <type_traits>
 #include <utility>
 #include <variant>
@@ -18,8 +20,10 @@
 #include "cli/commands.hpp"
 #include "cli/output_file.hpp"
 #include "cli/run_flags.hpp"
+#include "cli/sweep_output.hpp"
 #include "reports/sweep_file.hpp"
 #include "sim/errors.hpp"
+#include "sim/run_control.hpp"
 
 namespace iosim::cli {
 namespace {
@@ -31,6 +35,8 @@ struct SweepFlags {
   RunFlags scalars;  // --causal, --mask, --cold-l2, --execute, --seed: one value for every point
   int jobs = 0;
   std::string out, shard = "1/1";
+  bool resume = false;
+  double max_seconds = 0.0;
   FormatFlag format{{"json", "csv"}};
 };
 
@@ -158,6 +164,16 @@ class ProgressBar {
   std::chrono::steady_clock::time_point last_{};
 };
 
+// FNV-1a of the text: a sweep's identity in its journal.
+std::string fingerprint_of(const std::string& text) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return fmt::format("{:016x}", h);
+}
+
 int run_sweep_command(const SweepFlags& s) {
   const auto started = std::chrono::steady_clock::now();
   std::string format;
@@ -170,7 +186,16 @@ int run_sweep_command(const SweepFlags& s) {
   } else {
     format = s.format.checked();
   }
-  if (s.jobs < 0) throw ConfigError(fmt::format("--jobs {} must be positive", s.jobs));
+  if (s.jobs < 0 || s.jobs > kMaxSweepJobs) {
+    throw ConfigError(fmt::format("--jobs {} is out of range: it must be in [1, {}] (0: all cores)",
+                                  s.jobs, kMaxSweepJobs));
+  }
+  if (s.resume && s.out.empty()) {
+    throw ConfigError("--resume needs --out FILE: the finished points are kept beside FILE");
+  }
+  if (!(s.max_seconds >= 0)) {
+    throw ConfigError(fmt::format("--max-seconds {} must be >= 0", s.max_seconds));
+  }
   const Shard shard = parse_shard(s.shard);
 
   const std::vector<Axis> axes = make_axes(s);
@@ -184,22 +209,6 @@ int run_sweep_command(const SweepFlags& s) {
   for (const std::string& name : axes[0].text) profiles.emplace(name, load_profile(name));
 
   const RunFlags& base = s.scalars;
-  std::vector<SweepPoint> points;
-  std::size_t index = 0;
-  for_each_combination(sizes, [&](const std::vector<std::size_t>& idx) {
-    if (shard.holds(index)) {
-      RunFlags f = base;
-      for (std::size_t a = 0; a < axes.size(); ++a) axes[a].apply(f, idx[a]);
-      points.push_back({index, f.profile, to_request(f)});
-    }
-    ++index;
-  });
-
-  SweepOptions options;
-  options.jobs = s.jobs;
-  if (::isatty(STDERR_FILENO) && !points.empty()) options.on_progress = ProgressBar();
-  const std::vector<Report> reports = run_sweep(points, profiles, options);
-
   SweepDescription description;
   description.total_points = total;
   description.shard = shard;
@@ -213,22 +222,86 @@ int run_sweep_command(const SweepFlags& s) {
   }
   description.axes.push_back({"--seed", {std::to_string(base.seed)}});
 
-  const std::string text = format == "csv" ? sweep_csv(points, reports)
-                                           : sweep_json(description, points, reports, profiles);
-  if (s.out.empty()) {
-    std::cout << text;
-  } else {
-    write_file_atomically(s.out, text);
+  // The shard's points, made one at a time: point k of the shard is combination K - 1 + k N.
+  const std::size_t shard_total = total > static_cast<std::size_t>(shard.index - 1)
+                                      ? (total - static_cast<std::size_t>(shard.index)) /
+                                                static_cast<std::size_t>(shard.count) +
+                                            1
+                                      : 0;
+  const auto make_point = [&](std::size_t k) {
+    const std::size_t index =
+        static_cast<std::size_t>(shard.index - 1) + k * static_cast<std::size_t>(shard.count);
+    const std::vector<std::size_t> idx = combination_at(sizes, index);
+    RunFlags f = base;
+    for (std::size_t a = 0; a < axes.size(); ++a) axes[a].apply(f, idx[a]);
+    return SweepPoint{index, f.profile, to_request(f)};
+  };
+
+  std::string identity = fmt::format("{}\n{}/{}\n{}", format, shard.index, shard.count, total);
+  for (const SweepAxis& a : description.axes) {
+    identity += "\n" + a.flag;
+    for (const std::string& v : a.values) identity += " " + v;
   }
-  std::size_t infeasible = 0;
-  for (const Report& r : reports) infeasible += r.feasible() ? 0 : 1;
+  const ShardPoints shard_points{static_cast<std::size_t>(shard.index - 1),
+                                 static_cast<std::size_t>(shard.count), shard_total};
+  SweepOutput output(s.out, fingerprint_of(identity), s.resume, shard_points);
+  run_control::set_budget(s.max_seconds, "--max-seconds");
+
+  // The points --resume did not read back, by their number k in the shard.
+  std::vector<std::size_t> todo;
+  todo.reserve(shard_total - output.resumed_rows());
+  for (std::size_t k = 0; k < shard_total; ++k) {
+    if (!output.has(k)) todo.push_back(k);
+  }
+  SweepOptions options;
+  options.jobs = s.jobs;
+  int threads_used = 1;
+  if (::isatty(STDERR_FILENO) && !todo.empty()) options.on_progress = ProgressBar();
+  std::size_t infeasible = 0, rejected = 0, done = 0;
+  std::size_t first_rejected = shard_total;
+  std::string first_rejection;
+  try {
+    threads_used = run_sweep_streaming(
+        todo.size(), [&](std::size_t i) { return make_point(todo[i]); }, profiles, options,
+        [&](std::size_t i, const SweepPoint& point, Report& report, const std::string& rejection) {
+          output.append(todo[i], format == "csv" ? sweep_csv_row(point, report)
+                                                 : sweep_json_row(point, report));
+          ++done;
+          if (!report.feasible()) ++infeasible;
+          if (rejection.empty()) return;
+          ++rejected;
+          if (todo[i] < first_rejected) {
+            first_rejected = todo[i];
+            first_rejection = rejection;
+          }
+        });
+  } catch (const Stopped& e) {
+    const std::string kept = output.keep_for_resume();
+    throw Stopped(fmt::format(
+        "{} after {} of {} points{}", e.what(), output.resumed_rows() + done, shard_total,
+        kept.empty() ? "; nothing written"
+                     : fmt::format("; the finished points are kept in '{}': run the same command "
+                                   "with --resume to continue",
+                                   kept)));
+  }
+  // Every point rejected: the input is wrong, not the points (resumed rows were accepted once).
+  if (rejected > 0 && rejected == shard_total) throw ConfigError(first_rejection);
+
+  if (format == "csv") {
+    output.finish(sweep_csv_header(), "", "", sweep_csv_header());
+  } else {
+    const SweepJsonFrame frame = sweep_json_frame(description, profiles);
+    output.finish(frame.head, ",\n", frame.tail, frame.empty);
+  }
   const double wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   fmt::print(
-      stderr, "iosim sweep: {} points{} ({} infeasible) in {:.1f} s on {} threads{}\n",
-      points.size(),
+      stderr, "iosim sweep: {} points{} ({} infeasible{}) in {:.1f} s on {} threads{}\n",
+      shard_total,
       shard.count > 1 ? fmt::format(" of {} (shard {}/{})", total, shard.index, shard.count) : "",
-      infeasible, wall_s, resolve_jobs(s.jobs), s.out.empty() ? "" : " -> " + s.out);
+      infeasible,
+      output.resumed_rows() > 0 ? fmt::format(", {} resumed", output.resumed_rows()) : "", wall_s,
+      threads_used, s.out.empty() ? "" : " -> " + s.out);
   return 0;
 }
 
@@ -255,6 +328,11 @@ Action add_sweep_command(CLI::App& app) {
   s->format.add_to(*cmd, ", for stdout");
   cmd->add_option("--shard", s->shard, "run part K of N (points i with i % N == K-1)")
       ->capture_default_str();
+  cmd->add_flag("--resume", s->resume,
+                "continue a stopped sweep from the finished points it kept in OUT.partial");
+  cmd->add_option("--max-seconds", s->max_seconds,
+                  "stop (exit 3) after this much wall time, keeping finished points for --resume "
+                  "(0: no limit)");
   return [s] { return run_sweep_command(*s); };
 }
 

@@ -9,6 +9,7 @@
 #include "sim/errors.hpp"
 #include "sim/event_queue.hpp"
 #include "sim/l2_system.hpp"
+#include "sim/run_control.hpp"
 
 namespace iosim {
 namespace {
@@ -124,6 +125,7 @@ class KernelRun {
                              static_cast<int>(s % rates_.sm_count), 0.0));
     }
     double last_finish = 0.0;
+    std::int64_t finished = 0;
     while (!events_.empty()) {
       const Event ev = events_.top();
       const double now = ev.t();
@@ -135,6 +137,7 @@ class KernelRun {
         continue;
       }
       last_finish = std::max(last_finish, st.end);
+      if (++finished % slots == 0) run_control::wave_done(spec_.name, finished, ctas);
       --resident_;
       --resident_on_sm_[static_cast<std::size_t>(st.sm)];
       if (next_cta_ < ctas) {

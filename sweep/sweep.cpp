@@ -11,9 +11,11 @@
 #include <numeric>
 #include <optional>
 #include <set>
+#include <system_error>
 #include <thread>
 
 #include "sim/errors.hpp"
+#include "sim/run_control.hpp"
 
 namespace iosim {
 namespace {
@@ -167,6 +169,15 @@ void for_each_combination(const std::vector<std::size_t>& sizes,
   }
 }
 
+std::vector<std::size_t> combination_at(const std::vector<std::size_t>& sizes, std::size_t i) {
+  std::vector<std::size_t> idx(sizes.size(), 0);
+  for (std::size_t a = sizes.size(); a-- > 0;) {  // last axis fastest
+    idx[a] = i % sizes[a];
+    i /= sizes[a];
+  }
+  return idx;
+}
+
 Shard parse_shard(const std::string& text) {
   const std::vector<std::string> f = split(text, '/');
   const auto k = f.size() == 2 ? parse_number<int>(f[0]) : std::nullopt;
@@ -183,74 +194,100 @@ int resolve_jobs(int jobs) {
   return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
 }
 
-std::vector<Report> run_sweep(const std::vector<SweepPoint>& points,
-                              const std::map<std::string, HardwareProfile>& profiles,
-                              const SweepOptions& options) {
-  for (const SweepPoint& p : points) {
-    ensure(profiles.count(p.profile) == 1, "sweep point {} names profile '{}' that was not loaded",
-           p.index, p.profile);
+int run_sweep_streaming(std::size_t count, const std::function<SweepPoint(std::size_t)>& make,
+                        const std::map<std::string, HardwareProfile>& profiles,
+                        const SweepOptions& options, const SweepSink& done) {
+  // Largest first; ties keep point order so that runs are reproducible. Only the estimates and
+  // the order are held (16 bytes a point); each point is made again when it runs.
+  std::vector<double> work(count);
+  for (std::size_t k = 0; k < count; ++k) {
+    const SweepPoint point = make(k);
+    ensure(profiles.count(point.profile) == 1,
+           "sweep point {} names profile '{}' that was not loaded", point.index, point.profile);
+    work[k] = point_work(point.request);
+    if (k % 4096 == 4095) run_control::check();  // making millions of points takes a while
   }
-  // Largest first; ties keep point order so that runs are reproducible.
-  std::vector<double> work(points.size());
-  for (std::size_t i = 0; i < points.size(); ++i) work[i] = point_work(points[i].request);
-  std::vector<std::size_t> order(points.size());
+  std::vector<std::size_t> order(count);
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(),
                    [&](std::size_t a, std::size_t b) { return work[a] > work[b]; });
 
-  std::vector<Report> reports(points.size());
-  std::vector<std::exception_ptr> failures(points.size());
-  std::vector<std::string> rejected(points.size());  // ConfigError messages
   std::atomic<std::size_t> next{0};
   std::atomic<bool> stop{false};
-  std::mutex progress_mutex;
-  SweepProgress progress{0, points.size(), 0.0, std::accumulate(work.begin(), work.end(), 0.0)};
+  std::mutex done_mutex;  // guards `failure`, the progress and the calls of `done`
+  std::exception_ptr failure;
+  std::size_t failure_k = count;
+  SweepProgress progress{0, count, 0.0, std::accumulate(work.begin(), work.end(), 0.0)};
 
   auto worker = [&] {
     while (!stop.load()) {
-      const std::size_t k = next.fetch_add(1);
-      if (k >= order.size()) return;
-      const std::size_t i = order[k];
-      const SweepPoint& point = points[i];
+      const std::size_t i = next.fetch_add(1);
+      if (i >= order.size()) return;
+      const std::size_t k = order[i];
       try {
-        reports[i] = simulate(profiles.at(point.profile), point.request);
-      } catch (const ConfigError& e) {
-        rejected[i] = e.what();
-        Report& r = reports[i];
-        r.profile = profiles.at(point.profile).name;
-        r.profile_description = profiles.at(point.profile).description;
-        r.request = point.request;
-        const TilingRequest& t = point.request.tiling;  // as asked, 0 where left out
-        r.tiling = {t.block_q.value_or(0),
-                    t.block_kv.value_or(0),
-                    t.threads.value_or(0),
-                    t.pipeline_stages.value_or(0),
-                    t.registers_per_thread.value_or(0),
-                    t.splits.value_or(0)};
-        r.infeasible_reason = std::string("invalid input: ") + e.what();
+        run_control::check();  // a signal or the time budget: stop before the next point
+        const SweepPoint point = make(k);
+        Report report;
+        std::string rejection;
+        try {
+          report = simulate(profiles.at(point.profile), point.request);
+        } catch (const ConfigError& e) {
+          rejection = e.what();
+          report.profile = profiles.at(point.profile).name;
+          report.profile_description = profiles.at(point.profile).description;
+          report.request = point.request;
+          const TilingRequest& t = point.request.tiling;  // as asked, 0 where left out
+          report.tiling = {t.block_q.value_or(0),
+                           t.block_kv.value_or(0),
+                           t.threads.value_or(0),
+                           t.pipeline_stages.value_or(0),
+                           t.registers_per_thread.value_or(0),
+                           t.splits.value_or(0)};
+          report.infeasible_reason = std::string("invalid input: ") + e.what();
+        }
+        std::lock_guard<std::mutex> lock(done_mutex);
+        done(k, point, report, rejection);
+        ++progress.done;
+        progress.done_work += work[k];
+        if (options.on_progress) options.on_progress(progress);
       } catch (...) {
-        failures[i] = std::current_exception();
+        std::lock_guard<std::mutex> lock(done_mutex);
+        if (k < failure_k) {  // the first failing point in point order, as one thread would
+          failure = std::current_exception();
+          failure_k = k;
+        }
         stop.store(true);
         return;
-      }
-      if (options.on_progress) {
-        std::lock_guard<std::mutex> lock(progress_mutex);
-        ++progress.done;
-        progress.done_work += work[i];
-        options.on_progress(progress);
       }
     }
   };
   const int threads =
-      std::min<int>(resolve_jobs(options.jobs), std::max<int>(1, static_cast<int>(points.size())));
+      std::min<int>(resolve_jobs(options.jobs), std::max<int>(1, static_cast<int>(count)));
   std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t) pool.emplace_back(worker);
+  for (int t = 1; t < threads; ++t) {
+    try {
+      pool.emplace_back(worker);
+    } catch (const std::system_error&) {
+      break;  // the system gives no more threads (a limit or a memory cap): run on those we have
+    }
+  }
   worker();
   for (std::thread& t : pool) t.join();
+  if (failure) std::rethrow_exception(failure);
+  return static_cast<int>(pool.size()) + 1;
+}
 
-  for (const std::exception_ptr& e : failures) {
-    if (e) std::rethrow_exception(e);
-  }
+std::vector<Report> run_sweep(const std::vector<SweepPoint>& points,
+                              const std::map<std::string, HardwareProfile>& profiles,
+                              const SweepOptions& options) {
+  std::vector<Report> reports(points.size());
+  std::vector<std::string> rejected(points.size());  // ConfigError messages
+  run_sweep_streaming(
+      points.size(), [&](std::size_t k) { return points[k]; }, profiles, options,
+      [&](std::size_t k, const SweepPoint&, Report& report, const std::string& rejection) {
+        reports[k] = std::move(report);
+        rejected[k] = rejection;
+      });
   if (!points.empty() && std::all_of(rejected.begin(), rejected.end(),
                                      [](const std::string& m) { return !m.empty(); })) {
     throw ConfigError(rejected.front());

@@ -39,6 +39,9 @@ std::size_t combination_count(const std::vector<std::size_t>& sizes);
 void for_each_combination(const std::vector<std::size_t>& sizes,
                           const std::function<void(const std::vector<std::size_t>&)>& visit);
 
+/// The axis indices of combination `i` (as for_each_combination visits them, i-th).
+std::vector<std::size_t> combination_at(const std::vector<std::size_t>& sizes, std::size_t i);
+
 /// Part K of N (1-based) of a sweep split across machines.
 struct Shard {
   int index = 1;
@@ -76,10 +79,29 @@ struct SweepOptions {
 /// estimated cost) so that the threads finish together. A point whose input simulate() rejects
 /// (a ConfigError, e.g. --causal with N_kv < N) comes back as an infeasible Report whose reason
 /// starts with "invalid input: "; when every point is rejected, the first error is thrown instead.
-/// Any other exception stops the sweep and is rethrown. `profiles` must hold every point's profile.
+/// Any other exception stops the sweep and is rethrown, as is Stopped when run_control asks the
+/// sweep to stop (checked before each point and by the engine). `profiles` must hold every
+/// point's profile.
 std::vector<Report> run_sweep(const std::vector<SweepPoint>& points,
                               const std::map<std::string, HardwareProfile>& profiles,
                               const SweepOptions& options);
+
+/// Receives each finished point of run_sweep_streaming(): its number k, the point, its report
+/// (which it may move from) and, for a point simulate() rejected, the ConfigError's message.
+using SweepSink = std::function<void(std::size_t k, const SweepPoint& point, Report& report,
+                                     const std::string& rejection)>;
+
+/// run_sweep() for sweeps of any size: points k = 0 .. count-1 are made by `make(k)` when they
+/// start (twice: once to estimate their cost) instead of being held, and each report goes to
+/// `done` as soon as its point finishes (in completion order, one call at a time) instead of
+/// being kept. Memory: 16 bytes a point. Never throws for rejected points. Returns the threads
+/// that ran (fewer than asked when the system refuses to create more).
+int run_sweep_streaming(std::size_t count, const std::function<SweepPoint(std::size_t)>& make,
+                        const std::map<std::string, HardwareProfile>& profiles,
+                        const SweepOptions& options, const SweepSink& done);
+
+/// Most threads a sweep runs on.
+inline constexpr int kMaxSweepJobs = 1024;
 
 /// The threads `jobs` asks for: itself when positive, else the number of cores (at least 1).
 int resolve_jobs(int jobs);
