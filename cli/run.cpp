@@ -39,8 +39,10 @@ class ProgressLine {
   void draw(const std::string& kernel, std::int64_t done, std::int64_t total) {
     const auto now = Clock::now();
     if (kernel != kernel_) {
+      // The first kernel started with the run; a later one when its first wave was reported
+      // (its start is not seen, so its ETA runs a wave short).
+      kernel_start_ = kernel_.empty() ? start_ : now;
       kernel_ = kernel;
-      kernel_start_ = now;
     }
     const double elapsed = std::chrono::duration<double>(now - start_).count();
     if (elapsed < 1.0 || now - last_ < std::chrono::milliseconds(250)) return;

@@ -9,6 +9,7 @@
 
 #include "sim/block_mask.hpp"
 #include "sim/errors.hpp"
+#include "sim/run_control.hpp"
 
 namespace iosim {
 namespace {
@@ -82,6 +83,7 @@ ReadWrite flash1(const AttentionProblem& p, std::int64_t bq, std::int64_t bk) {
   rw.read += 2 * u(p.seq_kv) * d * eb;  // K and V once each
   const std::int64_t offset = p.seq_kv - p.seq;
   for (std::int64_t k0 = 0; k0 < p.seq_kv; k0 += bk) {
+    run_control::check();  // blocks squared: minutes at N = 2^24, so SIGINT and budgets apply
     for (std::int64_t q0 = 0; q0 < p.seq; q0 += bq) {
       const u64 qr = u(std::min(bq, p.seq - q0));
       if (p.causal && k0 > q0 + static_cast<std::int64_t>(qr) - 1 + offset) continue;
@@ -159,6 +161,7 @@ ReadWrite flash2_family(const AttentionProblem& p, std::int64_t bq, std::int64_t
   ReadWrite rw;
   std::vector<bool> column_used(static_cast<std::size_t>(tc), false);
   for (std::int64_t q0 = 0, i = 0; q0 < p.seq; q0 += bq, ++i) {
+    run_control::check();  // blocks squared: see flash1's
     const u64 qr = u(std::min(bq, p.seq - q0));
     u64 met = 0;
     for (std::int64_t j = 0; j < tc; ++j) {

@@ -94,7 +94,7 @@ using SweepSink = std::function<void(std::size_t k, const SweepPoint& point, Rep
 /// run_sweep() for sweeps of any size: points k = 0 .. count-1 are made by `make(k)` when they
 /// start (twice: once to estimate their cost) instead of being held, and each report goes to
 /// `done` as soon as its point finishes (in completion order, one call at a time) instead of
-/// being kept. Memory: 16 bytes a point. Never throws for rejected points. Returns the threads
+/// being kept. Memory: 16 bytes a point (the cost estimates and the order). Never throws for rejected points. Returns the threads
 /// that ran (fewer than asked when the system refuses to create more).
 int run_sweep_streaming(std::size_t count, const std::function<SweepPoint(std::size_t)>& make,
                         const std::map<std::string, HardwareProfile>& profiles,
