@@ -35,8 +35,7 @@ BlockTable random_block_table(std::int64_t sequences, std::int64_t pages_per_seq
 }
 
 BlockTable load_block_table(const std::string& path) {
-  return parse_block_table(
-      read_text_file(path, "--block-table: block-table file", kMaxDataFileBytes), path);
+  return parse_block_table(read_text_file(path, "block-table file", kMaxDataFileBytes), path);
 }
 
 BlockTable parse_block_table(const std::string& text, const std::string& path) {

@@ -337,7 +337,6 @@ void validate(const HardwareProfile& p, const Reader& reader) {
   };
   at_most("sm.count", sm.count.value, 4096, "iosim's limit; GPUs have up to a few hundred SMs");
   at_most("sm.boost_clock_mhz", sm.boost_clock_mhz.value, 1e5, "100 GHz");
-  at_most("sm.max_ctas_per_sm", sm.max_ctas_per_sm.value, 1024, "iosim's limit");
   at_most("sm.max_threads_per_sm", sm.max_threads_per_sm.value, 1 << 16, "iosim's limit");
   at_most("sm.smem_per_sm_bytes", sm.smem_per_sm_bytes.value, std::int64_t{1} << 30, "1 GiB");
   at_most("l2.size_bytes", l2.size_bytes.value, std::int64_t{1} << 32,

@@ -21,7 +21,7 @@ std::string read_text_file(const fs::path& path, const std::string& what, std::s
     throw ConfigError(fmt::format("cannot read {} '{}': no such file", what, path.string()));
   }
   if (fs::is_directory(status)) {
-    throw ConfigError(fmt::format("cannot read {} '{}': it is a folder", what, path.string()));
+    throw ConfigError(fmt::format("cannot read {} '{}': it is a directory", what, path.string()));
   }
   const std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"),
                                                              &std::fclose);

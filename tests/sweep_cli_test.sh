@@ -21,7 +21,7 @@ expect 2 "does not exist" -- sweep --seq 128 --out "$tmp/nofolder/s.json"
 expect 2 "--l2 must be 'on' or 'off'" -- sweep --seq 128 --l2 on,maybe
 expect 2 "more than 10000000 points" -- sweep --seq 1:100000 --batch 1:100000
 expect 2 "--dropout 1.5 is out of range" -- sweep --seq 128,256 --dropout 1.5
-expect 2 "--jobs -1 must be positive" -- sweep --seq 128 --jobs -1
+expect 2 "--jobs -1 is out of range" -- sweep --seq 128 --jobs -1
 [ -z "$(ls "$tmp")" ] && ok || bad "a failed sweep left files: $(ls "$tmp")"
 
 # Deterministic: byte-identical whatever --jobs; infeasible points are rows with their reason.
