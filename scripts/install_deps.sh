@@ -3,8 +3,9 @@
 set -euo pipefail
 # libjs-chart.js: Chart.js, inlined into `iosim report --html` pages; chromium: renders them in
 # tests/browser_test.sh; nodejs: parses their scripts (reports/assets/*.js) there.
+# clang, libclang-rt-14-dev: the sanitizer and libFuzzer build of scripts/sanitize.sh (CI).
 packages=(cmake g++ make libcli11-dev libyaml-cpp-dev libfmt-dev doctest-dev nlohmann-json3-dev
-          libeigen3-dev libbenchmark-dev libjs-chart.js chromium nodejs)
+          libeigen3-dev libbenchmark-dev libjs-chart.js chromium nodejs clang libclang-rt-14-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -441,7 +441,46 @@ HardwareProfile load_profile_file(const fs::path& path) {
 
 }  // namespace
 
+namespace {
+
+// The line and offset of the first byte that is not text (UTF-8 without control characters
+// other than tab, CR and LF), or 0 when all is text. yaml-cpp can take minutes and gigabytes on
+// such bytes (a 206-byte file with 0xff bytes, found by tests/fuzz/fuzz_profile.cpp).
+std::pair<std::size_t, std::size_t> first_non_text(const std::string& text) {
+  std::size_t line = 1;
+  for (std::size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    std::size_t extra = 0;
+    if (c == '\n') ++line;
+    if (c < 0x80) {
+      if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f) return {line, i + 1};
+    } else if ((c & 0xe0) == 0xc0 && c >= 0xc2) {
+      extra = 1;
+    } else if ((c & 0xf0) == 0xe0) {
+      extra = 2;
+    } else if ((c & 0xf8) == 0xf0 && c <= 0xf4) {
+      extra = 3;
+    } else {
+      return {line, i + 1};
+    }
+    for (std::size_t k = 1; k <= extra; ++k) {
+      if (i + k >= text.size() || (static_cast<unsigned char>(text[i + k]) & 0xc0) != 0x80) {
+        return {line, i + 1};
+      }
+    }
+    i += extra + 1;
+  }
+  return {0, 0};
+}
+
+}  // namespace
+
 HardwareProfile parse_profile(const std::string& yaml_text, const std::string& origin) {
+  if (const auto [line, offset] = first_non_text(yaml_text); line != 0) {
+    throw ConfigError(fmt::format(
+        "{}:{}: not a text file: byte {} (0x{:02x}) is not UTF-8 text; a profile is YAML", origin,
+        line, offset, static_cast<unsigned char>(yaml_text[offset - 1])));
+  }
   std::vector<YAML::Node> documents;
   try {
     documents = YAML::LoadAll(yaml_text);

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# CI's sanitizer and fuzzing pass: builds iosim, its tests and the libFuzzer targets with clang,
+# AddressSanitizer and UndefinedBehaviorSanitizer (float-cast-overflow included; every report is
+# fatal: -fno-sanitize-recover=all) into build-sanitize/, runs the CLI, bad-input, resume and
+# determinism tests there, then each fuzz target for FUZZ_SECONDS (default 18; six targets, under
+# 2 minutes) from its corpus (tests/fuzz/corpus/<target>/: seeds and the regression inputs of
+# bugs found). The doctest suites are not built here yet (not tried with clang).
+# -O1 keeps the build and the tests fast on CI's two cores.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+fuzz_seconds=${FUZZ_SECONDS:-18}
+flags="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined,float-cast-overflow"
+flags+=" -fno-sanitize-recover=all -fsanitize=fuzzer-no-link"
+cmake -S . -B build-sanitize -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_COMPILER=clang++ \
+  -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" \
+  -DIOSIM_BUILD_CUDA=OFF -DIOSIM_BUILD_BENCH=OFF -DIOSIM_BUILD_FUZZERS=ON >/dev/null
+targets=(iosim)
+for f in tests/fuzz/fuzz_*.cpp; do targets+=("$(basename "$f" .cpp)"); done
+cmake --build build-sanitize -j"$(nproc)" --target "${targets[@]}"
+
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+# The corpus caps memory with ulimit -v, which AddressSanitizer's shadow memory cannot live with.
+IOSIM_NO_ULIMIT=1 ctest --test-dir build-sanitize --output-on-failure \
+  -R '^(cli|sweep_cli|bad_inputs|sweep_resume|determinism)$'
+
+total=0
+for f in tests/fuzz/fuzz_*.cpp; do
+  name=$(basename "$f" .cpp)
+  corpus=tests/fuzz/corpus/${name#fuzz_}
+  work=$(mktemp -d)
+  # New inputs go to $work; the committed corpus is only read.
+  log=$(build-sanitize/"$name" -max_total_time="$fuzz_seconds" -rss_limit_mb=2048 -timeout=10 \
+    -max_len=65536 "$work" "$corpus" 2>&1) || {
+    echo "$log" | tail -40
+    echo "fuzz target $name failed; the input is above (crash-* in $(pwd))"
+    exit 1
+  }
+  runs=$(echo "$log" | sed -n 's/^Done \([0-9]*\) runs.*/\1/p' | tail -1)
+  echo "fuzz $name: ${runs:-?} executions in ${fuzz_seconds} s, no failure"
+  total=$((total + ${runs:-0}))
+  rm -rf "$work"
+done
+echo "fuzzing: $total executions in all"
