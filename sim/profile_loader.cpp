@@ -16,6 +16,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <type_traits>
 #include <utility>
@@ -480,6 +481,34 @@ HardwareProfile parse_profile(const std::string& yaml_text, const std::string& o
     throw ConfigError(fmt::format(
         "{}:{}: not a text file: byte {} (0x{:02x}) is not UTF-8 text; a profile is YAML", origin,
         line, offset, static_cast<unsigned char>(yaml_text[offset - 1])));
+  }
+  // Anchors and aliases: a profile needs none, and yaml-cpp can take minutes on a few hundred
+  // bytes of malformed ones (found by tests/fuzz/fuzz_profile.cpp). A '&' or '*' that starts a
+  // node (after a space, '[', '{', ',' or ':' or at a line's start) outside a quoted string or a
+  // comment is refused.
+  {
+    std::size_t line = 1;
+    char quote = 0, prev = '\n';
+    bool comment = false;
+    for (const char c : yaml_text) {
+      if (c == '\n') {
+        ++line;
+        quote = 0;
+        comment = false;
+      } else if (!comment && quote == 0 && (c == '"' || c == '\'')) {
+        quote = c;
+      } else if (!comment && quote != 0 && c == quote) {
+        quote = 0;
+      } else if (quote == 0 && c == '#' && (prev == ' ' || prev == '\n' || prev == '\t')) {
+        comment = true;
+      } else if (!comment && quote == 0 && (c == '&' || c == '*') &&
+                 std::string_view(" \t\n[{,:").find(prev) != std::string_view::npos) {
+        throw ConfigError(
+            fmt::format("{}:{}: YAML anchors and aliases ('{}') are not allowed in a profile",
+                        origin, line, c));
+      }
+      prev = c;
+    }
   }
   std::vector<YAML::Node> documents;
   try {
