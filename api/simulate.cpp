@@ -58,6 +58,8 @@ Report simulate(const HardwareProfile& profile, const RunRequest& original,
   report.profile_description = profile.description;
   report.request = request;
   report.sram_bytes = sram_bytes(profile);
+  report.sm_clock_mhz = request.engine.sm_clock_mhz > 0 ? request.engine.sm_clock_mhz
+                                                        : profile.sm.boost_clock_mhz.value;
   Planned planned = algorithm.plan(request.problem, profile, request.tiling);
   report.tiling = planned.tiling;
   if (!planned.feasible()) {

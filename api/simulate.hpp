@@ -41,6 +41,7 @@ struct Report {
   Tiling tiling;                  // resolved
   std::optional<double> density;  // block-sparse only: s, the fraction of blocks computed
   std::int64_t sram_bytes = 0;    // M of the IO analysis, bytes per CTA
+  double sm_clock_mhz = 0.0;      // the SM clock timed at: the request's, else the boost clock
   std::string infeasible_reason;
   EngineResult engine;
   std::string bound;  // of the whole run: the kernel that took longest decides

@@ -7,6 +7,7 @@
 #include "cli/run_flags.hpp"
 #include "reports/writers.hpp"
 #include "sim/errors.hpp"
+#include "sim/profile_overrides.hpp"
 
 namespace iosim::cli {
 
@@ -14,11 +15,12 @@ Action add_run_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("run", "simulate one attention call");
   auto f = std::make_shared<RunFlags>();
   add_problem_flags(*cmd, *f);
+  cmd->add_option("--set", f->set, kSetHelp);
   auto format = std::make_shared<FormatFlag>(std::vector<std::string>{"table", "json", "csv"});
   format->add_to(*cmd);
   return [f, format] {
     const std::string& chosen = format->checked();
-    const HardwareProfile profile = load_profile(f->profile);
+    const HardwareProfile profile = load_profile(f->profile, parse_profile_overrides(f->set));
     const Report r = simulate(profile, to_request(*f));
     if (!r.feasible()) {
       std::cerr << "iosim: infeasible configuration: " << r.infeasible_reason << "\n";

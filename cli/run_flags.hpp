@@ -29,9 +29,15 @@ struct RunFlags {
   std::uint64_t seed = 1;
   // Decoding; left out: the default applies.
   std::optional<std::int64_t> kv_heads, splits, page_tokens;
-  std::string block_table;  // --block-table FILE (paged)
-  std::string warpgroups;   // --warpgroups pingpong|cooperative (flash3; empty: its default)
+  std::string block_table;       // --block-table FILE (paged)
+  std::string warpgroups;        // --warpgroups pingpong|cooperative (flash3; empty: its default)
+  std::vector<std::string> set;  // --set KEY=VALUE: profile what-ifs (load_profile's overrides)
 };
+
+/// The help of `--set`, shared by run and sweep.
+inline constexpr const char* kSetHelp =
+    "what-if hardware: replace a number of the profile, KEY=VALUE (e.g. l2.size_bytes=20e6; "
+    "the keys: iosim profiles --template), checked as the YAML is; repeatable";
 
 /// One flag of an attention call: its name, its help, and the RunFlags field it sets. `run`,
 /// `demo` and `sweep` all build their flags from problem_flags(); sweep reads each as a list.

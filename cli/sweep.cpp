@@ -11,6 +11,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <set>
 #include <type_traits>
 #include <utility>
 #include <variant>
@@ -20,6 +21,7 @@
 #include "cli/run_flags.hpp"
 #include "reports/sweep_file.hpp"
 #include "sim/errors.hpp"
+#include "sim/profile_overrides.hpp"
 
 namespace iosim::cli {
 namespace {
@@ -28,6 +30,7 @@ namespace {
 // command runs.
 struct SweepFlags {
   std::map<std::string, std::string> text;
+  std::vector<std::string> set;  // --set KEY=V1,V2,...: one axis each, after problem_flags()'s
   RunFlags scalars;  // --causal, --mask, --cold-l2, --execute, --seed: one value for every point
   int jobs = 0;
   std::string out, shard = "1/1";
@@ -125,6 +128,22 @@ std::vector<Axis> make_axes(const SweepFlags& s) {
         },
         flag.field);
   }
+  // --set KEY=VALUES: the values are numbers, a list or a range like any numeric flag's.
+  std::set<std::string> keys;
+  for (const ProfileOverride& o : parse_profile_overrides(s.set)) {
+    const std::string flag = "--set " + o.key;
+    if (!keys.insert(o.key).second) {
+      throw ConfigError(
+          fmt::format("--set {} is given twice; list its values in one --set", o.key));
+    }
+    const std::vector<double> v = parse_double_values(flag, o.value);
+    Axis a{flag, {}, {}};
+    for (double x : v) a.text.push_back(fmt::format("{}", x));
+    a.apply = [key = o.key, text = a.text](RunFlags& f, std::size_t i) {
+      f.set.push_back(key + "=" + text[i]);
+    };
+    axes.push_back(std::move(a));
+  }
   return axes;
 }
 
@@ -181,7 +200,10 @@ int run_sweep_command(const SweepFlags& s) {
   // Bad names fail before anything runs: every algorithm, then every profile (loaded once).
   for (const std::string& algo : axes[1].text) builtin_registry().get(algo);
   std::map<std::string, HardwareProfile> profiles;
-  for (const std::string& name : axes[0].text) profiles.emplace(name, load_profile(name));
+  for (const std::string& name : axes[0].text) {
+    HardwareProfile p = load_profile(name);
+    if (s.set.empty()) profiles.emplace(name, std::move(p));  // with --set: loaded per point
+  }
 
   const RunFlags& base = s.scalars;
   std::vector<SweepPoint> points;
@@ -190,7 +212,13 @@ int run_sweep_command(const SweepFlags& s) {
     if (shard.holds(index)) {
       RunFlags f = base;
       for (std::size_t a = 0; a < axes.size(); ++a) axes[a].apply(f, idx[a]);
-      points.push_back({index, f.profile, to_request(f)});
+      // A profile with --set values is loaded (and checked) once per combination of them.
+      std::string key = f.profile;
+      for (const std::string& o : f.set) key += " --set " + o;
+      if (profiles.count(key) == 0) {
+        profiles.emplace(key, load_profile(f.profile, parse_profile_overrides(f.set)));
+      }
+      points.push_back({index, key, to_request(f)});
     }
     ++index;
   });
@@ -250,6 +278,9 @@ Action add_sweep_command(CLI::App& app) {
     if (flag.required) o->required();
     if (!text.empty() && !flag.required) o->capture_default_str();
   }
+  cmd->add_option(
+      "--set", s->set,
+      std::string(kSetHelp) + "; VALUE may be a list or a range (l2.size_bytes=10e6,20e6)");
   cmd->add_option("--jobs,-j", s->jobs, "threads (default: all cores)");
   cmd->add_option("--out,-o", s->out, "output file; .json or .csv (default: JSON on stdout)");
   s->format.add_to(*cmd, ", for stdout");

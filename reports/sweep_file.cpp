@@ -8,6 +8,7 @@
 #include <set>
 #include <tuple>
 
+#include "reports/schema_version.hpp"
 #include "reports/writers.hpp"
 #include "sim/errors.hpp"
 
@@ -114,6 +115,7 @@ SweepRow parse_row(const json& j, const std::string& where) {
   const json c = field<json>(j, "counters", where);
   r.hbm_read_bytes = field<double>(c, "hbm_read_bytes", where);
   r.hbm_write_bytes = field<double>(c, "hbm_write_bytes", where);
+  r.hbm_dirty_at_end_bytes = number_or_zero(c, "hbm_write_dirty_at_end_bytes");
   r.l2_read_bytes = field<double>(c, "l2_read_bytes", where);
   r.l2_write_bytes = field<double>(c, "l2_write_bytes", where);
   r.flops = field<double>(c, "flops", where);
@@ -171,13 +173,14 @@ std::string sweep_json(const SweepDescription& description, const std::vector<Sw
   for (std::size_t i = 0; i < points.size(); ++i) {
     json row = report_to_json(reports[i]);
     row.erase("simulation_wall_s");  // the only field that changes from run to run
+    row.erase("schema_version");     // the file's, once
     row["point"] = points[i].index;
-    row["cold_l2"] = reports[i].request.engine.flush_l2_between_kernels;
     rows.push_back(std::move(row));
   }
   const json doc = {
       {"format", kFormat},
       {"version", kVersion},
+      {"schema_version", kSchemaVersion},
       {"sweep",
        {{"id", sweep_id(axes)},
         {"axes", axes},

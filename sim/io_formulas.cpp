@@ -384,10 +384,12 @@ IoBounds io_bounds(const AttentionProblem& p, const ReadWriteBytes& closed_form,
   }
   const u64 pass_bound = static_cast<u64>(elems * static_cast<double>(bh * eb));
   if (fwd) {
+    b.lower_bound_formula_bytes += pass_bound;
     b.compulsory_bytes += fwd_compulsory;
     b.lower_bound_bytes += std::max(fwd_compulsory, pass_bound);
   }
   if (bwd) {
+    b.lower_bound_formula_bytes += pass_bound;
     b.compulsory_bytes += bwd_compulsory;
     b.lower_bound_bytes += std::max(bwd_compulsory, pass_bound);
   }

@@ -33,8 +33,9 @@ struct IoBounds {
   std::uint64_t closed_form_read_bytes = 0;
   std::uint64_t closed_form_write_bytes = 0;
   std::uint64_t closed_form_bytes = 0;
-  std::uint64_t lower_bound_bytes = 0;
-  std::string lower_bound_formula;  // which regime of the bound applied
+  std::uint64_t lower_bound_bytes = 0;          // per pass, max(compulsory, the formula's bytes)
+  std::uint64_t lower_bound_formula_bytes = 0;  // the formula's term alone, summed over passes
+  std::string lower_bound_formula;              // which regime of the bound applied
 };
 
 /// Bytes read and written between HBM and SRAM.

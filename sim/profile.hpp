@@ -97,11 +97,15 @@ struct HardwareProfile {
   double fp32_flops_per_s() const { return compute.fp32_tflops.value * 1e12; }
 };
 
-/// Names of the profiles shipped in hwprofiles/ (file stems), sorted.
+/// Names of the built-in profiles (file stems), sorted: those of hwprofiles/ embedded at build
+/// time, or the YAML files of $IOSIM_PROFILE_DIR when it is set.
 std::vector<std::string> builtin_profile_names();
 
-/// Directory holding the built-in profiles (compiled in; overridable with IOSIM_PROFILE_DIR).
+/// $IOSIM_PROFILE_DIR, the directory that replaces the embedded profiles; empty when unset.
 std::filesystem::path builtin_profile_dir();
+
+/// The YAML text of a built-in profile. Throws ConfigError for an unknown name.
+std::string builtin_profile_text(const std::string& name);
 
 /// Loads a built-in profile by name, or a YAML file by path. Throws ConfigError naming the
 /// file, the key path and the problem (unknown key with a "did you mean", missing key, bad value).

@@ -220,6 +220,10 @@ std::vector<Report> run_sweep(const std::vector<SweepPoint>& points,
         r.profile = profiles.at(point.profile).name;
         r.profile_description = profiles.at(point.profile).description;
         r.request = point.request;
+        r.sm_clock_mhz =
+            point.request.engine.sm_clock_mhz > 0
+                ? point.request.engine.sm_clock_mhz
+                : profiles.at(point.profile).sm.boost_clock_mhz.value;  // as simulate()
         const TilingRequest& t = point.request.tiling;  // as asked, 0 where left out
         r.tiling = {t.block_q.value_or(0),
                     t.block_kv.value_or(0),

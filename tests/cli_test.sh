@@ -4,6 +4,15 @@
 source "$(dirname "$0")/cli_harness.sh"
 
 expect 0 "h100-sxm5-80gb" -- profiles
+# --version, profiles --show/--template, and --set what-ifs (tests/profile_test.cpp has the rest).
+expect 0 "iosim 0.1.0 (git " -- --version
+expect 0 "boost_clock_mhz: {value: 1980" -- profiles --show h100-sxm5-80gb
+expect 2 "did you mean 'h200-sxm-141gb'" -- profiles --show h200
+expect 0 "kernel_overhead_us: {value: 0, source: \"\"}" -- profiles --template
+expect 0 "h100-sxm5-80gb[l2.size_bytes=20000000]" -- run --seq 1024 --set l2.size_bytes=20e6
+expect 2 "did you mean 'l2.size_bytes'" -- run --seq 1024 --set l2.sise_bytes=20e6
+expect 2 "must be KEY=VALUE" -- run --seq 1024 --set l2.size_bytes
+expect 2 "does not divide l2.size_bytes" -- run --seq 1024 --set l2.size_bytes=1000001
 expect 0 "a100-sxm4-40gb" -- profiles
 expect 0 "flash2_fwd" -- run --profile h100-sxm5-80gb --algo flash2 --seq 1024 --head-dim 64
 expect 0 "HBM (2-level)" -- demo --seq 1024 --batch 1 --heads 2

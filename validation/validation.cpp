@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "reports/schema_version.hpp"
 #include "reports/writers.hpp"
 #include "sim/block_mask.hpp"
 #include "sim/errors.hpp"
@@ -446,7 +447,9 @@ std::string validation_json(const ValidationResult& v) {
     }
     summaries.push_back(j);
   }
-  return json({{"cases", cases}, {"summaries", summaries}}).dump(2) + "\n";
+  return json({{"schema_version", kSchemaVersion}, {"cases", cases}, {"summaries", summaries}})
+             .dump(2) +
+         "\n";
 }
 
 }  // namespace iosim
