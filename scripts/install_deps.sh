@@ -3,13 +3,14 @@
 #   scripts/install_deps.sh [GROUP...]   groups: build, test, browser (default: all three)
 # build:   compiling iosim (doctest-dev: the test suites are configured with it) and Chart.js,
 #          embedded into `iosim report --html` pages;
-# test:    the rest of the test suite: Google Benchmark, jsonschema (the JSON Schema check);
+# test:    the rest of the test suite: Google Benchmark, jsonschema (the JSON Schema check),
+#          pybind11 and pytest (the Python package and its tests);
 # browser: chromium renders the HTML report and nodejs parses its scripts, for
 #          tests/browser_test.sh alone (skip it with IOSIM_SKIP_BROWSER_TEST=1 scripts/test.sh).
 set -euo pipefail
 declare -A group_packages=(
   [build]="cmake g++ make git libcli11-dev libyaml-cpp-dev libfmt-dev doctest-dev nlohmann-json3-dev libeigen3-dev libjs-chart.js"
-  [test]="libbenchmark-dev python3-jsonschema"
+  [test]="libbenchmark-dev python3-jsonschema pybind11-dev python3-dev python3-pytest"
   [browser]="chromium nodejs"
 )
 # Ubuntu packages Chromium as chromium-browser (a snap launcher); tests/browser_test.sh finds both.
