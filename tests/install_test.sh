@@ -38,4 +38,7 @@ if "$bin" report --help | grep -q "the copy built into iosim"; then
   # Chart.js was embedded (libjs-chart.js was there at configure time): it is in the page.
   grep -q "Chart" report.html || fail "report.html has no Chart.js"
 fi
+"$bin" explain --algo flash2 --seq 32 --block-q 16 --block-kv 16 --html explain.html >/dev/null ||
+  fail "explain --html"
+[ -s explain.html ] || fail "explain --html wrote nothing"
 echo "install: ok ($("$bin" --version))"
