@@ -176,6 +176,13 @@ expect 2 "does not exist" -- "${EX[@]}" --html /nonexistent/x.html
 out=$("$IOSIM" "${EX[@]}" --focus cta:1 | grep -c '^step .* CTA 0 ')
 if [ "$out" = 0 ]; then ok; else bad "explain --focus cta:1 shows CTA 0's steps"; fi
 if "$IOSIM" "${EX[@]}" | grep -q $'\033'; then bad "explain colors piped output"; else ok; fi
+# The summary's DRAM total counts the lines still dirty in the L2 (they reach DRAM later): with
+# them it is at least the compulsory bytes; and the lower bound shows both of its terms.
+summary=$("$IOSIM" "${EX[@]}" | tail -4)
+compulsory=$(sed -n 's/.*compulsory (each input read once.*: \([0-9,]*\) B/\1/p' <<<"$summary" | tr -d ,)
+dram=$(sed -n 's/.*DRAM \([0-9,]*\) B incl. dirty.*/\1/p' <<<"$summary" | tr -d ,)
+if [ -n "$dram" ] && [ -n "$compulsory" ] && [ "$dram" -ge "$compulsory" ]; then ok; else bad "explain's DRAM total ($dram) is below compulsory ($compulsory)"; fi
+if grep -q "lower bound: [0-9,]* B = max(compulsory" <<<"$summary"; then ok; else bad "explain's lower bound hides its compulsory term"; fi
 "$IOSIM" "${EX[@]}" --html "$tmp/explain.html" 2>/dev/null
 if [ -s "$tmp/explain.html" ] && grep -q 'id="trace"' "$tmp/explain.html"; then ok; else bad "explain --html wrote no page"; fi
 
