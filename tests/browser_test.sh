@@ -2,7 +2,8 @@
 # The HTML report as a reader opens it: first node (Debian's `nodejs`) parses the page's scripts
 # (reports/assets/*.js), so that a syntax error names its file and line; then headless Chromium
 # (Debian's `chromium`) renders the report of a small sweep (two shards, merged) with measurements.
-# Fails on any console message or script error, and unless every chart drew; then draws every
+# Fails on any console message or script error, and unless every chart drew data points (its
+# datasets hold points and the area inside its axes holds ink, not axes alone); then draws every
 # selection of the page's controls (#selftest) and checks again. Run by ctest with IOSIM set to the
 # binary.
 #
@@ -91,6 +92,19 @@ echo "charts: expected $expected, drawn $drawn, want $want; status $status; scri
 [ "$expected" = "$want" ] || bad "the page has $expected charts, want $want"
 [ "$drawn" = "$expected" ] || bad "$drawn of $expected charts drew"
 [ "$errors" = 0 ] || bad "$errors script errors: $(body_attr "$tmp/page.html" error-text)"
+# Each chart must show data, not only axes: its datasets hold points and the area inside its axes
+# holds opaque pixels (the page's iosimDrawn plugin counts both per chart, in page order).
+points=$(body_attr "$tmp/page.html" chart-points)
+ink=$(body_attr "$tmp/page.html" chart-ink)
+echo "data points per chart: $points; opaque pixels inside the axes: $ink"
+IFS=, read -r -a point_list <<<"$points"
+IFS=, read -r -a ink_list <<<"$ink"
+[ "${#point_list[@]}" = "$want" ] || bad "data points listed for ${#point_list[@]} charts, want $want"
+[ "${#ink_list[@]}" = "$want" ] || bad "plot-area ink listed for ${#ink_list[@]} charts, want $want"
+for k in "${!point_list[@]}"; do
+  [ "${point_list[$k]}" -gt 0 ] 2>/dev/null || bad "chart $((k + 1)) has no data points"
+  [ "${ink_list[$k]:-0}" -gt 0 ] 2>/dev/null || bad "chart $((k + 1)) drew nothing inside its axes"
+done
 for table in best-blocks validation-summary; do
   grep -q "id=\"$table\"" "$tmp/page.html" || bad "no table '$table'"
 done

@@ -12,11 +12,6 @@ using namespace iosim;
 
 namespace {
 
-// |actual / expected - 1| <= rel: doctest's Approx has an absolute epsilon below 1.
-bool rel_close(double actual, double expected, double rel) {
-  return expected != 0.0 && std::abs(actual / expected - 1.0) <= rel;
-}
-
 RunRequest flash3(std::int64_t b, std::int64_t h, std::int64_t n, std::int64_t d,
                   std::int64_t bq = 0, std::int64_t bkv = 0) {
   return test::request("flash3", b, h, n, d, bq, bkv);
@@ -25,9 +20,9 @@ RunRequest flash3(std::int64_t b, std::int64_t h, std::int64_t n, std::int64_t d
 }  // namespace
 
 TEST_CASE("rel_close is relative and can fail") {
-  CHECK(rel_close(0.105, 0.1, 0.06));
-  CHECK_FALSE(rel_close(0.105, 0.1, 0.04));
-  CHECK_FALSE(rel_close(1.0, 0.0, 1.0));
+  CHECK(test::rel_close(0.105, 0.1, 0.06));
+  CHECK_FALSE(test::rel_close(0.105, 0.1, 0.04));
+  CHECK_FALSE(test::rel_close(1.0, 0.0, 1.0));
 }
 
 TEST_CASE("flash3: two-level HBM bytes equal its closed form over random shapes") {
@@ -128,7 +123,7 @@ TEST_CASE("FlashAttention-3's headline shape: FP16 forward, d = 128, N = 16k, H1
   const double flops = 4.0 * 16 * 16384.0 * 16384.0 * 128;
   const double tflops = flops / rep.engine.time_s / 1e12;
   CAPTURE(tflops);
-  CHECK(rel_close(tflops, 775.0, 0.02));
-  CHECK(rel_close(tflops, 740.0, 0.15));  // the issue's goal
+  CHECK(test::rel_close(tflops, 775.0, 0.02));
+  CHECK(test::rel_close(tflops, 740.0, 0.15));  // the issue's goal
   CHECK(rep.engine.kernels.at(0).bound == "compute");
 }
