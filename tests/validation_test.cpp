@@ -2,12 +2,14 @@
 // must stay at or under the accuracy levels recorded next to the data, per device folder. Our own
 // kernels (measurements*.json), PyTorch's (pytorch_sdpa_*.json) and cuDNN's Hopper kernels
 // (cudnn_*/cudnn_sdpa_*.json, forward cases: flash3 has no backward yet) have levels of their own;
-// scripts/accuracy_levels.py writes them (tightening freely, loosening only when told why).
+// scripts/accuracy_levels.py writes them (tightening freely, loosening only when told why, with a
+// history entry and a CALIBRATION.md entry: its --check, ctest accuracy_gate, holds that).
 #include "validation/validation.hpp"
 
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -26,6 +28,23 @@ nlohmann::json read_levels(const std::string& levels_file) {
   return nlohmann::json::parse(in).at("devices");
 }
 
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// |predicted - measured| in bytes of metric i over a schedule's compared cases ("all": every one).
+std::vector<double> byte_errors(const ValidationResult& v, const std::string& schedule, int i) {
+  std::vector<double> out;
+  for (const CaseResult& c : v.cases) {
+    if (!c.skipped_reason.empty() || (schedule != "all" && c.schedule != schedule)) continue;
+    if (c.metrics[i].measured > 0)
+      out.push_back(std::abs(c.metrics[i].predicted - c.metrics[i].measured));
+  }
+  return out;
+}
+
 void check_levels(const ValidationResult& v, const nlohmann::json& levels) {
   REQUIRE(!v.summaries.empty());
   for (const Summary& s : v.summaries) {
@@ -42,6 +61,16 @@ void check_levels(const ValidationResult& v, const nlohmann::json& levels) {
       REQUIRE(s.median_abs_error[i].has_value());
       CHECK(*s.median_abs_error[i] <= m.at("median").get<double>() + 1e-9);
       CHECK(*s.worst_abs_error[i] <= m.at("worst").get<double>() + 1e-9);
+      // Absolute-byte levels, where a relative level means nothing (100%: predicting 0 meets it).
+      if (m.contains("median_bytes") || m.contains("worst_bytes")) {
+        const std::vector<double> errs = byte_errors(v, s.schedule, i);
+        REQUIRE(!errs.empty());
+        if (m.contains("median_bytes"))
+          CHECK(median_of(errs) <= m.at("median_bytes").get<double>());
+        if (m.contains("worst_bytes")) {
+          CHECK(*std::max_element(errs.begin(), errs.end()) <= m.at("worst_bytes").get<double>());
+        }
+      }
     }
   }
 }
