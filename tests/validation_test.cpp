@@ -14,6 +14,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "tests/test_support.hpp"
+
 using namespace iosim;
 
 namespace {
@@ -34,15 +36,37 @@ double median_of(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-// |predicted - measured| in bytes of metric i over a schedule's compared cases ("all": every one).
-std::vector<double> byte_errors(const ValidationResult& v, const std::string& schedule, int i) {
+// |predicted - measured| in bytes of metric i (as-run, or blind) over a schedule's compared cases
+// ("all": every one).
+std::vector<double> byte_errors(const ValidationResult& v, const std::string& schedule, int i,
+                                bool blind) {
   std::vector<double> out;
   for (const CaseResult& c : v.cases) {
     if (!c.skipped_reason.empty() || (schedule != "all" && c.schedule != schedule)) continue;
-    if (c.metrics[i].measured > 0)
-      out.push_back(std::abs(c.metrics[i].predicted - c.metrics[i].measured));
+    const Comparison& x = blind ? c.blind[i] : c.metrics[i];
+    if (x.measured > 0) out.push_back(std::abs(x.predicted - x.measured));
   }
   return out;
+}
+
+// One metric's level: relative median and worst, and bytes where the file keeps them.
+void check_level(const ValidationResult& v, const Summary& s, const nlohmann::json& m, int i,
+                 bool blind) {
+  if (m.at("median").is_null()) return;
+  const auto& median = blind ? s.blind_median_abs_error[i] : s.median_abs_error[i];
+  const auto& worst = blind ? s.blind_worst_abs_error[i] : s.worst_abs_error[i];
+  REQUIRE(median.has_value());
+  CHECK(*median <= m.at("median").get<double>() + 1e-9);
+  CHECK(*worst <= m.at("worst").get<double>() + 1e-9);
+  // Absolute-byte levels, where a relative level means little (100%: predicting 0 meets it).
+  if (m.contains("median_bytes") || m.contains("worst_bytes")) {
+    const std::vector<double> errs = byte_errors(v, s.schedule, i, blind);
+    REQUIRE(!errs.empty());
+    if (m.contains("median_bytes")) CHECK(median_of(errs) <= m.at("median_bytes").get<double>());
+    if (m.contains("worst_bytes")) {
+      CHECK(*std::max_element(errs.begin(), errs.end()) <= m.at("worst_bytes").get<double>());
+    }
+  }
 }
 
 void check_levels(const ValidationResult& v, const nlohmann::json& levels) {
@@ -56,21 +80,10 @@ void check_levels(const ValidationResult& v, const nlohmann::json& levels) {
     for (int i = 0; i < kMetricCount; ++i) {
       const std::string metric = metric_name(kMetrics[i]);
       CAPTURE(metric);
-      const nlohmann::json& m = level.at(metric);
-      if (m.at("median").is_null()) continue;
-      REQUIRE(s.median_abs_error[i].has_value());
-      CHECK(*s.median_abs_error[i] <= m.at("median").get<double>() + 1e-9);
-      CHECK(*s.worst_abs_error[i] <= m.at("worst").get<double>() + 1e-9);
-      // Absolute-byte levels, where a relative level means nothing (100%: predicting 0 meets it).
-      if (m.contains("median_bytes") || m.contains("worst_bytes")) {
-        const std::vector<double> errs = byte_errors(v, s.schedule, i);
-        REQUIRE(!errs.empty());
-        if (m.contains("median_bytes"))
-          CHECK(median_of(errs) <= m.at("median_bytes").get<double>());
-        if (m.contains("worst_bytes")) {
-          CHECK(*std::max_element(errs.begin(), errs.end()) <= m.at("worst_bytes").get<double>());
-        }
-      }
+      check_level(v, s, level.at(metric), i, false);
+      // The blind headline: held where the file records it (blind_dram, blind_time).
+      if (level.contains("blind_" + metric))
+        check_level(v, s, level.at("blind_" + metric), i, true);
     }
   }
 }
@@ -129,4 +142,63 @@ TEST_CASE("validation accuracy on cuDNN's Hopper kernels does not fall below the
     ++devices;
   }
   CHECK(devices >= 2);  // H100 and H200
+}
+
+TEST_CASE(
+    "blind predicts from the flags alone at the free-running clock; as-run adds what was "
+    "measured") {
+  // One committed case: our flash2 kernel, d = 64, 128 x 64 tiles, 128 threads; the compiler gave
+  // it 234 registers (2 CTAs per SM) where iosim's estimate allows 3.
+  const fs::path file = kDir + "/h100-sxm5-80gb/measurements_2026-11-22.json";
+  std::ifstream in(file);
+  REQUIRE(in.good());
+  nlohmann::json doc = nlohmann::json::parse(in);
+  nlohmann::json one;
+  for (const nlohmann::json& c : doc.at("cases"))
+    if (c.at("id") == "flash2_b4_h16_n1024_nkv1024_d64_bq128_bkv64") one = c;
+  REQUIRE(one.is_object());
+  doc["cases"] = nlohmann::json::array({one});
+  const fs::path dir = fs::temp_directory_path() / "iosim_blind_test" / "h100-sxm5-80gb";
+  fs::create_directories(dir);
+  std::ofstream(dir / "measurements_one.json") << doc.dump();
+  const ValidationResult v = validate_measurements(dir);
+  fs::remove_all(dir.parent_path());
+  REQUIRE(v.cases.size() == 1);
+  const CaseResult& c = v.cases[0];
+  REQUIRE(c.skipped_reason.empty());
+  const double free_mhz = doc.at("clocks")
+                              .at("free_running_pass")
+                              .at("sm_clock_mhz_when_power_above_150w")
+                              .at("median");
+  CHECK(c.blind_sm_clock_mhz == free_mhz);
+
+  // What a user types: iosim run --algo flash2 --batch 4 --heads 16 --seq 1024 --head-dim 64
+  //   --block-q 128 --block-kv 64 --threads 128 --sm-clock-mhz <free>.
+  RunRequest r = test::request("flash2", 4, 16, 1024, 64, 128, 64);
+  r.tiling.threads = 128;
+  r.engine.sm_clock_mhz = free_mhz;
+  const Report run = simulate(test::profile(), r);
+  REQUIRE(run.feasible());
+  const int t = 5, dram = 0;  // kMetrics: dram ... time
+  REQUIRE(kMetrics[t] == Metric::time);
+  CHECK(c.blind[t].predicted == run.engine.time_s);
+  CHECK(c.blind[t].measured == one.at("time_free_running_s").get<double>());
+  r.engine.flush_l2_between_kernels = true;  // bytes as Nsight Compute counts them
+  const Report cold = simulate(test::profile(), r);
+  CHECK(c.blind[dram].predicted == static_cast<double>(cold.engine.total.hbm.read_total() +
+                                                       cold.engine.total.hbm.write_total()));
+  CHECK(c.blind[dram].measured == c.metrics[dram].measured);
+
+  // As-run: the kernel's 234 registers (2 CTAs per SM where the estimate allows 3), its two K/V
+  // buffer pairs (49152 B of shared memory), Nsight Compute's clock.
+  CHECK(cold.engine.kernels.at(0).occupancy.ctas_per_sm == 3);
+  r.engine.sm_clock_mhz = c.sm_clock_mhz;
+  r.engine.registers_by_role = {{"attention", 234}};
+  r.tiling.pipeline_stages = 2;
+  const Report as_run = simulate(test::profile(), r);
+  CHECK(as_run.engine.kernels.at(0).occupancy.ctas_per_sm == 2);
+  CHECK(c.metrics[t].predicted == as_run.engine.time_s);
+  CHECK(test::rel_close(
+      c.metrics[t].measured,
+      one.at("kernels")[0].at("metrics").at("gpu__time_duration.sum").get<double>() * 1e-9, 1e-12));
 }
