@@ -94,6 +94,13 @@
   }
 
   var anyNkv = ROWS.some(function (r) { return r.Nkv !== r.N; });
+  // Every row carries the clock it was timed at (each profile's boost clock unless a sweep sets
+  // --sm-clock-mhz): it names a configuration only when one profile was timed at several clocks,
+  // else each profile's rows would form a configuration of their own and the other profiles'
+  // charts would be drawn empty under it.
+  var clocks = {};
+  ROWS.forEach(function (r) { (clocks[r.p] = clocks[r.p] || {})[r.clk] = true; });
+  var anyClock = Object.keys(clocks).some(function (p) { return Object.keys(clocks[p]).length > 1; });
   ROWS.forEach(function (r) {
     var parts = ['B=' + r.B, 'H=' + r.H, r.dt, r.pass];
     if (anyNkv) parts.push('N_kv=' + r.Nkv);
@@ -102,7 +109,7 @@
     if (r.drop > 0) parts.push('dropout=' + r.drop);
     if (r.pat) parts.push('pattern ' + r.pat);
     parts.push('L2 ' + r.l2 + (r.cold ? ' (cold)' : ''));
-    if (r.clk > 0) parts.push(r.clk + ' MHz');
+    if (anyClock && r.clk > 0) parts.push(r.clk + ' MHz');
     r.variant = parts.join(' ');
   });
 
