@@ -42,6 +42,27 @@ class Flash2Schedule final : public Schedule {
     return {k};
   }
 
+  // Heads repeat; with grouped-query heads sharing K/V (unpacked), a group of heads of every batch.
+  // A CTA's K/V blocks repeat up to the first that crosses the causal diagonal, or the last,
+  // which also writes O (under a block mask the blocks follow no stride: none).
+  Repetition repetition(std::size_t) const override {
+    const QueryView v = view();
+    const std::int64_t tr = ceil_div(v.rows, t_.block_q);
+    const std::int64_t shared = v.packed || p_.group() == 1 ? 1 : p_.batch * p_.group();
+    return {tr * shared, blocks_ ? 0 : 1};
+  }
+  PartRange steady_parts(std::size_t, std::int64_t cta) const override {
+    if (blocks_) return {};
+    const auto [qb, bh, kv, q0, qr] = view().tile(p_, t_.block_q, cta);
+    std::int64_t blocks = dense_kv_blocks(p_, q0, qr, t_.block_kv) - 1;  // all but the last
+    if (p_.causal) {
+      // Blocks whose last key row q0 sees: (k + 1) * block_kv - 1 <= q0 + seq_kv - seq.
+      const std::int64_t seen = q0 + p_.seq_kv - p_.seq + 1;
+      blocks = std::min(blocks, seen > 0 ? seen / t_.block_kv : 0);
+    }
+    return {1, static_cast<std::size_t>(1 + std::max<std::int64_t>(0, blocks))};
+  }
+
   // Part 0 loads Q and initializes the state; part 1 + k is the k-th K/V block the CTA computes
   // (under a block mask, its k-th nonzero block), and the last one also writes O and L. One
   // block per part keeps a few operations per resident CTA in memory instead of all of them
