@@ -46,21 +46,14 @@ class Flash2Schedule final : public Schedule {
   // A CTA's K/V blocks repeat up to the first that crosses the causal diagonal, or the last,
   // which also writes O (under a block mask the blocks follow no stride: none).
   Repetition repetition(std::size_t) const override {
-    const QueryView v = view();
-    const std::int64_t tr = ceil_div(v.rows, t_.block_q);
-    const std::int64_t shared = v.packed || p_.group() == 1 ? 1 : p_.batch * p_.group();
-    return {tr * shared, blocks_ ? 0 : 1};
+    Repetition r = forward_repetition(p_, view(), t_.block_q);
+    if (blocks_) r.part_period = 0;
+    return r;
   }
   PartRange steady_parts(std::size_t, std::int64_t cta) const override {
     if (blocks_) return {};
-    const auto [qb, bh, kv, q0, qr] = view().tile(p_, t_.block_q, cta);
-    std::int64_t blocks = dense_kv_blocks(p_, q0, qr, t_.block_kv) - 1;  // all but the last
-    if (p_.causal) {
-      // Blocks whose last key row q0 sees: (k + 1) * block_kv - 1 <= q0 + seq_kv - seq.
-      const std::int64_t seen = q0 + p_.seq_kv - p_.seq + 1;
-      blocks = std::min(blocks, seen > 0 ? seen / t_.block_kv : 0);
-    }
-    return {1, static_cast<std::size_t>(1 + std::max<std::int64_t>(0, blocks))};
+    const QueryView::Tile tile = view().tile(p_, t_.block_q, cta);
+    return forward_steady_parts(p_, tile.q0, tile.qr, t_.block_kv);
   }
 
   // Part 0 loads Q and initializes the state; part 1 + k is the k-th K/V block the CTA computes

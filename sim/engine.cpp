@@ -3,8 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cmath>
-#include <numeric>
 #include <optional>
 
 #include "sim/address_map.hpp"
@@ -76,10 +74,6 @@ struct Rates {
   } per{};
 };
 
-// Steady-state extrapolation with the L2 on: the L2 capacities' worth of its stream a CTA keeps
-// simulating when the rest of its steps are cut (KernelRun::cut_windows says why).
-constexpr double kKeptL2Capacities = 1.5;
-
 // Warp schedulers (SM sub-partitions) per SM on Ampere and Hopper: the A100 and H100
 // whitepapers' SM diagrams show four processing blocks, each with its own scheduler.
 constexpr double kSchedulersPerSm = 4.0;
@@ -120,8 +114,10 @@ class KernelRun {
         ports_(static_cast<std::size_t>(rates_.sm_count)),
         resident_on_sm_(static_cast<std::size_t>(rates_.sm_count), 0),
         observer_(observer),
-        repetition_(extrapolate ? schedule.repetition(kernel_index) : Repetition{}),
-        l2_capacity_bytes_(static_cast<double>(profile.l2.size_bytes.value)) {}
+        repetition_(extrapolate ? schedule.repetition(kernel_index) : Repetition{}) {
+    // Steps are left out only with the L2 off (sim/steady_state.hpp says why).
+    if (l2_ != nullptr) repetition_.part_period = 0;
+  }
 
   /// Simulates the kernel into `c` and returns its time; `extrapolated` says what was left out.
   double run(Counters& c, Extrapolation& extrapolated) {
@@ -131,10 +127,11 @@ class KernelRun {
     const std::int64_t slots =
         std::min<std::int64_t>(ctas_, static_cast<std::int64_t>(rates_.sm_count) * ctas_per_sm_);
     if (repetition_.cta_period > 0 && slots > 0) {
-      // Whole waves as well as whole repetitions: CTAs run in waves of `slots`, which start
-      // together once the first have (their dispatch times are quantized to waves). Leaving out
-      // periods that are not whole waves would move the final partial wave.
-      period_ = std::lcm(repetition_.cta_period, slots);
+      // Periods of at least the resident CTAs, so that one holds a wave's worth. Where waves
+      // start together (dispatch times quantized to waves) and a period is not whole waves,
+      // periods alternate between more and fewer waves and never agree: nothing is left out.
+      const std::int64_t p = repetition_.cta_period;
+      period_ = (slots + p - 1) / p * p;
     }
     if (slots >= (std::int64_t{1} << Event::kSlotBits)) {
       throw ConfigError(
@@ -172,7 +169,7 @@ class KernelRun {
       }
       if (repetition_.part_period > 0 && ++window_events_ >= window_length_) end_of_window(now);
     }
-    stats_->ctas_simulated += next_cta_;
+    stats_->ctas_simulated += next_cta_ - stats_->ctas_extrapolated;
     return last_finish + skipped_s_ + rates_.launch_s;
   }
 
@@ -194,12 +191,14 @@ class KernelRun {
     if (!periods_.steady()) return;
     const std::int64_t n = (ctas_ - next_cta_) / period_ - 2;
     if (n < 1) return;
+    // The CTAs after the gap are the grid's last ones, so that the L2 holds at the kernel's end
+    // what it would have held for the next kernel.
     periods_.add_counters_for(n, *counters_);
     const double dt = periods_.time_for(n);
     skipped_s_ += dt;
     stats_->time_extrapolated_s += dt;
     stats_->ctas_extrapolated += n * period_;
-    ctas_ -= n * period_;
+    next_cta_ += n * period_;
     periods_.clear();
   }
 
@@ -225,29 +224,16 @@ class KernelRun {
 
   // Leaves m windows out of the time line: each resident CTA m x part_period parts at the end of
   // its steady range, keeping at least one window of steady parts after the cut.
-  //
-  // With the L2 on, each CTA also keeps steady parts that stream at least kKeptL2Capacities
-  // times the L2's capacity. The CTAs of a head in a later wave read its K/V blocks again from
-  // the first: on the GPU, the blocks streamed since evicted them; after a cut that left the
-  // stream shorter than the L2, they would still be there and hit.
   void cut_windows(double now) {
     const auto q = static_cast<std::size_t>(repetition_.part_period);
-    std::size_t keep = 0;  // steady parts each CTA keeps
-    if (l2_ != nullptr) {
-      const double per_part = windows_.read_bytes_per_window() /
-                              (static_cast<double>(resident_) * static_cast<double>(q));
-      if (per_part <= 0) return;
-      keep = static_cast<std::size_t>(std::ceil(kKeptL2Capacities * l2_capacity_bytes_ / per_part));
-    }
     std::size_t m = ~std::size_t{0};
     for (const CtaState& st : states_) {
       if (st.cta < 0) continue;
       const std::size_t last = std::min(st.skip_from, st.steady_last);
-      const std::size_t kept = std::max(st.part + 1 + q, st.steady_first + keep);
+      const std::size_t kept = st.part + 1 + q;
       if (last < kept + q) return;
       m = std::min(m, (last - kept) / q);
     }
-    if (m < 1) return;
     windows_.add_counters_for(static_cast<std::int64_t>(m), *counters_);
     const double dt = windows_.time_for(static_cast<std::int64_t>(m));
     skipped_s_ += dt;
@@ -560,14 +546,13 @@ class KernelRun {
   EventQueue events_;
   std::uint64_t seq_ = 0;  // events issued
   std::int64_t next_cta_ = 0;
-  std::int64_t ctas_ = 0;  // CTAs dispatched in all: the grid, less periods left out
+  std::int64_t ctas_ = 0;  // CTAs in the grid
   // Steady-state extrapolation (sim/steady_state.hpp).
   Repetition repetition_;
   std::int64_t period_ = 0;  // CTAs per period (0: none)
   detail::RepeatDetector periods_, windows_;
   std::int64_t window_events_ = 0, window_length_ = 0;
   double skipped_s_ = 0.0;  // time of the windows and periods left out
-  double l2_capacity_bytes_;
   Extrapolation* stats_ = nullptr;
   // Runs of the tile being moved: sums of per-run bytes in doubles are exact (integers far
   // below 2^53), so sending a tile's runs to the L2 together counts what run-by-run did.
@@ -630,8 +615,7 @@ EngineResult run_schedule(const HardwareProfile& profile, const Schedule& schedu
                                     spec.grid.count(), profile.sm.count.value)) /
                                     profile.sm.count.value;
     KernelRun run(profile, schedule, k, spec, kr.occupancy, addresses, l2 ? &*l2 : nullptr,
-                  clock_mhz, options.observer,
-                  !options.exact && !l2 && options.observer == nullptr);
+                  clock_mhz, options.observer, !options.exact && options.observer == nullptr);
     kr.time_s = run.run(kr.counters, kr.extrapolation);
     kr.counters.l2_dirty_at_end_bytes = l2 ? l2->dirty_bytes() : 0;
     kr.bound = classify_bound(profile, kr.counters, kr.time_s, clock_mhz, spec.mma_dtype,

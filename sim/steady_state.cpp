@@ -90,13 +90,6 @@ double RepeatDetector::time_for(std::int64_t n) const {
   return span * static_cast<double>(n) / kWindows;
 }
 
-double RepeatDetector::read_bytes_per_window() const {
-  auto read = [](const Counters& c) {
-    return static_cast<double>(c.l2.read_total() + c.hbm.read_total());
-  };
-  return (read(snapshots_.back().c) - read(snapshots_.front().c)) / kWindows;
-}
-
 void RepeatDetector::add_counters_for(std::int64_t n, Counters& c) const {
   __extension__ using I128 = unsigned __int128;
   for_each_field(c, snapshots_.back().c, snapshots_.front().c,

@@ -18,9 +18,10 @@
 //     before the ones they read next, as it would have.
 //   - CTAs (Repetition::cta_period). At every dispatch of CTA k x P (P: cta_period rounded up to
 //     at least the resident CTAs) the engine takes the time and the counters. When the last
-//     kWindows periods agree within kTolerance, it leaves n periods out of the grid (the last
-//     CTAs are never dispatched) and adds n times their mean; the CTAs it still dispatches, the
-//     last periods and the final partial wave, are simulated as they come.
+//     kWindows periods agree within kTolerance, it leaves n periods out of the grid (the next
+//     CTA it dispatches is k x P + n x P) and adds n times their mean; the last two periods and
+//     the final partial wave are simulated, so that the L2 holds at the kernel's end the data of
+//     the grid's last CTAs, as the next kernel would find it.
 //
 // When it is exact: the repeated work is the same operations on disjoint address ranges (another
 // head's matrices, the next K/V block), and it interacts with the rest only through the L2 and
@@ -34,8 +35,8 @@
 // Where a schedule declares nothing (paged attention: random page placement), or the windows
 // never agree, everything is simulated. EngineOptions::exact (--exact) turns it off.
 //
-// With the L2 on it is off for now (sim/engine.cpp), because windows that agree do not yet mean
-// a steady state there: the CTAs of a wave drift apart slowly, and once a laggard trails its
+// With the L2 on, steps are never left out (only CTAs), because windows that agree do not yet
+// mean a steady state there: the CTAs of a wave drift apart slowly, and once a laggard trails its
 // head's leader by more than the L2 holds, its K/V reads start to miss. Windows taken before
 // that agree within 0.1% and predict too few misses: flash2 B=1 H=1 N=32768 d=64 with a 4 MB L2
 // (tests/steady_state_test.cpp's machine) extrapolated 5.33 MB of K from DRAM against 6.61 MB
@@ -76,8 +77,6 @@ class RepeatDetector {
   bool steady() const;
   /// Mean duration of the last kWindows windows, times `n`.
   double time_for(std::int64_t n) const;
-  /// Mean bytes the SMs read from the L2 (HBM with the L2 off) per window.
-  double read_bytes_per_window() const;
   /// Adds to `c` the mean counters of the last kWindows windows, times `n` (rounded).
   void add_counters_for(std::int64_t n, Counters& c) const;
 

@@ -139,6 +139,14 @@ TEST_CASE("steady-state extrapolation: within 0.5% (counters) and 1% (time) of f
   r = test::request("paged", 1, 8, 1, 64);
   r.problem.seq_kv = 65536;
   run(r);
+  // Many heads, so that whole periods of heads are left out (with the L2 on, too).
+  run(test::request("flash2", 2, 32, 1024, 64));
+  r = test::request("flash2", 2, 32, 1024, 64);
+  r.problem.causal = true;
+  run(r);
+  run(test::request("flash3", 2, 32, 1024, 128));
+  run(test::request("flash1", 4, 128, 256, 64));
+  run(test::request("standard", 2, 32, 512, 64));
   MESSAGE(applied, " of ", cases, " cases extrapolated");
   CHECK(applied >= 4);  // the corpus exercises extrapolation, not only its fallback
 }
