@@ -16,8 +16,8 @@
 //     have read next after the cut at their addresses minus the cut's blocks, so the CTAs that
 //     share a K/V block still meet on it in the same order, and the L2 holds the blocks just
 //     before the ones they read next, as it would have.
-//   - CTAs (Repetition::cta_period). At every dispatch of CTA k x P (P: cta_period rounded up to
-//     at least the resident CTAs) the engine takes the time and the counters. When the last
+//   - CTAs (Repetition::cta_period). At every dispatch of CTA k x P (P: the least common multiple
+//     of cta_period and the resident CTAs, so that periods are whole waves) the engine takes the time and the counters. When the last
 //     kWindows periods agree within kTolerance, it leaves n periods out of the grid (the next
 //     CTA it dispatches is k x P + n x P) and adds n times their mean; the last two periods and
 //     the final partial wave are simulated, so that the L2 holds at the kernel's end the data of
