@@ -18,20 +18,28 @@ Extrapolation& Extrapolation::operator+=(const Extrapolation& o) {
 namespace detail {
 namespace {
 
-// What must repeat: the time and the totals of every level and kind of work. Each is compared
-// against itself, with a floor of a hundredth of its level's traffic (write-backs come in bursts
-// of a region's dirty sectors: a window with none beside one with a few KB of a level moving
-// hundreds of MB repeats).
-constexpr std::size_t kCompared = 8;
+// What must repeat: the time, the work, and every tensor's bytes at every level (totals that
+// agree can hide windows that caught a different mix of CTAs' phases: more Q loads and fewer K/V
+// ones). Each is compared against itself, with a floor of a hundredth of its level's traffic
+// (write-backs come in bursts: a window with none beside one with a few KB of a level moving
+// hundreds of MB repeats). Entry 0 is the time; entries 1-4 the levels' totals.
+constexpr std::size_t kCompared = 8 + 4 * kTensorCount;
 std::array<double, kCompared> compared(double t, const Counters& c) {
-  return {t,
-          static_cast<double>(c.hbm.read_total()),
-          static_cast<double>(c.hbm.write_total()),
-          static_cast<double>(c.l2.read_total()),
-          static_cast<double>(c.l2.write_total()),
-          static_cast<double>(c.smem_read_bytes + c.smem_write_bytes),
-          static_cast<double>(c.tensor_flops),
-          static_cast<double>(c.fp32_flops + c.sfu_ops + c.int32_ops)};
+  std::array<double, kCompared> v = {t,
+                                     static_cast<double>(c.hbm.read_total()),
+                                     static_cast<double>(c.hbm.write_total()),
+                                     static_cast<double>(c.l2.read_total()),
+                                     static_cast<double>(c.l2.write_total()),
+                                     static_cast<double>(c.smem_read_bytes + c.smem_write_bytes),
+                                     static_cast<double>(c.tensor_flops),
+                                     static_cast<double>(c.fp32_flops + c.sfu_ops + c.int32_ops)};
+  for (std::size_t i = 0; i < kTensorCount; ++i) {
+    v[8 + 4 * i] = static_cast<double>(c.hbm.read_bytes[i]);
+    v[9 + 4 * i] = static_cast<double>(c.hbm.write_bytes[i]);
+    v[10 + 4 * i] = static_cast<double>(c.l2.read_bytes[i]);
+    v[11 + 4 * i] = static_cast<double>(c.l2.write_bytes[i]);
+  }
+  return v;
 }
 
 // The same field of every counter: f(field of newer, field of older) -> new value of `into`.
@@ -77,8 +85,10 @@ bool RepeatDetector::steady() const {
     const double mean = sum / kWindows;
     // The level's traffic: HBM read + write (fields 1, 2), L2 (3, 4); others themselves.
     double level = mean;
-    if (q == 1 || q == 2) level = (deltas[0][1] + deltas[0][2]);
-    if (q == 3 || q == 4) level = (deltas[0][3] + deltas[0][4]);
+    const bool hbm = q == 1 || q == 2 || (q >= 8 && (q - 8) % 4 < 2);
+    const bool l2 = q == 3 || q == 4 || (q >= 8 && (q - 8) % 4 >= 2);
+    if (hbm) level = deltas[0][1] + deltas[0][2];
+    if (l2) level = deltas[0][3] + deltas[0][4];
     const double scale = std::max(std::abs(mean), 0.01 * std::abs(level));
     if (hi - lo > kTolerance * scale) return false;
   }
