@@ -79,6 +79,15 @@ class Flash3Schedule final : public Schedule {
     return {k};
   }
 
+  // As flash2's: heads (or groups) repeat, and the K/V blocks before the last or the diagonal.
+  Repetition repetition(std::size_t) const override {
+    return forward_repetition(p_, view(), t_.block_q);
+  }
+  PartRange steady_parts(std::size_t, std::int64_t cta) const override {
+    const QueryView::Tile tile = view().tile(p_, t_.block_q, cta);
+    return forward_steady_parts(p_, tile.q0, tile.qr, t_.block_kv);
+  }
+
   // Part 0: Q's tile and the state; part 1 + j: key block j; the last also writes O and L.
   bool emit_cta_part(std::size_t, std::int64_t cta, std::size_t part,
                      std::vector<TileOp>& out) const override {

@@ -41,6 +41,14 @@ class SequenceSchedule final : public Schedule {
     if (kernel < first_kernels_) return first_->emit_cta_part(kernel, cta, part, out);
     return second_->emit_cta_part(kernel - first_kernels_, cta, part, out);
   }
+  Repetition repetition(std::size_t kernel) const override {
+    if (kernel < first_kernels_) return first_->repetition(kernel);
+    return second_->repetition(kernel - first_kernels_);
+  }
+  PartRange steady_parts(std::size_t kernel, std::int64_t cta) const override {
+    if (kernel < first_kernels_) return first_->steady_parts(kernel, cta);
+    return second_->steady_parts(kernel - first_kernels_, cta);
+  }
 
  private:
   std::unique_ptr<Schedule> first_, second_;

@@ -79,6 +79,30 @@ inline std::int64_t dense_kv_blocks(const AttentionProblem& p, std::int64_t q0, 
   return (p.causal ? std::min(tc - 1, (q0 + qr - 1 + p.seq_kv - p.seq) / block_kv) : tc - 1) + 1;
 }
 
+/// How a dense forward over `view` repeats (flash2, flash3; sim/steady_state.hpp): heads, or with
+/// grouped-query heads sharing K/V unpacked, a group of heads of every batch; inside a CTA one
+/// K/V block per part.
+inline Repetition forward_repetition(const AttentionProblem& p, const QueryView& view,
+                                     std::int64_t block_q) {
+  const std::int64_t tr = ceil_div(view.rows, block_q);
+  const std::int64_t shared = view.packed || p.group() == 1 ? 1 : p.batch * p.group();
+  return {tr * shared, 1};
+}
+
+/// The K/V blocks of a dense forward tile of rows [q0, q0 + qr) that repeat, as parts 1 + k:
+/// all but the last (which also writes O), and under causal masking those before the first
+/// block that crosses the diagonal (masked).
+inline PartRange forward_steady_parts(const AttentionProblem& p, std::int64_t q0, std::int64_t qr,
+                                      std::int64_t block_kv) {
+  std::int64_t blocks = dense_kv_blocks(p, q0, qr, block_kv) - 1;
+  if (p.causal) {
+    // Blocks whose last key row q0 sees: (k + 1) * block_kv - 1 <= q0 + seq_kv - seq.
+    const std::int64_t seen = q0 + p.seq_kv - p.seq + 1;
+    blocks = std::min(blocks, seen > 0 ? seen / block_kv : 0);
+  }
+  return {1, static_cast<std::size_t>(1 + std::max<std::int64_t>(0, blocks))};
+}
+
 /// flash2's planning (flash2.cpp), shared with block-sparse, which adds the block mask of
 /// `p.pattern` for the resolved blocks (and returns it in Planned::blocks).
 Planned plan_flash2_family(const AttentionProblem& p, const HardwareProfile& hw,

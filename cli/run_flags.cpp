@@ -80,6 +80,10 @@ std::vector<ProblemFlag> make_problem_flags() {
       {"--cold-l2", "flush the L2 before every kernel, as Nsight Compute does", &RunFlags::cold_l2},
       {"--execute", "run the schedule numerically and report the max error", &RunFlags::execute},
       {"--seed", "seed of the random inputs, dropout and the paged block table", &RunFlags::seed},
+      {"--exact",
+       "simulate every CTA and step (default: in runs estimated to take over ~1 s, repetitions "
+       "of a steady state are extrapolated)",
+       &RunFlags::exact, false, true},
   };
 }
 
@@ -170,6 +174,7 @@ RunRequest to_request(const RunFlags& f) {
   }
   r.engine.l2_enabled = f.l2 == "on";
   r.engine.flush_l2_between_kernels = f.cold_l2;
+  r.engine.exact = f.exact;
   if (f.sm_clock_mhz < 0 || f.sm_clock_mhz > 1e4) {
     throw ConfigError(fmt::format("--sm-clock-mhz {} is out of range", f.sm_clock_mhz));
   }

@@ -24,6 +24,7 @@ struct RunFlags {
   std::string
       pattern;  // block-sparse: local:W | strided:S | random:DENSITY:SEED | causal | file:PATH
   bool causal = false, mask = false, execute = false, cold_l2 = false;
+  bool exact = false;  // no steady-state extrapolation
   double dropout = 0.0, sm_clock_mhz = 0.0;
   std::string l2 = "on";
   std::uint64_t seed = 1;

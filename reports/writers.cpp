@@ -267,6 +267,16 @@ void add_run_json(json& j, const Report& r) {
   j["bounds"] = {{"closed_form_read_bytes", r.bounds.closed_form_read_bytes},
                  {"closed_form_write_bytes", r.bounds.closed_form_write_bytes},
                  {"lower_bound_formula", r.bounds.lower_bound_formula}};
+  if (const Extrapolation& e = r.engine.extrapolation; e.applied()) {
+    // Only when something was left out: --exact runs, and runs where nothing repeated, write
+    // what they always did.
+    j["extrapolated"] = {{"ctas_simulated", e.ctas_simulated},
+                         {"ctas_extrapolated", e.ctas_extrapolated},
+                         {"parts_simulated", e.parts_simulated},
+                         {"parts_extrapolated", e.parts_extrapolated},
+                         {"time_extrapolated_s", e.time_extrapolated_s},
+                         {"tolerance", detail::kTolerance}};
+  }
   j["simulation_wall_s"] = r.simulation_wall_s;
 }
 
@@ -357,6 +367,13 @@ std::string format_table(const Report& r) {
                    l2 ? fmt::format(" + dirty in L2 at the end, written back later, {}",
                                     human_bytes(static_cast<double>(t.l2_dirty_at_end_bytes)))
                       : "");
+  if (const Extrapolation& e = r.engine.extrapolation; e.applied()) {
+    s += fmt::format(
+        "         extrapolated from a steady state (within {:g}%): {} of {} CTAs, {} of {} CTA "
+        "steps (--exact: none)\n",
+        100 * detail::kTolerance, e.ctas_extrapolated, e.ctas_extrapolated + e.ctas_simulated,
+        e.parts_extrapolated, e.parts_extrapolated + e.parts_simulated);
+  }
   s += fmt::format("         FLOPs {:.4g} G (tensor-core {:.4g} G, FP32 {:.4g} G, SFU {:.4g} G)\n",
                    static_cast<double>(t.flops()) / 1e9, static_cast<double>(t.tensor_flops) / 1e9,
                    static_cast<double>(t.fp32_flops) / 1e9, static_cast<double>(t.sfu_ops) / 1e9);

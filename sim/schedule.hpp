@@ -67,6 +67,24 @@ struct KernelSpec {
   int consumer_warpgroups = 0;
 };
 
+/// How a kernel's work repeats, for the engine's steady-state extrapolation (sim/steady_state.hpp
+/// says how it uses them). Zero: nothing declared, everything is simulated.
+struct Repetition {
+  /// CTAs c and c + cta_period (linear blockIdx) emit the same operations at the same offsets in
+  /// other matrices of the same tensors, and data that CTAs share (a head's K/V) is shared within
+  /// a period, never across periods' ends: the grid is one period's work repeated.
+  std::int64_t cta_period = 0;
+  /// Within a CTA's steady parts (Schedule::steady_parts), part p + part_period emits what part p
+  /// does with its streamed tiles (the next K/V block) moved along, and leaving out the last s of
+  /// the steady parts (s a multiple of part_period) changes none of the parts that remain.
+  std::int64_t part_period = 0;
+};
+
+/// Parts [first, last) of a CTA (empty: none).
+struct PartRange {
+  std::size_t first = 0, last = 0;
+};
+
 class Schedule {
  public:
   virtual ~Schedule() = default;
@@ -81,6 +99,10 @@ class Schedule {
   /// be empty; a non-empty part must end where a stage ends (before a load, or at the CTA's end).
   virtual bool emit_cta_part(std::size_t kernel, std::int64_t cta, std::size_t part,
                              std::vector<TileOp>& out) const = 0;
+  /// How kernel `kernel`'s CTAs and steps repeat (none by default).
+  virtual Repetition repetition(std::size_t /*kernel*/) const { return {}; }
+  /// The parts of CTA `cta` that repeat with Repetition::part_period (none by default).
+  virtual PartRange steady_parts(std::size_t /*kernel*/, std::int64_t /*cta*/) const { return {}; }
   /// Appends every operation of the CTA: its parts in order.
   void emit_cta(std::size_t kernel, std::int64_t cta, std::vector<TileOp>& out) const {
     for (std::size_t part = 0; emit_cta_part(kernel, cta, part, out); ++part) {
