@@ -107,13 +107,9 @@ class Flash3Schedule final : public Schedule {
     if (p_.causal && k0 + kr - 1 > q0 + offset) out.push_back(costs::mask(s));
     if (p_.mask) out.push_back(costs::mask(s));
     out.push_back(costs::online_softmax(s, d));
-    // The softmax's dependent chain in one warp. wgmma's accumulator gives a thread 2 rows of
-    // kr / 4 scores each (the two rows' chains interleave: one deep): the row max is kr / 4
-    // dependent max operations (the old max included), then 2 shuffle rounds across the 4
-    // threads of a row, each followed by a max; the row sum is kr / 4 dependent adds (l's
-    // rescale included). The exponentials between them are independent (SFU throughput).
+    // wgmma's accumulator gives a row to the 4 threads of a quad: its max takes 2 shuffle
+    // rounds (the sum is reduced across the quad once, at the end).
     out.back().smem_round_trips = 2;
-    out.back().chain_fp32_ops = kr / 4 + 2 + kr / 4;
     if (p_.dropout > 0) out.push_back(costs::dropout({TensorId::P, bh, q0, qr, k0, kr}));
     out.push_back(costs::pv(s, d, groups * kr * d * eb));
     if (p_.dtype == Dtype::fp8) add_fp8_extra_ops(out.back(), s, d);

@@ -65,15 +65,8 @@ struct Rates {
     l2_latency_s = p.l2.hit_latency_cycles.value / clock_hz;
     hbm_latency_s = p.hbm.latency_ns.value * 1e-9;
     launch_s = p.launch.kernel_overhead_us.value * 1e-6;
-    per = {1.0 / hbm_bps,
-           1.0 / l2_bps,
-           1.0 / sm_port_bps,
-           1.0 / smem_bps_per_sm,
-           1.0 / tensor_per_sm,
-           1.0 / fp32_per_sm,
-           1.0 / sfu_per_sm,
-           1.0 / int32_per_sm,
-           1.0 / (kSchedulersPerSm * kWarpThreads * clock_hz)};
+    per = {1.0 / hbm_bps,       1.0 / l2_bps,      1.0 / sm_port_bps, 1.0 / smem_bps_per_sm,
+           1.0 / tensor_per_sm, 1.0 / fp32_per_sm, 1.0 / sfu_per_sm,  1.0 / int32_per_sm};
   }
 
   // Seconds per byte or operation: the engine multiplies by these a few dozen times per stage,
@@ -83,7 +76,6 @@ struct Rates {
   struct SecondsPer {
     double hbm_byte, l2_byte, port_byte, smem_byte;
     double tensor_flop, fp32_flop, sfu_op, int32_op;
-    double issue_lane;  // one element of a warp instruction at one issue per scheduler per clock
   } per{};
 };
 
@@ -330,18 +322,20 @@ class KernelRun {
     };
     // Warp-specialized kernels (consumer warpgroups issuing wgmma): a warpgroup's own iteration
     // is its share of the GEMMs at the full tensor rate (one warpgroup saturates the tensor
-    // cores: measurements/*/wgmma_2026-11-23), then its share of the FP32/SFU/INT32 work issued
-    // by its one warp per scheduler, the pipes one after another, then its warps' dependent
-    // chains (the row reductions: TileOp::smem_round_trips, chain_fp32_ops). One warp issues at
-    // most one instruction per clock, so its FP32 and INT32 work (a softmax's max, subtract,
-    // sum, convert: one instruction per element each, as the ops count them) takes an issue
-    // slot per 32 elements, kSchedulersPerSm x 32 elements per clock per SM: half the FP32 FLOP
-    // rate, which counts an FMA as 2. However the warpgroups share the tensor cores, no
-    // iteration is shorter than this chain.
+    // cores: measurements/*/wgmma_2026-11-23), then its share of the FP32/SFU/INT32 work,
+    // issued by the one warp it has on each scheduler, then its warps' other dependent latencies
+    // (TileOp::smem_round_trips, chain_fp32_ops: shuffle rounds). A warp alone on its scheduler
+    // cannot hide one instruction's latency behind another warp's work: the softmax's
+    // instructions (max, scale, exp2, sum, convert, rescale, one per element each, as the ops
+    // count them) issue one per dependent FP32 latency, while a pipe slower than that (the SFU's
+    // share) may take longer still. However the warpgroups share the tensor cores, no iteration
+    // is shorter than this chain.
     const double groups = std::max(1, spec_.consumer_warpgroups);
-    const double one_warp_sync = std::max(pipes[1], w.fp32_flops * rates_.per.issue_lane) +
-                                 pipes[2] + std::max(pipes[3], w.int32_ops * rates_.per.issue_lane);
-    const double warpgroup_chain = (pipes[0] + one_warp_sync) / groups + w.chain_s;
+    const double warp_instructions =
+        (w.fp32_flops + w.sfu_ops + w.int32_ops) / (groups * kSchedulersPerSm * kWarpThreads);
+    const double one_warp_sync = std::max(warp_instructions * rates_.fp32_latency_s,
+                                          std::max({pipes[1], pipes[2], pipes[3]}) / groups);
+    const double warpgroup_chain = pipes[0] / groups + one_warp_sync + w.chain_s;
     if (spec_.overlap == PipeOverlap::pingpong) {
       // wgmma runs asynchronously and reads its operands from shared memory as it goes: the
       // tensor cores and the shared-memory pipe are the asynchronous unit. The FP32, SFU and
