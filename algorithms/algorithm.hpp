@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sim/io_formulas.hpp"
@@ -30,6 +31,15 @@ struct TilingRequest {
   // Warp-specialized kernels: how the consumer warpgroups share the tensor cores (--warpgroups).
   std::optional<PipeOverlap> warpgroups;
 };
+
+/// The warpgroup arrangement named `name` as --warpgroups and the measured files'
+/// `variant.warpgroups` spell it: "pingpong" (PipeOverlap::pingpong) or "cooperative"
+/// (PipeOverlap::async_tensor); nullopt for any other name (the caller says where it came from).
+inline std::optional<PipeOverlap> warpgroup_arrangement(std::string_view name) {
+  if (name == "pingpong") return PipeOverlap::pingpong;
+  if (name == "cooperative") return PipeOverlap::async_tensor;
+  return std::nullopt;
+}
 
 /// Block sizes and launch shape of a planned schedule: every field resolved.
 struct Tiling {

@@ -116,6 +116,9 @@ class Flash3Schedule final : public Schedule {
     if (p_.causal && k0 + kr - 1 > q0 + offset) out.push_back(costs::mask(s));
     if (p_.mask) out.push_back(costs::mask(s));
     out.push_back(costs::online_softmax(s, d));
+    // wgmma's accumulator gives a row to the 4 threads of a quad: its max takes 2 shuffle
+    // rounds (the sum is reduced across the quad once, at the end).
+    out.back().smem_round_trips = 2;
     if (p_.dropout > 0) out.push_back(costs::dropout({TensorId::P, bh, q0, qr, k0, kr}));
     out.push_back(costs::pv(s, d, groups * kr * d * eb));
     if (p_.dtype == Dtype::fp8) add_fp8_extra_ops(out.back(), s, d);

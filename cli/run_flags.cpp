@@ -157,13 +157,12 @@ RunRequest to_request(const RunFlags& f) {
   }
   if (f.kv_heads) p.kv_heads = *f.kv_heads;
   r.tiling.splits = f.splits;
-  if (f.warpgroups == "pingpong") {
-    r.tiling.warpgroups = PipeOverlap::pingpong;
-  } else if (f.warpgroups == "cooperative") {
-    r.tiling.warpgroups = PipeOverlap::async_tensor;
-  } else if (!f.warpgroups.empty()) {
-    throw ConfigError(
-        fmt::format("--warpgroups must be 'pingpong' or 'cooperative', not '{}'", f.warpgroups));
+  if (!f.warpgroups.empty()) {
+    r.tiling.warpgroups = warpgroup_arrangement(f.warpgroups);
+    if (!r.tiling.warpgroups) {
+      throw ConfigError(
+          fmt::format("--warpgroups must be 'pingpong' or 'cooperative', not '{}'", f.warpgroups));
+    }
   }
   if (f.page_tokens) p.page_tokens = *f.page_tokens;
   if (!f.block_table.empty()) {

@@ -29,6 +29,12 @@ struct Server {
   }
 };
 
+// Warp schedulers (SM sub-partitions) per SM on Ampere and Hopper: the A100 and H100
+// whitepapers' SM diagrams show four processing blocks, each with its own scheduler, issuing one
+// warp instruction per clock.
+constexpr double kSchedulersPerSm = 4.0;
+constexpr double kWarpThreads = 32.0;
+
 // Rates of one machine at one SM clock, in bytes or operations per second.
 struct Rates {
   double hbm_bps, l2_bps, sm_port_bps, smem_bps_per_sm;
@@ -74,10 +80,6 @@ struct Rates {
     double tensor_flop, fp32_flop, sfu_op, int32_op;
   } per{};
 };
-
-// Warp schedulers (SM sub-partitions) per SM on Ampere and Hopper: the A100 and H100
-// whitepapers' SM diagrams show four processing blocks, each with its own scheduler.
-constexpr double kSchedulersPerSm = 4.0;
 
 struct CtaState {
   std::int64_t cta = -1;
@@ -419,24 +421,42 @@ class KernelRun {
       // (x / 1 is x: no division with one warp per scheduler, as FlashAttention's 4-warp CTAs.)
       return busiest + (per_scheduler == 1.0 ? total - busiest : (total - busiest) / per_scheduler);
     };
+    // Warp-specialized kernels (consumer warpgroups issuing wgmma): a warpgroup's own iteration
+    // is its share of the GEMMs at the full tensor rate (one warpgroup saturates the tensor
+    // cores: measurements/*/wgmma_2026-11-23), then its share of the FP32/SFU/INT32 work,
+    // issued by the one warp it has on each scheduler, then its warps' other dependent latencies
+    // (TileOp::smem_round_trips, chain_fp32_ops: shuffle rounds). A warp alone on its scheduler
+    // cannot hide one instruction's latency behind another warp's work: the softmax's
+    // instructions (max, scale, exp2, sum, convert, rescale, one per element each, as the ops
+    // count them) issue one per dependent FP32 latency, while a pipe slower than that (the SFU's
+    // share) may take longer still. However the warpgroups share the tensor cores, no iteration
+    // is shorter than this chain.
+    const double groups = std::max(1, spec_.consumer_warpgroups);
+    const double warp_instructions =
+        (w.fp32_flops + w.sfu_ops + w.int32_ops) / (groups * kSchedulersPerSm * kWarpThreads);
+    const double one_warp_sync = std::max(warp_instructions * rates_.fp32_latency_s,
+                                          std::max({pipes[1], pipes[2], pipes[3]}) / groups);
+    const double warpgroup_chain = pipes[0] / groups + one_warp_sync + w.chain_s;
     if (spec_.overlap == PipeOverlap::pingpong) {
       // wgmma runs asynchronously and reads its operands from shared memory as it goes: the
       // tensor cores and the shared-memory pipe are the asynchronous unit. The FP32, SFU and
       // INT32 work overlap one another as the warps per scheduler allow, as above. With W
       // consumer warpgroups taking turns, one's softmax runs under the others' GEMMs: the stage
-      // takes the busier of the two sides, and at least what one warpgroup does in sequence
-      // (its 1/W of the GEMMs, then its 1/W of the rest with its one warp per scheduler).
+      // takes the busier of the two sides, and at least one warpgroup's own chain (above).
       const double async = std::max(pipes[0], pipes[4]);
       const double sync_total = pipes[1] + pipes[2] + pipes[3];
       const double sync_busiest = std::max({pipes[1], pipes[2], pipes[3]});
-      const double groups = std::max(1, spec_.consumer_warpgroups);
       auto pingpong = [&](double warps) {
         const double per_scheduler = std::max(1.0, warps / kSchedulersPerSm);
         const double sync = sync_busiest + (sync_total - sync_busiest) / per_scheduler;
-        return std::max({async, sync, (pipes[0] + sync_total) / groups});
+        return std::max({async, sync, warpgroup_chain});
       };
-      return std::max(share * pingpong(share * warps_per_cta_),
-                      pingpong(warps_per_cta_) + w.chain_s);
+      return std::max(share * pingpong(share * warps_per_cta_), pingpong(warps_per_cta_));
+    }
+    if (spec_.consumer_warpgroups > 0) {
+      // Cooperative warpgroups: the SM's pipes as the warps per scheduler overlap them, and at
+      // least one warpgroup's own chain.
+      return std::max(share * overlapped(share * warps_per_cta_), warpgroup_chain);
     }
     // Its share of the SM's pipes, and at least its own critical path: its work with only its
     // own warps to overlap it, plus the dependent latencies of its warps.

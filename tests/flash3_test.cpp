@@ -95,25 +95,61 @@ TEST_CASE("flash3's tiles and launch shape follow FlashAttention-3 per head dime
   CHECK_THROWS_AS(simulate(test::profile(), bwd), ConfigError);
 }
 
-TEST_CASE("flash3: ping-pong hides softmax under GEMMs; the cooperative arrangement does not") {
-  RunRequest r = flash3(4, 16, 4096, 128, 128, 128);
-  const Report coop = simulate(test::profile(), r);
-  r.tiling.warpgroups = PipeOverlap::pingpong;
-  const Report ping = simulate(test::profile(), r);
-  REQUIRE(coop.feasible());
-  REQUIRE(ping.feasible());
-  // Same bytes: the arrangement is a matter of time only.
-  CHECK(coop.engine.total.l2.read_total() == ping.engine.total.l2.read_total());
-  CHECK(ping.engine.time_s < 0.85 * coop.engine.time_s);
-  // Ping-pong at d = 128 comes near the tensor peak (85% of the profile's 1070.5 TFLOP/s at
-  // 1980 MHz: the softmax side binds a part of the time).
-  const double peak = test::profile().tensor_flops_per_s(Dtype::fp16);
-  CHECK(static_cast<double>(ping.engine.total.tensor_flops) / ping.engine.time_s > 0.8 * peak);
+TEST_CASE("flash3: ping-pong buys little; no arrangement beats one warpgroup's own chain") {
+  // Our FA3-style kernel measured ping-pong / cooperative at 0.92-1.00 (d = 64) and 0.97-1.01
+  // (d = 128) (measurements/h100-sxm5-80gb/fa3_own_2026-11-23/NOTES.md); the model's ideal
+  // ping-pong had said 0.71 and 0.83. CALIBRATION.md step 16: a warpgroup's own chain binds.
+  for (const std::int64_t d : {64, 128}) {
+    CAPTURE(d);
+    RunRequest r = flash3(4, 16, 4096, d, 128, 128);
+    const Report coop = simulate(test::profile(), r);
+    r.tiling.warpgroups = PipeOverlap::pingpong;
+    const Report ping = simulate(test::profile(), r);
+    REQUIRE(coop.feasible());
+    REQUIRE(ping.feasible());
+    // Same bytes: the arrangement is a matter of time only.
+    CHECK(coop.engine.total.l2.read_total() == ping.engine.total.l2.read_total());
+    CHECK(ping.engine.time_s <= coop.engine.time_s);
+    CHECK(ping.engine.time_s > 0.9 * coop.engine.time_s);
+  }
+  // Over shapes and both arrangements: the kernel takes at least, per SM, one warpgroup's chain
+  // over its tiles: its share of the GEMMs at the tensor rate, then its share of the FP32, SFU
+  // and INT32 elements issued by one warp per scheduler (4 x 32 lanes) at one instruction per
+  // dependent FP32 latency. The busiest SM does at least the average.
+  const HardwareProfile& hw = test::profile();
+  const double clock_hz = hw.sm.boost_clock_mhz.value * 1e6;
+  const double sms = hw.sm.count.value;
+  const double tensor_per_sm = hw.tensor_flops_per_s(Dtype::fp16) / sms;
+  const double latency_s = hw.compute.fp32_latency_cycles.value / clock_hz;
+  int checked = 0;
+  for (const std::int64_t d : {64, 128}) {
+    for (const std::int64_t n : {1024, 4096}) {
+      for (const bool causal : {false, true}) {
+        for (const auto arrangement : {PipeOverlap::async_tensor, PipeOverlap::pingpong}) {
+          RunRequest r = flash3(2, 8, n, d, 128, 128);
+          r.problem.causal = causal;
+          r.tiling.warpgroups = arrangement;
+          const Report rep = simulate(hw, r);
+          REQUIRE(rep.feasible());
+          const Counters& c = rep.engine.total;
+          const double groups = 2;  // 128 query rows: two consumer warpgroups of 64
+          const double elements = static_cast<double>(c.fp32_flops + c.sfu_ops + c.int32_ops);
+          const double chain_s = static_cast<double>(c.tensor_flops) / groups / tensor_per_sm +
+                                 elements / (groups * 4 * 32) * latency_s;
+          CAPTURE(n);
+          CAPTURE(causal);
+          CHECK(rep.engine.time_s >= chain_s / sms);
+          ++checked;
+        }
+      }
+    }
+  }
+  CHECK(checked == 16);
 }
 
 TEST_CASE("FlashAttention-3's headline shape: FP16 forward, d = 128, N = 16k, H100 profile") {
   // B * H = 16 heads of N = 16384 (the paper's 16k-token batches): 2048 tiles of 128 rows over
-  // 132 SMs. Predicted, at the profile's 1980 MHz: 775 TFLOP/s (FLOP = 4 B H N^2 d), 72% of the
+  // 132 SMs. Predicted, at the profile's 1980 MHz: 774 TFLOP/s (FLOP = 4 B H N^2 d), 72% of the
   // profile's 1070.5 TFLOP/s (the measured 4096 FLOP/clk/SM at 1980 MHz), with the cooperative
   // default; the paper reports up to 740 TFLOP/s for FP16 (75% of the whitepaper's 989, the same
   // rate per clock at 1830 MHz). Held to 2%: a change of the model that moves it fails.

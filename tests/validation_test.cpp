@@ -202,3 +202,82 @@ TEST_CASE(
       c.metrics[t].measured,
       one.at("kernels")[0].at("metrics").at("gpu__time_duration.sum").get<double>() * 1e-9, 1e-12));
 }
+
+namespace {
+
+// A measurement file with one flash3 case per `variant.warpgroups` value given (null: no
+// variant), a small problem cut from our FA3-style kernel's file (its counters do not matter
+// here: the test compares predictions only).
+fs::path flash3_variant_file(const std::vector<nlohmann::json>& arrangements) {
+  std::ifstream in(kDir + "/h100-sxm5-80gb/fa3_own_2026-11-23/fa3_own_2026-11-23.json");
+  REQUIRE(in.good());
+  nlohmann::json doc = nlohmann::json::parse(in);
+  // A d = 128 case: there ping-pong still differs from the cooperative arrangement.
+  nlohmann::json one;
+  for (const nlohmann::json& c : doc.at("cases")) {
+    if (c.at("problem").at("head_dim") == 128) {
+      one = c;
+      break;
+    }
+  }
+  REQUIRE(one.is_object());
+  doc["cases"] = nlohmann::json::array();
+  for (const nlohmann::json& a : arrangements) {
+    nlohmann::json c = one;
+    c["id"] = "case_" + a.dump();
+    c["problem"]["batch"] = 1;
+    c["problem"]["heads"] = 4;
+    if (a.is_null()) {
+      c.erase("variant");
+    } else {
+      c["variant"]["warpgroups"] = a;
+    }
+    doc["cases"].push_back(c);
+  }
+  const fs::path file = fs::temp_directory_path() / "iosim_validation_variant_test.json";
+  std::ofstream(file) << doc.dump();
+  return file;
+}
+
+}  // namespace
+
+TEST_CASE("validate predicts each flash3 case with the warpgroup arrangement it was measured in") {
+  const fs::path file = flash3_variant_file({"pingpong", "cooperative", nullptr});
+  const ValidationResult v = validate_measurements(file, "h100-sxm5-80gb");
+  REQUIRE(v.cases.size() == 3);
+  const int time = static_cast<int>(Metric::time);
+  for (const CaseResult& c : v.cases) REQUIRE(c.skipped_reason.empty());
+  // The same case run directly with each arrangement, at the clock validate used.
+  auto direct = [&](std::optional<PipeOverlap> arrangement) {
+    RunRequest r;
+    r.algorithm = "flash3";
+    r.problem.batch = 1;
+    r.problem.heads = 4;
+    r.problem.seq = r.problem.seq_kv = 1024;
+    r.problem.head_dim = 128;
+    r.tiling.block_q = 128;
+    r.tiling.block_kv = 128;
+    r.tiling.threads = 384;
+    r.tiling.pipeline_stages = 2;
+    r.tiling.warpgroups = arrangement;
+    r.engine.flush_l2_between_kernels = true;
+    r.engine.sm_clock_mhz = v.cases[0].sm_clock_mhz;
+    r.engine.registers_by_role = {{"attention", 168}};
+    return simulate(load_profile("h100-sxm5-80gb"), r).engine.time_s;
+  };
+  const double pingpong = direct(PipeOverlap::pingpong), cooperative = direct(std::nullopt);
+  REQUIRE(pingpong != cooperative);  // else the test could not tell them apart
+  CHECK(v.cases[0].metrics[time].predicted == doctest::Approx(pingpong).epsilon(1e-12));
+  CHECK(v.cases[1].metrics[time].predicted == doctest::Approx(cooperative).epsilon(1e-12));
+  CHECK(v.cases[2].metrics[time].predicted == doctest::Approx(cooperative).epsilon(1e-12));
+  fs::remove(file);
+}
+
+TEST_CASE("validate refuses a variant.warpgroups it does not know, naming the case") {
+  for (const nlohmann::json& bad : {nlohmann::json("pingpang"), nlohmann::json(2)}) {
+    const fs::path file = flash3_variant_file({bad});
+    CHECK_THROWS_WITH_AS(validate_measurements(file, "h100-sxm5-80gb"),
+                         doctest::Contains("variant.warpgroups must be"), ConfigError);
+    fs::remove(file);
+  }
+}

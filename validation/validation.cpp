@@ -145,6 +145,22 @@ RunRequest request_for(const json& c, const std::string& where, bool as_run) {
       if (!r.tiling.splits) r.tiling.splits = given(t.value("num_splits", std::int64_t{0}));
     }
   }
+  // The arrangement the measured kernel ran (our FA3-style kernel's variants): a case measured
+  // with ping-pong is predicted with ping-pong. Of a variant's fields only this one has an iosim
+  // flag (--warpgroups); the copy path, intra-warpgroup overlap and a non-persistent grid do not.
+  if (c.contains("variant") && c["variant"].is_object()) {
+    const json& v = c["variant"];
+    if (v.contains("warpgroups")) {
+      if (v["warpgroups"].is_string()) {
+        r.tiling.warpgroups = warpgroup_arrangement(v["warpgroups"].get<std::string>());
+      }
+      if (!r.tiling.warpgroups) {
+        throw ConfigError(
+            fmt::format("{}: variant.warpgroups must be \"pingpong\" or \"cooperative\", not {}",
+                        where, v["warpgroups"].dump()));
+      }
+    }
+  }
   r.engine.l2_enabled = true;
   r.engine.flush_l2_between_kernels = true;  // ncu --cache-control all
   return r;
