@@ -126,10 +126,11 @@ RunRequest request_for(const json& c, const std::string& where) {
     r.tiling.block_kv = given(t.value("block_kv", std::int64_t{0}));
     r.tiling.threads = given(t.value("threads", 0));
     r.tiling.pipeline_stages = given(t.value("pipeline_stages", 0));
-    // Forward passes only: a run with a backward uses the field for the backward's Q stages.
-    const bool streams_kv =
-        pr.pass == Pass::fwd && builtin_registry().get(r.algorithm).capabilities.forward_stages ==
-                                    StagesCount::kv_buffer_pairs;
+    // Forward passes, and runs of both passes whose flags tile the forward: otherwise a run with
+    // a backward uses the field for the backward's Q stages.
+    const Capabilities& caps = builtin_registry().get(r.algorithm).capabilities;
+    const bool streams_kv = (pr.pass == Pass::fwd || caps.flags_tile_forward) &&
+                            caps.forward_stages == StagesCount::kv_buffer_pairs;
     if (const int pairs = pairs_from_smem(t, pr.head_dim, pr.elem_bytes());
         streams_kv && pairs > 0) {
       r.tiling.pipeline_stages = pairs;
