@@ -29,6 +29,9 @@ struct TilingRequest {
   std::optional<std::int64_t> splits;       // split-KV decoding: K/V chunks per query tile
   // Warp-specialized kernels: how the consumer warpgroups share the tensor cores (--warpgroups).
   std::optional<PipeOverlap> warpgroups;
+  // The backward main kernel's blocks in a run of both passes whose flags tile the forward
+  // (Capabilities::flags_tile_forward): --backward-block-q, --backward-block-kv.
+  std::optional<std::int64_t> backward_block_q, backward_block_kv;
 };
 
 /// Block sizes and launch shape of a planned schedule: every field resolved.

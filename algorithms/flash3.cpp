@@ -128,8 +128,9 @@ class Flash3Schedule final : public Schedule {
 // run_mha_bwd_hdim*): d <= 64: 128 x 128; d <= 96: 64 x 128; d <= 128: 64 x 128 causal, 80 x 128
 // otherwise; d <= 192: 64 x 96; larger: 64 x 80. Two consumer (MMA) warpgroups beside the
 // producer (384 threads, as cuDNN's bprop kernel); Q, dO and dS double-buffered up to d = 128,
-// single above. `req` is what the flags ask of the backward (nothing in a run of both passes,
-// where they tile the forward). Returns why the tiles cannot run, or nothing.
+// single above. `req` is what the flags ask of the backward (in a run of both passes, where they
+// tile the forward, --backward-block-q and --backward-block-kv). Returns why the tiles cannot
+// run, or nothing.
 std::string plan_backward(const AttentionProblem& p, const HardwareProfile& hw,
                           const TilingRequest& req, Flash3BackwardTiles& bt) {
   const std::int64_t d = p.head_dim, eb = p.elem_bytes();
@@ -175,10 +176,14 @@ Planned plan_flash3(const AttentionProblem& p, const HardwareProfile& hw,
   const std::int64_t eb = p.elem_bytes(), d = p.head_dim;
   // --block-q, --block-kv, --stages, --threads and --registers tile the forward kernel, or the
   // backward's main kernel in a backward alone; in a run of both passes the backward keeps
-  // FlashAttention-3's backward tiles (Tiling::backward_block_q and _kv report them).
+  // FlashAttention-3's backward tiles unless --backward-block-q/-kv say otherwise
+  // (Tiling::backward_block_q and _kv report them).
   Flash3BackwardTiles bt;
   if (runs_backward(p.pass)) {
-    out.infeasible_reason = plan_backward(p, hw, p.pass == Pass::bwd ? req : TilingRequest{}, bt);
+    TilingRequest backward;  // in a run of both passes only its blocks, if given
+    backward.block_q = req.backward_block_q;
+    backward.block_kv = req.backward_block_kv;
+    out.infeasible_reason = plan_backward(p, hw, p.pass == Pass::bwd ? req : backward, bt);
     if (!out.feasible()) return out;
     t.backward_block_q = bt.block_q;
     t.backward_block_kv = bt.block_kv;

@@ -16,8 +16,10 @@
 //               memory.
 //   convert_dq  dQ = dQaccum in the element type (as flash2's)
 // The bytes are FlashAttention-2's backward for the same blocks (flash2_bwd.cpp); what differs is
-// how the kernel runs: wgmma at Hopper's rate, copies by a producer that takes no pipe time, and
-// the consumers' operand reads inside the tensor pipe (PipeOverlap::async_tensor).
+// how the kernel runs: wgmma at Hopper's rate, copies by a producer that takes no pipe time, the
+// consumers' operand reads inside the tensor pipe, and no ping-pong: both consumer warpgroups go
+// through a step's phases together (PipeOverlap::lockstep), joined by two named barriers per step
+// (dS complete in shared memory before dQ = dS K reads it; the dQ staging tile free again).
 #include <algorithm>
 
 #include "algorithms/passes.hpp"
@@ -27,6 +29,7 @@ namespace iosim {
 namespace {
 
 constexpr int kWarpgroupThreads = 128;
+constexpr std::int64_t kBarriersPerStep = 2;
 
 enum class Kernel { dot_do_o, main, convert_dq };
 constexpr Kernel kKernels[] = {Kernel::dot_do_o, Kernel::main, Kernel::convert_dq};
@@ -61,7 +64,7 @@ class Flash3Backward final : public Schedule {
         s.tensor_instruction = TensorInstruction::wgmma;
         s.producer_warps = kWarpgroupThreads / 32;
         s.consumer_warpgroups = t_.consumers;
-        s.overlap = PipeOverlap::async_tensor;
+        s.overlap = PipeOverlap::lockstep;
       } else {
         // Row-wise elementwise kernels (flash2's), operands in registers.
         s.name = k == Kernel::dot_do_o ? "dot_do_o" : "convert_dq";
@@ -122,19 +125,27 @@ class Flash3Backward final : public Schedule {
     // An SS product whose A operand (the block's keys, or dS) the warpgroups split and whose B
     // operand every warpgroup reads whole; an RS product reads only its B operand.
     const std::int64_t ss_scores = (kr + w * qr) * d * eb;
+    // Three products feed the step's next phase and are waited on (wgmma.wait_group 0): S (for
+    // P), dP (for dS) and dQ (for its staging store); dV and dK accumulate across steps.
     out.push_back(costs::scores(s, d, ss_scores));  // S^T = scale K Q^T
+    out.back().wgmma_waits = 1;
     const bool crosses_diagonal = p_.causal && k0 + kr - 1 > q0 + offset;
     if (crosses_diagonal || p_.mask) out.push_back(costs::mask(s));
     out.push_back(costs::recompute_p(s));
     if (p_.dropout > 0) out.push_back(costs::dropout({TensorId::P, bh, q0, qr, k0, kr}));
     out.push_back(costs::grad_matmul(ComputeKind::accumulate_dv, s, d, w * qr * d * eb));  // RS
     out.push_back(costs::grad_matmul(ComputeKind::grad_p, s, d, ss_scores));  // dP^T = V dO^T
+    out.back().wgmma_waits = 1;
     if (p_.dropout > 0) out.push_back(costs::dropout_grad(s));
     out.push_back(costs::grad_s(s));
     // dQ_i = dS K_j: dS to shared memory, then each warpgroup reads all of dS and its share of
     // K_j's columns; the fp32 result is staged in shared memory for the TMA reduce-add.
     out.push_back(costs::grad_matmul(ComputeKind::dq_partial, s, d,
                                      qr * kr * eb + (w * qr * kr + kr * d) * eb + qr * d * 4));
+    // The step's two barriers, charged the shared-memory latency (as the engine charges
+    // barriers: tile_costs.hpp's softmax_rows).
+    out.back().smem_round_trips = kBarriersPerStep;
+    out.back().wgmma_waits = 1;
     out.push_back(TileOp::reduce({TensorId::dQaccum, bh, q0, qr, 0, d}));  // (qr, d) fp32
     out.push_back(costs::grad_matmul(ComputeKind::accumulate_dk, s, d, w * qr * d * eb));  // RS
     if (i + 1 < tr) return true;

@@ -8,6 +8,10 @@
                                                    the same for the forward+backward cases
                                                    (--pass fwdbwd, the primary arrangement only)
   compare-fwdbwd MEASURED.json PREDICTIONS.json    their comparison, per case and summarized
+  kernels-fwdbwd MEASURED.json PROFILE [IOSIM]     per kernel, as `iosim validate` predicts each
+                                                   forward+backward case (cold L2 per kernel, the
+                                                   case's ncu clock, cuDNN's forward and backward
+                                                   tiles): measured vs predicted time and DRAM read
 
 The flags give cuDNN's tiling as its launch facts show it (NOTES.md): 128 query rows per CTA (two
 consumer warpgroups of 64) against 128-key blocks, 384 threads, three K/V stages; everything else
@@ -147,6 +151,44 @@ def compare_fwdbwd(measured_path, predictions_path):
           f"{max(map(abs, derr)):.2%}")
 
 
+def kernels_fwdbwd(measured_path, profile, iosim="build/iosim"):
+    print("| case | kernel | measured us | predicted us | time err | DRAM read MB meas / pred |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for c in fwdbwd_cases(json.load(open(measured_path))):
+        ks = c["kernels"]
+        total = sum(k["metrics"]["gpu__time_duration.sum"] for k in ks)
+        clock = sum(k["metrics"]["gpu__time_duration.sum"] *
+                    k["metrics"]["sm__cycles_elapsed.avg.per_second"] for k in ks) / total / 1e6
+        prob, t = c["problem"], c["tiling"]
+        cmd = [iosim, "run", "--profile", profile, "--algo", "flash3", "--pass", "fwdbwd",
+               "--batch", str(prob["batch"]), "--heads", str(prob["heads"]),
+               "--seq", str(prob["seq"]), "--seq-kv", str(prob["seq_kv"]),
+               "--head-dim", str(prob["head_dim"]), "--dtype", prob["dtype"],
+               "--block-q", str(t["block_q"]), "--block-kv", str(t["block_kv"]),
+               "--backward-block-q", str(t["bwd"]["block_q"]),
+               "--backward-block-kv", str(t["bwd"]["block_kv"]),
+               "--cold-l2", "--sm-clock-mhz", f"{clock:.3f}", "--format", "json"]
+        if prob["causal"]:
+            cmd.append("--causal")
+        # K/V buffer pairs from the forward kernel's shared memory, as validate derives them.
+        row = prob["head_dim"] * 2
+        pair = 2 * t["block_kv"] * row
+        kv_bytes = t["smem_bytes_per_cta"] - t["block_q"] * row
+        if kv_bytes // pair >= 1 and kv_bytes - kv_bytes // pair * pair < pair / 8:
+            cmd += ["--stages", str(kv_bytes // pair)]
+        run_ = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+        pr = c["problem"]
+        name = (f"d{pr['head_dim']} N={pr['seq']} B{pr['batch']}H{pr['heads']}"
+                f"{' causal' if pr['causal'] else ''}")
+        for k, p in zip(ks, run_["kernels"]):
+            m = k["metrics"]
+            print(f"| {name} | {p['name']} | {m['gpu__time_duration.sum'] / 1e3:.1f} | "
+                  f"{p['time_s'] * 1e6:.1f} | "
+                  f"{p['time_s'] * 1e9 / m['gpu__time_duration.sum'] - 1:+.1%} | "
+                  f"{m['dram__bytes_read.sum'] / 1e6:.1f} / "
+                  f"{p['counters']['hbm_read_bytes'] / 1e6:.1f} |")
+
+
 if __name__ == "__main__":
     if len(sys.argv) >= 5 and sys.argv[1] == "predict":
         predict(*sys.argv[2:])
@@ -156,5 +198,7 @@ if __name__ == "__main__":
         predict_fwdbwd(*sys.argv[2:])
     elif len(sys.argv) == 4 and sys.argv[1] == "compare-fwdbwd":
         compare_fwdbwd(sys.argv[2], sys.argv[3])
+    elif len(sys.argv) >= 4 and sys.argv[1] == "kernels-fwdbwd":
+        kernels_fwdbwd(*sys.argv[2:])
     else:
         sys.exit(__doc__)

@@ -1,10 +1,13 @@
-// flash3 (FlashAttention-3 forward): its two-level counts equal its closed form over many shapes,
-// its op stream computes exact attention, the engine's warp-specialization declarations behave as
-// documented, and the FlashAttention-3 paper's headline shape predicts a stated rate.
+// flash3 (FlashAttention-3, forward and backward): its two-level counts equal its closed form
+// over many shapes, its op streams compute exact attention and gradients, the engine's
+// warp-specialization declarations behave as documented, and the FlashAttention-3 paper's
+// headline shape predicts a stated rate.
 #include <doctest/doctest.h>
 
 #include <cmath>
 
+#include "algorithms/tile_costs.hpp"
+#include "sim/engine.hpp"
 #include "sim/errors.hpp"
 #include "tests/test_support.hpp"
 
@@ -22,7 +25,61 @@ RunRequest flash3(std::int64_t b, std::int64_t h, std::int64_t n, std::int64_t d
   return test::request("flash3", b, h, n, d, bq, bkv);
 }
 
+// One CTA of a warp-specialized kernel (a producer and two consumer warpgroups) that runs `ops`
+// under the given arrangement of its pipes.
+class WarpgroupOps final : public WholeCtaSchedule {
+ public:
+  WarpgroupOps(std::vector<TileOp> ops, PipeOverlap overlap)
+      : ops_(std::move(ops)), overlap_(overlap) {}
+  std::vector<TensorDecl> tensors() const override { return {{TensorId::Q, 1, 64, 64, 2}}; }
+  std::vector<KernelSpec> kernels() const override {
+    KernelSpec k;
+    k.name = "wg";
+    k.threads_per_cta = 384;
+    k.registers_per_thread = 168;
+    k.smem_bytes_per_cta = 200 * 1024;
+    k.producer_warps = 4;
+    k.consumer_warpgroups = 2;
+    k.overlap = overlap_;
+    return {k};
+  }
+  void emit_whole_cta(std::size_t, std::int64_t, std::vector<TileOp>& out) const override {
+    out.insert(out.end(), ops_.begin(), ops_.end());
+  }
+
+ private:
+  std::vector<TileOp> ops_;
+  PipeOverlap overlap_;
+};
+
+double wg_time(const std::vector<TileOp>& ops, PipeOverlap overlap) {
+  return run_schedule(test::profile(), WarpgroupOps(ops, overlap), EngineOptions{}).time_s;
+}
+
 }  // namespace
+
+TEST_CASE("lockstep warpgroups add their GEMMs and their elementwise work; waits add latency") {
+  const HardwareProfile& hw = test::profile();
+  const double clock_hz = hw.sm.boost_clock_mhz.value * 1e6;
+  TileOp gemm = costs::scores({TensorId::S, 0, 0, 64, 0, 64}, 64, 0);
+  gemm.tensor_flops = 4096 * 4000;  // 4000 cycles of the tensor pipe
+  TileOp exps = costs::recompute_p({TensorId::S, 0, 0, 64, 0, 64});
+  exps.fp32_flops = 0;
+  exps.sfu_ops = static_cast<std::int64_t>(hw.compute.sfu_ops_per_clk_per_sm.value) * 1000;
+  const double exp_s = 1000 / clock_hz;
+  const double alone = wg_time({gemm}, PipeOverlap::lockstep);
+  // Lockstep: the exps wait for the GEMM and the GEMM for the exps.
+  CHECK(wg_time({gemm, exps}, PipeOverlap::lockstep) - alone ==
+        doctest::Approx(exp_s).epsilon(1e-6));
+  // Cooperative: 2 consumer warps per scheduler hide half of them under the GEMM.
+  CHECK(wg_time({gemm, exps}, PipeOverlap::async_tensor) - alone ==
+        doctest::Approx(exp_s / 2).epsilon(1e-6));
+  // A wait on the GEMM's result exposes the profile's wgmma latency.
+  TileOp waited = gemm;
+  waited.wgmma_waits = 3;
+  CHECK(wg_time({waited}, PipeOverlap::lockstep) - alone ==
+        doctest::Approx(3 * hw.compute.wgmma_latency_cycles.value / clock_hz).epsilon(1e-6));
+}
 
 TEST_CASE("rel_close is relative and can fail") {
   CHECK(rel_close(0.105, 0.1, 0.06));

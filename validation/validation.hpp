@@ -39,6 +39,7 @@ struct Comparison {
 struct CaseResult {
   std::string id;
   std::string schedule;
+  std::string pass;  // fwd, bwd or fwdbwd
   std::string profile;
   std::string source_file;
   double sm_clock_mhz = 0.0;
@@ -47,7 +48,7 @@ struct CaseResult {
 };
 
 struct Summary {
-  std::string schedule;  // or "all"
+  std::string schedule;  // "flash2", "flash2 fwdbwd" (a schedule's runs with a backward), or "all"
   int cases = 0;
   std::optional<double> median_abs_error[kMetricCount];
   std::optional<double> worst_abs_error[kMetricCount];
