@@ -116,6 +116,25 @@ std::unique_ptr<Schedule> make_flash2_backward(const AttentionProblem& p, const 
 /// Shared memory of flash2's main backward kernel per CTA, bytes.
 std::int64_t flash2_backward_smem_bytes(const AttentionProblem& p, const Tiling& t);
 
+/// The row-wise kernels around a FlashAttention backward's main kernel (flash2, flash3), one CTA
+/// per `block_q` query rows of a (batch, head), grid (Tr, B, H):
+///  - dot_do_o: D = rowsum(dO o O) written per row (fp32), and the fp32 dQaccum rows zeroed;
+///  - convert_dq: dQ = dQaccum in the element type.
+enum class BackwardRows { dot_do_o, convert_dq };
+void emit_backward_rows(const AttentionProblem& p, std::int64_t block_q, std::int64_t cta,
+                        BackwardRows kernel, std::vector<TileOp>& out);
+
+/// FlashAttention-3 backward (flash3_bwd.cpp): the pre-pass and the dQ conversion as flash2's
+/// around a warp-specialized main kernel (one tile per K/V block of `block_kv` keys, query blocks
+/// of `block_q` rows streamed through `stages` buffers, `consumers` warpgroups of 64 keys).
+struct Flash3BackwardTiles {
+  std::int64_t block_q = 0, block_kv = 0;
+  int stages = 0, consumers = 0, threads = 0, registers = 0;
+  std::int64_t smem_bytes = 0;
+};
+std::unique_ptr<Schedule> make_flash3_backward(const AttentionProblem& p,
+                                               const Flash3BackwardTiles& t);
+
 // FlashAttention-1 backward, Algorithm 4 of Dao et al. 2022 (flash1_bwd.cpp).
 std::unique_ptr<Schedule> make_flash1_backward(const AttentionProblem& p, const Tiling& t);
 /// Shared memory of flash1's backward kernel per CTA, bytes.

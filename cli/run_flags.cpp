@@ -75,6 +75,12 @@ std::vector<ProblemFlag> make_problem_flags() {
        "another's GEMMs) | cooperative (their pipes overlap as warps per scheduler allow) "
        "(default: FlashAttention-3's choice)",
        &RunFlags::warpgroups, false, true},
+      {"--backward-block-q",
+       "flash3 --pass fwdbwd: query rows per tile of the backward, whose --block-q tiles the "
+       "forward (default: FlashAttention-3's backward tiles)",
+       &RunFlags::backward_block_q, false, true},
+      {"--backward-block-kv", "flash3 --pass fwdbwd: key/value rows per tile of the backward",
+       &RunFlags::backward_block_kv, false, true},
       {"--causal", "causal mask (bottom-right aligned), masked blocks skipped", &RunFlags::causal},
       {"--mask", "an elementwise mask computed from indices", &RunFlags::mask},
       {"--cold-l2", "flush the L2 before every kernel, as Nsight Compute does", &RunFlags::cold_l2},
@@ -157,6 +163,14 @@ RunRequest to_request(const RunFlags& f) {
   }
   if (f.kv_heads) p.kv_heads = *f.kv_heads;
   r.tiling.splits = f.splits;
+  for (auto [name, v] : {std::pair{"--backward-block-q", f.backward_block_q},
+                         std::pair{"--backward-block-kv", f.backward_block_kv}}) {
+    if (v && (*v < 1 || *v > (1 << 20))) {
+      throw ConfigError(fmt::format("{} {} must be in [1, 1048576]", name, *v));
+    }
+  }
+  r.tiling.backward_block_q = f.backward_block_q;
+  r.tiling.backward_block_kv = f.backward_block_kv;
   if (!f.warpgroups.empty()) {
     r.tiling.warpgroups = warpgroup_arrangement(f.warpgroups);
     if (!r.tiling.warpgroups) {

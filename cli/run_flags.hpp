@@ -33,6 +33,8 @@ struct RunFlags {
   std::string block_table;       // --block-table FILE (paged)
   std::string warpgroups;        // --warpgroups pingpong|cooperative (flash3; empty: its default)
   std::vector<std::string> set;  // --set KEY=VALUE: profile what-ifs (load_profile's overrides)
+  // flash3 --pass fwdbwd: the backward's blocks (left out: FlashAttention-3's).
+  std::optional<std::int64_t> backward_block_q, backward_block_kv;
 };
 
 /// The help of `--set`, shared by run and sweep.

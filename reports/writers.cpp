@@ -325,9 +325,13 @@ std::string format_table(const Report& r) {
                      p.block_table ? p.block_table->source : "-");
   }
   s += fmt::format(
-      "tiling   block_q={} block_kv={} threads={} stages={}{}  (M = {} B of SRAM per CTA)\n",
+      "tiling   block_q={} block_kv={} threads={} stages={}{}{}  (M = {} B of SRAM per CTA)\n",
       r.tiling.block_q, r.tiling.block_kv, r.tiling.threads, r.tiling.pipeline_stages,
-      r.tiling.splits > 0 ? fmt::format(" splits={}", r.tiling.splits) : "", r.sram_bytes);
+      r.tiling.splits > 0 ? fmt::format(" splits={}", r.tiling.splits) : "",
+      r.tiling.backward_block_q > 0
+          ? fmt::format(" backward={}x{}", r.tiling.backward_block_q, r.tiling.backward_block_kv)
+          : "",
+      r.sram_bytes);
   if (r.density) {
     s += fmt::format("blocks   pattern {}, density s = {:.4g} of the blocks computed\n",
                      p.pattern ? p.pattern->spec : "all", *r.density);

@@ -40,7 +40,7 @@ struct Rates {
   double hbm_bps, l2_bps, sm_port_bps, smem_bps_per_sm;
   double tensor_per_sm, fp32_per_sm, sfu_per_sm, int32_per_sm;
   double l2_latency_s, hbm_latency_s, launch_s;
-  double smem_latency_s, fp32_latency_s;
+  double smem_latency_s, fp32_latency_s, wgmma_latency_s;
   int sm_count;
 
   Rates(const HardwareProfile& p, double clock_mhz, Dtype mma_dtype,
@@ -64,6 +64,7 @@ struct Rates {
     int32_per_sm = p.compute.int32_ops_per_clk_per_sm.value * clock_hz;
     smem_latency_s = p.sm.smem_latency_cycles.value / clock_hz;
     fp32_latency_s = p.compute.fp32_latency_cycles.value / clock_hz;
+    wgmma_latency_s = p.compute.wgmma_latency_cycles.value / clock_hz;
     l2_latency_s = p.l2.hit_latency_cycles.value / clock_hz;
     hbm_latency_s = p.hbm.latency_ns.value * 1e-9;
     launch_s = p.launch.kernel_overhead_us.value * 1e-6;
@@ -391,7 +392,8 @@ class KernelRun {
       int32_ops += static_cast<double>(op.int_ops);
       smem_bytes += static_cast<double>(op.smem_read_bytes);
       chain_s += static_cast<double>(op.smem_round_trips) * r.smem_latency_s +
-                 static_cast<double>(op.chain_fp32_ops) * r.fp32_latency_s;
+                 static_cast<double>(op.chain_fp32_ops) * r.fp32_latency_s +
+                 static_cast<double>(op.wgmma_waits) * r.wgmma_latency_s;
     }
   };
 
@@ -406,7 +408,7 @@ class KernelRun {
     double pipes[] = {w.tensor_flops * rates_.per.tensor_flop, w.fp32_flops * rates_.per.fp32_flop,
                       w.sfu_ops * rates_.per.sfu_op, w.int32_ops * rates_.per.int32_op,
                       w.smem_bytes * rates_.per.smem_byte};
-    if (spec_.overlap == PipeOverlap::async_tensor) {
+    if (spec_.overlap == PipeOverlap::async_tensor || spec_.overlap == PipeOverlap::lockstep) {
       // The tensor cores' operand reads are their own: one pipe, the busier of the two.
       pipes[0] = std::max(pipes[0], pipes[4]);
       pipes[4] = 0.0;
@@ -437,6 +439,18 @@ class KernelRun {
     const double one_warp_sync = std::max(warp_instructions * rates_.fp32_latency_s,
                                           std::max({pipes[1], pipes[2], pipes[3]}) / groups);
     const double warpgroup_chain = pipes[0] / groups + one_warp_sync + w.chain_s;
+    if (spec_.overlap == PipeOverlap::lockstep) {
+      // The tensor pipe (operand reads included), then the FP32, SFU and INT32 work, which
+      // overlap one another as the warps per scheduler allow.
+      const double sync_total = pipes[1] + pipes[2] + pipes[3];
+      const double sync_busiest = std::max({pipes[1], pipes[2], pipes[3]});
+      auto lockstep = [&](double warps) {
+        const double per_scheduler = std::max(1.0, warps / kSchedulersPerSm);
+        return pipes[0] + sync_busiest + (sync_total - sync_busiest) / per_scheduler;
+      };
+      return std::max(share * lockstep(share * warps_per_cta_),
+                      lockstep(warps_per_cta_) + w.chain_s);
+    }
     if (spec_.overlap == PipeOverlap::pingpong) {
       // wgmma runs asynchronously and reads its operands from shared memory as it goes: the
       // tensor cores and the shared-memory pipe are the asynchronous unit. The FP32, SFU and

@@ -54,6 +54,9 @@ struct ComputeSpec {
   Sourced<double> mma_sync_flops_per_clk_per_sm;
   Sourced<double> int32_ops_per_clk_per_sm;  // 32-bit integer add, compare, logic, select
   Sourced<double> fp32_latency_cycles;       // issue-to-use latency of a dependent FP32 FMA/add
+  // Issue of one wgmma m64n64k16 to its accumulators readable (wgmma.wait_group 0); 0 on a GPU
+  // without wgmma (Ampere).
+  Sourced<double> wgmma_latency_cycles;
 };
 
 /// The last-level cache shared by all SMs.

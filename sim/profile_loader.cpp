@@ -77,7 +77,7 @@ const std::array<Field<SmSpec>, 13> kSmFields{{
     {"smem_latency_cycles", &SmSpec::smem_latency_cycles},
 }};
 
-const std::array<Field<ComputeSpec>, 9> kComputeFields{{
+const std::array<Field<ComputeSpec>, 10> kComputeFields{{
     {"tensor_fp16_tflops", &ComputeSpec::tensor_fp16_tflops},
     {"tensor_bf16_tflops", &ComputeSpec::tensor_bf16_tflops},
     {"tensor_tf32_tflops", &ComputeSpec::tensor_tf32_tflops},
@@ -87,6 +87,7 @@ const std::array<Field<ComputeSpec>, 9> kComputeFields{{
     {"mma_sync_flops_per_clk_per_sm", &ComputeSpec::mma_sync_flops_per_clk_per_sm},
     {"int32_ops_per_clk_per_sm", &ComputeSpec::int32_ops_per_clk_per_sm},
     {"fp32_latency_cycles", &ComputeSpec::fp32_latency_cycles},
+    {"wgmma_latency_cycles", &ComputeSpec::wgmma_latency_cycles},
 }};
 
 const std::array<Field<L2Spec>, 7> kL2Fields{{
@@ -369,6 +370,7 @@ void validate(const HardwareProfile& p, Reader& reader) {
   positive("compute.mma_sync_flops_per_clk_per_sm", c.mma_sync_flops_per_clk_per_sm.value);
   positive("compute.int32_ops_per_clk_per_sm", c.int32_ops_per_clk_per_sm.value);
   non_negative("compute.fp32_latency_cycles", c.fp32_latency_cycles.value);
+  non_negative("compute.wgmma_latency_cycles", c.wgmma_latency_cycles.value);
   non_negative("compute.tensor_fp8_tflops", c.tensor_fp8_tflops.value);  // 0: no FP8 tensor cores
 
   const L2Spec& l2 = p.l2;

@@ -43,7 +43,12 @@ enum class TensorInstruction { mma_sync, wgmma };
 ///    `consumer_warpgroups` take turns on the tensor cores, so that one warpgroup's softmax
 ///    (FP32, SFU, INT32) runs while another's GEMMs do (FlashAttention-3, Shah et al. 2024,
 ///    section 3.1, "pingpong scheduling").
-enum class PipeOverlap { warps_per_scheduler, async_tensor, pingpong };
+///  - lockstep: tensor-core work asynchronous as under async_tensor (its shared-memory operand
+///    reads inside it), but every consumer warpgroup goes through the same dependent phases of a
+///    stage together, joined by barriers (FlashAttention-3's backward: S and dP, then P and dS
+///    from them, then dQ from every warpgroup's dS): no warpgroup's FP32, SFU or INT32 work runs
+///    under another's GEMMs, so the two sides of a stage add.
+enum class PipeOverlap { warps_per_scheduler, async_tensor, pingpong, lockstep };
 
 struct KernelSpec {
   std::string name;

@@ -1,9 +1,10 @@
 // The committed measurements keep the model honest: `iosim validate` over measurements/
 // must stay at or under the accuracy levels recorded next to the data, per device folder. Our own
 // kernels (measurements*.json), PyTorch's (pytorch_sdpa_*.json) and cuDNN's Hopper kernels
-// (cudnn_*/cudnn_sdpa_*.json, forward cases: flash3 has no backward yet) have levels of their own;
-// scripts/accuracy_levels.py writes them (tightening freely, loosening only when told why, with a
-// history entry and a CALIBRATION.md entry: its --check, ctest accuracy_gate, holds that).
+// (cudnn_*/cudnn_sdpa_*.json, forward and forward+backward) have levels of their own, a schedule's
+// runs with a backward apart from its forwards ("flash3 fwdbwd"); scripts/accuracy_levels.py
+// writes them (tightening freely, loosening only when told why, with a history entry and a
+// CALIBRATION.md entry: its --check, ctest accuracy_gate, holds that).
 #include "validation/validation.hpp"
 
 #include <doctest/doctest.h>

@@ -131,12 +131,20 @@ RunRequest request_for(const json& c, const std::string& where, bool as_run) {
     r.tiling.threads = given(t.value("threads", 0));
     // Split-KV decoding: the split count the case asked its kernel for (--splits).
     r.tiling.splits = given(t.value("splits", std::int64_t{0}));
+    const Capabilities& caps = builtin_registry().get(r.algorithm).capabilities;
+    // A run of both passes whose flags tile the forward: the backward's own blocks, as the
+    // measured backward kernel's tiling says ("bwd"), passed like --backward-block-q/-kv.
+    if (pr.pass == Pass::fwdbwd && caps.flags_tile_forward && t.contains("bwd") &&
+        t["bwd"].is_object()) {
+      r.tiling.backward_block_q = given(t["bwd"].value("block_q", std::int64_t{0}));
+      r.tiling.backward_block_kv = given(t["bwd"].value("block_kv", std::int64_t{0}));
+    }
     if (as_run) {
       r.tiling.pipeline_stages = given(t.value("pipeline_stages", 0));
-      // Forward passes only: a run with a backward uses the field for the backward's Q stages.
-      const bool streams_kv =
-          pr.pass == Pass::fwd && builtin_registry().get(r.algorithm).capabilities.forward_stages ==
-                                      StagesCount::kv_buffer_pairs;
+      // Forward passes, and runs of both passes whose flags tile the forward: otherwise a run
+      // with a backward uses the field for the backward's Q stages.
+      const bool streams_kv = (pr.pass == Pass::fwd || caps.flags_tile_forward) &&
+                              caps.forward_stages == StagesCount::kv_buffer_pairs;
       if (const int pairs = pairs_from_smem(t, pr.head_dim, pr.elem_bytes());
           streams_kv && pairs > 0) {
         r.tiling.pipeline_stages = pairs;
@@ -185,6 +193,7 @@ CaseResult compare_case(const json& c, const std::string& profile_name, const st
   CaseResult out;
   out.id = c.value("id", std::string("?"));
   out.schedule = c.value("schedule", std::string("?"));
+  out.pass = c.value("pass", std::string("fwd"));
   out.profile = profile_name;
   out.source_file = file;
   const std::string where = fmt::format("{}: case '{}'", file, out.id);
@@ -393,6 +402,7 @@ ValidationResult validate_measurements(const fs::path& path, const std::string& 
         CaseResult skipped;
         skipped.id = c.value("id", std::string("?"));
         skipped.schedule = schedule;
+        skipped.pass = c.value("pass", std::string("fwd"));
         skipped.profile = profile;
         skipped.source_file = file.string();
         skipped.skipped_reason = skip;
@@ -406,7 +416,9 @@ ValidationResult validate_measurements(const fs::path& path, const std::string& 
   std::vector<const CaseResult*> all;
   for (const CaseResult& c : v.cases) {
     if (!c.skipped_reason.empty()) continue;
-    by_schedule[c.schedule].push_back(&c);
+    // A schedule's runs with a backward are another workload than its forwards: summarized
+    // apart ("flash3 fwdbwd"), so that adding them leaves the forward's accuracy as it was.
+    by_schedule[c.pass == "fwd" ? c.schedule : c.schedule + " " + c.pass].push_back(&c);
     all.push_back(&c);
   }
   for (const auto& [name, cases] : by_schedule) v.summaries.push_back(summarize(name, cases));

@@ -51,6 +51,7 @@ struct Comparison {
 struct CaseResult {
   std::string id;
   std::string schedule;
+  std::string pass;  // fwd, bwd or fwdbwd
   std::string profile;
   std::string source_file;
   double sm_clock_mhz = 0.0;
@@ -61,7 +62,7 @@ struct CaseResult {
 };
 
 struct Summary {
-  std::string schedule;  // or "all"
+  std::string schedule;  // "flash2", "flash2 fwdbwd" (a schedule's runs with a backward), or "all"
   int cases = 0;
   std::optional<double> median_abs_error[kMetricCount];  // as-run
   std::optional<double> worst_abs_error[kMetricCount];
