@@ -38,15 +38,7 @@ class Flash3Backward final : public Schedule {
  public:
   Flash3Backward(const AttentionProblem& p, const Flash3BackwardTiles& t) : p_(p), t_(t) {}
 
-  std::vector<TensorDecl> tensors() const override {
-    const std::int64_t eb = p_.elem_bytes(), bh = p_.bh(), d = p_.head_dim;
-    return {{TensorId::Q, bh, p_.seq, d, eb},    {TensorId::K, bh, p_.seq_kv, d, eb},
-            {TensorId::V, bh, p_.seq_kv, d, eb}, {TensorId::O, bh, p_.seq, d, eb},
-            {TensorId::L, bh, p_.seq, 1, 4},     {TensorId::dO, bh, p_.seq, d, eb},
-            {TensorId::D, bh, p_.seq, 1, 4},     {TensorId::dQaccum, bh, p_.seq, d, 4},
-            {TensorId::dQ, bh, p_.seq, d, eb},   {TensorId::dK, bh, p_.seq_kv, d, eb},
-            {TensorId::dV, bh, p_.seq_kv, d, eb}};
-  }
+  std::vector<TensorDecl> tensors() const override { return dq_accum_backward_tensors(p_); }
 
   std::vector<KernelSpec> kernels() const override {
     std::vector<KernelSpec> out;

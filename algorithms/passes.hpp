@@ -116,6 +116,19 @@ std::unique_ptr<Schedule> make_flash2_backward(const AttentionProblem& p, const 
 /// Shared memory of flash2's main backward kernel per CTA, bytes.
 std::int64_t flash2_backward_smem_bytes(const AttentionProblem& p, const Tiling& t);
 
+/// The tensors of a backward that accumulates dQ in fp32 (dQaccum) and converts it after the
+/// main kernel (FlashAttention-2's and -3's backwards): the forward's Q, K, V, O, L, the incoming
+/// dO, D = rowsum(dO * O), and the gradients.
+inline std::vector<TensorDecl> dq_accum_backward_tensors(const AttentionProblem& p) {
+  const std::int64_t eb = p.elem_bytes(), bh = p.bh(), d = p.head_dim;
+  return {{TensorId::Q, bh, p.seq, d, eb},    {TensorId::K, bh, p.seq_kv, d, eb},
+          {TensorId::V, bh, p.seq_kv, d, eb}, {TensorId::O, bh, p.seq, d, eb},
+          {TensorId::L, bh, p.seq, 1, 4},     {TensorId::dO, bh, p.seq, d, eb},
+          {TensorId::D, bh, p.seq, 1, 4},     {TensorId::dQaccum, bh, p.seq, d, 4},
+          {TensorId::dQ, bh, p.seq, d, eb},   {TensorId::dK, bh, p.seq_kv, d, eb},
+          {TensorId::dV, bh, p.seq_kv, d, eb}};
+}
+
 /// The row-wise kernels around a FlashAttention backward's main kernel (flash2, flash3), one CTA
 /// per `block_q` query rows of a (batch, head), grid (Tr, B, H):
 ///  - dot_do_o: D = rowsum(dO o O) written per row (fp32), and the fp32 dQaccum rows zeroed;
