@@ -19,33 +19,8 @@ REPO=$(cd "$(dirname "$0")/.." && pwd)
 screenshot=${1:-}
 shot_of=${2:-}
 
-# missing TOOL PACKAGE: TOOL is not installed; fail, or skip (77) with IOSIM_SKIP_BROWSER_TEST=1.
-missing() {
-  if [ "${IOSIM_SKIP_BROWSER_TEST:-0}" = 1 ]; then
-    echo "SKIPPED: $1 is not installed (IOSIM_SKIP_BROWSER_TEST=1); the HTML report was not checked"
-    exit 77
-  fi
-  echo "FAIL: $1 is not installed, so the HTML report cannot be checked."
-  echo "      Install it with scripts/install_deps.sh (Debian package '$2'),"
-  echo "      or set IOSIM_SKIP_BROWSER_TEST=1 to skip this test explicitly."
-  exit 1
-}
-
-command -v node >/dev/null 2>&1 || missing node nodejs
-for js in "$REPO"/reports/assets/*.js; do
-  node --check "$js" || { echo "FAIL: node --check: $js does not parse"; exit 1; }
-done
-
-browser=""
-for b in chromium chromium-browser google-chrome; do
-  if command -v "$b" >/dev/null 2>&1; then browser=$(command -v "$b"); break; fi
-done
-[ -n "$browser" ] || missing chromium chromium
-
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail=0
-bad() { fail=1; echo "FAIL: $*"; }
+source "$REPO/tests/browser_setup.sh"
+browser_setup "the HTML report" "$REPO/reports/assets" 1400,2600
 
 # A sweep small enough to take a second, split in two shards that the report merges.
 sweep=(--profile h100-sxm5-80gb,a100-sxm4-80gb --algo standard,flash1,flash2 --batch 1 --heads 4
@@ -58,9 +33,6 @@ done
   --html "$tmp/report.html" --md "$tmp/report.md" ||
   { echo "FAIL: iosim report"; exit 1; }
 
-flags=(--headless --no-sandbox --disable-gpu --disable-background-networking
-       --disable-component-update --disable-sync --no-first-run --disable-extensions
-       --enable-logging=stderr --v=0 --window-size=1400,2600)
 
 # render URL OUT: the DOM after the page's scripts ran, and Chromium's log.
 render() {
