@@ -73,6 +73,18 @@ def measured_dram_read(case):
                if k.get("metrics") and k["metrics"].get("dram__bytes_read.sum") is not None)
 
 
+def print_error_row(case, predicted):
+    """Prints one table row of a measured case against a prediction; returns the relative errors
+    of time (free-running) and DRAM read."""
+    t = predicted["time_s"] / case["time_free_running_s"] - 1
+    d = predicted["dram_read_bytes"] / measured_dram_read(case) - 1
+    pr = case["problem"]
+    name = (f"d{pr['head_dim']} N={pr['seq']} B{pr['batch']}H{pr['heads']}"
+            f"{' causal' if pr['causal'] else ''}{' bf16' if pr['dtype'] == 'bf16' else ''}")
+    print(f"| {name} | {case['time_free_running_s'] * 1e3:.3f} | {predicted['time_s'] * 1e3:.3f} | "
+          f"{t:+.1%} | {d:+.1%} | {predicted['bound']} |")
+    return t, d
+
 def compare(measured_path, predictions_path):
     measured = {c["id"]: c for c in forward_cases(json.load(open(measured_path)))}
     pred = json.load(open(predictions_path))
@@ -82,17 +94,9 @@ def compare(measured_path, predictions_path):
         print("| --- | --- | --- | --- | --- | --- |")
         terr, derr = [], []
         for r in pred["rows"]:
-            c = measured[r["id"]]
-            p = r[a]
-            t = p["time_s"] / c["time_free_running_s"] - 1
-            d = p["dram_read_bytes"] / measured_dram_read(c) - 1
+            t, d = print_error_row(measured[r["id"]], r[a])
             terr.append(t)
             derr.append(d)
-            pr = c["problem"]
-            name = (f"d{pr['head_dim']} N={pr['seq']} B{pr['batch']}H{pr['heads']}"
-                    f"{' causal' if pr['causal'] else ''}{' bf16' if pr['dtype'] == 'bf16' else ''}")
-            print(f"| {name} | {c['time_free_running_s'] * 1e3:.3f} | {p['time_s'] * 1e3:.3f} | "
-                  f"{t:+.1%} | {d:+.1%} | {p['bound']} |")
         big = [t for r, t in zip(pred["rows"], terr) if r["problem"]["seq"] > 1024]
         print(f"\ntime: median |err| {statistics.median(map(abs, terr)):.1%}, worst "
               f"{max(map(abs, terr)):.1%}, signed median {statistics.median(terr):+.1%}; "
@@ -134,17 +138,9 @@ def compare_fwdbwd(measured_path, predictions_path):
     print("| --- | --- | --- | --- | --- | --- |")
     terr, derr = [], []
     for r in pred["rows"]:
-        c = measured[r["id"]]
-        p = r[pred["primary"]]
-        t = p["time_s"] / c["time_free_running_s"] - 1
-        d = p["dram_read_bytes"] / measured_dram_read(c) - 1
+        t, d = print_error_row(measured[r["id"]], r[pred["primary"]])
         terr.append(t)
         derr.append(d)
-        pr = c["problem"]
-        name = (f"d{pr['head_dim']} N={pr['seq']} B{pr['batch']}H{pr['heads']}"
-                f"{' causal' if pr['causal'] else ''}")
-        print(f"| {name} | {c['time_free_running_s'] * 1e3:.3f} | {p['time_s'] * 1e3:.3f} | "
-              f"{t:+.1%} | {d:+.1%} | {p['bound']} |")
     print(f"\ntime: median |err| {statistics.median(map(abs, terr)):.1%}, worst "
           f"{max(map(abs, terr)):.1%}, signed median {statistics.median(terr):+.1%}")
     print(f"DRAM read: median |err| {statistics.median(map(abs, derr)):.2%}, worst "
