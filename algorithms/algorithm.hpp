@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sim/io_formulas.hpp"
@@ -29,7 +30,19 @@ struct TilingRequest {
   std::optional<std::int64_t> splits;       // split-KV decoding: K/V chunks per query tile
   // Warp-specialized kernels: how the consumer warpgroups share the tensor cores (--warpgroups).
   std::optional<PipeOverlap> warpgroups;
+  // The backward main kernel's blocks in a run of both passes whose flags tile the forward
+  // (Capabilities::flags_tile_forward): --backward-block-q, --backward-block-kv.
+  std::optional<std::int64_t> backward_block_q, backward_block_kv;
 };
+
+/// The warpgroup arrangement named `name` as --warpgroups and the measured files'
+/// `variant.warpgroups` spell it: "pingpong" (PipeOverlap::pingpong) or "cooperative"
+/// (PipeOverlap::async_tensor); nullopt for any other name (the caller says where it came from).
+inline std::optional<PipeOverlap> warpgroup_arrangement(std::string_view name) {
+  if (name == "pingpong") return PipeOverlap::pingpong;
+  if (name == "cooperative") return PipeOverlap::async_tensor;
+  return std::nullopt;
+}
 
 /// Block sizes and launch shape of a planned schedule: every field resolved.
 struct Tiling {
@@ -43,6 +56,9 @@ struct Tiling {
   int pipeline_stages = 0;
   int registers_per_thread = 0;  // of the main kernel: estimated, or as a compiler reported it
   std::int64_t splits = 0;       // split-KV decoding: K/V chunks per query tile (0: none)
+  // The backward main kernel's blocks where they differ from the forward's in a run of both
+  // passes (flash3: each kernel keeps FlashAttention-3's tiles); 0: block_q and block_kv.
+  std::int64_t backward_block_q = 0, backward_block_kv = 0;
 };
 
 /// The outcome of planning: a schedule, or the reason none fits.
@@ -70,6 +86,9 @@ struct Capabilities {
   bool backward = true;              // --pass bwd and fwdbwd: it has a backward schedule
   bool warpgroups = false;           // --warpgroups: consumer warpgroups ping-pong or cooperate
   bool fp8 = false;                  // --dtype fp8: an e4m3 forward (FP8 tensor cores)
+  // In a run of both passes the tiling flags tile the forward kernel and the backward keeps its
+  // own tiles (flash3); otherwise one tiling, the backward's, serves both passes.
+  bool flags_tile_forward = false;
   StagesCount forward_stages = StagesCount::kv_buffer_pairs;
 };
 

@@ -47,6 +47,9 @@ class Flash1Schedule final : public Schedule {
     return {k};
   }
 
+  // One CTA per head; the heads of a grouped-query group share K/V.
+  Repetition repetition(std::size_t) const override { return {p_.group(), 0}; }
+
   // Part j * tr + i is inner iteration i of outer iteration j (K/V block j); the first inner
   // iteration that runs also loads K_j and V_j. Parts this small keep each resident CTA's pending
   // operations to a few (instead of a whole outer iteration: tr x 10 operations of ~100 bytes,

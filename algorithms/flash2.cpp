@@ -42,6 +42,20 @@ class Flash2Schedule final : public Schedule {
     return {k};
   }
 
+  // Heads repeat; with grouped-query heads sharing K/V (unpacked), a group of heads of every batch.
+  // A CTA's K/V blocks repeat up to the first that crosses the causal diagonal, or the last,
+  // which also writes O (under a block mask the blocks follow no stride: none).
+  Repetition repetition(std::size_t) const override {
+    Repetition r = forward_repetition(p_, view(), t_.block_q);
+    if (blocks_) r.part_period = 0;
+    return r;
+  }
+  PartRange steady_parts(std::size_t, std::int64_t cta) const override {
+    if (blocks_) return {};
+    const QueryView::Tile tile = view().tile(p_, t_.block_q, cta);
+    return forward_steady_parts(p_, tile.q0, tile.qr, t_.block_kv);
+  }
+
   // Part 0 loads Q and initializes the state; part 1 + k is the k-th K/V block the CTA computes
   // (under a block mask, its k-th nonzero block), and the last one also writes O and L. One
   // block per part keeps a few operations per resident CTA in memory instead of all of them

@@ -28,15 +28,7 @@ class Flash2Backward final : public WholeCtaSchedule {
                  std::shared_ptr<const BlockMask> blocks)
       : p_(p), t_(t), blocks_(std::move(blocks)) {}
 
-  std::vector<TensorDecl> tensors() const override {
-    const std::int64_t eb = p_.elem_bytes(), bh = p_.bh(), d = p_.head_dim;
-    return {{TensorId::Q, bh, p_.seq, d, eb},    {TensorId::K, bh, p_.seq_kv, d, eb},
-            {TensorId::V, bh, p_.seq_kv, d, eb}, {TensorId::O, bh, p_.seq, d, eb},
-            {TensorId::L, bh, p_.seq, 1, 4},     {TensorId::dO, bh, p_.seq, d, eb},
-            {TensorId::D, bh, p_.seq, 1, 4},     {TensorId::dQaccum, bh, p_.seq, d, 4},
-            {TensorId::dQ, bh, p_.seq, d, eb},   {TensorId::dK, bh, p_.seq_kv, d, eb},
-            {TensorId::dV, bh, p_.seq_kv, d, eb}};
-  }
+  std::vector<TensorDecl> tensors() const override { return dq_accum_backward_tensors(p_); }
 
   std::vector<KernelSpec> kernels() const override {
     std::vector<KernelSpec> out;
@@ -74,38 +66,17 @@ class Flash2Backward final : public WholeCtaSchedule {
                       std::vector<TileOp>& out) const override {
     switch (kKernels[kernel]) {
       case Kernel::dot_do_o:
-        return emit_rows(cta, true, out);
+        return emit_backward_rows(p_, t_.block_q, cta, BackwardRows::dot_do_o, out);
       case Kernel::dq_dk_dv:
         return emit_main(cta, out);
       case Kernel::convert_dq:
-        return emit_rows(cta, false, out);
+        return emit_backward_rows(p_, t_.block_q, cta, BackwardRows::convert_dq, out);
     }
   }
 
  private:
   // The backward runs twice the forward's warps, as FlashAttention-2 (8 warps against 4).
   int threads() const { return std::min(1024, 2 * t_.threads); }
-
-  void emit_rows(std::int64_t cta, bool dot_do_o, std::vector<TileOp>& out) const {
-    const std::int64_t tr = ceil_div(p_.seq, t_.block_q);
-    const std::int64_t i = cta % tr;
-    const std::int64_t bh = (cta / tr) % p_.batch * p_.heads + cta / (tr * p_.batch);
-    const std::int64_t q0 = i * t_.block_q, qr = std::min(t_.block_q, p_.seq - q0);
-    const std::int64_t d = p_.head_dim;
-    const TileRef accum{TensorId::dQaccum, bh, q0, qr, 0, d};  // (qr, d) fp32
-    if (dot_do_o) {
-      out.push_back(TileOp::load({TensorId::O, bh, q0, qr, 0, d}, OnChip::reg));   // rO (qr, d)
-      out.push_back(TileOp::load({TensorId::dO, bh, q0, qr, 0, d}, OnChip::reg));  // rdO (qr, d)
-      out.push_back(costs::row_dot({TensorId::O, bh, q0, qr, 0, d}, d));
-      out.push_back(TileOp::store({TensorId::D, bh, q0, qr, 0, 1}));  // (qr)
-      out.push_back(costs::zero_grad(accum));
-      out.push_back(TileOp::store(accum));
-    } else {
-      out.push_back(TileOp::load(accum, OnChip::reg));
-      out.push_back(costs::convert_dq({TensorId::dQ, bh, q0, qr, 0, d}, d));
-      out.push_back(TileOp::store({TensorId::dQ, bh, q0, qr, 0, d}));
-    }
-  }
 
   // Whether Q block i and K/V block j meet: a nonzero block (block-sparse) or, dense, a block
   // holding a score the causal mask leaves visible.

@@ -79,6 +79,15 @@ class Flash3Schedule final : public Schedule {
     return {k};
   }
 
+  // As flash2's: heads (or groups) repeat, and the K/V blocks before the last or the diagonal.
+  Repetition repetition(std::size_t) const override {
+    return forward_repetition(p_, view(), t_.block_q);
+  }
+  PartRange steady_parts(std::size_t, std::int64_t cta) const override {
+    const QueryView::Tile tile = view().tile(p_, t_.block_q, cta);
+    return forward_steady_parts(p_, tile.q0, tile.qr, t_.block_kv);
+  }
+
   // Part 0: Q's tile and the state; part 1 + j: key block j; the last also writes O and L.
   bool emit_cta_part(std::size_t, std::int64_t cta, std::size_t part,
                      std::vector<TileOp>& out) const override {
@@ -107,6 +116,9 @@ class Flash3Schedule final : public Schedule {
     if (p_.causal && k0 + kr - 1 > q0 + offset) out.push_back(costs::mask(s));
     if (p_.mask) out.push_back(costs::mask(s));
     out.push_back(costs::online_softmax(s, d));
+    // wgmma's accumulator gives a row to the 4 threads of a quad: its max takes 2 shuffle
+    // rounds (the sum is reduced across the quad once, at the end).
+    out.back().smem_round_trips = 2;
     if (p_.dropout > 0) out.push_back(costs::dropout({TensorId::P, bh, q0, qr, k0, kr}));
     out.push_back(costs::pv(s, d, groups * kr * d * eb));
     if (p_.dtype == Dtype::fp8) add_fp8_extra_ops(out.back(), s, d);
@@ -124,13 +136,77 @@ class Flash3Schedule final : public Schedule {
   bool pingpong_;
 };
 
+// FlashAttention-3's backward tiles for 16-bit types on sm90 (hopper/flash_bwd_launch_template.h,
+// run_mha_bwd_hdim*): d <= 64: 128 x 128; d <= 96: 64 x 128; d <= 128: 64 x 128 causal, 80 x 128
+// otherwise; d <= 192: 64 x 96; larger: 64 x 80. Two consumer (MMA) warpgroups beside the
+// producer (384 threads, as cuDNN's bprop kernel); Q, dO and dS double-buffered up to d = 128,
+// single above. `req` is what the flags ask of the backward (in a run of both passes, where they
+// tile the forward, --backward-block-q and --backward-block-kv). Returns why the tiles cannot
+// run, or nothing.
+std::string plan_backward(const AttentionProblem& p, const HardwareProfile& hw,
+                          const TilingRequest& req, Flash3BackwardTiles& bt) {
+  const std::int64_t d = p.head_dim, eb = p.elem_bytes();
+  bt.block_q = req.block_q.value_or(d <= 64    ? 128
+                                    : d <= 96  ? 64
+                                    : d <= 128 ? (p.causal ? 64 : 80)
+                                               : 64);
+  bt.block_kv = req.block_kv.value_or(d <= 128 ? 128 : d <= 192 ? 96 : 80);
+  bt.stages = req.pipeline_stages.value_or(d <= 128 ? 2 : 1);
+  bt.consumers = 2;
+  bt.threads = req.threads.value_or((bt.consumers + 1) * kWarpgroupThreads);
+  if (bt.block_q % 16 != 0 || bt.block_kv % 16 != 0 ||
+      bt.threads != (bt.consumers + 1) * kWarpgroupThreads) {
+    return fmt::format(
+        "flash3's backward runs two consumer warpgroups beside one producer on blocks of 16-row "
+        "wgmma steps: --block-q {} and --block-kv {} must be multiples of 16 and the CTA {} "
+        "threads, not {}",
+        bt.block_q, bt.block_kv, (bt.consumers + 1) * kWarpgroupThreads, bt.threads);
+  }
+  // Q, dO and dS stages, K and V, the fp32 dQ staging tile of the TMA reduce-add, L and D stages.
+  const std::int64_t s = bt.stages;
+  bt.smem_bytes =
+      (2 * s * bt.block_q * d + 2 * bt.block_kv * d + s * bt.block_q * bt.block_kv) * eb +
+      bt.block_q * d * 4 + s * bt.block_q * 8;
+  const std::int64_t limit = hw.sm.smem_per_cta_max_bytes.value;
+  if (bt.smem_bytes > limit) {
+    return fmt::format(
+        "flash3 backward tile does not fit in shared memory: {} stage(s) of Q, dO ({}x{}) and dS "
+        "({}x{}), K and V {}x{} ({}), the fp32 dQ tile and L, D need {} bytes, {} allows {} "
+        "bytes per CTA",
+        s, bt.block_q, d, bt.block_q, bt.block_kv, bt.block_kv, d, dtype_name(p.dtype),
+        bt.smem_bytes, hw.name, limit);
+  }
+  bt.registers = req.registers_per_thread.value_or(
+      std::min(255, hw.sm.registers_per_sm.value / bt.threads / 8 * 8));
+  return {};
+}
+
 Planned plan_flash3(const AttentionProblem& p, const HardwareProfile& hw,
                     const TilingRequest& req) {
   Planned out;
   Tiling& t = out.tiling;
   const std::int64_t eb = p.elem_bytes(), d = p.head_dim;
-  if (p.pass != Pass::fwd) {  // check_applicable refuses it first (Capabilities::backward)
-    out.infeasible_reason = "flash3 has no backward schedule yet";
+  // --block-q, --block-kv, --stages, --threads and --registers tile the forward kernel, or the
+  // backward's main kernel in a backward alone; in a run of both passes the backward keeps
+  // FlashAttention-3's backward tiles unless --backward-block-q/-kv say otherwise
+  // (Tiling::backward_block_q and _kv report them).
+  Flash3BackwardTiles bt;
+  if (runs_backward(p.pass)) {
+    TilingRequest backward;  // in a run of both passes only its blocks, if given
+    backward.block_q = req.backward_block_q;
+    backward.block_kv = req.backward_block_kv;
+    out.infeasible_reason = plan_backward(p, hw, p.pass == Pass::bwd ? req : backward, bt);
+    if (!out.feasible()) return out;
+    t.backward_block_q = bt.block_q;
+    t.backward_block_kv = bt.block_kv;
+  }
+  if (!runs_forward(p.pass)) {
+    t.block_q = bt.block_q;
+    t.block_kv = bt.block_kv;
+    t.threads = bt.threads;
+    t.pipeline_stages = bt.stages;
+    t.registers_per_thread = bt.registers;
+    out.schedule = make_flash3_backward(p, bt);
     return out;
   }
   // FlashAttention-3's forward tiles for 16-bit types (hopper/tile_size.h, tile_size_fwd_sm90):
@@ -178,7 +254,12 @@ Planned plan_flash3(const AttentionProblem& p, const HardwareProfile& hw,
   // reads inside the tensor pipe): 74% and 60%. Ping-pong is --warpgroups pingpong
   // (measurements/h100-sxm5-80gb/cudnn_2026-11-23/NOTES_flash3.md).
   const bool pingpong = req.warpgroups && *req.warpgroups == PipeOverlap::pingpong;
-  out.schedule = std::make_unique<Flash3Schedule>(p, t, smem, regs, consumers, pingpong);
+  out.schedule = for_pass(
+      p.pass,
+      [&]() -> std::unique_ptr<Schedule> {
+        return std::make_unique<Flash3Schedule>(p, t, smem, regs, consumers, pingpong);
+      },
+      [&] { return make_flash3_backward(p, bt); });
   return out;
 }
 
@@ -188,14 +269,14 @@ Algorithm flash3_algorithm() {
   Algorithm a;
   a.name = "flash3";
   a.summary =
-      "FlashAttention-3 forward (Hopper): producer/consumer warpgroups, wgmma, ping-pong, "
-      "persistent tiles";
-  a.capabilities.backward = false;  // the backward is still to come
+      "FlashAttention-3 (Hopper): producer/consumer warpgroups, wgmma, ping-pong, persistent "
+      "tiles; backward with warpgroups of keys and a TMA reduce-add of dQ";
   a.capabilities.warpgroups = true;
   a.capabilities.fp8 = true;
+  a.capabilities.flags_tile_forward = true;
   a.plan = plan_flash3;
   a.closed_form = [](const AttentionProblem& p, const Tiling& t, const BlockMask*) {
-    return flash3_closed_form(p, t.block_q, t.block_kv);
+    return flash3_closed_form(p, t.block_q, t.block_kv, t.backward_block_q, t.backward_block_kv);
   };
   return a;
 }

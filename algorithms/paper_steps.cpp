@@ -181,6 +181,9 @@ PaperStep paper_step(const std::string& algorithm, const std::string& kernel, co
     return backward_kernel ? flash2_backward(kernel, op)
                            : flash2_forward(op, "FlashAttention-2, Algorithm 1");
   }
+  // FlashAttention-3's backward carries out Algorithm 2's lines (its own paper numbers none):
+  // warpgroups, TMA and the reduce-add of dQ change how, not what.
+  if (algorithm == "flash3" && backward_kernel) return flash2_backward(kernel, op);
   if (algorithm == "block-sparse") {
     if (backward_kernel) return flash2_backward(kernel, op);
     return flash2_forward(op,

@@ -41,6 +41,14 @@ class SequenceSchedule final : public Schedule {
     if (kernel < first_kernels_) return first_->emit_cta_part(kernel, cta, part, out);
     return second_->emit_cta_part(kernel - first_kernels_, cta, part, out);
   }
+  Repetition repetition(std::size_t kernel) const override {
+    if (kernel < first_kernels_) return first_->repetition(kernel);
+    return second_->repetition(kernel - first_kernels_);
+  }
+  PartRange steady_parts(std::size_t kernel, std::int64_t cta) const override {
+    if (kernel < first_kernels_) return first_->steady_parts(kernel, cta);
+    return second_->steady_parts(kernel - first_kernels_, cta);
+  }
 
  private:
   std::unique_ptr<Schedule> first_, second_;
@@ -66,6 +74,28 @@ std::unique_ptr<Schedule> for_pass(Pass pass,
       return sequence(forward(), backward());
   }
   return forward();
+}
+
+void emit_backward_rows(const AttentionProblem& p, std::int64_t block_q, std::int64_t cta,
+                        BackwardRows kernel, std::vector<TileOp>& out) {
+  const std::int64_t tr = ceil_div(p.seq, block_q);
+  const std::int64_t i = cta % tr;
+  const std::int64_t bh = (cta / tr) % p.batch * p.heads + cta / (tr * p.batch);
+  const std::int64_t q0 = i * block_q, qr = std::min(block_q, p.seq - q0);
+  const std::int64_t d = p.head_dim;
+  const TileRef accum{TensorId::dQaccum, bh, q0, qr, 0, d};  // (qr, d) fp32
+  if (kernel == BackwardRows::dot_do_o) {
+    out.push_back(TileOp::load({TensorId::O, bh, q0, qr, 0, d}, OnChip::reg));   // rO (qr, d)
+    out.push_back(TileOp::load({TensorId::dO, bh, q0, qr, 0, d}, OnChip::reg));  // rdO (qr, d)
+    out.push_back(costs::row_dot({TensorId::O, bh, q0, qr, 0, d}, d));
+    out.push_back(TileOp::store({TensorId::D, bh, q0, qr, 0, 1}));  // (qr)
+    out.push_back(costs::zero_grad(accum));
+    out.push_back(TileOp::store(accum));
+  } else {
+    out.push_back(TileOp::load(accum, OnChip::reg));
+    out.push_back(costs::convert_dq({TensorId::dQ, bh, q0, qr, 0, d}, d));
+    out.push_back(TileOp::store({TensorId::dQ, bh, q0, qr, 0, d}));
+  }
 }
 
 }  // namespace iosim

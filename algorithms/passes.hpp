@@ -79,6 +79,30 @@ inline std::int64_t dense_kv_blocks(const AttentionProblem& p, std::int64_t q0, 
   return (p.causal ? std::min(tc - 1, (q0 + qr - 1 + p.seq_kv - p.seq) / block_kv) : tc - 1) + 1;
 }
 
+/// How a dense forward over `view` repeats (flash2, flash3; sim/steady_state.hpp): heads, or with
+/// grouped-query heads sharing K/V unpacked, a group of heads of every batch; inside a CTA one
+/// K/V block per part.
+inline Repetition forward_repetition(const AttentionProblem& p, const QueryView& view,
+                                     std::int64_t block_q) {
+  const std::int64_t tr = ceil_div(view.rows, block_q);
+  const std::int64_t shared = view.packed || p.group() == 1 ? 1 : p.batch * p.group();
+  return {tr * shared, 1};
+}
+
+/// The K/V blocks of a dense forward tile of rows [q0, q0 + qr) that repeat, as parts 1 + k:
+/// all but the last (which also writes O), and under causal masking those before the first
+/// block that crosses the diagonal (masked).
+inline PartRange forward_steady_parts(const AttentionProblem& p, std::int64_t q0, std::int64_t qr,
+                                      std::int64_t block_kv) {
+  std::int64_t blocks = dense_kv_blocks(p, q0, qr, block_kv) - 1;
+  if (p.causal) {
+    // Blocks whose last key row q0 sees: (k + 1) * block_kv - 1 <= q0 + seq_kv - seq.
+    const std::int64_t seen = q0 + p.seq_kv - p.seq + 1;
+    blocks = std::min(blocks, seen > 0 ? seen / block_kv : 0);
+  }
+  return {1, static_cast<std::size_t>(1 + std::max<std::int64_t>(0, blocks))};
+}
+
 /// flash2's planning (flash2.cpp), shared with block-sparse, which adds the block mask of
 /// `p.pattern` for the resolved blocks (and returns it in Planned::blocks).
 Planned plan_flash2_family(const AttentionProblem& p, const HardwareProfile& hw,
@@ -91,6 +115,38 @@ std::unique_ptr<Schedule> make_flash2_backward(const AttentionProblem& p, const 
                                                std::shared_ptr<const BlockMask> blocks);
 /// Shared memory of flash2's main backward kernel per CTA, bytes.
 std::int64_t flash2_backward_smem_bytes(const AttentionProblem& p, const Tiling& t);
+
+/// The tensors of a backward that accumulates dQ in fp32 (dQaccum) and converts it after the
+/// main kernel (FlashAttention-2's and -3's backwards): the forward's Q, K, V, O, L, the incoming
+/// dO, D = rowsum(dO * O), and the gradients.
+inline std::vector<TensorDecl> dq_accum_backward_tensors(const AttentionProblem& p) {
+  const std::int64_t eb = p.elem_bytes(), bh = p.bh(), d = p.head_dim;
+  return {{TensorId::Q, bh, p.seq, d, eb},    {TensorId::K, bh, p.seq_kv, d, eb},
+          {TensorId::V, bh, p.seq_kv, d, eb}, {TensorId::O, bh, p.seq, d, eb},
+          {TensorId::L, bh, p.seq, 1, 4},     {TensorId::dO, bh, p.seq, d, eb},
+          {TensorId::D, bh, p.seq, 1, 4},     {TensorId::dQaccum, bh, p.seq, d, 4},
+          {TensorId::dQ, bh, p.seq, d, eb},   {TensorId::dK, bh, p.seq_kv, d, eb},
+          {TensorId::dV, bh, p.seq_kv, d, eb}};
+}
+
+/// The row-wise kernels around a FlashAttention backward's main kernel (flash2, flash3), one CTA
+/// per `block_q` query rows of a (batch, head), grid (Tr, B, H):
+///  - dot_do_o: D = rowsum(dO o O) written per row (fp32), and the fp32 dQaccum rows zeroed;
+///  - convert_dq: dQ = dQaccum in the element type.
+enum class BackwardRows { dot_do_o, convert_dq };
+void emit_backward_rows(const AttentionProblem& p, std::int64_t block_q, std::int64_t cta,
+                        BackwardRows kernel, std::vector<TileOp>& out);
+
+/// FlashAttention-3 backward (flash3_bwd.cpp): the pre-pass and the dQ conversion as flash2's
+/// around a warp-specialized main kernel (one tile per K/V block of `block_kv` keys, query blocks
+/// of `block_q` rows streamed through `stages` buffers, `consumers` warpgroups of 64 keys).
+struct Flash3BackwardTiles {
+  std::int64_t block_q = 0, block_kv = 0;
+  int stages = 0, consumers = 0, threads = 0, registers = 0;
+  std::int64_t smem_bytes = 0;
+};
+std::unique_ptr<Schedule> make_flash3_backward(const AttentionProblem& p,
+                                               const Flash3BackwardTiles& t);
 
 // FlashAttention-1 backward, Algorithm 4 of Dao et al. 2022 (flash1_bwd.cpp).
 std::unique_ptr<Schedule> make_flash1_backward(const AttentionProblem& p, const Tiling& t);

@@ -133,6 +133,21 @@ void check_applicable(const Algorithm& algorithm, const AttentionProblem& p,
   if (p.dtype == Dtype::fp8 && p.dropout > 0) {
     throw ConfigError("--dtype fp8 with --dropout: FlashAttention-3's FP8 forward has no dropout");
   }
+  if (requested.backward_block_q || requested.backward_block_kv) {
+    if (!c.flags_tile_forward) {
+      not_applicable("--backward-block-q and --backward-block-kv", algorithm, registry,
+                     &Capabilities::flags_tile_forward);
+    }
+    if (p.pass != Pass::fwdbwd) {
+      throw ConfigError(fmt::format(
+          "--backward-block-q and --backward-block-kv tile the backward of --pass fwdbwd; with "
+          "--pass {} use --block-q and --block-kv",
+          pass_name(p.pass)));
+    }
+    if (!positive(requested.backward_block_q) || !positive(requested.backward_block_kv)) {
+      throw ConfigError("block sizes, threads and pipeline stages must be positive");
+    }
+  }
   if (requested.warpgroups && !c.warpgroups) {
     not_applicable("--warpgroups", algorithm, registry, &Capabilities::warpgroups);
   }

@@ -93,6 +93,22 @@ class StandardSchedule final : public Schedule {
     return out;
   }
 
+  // Every kernel's grid is per head (bh slowest); the GEMMs' heads of a grouped-query group share
+  // K or V.
+  Repetition repetition(std::size_t kernel) const override {
+    const std::int64_t tq = ceil_div(p_.seq, t_.block_q);
+    switch (kernels_.at(kernel)) {
+      case Kernel::gemm_qk:
+        return {tq * ceil_div(p_.seq_kv, t_.block_kv) * p_.group(), 0};
+      case Kernel::gemm_pv:
+        return {tq * p_.group(), 0};
+      default: {
+        const ElementwiseTiling& e = kernels_.at(kernel) == Kernel::softmax ? rows_ : ew_;
+        return {ceil_div(p_.seq_kv, e.cols) * ceil_div(p_.seq, e.rows), 0};
+      }
+    }
+  }
+
   // The PV GEMM's CTAs loop over all keys (N = 16384: 770 operations, 100 KB per CTA): one
   // chunk of keys per part, so that the engine holds a few operations per resident CTA.
   bool emit_cta_part(std::size_t kernel, std::int64_t cta, std::size_t part,

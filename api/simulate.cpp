@@ -58,6 +58,8 @@ Report simulate(const HardwareProfile& profile, const RunRequest& original,
   report.profile_description = profile.description;
   report.request = request;
   report.sram_bytes = sram_bytes(profile);
+  report.sm_clock_mhz = request.engine.sm_clock_mhz > 0 ? request.engine.sm_clock_mhz
+                                                        : profile.sm.boost_clock_mhz.value;
   Planned planned = algorithm.plan(request.problem, profile, request.tiling);
   report.tiling = planned.tiling;
   if (!planned.feasible()) {
@@ -70,7 +72,11 @@ Report simulate(const HardwareProfile& profile, const RunRequest& original,
   report.bounds =
       io_bounds(request.problem, algorithm.closed_form(request.problem, report.tiling, mask),
                 report.sram_bytes, mask);
-  report.engine = run_schedule(profile, *planned.schedule, request.engine);
+  EngineOptions engine = request.engine;
+  if (estimated_work(algorithm, request.problem, request.tiling) < request.extrapolate_above_work) {
+    engine.exact = true;
+  }
+  report.engine = run_schedule(profile, *planned.schedule, engine);
   const auto longest = std::max_element(
       report.engine.kernels.begin(), report.engine.kernels.end(),
       [](const KernelResult& a, const KernelResult& b) { return a.time_s < b.time_s; });

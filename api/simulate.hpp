@@ -25,6 +25,13 @@ struct RunRequest {
   // Watches the numbers of an executed run (`iosim explain`); not owned, null: no one watches.
   // The engine's watcher is engine.observer.
   NumericObserver* numeric_observer = nullptr;
+  // Steady-state extrapolation (sim/steady_state.hpp) is an approximation (counters within 0.5%,
+  // time within 1%), worth it only where full simulation is slow: runs whose estimated work
+  // (Algorithm::estimated_work) is below this are simulated in full, so that small runs (the
+  // README's tables, the tutorial, tests of the closed forms) stay exact. 2e7 units is about a
+  // second of simulation on the 2-core reference machine (flash2 B4 H16 N8192 d64: 5.2e6 units,
+  // 0.33 s with the L2 on). 0: extrapolate whatever the size (tests of the extrapolation).
+  double extrapolate_above_work = 2e7;
 };
 
 struct Numerics {
@@ -41,6 +48,7 @@ struct Report {
   Tiling tiling;                  // resolved
   std::optional<double> density;  // block-sparse only: s, the fraction of blocks computed
   std::int64_t sram_bytes = 0;    // M of the IO analysis, bytes per CTA
+  double sm_clock_mhz = 0.0;      // the SM clock timed at: the request's, else the boost clock
   std::string infeasible_reason;
   EngineResult engine;
   std::string bound;  // of the whole run: the kernel that took longest decides

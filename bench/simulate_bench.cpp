@@ -67,4 +67,36 @@ BENCHMARK_CAPTURE(run, flash1_B4_H16_N16384_d64_bkv32_sweep, "flash1", 16384, 64
     ->Unit(benchmark::kMillisecond)
     ->Iterations(1);
 
+namespace {
+
+// The goal cases of steady-state extrapolation (sim/steady_state.hpp): flash2 forward, H100.
+void run_shape(benchmark::State& state, std::int64_t b, std::int64_t h, std::int64_t n,
+               std::int64_t d, bool l2, bool exact) {
+  const HardwareProfile hw = load_profile("h100-sxm5-80gb");
+  RunRequest r = make("flash2", n, d, l2);
+  r.problem.batch = b;
+  r.problem.heads = h;
+  r.engine.exact = exact;
+  for (auto _ : state) {
+    const Report rep = simulate(hw, r);
+    benchmark::DoNotOptimize(rep.engine.time_s);
+    state.counters["sim_kernel_ms"] = rep.engine.time_s * 1e3;
+  }
+}
+
+}  // namespace
+
+BENCHMARK_CAPTURE(run_shape, flash2_B4_H16_N8192_d64_l2on, 4, 16, 8192, 64, true, false)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(3);
+BENCHMARK_CAPTURE(run_shape, flash2_B1_H1_N262144_d256_l2off, 1, 1, 262144, 256, false, false)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
+BENCHMARK_CAPTURE(run_shape, flash2_B1_H1_N262144_d256_l2off_exact, 1, 1, 262144, 256, false, true)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
+BENCHMARK_CAPTURE(run_shape, flash2_B64_H64_N1M_d256_l2off, 64, 64, 1048576, 256, false, false)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
+
 BENCHMARK_MAIN();

@@ -37,8 +37,10 @@ Action add_demo_command(CLI::App& app) {
     std::cout << format_comparison(two_level, three_level);
     fmt::print(
         "\nHBM (2-level) is the FlashAttention paper's model (every load and store reaches HBM);\n"
-        "HBM (L2 on) counts only L2 misses and write-backs, so re-reads of K/V that hit in L2 drop "
-        "out.\nTry: iosim run --algo flash2 --seq 4096 --batch 4 --heads 16 --head-dim 64\n");
+        "HBM (L2 on) counts only L2 misses and write-backs (with the lines still dirty in L2 at "
+        "the\n"
+        "end as written), so re-reads of K/V that hit in L2 drop out.\nTry: iosim run --algo "
+        "flash2 --seq 4096 --batch 4 --heads 16 --head-dim 64\n");
     return 0;
   };
 }

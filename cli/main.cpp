@@ -15,12 +15,15 @@
 #include "sim/errors.hpp"
 #include "sim/run_control.hpp"
 #include "sim/suggest.hpp"
+#include "sim/version.hpp"
 
 int main(int argc, char** argv) {
   using namespace iosim;
   CLI::App app{"iosim: GPU memory-hierarchy simulator and IO-complexity analyzer for attention"};
   app.require_subcommand(1);
   app.get_formatter()->column_width(34);
+  app.set_version_flag("--version", std::string("iosim ") + std::string(version_text()),
+                       "print iosim's version and the git commit it was built from");
   std::vector<std::pair<CLI::App*, cli::Action>> commands;
   for (auto add : {cli::add_profiles_command, cli::add_run_command, cli::add_demo_command,
                    cli::add_validate_command, cli::add_kvcache_command, cli::add_sweep_command,
@@ -45,6 +48,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     std::cerr << "iosim: " << e.what() << "\nRun 'iosim --help' for usage.\n";

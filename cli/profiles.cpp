@@ -1,14 +1,40 @@
 #include <fmt/format.h>
 
+#include <iostream>
+#include <memory>
+
 #include "cli/commands.hpp"
 #include "reports/writers.hpp"
+#include "sim/errors.hpp"
 #include "sim/profile.hpp"
+#include "sim/profile_overrides.hpp"
 
 namespace iosim::cli {
 
 Action add_profiles_command(CLI::App& app) {
-  app.add_subcommand("profiles", "list the built-in hardware profiles");
-  return [] {
+  CLI::App* cmd = app.add_subcommand("profiles", "list the built-in hardware profiles");
+  struct Flags {
+    std::string show;
+    bool templ = false;
+  };
+  auto f = std::make_shared<Flags>();
+  cmd->add_option("--show", f->show,
+                  "print a built-in profile's YAML (every number with its source), to copy and "
+                  "edit");
+  cmd->add_flag("--template", f->templ,
+                "print an empty profile with every key, to fill in for a GPU of your own");
+  return [f] {
+    if (!f->show.empty() && f->templ) {
+      throw ConfigError("--show and --template: give one of them");
+    }
+    if (!f->show.empty()) {
+      std::cout << builtin_profile_text(f->show);
+      return 0;
+    }
+    if (f->templ) {
+      std::cout << profile_template();
+      return 0;
+    }
     for (const std::string& name : builtin_profile_names()) {
       const HardwareProfile p = load_profile(name);
       fmt::print("{:<18} {:<26} {:>4} SMs  L2 {:>6}  HBM {:>7} at {:.0f} GB/s  smem/CTA {} B\n",

@@ -30,9 +30,9 @@ Action add_report_command(CLI::App& app) {
                   "profile to re-predict the measurements with (default: from the data)");
   cmd->add_option("--html", f->html, "write the HTML report here");
   cmd->add_option("--md", f->md, "write the Markdown report here (default: Markdown on stdout)");
-  cmd->add_option(
-      "--chartjs", f->chartjs,
-      fmt::format("Chart.js UMD build to inline (default: $IOSIM_CHARTJS or {})", kDebianChartJs));
+  cmd->add_option("--chartjs", f->chartjs,
+                  fmt::format("Chart.js UMD build to inline (default: $IOSIM_CHARTJS, else {})",
+                              chartjs_embedded() ? "the copy built into iosim" : kDebianChartJs));
   return [f] {
     if (!f->html.empty()) check_output_folder("--html", f->html);
     if (!f->md.empty()) check_output_folder("--md", f->md);

@@ -11,6 +11,7 @@
 #include "cli/run_flags.hpp"
 #include "reports/writers.hpp"
 #include "sim/errors.hpp"
+#include "sim/profile_overrides.hpp"
 #include "sim/run_control.hpp"
 
 namespace iosim::cli {
@@ -71,6 +72,7 @@ Action add_run_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("run", "simulate one attention call");
   auto f = std::make_shared<RunFlags>();
   add_problem_flags(*cmd, *f);
+  cmd->add_option("--set", f->set, kSetHelp);
   auto format = std::make_shared<FormatFlag>(std::vector<std::string>{"table", "json", "csv"});
   format->add_to(*cmd);
   auto max_seconds = std::make_shared<double>(0.0);
@@ -81,7 +83,7 @@ Action add_run_command(CLI::App& app) {
     if (!(*max_seconds >= 0)) {
       throw ConfigError(fmt::format("--max-seconds {} must be >= 0", *max_seconds));
     }
-    const HardwareProfile profile = load_profile(f->profile);
+    const HardwareProfile profile = load_profile(f->profile, parse_profile_overrides(f->set));
     const RunRequest request = to_request(*f);
     run_control::set_budget(*max_seconds, "--max-seconds");
     ProgressLine progress;

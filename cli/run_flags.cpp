@@ -77,11 +77,21 @@ std::vector<ProblemFlag> make_problem_flags() {
        "another's GEMMs) | cooperative (their pipes overlap as warps per scheduler allow) "
        "(default: FlashAttention-3's choice)",
        &RunFlags::warpgroups, false, true},
+      {"--backward-block-q",
+       "flash3 --pass fwdbwd: query rows per tile of the backward, whose --block-q tiles the "
+       "forward (default: FlashAttention-3's backward tiles)",
+       &RunFlags::backward_block_q, false, true},
+      {"--backward-block-kv", "flash3 --pass fwdbwd: key/value rows per tile of the backward",
+       &RunFlags::backward_block_kv, false, true},
       {"--causal", "causal mask (bottom-right aligned), masked blocks skipped", &RunFlags::causal},
       {"--mask", "an elementwise mask computed from indices", &RunFlags::mask},
       {"--cold-l2", "flush the L2 before every kernel, as Nsight Compute does", &RunFlags::cold_l2},
       {"--execute", "run the schedule numerically and report the max error", &RunFlags::execute},
       {"--seed", "seed of the random inputs, dropout and the paged block table", &RunFlags::seed},
+      {"--exact",
+       "simulate every CTA and step (default: in runs estimated to take over ~1 s, repetitions "
+       "of a steady state are extrapolated)",
+       &RunFlags::exact, false, true},
   };
 }
 
@@ -183,13 +193,20 @@ RunRequest to_request(const RunFlags& f) {
   }
   if (f.kv_heads) p.kv_heads = *f.kv_heads;
   r.tiling.splits = f.splits;
-  if (f.warpgroups == "pingpong") {
-    r.tiling.warpgroups = PipeOverlap::pingpong;
-  } else if (f.warpgroups == "cooperative") {
-    r.tiling.warpgroups = PipeOverlap::async_tensor;
-  } else if (!f.warpgroups.empty()) {
-    throw ConfigError(
-        fmt::format("--warpgroups must be 'pingpong' or 'cooperative', not '{}'", f.warpgroups));
+  for (auto [name, v] : {std::pair{"--backward-block-q", f.backward_block_q},
+                         std::pair{"--backward-block-kv", f.backward_block_kv}}) {
+    if (v && (*v < 1 || *v > (1 << 20))) {
+      throw ConfigError(fmt::format("{} {} must be in [1, 1048576]", name, *v));
+    }
+  }
+  r.tiling.backward_block_q = f.backward_block_q;
+  r.tiling.backward_block_kv = f.backward_block_kv;
+  if (!f.warpgroups.empty()) {
+    r.tiling.warpgroups = warpgroup_arrangement(f.warpgroups);
+    if (!r.tiling.warpgroups) {
+      throw ConfigError(
+          fmt::format("--warpgroups must be 'pingpong' or 'cooperative', not '{}'", f.warpgroups));
+    }
   }
   if (f.page_tokens) p.page_tokens = *f.page_tokens;
   if (!f.block_table.empty()) {
@@ -200,6 +217,7 @@ RunRequest to_request(const RunFlags& f) {
   }
   r.engine.l2_enabled = f.l2 == "on";
   r.engine.flush_l2_between_kernels = f.cold_l2;
+  r.engine.exact = f.exact;
   // 0 means the profile's clock; anything else is a clock a GPU can run at (NaN fails too).
   if (!(f.sm_clock_mhz == 0 || (f.sm_clock_mhz >= 1 && f.sm_clock_mhz <= 1e4))) {
     throw ConfigError(fmt::format(

@@ -24,14 +24,23 @@ struct RunFlags {
   std::string
       pattern;  // block-sparse: local:W | strided:S | random:DENSITY:SEED | causal | file:PATH
   bool causal = false, mask = false, execute = false, cold_l2 = false;
+  bool exact = false;  // no steady-state extrapolation
   double dropout = 0.0, sm_clock_mhz = 0.0;
   std::string l2 = "on";
   std::uint64_t seed = 1;
   // Decoding; left out: the default applies.
   std::optional<std::int64_t> kv_heads, splits, page_tokens;
-  std::string block_table;  // --block-table FILE (paged)
-  std::string warpgroups;   // --warpgroups pingpong|cooperative (flash3; empty: its default)
+  std::string block_table;       // --block-table FILE (paged)
+  std::string warpgroups;        // --warpgroups pingpong|cooperative (flash3; empty: its default)
+  std::vector<std::string> set;  // --set KEY=VALUE: profile what-ifs (load_profile's overrides)
+  // flash3 --pass fwdbwd: the backward's blocks (left out: FlashAttention-3's).
+  std::optional<std::int64_t> backward_block_q, backward_block_kv;
 };
+
+/// The help of `--set`, shared by run and sweep.
+inline constexpr const char* kSetHelp =
+    "what-if hardware: replace a number of the profile, KEY=VALUE (e.g. l2.size_bytes=20e6; "
+    "the keys: iosim profiles --template), checked as the YAML is; repeatable";
 
 /// One flag of an attention call: its name, its help, and the RunFlags field it sets. `run`,
 /// `demo` and `sweep` all build their flags from problem_flags(); sweep reads each as a list.

@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <type_traits>
 #include <utility>
 #include <variant>
@@ -23,6 +24,7 @@
 #include "cli/sweep_output.hpp"
 #include "reports/sweep_file.hpp"
 #include "sim/errors.hpp"
+#include "sim/profile_overrides.hpp"
 #include "sim/run_control.hpp"
 
 namespace iosim::cli {
@@ -32,6 +34,7 @@ namespace {
 // command runs.
 struct SweepFlags {
   std::map<std::string, std::string> text;
+  std::vector<std::string> set;  // --set KEY=V1,V2,...: one axis each, after problem_flags()'s
   RunFlags scalars;  // --causal, --mask, --cold-l2, --execute, --seed: one value for every point
   int jobs = 0;
   std::string out, shard = "1/1";
@@ -131,6 +134,22 @@ std::vector<Axis> make_axes(const SweepFlags& s) {
         },
         flag.field);
   }
+  // --set KEY=VALUES: the values are numbers, a list or a range like any numeric flag's.
+  std::set<std::string> keys;
+  for (const ProfileOverride& o : parse_profile_overrides(s.set)) {
+    const std::string flag = "--set " + o.key;
+    if (!keys.insert(o.key).second) {
+      throw ConfigError(
+          fmt::format("--set {} is given twice; list its values in one --set", o.key));
+    }
+    const std::vector<double> v = parse_double_values(flag, o.value);
+    Axis a{flag, {}, {}};
+    for (double x : v) a.text.push_back(fmt::format("{}", x));
+    a.apply = [key = o.key, text = a.text](RunFlags& f, std::size_t i) {
+      f.set.push_back(key + "=" + text[i]);
+    };
+    axes.push_back(std::move(a));
+  }
   return axes;
 }
 
@@ -206,9 +225,33 @@ int run_sweep_command(const SweepFlags& s) {
   // Bad names fail before anything runs: every algorithm, then every profile (loaded once).
   for (const std::string& algo : axes[1].text) builtin_registry().get(algo);
   std::map<std::string, HardwareProfile> profiles;
-  for (const std::string& name : axes[0].text) profiles.emplace(name, load_profile(name));
+  for (const std::string& name : axes[0].text) {
+    HardwareProfile p = load_profile(name);
+    if (s.set.empty()) profiles.emplace(name, std::move(p));  // with --set: loaded per point
+  }
 
   const RunFlags& base = s.scalars;
+  // A profile with --set values is loaded (and checked) once per combination of them, before
+  // anything runs: every combination of the profile axis and the --set axes, the others at 0.
+  const auto profile_key = [](const RunFlags& f) {
+    std::string key = f.profile;
+    for (const std::string& o : f.set) key += " --set " + o;
+    return key;
+  };
+  if (!s.set.empty()) {
+    std::vector<std::size_t> profile_sizes(sizes.size(), 1);
+    for (std::size_t a = 0; a < axes.size(); ++a) {
+      if (a == 0 || axes[a].flag.rfind("--set ", 0) == 0) profile_sizes[a] = sizes[a];
+    }
+    for_each_combination(profile_sizes, [&](const std::vector<std::size_t>& idx) {
+      RunFlags f = base;
+      for (std::size_t a = 0; a < axes.size(); ++a) axes[a].apply(f, idx[a]);
+      const std::string key = profile_key(f);
+      if (profiles.count(key) == 0) {
+        profiles.emplace(key, load_profile(f.profile, parse_profile_overrides(f.set)));
+      }
+    });
+  }
   SweepDescription description;
   description.total_points = total;
   description.shard = shard;
@@ -234,7 +277,7 @@ int run_sweep_command(const SweepFlags& s) {
     const std::vector<std::size_t> idx = combination_at(sizes, index);
     RunFlags f = base;
     for (std::size_t a = 0; a < axes.size(); ++a) axes[a].apply(f, idx[a]);
-    return SweepPoint{index, f.profile, to_request(f)};
+    return SweepPoint{index, profile_key(f), to_request(f)};
   };
 
   std::string identity = fmt::format("{}\n{}/{}\n{}", format, shard.index, shard.count, total);
@@ -323,6 +366,9 @@ Action add_sweep_command(CLI::App& app) {
     if (flag.required) o->required();
     if (!text.empty() && !flag.required) o->capture_default_str();
   }
+  cmd->add_option(
+      "--set", s->set,
+      std::string(kSetHelp) + "; VALUE may be a list or a range (l2.size_bytes=10e6,20e6)");
   cmd->add_option("--jobs,-j", s->jobs, "threads (default: all cores)");
   cmd->add_option("--out,-o", s->out, "output file; .json or .csv (default: JSON on stdout)");
   s->format.add_to(*cmd, ", for stdout");

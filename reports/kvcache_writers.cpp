@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "reports/schema_version.hpp"
 #include "reports/writers.hpp"
 
 namespace iosim {
@@ -158,7 +159,11 @@ json kvcache_to_json(const KvCacheRun& run) {
     p["series"] = std::move(series);
     policies.push_back(std::move(p));
   }
-  return {{"model", model}, {"budget", budget}, {"stream", stream}, {"policies", policies}};
+  return {{"schema_version", kSchemaVersion},
+          {"model", model},
+          {"budget", budget},
+          {"stream", stream},
+          {"policies", policies}};
 }
 
 std::string kvcache_summary_csv(const KvCacheRun& run) {

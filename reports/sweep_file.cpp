@@ -7,6 +7,7 @@
 #include <set>
 #include <tuple>
 
+#include "reports/schema_version.hpp"
 #include "reports/writers.hpp"
 #include "sim/errors.hpp"
 #include "sim/text_file.hpp"
@@ -124,6 +125,10 @@ SweepRow parse_row(const json& j, const std::string& where) {
   const json c = field<json>(j, "counters", where);
   r.hbm_read_bytes = count_field(c, "hbm_read_bytes", where);
   r.hbm_write_bytes = count_field(c, "hbm_write_bytes", where);
+  // Absent in files of before the column: 0.
+  r.hbm_dirty_at_end_bytes = c.contains("hbm_write_dirty_at_end_bytes")
+                                 ? count_field(c, "hbm_write_dirty_at_end_bytes", where)
+                                 : 0;
   r.l2_read_bytes = count_field(c, "l2_read_bytes", where);
   r.l2_write_bytes = count_field(c, "l2_write_bytes", where);
   r.flops = count_field(c, "flops", where);
@@ -177,6 +182,7 @@ SweepJsonFrame sweep_json_frame(const SweepDescription& description,
   const json doc = {
       {"format", kFormat},
       {"version", kVersion},
+      {"schema_version", kSchemaVersion},
       {"sweep",
        {{"id", sweep_id(axes)},
         {"axes", axes},
@@ -199,8 +205,8 @@ SweepJsonFrame sweep_json_frame(const SweepDescription& description,
 std::string sweep_json_row(const SweepPoint& point, const Report& report) {
   json row = report_to_json(report);
   row.erase("simulation_wall_s");  // the only field that changes from run to run
+  row.erase("schema_version");     // the file's, once
   row["point"] = point.index;
-  row["cold_l2"] = report.request.engine.flush_l2_between_kernels;
   // Indented as an element of the top-level "rows" array (two levels deep at one space each).
   // Strings hold no raw newline (JSON escapes it), so every newline is a line break.
   std::string text = "  ";

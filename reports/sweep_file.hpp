@@ -83,13 +83,15 @@ struct SweepRow {
   bool feasible = false;
   std::string infeasible_reason;
   double hbm_read_bytes = 0, hbm_write_bytes = 0, l2_read_bytes = 0, l2_write_bytes = 0;
+  double hbm_dirty_at_end_bytes = 0;  // left dirty in L2 at the end; written back after the run
   double flops = 0, tensor_flops = 0, time_s = 0;
   std::string bound;
   double compulsory_bytes = 0, closed_form_bytes = 0, lower_bound_bytes = 0;
   /// Per tensor: HBM read, HBM write, L2 read, L2 write bytes.
   std::map<std::string, std::array<double, 4>> per_tensor;
 
-  double hbm_bytes() const { return hbm_read_bytes + hbm_write_bytes; }
+  /// HBM bytes with the lines dirty in L2 at the end counted as written (hbm_total_bytes).
+  double hbm_bytes() const { return hbm_read_bytes + hbm_write_bytes + hbm_dirty_at_end_bytes; }
   double l2_bytes() const { return l2_read_bytes + l2_write_bytes; }
 };
 

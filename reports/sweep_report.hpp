@@ -25,8 +25,12 @@ std::string sweep_report_html(const SweepData& data, const ValidationResult* val
 /// Where Debian's libjs-chart.js puts the UMD build of Chart.js.
 inline constexpr const char* kDebianChartJs = "/usr/share/javascript/chart.js/chart.min.js";
 
-/// Reads Chart.js from `path`, else from $IOSIM_CHARTJS, else from kDebianChartJs. Throws
-/// ConfigError saying how to install it when the file is missing or is not Chart.js.
+/// Reads Chart.js from `path`, else from $IOSIM_CHARTJS, else the copy embedded at build time
+/// (chartjs_embedded()), else from kDebianChartJs. Throws ConfigError saying how to install it
+/// when the file is missing or is not Chart.js.
 std::string load_chartjs(const std::string& path = "");
+
+/// Whether this binary carries Chart.js (libjs-chart.js was there when it was configured).
+bool chartjs_embedded();
 
 }  // namespace iosim

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "reports/schema_version.hpp"
 #include "sim/block_mask.hpp"
 #include "sim/block_table.hpp"
 
@@ -26,6 +27,7 @@ json counters_json(const Counters& c) {
   return {{"hbm_read_bytes", c.hbm.read_total()},
           {"hbm_write_bytes", c.hbm.write_total()},
           {"hbm_write_dirty_at_end_bytes", c.l2_dirty_at_end_bytes},
+          {"hbm_total_bytes", c.hbm_total_bytes()},
           {"l2_read_bytes", c.l2.read_total()},
           {"l2_write_bytes", c.l2.write_total()},
           {"smem_read_bytes", c.smem_read_bytes},
@@ -36,15 +38,6 @@ json counters_json(const Counters& c) {
           {"sfu_ops", c.sfu_ops},
           {"int32_ops", c.int32_ops},
           {"per_tensor", per_tensor}};
-}
-
-// The tiling's fields that are not CSV columns (kColumns has block_q, block_kv and splits).
-json tiling_json(const Report& r) {
-  json t = {{"threads", r.tiling.threads},
-            {"pipeline_stages", r.tiling.pipeline_stages},
-            {"sram_bytes", r.sram_bytes}};
-  if (r.density) t["density"] = *r.density;  // block-sparse: s, the fraction of blocks computed
-  return t;
 }
 
 std::string grid_text(const Dim3& g) {
@@ -167,6 +160,44 @@ const Column kColumns[] = {
      }},
     {"splits", "tiling", When::not_null, Csv::plain,  // split-KV decoding
      [](const Report& r) -> json { return or_null(r.tiling.splits > 0, r.tiling.splits); }},
+    // Written back after the run ends: part of hbm_total_bytes, not of hbm_write_bytes.
+    {"hbm_write_dirty_at_end_bytes", "counters", When::feasible, Csv::plain,
+     [](const Report& r) -> json { return total(r).l2_dirty_at_end_bytes; }},
+    {"hbm_total_bytes", "counters", When::feasible, Csv::plain,
+     [](const Report& r) -> json { return total(r).hbm_total_bytes(); }},
+    {"lower_bound_formula_bytes", "bounds", When::feasible, Csv::plain,
+     [](const Report& r) -> json { return r.bounds.lower_bound_formula_bytes; }},
+    {"sm_clock_mhz", "", When::always, Csv::g6,
+     [](const Report& r) -> json { return r.sm_clock_mhz; }},
+    // Every other swept axis and counter, so that sweep rows differ in their columns.
+    {"threads", "tiling", When::always, Csv::plain,
+     [](const Report& r) -> json { return r.tiling.threads; }},
+    {"pipeline_stages", "tiling", When::always, Csv::plain,
+     [](const Report& r) -> json { return r.tiling.pipeline_stages; }},
+    {"warpgroups", "tiling", When::not_null, Csv::plain,  // flash3's --warpgroups, when given
+     [](const Report& r) -> json {
+       const auto& w = r.request.tiling.warpgroups;
+       return !w ? json(nullptr) : json(*w == PipeOverlap::pingpong ? "pingpong" : "cooperative");
+     }},
+    {"sram_bytes", "tiling", When::always, Csv::plain,
+     [](const Report& r) -> json { return r.sram_bytes; }},
+    {"density", "tiling", When::not_null, Csv::g9,  // block-sparse: s, the blocks computed
+     [](const Report& r) -> json { return r.density ? json(*r.density) : json(nullptr); }},
+    {"cold_l2", "", When::always, Csv::plain,
+     [](const Report& r) -> json { return r.request.engine.flush_l2_between_kernels; }},
+    {"seed", "", When::always, Csv::plain, [](const Report& r) -> json { return r.request.seed; }},
+    {"executed", "numerics", When::feasible, Csv::plain,
+     [](const Report& r) -> json { return r.numerics.executed; }},
+    {"smem_read_bytes", "counters", When::feasible, Csv::plain,
+     [](const Report& r) -> json { return total(r).smem_read_bytes; }},
+    {"smem_write_bytes", "counters", When::feasible, Csv::plain,
+     [](const Report& r) -> json { return total(r).smem_write_bytes; }},
+    {"fp32_flops", "counters", When::feasible, Csv::plain,
+     [](const Report& r) -> json { return total(r).fp32_flops; }},
+    {"sfu_ops", "counters", When::feasible, Csv::plain,
+     [](const Report& r) -> json { return total(r).sfu_ops; }},
+    {"int32_ops", "counters", When::feasible, Csv::plain,
+     [](const Report& r) -> json { return total(r).int32_ops; }},
 };
 
 bool has_value(const Column& c, const Report& r) {
@@ -236,8 +267,16 @@ void add_run_json(json& j, const Report& r) {
   j["bounds"] = {{"closed_form_read_bytes", r.bounds.closed_form_read_bytes},
                  {"closed_form_write_bytes", r.bounds.closed_form_write_bytes},
                  {"lower_bound_formula", r.bounds.lower_bound_formula}};
-  j["numerics"] = {{"executed", r.numerics.executed}};
-  j["sm_clock_mhz"] = r.request.engine.sm_clock_mhz;
+  if (const Extrapolation& e = r.engine.extrapolation; e.applied()) {
+    // Only when something was left out: --exact runs, and runs where nothing repeated, write
+    // what they always did.
+    j["extrapolated"] = {{"ctas_simulated", e.ctas_simulated},
+                         {"ctas_extrapolated", e.ctas_extrapolated},
+                         {"parts_simulated", e.parts_simulated},
+                         {"parts_extrapolated", e.parts_extrapolated},
+                         {"time_extrapolated_s", e.time_extrapolated_s},
+                         {"tolerance", detail::kTolerance}};
+  }
   j["simulation_wall_s"] = r.simulation_wall_s;
 }
 
@@ -260,7 +299,7 @@ std::string human_seconds(double s) {
 }
 
 json report_to_json(const Report& r) {
-  json j = {{"tiling", tiling_json(r)}};
+  json j = {{"schema_version", kSchemaVersion}};
   if (r.feasible()) add_run_json(j, r);
   for (const Column& c : kColumns) {
     if (!has_value(c, r)) continue;
@@ -286,47 +325,71 @@ std::string format_table(const Report& r) {
                      p.block_table ? p.block_table->source : "-");
   }
   s += fmt::format(
-      "tiling   block_q={} block_kv={} threads={} stages={}{}  (M = {} B of SRAM per CTA)\n",
+      "tiling   block_q={} block_kv={} threads={} stages={}{}{}  (M = {} B of SRAM per CTA)\n",
       r.tiling.block_q, r.tiling.block_kv, r.tiling.threads, r.tiling.pipeline_stages,
-      r.tiling.splits > 0 ? fmt::format(" splits={}", r.tiling.splits) : "", r.sram_bytes);
+      r.tiling.splits > 0 ? fmt::format(" splits={}", r.tiling.splits) : "",
+      r.tiling.backward_block_q > 0
+          ? fmt::format(" backward={}x{}", r.tiling.backward_block_q, r.tiling.backward_block_kv)
+          : "",
+      r.sram_bytes);
   if (r.density) {
     s += fmt::format("blocks   pattern {}, density s = {:.4g} of the blocks computed\n",
                      p.pattern ? p.pattern->spec : "all", *r.density);
   }
   if (!r.feasible()) return s + "infeasible: " + r.infeasible_reason + "\n";
-  s += fmt::format("\n{:<12} {:>14} {:>9} {:>7} {:>9} {:>10} {:>8} {:>10} {:>10} {:>10} {:>10}\n",
+  const bool l2 = r.request.engine.l2_enabled;
+  // "dirty@end": lines a kernel left dirty in L2, written to HBM after it (by a later kernel's
+  // evictions or after the run); the total line counts the run's last ones as HBM writes.
+  s += fmt::format("\n{:<12} {:>14} {:>9} {:>7} {:>9} {:>10} {:>8} {:>10} {:>10}{} {:>10} {:>10}\n",
                    "kernel", "grid", "CTAs/SM", "waves", "idle SMs", "time", "bound", "HBM read",
-                   "HBM write", "L2 read", "L2 write");
+                   "HBM write", l2 ? fmt::format(" {:>10}", "dirty@end") : "", "L2 read",
+                   "L2 write");
   for (const KernelResult& k : r.engine.kernels) {
     const Counters& c = k.counters;
     s += fmt::format(
-        "{:<12} {:>14} {:>9} {:>7.2f} {:>8.0f}% {:>10} {:>8} {:>10} {:>10} {:>10} {:>10}\n",
+        "{:<12} {:>14} {:>9} {:>7.2f} {:>8.0f}% {:>10} {:>8} {:>10} {:>10}{} {:>10} {:>10}\n",
         k.spec.name, grid_text(k.spec.grid), k.occupancy.ctas_per_sm, k.waves,
         100.0 * k.idle_sm_fraction, human_seconds(k.time_s), k.bound,
         human_bytes(static_cast<double>(c.hbm.read_total())),
         human_bytes(static_cast<double>(c.hbm.write_total())),
+        l2 ? fmt::format(" {:>10}", human_bytes(static_cast<double>(c.l2_dirty_at_end_bytes))) : "",
         human_bytes(static_cast<double>(c.l2.read_total())),
         human_bytes(static_cast<double>(c.l2.write_total())));
   }
   const Counters& t = r.engine.total;
-  const double hbm = static_cast<double>(t.hbm.read_total() + t.hbm.write_total());
-  s += fmt::format("\ntotal    time {} ({}-bound), HBM {} ({:.0f} GB/s), L2 {}, smem {}\n",
-                   human_seconds(r.engine.time_s), r.bound, human_bytes(hbm),
-                   hbm / r.engine.time_s / 1e9,
+  const double during = static_cast<double>(t.hbm.read_total() + t.hbm.write_total());
+  s += fmt::format("\ntotal    time {} ({}-bound), HBM {}{}, L2 {}, smem {}\n",
+                   human_seconds(r.engine.time_s), r.bound,
+                   human_bytes(static_cast<double>(t.hbm_total_bytes())),
+                   l2 ? " incl. dirty at the end" : "",
                    human_bytes(static_cast<double>(t.l2.read_total() + t.l2.write_total())),
                    human_bytes(static_cast<double>(t.smem_read_bytes + t.smem_write_bytes)));
-  if (r.request.engine.l2_enabled) {
-    s += fmt::format("         dirty in L2 at the end (not yet written to HBM): {}\n",
-                     human_bytes(static_cast<double>(t.l2_dirty_at_end_bytes)));
+  s += fmt::format("         HBM read {} + write {} during the run ({:.0f} GB/s){}\n",
+                   human_bytes(static_cast<double>(t.hbm.read_total())),
+                   human_bytes(static_cast<double>(t.hbm.write_total())),
+                   during / r.engine.time_s / 1e9,
+                   l2 ? fmt::format(" + dirty in L2 at the end, written back later, {}",
+                                    human_bytes(static_cast<double>(t.l2_dirty_at_end_bytes)))
+                      : "");
+  if (const Extrapolation& e = r.engine.extrapolation; e.applied()) {
+    s += fmt::format(
+        "         extrapolated from a steady state (within {:g}%): {} of {} CTAs, {} of {} CTA "
+        "steps (--exact: none)\n",
+        100 * detail::kTolerance, e.ctas_extrapolated, e.ctas_extrapolated + e.ctas_simulated,
+        e.parts_extrapolated, e.parts_extrapolated + e.parts_simulated);
   }
   s += fmt::format("         FLOPs {:.4g} G (tensor-core {:.4g} G, FP32 {:.4g} G, SFU {:.4g} G)\n",
                    static_cast<double>(t.flops()) / 1e9, static_cast<double>(t.tensor_flops) / 1e9,
                    static_cast<double>(t.fp32_flops) / 1e9, static_cast<double>(t.sfu_ops) / 1e9);
-  s += fmt::format("bounds   compulsory {}, closed form (two-level) {}, lower bound {} [{}]\n",
+  s += fmt::format("bounds   compulsory {}, closed form (two-level) {}\n",
                    human_bytes(static_cast<double>(r.bounds.compulsory_bytes)),
-                   human_bytes(static_cast<double>(r.bounds.closed_form_bytes)),
+                   human_bytes(static_cast<double>(r.bounds.closed_form_bytes)));
+  s += fmt::format("         lower bound {} = max(compulsory {}, {} = {}){}\n",
                    human_bytes(static_cast<double>(r.bounds.lower_bound_bytes)),
-                   r.bounds.lower_bound_formula);
+                   human_bytes(static_cast<double>(r.bounds.compulsory_bytes)),
+                   r.bounds.lower_bound_formula,
+                   human_bytes(static_cast<double>(r.bounds.lower_bound_formula_bytes)),
+                   p.pass == Pass::fwdbwd ? " per pass, summed" : "");
   s += fmt::format("\n{:<13} {:>10} {:>10} {:>10} {:>10}\n", "tensor", "HBM read", "HBM write",
                    "L2 read", "L2 write");
   for (std::size_t i = 0; i < kTensorCount; ++i) {
@@ -388,7 +451,7 @@ std::string format_comparison(const std::vector<Report>& two_level,
     s += fmt::format("{:<10} {:>14} {:>10} {:>14} {:>12} {:>10.1f} {:>10} {:>8}\n",
                      a.request.algorithm, human_bytes(two),
                      standard_bytes > 0 ? fmt::format("{:.2f}x", standard_bytes / two) : "-",
-                     human_bytes(static_cast<double>(t.hbm.read_total() + t.hbm.write_total())),
+                     human_bytes(static_cast<double>(t.hbm_total_bytes())),
                      human_bytes(static_cast<double>(t.l2.read_total() + t.l2.write_total())),
                      static_cast<double>(t.flops()) / 1e9, human_seconds(b.engine.time_s), b.bound);
   }

@@ -7,6 +7,8 @@
 #   git worktree add /tmp/base main && (cd /tmp/base && bash scripts/build.sh)
 #   bash scripts/compare_results.sh /tmp/base/build/iosim build/iosim
 # Exit 0 when every output is identical; else the differing points and a diff of the first.
+# IOSIM_NEW_FLAGS (e.g. --exact) is appended to the new binary's runs and sweep, to compare a
+# mode of the new binary with the base's default.
 set -uo pipefail
 if [ $# -ne 2 ] || [ ! -x "$1" ] || [ ! -x "$2" ]; then
   echo "usage: $0 BASE_IOSIM NEW_IOSIM (two iosim binaries)" >&2
@@ -51,9 +53,13 @@ for i in "${!points[@]}"; do
   read -r -a flags <<<"${points[$i]}"
   for side in base new; do
     bin=$base
-    [ "$side" = new ] && bin=$new
+    extra=()
+    if [ "$side" = new ]; then
+      bin=$new
+      read -r -a extra <<<"${IOSIM_NEW_FLAGS:-}"
+    fi
     # The run time is the one field that changes from run to run.
-    "$bin" run "${flags[@]}" --format json 2>&1 | grep -v '"simulation_wall_s"' >"$tmp/$side.$i"
+    "$bin" run "${flags[@]}" "${extra[@]}" --format json 2>&1 | grep -v '"simulation_wall_s"' >"$tmp/$side.$i"
   done
   if ! cmp -s "$tmp/base.$i" "$tmp/new.$i"; then
     differ=$((differ + 1))
@@ -65,7 +71,8 @@ done
 sweep=(sweep --profile h100-sxm5-80gb,a100-sxm4-40gb --algo standard,flash1,flash2 --heads 4
        --seq 256:2048:x2 --head-dim 64,128 --block-kv 32,128 --pass fwd,fwdbwd)
 "$base" "${sweep[@]}" --out "$tmp/base.json" 2>/dev/null
-"$new" "${sweep[@]}" --out "$tmp/new.json" 2>/dev/null
+read -r -a extra <<<"${IOSIM_NEW_FLAGS:-}"
+"$new" "${sweep[@]}" "${extra[@]}" --out "$tmp/new.json" 2>/dev/null
 if ! cmp -s "$tmp/base.json" "$tmp/new.json"; then
   differ=$((differ + 1))
   echo "DIFFERS: iosim ${sweep[*]}"

@@ -1,11 +1,35 @@
 #!/usr/bin/env bash
-# Installs the Debian packages iosim builds with, if any is missing. Needs root (or sudo).
+# Installs the Debian packages iosim needs, if any is missing. Needs root (or sudo).
+#   scripts/install_deps.sh [GROUP...]   groups: build, test, browser, sanitize (default: all)
+# build:   compiling iosim (doctest-dev: the test suites are configured with it) and Chart.js,
+#          embedded into `iosim report --html` pages;
+# test:    the rest of the test suite: Google Benchmark, jsonschema (the JSON Schema check),
+#          pybind11 and pytest (the Python package and its tests);
+# browser: chromium renders the HTML report and nodejs parses its scripts, for
+#          tests/browser_test.sh alone (skip it with IOSIM_SKIP_BROWSER_TEST=1 scripts/test.sh);
+# sanitize: clang and its runtimes, for the ASan+UBSan and libFuzzer build of scripts/sanitize.sh.
 set -euo pipefail
-# libjs-chart.js: Chart.js, inlined into `iosim report --html` pages; chromium: renders them in
-# tests/browser_test.sh; nodejs: parses their scripts (reports/assets/*.js) there.
-# clang, libclang-rt-14-dev: the sanitizer and libFuzzer build of scripts/sanitize.sh (CI).
-packages=(cmake g++ make libcli11-dev libyaml-cpp-dev libfmt-dev doctest-dev nlohmann-json3-dev
-          libeigen3-dev libbenchmark-dev libjs-chart.js chromium nodejs clang libclang-rt-14-dev)
+declare -A group_packages=(
+  [build]="cmake g++ make git libcli11-dev libyaml-cpp-dev libfmt-dev doctest-dev nlohmann-json3-dev libeigen3-dev libjs-chart.js"
+  [test]="libbenchmark-dev python3-jsonschema pybind11-dev python3-dev python3-pytest"
+  [sanitize]="clang libclang-rt-14-dev"
+  [browser]="chromium nodejs"
+)
+# Ubuntu packages Chromium as chromium-browser (a snap launcher); tests/browser_test.sh finds both.
+if grep -qs '^ID=ubuntu' /etc/os-release; then
+  group_packages[browser]="chromium-browser nodejs"
+fi
+groups=("$@")
+[ ${#groups[@]} -eq 0 ] && groups=(build test browser sanitize)
+packages=()
+for g in "${groups[@]}"; do
+  if [ -z "${group_packages[$g]+set}" ]; then
+    echo "install_deps.sh: unknown group '$g' (build, test, browser, sanitize)" >&2
+    exit 2
+  fi
+  read -r -a ps <<<"${group_packages[$g]}"
+  packages+=("${ps[@]}")
+done
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

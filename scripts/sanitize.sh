@@ -1,20 +1,21 @@
 #!/usr/bin/env bash
-# CI's sanitizer and fuzzing pass: builds iosim, its tests and the libFuzzer targets with clang,
-# AddressSanitizer and UndefinedBehaviorSanitizer (float-cast-overflow included; every report is
-# fatal: -fno-sanitize-recover=all) into build-sanitize/, runs the CLI, bad-input, resume and
-# determinism tests there, then each fuzz target for FUZZ_SECONDS (default 18; six targets, under
-# 2 minutes) from its corpus (tests/fuzz/corpus/<target>/: seeds and the regression inputs of
-# bugs found). The doctest suites are not built here yet (not tried with clang).
+# CI's sanitizer and fuzzing pass: builds iosim, its unit tests and the libFuzzer targets with
+# clang, AddressSanitizer and UndefinedBehaviorSanitizer (float-cast-overflow included; every
+# report is fatal: -fno-sanitize-recover=all) into build-sanitize/, runs the unit suites (doctest),
+# the CLI, bad-input, resume and determinism tests there, then each fuzz target for FUZZ_SECONDS
+# (default 18; six targets, under 2 minutes) from its corpus (tests/fuzz/corpus/<target>/: seeds
+# and the regression inputs of bugs found).
 # -O1 keeps the build and the tests fast on CI's two cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+scripts/install_deps.sh build test sanitize
 fuzz_seconds=${FUZZ_SECONDS:-18}
 flags="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined,float-cast-overflow"
 flags+=" -fno-sanitize-recover=all -fsanitize=fuzzer-no-link"
 cmake -S . -B build-sanitize -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_COMPILER=clang++ \
   -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" \
-  -DIOSIM_BUILD_CUDA=OFF -DIOSIM_BUILD_BENCH=OFF -DIOSIM_BUILD_FUZZERS=ON >/dev/null
-targets=(iosim)
+  -DIOSIM_BUILD_CUDA=OFF -DIOSIM_BUILD_BENCH=OFF -DIOSIM_BUILD_PYTHON=OFF -DIOSIM_BUILD_FUZZERS=ON >/dev/null
+targets=(iosim iosim_tests)
 for f in tests/fuzz/fuzz_*.cpp; do targets+=("$(basename "$f" .cpp)"); done
 cmake --build build-sanitize -j"$(nproc)" --target "${targets[@]}"
 
@@ -22,7 +23,7 @@ export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 # The corpus caps memory with ulimit -v, which AddressSanitizer's shadow memory cannot live with.
 IOSIM_NO_ULIMIT=1 ctest --test-dir build-sanitize --output-on-failure \
-  -R '^(cli|sweep_cli|bad_inputs|sweep_resume|determinism)$'
+  -R '^(unit|cli|sweep_cli|bad_inputs|sweep_resume|determinism)$'
 
 total=0
 for f in tests/fuzz/fuzz_*.cpp; do

@@ -2,6 +2,11 @@
 # README command 2: install what is missing, build everything, run the whole test suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install_deps.sh
+# IOSIM_SKIP_BROWSER_TEST=1: no Chromium installed, the browser test reported as skipped.
+if [ "${IOSIM_SKIP_BROWSER_TEST:-0}" = 1 ]; then
+  scripts/install_deps.sh build test
+else
+  scripts/install_deps.sh build test browser
+fi
 scripts/build.sh
 ctest --test-dir build --output-on-failure

@@ -31,6 +31,11 @@ struct Counters {
   std::uint64_t l2_dirty_at_end_bytes =
       0;  // dirty in L2 when the kernel ended (not yet DRAM writes)
 
+  /// HBM bytes with the lines still dirty in L2 at the end counted as written: what the run
+  /// costs HBM once L2 writes them back (hbm_total_bytes in the JSON and CSV).
+  std::uint64_t hbm_total_bytes() const {
+    return hbm.read_total() + hbm.write_total() + l2_dirty_at_end_bytes;
+  }
   /// All FLOPs: tensor-core, FP32 and special-function operations.
   std::uint64_t flops() const { return tensor_flops + fp32_flops + sfu_ops; }
   Counters& operator+=(const Counters& o);

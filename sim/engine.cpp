@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <numeric>
 #include <optional>
 
 #include "sim/address_map.hpp"
@@ -10,6 +11,7 @@
 #include "sim/event_queue.hpp"
 #include "sim/l2_system.hpp"
 #include "sim/run_control.hpp"
+#include "sim/steady_state.hpp"
 
 namespace iosim {
 namespace {
@@ -28,12 +30,18 @@ struct Server {
   }
 };
 
+// Warp schedulers (SM sub-partitions) per SM on Ampere and Hopper: the A100 and H100
+// whitepapers' SM diagrams show four processing blocks, each with its own scheduler, issuing one
+// warp instruction per clock.
+constexpr double kSchedulersPerSm = 4.0;
+constexpr double kWarpThreads = 32.0;
+
 // Rates of one machine at one SM clock, in bytes or operations per second.
 struct Rates {
   double hbm_bps, l2_bps, sm_port_bps, smem_bps_per_sm;
   double tensor_per_sm, fp32_per_sm, sfu_per_sm, int32_per_sm;
   double l2_latency_s, hbm_latency_s, launch_s;
-  double smem_latency_s, fp32_latency_s;
+  double smem_latency_s, fp32_latency_s, wgmma_latency_s;
   int sm_count;
 
   Rates(const HardwareProfile& p, double clock_mhz, Dtype mma_dtype,
@@ -57,6 +65,7 @@ struct Rates {
     int32_per_sm = p.compute.int32_ops_per_clk_per_sm.value * clock_hz;
     smem_latency_s = p.sm.smem_latency_cycles.value / clock_hz;
     fp32_latency_s = p.compute.fp32_latency_cycles.value / clock_hz;
+    wgmma_latency_s = p.compute.wgmma_latency_cycles.value / clock_hz;
     l2_latency_s = p.l2.hit_latency_cycles.value / clock_hz;
     hbm_latency_s = p.hbm.latency_ns.value * 1e-9;
     launch_s = p.launch.kernel_overhead_us.value * 1e-6;
@@ -74,10 +83,6 @@ struct Rates {
   } per{};
 };
 
-// Warp schedulers (SM sub-partitions) per SM on Ampere and Hopper: the A100 and H100
-// whitepapers' SM diagrams show four processing blocks, each with its own scheduler.
-constexpr double kSchedulersPerSm = 4.0;
-
 struct CtaState {
   std::int64_t cta = -1;
   int sm = 0;
@@ -89,13 +94,20 @@ struct CtaState {
   std::vector<double> compute_end;  // ring of the last `pipeline_stages` compute ends
   double compute_free = 0.0;
   double end = 0.0;
+  // Steady-state extrapolation (sim/steady_state.hpp): the CTA's steady parts [steady_first,
+  // steady_last) as the schedule declared them; a cut leaves out parts [skip_from, steady_last),
+  // so that the part after skip_from - 1 is steady_last. Its part and CTA at the last window.
+  std::size_t steady_first = 0, steady_last = 0;
+  std::size_t skip_from = ~std::size_t{0};
+  std::int64_t window_cta = -1;
+  std::size_t window_part = 0;
 };
 
 class KernelRun {
  public:
   KernelRun(const HardwareProfile& profile, const Schedule& schedule, std::size_t kernel_index,
             const KernelSpec& spec, const Occupancy& occ, const AddressMap& addresses, L2System* l2,
-            double clock_mhz, OpObserver* observer)
+            double clock_mhz, OpObserver* observer, bool extrapolate)
       : schedule_(schedule),
         kernel_index_(kernel_index),
         spec_(spec),
@@ -106,13 +118,26 @@ class KernelRun {
         warps_per_cta_((spec.threads_per_cta + 31) / 32 - spec.producer_warps),
         ports_(static_cast<std::size_t>(rates_.sm_count)),
         resident_on_sm_(static_cast<std::size_t>(rates_.sm_count), 0),
-        observer_(observer) {}
+        observer_(observer),
+        repetition_(extrapolate ? schedule.repetition(kernel_index) : Repetition{}) {
+    // Steps are left out only with the L2 off (sim/steady_state.hpp says why).
+    if (l2_ != nullptr) repetition_.part_period = 0;
+  }
 
-  double run(Counters& c) {
+  /// Simulates the kernel into `c` and returns its time; `extrapolated` says what was left out.
+  double run(Counters& c, Extrapolation& extrapolated) {
     counters_ = &c;
-    const std::int64_t ctas = spec_.grid.count();
+    stats_ = &extrapolated;
+    ctas_ = spec_.grid.count();
     const std::int64_t slots =
-        std::min<std::int64_t>(ctas, static_cast<std::int64_t>(rates_.sm_count) * ctas_per_sm_);
+        std::min<std::int64_t>(ctas_, static_cast<std::int64_t>(rates_.sm_count) * ctas_per_sm_);
+    if (repetition_.cta_period > 0 && slots > 0) {
+      // Whole waves as well as whole repetitions: where waves start together, leaving out a
+      // period that is not whole waves moves the final partial wave (standard B=4 H=16 N=2048
+      // d=64 Bc=64, periods of heads rounded up to a wave: gemm_qk's time off by 5.8% after
+      // three periods that agreed within 0.1%).
+      period_ = std::lcm(repetition_.cta_period, slots);
+    }
     if (slots >= (std::int64_t{1} << Event::kSlotBits)) {
       throw ConfigError(
           fmt::format("kernel '{}': {} resident CTAs, more than the engine tracks ({})", spec_.name,
@@ -125,7 +150,8 @@ class KernelRun {
                              static_cast<int>(s % rates_.sm_count), 0.0));
     }
     double last_finish = 0.0;
-    std::int64_t finished = 0;
+    std::int64_t finished = 0;  // CTAs simulated to their end, for run_control's progress
+    const std::int64_t extrapolated_before = stats_->ctas_extrapolated;
     while (!events_.empty()) {
       const Event ev = events_.top();
       const double now = ev.t();
@@ -134,19 +160,28 @@ class KernelRun {
       next_part(st);
       if (st.pc < st.ops.size()) {
         events_.replace_top({next_stage_time(st, now), issue(), ev.slot()});
-        continue;
-      }
-      last_finish = std::max(last_finish, st.end);
-      if (++finished % slots == 0) run_control::wave_done(spec_.name, finished, ctas);
-      --resident_;
-      --resident_on_sm_[static_cast<std::size_t>(st.sm)];
-      if (next_cta_ < ctas) {
-        events_.replace_top(start_cta(ev.slot(), next_cta_++, st.sm, st.end));
       } else {
-        events_.pop();
+        last_finish = std::max(last_finish, st.end);
+        if (++finished % slots == 0) {
+          run_control::wave_done(spec_.name,
+                                 finished + stats_->ctas_extrapolated - extrapolated_before, ctas_);
+        }
+        --resident_;
+        --resident_on_sm_[static_cast<std::size_t>(st.sm)];
+        st.cta = -1;
+        if (period_ > 0 && next_cta_ < ctas_ && next_cta_ % period_ == 0) {
+          end_of_period(st.end);
+        }
+        if (next_cta_ < ctas_) {
+          events_.replace_top(start_cta(ev.slot(), next_cta_++, st.sm, st.end));
+        } else {
+          events_.pop();
+        }
       }
+      if (repetition_.part_period > 0 && ++window_events_ >= window_length_) end_of_window(now);
     }
-    return last_finish + rates_.launch_s;
+    stats_->ctas_simulated += next_cta_ - stats_->ctas_extrapolated;
+    return last_finish + skipped_s_ + rates_.launch_s;
   }
 
  private:
@@ -159,6 +194,70 @@ class KernelRun {
     return seq_++;
   }
 
+  // Steady-state extrapolation (sim/steady_state.hpp), CTAs: at the dispatch of every period's
+  // first CTA (at `t`), a snapshot; once periods repeat, whole periods are left out of the grid,
+  // keeping two and the final drain to simulate.
+  void end_of_period(double t) {
+    periods_.push(t + skipped_s_, *counters_);
+    if (!periods_.steady()) return;
+    const std::int64_t n = (ctas_ - next_cta_) / period_ - 2;
+    if (n < 1) return;
+    // The CTAs after the gap are the grid's last ones, so that the L2 holds at the kernel's end
+    // what it would have held for the next kernel.
+    periods_.add_counters_for(n, *counters_);
+    const double dt = periods_.time_for(n);
+    skipped_s_ += dt;
+    stats_->time_extrapolated_s += dt;
+    stats_->ctas_extrapolated += n * period_;
+    next_cta_ += n * period_;
+    periods_.clear();
+  }
+
+  // Steady-state extrapolation, steps: at the end of a window (`now`), a snapshot; when every
+  // resident CTA advanced part_period parts in each of the last windows and they repeat, a cut.
+  void end_of_window(double now) {
+    const auto q = static_cast<std::size_t>(repetition_.part_period);
+    bool uniform = resident_ > 0;
+    for (CtaState& st : states_) {
+      if (st.cta < 0) continue;
+      uniform = uniform && st.cta == st.window_cta && st.part == st.window_part + q &&
+                st.window_part >= st.steady_first && st.part + 1 < st.skip_from &&
+                st.part + 1 < st.steady_last;
+      st.window_cta = st.cta;
+      st.window_part = st.part;
+    }
+    window_events_ = 0;
+    window_length_ = static_cast<std::int64_t>(resident_) * repetition_.part_period;
+    if (!uniform) windows_.clear();
+    windows_.push(now + skipped_s_, *counters_);
+    if (uniform && windows_.steady()) cut_windows(now);
+  }
+
+  // Leaves m windows out of the time line: each resident CTA m x part_period parts at the end of
+  // its steady range, keeping at least one window of steady parts after the cut.
+  void cut_windows(double now) {
+    const auto q = static_cast<std::size_t>(repetition_.part_period);
+    std::size_t m = ~std::size_t{0};
+    for (const CtaState& st : states_) {
+      if (st.cta < 0) continue;
+      const std::size_t last = std::min(st.skip_from, st.steady_last);
+      const std::size_t kept = st.part + 1 + q;
+      if (last < kept + q) return;
+      m = std::min(m, (last - kept) / q);
+    }
+    windows_.add_counters_for(static_cast<std::int64_t>(m), *counters_);
+    const double dt = windows_.time_for(static_cast<std::int64_t>(m));
+    skipped_s_ += dt;
+    stats_->time_extrapolated_s += dt;
+    for (CtaState& st : states_) {
+      if (st.cta < 0) continue;
+      st.skip_from = std::min(st.skip_from, st.steady_last) - m * q;
+      stats_->parts_extrapolated += static_cast<std::int64_t>(m * q);
+    }
+    windows_.clear();
+    windows_.push(now + skipped_s_, *counters_);
+  }
+
   // Places CTA `cta` in `slot` on `sm` at time `t`; returns its first stage's event.
   Event start_cta(std::uint32_t slot, std::int64_t cta, int sm, double t) {
     CtaState& st = states_[slot];
@@ -166,6 +265,13 @@ class KernelRun {
     st.sm = sm;
     st.ops.clear();
     st.part = 0;
+    st.skip_from = ~std::size_t{0};
+    if (repetition_.part_period > 0) {
+      const PartRange steady = schedule_.steady_parts(kernel_index_, cta);
+      st.steady_first = steady.first;
+      st.steady_last = steady.last;
+    }
+    ++stats_->parts_simulated;
     st.more_parts = schedule_.emit_cta_part(kernel_index_, cta, 0, st.ops);
     st.pc = 0;
     next_part(st);
@@ -179,11 +285,13 @@ class KernelRun {
   }
 
   // Once a CTA's operations are used up, emits its next part, skipping empty ones.
-  void next_part(CtaState& st) const {
+  void next_part(CtaState& st) {
     while (st.pc == st.ops.size() && st.more_parts) {
       st.ops.clear();
       st.pc = 0;
-      st.more_parts = schedule_.emit_cta_part(kernel_index_, st.cta, ++st.part, st.ops);
+      if (++st.part == st.skip_from) st.part = st.steady_last;  // past the parts a cut left out
+      ++stats_->parts_simulated;
+      st.more_parts = schedule_.emit_cta_part(kernel_index_, st.cta, st.part, st.ops);
     }
   }
 
@@ -291,7 +399,8 @@ class KernelRun {
       int32_ops += static_cast<double>(op.int_ops);
       smem_bytes += static_cast<double>(op.smem_read_bytes);
       chain_s += static_cast<double>(op.smem_round_trips) * r.smem_latency_s +
-                 static_cast<double>(op.chain_fp32_ops) * r.fp32_latency_s;
+                 static_cast<double>(op.chain_fp32_ops) * r.fp32_latency_s +
+                 static_cast<double>(op.wgmma_waits) * r.wgmma_latency_s;
     }
   };
 
@@ -306,7 +415,7 @@ class KernelRun {
     double pipes[] = {w.tensor_flops * rates_.per.tensor_flop, w.fp32_flops * rates_.per.fp32_flop,
                       w.sfu_ops * rates_.per.sfu_op, w.int32_ops * rates_.per.int32_op,
                       w.smem_bytes * rates_.per.smem_byte};
-    if (spec_.overlap == PipeOverlap::async_tensor) {
+    if (spec_.overlap == PipeOverlap::async_tensor || spec_.overlap == PipeOverlap::lockstep) {
       // The tensor cores' operand reads are their own: one pipe, the busier of the two.
       pipes[0] = std::max(pipes[0], pipes[4]);
       pipes[4] = 0.0;
@@ -321,24 +430,54 @@ class KernelRun {
       // (x / 1 is x: no division with one warp per scheduler, as FlashAttention's 4-warp CTAs.)
       return busiest + (per_scheduler == 1.0 ? total - busiest : (total - busiest) / per_scheduler);
     };
+    // Warp-specialized kernels (consumer warpgroups issuing wgmma): a warpgroup's own iteration
+    // is its share of the GEMMs at the full tensor rate (one warpgroup saturates the tensor
+    // cores: measurements/*/wgmma_2026-11-23), then its share of the FP32/SFU/INT32 work,
+    // issued by the one warp it has on each scheduler, then its warps' other dependent latencies
+    // (TileOp::smem_round_trips, chain_fp32_ops: shuffle rounds). A warp alone on its scheduler
+    // cannot hide one instruction's latency behind another warp's work: the softmax's
+    // instructions (max, scale, exp2, sum, convert, rescale, one per element each, as the ops
+    // count them) issue one per dependent FP32 latency, while a pipe slower than that (the SFU's
+    // share) may take longer still. However the warpgroups share the tensor cores, no iteration
+    // is shorter than this chain.
+    const double groups = std::max(1, spec_.consumer_warpgroups);
+    const double warp_instructions =
+        (w.fp32_flops + w.sfu_ops + w.int32_ops) / (groups * kSchedulersPerSm * kWarpThreads);
+    const double one_warp_sync = std::max(warp_instructions * rates_.fp32_latency_s,
+                                          std::max({pipes[1], pipes[2], pipes[3]}) / groups);
+    const double warpgroup_chain = pipes[0] / groups + one_warp_sync + w.chain_s;
+    if (spec_.overlap == PipeOverlap::lockstep) {
+      // The tensor pipe (operand reads included), then the FP32, SFU and INT32 work, which
+      // overlap one another as the warps per scheduler allow.
+      const double sync_total = pipes[1] + pipes[2] + pipes[3];
+      const double sync_busiest = std::max({pipes[1], pipes[2], pipes[3]});
+      auto lockstep = [&](double warps) {
+        const double per_scheduler = std::max(1.0, warps / kSchedulersPerSm);
+        return pipes[0] + sync_busiest + (sync_total - sync_busiest) / per_scheduler;
+      };
+      return std::max(share * lockstep(share * warps_per_cta_),
+                      lockstep(warps_per_cta_) + w.chain_s);
+    }
     if (spec_.overlap == PipeOverlap::pingpong) {
       // wgmma runs asynchronously and reads its operands from shared memory as it goes: the
       // tensor cores and the shared-memory pipe are the asynchronous unit. The FP32, SFU and
       // INT32 work overlap one another as the warps per scheduler allow, as above. With W
       // consumer warpgroups taking turns, one's softmax runs under the others' GEMMs: the stage
-      // takes the busier of the two sides, and at least what one warpgroup does in sequence
-      // (its 1/W of the GEMMs, then its 1/W of the rest with its one warp per scheduler).
+      // takes the busier of the two sides, and at least one warpgroup's own chain (above).
       const double async = std::max(pipes[0], pipes[4]);
       const double sync_total = pipes[1] + pipes[2] + pipes[3];
       const double sync_busiest = std::max({pipes[1], pipes[2], pipes[3]});
-      const double groups = std::max(1, spec_.consumer_warpgroups);
       auto pingpong = [&](double warps) {
         const double per_scheduler = std::max(1.0, warps / kSchedulersPerSm);
         const double sync = sync_busiest + (sync_total - sync_busiest) / per_scheduler;
-        return std::max({async, sync, (pipes[0] + sync_total) / groups});
+        return std::max({async, sync, warpgroup_chain});
       };
-      return std::max(share * pingpong(share * warps_per_cta_),
-                      pingpong(warps_per_cta_) + w.chain_s);
+      return std::max(share * pingpong(share * warps_per_cta_), pingpong(warps_per_cta_));
+    }
+    if (spec_.consumer_warpgroups > 0) {
+      // Cooperative warpgroups: the SM's pipes as the warps per scheduler overlap them, and at
+      // least one warpgroup's own chain.
+      return std::max(share * overlapped(share * warps_per_cta_), warpgroup_chain);
     }
     // Its share of the SM's pipes, and at least its own critical path: its work with only its
     // own warps to overlap it, plus the dependent latencies of its warps.
@@ -449,10 +588,18 @@ class KernelRun {
   EventQueue events_;
   std::uint64_t seq_ = 0;  // events issued
   std::int64_t next_cta_ = 0;
+  std::int64_t ctas_ = 0;  // CTAs in the grid
   // Runs of the tile being moved: sums of per-run bytes in doubles are exact (integers far
   // below 2^53), so sending a tile's runs to the L2 together counts what run-by-run did.
   std::vector<L2System::Run> runs_;
   OpObserver* observer_;
+  // Steady-state extrapolation (sim/steady_state.hpp).
+  Repetition repetition_;
+  std::int64_t period_ = 0;  // CTAs per period (0: none)
+  detail::RepeatDetector periods_, windows_;
+  std::int64_t window_events_ = 0, window_length_ = 0;
+  double skipped_s_ = 0.0;  // time of the windows and periods left out
+  Extrapolation* stats_ = nullptr;
 };
 
 }  // namespace
@@ -510,8 +657,8 @@ EngineResult run_schedule(const HardwareProfile& profile, const Schedule& schedu
                                     spec.grid.count(), profile.sm.count.value)) /
                                     profile.sm.count.value;
     KernelRun run(profile, schedule, k, spec, kr.occupancy, addresses, l2 ? &*l2 : nullptr,
-                  clock_mhz, options.observer);
-    kr.time_s = run.run(kr.counters);
+                  clock_mhz, options.observer, !options.exact && options.observer == nullptr);
+    kr.time_s = run.run(kr.counters, kr.extrapolation);
     kr.counters.l2_dirty_at_end_bytes = l2 ? l2->dirty_bytes() : 0;
     kr.bound = classify_bound(profile, kr.counters, kr.time_s, clock_mhz, spec.mma_dtype,
                               spec.tensor_instruction);
@@ -522,6 +669,7 @@ EngineResult run_schedule(const HardwareProfile& profile, const Schedule& schedu
         static_cast<double>(kr.counters.l2.read_total() + kr.counters.l2.write_total()) /
         kr.time_s / 1e9;
     result.total += kr.counters;
+    result.extrapolation += kr.extrapolation;
     result.time_s += kr.time_s;
     result.kernels.push_back(std::move(kr));
   }

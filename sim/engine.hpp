@@ -15,12 +15,14 @@
 //     traffic bounds the stage from below. How far the pipes overlap is the kernel's declaration
 //     (KernelSpec::overlap): by default as far as the compute warps per scheduler allow;
 //     under `pingpong` the tensor cores (with the shared-memory operand reads) work
-//     asynchronously beside the FP32/SFU/INT32 work of the other consumer warpgroups.
+//     asynchronously beside the FP32/SFU/INT32 work of the other consumer warpgroups; under
+//     `lockstep` the consumer warpgroups share each phase, so the two sides add.
 //     Producer warps (KernelSpec::producer_warps) only issue copies: they take no pipe time
 //     and do not count as warps that overlap the pipes.
 //   - With `pipeline_stages` = P, a stage's copy may start once the compute of the stage P
 //     back has finished (its buffer is free): P = 1 serializes copy and compute.
-//   - Kernel time is the last CTA's finish plus the launch overhead.
+//   - Kernel time is the last CTA's finish plus the launch overhead, plus the time of any
+//     repetitions left out (sim/steady_state.hpp; EngineOptions::exact simulates all).
 #include <map>
 #include <string>
 #include <vector>
@@ -29,6 +31,7 @@
 #include "sim/occupancy.hpp"
 #include "sim/profile.hpp"
 #include "sim/schedule.hpp"
+#include "sim/steady_state.hpp"
 
 namespace iosim {
 
@@ -52,6 +55,9 @@ struct EngineOptions {
   // schedule's estimate for the kernels of that role (they set occupancy).
   std::map<std::string, int> registers_by_role;
   OpObserver* observer = nullptr;  // not owned; null: no one watches
+  // true: simulate every CTA and step (no steady-state extrapolation, sim/steady_state.hpp). An
+  // observer also turns it off: it sees every operation.
+  bool exact = false;
 };
 
 struct KernelResult {
@@ -64,12 +70,14 @@ struct KernelResult {
   double achieved_hbm_gbps = 0.0;
   double achieved_l2_gbps = 0.0;
   double idle_sm_fraction = 0.0;  // SMs that never receive a CTA
+  Extrapolation extrapolation;    // what was simulated and what left out as repetition
 };
 
 struct EngineResult {
   std::vector<KernelResult> kernels;
   Counters total;
   double time_s = 0.0;
+  Extrapolation extrapolation;
 };
 
 /// Runs every kernel of `schedule` in order on `profile`. L2 contents persist from one kernel

@@ -297,8 +297,14 @@ ReadWriteBytes flash2_closed_form(const AttentionProblem& p, std::int64_t block_
 }
 
 ReadWriteBytes flash3_closed_form(const AttentionProblem& p, std::int64_t block_q,
-                                  std::int64_t block_kv) {
+                                  std::int64_t block_kv, std::int64_t backward_block_q,
+                                  std::int64_t backward_block_kv) {
   ReadWriteBytes out;
+  if (runs_backward(p.pass)) {
+    const std::int64_t bq = backward_block_q > 0 ? backward_block_q : block_q;
+    const std::int64_t bk = backward_block_kv > 0 ? backward_block_kv : block_kv;
+    out += times(u(p.bh()), flash2_family(p, bq, bk, false, MeetsBlock{p, bk, nullptr}));
+  }
   if (!runs_forward(p.pass)) return out;
   // With one query position per head, a K/V head's g query heads are one g-row block of queries
   // (they see every key).
@@ -317,8 +323,8 @@ ReadWriteBytes flash3_closed_form(const AttentionProblem& p, std::int64_t block_
   }
   // O (bf16 when the inputs are fp8, as FlashAttention-3's FP8 forward writes it), L in fp32.
   const u64 per_head_write = rows * d * u(view.out_elem_bytes()) + rows * 4;
-  out.read = u(view.bh()) * per_head_read;
-  out.write = u(view.bh()) * per_head_write;
+  out.read += u(view.bh()) * per_head_read;
+  out.write += u(view.bh()) * per_head_write;
   return out;
 }
 
@@ -387,10 +393,12 @@ IoBounds io_bounds(const AttentionProblem& p, const ReadWriteBytes& closed_form,
   }
   const u64 pass_bound = static_cast<u64>(elems * static_cast<double>(bh * eb));
   if (fwd) {
+    b.lower_bound_formula_bytes += pass_bound;
     b.compulsory_bytes += fwd_compulsory;
     b.lower_bound_bytes += std::max(fwd_compulsory, pass_bound);
   }
   if (bwd) {
+    b.lower_bound_formula_bytes += pass_bound;
     b.compulsory_bytes += bwd_compulsory;
     b.lower_bound_bytes += std::max(bwd_compulsory, pass_bound);
   }

@@ -33,8 +33,9 @@ struct IoBounds {
   std::uint64_t closed_form_read_bytes = 0;
   std::uint64_t closed_form_write_bytes = 0;
   std::uint64_t closed_form_bytes = 0;
-  std::uint64_t lower_bound_bytes = 0;
-  std::string lower_bound_formula;  // which regime of the bound applied
+  std::uint64_t lower_bound_bytes = 0;          // per pass, max(compulsory, the formula's bytes)
+  std::uint64_t lower_bound_formula_bytes = 0;  // the formula's term alone, summed over passes
+  std::string lower_bound_formula;              // which regime of the bound applied
 };
 
 /// Bytes read and written between HBM and SRAM.
@@ -59,11 +60,15 @@ ReadWriteBytes flash1_closed_form(const AttentionProblem& p, std::int64_t block_
 /// FlashAttention-2; with `blocks`, block-sparse FlashAttention over its nonzero blocks.
 ReadWriteBytes flash2_closed_form(const AttentionProblem& p, std::int64_t block_q,
                                   std::int64_t block_kv, const BlockMask* blocks = nullptr);
-/// FlashAttention-3's forward (Shah et al. 2024): each tile of `block_q` query rows of a head
+/// FlashAttention-3 (Shah et al. 2024). Forward: each tile of `block_q` query rows of a head
 /// reads its Q rows once, K and V once per key block it sees (causal: up to its last row's
-/// diagonal), and writes its O rows and L once. Forward passes only.
+/// diagonal), and writes its O rows and L once. Backward, over blocks `backward_block_q` x
+/// `backward_block_kv`: FlashAttention-2's backward bytes (the pre-pass, per K/V block K and V
+/// once and per query block it meets Q, dO, L, D and an fp32 add of dQ, dK and dV once, the dQ
+/// conversion); FlashAttention-3 changes how the kernel runs, not what it moves.
 ReadWriteBytes flash3_closed_form(const AttentionProblem& p, std::int64_t block_q,
-                                  std::int64_t block_kv);
+                                  std::int64_t block_kv, std::int64_t backward_block_q = 0,
+                                  std::int64_t backward_block_kv = 0);
 /// Split-KV decoding with `splits` K/V chunks (forward only); `paged`: K/V gathered through an
 /// int32 block table of p.page_tokens-token pages.
 ReadWriteBytes split_kv_closed_form(const AttentionProblem& p, std::int64_t block_q,

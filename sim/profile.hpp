@@ -54,6 +54,9 @@ struct ComputeSpec {
   Sourced<double> mma_sync_flops_per_clk_per_sm;
   Sourced<double> int32_ops_per_clk_per_sm;  // 32-bit integer add, compare, logic, select
   Sourced<double> fp32_latency_cycles;       // issue-to-use latency of a dependent FP32 FMA/add
+  // Issue of one wgmma m64n64k16 to its accumulators readable (wgmma.wait_group 0); 0 on a GPU
+  // without wgmma (Ampere).
+  Sourced<double> wgmma_latency_cycles;
 };
 
 /// The last-level cache shared by all SMs.
@@ -97,11 +100,15 @@ struct HardwareProfile {
   double fp32_flops_per_s() const { return compute.fp32_tflops.value * 1e12; }
 };
 
-/// Names of the profiles shipped in hwprofiles/ (file stems), sorted.
+/// Names of the built-in profiles (file stems), sorted: those of hwprofiles/ embedded at build
+/// time, or the YAML files of $IOSIM_PROFILE_DIR when it is set.
 std::vector<std::string> builtin_profile_names();
 
-/// Directory holding the built-in profiles (compiled in; overridable with IOSIM_PROFILE_DIR).
+/// $IOSIM_PROFILE_DIR, the directory that replaces the embedded profiles; empty when unset.
 std::filesystem::path builtin_profile_dir();
+
+/// The YAML text of a built-in profile. Throws ConfigError for an unknown name.
+std::string builtin_profile_text(const std::string& name);
 
 /// Loads a built-in profile by name, or a YAML file by path. Throws ConfigError naming the
 /// file, the key path and the problem (unknown key with a "did you mean", missing key, bad value).

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -23,15 +24,13 @@
 #include <variant>
 #include <vector>
 
+#include "sim/builtin_profiles.hpp"
 #include "sim/errors.hpp"
 #include "sim/l2_cache.hpp"
 #include "sim/profile.hpp"
+#include "sim/profile_overrides.hpp"
 #include "sim/suggest.hpp"
 #include "sim/text_file.hpp"
-
-#ifndef IOSIM_BUILTIN_PROFILE_DIR
-#error "IOSIM_BUILTIN_PROFILE_DIR must name hwprofiles/ (CMake defines it for iosim_sim)"
-#endif
 
 namespace iosim {
 
@@ -81,7 +80,7 @@ const std::array<Field<SmSpec>, 13> kSmFields{{
     {"smem_latency_cycles", &SmSpec::smem_latency_cycles},
 }};
 
-const std::array<Field<ComputeSpec>, 9> kComputeFields{{
+const std::array<Field<ComputeSpec>, 10> kComputeFields{{
     {"tensor_fp16_tflops", &ComputeSpec::tensor_fp16_tflops},
     {"tensor_bf16_tflops", &ComputeSpec::tensor_bf16_tflops},
     {"tensor_tf32_tflops", &ComputeSpec::tensor_tf32_tflops},
@@ -91,6 +90,7 @@ const std::array<Field<ComputeSpec>, 9> kComputeFields{{
     {"mma_sync_flops_per_clk_per_sm", &ComputeSpec::mma_sync_flops_per_clk_per_sm},
     {"int32_ops_per_clk_per_sm", &ComputeSpec::int32_ops_per_clk_per_sm},
     {"fp32_latency_cycles", &ComputeSpec::fp32_latency_cycles},
+    {"wgmma_latency_cycles", &ComputeSpec::wgmma_latency_cycles},
 }};
 
 const std::array<Field<L2Spec>, 7> kL2Fields{{
@@ -117,6 +117,34 @@ const std::array<Field<LaunchSpec>, 1> kLaunchFields{{
 const std::vector<std::string> kTopKeys{"name", "description", "sm",    "compute",
                                         "l2",   "hbm",         "launch"};
 const std::vector<std::string> kLeafKeys{"value", "source"};
+
+// Calls f(section, fields) for each section's table, in file order.
+template <typename F>
+void for_each_section(F&& f) {
+  f("sm", kSmFields);
+  f("compute", kComputeFields);
+  f("l2", kL2Fields);
+  f("hbm", kHbmFields);
+  f("launch", kLaunchFields);
+}
+
+template <typename Spec, typename T>
+constexpr bool integral_member(Sourced<T> Spec::*) {
+  return std::is_integral_v<T>;
+}
+
+// Whether "section.key" holds an integer; nullopt for a key no profile has.
+std::optional<bool> key_is_integer(const std::string& path) {
+  std::optional<bool> out;
+  for_each_section([&](const char* section, const auto& fields) {
+    for (const auto& f : fields) {
+      if (path == std::string(section) + "." + f.key) {
+        out = std::visit([](auto m) { return integral_member(m); }, f.member);
+      }
+    }
+  });
+  return out;
+}
 
 template <typename Spec, std::size_t N>
 std::vector<std::string> keys_of(const std::array<Field<Spec>, N>& fields) {
@@ -147,7 +175,9 @@ std::string describe_kind(const YAML::Node& node) {
 }
 
 // Walks one document. Remembers the line of every key it has seen so that later messages,
-// including the cross-field checks, can point at the line to fix.
+// including the cross-field checks, can point at the line to fix. Problems are collected, not
+// thrown, so that one run names all of them (throw_if_any(), one line each); only a document
+// whose top level is not a map stops the walk at once.
 class Reader {
  public:
   explicit Reader(std::string origin) : origin_(std::move(origin)) {}
@@ -156,11 +186,23 @@ class Reader {
     throw ConfigError(origin_ + ": " + message);
   }
 
+  void note(const std::string& message) { errors_.push_back(origin_ + ": " + message); }
+
   // A message about `path`, located at its line when the key was seen.
-  [[noreturn]] void fail_at(const std::string& path, const std::string& message) const {
+  void note_at(const std::string& path, const std::string& message) {
     const auto it = lines_.find(path);
-    if (it == lines_.end()) fail(message);
-    throw ConfigError(fmt::format("{}:{}: {}", origin_, it->second, message));
+    if (it == lines_.end()) return note(message);
+    errors_.push_back(fmt::format("{}:{}: {}", origin_, it->second, message));
+  }
+
+  bool ok() const { return errors_.empty(); }
+
+  // Throws one ConfigError listing every problem noted, in the order found.
+  void throw_if_any() const {
+    if (errors_.empty()) return;
+    std::string all;
+    for (const std::string& e : errors_) all += (all.empty() ? "" : "\n") + e;
+    throw ConfigError(all);
   }
 
   // `node` (the value of `path`; "" for the top level) must be a map whose keys are exactly
@@ -168,75 +210,87 @@ class Reader {
   // unknown key is the one with the useful "did you mean".
   // An empty section (`launch:` and nothing under it) reads as an empty map, so the message
   // names the first key it lacks.
-  void check_map(const YAML::Node& node, const std::string& path,
+  // Returns false when `node` is not a map (nothing under it can be read).
+  bool check_map(const YAML::Node& node, const std::string& path,
                  const std::vector<std::string>& allowed, const std::string& what) {
     if (!node.IsMap() && !node.IsNull()) {
-      fail_at(path, fmt::format("'{}' must be {}, got {}", path, what, describe_kind(node)));
+      note_at(path, fmt::format("'{}' must be {}, got {}", path, what, describe_kind(node)));
+      return false;
     }
     std::set<std::string> seen;
     for (const auto& entry : node) {
       const YAML::Node& key_node = entry.first;
       if (!key_node.IsScalar()) {
-        throw ConfigError(fmt::format("{}:{}: keys must be plain names, got {} in {}", origin_,
+        errors_.push_back(fmt::format("{}:{}: keys must be plain names, got {} in {}", origin_,
                                       key_node.Mark().line + 1, describe_kind(key_node),
                                       path.empty() ? "the top level" : "'" + path + "'"));
+        continue;
       }
       const std::string& key = key_node.Scalar();
       const std::string full = child_path(path, key);
       const int line = key_node.Mark().line + 1;
       if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
-        throw ConfigError(fmt::format("{}:{}: unknown key '{}'{}", origin_, line, full,
+        errors_.push_back(fmt::format("{}:{}: unknown key '{}'{}", origin_, line, full,
                                       did_you_mean(key, allowed)));
+        continue;
       }
       if (!seen.insert(key).second) {
-        throw ConfigError(fmt::format("{}:{}: duplicate key '{}' (first at line {})", origin_, line,
+        errors_.push_back(fmt::format("{}:{}: duplicate key '{}' (first at line {})", origin_, line,
                                       full, lines_.at(full)));
+        continue;
       }
       lines_[full] = line;
     }
     for (const auto& key : allowed) {
       if (seen.count(key) == 0) {
-        fail(fmt::format("missing required key '{}'", child_path(path, key)));
+        note(fmt::format("missing required key '{}'", child_path(path, key)));
       }
     }
+    return true;
   }
 
   // A non-empty string: a name, a description or a source.
-  std::string read_text(const YAML::Node& node, const std::string& path,
-                        const std::string& what) const {
+  // A missing key was noted by check_map(); it reads as "".
+  std::string read_text(const YAML::Node& node, const std::string& path, const std::string& what) {
+    if (!node.IsDefined()) return "";
     if (!node.IsScalar()) {
-      fail_at(path, fmt::format("'{}' must be {}, got {}", path, what, describe_kind(node)));
+      note_at(path, fmt::format("'{}' must be {}, got {}", path, what, describe_kind(node)));
+      return "";
     }
     const std::string& text = node.Scalar();
     const bool blank = std::all_of(text.begin(), text.end(), [](char c) {
       return c == ' ' || c == '\t' || c == '\n' || c == '\r';
     });
-    if (blank) fail_at(path, fmt::format("'{}' must be {}, got an empty string", path, what));
+    if (blank) note_at(path, fmt::format("'{}' must be {}, got an empty string", path, what));
     return text;
   }
 
   // A numeric leaf: {value: <number>, source: "<citation>"}.
   template <typename T>
   void read_leaf(const YAML::Node& node, const std::string& path, Sourced<T>& out) {
+    if (!node.IsDefined()) return;  // noted as missing
     if (!node.IsMap()) {
-      fail_at(path, fmt::format("'{}' must be a map {{value: <number>, source: \"<where the "
+      note_at(path, fmt::format("'{}' must be a map {{value: <number>, source: \"<where the "
                                 "number comes from>\"}}, got {}",
                                 path, describe_kind(node)));
+      return;
     }
     check_map(node, path, kLeafKeys, "a map {value, source}");
-    out.value = read_number<T>(node["value"], path + ".value");
+    if (node["value"].IsDefined()) out.value = read_number<T>(node["value"], path + ".value");
     out.source = read_text(node["source"], path + ".source",
                            "a non-empty string naming where the number comes from");
   }
 
  private:
+  // A bad number is noted and reads as 0.
   template <typename T>
-  T read_number(const YAML::Node& node, const std::string& path) const {
+  T read_number(const YAML::Node& node, const std::string& path) {
     constexpr bool kInteger = std::is_integral_v<T>;
     const char* kind = kInteger ? "an integer" : "a number";
     // Quoted scalars carry the tag "!": "132" is text, not a number.
     if (!node.IsScalar() || node.Tag() == "!") {
-      fail_at(path, fmt::format("'{}' must be {}, got {}", path, kind, describe_kind(node)));
+      note_at(path, fmt::format("'{}' must be {}, got {}", path, kind, describe_kind(node)));
+      return T{};
     }
     const std::string& text = node.Scalar();
     const char* first = text.data();
@@ -245,21 +299,25 @@ class Reader {
       long long v = 0;
       const auto [end, ec] = std::from_chars(first, last, v);
       if (ec == std::errc::result_out_of_range) {
-        fail_at(path, fmt::format("'{}' = {} is out of range", path, text));
+        note_at(path, fmt::format("'{}' = {} is out of range", path, text));
+        return T{};
       }
       if (ec != std::errc() || end != last) {
-        fail_at(path, fmt::format("'{}' must be {}, got '{}'", path, kind, text));
+        note_at(path, fmt::format("'{}' must be {}, got '{}'", path, kind, text));
+        return T{};
       }
       if (v < static_cast<long long>(std::numeric_limits<T>::min()) ||
           v > static_cast<long long>(std::numeric_limits<T>::max())) {
-        fail_at(path, fmt::format("'{}' = {} is out of range", path, text));
+        note_at(path, fmt::format("'{}' = {} is out of range", path, text));
+        return T{};
       }
       return static_cast<T>(v);
     } else {
       double v = 0;
       const auto [end, ec] = std::from_chars(first, last, v);
       if (ec != std::errc() || end != last || !std::isfinite(v)) {
-        fail_at(path, fmt::format("'{}' must be a finite number, got '{}'", path, text));
+        note_at(path, fmt::format("'{}' must be a finite number, got '{}'", path, text));
+        return T{};
       }
       return v;
     }
@@ -267,13 +325,15 @@ class Reader {
 
   std::string origin_;
   std::map<std::string, int> lines_;
+  std::vector<std::string> errors_;
 };
 
 template <typename Spec, std::size_t N>
 void read_section(Reader& reader, const YAML::Node& root, const std::string& section,
                   const std::array<Field<Spec>, N>& fields, Spec& spec) {
   const YAML::Node node = root[section];
-  reader.check_map(node, section, keys_of(fields), "a map of " + section + " fields");
+  if (!node.IsDefined()) return;  // noted as missing
+  if (!reader.check_map(node, section, keys_of(fields), "a map of " + section + " fields")) return;
   for (const auto& field : fields) {
     const std::string path = section + "." + field.key;
     std::visit([&](auto member) { reader.read_leaf(node[field.key], path, spec.*member); },
@@ -282,12 +342,12 @@ void read_section(Reader& reader, const YAML::Node& root, const std::string& sec
 }
 
 // Values that cannot describe a real GPU. Messages name the keys and the numbers.
-void validate(const HardwareProfile& p, const Reader& reader) {
+void validate(const HardwareProfile& p, Reader& reader) {
   const auto positive = [&](const std::string& path, auto v) {
-    if (!(v > 0)) reader.fail_at(path, fmt::format("{} = {} must be > 0", path, v));
+    if (!(v > 0)) reader.note_at(path, fmt::format("{} = {} must be > 0", path, v));
   };
   const auto non_negative = [&](const std::string& path, auto v) {
-    if (v < 0) reader.fail_at(path, fmt::format("{} = {} must be >= 0", path, v));
+    if (v < 0) reader.note_at(path, fmt::format("{} = {} must be >= 0", path, v));
   };
   const SmSpec& sm = p.sm;
   positive("sm.count", sm.count.value);
@@ -313,6 +373,7 @@ void validate(const HardwareProfile& p, const Reader& reader) {
   positive("compute.mma_sync_flops_per_clk_per_sm", c.mma_sync_flops_per_clk_per_sm.value);
   positive("compute.int32_ops_per_clk_per_sm", c.int32_ops_per_clk_per_sm.value);
   non_negative("compute.fp32_latency_cycles", c.fp32_latency_cycles.value);
+  non_negative("compute.wgmma_latency_cycles", c.wgmma_latency_cycles.value);
   non_negative("compute.tensor_fp8_tflops", c.tensor_fp8_tflops.value);  // 0: no FP8 tensor cores
 
   const L2Spec& l2 = p.l2;
@@ -333,7 +394,7 @@ void validate(const HardwareProfile& p, const Reader& reader) {
   // arrays would not fit in memory (sm.count = 2e9 ended in std::bad_alloc).
   const auto at_most = [&](const std::string& path, auto v, auto limit, const char* why) {
     if (v > limit) {
-      reader.fail_at(path, fmt::format("{} = {} exceeds {} ({})", path, v, limit, why));
+      reader.note_at(path, fmt::format("{} = {} exceeds {} ({})", path, v, limit, why));
     }
   };
   at_most("sm.count", sm.count.value, 4096, "iosim's limit; GPUs have up to a few hundred SMs");
@@ -345,14 +406,14 @@ void validate(const HardwareProfile& p, const Reader& reader) {
   at_most("l2.partitions", l2.partitions.value, 64, "iosim's limit");
   at_most("l2.sector_bytes", l2.sector_bytes.value, 4096, "iosim's limit");
   if (sm.boost_clock_mhz.value < 1) {
-    reader.fail_at("sm.boost_clock_mhz",
+    reader.note_at("sm.boost_clock_mhz",
                    fmt::format("sm.boost_clock_mhz = {} is below 1 MHz", sm.boost_clock_mhz.value));
   }
   // The L2 model tracks regions of 128 sectors; every partition must hold at least one.
   const std::int64_t region_bytes =
       static_cast<std::int64_t>(l2.sector_bytes.value) * L2Cache::kSectorsPerRegion;
-  if (l2.size_bytes.value / l2.partitions.value < region_bytes) {
-    reader.fail_at(
+  if (l2.partitions.value > 0 && l2.size_bytes.value / l2.partitions.value < region_bytes) {
+    reader.note_at(
         "l2.size_bytes",
         fmt::format("l2.size_bytes = {} over l2.partitions = {} leaves less than one region of "
                     "{} sectors x {} bytes = {} bytes per partition",
@@ -362,18 +423,18 @@ void validate(const HardwareProfile& p, const Reader& reader) {
 
   // Cross-field consistency.
   if (sm.base_clock_mhz.value > sm.boost_clock_mhz.value) {
-    reader.fail_at("sm.base_clock_mhz",
+    reader.note_at("sm.base_clock_mhz",
                    fmt::format("sm.base_clock_mhz = {} exceeds sm.boost_clock_mhz = {}",
                                sm.base_clock_mhz.value, sm.boost_clock_mhz.value));
   }
   if (sm.smem_per_cta_max_bytes.value > sm.smem_per_sm_bytes.value) {
-    reader.fail_at("sm.smem_per_cta_max_bytes",
+    reader.note_at("sm.smem_per_cta_max_bytes",
                    fmt::format("sm.smem_per_cta_max_bytes = {} exceeds sm.smem_per_sm_bytes = {}",
                                sm.smem_per_cta_max_bytes.value, sm.smem_per_sm_bytes.value));
   }
   if (sm.smem_per_cta_max_bytes.value + sm.smem_reserved_per_cta_bytes.value >
       sm.smem_per_sm_bytes.value) {
-    reader.fail_at(
+    reader.note_at(
         "sm.smem_reserved_per_cta_bytes",
         fmt::format("sm.smem_per_cta_max_bytes + sm.smem_reserved_per_cta_bytes = {} + {} = {} "
                     "exceeds sm.smem_per_sm_bytes = {}",
@@ -382,29 +443,30 @@ void validate(const HardwareProfile& p, const Reader& reader) {
                     sm.smem_per_sm_bytes.value));
   }
   if (sm.max_registers_per_thread.value > sm.registers_per_sm.value) {
-    reader.fail_at("sm.max_registers_per_thread",
+    reader.note_at("sm.max_registers_per_thread",
                    fmt::format("sm.max_registers_per_thread = {} exceeds sm.registers_per_sm = {}",
                                sm.max_registers_per_thread.value, sm.registers_per_sm.value));
   }
   if (sm.max_ctas_per_sm.value > sm.max_threads_per_sm.value) {
-    reader.fail_at("sm.max_ctas_per_sm",
+    reader.note_at("sm.max_ctas_per_sm",
                    fmt::format("sm.max_ctas_per_sm = {} exceeds sm.max_threads_per_sm = {} (a CTA "
                                "has at least one thread)",
                                sm.max_ctas_per_sm.value, sm.max_threads_per_sm.value));
   }
-  if (l2.line_bytes.value % l2.sector_bytes.value != 0) {
-    reader.fail_at("l2.sector_bytes",
+  // (A size that is not positive was noted above; it divides nothing.)
+  if (l2.sector_bytes.value > 0 && l2.line_bytes.value % l2.sector_bytes.value != 0) {
+    reader.note_at("l2.sector_bytes",
                    fmt::format("l2.sector_bytes = {} does not divide l2.line_bytes = {}",
                                l2.sector_bytes.value, l2.line_bytes.value));
   }
-  if (l2.size_bytes.value % l2.line_bytes.value != 0) {
-    reader.fail_at("l2.line_bytes",
+  if (l2.line_bytes.value > 0 && l2.size_bytes.value % l2.line_bytes.value != 0) {
+    reader.note_at("l2.line_bytes",
                    fmt::format("l2.line_bytes = {} does not divide l2.size_bytes = {}",
                                l2.line_bytes.value, l2.size_bytes.value));
   }
   const auto fraction = [&](const std::string& path, double v) {
     if (!(v > 0.0 && v <= 1.0))
-      reader.fail_at(path, fmt::format("{} = {} is not in (0, 1]", path, v));
+      reader.note_at(path, fmt::format("{} = {} is not in (0, 1]", path, v));
   };
   fraction("hbm.achievable_fraction", hbm.achievable_fraction.value);
   fraction("l2.max_dirty_fraction", l2.max_dirty_fraction.value);
@@ -424,8 +486,14 @@ HardwareProfile read_profile(const YAML::Node& root, Reader& reader) {
   read_section(reader, root, "l2", kL2Fields, profile.l2);
   read_section(reader, root, "hbm", kHbmFields, profile.hbm);
   read_section(reader, root, "launch", kLaunchFields, profile.launch);
-  validate(profile, reader);
+  // Values are checked once every key reads: a missing or unreadable one would look like a 0.
+  if (reader.ok()) validate(profile, reader);
+  reader.throw_if_any();
   return profile;
+}
+
+std::string read_file_text(const fs::path& path) {
+  return read_text_file(path, "profile file", kMaxProfileBytes);
 }
 
 bool ends_with(const std::string& s, const std::string& suffix) {
@@ -433,14 +501,63 @@ bool ends_with(const std::string& s, const std::string& suffix) {
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-HardwareProfile load_profile_file(const fs::path& path) {
-  HardwareProfile profile =
-      parse_profile(read_text_file(path, "profile file", kMaxProfileBytes), path.string());
-  profile.source_file = path;
-  return profile;
+// Replaces the values of `overrides` in `root`, each {value, source: "--set"}, before the Reader
+// sees it. Returns "key=value;..." with the values as written. Throws ConfigError naming every
+// bad override at once: an unknown key, a value that is not a number, a fraction for an integer.
+std::string apply_overrides(YAML::Node& root, const std::vector<ProfileOverride>& overrides) {
+  std::vector<std::string> errors;
+  std::string applied;
+  for (const ProfileOverride& o : overrides) {
+    const std::optional<bool> integer = key_is_integer(o.key);
+    if (!integer) {
+      errors.push_back(fmt::format("--set {}: unknown profile key{}", o.key,
+                                   did_you_mean(o.key, profile_keys())));
+      continue;
+    }
+    double v = 0;
+    const char* first = o.value.data();
+    const char* last = first + o.value.size();
+    const auto [end, ec] = std::from_chars(first, last, v);
+    if (ec != std::errc() || end != last || !std::isfinite(v)) {
+      errors.push_back(fmt::format("--set {}={}: the value must be a number", o.key, o.value));
+      continue;
+    }
+    std::string text = fmt::format("{}", v);
+    if (*integer) {
+      if (v != std::floor(v) || std::abs(v) > 9.2e18) {
+        errors.push_back(
+            fmt::format("--set {}={}: {} takes a whole number", o.key, o.value, o.key));
+        continue;
+      }
+      text = fmt::format("{}", static_cast<long long>(v));
+    }
+    applied += fmt::format("{}{}={}", applied.empty() ? "" : ";", o.key, text);
+    const std::size_t dot = o.key.find('.');
+    YAML::Node section = root[o.key.substr(0, dot)];
+    if (!root.IsMap() || !section.IsMap()) continue;  // the Reader reports the broken section
+    YAML::Node leaf(YAML::NodeType::Map);
+    leaf["value"] = YAML::Node(text);
+    leaf["source"] = "--set on the command line";
+    section[o.key.substr(dot + 1)] = leaf;
+  }
+  if (!errors.empty()) {
+    std::string all;
+    for (const std::string& e : errors) all += (all.empty() ? "" : "\n") + e;
+    throw ConfigError(all);
+  }
+  return applied;
 }
 
+HardwareProfile parse_profile_with(const std::string& yaml_text, const std::string& origin,
+                                   const std::vector<ProfileOverride>& overrides,
+                                   std::string& applied);
+
 }  // namespace
+
+HardwareProfile parse_profile(const std::string& yaml_text, const std::string& origin) {
+  std::string applied;
+  return parse_profile_with(yaml_text, origin, {}, applied);
+}
 
 namespace {
 
@@ -474,9 +591,9 @@ std::pair<std::size_t, std::size_t> first_non_text(const std::string& text) {
   return {0, 0};
 }
 
-}  // namespace
-
-HardwareProfile parse_profile(const std::string& yaml_text, const std::string& origin) {
+HardwareProfile parse_profile_with(const std::string& yaml_text, const std::string& origin,
+                                   const std::vector<ProfileOverride>& overrides,
+                                   std::string& applied) {
   if (const auto [line, offset] = first_non_text(yaml_text); line != 0) {
     throw ConfigError(fmt::format(
         "{}:{}: not a text file: byte {} (0x{:02x}) is not UTF-8 text; a profile is YAML", origin,
@@ -527,7 +644,8 @@ HardwareProfile parse_profile(const std::string& yaml_text, const std::string& o
     throw ConfigError(fmt::format("{}: holds {} YAML documents; a profile is exactly one", origin,
                                   documents.size()));
   }
-  Reader reader(origin);
+  applied = apply_overrides(documents[0], overrides);
+  Reader reader(applied.empty() ? origin : fmt::format("{} with --set {}", origin, applied));
   try {
     return read_profile(documents[0], reader);
   } catch (const YAML::Exception& e) {
@@ -537,22 +655,29 @@ HardwareProfile parse_profile(const std::string& yaml_text, const std::string& o
   }
 }
 
+}  // namespace
+
 std::filesystem::path builtin_profile_dir() {
   if (const char* env = std::getenv("IOSIM_PROFILE_DIR"); env != nullptr && *env != '\0') {
     return fs::path(env);
   }
-  return fs::path(IOSIM_BUILTIN_PROFILE_DIR);
+  return {};
 }
 
 std::vector<std::string> builtin_profile_names() {
   const fs::path dir = builtin_profile_dir();
+  std::vector<std::string> names;
+  if (dir.empty()) {
+    for (const EmbeddedProfile& p : embedded_profiles()) names.emplace_back(p.name);
+    std::sort(names.begin(), names.end());
+    return names;
+  }
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {
     throw ConfigError(fmt::format(
         "built-in profile directory '{}' does not exist (IOSIM_PROFILE_DIR overrides it)",
         dir.string()));
   }
-  std::vector<std::string> names;
   try {
     for (const auto& entry : fs::directory_iterator(dir)) {
       if (entry.is_regular_file() && entry.path().extension() == ".yaml") {
@@ -567,27 +692,105 @@ std::vector<std::string> builtin_profile_names() {
   return names;
 }
 
+std::string builtin_profile_text(const std::string& name) {
+  const std::vector<std::string> names = builtin_profile_names();
+  if (std::find(names.begin(), names.end(), name) == names.end()) {
+    throw ConfigError(fmt::format("unknown profile '{}'; built-in profiles: {}{}", name,
+                                  names.empty() ? "(none)" : join(names),
+                                  did_you_mean(name, names)));
+  }
+  const fs::path dir = builtin_profile_dir();
+  if (!dir.empty()) return read_file_text(dir / (name + ".yaml"));
+  for (const EmbeddedProfile& p : embedded_profiles()) {
+    if (p.name == name) return std::string(p.yaml);
+  }
+  throw InternalError(fmt::format("built-in profile '{}' listed but not embedded", name));
+}
+
 HardwareProfile load_profile(const std::string& name_or_path) {
+  return load_profile(name_or_path, {});
+}
+
+HardwareProfile load_profile(const std::string& name_or_path,
+                             const std::vector<ProfileOverride>& overrides) {
   std::error_code ec;
   const bool is_path = fs::is_regular_file(name_or_path, ec) ||
                        name_or_path.find('/') != std::string::npos ||
                        ends_with(name_or_path, ".yaml") || ends_with(name_or_path, ".yml");
-  if (is_path) return load_profile_file(fs::path(name_or_path));
-
-  const std::vector<std::string> names = builtin_profile_names();
-  if (std::find(names.begin(), names.end(), name_or_path) == names.end()) {
-    throw ConfigError(fmt::format("unknown profile '{}'; built-in profiles: {}{}", name_or_path,
-                                  names.empty() ? "(none)" : join(names),
-                                  did_you_mean(name_or_path, names)));
+  std::string applied;
+  HardwareProfile profile;
+  if (is_path) {
+    const fs::path path(name_or_path);
+    profile = parse_profile_with(read_file_text(path), path.string(), overrides, applied);
+    profile.source_file = path;
+  } else {
+    const std::vector<std::string> names = builtin_profile_names();
+    if (std::find(names.begin(), names.end(), name_or_path) == names.end()) {
+      throw ConfigError(fmt::format("unknown profile '{}'; built-in profiles: {}{}", name_or_path,
+                                    names.empty() ? "(none)" : join(names),
+                                    did_you_mean(name_or_path, names)));
+    }
+    const std::string text = builtin_profile_text(name_or_path);
+    const fs::path dir = builtin_profile_dir();
+    // An embedded profile is named after the file it was built from; nothing is read from there.
+    const fs::path path = (dir.empty() ? fs::path("hwprofiles") : dir) / (name_or_path + ".yaml");
+    profile = parse_profile_with(text, dir.empty() ? path.string() + " (built in)" : path.string(),
+                                 overrides, applied);
+    profile.source_file = path;
+    if (profile.name != name_or_path) {
+      throw ConfigError(
+          fmt::format("{}: name '{}' must equal the file stem '{}' for a built-in profile",
+                      path.string(), profile.name, name_or_path));
+    }
   }
-  const fs::path path = builtin_profile_dir() / (name_or_path + ".yaml");
-  HardwareProfile profile = load_profile_file(path);
-  if (profile.name != name_or_path) {
-    throw ConfigError(
-        fmt::format("{}: name '{}' must equal the file stem '{}' for a built-in profile",
-                    path.string(), profile.name, name_or_path));
+  if (!applied.empty()) {
+    profile.name += "[" + applied + "]";
+    profile.description += " with " + applied;
   }
   return profile;
+}
+
+std::vector<ProfileOverride> parse_profile_overrides(const std::vector<std::string>& texts) {
+  std::vector<ProfileOverride> out;
+  std::vector<std::string> errors;
+  for (const std::string& t : texts) {
+    const std::size_t eq = t.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == t.size()) {
+      errors.push_back(fmt::format("--set '{}' must be KEY=VALUE, e.g. l2.size_bytes=20e6", t));
+      continue;
+    }
+    out.push_back({t.substr(0, eq), t.substr(eq + 1)});
+  }
+  if (!errors.empty()) {
+    std::string all;
+    for (const std::string& e : errors) all += (all.empty() ? "" : "\n") + e;
+    throw ConfigError(all);
+  }
+  return out;
+}
+
+std::vector<std::string> profile_keys() {
+  std::vector<std::string> keys;
+  for_each_section([&](const char* section, const auto& fields) {
+    for (const auto& f : fields) keys.push_back(std::string(section) + "." + f.key);
+  });
+  return keys;
+}
+
+std::string profile_template() {
+  std::string s =
+      "# An iosim hardware profile: every key is required, every number is {value, source}.\n"
+      "# The source names where the number comes from: a document, a committed measurement log,\n"
+      "# or the command that measured it. `iosim profiles --show NAME` prints a filled-in one.\n"
+      "name: my-gpu                 # for a built-in profile: the file's stem\n"
+      "description: \"My GPU\"\n";
+  for_each_section([&](const char* section, const auto& fields) {
+    s += fmt::format("{}:\n", section);
+    for (const auto& f : fields) {
+      s += fmt::format("  {}: {{value: 0, source: \"\"}}\n", f.key);
+    }
+  });
+  return s;
 }
 
 }  // namespace iosim

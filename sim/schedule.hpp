@@ -43,7 +43,12 @@ enum class TensorInstruction { mma_sync, wgmma };
 ///    `consumer_warpgroups` take turns on the tensor cores, so that one warpgroup's softmax
 ///    (FP32, SFU, INT32) runs while another's GEMMs do (FlashAttention-3, Shah et al. 2024,
 ///    section 3.1, "pingpong scheduling").
-enum class PipeOverlap { warps_per_scheduler, async_tensor, pingpong };
+///  - lockstep: tensor-core work asynchronous as under async_tensor (its shared-memory operand
+///    reads inside it), but every consumer warpgroup goes through the same dependent phases of a
+///    stage together, joined by barriers (FlashAttention-3's backward: S and dP, then P and dS
+///    from them, then dQ from every warpgroup's dS): no warpgroup's FP32, SFU or INT32 work runs
+///    under another's GEMMs, so the two sides of a stage add.
+enum class PipeOverlap { warps_per_scheduler, async_tensor, pingpong, lockstep };
 
 struct KernelSpec {
   std::string name;
@@ -67,6 +72,24 @@ struct KernelSpec {
   int consumer_warpgroups = 0;
 };
 
+/// How a kernel's work repeats, for the engine's steady-state extrapolation (sim/steady_state.hpp
+/// says how it uses them). Zero: nothing declared, everything is simulated.
+struct Repetition {
+  /// CTAs c and c + cta_period (linear blockIdx) emit the same operations at the same offsets in
+  /// other matrices of the same tensors, and data that CTAs share (a head's K/V) is shared within
+  /// a period, never across periods' ends: the grid is one period's work repeated.
+  std::int64_t cta_period = 0;
+  /// Within a CTA's steady parts (Schedule::steady_parts), part p + part_period emits what part p
+  /// does with its streamed tiles (the next K/V block) moved along, and leaving out the last s of
+  /// the steady parts (s a multiple of part_period) changes none of the parts that remain.
+  std::int64_t part_period = 0;
+};
+
+/// Parts [first, last) of a CTA (empty: none).
+struct PartRange {
+  std::size_t first = 0, last = 0;
+};
+
 class Schedule {
  public:
   virtual ~Schedule() = default;
@@ -81,6 +104,10 @@ class Schedule {
   /// be empty; a non-empty part must end where a stage ends (before a load, or at the CTA's end).
   virtual bool emit_cta_part(std::size_t kernel, std::int64_t cta, std::size_t part,
                              std::vector<TileOp>& out) const = 0;
+  /// How kernel `kernel`'s CTAs and steps repeat (none by default).
+  virtual Repetition repetition(std::size_t /*kernel*/) const { return {}; }
+  /// The parts of CTA `cta` that repeat with Repetition::part_period (none by default).
+  virtual PartRange steady_parts(std::size_t /*kernel*/, std::int64_t /*cta*/) const { return {}; }
   /// Appends every operation of the CTA: its parts in order.
   void emit_cta(std::size_t kernel, std::int64_t cta, std::vector<TileOp>& out) const {
     for (std::size_t part = 0; emit_cta_part(kernel, cta, part, out); ++part) {

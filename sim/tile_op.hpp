@@ -83,6 +83,9 @@ struct TileOp {
   // its own work plus this chain, however idle the SM.
   std::int64_t smem_round_trips = 0;
   std::int64_t chain_fp32_ops = 0;
+  // Waits on the op's own wgmma result before the warpgroup can go on (wgmma.wait_group 0 on a
+  // product whose accumulators the next phase reads): each the profile's wgmma latency.
+  std::int64_t wgmma_waits = 0;
   // A load that gathers: its rows go below the tile of the same tensor already on chip instead
   // of replacing it (paged K/V: one K/V tile assembled from several pages). Counted as any load.
   bool append = false;

@@ -238,6 +238,10 @@ int run_sweep_streaming(std::size_t count, const std::function<SweepPoint(std::s
           report.profile = profiles.at(point.profile).name;
           report.profile_description = profiles.at(point.profile).description;
           report.request = point.request;
+          report.sm_clock_mhz =
+              point.request.engine.sm_clock_mhz > 0
+                  ? point.request.engine.sm_clock_mhz
+                  : profiles.at(point.profile).sm.boost_clock_mhz.value;  // as simulate()
           const TilingRequest& t = point.request.tiling;  // as asked, 0 where left out
           report.tiling = {t.block_q.value_or(0),
                            t.block_kv.value_or(0),

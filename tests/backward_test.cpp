@@ -73,7 +73,12 @@ TEST_CASE("backward and fwdbwd two-level bytes equal the closed form over random
     if (!rep.feasible()) continue;
     test::require_closed_form(r, rep);
     REQUIRE(hbm_total(rep) >= rep.bounds.lower_bound_bytes);
-    REQUIRE(rep.bounds.lower_bound_bytes >= rep.bounds.compulsory_bytes);
+    // Compulsory bytes against the tensors' sizes (block-sparse may skip untouched rows).
+    if (r.algorithm == "block-sparse")
+      REQUIRE(rep.bounds.compulsory_bytes <= test::dense_compulsory_bytes(r.problem));
+    else
+      REQUIRE(rep.bounds.compulsory_bytes == test::dense_compulsory_bytes(r.problem));
+    REQUIRE(hbm_total(rep) >= rep.bounds.compulsory_bytes);
     REQUIRE(rep.engine.total.l2.read_total() == 0);
     ++checked;
   }
@@ -312,8 +317,23 @@ TEST_CASE("block patterns: definitions") {
   CHECK(BlockMask(p, 64, 64).nonzero_blocks() == 36);
   p.pattern = pattern("random:0.25:3");
   const double s = BlockMask(p, 8, 8).density();  // 4096 blocks
-  CHECK(s == doctest::Approx(0.25).epsilon(0.1));
-  CHECK(BlockMask(p, 8, 8).nonzero_blocks() == BlockMask(p, 8, 8).nonzero_blocks());
+  CHECK(test::rel_close(s, 0.25, 0.1));           // 4096 draws: the spread of s is about 3% of 0.25
+  // The seed decides the blocks: a pattern parsed again with the same seed draws the same grid,
+  // another seed another grid of about the same density.
+  AttentionProblem again = p, other = p;
+  again.pattern = pattern("random:0.25:3");
+  other.pattern = pattern("random:0.25:4");
+  const BlockMask first(p, 8, 8), same(again, 8, 8), different(other, 8, 8);
+  std::int64_t same_blocks = 0, different_blocks = 0;
+  for (std::int64_t i = 0; i < first.rows(); ++i) {
+    for (std::int64_t j = 0; j < first.cols(); ++j) {
+      same_blocks += first.at(i, j) == same.at(i, j) ? 1 : 0;
+      different_blocks += first.at(i, j) == different.at(i, j) ? 1 : 0;
+    }
+  }
+  CHECK(same_blocks == 4096);
+  CHECK(different_blocks < 4096 - 100);  // independent draws agree on about 5/8 of the blocks
+  CHECK(test::rel_close(different.density(), 0.25, 0.1));
 }
 
 TEST_CASE("bad patterns are configuration errors naming the flag, file and line") {
@@ -388,10 +408,11 @@ TEST_CASE("flash2 backward against PyTorch's FlashAttention-2 measured on the H2
       // The atomics' reads happen inside the L2; the SMs receive only the loads.
       const double loads = static_cast<double>(
           ours.counters.l2.read_total() - ours.counters.l2.read_bytes[index_of(TensorId::dQaccum)]);
-      CHECK(static_cast<double>(ours.counters.hbm.read_total()) ==
-            doctest::Approx(dram_read).epsilon(0.05));
-      CHECK(loads == doctest::Approx(sm_received).epsilon(0.01));
-      CHECK(ours.time_s == doctest::Approx(time_s).epsilon(0.15));
+      CAPTURE(ours.time_s);
+      CAPTURE(time_s);
+      CHECK(test::rel_close(static_cast<double>(ours.counters.hbm.read_total()), dram_read, 0.05));
+      CHECK(test::rel_close(loads, sm_received, 0.01));
+      CHECK(test::rel_close(ours.time_s, time_s, 0.15));
       ++compared;
     }
   }

@@ -2,7 +2,8 @@
 # The HTML report as a reader opens it: first node (Debian's `nodejs`) parses the page's scripts
 # (reports/assets/*.js), so that a syntax error names its file and line; then headless Chromium
 # (Debian's `chromium`) renders the report of a small sweep (two shards, merged) with measurements.
-# Fails on any console message or script error, and unless every chart drew; then draws every
+# Fails on any console message or script error, and unless every chart drew data points (its
+# datasets hold points and the area inside its axes holds ink, not axes alone); then draws every
 # selection of the page's controls (#selftest) and checks again. Run by ctest with IOSIM set to the
 # binary.
 #
@@ -18,33 +19,8 @@ REPO=$(cd "$(dirname "$0")/.." && pwd)
 screenshot=${1:-}
 shot_of=${2:-}
 
-# missing TOOL PACKAGE: TOOL is not installed; fail, or skip (77) with IOSIM_SKIP_BROWSER_TEST=1.
-missing() {
-  if [ "${IOSIM_SKIP_BROWSER_TEST:-0}" = 1 ]; then
-    echo "SKIPPED: $1 is not installed (IOSIM_SKIP_BROWSER_TEST=1); the HTML report was not checked"
-    exit 77
-  fi
-  echo "FAIL: $1 is not installed, so the HTML report cannot be checked."
-  echo "      Install it with scripts/install_deps.sh (Debian package '$2'),"
-  echo "      or set IOSIM_SKIP_BROWSER_TEST=1 to skip this test explicitly."
-  exit 1
-}
-
-command -v node >/dev/null 2>&1 || missing node nodejs
-for js in "$REPO"/reports/assets/*.js; do
-  node --check "$js" || { echo "FAIL: node --check: $js does not parse"; exit 1; }
-done
-
-browser=""
-for b in chromium chromium-browser google-chrome; do
-  if command -v "$b" >/dev/null 2>&1; then browser=$(command -v "$b"); break; fi
-done
-[ -n "$browser" ] || missing chromium chromium
-
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail=0
-bad() { fail=1; echo "FAIL: $*"; }
+source "$REPO/tests/browser_setup.sh"
+browser_setup "the HTML report" "$REPO/reports/assets" 1400,2600
 
 # A sweep small enough to take a second, split in two shards that the report merges.
 sweep=(--profile h100-sxm5-80gb,a100-sxm4-80gb --algo standard,flash1,flash2 --batch 1 --heads 4
@@ -57,9 +33,6 @@ done
   --html "$tmp/report.html" --md "$tmp/report.md" ||
   { echo "FAIL: iosim report"; exit 1; }
 
-flags=(--headless --no-sandbox --disable-gpu --disable-background-networking
-       --disable-component-update --disable-sync --no-first-run --disable-extensions
-       --enable-logging=stderr --v=0 --window-size=1400,2600)
 
 # render URL OUT: the DOM after the page's scripts ran, and Chromium's log.
 render() {
@@ -91,6 +64,19 @@ echo "charts: expected $expected, drawn $drawn, want $want; status $status; scri
 [ "$expected" = "$want" ] || bad "the page has $expected charts, want $want"
 [ "$drawn" = "$expected" ] || bad "$drawn of $expected charts drew"
 [ "$errors" = 0 ] || bad "$errors script errors: $(body_attr "$tmp/page.html" error-text)"
+# Each chart must show data, not only axes: its datasets hold points and the area inside its axes
+# holds opaque pixels (the page's iosimDrawn plugin counts both per chart, in page order).
+points=$(body_attr "$tmp/page.html" chart-points)
+ink=$(body_attr "$tmp/page.html" chart-ink)
+echo "data points per chart: $points; opaque pixels inside the axes: $ink"
+IFS=, read -r -a point_list <<<"$points"
+IFS=, read -r -a ink_list <<<"$ink"
+[ "${#point_list[@]}" = "$want" ] || bad "data points listed for ${#point_list[@]} charts, want $want"
+[ "${#ink_list[@]}" = "$want" ] || bad "plot-area ink listed for ${#ink_list[@]} charts, want $want"
+for k in "${!point_list[@]}"; do
+  [ "${point_list[$k]}" -gt 0 ] 2>/dev/null || bad "chart $((k + 1)) has no data points"
+  [ "${ink_list[$k]:-0}" -gt 0 ] 2>/dev/null || bad "chart $((k + 1)) drew nothing inside its axes"
+done
 for table in best-blocks validation-summary; do
   grep -q "id=\"$table\"" "$tmp/page.html" || bad "no table '$table'"
 done

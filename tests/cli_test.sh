@@ -4,6 +4,15 @@
 source "$(dirname "$0")/cli_harness.sh"
 
 expect 0 "h100-sxm5-80gb" -- profiles
+# --version, profiles --show/--template, and --set what-ifs (tests/profile_test.cpp has the rest).
+expect 0 "iosim 0.1.0 (git " -- --version
+expect 0 "boost_clock_mhz: {value: 1980" -- profiles --show h100-sxm5-80gb
+expect 2 "did you mean 'h200-sxm-141gb'" -- profiles --show h200
+expect 0 "kernel_overhead_us: {value: 0, source: \"\"}" -- profiles --template
+expect 0 "h100-sxm5-80gb[l2.size_bytes=20000000]" -- run --seq 1024 --set l2.size_bytes=20e6
+expect 2 "did you mean 'l2.size_bytes'" -- run --seq 1024 --set l2.sise_bytes=20e6
+expect 2 "must be KEY=VALUE" -- run --seq 1024 --set l2.size_bytes
+expect 2 "does not divide l2.size_bytes" -- run --seq 1024 --set l2.size_bytes=1000001
 expect 0 "a100-sxm4-40gb" -- profiles
 expect 0 "flash2_fwd" -- run --profile h100-sxm5-80gb --algo flash2 --seq 1024 --head-dim 64
 expect 0 "HBM (2-level)" -- demo --seq 1024 --batch 1 --heads 2
@@ -131,6 +140,11 @@ expect 0 "| all | 43 |" -- validate "$H100_DEC" --format md
 expect 0 "DRAM (read + write) median / worst" -- validate "$H100_DEC" --format md
 expect 0 "dram_predicted,dram_measured,dram_rel_error,dram_read_predicted" -- validate "$H100_DEC" --format csv
 expect 0 '"dram_write"' -- validate "$H100_DEC" --format json
+# Blind (the flags alone, free-running clock, CUDA-event time) beside as-run, in every format.
+expect 0 "**blind time** median / worst" -- validate "$H100_DEC" --format md
+expect 0 "blind_sm_clock_mhz,blind_dram_predicted" -- validate "$H100_DEC" --format csv
+expect 0 '"blind": {' -- validate "$H100_DEC" --format json
+expect 0 "blind time med/worst" -- validate "$H100_DEC"
 expect 0 "paged_b4_h32_n1_nkv4096_d128_bq16_bkv64_s1_page16" -- validate "$H100_DEC"
 expect 2 "no such file or folder" -- validate "$tmp/missing.json"
 echo '{"format": "something-else", "version": 1}' >"$tmp/measurements_other.json"
@@ -167,6 +181,13 @@ expect 2 "does not exist" -- "${EX[@]}" --html /nonexistent/x.html
 out=$("$IOSIM" "${EX[@]}" --focus cta:1 | grep -c '^step .* CTA 0 ')
 if [ "$out" = 0 ]; then ok; else bad "explain --focus cta:1 shows CTA 0's steps"; fi
 if "$IOSIM" "${EX[@]}" | grep -q $'\033'; then bad "explain colors piped output"; else ok; fi
+# The summary's DRAM total counts the lines still dirty in the L2 (they reach DRAM later): with
+# them it is at least the compulsory bytes; and the lower bound shows both of its terms.
+summary=$("$IOSIM" "${EX[@]}" | tail -4)
+compulsory=$(sed -n 's/.*compulsory (each input read once.*: \([0-9,]*\) B/\1/p' <<<"$summary" | tr -d ,)
+dram=$(sed -n 's/.*DRAM \([0-9,]*\) B incl. dirty.*/\1/p' <<<"$summary" | tr -d ,)
+if [ -n "$dram" ] && [ -n "$compulsory" ] && [ "$dram" -ge "$compulsory" ]; then ok; else bad "explain's DRAM total ($dram) is below compulsory ($compulsory)"; fi
+if grep -q "lower bound: [0-9,]* B = max(compulsory" <<<"$summary"; then ok; else bad "explain's lower bound hides its compulsory term"; fi
 "$IOSIM" "${EX[@]}" --html "$tmp/explain.html" 2>/dev/null
 if [ -s "$tmp/explain.html" ] && grep -q 'id="trace"' "$tmp/explain.html"; then ok; else bad "explain --html wrote no page"; fi
 

@@ -16,35 +16,9 @@ REPO=$(cd "$(dirname "$0")/.." && pwd)
 screenshot=${1:-}
 shot_step=${2:-9}
 
-missing() {
-  if [ "${IOSIM_SKIP_BROWSER_TEST:-0}" = 1 ]; then
-    echo "SKIPPED: $1 is not installed (IOSIM_SKIP_BROWSER_TEST=1); the stepper page was not checked"
-    exit 77
-  fi
-  echo "FAIL: $1 is not installed, so the stepper page cannot be checked."
-  echo "      Install it with scripts/install_deps.sh (Debian package '$2'),"
-  echo "      or set IOSIM_SKIP_BROWSER_TEST=1 to skip this test explicitly."
-  exit 1
-}
+source "$REPO/tests/browser_setup.sh"
+browser_setup "the stepper page" "$REPO/teach/assets" 1400,1100
 
-command -v node >/dev/null 2>&1 || missing node nodejs
-for js in "$REPO"/teach/assets/*.js; do
-  node --check "$js" || { echo "FAIL: node --check: $js does not parse"; exit 1; }
-done
-browser=""
-for b in chromium chromium-browser google-chrome; do
-  if command -v "$b" >/dev/null 2>&1; then browser=$(command -v "$b"); break; fi
-done
-[ -n "$browser" ] || missing chromium chromium
-
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail=0
-bad() { fail=1; echo "FAIL: $*"; }
-
-flags=(--headless --no-sandbox --disable-gpu --disable-background-networking
-       --disable-component-update --disable-sync --no-first-run --disable-extensions
-       --enable-logging=stderr --v=0 --window-size=1400,1100)
 body_attr() {
   grep -o -m1 '<body [^>]*>' "$1" | grep -o "data-$2=\"[^\"]*\"" | head -1 | sed 's/^[^"]*"//; s/"$//'
 }

@@ -138,13 +138,15 @@ TEST_CASE("flash3 fp8: FP8's error against FP64, bounded from e4m3's unit roundo
 TEST_CASE("flash3 fp8: the paper's headline shape, d = 128, N = 16k, H100 profile") {
   // B * H = 16 heads of N = 16384, as the fp16 headline test. FLOP = 4 B H N^2 d at the fp8
   // tiles (128 x 224); the FlashAttention-3 paper reports close to 1.2 PFLOP/s for FP8 on the
-  // H100. Predicted: faster than fp16 by more than 1.3x, below the profile's fp8 peak.
+  // H100. Predicted: 878 TFLOP/s, faster than fp16 (774) by 1.13x, below the profile's fp8 peak:
+  // its GEMMs take half fp16's time but a warpgroup's softmax chain, the same per score, binds
+  // (CALIBRATION.md step 16; before it, 1177 and 1.5x). Our FP8 kernel: fa3_own_2026-11-23/fp8.
   const Report fp8 = simulate(test::profile(), fp8_request(1, 16, 16384, 128));
   const Report fp16 = simulate(test::profile(), test::request("flash3", 1, 16, 16384, 128));
   REQUIRE(fp8.feasible());
   const double flops = 4.0 * 16 * 16384.0 * 16384.0 * 128;
   const double tflops = flops / fp8.engine.time_s / 1e12;
   CAPTURE(tflops);
-  CHECK(tflops > 1.3 * flops / fp16.engine.time_s / 1e12);
+  CHECK(tflops > 1.1 * flops / fp16.engine.time_s / 1e12);
   CHECK(tflops < test::profile().tensor_flops_per_s(Dtype::fp8) / 1e12);
 }

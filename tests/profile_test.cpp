@@ -4,6 +4,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -21,6 +22,7 @@
 
 #include "sim/dtype.hpp"
 #include "sim/errors.hpp"
+#include "sim/profile_overrides.hpp"
 #include "sim/suggest.hpp"
 
 namespace fs = std::filesystem;
@@ -92,6 +94,7 @@ const std::vector<Leaf> kLeaves{
     {"compute", "mma_sync_flops_per_clk_per_sm", "2719", false, false},
     {"compute", "int32_ops_per_clk_per_sm", "64", false, false},
     {"compute", "fp32_latency_cycles", "4", false, true},
+    {"compute", "wgmma_latency_cycles", "91.5", false, true},
     {"l2", "size_bytes", "52428800", true, false},
     {"l2", "line_bytes", "128", true, false},
     {"l2", "sector_bytes", "32", true, false},
@@ -210,6 +213,7 @@ double field(const HardwareProfile& p, const std::string& path) {
       {"compute.int32_ops_per_clk_per_sm",
        [&] { return p.compute.int32_ops_per_clk_per_sm.value; }},
       {"compute.fp32_latency_cycles", [&] { return p.compute.fp32_latency_cycles.value; }},
+      {"compute.wgmma_latency_cycles", [&] { return p.compute.wgmma_latency_cycles.value; }},
       {"l2.size_bytes", [&] { return double(p.l2.size_bytes.value); }},
       {"l2.line_bytes", [&] { return double(p.l2.line_bytes.value); }},
       {"l2.sector_bytes", [&] { return double(p.l2.sector_bytes.value); }},
@@ -251,6 +255,7 @@ std::vector<std::pair<std::string, std::string>> all_sources(const HardwareProfi
       {"compute.mma_sync_flops_per_clk_per_sm", p.compute.mma_sync_flops_per_clk_per_sm.source},
       {"compute.int32_ops_per_clk_per_sm", p.compute.int32_ops_per_clk_per_sm.source},
       {"compute.fp32_latency_cycles", p.compute.fp32_latency_cycles.source},
+      {"compute.wgmma_latency_cycles", p.compute.wgmma_latency_cycles.source},
       {"l2.size_bytes", p.l2.size_bytes.source},
       {"l2.line_bytes", p.l2.line_bytes.source},
       {"l2.sector_bytes", p.l2.sector_bytes.source},
@@ -442,8 +447,10 @@ TEST_SUITE("profile") {
       const std::string typo = leaf.key.substr(0, leaf.key.size() - 1);  // drop the last letter
       const ProfileText text = ProfileText().rename(leaf.path(), typo);
       const std::string line = std::to_string(text.line_of(leaf.section + "." + typo));
-      CHECK(parse_error_of(text.str()) == "t.yaml:" + line + ": unknown key '" + leaf.section +
-                                              "." + typo + "' (did you mean '" + leaf.key + "'?)");
+      // Both problems a typo makes, in one message: the unknown key first.
+      CHECK(parse_error_of(text.str()) ==
+            "t.yaml:" + line + ": unknown key '" + leaf.section + "." + typo + "' (did you mean '" +
+                leaf.key + "'?)\nt.yaml: missing required key '" + leaf.path() + "'");
       // Inside a {value, source} map too.
       const std::string extra = "{value: " + leaf.value + ", source: \"x\", sourc: \"y\"}";
       CHECK(contains(parse_error_of(ProfileText().whole(leaf.path(), extra).str()),
@@ -663,7 +670,7 @@ TEST_SUITE("profile") {
     CHECK(contains(config_error_of([] { iosim::load_profile(kDataDir.string() + "/"); }),
                    "it is a directory"));
     // A built-in file loads by path too, and remembers where it came from.
-    const fs::path h100_file = iosim::builtin_profile_dir() / "h100-sxm5-80gb.yaml";
+    const fs::path h100_file = fs::path(IOSIM_REPO_DIR) / "hwprofiles" / "h100-sxm5-80gb.yaml";
     const HardwareProfile p = iosim::load_profile(h100_file.string());
     CHECK(p.name == "h100-sxm5-80gb");
     CHECK(p.source_file == h100_file);
@@ -684,6 +691,93 @@ TEST_SUITE("profile") {
                    "name 'test-gpu' must equal the file stem 'mygpu' for a built-in profile"));
     // The same file by path is a user file: any name is fine.
     CHECK(iosim::load_profile((dir.path() / "mygpu.yaml").string()).name == "test-gpu");
+  }
+
+  TEST_CASE("built-in profiles are embedded: byte for byte hwprofiles/, nothing read from there") {
+    CHECK(iosim::builtin_profile_dir().empty());
+    std::vector<std::string> stems;
+    for (const auto& entry : fs::directory_iterator(fs::path(IOSIM_REPO_DIR) / "hwprofiles")) {
+      if (entry.path().extension() != ".yaml") continue;
+      const std::string stem = entry.path().stem().string();
+      CAPTURE(stem);
+      stems.push_back(stem);
+      std::ifstream in(entry.path(), std::ios::binary);
+      std::ostringstream text;
+      text << in.rdbuf();
+      CHECK(iosim::builtin_profile_text(stem) == text.str());
+      CHECK(iosim::load_profile(stem).source_file == fs::path("hwprofiles") / (stem + ".yaml"));
+    }
+    std::sort(stems.begin(), stems.end());
+    CHECK(stems == iosim::builtin_profile_names());
+    CHECK(contains(config_error_of([] { iosim::builtin_profile_text("h100"); }),
+                   "unknown profile 'h100'"));
+  }
+
+  TEST_CASE("every problem of a profile is reported at once, one line each") {
+    // Three independent mistakes: a typo (unknown + missing), a quoted number, a bad fraction.
+    const std::string text =
+        ProfileText().rename("sm.count", "cout").value("l2.line_bytes", "\"128\"").str();
+    const std::string message = config_error_of([&] { iosim::parse_profile(text, "gpu.yaml"); });
+    CHECK(contains(message, "unknown key 'sm.cout' (did you mean 'count'?)"));
+    CHECK(contains(message, "missing required key 'sm.count'"));
+    CHECK(contains(message, "'l2.line_bytes.value' must be an integer"));
+    CHECK(std::count(message.begin(), message.end(), '\n') == 2);  // three lines
+    // Value checks run once every key reads, and all of them report.
+    const std::string values =
+        ProfileText().value("sm.count", "0").value("hbm.achievable_fraction", "1.5").str();
+    const std::string m2 = config_error_of([&] { iosim::parse_profile(values, "gpu.yaml"); });
+    CHECK(contains(m2, "sm.count = 0 must be > 0"));
+    CHECK(contains(m2, "hbm.achievable_fraction = 1.5 is not in (0, 1]"));
+    CHECK(std::count(m2.begin(), m2.end(), '\n') == 1);
+  }
+
+  TEST_CASE("the template has every key, once; filled in with nothing it names each source") {
+    const std::vector<std::string> keys = iosim::profile_keys();
+    CHECK(keys.size() == kLeaves.size());
+    const std::string message =
+        config_error_of([] { iosim::parse_profile(iosim::profile_template(), "template.yaml"); });
+    for (const std::string& key : keys) {
+      CAPTURE(key);
+      CHECK(contains(message, "'" + key + ".source' must be"));
+    }
+    CHECK(std::count(message.begin(), message.end(), '\n') + 1 ==
+          static_cast<std::ptrdiff_t>(keys.size()));
+  }
+
+  TEST_CASE("--set overrides: applied, renamed, checked as the YAML is, all errors at once") {
+    using iosim::ProfileOverride;
+    const HardwareProfile p = iosim::load_profile(
+        "h100-sxm5-80gb", {{"l2.size_bytes", "20e6"}, {"hbm.bandwidth_gbps", "4000.5"}});
+    CHECK(p.l2.size_bytes.value == 20000000);
+    CHECK(p.l2.size_bytes.source == "--set on the command line");
+    CHECK(p.hbm.bandwidth_gbps.value == 4000.5);
+    CHECK(p.name == "h100-sxm5-80gb[l2.size_bytes=20000000;hbm.bandwidth_gbps=4000.5]");
+    CHECK(p.sm.count.value == iosim::load_profile("h100-sxm5-80gb").sm.count.value);
+    // A user file takes them too.
+    TempDir dir;
+    std::ofstream(dir.path() / "gpu.yaml") << ProfileText().str();
+    CHECK(iosim::load_profile((dir.path() / "gpu.yaml").string(), {{"sm.count", "100"}})
+              .sm.count.value == 100);
+    // Bad overrides, all named in one message.
+    const std::string bad = config_error_of([] {
+      iosim::load_profile("h100-sxm5-80gb",
+                          {{"l2.sise_bytes", "1"}, {"l2.size_bytes", "big"}, {"sm.count", "1.5"}});
+    });
+    CHECK(
+        contains(bad, "--set l2.sise_bytes: unknown profile key (did you mean 'l2.size_bytes'?)"));
+    CHECK(contains(bad, "--set l2.size_bytes=big: the value must be a number"));
+    CHECK(contains(bad, "--set sm.count=1.5: sm.count takes a whole number"));
+    // The profile's own checks apply to the new values.
+    CHECK(contains(config_error_of([] {
+                     iosim::load_profile("h100-sxm5-80gb", {{"l2.line_bytes", "100"}});
+                   }),
+                   "l2.sector_bytes = 32 does not divide l2.line_bytes = 100"));
+    CHECK(contains(config_error_of([] {
+                     iosim::load_profile("a100-sxm4-40gb", {{"sm.count", "0"}});
+                   }),
+                   "with --set sm.count=0"));
+    CHECK(contains(config_error_of([] { iosim::parse_profile_overrides({"l2.size_bytes"}); }),
+                   "--set 'l2.size_bytes' must be KEY=VALUE"));
   }
 
   TEST_CASE("a missing built-in folder is a ConfigError that names it") {

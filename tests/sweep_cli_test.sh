@@ -22,7 +22,19 @@ expect 2 "--l2 must be 'on' or 'off'" -- sweep --seq 128 --l2 on,maybe
 expect 2 "more than 10000000 points" -- sweep --seq 1:100000 --batch 1:100000
 expect 2 "--dropout 1.5 is out of range" -- sweep --seq 128,256 --dropout 1.5
 expect 2 "--jobs -1 is out of range" -- sweep --seq 128 --jobs -1
+expect 2 "did you mean 'l2.size_bytes'" -- sweep --seq 128 --set l2.sise_bytes=1e7,2e7
+expect 2 "--set l2.size_bytes is given twice" -- sweep --seq 128 --set l2.size_bytes=1e7 --set l2.size_bytes=2e7
 [ -z "$(ls "$tmp")" ] && ok || bad "a failed sweep left files: $(ls "$tmp")"
+
+# --set is an axis: one row per value, each with its own profile name and L2 size; a value the
+# profile's checks refuse fails the whole sweep before it runs.
+"$IOSIM" sweep --seq 4096 --batch 2 --heads 8 --algo standard --set l2.size_bytes=10e6,40e6 \
+  --format csv >"$tmp/set.csv" 2>/dev/null || bad "sweep --set failed"
+grep -c 'h100-sxm5-80gb\[l2.size_bytes=' "$tmp/set.csv" | grep -qx 2 && ok ||
+  bad "sweep --set: want 2 rows with the overridden profile: $(cat "$tmp/set.csv")"
+[ "$(cut -d, -f17 "$tmp/set.csv" | sort -u | wc -l)" -eq 3 ] && ok ||
+  bad "sweep --set: the two L2 sizes give the same HBM read bytes"
+expect 2 "does not divide l2.size_bytes" -- sweep --seq 128 --set l2.size_bytes=10e6,10000001
 
 # Deterministic: byte-identical whatever --jobs; infeasible points are rows with their reason.
 "$IOSIM" "${S[@]}" --jobs 1 --out "$tmp/j1.json" 2>/dev/null || bad "sweep --jobs 1 failed"

@@ -1,5 +1,6 @@
 #pragma once
 // Shared helpers of the doctest suites: profiles, request builders, a seeded shape generator.
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <random>
@@ -47,6 +48,29 @@ struct ShapeGen {
   }
   bool coin() { return pick(0, 1) == 1; }
 };
+
+/// |actual / expected - 1| <= rel. Use it for every time, rate or ratio: doctest's Approx scales
+/// its epsilon by max(1, |a|, |b|), so on values far below 1 (seconds) it is an absolute tolerance
+/// that passes predictions many times off. An expected value of 0 never matches.
+inline bool rel_close(double actual, double expected, double rel) {
+  return expected != 0.0 && std::abs(actual / expected - 1.0) <= rel;
+}
+
+/// The bytes a pass must move at least once, from the tensors' shapes alone (written apart from
+/// io_formulas.cpp's compulsory bytes so that the tests hold one against the other): a forward
+/// reads Q, K, V and writes O (O in its own element size); a backward reads Q, K, V, dO and
+/// writes dQ, dK, dV. Dense problems only (block-sparse may skip rows no block touches).
+inline std::uint64_t dense_compulsory_bytes(const AttentionProblem& p) {
+  const std::uint64_t eb = static_cast<std::uint64_t>(p.elem_bytes());
+  const std::uint64_t q = static_cast<std::uint64_t>(p.batch * p.heads * p.seq * p.head_dim);
+  const std::uint64_t kv =
+      static_cast<std::uint64_t>(p.batch * p.kv_head_count() * p.seq_kv * p.head_dim);
+  std::uint64_t bytes = 0;
+  if (runs_forward(p.pass))
+    bytes += eb * (q + 2 * kv) + static_cast<std::uint64_t>(p.out_elem_bytes()) * q;
+  if (runs_backward(p.pass)) bytes += eb * (2 * q + 2 * kv) + eb * (q + 2 * kv);  // in, out
+  return bytes;
+}
 
 inline std::uint64_t hbm_total(const Report& r) {
   return r.engine.total.hbm.read_total() + r.engine.total.hbm.write_total();

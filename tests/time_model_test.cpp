@@ -204,10 +204,12 @@ TEST_CASE("INT32 work takes time on its own pipe") {
   const double with = run_time({masked});
   const double without = run_time({fp32_work(0)});
   const HardwareProfile& hw = test::profile();
-  CHECK(with - without == doctest::Approx(static_cast<double>(masked.int_ops) /
-                                          (hw.compute.int32_ops_per_clk_per_sm.value *
-                                           hw.sm.boost_clock_mhz.value * 1e6))
-                              .epsilon(1e-6));
+  const double expected_s =
+      static_cast<double>(masked.int_ops) /
+      (hw.compute.int32_ops_per_clk_per_sm.value * hw.sm.boost_clock_mhz.value * 1e6);
+  CAPTURE(with - without);
+  CAPTURE(expected_s);
+  CHECK(test::rel_close(with - without, expected_s, 1e-6));
 }
 
 TEST_CASE("a load issued in the step waits behind the compute before its first use") {
@@ -236,8 +238,10 @@ TEST_CASE("a warp's chain of shared-memory round trips adds to a lone warp's tim
   const double chain_s =
       (16 * hw.sm.smem_latency_cycles.value + 64 * hw.compute.fp32_latency_cycles.value) / clock_hz;
   // One CTA of 4 warps (one per scheduler): nothing hides the chain.
-  CHECK(run_time({chained}) - run_time({fp32_work(256 * 500)}) ==
-        doctest::Approx(chain_s).epsilon(1e-6));
+  const double added_s = run_time({chained}) - run_time({fp32_work(256 * 500)});
+  CAPTURE(added_s);
+  CAPTURE(chain_s);
+  CHECK(test::rel_close(added_s, chain_s, 1e-6));
   // A CTA's stage takes at least its own work plus its chain: a longer chain never helps, and
   // more warps never make the chain cost more.
   TileOp longer = chained;

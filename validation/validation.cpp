@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "reports/schema_version.hpp"
 #include "reports/writers.hpp"
 #include "sim/block_mask.hpp"
 #include "sim/errors.hpp"
@@ -119,7 +120,11 @@ int pairs_from_smem(const json& t, std::int64_t head_dim, std::int64_t elem_byte
   return pairs >= 1 && kv_bytes - pairs * pair_bytes < pair_bytes / 8 ? static_cast<int>(pairs) : 0;
 }
 
-RunRequest request_for(const json& c, const std::string& where) {
+// The request for a case. Blind (`as_run` false): the problem and the tiling the case asked its
+// kernel for, as `iosim run`'s flags say it (--block-q, --block-kv, --threads, --splits), nothing
+// measured. As-run: also what was seen in the measured launches: the K/V buffers (from the shared
+// memory the kernel asked for) and the split count PyTorch's heuristic chose (num_splits).
+RunRequest request_for(const json& c, const std::string& where, bool as_run) {
   RunRequest r;
   r.algorithm = c.at("schedule").get<std::string>();
   const json& p = c.at("problem");
@@ -153,21 +158,56 @@ RunRequest request_for(const json& c, const std::string& where) {
     r.tiling.block_q = given(t.value("block_q", std::int64_t{0}));
     r.tiling.block_kv = given(t.value("block_kv", std::int64_t{0}));
     r.tiling.threads = given(t.value("threads", 0));
-    r.tiling.pipeline_stages = given(t.value("pipeline_stages", 0));
-    // Forward passes only: a run with a backward uses the field for the backward's Q stages.
-    const bool streams_kv =
-        pr.pass == Pass::fwd && builtin_registry().get(r.algorithm).capabilities.forward_stages ==
-                                    StagesCount::kv_buffer_pairs;
-    if (const int pairs = pairs_from_smem(t, pr.head_dim, pr.elem_bytes());
-        streams_kv && pairs > 0) {
-      r.tiling.pipeline_stages = pairs;
+    // Split-KV decoding: the split count the case asked its kernel for (--splits).
+    r.tiling.splits = given(t.value("splits", std::int64_t{0}));
+    const Capabilities& caps = builtin_registry().get(r.algorithm).capabilities;
+    // A run of both passes whose flags tile the forward: the backward's own blocks, as the
+    // measured backward kernel's tiling says ("bwd"), passed like --backward-block-q/-kv.
+    if (pr.pass == Pass::fwdbwd && caps.flags_tile_forward && t.contains("bwd") &&
+        t["bwd"].is_object()) {
+      r.tiling.backward_block_q = given(t["bwd"].value("block_q", std::int64_t{0}));
+      r.tiling.backward_block_kv = given(t["bwd"].value("block_kv", std::int64_t{0}));
     }
-    // Split-KV decoding: the split count the kernel ran with (PyTorch's files say num_splits).
-    r.tiling.splits = given(t.value("splits", t.value("num_splits", std::int64_t{0})));
+    if (as_run) {
+      r.tiling.pipeline_stages = given(t.value("pipeline_stages", 0));
+      // Forward passes, and runs of both passes whose flags tile the forward: otherwise a run
+      // with a backward uses the field for the backward's Q stages.
+      const bool streams_kv = (pr.pass == Pass::fwd || caps.flags_tile_forward) &&
+                              caps.forward_stages == StagesCount::kv_buffer_pairs;
+      if (const int pairs = pairs_from_smem(t, pr.head_dim, pr.elem_bytes());
+          streams_kv && pairs > 0) {
+        r.tiling.pipeline_stages = pairs;
+      }
+      // The split count PyTorch's heuristic chose at run time, seen in its launches.
+      if (!r.tiling.splits) r.tiling.splits = given(t.value("num_splits", std::int64_t{0}));
+    }
+  }
+  // The arrangement the measured kernel ran (our FA3-style kernel's variants): a case measured
+  // with ping-pong is predicted with ping-pong. Of a variant's fields only this one has an iosim
+  // flag (--warpgroups); the copy path, intra-warpgroup overlap and a non-persistent grid do not.
+  if (c.contains("variant") && c["variant"].is_object()) {
+    const json& v = c["variant"];
+    if (v.contains("warpgroups")) {
+      if (v["warpgroups"].is_string()) {
+        r.tiling.warpgroups = warpgroup_arrangement(v["warpgroups"].get<std::string>());
+      }
+      if (!r.tiling.warpgroups) {
+        throw ConfigError(
+            fmt::format("{}: variant.warpgroups must be \"pingpong\" or \"cooperative\", not {}",
+                        where, v["warpgroups"].dump()));
+      }
+    }
   }
   r.engine.l2_enabled = true;
   r.engine.flush_l2_between_kernels = true;  // ncu --cache-control all
   return r;
+}
+
+// The SM clock a file's GPU ran at free (no Nsight Compute): the median of nvidia-smi's samples
+// while it drew more than 150 W (idle samples would say the idle clock); 0 when not recorded.
+double free_running_clock_mhz(const json& doc) {
+  const json::json_pointer p("/clocks/free_running_pass/sm_clock_mhz_when_power_above_150w/median");
+  return doc.contains(p) && doc.at(p).is_number() ? doc.at(p).get<double>() : 0.0;
 }
 
 std::optional<double> median(std::vector<double> v) {
@@ -177,10 +217,12 @@ std::optional<double> median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-CaseResult compare_case(const json& c, const std::string& profile_name, const std::string& file) {
+CaseResult compare_case(const json& c, const std::string& profile_name, const std::string& file,
+                        double free_clock_mhz) {
   CaseResult out;
   out.id = c.value("id", std::string("?"));
   out.schedule = c.value("schedule", std::string("?"));
+  out.pass = c.value("pass", std::string("fwd"));
   out.profile = profile_name;
   out.source_file = file;
   const std::string where = fmt::format("{}: case '{}'", file, out.id);
@@ -224,9 +266,10 @@ CaseResult compare_case(const json& c, const std::string& profile_name, const st
   measured[0] = measured[1] + measured[2];
   out.sm_clock_mhz = time_total > 0 ? clock_weighted / time_total : 0.0;
 
-  RunRequest r;
+  RunRequest r, blind;
   try {
-    r = request_for(c, where);
+    r = request_for(c, where, true);
+    blind = request_for(c, where, false);
   } catch (const nlohmann::json::exception& e) {
     throw ConfigError(fmt::format("{}: {}", where, e.what()));
   }
@@ -241,20 +284,41 @@ CaseResult compare_case(const json& c, const std::string& profile_name, const st
       r.tiling.registers_per_thread = registers_at(launch, where);
     }
   }
-  const Report rep = simulate(load_profile(profile_name), r);
+  const HardwareProfile profile = load_profile(profile_name);
+  const Report rep = simulate(profile, r);
   if (!rep.feasible()) {
     out.skipped_reason = "infeasible in iosim: " + rep.infeasible_reason;
     return out;
   }
-  const Counters& t = rep.engine.total;
-  const double predicted[kMetricCount] = {
-      static_cast<double>(t.hbm.read_total() + t.hbm.write_total()),
-      static_cast<double>(t.hbm.read_total()),
-      static_cast<double>(t.hbm.write_total()),
-      static_cast<double>(t.l2.read_total()),
-      static_cast<double>(t.l2.write_total()),
-      rep.engine.time_s};
-  for (int i = 0; i < kMetricCount; ++i) out.metrics[i] = {predicted[i], measured[i]};
+  const auto predicted = [](const Report& x, int i) {
+    const Counters& t = x.engine.total;
+    const double values[kMetricCount] = {
+        static_cast<double>(t.hbm.read_total() + t.hbm.write_total()),
+        static_cast<double>(t.hbm.read_total()),
+        static_cast<double>(t.hbm.write_total()),
+        static_cast<double>(t.l2.read_total()),
+        static_cast<double>(t.l2.write_total()),
+        x.engine.time_s};
+    return values[i];
+  };
+  for (int i = 0; i < kMetricCount; ++i) out.metrics[i] = {predicted(rep, i), measured[i]};
+
+  // Blind: bytes with a cold L2 per kernel (what the counters saw), time as `iosim run` gives it
+  // (L2 carried over between kernels, as back-to-back launches have it) against CUDA events.
+  out.blind_sm_clock_mhz = free_clock_mhz > 0 ? free_clock_mhz : profile.sm.boost_clock_mhz.value;
+  blind.engine.sm_clock_mhz = out.blind_sm_clock_mhz;
+  const Report cold = simulate(profile, blind);
+  if (!cold.feasible()) return out;  // blind stays unmeasured: no relative error
+  blind.engine.flush_l2_between_kernels = false;
+  const double blind_time_s =
+      cold.engine.kernels.size() > 1 ? simulate(profile, blind).engine.time_s : cold.engine.time_s;
+  const auto free_it = c.find("time_free_running_s");
+  const double free_s =
+      free_it != c.end() && free_it->is_number() ? free_it->get<double>() : 0.0;  // 0: not timed
+  for (int i = 0; i < kMetricCount; ++i) {
+    out.blind[i] = kMetrics[i] == Metric::time ? Comparison{blind_time_s, free_s}
+                                               : Comparison{predicted(cold, i), measured[i]};
+  }
   return out;
 }
 
@@ -287,9 +351,21 @@ Summary summarize(const std::string& name, const std::vector<const CaseResult*>&
     }
     s.median_abs_error[i] = median(errs);
     if (!errs.empty()) s.worst_abs_error[i] = *std::max_element(errs.begin(), errs.end());
+    std::vector<double> blind;
+    for (const CaseResult* c : cases) {
+      if (const auto e = c->blind[i].relative_error()) blind.push_back(std::abs(*e));
+    }
+    s.blind_median_abs_error[i] = median(blind);
+    if (!blind.empty()) s.blind_worst_abs_error[i] = *std::max_element(blind.begin(), blind.end());
   }
   s.cases = static_cast<int>(cases.size());
   return s;
+}
+
+int index_of(Metric m) {
+  for (int i = 0; i < kMetricCount; ++i)
+    if (kMetrics[i] == m) return i;
+  return 0;
 }
 
 std::string pct(const std::optional<double>& e, bool sign = false) {
@@ -317,6 +393,7 @@ void read_measurement_file(const fs::path& file, const std::string& profile_over
     throw ConfigError(fmt::format("{}: 'cases' must be a list of measured cases", file.string()));
   }
   const std::string profile = profile_override.empty() ? profile_for(file, doc) : profile_override;
+  const double free_clock_mhz = free_running_clock_mhz(doc);
   for (const json& c : doc["cases"]) {
     if (!c.is_object()) {
       throw ConfigError(
@@ -335,13 +412,14 @@ void read_measurement_file(const fs::path& file, const std::string& profile_over
       CaseResult skipped;
       skipped.id = c.value("id", std::string("?"));
       skipped.schedule = schedule;
+      skipped.pass = c.value("pass", std::string("fwd"));
       skipped.profile = profile;
       skipped.source_file = file.string();
       skipped.skipped_reason = skip;
       v.cases.push_back(skipped);
       continue;
     }
-    v.cases.push_back(compare_case(c, profile, file.string()));
+    v.cases.push_back(compare_case(c, profile, file.string(), free_clock_mhz));
   }
 }
 
@@ -392,7 +470,9 @@ ValidationResult validate_measurements(const fs::path& path, const std::string& 
   std::vector<const CaseResult*> all;
   for (const CaseResult& c : v.cases) {
     if (!c.skipped_reason.empty()) continue;
-    by_schedule[c.schedule].push_back(&c);
+    // A schedule's runs with a backward are another workload than its forwards: summarized
+    // apart ("flash3 fwdbwd"), so that adding them leaves the forward's accuracy as it was.
+    by_schedule[c.pass == "fwd" ? c.schedule : c.schedule + " " + c.pass].push_back(&c);
     all.push_back(&c);
   }
   for (const auto& [name, cases] : by_schedule) v.summaries.push_back(summarize(name, cases));
@@ -401,46 +481,62 @@ ValidationResult validate_measurements(const fs::path& path, const std::string& 
 }
 
 std::string validation_table(const ValidationResult& v) {
-  std::string s = fmt::format("{:<52} {:>6}", "case", "MHz");
+  const auto cell = [](Metric m, const Comparison& x) {
+    return fmt::format("{}/{} ({})", value_text(m, x.predicted), value_text(m, x.measured),
+                       pct(x.relative_error(), true));
+  };
+  std::string s = fmt::format("{:<52} {:>6} {:>28} {:>28} {:>6}", "case", "blind", "blind time",
+                              "blind dram", "as-run");
   for (Metric m : kMetrics)
     s += fmt::format(" {:>28}", std::string(metric_name(m)) + " pred/meas (err)");
-  s += "\n";
+  s += "\n" + fmt::format("{:<52} {:>6} {:>28} {:>28} {:>6}\n", "", "MHz", "pred/meas (err)",
+                          "pred/meas (err)", "MHz");
   for (const CaseResult& c : v.cases) {
-    s += fmt::format("{:<52} {:>6.0f}", c.id, c.sm_clock_mhz);
     if (!c.skipped_reason.empty()) {
-      s += "  skipped: " + c.skipped_reason + "\n";
+      s += fmt::format("{:<52}  skipped: {}\n", c.id, c.skipped_reason);
       continue;
     }
-    for (int i = 0; i < kMetricCount; ++i) {
-      const Comparison& x = c.metrics[i];
-      s += fmt::format(" {:>28}", fmt::format("{}/{} ({})", value_text(kMetrics[i], x.predicted),
-                                              value_text(kMetrics[i], x.measured),
-                                              pct(x.relative_error(), true)));
-    }
+    s += fmt::format("{:<52} {:>6.0f} {:>28} {:>28} {:>6.0f}", c.id, c.blind_sm_clock_mhz,
+                     cell(Metric::time, c.blind[index_of(Metric::time)]),
+                     cell(Metric::dram, c.blind[index_of(Metric::dram)]), c.sm_clock_mhz);
+    for (int i = 0; i < kMetricCount; ++i)
+      s += fmt::format(" {:>28}", cell(kMetrics[i], c.metrics[i]));
     s += "\n";
   }
-  s += fmt::format("\n{:<12} {:>6}", "schedule", "cases");
+  s += fmt::format("\n{:<12} {:>6} {:>22} {:>22}", "schedule", "cases", "blind time med/worst",
+                   "blind dram med/worst");
   for (Metric m : kMetrics)
     s += fmt::format(" {:>22}", std::string(metric_name(m)) + " median/worst");
   s += "\n";
   for (const Summary& x : v.summaries) {
-    s += fmt::format("{:<12} {:>6}", x.schedule, x.cases);
+    const int t = index_of(Metric::time), d = index_of(Metric::dram);
+    s += fmt::format("{:<12} {:>6} {:>22} {:>22}", x.schedule, x.cases,
+                     pct(x.blind_median_abs_error[t]) + " / " + pct(x.blind_worst_abs_error[t]),
+                     pct(x.blind_median_abs_error[d]) + " / " + pct(x.blind_worst_abs_error[d]));
     for (int i = 0; i < kMetricCount; ++i) {
       s += fmt::format(" {:>22}", pct(x.median_abs_error[i]) + " / " + pct(x.worst_abs_error[i]));
     }
     s += "\n";
   }
+  s +=
+      "\nblind: `iosim run` from the problem and tiling flags alone at the clock the GPU ran free, "
+      "time against CUDA events; as-run: with the kernel's measured registers, buffers, splits "
+      "and Nsight Compute's clock, against its counters and durations\n";
   return s;
 }
 
 std::string validation_markdown(const ValidationResult& v) {
   std::string s =
-      "| schedule | cases | DRAM (read + write) median / worst | DRAM read median / worst | "
+      "| schedule | cases | **blind time** median / worst | **blind DRAM** median / worst | "
+      "as-run DRAM (read + write) median / worst | DRAM read median / worst | "
       "DRAM write median / worst | L2 read median / worst | L2 write median / worst | "
-      "time median / worst |\n"
-      "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+      "as-run time median / worst |\n"
+      "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
   for (const Summary& x : v.summaries) {
-    s += fmt::format("| {} | {} |", x.schedule, x.cases);
+    const int t = index_of(Metric::time), d = index_of(Metric::dram);
+    s += fmt::format("| {} | {} | {} / {} | {} / {} |", x.schedule, x.cases,
+                     pct(x.blind_median_abs_error[t]), pct(x.blind_worst_abs_error[t]),
+                     pct(x.blind_median_abs_error[d]), pct(x.blind_worst_abs_error[d]));
     for (int i = 0; i < kMetricCount; ++i) {
       s += fmt::format(" {} / {} |", pct(x.median_abs_error[i]), pct(x.worst_abs_error[i]));
     }
@@ -454,12 +550,23 @@ std::string validation_csv(const ValidationResult& v) {
   for (Metric m : kMetrics) {
     s += fmt::format(",{0}_predicted,{0}_measured,{0}_rel_error", metric_name(m));
   }
+  s += ",blind_sm_clock_mhz";
+  for (Metric m : kMetrics) {
+    s += fmt::format(",blind_{0}_predicted,blind_{0}_measured,blind_{0}_rel_error", metric_name(m));
+  }
   s += "\n";
   for (const CaseResult& c : v.cases) {
     s += fmt::format("{},{},{},{:.1f},\"{}\"", c.id, c.schedule, c.profile, c.sm_clock_mhz,
                      c.skipped_reason);
     for (int i = 0; i < kMetricCount; ++i) {
       const Comparison& x = c.metrics[i];
+      const auto e = x.relative_error();
+      s += fmt::format(",{:.6g},{:.6g},{}", x.predicted, x.measured,
+                       e ? fmt::format("{:.6g}", *e) : "");
+    }
+    s += fmt::format(",{:.1f}", c.blind_sm_clock_mhz);
+    for (int i = 0; i < kMetricCount; ++i) {
+      const Comparison& x = c.blind[i];
       const auto e = x.relative_error();
       s += fmt::format(",{:.6g},{:.6g},{}", x.predicted, x.measured,
                        e ? fmt::format("{:.6g}", *e) : "");
@@ -480,12 +587,18 @@ std::string validation_json(const ValidationResult& v) {
     if (!c.skipped_reason.empty()) {
       j["skipped"] = c.skipped_reason;
     } else {
+      json blind = {{"sm_clock_mhz", c.blind_sm_clock_mhz}};
       for (int i = 0; i < kMetricCount; ++i) {
         const auto e = c.metrics[i].relative_error();
         j[metric_name(kMetrics[i])] = {{"predicted", c.metrics[i].predicted},
                                        {"measured", c.metrics[i].measured},
                                        {"relative_error", e ? json(*e) : json(nullptr)}};
+        const auto b = c.blind[i].relative_error();
+        blind[metric_name(kMetrics[i])] = {{"predicted", c.blind[i].predicted},
+                                           {"measured", c.blind[i].measured},
+                                           {"relative_error", b ? json(*b) : json(nullptr)}};
       }
+      j["blind"] = blind;
     }
     cases.push_back(j);
   }
@@ -497,10 +610,17 @@ std::string validation_json(const ValidationResult& v) {
           {"median_abs_error",
            x.median_abs_error[i] ? json(*x.median_abs_error[i]) : json(nullptr)},
           {"worst_abs_error", x.worst_abs_error[i] ? json(*x.worst_abs_error[i]) : json(nullptr)}};
+      j["blind"][metric_name(kMetrics[i])] = {
+          {"median_abs_error",
+           x.blind_median_abs_error[i] ? json(*x.blind_median_abs_error[i]) : json(nullptr)},
+          {"worst_abs_error",
+           x.blind_worst_abs_error[i] ? json(*x.blind_worst_abs_error[i]) : json(nullptr)}};
     }
     summaries.push_back(j);
   }
-  return json({{"cases", cases}, {"summaries", summaries}}).dump(2) + "\n";
+  return json({{"schema_version", kSchemaVersion}, {"cases", cases}, {"summaries", summaries}})
+             .dump(2) +
+         "\n";
 }
 
 }  // namespace iosim

@@ -36,21 +36,38 @@ struct Comparison {
   std::optional<double> relative_error() const;
 };
 
+/// One measured case, predicted twice.
+/// - as-run (`metrics`), the diagnosis: with what was measured of the kernel and a user of
+///   `iosim run` would not know: its registers per thread, its K/V buffers (from the shared memory
+///   it asked for), the split count PyTorch chose at run time, and the SM clock Nsight Compute ran
+///   it at; against Nsight Compute's counters and durations (cold L2 per kernel).
+/// - blind (`blind`), the headline: what `iosim run` predicts from the problem and the tiling the
+///   case asked for (--block-q, --block-kv, --threads, --splits) alone, at the SM clock the GPU ran
+///   free (the file's median nvidia-smi clock while the GPU drew more than 150 W, else the
+///   profile's boost clock). Time against the free-running CUDA-event time of the case (all its
+///   kernels back to back, `time_free_running_s`; `iosim run`'s L2 carries over between kernels as
+///   the GPU's does); bytes against the same counters as as-run (cold L2 per kernel, as Nsight
+///   Compute measured).
 struct CaseResult {
   std::string id;
   std::string schedule;
+  std::string pass;  // fwd, bwd or fwdbwd
   std::string profile;
   std::string source_file;
   double sm_clock_mhz = 0.0;
   std::string skipped_reason;  // non-empty: not compared (failed check, unknown schedule, ...)
-  Comparison metrics[kMetricCount];  // indexed like kMetrics
+  Comparison metrics[kMetricCount];  // as-run, indexed like kMetrics
+  double blind_sm_clock_mhz = 0.0;
+  Comparison blind[kMetricCount];  // blind, indexed like kMetrics
 };
 
 struct Summary {
-  std::string schedule;  // or "all"
+  std::string schedule;  // "flash2", "flash2 fwdbwd" (a schedule's runs with a backward), or "all"
   int cases = 0;
-  std::optional<double> median_abs_error[kMetricCount];
+  std::optional<double> median_abs_error[kMetricCount];  // as-run
   std::optional<double> worst_abs_error[kMetricCount];
+  std::optional<double> blind_median_abs_error[kMetricCount];
+  std::optional<double> blind_worst_abs_error[kMetricCount];
 };
 
 struct ValidationResult {

@@ -337,23 +337,39 @@ def cudnn_tiling(case):
     Derived, not read: the forward kernel's name carries `AxBxC` = (query rows per consumer
     warpgroup) x (keys per K/V block) x (head dim), e.g. `64x128x128`; its 384 threads are three
     warpgroups, one producer (TMA) and two consumers, so a CTA tile holds 2 x 64 query rows. The
-    TMA load bytes agree (each 128 query rows read K and V once: NOTES.md beside the data)."""
+    TMA load bytes agree (each 128 query rows read K and V once: NOTES.md beside the data).
+
+    A forward+backward case also gets "bwd", the backward's main kernel (`..._flash_bprop_...`):
+    its name's `AxBxC` = (query rows per block) x (keys per consumer warpgroup) x (head dim),
+    e.g. `64x64x128`, with two consumer warpgroups beside the producer in its 384 threads, so
+    that a CTA tile holds 2 x 64 keys against 64 query rows. The counters agree: its TMA load bytes
+    are K and V once plus Q and dO once per 128 keys, and its wgmmas average one m64n64k16
+    (64 keys x 64 query rows) at d = 64 (NOTES.md beside the data)."""
+    out = None
     for k in case.get("cudnn", {}).get("kernels", []):
-        if k.get("kind") != "cudnn_fwd":
+        if k.get("kind") not in ("cudnn_fwd", "cudnn_bwd"):
             continue
         shape = next((g for g in k.get("shapes_in_name", []) if g.count("x") == 2), None)
         threads = (k.get("block") or [0])[0]
         if not shape or threads % 128 or threads < 256:
             return None
-        rows_per_group, keys, _ = (int(v) for v in shape.split("x"))
+        first, second, _ = (int(v) for v in shape.split("x"))
         consumers = threads // 128 - 1
-        return {"block_q": rows_per_group * consumers, "block_kv": keys, "threads": threads,
-                "smem_bytes_per_cta": k.get("launch", {}).get(
-                    "launch__shared_mem_per_block_dynamic", 0),
-                "source": f"derived from the kernel name's {shape} and its {threads} threads "
-                          f"({consumers} consumer warpgroups of {rows_per_group} query rows "
-                          "beside one producer): measure.py cudnn_tiling"}
-    return None
+        smem = k.get("launch", {}).get("launch__shared_mem_per_block_dynamic", 0)
+        if k["kind"] == "cudnn_fwd":
+            out = {"block_q": first * consumers, "block_kv": second, "threads": threads,
+                   "smem_bytes_per_cta": smem,
+                   "source": f"derived from the kernel name's {shape} and its {threads} threads "
+                             f"({consumers} consumer warpgroups of {first} query rows "
+                             "beside one producer): measure.py cudnn_tiling"}
+        elif out is not None:
+            out["bwd"] = {"block_q": first, "block_kv": second * consumers, "threads": threads,
+                          "smem_bytes_per_cta": smem,
+                          "source": f"derived from the backward kernel name's {shape} and its "
+                                    f"{threads} threads ({consumers} consumer warpgroups of "
+                                    f"{second} keys beside one producer, {first} query rows per "
+                                    "block): measure.py cudnn_tiling"}
+    return out
 
 
 def retile(args):

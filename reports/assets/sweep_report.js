@@ -11,22 +11,50 @@
     var b = document.body;
     b.dataset.chartsExpected = canvases.length;
     b.dataset.chartsDrawn = drawn;
+    // Per chart, in page order: its data points and its opaque pixels inside the axes.
+    b.dataset.chartPoints = canvases.map(function (c) { return c.dataset.points || 0; }).join(',');
+    b.dataset.chartInk = canvases.map(function (c) { return c.dataset.ink || 0; }).join(',');
     b.dataset.errors = errors.length;
     if (errors.length) b.dataset.errorText = errors.join(' | ').slice(0, 1000);
     b.dataset.status = errors.length ? 'error'
         : (canvases.length > 0 && drawn === canvases.length ? 'ok' : 'pending');
   }
 
-  // A canvas counts as drawn once it holds ink (any non-transparent pixel).
+  // A canvas counts as drawn once it has data and shows it: its datasets hold finite points
+  // (reference lines without point markers, such as rooflines or y = x, do not count), and the
+  // plot area, inside the axes, holds opaque ink (grid lines are 10% black; axes, ticks, title
+  // and legend lie outside it). Axes alone, or an empty dataset, are not a chart.
+  function dataPoints(chart) {
+    var n = 0;
+    chart.data.datasets.forEach(function (ds) {
+      if (ds.pointRadius === 0 && ds.type !== 'bar' && chart.config.type !== 'bar') return;
+      (ds.data || []).forEach(function (v) {
+        var y = v !== null && typeof v === 'object' ? v.y : v;
+        if (typeof y === 'number' && isFinite(y)) n++;
+      });
+    });
+    return n;
+  }
+  function plotInk(chart) {
+    var a = chart.chartArea;
+    if (!a) return 0;
+    var r = window.devicePixelRatio || 1, inset = 3;
+    var x0 = Math.ceil((a.left + inset) * r), y0 = Math.ceil((a.top + inset) * r);
+    var w = Math.floor((a.right - a.left - 2 * inset) * r), h = Math.floor((a.bottom - a.top - 2 * inset) * r);
+    if (w <= 0 || h <= 0) return 0;
+    var d = chart.ctx.getImageData(x0, y0, w, h).data, ink = 0;
+    for (var i = 3; i < d.length; i += 4) if (d[i] >= 200) ink++;
+    return ink;
+  }
   Chart.register({
     id: 'iosimDrawn',
     afterRender: function (chart) {
       var c = chart.canvas;
-      if (c.dataset.drawn === '1' || !c.width || !c.height) return;
-      var d = chart.ctx.getImageData(0, 0, c.width, c.height).data;
-      for (var i = 3; i < d.length; i += 4 * 7) {
-        if (d[i] !== 0) { c.dataset.drawn = '1'; break; }
-      }
+      if (!c.width || !c.height) return;
+      var points = dataPoints(chart), ink = plotInk(chart);
+      c.dataset.points = points;
+      c.dataset.ink = ink;
+      c.dataset.drawn = points > 0 && ink > 0 ? '1' : '0';
     }
   });
 
@@ -66,6 +94,13 @@
   }
 
   var anyNkv = ROWS.some(function (r) { return r.Nkv !== r.N; });
+  // Every row carries the clock it was timed at (each profile's boost clock unless a sweep sets
+  // --sm-clock-mhz): it names a configuration only when one profile was timed at several clocks,
+  // else each profile's rows would form a configuration of their own and the other profiles'
+  // charts would be drawn empty under it.
+  var clocks = {};
+  ROWS.forEach(function (r) { (clocks[r.p] = clocks[r.p] || {})[r.clk] = true; });
+  var anyClock = Object.keys(clocks).some(function (p) { return Object.keys(clocks[p]).length > 1; });
   ROWS.forEach(function (r) {
     var parts = ['B=' + r.B, 'H=' + r.H, r.dt, r.pass];
     if (anyNkv) parts.push('N_kv=' + r.Nkv);
@@ -74,7 +109,7 @@
     if (r.drop > 0) parts.push('dropout=' + r.drop);
     if (r.pat) parts.push('pattern ' + r.pat);
     parts.push('L2 ' + r.l2 + (r.cold ? ' (cold)' : ''));
-    if (r.clk > 0) parts.push(r.clk + ' MHz');
+    if (anyClock && r.clk > 0) parts.push(r.clk + ' MHz');
     r.variant = parts.join(' ');
   });
 

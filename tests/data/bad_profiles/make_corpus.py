@@ -31,6 +31,7 @@ compute:
   mma_sync_flops_per_clk_per_sm: {value: 2719, source: "fixture"}
   int32_ops_per_clk_per_sm: {value: 64, source: "fixture"}
   fp32_latency_cycles: {value: 4, source: "fixture"}
+  wgmma_latency_cycles: {value: 91.5, source: "fixture"}
 l2:
   size_bytes: {value: 52428800, source: "fixture"}
   line_bytes: {value: 128, source: "fixture"}

@@ -1,0 +1,161 @@
+// FlashAttention-3 backward (Shah et al. 2024; hopper/mainloop_bwd_sm90_tma_gmma_ws.hpp in its
+// code), as cuDNN's Hopper backward also runs it (measurements/h100-sxm5-80gb/cudnn_2026-11-23/
+// NOTES.md: compute_dot_do_o, a persistent 384-thread wgmma bprop kernel, convert_dq_to_16bits):
+//   dot_do_o    D = rowsum(dO o O) per query row, and dQaccum := 0 (as flash2's pre-pass)
+//   flash3_bwd  one tile per (K/V block j, batch, head), taken in order by one CTA per SM (the
+//               tile scheduler; the engine dispatches the next tile to the SM that frees first).
+//               Warp specialized: a producer warpgroup copies K_j, V_j once, then streams the
+//               query blocks (Q_i, dO_i, L_i, D_i) by TMA through `stages` buffers; the consumer
+//               warpgroups each own 64 of the block's keys (FlashAttention-3's SdP_swapAB: keys
+//               are wgmma's M) and recompute S^T = K Q^T and dP^T = V dO^T from shared memory,
+//               P = exp(S - L), dS = P o (dP - D), then dV_j += P^T dO_i and dK_j += dS^T Q_i with
+//               P and dS from registers (the RS form), and dQ_i = dS K_j from shared memory (dS
+//               goes there first). dQ_i's fp32 share is staged in shared memory and added to
+//               dQaccum by a TMA reduce-add (performed in L2: an HBM read and write in the
+//               two-level model, as flash2's atomics). dK_j and dV_j leave once, through shared
+//               memory.
+//   convert_dq  dQ = dQaccum in the element type (as flash2's)
+// The bytes are FlashAttention-2's backward for the same blocks (flash2_bwd.cpp); what differs is
+// how the kernel runs: wgmma at Hopper's rate, copies by a producer that takes no pipe time, the
+// consumers' operand reads inside the tensor pipe, and no ping-pong: both consumer warpgroups go
+// through a step's phases together (PipeOverlap::lockstep), joined by two named barriers per step
+// (dS complete in shared memory before dQ = dS K reads it; the dQ staging tile free again).
+#include <algorithm>
+
+#include "algorithms/passes.hpp"
+#include "algorithms/tile_costs.hpp"
+
+namespace iosim {
+namespace {
+
+constexpr int kWarpgroupThreads = 128;
+constexpr std::int64_t kBarriersPerStep = 2;
+
+enum class Kernel { dot_do_o, main, convert_dq };
+constexpr Kernel kKernels[] = {Kernel::dot_do_o, Kernel::main, Kernel::convert_dq};
+
+class Flash3Backward final : public Schedule {
+ public:
+  Flash3Backward(const AttentionProblem& p, const Flash3BackwardTiles& t) : p_(p), t_(t) {}
+
+  std::vector<TensorDecl> tensors() const override { return dq_accum_backward_tensors(p_); }
+
+  std::vector<KernelSpec> kernels() const override {
+    std::vector<KernelSpec> out;
+    for (Kernel k : kKernels) {
+      KernelSpec s;
+      s.mma_dtype = p_.dtype;
+      if (k == Kernel::main) {
+        s.name = "flash3_bwd";
+        // Tiles in the scheduler's order: the K/V blocks of a head first, then batches, heads.
+        s.grid = {ceil_div(p_.seq_kv, t_.block_kv), p_.batch, p_.heads};
+        s.threads_per_cta = t_.threads;
+        s.smem_bytes_per_cta = t_.smem_bytes;
+        s.registers_per_thread = t_.registers;
+        s.pipeline_stages = t_.stages;
+        s.tensor_instruction = TensorInstruction::wgmma;
+        s.producer_warps = kWarpgroupThreads / 32;
+        s.consumer_warpgroups = t_.consumers;
+        s.overlap = PipeOverlap::lockstep;
+      } else {
+        // Row-wise elementwise kernels (flash2's), operands in registers.
+        s.name = k == Kernel::dot_do_o ? "dot_do_o" : "convert_dq";
+        s.grid = {ceil_div(p_.seq, t_.block_q), p_.batch, p_.heads};
+        s.threads_per_cta = 128;
+        s.smem_bytes_per_cta = 0;
+        s.registers_per_thread = 32;
+        s.pipeline_stages = 1;
+        s.tensor_instruction = TensorInstruction::mma_sync;
+      }
+      out.push_back(s);
+    }
+    return out;
+  }
+
+  // Main kernel: part 0 loads K_j and V_j; part 1 + k is the k-th query block the tile meets
+  // (causal: from the first block holding a row that sees key k0); the last also writes dK, dV.
+  bool emit_cta_part(std::size_t kernel, std::int64_t cta, std::size_t part,
+                     std::vector<TileOp>& out) const override {
+    if (kKernels[kernel] != Kernel::main) {
+      if (part == 0) {
+        emit_backward_rows(p_, t_.block_q, cta,
+                           kKernels[kernel] == Kernel::dot_do_o ? BackwardRows::dot_do_o
+                                                                : BackwardRows::convert_dq,
+                           out);
+      }
+      return false;
+    }
+    const std::int64_t tc = ceil_div(p_.seq_kv, t_.block_kv), tr = ceil_div(p_.seq, t_.block_q);
+    const std::int64_t j = cta % tc;
+    const std::int64_t b = (cta / tc) % p_.batch, h = cta / (tc * p_.batch);
+    const std::int64_t bh = b * p_.heads + h;
+    const std::int64_t d = p_.head_dim, eb = p_.elem_bytes();
+    const std::int64_t k0 = j * t_.block_kv, kr = std::min(t_.block_kv, p_.seq_kv - k0);
+    const std::int64_t offset = p_.seq_kv - p_.seq;  // bottom-right causal alignment
+    const TileRef dk{TensorId::dK, bh, k0, kr, 0, d}, dv{TensorId::dV, bh, k0, kr, 0, d};
+    // Causal: query block i meets key block j when its last row sees key k0.
+    const std::int64_t first =
+        p_.causal ? std::max<std::int64_t>(0, (k0 - offset) / t_.block_q) : 0;
+    if (part == 0) {
+      out.push_back(TileOp::load({TensorId::K, bh, k0, kr, 0, d}));  // TMA: gK -> sK (kr, d)
+      out.push_back(TileOp::load({TensorId::V, bh, k0, kr, 0, d}));  // TMA: gV -> sV (kr, d)
+      out.push_back(costs::zero_grad(dk));                           // rdK (kr, d) fp32
+      out.push_back(costs::zero_grad(dv));                           // rdV (kr, d) fp32
+      if (first < tr) return true;
+      out.push_back(TileOp::store(dk, OnChip::smem));  // no query block: zero gradients
+      out.push_back(TileOp::store(dv, OnChip::smem));
+      return false;
+    }
+    const std::int64_t i = first + static_cast<std::int64_t>(part) - 1;
+    const std::int64_t q0 = i * t_.block_q, qr = std::min(t_.block_q, p_.seq - q0);
+    out.push_back(TileOp::load({TensorId::Q, bh, q0, qr, 0, d}));   // TMA: sQ stage (qr, d)
+    out.push_back(TileOp::load({TensorId::dO, bh, q0, qr, 0, d}));  // TMA: sdO stage (qr, d)
+    out.push_back(TileOp::load({TensorId::L, bh, q0, qr, 0, 1}));   // sLSE (qr)
+    out.push_back(TileOp::load({TensorId::D, bh, q0, qr, 0, 1}));   // sdPsum (qr)
+    const TileRef s{TensorId::S, bh, q0, qr, k0, kr};  // rS^T, rP^T, rdP^T, rdS^T (kr, qr)
+    const std::int64_t w = t_.consumers;
+    // An SS product whose A operand (the block's keys, or dS) the warpgroups split and whose B
+    // operand every warpgroup reads whole; an RS product reads only its B operand.
+    const std::int64_t ss_scores = (kr + w * qr) * d * eb;
+    // Three products feed the step's next phase and are waited on (wgmma.wait_group 0): S (for
+    // P), dP (for dS) and dQ (for its staging store); dV and dK accumulate across steps.
+    out.push_back(costs::scores(s, d, ss_scores));  // S^T = scale K Q^T
+    out.back().wgmma_waits = 1;
+    const bool crosses_diagonal = p_.causal && k0 + kr - 1 > q0 + offset;
+    if (crosses_diagonal || p_.mask) out.push_back(costs::mask(s));
+    out.push_back(costs::recompute_p(s));
+    if (p_.dropout > 0) out.push_back(costs::dropout({TensorId::P, bh, q0, qr, k0, kr}));
+    out.push_back(costs::grad_matmul(ComputeKind::accumulate_dv, s, d, w * qr * d * eb));  // RS
+    out.push_back(costs::grad_matmul(ComputeKind::grad_p, s, d, ss_scores));  // dP^T = V dO^T
+    out.back().wgmma_waits = 1;
+    if (p_.dropout > 0) out.push_back(costs::dropout_grad(s));
+    out.push_back(costs::grad_s(s));
+    // dQ_i = dS K_j: dS to shared memory, then each warpgroup reads all of dS and its share of
+    // K_j's columns; the fp32 result is staged in shared memory for the TMA reduce-add.
+    out.push_back(costs::grad_matmul(ComputeKind::dq_partial, s, d,
+                                     qr * kr * eb + (w * qr * kr + kr * d) * eb + qr * d * 4));
+    // The step's two barriers, charged the shared-memory latency (as the engine charges
+    // barriers: tile_costs.hpp's softmax_rows).
+    out.back().smem_round_trips = kBarriersPerStep;
+    out.back().wgmma_waits = 1;
+    out.push_back(TileOp::reduce({TensorId::dQaccum, bh, q0, qr, 0, d}));  // (qr, d) fp32
+    out.push_back(costs::grad_matmul(ComputeKind::accumulate_dk, s, d, w * qr * d * eb));  // RS
+    if (i + 1 < tr) return true;
+    out.push_back(TileOp::store(dk, OnChip::smem));  // TMA store from shared memory
+    out.push_back(TileOp::store(dv, OnChip::smem));
+    return false;
+  }
+
+ private:
+  AttentionProblem p_;
+  Flash3BackwardTiles t_;
+};
+
+}  // namespace
+
+std::unique_ptr<Schedule> make_flash3_backward(const AttentionProblem& p,
+                                               const Flash3BackwardTiles& t) {
+  return std::make_unique<Flash3Backward>(p, t);
+}
+
+}  // namespace iosim

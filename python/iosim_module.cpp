@@ -1,0 +1,139 @@
+// The Python module iosim._iosim: run, sweep and validate over the C++ library, in-process.
+// Flags are run's (cli/run_flags.cpp's table, so their checks and defaults are the CLI's), given
+// as a dict keyed by the flag's name without dashes (seq_kv for --seq-kv). Documents come back as
+// the JSON text the CLI prints; python/iosim/__init__.py turns them into dicts and this module's
+// errors into iosim.ConfigError (bad input) and iosim.InternalError (a bug).
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <map>
+#include <string>
+#include <type_traits>
+#include <variant>
+#include <vector>
+
+#include "cli/run_flags.hpp"
+#include "reports/schema_version.hpp"
+#include "reports/writers.hpp"
+#include "sim/errors.hpp"
+#include "sim/profile_overrides.hpp"
+#include "sim/suggest.hpp"
+#include "sim/version.hpp"
+#include "sweep/sweep.hpp"
+#include "validation/validation.hpp"
+
+namespace py = pybind11;
+using namespace iosim;
+
+namespace {
+
+// Sets the RunFlags field of each key of `flags` ("seq_kv" -> --seq-kv), converting its value as
+// the field's type requires; "set" is the list of --set KEY=VALUE texts.
+cli::RunFlags to_flags(const py::dict& flags) {
+  cli::RunFlags f;
+  std::vector<std::string> known = {"set"};
+  for (const cli::ProblemFlag& flag : cli::problem_flags()) {
+    std::string key = flag.name.substr(2);
+    for (char& c : key) c = c == '-' ? '_' : c;
+    known.push_back(key);
+  }
+  for (const auto& [k, v] : flags) {
+    const std::string key = py::str(k);
+    if (key == "set") {
+      f.set = py::isinstance<py::str>(v) ? std::vector<std::string>{py::cast<std::string>(v)}
+                                         : py::cast<std::vector<std::string>>(v);
+      continue;
+    }
+    std::string name = "--" + key;
+    for (char& c : name) c = c == '_' ? '-' : c;
+    const cli::ProblemFlag* flag = nullptr;
+    for (const cli::ProblemFlag& pf : cli::problem_flags()) {
+      if (pf.name == name) flag = &pf;
+    }
+    if (flag == nullptr) {
+      throw ConfigError(fmt::format("unknown flag '{}'{}", key, did_you_mean(key, known)));
+    }
+    std::visit(
+        [&](auto field) {
+          using T = std::remove_cvref_t<decltype(f.*field)>;
+          try {
+            if constexpr (std::is_same_v<T, std::optional<std::int64_t>>) {
+              f.*field = py::cast<std::int64_t>(v);
+            } else if constexpr (std::is_same_v<T, bool>) {
+              f.*field = py::cast<bool>(v);
+            } else {
+              f.*field = py::cast<T>(v);
+            }
+          } catch (const py::cast_error&) {
+            throw ConfigError(
+                fmt::format("{}={} has the wrong type", key, py::cast<std::string>(py::repr(v))));
+          }
+        },
+        flag->field);
+  }
+  return f;
+}
+
+std::string run_json(const py::dict& flags) {
+  const cli::RunFlags f = to_flags(flags);
+  const RunRequest request = cli::to_request(f);
+  const HardwareProfile profile = load_profile(f.profile, parse_profile_overrides(f.set));
+  py::gil_scoped_release release;
+  return report_to_json(simulate(profile, request)).dump();
+}
+
+// One report per dict of `points`, on `jobs` threads (0: all cores), in the order given.
+std::vector<std::string> sweep_json_rows(const std::vector<py::dict>& points, int jobs) {
+  std::map<std::string, HardwareProfile> profiles;
+  std::vector<SweepPoint> sweep_points;
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const cli::RunFlags f = to_flags(points[i]);
+    std::string key = f.profile;
+    for (const std::string& o : f.set) key += " --set " + o;
+    if (profiles.count(key) == 0) {
+      profiles.emplace(key, load_profile(f.profile, parse_profile_overrides(f.set)));
+    }
+    sweep_points.push_back({i, key, cli::to_request(f)});
+  }
+  SweepOptions options;
+  options.jobs = jobs;
+  std::vector<Report> reports;
+  {
+    py::gil_scoped_release release;
+    reports = run_sweep(sweep_points, profiles, options);
+  }
+  std::vector<std::string> rows;
+  for (const Report& r : reports) rows.push_back(report_to_json(r).dump());
+  return rows;
+}
+
+std::string validate_json(const std::string& path, const std::string& profile) {
+  py::gil_scoped_release release;
+  return validation_json(validate_measurements(path, profile));
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_iosim, m) {
+  m.doc() = "iosim's C++ library (use the iosim package, not this module)";
+  static py::exception<ConfigError> config_error(m, "ConfigError", PyExc_ValueError);
+  static py::exception<InternalError> internal_error(m, "InternalError", PyExc_RuntimeError);
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const ConfigError& e) {
+      config_error(e.what());
+    } catch (const InternalError& e) {
+      internal_error(e.what());
+    }
+  });
+  m.def("run_json", &run_json, "one run as `iosim run --format json` prints it");
+  m.def("sweep_json_rows", &sweep_json_rows, py::arg("points"), py::arg("jobs") = 0,
+        "one run per dict of flags, on threads; each as run_json's text");
+  m.def("validate_json", &validate_json, py::arg("path"), py::arg("profile") = "",
+        "`iosim validate PATH --format json`");
+  m.def("profile_names", &builtin_profile_names, "the built-in profiles");
+  m.attr("__version__") = std::string(version_number());
+  m.attr("version_text") = std::string(version_text());
+  m.attr("schema_version") = kSchemaVersion;
+}

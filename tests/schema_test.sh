@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Every kind of JSON iosim writes is valid against its schema under schemas/: run (dense, decode,
+# block-sparse, backward, executed, two-level, fp8), a sweep file (with infeasible rows), validate
+# and kvcache; and the schemas themselves are valid JSON Schema. Run by ctest with IOSIM set.
+set -euo pipefail
+: "${IOSIM:?}"
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+# Debian's python3 has python3-jsonschema (scripts/install_deps.sh test); a python3 earlier on
+# PATH (a virtual environment) may not.
+py=python3
+[ -x /usr/bin/python3 ] && py=/usr/bin/python3
+"$py" -c 'import jsonschema' 2>/dev/null || {
+  echo "FAIL: python3-jsonschema is missing: scripts/install_deps.sh test" >&2
+  exit 1
+}
+check() { "$py" "$REPO/tests/check_schema.py" "$REPO/schemas" "$@"; }
+check --meta
+
+i=0
+run() { # iosim run ARGS... --format json > run_N.json
+  i=$((i + 1))
+  "$IOSIM" run "$@" --format json >"$tmp/run_$i.json"
+}
+run --algo flash2 --seq 1024 --head-dim 64
+run --algo flash-decoding --seq 1 --seq-kv 8192 --head-dim 128 --kv-heads 2 --heads 16
+run --algo paged --seq 1 --seq-kv 4096 --head-dim 128 --page-tokens 16
+run --algo block-sparse --pattern strided:4 --seq 1024 --head-dim 64 --block-q 64 --block-kv 64
+run --algo flash2 --pass fwdbwd --seq 200 --head-dim 32 --causal --execute --cold-l2
+run --algo standard --seq 512 --head-dim 64 --mask --dropout 0.1 --l2 off --sm-clock-mhz 1410
+run --algo flash3 --profile h100-sxm5-80gb --seq 512 --head-dim 128 --dtype fp8 --warpgroups pingpong
+check run "$tmp"/run_*.json
+
+"$IOSIM" sweep --algo flash2,block-sparse --pattern strided:2 --seq 256,512 --head-dim 64 \
+  --block-kv 64,2048 --out "$tmp/sweep.json" 2>/dev/null
+check sweep "$tmp/sweep.json"
+"$IOSIM" validate "$REPO/measurements/h100-sxm5-80gb" --format json >"$tmp/validate.json"
+check validate "$tmp/validate.json"
+"$IOSIM" kvcache --layers 32 --kv-heads 8 --head-dim 128 --weights-bytes 16e9 --requests 50 \
+  --format json >"$tmp/kvcache.json"
+check kvcache "$tmp/kvcache.json"
+
+# A document that breaks its schema fails the check (the check is not vacuous).
+"$py" - "$tmp/run_1.json" "$tmp/bad.json" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+doc["schema_version"] = 2
+del doc["counters"]["hbm_total_bytes"]
+json.dump(doc, open(sys.argv[2], "w"))
+PY
+if check run "$tmp/bad.json" 2>"$tmp/bad.log"; then
+  echo "FAIL: a run document without counters.hbm_total_bytes and schema_version 2 passed" >&2
+  exit 1
+fi
+grep -q "hbm_total_bytes" "$tmp/bad.log" && grep -q "schema_version" "$tmp/bad.log" || {
+  cat "$tmp/bad.log" >&2
+  exit 1
+}
+echo "schema: ok"
