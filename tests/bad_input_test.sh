@@ -95,4 +95,11 @@ while IFS=$'\t' read -r file want; do
 done <"$DATA/bad_profiles/EXPECTED.tsv"
 
 echo "bad-input corpus: $pass passed, $fail failed"
+# The README's "Limits and guarantees" states the corpus size; it must be this run's.
+readme=$HERE/../README.md
+stated=$(grep -o 'holds [0-9]* such inputs' "$readme" | grep -o '[0-9]*' || true)
+if [ "$stated" != "$((pass + fail))" ]; then
+  echo "FAIL README.md says the corpus holds '${stated}' inputs; it holds $((pass + fail))"
+  fail=$((fail + 1))
+fi
 [ "$fail" -eq 0 ]
