@@ -327,7 +327,10 @@ TEST_SUITE("profile") {
       CHECK(p.name == name);
       CHECK_FALSE(p.description.empty());
       CHECK(p.source_file.filename() == name + ".yaml");
-      for (const auto& [path, source] : all_sources(p)) {
+      for (const auto& entry : all_sources(p)) {
+        // Not a structured binding: CAPTURE's lambda cannot name one under clang 14.
+        const auto& path = entry.first;
+        const auto& source = entry.second;
         CAPTURE(path);
         CHECK(source.size() >= 10);  // a citation, not a placeholder
       }
