@@ -2,7 +2,8 @@
 # pybind11-dev) is found. The module _iosim compiles the libraries' sources again as
 # position-independent code, so that the iosim binary's own objects keep their flags.
 set(IOSIM_PY_SOURCES
-    ${PROJECT_SOURCE_DIR}/python/iosim_module.cpp ${PROJECT_SOURCE_DIR}/cli/run_flags.cpp)
+    ${PROJECT_SOURCE_DIR}/python/iosim_module.cpp ${PROJECT_SOURCE_DIR}/cli/run_flags.cpp
+    ${PROJECT_SOURCE_DIR}/cli/kvcache_flags.cpp)
 foreach(lib iosim_sim iosim_algorithms iosim_numerics iosim_api iosim_kvcache iosim_reports
             iosim_sweep iosim_validation)
   get_target_property(lib_sources ${lib} SOURCES)
