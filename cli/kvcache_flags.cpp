@@ -84,7 +84,7 @@ void add_kvcache_flags(CLI::App& cmd, KvCacheFlags& f) {
         [&](auto field) {
           CLI::Option* o = cmd.add_option(flag.name, f.*field, flag.help);
           if (flag.required) o->required();
-          if (flag.show_default) o->capture_default_str();
+          if (flag.show_default && !flag.required) o->capture_default_str();
         },
         flag.field);
   }

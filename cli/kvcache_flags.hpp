@@ -41,7 +41,8 @@ struct KvCacheFlag {
   std::string help;
   Field field;
   bool required = false;
-  bool show_default = true;  // in --help; off where the default means "not given"
+  bool show_default = true;  // in --help (never for a required flag); off where the default
+                             // means "not given"
 };
 
 /// The flags, in --help's order.
