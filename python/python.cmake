@@ -39,4 +39,10 @@ if(IOSIM_BUILD_TESTS)
            COMMAND ${CMAKE_COMMAND} -E env PYTHONPATH=${CMAKE_BINARY_DIR}/python
                    IOSIM=$<TARGET_FILE:iosim> IOSIM_REPO_DIR=${PROJECT_SOURCE_DIR}
                    ${Python_EXECUTABLE} -m pytest -q -p no:cacheprovider ${PROJECT_SOURCE_DIR}/python/tests)
+  # `pip install .` from a copy of the source tree into a temporary venv, offline, then imported
+  # from another folder. It compiles the library again (about as long as the build itself).
+  add_test(NAME python_install
+           COMMAND ${CMAKE_COMMAND} -E env IOSIM_SOURCE_DIR=${PROJECT_SOURCE_DIR}
+                   PYTHON=${Python_EXECUTABLE} bash ${PROJECT_SOURCE_DIR}/tests/python_install_test.sh)
+  set_tests_properties(python_install PROPERTIES TIMEOUT 1800)
 endif()
