@@ -1,17 +1,20 @@
-// The Python module iosim._iosim: run, sweep and validate over the C++ library, in-process.
-// Flags are run's (cli/run_flags.cpp's table, so their checks and defaults are the CLI's), given
-// as a dict keyed by the flag's name without dashes (seq_kv for --seq-kv). Documents come back as
-// the JSON text the CLI prints; python/iosim/__init__.py turns them into dicts and this module's
-// errors into iosim.ConfigError (bad input) and iosim.InternalError (a bug).
+// The Python module iosim._iosim: run, sweep, kvcache and validate over the C++ library,
+// in-process. Flags are run's and kvcache's (cli/run_flags.cpp's and cli/kvcache_flags.cpp's
+// tables, so their checks and defaults are the CLI's), given as a dict keyed by the flag's name
+// without dashes (seq_kv for --seq-kv). Documents come back as the JSON text the CLI prints;
+// python/iosim/__init__.py turns them into dicts and this module's errors into iosim.ConfigError
+// (bad input) and iosim.InternalError (a bug).
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
 #include <map>
+#include <set>
 #include <string>
 #include <type_traits>
 #include <variant>
 #include <vector>
 
+#include "cli/kvcache_flags.hpp"
 #include "cli/run_flags.hpp"
 #include "reports/schema_version.hpp"
 #include "reports/writers.hpp"
@@ -27,16 +30,53 @@ using namespace iosim;
 
 namespace {
 
-// Sets the RunFlags field of each key of `flags` ("seq_kv" -> --seq-kv), converting its value as
-// the field's type requires; "set" is the list of --set KEY=VALUE texts.
+// "seq_kv" -> "--seq-kv" and back: Python's keyword arguments are the flags without dashes.
+std::string flag_of(const std::string& key) {
+  std::string name = "--" + key;
+  for (char& c : name) c = c == '_' ? '-' : c;
+  return name;
+}
+
+std::string key_of(const std::string& flag) {
+  std::string key = flag.substr(2);
+  for (char& c : key) c = c == '-' ? '_' : c;
+  return key;
+}
+
+// Sets f.*field from the Python value `v` of keyword `key`, converted as the field's type requires
+// (no float for an integer, no negative for an unsigned one).
+template <class Flags, class Field>
+void set_field(Flags& f, Field field, const std::string& key, const py::handle& v) {
+  using T = std::remove_cvref_t<decltype(f.*field)>;
+  try {
+    if constexpr (std::is_same_v<T, std::optional<std::int64_t>>) {
+      f.*field = py::cast<std::int64_t>(v);
+    } else {
+      f.*field = py::cast<T>(v);
+    }
+  } catch (const py::cast_error&) {
+    throw ConfigError(
+        fmt::format("{}={} has the wrong type", key, py::cast<std::string>(py::repr(v))));
+  }
+}
+
+// The flag of `table` (whose entries have .name and .field) that keyword `key` names; throws
+// ConfigError naming the keywords of `table` and `extra` when there is none.
+template <class Table>
+const typename Table::value_type& find_flag(const Table& table, const std::string& key,
+                                            const std::vector<std::string>& extra) {
+  for (const auto& flag : table) {
+    if (flag.name == flag_of(key)) return flag;
+  }
+  std::vector<std::string> known = extra;
+  for (const auto& flag : table) known.push_back(key_of(flag.name));
+  throw ConfigError(fmt::format("unknown flag '{}'{}", key, did_you_mean(key, known)));
+}
+
+// Sets the RunFlags field of each key of `flags` ("seq_kv" -> --seq-kv); "set" is the list of
+// --set KEY=VALUE texts.
 cli::RunFlags to_flags(const py::dict& flags) {
   cli::RunFlags f;
-  std::vector<std::string> known = {"set"};
-  for (const cli::ProblemFlag& flag : cli::problem_flags()) {
-    std::string key = flag.name.substr(2);
-    for (char& c : key) c = c == '-' ? '_' : c;
-    known.push_back(key);
-  }
   for (const auto& [k, v] : flags) {
     const std::string key = py::str(k);
     if (key == "set") {
@@ -44,32 +84,8 @@ cli::RunFlags to_flags(const py::dict& flags) {
                                          : py::cast<std::vector<std::string>>(v);
       continue;
     }
-    std::string name = "--" + key;
-    for (char& c : name) c = c == '_' ? '-' : c;
-    const cli::ProblemFlag* flag = nullptr;
-    for (const cli::ProblemFlag& pf : cli::problem_flags()) {
-      if (pf.name == name) flag = &pf;
-    }
-    if (flag == nullptr) {
-      throw ConfigError(fmt::format("unknown flag '{}'{}", key, did_you_mean(key, known)));
-    }
-    std::visit(
-        [&](auto field) {
-          using T = std::remove_cvref_t<decltype(f.*field)>;
-          try {
-            if constexpr (std::is_same_v<T, std::optional<std::int64_t>>) {
-              f.*field = py::cast<std::int64_t>(v);
-            } else if constexpr (std::is_same_v<T, bool>) {
-              f.*field = py::cast<bool>(v);
-            } else {
-              f.*field = py::cast<T>(v);
-            }
-          } catch (const py::cast_error&) {
-            throw ConfigError(
-                fmt::format("{}={} has the wrong type", key, py::cast<std::string>(py::repr(v))));
-          }
-        },
-        flag->field);
+    const cli::ProblemFlag& flag = find_flag(cli::problem_flags(), key, {"set"});
+    std::visit([&](auto field) { set_field(f, field, key, v); }, flag.field);
   }
   return f;
 }
@@ -107,6 +123,20 @@ std::vector<std::string> sweep_json_rows(const std::vector<py::dict>& points, in
   return rows;
 }
 
+// `iosim kvcache --format json`'s document for the flags of `flags` ("kv_heads" -> --kv-heads).
+std::string kvcache_json(const py::dict& flags) {
+  cli::KvCacheFlags f;
+  std::set<std::string> given;
+  for (const auto& [k, v] : flags) {
+    const std::string key = py::str(k);
+    const cli::KvCacheFlag& flag = find_flag(cli::kvcache_flags(), key, {});
+    std::visit([&](auto field) { set_field(f, field, key, v); }, flag.field);
+    given.insert(flag.name);
+  }
+  py::gil_scoped_release release;
+  return kvcache_to_json(cli::run_kvcache(f, given)).dump();
+}
+
 std::string validate_json(const std::string& path, const std::string& profile) {
   py::gil_scoped_release release;
   return validation_json(validate_measurements(path, profile));
@@ -130,6 +160,7 @@ PYBIND11_MODULE(_iosim, m) {
   m.def("run_json", &run_json, "one run as `iosim run --format json` prints it");
   m.def("sweep_json_rows", &sweep_json_rows, py::arg("points"), py::arg("jobs") = 0,
         "one run per dict of flags, on threads; each as run_json's text");
+  m.def("kvcache_json", &kvcache_json, "`iosim kvcache --format json` for a dict of its flags");
   m.def("validate_json", &validate_json, py::arg("path"), py::arg("profile") = "",
         "`iosim validate PATH --format json`");
   m.def("profile_names", &builtin_profile_names, "the built-in profiles");

@@ -4,9 +4,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # IOSIM_SKIP_BROWSER_TEST=1: no Chromium installed, the browser test reported as skipped.
 if [ "${IOSIM_SKIP_BROWSER_TEST:-0}" = 1 ]; then
-  scripts/install_deps.sh build test
+  scripts/install_deps.sh build test python
 else
-  scripts/install_deps.sh build test browser
+  scripts/install_deps.sh build test python browser
 fi
 scripts/build.sh
 ctest --test-dir build --output-on-failure

@@ -7,6 +7,7 @@
     rows = iosim.sweep(algo=["flash1", "flash2"], seq=[1024, 4096], head_dim=64)
     iosim.sweep(..., dataframe=True)          # a pandas DataFrame of the CSV columns
     iosim.run(seq=4096, set=["l2.size_bytes=20e6"])   # what-if hardware
+    iosim.kvcache(layers=32, kv_heads=8, head_dim=128, weights_bytes=16e9)  # serving KV cache
 
 Keyword arguments are `iosim run`'s flags without dashes (seq_kv for --seq-kv; causal=True for
 --causal; set= a "KEY=VALUE" string or a list of them). Results are the dicts that
@@ -91,6 +92,16 @@ def _flat(report):
         elif not isinstance(value, list):
             out[key] = value
     return out
+
+
+def kvcache(**flags):
+    """Simulates a serving KV cache under a memory budget, contiguous vs paged blocks, on one
+    request stream; returns `iosim kvcache --format json`'s document as a dict (schemas/
+    kvcache.schema.json). Keyword arguments are `iosim kvcache`'s flags without dashes, e.g.
+
+        iosim.kvcache(layers=32, kv_heads=8, head_dim=128, weights_bytes=16e9, requests=300)
+    """
+    return json.loads(_iosim.kvcache_json(flags))
 
 
 def validate(path, profile=""):

@@ -106,3 +106,72 @@ def test_validate():
     assert any(s["schedule"] == "all" and s["cases"] == 43 for s in v["summaries"])
     with pytest.raises(iosim.ConfigError):
         iosim.validate("/nonexistent/measurements.json")
+
+
+def kvcache_args(flags):
+    """`iosim kvcache`'s arguments for iosim.kvcache's keywords."""
+    args = ["kvcache"]
+    for key, value in flags.items():
+        args += ["--" + key.replace("_", "-"), str(value)]
+    return args
+
+
+KV_MODEL = dict(layers=32, kv_heads=8, head_dim=128)
+KV_TRACE = os.path.join(REPO, "tests", "data", "kvcache", "trace.csv")
+
+
+@pytest.mark.skipif(not IOSIM, reason="IOSIM (the CLI binary) not set")
+@pytest.mark.parametrize("flags", [
+    dict(KV_MODEL, weights_bytes=16e9, requests=300),
+    dict(KV_MODEL, kv_budget_bytes=2e9, policy="paged", block_tokens=32, arrivals="poisson:2",
+         samples=2, shared_prefix_tokens=64, prompt_groups=4, dtype="fp8", requests=200),
+    dict(KV_MODEL, profile="a100-sxm4-80gb", weights_bytes=70e9, policy="contiguous",
+         max_running=16, prompt_len="uniform:10,100", output_len="const:50", seed=7,
+         series_points=10, max_output_tokens=512, requests=100),
+    dict(layers=2, kv_heads=2, head_dim=64, trace=KV_TRACE, watermark=0.05),
+])
+def test_kvcache_equals_the_cli(flags):
+    doc = iosim.kvcache(**flags)
+    assert doc == json.loads(subprocess.run([IOSIM, *kvcache_args(flags), "--format", "json"],
+                                            check=True, capture_output=True, text=True).stdout)
+    assert doc["schema_version"] == iosim.schema_version
+
+
+def test_kvcache_paged_fits_more():
+    doc = iosim.kvcache(**KV_MODEL, kv_budget_bytes=4e9, requests=400)
+    by_policy = {p["policy"]: p for p in doc["policies"]}
+    assert set(by_policy) == {"contiguous", "paged"}
+    assert (by_policy["paged"]["overall"]["running_mean"]
+            > by_policy["contiguous"]["overall"]["running_mean"])
+
+
+@pytest.mark.parametrize("flags,message", [
+    (dict(kv_heads=8, head_dim=128), "--layers is required"),
+    (dict(KV_MODEL, policy="pagd"), "did you mean 'paged'"),
+    (dict(KV_MODEL, kv_budget_bytes=1e9, weights_bytes=1e9), "--kv-budget-bytes replaces"),
+    (dict(KV_MODEL, weights_bytes=1e12), "leaves nothing"),
+    (dict(KV_MODEL, kv_budget_bytes=1000), "budget 1000 bytes holds no"),
+    (dict(KV_MODEL, trace=KV_TRACE, requests=5), "drop --requests"),
+    (dict(KV_MODEL, weights_bytes=1.5), "must be a whole number of bytes"),
+    (dict(KV_MODEL, dtype="int4"), "valid KV-cache dtypes"),
+    (dict(KV_MODEL, prompt_len="zipf:2"), "--prompt-len"),
+])
+def test_kvcache_bad_input_as_the_cli(flags, message):
+    with pytest.raises(iosim.ConfigError) as e:
+        iosim.kvcache(**flags)
+    assert message in str(e.value)
+    if IOSIM:
+        cli = subprocess.run([IOSIM, *kvcache_args(flags)], capture_output=True, text=True)
+        assert cli.returncode == 2
+        assert cli.stderr.splitlines()[0] == "iosim: " + str(e.value)
+
+
+def test_kvcache_python_only_errors():
+    with pytest.raises(iosim.ConfigError, match="unknown flag 'kv_head'.*did you mean 'kv_heads'"):
+        iosim.kvcache(layers=2, kv_head=2, head_dim=64)
+    with pytest.raises(iosim.ConfigError, match="unknown flag 'format'"):
+        iosim.kvcache(**KV_MODEL, format="json")
+    with pytest.raises(iosim.ConfigError, match="layers=32.0 has the wrong type"):
+        iosim.kvcache(layers=32.0, kv_heads=8, head_dim=128)
+    with pytest.raises(iosim.ConfigError, match="seed=-1 has the wrong type"):
+        iosim.kvcache(**KV_MODEL, seed=-1)

@@ -1,0 +1,172 @@
+#include "cli/kvcache_flags.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <type_traits>
+
+#include "kvcache/simulator.hpp"
+#include "kvcache/workload.hpp"
+#include "sim/dtype.hpp"
+#include "sim/errors.hpp"
+#include "sim/profile.hpp"
+
+namespace iosim::cli {
+namespace {
+
+using F = KvCacheFlags;
+
+std::vector<KvCacheFlag> make_kvcache_flags() {
+  return {
+      {"--profile", "hardware profile whose HBM holds weights + KV cache", &F::profile},
+      {"--weights-bytes", "model weights (and anything else) taken from the profile's HBM",
+       &F::weights_bytes, false, false},
+      {"--kv-budget-bytes", "KV-cache memory, instead of --profile HBM minus --weights-bytes",
+       &F::kv_budget_bytes, false, false},
+      {"--layers", "transformer layers", &F::layers, true},
+      {"--kv-heads", "key/value heads per layer", &F::kv_heads, true},
+      {"--head-dim", "head dimension", &F::head_dim, true},
+      {"--dtype", "KV element type: fp16 | bf16 | fp32 | fp8", &F::dtype},
+      {"--policy", "contiguous | paged | both", &F::policy},
+      {"--block-tokens", "paged: tokens per block", &F::block_tokens},
+      {"--requests", "requests to draw", &F::requests},
+      {"--prompt-len",
+       "prompt tokens after the shared prefix: const:N | uniform:MIN,MAX | normal:MEAN,STD | "
+       "lognormal:MU,SIGMA",
+       &F::prompt_len},
+      {"--output-len", "generated tokens per sample (same forms)", &F::output_len},
+      {"--arrivals", "burst | poisson:RATE (requests per step)", &F::arrivals},
+      {"--trace", "CSV trace arrival,prompt_len,output_len[,group] instead of drawn requests",
+       &F::trace, false, false},
+      {"--max-prompt-tokens", "prompts are clamped to this", &F::max_prompt_tokens},
+      {"--max-output-tokens", "outputs are clamped to this; contiguous reserves it per sample",
+       &F::max_output_tokens},
+      {"--samples", "parallel samples per request (share the prompt)", &F::samples},
+      {"--shared-prefix-tokens",
+       "a prompt prefix common to each prompt group (paged shares its full blocks)",
+       &F::shared_prefix_tokens},
+      {"--prompt-groups", "groups the requests are spread over", &F::prompt_groups},
+      {"--max-running", "most requests running at once (0: no limit)", &F::max_running},
+      {"--watermark", "paged: fraction of blocks admission keeps free", &F::watermark},
+      {"--seed", "seed of the drawn stream", &F::seed},
+      {"--series-points", "most windows in the time series", &F::series_points},
+  };
+}
+
+// Bytes given as a number that may be written 16e9; whole bytes, not negative.
+std::int64_t to_bytes(double v, const char* flag) {
+  if (!std::isfinite(v) || v < 0 || v > 1e18 || v != std::floor(v)) {
+    throw ConfigError(fmt::format("{} {} must be a whole number of bytes in [0, 1e18]", flag, v));
+  }
+  return static_cast<std::int64_t>(v);
+}
+
+// KV caches are also kept in 8-bit formats, so fp8 is accepted here beside the attention dtypes.
+std::int64_t kv_dtype_bytes(const std::string& s) {
+  if (s == "fp8") return 1;
+  if (s != "fp16" && s != "bf16" && s != "fp32") {
+    throw ConfigError(
+        fmt::format("--dtype '{}': valid KV-cache dtypes are fp16, bf16, fp32, fp8", s));
+  }
+  return dtype_bytes(parse_dtype(s));
+}
+
+}  // namespace
+
+const std::vector<KvCacheFlag>& kvcache_flags() {
+  static const std::vector<KvCacheFlag> flags = make_kvcache_flags();
+  return flags;
+}
+
+void add_kvcache_flags(CLI::App& cmd, KvCacheFlags& f) {
+  for (const KvCacheFlag& flag : kvcache_flags()) {
+    std::visit(
+        [&](auto field) {
+          CLI::Option* o = cmd.add_option(flag.name, f.*field, flag.help);
+          if (flag.required) o->required();
+          if (flag.show_default && !flag.required) o->capture_default_str();
+        },
+        flag.field);
+  }
+}
+
+KvCacheRun run_kvcache(const KvCacheFlags& f, const std::set<std::string>& given) {
+  // The CLI's parser checks these first; the Python package relies on this.
+  for (const KvCacheFlag& flag : kvcache_flags()) {
+    if (flag.required && given.count(flag.name) == 0) {
+      throw ConfigError(fmt::format("{} is required", flag.name));
+    }
+  }
+  std::vector<kvcache::Policy> policies;
+  if (f.policy == "both") {
+    policies = {kvcache::Policy::contiguous, kvcache::Policy::paged};
+  } else {
+    policies = {kvcache::parse_policy(f.policy)};  // names the valid ones when it is wrong
+  }
+
+  KvCacheRun run;
+  if (given.count("--kv-budget-bytes") > 0) {
+    if (given.count("--weights-bytes") > 0 || given.count("--profile") > 0) {
+      throw ConfigError(
+          "--kv-budget-bytes replaces --profile and --weights-bytes; give one or the other");
+    }
+    run.budget_bytes = to_bytes(f.kv_budget_bytes, "--kv-budget-bytes");
+  } else {
+    const HardwareProfile hw = load_profile(f.profile);
+    run.profile = hw.name;
+    run.hbm_bytes = hw.hbm.capacity_bytes.value;
+    run.weights_bytes = to_bytes(f.weights_bytes, "--weights-bytes");
+    run.budget_bytes = run.hbm_bytes - run.weights_bytes;
+    if (run.budget_bytes <= 0) {
+      throw ConfigError(fmt::format("--weights-bytes {} leaves nothing of {}'s {} bytes of HBM",
+                                    run.weights_bytes, hw.name, run.hbm_bytes));
+    }
+  }
+  run.dtype = f.dtype;
+
+  kvcache::StreamSpec& spec = run.spec;
+  spec.samples = f.samples;
+  spec.shared_prefix_tokens = f.shared_prefix_tokens;
+  spec.prompt_groups = f.prompt_groups;
+  spec.max_prompt_tokens = f.max_prompt_tokens;
+  spec.max_output_tokens = f.max_output_tokens;
+  spec.seed = f.seed;
+  spec.requests = f.requests;
+  kvcache::RequestStream stream;
+  if (!f.trace.empty()) {
+    for (const char* flag : {"--requests", "--prompt-len", "--output-len", "--arrivals"}) {
+      if (given.count(flag) > 0) {
+        throw ConfigError(fmt::format("--trace gives the arrivals and lengths; drop {}", flag));
+      }
+    }
+    stream = kvcache::load_trace(f.trace, spec);
+    run.from_trace = true;
+  } else {
+    spec.prompt_len = kvcache::parse_length_dist(f.prompt_len, "--prompt-len");
+    spec.output_len = kvcache::parse_length_dist(f.output_len, "--output-len");
+    spec.arrivals = kvcache::parse_arrivals(f.arrivals, "--arrivals");
+    stream = kvcache::generate_stream(spec);
+  }
+  run.stream = kvcache::describe(stream);
+
+  kvcache::CacheConfig base;
+  base.model = {f.layers, f.kv_heads, f.head_dim, kv_dtype_bytes(f.dtype)};
+  base.budget_bytes = run.budget_bytes;
+  base.block_tokens = f.block_tokens;
+  base.max_running = f.max_running;
+  base.watermark = f.watermark;
+  base.series_points = f.series_points;
+  for (kvcache::Policy p : policies) {
+    kvcache::CacheConfig c = base;
+    c.policy = p;
+    kvcache::validate(c);
+  }
+  for (kvcache::Policy p : policies) {
+    kvcache::CacheConfig c = base;
+    c.policy = p;
+    run.results.push_back(kvcache::simulate_kvcache(c, stream));
+  }
+  return run;
+}
+
+}  // namespace iosim::cli

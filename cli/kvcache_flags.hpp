@@ -1,0 +1,59 @@
+#pragma once
+// The flags of `iosim kvcache` and the run they describe, shared by the CLI and the Python
+// package (python/iosim_module.cpp), so that both check and default them alike.
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <set>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "reports/kvcache_writers.hpp"
+
+namespace iosim::cli {
+
+struct KvCacheFlags {
+  std::string profile = "h100-sxm5-80gb";
+  double weights_bytes = 0, kv_budget_bytes = 0;
+  std::int64_t layers = 0, kv_heads = 0, head_dim = 0;
+  std::string dtype = "fp16";
+  std::string policy = "both";
+  std::int64_t block_tokens = 16;
+  std::int64_t requests = 1000;
+  std::string prompt_len = "lognormal:5,1", output_len = "lognormal:5.5,0.9";
+  std::string arrivals = "burst";
+  std::string trace;
+  std::int64_t max_prompt_tokens = 2048, max_output_tokens = 2048;
+  int samples = 1;
+  std::int64_t shared_prefix_tokens = 0, prompt_groups = 1;
+  std::int64_t max_running = 0;
+  double watermark = 0.01;
+  std::uint64_t seed = 1;
+  int series_points = 100;
+};
+
+/// One flag of `iosim kvcache`'s simulation (not of its output: --format, --series).
+struct KvCacheFlag {
+  using Field = std::variant<std::string KvCacheFlags::*, double KvCacheFlags::*,
+                             std::int64_t KvCacheFlags::*, int KvCacheFlags::*,
+                             std::uint64_t KvCacheFlags::*>;
+  std::string name;  // "--kv-heads"
+  std::string help;
+  Field field;
+  bool required = false;
+  bool show_default = true;  // in --help (never for a required flag); off where the default
+                             // means "not given"
+};
+
+/// The flags, in --help's order.
+const std::vector<KvCacheFlag>& kvcache_flags();
+
+/// Adds kvcache_flags() to `cmd`, bound to `f`.
+void add_kvcache_flags(CLI::App& cmd, KvCacheFlags& f);
+
+/// Checks the flags, draws or reads the request stream and simulates each policy on it. `given`
+/// holds the names of the flags the user gave ("--trace"), whatever their values: some exclude
+/// others. Throws ConfigError naming a bad flag.
+KvCacheRun run_kvcache(const KvCacheFlags& f, const std::set<std::string>& given);
+
+}  // namespace iosim::cli
