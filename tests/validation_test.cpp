@@ -282,3 +282,72 @@ TEST_CASE("validate refuses a variant.warpgroups it does not know, naming the ca
     fs::remove(file);
   }
 }
+
+namespace {
+
+// Validates one held-out flash2 case of the H200 (measured 3 times) whose every recorded repeat
+// spread is set to `spread` (kernels' counters and the case's CUDA-event times and DRAM totals).
+ValidationResult validate_with_spread(double spread) {
+  std::ifstream in(kDir + "/h200-sxm-141gb/heldout_2026-11-23/heldout_2026-11-23.json");
+  REQUIRE(in.good());
+  nlohmann::json doc = nlohmann::json::parse(in);
+  nlohmann::json one;
+  for (const nlohmann::json& c : doc.at("cases"))
+    if (c.at("id") == "flash2_b2_h32_n768_nkv768_d64_bq64_bkv64") one = c;
+  REQUIRE(one.is_object());
+  for (auto& [key, value] : one["repeats"]["spread"].items()) value = spread;
+  for (nlohmann::json& k : one["kernels"])
+    for (auto& [key, value] : k["spread"].items()) value = spread;
+  doc["cases"] = nlohmann::json::array({one});
+  const fs::path file = fs::temp_directory_path() / "iosim_spread_test.json";
+  std::ofstream(file) << doc.dump();
+  ValidationResult v = validate_measurements(file, "h200-sxm-141gb");
+  fs::remove(file);
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("an error no larger than the measurement's repeat spread is reported as within noise") {
+  const int t = 5;  // kMetrics: dram ... time
+  REQUIRE(kMetrics[t] == Metric::time);
+  // Spreads far above every error: each compared quantity is within noise, in every format.
+  const ValidationResult noisy = validate_with_spread(50.0);
+  REQUIRE(noisy.cases.size() == 1);
+  const CaseResult& c = noisy.cases[0];
+  REQUIRE(c.skipped_reason.empty());
+  REQUIRE(c.blind[t].relative_error());
+  CHECK(c.blind[t].spread == 50.0);
+  CHECK(c.blind[t].within_noise());
+  CHECK(c.metrics[t].within_noise());
+  const Summary& s = noisy.summaries.back();
+  CHECK(s.blind_median_spread[t] == 50.0);
+  CHECK(within_noise(s.blind_median_abs_error[t], s.blind_median_spread[t]));
+  const std::string md = validation_markdown(noisy);
+  CHECK(md.find("| all | 1 | within noise / within noise |") != std::string::npos);
+  CHECK(validation_table(noisy).find("within noise") != std::string::npos);
+  const nlohmann::json j = nlohmann::json::parse(validation_json(noisy));
+  CHECK(j["summaries"][0]["blind"]["time"]["median_within_noise"] == true);
+  CHECK(j["cases"][0]["blind"]["time"]["within_noise"] == true);
+  CHECK(j["cases"][0]["blind"]["time"]["spread"] == 50.0);
+
+  // Spreads below the errors: percentages, as before.
+  const ValidationResult quiet = validate_with_spread(1e-9);
+  const CaseResult& q = quiet.cases[0];
+  REQUIRE(std::abs(*q.blind[t].relative_error()) > 1e-9);
+  CHECK_FALSE(q.blind[t].within_noise());
+  const std::string quiet_md = validation_markdown(quiet);
+  CHECK(quiet_md.find("| all | 1 | 6.4% / 6.4% |") != std::string::npos);  // blind time
+  const nlohmann::json k = nlohmann::json::parse(validation_json(quiet));
+  CHECK(k["summaries"][0]["blind"]["time"]["median_within_noise"] == false);
+
+  // A spread of 0 (identical repeats) says nothing is noise: an exact match is 0.0%, not noise.
+  Comparison exact{1.0, 1.0, 0.0};
+  CHECK_FALSE(exact.within_noise());
+  CHECK_FALSE(within_noise(0.0, 0.0));
+  // A negative spread is not a measurement: refused, naming the case.
+  CHECK_THROWS_AS(validate_with_spread(-0.5), ConfigError);
+  // Measured once: no spread, never within noise.
+  Comparison once{1.5, 1.0, std::nullopt};
+  CHECK_FALSE(once.within_noise());
+}
