@@ -324,7 +324,9 @@ TEST_CASE("an error no larger than the measurement's repeat spread is reported a
   CHECK(s.blind_median_spread[t] == 50.0);
   CHECK(within_noise(s.blind_median_abs_error[t], s.blind_median_spread[t]));
   const std::string md = validation_markdown(noisy);
-  CHECK(md.find("| all | 1 | within noise / within noise |") != std::string::npos);
+  // The blind time's spread column follows it (a file with repeats).
+  CHECK(md.find("| all | 1 | within noise / within noise | 5000.0% / 5000.0% |") !=
+        std::string::npos);
   CHECK(validation_table(noisy).find("within noise") != std::string::npos);
   const nlohmann::json j = nlohmann::json::parse(validation_json(noisy));
   CHECK(j["summaries"][0]["blind"]["time"]["median_within_noise"] == true);
@@ -350,4 +352,44 @@ TEST_CASE("an error no larger than the measurement's repeat spread is reported a
   // Measured once: no spread, never within noise.
   Comparison once{1.5, 1.0, std::nullopt};
   CHECK_FALSE(once.within_noise());
+}
+
+TEST_CASE("no level of our kernels is finer than its held-out set's repeat spread") {
+  // The spreads recorded beside the levels (scripts/accuracy_levels.py) are those of the data,
+  // and every level is at least its spread: a level cannot claim a resolution the repeated
+  // measurements do not have.
+  const nlohmann::json levels = read_levels("accuracy_levels.json");
+  int checked = 0;
+  for (const std::string& device : device_folders("heldout_")) {
+    CAPTURE(device);
+    for (const auto& f : fs::directory_iterator(kDir + "/" + device)) {
+      if (f.path().filename().string().rfind("heldout_", 0) != 0) continue;
+      const fs::path file = f.path() / (f.path().filename().string() + ".json");
+      const ValidationResult v = validate_measurements(file);
+      for (const Summary& s : v.summaries) {
+        CAPTURE(s.schedule);
+        const nlohmann::json& entry = levels.at(device).at("schedules").at(s.schedule);
+        for (int i = 0; i < kMetricCount; ++i) {
+          for (const bool blind : {false, true}) {
+            const std::string metric =
+                (blind ? "blind_" : "") + std::string(metric_name(kMetrics[i]));
+            if (!entry.contains(metric)) continue;
+            CAPTURE(metric);
+            const nlohmann::json& level = entry.at(metric);
+            const auto& median = blind ? s.blind_median_spread[i] : s.median_spread[i];
+            const auto& worst = blind ? s.blind_worst_spread[i] : s.worst_spread[i];
+            for (const auto& [stat, spread] : {std::pair{"median", median}, {"worst", worst}}) {
+              if (!spread) continue;
+              CAPTURE(stat);
+              REQUIRE(level.contains(std::string(stat) + "_spread"));
+              CHECK(level.at(std::string(stat) + "_spread").get<double>() >= *spread - 1e-9);
+              CHECK(level.at(stat).get<double>() >= *spread - 1e-9);
+              ++checked;
+            }
+          }
+        }
+      }
+    }
+  }
+  CHECK(checked > 100);  // both GPUs' held-out sets, every schedule
 }

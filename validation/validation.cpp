@@ -646,20 +646,31 @@ std::string validation_table(const ValidationResult& v) {
 }
 
 std::string validation_markdown(const ValidationResult& v) {
-  std::string s =
-      "| schedule | cases | **blind time** median / worst | **blind DRAM** median / worst | "
-      "as-run DRAM (read + write) median / worst | DRAM read median / worst | "
-      "DRAM write median / worst | L2 read median / worst | L2 write median / worst | "
-      "as-run time median / worst |\n"
-      "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+  // Files measured several times add the spread of the free-running time over the repeats (the
+  // blind time's measurement) and of the DRAM bytes, beside the errors they bound.
+  const bool spreads = has_spreads(v);
+  std::string s = "| schedule | cases | **blind time** median / worst | ";
+  if (spreads) s += "time spread over repeats median / worst | ";
+  s += "**blind DRAM** median / worst | "
+       "as-run DRAM (read + write) median / worst | DRAM read median / worst | "
+       "DRAM write median / worst | L2 read median / worst | L2 write median / worst | "
+       "as-run time median / worst |";
+  if (spreads) s += " DRAM spread over repeats median / worst |";
+  s += "\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |";
+  if (spreads) s += " ---: | ---: |";
+  s += "\n";
   for (const Summary& x : v.summaries) {
     const int t = index_of(Metric::time), d = index_of(Metric::dram);
-    s += fmt::format("| {} | {} | {} | {} |", x.schedule, x.cases, blind_pair(x, t),
-                     blind_pair(x, d));
+    s += fmt::format("| {} | {} | {} |", x.schedule, x.cases, blind_pair(x, t));
+    if (spreads) {
+      s += fmt::format(" {} / {} |", pct(x.blind_median_spread[t]), pct(x.blind_worst_spread[t]));
+    }
+    s += fmt::format(" {} |", blind_pair(x, d));
     for (int i = 0; i < kMetricCount; ++i) s += fmt::format(" {} |", as_run_pair(x, i));
+    if (spreads) s += fmt::format(" {} / {} |", pct(x.median_spread[d]), pct(x.worst_spread[d]));
     s += "\n";
   }
-  if (has_spreads(v)) {
+  if (spreads) {
     s += "\n*within noise*: the error is no larger than the measurement's own spread over its "
          "repeats (max − min over median; for a median or worst, the same statistic of the cases' "
          "spreads).\n";
