@@ -13,6 +13,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "tests/test_support.hpp"
@@ -149,7 +150,7 @@ TEST_CASE(
     "blind predicts from the flags alone at the free-running clock; as-run adds what was "
     "measured") {
   // One committed case: our flash2 kernel, d = 64, 128 x 64 tiles, 128 threads; the compiler gave
-  // it 234 registers (2 CTAs per SM) where iosim's estimate allows 3.
+  // it 234 registers (2 CTAs per SM); iosim's estimate (row_split_registers: 208) gives 2 as well.
   const fs::path file = kDir + "/h100-sxm5-80gb/measurements_2026-11-22.json";
   std::ifstream in(file);
   REQUIRE(in.good());
@@ -190,9 +191,11 @@ TEST_CASE(
                                                        cold.engine.total.hbm.write_total()));
   CHECK(c.blind[dram].measured == c.metrics[dram].measured);
 
-  // As-run: the kernel's 234 registers (2 CTAs per SM where the estimate allows 3), its two K/V
-  // buffer pairs (49152 B of shared memory), Nsight Compute's clock.
-  CHECK(cold.engine.kernels.at(0).occupancy.ctas_per_sm == 3);
+  // As-run: the kernel's 234 registers (2 CTAs per SM, as the estimate's 208 give: the FP32
+  // accumulators alone, 168, allowed 3), its two K/V buffer pairs (49152 B of shared memory),
+  // Nsight Compute's clock.
+  CHECK(cold.engine.kernels.at(0).spec.registers_per_thread == 208);
+  CHECK(cold.engine.kernels.at(0).occupancy.ctas_per_sm == 2);
   r.engine.sm_clock_mhz = c.sm_clock_mhz;
   r.engine.registers_by_role = {{"attention", 234}};
   r.tiling.pipeline_stages = 2;
@@ -392,4 +395,62 @@ TEST_CASE("no level of our kernels is finer than its held-out set's repeat sprea
     }
   }
   CHECK(checked > 100);  // both GPUs' held-out sets, every schedule
+}
+
+TEST_CASE(
+    "the register estimate gives every measured flash1/flash2/block-sparse tiling the "
+    "occupancy its compiled registers give") {
+  // Every tiling of our row-split kernels in the committed measurements (calibration and held
+  // out, both GPUs): CTAs per SM with iosim's estimate (row_split_registers) against CTAs per SM
+  // with the registers ptxas gave the kernel, all else equal. Block-sparse runs flash2's kernel
+  // body over a block list, so its tilings are simulated as flash2.
+  struct Key {
+    std::string algo;
+    std::int64_t d, bq, bkv;
+    int threads;
+    auto operator<=>(const Key&) const = default;
+  };
+  std::map<Key, int> measured;
+  for (const auto& f : fs::recursive_directory_iterator(kDir)) {
+    const std::string name = f.path().filename().string();
+    if (f.path().extension() != ".json" ||
+        (name.rfind("measurements", 0) != 0 && name.rfind("heldout_", 0) != 0))
+      continue;
+    std::ifstream in(f.path());
+    const nlohmann::json doc = nlohmann::json::parse(in);
+    if (!doc.contains("cases")) continue;
+    for (const nlohmann::json& c : doc.at("cases")) {
+      const std::string s = c.value("schedule", std::string{});
+      if (s != "flash1" && s != "flash2" && s != "block-sparse") continue;
+      const nlohmann::json& t = c.at("tiling");
+      for (const nlohmann::json& k : c.at("kernels")) {
+        if (k.value("role", std::string{}) != "attention") continue;
+        measured[{s == "flash1" ? "flash1" : "flash2", c.at("problem").at("head_dim"),
+                  t.at("block_q"), t.at("block_kv"), t.at("threads")}] =
+            k.at("launch").at("launch__registers_per_thread");
+      }
+    }
+  }
+  REQUIRE(measured.size() >= 9);
+  for (const auto& [key, regs] : measured) {
+    CAPTURE(key.algo);
+    CAPTURE(key.d);
+    CAPTURE(key.bq);
+    CAPTURE(key.bkv);
+    CAPTURE(regs);
+    RunRequest r = test::request(key.algo, 1, 4, 2048, key.d, key.bq, key.bkv);
+    r.tiling.threads = key.threads;
+    const Report estimated = simulate(test::profile(), r);
+    r.engine.registers_by_role = {{"attention", regs}};
+    const Report compiled = simulate(test::profile(), r);
+    REQUIRE(estimated.feasible());
+    // One tiling still differs: flash1 at d = 128 with 64 x 64 tiles holds 171 (estimate 156),
+    // 2 CTAs against 3 by registers; on the GPU its 96 KB of shared memory allow 2 anyway.
+    const bool known_miss = key.algo == "flash1" && key.d == 128 && key.bq == 64;
+    CHECK((estimated.engine.kernels.at(0).occupancy.ctas_per_sm ==
+           compiled.engine.kernels.at(0).occupancy.ctas_per_sm) != known_miss);
+    // An estimate, not the count: within 26% of what ptxas gave (block-sparse d = 128 128 x 64:
+    // 156 against 209; the rest within 17%).
+    CHECK(test::rel_close(estimated.engine.kernels.at(0).spec.registers_per_thread, regs, 0.26));
+  }
 }
