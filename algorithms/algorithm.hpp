@@ -169,6 +169,30 @@ inline int accumulator_registers(const Tiling& t, std::int64_t head_dim,
       static_cast<int>(std::min<std::int64_t>(acc + 40, 255)));
 }
 
+/// Registers per thread of a FlashAttention-style forward kernel whose warps split the Q tile's
+/// rows and multiply with m16 tensor-core fragments (FlashAttention-1 and -2, block-sparse): what
+/// each thread holds through a K/V step, at most 255; a compiler's report (`requested`) wins.
+/// - O (block_q x d) and S (block_q x block_kv) accumulate in FP32, spread over the threads;
+/// - P, S's probabilities converted to the input type for the P V product (the A operand),
+///   packed 4 / elem_bytes to a 32-bit register, live beside S while the product is issued;
+/// - the running max and sum of each row a thread holds: a C fragment gives a thread 2 of a m16
+///   tile's rows, so 2 x 2 per m16 tile of its warp (block_q / 16 / warps tiles);
+/// - about 40 for addresses, loop state and the fragments being loaded, as before.
+/// Measured (ptxas, sm_90, our kernels): d = 64 with 128 x 64 tiles and 4 warps holds 234-239
+/// (this gives 208, 2 CTAs of 128 threads per SM, as measured; the accumulators alone, 168, give
+/// 3).
+inline int row_split_registers(const Tiling& t, std::int64_t head_dim, std::int64_t elem_bytes,
+                               const TilingRequest& requested) {
+  const std::int64_t o = t.block_q * head_dim / t.threads;
+  const std::int64_t s = t.block_q * t.block_kv / t.threads;
+  const std::int64_t p = s * elem_bytes / 4;
+  const std::int64_t warps = std::max<std::int64_t>(1, t.threads / 32);
+  const std::int64_t m_tiles = std::max<std::int64_t>(1, t.block_q / (16 * warps));
+  const std::int64_t rows = 4 * m_tiles;
+  return requested.registers_per_thread.value_or(
+      static_cast<int>(std::min<std::int64_t>(o + s + p + rows + 40, 255)));
+}
+
 /// Number of tiles of size `block` covering `n`.
 constexpr std::int64_t ceil_div(std::int64_t n, std::int64_t block) {
   return (n + block - 1) / block;

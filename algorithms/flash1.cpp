@@ -163,7 +163,7 @@ Planned plan_flash1(const AttentionProblem& p, const HardwareProfile& hw,
         bwd_smem, hw.name, limit);
     return out;
   }
-  const int regs = accumulator_registers(t, p.head_dim, req);
+  const int regs = row_split_registers(t, p.head_dim, p.elem_bytes(), req);
   t.registers_per_thread = regs;
   out.schedule = for_pass(
       p.pass,

@@ -176,7 +176,7 @@ Planned plan_flash2_family(const AttentionProblem& p, const HardwareProfile& hw,
     blocks = std::make_shared<const BlockMask>(p, t.block_q, t.block_kv);
     out.blocks = blocks;
   }
-  const int regs = accumulator_registers(t, d, req);
+  const int regs = row_split_registers(t, d, p.elem_bytes(), req);
   t.registers_per_thread = regs;
   out.schedule = for_pass(
       p.pass,

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "tests/test_support.hpp"
@@ -149,7 +150,7 @@ TEST_CASE(
     "blind predicts from the flags alone at the free-running clock; as-run adds what was "
     "measured") {
   // One committed case: our flash2 kernel, d = 64, 128 x 64 tiles, 128 threads; the compiler gave
-  // it 234 registers (2 CTAs per SM) where iosim's estimate allows 3.
+  // it 234 registers (2 CTAs per SM); iosim's estimate (row_split_registers: 208) gives 2 as well.
   const fs::path file = kDir + "/h100-sxm5-80gb/measurements_2026-11-22.json";
   std::ifstream in(file);
   REQUIRE(in.good());
@@ -190,9 +191,11 @@ TEST_CASE(
                                                        cold.engine.total.hbm.write_total()));
   CHECK(c.blind[dram].measured == c.metrics[dram].measured);
 
-  // As-run: the kernel's 234 registers (2 CTAs per SM where the estimate allows 3), its two K/V
-  // buffer pairs (49152 B of shared memory), Nsight Compute's clock.
-  CHECK(cold.engine.kernels.at(0).occupancy.ctas_per_sm == 3);
+  // As-run: the kernel's 234 registers (2 CTAs per SM, as the estimate's 208 give: the FP32
+  // accumulators alone, 168, allowed 3), its two K/V buffer pairs (49152 B of shared memory),
+  // Nsight Compute's clock.
+  CHECK(cold.engine.kernels.at(0).spec.registers_per_thread == 208);
+  CHECK(cold.engine.kernels.at(0).occupancy.ctas_per_sm == 2);
   r.engine.sm_clock_mhz = c.sm_clock_mhz;
   r.engine.registers_by_role = {{"attention", 234}};
   r.tiling.pipeline_stages = 2;
@@ -280,5 +283,174 @@ TEST_CASE("validate refuses a variant.warpgroups it does not know, naming the ca
     CHECK_THROWS_WITH_AS(validate_measurements(file, "h100-sxm5-80gb"),
                          doctest::Contains("variant.warpgroups must be"), ConfigError);
     fs::remove(file);
+  }
+}
+
+namespace {
+
+// Validates one held-out flash2 case of the H200 (measured 3 times) whose every recorded repeat
+// spread is set to `spread` (kernels' counters and the case's CUDA-event times and DRAM totals).
+ValidationResult validate_with_spread(double spread) {
+  std::ifstream in(kDir + "/h200-sxm-141gb/heldout_2026-11-23/heldout_2026-11-23.json");
+  REQUIRE(in.good());
+  nlohmann::json doc = nlohmann::json::parse(in);
+  nlohmann::json one;
+  for (const nlohmann::json& c : doc.at("cases"))
+    if (c.at("id") == "flash2_b2_h32_n768_nkv768_d64_bq64_bkv64") one = c;
+  REQUIRE(one.is_object());
+  for (auto& [key, value] : one["repeats"]["spread"].items()) value = spread;
+  for (nlohmann::json& k : one["kernels"])
+    for (auto& [key, value] : k["spread"].items()) value = spread;
+  doc["cases"] = nlohmann::json::array({one});
+  const fs::path file = fs::temp_directory_path() / "iosim_spread_test.json";
+  std::ofstream(file) << doc.dump();
+  ValidationResult v = validate_measurements(file, "h200-sxm-141gb");
+  fs::remove(file);
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("an error no larger than the measurement's repeat spread is reported as within noise") {
+  const int t = 5;  // kMetrics: dram ... time
+  REQUIRE(kMetrics[t] == Metric::time);
+  // Spreads far above every error: each compared quantity is within noise, in every format.
+  const ValidationResult noisy = validate_with_spread(50.0);
+  REQUIRE(noisy.cases.size() == 1);
+  const CaseResult& c = noisy.cases[0];
+  REQUIRE(c.skipped_reason.empty());
+  REQUIRE(c.blind[t].relative_error());
+  CHECK(c.blind[t].spread == 50.0);
+  CHECK(c.blind[t].within_noise());
+  CHECK(c.metrics[t].within_noise());
+  const Summary& s = noisy.summaries.back();
+  CHECK(s.blind_median_spread[t] == 50.0);
+  CHECK(within_noise(s.blind_median_abs_error[t], s.blind_median_spread[t]));
+  const std::string md = validation_markdown(noisy);
+  // The blind time's spread column follows it (a file with repeats).
+  CHECK(md.find("| all | 1 | within noise / within noise | 5000.0% / 5000.0% |") !=
+        std::string::npos);
+  CHECK(validation_table(noisy).find("within noise") != std::string::npos);
+  const nlohmann::json j = nlohmann::json::parse(validation_json(noisy));
+  CHECK(j["summaries"][0]["blind"]["time"]["median_within_noise"] == true);
+  CHECK(j["cases"][0]["blind"]["time"]["within_noise"] == true);
+  CHECK(j["cases"][0]["blind"]["time"]["spread"] == 50.0);
+
+  // Spreads below the errors: percentages, as before.
+  const ValidationResult quiet = validate_with_spread(1e-9);
+  const CaseResult& q = quiet.cases[0];
+  REQUIRE(std::abs(*q.blind[t].relative_error()) > 1e-9);
+  CHECK_FALSE(q.blind[t].within_noise());
+  const std::string quiet_md = validation_markdown(quiet);
+  CHECK(quiet_md.find("| all | 1 | 6.4% / 6.4% |") != std::string::npos);  // blind time
+  const nlohmann::json k = nlohmann::json::parse(validation_json(quiet));
+  CHECK(k["summaries"][0]["blind"]["time"]["median_within_noise"] == false);
+
+  // A spread of 0 (identical repeats) says nothing is noise: an exact match is 0.0%, not noise.
+  Comparison exact{1.0, 1.0, 0.0};
+  CHECK_FALSE(exact.within_noise());
+  CHECK_FALSE(within_noise(0.0, 0.0));
+  // A negative spread is not a measurement: refused, naming the case.
+  CHECK_THROWS_AS(validate_with_spread(-0.5), ConfigError);
+  // Measured once: no spread, never within noise.
+  Comparison once{1.5, 1.0, std::nullopt};
+  CHECK_FALSE(once.within_noise());
+}
+
+TEST_CASE("no level of our kernels is finer than its held-out set's repeat spread") {
+  // The spreads recorded beside the levels (scripts/accuracy_levels.py) are those of the data,
+  // and every level is at least its spread: a level cannot claim a resolution the repeated
+  // measurements do not have.
+  const nlohmann::json levels = read_levels("accuracy_levels.json");
+  int checked = 0;
+  for (const std::string& device : device_folders("heldout_")) {
+    CAPTURE(device);
+    for (const auto& f : fs::directory_iterator(kDir + "/" + device)) {
+      if (f.path().filename().string().rfind("heldout_", 0) != 0) continue;
+      const fs::path file = f.path() / (f.path().filename().string() + ".json");
+      const ValidationResult v = validate_measurements(file);
+      for (const Summary& s : v.summaries) {
+        CAPTURE(s.schedule);
+        const nlohmann::json& entry = levels.at(device).at("schedules").at(s.schedule);
+        for (int i = 0; i < kMetricCount; ++i) {
+          for (const bool blind : {false, true}) {
+            const std::string metric =
+                (blind ? "blind_" : "") + std::string(metric_name(kMetrics[i]));
+            if (!entry.contains(metric)) continue;
+            CAPTURE(metric);
+            const nlohmann::json& level = entry.at(metric);
+            const auto& median = blind ? s.blind_median_spread[i] : s.median_spread[i];
+            const auto& worst = blind ? s.blind_worst_spread[i] : s.worst_spread[i];
+            for (const auto& [stat, spread] : {std::pair{"median", median}, {"worst", worst}}) {
+              if (!spread) continue;
+              CAPTURE(stat);
+              REQUIRE(level.contains(std::string(stat) + "_spread"));
+              CHECK(level.at(std::string(stat) + "_spread").get<double>() >= *spread - 1e-9);
+              CHECK(level.at(stat).get<double>() >= *spread - 1e-9);
+              ++checked;
+            }
+          }
+        }
+      }
+    }
+  }
+  CHECK(checked > 100);  // both GPUs' held-out sets, every schedule
+}
+
+TEST_CASE(
+    "the register estimate gives every measured flash1/flash2/block-sparse tiling the "
+    "occupancy its compiled registers give") {
+  // Every tiling of our row-split kernels in the committed measurements (calibration and held
+  // out, both GPUs): CTAs per SM with iosim's estimate (row_split_registers) against CTAs per SM
+  // with the registers ptxas gave the kernel, all else equal. Block-sparse runs flash2's kernel
+  // body over a block list, so its tilings are simulated as flash2.
+  struct Key {
+    std::string algo;
+    std::int64_t d, bq, bkv;
+    int threads;
+    auto operator<=>(const Key&) const = default;
+  };
+  std::map<Key, int> measured;
+  for (const auto& f : fs::recursive_directory_iterator(kDir)) {
+    const std::string name = f.path().filename().string();
+    if (f.path().extension() != ".json" ||
+        (name.rfind("measurements", 0) != 0 && name.rfind("heldout_", 0) != 0))
+      continue;
+    std::ifstream in(f.path());
+    const nlohmann::json doc = nlohmann::json::parse(in);
+    if (!doc.contains("cases")) continue;
+    for (const nlohmann::json& c : doc.at("cases")) {
+      const std::string s = c.value("schedule", std::string{});
+      if (s != "flash1" && s != "flash2" && s != "block-sparse") continue;
+      const nlohmann::json& t = c.at("tiling");
+      for (const nlohmann::json& k : c.at("kernels")) {
+        if (k.value("role", std::string{}) != "attention") continue;
+        measured[{s == "flash1" ? "flash1" : "flash2", c.at("problem").at("head_dim"),
+                  t.at("block_q"), t.at("block_kv"), t.at("threads")}] =
+            k.at("launch").at("launch__registers_per_thread");
+      }
+    }
+  }
+  REQUIRE(measured.size() >= 9);
+  for (const auto& [key, regs] : measured) {
+    CAPTURE(key.algo);
+    CAPTURE(key.d);
+    CAPTURE(key.bq);
+    CAPTURE(key.bkv);
+    CAPTURE(regs);
+    RunRequest r = test::request(key.algo, 1, 4, 2048, key.d, key.bq, key.bkv);
+    r.tiling.threads = key.threads;
+    const Report estimated = simulate(test::profile(), r);
+    r.engine.registers_by_role = {{"attention", regs}};
+    const Report compiled = simulate(test::profile(), r);
+    REQUIRE(estimated.feasible());
+    // One tiling still differs: flash1 at d = 128 with 64 x 64 tiles holds 171 (estimate 156),
+    // 2 CTAs against 3 by registers; on the GPU its 96 KB of shared memory allow 2 anyway.
+    const bool known_miss = key.algo == "flash1" && key.d == 128 && key.bq == 64;
+    CHECK((estimated.engine.kernels.at(0).occupancy.ctas_per_sm ==
+           compiled.engine.kernels.at(0).occupancy.ctas_per_sm) != known_miss);
+    // An estimate, not the count: within 26% of what ptxas gave (block-sparse d = 128 128 x 64:
+    // 156 against 209; the rest within 17%).
+    CHECK(test::rel_close(estimated.engine.kernels.at(0).spec.registers_per_thread, regs, 0.26));
   }
 }

@@ -217,6 +217,75 @@ std::optional<double> median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+int index_of(Metric m) {
+  for (int i = 0; i < kMetricCount; ++i)
+    if (kMetrics[i] == m) return i;
+  return 0;
+}
+
+// Repeat spreads of a case's measured quantities (cuda_validate/scripts/combine_repeats.py): each
+// kernel's spread of a counter, weighted by that kernel's share of the case's total (the spread of
+// a sum is at most the weighted spreads of its parts when they move together). A quantity with a
+// kernel that has no spread (measured once) has none.
+double non_negative_spread(const json& obj, const char* key, const std::string& where) {
+  const double v = obj.at(key).get<double>();
+  if (!(v >= 0.0)) {
+    throw ConfigError(fmt::format("{}: repeat spread '{}' = {} must be >= 0", where, key, v));
+  }
+  return v;
+}
+
+struct KernelSpreads {
+  double weighted[kMetricCount] = {};
+  bool missing[kMetricCount] = {};
+  bool any = false;
+  void add(const json& kernel, const double (&values)[kMetricCount], bool l2_read_from_xbar,
+           const std::string& where) {
+    static const char* const kKeys[kMetricCount] = {nullptr,
+                                                    "dram__bytes_read.sum",
+                                                    "dram__bytes_write.sum",
+                                                    "l1tex__m_xbar2l1tex_read_sectors.sum",
+                                                    "lts__t_sectors_srcunit_tex_op_write.sum",
+                                                    "gpu__time_duration.sum"};
+    const json sp = kernel.value("spread", json::object());
+    for (int i = 1; i < kMetricCount; ++i) {
+      const bool known = sp.contains(kKeys[i]) && sp[kKeys[i]].is_number() &&
+                         (kMetrics[i] != Metric::l2_read || l2_read_from_xbar);
+      if (known) {
+        weighted[i] += values[i] * non_negative_spread(sp, kKeys[i], where);
+        any = true;
+      } else {
+        missing[i] = true;
+      }
+    }
+  }
+  // Spreads indexed like kMetrics, given the case's measured totals. The case's own spreads of
+  // its DRAM read and write totals ("repeats"), where recorded, replace the kernels' weighted ones.
+  void apply(const json& c, const double (&measured)[kMetricCount], Comparison (&out)[kMetricCount],
+             Comparison (&blind)[kMetricCount], const std::string& where) const {
+    if (!any) return;
+    std::optional<double> s[kMetricCount];
+    for (int i = 1; i < kMetricCount; ++i) {
+      if (!missing[i] && measured[i] > 0) s[i] = weighted[i] / measured[i];
+    }
+    const json cs = c.value("/repeats/spread"_json_pointer, json::object());
+    for (const auto& [key, i] : {std::pair{"dram_read", 1}, std::pair{"dram_write", 2}}) {
+      if (cs.contains(key) && cs[key].is_number()) s[i] = non_negative_spread(cs, key, where);
+    }
+    if (s[1] && s[2] && measured[0] > 0) {
+      s[0] = (*s[1] * measured[1] + *s[2] * measured[2]) / measured[0];
+    }
+    for (int i = 0; i < kMetricCount; ++i) {
+      out[i].spread = s[i];
+      // Blind bytes are held to the same counters; blind time to the CUDA-event repeats below.
+      if (kMetrics[i] != Metric::time) blind[i].spread = s[i];
+    }
+    if (cs.contains("time_free_running_s") && cs["time_free_running_s"].is_number()) {
+      blind[index_of(Metric::time)].spread = non_negative_spread(cs, "time_free_running_s", where);
+    }
+  }
+};
+
 CaseResult compare_case(const json& c, const std::string& profile_name, const std::string& file,
                         double free_clock_mhz) {
   CaseResult out;
@@ -241,6 +310,7 @@ CaseResult compare_case(const json& c, const std::string& profile_name, const st
   // Measured totals over the case's kernels, and the SM clock ncu ran them at (time-weighted).
   double measured[kMetricCount] = {};  // indexed like kMetrics
   double clock_weighted = 0.0, time_total = 0.0;
+  KernelSpreads spreads;
   for (const json& k : c["kernels"]) {
     if (!k.is_object() || !k.contains("metrics") || !k["metrics"].is_object()) {
       throw ConfigError(
@@ -248,18 +318,21 @@ CaseResult compare_case(const json& c, const std::string& profile_name, const st
     }
     const json& m = k["metrics"];
     const std::string kw = fmt::format("{} kernel '{}'", where, k.value("role", std::string("?")));
-    measured[1] += measured_at(m, "dram__bytes_read.sum", kw);
-    measured[2] += measured_at(m, "dram__bytes_write.sum", kw);
-    // Bytes the SMs received from L2. The L2 slices' own request count
-    // (lts__t_sectors_srcunit_tex_op_read) is lower when co-resident CTAs read the same sectors at
-    // the same moment: the crossbar merges those requests (cuda_validate/README.md). Older files
-    // without the crossbar metric fall back to the slice count.
-    measured[3] += 32.0 * (m.contains("l1tex__m_xbar2l1tex_read_sectors.sum")
-                               ? measured_at(m, "l1tex__m_xbar2l1tex_read_sectors.sum", kw)
-                               : measured_at(m, "lts__t_sectors_srcunit_tex_op_read.sum", kw));
-    measured[4] += 32.0 * measured_at(m, "lts__t_sectors_srcunit_tex_op_write.sum", kw);
-    const double t = measured_at(m, "gpu__time_duration.sum", kw) * 1e-9;
-    measured[5] += t;
+    const double values[kMetricCount] = {
+        0.0, measured_at(m, "dram__bytes_read.sum", kw),
+        measured_at(m, "dram__bytes_write.sum", kw),
+        // Bytes the SMs received from L2. The L2 slices' own request count
+        // (lts__t_sectors_srcunit_tex_op_read) is lower when co-resident CTAs read the same sectors
+        // at the same moment: the crossbar merges those requests (cuda_validate/README.md). Older
+        // files without the crossbar metric fall back to the slice count.
+        32.0 * (m.contains("l1tex__m_xbar2l1tex_read_sectors.sum")
+                    ? measured_at(m, "l1tex__m_xbar2l1tex_read_sectors.sum", kw)
+                    : measured_at(m, "lts__t_sectors_srcunit_tex_op_read.sum", kw)),
+        32.0 * measured_at(m, "lts__t_sectors_srcunit_tex_op_write.sum", kw),
+        measured_at(m, "gpu__time_duration.sum", kw) * 1e-9};
+    for (int i = 1; i < kMetricCount; ++i) measured[i] += values[i];
+    spreads.add(k, values, m.contains("l1tex__m_xbar2l1tex_read_sectors.sum"), kw);
+    const double t = values[5];
     clock_weighted += t * measured_at(m, "sm__cycles_elapsed.avg.per_second", kw) / 1e6;
     time_total += t;
   }
@@ -301,14 +374,19 @@ CaseResult compare_case(const json& c, const std::string& profile_name, const st
         x.engine.time_s};
     return values[i];
   };
-  for (int i = 0; i < kMetricCount; ++i) out.metrics[i] = {predicted(rep, i), measured[i]};
+  for (int i = 0; i < kMetricCount; ++i)
+    out.metrics[i] = {predicted(rep, i), measured[i], std::nullopt};
 
   // Blind: bytes with a cold L2 per kernel (what the counters saw), time as `iosim run` gives it
   // (L2 carried over between kernels, as back-to-back launches have it) against CUDA events.
   out.blind_sm_clock_mhz = free_clock_mhz > 0 ? free_clock_mhz : profile.sm.boost_clock_mhz.value;
   blind.engine.sm_clock_mhz = out.blind_sm_clock_mhz;
   const Report cold = simulate(profile, blind);
-  if (!cold.feasible()) return out;  // blind stays unmeasured: no relative error
+  if (!cold.feasible()) {  // blind stays unmeasured: no relative error
+    Comparison unused[kMetricCount];
+    spreads.apply(c, measured, out.metrics, unused, where);
+    return out;
+  }
   blind.engine.flush_l2_between_kernels = false;
   const double blind_time_s =
       cold.engine.kernels.size() > 1 ? simulate(profile, blind).engine.time_s : cold.engine.time_s;
@@ -316,9 +394,11 @@ CaseResult compare_case(const json& c, const std::string& profile_name, const st
   const double free_s =
       free_it != c.end() && free_it->is_number() ? free_it->get<double>() : 0.0;  // 0: not timed
   for (int i = 0; i < kMetricCount; ++i) {
-    out.blind[i] = kMetrics[i] == Metric::time ? Comparison{blind_time_s, free_s}
-                                               : Comparison{predicted(cold, i), measured[i]};
+    out.blind[i] = kMetrics[i] == Metric::time
+                       ? Comparison{blind_time_s, free_s, std::nullopt}
+                       : Comparison{predicted(cold, i), measured[i], std::nullopt};
   }
+  spreads.apply(c, measured, out.metrics, out.blind, where);
   return out;
 }
 
@@ -357,20 +437,49 @@ Summary summarize(const std::string& name, const std::vector<const CaseResult*>&
     }
     s.blind_median_abs_error[i] = median(blind);
     if (!blind.empty()) s.blind_worst_abs_error[i] = *std::max_element(blind.begin(), blind.end());
+    // Spreads of the compared cases measured more than once.
+    std::vector<double> spread, blind_spread;
+    for (const CaseResult* c : cases) {
+      if (c->metrics[i].relative_error() && c->metrics[i].spread)
+        spread.push_back(*c->metrics[i].spread);
+      if (c->blind[i].relative_error() && c->blind[i].spread)
+        blind_spread.push_back(*c->blind[i].spread);
+    }
+    s.median_spread[i] = median(spread);
+    if (!spread.empty()) s.worst_spread[i] = *std::max_element(spread.begin(), spread.end());
+    s.blind_median_spread[i] = median(blind_spread);
+    if (!blind_spread.empty())
+      s.blind_worst_spread[i] = *std::max_element(blind_spread.begin(), blind_spread.end());
   }
   s.cases = static_cast<int>(cases.size());
   return s;
 }
 
-int index_of(Metric m) {
-  for (int i = 0; i < kMetricCount; ++i)
-    if (kMetrics[i] == m) return i;
-  return 0;
-}
-
 std::string pct(const std::optional<double>& e, bool sign = false) {
   if (!e) return "-";
   return sign ? fmt::format("{:+.1f}%", *e * 100) : fmt::format("{:.1f}%", *e * 100);
+}
+
+// A summary statistic: "within noise" where the repeats' spread is at least the error.
+std::string stat_text(const std::optional<double>& error, const std::optional<double>& spread) {
+  return within_noise(error, spread) ? "within noise" : pct(error);
+}
+
+std::string blind_pair(const Summary& x, int i) {
+  return stat_text(x.blind_median_abs_error[i], x.blind_median_spread[i]) + " / " +
+         stat_text(x.blind_worst_abs_error[i], x.blind_worst_spread[i]);
+}
+
+std::string as_run_pair(const Summary& x, int i) {
+  return stat_text(x.median_abs_error[i], x.median_spread[i]) + " / " +
+         stat_text(x.worst_abs_error[i], x.worst_spread[i]);
+}
+
+bool has_spreads(const ValidationResult& v) {
+  for (const Summary& x : v.summaries)
+    for (int i = 0; i < kMetricCount; ++i)
+      if (x.median_spread[i] || x.blind_median_spread[i]) return true;
+  return false;
 }
 
 std::string value_text(Metric m, double v) {
@@ -456,6 +565,15 @@ std::optional<double> Comparison::relative_error() const {
   return (predicted - measured) / measured;
 }
 
+bool Comparison::within_noise() const {
+  const auto e = relative_error();
+  return e && spread && *spread > 0 && std::abs(*e) <= *spread;
+}
+
+bool within_noise(const std::optional<double>& error, const std::optional<double>& spread) {
+  return error && spread && *spread > 0 && *error <= *spread;
+}
+
 ValidationResult validate_measurements(const fs::path& path, const std::string& profile_override) {
   ValidationResult v;
   for (const fs::path& file : measurement_files(path)) {
@@ -483,7 +601,7 @@ ValidationResult validate_measurements(const fs::path& path, const std::string& 
 std::string validation_table(const ValidationResult& v) {
   const auto cell = [](Metric m, const Comparison& x) {
     return fmt::format("{}/{} ({})", value_text(m, x.predicted), value_text(m, x.measured),
-                       pct(x.relative_error(), true));
+                       x.within_noise() ? "noise" : pct(x.relative_error(), true));
   };
   std::string s = fmt::format("{:<52} {:>6} {:>28} {:>28} {:>6}", "case", "blind", "blind time",
                               "blind dram", "as-run");
@@ -510,37 +628,52 @@ std::string validation_table(const ValidationResult& v) {
   s += "\n";
   for (const Summary& x : v.summaries) {
     const int t = index_of(Metric::time), d = index_of(Metric::dram);
-    s += fmt::format("{:<12} {:>6} {:>22} {:>22}", x.schedule, x.cases,
-                     pct(x.blind_median_abs_error[t]) + " / " + pct(x.blind_worst_abs_error[t]),
-                     pct(x.blind_median_abs_error[d]) + " / " + pct(x.blind_worst_abs_error[d]));
-    for (int i = 0; i < kMetricCount; ++i) {
-      s += fmt::format(" {:>22}", pct(x.median_abs_error[i]) + " / " + pct(x.worst_abs_error[i]));
-    }
+    s += fmt::format("{:<12} {:>6} {:>22} {:>22}", x.schedule, x.cases, blind_pair(x, t),
+                     blind_pair(x, d));
+    for (int i = 0; i < kMetricCount; ++i) s += fmt::format(" {:>22}", as_run_pair(x, i));
     s += "\n";
   }
   s +=
       "\nblind: `iosim run` from the problem and tiling flags alone at the clock the GPU ran free, "
       "time against CUDA events; as-run: with the kernel's measured registers, buffers, splits "
       "and Nsight Compute's clock, against its counters and durations\n";
+  if (has_spreads(v)) {
+    s += "noise / within noise: the error is no larger than the measurement's own spread over "
+         "its repeats (max - min over median; for a median or worst, the same statistic of the "
+         "spreads)\n";
+  }
   return s;
 }
 
 std::string validation_markdown(const ValidationResult& v) {
-  std::string s =
-      "| schedule | cases | **blind time** median / worst | **blind DRAM** median / worst | "
-      "as-run DRAM (read + write) median / worst | DRAM read median / worst | "
-      "DRAM write median / worst | L2 read median / worst | L2 write median / worst | "
-      "as-run time median / worst |\n"
-      "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+  // Files measured several times add the spread of the free-running time over the repeats (the
+  // blind time's measurement) and of the DRAM bytes, beside the errors they bound.
+  const bool spreads = has_spreads(v);
+  std::string s = "| schedule | cases | **blind time** median / worst | ";
+  if (spreads) s += "time spread over repeats median / worst | ";
+  s += "**blind DRAM** median / worst | "
+       "as-run DRAM (read + write) median / worst | DRAM read median / worst | "
+       "DRAM write median / worst | L2 read median / worst | L2 write median / worst | "
+       "as-run time median / worst |";
+  if (spreads) s += " DRAM spread over repeats median / worst |";
+  s += "\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |";
+  if (spreads) s += " ---: | ---: |";
+  s += "\n";
   for (const Summary& x : v.summaries) {
     const int t = index_of(Metric::time), d = index_of(Metric::dram);
-    s += fmt::format("| {} | {} | {} / {} | {} / {} |", x.schedule, x.cases,
-                     pct(x.blind_median_abs_error[t]), pct(x.blind_worst_abs_error[t]),
-                     pct(x.blind_median_abs_error[d]), pct(x.blind_worst_abs_error[d]));
-    for (int i = 0; i < kMetricCount; ++i) {
-      s += fmt::format(" {} / {} |", pct(x.median_abs_error[i]), pct(x.worst_abs_error[i]));
+    s += fmt::format("| {} | {} | {} |", x.schedule, x.cases, blind_pair(x, t));
+    if (spreads) {
+      s += fmt::format(" {} / {} |", pct(x.blind_median_spread[t]), pct(x.blind_worst_spread[t]));
     }
+    s += fmt::format(" {} |", blind_pair(x, d));
+    for (int i = 0; i < kMetricCount; ++i) s += fmt::format(" {} |", as_run_pair(x, i));
+    if (spreads) s += fmt::format(" {} / {} |", pct(x.median_spread[d]), pct(x.worst_spread[d]));
     s += "\n";
+  }
+  if (spreads) {
+    s += "\n*within noise*: the error is no larger than the measurement's own spread over its "
+         "repeats (max − min over median; for a median or worst, the same statistic of the cases' "
+         "spreads).\n";
   }
   return s;
 }
@@ -576,6 +709,31 @@ std::string validation_csv(const ValidationResult& v) {
   return s;
 }
 
+namespace {
+
+// The repeat spread of a case's quantity and whether its error is within it; nothing for a
+// quantity measured once (files without repeats keep their JSON as it was).
+void add_spread(json& j, const Comparison& x) {
+  if (!x.spread) return;
+  j["spread"] = *x.spread;
+  j["within_noise"] = x.within_noise();
+}
+
+void add_spreads(json& j, const std::optional<double>& median_error,
+                 const std::optional<double>& worst_error, const std::optional<double>& median,
+                 const std::optional<double>& worst) {
+  if (median) {
+    j["median_spread"] = *median;
+    j["median_within_noise"] = within_noise(median_error, median);
+  }
+  if (worst) {
+    j["worst_spread"] = *worst;
+    j["worst_within_noise"] = within_noise(worst_error, worst);
+  }
+}
+
+}  // namespace
+
 std::string validation_json(const ValidationResult& v) {
   json cases = json::array();
   for (const CaseResult& c : v.cases) {
@@ -593,10 +751,12 @@ std::string validation_json(const ValidationResult& v) {
         j[metric_name(kMetrics[i])] = {{"predicted", c.metrics[i].predicted},
                                        {"measured", c.metrics[i].measured},
                                        {"relative_error", e ? json(*e) : json(nullptr)}};
+        add_spread(j[metric_name(kMetrics[i])], c.metrics[i]);
         const auto b = c.blind[i].relative_error();
         blind[metric_name(kMetrics[i])] = {{"predicted", c.blind[i].predicted},
                                            {"measured", c.blind[i].measured},
                                            {"relative_error", b ? json(*b) : json(nullptr)}};
+        add_spread(blind[metric_name(kMetrics[i])], c.blind[i]);
       }
       j["blind"] = blind;
     }
@@ -610,11 +770,15 @@ std::string validation_json(const ValidationResult& v) {
           {"median_abs_error",
            x.median_abs_error[i] ? json(*x.median_abs_error[i]) : json(nullptr)},
           {"worst_abs_error", x.worst_abs_error[i] ? json(*x.worst_abs_error[i]) : json(nullptr)}};
+      add_spreads(j[metric_name(kMetrics[i])], x.median_abs_error[i], x.worst_abs_error[i],
+                  x.median_spread[i], x.worst_spread[i]);
       j["blind"][metric_name(kMetrics[i])] = {
           {"median_abs_error",
            x.blind_median_abs_error[i] ? json(*x.blind_median_abs_error[i]) : json(nullptr)},
           {"worst_abs_error",
            x.blind_worst_abs_error[i] ? json(*x.blind_worst_abs_error[i]) : json(nullptr)}};
+      add_spreads(j["blind"][metric_name(kMetrics[i])], x.blind_median_abs_error[i],
+                  x.blind_worst_abs_error[i], x.blind_median_spread[i], x.blind_worst_spread[i]);
     }
     summaries.push_back(j);
   }

@@ -32,8 +32,14 @@ const char* metric_name(Metric m);
 struct Comparison {
   double predicted = 0.0;
   double measured = 0.0;
+  /// How much the measurement itself moved between repeats (separate processes): (max - min) /
+  /// median, as cuda_validate/scripts/combine_repeats.py records it; nullopt when measured once.
+  std::optional<double> spread;
   /// (predicted - measured) / measured; nullopt when nothing was measured.
   std::optional<double> relative_error() const;
+  /// The error is no larger than the measurement's own (non-zero) spread: it says nothing about
+  /// the model.
+  bool within_noise() const;
 };
 
 /// One measured case, predicted twice.
@@ -68,7 +74,18 @@ struct Summary {
   std::optional<double> worst_abs_error[kMetricCount];
   std::optional<double> blind_median_abs_error[kMetricCount];
   std::optional<double> blind_worst_abs_error[kMetricCount];
+  /// Median and largest repeat spread of the compared cases that have one (measured more than
+  /// once); a median or worst error no larger than the same statistic of the spreads is "within
+  /// noise": reported as such, not as a percentage.
+  std::optional<double> median_spread[kMetricCount];
+  std::optional<double> worst_spread[kMetricCount];
+  std::optional<double> blind_median_spread[kMetricCount];
+  std::optional<double> blind_worst_spread[kMetricCount];
 };
+
+/// `error` (a summary's median or worst |relative error|) is no larger than `spread` (the same
+/// statistic of the cases' repeat spreads), and that spread is not 0.
+bool within_noise(const std::optional<double>& error, const std::optional<double>& spread);
 
 struct ValidationResult {
   std::vector<CaseResult> cases;
