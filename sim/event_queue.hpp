@@ -31,15 +31,12 @@ struct Event {
 };
 static_assert(sizeof(Event) == 16);
 
-// The resident CTAs' next stages, earliest first: a 4-ary min-heap, plus replace_top(). The
+// The resident CTAs' next stages, earliest first: a binary min-heap, plus replace_top(). The
 // engine takes the earliest event and nearly always puts back that CTA's next stage (or its
-// successor's start): one sift-down instead of a pop's sift-down and a push's sift-up (a separate
-// pop and push cost a tenth of the simulator's time where few CTAs run long, as flash1's). Four
-// children per node halve the levels a sift-down walks (264 resident CTAs: 4 instead of 8): each
-// level's comparisons are independent loads from one or two cache lines, where a binary heap's
-// levels are a chain of dependent loads and a branch that goes either way (a tenth of flash2's
-// simulation time at B=4 H=16 N=8192 d=64). Events are totally ordered (issue numbers are
-// unique), so the order they leave in does not depend on the heap's layout.
+// successor's start): one sift-down instead of a pop's sift-down and a push's sift-up, with the
+// earlier child picked by a select rather than a branch (a separate pop and push cost a tenth of
+// the simulator's time where few CTAs run long, as flash1's). Events are totally ordered (issue
+// numbers are unique), so the order they leave in does not depend on the heap's layout.
 class EventQueue {
  public:
   bool empty() const { return heap_.empty(); }
@@ -48,7 +45,7 @@ class EventQueue {
     std::size_t i = heap_.size();
     heap_.push_back(e);
     while (i > 0) {
-      const std::size_t parent = (i - 1) / kArity;
+      const std::size_t parent = (i - 1) / 2;
       if (!(e < heap_[parent])) break;
       heap_[i] = heap_[parent];
       i = parent;
@@ -64,29 +61,16 @@ class EventQueue {
   void replace_top(const Event& e) { sift_down(e); }
 
  private:
-  static constexpr std::size_t kArity = 4;
-
   // Places `e` at the root's hole, moving earlier children up.
   void sift_down(const Event& e) {
     const std::size_t n = heap_.size();
-    const Event* h = heap_.data();
     std::size_t i = 0;
     for (;;) {
-      const std::size_t first = kArity * i + 1;
-      if (first >= n) break;
-      std::size_t child = first;
-      if (first + kArity <= n) {
-        // All four children: the earliest by selects (a tournament of two pairs).
-        const std::size_t a = first + static_cast<std::size_t>(h[first + 1] < h[first]);
-        const std::size_t b = first + 2 + static_cast<std::size_t>(h[first + 3] < h[first + 2]);
-        child = h[b] < h[a] ? b : a;
-      } else {
-        for (std::size_t c = first + 1; c < n; ++c) {
-          if (h[c] < h[child]) child = c;
-        }
-      }
-      if (!(h[child] < e)) break;
-      heap_[i] = h[child];
+      std::size_t child = 2 * i + 1;
+      if (child >= n) break;
+      child += static_cast<std::size_t>(child + 1 < n && heap_[child + 1] < heap_[child]);
+      if (!(heap_[child] < e)) break;
+      heap_[i] = heap_[child];
       i = child;
     }
     heap_[i] = e;
