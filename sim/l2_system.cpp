@@ -168,9 +168,9 @@ L2System::Placement L2System::place(std::uint64_t region) {
 }
 
 std::uint64_t L2System::gather(std::span<const Run> runs) {
-  // Only tiles of one run of 3 to 16 regions' bytes: building a batch of one or two regions
+  // Only tiles of one run of 3 to 8 regions' bytes: building a batch of one or two regions
   // costs less than fetching a memo entry (flash1 d=128's 8 KiB tiles ran 6% slower through the
-  // memo), and a larger tile (standard attention's rows of scores) is rarely read again soon.
+  // memo), and larger ones (standard attention's 64 KB tiles) ran 2-13% slower through it.
   if (runs.size() != 1) return gather_into_scratch(runs);
   const Run& run = runs[0];
   const std::uint64_t region_bytes = L2Cache::kSectorsPerRegion * sector_bytes_;

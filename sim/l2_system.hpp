@@ -124,7 +124,7 @@ class L2System {
   // masks depend on the run alone (the geometry is fixed), so the batch gather() built the first
   // time is the batch of every later read: copying it is exact, and building it was a fifth of
   // that run's simulation time. An entry with count 0 is empty.
-  static constexpr std::size_t kMemoAccesses = 16;
+  static constexpr std::size_t kMemoAccesses = 8;
   static constexpr int kMemoBits = 10;
   struct MemoEntry {
     Run run;

@@ -120,9 +120,8 @@ TEST_CASE("a tile moved again counts what moving its rows one by one counts") {
   // L2System keeps the batch of a recently moved one-run tile and reuses it when the same run
   // comes again (a K/V tile read by every CTA of its head). Tiles drawn again and again from a
   // pool of 4000 (far more than the memo holds, so entries are replaced), many differing from
-  // another in one field only (16 bases, a pitch of 8 KiB or the row's length, 1 to 4 rows of 1
-  // to 64 sectors), moved whole through one L2 and row by row through another: every count must
-  // agree at every step.
+  // another in one field only (16 bases, a pitch of 8 KiB or the row's length), moved whole through
+  // one L2 and row by row through another: every count must agree at every step.
   std::mt19937_64 rng(11);
   struct Tile {
     L2System::Run run;
@@ -131,8 +130,9 @@ TEST_CASE("a tile moved again counts what moving its rows one by one counts") {
   std::vector<Tile> pool;
   for (int i = 0; i < 4000; ++i) {
     const std::uint64_t base = (rng() % 16) * 65536;
-    const std::uint64_t row_bytes = 32 * (1 + rng() % 64);
-    const std::uint64_t rows = 1 + rng() % 4;
+    // 2 to 8 KiB rows, 2 to 4 of them: 3 to 8 regions' bytes mostly, the tiles the memo keeps.
+    const std::uint64_t row_bytes = 32 * (64 + rng() % 192);
+    const std::uint64_t rows = 2 + rng() % 3;
     const std::uint64_t pitch = rng() % 2 == 0 ? row_bytes : 8192;
     Tile t{{base, row_bytes, rows, pitch}, {}};
     for (std::uint64_t r = 0; r < rows; ++r) t.rows.push_back({base + r * pitch, row_bytes});
