@@ -43,9 +43,9 @@
 //      reads start to miss. Windows taken before that agree within 0.1% and predict too few
 //      misses: flash2 B=1 H=2 N=32768 d=64 with a 4 MB L2 (tests/steady_state_test.cpp's
 //      machine), whose second wave puts 248 CTAs on 132 SMs, had the spread between its CTAs
-//      grow by a part every three windows, and extrapolated 6.7% off in time and more in K/V
-//      misses. Symmetric CTAs have no such drift: the first wave there stayed within one part
-//      over all 256 parts.
+//      grow by a part every three windows, and cut with none of these conditions came out 6.7%
+//      off in time and beyond 0.5% in K/V misses. Symmetric CTAs have no such drift: the first
+//      wave there stayed within one part over all 256 parts.
 //   2. No L2 writes since the latest CTA start: what is dirty is older than the windows.
 //   3. The L2 turned over: DRAM has delivered twice the L2's capacity since the latest CTA start.
 //      Then what it holds is the recent stream, which a cut relabels as the L2-off argument
