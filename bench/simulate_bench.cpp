@@ -89,6 +89,13 @@ void run_shape(benchmark::State& state, std::int64_t b, std::int64_t h, std::int
 BENCHMARK_CAPTURE(run_shape, flash2_B4_H16_N8192_d64_l2on, 4, 16, 8192, 64, true, false)
     ->Unit(benchmark::kMillisecond)
     ->Iterations(3);
+// Long context with the L2 on: steps are left out once the L2 turned over (sim/steady_state.hpp).
+BENCHMARK_CAPTURE(run_shape, flash2_B1_H1_N262144_d128_l2on, 1, 1, 262144, 128, true, false)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
+BENCHMARK_CAPTURE(run_shape, flash2_B1_H1_N262144_d128_l2on_exact, 1, 1, 262144, 128, true, true)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
 BENCHMARK_CAPTURE(run_shape, flash2_B1_H1_N262144_d256_l2off, 1, 1, 262144, 256, false, false)
     ->Unit(benchmark::kMillisecond)
     ->Iterations(1);

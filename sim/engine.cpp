@@ -119,10 +119,8 @@ class KernelRun {
         ports_(static_cast<std::size_t>(rates_.sm_count)),
         resident_on_sm_(static_cast<std::size_t>(rates_.sm_count), 0),
         observer_(observer),
-        repetition_(extrapolate ? schedule.repetition(kernel_index) : Repetition{}) {
-    // Steps are left out only with the L2 off (sim/steady_state.hpp says why).
-    if (l2_ != nullptr) repetition_.part_period = 0;
-  }
+        repetition_(extrapolate ? schedule.repetition(kernel_index) : Repetition{}),
+        l2_bytes_(static_cast<std::uint64_t>(profile.l2.size_bytes.value)) {}
 
   /// Simulates the kernel into `c` and returns its time; `extrapolated` says what was left out.
   double run(Counters& c, Extrapolation& extrapolated) {
@@ -215,9 +213,11 @@ class KernelRun {
 
   // Steady-state extrapolation, steps: at the end of a window (`now`), a snapshot; when every
   // resident CTA advanced part_period parts in each of the last windows and they repeat, a cut.
+  // With the L2 on, only CTAs in lockstep on equally shared SMs (sim/steady_state.hpp says why).
   void end_of_window(double now) {
     const auto q = static_cast<std::size_t>(repetition_.part_period);
     bool uniform = resident_ > 0;
+    std::size_t lowest = ~std::size_t{0}, highest = 0;
     for (CtaState& st : states_) {
       if (st.cta < 0) continue;
       uniform = uniform && st.cta == st.window_cta && st.part == st.window_part + q &&
@@ -225,12 +225,34 @@ class KernelRun {
                 st.part + 1 < st.steady_last;
       st.window_cta = st.cta;
       st.window_part = st.part;
+      lowest = std::min(lowest, st.part);
+      highest = std::max(highest, st.part);
+    }
+    if (l2_ != nullptr && uniform) {
+      uniform = highest - lowest <= q && equally_shared() &&
+                counters_->l2.write_total() == wave_.l2_written &&
+                counters_->hbm.read_total() - wave_.hbm_read >= kTurnover * l2_bytes_;
     }
     window_events_ = 0;
     window_length_ = static_cast<std::int64_t>(resident_) * repetition_.part_period;
     if (!uniform) windows_.clear();
     windows_.push(now + skipped_s_, *counters_);
     if (uniform && windows_.steady()) cut_windows(now);
+  }
+
+  // DRAM bytes fetched since the latest CTA start, in L2 sizes, before steps are left out with
+  // the L2 on (sim/steady_state.hpp).
+  static constexpr std::uint64_t kTurnover = 2;
+
+  // Whether every SM that holds resident CTAs holds as many as every other.
+  bool equally_shared() const {
+    int shared = 0;
+    for (const int n : resident_on_sm_) {
+      if (n == 0) continue;
+      if (shared != 0 && n != shared) return false;
+      shared = n;
+    }
+    return true;
   }
 
   // Leaves m windows out of the time line: each resident CTA m x part_period parts at the end of
@@ -281,6 +303,7 @@ class KernelRun {
     st.end = t;
     ++resident_;
     ++resident_on_sm_[static_cast<std::size_t>(sm)];
+    wave_ = {counters_->hbm.read_total(), counters_->l2.write_total()};
     return {t, issue(), slot};
   }
 
@@ -598,6 +621,11 @@ class KernelRun {
   std::int64_t period_ = 0;  // CTAs per period (0: none)
   detail::RepeatDetector periods_, windows_;
   std::int64_t window_events_ = 0, window_length_ = 0;
+  // DRAM bytes read and L2 bytes written up to the latest CTA start.
+  struct {
+    std::uint64_t hbm_read = 0, l2_written = 0;
+  } wave_;
+  std::uint64_t l2_bytes_;  // the L2's capacity
   double skipped_s_ = 0.0;  // time of the windows and periods left out
   Extrapolation* stats_ = nullptr;
 };

@@ -9,6 +9,7 @@
 //
 // Assumptions: SM s is attached to partition s mod P (the GPC wiring is not published); homes
 // are hashed per 4 KiB region; the fabric's bandwidth and latency are not modelled.
+#include <array>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -83,8 +84,11 @@ class L2System {
     L2Cache::Mask want;
   };
 
-  // Fills accesses_ with the regions `runs` touch in order; returns the requested sectors.
+  // Points batch_ at the regions `runs` touch in order (in accesses_ or a memo entry), with
+  // access_count_ of them; returns the requested sectors.
   std::uint64_t gather(std::span<const Run> runs);
+  // What gather() computes into accesses_.
+  std::uint64_t gather_into_scratch(std::span<const Run> runs);
   // Helpers of gather(), which keeps the batch being built in locals.
   struct Batch;
   // Calls visit(access, near partition, home partition, home != near) for every access gathered,
@@ -108,10 +112,27 @@ class L2System {
   std::vector<L2Cache> parts_;
   std::uint64_t sector_bytes_;
   FastModulo home_modulo_;
-  // Scratch of read() and write(): the first access_count_ entries are the current batch; the
-  // vector only grows, so that batches allocate nothing.
+  // Scratch of read() and write(): the vector only grows, so that batches allocate nothing.
   std::vector<Access> accesses_;
+  // The current batch: access_count_ accesses from batch_ (in accesses_ or in tile_memo_).
+  const Access* batch_ = nullptr;
   std::size_t access_count_ = 0;
+
+  // The batches of recently moved tiles of one run and a few regions, keyed by the run:
+  // direct-mapped by a hash of it. A FlashAttention K/V tile is read by every CTA of its head
+  // (flash2 B=4 H=16 N=8192 d=64: 64 times, four regions each), and its regions, sets, homes and
+  // masks depend on the run alone (the geometry is fixed), so the batch gather() built the first
+  // time is the batch of every later read: copying it is exact, and building it was a fifth of
+  // that run's simulation time. An entry with count 0 is empty.
+  static constexpr std::size_t kMemoAccesses = 8;
+  static constexpr int kMemoBits = 10;
+  struct MemoEntry {
+    Run run;
+    std::uint64_t requested = 0;  // sectors
+    std::size_t count = 0;
+    std::array<Access, kMemoAccesses> accesses;
+  };
+  std::vector<MemoEntry> tile_memo_;
 };
 
 }  // namespace iosim

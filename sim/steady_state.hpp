@@ -17,11 +17,11 @@
 //     share a K/V block still meet on it in the same order, and the L2 holds the blocks just
 //     before the ones they read next, as it would have.
 //   - CTAs (Repetition::cta_period). At every dispatch of CTA k x P (P: the least common multiple
-//     of cta_period and the resident CTAs, so that periods are whole waves) the engine takes the time and the counters. When the last
-//     kWindows periods agree within kTolerance, it leaves n periods out of the grid (the next
-//     CTA it dispatches is k x P + n x P) and adds n times their mean; the last two periods and
-//     the final partial wave are simulated, so that the L2 holds at the kernel's end the data of
-//     the grid's last CTAs, as the next kernel would find it.
+//     of cta_period and the resident CTAs, so that periods are whole waves) the engine takes the
+//     time and the counters. When the last kWindows periods agree within kTolerance, it leaves n
+//     periods out of the grid (the next CTA it dispatches is k x P + n x P) and adds n times their
+//     mean; the last two periods and the final partial wave are simulated, so that the L2 holds at
+//     the kernel's end the data of the grid's last CTAs, as the next kernel would find it.
 //
 // When it is exact: the repeated work is the same operations on disjoint address ranges (another
 // head's matrices, the next K/V block), and it interacts with the rest only through the L2 and
@@ -35,13 +35,32 @@
 // Where a schedule declares nothing (paged attention: random page placement), or the windows
 // never agree, everything is simulated. EngineOptions::exact (--exact) turns it off.
 //
-// With the L2 on, steps are never left out (only CTAs), because windows that agree do not yet
-// mean a steady state there: the CTAs of a wave drift apart slowly, and once a laggard trails its
-// head's leader by more than the L2 holds, its K/V reads start to miss. Windows taken before
-// that agree within 0.1% and predict too few misses: flash2 B=1 H=1 N=32768 d=64 with a 4 MB L2
-// (tests/steady_state_test.cpp's machine) extrapolated 5.33 MB of K from DRAM against 6.61 MB
-// simulated, and 709 us against 758 us. With the L2 off nothing carries state from one step to
-// the next but the bandwidth servers, and the results agree to 1e-11.
+// With the L2 on, steps are left out only where three more conditions hold at the window, because
+// windows that agree do not yet mean a steady state there:
+//   1. Lockstep on equally shared SMs: every resident CTA within part_period parts of every other,
+//      and every SM that holds CTAs holds as many. CTAs that share an SM unequally drift apart
+//      slowly, and once a laggard trails its head's leader by more than the L2 holds, its K/V
+//      reads start to miss. Windows taken before that agree within 0.1% and predict too few
+//      misses: flash2 B=1 H=2 N=32768 d=64 with a 4 MB L2 (tests/steady_state_test.cpp's
+//      machine), whose second wave puts 248 CTAs on 132 SMs, had the spread between its CTAs
+//      grow by a part every three windows, and cut with none of these conditions came out 6.7%
+//      off in time and beyond 0.5% in K/V misses. Symmetric CTAs have no such drift: the first
+//      wave there stayed within one part over all 256 parts.
+//   2. No L2 writes since the latest CTA start: what is dirty is older than the windows.
+//   3. The L2 turned over: DRAM has delivered twice the L2's capacity since the latest CTA start.
+//      Then what it holds is the recent stream, which a cut relabels as the L2-off argument
+//      above does, and nothing from before (the previous wave's dirty O, the first K/V blocks the
+//      next wave reads again) can survive in a cut run that a full run would have evicted:
+//      without it, flash3 B=1 H=2 N=16384 d=64 on the 4 MB L2 kept the first wave's O dirty in
+//      the cut second wave, its O and L write-backs and dirty-at-end bytes beyond the 0.5%
+//      tolerance.
+// So a grid whose K/V fit in the L2 (flash2 B=1 H=2 N=131072 d=64 on the H100: 32 MB per head)
+// never leaves steps out with the L2 on: its later waves hit on what earlier ones left. Where the
+// conditions hold the results agree closely (flash2 B=1 H=1 N=262144 d=128 on the H100: 2.1 of
+// 8.4 million parts left out, counters identical to --exact, time within 1e-13), but the L2 must
+// turn over in every wave before a cut: 2 x 50 MB at 64 KB of K/V per step is 1600 steps of each
+// wave's CTAs simulated. With the L2 off nothing carries state from one step to the next but the
+// bandwidth servers, and the results agree to 1e-11.
 #include <cstdint>
 #include <deque>
 

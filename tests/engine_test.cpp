@@ -4,7 +4,12 @@
 
 #include <doctest/doctest.h>
 
+#include <random>
+#include <set>
+#include <utility>
+
 #include "sim/errors.hpp"
+#include "sim/event_queue.hpp"
 #include "tests/test_support.hpp"
 
 using namespace iosim;
@@ -220,4 +225,41 @@ TEST_CASE("bad problems are configuration errors naming the flag") {
   r = test::request("flash2", 1, 1, 128, 64);
   r.problem.dropout = 1.0;
   CHECK_THROWS_WITH_AS(simulate(test::profile(), r), doctest::Contains("--dropout"), ConfigError);
+}
+
+TEST_CASE("the event queue hands out events earliest first, ties by issue, as a sorted list") {
+  // The engine's loop: take the earliest event, put back a later one (replace_top) or drop it
+  // (pop), sometimes add one (push). Heaps of 1 to 300 events (resident CTAs), times with many
+  // ties; a sorted multiset is the reference.
+  std::mt19937_64 rng(5);
+  for (int resident : {1, 2, 3, 4, 5, 17, 132, 264, 300}) {
+    CAPTURE(resident);
+    detail::EventQueue q;
+    std::set<std::pair<double, std::uint64_t>> reference;
+    std::uint64_t issue = 0;
+    auto add = [&](double t) {
+      const auto slot = static_cast<std::uint32_t>(issue % 1000);
+      q.push({t, issue, slot});
+      reference.insert({t, issue++});
+    };
+    for (int i = 0; i < resident; ++i) add(static_cast<double>(rng() % 8));
+    for (int step = 0; step < 20000 && !q.empty(); ++step) {
+      const detail::Event top = q.top();
+      const auto expected = *reference.begin();
+      REQUIRE(top.t() == expected.first);
+      const std::uint64_t top_issue = top.order >> detail::Event::kSlotBits;
+      REQUIRE(top_issue == expected.second);
+      reference.erase(reference.begin());
+      const std::uint64_t r = rng() % 16;
+      if (r == 0) {
+        q.pop();
+      } else {
+        const double t = top.t() + static_cast<double>(rng() % 4);
+        const auto slot = static_cast<std::uint32_t>(issue % 1000);
+        q.replace_top({t, issue, slot});
+        reference.insert({t, issue++});
+        if (r == 1) add(t + static_cast<double>(rng() % 3));
+      }
+    }
+  }
 }

@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <random>
+#include <span>
 #include <vector>
 
 using namespace iosim;
@@ -112,5 +113,55 @@ TEST_CASE("a tile's runs sent together count what run-by-run sends count") {
       REQUIRE(whole.dirty_bytes() == single.dirty_bytes());
       REQUIRE(whole.written_back_bytes() == single.written_back_bytes());
     }
+  }
+}
+
+TEST_CASE("a tile moved again counts what moving its rows one by one counts") {
+  // L2System keeps the batch of a recently moved one-run tile and reuses it when the same run
+  // comes again (a K/V tile read by every CTA of its head). Tiles drawn again and again from a
+  // pool of 4000 (far more than the memo holds, so entries are replaced), many differing from
+  // another in one field only (16 bases, a pitch of 8 KiB or the row's length), moved whole through
+  // one L2 and row by row through another: every count must agree at every step.
+  std::mt19937_64 rng(11);
+  struct Tile {
+    L2System::Run run;
+    std::vector<L2System::Run> rows;
+  };
+  std::vector<Tile> pool;
+  for (int i = 0; i < 4000; ++i) {
+    const std::uint64_t base = (rng() % 16) * 65536;
+    // 2 to 8 KiB rows, 2 to 4 of them: 3 to 8 regions' bytes mostly, the tiles the memo keeps.
+    const std::uint64_t row_bytes = 32 * (64 + rng() % 192);
+    const std::uint64_t rows = 2 + rng() % 3;
+    const std::uint64_t pitch = rng() % 2 == 0 ? row_bytes : 8192;
+    Tile t{{base, row_bytes, rows, pitch}, {}};
+    for (std::uint64_t r = 0; r < rows; ++r) t.rows.push_back({base + r * pitch, row_bytes});
+    pool.push_back(t);
+  }
+  L2System whole(256 * 4096, 32, 2, 0.5), single(256 * 4096, 32, 2, 0.5);
+  PerTensor wb_whole{}, wb_single{};
+  for (int step = 0; step < 40000; ++step) {
+    const Tile& t = pool[rng() % pool.size()];
+    const int sm = static_cast<int>(rng() % 8);
+    if (rng() % 4 != 0) {
+      const L2Cache::ReadOutcome a =
+          whole.read(std::span<const L2System::Run>(&t.run, 1), TensorId::K, sm, wb_whole);
+      L2Cache::ReadOutcome b;
+      for (const L2System::Run& row : t.rows) {
+        const L2Cache::ReadOutcome r = single.read(row.addr, row.len, TensorId::K, sm, wb_single);
+        b.requested_bytes += r.requested_bytes;
+        b.miss_bytes += r.miss_bytes;
+      }
+      REQUIRE(a.requested_bytes == b.requested_bytes);
+      REQUIRE(a.miss_bytes == b.miss_bytes);
+    } else {
+      std::uint64_t b = 0;
+      for (const L2System::Run& row : t.rows)
+        b += single.write(row.addr, row.len, TensorId::O, sm, wb_single);
+      REQUIRE(whole.write(std::span<const L2System::Run>(&t.run, 1), TensorId::O, sm, wb_whole) ==
+              b);
+    }
+    REQUIRE(wb_whole == wb_single);
+    REQUIRE(whole.dirty_bytes() == single.dirty_bytes());
   }
 }
