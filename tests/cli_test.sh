@@ -123,7 +123,13 @@ expect 0 "max |O - O_ref|" -- run --algo paged --heads 4 --kv-heads 2 --seq 1 --
 expect 0 "block table $DATA/block_tables/two_by_three.txt" -- run --algo paged --batch 2 --heads 2 --seq 1 --seq-kv 40 --head-dim 32 --block-table "$DATA/block_tables/two_by_three.txt"
 expect 2 "--kv-heads 3 must divide --heads 8" -- "${DEC[@]}" --kv-heads 3
 expect 2 "--kv-heads 0 must be at least 1" -- "${DEC[@]}" --kv-heads 0
-expect 2 "--splits 0 must be at least 1" -- "${DEC[@]}" --algo flash-decoding --splits 0
+expect 2 "--splits -1 must be 0 (the heuristic) or more" -- "${DEC[@]}" --algo flash-decoding --splits -1
+# --splits 0 is the heuristic, as --block-kv 0 is the default tiles: the same run as without it,
+# and no flag at all for schedules without splits (so a sweep can put flash2 beside --splits 0,2,8).
+for algo in flash-decoding flash2; do
+  if [ "$("$IOSIM" "${DEC[@]}" --algo $algo --splits 0 --format json | grep -v simulation_wall_s)" = \
+       "$("$IOSIM" "${DEC[@]}" --algo $algo --format json | grep -v simulation_wall_s)" ]; then ok; else bad "--splits 0 is not the default for $algo"; fi
+done
 expect 2 "--splits 99 exceeds the 32 K/V blocks" -- "${DEC[@]}" --algo flash-decoding --splits 99
 expect 2 "--splits applies to --algo flash-decoding and paged" -- "${DEC[@]}" --algo flash2 --splits 2
 expect 2 "--page-tokens 0 must be at least 1" -- "${DEC[@]}" --algo paged --page-tokens 0
