@@ -270,10 +270,58 @@ def sparse_table(run):
                     ["---", "---:", "---:", "---:", "---:", "---:", "---:"], rows)
 
 
+BWD_MEASURED = "measurements/h200-sxm-141gb/pytorch_sdpa_2026-11-22.json"
+BWD = ("run --profile h200-sxm-141gb --algo flash2 --pass bwd --batch {b} --heads {h} --seq {n} "
+       "--head-dim {d} --cold-l2 --sm-clock-mhz {clk!r} --format json")
+
+
+def bwd_cases():
+    """PyTorch's FlashAttention-2 backward main kernels measured on the H200, and our run of each
+    (its problem, cold L2, the SM clock Nsight Compute measured), by head dim then N."""
+    with open(BWD_MEASURED, encoding="utf-8") as fh:
+        data = json.load(fh)
+    out = []
+    for c in data["cases"]:
+        if c["schedule"] != "flash2" or c["pass"] == "fwd":
+            continue
+        for k in c["kernels"]:
+            if k.get("kind") == "flash_bwd_main":
+                p, m = c["problem"], k["metrics"]
+                args = BWD.format(b=p["batch"], h=p["heads"], n=p["seq"], d=p["head_dim"],
+                                  clk=m["sm__cycles_elapsed.avg.per_second"] / 1e6)
+                out.append((p, c["tiling"]["bwd"], m, args))
+    return sorted(out, key=lambda x: (x[0]["head_dim"], x[0]["seq"] * x[0]["batch"]))
+
+
+def bwd_runs():
+    return [c[3] for c in bwd_cases()]
+
+
+def bwd_table(run):
+    def cell(ours, measured, scale, decimals, unit):
+        return (f"{ours / scale:.{decimals}f} / {measured / scale:.{decimals}f} {unit} "
+                f"({100 * (ours / measured - 1):+.1f}%)")
+    rows = []
+    for p, t, m, args in bwd_cases():
+        j = run(args)
+        k = next(k for k in j.kernels if k.name == "flash2_bwd")
+        c = k.counters
+        # The atomics' reads of dQaccum happen inside the L2: the SMs receive only the loads.
+        loads = c.l2_read_bytes - c.per_tensor.dQaccum.l2_read_bytes
+        rows.append([f"B={p['batch']} N={p['seq']} d={p['head_dim']}", f"{t['block_q']} x {t['block_kv']}",
+                     cell(c.hbm_read_bytes, m["dram__bytes_read.sum"], 1e6, 1, "MB"),
+                     cell(c.hbm_write_bytes, m["dram__bytes_write.sum"], 1e6, 1, "MB"),
+                     cell(loads, 32 * m["l1tex__m_xbar2l1tex_read_sectors.sum"], 1e6, 0, "MB"),
+                     cell(k.time_s, m["gpu__time_duration.sum"] * 1e-9, 1e-6, 0, "us")])
+    return md_table([f"problem (H={bwd_cases()[0][0]['heads']})", "Br x Bc", "DRAM read", "DRAM write",
+                     "L2 -> SM bytes", "time"], ["---", "---", "---:", "---:", "---:", "---:"], rows)
+
+
 TABLES = {
     "decode": (decode_runs, decode_table),
     "training": (train_runs, train_table),
     "block_sparse": (sparse_runs, sparse_table),
+    "flash2_bwd_h200": (bwd_runs, bwd_table),
 }
 
 
