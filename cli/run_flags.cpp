@@ -61,8 +61,8 @@ std::vector<ProblemFlag> make_problem_flags() {
       {"--block-q", "query rows per tile Br (0: the algorithm's)", &RunFlags::block_q},
       {"--block-kv", "key/value rows per tile Bc (0: the algorithm's)", &RunFlags::block_kv},
       {"--splits",
-       "flash-decoding, paged: K/V chunks per query tile (default: FlashAttention's heuristic, "
-       "filling the SMs)",
+       "flash-decoding, paged: K/V chunks per query tile (0, the default: FlashAttention's "
+       "heuristic, filling the SMs)",
        &RunFlags::splits, false, true},
       {"--page-tokens", "paged: tokens per K/V page (default: 16)", &RunFlags::page_tokens, false,
        true},
@@ -187,12 +187,17 @@ RunRequest to_request(const RunFlags& f) {
   r.tiling.block_kv = given(f.block_kv);
   r.tiling.threads = given(f.threads);
   r.tiling.pipeline_stages = given(f.stages);
-  for (auto [name, v] : {std::pair{"--kv-heads", f.kv_heads}, std::pair{"--splits", f.splits},
-                         std::pair{"--page-tokens", f.page_tokens}}) {
+  for (auto [name, v] :
+       {std::pair{"--kv-heads", f.kv_heads}, std::pair{"--page-tokens", f.page_tokens}}) {
     if (v && *v < 1) throw ConfigError(fmt::format("{} {} must be at least 1", name, *v));
   }
+  if (f.splits && *f.splits < 0) {
+    throw ConfigError(fmt::format("--splits {} must be 0 (the heuristic) or more", *f.splits));
+  }
   if (f.kv_heads) p.kv_heads = *f.kv_heads;
-  r.tiling.splits = f.splits;
+  // 0 asks for the default, FlashAttention's heuristic, as --block-kv 0 asks for the default
+  // tiles: so a sweep can put the heuristic beside fixed split counts (--splits 0,2,8).
+  r.tiling.splits = f.splits && *f.splits > 0 ? f.splits : std::nullopt;
   for (auto [name, v] : {std::pair{"--backward-block-q", f.backward_block_q},
                          std::pair{"--backward-block-kv", f.backward_block_kv}}) {
     if (v && (*v < 1 || *v > (1 << 20))) {

@@ -111,6 +111,11 @@ SweepRow parse_row(const json& j, const std::string& where) {
   r.causal = field<bool>(p, "causal", where);
   r.mask = field<bool>(p, "mask", where);
   r.dropout = field<double>(p, "dropout", where);
+  r.kv_heads = p.contains("kv_heads") && p["kv_heads"].is_number_integer()
+                   ? p["kv_heads"].get<std::int64_t>()
+                   : r.heads;
+  if (p.contains("page_tokens") && p["page_tokens"].is_number_integer())
+    r.page_tokens = p["page_tokens"].get<std::int64_t>();
   if (p.contains("pattern") && p["pattern"].is_string())
     r.pattern = p["pattern"].get<std::string>();
   const json t = field<json>(j, "tiling", where);
@@ -118,6 +123,8 @@ SweepRow parse_row(const json& j, const std::string& where) {
   r.block_kv = field<std::int64_t>(t, "block_kv", where);
   r.threads = t.value("threads", std::int64_t{0});
   r.stages = t.value("pipeline_stages", std::int64_t{0});
+  if (t.contains("splits") && t["splits"].is_number_integer())
+    r.splits = t["splits"].get<std::int64_t>();
   if (!r.feasible) {
     r.infeasible_reason = j.value("infeasible_reason", std::string{});
     return r;
@@ -167,9 +174,11 @@ ProfilePeaks parse_peaks(const json& j) {
 }
 
 // The problem a row solves, without its tiling: rows with equal keys compete for best block.
+// A split count is not tiling here: the report shows each one (a series in the charts).
 auto problem_key(const SweepRow& r) {
   return std::tie(r.profile, r.algorithm, r.head_dim, r.seq, r.seq_kv, r.batch, r.heads, r.dtype,
-                  r.pass, r.causal, r.mask, r.dropout, r.pattern, r.l2, r.cold_l2, r.sm_clock_mhz);
+                  r.pass, r.causal, r.mask, r.dropout, r.pattern, r.l2, r.cold_l2, r.sm_clock_mhz,
+                  r.kv_heads, r.page_tokens, r.splits);
 }
 
 }  // namespace

@@ -77,6 +77,9 @@ struct SweepRow {
   std::string profile, algorithm, dtype, pass, l2;
   std::string pattern;  // block-sparse pattern spec; "" for dense attention
   std::int64_t batch = 0, heads = 0, seq = 0, seq_kv = 0, head_dim = 0;
+  std::int64_t kv_heads = 0;     // = heads without grouped-query attention
+  std::int64_t page_tokens = 0;  // paged: tokens per K/V page; 0 for the other schedules
+  std::int64_t splits = 0;       // flash-decoding, paged: K/V splits as run; 0 for the others
   bool causal = false, mask = false, cold_l2 = false;
   double dropout = 0.0, sm_clock_mhz = 0.0;
   std::int64_t block_q = 0, block_kv = 0, threads = 0, stages = 0;  // resolved tiling

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -39,6 +40,13 @@ const OtherField kOtherFields[] = {
      [](const SweepRow& r) {
        return r.seq_kv == r.seq ? std::string("= N") : std::to_string(r.seq_kv);
      }},
+    {"H_kv", [](const SweepRow& r) { return std::to_string(r.kv_heads); }},
+    {"splits",
+     [](const SweepRow& r) { return r.splits > 0 ? std::to_string(r.splits) : std::string("-"); }},
+    {"page tokens",
+     [](const SweepRow& r) {
+       return r.page_tokens > 0 ? std::to_string(r.page_tokens) : std::string("-");
+     }},
     {"dtype", [](const SweepRow& r) { return r.dtype; }},
     {"pass", [](const SweepRow& r) { return r.pass; }},
     {"causal", [](const SweepRow& r) { return std::string(r.causal ? "yes" : "no"); }},
@@ -53,11 +61,34 @@ const OtherField kOtherFields[] = {
      }},
 };
 
+// A point whose swept flag does not apply to its algorithm (--splits for flash2, --pattern for
+// flash1, ...; algorithms/registry.cpp's not_applicable()): not a problem that "none fits" but
+// one the sweep's product made up; the report leaves it out and says so once per message.
+bool inapplicable(const SweepRow& r) {
+  const std::string& m = r.infeasible_reason;
+  return !r.feasible && m.find(" to --algo ") != std::string::npos &&
+         (m.find(" applies to ") != std::string::npos || m.find(" apply to ") != std::string::npos);
+}
+
+// Each distinct message of the inapplicable points, with how many points it skipped.
+std::map<std::string, int> skipped_points(const SweepData& data) {
+  std::map<std::string, int> out;
+  for (const SweepRow& r : data.rows) {
+    if (!inapplicable(r)) continue;
+    std::string m = r.infeasible_reason;
+    if (m.rfind("invalid input: ", 0) == 0) m.erase(0, std::string("invalid input: ").size());
+    ++out[m];
+  }
+  return out;
+}
+
 std::vector<const OtherField*> varying_fields(const SweepData& data) {
   std::vector<const OtherField*> out;
   for (const OtherField& f : kOtherFields) {
     std::set<std::string> values;
-    for (const SweepRow& r : data.rows) values.insert(f.text(r));
+    for (const SweepRow& r : data.rows) {
+      if (!inapplicable(r)) values.insert(f.text(r));
+    }
     if (values.size() > 1) out.push_back(&f);
   }
   return out;
@@ -120,6 +151,7 @@ std::vector<std::vector<std::string>> best_table(const SweepData& data) {
   std::vector<std::vector<std::string>> table = {header};
   for (const BestBlock& b : best_blocks(data)) {
     const SweepRow& f = data.rows[b.first];
+    if (b.feasible == 0 && inapplicable(f)) continue;  // listed under "skipped" instead
     std::vector<std::string> row = {f.profile, f.algorithm, std::to_string(f.head_dim),
                                     std::to_string(f.seq)};
     for (const OtherField* o : other) row.push_back(o->text(f));
@@ -148,7 +180,7 @@ std::vector<std::vector<std::string>> infeasible_table(const SweepData& data) {
   std::vector<std::vector<std::string>> table = {
       {"profile", "algorithm", "B", "H", "N", "N_kv", "d", "Br x Bc", "reason"}};
   for (const SweepRow& r : data.rows) {
-    if (r.feasible) continue;
+    if (r.feasible || inapplicable(r)) continue;
     table.push_back({r.profile, r.algorithm, std::to_string(r.batch), std::to_string(r.heads),
                      std::to_string(r.seq), std::to_string(r.seq_kv), std::to_string(r.head_dim),
                      blocks_text(r), r.infeasible_reason});
@@ -194,16 +226,31 @@ std::size_t feasible_count(const SweepData& data) {
                                                 [](const SweepRow& r) { return r.feasible; }));
 }
 
+std::size_t inapplicable_count(const SweepData& data) {
+  return static_cast<std::size_t>(std::count_if(data.rows.begin(), data.rows.end(), inapplicable));
+}
+
+// "18 rows, 12 feasible, 0 infeasible, 6 skipped (a swept flag does not apply)".
+std::string counts_text(const SweepData& data) {
+  const std::size_t feasible = feasible_count(data), skipped = inapplicable_count(data);
+  std::string s = fmt::format("{} rows, {} feasible, {} infeasible", data.rows.size(), feasible,
+                              data.rows.size() - feasible - skipped);
+  if (skipped > 0) s += fmt::format(", {} skipped (a swept flag does not apply)", skipped);
+  return s;
+}
+
 // The page's data: short keys because a large sweep embeds many rows.
 json page_data(const SweepData& data, const ValidationResult* validation) {
   json rows = json::array();
   for (const SweepRow& r : data.rows) {
+    if (inapplicable(r)) continue;
     json j = {
-        {"p", r.profile},     {"a", r.algorithm},  {"dt", r.dtype},         {"pass", r.pass},
-        {"l2", r.l2},         {"cold", r.cold_l2}, {"clk", r.sm_clock_mhz}, {"B", r.batch},
-        {"H", r.heads},       {"N", r.seq},        {"Nkv", r.seq_kv},       {"d", r.head_dim},
-        {"causal", r.causal}, {"mask", r.mask},    {"drop", r.dropout},     {"pat", r.pattern},
-        {"bq", r.block_q},    {"bkv", r.block_kv}, {"ok", r.feasible}};
+        {"p", r.profile},     {"a", r.algorithm},    {"dt", r.dtype},         {"pass", r.pass},
+        {"l2", r.l2},         {"cold", r.cold_l2},   {"clk", r.sm_clock_mhz}, {"B", r.batch},
+        {"H", r.heads},       {"N", r.seq},          {"Nkv", r.seq_kv},       {"d", r.head_dim},
+        {"causal", r.causal}, {"mask", r.mask},      {"drop", r.dropout},     {"pat", r.pattern},
+        {"bq", r.block_q},    {"bkv", r.block_kv},   {"ok", r.feasible},      {"hkv", r.kv_heads},
+        {"S", r.splits},      {"pgt", r.page_tokens}};
     if (r.feasible) {
       j["hbm"] = r.hbm_bytes();
       j["l2b"] = r.l2_bytes();
@@ -253,29 +300,32 @@ std::string script_safe(const std::string& s) {
 }
 
 std::string validation_html(const ValidationResult& v) {
-  std::vector<std::vector<std::string>> t = {{"schedule", "cases"}};
-  for (Metric m : kMetrics) t[0].push_back(std::string(metric_name(m)) + " median |err|");
-  for (const Summary& s : v.summaries) {
-    std::vector<std::string> row = {s.schedule, std::to_string(s.cases)};
-    for (int i = 0; i < kMetricCount; ++i) {
-      row.push_back(s.median_abs_error[i] ? fmt::format("{:.1f}%", *s.median_abs_error[i] * 100)
-                                          : "-");
-    }
-    t.push_back(std::move(row));
+  std::vector<std::vector<std::string>> t = validation_summary_table(v);
+  for (std::string& c : t[0]) {  // without the Markdown's bold marks of the headline columns
+    for (std::size_t k = c.find("**"); k != std::string::npos; k = c.find("**")) c.erase(k, 2);
   }
   return html_table(t, "validation-summary");
+}
+
+// The points left out because a swept flag does not apply to their algorithm, one line per message.
+std::vector<std::string> skipped_lines(const SweepData& data) {
+  std::vector<std::string> out;
+  for (const auto& [message, count] : skipped_points(data)) {
+    out.push_back(fmt::format("Skipped {} point{}: {}.", count, count == 1 ? "" : "s", message));
+  }
+  return out;
 }
 
 }  // namespace
 
 std::string sweep_report_markdown(const SweepData& data, const ValidationResult* validation) {
   std::string s = "# iosim sweep report\n\n";
-  s += fmt::format("Sources: {}. {} rows, {} feasible, {} infeasible", sources_text(data),
-                   data.rows.size(), feasible_count(data), data.rows.size() - feasible_count(data));
+  s += fmt::format("Sources: {}. {}", sources_text(data), counts_text(data));
   s += data.duplicate_rows > 0
            ? fmt::format(", {} duplicate rows dropped.\n\n", data.duplicate_rows)
            : ".\n\n";
   for (const std::string& c : data.coverage) s += fmt::format("- {}\n", c);
+  for (const std::string& c : skipped_lines(data)) s += fmt::format("- {}\n", c);
   s += "\n## Best block size per (N, d, profile, algorithm)\n\n";
   s += "Best by HBM bytes (ties: less time) and by simulated time (ties: fewer HBM bytes). "
        "HBM bytes count the lines still dirty in L2 at the end as written. The lower bound is, "
@@ -309,14 +359,14 @@ std::string sweep_report_html(const SweepData& data, const ValidationResult* val
   s += "</script>\n<script>\n";
   s += script_safe(chartjs_source);
   s += "\n</script>\n</head>\n<body data-status=\"pending\">\n<h1>iosim sweep report</h1>\n";
-  s += fmt::format("<p class=\"meta\">Sources: {}. {} rows, {} feasible, {} infeasible{}.</p>\n",
-                   html_escape(sources_text(data)), data.rows.size(), feasible_count(data),
-                   data.rows.size() - feasible_count(data),
+  s += fmt::format("<p class=\"meta\">Sources: {}. {}{}.</p>\n", html_escape(sources_text(data)),
+                   html_escape(counts_text(data)),
                    data.duplicate_rows > 0
                        ? fmt::format(", {} duplicate rows dropped", data.duplicate_rows)
                        : "");
   s += "<ul class=\"meta\">";
   for (const std::string& c : data.coverage) s += fmt::format("<li>{}</li>", html_escape(c));
+  for (const std::string& c : skipped_lines(data)) s += fmt::format("<li>{}</li>", html_escape(c));
   s += "</ul>\n";
   s += R"(<div id="controls">
 <label>profile <select id="sel-profile"></select></label>

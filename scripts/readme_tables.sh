@@ -6,6 +6,8 @@
 # ARGS are split on spaces (no quoting); pick commands whose output is deterministic (no wall time).
 # --check: exit 1 (naming the block) if a block differs from what iosim prints now (tests/cli_test.sh);
 # --write: rewrite them in place (after a model change or new measurements).
+# Then scripts/readme_numbers.py, same mode and files: the tables made from several runs and the
+# numbers quoted in prose (<!-- iosim-run -->, <!-- iosim-table -->, <!-- =RUN: EXPR --> markers).
 # Usage from the repository root: scripts/readme_tables.sh --check|--write [IOSIM] [FILE.md ...]
 set -euo pipefail
 mode=${1:?--check or --write}
@@ -67,4 +69,5 @@ for readme in "${files[@]}"; do
   if [[ "$mode" == --write && $status -eq 0 ]]; then cp "$out" "$readme"; fi
   rm -f "$out"
 done
+python3 "$(dirname "$0")/readme_numbers.py" "$mode" "$iosim" "${files[@]}" || status=1
 exit $status

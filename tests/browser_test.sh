@@ -86,6 +86,34 @@ selftest=$(body_attr "$tmp/selftest.html" selftest)
 echo "selftest: $selftest"
 [[ "$selftest" == ok* ]] || bad "selftest: '$selftest' $(body_attr "$tmp/selftest.html" error-text)"
 
+# A decoding sweep: one query row, several K/V lengths, split counts and flash2 beside them.
+# The charts are drawn against N_kv (not at the single N = 1), each split count is a series of
+# its own, --splits 0 (the heuristic) is run, flash2's --splits points are skipped with a note
+# (not "none fits"), and per-tensor bars that differ by orders of magnitude (K/V against the
+# partials) are on a log axis.
+"$IOSIM" sweep --profile h100-sxm5-80gb --algo flash2,flash-decoding --batch 1 --heads 32 \
+  --kv-heads 8 --seq 1 --seq-kv 4096:65536:x4 --head-dim 128 --splits 0,2,8 \
+  --out "$tmp/decode.json" 2>"$tmp/sweep.err" || { echo "FAIL: decode sweep: $(cat "$tmp/sweep.err")"; exit 1; }
+"$IOSIM" report "$tmp/decode.json" --html "$tmp/decode_report.html" --md "$tmp/decode.md" ||
+  { echo "FAIL: iosim report of the decode sweep"; exit 1; }
+grep -q "Skipped 6 points: --splits applies to --algo flash-decoding and paged, not 'flash2'" \
+  "$tmp/decode.md" || bad "decode report: no note for the skipped flash2 --splits points"
+! grep -q "none fits" "$tmp/decode.md" || bad "decode report says 'none fits' for an inapplicable flag"
+grep -q "| flash2 | 128 | 1 | 4096 |" "$tmp/decode.md" || bad "decode report: flash2 at --splits 0 missing"
+render "file://$tmp/decode_report.html" decode
+[ "$(body_attr "$tmp/decode.html" status)" = ok ] ||
+  bad "decode page status: $(body_attr "$tmp/decode.html" error-text)"
+info=$(body_attr "$tmp/decode.html" chart-info)
+echo "decode charts: $info"
+grep -q "Bytes vs N_kv (log-log) | N_kv (K/V length) | logarithmic | [^#]*flash-decoding S=2 HBM;[^#]*flash-decoding S=8 HBM" <<<"$info" ||
+  bad "decode report: bytes not against N_kv with a series per split count"
+grep -q "HBM bytes per tensor at N_kv=65536 | [^|]* | logarithmic | " <<<"$info" ||
+  bad "decode report: per-tensor bars (K/V vs partials) not on a log axis"
+# A chart against N_kv has several points per series, not one at N = 1.
+grep -q "Simulated time vs N_kv" <<<"$info" || bad "decode report: time not against N_kv"
+# The validation summary in HTML has median and worst, as the Markdown.
+grep -q "<th>blind time median / worst</th>" "$tmp/page.html" || bad "HTML validation table without median / worst"
+
 if [ -n "$screenshot" ]; then
   timeout 120 "$browser" "${flags[@]}" --user-data-dir="$tmp/profile-shot" --hide-scrollbars \
     --screenshot="$screenshot" "file://$(realpath "${shot_of:-$tmp/report.html}")" >/dev/null 2>&1 ||

@@ -123,7 +123,13 @@ expect 0 "max |O - O_ref|" -- run --algo paged --heads 4 --kv-heads 2 --seq 1 --
 expect 0 "block table $DATA/block_tables/two_by_three.txt" -- run --algo paged --batch 2 --heads 2 --seq 1 --seq-kv 40 --head-dim 32 --block-table "$DATA/block_tables/two_by_three.txt"
 expect 2 "--kv-heads 3 must divide --heads 8" -- "${DEC[@]}" --kv-heads 3
 expect 2 "--kv-heads 0 must be at least 1" -- "${DEC[@]}" --kv-heads 0
-expect 2 "--splits 0 must be at least 1" -- "${DEC[@]}" --algo flash-decoding --splits 0
+expect 2 "--splits -1 must be 0 (the heuristic) or more" -- "${DEC[@]}" --algo flash-decoding --splits -1
+# --splits 0 is the heuristic, as --block-kv 0 is the default tiles: the same run as without it,
+# and no flag at all for schedules without splits (so a sweep can put flash2 beside --splits 0,2,8).
+for algo in flash-decoding flash2; do
+  if [ "$("$IOSIM" "${DEC[@]}" --algo $algo --splits 0 --format json | grep -v simulation_wall_s)" = \
+       "$("$IOSIM" "${DEC[@]}" --algo $algo --format json | grep -v simulation_wall_s)" ]; then ok; else bad "--splits 0 is not the default for $algo"; fi
+done
 expect 2 "--splits 99 exceeds the 32 K/V blocks" -- "${DEC[@]}" --algo flash-decoding --splits 99
 expect 2 "--splits applies to --algo flash-decoding and paged" -- "${DEC[@]}" --algo flash2 --splits 2
 expect 2 "--page-tokens 0 must be at least 1" -- "${DEC[@]}" --algo paged --page-tokens 0
@@ -190,6 +196,25 @@ if [ -n "$dram" ] && [ -n "$compulsory" ] && [ "$dram" -ge "$compulsory" ]; then
 if grep -q "lower bound: [0-9,]* B = max(compulsory" <<<"$summary"; then ok; else bad "explain's lower bound hides its compulsory term"; fi
 "$IOSIM" "${EX[@]}" --html "$tmp/explain.html" 2>/dev/null
 if [ -s "$tmp/explain.html" ] && grep -q 'id="trace"' "$tmp/explain.html"; then ok; else bad "explain --html wrote no page"; fi
+
+# readme_numbers.py catches a prose number or a generated table that drifted, names it, and
+# --write puts back what iosim prints (then --check passes).
+cat >"$tmp/numbers.md" <<'MD'
+<!-- iosim-run d: run --profile h100-sxm5-80gb --algo flash2 --batch 1 --heads 2 --seq 256 --head-dim 64 --l2 off --format json -->
+Two-level HBM: 9.99 MB<!-- =d: B(j.counters.hbm_total_bytes) --> and 2 heads<!-- =d: "%d heads" % j.problem.heads -->.
+<!-- iosim-table: decode -->
+| stale |
+<!-- /iosim-table -->
+MD
+out=$(cd "$REPO" && python3 scripts/readme_numbers.py --check "$IOSIM" "$tmp/numbers.md" 2>&1)
+if [ $? -eq 1 ] && grep -q "numbers.md:2: '.*9.99 MB' should end with" <<<"$out" &&
+  grep -q "the table 'decode' differs" <<<"$out" && ! grep -q "2 heads" <<<"$out"; then ok; else bad "readme_numbers.py --check missed a drift: $out"; fi
+if (cd "$REPO" && python3 scripts/readme_numbers.py --write "$IOSIM" "$tmp/numbers.md" &&
+  python3 scripts/readme_numbers.py --check "$IOSIM" "$tmp/numbers.md") && ! grep -q "9.99 MB" "$tmp/numbers.md" &&
+  grep -q "| flash-decoding | 8 |" "$tmp/numbers.md"; then ok; else bad "readme_numbers.py --write did not fix the drift"; fi
+sed -i 's/=d: B(/=nosuchrun: B(/' "$tmp/numbers.md"
+out=$(cd "$REPO" && python3 scripts/readme_numbers.py --check "$IOSIM" "$tmp/numbers.md" 2>&1)
+if grep -q "no <!-- iosim-run nosuchrun" <<<"$out"; then ok; else bad "readme_numbers.py: unknown run not named: $out"; fi
 
 # Every command of the tutorial prints what docs/tutorial.md shows.
 if (cd "$REPO" && bash scripts/readme_tables.sh --check "$IOSIM" docs/tutorial.md); then ok; else bad "docs/tutorial.md is stale: run scripts/readme_tables.sh --write build/iosim docs/tutorial.md"; fi

@@ -678,6 +678,25 @@ std::string validation_markdown(const ValidationResult& v) {
   return s;
 }
 
+// The Markdown table's cells (its lines that start with '|', less the alignment row): the HTML
+// report shows the same columns without keeping a second copy of them.
+std::vector<std::vector<std::string>> validation_summary_table(const ValidationResult& v) {
+  std::vector<std::vector<std::string>> t;
+  std::istringstream in(validation_markdown(v));
+  for (std::string line; std::getline(in, line);) {
+    if (line.size() < 2 || line[0] != '|' || line.rfind("| ---", 0) == 0) continue;
+    std::vector<std::string> row;
+    std::size_t start = 2;
+    for (std::size_t bar = line.find(" |", start); bar != std::string::npos;
+         bar = line.find(" |", start)) {
+      row.push_back(line.substr(start, bar - start));
+      start = bar + 3;
+    }
+    t.push_back(std::move(row));
+  }
+  return t;
+}
+
 std::string validation_csv(const ValidationResult& v) {
   std::string s = "case,schedule,profile,sm_clock_mhz,skipped";
   for (Metric m : kMetrics) {

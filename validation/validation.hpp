@@ -112,6 +112,9 @@ int kv_buffer_pairs(const nlohmann::json& tiling, std::int64_t head_dim, std::in
 /// Writers for the four --format values.
 std::string validation_table(const ValidationResult& v);
 std::string validation_markdown(const ValidationResult& v);
+/// The summary as validation_markdown() prints it, as cells (header first): schedule, cases, blind
+/// time and DRAM, then every metric as run, each "median / worst".
+std::vector<std::vector<std::string>> validation_summary_table(const ValidationResult& v);
 std::string validation_csv(const ValidationResult& v);
 std::string validation_json(const ValidationResult& v);
 

@@ -14,6 +14,15 @@
     // Per chart, in page order: its data points and its opaque pixels inside the axes.
     b.dataset.chartPoints = canvases.map(function (c) { return c.dataset.points || 0; }).join(',');
     b.dataset.chartInk = canvases.map(function (c) { return c.dataset.ink || 0; }).join(',');
+    // Per chart: title | x axis title | y axis type | dataset labels (;), charts joined by ' ## '.
+    b.dataset.chartInfo = canvases.map(function (c) {
+      var ch = Chart.getChart(c);
+      if (!ch) return '';
+      var sc = ch.options.scales || {};
+      return [ch.options.plugins.title.text, sc.x && sc.x.title ? sc.x.title.text : '',
+              sc.y ? sc.y.type || 'linear' : '',
+              ch.data.datasets.map(function (d) { return d.label; }).join(';')].join(' | ');
+    }).join(' ## ');
     b.dataset.errors = errors.length;
     if (errors.length) b.dataset.errorText = errors.join(' | ').slice(0, 1000);
     b.dataset.status = errors.length ? 'error'
@@ -93,7 +102,17 @@
     return function (axis) { axis.ticks = values.map(function (v) { return { value: v }; }); };
   }
 
-  var anyNkv = ROWS.some(function (r) { return r.Nkv !== r.N; });
+  // Decoding sweeps (one query length, several K/V lengths) are drawn against N_kv.
+  var XKEY = numeric(ROWS.map(function (r) { return r.N; })).length === 1 &&
+      numeric(ROWS.map(function (r) { return r.Nkv; })).length > 1 ? 'Nkv' : 'N';
+  var XNAME = XKEY === 'Nkv' ? 'N_kv' : 'N';
+  var XTITLE = XKEY === 'Nkv' ? 'N_kv (K/V length)' : 'N (sequence length)';
+  var anyNkv = XKEY === 'N' && ROWS.some(function (r) { return r.Nkv !== r.N; });
+  var anyHkv = ROWS.some(function (r) { return r.hkv !== r.H; });
+  var anyPage = numeric(ROWS.map(function (r) { return r.pgt; })).length > 1;
+  // Split counts (flash-decoding, paged) are series of their own where an algorithm has several.
+  var splitCounts = {};
+  ROWS.forEach(function (r) { if (r.S > 0) (splitCounts[r.a] = splitCounts[r.a] || {})[r.S] = true; });
   // Every row carries the clock it was timed at (each profile's boost clock unless a sweep sets
   // --sm-clock-mhz): it names a configuration only when one profile was timed at several clocks,
   // else each profile's rows would form a configuration of their own and the other profiles'
@@ -104,6 +123,8 @@
   ROWS.forEach(function (r) {
     var parts = ['B=' + r.B, 'H=' + r.H, r.dt, r.pass];
     if (anyNkv) parts.push('N_kv=' + r.Nkv);
+    if (anyHkv) parts.push('H_kv=' + r.hkv);
+    if (anyPage && r.pgt > 0) parts.push('page ' + r.pgt + ' tokens');
     if (r.causal) parts.push('causal');
     if (r.mask) parts.push('mask');
     if (r.drop > 0) parts.push('dropout=' + r.drop);
@@ -111,6 +132,8 @@
     parts.push('L2 ' + r.l2 + (r.cold ? ' (cold)' : ''));
     if (anyClock && r.clk > 0) parts.push(r.clk + ' MHz');
     r.variant = parts.join(' ');
+    r.x = r[XKEY];
+    r.s = r.a + (r.S > 0 && Object.keys(splitCounts[r.a]).length > 1 ? ' S=' + r.S : '');
   });
 
   var state = {};
@@ -135,6 +158,8 @@
     box.className = 'chart';
     var canvas = document.createElement('canvas');
     box.appendChild(canvas);
+    // iosimDrawn reads the plot area back after every render: say so, or Chromium warns.
+    canvas.getContext('2d', { willReadFrequently: true });
     parent.appendChild(box);
     config.options = config.options || {};
     var o = config.options;
@@ -182,14 +207,14 @@
         var hbm = [], l2 = [];
         blocks.forEach(function (bkv) {
           var r = pick(rows.filter(function (x) {
-            return x.a === a && x.N === n && x.bkv === bkv;
+            return x.s === a && x.x === n && x.bkv === bkv;
           }), 'hbm', 'best');
           hbm.push({ x: bkv, y: r ? r.hbm : null });
           l2.push({ x: bkv, y: r ? r.l2b : null });
         });
-        datasets.push({ label: 'N=' + n + ' HBM', data: hbm, borderColor: color(k),
+        datasets.push({ label: XNAME + '=' + n + ' HBM', data: hbm, borderColor: color(k),
                         backgroundColor: color(k), spanGaps: false });
-        datasets.push({ label: 'N=' + n + ' L2', data: l2, borderColor: color(k),
+        datasets.push({ label: XNAME + '=' + n + ' L2', data: l2, borderColor: color(k),
                         backgroundColor: '#fff', borderDash: [5, 4], spanGaps: false });
       });
       makeChart(parent, a + ': bytes vs block_kv (Bc)', {
@@ -209,7 +234,7 @@
     algos.forEach(function (a, k) {
       var hbm = [], l2 = [], t = [];
       ns.forEach(function (n) {
-        var group = rows.filter(function (x) { return x.a === a && x.N === n; });
+        var group = rows.filter(function (x) { return x.s === a && x.x === n; });
         var r = pick(group, 'hbm', state.block);
         if (r) {
           hbm.push({ x: n, y: r.hbm });
@@ -232,16 +257,16 @@
                     backgroundColor: '#000', borderDash: [2, 3], pointRadius: 0 });
     datasets.push({ label: 'lower bound', data: lb.sort(sortX), borderColor: '#888',
                     backgroundColor: '#888', borderDash: [8, 4], pointRadius: 0 });
-    makeChart(parent, 'Bytes vs N (log-log)', {
+    makeChart(parent, 'Bytes vs ' + XNAME + ' (log-log)', {
       type: 'line', data: { datasets: datasets },
-      options: { parsing: false, scales: { x: logAxis('N (sequence length)', String, ns),
+      options: { parsing: false, scales: { x: logAxis(XTITLE, String, ns),
                                            y: logAxis('bytes', bytes) },
                  plugins: { tooltip: { callbacks: { label: function (c) {
                    return c.dataset.label + ': ' + bytes(c.parsed.y); } } } } }
     });
-    makeChart(parent, 'Simulated time vs N (log-log)', {
+    makeChart(parent, 'Simulated time vs ' + XNAME + ' (log-log)', {
       type: 'line', data: { datasets: times },
-      options: { parsing: false, scales: { x: logAxis('N (sequence length)', String, ns),
+      options: { parsing: false, scales: { x: logAxis(XTITLE, String, ns),
                                            y: logAxis('time', seconds) },
                  plugins: { tooltip: { callbacks: { label: function (c) {
                    return c.dataset.label + ': ' + seconds(c.parsed.y); } } } } }
@@ -252,7 +277,7 @@
     var parent = document.getElementById('by-tensor');
     var n = Number(state.tensorN);
     var picked = algos.map(function (a) {
-      return pick(rows.filter(function (x) { return x.a === a && x.N === n; }), 'hbm', state.block);
+      return pick(rows.filter(function (x) { return x.s === a && x.x === n; }), 'hbm', state.block);
     });
     var names = [];
     picked.forEach(function (r) { if (r) names = names.concat(Object.keys(r.pt)); });
@@ -261,18 +286,31 @@
       return (ia < 0 ? 99 : ia) - (ib < 0 ? 99 : ib) || (a < b ? -1 : 1);
     });
     [['HBM', 0], ['L2', 1]].forEach(function (level) {
-      var datasets = names.map(function (t, k) {
-        return { label: t, backgroundColor: color(k), stack: 'bytes',
-                 data: picked.map(function (r) { return r && r.pt[t] ? r.pt[t][level[1]] : 0; }) };
+      var value = function (r, t) { return r && r.pt[t] ? r.pt[t][level[1]] : 0; };
+      // Bars that differ by orders of magnitude (a decode's K/V against its partials, standard's
+      // S and P against Q) go on a log axis, side by side: stacked on a linear one the small
+      // ones vanish.
+      var positive = [];
+      picked.forEach(function (r) {
+        names.forEach(function (t) { if (value(r, t) > 0) positive.push(value(r, t)); });
       });
-      makeChart(parent, level[0] + ' bytes per tensor at N=' + n, {
+      var log = positive.length > 1 &&
+          Math.max.apply(null, positive) / Math.min.apply(null, positive) > 100;
+      var datasets = names.map(function (t, k) {
+        var data = picked.map(function (r) { var v = value(r, t); return log && !(v > 0) ? null : v; });
+        var ds = { label: t, backgroundColor: color(k), data: data };
+        if (!log) ds.stack = 'bytes';
+        return ds;
+      });
+      var y = log ? logAxis(level[0] + ' bytes (log)', bytes)
+                  : { stacked: true, title: { display: true, text: level[0] + ' bytes' },
+                      ticks: { callback: bytes } };
+      makeChart(parent, level[0] + ' bytes per tensor at ' + XNAME + '=' + n, {
         type: 'bar',
         data: { labels: algos.map(function (a, i) {
           return picked[i] ? a + ' (' + picked[i].bq + 'x' + picked[i].bkv + ')' : a + ' (none fits)';
         }), datasets: datasets },
-        options: { scales: { x: { stacked: true },
-                             y: { stacked: true, title: { display: true, text: level[0] + ' bytes' },
-                                  ticks: { callback: bytes } } },
+        options: { scales: { x: { stacked: !log }, y: y },
                    plugins: { tooltip: { callbacks: { label: function (c) {
                      return c.dataset.label + ': ' + bytes(c.parsed.y); } } } } }
       });
@@ -358,8 +396,12 @@
     });
     charts = charts.filter(function (c) { return c.canvas && c.canvas.parentNode; });
     var rows = selected();
-    var algos = uniq(rows.map(function (r) { return r.a; }));
-    var ns = numeric(rows.map(function (r) { return r.N; }));
+    // Series in algorithm order, then by split count.
+    var order = uniq(rows.map(function (r) { return r.a; }));
+    var algos = uniq(rows.slice().sort(function (p, q) {
+      return order.indexOf(p.a) - order.indexOf(q.a) || p.S - q.S;
+    }).map(function (r) { return r.s; }));
+    var ns = numeric(rows.map(function (r) { return r.x; }));
     byBlockCharts(rows, algos, ns);
     byNCharts(rows, algos, ns);
     fillSelect('sel-tensor-n', ns, null, state.tensorN || ns[ns.length - 1]);
@@ -375,6 +417,8 @@
   }
 
   function setUp() {
+    var tensorSelect = document.getElementById('sel-tensor-n');
+    if (tensorSelect.previousSibling) tensorSelect.previousSibling.textContent = XNAME + ' ';
     var profiles = uniq(ROWS.map(function (r) { return r.p; }));
     fillSelect('sel-profile', profiles, profiles.map(function (p) {
       return DATA.profiles[p] && DATA.profiles[p].description ? p + ' (' + DATA.profiles[p].description + ')' : p;

@@ -1,0 +1,443 @@
+#!/usr/bin/env python3
+"""The README's tables and prose numbers that iosim prints, checked or rewritten (issue 17).
+
+scripts/readme_tables.sh covers blocks that are one command's output verbatim; this covers the
+rest, with three kinds of markers (HTML comments: GitHub does not show them):
+
+  <!-- iosim-run NAME: ARGS -->      a run, `iosim ARGS` (split on spaces, no quoting); its output
+                                     is parsed as JSON when it is JSON, else kept as text
+  <!-- iosim-table: NAME -->         a table made by TABLES[NAME] below from its own runs,
+  ...                                up to the next <!-- /iosim-table -->
+  <!-- /iosim-table -->
+  VALUE<!-- =NAME: EXPR -->          VALUE, the text just before the marker on its line, is what
+                                     the Python expression EXPR gives; EXPR sees the output of run
+                                     NAME as `j` (JSON objects also by attribute: j.counters.flops)
+                                     and the formatters below (B, T, g, f, pct, ...); R("OTHER")
+                                     is the output of another run of the file
+
+--check exits 1 naming each value or table that differs from what iosim prints now (run by
+tests/cli_test.sh through readme_tables.sh); --write rewrites them in place (a value is replaced
+where the text before its marker has the value's shape: digits where it has digits).
+Pick runs that are deterministic (no wall time) and take seconds, not minutes: CI runs them all.
+
+Usage from the repository root: scripts/readme_numbers.py --check|--write [IOSIM] [FILE.md ...]
+"""
+
+import concurrent.futures
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+
+RUN_RE = re.compile(r"^<!-- iosim-run ([A-Za-z0-9_]+): (.+) -->$")
+TABLE_RE = re.compile(r"^<!-- iosim-table: ([A-Za-z0-9_]+) -->$")
+TABLE_END = "<!-- /iosim-table -->"
+VALUE_RE = re.compile(r"<!-- =([A-Za-z0-9_]+): (.+?) -->")
+
+
+class J:
+    """A JSON value with attribute access to object keys (j.counters.flops)."""
+
+    def __init__(self, v):
+        self._v = v
+
+    def __getattr__(self, name):
+        if isinstance(self._v, dict) and name in self._v:
+            return wrap(self._v[name])
+        raise AttributeError(f"no key '{name}' (keys: {', '.join(sorted(self._v))})"
+                             if isinstance(self._v, dict) else f"not an object: .{name}")
+
+    def __getitem__(self, k):
+        return wrap(self._v[k])
+
+    def __len__(self):
+        return len(self._v)
+
+    def __iter__(self):
+        return (wrap(x) for x in self._v)
+
+
+def wrap(v):
+    return J(v) if isinstance(v, (dict, list)) else v
+
+
+# Formatters, as iosim writes numbers (reports/writers.cpp human_bytes, human_seconds).
+def g(x, digits=3):
+    """x to `digits` significant digits, %g style (no trailing zeros)."""
+    return f"{x:.{digits}g}"
+
+
+def f(x, decimals):
+    """x with a fixed number of decimals."""
+    return f"{x:.{decimals}f}"
+
+
+def B(x, digits=3):
+    """Bytes as iosim prints them: 1.07 GB, 8.3 KB, 0 B."""
+    units = ["B", "KB", "MB", "GB", "TB", "PB"]
+    u = 0
+    while abs(x) >= 1000 and u < len(units) - 1:
+        x /= 1000
+        u += 1
+    return f"{x:.0f} B" if u == 0 else f"{x:.{digits}g} {units[u]}"
+
+
+def T(s):
+    """Seconds as iosim prints them: 367 us, 45.4 ms, 1.2 s."""
+    if s >= 1:
+        return f"{s:.3g} s"
+    if s >= 1e-3:
+        return f"{s * 1e3:.3g} ms"
+    return f"{s * 1e6:.3g} us"
+
+
+def pct(x, decimals=1):
+    """A fraction as a percentage: 0.143 -> 14.3%."""
+    return f"{100 * x:.{decimals}f}%"
+
+
+def comma(x):
+    """A whole number with thousands separators: 27,714."""
+    return f"{round(x):,}"
+
+
+def si(x, digits=2):
+    """A count with k or M: 206k, 3.5M."""
+    if abs(x) >= 1e6:
+        return f"{x / 1e6:.{digits}g}M"
+    if abs(x) >= 1e3:
+        return f"{x / 1e3:.{digits}g}k"
+    return f"{x:.{digits}g}"
+
+
+def signed_pct(x, decimals=0):
+    """A signed fraction as a percentage with a true minus sign: -0.11 -> −11%."""
+    return ("−" if x < 0 else "") + f"{100 * abs(x):.{decimals}f}%"
+
+
+def median(xs):
+    xs = sorted(xs)
+    n = len(xs)
+    return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
+
+
+def policy(j, name):
+    """One policy's object of `iosim kvcache --format json`."""
+    return next(p for p in j.policies if p.policy == name)
+
+
+def summary(j, schedule="all"):
+    """One schedule's summary of `iosim validate --format json`."""
+    return next(s for s in j.summaries if s.schedule == schedule)
+
+
+FORMATTERS = {"B": B, "T": T, "g": g, "f": f, "pct": pct, "signed_pct": signed_pct, "comma": comma, "si": si,
+              "median": median, "policy": policy, "summary": summary, "round": round,
+              "abs": abs, "min": min, "max": max, "len": len, "sum": sum, "math": math}
+
+
+class Runner:
+    """Runs iosim once per distinct argument list, several at a time."""
+
+    def __init__(self, iosim):
+        self.iosim = iosim
+        self.results = {}
+
+    def prefetch(self, arg_lists):
+        todo = sorted({a for a in arg_lists if a not in self.results})
+        with concurrent.futures.ThreadPoolExecutor(max(1, os.cpu_count() or 1)) as pool:
+            for args, out in zip(todo, pool.map(self._run, todo)):
+                self.results[args] = out
+
+    def _run(self, args):
+        p = subprocess.run([self.iosim, *args.split()], capture_output=True, text=True)
+        if p.returncode != 0:
+            return RuntimeError(f"'iosim {args}' exited {p.returncode}: {p.stderr.strip()}")
+        try:
+            return wrap(json.loads(p.stdout))
+        except json.JSONDecodeError:
+            return p.stdout
+
+    def __call__(self, args):
+        if args not in self.results:
+            self.prefetch([args])
+        out = self.results[args]
+        if isinstance(out, Exception):
+            raise out
+        return out
+
+
+# ---- Tables: each is (the runs it needs, a function of the runner giving the table's lines).
+
+def md_table(header, aligns, rows):
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(aligns) + " |"]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return lines
+
+
+DECODE = ("run --profile h100-sxm5-80gb --algo {a} --batch 1 --heads 32 --seq 1 --seq-kv 65536 "
+          "--head-dim 128 --kv-heads {h} --format json")
+
+
+def decode_runs():
+    return [DECODE.format(a=a, h=h) for h in (32, 8) for a in ("flash2", "flash-decoding")]
+
+
+def sms_busy(k):
+    """'busy of SMs' of a kernel, with CTAs and CTAs per SM when there are more CTAs than SMs."""
+    sms = round(k.ctas / (k.waves * k.ctas_per_sm))
+    busy = round((1 - k.idle_sm_fraction) * sms)
+    extra = f" ({k.ctas} CTAs, {k.ctas_per_sm} per SM)" if k.ctas > sms else ""
+    return f"{busy} of {sms}{extra}"
+
+
+def decode_table(run):
+    rows = []
+    for h in (32, 8):
+        base = run(DECODE.format(a="flash2", h=h))
+        for a in ("flash2", "flash-decoding"):
+            j = run(DECODE.format(a=a, h=h))
+            c = j.counters
+            time = T(j.time_s) + ("" if a == "flash2" else f" ({base.time_s / j.time_s:.1f}x)")
+            rows.append([a, str(h),
+                         ", ".join(f"{k.name} {'x'.join(str(x) for x in k.grid)}" for k in j.kernels),
+                         sms_busy(j.kernels[0]), time, B(c.hbm_read_bytes),
+                         f"{B(c.hbm_write_bytes)} (+{B(c.hbm_write_dirty_at_end_bytes)})"])
+    return md_table(["algorithm", "K/V heads", "kernels (grid)", "SMs busy (first kernel)", "time",
+                     "HBM read", "HBM write (+ dirty in L2)"],
+                    ["---", "---:", "---", "---", "---:", "---:", "---:"], rows)
+
+
+TRAIN = ("run --profile a100-sxm4-40gb --algo {a} --pass fwdbwd --batch 64 --heads 16 --seq 1024 "
+         "--head-dim 64{mask}{l2} --format json")
+TRAIN_ALGOS = (("standard", "GEMM tiles {} x {}"), ("flash1", "{} x {} (from M)"),
+               ("flash2", "{} x {}"))
+
+
+def train_runs():
+    return [TRAIN.format(a=a, mask=m, l2=l2) for a, _ in TRAIN_ALGOS for m in ("", " --mask")
+            for l2 in ("", " --l2 off")]
+
+
+def train_table(run):
+    rows = []
+    for m in ("", " --mask"):
+        std = run(TRAIN.format(a="standard", mask=m, l2=" --l2 off"))
+        for a, blocks in TRAIN_ALGOS:
+            j = run(TRAIN.format(a=a, mask=m, l2=" --l2 off"))
+            on = run(TRAIN.format(a=a, mask=m, l2=""))
+            hbm, std_hbm = j.counters.hbm_total_bytes, std.counters.hbm_total_bytes
+            first = a == "standard"
+            rows.append([a, "yes" if m else "no", blocks.format(j.tiling.block_q, j.tiling.block_kv),
+                         f(j.counters.flops / 1e9, 1), f(hbm / 1e9, 2),
+                         "1.0x" if first else f"{std_hbm / hbm:.1f}x fewer", f(j.time_s * 1e3, 2) + " ms",
+                         "1.0x" if first else f"{std.time_s / j.time_s:.1f}x faster",
+                         f(on.counters.hbm_total_bytes / 1e9, 2)])
+    return md_table(["algorithm", "`--mask`", "blocks Br x Bc", "GFLOPs", "HBM GB", "vs standard",
+                     "time", "vs standard", "HBM GB, L2 on"],
+                    ["---", "---", "---", "---:", "---:", "---:", "---:", "---:", "---:"], rows)
+
+
+SPARSE = ("run --profile a100-sxm4-40gb --algo block-sparse --pass fwdbwd --batch 4 --heads 16 "
+          "--seq 16384 --head-dim 64{p}{l2} --format json")
+SPARSE_PATTERNS = ("", "strided:2", "strided:4", "strided:8", "local:4")
+
+
+def sparse_runs():
+    return [SPARSE.format(p=f" --pattern {p}" if p else "", l2=l2) for p in SPARSE_PATTERNS
+            for l2 in ("", " --l2 off")]
+
+
+def density_text(s):
+    k = 1 / s
+    if abs(k - round(k)) < 1e-9:
+        return "1" if round(k) == 1 else f"1/{round(k)}"
+    return g(s, 2)
+
+
+def sparse_table(run):
+    rows = []
+    for p in SPARSE_PATTERNS:
+        flag = f" --pattern {p}" if p else ""
+        off, on = run(SPARSE.format(p=flag, l2=" --l2 off")), run(SPARSE.format(p=flag, l2=""))
+        rows.append([p or "(none)", density_text(off.tiling.density), f(off.counters.flops / 1e9, 0),
+                     f(off.counters.hbm_total_bytes / 1e9, 1), f(off.time_s * 1e3, 1) + " ms",
+                     f(on.counters.hbm_total_bytes / 1e9, 2), f(on.time_s * 1e3, 1) + " ms"])
+    return md_table(["`--pattern`", "s", "GFLOPs", "HBM GB, `--l2 off`", "time, `--l2 off`",
+                     "HBM GB, L2 on", "time, L2 on"],
+                    ["---", "---:", "---:", "---:", "---:", "---:", "---:"], rows)
+
+
+BWD_MEASURED = "measurements/h200-sxm-141gb/pytorch_sdpa_2026-11-22.json"
+BWD = ("run --profile h200-sxm-141gb --algo flash2 --pass bwd --batch {b} --heads {h} --seq {n} "
+       "--head-dim {d} --cold-l2 --sm-clock-mhz {clk!r} --format json")
+
+
+def bwd_cases():
+    """PyTorch's FlashAttention-2 backward main kernels measured on the H200, and our run of each
+    (its problem, cold L2, the SM clock Nsight Compute measured), by head dim then N."""
+    with open(BWD_MEASURED, encoding="utf-8") as fh:
+        data = json.load(fh)
+    out = []
+    for c in data["cases"]:
+        if c["schedule"] != "flash2" or c["pass"] == "fwd":
+            continue
+        for k in c["kernels"]:
+            if k.get("kind") == "flash_bwd_main":
+                p, m = c["problem"], k["metrics"]
+                args = BWD.format(b=p["batch"], h=p["heads"], n=p["seq"], d=p["head_dim"],
+                                  clk=m["sm__cycles_elapsed.avg.per_second"] / 1e6)
+                out.append((p, c["tiling"]["bwd"], m, args))
+    return sorted(out, key=lambda x: (x[0]["head_dim"], x[0]["seq"] * x[0]["batch"]))
+
+
+def bwd_runs():
+    return [c[3] for c in bwd_cases()]
+
+
+def bwd_table(run):
+    def cell(ours, measured, scale, decimals, unit):
+        return (f"{ours / scale:.{decimals}f} / {measured / scale:.{decimals}f} {unit} "
+                f"({100 * (ours / measured - 1):+.1f}%)")
+    rows = []
+    for p, t, m, args in bwd_cases():
+        j = run(args)
+        k = next(k for k in j.kernels if k.name == "flash2_bwd")
+        c = k.counters
+        # The atomics' reads of dQaccum happen inside the L2: the SMs receive only the loads.
+        loads = c.l2_read_bytes - c.per_tensor.dQaccum.l2_read_bytes
+        rows.append([f"B={p['batch']} N={p['seq']} d={p['head_dim']}", f"{t['block_q']} x {t['block_kv']}",
+                     cell(c.hbm_read_bytes, m["dram__bytes_read.sum"], 1e6, 1, "MB"),
+                     cell(c.hbm_write_bytes, m["dram__bytes_write.sum"], 1e6, 1, "MB"),
+                     cell(loads, 32 * m["l1tex__m_xbar2l1tex_read_sectors.sum"], 1e6, 0, "MB"),
+                     cell(k.time_s, m["gpu__time_duration.sum"] * 1e-9, 1e-6, 0, "us")])
+    return md_table([f"problem (H={bwd_cases()[0][0]['heads']})", "Br x Bc", "DRAM read", "DRAM write",
+                     "L2 -> SM bytes", "time"], ["---", "---", "---:", "---:", "---:", "---:"], rows)
+
+
+TABLES = {
+    "decode": (decode_runs, decode_table),
+    "training": (train_runs, train_table),
+    "block_sparse": (sparse_runs, sparse_table),
+    "flash2_bwd_h200": (bwd_runs, bwd_table),
+}
+
+
+# ---- The files.
+
+UNITS = ("B", "KB", "MB", "GB", "TB", "PB", "us", "ms", "s", "k", "M")
+
+
+def value_pattern(expected):
+    """A regex for text of the expected value's shape: any number where it has a number, any unit
+    of bytes, time or count where it has one."""
+    unit = "(?:" + "|".join(sorted(UNITS, key=len, reverse=True)) + ")"
+    rx = ""
+    for part in re.split(r"([0-9][0-9.,]*|[A-Za-z]+)", expected):
+        if re.fullmatch(r"[0-9][0-9.,]*", part):
+            rx += r"[-+]?[0-9][0-9.,]*(?:e[-+]?[0-9]+)?"
+        elif part in UNITS:
+            rx += unit
+        else:
+            rx += re.escape(part)
+    # A number may not be cut in two: the match starts where no digit precedes it.
+    return re.compile(r"(?<![0-9.,])" + rx + r"$")
+
+
+def process(path, mode, run):
+    lines = open(path, encoding="utf-8").read().split("\n")
+    runs, problems = {}, []
+    # First every run's arguments, so that they all run at once.
+    for line in lines:
+        if m := RUN_RE.match(line):
+            runs[m.group(1)] = m.group(2)
+    wanted = list(runs.values())
+    for line in lines:
+        if m := TABLE_RE.match(line):
+            if m.group(1) in TABLES:
+                wanted += TABLES[m.group(1)][0]()
+    run.prefetch(wanted)
+
+    out, i = [], 0
+    while i < len(lines):
+        line = lines[i]
+        if m := TABLE_RE.match(line):
+            name = m.group(1)
+            end = next((k for k in range(i + 1, len(lines)) if lines[k] == TABLE_END), None)
+            if end is None:
+                problems.append(f"{path}:{i + 1}: no {TABLE_END} after the table '{name}'")
+                out += lines[i:]
+                break
+            old = lines[i + 1:end]
+            try:
+                new = TABLES[name][1](run)
+            except KeyError:
+                problems.append(f"{path}:{i + 1}: no table named '{name}' (known: {', '.join(TABLES)})")
+                new = old
+            except Exception as e:  # an iosim run failed: say which
+                problems.append(f"{path}:{i + 1}: table '{name}': {e}")
+                new = old
+            if new != old and mode == "--check":
+                problems.append(f"{path}:{i + 1}: the table '{name}' differs from what iosim prints now:\n"
+                                + "\n".join(f"  - {x}" for x in old if x not in new)
+                                + "\n" + "\n".join(f"  + {x}" for x in new if x not in old))
+            out += [line, *new, TABLE_END]
+            i = end + 1
+            continue
+        # Values on this line, left to right; each checks the text between it and the previous marker.
+        pos, new_line = 0, ""
+        for m in VALUE_RE.finditer(line):
+            before = line[pos:m.start()]
+            name, expr = m.group(1), m.group(2)
+            where = f"{path}:{i + 1}"
+            try:
+                if name not in runs:
+                    raise KeyError(f"no <!-- iosim-run {name}: ... --> in {path}")
+                env = dict(FORMATTERS, j=run(runs[name]), R=lambda other: run(runs[other]))
+                expected = str(eval(expr, {"__builtins__": {}, **env}))
+            except Exception as e:
+                problems.append(f"{where}: value '{expr}' of run '{name}': {type(e).__name__}: {e}")
+                new_line += line[pos:m.end()]
+                pos = m.end()
+                continue
+            if not before.endswith(expected):
+                shown = before[-max(len(expected) + 10, 20):]
+                if mode == "--check":
+                    problems.append(f"{where}: '...{shown}' should end with '{expected}' ({name}: {expr})")
+                else:
+                    found = value_pattern(expected).search(before)
+                    if found:
+                        before = before[:found.start()] + expected
+                    else:
+                        problems.append(f"{where}: cannot find where to write '{expected}' in '...{shown}'")
+            new_line += before + m.group(0)
+            pos = m.end()
+        out.append(new_line + line[pos:])
+        i += 1
+    if mode == "--write" and not problems:
+        text = "\n".join(out)
+        if text != "\n".join(lines):
+            with open(path, "w", encoding="utf-8") as fh:
+                fh.write(text)
+    return problems
+
+
+def main(argv):
+    if len(argv) < 2 or argv[1] not in ("--check", "--write"):
+        print(__doc__.strip().splitlines()[-1], file=sys.stderr)
+        return 2
+    iosim = argv[2] if len(argv) > 2 else "build/iosim"
+    files = argv[3:] or ["README.md"]
+    run = Runner(iosim)
+    problems = []
+    for path in files:
+        problems += process(path, argv[1], run)
+    for p in problems:
+        print(p, file=sys.stderr)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
