@@ -456,7 +456,9 @@ void validate(const HardwareProfile& p, Reader& reader) {
                    fmt::format("sm.max_registers_per_thread = {} exceeds sm.registers_per_sm = {}",
                                sm.max_registers_per_thread.value, sm.registers_per_sm.value));
   }
-  if (sm.setmaxnreg_min_registers.value > sm.setmaxnreg_max_registers.value) {
+  // A maximum of 0 says the GPU has no register reallocation; the other keys are then unused.
+  if (sm.setmaxnreg_max_registers.value > 0 &&
+      sm.setmaxnreg_min_registers.value > sm.setmaxnreg_max_registers.value) {
     reader.note_at(
         "sm.setmaxnreg_min_registers",
         fmt::format("sm.setmaxnreg_min_registers = {} exceeds "

@@ -600,6 +600,11 @@ TEST_SUITE("profile") {
     CHECK(with({{"sm.max_registers_per_thread", "65536"}}) == ok);
     CHECK(contains(with({{"sm.max_registers_per_thread", "65537"}}),
                    "sm.max_registers_per_thread = 65537 exceeds sm.registers_per_sm = 65536"));
+    // Register reallocation: the minimum up to the maximum; a maximum of 0 is "none".
+    CHECK(with({{"sm.setmaxnreg_min_registers", "256"}}) == ok);
+    CHECK(contains(with({{"sm.setmaxnreg_min_registers", "264"}}),
+                   "sm.setmaxnreg_min_registers = 264 exceeds sm.setmaxnreg_max_registers = 256"));
+    CHECK(with({{"sm.setmaxnreg_max_registers", "0"}}) == ok);
     // CTAs per SM cannot exceed threads per SM.
     CHECK(with({{"sm.max_ctas_per_sm", "2048"}}) == ok);
     CHECK(contains(with({{"sm.max_ctas_per_sm", "2049"}}),
