@@ -111,6 +111,8 @@ def measured_paths(target):
 
 
 def validate(paths):
+    if isinstance(paths, str):
+        paths = [paths]
     out = subprocess.run([IOSIM, "validate", *paths, "--format", "json"], check=True,
                          capture_output=True, text=True).stdout
     result = json.loads(out)
