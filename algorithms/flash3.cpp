@@ -245,6 +245,31 @@ Planned plan_flash3(const AttentionProblem& p, const HardwareProfile& hw,
   const int regs = req.registers_per_thread.value_or(
       std::min(255, hw.sm.registers_per_sm.value / t.threads / 8 * 8));
   t.registers_per_thread = regs;
+  // Register reallocation (setmaxnreg): the producer warpgroup keeps the fewest registers it may
+  // and the consumers share the rest of what the CTA launched with, which is all they can take
+  // (measured: the pool is the CTA's, an .inc beyond it blocks; measurements/h100-sxm5-80gb/
+  // setmaxnreg_2026-11-23/). A consumer thread holds at least its rows' O and S accumulators in
+  // fp32: 64 rows x d and 64 x block_kv over 128 threads.
+  const SmSpec& sm = hw.sm;
+  if (sm.setmaxnreg_max_registers.value > 0 && sm.setmaxnreg_step_registers.value > 0) {
+    const std::int64_t pool = static_cast<std::int64_t>(regs) * t.threads;
+    const std::int64_t step = sm.setmaxnreg_step_registers.value;
+    const std::int64_t consumer_regs =
+        std::min<std::int64_t>(sm.setmaxnreg_max_registers.value,
+                               (pool - kWarpgroupThreads * sm.setmaxnreg_min_registers.value) /
+                                   (consumers * kWarpgroupThreads) / step * step);
+    const std::int64_t accumulators = (d + t.block_kv) / 2;
+    if (accumulators > consumer_regs) {
+      out.infeasible_reason = fmt::format(
+          "flash3 consumer warpgroups cannot hold their accumulators: O (64 x {}) and S (64 x {}) "
+          "in fp32 take {} registers per thread, and register reallocation gives each consumer at "
+          "most {} ({} threads launched with {} registers each, the producer warpgroup keeping "
+          "{}, setmaxnreg at most {}); use a smaller --block-kv",
+          d, t.block_kv, accumulators, consumer_regs, t.threads, regs,
+          sm.setmaxnreg_min_registers.value, sm.setmaxnreg_max_registers.value);
+      return out;
+    }
+  }
   // FlashAttention-3's code makes its consumer warpgroups ping-pong (a scheduler barrier) for
   // 16-bit types up to d = 128. The engine's ping-pong rule is the ideal of that (each
   // warpgroup's softmax wholly under another's GEMMs): it puts cuDNN's H100 forwards at 94%

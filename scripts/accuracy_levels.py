@@ -57,6 +57,12 @@ FILES = {
     "accuracy_levels_pytorch.json": lambda d: os.path.join(d, "pytorch_sdpa_2026-11-22.json"),
     "accuracy_levels_cudnn.json":
         lambda d: os.path.join(d, "cudnn_2026-11-23", "cudnn_sdpa_2026-11-23.json"),
+    # Our FlashAttention-3-style kernel (cuda_validate/fa3/): its FP16 run 1 and, where measured
+    # apart, its FP8 cases ("flash3 fp8"), validated together. run2_pinned/ (a build that forces
+    # the exponentials into the IWO window) is a diagnosis, not held.
+    "accuracy_levels_fa3_own.json": lambda d: [
+        os.path.join(d, "fa3_own_2026-11-23", "fa3_own_2026-11-23.json"),
+        os.path.join(d, "fa3_own_2026-11-23", "fp8", "fa3_own_fp8_2026-11-23.json")],
 }
 # Held-out sets measured several times, per device folder: their repeat spreads floor the levels of
 # our kernels (accuracy_levels.json); calibration never reads their errors.
@@ -98,8 +104,16 @@ def goal_for(goals, metric, stat):
     return g.get(stat)
 
 
-def validate(path):
-    out = subprocess.run([IOSIM, "validate", path, "--format", "json"], check=True,
+def measured_paths(target):
+    """The existing files of a FILES entry (a path or a list of them)."""
+    paths = target if isinstance(target, list) else [target]
+    return [p for p in paths if os.path.exists(p)]
+
+
+def validate(paths):
+    if isinstance(paths, str):
+        paths = [paths]
+    out = subprocess.run([IOSIM, "validate", *paths, "--format", "json"], check=True,
                          capture_output=True, text=True).stdout
     result = json.loads(out)
     for x in result["cases"] + result["summaries"]:
@@ -133,10 +147,11 @@ def median(xs):
 
 
 def byte_errors(cases, schedule, metric):
-    """|predicted - measured| in bytes of each compared case of `schedule` ("all": every one)."""
+    """|predicted - measured| in bytes of each compared case of summary `schedule` ("all": every
+    one)."""
     out = []
     for c in cases:
-        if "skipped" in c or (schedule != "all" and c["schedule"] != schedule):
+        if "skipped" in c or (schedule != "all" and c["summary"] != schedule):
             continue
         x = c[metric]
         if x["measured"] > 0:
@@ -148,7 +163,7 @@ def worst_case(cases, schedule, metric):
     """The id of the case with the largest |relative error| of `metric` in `schedule`."""
     best, best_id = -1.0, None
     for c in cases:
-        if "skipped" in c or (schedule != "all" and c["schedule"] != schedule):
+        if "skipped" in c or (schedule != "all" and c["summary"] != schedule):
             continue
         e = c[metric]["relative_error"]
         if e is not None and abs(e) > best:
@@ -341,8 +356,8 @@ def write(reason):
         new.setdefault("history", [])
         new["devices"] = {}
         for dev in devices:
-            measured = target(os.path.join(VALIDATION, dev))
-            if not os.path.exists(measured):
+            measured = measured_paths(target(os.path.join(VALIDATION, dev)))
+            if not measured:
                 continue
             result = validate(measured)
             spreads = heldout_spreads(name, os.path.join(VALIDATION, dev))

@@ -36,6 +36,13 @@ struct SmSpec {
   Sourced<double> smem_bandwidth_bytes_per_clk;  // shared-memory bandwidth per SM
   Sourced<double> l2_to_sm_bytes_per_clk;        // most L2->SM bandwidth one SM can draw
   Sourced<double> smem_latency_cycles;           // load-to-use latency of a shared-memory load
+  // Register reallocation between a CTA's warpgroups (setmaxnreg, sm_90a): the per-thread counts
+  // a warpgroup may set (a multiple of the step, from min to max), drawn from and returned to the
+  // registers the CTA launched with (no more); 0 where there is none (before Hopper).
+  Sourced<int> setmaxnreg_min_registers;
+  Sourced<int> setmaxnreg_max_registers;
+  Sourced<int> setmaxnreg_step_registers;
+  Sourced<double> setmaxnreg_cycles;  // one setmaxnreg when the registers are free
 };
 
 /// Arithmetic throughput at the boost clock, dense (no sparsity).

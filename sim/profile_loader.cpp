@@ -64,7 +64,7 @@ struct Field {
   Member<Spec> member;
 };
 
-const std::array<Field<SmSpec>, 13> kSmFields{{
+const std::array<Field<SmSpec>, 17> kSmFields{{
     {"count", &SmSpec::count},
     {"boost_clock_mhz", &SmSpec::boost_clock_mhz},
     {"base_clock_mhz", &SmSpec::base_clock_mhz},
@@ -78,6 +78,10 @@ const std::array<Field<SmSpec>, 13> kSmFields{{
     {"smem_bandwidth_bytes_per_clk", &SmSpec::smem_bandwidth_bytes_per_clk},
     {"l2_to_sm_bytes_per_clk", &SmSpec::l2_to_sm_bytes_per_clk},
     {"smem_latency_cycles", &SmSpec::smem_latency_cycles},
+    {"setmaxnreg_min_registers", &SmSpec::setmaxnreg_min_registers},
+    {"setmaxnreg_max_registers", &SmSpec::setmaxnreg_max_registers},
+    {"setmaxnreg_step_registers", &SmSpec::setmaxnreg_step_registers},
+    {"setmaxnreg_cycles", &SmSpec::setmaxnreg_cycles},
 }};
 
 const std::array<Field<ComputeSpec>, 10> kComputeFields{{
@@ -363,6 +367,11 @@ void validate(const HardwareProfile& p, Reader& reader) {
   positive("sm.smem_bandwidth_bytes_per_clk", sm.smem_bandwidth_bytes_per_clk.value);
   positive("sm.l2_to_sm_bytes_per_clk", sm.l2_to_sm_bytes_per_clk.value);
   non_negative("sm.smem_latency_cycles", sm.smem_latency_cycles.value);
+  // 0: no register reallocation (before Hopper).
+  non_negative("sm.setmaxnreg_min_registers", sm.setmaxnreg_min_registers.value);
+  non_negative("sm.setmaxnreg_max_registers", sm.setmaxnreg_max_registers.value);
+  non_negative("sm.setmaxnreg_step_registers", sm.setmaxnreg_step_registers.value);
+  non_negative("sm.setmaxnreg_cycles", sm.setmaxnreg_cycles.value);
 
   const ComputeSpec& c = p.compute;
   positive("compute.tensor_fp16_tflops", c.tensor_fp16_tflops.value);
@@ -446,6 +455,15 @@ void validate(const HardwareProfile& p, Reader& reader) {
     reader.note_at("sm.max_registers_per_thread",
                    fmt::format("sm.max_registers_per_thread = {} exceeds sm.registers_per_sm = {}",
                                sm.max_registers_per_thread.value, sm.registers_per_sm.value));
+  }
+  // A maximum of 0 says the GPU has no register reallocation; the other keys are then unused.
+  if (sm.setmaxnreg_max_registers.value > 0 &&
+      sm.setmaxnreg_min_registers.value > sm.setmaxnreg_max_registers.value) {
+    reader.note_at(
+        "sm.setmaxnreg_min_registers",
+        fmt::format("sm.setmaxnreg_min_registers = {} exceeds "
+                    "sm.setmaxnreg_max_registers = {}",
+                    sm.setmaxnreg_min_registers.value, sm.setmaxnreg_max_registers.value));
   }
   if (sm.max_ctas_per_sm.value > sm.max_threads_per_sm.value) {
     reader.note_at("sm.max_ctas_per_sm",

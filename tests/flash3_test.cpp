@@ -352,3 +352,33 @@ TEST_CASE("FlashAttention-3's headline shape: FP16 forward, d = 128, N = 16k, H1
   CHECK(test::rel_close(tflops, 740.0, 0.15));  // the issue's goal
   CHECK(rep.engine.kernels.at(0).bound == "compute");
 }
+
+TEST_CASE("flash3's consumers hold their accumulators in what register reallocation gives them") {
+  // The CTA's registers at launch are the pool (measured: an .inc beyond it blocks): the producer
+  // warpgroup keeps setmaxnreg's minimum, the consumers share the rest. d = 64 with 192 query
+  // rows: 512 threads launched with 128 registers, 3 consumers get (65536 - 128 x 24) / 384,
+  // 160 after the step of 8; O and S take (64 + block_kv) / 2 registers per thread.
+  const HardwareProfile& hw = test::profile();
+  REQUIRE(hw.sm.setmaxnreg_min_registers.value == 24);
+  REQUIRE(hw.sm.setmaxnreg_step_registers.value == 8);
+  const Report fits = simulate(hw, flash3(1, 2, 2048, 64, 192, 256));  // 160 of 160
+  CHECK(fits.feasible());
+  const Report over = simulate(hw, flash3(1, 2, 2048, 64, 192, 264));  // 164 of 160
+  REQUIRE_FALSE(over.feasible());
+  CHECK(over.infeasible_reason.find("164 registers per thread") != std::string::npos);
+  CHECK(over.infeasible_reason.find("at most 160") != std::string::npos);
+  // Two consumers (128 rows, 384 threads at 168): (64512 - 3072) / 256 = 240; one K/V stage so
+  // that shared memory does not bind first.
+  RunRequest two = flash3(1, 2, 2048, 64, 128, 416);  // 240 of 240
+  two.tiling.pipeline_stages = 1;
+  CHECK(simulate(hw, two).feasible());
+  two.tiling.block_kv = 432;  // 248 of 240
+  const Report two_over = simulate(hw, two);
+  REQUIRE_FALSE(two_over.feasible());
+  CHECK(two_over.infeasible_reason.find("at most 240") != std::string::npos);
+  // Without register reallocation (Ampere's profile) the check does not apply.
+  const HardwareProfile& a100 = test::profile("a100-sxm4-80gb");
+  REQUIRE(a100.sm.setmaxnreg_max_registers.value == 0);
+  const Report ampere = simulate(a100, flash3(1, 2, 2048, 64, 192, 264));
+  CHECK(ampere.infeasible_reason.find("accumulators") == std::string::npos);
+}

@@ -85,6 +85,10 @@ const std::vector<Leaf> kLeaves{
     {"sm", "smem_bandwidth_bytes_per_clk", "128", false, false},
     {"sm", "l2_to_sm_bytes_per_clk", "124", false, false},
     {"sm", "smem_latency_cycles", "30", false, true},
+    {"sm", "setmaxnreg_min_registers", "24", true, true},
+    {"sm", "setmaxnreg_max_registers", "256", true, true},
+    {"sm", "setmaxnreg_step_registers", "8", true, true},
+    {"sm", "setmaxnreg_cycles", "60", false, true},
     {"compute", "tensor_fp16_tflops", "989.4", false, false},
     {"compute", "tensor_bf16_tflops", "979.5", false, false},
     {"compute", "tensor_tf32_tflops", "494.7", false, false},
@@ -202,6 +206,11 @@ double field(const HardwareProfile& p, const std::string& path) {
       {"sm.smem_bandwidth_bytes_per_clk", [&] { return p.sm.smem_bandwidth_bytes_per_clk.value; }},
       {"sm.l2_to_sm_bytes_per_clk", [&] { return p.sm.l2_to_sm_bytes_per_clk.value; }},
       {"sm.smem_latency_cycles", [&] { return p.sm.smem_latency_cycles.value; }},
+      {"sm.setmaxnreg_min_registers", [&] { return double(p.sm.setmaxnreg_min_registers.value); }},
+      {"sm.setmaxnreg_max_registers", [&] { return double(p.sm.setmaxnreg_max_registers.value); }},
+      {"sm.setmaxnreg_step_registers",
+       [&] { return double(p.sm.setmaxnreg_step_registers.value); }},
+      {"sm.setmaxnreg_cycles", [&] { return p.sm.setmaxnreg_cycles.value; }},
       {"compute.tensor_fp16_tflops", [&] { return p.compute.tensor_fp16_tflops.value; }},
       {"compute.tensor_bf16_tflops", [&] { return p.compute.tensor_bf16_tflops.value; }},
       {"compute.tensor_tf32_tflops", [&] { return p.compute.tensor_tf32_tflops.value; }},
@@ -246,6 +255,10 @@ std::vector<std::pair<std::string, std::string>> all_sources(const HardwareProfi
       {"sm.smem_bandwidth_bytes_per_clk", p.sm.smem_bandwidth_bytes_per_clk.source},
       {"sm.l2_to_sm_bytes_per_clk", p.sm.l2_to_sm_bytes_per_clk.source},
       {"sm.smem_latency_cycles", p.sm.smem_latency_cycles.source},
+      {"sm.setmaxnreg_min_registers", p.sm.setmaxnreg_min_registers.source},
+      {"sm.setmaxnreg_max_registers", p.sm.setmaxnreg_max_registers.source},
+      {"sm.setmaxnreg_step_registers", p.sm.setmaxnreg_step_registers.source},
+      {"sm.setmaxnreg_cycles", p.sm.setmaxnreg_cycles.source},
       {"compute.tensor_fp16_tflops", p.compute.tensor_fp16_tflops.source},
       {"compute.tensor_bf16_tflops", p.compute.tensor_bf16_tflops.source},
       {"compute.tensor_tf32_tflops", p.compute.tensor_tf32_tflops.source},
@@ -587,6 +600,11 @@ TEST_SUITE("profile") {
     CHECK(with({{"sm.max_registers_per_thread", "65536"}}) == ok);
     CHECK(contains(with({{"sm.max_registers_per_thread", "65537"}}),
                    "sm.max_registers_per_thread = 65537 exceeds sm.registers_per_sm = 65536"));
+    // Register reallocation: the minimum up to the maximum; a maximum of 0 is "none".
+    CHECK(with({{"sm.setmaxnreg_min_registers", "256"}}) == ok);
+    CHECK(contains(with({{"sm.setmaxnreg_min_registers", "264"}}),
+                   "sm.setmaxnreg_min_registers = 264 exceeds sm.setmaxnreg_max_registers = 256"));
+    CHECK(with({{"sm.setmaxnreg_max_registers", "0"}}) == ok);
     // CTAs per SM cannot exceed threads per SM.
     CHECK(with({{"sm.max_ctas_per_sm", "2048"}}) == ok);
     CHECK(contains(with({{"sm.max_ctas_per_sm", "2049"}}),

@@ -38,13 +38,13 @@ double median_of(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-// |predicted - measured| in bytes of metric i (as-run, or blind) over a schedule's compared cases
-// ("all": every one).
+// |predicted - measured| in bytes of metric i (as-run, or blind) over the compared cases of a
+// summary ("flash3", "flash3 fwdbwd", ...; "all": every one).
 std::vector<double> byte_errors(const ValidationResult& v, const std::string& schedule, int i,
                                 bool blind) {
   std::vector<double> out;
   for (const CaseResult& c : v.cases) {
-    if (!c.skipped_reason.empty() || (schedule != "all" && c.schedule != schedule)) continue;
+    if (!c.skipped_reason.empty() || (schedule != "all" && summary_name(c) != schedule)) continue;
     const Comparison& x = blind ? c.blind[i] : c.metrics[i];
     if (x.measured > 0) out.push_back(std::abs(x.predicted - x.measured));
   }
@@ -144,6 +144,52 @@ TEST_CASE("validation accuracy on cuDNN's Hopper kernels does not fall below the
     ++devices;
   }
   CHECK(devices >= 2);  // H100 and H200
+}
+
+TEST_CASE(
+    "validation accuracy on our FlashAttention-3-style kernel does not fall below the recorded "
+    "levels") {
+  // Its FP16 run 1 and, on the H100, its FP8 cases measured apart, validated together (the
+  // files scripts/accuracy_levels.py lists for accuracy_levels_fa3_own.json).
+  const nlohmann::json levels = read_levels("accuracy_levels_fa3_own.json");
+  int devices = 0;
+  for (const auto& d : fs::directory_iterator(kDir)) {
+    const fs::path dir = d.path() / "fa3_own_2026-11-23";
+    std::vector<fs::path> files;
+    for (const fs::path& f :
+         {dir / "fa3_own_2026-11-23.json", dir / "fp8" / "fa3_own_fp8_2026-11-23.json"})
+      if (fs::exists(f)) files.push_back(f);
+    if (files.empty()) continue;
+    const std::string device = d.path().filename().string();
+    CAPTURE(device);
+    REQUIRE_MESSAGE(levels.contains(device), "no recorded levels for " << device);
+    check_levels(validate_measurements(files), levels.at(device).at("schedules"));
+    ++devices;
+  }
+  CHECK(devices >= 2);  // H100 and H200
+}
+
+TEST_CASE("several measurement files are summarized together, FP8 runs apart") {
+  const fs::path dir = kDir + "/h100-sxm5-80gb/fa3_own_2026-11-23";
+  const ValidationResult fp16 = validate_measurements(dir / "fa3_own_2026-11-23.json");
+  const ValidationResult fp8 = validate_measurements(dir / "fp8" / "fa3_own_fp8_2026-11-23.json");
+  const ValidationResult both = validate_measurements(std::vector<fs::path>{
+      dir / "fa3_own_2026-11-23.json", dir / "fp8" / "fa3_own_fp8_2026-11-23.json"});
+  REQUIRE(both.cases.size() == fp16.cases.size() + fp8.cases.size());
+  const auto find = [](const ValidationResult& v, const std::string& name) {
+    for (const Summary& s : v.summaries)
+      if (s.schedule == name) return s;
+    FAIL("no summary " << name);
+    return Summary{};
+  };
+  CHECK(find(both, "flash3").cases == find(fp16, "flash3").cases);
+  CHECK(find(both, "flash3 fp8").cases == find(fp8, "flash3 fp8").cases);
+  CHECK(find(both, "all").cases == fp16.cases.size() + fp8.cases.size());
+  const int t = 5;  // time
+  REQUIRE(kMetrics[t] == Metric::time);
+  CHECK(find(both, "flash3").median_abs_error[t] == find(fp16, "flash3").median_abs_error[t]);
+  CHECK(find(both, "flash3 fp8").worst_abs_error[t] == find(fp8, "flash3 fp8").worst_abs_error[t]);
+  for (const CaseResult& c : fp8.cases) CHECK(summary_name(c) == "flash3 fp8");
 }
 
 TEST_CASE(

@@ -292,6 +292,9 @@ CaseResult compare_case(const json& c, const std::string& profile_name, const st
   out.id = c.value("id", std::string("?"));
   out.schedule = c.value("schedule", std::string("?"));
   out.pass = c.value("pass", std::string("fwd"));
+  out.dtype = c.contains("problem") && c["problem"].is_object()
+                  ? c["problem"].value("dtype", std::string("fp16"))
+                  : std::string("fp16");
   out.profile = profile_name;
   out.source_file = file;
   const std::string where = fmt::format("{}: case '{}'", file, out.id);
@@ -560,6 +563,15 @@ const char* metric_name(Metric m) {
   return "?";
 }
 
+std::string summary_name(const CaseResult& c) {
+  // A schedule's runs with a backward are another workload than its forwards: summarized apart,
+  // so that adding them leaves the forward's accuracy as it was. FP8 runs likewise (other pipe
+  // rates, another kernel).
+  std::string name = c.pass == "fwd" ? c.schedule : c.schedule + " " + c.pass;
+  if (c.dtype == "fp8") name += " fp8";
+  return name;
+}
+
 std::optional<double> Comparison::relative_error() const {
   if (!(measured > 0.0)) return std::nullopt;
   return (predicted - measured) / measured;
@@ -575,8 +587,18 @@ bool within_noise(const std::optional<double>& error, const std::optional<double
 }
 
 ValidationResult validate_measurements(const fs::path& path, const std::string& profile_override) {
+  return validate_measurements(std::vector<fs::path>{path}, profile_override);
+}
+
+ValidationResult validate_measurements(const std::vector<fs::path>& paths,
+                                       const std::string& profile_override) {
+  std::vector<fs::path> files;
+  for (const fs::path& path : paths) {
+    const std::vector<fs::path> found = measurement_files(path);
+    files.insert(files.end(), found.begin(), found.end());
+  }
   ValidationResult v;
-  for (const fs::path& file : measurement_files(path)) {
+  for (const fs::path& file : files) {
     try {
       read_measurement_file(file, profile_override, v);
     } catch (const json::exception& e) {
@@ -588,9 +610,7 @@ ValidationResult validate_measurements(const fs::path& path, const std::string& 
   std::vector<const CaseResult*> all;
   for (const CaseResult& c : v.cases) {
     if (!c.skipped_reason.empty()) continue;
-    // A schedule's runs with a backward are another workload than its forwards: summarized
-    // apart ("flash3 fwdbwd"), so that adding them leaves the forward's accuracy as it was.
-    by_schedule[c.pass == "fwd" ? c.schedule : c.schedule + " " + c.pass].push_back(&c);
+    by_schedule[summary_name(c)].push_back(&c);
     all.push_back(&c);
   }
   for (const auto& [name, cases] : by_schedule) v.summaries.push_back(summarize(name, cases));
@@ -764,6 +784,7 @@ std::string validation_json(const ValidationResult& v) {
     if (!c.skipped_reason.empty()) {
       j["skipped"] = c.skipped_reason;
     } else {
+      j["summary"] = summary_name(c);
       json blind = {{"sm_clock_mhz", c.blind_sm_clock_mhz}};
       for (int i = 0; i < kMetricCount; ++i) {
         const auto e = c.metrics[i].relative_error();

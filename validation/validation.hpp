@@ -57,7 +57,8 @@ struct Comparison {
 struct CaseResult {
   std::string id;
   std::string schedule;
-  std::string pass;  // fwd, bwd or fwdbwd
+  std::string pass;   // fwd, bwd or fwdbwd
+  std::string dtype;  // the problem's element type as --dtype spells it (fp16, bf16, fp8, fp32)
   std::string profile;
   std::string source_file;
   double sm_clock_mhz = 0.0;
@@ -67,8 +68,14 @@ struct CaseResult {
   Comparison blind[kMetricCount];  // blind, indexed like kMetrics
 };
 
+/// The summary a compared case counts in: its schedule, with " <pass>" for a run with a backward
+/// ("flash3 fwdbwd": another workload than the forwards) and " fp8" for an FP8 run ("flash3 fp8").
+std::string summary_name(const CaseResult& c);
+
 struct Summary {
-  std::string schedule;  // "flash2", "flash2 fwdbwd" (a schedule's runs with a backward), or "all"
+  // "flash2", "flash2 fwdbwd" (a schedule's runs with a backward), "flash3 fp8" (its FP8 runs),
+  // or "all"
+  std::string schedule;
   int cases = 0;
   std::optional<double> median_abs_error[kMetricCount];  // as-run
   std::optional<double> worst_abs_error[kMetricCount];
@@ -96,6 +103,10 @@ struct ValidationResult {
 /// measurements*.json) and re-predicts each case. `profile_override` replaces the profile
 /// chosen from the measured device name. Throws ConfigError for unreadable or malformed files.
 ValidationResult validate_measurements(const std::filesystem::path& path,
+                                       const std::string& profile_override = "");
+/// The same over several files or folders, summarized together (a set measured in parts, such as
+/// one kernel's FP16 and FP8 runs).
+ValidationResult validate_measurements(const std::vector<std::filesystem::path>& paths,
                                        const std::string& profile_override = "");
 
 /// Registers per thread of a case's measured kernels (its "kernels" array), by role, for the

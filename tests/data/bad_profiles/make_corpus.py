@@ -21,6 +21,10 @@ sm:
   smem_bandwidth_bytes_per_clk: {value: 128, source: "fixture"}
   l2_to_sm_bytes_per_clk: {value: 124, source: "fixture"}
   smem_latency_cycles: {value: 30, source: "fixture"}
+  setmaxnreg_min_registers: {value: 24, source: "fixture"}
+  setmaxnreg_max_registers: {value: 256, source: "fixture"}
+  setmaxnreg_step_registers: {value: 8, source: "fixture"}
+  setmaxnreg_cycles: {value: 60, source: "fixture"}
 compute:
   tensor_fp16_tflops: {value: 989.4, source: "fixture"}
   tensor_bf16_tflops: {value: 989.4, source: "fixture"}
