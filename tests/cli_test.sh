@@ -162,8 +162,12 @@ expect 2 "measurements_cut.json" -- validate "$tmp/measurements_cut.json"
 mkdir -p "$tmp/empty_dir"
 expect 2 "no measurements*.json" -- validate "$tmp/empty_dir"
 expect 2 "format" -- validate "$H100_DEC" --format xml
-# The README's accuracy tables are what `iosim validate` prints now.
-if (cd "$REPO" && bash scripts/readme_tables.sh --check "$IOSIM"); then ok; else bad "README accuracy tables are stale: run scripts/readme_tables.sh --write"; fi
+# The README's accuracy tables are what `iosim validate` prints now. IOSIM_SKIP_DOC_CHECKS=1
+# (scripts/sanitize.sh): the documents' contents are checked by the Release build's run; under the
+# sanitizers these hundreds of simulations would add half an hour and no new code path.
+if [ "${IOSIM_SKIP_DOC_CHECKS:-0}" = 1 ]; then
+  :
+elif (cd "$REPO" && bash scripts/readme_tables.sh --check "$IOSIM"); then ok; else bad "README accuracy tables are stale: run scripts/readme_tables.sh --write"; fi
 
 # iosim explain: tiny problems narrated step by step; anything larger or malformed exits 2.
 EX=(explain --seq 32 --block-q 16 --block-kv 16)
@@ -217,7 +221,9 @@ out=$(cd "$REPO" && python3 scripts/readme_numbers.py --check "$IOSIM" "$tmp/num
 if grep -q "no <!-- iosim-run nosuchrun" <<<"$out"; then ok; else bad "readme_numbers.py: unknown run not named: $out"; fi
 
 # Every command of the tutorial prints what docs/tutorial.md shows.
-if (cd "$REPO" && bash scripts/readme_tables.sh --check "$IOSIM" docs/tutorial.md); then ok; else bad "docs/tutorial.md is stale: run scripts/readme_tables.sh --write build/iosim docs/tutorial.md"; fi
+if [ "${IOSIM_SKIP_DOC_CHECKS:-0}" = 1 ]; then
+  :
+elif (cd "$REPO" && bash scripts/readme_tables.sh --check "$IOSIM" docs/tutorial.md); then ok; else bad "docs/tutorial.md is stale: run scripts/readme_tables.sh --write build/iosim docs/tutorial.md"; fi
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
