@@ -77,7 +77,10 @@ const typename Table::value_type& find_flag(const Table& table, const std::strin
 // --set KEY=VALUE texts.
 cli::RunFlags to_flags(const py::dict& flags) {
   cli::RunFlags f;
-  for (const auto& [k, v] : flags) {
+  for (const auto& item : flags) {
+    // Not a structured binding: the lambda below cannot name one under clang 14.
+    const py::handle k = item.first;
+    const py::handle v = item.second;
     const std::string key = py::str(k);
     if (key == "set") {
       f.set = py::isinstance<py::str>(v) ? std::vector<std::string>{py::cast<std::string>(v)}
@@ -127,7 +130,10 @@ std::vector<std::string> sweep_json_rows(const std::vector<py::dict>& points, in
 std::string kvcache_json(const py::dict& flags) {
   cli::KvCacheFlags f;
   std::set<std::string> given;
-  for (const auto& [k, v] : flags) {
+  for (const auto& item : flags) {
+    // Not a structured binding: the lambda below cannot name one under clang 14.
+    const py::handle k = item.first;
+    const py::handle v = item.second;
     const std::string key = py::str(k);
     const cli::KvCacheFlag& flag = find_flag(cli::kvcache_flags(), key, {});
     std::visit([&](auto field) { set_field(f, field, key, v); }, flag.field);

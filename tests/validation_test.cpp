@@ -427,7 +427,10 @@ TEST_CASE("no level of our kernels is finer than its held-out set's repeat sprea
             const nlohmann::json& level = entry.at(metric);
             const auto& median = blind ? s.blind_median_spread[i] : s.median_spread[i];
             const auto& worst = blind ? s.blind_worst_spread[i] : s.worst_spread[i];
-            for (const auto& [stat, spread] : {std::pair{"median", median}, {"worst", worst}}) {
+            for (const auto& stat_spread : {std::pair{"median", median}, {"worst", worst}}) {
+              // Not a structured binding: CAPTURE's lambda cannot name one under clang 14.
+              const char* const stat = stat_spread.first;
+              const auto& spread = stat_spread.second;
               if (!spread) continue;
               CAPTURE(stat);
               REQUIRE(level.contains(std::string(stat) + "_spread"));
@@ -478,7 +481,10 @@ TEST_CASE(
     }
   }
   REQUIRE(measured.size() >= 9);
-  for (const auto& [key, regs] : measured) {
+  for (const auto& key_regs : measured) {
+    // Not a structured binding: CAPTURE's lambda cannot name one under clang 14.
+    const auto& key = key_regs.first;
+    const auto& regs = key_regs.second;
     CAPTURE(key.algo);
     CAPTURE(key.d);
     CAPTURE(key.bq);
