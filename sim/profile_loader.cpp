@@ -2,6 +2,7 @@
 // anything it does not fully understand: every key must be known, every key present, every number
 // a {value, source} pair, and the numbers must describe a machine that can exist.
 #include <fmt/format.h>
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -566,6 +567,52 @@ std::string apply_overrides(YAML::Node& root, const std::vector<ProfileOverride>
   return applied;
 }
 
+// Counts a YAML text's documents without building them. yaml-cpp 0.7's LoadAll never returns,
+// allocating until memory runs out, when a ',' stands at a document's top level (", a", "[a], b",
+// "\"x\", b"; found by tests/fuzz/fuzz_profile.cpp): its parser ends an empty document at the
+// ',' without consuming it and starts the next one there, for ever. Two documents that start at
+// the same place are that loop, and the token there is what the user must fix.
+class DocumentCounter final : public YAML::EventHandler {
+ public:
+  explicit DocumentCounter(std::vector<YAML::Mark>& starts) : starts_(starts) {}
+  void OnDocumentStart(const YAML::Mark& mark) override { starts_.push_back(mark); }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+
+ private:
+  std::vector<YAML::Mark>& starts_;
+};
+
+// The number of documents in yaml_text; a top-level token that would stop yaml-cpp's parser for
+// ever is a ConfigError naming its line and column. Parse errors propagate as YAML exceptions.
+std::size_t count_documents(const std::string& yaml_text, const std::string& origin) {
+  std::istringstream in(yaml_text);
+  YAML::Parser parser(in);
+  std::vector<YAML::Mark> starts;
+  DocumentCounter counter(starts);
+  while (parser.HandleNextDocument(counter)) {
+    if (starts.size() >= 2 && starts[starts.size() - 1].pos == starts[starts.size() - 2].pos) {
+      const YAML::Mark& at = starts.back();
+      const auto pos = static_cast<std::size_t>(std::max(at.pos, 0));
+      const char c = pos < yaml_text.size() ? yaml_text[pos] : ' ';
+      throw ConfigError(fmt::format(
+          "{}:{}:{}: YAML syntax error: '{}' cannot stand at the top level of a document (a "
+          "profile is a map of 'key: value' lines)",
+          origin, at.line + 1, at.column + 1, c));
+    }
+  }
+  return starts.size();
+}
+
 HardwareProfile parse_profile_with(const std::string& yaml_text, const std::string& origin,
                                    const std::vector<ProfileOverride>& overrides,
                                    std::string& applied);
@@ -647,7 +694,12 @@ HardwareProfile parse_profile_with(const std::string& yaml_text, const std::stri
   }
   std::vector<YAML::Node> documents;
   try {
-    documents = YAML::LoadAll(yaml_text);
+    const std::size_t count = count_documents(yaml_text, origin);
+    if (count > 1) {
+      throw ConfigError(
+          fmt::format("{}: holds {} YAML documents; a profile is exactly one", origin, count));
+    }
+    if (count == 1) documents.push_back(YAML::Load(yaml_text));
   } catch (const YAML::ParserException& e) {
     throw ConfigError(fmt::format("{}:{}:{}: YAML syntax error: {}", origin, e.mark.line + 1,
                                   e.mark.column + 1, e.msg));

@@ -107,6 +107,9 @@ t = sub('  boost_clock_mhz: {value: 1980, source: "fixture"}\n', '  boost_clock_
 add('duplicate_key', t, "duplicate_key.yaml:@L2[  count: {value: 132]@: duplicate key 'sm.count' (first at line @L[count]@)")
 add('top_level_list', '- name: bad-fixture\n- description: a list, not a map\n', "top_level_list.yaml: the top level must be a map with keys name, description, sm, compute, l2, hbm, launch, got a list")
 add('two_documents', BASE + '---\n' + BASE, "two_documents.yaml: holds 2 YAML documents; a profile is exactly one")
+# yaml-cpp's LoadAll never returned on these (a ',' at a document's top level; fuzz_profile).
+add('top_level_comma', ', source: "fixture"}\n' + BASE, "top_level_comma.yaml:1:1: YAML syntax error: ',' cannot stand at the top level of a document")
+add('two_flow_maps', '{name: a, description: b}, {name: c}\n', "two_flow_maps.yaml:1:26: YAML syntax error: ',' cannot stand at the top level of a document")
 t = sub('launch:\n  kernel_overhead_us: {value: 4.45, source: "fixture"}\n', '')
 add('missing_section', t, "missing_section.yaml: missing required key 'launch'")
 t = re.sub(r'compute:\n(  .*\n)+?l2:', 'compute: 5\nl2:', BASE)
