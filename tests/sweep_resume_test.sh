@@ -4,16 +4,19 @@
 # that was never interrupted. Run by ctest with IOSIM set to the binary.
 source "$(dirname "$0")/cli_harness.sh"
 
-# 256 cheap points on one thread: chunks of 64 points, each written to OUT.partial when done.
-SWEEP=(sweep --seq 64:4096:+64 --batch 1,2,3,4 --head-dim 32 --jobs 1)
+# 256 points on one thread, each appended to OUT.partial when done. The sweep must outlast the
+# poll below by a wide margin, or it can finish before the signal lands: 64 to 4096 tokens took
+# 0.1 s on an idle machine once the engine got faster, and CI's run lost that race (exit 0).
+# These take about 1 s (2-core development machine), the first point finishing after ~2% of it.
+SWEEP=(sweep --seq 512:32768:+512 --batch 1,2,3,4 --head-dim 32 --l2 off --jobs 1)
 "$IOSIM" "${SWEEP[@]}" --out "$tmp/ref.json" 2>/dev/null || bad "reference sweep failed"
 "$IOSIM" "${SWEEP[@]}" --out "$tmp/ref.csv" 2>/dev/null || bad "reference CSV sweep failed"
 
 # wait_for_rows FILE: until FILE holds a finished chunk (its header line and at least one row).
 wait_for_rows() {
-  for _ in $(seq 1 600); do
+  for _ in $(seq 1 3000); do
     [ -f "$1" ] && [ "$(wc -l <"$1")" -gt 2 ] && return 0
-    sleep 0.05
+    sleep 0.01
   done
   return 1
 }
