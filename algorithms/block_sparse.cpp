@@ -11,6 +11,7 @@ Algorithm block_sparse_algorithm() {
   a.name = "block-sparse";
   a.summary = "block-sparse FlashAttention: FlashAttention-2 over the nonzero blocks of --pattern";
   a.capabilities.block_pattern = true;
+  a.capabilities.packs_gqa = true;  // without --pattern: flash2's
   a.plan = [](const AttentionProblem& p, const HardwareProfile& hw, const TilingRequest& req) {
     return plan_flash2_family(p, hw, req, true);
   };

@@ -190,6 +190,7 @@ Planned plan_flash2_family(const AttentionProblem& p, const HardwareProfile& hw,
 Algorithm flash2_algorithm() {
   Algorithm a;
   a.name = "flash2";
+  a.capabilities.packs_gqa = true;
   a.summary = "FlashAttention-2: CTA per (Q block, batch, head), K/V streamed, O written once";
   a.plan = [](const AttentionProblem& p, const HardwareProfile& hw, const TilingRequest& req) {
     return plan_flash2_family(p, hw, req, false);

@@ -298,6 +298,7 @@ Algorithm flash3_algorithm() {
       "tiles; backward with warpgroups of keys and a TMA reduce-add of dQ";
   a.capabilities.warpgroups = true;
   a.capabilities.fp8 = true;
+  a.capabilities.packs_gqa = true;
   a.capabilities.flags_tile_forward = true;
   a.plan = plan_flash3;
   a.closed_form = [](const AttentionProblem& p, const Tiling& t, const BlockMask*) {

@@ -337,6 +337,7 @@ Algorithm flash_decoding_algorithm() {
       "flash-decoding: K/V split into --splits chunks attended in parallel, then a reduce kernel "
       "combines the partial outputs by their log-sum-exp";
   a.capabilities.splits = true;
+  a.capabilities.packs_gqa = true;
   a.capabilities.backward = false;  // an inference schedule
   a.plan = [](const AttentionProblem& p, const HardwareProfile& hw, const TilingRequest& req) {
     return plan_split_kv(p, hw, req, false);

@@ -11,6 +11,7 @@ Algorithm paged_algorithm() {
   a.name = "paged";
   a.summary = "paged attention: split-KV decoding that gathers K/V pages through a block table";
   a.capabilities.splits = true;
+  a.capabilities.packs_gqa = true;
   a.capabilities.pages = true;
   a.capabilities.backward = false;  // an inference schedule
   a.plan = [](const AttentionProblem& p, const HardwareProfile& hw, const TilingRequest& req) {

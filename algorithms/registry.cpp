@@ -148,6 +148,12 @@ void check_applicable(const Algorithm& algorithm, const AttentionProblem& p,
       throw ConfigError("block sizes, threads and pipeline stages must be positive");
     }
   }
+  if (p.pack_gqa == GqaPacking::on && !c.packs_gqa) {
+    not_applicable("--pack-gqa on", algorithm, registry, &Capabilities::packs_gqa);
+  }
+  if (p.pack_gqa == GqaPacking::on && p.pass == Pass::bwd) {
+    throw ConfigError("--pack-gqa on packs a forward kernel's query group; --pass bwd has none");
+  }
   if (requested.warpgroups && !c.warpgroups) {
     not_applicable("--warpgroups", algorithm, registry, &Capabilities::warpgroups);
   }

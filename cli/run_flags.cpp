@@ -77,6 +77,11 @@ std::vector<ProblemFlag> make_problem_flags() {
        "another's GEMMs) | cooperative (their pipes overlap as warps per scheduler allow) "
        "(default: FlashAttention-3's choice)",
        &RunFlags::warpgroups, false, true},
+      {"--pack-gqa",
+       "grouped-query attention, forward: on packs a K/V head's query heads as the rows of one "
+       "query tile at any --seq (as FlashAttention-3's PackGQA and our decode kernel) | off | auto "
+       "(the default: at --seq 1 only, as FlashAttention-2)",
+       &RunFlags::pack_gqa, false, true},
       {"--backward-block-q",
        "flash3 --pass fwdbwd: query rows per tile of the backward, whose --block-q tiles the "
        "forward (default: FlashAttention-3's backward tiles)",
@@ -212,6 +217,14 @@ RunRequest to_request(const RunFlags& f) {
       throw ConfigError(
           fmt::format("--warpgroups must be 'pingpong' or 'cooperative', not '{}'", f.warpgroups));
     }
+  }
+  if (f.pack_gqa == "on") {
+    p.pack_gqa = GqaPacking::on;
+  } else if (f.pack_gqa == "off") {
+    p.pack_gqa = GqaPacking::off;
+  } else if (!f.pack_gqa.empty() && f.pack_gqa != "auto") {
+    throw ConfigError(
+        fmt::format("--pack-gqa must be 'auto', 'on' or 'off', not '{}'", f.pack_gqa));
   }
   if (f.page_tokens) p.page_tokens = *f.page_tokens;
   if (!f.block_table.empty()) {

@@ -179,6 +179,11 @@ const Column kColumns[] = {
        const auto& w = r.request.tiling.warpgroups;
        return !w ? json(nullptr) : json(*w == PipeOverlap::pingpong ? "pingpong" : "cooperative");
      }},
+    {"pack_gqa", "tiling", When::not_null, Csv::plain,  // --pack-gqa on or off, when given
+     [](const Report& r) -> json {
+       const GqaPacking g = problem(r).pack_gqa;
+       return g == GqaPacking::automatic ? json(nullptr) : json(g == GqaPacking::on ? "on" : "off");
+     }},
     {"sram_bytes", "tiling", When::always, Csv::plain,
      [](const Report& r) -> json { return r.sram_bytes; }},
     {"density", "tiling", When::not_null, Csv::g9,  // block-sparse: s, the blocks computed
@@ -325,9 +330,15 @@ std::string format_table(const Report& r) {
                      p.block_table ? p.block_table->source : "-");
   }
   s += fmt::format(
-      "tiling   block_q={} block_kv={} threads={} stages={}{}{}  (M = {} B of SRAM per CTA)\n",
+      "tiling   block_q={} block_kv={} threads={} stages={}{}{}{}  (M = {} B of SRAM per CTA)\n",
       r.tiling.block_q, r.tiling.block_kv, r.tiling.threads, r.tiling.pipeline_stages,
       r.tiling.splits > 0 ? fmt::format(" splits={}", r.tiling.splits) : "",
+      p.pack_gqa == GqaPacking::automatic
+          ? ""
+          : fmt::format(" pack-gqa={}{}", p.pack_gqa == GqaPacking::on ? "on" : "off",
+                        p.packs_query_group()
+                            ? fmt::format(" ({} rows per head group)", p.group() * p.seq)
+                            : ""),
       r.tiling.backward_block_q > 0
           ? fmt::format(" backward={}x{}", r.tiling.backward_block_q, r.tiling.backward_block_kv)
           : "",

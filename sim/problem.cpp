@@ -61,6 +61,16 @@ void validate_problem(const AttentionProblem& p) {
         "--kv-heads {} must divide --heads {}: each K/V head serves a whole group of query heads",
         p.kv_heads, p.heads));
   }
+  if (p.pack_gqa == GqaPacking::on && !p.can_pack_query_group()) {
+    throw ConfigError(
+        p.group() == 1
+            ? std::string("--pack-gqa on needs grouped-query attention (--kv-heads below --heads)")
+        : p.causal ? fmt::format("--pack-gqa on cannot pack --causal rows at --seq {}: the "
+                                 "group's packed rows would be different query positions",
+                                 p.seq)
+                   : std::string("--pack-gqa on cannot pack with --mask, --dropout or --pattern, "
+                                 "whose values depend on the query position"));
+  }
   require_range("--page-tokens", p.page_tokens, 0, 1 << 20);
   if (!(p.dropout >= 0.0 && p.dropout < 1.0)) {
     throw ConfigError(fmt::format("--dropout {} is out of range: it must be in [0, 1)", p.dropout));

@@ -10,6 +10,9 @@ namespace iosim {
 
 enum class Pass { fwd, bwd, fwdbwd };
 
+/// --pack-gqa: auto (FlashAttention-2's rule), on, off (AttentionProblem::packs_query_group).
+enum class GqaPacking { automatic, on, off };
+
 struct BlockPattern;  // sim/block_mask.hpp
 struct BlockTable;    // sim/block_table.hpp
 
@@ -48,6 +51,12 @@ struct AttentionProblem {
   std::int64_t page_tokens = 0;
   std::shared_ptr<const BlockTable> block_table;
 
+  // Whether a forward kernel packs a K/V head's g query heads as g * N rows of one query matrix
+  // (--pack-gqa): automatic is FlashAttention-2's rule (seq 1 only, below); on packs wherever
+  // the rows allow it (FlashAttention-3's PackGQA, our own decode kernel: cuda_validate's
+  // decode_fwd.cuh packs the group at every N); off never packs.
+  GqaPacking pack_gqa = GqaPacking::automatic;
+
   std::int64_t bh() const { return batch * heads; }
   /// H_kv: K/V heads (= heads unless grouped-query attention).
   std::int64_t kv_head_count() const { return kv_heads > 0 ? kv_heads : heads; }
@@ -55,13 +64,19 @@ struct AttentionProblem {
   std::int64_t group() const { return heads / kv_head_count(); }
   /// K/V matrices, B * H_kv.
   std::int64_t bh_kv() const { return batch * kv_head_count(); }
-  /// Whether a K/V head's query heads form one query tile: at seq 1, FlashAttention's decode path
-  /// (seqlenq_ngroups_swapped) treats the group's g queries as g rows of one head, so a CTA reads
-  /// each K/V head once for the whole group. Not with an index mask or dropout (whose values
-  /// depend on the query position), nor block sparsity (as FlashAttention; block-sparse never
-  /// packs, its block mask being over query positions).
+  /// Whether a K/V head's query heads can form one query matrix: the g heads' rows are adjacent
+  /// in (B, H, N, d), so a CTA can read each K/V head once for the whole group. Not with an index
+  /// mask or dropout (whose values depend on the query position), nor block sparsity (its block
+  /// mask is over query positions; FlashAttention's block-sparse kernels never pack), nor causal
+  /// masking past one query position (the packed rows are then different positions).
+  bool can_pack_query_group() const {
+    return group() > 1 && !mask && dropout == 0.0 && !pattern && (seq == 1 || !causal);
+  }
+  /// Whether the forward kernels pack the query group: at seq 1 by default, as FlashAttention's
+  /// decode path (seqlenq_ngroups_swapped) does; at any N with --pack-gqa on.
   bool packs_query_group() const {
-    return seq == 1 && group() > 1 && !mask && dropout == 0.0 && !pattern;
+    if (pack_gqa == GqaPacking::off || !can_pack_query_group()) return false;
+    return seq == 1 || pack_gqa == GqaPacking::on;
   }
   /// Bytes per element of Q, K, V (and of every other input and output but O, L and the stats).
   std::int64_t elem_bytes() const { return dtype_bytes(dtype); }

@@ -39,6 +39,11 @@ RunRequest random_decode(test::ShapeGen& gen, const char* algo) {
   const std::int64_t bk = r.tiling.block_kv.value_or(r.problem.head_dim <= 64 ? 256 : 128);
   const std::int64_t blocks_kv = (r.problem.seq_kv + bk - 1) / bk;
   r.tiling.splits = test::given(gen.coin() ? 0 : gen.pick(1, std::min<std::int64_t>(blocks_kv, 9)));
+  // --pack-gqa: on (at any N) or off now and then, where the rows can be packed.
+  if (r.problem.can_pack_query_group()) {
+    const GqaPacking modes[] = {GqaPacking::automatic, GqaPacking::on, GqaPacking::off};
+    r.problem.pack_gqa = gen.pick(modes);
+  }
   return r;
 }
 
@@ -126,6 +131,9 @@ TEST_CASE("two-level decode bytes equal the closed form over random shapes") {
     for (int i = 0; i < 50; ++i) {
       RunRequest r = random_decode(gen, algo);
       if (r.algorithm != "flash-decoding" && r.algorithm != "paged") r.tiling.splits.reset();
+      if (r.algorithm == "standard" || r.algorithm == "flash1") {
+        r.problem.pack_gqa = GqaPacking::automatic;  // they never pack
+      }
       r.problem.batch = gen.pick(1, 4);
       r.problem.dtype = gen.coin() ? Dtype::fp16 : Dtype::fp32;
       const Report rep = two_level(r);
@@ -263,6 +271,37 @@ TEST_CASE("paged: a block table from a file") {
                        doctest::Contains("cannot read block-table file"), ConfigError);
 }
 
+TEST_CASE("--pack-gqa on packs a query group at every N; off never packs") {
+  const std::int64_t d = 64, nk = 2048, eb = 2;
+  for (const char* algo : {"flash-decoding", "paged", "flash2", "flash3"}) {
+    for (const std::int64_t n : {1, 2, 3, 4}) {
+      CAPTURE(algo);
+      CAPTURE(n);
+      RunRequest r = test::request(algo, 2, 16, n, d);
+      r.problem.seq_kv = nk;
+      r.problem.kv_heads = 4;  // groups of 4: 4 n <= 16 rows, one query tile per group
+      r.tiling.block_q = 16;
+      if (r.algorithm == "flash3") r.tiling.block_q = 64;  // a warpgroup's 64 rows
+      const auto k_read = [&](GqaPacking mode) {
+        RunRequest x = r;
+        x.problem.pack_gqa = mode;
+        const Report rep = two_level(x);
+        REQUIRE(rep.feasible());
+        test::require_closed_form(x, rep);
+        return hbm_read(rep, TensorId::K);
+      };
+      const auto once = static_cast<std::uint64_t>(2 * 4 * nk * d * eb);
+      CHECK(k_read(GqaPacking::on) == once);
+      CHECK(k_read(GqaPacking::off) == 4 * once);
+      // The default is FlashAttention-2's: packed at N = 1 only.
+      CHECK(k_read(GqaPacking::automatic) == (n == 1 ? once : 4 * once));
+      RunRequest x = r;
+      x.problem.pack_gqa = GqaPacking::on;
+      CHECK(executed_error(x) < 1e-5);
+    }
+  }
+}
+
 TEST_CASE("decode inputs that make no sense are rejected with the flag named") {
   RunRequest r = test::request("flash-decoding", 1, 8, 1, 64);
   r.problem.seq_kv = 512;
@@ -297,6 +336,19 @@ TEST_CASE("decode inputs that make no sense are rejected with the flag named") {
   x.problem.kv_heads = 2;
   x.problem.pass = Pass::bwd;
   fails(x, "--kv-heads 2 with --pass bwd");
+  x = r;
+  x.problem.pack_gqa = GqaPacking::on;
+  fails(x, "--pack-gqa on needs grouped-query attention");
+  x.problem.kv_heads = 2;
+  x.problem.seq = 2;
+  x.problem.causal = true;
+  fails(x, "--pack-gqa on cannot pack --causal rows at --seq 2");
+  x.problem.causal = false;
+  x.problem.mask = true;
+  fails(x, "--pack-gqa on cannot pack with --mask, --dropout or --pattern");
+  x.problem.mask = false;
+  x.algorithm = "flash1";
+  fails(x, "--pack-gqa on applies to --algo flash2 and flash3");
 }
 
 TEST_CASE("decode schedules emit a split's CTA in parts of 64 K/V blocks") {

@@ -26,6 +26,7 @@ run() { # iosim run ARGS... --format json > run_N.json
 run --algo flash2 --seq 1024 --head-dim 64
 run --algo flash-decoding --seq 1 --seq-kv 8192 --head-dim 128 --kv-heads 2 --heads 16
 run --algo paged --seq 1 --seq-kv 4096 --head-dim 128 --page-tokens 16
+run --algo flash-decoding --seq 2 --seq-kv 4096 --head-dim 128 --kv-heads 2 --heads 8 --pack-gqa on
 run --algo block-sparse --pattern strided:4 --seq 1024 --head-dim 64 --block-q 64 --block-kv 64
 run --algo flash2 --pass fwdbwd --seq 200 --head-dim 32 --causal --execute --cold-l2
 run --algo standard --seq 512 --head-dim 64 --mask --dropout 0.1 --l2 off --sm-clock-mhz 1410

@@ -506,3 +506,28 @@ TEST_CASE(
     CHECK(test::rel_close(estimated.engine.kernels.at(0).spec.registers_per_thread, regs, 0.26));
   }
 }
+
+TEST_CASE("a decode case whose kernel packs the query group at N > 1 is predicted packed") {
+  // Held-out decode cases with two query rows per head: cuda_validate's decode kernel holds a K/V
+  // head's 4 query heads x 2 rows in one CTA (tiling.query_rows_per_cta = 8). Predicted with
+  // FlashAttention-2's rule (packing at N = 1 only), each query head re-read its K/V head: L2
+  // reads 4x the measured (+295% on the H100), as-run time +64%.
+  for (const char* device : {"h100-sxm5-80gb", "h200-sxm-141gb"}) {
+    CAPTURE(device);
+    const fs::path file =
+        fs::path(kDir) / device / "heldout_2026-11-23" / "heldout_2026-11-23.json";
+    const ValidationResult v = validate_measurements(file, device);
+    int packed = 0;
+    for (const CaseResult& c : v.cases) {
+      if (c.schedule != "flash-decoding" || c.id.find("_n2_") == std::string::npos) continue;
+      CAPTURE(c.id);
+      REQUIRE(c.skipped_reason.empty());
+      for (const Metric m : {Metric::l2_read, Metric::dram_read}) {
+        const Comparison& x = c.metrics[static_cast<int>(m)];
+        CHECK(std::abs(x.predicted / x.measured - 1) < 0.01);
+      }
+      ++packed;
+    }
+    CHECK(packed >= 1);
+  }
+}

@@ -168,6 +168,13 @@ RunRequest request_for(const json& c, const std::string& where, bool as_run) {
       r.tiling.backward_block_q = given(t["bwd"].value("block_q", std::int64_t{0}));
       r.tiling.backward_block_kv = given(t["bwd"].value("block_kv", std::int64_t{0}));
     }
+    // Grouped-query decoding: a kernel whose CTA holds all of a K/V head's query rows
+    // (query_rows_per_cta = group x N, cuda_validate's decode kernel) packs the group at any N,
+    // as --pack-gqa on says; FlashAttention-2's rule, the default, packs at N = 1 only.
+    if (const std::int64_t rows = t.value("query_rows_per_cta", std::int64_t{0});
+        pr.seq > 1 && pr.group() > 1 && rows == pr.group() * pr.seq) {
+      pr.pack_gqa = GqaPacking::on;
+    }
     if (as_run) {
       r.tiling.pipeline_stages = given(t.value("pipeline_stages", 0));
       // Forward passes, and runs of both passes whose flags tile the forward: otherwise a run
