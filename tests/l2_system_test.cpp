@@ -57,6 +57,44 @@ TEST_CASE("dirty data is held once, in its home partition") {
   CHECK(l2.dirty_bytes() == 0);
 }
 
+namespace {
+
+// Two L2s fed the same traffic: `whole` gets a tile as one batch of runs, `single` its rows one
+// call at a time. Each move checks that both count the same.
+struct TwinL2 {
+  L2System whole, single;
+  PerTensor wb_whole{}, wb_single{};
+  TwinL2(std::uint64_t size, double max_dirty)
+      : whole(size, 32, 2, max_dirty), single(size, 32, 2, max_dirty) {}
+
+  void read(std::span<const L2System::Run> batch, std::span<const L2System::Run> rows,
+            TensorId owner, int sm) {
+    const L2Cache::ReadOutcome a = whole.read(batch, owner, sm, wb_whole);
+    L2Cache::ReadOutcome b;
+    for (const L2System::Run& row : rows) {
+      const L2Cache::ReadOutcome r = single.read(row.addr, row.len, owner, sm, wb_single);
+      b.requested_bytes += r.requested_bytes;
+      b.miss_bytes += r.miss_bytes;
+    }
+    REQUIRE(a.requested_bytes == b.requested_bytes);
+    REQUIRE(a.miss_bytes == b.miss_bytes);
+  }
+  void write(std::span<const L2System::Run> batch, std::span<const L2System::Run> rows,
+             TensorId owner, int sm) {
+    std::uint64_t b = 0;
+    for (const L2System::Run& row : rows)
+      b += single.write(row.addr, row.len, owner, sm, wb_single);
+    REQUIRE(whole.write(batch, owner, sm, wb_whole) == b);
+  }
+  void require_same_state() const {
+    REQUIRE(wb_whole == wb_single);
+    REQUIRE(whole.dirty_bytes() == single.dirty_bytes());
+    REQUIRE(whole.written_back_bytes() == single.written_back_bytes());
+  }
+};
+
+}  // namespace
+
 TEST_CASE("a tile's runs sent together count what run-by-run sends count") {
   // Random tiles (short rows that share regions, rows that cross regions, long runs) read and
   // written from random SMs through two L2s of 64 regions each: one gets whole tiles, the other
@@ -65,8 +103,7 @@ TEST_CASE("a tile's runs sent together count what run-by-run sends count") {
   for (double max_dirty : {1.0, 0.3}) {
     CAPTURE(max_dirty);
     std::mt19937_64 rng(3);
-    L2System whole(64 * 4096, 32, 2, max_dirty), single(64 * 4096, 32, 2, max_dirty);
-    PerTensor wb_whole{}, wb_single{};
+    TwinL2 l2(64 * 4096, max_dirty);
     for (int tile = 0; tile < 3000; ++tile) {
       const std::uint64_t base = (rng() % 512) * 4096 + (rng() % 128) * 32 + rng() % 32;
       // Every third tile has short rows at a sector-aligned pitch, often all in one region.
@@ -94,24 +131,11 @@ TEST_CASE("a tile's runs sent together count what run-by-run sends count") {
           {base, row_bytes, rows, pitch, blocks, block_stride}};
       const std::vector<L2System::Run>& batch = tile % 2 == 0 ? runs : strided;
       if (rng() % 2 == 0) {
-        const L2Cache::ReadOutcome a = whole.read(batch, owner, sm, wb_whole);
-        L2Cache::ReadOutcome b;
-        for (const L2System::Run& run : runs) {
-          const L2Cache::ReadOutcome r = single.read(run.addr, run.len, owner, sm, wb_single);
-          b.requested_bytes += r.requested_bytes;
-          b.miss_bytes += r.miss_bytes;
-        }
-        REQUIRE(a.requested_bytes == b.requested_bytes);
-        REQUIRE(a.miss_bytes == b.miss_bytes);
+        l2.read(batch, runs, owner, sm);
       } else {
-        std::uint64_t b = 0;
-        for (const L2System::Run& run : runs)
-          b += single.write(run.addr, run.len, owner, sm, wb_single);
-        REQUIRE(whole.write(batch, owner, sm, wb_whole) == b);
+        l2.write(batch, runs, owner, sm);
       }
-      REQUIRE(wb_whole == wb_single);
-      REQUIRE(whole.dirty_bytes() == single.dirty_bytes());
-      REQUIRE(whole.written_back_bytes() == single.written_back_bytes());
+      l2.require_same_state();
     }
   }
 }
@@ -138,30 +162,16 @@ TEST_CASE("a tile moved again counts what moving its rows one by one counts") {
     for (std::uint64_t r = 0; r < rows; ++r) t.rows.push_back({base + r * pitch, row_bytes});
     pool.push_back(t);
   }
-  L2System whole(256 * 4096, 32, 2, 0.5), single(256 * 4096, 32, 2, 0.5);
-  PerTensor wb_whole{}, wb_single{};
+  TwinL2 l2(256 * 4096, 0.5);
   for (int step = 0; step < 40000; ++step) {
     const Tile& t = pool[rng() % pool.size()];
     const int sm = static_cast<int>(rng() % 8);
+    const std::span<const L2System::Run> whole_tile(&t.run, 1);
     if (rng() % 4 != 0) {
-      const L2Cache::ReadOutcome a =
-          whole.read(std::span<const L2System::Run>(&t.run, 1), TensorId::K, sm, wb_whole);
-      L2Cache::ReadOutcome b;
-      for (const L2System::Run& row : t.rows) {
-        const L2Cache::ReadOutcome r = single.read(row.addr, row.len, TensorId::K, sm, wb_single);
-        b.requested_bytes += r.requested_bytes;
-        b.miss_bytes += r.miss_bytes;
-      }
-      REQUIRE(a.requested_bytes == b.requested_bytes);
-      REQUIRE(a.miss_bytes == b.miss_bytes);
+      l2.read(whole_tile, t.rows, TensorId::K, sm);
     } else {
-      std::uint64_t b = 0;
-      for (const L2System::Run& row : t.rows)
-        b += single.write(row.addr, row.len, TensorId::O, sm, wb_single);
-      REQUIRE(whole.write(std::span<const L2System::Run>(&t.run, 1), TensorId::O, sm, wb_whole) ==
-              b);
+      l2.write(whole_tile, t.rows, TensorId::O, sm);
     }
-    REQUIRE(wb_whole == wb_single);
-    REQUIRE(whole.dirty_bytes() == single.dirty_bytes());
+    l2.require_same_state();
   }
 }
