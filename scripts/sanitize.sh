@@ -27,7 +27,7 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 # sanitizers the suite had used 10 CPU minutes without finishing; without them it takes 105 CPU
 # seconds. The same engine paths run under the sanitizers in every other suite.
 build-sanitize/iosim_tests --no-intro=true -tce='validation accuracy*'
-IOSIM_NO_ULIMIT=1 IOSIM_SKIP_DOC_CHECKS=1 ctest --test-dir build-sanitize --output-on-failure \
+IOSIM_NO_ULIMIT=1 IOSIM_SKIP_DOC_CHECKS=1 IOSIM_SANITIZED=1 ctest --test-dir build-sanitize --output-on-failure \
   -R '^(cli|sweep_cli|bad_inputs|sweep_resume|determinism)$'
 
 total=0
