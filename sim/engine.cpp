@@ -197,7 +197,21 @@ class KernelRun {
   // keeping two and the final drain to simulate.
   void end_of_period(double t) {
     periods_.push(t + skipped_s_, *counters_);
-    if (!periods_.steady()) return;
+    if (!periods_.steady()) {
+      // Periods of a wave or two do not agree where write-backs come in bursts (with the L2 on,
+      // a few 4 KB evictions more or less: +-6% of a period's DRAM writes on 8 SMs) or where the
+      // dispatch times jitter (0.15%), however long the grid settled. Longer periods average
+      // them out: after kWindows comparisons that failed, the period doubles (still whole
+      // periods of heads and whole waves) while the rest of the grid has room for the doubled
+      // one: kWindows + 1 snapshots, one period left out, two after.
+      if (periods_.full() && ++unsteady_periods_ >= detail::kWindows &&
+          2 * period_ * (detail::kWindows + 4) <= ctas_ - next_cta_) {
+        period_ *= 2;
+        periods_.clear();
+        unsteady_periods_ = 0;
+      }
+      return;
+    }
     const std::int64_t n = (ctas_ - next_cta_) / period_ - 2;
     if (n < 1) return;
     // The CTAs after the gap are the grid's last ones, so that the L2 holds at the kernel's end
@@ -209,6 +223,7 @@ class KernelRun {
     stats_->ctas_extrapolated += n * period_;
     next_cta_ += n * period_;
     periods_.clear();
+    unsteady_periods_ = 0;
   }
 
   // Steady-state extrapolation, steps: at the end of a window (`now`), a snapshot; when every
@@ -618,7 +633,8 @@ class KernelRun {
   OpObserver* observer_;
   // Steady-state extrapolation (sim/steady_state.hpp).
   Repetition repetition_;
-  std::int64_t period_ = 0;  // CTAs per period (0: none)
+  std::int64_t period_ = 0;   // CTAs per period (0: none)
+  int unsteady_periods_ = 0;  // periods compared and found unsteady since the period last doubled
   detail::RepeatDetector periods_, windows_;
   std::int64_t window_events_ = 0, window_length_ = 0;
   // DRAM bytes read and L2 bytes written up to the latest CTA start.
