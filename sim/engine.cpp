@@ -196,20 +196,28 @@ class KernelRun {
   // first CTA (at `t`), a snapshot; once periods repeat, whole periods are left out of the grid,
   // keeping two and the final drain to simulate.
   void end_of_period(double t) {
+    // With the L2 on, a period must move kTurnover L2 sizes through DRAM before it is compared:
+    // a shorter one's DRAM writes are the few write-backs its loads happened to evict (+-6% of a
+    // 16-CTA period's on 8 SMs), and periods that agreed by chance left out CTAs with O's
+    // write-backs off by more than 0.5% (tests/steady_state_test.cpp, whole periods).
+    const std::uint64_t dram = counters_->hbm.read_total() + counters_->hbm.write_total();
+    const bool too_short =
+        l2_ != nullptr && !periods_.empty() && dram - period_dram_ < kTurnover * l2_bytes_;
+    period_dram_ = dram;
     periods_.push(t + skipped_s_, *counters_);
-    if (!periods_.steady()) {
-      // Periods of a wave or two do not agree where write-backs come in bursts (with the L2 on,
-      // a few 4 KB evictions more or less: +-6% of a period's DRAM writes on 8 SMs) or where the
-      // dispatch times jitter (0.15%), however long the grid settled. Longer periods average
-      // them out: after kWindows comparisons that failed, the period doubles (still whole
+    if (too_short || !periods_.steady()) {
+      // Periods of a wave or two may not agree even in a steady state (the write-backs above;
+      // dispatch times jitter by 0.15% with the L2 off). Longer periods average them out: a
+      // period too short, or after kWindows comparisons that failed, doubles (still whole
       // periods of heads and whole waves) while the rest of the grid has room for the doubled
       // one: kWindows + 1 snapshots, one period left out, two after.
-      if (periods_.full() && ++unsteady_periods_ >= detail::kWindows &&
-          2 * period_ * (detail::kWindows + 4) <= ctas_ - next_cta_) {
+      const bool failed = too_short || (periods_.full() && ++unsteady_periods_ >= detail::kWindows);
+      if (failed && 2 * period_ * (detail::kWindows + 4) <= ctas_ - next_cta_) {
         period_ *= 2;
         periods_.clear();
         unsteady_periods_ = 0;
       }
+      if (too_short) periods_.clear();  // not comparable to longer ones
       return;
     }
     const std::int64_t n = (ctas_ - next_cta_) / period_ - 2;
@@ -633,8 +641,11 @@ class KernelRun {
   OpObserver* observer_;
   // Steady-state extrapolation (sim/steady_state.hpp).
   Repetition repetition_;
-  std::int64_t period_ = 0;   // CTAs per period (0: none)
-  int unsteady_periods_ = 0;  // periods compared and found unsteady since the period last doubled
+  std::int64_t period_ = 0;  // CTAs per period (0: none)
+  int unsteady_periods_ = 0;
+  std::uint64_t period_dram_ =
+      0;  // DRAM bytes (read + written) at the latest period snapshot  // periods compared and
+          // found unsteady since the period last doubled
   detail::RepeatDetector periods_, windows_;
   std::int64_t window_events_ = 0, window_length_ = 0;
   // DRAM bytes read and L2 bytes written up to the latest CTA start.
