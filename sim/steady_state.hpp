@@ -21,7 +21,17 @@
 //     time and the counters. When the last kWindows periods agree within kTolerance, it leaves n
 //     periods out of the grid (the next CTA it dispatches is k x P + n x P) and adds n times their
 //     mean; the last two periods and the final partial wave are simulated, so that the L2 holds at
-//     the kernel's end the data of the grid's last CTAs, as the next kernel would find it.
+//     the kernel's end the data of the grid's last CTAs, as the next kernel would find it. P
+//     doubles (still whole waves and whole periods of heads) after kWindows comparisons that
+//     failed, and with the L2 on while a period moves less than twice the L2's size through
+//     DRAM, as long as the grid has room for kWindows + 4 doubled periods; with the L2 on and
+//     no room, no CTA is left out. Short periods do not agree even in a steady state: a
+//     period's DRAM writes are the write-backs its loads happened to evict (+-6% of the writes of
+//     a 16-CTA period on 8 SMs with a 4 MB L2, 1.5% at 128 CTAs), and dispatch times jitter
+//     (0.15% with the L2 off). When such periods agreed by chance (flash2 B=32 H=64 N=1024 d=64
+//     and flash3 d=128 on that machine), the CTAs they left out put O's write-backs more than
+//     0.5% off; tests/steady_state_test.cpp ("whole periods") holds L2-on grids that leave
+//     CTAs out to the tolerance.
 //
 // When it is exact: the repeated work is the same operations on disjoint address ranges (another
 // head's matrices, the next K/V block), and it interacts with the rest only through the L2 and
@@ -92,6 +102,9 @@ class RepeatDetector {
  public:
   void clear() { snapshots_.clear(); }
   void push(double t, const Counters& c);
+  bool empty() const { return snapshots_.empty(); }
+  /// Whether it holds kWindows + 1 snapshots, so that steady() compared windows.
+  bool full() const { return snapshots_.size() > static_cast<std::size_t>(kWindows); }
   /// Whether the last kWindows windows agree within kTolerance.
   bool steady() const;
   /// Mean duration of the last kWindows windows, times `n`.
