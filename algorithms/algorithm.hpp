@@ -86,7 +86,8 @@ struct Capabilities {
   bool backward = true;              // --pass bwd and fwdbwd: it has a backward schedule
   bool warpgroups = false;           // --warpgroups: consumer warpgroups ping-pong or cooperate
   bool fp8 = false;                  // --dtype fp8: an e4m3 forward (FP8 tensor cores)
-  bool packs_gqa = false;  // --pack-gqa: its forward can pack a query group (packs_query_group)
+  bool packs_gqa = false;     // --pack-gqa: its forward can pack a query group (packs_query_group)
+  bool gqa_backward = false;  // --kv-heads < --heads with --pass bwd or fwdbwd
   // In a run of both passes the tiling flags tile the forward kernel and the backward keeps its
   // own tiles (flash3); otherwise one tiling, the backward's, serves both passes.
   bool flags_tile_forward = false;

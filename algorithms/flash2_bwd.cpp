@@ -88,22 +88,22 @@ class Flash2Backward final : public WholeCtaSchedule {
   }
 
   void emit_main(std::int64_t cta, std::vector<TileOp>& out) const {
-    const std::int64_t tc = ceil_div(p_.seq_kv, t_.block_kv), tr = ceil_div(p_.seq, t_.block_q);
-    const std::int64_t j = cta % tc;
-    const std::int64_t b = (cta / tc) % p_.batch, h = cta / (tc * p_.batch);
-    const std::int64_t bh = b * p_.heads + h;
+    const std::int64_t tr = ceil_div(p_.seq, t_.block_q);
+    const KvBlockTile tile = KvBlockTile::of(p_, t_.block_kv, cta);
+    const std::int64_t j = tile.j, bh = tile.q, k0 = tile.k0, kr = tile.kr;
     const std::int64_t d = p_.head_dim, eb = p_.elem_bytes();
-    const std::int64_t k0 = j * t_.block_kv, kr = std::min(t_.block_kv, p_.seq_kv - k0);
     const std::int64_t warps = std::max(1, threads() / 32);
     const std::int64_t offset = p_.seq_kv - p_.seq;
-    const TileRef dk{TensorId::dK, bh, k0, kr, 0, d}, dv{TensorId::dV, bh, k0, kr, 0, d};
+    // One K/V head per query head: grouped-query heads are refused for this schedule
+    // (Capabilities::gqa_backward), so tile.kv == bh.
+    const TileRef dk{TensorId::dK, tile.kv, k0, kr, 0, d}, dv{TensorId::dV, tile.kv, k0, kr, 0, d};
 
     bool any = false;
     for (std::int64_t i = 0; i < tr && !any; ++i) any = computed(i, j);
     // A K/V block no query block meets (block-sparse) is not loaded; its gradients are zero.
     if (any) {
-      out.push_back(TileOp::load({TensorId::K, bh, k0, kr, 0, d}));  // gK -> sK (kr, d)
-      out.push_back(TileOp::load({TensorId::V, bh, k0, kr, 0, d}));  // gV -> sV (kr, d)
+      out.push_back(TileOp::load({TensorId::K, tile.kv, k0, kr, 0, d}));  // gK -> sK (kr, d)
+      out.push_back(TileOp::load({TensorId::V, tile.kv, k0, kr, 0, d}));  // gV -> sV (kr, d)
     }
     out.push_back(costs::zero_grad(dk));  // rdK (kr, d) fp32
     out.push_back(costs::zero_grad(dv));  // rdV (kr, d) fp32
@@ -135,8 +135,7 @@ class Flash2Backward final : public WholeCtaSchedule {
       out.push_back(costs::grad_matmul(ComputeKind::accumulate_dk, s, d, smem(kr, qr, d)));
     }
     // dK and dV leave through shared memory for coalesced stores, as O in the forward.
-    out.push_back(TileOp::store(dk, OnChip::smem));
-    out.push_back(TileOp::store(dv, OnChip::smem));
+    finish_kv_tile(p_, tile, out);
   }
 
   AttentionProblem p_;

@@ -299,6 +299,7 @@ Algorithm flash3_algorithm() {
   a.capabilities.warpgroups = true;
   a.capabilities.fp8 = true;
   a.capabilities.packs_gqa = true;
+  a.capabilities.gqa_backward = true;
   a.capabilities.flags_tile_forward = true;
   a.plan = plan_flash3;
   a.closed_form = [](const AttentionProblem& p, const Tiling& t, const BlockMask*) {

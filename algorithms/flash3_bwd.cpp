@@ -15,6 +15,11 @@
 //               two-level model, as flash2's atomics). dK_j and dV_j leave once, through shared
 //               memory.
 //   convert_dq  dQ = dQaccum in the element type (as flash2's)
+// Grouped-query heads (g = H / Hkv > 1), as FlashAttention-3 runs them: the main kernel keeps one
+// tile per query head, K_j and V_j read from its K/V head, and ends by adding its fp32 dK_j and
+// dV_j into dKaccum and dVaccum of that head (a reduce-add, as dQ's) instead of storing them;
+// dKaccum and dVaccum are zeroed before (zero_dkv_accum: FlashAttention-3 allocates them with
+// torch::zeros) and converted to dK and dV after (convert_dkv, its postprocess kernel).
 // The bytes are FlashAttention-2's backward for the same blocks (flash2_bwd.cpp); what differs is
 // how the kernel runs: wgmma at Hopper's rate, copies by a producer that takes no pipe time, the
 // consumers' operand reads inside the tensor pipe, and no ping-pong: both consumer warpgroups go
@@ -31,18 +36,29 @@ namespace {
 constexpr int kWarpgroupThreads = 128;
 constexpr std::int64_t kBarriersPerStep = 2;
 
-enum class Kernel { dot_do_o, main, convert_dq };
-constexpr Kernel kKernels[] = {Kernel::dot_do_o, Kernel::main, Kernel::convert_dq};
+enum class Kernel { dot_do_o, zero_dkv, main, convert_dq, convert_dkv };
 
 class Flash3Backward final : public Schedule {
  public:
-  Flash3Backward(const AttentionProblem& p, const Flash3BackwardTiles& t) : p_(p), t_(t) {}
+  Flash3Backward(const AttentionProblem& p, const Flash3BackwardTiles& t) : p_(p), t_(t) {
+    kernels_ = {Kernel::dot_do_o, Kernel::main, Kernel::convert_dq};
+    if (p_.group() > 1) {
+      kernels_ = {Kernel::dot_do_o, Kernel::zero_dkv, Kernel::main, Kernel::convert_dq,
+                  Kernel::convert_dkv};
+    }
+  }
 
   std::vector<TensorDecl> tensors() const override { return dq_accum_backward_tensors(p_); }
 
   std::vector<KernelSpec> kernels() const override {
     std::vector<KernelSpec> out;
-    for (Kernel k : kKernels) {
+    for (Kernel k : kernels_) {
+      if (k == Kernel::zero_dkv || k == Kernel::convert_dkv) {
+        out.push_back(backward_keys_kernel(
+            p_, t_.block_kv,
+            k == Kernel::zero_dkv ? BackwardKeys::zero_dkv : BackwardKeys::convert_dkv));
+        continue;
+      }
       KernelSpec s;
       s.mma_dtype = p_.dtype;
       if (k == Kernel::main) {
@@ -76,34 +92,36 @@ class Flash3Backward final : public Schedule {
   // (causal: from the first block holding a row that sees key k0); the last also writes dK, dV.
   bool emit_cta_part(std::size_t kernel, std::int64_t cta, std::size_t part,
                      std::vector<TileOp>& out) const override {
-    if (kKernels[kernel] != Kernel::main) {
-      if (part == 0) {
-        emit_backward_rows(p_, t_.block_q, cta,
-                           kKernels[kernel] == Kernel::dot_do_o ? BackwardRows::dot_do_o
-                                                                : BackwardRows::convert_dq,
-                           out);
+    const Kernel k = kernels_[kernel];
+    if (k != Kernel::main) {
+      if (part != 0) return false;
+      if (k == Kernel::dot_do_o || k == Kernel::convert_dq) {
+        emit_backward_rows(
+            p_, t_.block_q, cta,
+            k == Kernel::dot_do_o ? BackwardRows::dot_do_o : BackwardRows::convert_dq, out);
+      } else {
+        emit_backward_keys(
+            p_, t_.block_kv, cta,
+            k == Kernel::zero_dkv ? BackwardKeys::zero_dkv : BackwardKeys::convert_dkv, out);
       }
       return false;
     }
-    const std::int64_t tc = ceil_div(p_.seq_kv, t_.block_kv), tr = ceil_div(p_.seq, t_.block_q);
-    const std::int64_t j = cta % tc;
-    const std::int64_t b = (cta / tc) % p_.batch, h = cta / (tc * p_.batch);
-    const std::int64_t bh = b * p_.heads + h;
+    const std::int64_t tr = ceil_div(p_.seq, t_.block_q);
+    const KvBlockTile tile = KvBlockTile::of(p_, t_.block_kv, cta);
+    const std::int64_t bh = tile.q, k0 = tile.k0, kr = tile.kr;
     const std::int64_t d = p_.head_dim, eb = p_.elem_bytes();
-    const std::int64_t k0 = j * t_.block_kv, kr = std::min(t_.block_kv, p_.seq_kv - k0);
     const std::int64_t offset = p_.seq_kv - p_.seq;  // bottom-right causal alignment
-    const TileRef dk{TensorId::dK, bh, k0, kr, 0, d}, dv{TensorId::dV, bh, k0, kr, 0, d};
+    const TileRef dk{TensorId::dK, tile.kv, k0, kr, 0, d}, dv{TensorId::dV, tile.kv, k0, kr, 0, d};
     // Causal: query block i meets key block j when its last row sees key k0.
     const std::int64_t first =
         p_.causal ? std::max<std::int64_t>(0, (k0 - offset) / t_.block_q) : 0;
     if (part == 0) {
-      out.push_back(TileOp::load({TensorId::K, bh, k0, kr, 0, d}));  // TMA: gK -> sK (kr, d)
-      out.push_back(TileOp::load({TensorId::V, bh, k0, kr, 0, d}));  // TMA: gV -> sV (kr, d)
-      out.push_back(costs::zero_grad(dk));                           // rdK (kr, d) fp32
-      out.push_back(costs::zero_grad(dv));                           // rdV (kr, d) fp32
+      out.push_back(TileOp::load({TensorId::K, tile.kv, k0, kr, 0, d}));  // TMA: sK (kr, d)
+      out.push_back(TileOp::load({TensorId::V, tile.kv, k0, kr, 0, d}));  // TMA: sV (kr, d)
+      out.push_back(costs::zero_grad(dk));                                // rdK (kr, d) fp32
+      out.push_back(costs::zero_grad(dv));                                // rdV (kr, d) fp32
       if (first < tr) return true;
-      out.push_back(TileOp::store(dk, OnChip::smem));  // no query block: zero gradients
-      out.push_back(TileOp::store(dv, OnChip::smem));
+      finish_kv_tile(p_, tile, out);  // no query block: zero gradients
       return false;
     }
     const std::int64_t i = first + static_cast<std::int64_t>(part) - 1;
@@ -141,14 +159,14 @@ class Flash3Backward final : public Schedule {
     out.push_back(TileOp::reduce({TensorId::dQaccum, bh, q0, qr, 0, d}));  // (qr, d) fp32
     out.push_back(costs::grad_matmul(ComputeKind::accumulate_dk, s, d, w * qr * d * eb));  // RS
     if (i + 1 < tr) return true;
-    out.push_back(TileOp::store(dk, OnChip::smem));  // TMA store from shared memory
-    out.push_back(TileOp::store(dv, OnChip::smem));
+    finish_kv_tile(p_, tile, out);  // TMA store (or reduce-add) from shared memory
     return false;
   }
 
  private:
   AttentionProblem p_;
   Flash3BackwardTiles t_;
+  std::vector<Kernel> kernels_;
 };
 
 }  // namespace

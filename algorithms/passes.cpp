@@ -98,4 +98,37 @@ void emit_backward_rows(const AttentionProblem& p, std::int64_t block_q, std::in
   }
 }
 
+void emit_backward_keys(const AttentionProblem& p, std::int64_t block_kv, std::int64_t cta,
+                        BackwardKeys kernel, std::vector<TileOp>& out) {
+  const std::int64_t tc = ceil_div(p.seq_kv, block_kv), j = cta % tc;
+  const std::int64_t kv = (cta / tc) % p.batch * p.kv_head_count() + cta / (tc * p.batch);
+  const std::int64_t k0 = j * block_kv, kr = std::min(block_kv, p.seq_kv - k0), d = p.head_dim;
+  for (const auto& [accum, grad] :
+       {std::pair{TensorId::dKaccum, TensorId::dK}, std::pair{TensorId::dVaccum, TensorId::dV}}) {
+    const TileRef a{accum, kv, k0, kr, 0, d};  // (kr, d) fp32
+    if (kernel == BackwardKeys::zero_dkv) {
+      out.push_back(costs::zero_grad(a));
+      out.push_back(TileOp::store(a));
+    } else {
+      out.push_back(TileOp::load(a, OnChip::reg));
+      out.push_back(costs::convert_dq({grad, kv, k0, kr, 0, d}, d));
+      out.push_back(TileOp::store({grad, kv, k0, kr, 0, d}));
+    }
+  }
+}
+
+KernelSpec backward_keys_kernel(const AttentionProblem& p, std::int64_t block_kv,
+                                BackwardKeys kernel) {
+  KernelSpec s;
+  s.name = kernel == BackwardKeys::zero_dkv ? "zero_dkv_accum" : "convert_dkv";
+  s.grid = {ceil_div(p.seq_kv, block_kv), p.batch, p.kv_head_count()};
+  s.threads_per_cta = 128;
+  s.smem_bytes_per_cta = 0;
+  s.registers_per_thread = 32;
+  s.pipeline_stages = 1;
+  s.mma_dtype = p.dtype;
+  s.tensor_instruction = TensorInstruction::mma_sync;
+  return s;
+}
+
 }  // namespace iosim

@@ -118,15 +118,54 @@ std::int64_t flash2_backward_smem_bytes(const AttentionProblem& p, const Tiling&
 
 /// The tensors of a backward that accumulates dQ in fp32 (dQaccum) and converts it after the
 /// main kernel (FlashAttention-2's and -3's backwards): the forward's Q, K, V, O, L, the incoming
-/// dO, D = rowsum(dO * O), and the gradients.
+/// dO, D = rowsum(dO * O), and the gradients. K, V, dK and dV have one matrix per K/V head; with
+/// grouped-query heads (g = H / Hkv > 1) also the fp32 dKaccum and dVaccum the g query heads of
+/// a K/V head add their shares into.
 inline std::vector<TensorDecl> dq_accum_backward_tensors(const AttentionProblem& p) {
-  const std::int64_t eb = p.elem_bytes(), bh = p.bh(), d = p.head_dim;
-  return {{TensorId::Q, bh, p.seq, d, eb},    {TensorId::K, bh, p.seq_kv, d, eb},
-          {TensorId::V, bh, p.seq_kv, d, eb}, {TensorId::O, bh, p.seq, d, eb},
-          {TensorId::L, bh, p.seq, 1, 4},     {TensorId::dO, bh, p.seq, d, eb},
-          {TensorId::D, bh, p.seq, 1, 4},     {TensorId::dQaccum, bh, p.seq, d, 4},
-          {TensorId::dQ, bh, p.seq, d, eb},   {TensorId::dK, bh, p.seq_kv, d, eb},
-          {TensorId::dV, bh, p.seq_kv, d, eb}};
+  const std::int64_t eb = p.elem_bytes(), bh = p.bh(), kv = p.bh_kv(), d = p.head_dim;
+  std::vector<TensorDecl> out = {
+      {TensorId::Q, bh, p.seq, d, eb},    {TensorId::K, kv, p.seq_kv, d, eb},
+      {TensorId::V, kv, p.seq_kv, d, eb}, {TensorId::O, bh, p.seq, d, eb},
+      {TensorId::L, bh, p.seq, 1, 4},     {TensorId::dO, bh, p.seq, d, eb},
+      {TensorId::D, bh, p.seq, 1, 4},     {TensorId::dQaccum, bh, p.seq, d, 4},
+      {TensorId::dQ, bh, p.seq, d, eb},   {TensorId::dK, kv, p.seq_kv, d, eb},
+      {TensorId::dV, kv, p.seq_kv, d, eb}};
+  if (p.group() > 1) {
+    out.push_back({TensorId::dKaccum, kv, p.seq_kv, d, 4});
+    out.push_back({TensorId::dVaccum, kv, p.seq_kv, d, 4});
+  }
+  return out;
+}
+
+/// The tile of a FlashAttention backward main kernel (flash2, flash3): one K/V block of one query
+/// head, CTA `cta` of the grid (Tc, B, H), x fastest.
+struct KvBlockTile {
+  std::int64_t j = 0;           // K/V block
+  std::int64_t q = 0;           // query matrix b * H + h: Q, dO, L, D, dQaccum
+  std::int64_t kv = 0;          // its K/V matrix b * Hkv + h / g: K, V, dK, dV, dKaccum, dVaccum
+  std::int64_t k0 = 0, kr = 0;  // key rows [k0, k0 + kr)
+  static KvBlockTile of(const AttentionProblem& p, std::int64_t block_kv, std::int64_t cta) {
+    const std::int64_t tc = ceil_div(p.seq_kv, block_kv), j = cta % tc;
+    const std::int64_t q = (cta / tc) % p.batch * p.heads + cta / (tc * p.batch);
+    const std::int64_t k0 = j * block_kv;
+    // b * H + h = g (b * Hkv + h / g) + h % g, as H = g * Hkv.
+    return {j, q, q / p.group(), k0, std::min(block_kv, p.seq_kv - k0)};
+  }
+};
+
+/// The end of a backward main kernel's K/V tile: dK_j and dV_j (fp32 on chip) leave once through
+/// shared memory, or with grouped-query heads are added into dKaccum and dVaccum of their K/V
+/// head (FlashAttention-3's GQA epilogue: an fp32 reduce-add, performed in L2 as dQaccum's).
+inline void finish_kv_tile(const AttentionProblem& p, const KvBlockTile& t,
+                           std::vector<TileOp>& out) {
+  const std::int64_t d = p.head_dim;
+  if (p.group() == 1) {
+    out.push_back(TileOp::store({TensorId::dK, t.kv, t.k0, t.kr, 0, d}, OnChip::smem));
+    out.push_back(TileOp::store({TensorId::dV, t.kv, t.k0, t.kr, 0, d}, OnChip::smem));
+    return;
+  }
+  out.push_back(TileOp::reduce({TensorId::dKaccum, t.kv, t.k0, t.kr, 0, d}));  // (kr, d) fp32
+  out.push_back(TileOp::reduce({TensorId::dVaccum, t.kv, t.k0, t.kr, 0, d}));  // (kr, d) fp32
 }
 
 /// The row-wise kernels around a FlashAttention backward's main kernel (flash2, flash3), one CTA
@@ -136,6 +175,18 @@ inline std::vector<TensorDecl> dq_accum_backward_tensors(const AttentionProblem&
 enum class BackwardRows { dot_do_o, convert_dq };
 void emit_backward_rows(const AttentionProblem& p, std::int64_t block_q, std::int64_t cta,
                         BackwardRows kernel, std::vector<TileOp>& out);
+
+/// With grouped-query heads, the kernels around the main kernel that own dKaccum and dVaccum, one
+/// CTA per `block_kv` key rows of a (batch, K/V head), grid (Tc, B, Hkv), as FlashAttention-3's
+/// (its dk_accum and dv_accum are allocated zeroed, and a postprocess kernel converts them):
+///  - zero_dkv: dKaccum and dVaccum rows zeroed (the memset);
+///  - convert_dkv: dK = dKaccum and dV = dVaccum in the element type.
+enum class BackwardKeys { zero_dkv, convert_dkv };
+void emit_backward_keys(const AttentionProblem& p, std::int64_t block_kv, std::int64_t cta,
+                        BackwardKeys kernel, std::vector<TileOp>& out);
+/// The KernelSpec of those kernels (named "zero_dkv_accum" and "convert_dkv").
+KernelSpec backward_keys_kernel(const AttentionProblem& p, std::int64_t block_kv,
+                                BackwardKeys kernel);
 
 /// FlashAttention-3 backward (flash3_bwd.cpp): the pre-pass and the dQ conversion as flash2's
 /// around a warp-specialized main kernel (one tile per K/V block of `block_kv` keys, query blocks

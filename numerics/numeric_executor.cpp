@@ -96,7 +96,7 @@ class CtaInterpreter {
           break;
         case OpKind::reduce: {  // an atomic add: the order of CTAs does not matter
           const TileRef& t = op.tile;
-          const Mat& src = operand(t.tensor, t.rows, t.cols);
+          const Mat& src = operand(reduced_from(t.tensor), t.rows, t.cols);
           g_.of(t.tensor)
               .at(static_cast<std::size_t>(t.matrix))
               .block(t.row0, t.col0, t.rows, t.cols) += src;
@@ -109,6 +109,20 @@ class CtaInterpreter {
 
  private:
   Mat& buf(TensorId t) { return buf_[index_of(t)]; }
+
+  // The fp32 buffer a gradient is converted from.
+  static TensorId accumulator_of(TensorId grad) {
+    if (grad == TensorId::dK) return TensorId::dKaccum;
+    if (grad == TensorId::dV) return TensorId::dVaccum;
+    return TensorId::dQaccum;
+  }
+  // The on-chip buffer a reduce adds into a global tensor: dQ's share is computed into its own
+  // buffer (dq_partial); a grouped-query head's dK and dV shares are its fp32 dK, dV accumulators.
+  static TensorId reduced_from(TensorId global) {
+    if (global == TensorId::dKaccum) return TensorId::dK;
+    if (global == TensorId::dVaccum) return TensorId::dV;
+    return global;
+  }
 
   Mat& operand(TensorId t, Eigen::Index rows, Eigen::Index cols) {
     Mat& b = buf(t);
@@ -346,7 +360,7 @@ class CtaInterpreter {
             scale_ * (operand(TensorId::dS, r, c).transpose() * operand(TensorId::Q, r, d));
         break;
       case ComputeKind::convert_dq:
-        buf(TensorId::dQ) = operand(TensorId::dQaccum, r, d);
+        buf(t.tensor) = operand(accumulator_of(t.tensor), r, d);
         break;
       default:
         ensure(false, "compute kind {} has no numeric semantics", static_cast<int>(op.compute));
@@ -619,19 +633,37 @@ NumericResult execute_schedule(const Schedule& schedule, const AttentionProblem&
     const Mat v = logical_kv(g.of(TensorId::V), p, bh / p.group());
     const Mat d_o = grads ? flat_rows(g.of(TensorId::dO), bh * n, n) : Mat();
     refs.push_back(reference(p, seed, bh, q, k, v, grads ? &d_o : nullptr, blocks, keep_scores));
-    if (observer != nullptr) {
-      const Reference& r = refs.back();
-      for (const auto& [t, m] : {std::pair<TensorId, const MatD*>{TensorId::O, &r.o},
-                                 {TensorId::dQ, &r.dq},
-                                 {TensorId::dK, &r.dk},
-                                 {TensorId::dV, &r.dv}}) {
-        if (m->size() == 0) continue;
-        std::vector<double> rows(static_cast<std::size_t>(m->size()));
-        for (Eigen::Index i = 0; i < m->rows(); ++i)
-          for (Eigen::Index j = 0; j < m->cols(); ++j)
-            rows[static_cast<std::size_t>(i * m->cols() + j)] = (*m)(i, j);
-        observer->on_reference(t, bh, rows, m->rows(), m->cols());
+  }
+  // dK and dV of K/V head kv: the sum of its g query heads' (grouped-query attention).
+  std::vector<MatD> dk_ref, dv_ref;
+  if (grads) {
+    for (std::int64_t kv = 0; kv < p.bh_kv(); ++kv) {
+      MatD dk = refs[static_cast<std::size_t>(kv * p.group())].dk;
+      MatD dv = refs[static_cast<std::size_t>(kv * p.group())].dv;
+      for (std::int64_t i = 1; i < p.group(); ++i) {
+        dk += refs[static_cast<std::size_t>(kv * p.group() + i)].dk;
+        dv += refs[static_cast<std::size_t>(kv * p.group() + i)].dv;
       }
+      dk_ref.push_back(std::move(dk));
+      dv_ref.push_back(std::move(dv));
+    }
+  }
+  if (observer != nullptr) {
+    auto report = [&](TensorId t, std::int64_t matrix, const MatD& m) {
+      if (m.size() == 0) return;
+      std::vector<double> rows(static_cast<std::size_t>(m.size()));
+      for (Eigen::Index i = 0; i < m.rows(); ++i)
+        for (Eigen::Index j = 0; j < m.cols(); ++j)
+          rows[static_cast<std::size_t>(i * m.cols() + j)] = m(i, j);
+      observer->on_reference(t, matrix, rows, m.rows(), m.cols());
+    };
+    for (std::size_t b = 0; b < refs.size(); ++b) {
+      report(TensorId::O, static_cast<std::int64_t>(b), refs[b].o);
+      report(TensorId::dQ, static_cast<std::int64_t>(b), refs[b].dq);
+    }
+    for (std::size_t kv = 0; kv < dk_ref.size(); ++kv) {
+      report(TensorId::dK, static_cast<std::int64_t>(kv), dk_ref[kv]);
+      report(TensorId::dV, static_cast<std::int64_t>(kv), dv_ref[kv]);
     }
   }
   if (!has_forward(p.pass)) {
@@ -678,10 +710,13 @@ NumericResult execute_schedule(const Schedule& schedule, const AttentionProblem&
     }
     if (grads) {
       *result.max_abs_error_grad =
-          std::max({*result.max_abs_error_grad, max_abs_diff(g.of(TensorId::dQ)[b], ref.dq),
-                    max_abs_diff(g.of(TensorId::dK)[b], ref.dk),
-                    max_abs_diff(g.of(TensorId::dV)[b], ref.dv)});
+          std::max(*result.max_abs_error_grad, max_abs_diff(g.of(TensorId::dQ)[b], ref.dq));
     }
+  }
+  for (std::size_t kv = 0; kv < dk_ref.size(); ++kv) {
+    *result.max_abs_error_grad =
+        std::max({*result.max_abs_error_grad, max_abs_diff(g.of(TensorId::dK)[kv], dk_ref[kv]),
+                  max_abs_diff(g.of(TensorId::dV)[kv], dv_ref[kv])});
   }
   return result;
 }

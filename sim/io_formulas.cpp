@@ -304,6 +304,18 @@ ReadWriteBytes flash3_closed_form(const AttentionProblem& p, std::int64_t block_
     const std::int64_t bq = backward_block_q > 0 ? backward_block_q : block_q;
     const std::int64_t bk = backward_block_kv > 0 ? backward_block_kv : block_kv;
     out += times(u(p.bh()), flash2_family(p, bq, bk, false, MeetsBlock{p, bk, nullptr}));
+    if (p.group() > 1) {
+      // Grouped-query heads: each query head adds its fp32 dK and dV into its K/V head's dKaccum
+      // and dVaccum (read and write) instead of writing them in the element type; per K/V head
+      // the accumulators are zeroed, then read and written as dK and dV once.
+      const u64 eb = u(p.elem_bytes()), kd = u(p.seq_kv) * u(p.head_dim);
+      out.write -= u(p.bh()) * 2 * kd * eb;
+      out.read += u(p.bh()) * 2 * kd * 4;
+      out.write += u(p.bh()) * 2 * kd * 4;
+      out.write += u(p.bh_kv()) * 2 * kd * 4;   // zero_dkv_accum
+      out.read += u(p.bh_kv()) * 2 * kd * 4;    // convert_dkv: in
+      out.write += u(p.bh_kv()) * 2 * kd * eb;  // convert_dkv: out
+    }
   }
   if (!runs_forward(p.pass)) return out;
   // With one query position per head, a K/V head's g query heads are one g-row block of queries

@@ -65,7 +65,10 @@ ReadWriteBytes flash2_closed_form(const AttentionProblem& p, std::int64_t block_
 /// diagonal), and writes its O rows and L once. Backward, over blocks `backward_block_q` x
 /// `backward_block_kv`: FlashAttention-2's backward bytes (the pre-pass, per K/V block K and V
 /// once and per query block it meets Q, dO, L, D and an fp32 add of dQ, dK and dV once, the dQ
-/// conversion); FlashAttention-3 changes how the kernel runs, not what it moves.
+/// conversion); FlashAttention-3 changes how the kernel runs, not what it moves. With grouped-query
+/// heads (g = H / Hkv > 1) each of the B H query heads adds its dK and dV in fp32 into dKaccum and
+/// dVaccum (2 Nk d 4 bytes read and written, in place of 2 Nk d e written), and per K/V head the
+/// accumulators are zeroed (2 Nk d 4 written) and converted (2 Nk d 4 read, 2 Nk d e written).
 ReadWriteBytes flash3_closed_form(const AttentionProblem& p, std::int64_t block_q,
                                   std::int64_t block_kv, std::int64_t backward_block_q = 0,
                                   std::int64_t backward_block_kv = 0);

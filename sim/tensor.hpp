@@ -35,6 +35,10 @@ enum class TensorId : std::uint8_t {
   dS,
   dQaccum,
   P_drop,
+  // Grouped-query backward (flash3): the fp32 buffers the g query heads of a K/V head add their
+  // dK and dV shares into (FlashAttention-3's dk_accum, dv_accum), converted after the main kernel.
+  dKaccum,
+  dVaccum,
   kCount
 };
 
@@ -46,7 +50,7 @@ inline constexpr std::array<std::string_view, kTensorCount> kTensorNames = {
     "Q",         "K",           "V",           "O", "S",  "P",  "dO",
     "dQ",        "dK",          "dV",          "L", "m",  "l",  "dropout_mask",
     "partial_O", "partial_lse", "block_table", "D", "dP", "dS", "dQaccum",
-    "P_drop"};
+    "P_drop",    "dKaccum",     "dVaccum"};
 
 /// The vocabulary name of a tensor ("Q", "dropout_mask", ...).
 constexpr std::string_view tensor_name(TensorId t) {

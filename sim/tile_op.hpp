@@ -46,7 +46,8 @@ enum class ComputeKind : std::uint8_t {
   accumulate_dq,      // dQ += scale * dS K
   dq_partial,         // dQaccum := scale * dS K (this K/V block's share, fp32, for a reduce)
   accumulate_dk,      // dK += scale * dS^T Q
-  convert_dq,         // dQ := dQaccum (fp32 to the element type; tile: dQ rows)
+  convert_dq,         // dQ := dQaccum, dK := dKaccum, dV := dVaccum (fp32 to the element type;
+                      // tile: the gradient's rows)
   // Split-KV decoding (flash-decoding, paged). The tile is the O tile (query rows x d).
   finalize_partial,  // partial_O := O / l, partial_lse := m + log l (a split that saw no key: 0,
                      // -inf)

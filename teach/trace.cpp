@@ -103,8 +103,9 @@ std::vector<TensorId> written_by(const TileOp& op) {
     case ComputeKind::mask_grad:
       return {T::dS};
     case ComputeKind::accumulate_dq:
-    case ComputeKind::convert_dq:
       return {T::dQ};
+    case ComputeKind::convert_dq:
+      return {op.tile.tensor};
     case ComputeKind::dq_partial:
       return {T::dQaccum};
     case ComputeKind::accumulate_dk:
