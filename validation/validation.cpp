@@ -389,17 +389,26 @@ CaseResult compare_case(const json& c, const std::string& profile_name, const st
 
   // Blind: bytes with a cold L2 per kernel (what the counters saw), time as `iosim run` gives it
   // (L2 carried over between kernels, as back-to-back launches have it) against CUDA events.
-  out.blind_sm_clock_mhz = free_clock_mhz > 0 ? free_clock_mhz : profile.sm.boost_clock_mhz.value;
+  // On a profile with a power limit the power model picks the clock from the flags alone
+  // (sim/power_model.hpp); otherwise the file's free-running clock, else the boost clock.
+  out.blind_sm_clock_mhz = profile.power.present ? 0.0
+                           : free_clock_mhz > 0  ? free_clock_mhz
+                                                 : profile.sm.boost_clock_mhz.value;
   blind.engine.sm_clock_mhz = out.blind_sm_clock_mhz;
   const Report cold = simulate(profile, blind);
+  if (profile.power.present) out.blind_sm_clock_mhz = cold.sm_clock_mhz;
   if (!cold.feasible()) {  // blind stays unmeasured: no relative error
     Comparison unused[kMetricCount];
     spreads.apply(c, measured, out.metrics, unused, where);
     return out;
   }
   blind.engine.flush_l2_between_kernels = false;
-  const double blind_time_s =
-      cold.engine.kernels.size() > 1 ? simulate(profile, blind).engine.time_s : cold.engine.time_s;
+  double blind_time_s = cold.engine.time_s;
+  if (cold.engine.kernels.size() > 1) {
+    const Report warm = simulate(profile, blind);
+    blind_time_s = warm.engine.time_s;
+    if (profile.power.present) out.blind_sm_clock_mhz = warm.sm_clock_mhz;
+  }
   const auto free_it = c.find("time_free_running_s");
   const double free_s =
       free_it != c.end() && free_it->is_number() ? free_it->get<double>() : 0.0;  // 0: not timed
