@@ -7,8 +7,8 @@
 
 #include "algorithms/algorithm.hpp"
 #include "sim/engine.hpp"
-#include "sim/power_model.hpp"
 #include "sim/io_formulas.hpp"
+#include "sim/power_model.hpp"
 #include "sim/problem.hpp"
 #include "sim/profile.hpp"
 

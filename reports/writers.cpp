@@ -402,8 +402,8 @@ std::string format_table(const Report& r) {
     s += fmt::format("power    {:.0f} W predicted at {:.0f} MHz, limit {:.0f} W: {}\n", w.watts,
                      w.clock_mhz, w.limit_w,
                      r.request.engine.sm_clock_mhz > 0 ? "clock given (--sm-clock-mhz)"
-                     : w.binding ? "the limit sets the clock"
-                                 : "under the limit at the boost clock");
+                     : w.binding                       ? "the limit sets the clock"
+                                                       : "under the limit at the boost clock");
   }
   s += fmt::format("         FLOPs {:.4g} G (tensor-core {:.4g} G, FP32 {:.4g} G, SFU {:.4g} G)\n",
                    static_cast<double>(t.flops()) / 1e9, static_cast<double>(t.tensor_flops) / 1e9,

@@ -35,7 +35,8 @@ double board_power_w(const HardwareProfile& profile, const Counters& c, double t
       pj * w.hbm_pj_per_byte.value * static_cast<double>(c.hbm.read_total() + c.hbm.write_total());
   const double per_s = time_s > 0 ? 1.0 / time_s : 0.0;
   return w.static_w.value +
-         voltage_scale(w, clock_mhz, boost) * (w.clock_w.value * clock_mhz / boost + switched_j * per_s) +
+         voltage_scale(w, clock_mhz, boost) *
+             (w.clock_w.value * clock_mhz / boost + switched_j * per_s) +
          hbm_j * per_s;
 }
 

@@ -132,7 +132,7 @@ const std::array<Field<PowerSpec>, 10> kPowerFields{{
     {"hbm_pj_per_byte", &PowerSpec::hbm_pj_per_byte},
 }};
 
-const std::vector<std::string> kTopKeys{"name", "description", "sm",    "compute",
+const std::vector<std::string> kTopKeys{"name", "description", "sm",     "compute",
                                         "l2",   "hbm",         "launch", "power"};
 // Top-level sections a profile may leave out (all their keys then, or none).
 const std::vector<std::string> kOptionalTopKeys{"power"};
