@@ -136,6 +136,9 @@ const std::vector<std::string> kTopKeys{"name", "description", "sm",     "comput
                                         "l2",   "hbm",         "launch", "power"};
 // Top-level sections a profile may leave out (all their keys then, or none).
 const std::vector<std::string> kOptionalTopKeys{"power"};
+// The keys every profile has (messages about the top level name these).
+const std::vector<std::string> kRequiredTopKeys{"name", "description", "sm",    "compute",
+                                                "l2",   "hbm",         "launch"};
 const std::vector<std::string> kLeafKeys{"value", "source"};
 
 // Calls f(section, fields) for each section's table, in file order.
@@ -539,8 +542,8 @@ void validate(const HardwareProfile& p, Reader& reader) {
 
 HardwareProfile read_profile(const YAML::Node& root, Reader& reader) {
   if (!root.IsMap()) {
-    reader.fail(fmt::format("the top level must be a map with keys {}, got {}", join(kTopKeys),
-                            describe_kind(root)));
+    reader.fail(fmt::format("the top level must be a map with keys {}, got {}",
+                            join(kRequiredTopKeys), describe_kind(root)));
   }
   reader.check_map(root, "", kTopKeys, "a profile map", kOptionalTopKeys);
   HardwareProfile profile;
@@ -761,7 +764,7 @@ HardwareProfile parse_profile_with(const std::string& yaml_text, const std::stri
   }
   if (documents.empty() || (documents.size() == 1 && documents[0].IsNull())) {
     throw ConfigError(fmt::format("{}: the profile is empty; expected a map with keys {}", origin,
-                                  join(kTopKeys)));
+                                  join(kRequiredTopKeys)));
   }
   if (documents.size() > 1) {
     throw ConfigError(fmt::format("{}: holds {} YAML documents; a profile is exactly one", origin,
@@ -894,7 +897,7 @@ std::vector<ProfileOverride> parse_profile_overrides(const std::vector<std::stri
 
 std::vector<std::string> profile_keys() {
   std::vector<std::string> keys;
-  for_each_known_section([&](const char* section, const auto& fields) {
+  for_each_section([&](const char* section, const auto& fields) {
     for (const auto& f : fields) keys.push_back(std::string(section) + "." + f.key);
   });
   return keys;
