@@ -97,8 +97,8 @@ Report simulate(const HardwareProfile& profile, const RunRequest& original,
       PowerSolution given;
       given.limit_w = profile.power.limit_w.value;
       given.clock_mhz = report.sm_clock_mhz;
-      given.watts = board_power_w(profile, report.engine.total, report.engine.time_s,
-                                  report.sm_clock_mhz, request.problem.dtype);
+      given.watts = board_power_w(profile, report.engine, report.engine.time_s, report.sm_clock_mhz,
+                                  request.problem.dtype);
       given.engine_runs = 1;
       report.power = given;
     }

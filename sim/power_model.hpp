@@ -7,6 +7,7 @@
 //   P(f) = static + s(f) [clock_w f / f_boost + (e_tensor·FLOP_tensor + e_fp32·FLOP_fp32
 //          + e_sfu·ops_sfu + e_l2·bytes_L2) / time] + e_hbm·bytes_HBM / time,
 //   s(f) = (V(f) / V(f_boost))^2, V(f) / V(f_boost) = 1 - slope (1 - f / f_boost).
+// e_tensor by the kernel's tensor instruction (wgmma fp16/bf16/tf32, wgmma fp8, mma.sync).
 // The clock of a run is one clock for all its kernels: the board's controller averages over
 // far longer than a kernel, so the run's average power is what it holds to the limit.
 #include <functional>
@@ -18,9 +19,13 @@
 
 namespace iosim {
 
-/// Average board power (W) of work `c` done in `time_s` at SM clock `clock_mhz`, with tensor-core
-/// operands of `dtype`. Requires profile.power.present.
+/// Average board power (W) of work `c` done in `time_s` at SM clock `clock_mhz`, its tensor work
+/// issued as `instruction` with operands of `dtype`. Requires profile.power.present.
 double board_power_w(const HardwareProfile& profile, const Counters& c, double time_s,
+                     double clock_mhz, Dtype dtype,
+                     TensorInstruction instruction = TensorInstruction::wgmma);
+/// The same for a whole run: each kernel's work at its own tensor instruction, over the run's time.
+double board_power_w(const HardwareProfile& profile, const EngineResult& run, double time_s,
                      double clock_mhz, Dtype dtype);
 
 /// What the power model decided for one run.

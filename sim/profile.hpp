@@ -102,8 +102,10 @@ struct PowerSpec {
   // Voltage against clock: V(f) / V(boost) = 1 - slope (1 - f / boost); switching energy per
   // operation scales with its square.
   Sourced<double> voltage_clock_slope;
-  Sourced<double> tensor_fp16_pj_per_flop;  // fp16/bf16/tf32 tensor-core FLOP (and mma.sync)
+  Sourced<double> tensor_fp16_pj_per_flop;  // fp16/bf16/tf32 wgmma FLOP
   Sourced<double> tensor_fp8_pj_per_flop;
+  // mma.sync FLOP (any 16-bit input), its ldmatrix operand loads included
+  Sourced<double> tensor_mma_sync_pj_per_flop;
   Sourced<double> fp32_pj_per_flop;  // CUDA-core FP32 (an FMA is 2 FLOPs)
   Sourced<double> sfu_pj_per_op;     // exp2/log2/rcp
   Sourced<double> l2_pj_per_byte;    // SM <-> L2 bytes, hits and misses

@@ -119,13 +119,14 @@ const std::array<Field<LaunchSpec>, 1> kLaunchFields{{
     {"kernel_overhead_us", &LaunchSpec::kernel_overhead_us},
 }};
 
-const std::array<Field<PowerSpec>, 10> kPowerFields{{
+const std::array<Field<PowerSpec>, 11> kPowerFields{{
     {"limit_w", &PowerSpec::limit_w},
     {"static_w", &PowerSpec::static_w},
     {"clock_w", &PowerSpec::clock_w},
     {"voltage_clock_slope", &PowerSpec::voltage_clock_slope},
     {"tensor_fp16_pj_per_flop", &PowerSpec::tensor_fp16_pj_per_flop},
     {"tensor_fp8_pj_per_flop", &PowerSpec::tensor_fp8_pj_per_flop},
+    {"tensor_mma_sync_pj_per_flop", &PowerSpec::tensor_mma_sync_pj_per_flop},
     {"fp32_pj_per_flop", &PowerSpec::fp32_pj_per_flop},
     {"sfu_pj_per_op", &PowerSpec::sfu_pj_per_op},
     {"l2_pj_per_byte", &PowerSpec::l2_pj_per_byte},
@@ -528,6 +529,7 @@ void validate(const HardwareProfile& p, Reader& reader) {
     }
     non_negative("power.tensor_fp16_pj_per_flop", w.tensor_fp16_pj_per_flop.value);
     non_negative("power.tensor_fp8_pj_per_flop", w.tensor_fp8_pj_per_flop.value);
+    non_negative("power.tensor_mma_sync_pj_per_flop", w.tensor_mma_sync_pj_per_flop.value);
     non_negative("power.fp32_pj_per_flop", w.fp32_pj_per_flop.value);
     non_negative("power.sfu_pj_per_op", w.sfu_pj_per_op.value);
     non_negative("power.l2_pj_per_byte", w.l2_pj_per_byte.value);

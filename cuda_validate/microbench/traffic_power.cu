@@ -11,6 +11,9 @@
 // cycles after its start (0: as fast as the copies complete). The achieved rate is reported.
 // The spin loops are counted (thread 0 of each CTA), so FFMA / MUFU instruction rates are known:
 // per loop and thread, fma = 32 FFMA; softmax = 32 FFMA + 16 FADD + 8 MUFU.EX2.
+// dtype mma: instead of wgmma, each compute warp issues fp16 mma.sync m16n8k16 (fp32 accumulate,
+// 8 accumulator sets) with A held in registers and B loaded by one ldmatrix.x4 per two mma, the
+// way FlashAttention-2's kernels feed the tensor cores; duty against 2719 FLOP/clk/SM.
 // Usage: traffic_power [--seconds S] POINT...  POINT = dtype/duty/spin/traffic/rate,
 //   e.g. f16/0/idle/hbm/0 or f16/0.75/softmax/l2/24
 // Build (sm_90a only): nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a traffic_power.cu
@@ -34,7 +37,7 @@
 #include "wgmma_ops.cuh"
 #include "wgmma_smem.cuh"
 
-enum class Dt { f16, e4m3 };
+enum class Dt { f16, e4m3, mma };  // mma: fp16 mma.sync m16n8k16, B through ldmatrix
 enum Spin { kIdle = 0, kFma = 1, kSoftmax = 2 };
 enum Traffic { kNone = 0, kHbm = 1, kL2 = 2 };
 
@@ -48,6 +51,7 @@ constexpr int kStages = 4;
 constexpr int kSmemBytes = 120 * 1024;  // > half of an SM's 228 KB: one CTA per SM
 static_assert(kTileBytes + kStages * kCopyBytes + 1024 <= kSmemBytes, "ring does not fit");
 constexpr int kMaxSamples = 256;
+constexpr int kMmaIters = 16;  // mma mode: ldmatrix.x4 + 2 mma.sync m16n8k16 per iteration, per batch
 constexpr unsigned long long kSampleNs = 100000000ull;
 constexpr size_t kHbmBytes = size_t{4} << 30;
 constexpr size_t kL2WindowBytes = 128 * 1024;
@@ -167,6 +171,14 @@ __global__ void __launch_bounds__(kThreads, 1)
   float acc[kN / 2];
 #pragma unroll
   for (int i = 0; i < kN / 2; ++i) acc[i] = 0.f;
+  // mma.sync mode: A fragments held in registers (as FlashAttention-2 holds Q), B from the tiles
+  // through ldmatrix.x4 (two n8 fragments), one ldmatrix per two mma, 8 accumulator sets.
+  const int lane = threadIdx.x & 31;
+  uint32_t a_frag[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+    a_frag[i] = reinterpret_cast<const uint32_t*>(s_tiles)[(threadIdx.x * 4 + i) % (kTileBytes / 4)];
+  const uint32_t b_row_addr = raw_addr + pad + (lane % 32) * kRowBytes;
   float x[8], y[8];
 #pragma unroll
   for (int c = 0; c < 8; ++c) {
@@ -182,6 +194,29 @@ __global__ void __launch_bounds__(kThreads, 1)
   long long iters = 0, loops = 0;
   for (;;) {
     for (int b = 0; b < p.batches; ++b) {
+      if constexpr (T == Dt::mma) {
+#pragma unroll
+        for (int it = 0; it < kMmaIters; ++it) {
+          uint32_t b0, b1, b2, b3;
+          const uint32_t addr = b_row_addr + (((it + lane) & 7) << 4);
+          asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                       : "=r"(b0), "=r"(b1), "=r"(b2), "=r"(b3)
+                       : "r"(addr));
+          float* c0 = acc + 4 * ((2 * it) % 8);
+          float* c1 = acc + 4 * ((2 * it + 1) % 8);
+          asm volatile(
+              "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+              "{%8,%9}, {%0,%1,%2,%3};\n"
+              : "+f"(c0[0]), "+f"(c0[1]), "+f"(c0[2]), "+f"(c0[3])
+              : "r"(a_frag[0]), "r"(a_frag[1]), "r"(a_frag[2]), "r"(a_frag[3]), "r"(b0), "r"(b1));
+          asm volatile(
+              "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+              "{%8,%9}, {%0,%1,%2,%3};\n"
+              : "+f"(c1[0]), "+f"(c1[1]), "+f"(c1[2]), "+f"(c1[3])
+              : "r"(a_frag[0]), "r"(a_frag[1]), "r"(a_frag[2]), "r"(a_frag[3]), "r"(b2), "r"(b3));
+        }
+        continue;
+      }
       asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
       for (int ks = 0; ks < kKSteps; ++ks) {
@@ -193,7 +228,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
       asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
     }
-    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+    if constexpr (T != Dt::mma) asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
     if (p.spin_cycles > 0) {
       const long long s0 = clock64();
       if (p.spin_kind == kIdle) {
@@ -283,21 +318,27 @@ uint32_t rng() {
 
 struct Dev {
   int sms = 0;
-  uint4* tiles[2] = {nullptr, nullptr};
+  uint4* tiles[3] = {nullptr, nullptr, nullptr};
   uint8_t* buf = nullptr;
   Result* res = nullptr;
   unsigned long long* samples = nullptr;
   int* n_samples = nullptr;
   float* sink = nullptr;
-  double cal_cycles_per_batch[2] = {0, 0};
+  double cal_cycles_per_batch[3] = {0, 0, 0};
 };
 
 constexpr int kBatches = 16;  // per iteration at duty > 0
 
 double flop_per_batch(Dt t) {  // per CTA
+  if (t == Dt::mma) return 2.0 * 16 * 8 * 16 * 2 * kMmaIters * (kComputeThreads / 32);
   return 2.0 * 64 * kN * (t == Dt::e4m3 ? 32 : 16) * kKSteps * kWG;
 }
-double peak_flop_per_clk(Dt t) { return t == Dt::e4m3 ? 8192.0 : 4096.0; }
+// mma.sync: 2719 FLOP/clk/SM, the saturated rate measured by pipes.cu (pipes_2026-11-22.json).
+double peak_flop_per_clk(Dt t) {
+  return t == Dt::e4m3 ? 8192.0 : t == Dt::mma ? 2719.0 : 4096.0;
+}
+int dt_index(Dt t) { return t == Dt::e4m3 ? 1 : t == Dt::mma ? 2 : 0; }
+const char* dt_name(Dt t) { return t == Dt::e4m3 ? "e4m3" : t == Dt::mma ? "mma_f16" : "f16"; }
 
 struct Launch {
   std::vector<Result> res;
@@ -307,11 +348,14 @@ struct Launch {
 
 Launch launch(Dev& d, Dt t, const Params& p) {
   Launch l;
-  const int di = t == Dt::e4m3 ? 1 : 0;
+  const int di = dt_index(t);
   CHECK(cudaMemset(d.res, 0, sizeof(Result) * d.sms));
   l.t_start_ms = now_epoch_ms();
   if (t == Dt::f16)
     power_kernel<Dt::f16><<<d.sms, kThreads, kSmemBytes>>>(d.tiles[di], p, d.res, d.samples,
+                                                            d.n_samples, d.sink);
+  else if (t == Dt::mma)
+    power_kernel<Dt::mma><<<d.sms, kThreads, kSmemBytes>>>(d.tiles[di], p, d.res, d.samples,
                                                             d.n_samples, d.sink);
   else
     power_kernel<Dt::e4m3><<<d.sms, kThreads, kSmemBytes>>>(d.tiles[di], p, d.res, d.samples,
@@ -340,7 +384,7 @@ Params base_params(const Dev& d) {
 
 // Calibration: a 300 ms launch at full duty, no traffic, gives tensor cycles per batch.
 void calibrate(Dev& d, Dt t) {
-  const int di = t == Dt::e4m3 ? 1 : 0;
+  const int di = dt_index(t);
   Params p = base_params(d);
   p.batches = kBatches;
   p.spin_kind = kIdle;
@@ -353,7 +397,7 @@ void calibrate(Dev& d, Dt t) {
 }
 
 void run_point(Dev& d, const Point& pt, double seconds, bool first) {
-  const int di = pt.dt == Dt::e4m3 ? 1 : 0;
+  const int di = dt_index(pt.dt);
   if (d.cal_cycles_per_batch[di] == 0) calibrate(d, pt.dt);
   const double tensor_cycles = d.cal_cycles_per_batch[di] * kBatches;
   Params p = base_params(d);
@@ -406,7 +450,7 @@ void run_point(Dev& d, const Point& pt, double seconds, bool first) {
               "\"thread_ffma_per_s\": %.4e, \"thread_fadd_per_s\": %.4e, \"thread_mufu_per_s\": %.4e, "
               "\"host_start_epoch_ms\": %.1f, \"host_end_epoch_ms\": %.1f, "
               "\"cta0_samples_ns_clk\": [",
-              first ? "" : "\n", pt.spec.c_str(), pt.dt == Dt::e4m3 ? "e4m3" : "f16", pt.duty,
+              first ? "" : "\n", pt.spec.c_str(), dt_name(pt.dt), pt.duty,
               pt.spin == kIdle ? "idle" : pt.spin == kFma ? "fma" : "softmax", tr, pt.rate, seconds,
               p.batches, p.spin_cycles, d.cal_cycles_per_batch[di], median(mhz),
               *std::min_element(mhz.begin(), mhz.end()), *std::max_element(mhz.begin(), mhz.end()),
@@ -434,7 +478,10 @@ bool parse_point(const char* s, Point& pt) {
   }
   f.push_back(cur);
   if (f.size() != 5) return false;
-  if (f[0] == "f16") pt.dt = Dt::f16; else if (f[0] == "e4m3") pt.dt = Dt::e4m3; else return false;
+  if (f[0] == "f16") pt.dt = Dt::f16;
+  else if (f[0] == "e4m3") pt.dt = Dt::e4m3;
+  else if (f[0] == "mma") pt.dt = Dt::mma;
+  else return false;
   pt.duty = std::atof(f[1].c_str());
   if (pt.duty < 0 || pt.duty > 1) return false;
   if (f[2] == "idle") pt.spin = kIdle;
@@ -481,13 +528,13 @@ int main(int argc, char** argv) {
   cudaDeviceProp prop{};
   CHECK(cudaGetDeviceProperties(&prop, 0));
   d.sms = prop.multiProcessorCount;
-  for (int di = 0; di < 2; ++di) {
+  for (int di = 0; di < 3; ++di) {  // 2: mma mode, fp16 tiles as 0
     std::vector<uint8_t> host(kTileBytes);
     const int rows = kWG * 64 + kN;
     for (int r = 0; r < rows; ++r)
-      for (int byte = 0; byte < kRowBytes; byte += (di ? 1 : 2)) {
+      for (int byte = 0; byte < kRowBytes; byte += (di == 1 ? 1 : 2)) {
         const uint32_t h = rng();
-        if (di == 0) {  // fp16: sign, exponent 11..15 (2^-4 .. <2), random mantissa
+        if (di != 1) {  // fp16: sign, exponent 11..15 (2^-4 .. <2), random mantissa
           const uint32_t v = ((h & 1u) << 15) | ((11u + (h >> 1) % 5u) << 10) | ((h >> 8) & 0x3FFu);
           host[swizzled(r, byte)] = static_cast<uint8_t>(v & 0xFF);
           host[swizzled(r, byte + 1)] = static_cast<uint8_t>(v >> 8);
@@ -509,6 +556,8 @@ int main(int argc, char** argv) {
   CHECK(cudaFuncSetAttribute(power_kernel<Dt::f16>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              kSmemBytes));
   CHECK(cudaFuncSetAttribute(power_kernel<Dt::e4m3>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             kSmemBytes));
+  CHECK(cudaFuncSetAttribute(power_kernel<Dt::mma>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              kSmemBytes));
   CHECK(cudaDeviceSynchronize());
   std::printf("{\"device\": \"%s\", \"sms\": %d, \"batches_per_iter\": %d, \"wgmma\": "

@@ -10,6 +10,8 @@ s(f) = (V(f) / V(f_boost))^2):
       + s(f) [ clock_w f / f_boost + e_fp16 R_fp16 + e_fp8 R_fp8 + e_fp32 R_fp32 + e_sfu R_sfu
                + e_l2 R_l2 ]
       + e_hbm R_hbm
+(+ e_mma R_mma inside the bracket where mma.sync points were measured: fp16 mma.sync FLOP, operands
+as FlashAttention-2 feeds them, B through ldmatrix.)
 R: rates per second (tensor FLOP by input type, FP32 FLOP (FFMA = 2, FADD = 1), MUFU operations,
 bytes between the SMs and the L2 (all of them, hits or not), bytes between the L2 and HBM). The HBM
 term is the energy beyond the L2's (the HBM stream passes through the L2, so it pays e_l2 too) and
@@ -42,6 +44,7 @@ def rows(path):
             name=p["point"], f=p["kernel_mhz_whole_run"], P=p["smi_power_w_median"], T=p["smi_temp_c_max"],
             capped=(p.get("frac_sw_power_cap") or 0) > 0.5,
             fp16=r_t if p["dtype"] == "f16" else 0.0, fp8=r_t if p["dtype"] == "e4m3" else 0.0,
+            mma=r_t if p["dtype"] == "mma_f16" else 0.0,
             fp32=(2 * p.get("thread_ffma_per_s", 0.0) + p.get("thread_fadd_per_s", 0.0)),
             sfu=p.get("thread_mufu_per_s", 0.0), l2=tb, hbm=tb if p.get("traffic") == "hbm" else 0.0))
     return out
@@ -49,12 +52,17 @@ def rows(path):
 
 def features(r, beta, t_op):
     s = (1 - beta * (1 - r["f"] / F_BOOST)) ** 2
-    return [1.0, r["T"] - t_op, s * r["f"] / F_BOOST, s * r["fp16"] * 1e-12, s * r["fp8"] * 1e-12,
-            s * r["fp32"] * 1e-12, s * r["sfu"] * 1e-12, s * r["l2"] * 1e-12, r["hbm"] * 1e-12]
+    v = [1.0, r["T"] - t_op, s * r["f"] / F_BOOST, s * r["fp16"] * 1e-12, s * r["fp8"] * 1e-12,
+         s * r["fp32"] * 1e-12, s * r["sfu"] * 1e-12, s * r["l2"] * 1e-12, r["hbm"] * 1e-12]
+    if HAS_MMA:
+        v.append(s * r["mma"] * 1e-12)
+    return v
 
 
 NAMES = ["static_w", "w_per_c", "clock_w", "tensor_fp16_pj_per_flop", "tensor_fp8_pj_per_flop",
-         "fp32_pj_per_flop", "sfu_pj_per_op", "l2_pj_per_byte", "hbm_pj_per_byte"]
+         "fp32_pj_per_flop", "sfu_pj_per_op", "l2_pj_per_byte", "hbm_pj_per_byte",
+         "tensor_mma_sync_pj_per_flop"]
+HAS_MMA = False  # set when a file has mma.sync points
 
 
 def lstsq(A, b):
@@ -76,7 +84,9 @@ def lstsq(A, b):
 
 
 def main():
+    global HAS_MMA
     R = [r for path in sys.argv[1:] for r in rows(path)]
+    HAS_MMA = any(r["mma"] > 0 for r in R)
     t_op = statistics.median(r["T"] for r in R if r["capped"])
     best = None
     for k in range(101):

@@ -22,8 +22,9 @@ if ! nvidia-smi --query-gpu=$FIELDS --format=csv >/dev/null 2>&1; then
 fi
 nvidia-smi --query-gpu=$FIELDS --format=csv,nounits -lms 100 >"$OUT/smi.csv" 2>/dev/null & SMI=$!
 sleep 2  # idle baseline
-# dtype/duty/spin/traffic/rate (bytes per SM clock per SM; 0 = as fast as the copies complete)
-POINTS="f16/0/idle/none/0 f16/0/fma/none/0 f16/0/softmax/none/0
+# dtype/duty/spin/traffic/rate (bytes per SM clock per SM; 0 = as fast as the copies complete);
+# POINTS in the environment replaces the list
+POINTS=${POINTS:-"f16/0/idle/none/0 f16/0/fma/none/0 f16/0/softmax/none/0
         f16/0/idle/hbm/3 f16/0/idle/hbm/6 f16/0/idle/hbm/9 f16/0/idle/hbm/0
         f16/0/idle/l2/8 f16/0/idle/l2/16 f16/0/idle/l2/24 f16/0/idle/l2/0
         f16/0.25/idle/none/0 f16/0.25/idle/l2/24 f16/0.25/idle/hbm/0 f16/0.25/softmax/l2/24
@@ -31,11 +32,11 @@ POINTS="f16/0/idle/none/0 f16/0/fma/none/0 f16/0/softmax/none/0
         f16/0.75/idle/none/0 f16/0.75/idle/l2/24 f16/0.75/softmax/none/0 f16/0.75/softmax/l2/24
         f16/1/idle/none/0 f16/1/idle/l2/30
         e4m3/0.5/idle/none/0 e4m3/0.5/idle/l2/16
-        f16/0/idle/none/0"
+        f16/0/idle/none/0"}
 timeout 400 "$H/bin/traffic_power" --seconds "$SEC" $POINTS >"$OUT/traffic_power_raw.jsonl" 2>"$OUT/traffic_power.err"
 echo "traffic_power exit $?" | tee -a "$OUT/traffic_power.err"
 sleep 1
 kill $SMI 2>/dev/null; wait $SMI 2>/dev/null
-cuobjdump --dump-sass "$H/bin/traffic_power" 2>&1 | grep -oE '\b[HQ]GMMA\.[A-Za-z0-9_.]*|MUFU\.EX2|FFMA|UBLKCP[A-Za-z0-9_.]*' | sort | uniq -c >"$OUT/sass_opcodes.txt"
+cuobjdump --dump-sass "$H/bin/traffic_power" 2>&1 | grep -oE '\b[HQ]GMMA\.[A-Za-z0-9_.]*|HMMA\.[A-Za-z0-9_.]*|LDSM[A-Za-z0-9_.]*|MUFU\.EX2|FFMA|UBLKCP[A-Za-z0-9_.]*' | sort | uniq -c >"$OUT/sass_opcodes.txt"
 python3 "$H/power_clock_summary.py" "$OUT/traffic_power_raw.jsonl" "$OUT/smi.csv" \
   "$OUT/traffic_power_summary.json" "$OUT/traffic_power_summary.csv" 2>&1 | tee "$OUT/summary.txt"
