@@ -83,7 +83,33 @@ Report simulate(const HardwareProfile& profile, const RunRequest& original,
   if (estimated_work(algorithm, request.problem, request.tiling) < request.extrapolate_above_work) {
     engine.exact = true;
   }
-  report.engine = run_schedule(profile, *planned.schedule, engine);
+  if (profile.power.present && engine.sm_clock_mhz <= 0) {
+    // No clock given: the power model picks it (sim/power_model.hpp). Its trial runs are not
+    // watched; an observer sees the run at the chosen clock only.
+    EngineOptions trial = engine;
+    trial.observer = nullptr;
+    const auto at = [&](double clock_mhz) {
+      trial.sm_clock_mhz = clock_mhz;
+      return run_schedule(profile, *planned.schedule, trial);
+    };
+    report.power = solve_power_clock(profile, request.problem.dtype, at, report.engine);
+    report.sm_clock_mhz = report.power->clock_mhz;
+    if (engine.observer) {
+      engine.sm_clock_mhz = report.sm_clock_mhz;
+      report.engine = run_schedule(profile, *planned.schedule, engine);
+    }
+  } else {
+    report.engine = run_schedule(profile, *planned.schedule, engine);
+    if (profile.power.present) {
+      PowerSolution given;
+      given.limit_w = profile.power.limit_w.value;
+      given.clock_mhz = report.sm_clock_mhz;
+      given.watts = board_power_w(profile, report.engine, report.engine.time_s, report.sm_clock_mhz,
+                                  request.problem.dtype);
+      given.engine_runs = 1;
+      report.power = given;
+    }
+  }
   const auto longest = std::max_element(
       report.engine.kernels.begin(), report.engine.kernels.end(),
       [](const KernelResult& a, const KernelResult& b) { return a.time_s < b.time_s; });

@@ -8,6 +8,7 @@
 #include "algorithms/algorithm.hpp"
 #include "sim/engine.hpp"
 #include "sim/io_formulas.hpp"
+#include "sim/power_model.hpp"
 #include "sim/problem.hpp"
 #include "sim/profile.hpp"
 
@@ -48,7 +49,12 @@ struct Report {
   Tiling tiling;                  // resolved
   std::optional<double> density;  // block-sparse only: s, the fraction of blocks computed
   std::int64_t sram_bytes = 0;    // M of the IO analysis, bytes per CTA
-  double sm_clock_mhz = 0.0;      // the SM clock timed at: the request's, else the boost clock
+  // The SM clock timed at: the request's; else, on a profile with a power limit, the clock the
+  // power model allows (`power`); else the boost clock.
+  double sm_clock_mhz = 0.0;
+  // On a profile with `power:` only: the limit, the predicted average power at sm_clock_mhz, and
+  // whether the limit set the clock (false when the request gave the clock).
+  std::optional<PowerSolution> power;
   std::string infeasible_reason;
   EngineResult engine;
   std::string bound;  // of the whole run: the kernel that took longest decides

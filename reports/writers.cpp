@@ -282,6 +282,14 @@ void add_run_json(json& j, const Report& r) {
                          {"time_extrapolated_s", e.time_extrapolated_s},
                          {"tolerance", detail::kTolerance}};
   }
+  if (r.power) {
+    j["power"] = {{"limit_w", r.power->limit_w},
+                  {"predicted_w", r.power->watts},
+                  {"clock_mhz", r.power->clock_mhz},
+                  {"binding", r.power->binding},
+                  {"clock_given", r.request.engine.sm_clock_mhz > 0},
+                  {"engine_runs", r.power->engine_runs}};
+  }
   j["simulation_wall_s"] = r.simulation_wall_s;
 }
 
@@ -388,6 +396,14 @@ std::string format_table(const Report& r) {
         "steps (--exact: none)\n",
         100 * detail::kTolerance, e.ctas_extrapolated, e.ctas_extrapolated + e.ctas_simulated,
         e.parts_extrapolated, e.parts_extrapolated + e.parts_simulated);
+  }
+  if (r.power) {
+    const PowerSolution& w = *r.power;
+    s += fmt::format("power    {:.0f} W predicted at {:.0f} MHz, limit {:.0f} W: {}\n", w.watts,
+                     w.clock_mhz, w.limit_w,
+                     r.request.engine.sm_clock_mhz > 0 ? "clock given (--sm-clock-mhz)"
+                     : w.binding                       ? "the limit sets the clock"
+                                                       : "under the limit at the boost clock");
   }
   s += fmt::format("         FLOPs {:.4g} G (tensor-core {:.4g} G, FP32 {:.4g} G, SFU {:.4g} G)\n",
                    static_cast<double>(t.flops()) / 1e9, static_cast<double>(t.tensor_flops) / 1e9,

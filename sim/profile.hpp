@@ -90,6 +90,29 @@ struct LaunchSpec {
   Sourced<double> kernel_overhead_us;  // launch-to-first-CTA plus drain, per kernel
 };
 
+/// Board power as a function of the SM clock and the work per second (sim/power_model.hpp): the
+/// clock a run is timed at, when none is given, is the highest up to the boost clock whose power
+/// stays within the limit. Optional: a profile without a `power:` section has no cap.
+struct PowerSpec {
+  bool present = false;
+  Sourced<double> limit_w;   // the board's power limit (enforced by lowering the SM clock)
+  Sourced<double> static_w;  // power that does not switch with the SM clock, at the temperature
+                             // of sustained load at the limit
+  Sourced<double> clock_w;   // switching power of the running SMs at the boost clock, no work
+  // Voltage against clock: V(f) / V(boost) = 1 - slope (1 - f / boost); switching energy per
+  // operation scales with its square.
+  Sourced<double> voltage_clock_slope;
+  Sourced<double> tensor_fp16_pj_per_flop;  // fp16/bf16/tf32 wgmma FLOP
+  Sourced<double> tensor_fp8_pj_per_flop;
+  // mma.sync FLOP (any 16-bit input), its ldmatrix operand loads included
+  Sourced<double> tensor_mma_sync_pj_per_flop;
+  Sourced<double> fp32_pj_per_flop;  // CUDA-core FP32 (an FMA is 2 FLOPs)
+  Sourced<double> sfu_pj_per_op;     // exp2/log2/rcp
+  Sourced<double> l2_pj_per_byte;    // SM <-> L2 bytes, hits and misses
+  Sourced<double> hbm_pj_per_byte;   // L2 <-> HBM bytes, beyond their L2 energy; not scaled with
+                                     // the SM voltage
+};
+
 /// One GPU as iosim models it.
 struct HardwareProfile {
   std::string name;         // file stem, e.g. "h100-sxm5-80gb"
@@ -100,6 +123,7 @@ struct HardwareProfile {
   L2Spec l2;
   HbmSpec hbm;
   LaunchSpec launch;
+  PowerSpec power;  // power.present false: no power limit is modelled
 
   /// Peak tensor-core FLOP/s for operands of `dtype` at the boost clock.
   double tensor_flops_per_s(Dtype dtype) const;

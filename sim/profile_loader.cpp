@@ -119,8 +119,27 @@ const std::array<Field<LaunchSpec>, 1> kLaunchFields{{
     {"kernel_overhead_us", &LaunchSpec::kernel_overhead_us},
 }};
 
-const std::vector<std::string> kTopKeys{"name", "description", "sm",    "compute",
-                                        "l2",   "hbm",         "launch"};
+const std::array<Field<PowerSpec>, 11> kPowerFields{{
+    {"limit_w", &PowerSpec::limit_w},
+    {"static_w", &PowerSpec::static_w},
+    {"clock_w", &PowerSpec::clock_w},
+    {"voltage_clock_slope", &PowerSpec::voltage_clock_slope},
+    {"tensor_fp16_pj_per_flop", &PowerSpec::tensor_fp16_pj_per_flop},
+    {"tensor_fp8_pj_per_flop", &PowerSpec::tensor_fp8_pj_per_flop},
+    {"tensor_mma_sync_pj_per_flop", &PowerSpec::tensor_mma_sync_pj_per_flop},
+    {"fp32_pj_per_flop", &PowerSpec::fp32_pj_per_flop},
+    {"sfu_pj_per_op", &PowerSpec::sfu_pj_per_op},
+    {"l2_pj_per_byte", &PowerSpec::l2_pj_per_byte},
+    {"hbm_pj_per_byte", &PowerSpec::hbm_pj_per_byte},
+}};
+
+const std::vector<std::string> kTopKeys{"name", "description", "sm",     "compute",
+                                        "l2",   "hbm",         "launch", "power"};
+// Top-level sections a profile may leave out (all their keys then, or none).
+const std::vector<std::string> kOptionalTopKeys{"power"};
+// The keys every profile has (messages about the top level name these).
+const std::vector<std::string> kRequiredTopKeys{"name", "description", "sm",    "compute",
+                                                "l2",   "hbm",         "launch"};
 const std::vector<std::string> kLeafKeys{"value", "source"};
 
 // Calls f(section, fields) for each section's table, in file order.
@@ -133,6 +152,13 @@ void for_each_section(F&& f) {
   f("launch", kLaunchFields);
 }
 
+// The same with the optional sections too (key lookups: `--set power.limit_w=...`).
+template <typename F>
+void for_each_known_section(F&& f) {
+  for_each_section(f);
+  f("power", kPowerFields);
+}
+
 template <typename Spec, typename T>
 constexpr bool integral_member(Sourced<T> Spec::*) {
   return std::is_integral_v<T>;
@@ -141,7 +167,7 @@ constexpr bool integral_member(Sourced<T> Spec::*) {
 // Whether "section.key" holds an integer; nullopt for a key no profile has.
 std::optional<bool> key_is_integer(const std::string& path) {
   std::optional<bool> out;
-  for_each_section([&](const char* section, const auto& fields) {
+  for_each_known_section([&](const char* section, const auto& fields) {
     for (const auto& f : fields) {
       if (path == std::string(section) + "." + f.key) {
         out = std::visit([](auto m) { return integral_member(m); }, f.member);
@@ -217,7 +243,8 @@ class Reader {
   // names the first key it lacks.
   // Returns false when `node` is not a map (nothing under it can be read).
   bool check_map(const YAML::Node& node, const std::string& path,
-                 const std::vector<std::string>& allowed, const std::string& what) {
+                 const std::vector<std::string>& allowed, const std::string& what,
+                 const std::vector<std::string>& optional = {}) {
     if (!node.IsMap() && !node.IsNull()) {
       note_at(path, fmt::format("'{}' must be {}, got {}", path, what, describe_kind(node)));
       return false;
@@ -247,7 +274,8 @@ class Reader {
       lines_[full] = line;
     }
     for (const auto& key : allowed) {
-      if (seen.count(key) == 0) {
+      if (seen.count(key) == 0 &&
+          std::find(optional.begin(), optional.end(), key) == optional.end()) {
         note(fmt::format("missing required key '{}'", child_path(path, key)));
       }
     }
@@ -489,14 +517,37 @@ void validate(const HardwareProfile& p, Reader& reader) {
   };
   fraction("hbm.achievable_fraction", hbm.achievable_fraction.value);
   fraction("l2.max_dirty_fraction", l2.max_dirty_fraction.value);
+
+  if (const PowerSpec& w = p.power; w.present) {
+    positive("power.limit_w", w.limit_w.value);
+    non_negative("power.static_w", w.static_w.value);
+    non_negative("power.clock_w", w.clock_w.value);
+    if (!(w.voltage_clock_slope.value >= 0.0 && w.voltage_clock_slope.value <= 1.0)) {
+      reader.note_at("power.voltage_clock_slope",
+                     fmt::format("power.voltage_clock_slope = {} is not in [0, 1]",
+                                 w.voltage_clock_slope.value));
+    }
+    non_negative("power.tensor_fp16_pj_per_flop", w.tensor_fp16_pj_per_flop.value);
+    non_negative("power.tensor_fp8_pj_per_flop", w.tensor_fp8_pj_per_flop.value);
+    non_negative("power.tensor_mma_sync_pj_per_flop", w.tensor_mma_sync_pj_per_flop.value);
+    non_negative("power.fp32_pj_per_flop", w.fp32_pj_per_flop.value);
+    non_negative("power.sfu_pj_per_op", w.sfu_pj_per_op.value);
+    non_negative("power.l2_pj_per_byte", w.l2_pj_per_byte.value);
+    non_negative("power.hbm_pj_per_byte", w.hbm_pj_per_byte.value);
+    if (w.static_w.value >= w.limit_w.value) {
+      reader.note_at("power.static_w",
+                     fmt::format("power.static_w = {} must be below power.limit_w = {}",
+                                 w.static_w.value, w.limit_w.value));
+    }
+  }
 }
 
 HardwareProfile read_profile(const YAML::Node& root, Reader& reader) {
   if (!root.IsMap()) {
-    reader.fail(fmt::format("the top level must be a map with keys {}, got {}", join(kTopKeys),
-                            describe_kind(root)));
+    reader.fail(fmt::format("the top level must be a map with keys {}, got {}",
+                            join(kRequiredTopKeys), describe_kind(root)));
   }
-  reader.check_map(root, "", kTopKeys, "a profile map");
+  reader.check_map(root, "", kTopKeys, "a profile map", kOptionalTopKeys);
   HardwareProfile profile;
   profile.name = reader.read_text(root["name"], "name", "a non-empty string");
   profile.description = reader.read_text(root["description"], "description", "a non-empty string");
@@ -505,6 +556,8 @@ HardwareProfile read_profile(const YAML::Node& root, Reader& reader) {
   read_section(reader, root, "l2", kL2Fields, profile.l2);
   read_section(reader, root, "hbm", kHbmFields, profile.hbm);
   read_section(reader, root, "launch", kLaunchFields, profile.launch);
+  profile.power.present = root.IsMap() && root["power"].IsDefined();
+  if (profile.power.present) read_section(reader, root, "power", kPowerFields, profile.power);
   // Values are checked once every key reads: a missing or unreadable one would look like a 0.
   if (reader.ok()) validate(profile, reader);
   reader.throw_if_any();
@@ -553,6 +606,11 @@ std::string apply_overrides(YAML::Node& root, const std::vector<ProfileOverride>
     applied += fmt::format("{}{}={}", applied.empty() ? "" : ";", o.key, text);
     const std::size_t dot = o.key.find('.');
     YAML::Node section = root[o.key.substr(0, dot)];
+    if (root.IsMap() && !section.IsDefined() && o.key.substr(0, dot) == "power") {
+      errors.push_back(fmt::format(
+          "--set {}: the profile has no power section (no power limit is modelled on it)", o.key));
+      continue;
+    }
     if (!root.IsMap() || !section.IsMap()) continue;  // the Reader reports the broken section
     YAML::Node leaf(YAML::NodeType::Map);
     leaf["value"] = YAML::Node(text);
@@ -708,7 +766,7 @@ HardwareProfile parse_profile_with(const std::string& yaml_text, const std::stri
   }
   if (documents.empty() || (documents.size() == 1 && documents[0].IsNull())) {
     throw ConfigError(fmt::format("{}: the profile is empty; expected a map with keys {}", origin,
-                                  join(kTopKeys)));
+                                  join(kRequiredTopKeys)));
   }
   if (documents.size() > 1) {
     throw ConfigError(fmt::format("{}: holds {} YAML documents; a profile is exactly one", origin,

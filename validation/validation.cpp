@@ -217,6 +217,22 @@ double free_running_clock_mhz(const json& doc) {
   return doc.contains(p) && doc.at(p).is_number() ? doc.at(p).get<double>() : 0.0;
 }
 
+// The clock a file's GPU was held at while it ran free, 0 when it was not held: the samples while
+// it drew more than 150 W sat at one value (their minimum is their median) below the boost clock.
+// The PyTorch sets of 2026-11-22 ran so, at the base clock Nsight Compute locks to (H100 1590
+// MHz, H200 1500 MHz, at most 684 W): no clock above it was possible there, whatever the power.
+double held_running_clock_mhz(const json& doc) {
+  const json::json_pointer p("/clocks/free_running_pass/sm_clock_mhz_when_power_above_150w");
+  if (!doc.contains(p) || !doc.at(p).is_object()) return 0.0;
+  const json& c = doc.at(p);
+  if (!c.contains("min") || !c.contains("median") || !c["min"].is_number() ||
+      !c["median"].is_number()) {
+    return 0.0;
+  }
+  const double lo = c["min"].get<double>(), mid = c["median"].get<double>();
+  return lo > 0 && lo == mid ? lo : 0.0;
+}
+
 std::optional<double> median(std::vector<double> v) {
   if (v.empty()) return std::nullopt;
   std::sort(v.begin(), v.end());
@@ -294,7 +310,7 @@ struct KernelSpreads {
 };
 
 CaseResult compare_case(const json& c, const std::string& profile_name, const std::string& file,
-                        double free_clock_mhz) {
+                        double free_clock_mhz, double held_clock_mhz) {
   CaseResult out;
   out.id = c.value("id", std::string("?"));
   out.schedule = c.value("schedule", std::string("?"));
@@ -389,17 +405,37 @@ CaseResult compare_case(const json& c, const std::string& profile_name, const st
 
   // Blind: bytes with a cold L2 per kernel (what the counters saw), time as `iosim run` gives it
   // (L2 carried over between kernels, as back-to-back launches have it) against CUDA events.
-  out.blind_sm_clock_mhz = free_clock_mhz > 0 ? free_clock_mhz : profile.sm.boost_clock_mhz.value;
+  // On a profile with a power limit the power model picks the clock from the flags alone
+  // (sim/power_model.hpp); otherwise the file's free-running clock, else the boost clock.
+  // A clock the file's GPU was held at (held_running_clock_mhz) caps the model's.
+  const auto blind_run = [&](RunRequest& q) {
+    Report run = simulate(profile, q);
+    if (profile.power.present && held_clock_mhz > 0 && q.engine.sm_clock_mhz <= 0 &&
+        run.sm_clock_mhz > held_clock_mhz) {
+      q.engine.sm_clock_mhz = held_clock_mhz;
+      run = simulate(profile, q);
+      q.engine.sm_clock_mhz = 0.0;
+    }
+    return run;
+  };
+  out.blind_sm_clock_mhz = profile.power.present ? 0.0
+                           : free_clock_mhz > 0  ? free_clock_mhz
+                                                 : profile.sm.boost_clock_mhz.value;
   blind.engine.sm_clock_mhz = out.blind_sm_clock_mhz;
-  const Report cold = simulate(profile, blind);
+  const Report cold = blind_run(blind);
+  if (profile.power.present) out.blind_sm_clock_mhz = cold.sm_clock_mhz;
   if (!cold.feasible()) {  // blind stays unmeasured: no relative error
     Comparison unused[kMetricCount];
     spreads.apply(c, measured, out.metrics, unused, where);
     return out;
   }
   blind.engine.flush_l2_between_kernels = false;
-  const double blind_time_s =
-      cold.engine.kernels.size() > 1 ? simulate(profile, blind).engine.time_s : cold.engine.time_s;
+  double blind_time_s = cold.engine.time_s;
+  if (cold.engine.kernels.size() > 1) {
+    const Report warm = blind_run(blind);
+    blind_time_s = warm.engine.time_s;
+    if (profile.power.present) out.blind_sm_clock_mhz = warm.sm_clock_mhz;
+  }
   const auto free_it = c.find("time_free_running_s");
   const double free_s =
       free_it != c.end() && free_it->is_number() ? free_it->get<double>() : 0.0;  // 0: not timed
@@ -513,6 +549,7 @@ void read_measurement_file(const fs::path& file, const std::string& profile_over
   }
   const std::string profile = profile_override.empty() ? profile_for(file, doc) : profile_override;
   const double free_clock_mhz = free_running_clock_mhz(doc);
+  const double held_clock_mhz = held_running_clock_mhz(doc);
   for (const json& c : doc["cases"]) {
     if (!c.is_object()) {
       throw ConfigError(
@@ -538,7 +575,7 @@ void read_measurement_file(const fs::path& file, const std::string& profile_over
       v.cases.push_back(skipped);
       continue;
     }
-    v.cases.push_back(compare_case(c, profile, file.string(), free_clock_mhz));
+    v.cases.push_back(compare_case(c, profile, file.string(), free_clock_mhz, held_clock_mhz));
   }
 }
 

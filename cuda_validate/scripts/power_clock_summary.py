@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Joins power_clock's per-point JSON lines with nvidia-smi samples (csv with header, nounits,
+"""Joins power_clock's (or traffic_power's) per-point JSON lines with nvidia-smi samples (csv with header, nounits,
 taken on the same machine while it ran) and writes one JSON and one CSV row per point.
 
 Usage: power_clock_summary.py RAW.jsonl SMI.csv OUT.json OUT.csv [--skip-ms 1000]
@@ -98,6 +98,10 @@ def main():
             "smi_mem_temp_c_max": max((num(x.get("temperature.memory")) for x in w if num(x.get("temperature.memory")) is not None), default=None),
             "smi_reasons_active": sorted({x.get(reason_col) for x in w}) if reason_col else [],
         }
+        for k in ("traffic", "rate_requested_bytes_per_clk_per_sm", "traffic_bytes_per_clk_per_sm",
+                  "traffic_gbps", "thread_ffma_per_s", "thread_fadd_per_s", "thread_mufu_per_s"):
+            if k in p:  # traffic_power.cu's extra fields
+                row[k] = p[k]
         for flag in ("sw_power_cap", "hw_slowdown", "sw_thermal_slowdown", "hw_thermal_slowdown",
                      "hw_power_brake_slowdown"):
             col = next((c for c in (f"clocks_event_reasons.{flag}", f"clocks_throttle_reasons.{flag}")
@@ -120,7 +124,8 @@ def main():
         print(f'{r["point"]:18} duty {r["duty_measured"]:.3f} {r["tflops"]:7.1f} TF  kernel {r["kernel_mhz_whole_run"]:6.0f} '
               f'(2nd half {r["kernel_mhz_second_half_cta0"]}) MHz  smi {r["smi_sm_mhz_median"]} MHz '
               f'{r["smi_power_w_median"]} W (inst {r["smi_power_instant_w_median"]}) T<={r["smi_temp_c_max"]} '
-              f'reasons {r["smi_reasons_active"]}')
+              f'reasons {r["smi_reasons_active"]}'
+              + (f' traffic {r["traffic"]} {r["traffic_gbps"]} GB/s' if "traffic" in r else ''))
 
 
 if __name__ == "__main__":
