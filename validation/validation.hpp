@@ -51,9 +51,11 @@ struct Comparison {
 ///   case asked for (--block-q, --block-kv, --threads, --splits) alone, at the SM clock the GPU ran
 ///   free (the file's median nvidia-smi clock while the GPU drew more than 150 W, else the
 ///   profile's boost clock). Time against the free-running CUDA-event time of the case (all its
-///   kernels back to back, `time_free_running_s`; `iosim run`'s L2 carries over between kernels as
-///   the GPU's does); bytes against the same counters as as-run (cold L2 per kernel, as Nsight
-///   Compute measured).
+///   kernels back to back; `iosim run`'s L2 carries over between kernels as the GPU's does):
+///   `time_queued_s` where the case has it (timed with the GPU kept busy while the host enqueued
+///   the kernels, cuda_validate/pytorch_sdpa/retime.py), else `time_free_running_s`, which holds
+///   the host's dispatch wherever that outlasts the kernels; bytes against the same counters as
+///   as-run (cold L2 per kernel, as Nsight Compute measured).
 struct CaseResult {
   std::string id;
   std::string schedule;
