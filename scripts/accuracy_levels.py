@@ -57,6 +57,9 @@ FILES = {
     "accuracy_levels_pytorch.json": lambda d: os.path.join(d, "pytorch_sdpa_2026-11-22.json"),
     "accuracy_levels_cudnn.json":
         lambda d: os.path.join(d, "cudnn_2026-11-23", "cudnn_sdpa_2026-11-23.json"),
+    # cuDNN's kernels with grouped-query heads (enable_gqa), forward and forward+backward.
+    "accuracy_levels_cudnn_gqa.json":
+        lambda d: os.path.join(d, "cudnn_gqa_2026-11-24", "cudnn_gqa_2026-11-24.json"),
     # Our FlashAttention-3-style kernel (cuda_validate/fa3/): its FP16 run 1 and, where measured
     # apart, its FP8 cases ("flash3 fp8"), validated together. run2_pinned/ (a build that forces
     # the exponentials into the IWO window) is a diagnosis, not held.

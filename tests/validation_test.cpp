@@ -133,18 +133,26 @@ TEST_CASE("validation accuracy on PyTorch's kernels does not fall below the reco
 }
 
 TEST_CASE("validation accuracy on cuDNN's Hopper kernels does not fall below the recorded levels") {
-  const nlohmann::json levels = read_levels("accuracy_levels_cudnn.json");
-  int devices = 0;
-  for (const auto& d : fs::directory_iterator(kDir)) {
-    const fs::path file = d.path() / "cudnn_2026-11-23" / "cudnn_sdpa_2026-11-23.json";
-    if (!fs::exists(file)) continue;
-    const std::string device = d.path().filename().string();
-    CAPTURE(device);
-    REQUIRE_MESSAGE(levels.contains(device), "no recorded levels for " << device);
-    check_levels(validate_measurements(file), levels.at(device).at("schedules"));
-    ++devices;
+  // Its MHA set and, apart, its grouped-query set (enable_gqa: forward and forward+backward).
+  for (const auto& set :
+       {std::pair{"accuracy_levels_cudnn.json", "cudnn_2026-11-23/cudnn_sdpa_2026-11-23.json"},
+        std::pair{"accuracy_levels_cudnn_gqa.json",
+                  "cudnn_gqa_2026-11-24/cudnn_gqa_2026-11-24.json"}}) {
+    const std::string levels_file = set.first, measured = set.second;
+    CAPTURE(levels_file);
+    const nlohmann::json levels = read_levels(levels_file);
+    int devices = 0;
+    for (const auto& d : fs::directory_iterator(kDir)) {
+      const fs::path file = d.path() / measured;
+      if (!fs::exists(file)) continue;
+      const std::string device = d.path().filename().string();
+      CAPTURE(device);
+      REQUIRE_MESSAGE(levels.contains(device), "no recorded levels for " << device);
+      check_levels(validate_measurements(file), levels.at(device).at("schedules"));
+      ++devices;
+    }
+    CHECK(devices >= 2);  // H100 and H200
   }
-  CHECK(devices >= 2);  // H100 and H200
 }
 
 TEST_CASE(

@@ -59,8 +59,10 @@ def bh_for(seq):
 def build_suite(suite="sdpa"):
     if suite == "cudnn":
         return build_cudnn_suite()
+    if suite == "cudnn_gqa":
+        return build_cudnn_gqa_suite()
     if suite != "sdpa":
-        raise ValueError(f"unknown suite {suite!r} (sdpa | cudnn)")
+        raise ValueError(f"unknown suite {suite!r} (sdpa | cudnn | cudnn_gqa)")
     cases = []
 
     def add(group, backend, pass_, batch, heads, seq, seq_kv, d, causal=False, upcast=False):
@@ -129,11 +131,41 @@ def build_cudnn_suite():
     return cases
 
 
+def build_cudnn_gqa_suite():
+    """cuDNN's fused attention with grouped-query heads (F.scaled_dot_product_attention(...,
+    enable_gqa=True): K and V have kv_heads heads, each shared by heads / kv_heads query heads),
+    fp16, forward and forward+backward, d = 64 and 128, causal and not; 32 query heads so that
+    B*H*N/128 fills the 132 SMs. Measured 2026-11-24 for the flash3 GQA forward and backward."""
+    cases = []
+
+    def add(group, pass_, batch, heads, kv_heads, seq, d, causal):
+        cid = (f"{group}b{batch}_h{heads}_hkv{kv_heads}_n{seq}_nkv{seq}_d{d}"
+               + ("_causal" if causal else ""))
+        cases.append({
+            "id": cid, "group": group, "backend": "cudnn", "pass": pass_,
+            "schedule": SCHEDULE_OF_BACKEND["cudnn"],
+            "problem": {"batch": batch, "heads": heads, "kv_heads": kv_heads, "seq": seq,
+                        "seq_kv": seq, "head_dim": d, "dtype": "fp16", "causal": causal},
+            "math_reduction": None,
+        })
+
+    for causal in (False, True):
+        add("cudnn_gqa_fwd_", "fwd", 1, 32, 8, 8192, 128, causal)
+        add("cudnn_gqa_fwd_", "fwd", 1, 32, 4, 16384, 128, causal)
+        add("cudnn_gqa_fwd_", "fwd", 2, 32, 8, 4096, 64, causal)
+        add("cudnn_gqa_fwd_", "fwd", 1, 32, 2, 16384, 64, causal)
+    for causal in (False, True):
+        add("cudnn_gqa_fwdbwd_", "fwdbwd", 1, 32, 8, 8192, 128, causal)
+        add("cudnn_gqa_fwdbwd_", "fwdbwd", 2, 32, 4, 4096, 64, causal)
+    return cases
+
+
 # ncu runs one process per group, in this order; the slowest (most kernels) come last so a
 # tight budget loses the fewest cases.
 GROUPS = ["flash_fwd_", "decode_flash_", "flash_fwdbwd_", "math_fwd_", "decode_math_",
           "math_fwdbwd_"]
-GROUPS_OF_SUITE = {"sdpa": GROUPS, "cudnn": ["cudnn_fwd_", "cudnn_fwdbwd_"]}
+GROUPS_OF_SUITE = {"sdpa": GROUPS, "cudnn": ["cudnn_fwd_", "cudnn_fwdbwd_"],
+                   "cudnn_gqa": ["cudnn_gqa_fwd_", "cudnn_gqa_fwdbwd_"]}
 
 # ---------------------------------------------------------------------------------------------
 # Tiling from kernel names (pure Python: also used off the device, by finalize and tests).
@@ -573,6 +605,8 @@ class CaseRun:
         self.case = case
         p = case["problem"]
         B, H, N, NKV, d = p["batch"], p["heads"], p["seq"], p["seq_kv"], p["head_dim"]
+        HKV = p.get("kv_heads", H)  # grouped-query heads: K and V have HKV heads
+        self.gqa = HKV != H
         g = torch.Generator(device="cuda")
         g.manual_seed(1000 * index + 17)
 
@@ -580,7 +614,7 @@ class CaseRun:
 
         def uniform(*shape):  # in [-1, 1), never all zeros
             return torch.rand(shape, device="cuda", dtype=dtype, generator=g) * 2 - 1
-        self.q, self.k, self.v = uniform(B, H, N, d), uniform(B, H, NKV, d), uniform(B, H, NKV, d)
+        self.q, self.k, self.v = uniform(B, H, N, d), uniform(B, HKV, NKV, d), uniform(B, HKV, NKV, d)
         self.bwd = case["pass"] == "fwdbwd"
         if self.bwd:
             for x in (self.q, self.k, self.v):
@@ -602,17 +636,19 @@ class CaseRun:
     def roles(self):
         F, torch, st, c = self.F, self.torch, self.state, self.case
         causal = c["problem"]["causal"]
+        gqa = {"enable_gqa": True} if self.gqa else {}
         if not self.bwd:
             def fwd():
                 with torch.no_grad():
                     st["out"] = F.scaled_dot_product_attention(self.q, self.k, self.v,
-                                                               is_causal=causal)
+                                                               is_causal=causal, **gqa)
             return [("sdpa_fwd", fwd)]
 
         def fwd_g():
             for x in (self.q, self.k, self.v):
                 x.grad = None  # no accumulation kernel: autograd stores the new gradient
-            st["out"] = F.scaled_dot_product_attention(self.q, self.k, self.v, is_causal=causal)
+            st["out"] = F.scaled_dot_product_attention(self.q, self.k, self.v, is_causal=causal,
+                                                       **gqa)
 
         def bwd():
             st["out"].backward(self.dO)
@@ -632,9 +668,11 @@ class CaseRun:
         BH = B * H
         rows = sample_rows(N)
         idx = torch.tensor(rows, device="cuda")
+        HKV = p.get("kv_heads", H)
         qf = self.q.detach().reshape(BH, N, d)
-        kf = self.k.detach().reshape(BH, NKV, d)
-        vf = self.v.detach().reshape(BH, NKV, d)
+        # Grouped-query heads: query head h reads K/V head h // (H / HKV) (PyTorch's enable_gqa).
+        kf = self.k.detach().repeat_interleave(H // HKV, dim=1).reshape(BH, NKV, d)
+        vf = self.v.detach().repeat_interleave(H // HKV, dim=1).reshape(BH, NKV, d)
         of = out.reshape(BH, N, d)
         dof = self.dO.reshape(BH, N, d) if self.bwd else None
         ref_o = torch.empty(BH, len(rows), d, dtype=torch.float64, device="cuda")
@@ -679,7 +717,8 @@ class CaseRun:
             e_dq = errors(dq[:, idx], ref_dq)
             grads["dq"] = self._grad_entry(e_dq, "sampled rows, all (b, h)")
             # dK and dV need every query row: full float64 backward of two heads.
-            for name, e in self._dkdv_check(qf, kf, vf, dof, causal, N, NKV, d).items():
+            for name, e in self._dkdv_check(qf, kf, vf, dof, causal, N, NKV, d,
+                                            H // HKV).items():
                 grads[name] = e
             n_nonfinite = sum(int((~torch.isfinite(x.grad)).sum())
                               for x in (self.q, self.k, self.v))
@@ -702,32 +741,37 @@ class CaseRun:
                 "tolerance_max_abs": tol_abs, "tolerance_rel_l2": 5e-2, "checked": where,
                 "passed": bool(ok)}
 
-    def _dkdv_check(self, qf, kf, vf, dof, causal, N, NKV, d):
+    def _dkdv_check(self, qf, kf, vf, dof, causal, N, NKV, d, group=1):
+        """dK and dV of the first and last flat K/V heads, each the sum over its `group` query
+        heads (grouped-query heads: qf, kf, vf, dof are per query head, K/V repeated)."""
         torch = self.torch
         BH = qf.shape[0]
-        heads = sorted({0, BH - 1})
+        BHKV = BH // group
+        heads = sorted({0, BHKV - 1})
         rows_chunk = max(1, (1 << 25) // NKV)
         ref_dk, ref_dv, got_dk, got_dv = [], [], [], []
-        dk_all = self.k.grad.reshape(BH, NKV, d)
-        dv_all = self.v.grad.reshape(BH, NKV, d)
+        dk_all = self.k.grad.reshape(BHKV, NKV, d)
+        dv_all = self.v.grad.reshape(BHKV, NKV, d)
         j = torch.arange(NKV, device="cuda")
         for h in heads:
-            Qd, Kd, Vd, dOd = qf[h].double(), kf[h].double(), vf[h].double(), dof[h].double()
             dK = torch.zeros(NKV, d, dtype=torch.float64, device="cuda")
             dV = torch.zeros_like(dK)
-            for r0 in range(0, N, rows_chunk):
-                r1 = min(N, r0 + rows_chunk)
-                S = (Qd[r0:r1] @ Kd.T) * self.scale
-                if causal:
-                    i = torch.arange(r0, r1, device="cuda")
-                    S.masked_fill_(j[None, :] > (i[:, None] + (NKV - N)), float("-inf"))
-                P = torch.softmax(S, dim=-1)
-                O = P @ Vd
-                dOc = dOd[r0:r1]
-                dV += P.T @ dOc
-                dP = dOc @ Vd.T
-                D = (dOc * O).sum(-1, keepdim=True)
-                dK += ((P * (dP - D)).T @ Qd[r0:r1]) * self.scale
+            for qh in range(h * group, (h + 1) * group):
+                Qd, Kd = qf[qh].double(), kf[qh].double()
+                Vd, dOd = vf[qh].double(), dof[qh].double()
+                for r0 in range(0, N, rows_chunk):
+                    r1 = min(N, r0 + rows_chunk)
+                    S = (Qd[r0:r1] @ Kd.T) * self.scale
+                    if causal:
+                        i = torch.arange(r0, r1, device="cuda")
+                        S.masked_fill_(j[None, :] > (i[:, None] + (NKV - N)), float("-inf"))
+                    P = torch.softmax(S, dim=-1)
+                    O = P @ Vd
+                    dOc = dOd[r0:r1]
+                    dV += P.T @ dOc
+                    dP = dOc @ Vd.T
+                    D = (dOc * O).sum(-1, keepdim=True)
+                    dK += ((P * (dP - D)).T @ Qd[r0:r1]) * self.scale
             ref_dk.append(dK)
             ref_dv.append(dV)
             got_dk.append(dk_all[h])
@@ -970,7 +1014,7 @@ def main():
         p.add_argument("--only", default="", help="run the cases whose id starts with this")
         p.add_argument("--reps", type=int, default=10)
         p.add_argument("--device-json", default="", help="iosim_device_query output")
-        p.add_argument("--suite", default="sdpa", choices=("sdpa", "cudnn"))
+        p.add_argument("--suite", default="sdpa", choices=("sdpa", "cudnn", "cudnn_gqa"))
         p.add_argument("--rep-sets", type=int, default=1,
                        help="time mode: after all cases, time every case again this many times "
                             "in all (fresh inputs and warm-up each time): the sets' spread")
@@ -985,7 +1029,7 @@ def main():
     p = sub.add_parser("list")
     p.add_argument("--groups", action="store_true")
     p.add_argument("--json", action="store_true", help="the cases as JSON (id, pass, problem)")
-    p.add_argument("--suite", default="sdpa", choices=("sdpa", "cudnn"))
+    p.add_argument("--suite", default="sdpa", choices=("sdpa", "cudnn", "cudnn_gqa"))
     args = ap.parse_args()
     if args.cmd == "finalize":
         return finalize(args)

@@ -108,7 +108,7 @@ def time_kernels(torch, roles, reps):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", required=True)
-    ap.add_argument("--suite", default="cudnn", choices=("sdpa", "cudnn"))
+    ap.add_argument("--suite", default="cudnn", choices=("sdpa", "cudnn", "cudnn_gqa"))
     ap.add_argument("--only", default="", help="comma-separated id prefixes (default: all)")
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--sets", type=int, default=3)

@@ -40,7 +40,7 @@ CUDNN_EXTRA_METRICS=${CUDNN_EXTRA_METRICS:-"sm__inst_executed_pipe_tensor_op_gmm
   sm__pipe_tensor_op_hmma_cycles_active.sum sm__inst_executed_pipe_tma.sum
   l1tex__m_xbar2l1tex_read_bytes_mem_global_op_tma_ld.sum smsp__inst_executed.sum
   sm__cycles_active.avg"}
-if [[ $SUITE == cudnn ]]; then export NCU_EXTRA_METRICS=$CUDNN_EXTRA_METRICS; fi
+if [[ $SUITE == cudnn* ]]; then export NCU_EXTRA_METRICS=$CUDNN_EXTRA_METRICS; fi
 START_S=$(date +%s)
 mkdir -p "$OUT"
 rm -rf "$WORK" && mkdir -p "$WORK"
