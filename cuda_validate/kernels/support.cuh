@@ -33,9 +33,9 @@ __global__ void __launch_bounds__(kRefThreads)
                           int n_rows, int seq, int seq_kv, int d, float scale, bool causal,
                           float* g_ref_O, float* g_ref_L) {
   extern __shared__ float s_ref[];
-  float* sS = s_ref;         // (Nkv) scores, then probabilities
-  float* sq = sS + seq_kv;   // (d)
-  float* sAcc = sq + d;      // (kRefThreads) partial outputs
+  float* sS = s_ref;        // (Nkv) scores, then probabilities
+  float* sq = sS + seq_kv;  // (d)
+  float* sAcc = sq + d;     // (kRefThreads) partial outputs
   __shared__ float s_red[kRefThreads / 32];
 
   const int r = blockIdx.x;
@@ -128,6 +128,17 @@ __global__ void count_nonfinite_kernel(const half* g_x, int64_t n, unsigned long
 __global__ void iosim_marker_kernel(int case_index, int role_index) {
   (void)case_index;
   (void)role_index;
+}
+
+// Keeps one SM busy for `cycles` SM clocks. Launched before each timed repetition so that the
+// host's launch of the measured kernels is queued while the GPU is busy: with the GPU idle, the
+// start event completes at once and the host's launch time (a few microseconds per kernel) falls
+// inside the interval (found on PyTorch's cases, where it was 150-1300 us: measurements/
+// CALIBRATION.md, step 19).
+__global__ void iosim_hold_gpu_kernel(long long cycles) {
+  const long long start = clock64();
+  while (clock64() - start < cycles) {
+  }
 }
 
 }  // namespace iosim_cuda
