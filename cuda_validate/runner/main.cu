@@ -3,13 +3,15 @@
 //
 //   iosim_cuda_runner --suite FILE --out FILE.json [--mode time|ncu|cupti] [--reps N]
 //                     [--only SUBSTRING] [--cupti-flush discard|normal|evict-first]
-//                     [--cupti-flush-l2x K]
+//                     [--cupti-flush-l2x K] [--hold-us US]
 //
 // time mode: per case, random inputs; one warm-up run; the output is poisoned
 //   with NaN and the case runs again; the sampled rows are compared with an
 //   fp32 reference; then each role is timed with CUDA events, back to back
 //   ("warm": inputs may sit in L2 from the previous repetition) and after an L2
-//   flush ("cold"), median of --reps repetitions.
+//   flush ("cold"), median of --reps repetitions. Each timed repetition follows a kernel that
+//   keeps the GPU busy for --hold-us microseconds at the boost clock (default 200; 0: none, the
+//   method of the sets measured before 2026-11-24), so the host's launch is not timed.
 // ncu mode: per case, one warm-up run outside the profiled region, then inside
 //   cudaProfilerStart/Stop each role once, preceded by iosim_marker_kernel. The
 //   marker list goes to --out; merge_ncu.py pairs it with ncu's CSV.
@@ -49,13 +51,14 @@ struct Options {
   std::string cupti_flush = "discard";  // or "normal", "evict-first": ../cupti/l2_flush.cuh
   int cupti_flush_l2x = 3;              // flush buffer, in multiples of the L2 size
   int reps = 10;
+  int hold_us = 200;  // GPU kept busy before each timed repetition (iosim_hold_gpu_kernel)
 };
 
 void usage() {
   std::fprintf(stderr,
                "usage: iosim_cuda_runner --suite FILE --out FILE.json [--mode time|ncu|cupti] "
                "[--reps N] [--only SUBSTRING] [--cupti-flush discard|normal|evict-first] "
-               "[--cupti-flush-l2x K]\n");
+               "[--cupti-flush-l2x K] [--hold-us US]\n");
 }
 
 bool parse_args(int argc, char** argv, Options* o) {
@@ -85,6 +88,11 @@ bool parse_args(int argc, char** argv, Options* o) {
       if (!next(&k)) return false;
       o->cupti_flush_l2x = std::atoi(k.c_str());
       if (o->cupti_flush_l2x < 1 || o->cupti_flush_l2x > 64) return false;
+    } else if (a == "--hold-us") {
+      std::string us;
+      if (!next(&us)) return false;
+      o->hold_us = std::atoi(us.c_str());
+      if (o->hold_us < 0 || o->hold_us > 100000) return false;
     } else if (a == "--reps") {
       if (!next(&reps)) return false;
       o->reps = std::atoi(reps.c_str());
@@ -327,9 +335,11 @@ class Runner {
   }
 
   double time_once(const std::function<void(cudaStream_t)>& launch) {
-    // 200 us at the boost clock, far above a launch's few microseconds (support.cuh says why).
-    iosim_hold_gpu_kernel<<<1, 1, 0, stream_>>>(400000);
-    IOSIM_CUDA_CHECK(cudaGetLastError());
+    // Far above a launch's few microseconds (support.cuh says why); cycles at 2 GHz.
+    if (opt_.hold_us > 0) {
+      iosim_hold_gpu_kernel<<<1, 1, 0, stream_>>>(2000LL * opt_.hold_us);
+      IOSIM_CUDA_CHECK(cudaGetLastError());
+    }
     IOSIM_CUDA_CHECK(cudaEventRecord(ev_start_, stream_));
     launch(stream_);
     IOSIM_CUDA_CHECK(cudaEventRecord(ev_stop_, stream_));
@@ -665,6 +675,7 @@ int run(const Options& opt) {
               .add("mode", json_str(opt.mode))
               .add("suite", json_str(opt.suite))
               .add("reps", json_int(opt.reps))
+              .add("hold_us", json_int(opt.hold_us))
               .add("l2_flush_bytes", json_int(static_cast<long long>(runner.flush_bytes())))
               .str())
       .add("device", device_json(0))
