@@ -21,18 +21,11 @@ with time_free_running_s. The committed time_free_running_s values are left as t
 Usage: merge_retime.py MEASURED.json RETIME.json SOURCE_TEXT
 """
 import json
+import os
 import sys
 
-
-def median(v):
-    v = sorted(v)
-    n = len(v)
-    return v[n // 2] if n % 2 else 0.5 * (v[n // 2 - 1] + v[n // 2])
-
-
-def spread(v):
-    m = median(v)
-    return (max(v) - min(v)) / m if m > 0 else 0.0
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
+from merge_hold_times import median, set_queued, write_measured  # noqa: E402
 
 
 def main():
@@ -51,10 +44,7 @@ def main():
         if r is None:
             continue
         sets = r["sets"]
-        queued = [s["queued"]["total_s"] for s in sets]
-        case["time_queued_s"] = median(queued)
-        case.setdefault("repeats", {}).setdefault("spread", {})["time_queued_s"] = spread(queued)
-        case["repeats"]["time_queued_s"] = queued
+        set_queued(case, [s["queued"]["total_s"] for s in sets])
         kernels = [s["kernels"]["total_s"] for s in sets if "total_s" in s.get("kernels", {})]
         if kernels:
             case["time_kernels_s"] = median(kernels)
@@ -66,7 +56,7 @@ def main():
             if role is not None:
                 role["time_queued_s"] = median([s["queued"]["roles_s"][i] for s in sets])
         merged += 1
-    measured["retime"] = {
+    write_measured(path, measured, {
         "source": source,
         "method": "cuda_validate/pytorch_sdpa/retime.py: CUDA events around the roles after "
                   "torch.cuda._sleep kept the GPU busy for longer than the host took to enqueue "
@@ -75,11 +65,7 @@ def main():
                   "method; merged by cuda_validate/pytorch_sdpa/merge_retime.py",
         "torch": retime.get("torch"),
         "cases": merged,
-    }
-    with open(path, "w") as f:
-        json.dump(measured, f, indent=1)
-        f.write("\n")
-    print(f"{path}: {merged} of {len(measured['cases'])} cases given time_queued_s")
+    }, merged)
     return 0
 
 

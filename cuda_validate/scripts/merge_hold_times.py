@@ -27,6 +27,26 @@ def median(v):
     return v[n // 2] if n % 2 else 0.5 * (v[n // 2 - 1] + v[n // 2])
 
 
+def set_queued(case, values):
+    """A case's time_queued_s: the median of its sets' `values`, with each value and their spread
+    ((max - min) / median) under "repeats" (the key validate reads a blind time's spread from)."""
+    m = median(values)
+    case["time_queued_s"] = m
+    rep = case.setdefault("repeats", {})
+    rep["time_queued_s"] = list(values)
+    rep.setdefault("spread", {})["time_queued_s"] = (max(values) - min(values)) / m if m > 0 else 0.0
+
+
+def write_measured(path, measured, retime, merged):
+    """Writes the measurement file as the device scripts do (indent 1, final newline) with its
+    file-level "retime" object."""
+    measured["retime"] = retime
+    with open(path, "w") as f:
+        json.dump(measured, f, indent=1)
+        f.write("\n")
+    print(f"{path}: {merged} of {len(measured['cases'])} cases given time_queued_s")
+
+
 def times(pattern):
     out = {}
     files = sorted(glob.glob(pattern))
@@ -52,24 +72,16 @@ def main():
         q = held.get(case["id"])
         if not q:
             continue
-        m = median(q)
-        case["time_queued_s"] = m
-        rep = case.setdefault("repeats", {})
-        rep["time_queued_s"] = q
-        rep.setdefault("spread", {})["time_queued_s"] = (max(q) - min(q)) / m if m > 0 else 0.0
+        set_queued(case, q)
         if idle.get(case["id"]):
             case["time_free_running_rerun_s"] = median(idle[case["id"]])
         merged += 1
-    measured["retime"] = {
+    write_measured(path, measured, {
         "source": folder,
         "method": "iosim_cuda_runner --mode time --reps 10, sets alternating --hold-us 0 and 200 "
                   f"({len(held_files)} sets each); merged by cuda_validate/scripts/merge_hold_times.py",
         "cases": merged,
-    }
-    with open(path, "w") as f:
-        json.dump(measured, f, indent=1)
-        f.write("\n")
-    print(f"{path}: {merged} of {len(measured['cases'])} cases given time_queued_s")
+    }, merged)
     return 0
 
 
