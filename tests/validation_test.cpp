@@ -576,6 +576,10 @@ TEST_CASE("blind time is held to the queued CUDA-event time where a case has one
   with["time_queued_s"] = 1e-4;
   const CaseResult q = validate_one(with);
   CHECK(q.blind[t].measured == 1e-4);
+  // Its spread over the sets is the blind time's, though the kernels' counters have no repeats
+  // (the early return for files without kernel spreads dropped it).
+  REQUIRE(q.blind[t].spread.has_value());
+  CHECK(*q.blind[t].spread == one.at("repeats").at("spread").at("time_queued_s").get<double>());
   nlohmann::json without = one;
   without.erase("time_queued_s");
   const CaseResult f = validate_one(without);

@@ -295,12 +295,18 @@ struct KernelSpreads {
   // its DRAM read and write totals ("repeats"), where recorded, replace the kernels' weighted ones.
   void apply(const json& c, const double (&measured)[kMetricCount], Comparison (&out)[kMetricCount],
              Comparison (&blind)[kMetricCount], const std::string& where) const {
+    const json cs = c.value("/repeats/spread"_json_pointer, json::object());
+    // Blind time is held to the case's own CUDA-event repeats, whether or not its kernels'
+    // counters were repeated (PyTorch's sets: time sets only).
+    const char* time_key = blind_time_key(c);
+    if (cs.contains(time_key) && cs[time_key].is_number()) {
+      blind[index_of(Metric::time)].spread = non_negative_spread(cs, time_key, where);
+    }
     if (!any) return;
     std::optional<double> s[kMetricCount];
     for (int i = 1; i < kMetricCount; ++i) {
       if (!missing[i] && measured[i] > 0) s[i] = weighted[i] / measured[i];
     }
-    const json cs = c.value("/repeats/spread"_json_pointer, json::object());
     for (const auto& [key, i] : {std::pair{"dram_read", 1}, std::pair{"dram_write", 2}}) {
       if (cs.contains(key) && cs[key].is_number()) s[i] = non_negative_spread(cs, key, where);
     }
@@ -311,10 +317,6 @@ struct KernelSpreads {
       out[i].spread = s[i];
       // Blind bytes are held to the same counters; blind time to the CUDA-event repeats below.
       if (kMetrics[i] != Metric::time) blind[i].spread = s[i];
-    }
-    const char* time_key = blind_time_key(c);
-    if (cs.contains(time_key) && cs[time_key].is_number()) {
-      blind[index_of(Metric::time)].spread = non_negative_spread(cs, time_key, where);
     }
   }
 };
