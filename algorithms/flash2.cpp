@@ -47,7 +47,7 @@ class Flash2Schedule final : public Schedule {
   // which also writes O (under a block mask the blocks follow no stride: none).
   Repetition repetition(std::size_t) const override {
     Repetition r = forward_repetition(p_, view(), t_.block_q);
-    if (blocks_) r.part_period = 0;
+    if (blocks_) r.part_period = r.alike_run = 0;
     return r;
   }
   PartRange steady_parts(std::size_t, std::int64_t cta) const override {

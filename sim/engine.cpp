@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
+#include <map>
 #include <numeric>
 #include <optional>
 
@@ -136,6 +138,12 @@ class KernelRun {
       // three periods that agreed within 0.1%).
       period_ = std::lcm(repetition_.cta_period, slots);
     }
+    if (repetition_.alike_run > slots && slots > 0) {
+      // Runs of alike CTAs longer than a wave: waves by kind, in place of periods, which would
+      // be whole runs and waves (sim/steady_state.hpp).
+      wave_ctas_ = slots;
+      period_ = 0;
+    }
     if (slots >= (std::int64_t{1} << Event::kSlotBits)) {
       throw ConfigError(
           fmt::format("kernel '{}': {} resident CTAs, more than the engine tracks ({})", spec_.name,
@@ -169,6 +177,9 @@ class KernelRun {
         st.cta = -1;
         if (period_ > 0 && next_cta_ < ctas_ && next_cta_ % period_ == 0) {
           end_of_period(st.end);
+        }
+        if (wave_ctas_ > 0 && next_cta_ < ctas_ && next_cta_ % wave_ctas_ == 0) {
+          start_of_wave(st.end);
         }
         if (next_cta_ < ctas_) {
           events_.replace_top(start_cta(ev.slot(), next_cta_++, st.sm, st.end));
@@ -234,6 +245,75 @@ class KernelRun {
     unsteady_periods_ = 0;
   }
 
+  // Steady-state extrapolation, waves: at the dispatch of a wave's first CTA (at `t`), closes
+  // the previous wave's record of its kind, leaves out the waves ahead whose kinds repeat (short
+  // of the grid's last two full waves and its partial one), and opens the next wave's record.
+  void start_of_wave(double t) {
+    const std::uint64_t dram = counters_->hbm.read_total() + counters_->hbm.write_total();
+    // The second wave is not recorded either: its time and counters hold what was left of the
+    // first when it began, and the first wave, started at once on idle SMs, ends otherwise than
+    // the later ones (flash2 B=1 H=64 N=65536 d=64, L2 off: K/V reads 0.03% short, 1e-5 of
+    // them in all, where it was).
+    if (open_wave_ >= 2 * wave_ctas_) {
+      const std::int64_t kind = kind_of(open_wave_);
+      const std::array<std::int64_t, 2> records = {kind, kAnyStraddle};
+      for (std::size_t i = 0; i < (kind == kInner ? 1 : 2); ++i) {
+        const std::int64_t record = records[i];
+        // With the L2 on, only a wave that turned it over: else what it left (K/V that fits in
+        // the L2) is what the next one hits, and a left-out stretch would leave other data behind.
+        if (l2_ != nullptr && dram - open_dram_ < kTurnover * l2_bytes_) {
+          kinds_[record].clear();
+        } else {
+          kinds_[record].add(t + skipped_s_ - open_t_, *counters_, open_counters_);
+        }
+      }
+    }
+    std::map<std::int64_t, std::int64_t> left_out;  // record -> waves
+    std::int64_t k = next_cta_;
+    for (; k + 3 * wave_ctas_ <= ctas_; k += wave_ctas_) {
+      const std::int64_t record = steady_record(kind_of(k));
+      if (record == kNone) break;
+      ++left_out[record];
+    }
+    if (k > next_cta_) {
+      double dt = 0.0;
+      for (const auto& [record, waves] : left_out) {
+        dt += kinds_[record].time_for(waves);
+        kinds_[record].add_counters_for(waves, *counters_);
+      }
+      skipped_s_ += dt;
+      stats_->time_extrapolated_s += dt;
+      stats_->ctas_extrapolated += k - next_cta_;
+      next_cta_ = k;
+    }
+    open_wave_ = next_cta_;
+    open_t_ = t + skipped_s_;
+    open_counters_ = *counters_;
+    open_dram_ = counters_->hbm.read_total() + counters_->hbm.write_total();
+  }
+
+  // Kinds of waves: inside one run of alike CTAs, or straddling two at an offset (>= 0); the
+  // records also hold every straddling wave together (kAnyStraddle).
+  static constexpr std::int64_t kInner = -1, kAnyStraddle = -2, kNone = -3;
+
+  // A wave's kind: kInner, or where it straddles (its first CTA modulo the run).
+  std::int64_t kind_of(std::int64_t first) const {
+    const std::int64_t run = repetition_.alike_run;
+    return first / run == (first + wave_ctas_ - 1) / run ? kInner : first % run;
+  }
+
+  // The record whose waves stand for those of `kind`: its own once its last waves agree, or for
+  // a straddling wave all straddling waves once the last ones, at other offsets, agree (where
+  // the split between the two runs changes nothing, as in a grid of alike CTAs streaming their
+  // runs' K/V in lockstep, a head's straddling waves cost one kind, not one per offset); kNone.
+  std::int64_t steady_record(std::int64_t kind) const {
+    const auto own = kinds_.find(kind);
+    if (own != kinds_.end() && own->second.steady()) return kind;
+    if (kind == kInner) return kNone;
+    const auto any = kinds_.find(kAnyStraddle);
+    return any != kinds_.end() && any->second.steady() ? kAnyStraddle : kNone;
+  }
+
   // Steady-state extrapolation, steps: at the end of a window (`now`), a snapshot; when every
   // resident CTA advanced part_period parts in each of the last windows and they repeat, a cut.
   // With the L2 on, only CTAs in lockstep on equally shared SMs (sim/steady_state.hpp says why).
@@ -252,7 +332,7 @@ class KernelRun {
       highest = std::max(highest, st.part);
     }
     if (l2_ != nullptr && uniform) {
-      uniform = highest - lowest <= q && equally_shared() &&
+      uniform = highest - lowest <= kLockstepParts * q && equally_shared() &&
                 counters_->l2.write_total() == wave_.l2_written &&
                 counters_->hbm.read_total() - wave_.hbm_read >= kTurnover * l2_bytes_;
     }
@@ -262,6 +342,12 @@ class KernelRun {
     windows_.push(now + skipped_s_, *counters_);
     if (uniform && windows_.steady()) cut_windows(now);
   }
+
+  // How far apart (in part periods) resident CTAs may be and still count as in lockstep: a wave
+  // dispatched as a wave that straddled two heads finishes starts two parts apart (its two heads'
+  // CTAs finish a part apart), and stays so; every CTA advancing exactly a period in each window
+  // keeps the spread from growing (sim/steady_state.hpp, condition 1).
+  static constexpr std::size_t kLockstepParts = 2;
 
   // DRAM bytes fetched since the latest CTA start, in L2 sizes, before steps are left out with
   // the L2 on (sim/steady_state.hpp).
@@ -641,12 +727,18 @@ class KernelRun {
   OpObserver* observer_;
   // Steady-state extrapolation (sim/steady_state.hpp).
   Repetition repetition_;
-  std::int64_t period_ = 0;  // CTAs per period (0: none)
-  int unsteady_periods_ = 0;
-  std::uint64_t period_dram_ =
-      0;  // DRAM bytes (read + written) at the latest period snapshot  // periods compared and
-          // found unsteady since the period last doubled
+  std::int64_t period_ = 0;        // CTAs per period (0: none)
+  int unsteady_periods_ = 0;       // periods compared and found unsteady since the period doubled
+  std::uint64_t period_dram_ = 0;  // DRAM bytes (read + written) at the latest period snapshot
   detail::RepeatDetector periods_, windows_;
+  // Waves by kind (0: not used): CTAs a wave, the kinds' records, and the open wave's first CTA
+  // (-1: none yet), time, counters and DRAM bytes at its dispatch.
+  std::int64_t wave_ctas_ = 0;
+  std::map<std::int64_t, detail::WaveRecord> kinds_;
+  std::int64_t open_wave_ = -1;
+  double open_t_ = 0.0;
+  Counters open_counters_{};
+  std::uint64_t open_dram_ = 0;
   std::int64_t window_events_ = 0, window_length_ = 0;
   // DRAM bytes read and L2 bytes written up to the latest CTA start.
   struct {

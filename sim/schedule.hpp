@@ -83,6 +83,10 @@ struct Repetition {
   /// does with its streamed tiles (the next K/V block) moved along, and leaving out the last s of
   /// the steady parts (s a multiple of part_period) changes none of the parts that remain.
   std::int64_t part_period = 0;
+  /// CTAs [k x alike_run, (k + 1) x alike_run) do the same work over the same shared data, their
+  /// own rows aside (one head's query blocks over its K/V, unmasked, none ragged): a wave of CTAs
+  /// that lies within one such run is any other such wave at other rows (0: none declared).
+  std::int64_t alike_run = 0;
 };
 
 /// Parts [first, last) of a CTA (empty: none).

@@ -109,5 +109,22 @@ void RepeatDetector::add_counters_for(std::int64_t n, Counters& c) const {
                  });
 }
 
+void WaveRecord::clear() {
+  t_ = 0.0;
+  c_ = Counters{};
+  waves_.clear();
+  waves_.push(t_, c_);
+  steady_ = false;
+}
+
+void WaveRecord::add(double dt, const Counters& after, const Counters& before) {
+  t_ += dt;
+  for_each_field(
+      c_, after, before,
+      [](std::uint64_t& into, std::uint64_t newer, std::uint64_t older) { into += newer - older; });
+  waves_.push(t_, c_);
+  steady_ = waves_.steady();
+}
+
 }  // namespace detail
 }  // namespace iosim

@@ -32,6 +32,24 @@
 //     and flash3 d=128 on that machine), the CTAs they left out put O's write-backs more than
 //     0.5% off; tests/steady_state_test.cpp ("whole periods") holds L2-on grids that leave
 //     CTAs out to the tolerance.
+//   - Waves (Repetition::alike_run, when a run of alike CTAs is longer than a wave; it takes the
+//     place of periods there). A wave of resident CTAs that lies inside one run of alike CTAs
+//     (a head's query blocks, not causally masked) is any other such wave at other rows; a wave
+//     that straddles two runs is like the waves that straddle at the same offset (CTA mod the
+//     run). At the dispatch of each wave's first CTA the engine closes the previous wave's record
+//     of its kind (the time and counters from its first dispatch to this one). Once the last
+//     kWindows waves of a kind agree within kTolerance, the waves ahead of that kind are left
+//     out (adding their mean) up to the first of a kind not yet steady, and always short of the
+//     grid's last two full waves and its partial one. So a long head costs a few waves however
+//     many it has, and the heads' straddling waves one kind per offset: flash2 B=64 H=64
+//     N=1,048,576 d=256 on the H100 (8192 CTAs a head, 132 a wave) has 62 waves a head, one
+//     inner kind and 33 straddling offsets, against a period of heads and waves of
+//     lcm(8192, 132) = 270,336 CTAs. With the L2 on, a wave is recorded only where it moved
+//     kTurnover L2 sizes through DRAM (else its kind's record starts over): then what the L2
+//     holds at a wave's end comes from that wave, so the L2 that a left-out stretch leaves
+//     behind (the last simulated wave's K/V and dirty O, at its own addresses) differs from the
+//     full run's only in addresses, which the argument below covers. A grid whose waves hit in
+//     what earlier waves left (K/V that fits in the L2) never records a wave, and is simulated.
 //
 // When it is exact: the repeated work is the same operations on disjoint address ranges (another
 // head's matrices, the next K/V block), and it interacts with the rest only through the L2 and
@@ -118,6 +136,26 @@ class RepeatDetector {
     Counters c;
   };
   std::deque<Snapshot> snapshots_;
+};
+
+/// The waves of one kind (sim/engine.cpp), each the time and counters from its first CTA's
+/// dispatch to the next wave's, strung end to end so that a RepeatDetector compares the last
+/// kWindows of them.
+class WaveRecord {
+ public:
+  WaveRecord() { clear(); }
+  void clear();
+  /// A wave of this kind took `dt` and moved `after - before`.
+  void add(double dt, const Counters& after, const Counters& before);
+  bool steady() const { return steady_; }  // the engine asks once a wave it may leave out
+  double time_for(std::int64_t n) const { return waves_.time_for(n); }
+  void add_counters_for(std::int64_t n, Counters& c) const { waves_.add_counters_for(n, c); }
+
+ private:
+  double t_ = 0.0;
+  Counters c_{};
+  RepeatDetector waves_;
+  bool steady_ = false;
 };
 
 }  // namespace detail

@@ -229,3 +229,35 @@ TEST_CASE("steady-state extrapolation: whole periods of heads left out, L2 on an
   CHECK(ctas >= 9);
   CHECK(l2_ctas >= 4);
 }
+
+TEST_CASE("steady-state extrapolation: waves by kind inside long heads, L2 on and off") {
+  // Heads longer than a wave (Repetition::alike_run): the waves inside a head are left out once
+  // three of them agree, and the waves that straddle two heads are kinds of their own, by offset.
+  // 12 SMs and a 4 MB L2; a head's K/V (16 MB at N=65536 d=64) turns the L2 over in every wave,
+  // the condition for recording a wave with the L2 on. Without waves by kind these grids would
+  // need whole periods of lcm(CTAs a head, a wave) CTAs, longer than the grid: nothing left out.
+  HardwareProfile hw = small_l2();
+  hw.sm.count.value = 12;
+  int l2_waves = 0, waves = 0;
+  auto run = [&](RunRequest r) {
+    for (const bool l2 : {true, false}) {
+      r.engine.l2_enabled = l2;
+      CAPTURE(r.algorithm);
+      CAPTURE(r.problem.heads);
+      CAPTURE(r.problem.seq);
+      CAPTURE(r.problem.kv_heads);
+      CAPTURE(l2);
+      const Extrapolation x = check(hw, r);
+      MESSAGE(r.algorithm, " L2 ", l2, ": ", x.ctas_extrapolated, " CTAs left out of ",
+              x.ctas_extrapolated + x.ctas_simulated);
+      if (x.ctas_extrapolated > 0) ++(l2 ? l2_waves : waves);
+    }
+  };
+  run(test::request("flash2", 1, 4, 65536, 64));
+  RunRequest r = test::request("flash2", 2, 2, 65536, 64);
+  r.problem.kv_heads = 1;  // grouped-query, unpacked: the two heads of a batch share K/V
+  run(r);
+  run(test::request("flash3", 1, 3, 49152, 64));  // 256 query blocks of 192 rows a head
+  CHECK(waves == 3);
+  CHECK(l2_waves == 3);
+}
