@@ -40,11 +40,15 @@
 //     of its kind (the time and counters from its first dispatch to this one). Once the last
 //     kWindows waves of a kind agree within kTolerance, the waves ahead of that kind are left
 //     out (adding their mean) up to the first of a kind not yet steady, and always short of the
-//     grid's last two full waves and its partial one. So a long head costs a few waves however
-//     many it has, and the heads' straddling waves one kind per offset: flash2 B=64 H=64
-//     N=1,048,576 d=256 on the H100 (8192 CTAs a head, 132 a wave) has 62 waves a head, one
-//     inner kind and 33 straddling offsets, against a period of heads and waves of
-//     lcm(8192, 132) = 270,336 CTAs. With the L2 on, a wave is recorded only where it moved
+//     grid's last two full waves and its partial one. The first two waves are not recorded (the
+//     first starts on idle SMs and ends otherwise; the second's record holds the first's end).
+//     Where the last kWindows straddling waves, at other offsets, agree, every straddling wave
+//     is left out on their record: the split between two heads' CTAs that stream their own K/V
+//     in lockstep changes neither bytes nor time there (flash2 B=64 H=64 N=1,048,576 d=256 on
+//     the H100: 33 offsets within 1e-7 in time when each was simulated three times). So a long
+//     head costs a few waves however many it has: that grid (8192 CTAs a head, 132 a wave, 62
+//     waves a head, 33 straddling offsets) simulates 10 of its 254,200 waves, against a period
+//     of heads and waves of lcm(8192, 132) = 270,336 CTAs before. With the L2 on, a wave is recorded only where it moved
 //     kTurnover L2 sizes through DRAM (else its kind's record starts over): then what the L2
 //     holds at a wave's end comes from that wave, so the L2 that a left-out stretch leaves
 //     behind (the last simulated wave's K/V and dirty O, at its own addresses) differs from the
@@ -65,8 +69,9 @@
 //
 // With the L2 on, steps are left out only where three more conditions hold at the window, because
 // windows that agree do not yet mean a steady state there:
-//   1. Lockstep on equally shared SMs: every resident CTA within part_period parts of every other,
-//      and every SM that holds CTAs holds as many. CTAs that share an SM unequally drift apart
+//   1. Lockstep on equally shared SMs: every resident CTA within two part periods of every other
+//      (a wave dispatched as a straddling one ends starts two parts apart, and every CTA advancing
+//      exactly a period a window keeps it so), and every SM that holds CTAs holds as many. CTAs that share an SM unequally drift apart
 //      slowly, and once a laggard trails its head's leader by more than the L2 holds, its K/V
 //      reads start to miss. Windows taken before that agree within 0.1% and predict too few
 //      misses: flash2 B=1 H=2 N=32768 d=64 with a 4 MB L2 (tests/steady_state_test.cpp's

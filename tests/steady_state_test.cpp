@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <utility>
 
 #include "api/simulate.hpp"
 #include "sim/block_mask.hpp"
@@ -88,6 +89,25 @@ Extrapolation check(const HardwareProfile& hw, RunRequest r) {
           0.01 * exact.engine.kernels[k].time_s);
   }
   return x;
+}
+
+// Runs `r` with the L2 on and off against full simulation (check); the CTAs each left out.
+std::pair<std::int64_t, std::int64_t> ctas_left_out(const HardwareProfile& hw, RunRequest r) {
+  std::int64_t left[2] = {0, 0};
+  for (const bool l2 : {true, false}) {
+    r.engine.l2_enabled = l2;
+    CAPTURE(r.algorithm);
+    CAPTURE(r.problem.heads);
+    CAPTURE(r.problem.seq);
+    CAPTURE(r.problem.causal);
+    CAPTURE(r.problem.kv_heads);
+    CAPTURE(l2);
+    const Extrapolation x = check(hw, r);
+    MESSAGE(r.algorithm, " L2 ", l2, ": ", x.ctas_extrapolated, " CTAs left out of ",
+            x.ctas_extrapolated + x.ctas_simulated);
+    left[l2 ? 0 : 1] = x.ctas_extrapolated;
+  }
+  return {left[0], left[1]};
 }
 
 }  // namespace
@@ -194,22 +214,11 @@ TEST_CASE("steady-state extrapolation: whole periods of heads left out, L2 on an
   HardwareProfile hw = small_l2();
   hw.sm.count.value = 8;
   int ctas = 0, l2_ctas = 0, cases = 0;
-  auto run = [&](RunRequest r) {
-    for (const bool l2 : {true, false}) {
-      r.engine.l2_enabled = l2;
-      CAPTURE(r.algorithm);
-      CAPTURE(r.problem.heads);
-      CAPTURE(r.problem.seq);
-      CAPTURE(r.problem.causal);
-      CAPTURE(r.problem.kv_heads);
-      CAPTURE(l2);
-      ++cases;
-      const Extrapolation x = check(hw, r);
-      MESSAGE(r.algorithm, " L2 ", l2, ": ", x.ctas_extrapolated, " CTAs left out of ",
-              x.ctas_extrapolated + x.ctas_simulated);
-      if (x.ctas_extrapolated > 0) ++ctas;
-      if (l2 && x.ctas_extrapolated > 0) ++l2_ctas;
-    }
+  auto run = [&](const RunRequest& r) {
+    const auto [on, off] = ctas_left_out(hw, r);
+    cases += 2;
+    ctas += (on > 0) + (off > 0);
+    l2_ctas += on > 0;
   };
   run(test::request("flash2", 32, 64, 1024, 64));
   RunRequest r = test::request("flash2", 32, 64, 1024, 64);
@@ -239,19 +248,10 @@ TEST_CASE("steady-state extrapolation: waves by kind inside long heads, L2 on an
   HardwareProfile hw = small_l2();
   hw.sm.count.value = 12;
   int l2_waves = 0, waves = 0;
-  auto run = [&](RunRequest r) {
-    for (const bool l2 : {true, false}) {
-      r.engine.l2_enabled = l2;
-      CAPTURE(r.algorithm);
-      CAPTURE(r.problem.heads);
-      CAPTURE(r.problem.seq);
-      CAPTURE(r.problem.kv_heads);
-      CAPTURE(l2);
-      const Extrapolation x = check(hw, r);
-      MESSAGE(r.algorithm, " L2 ", l2, ": ", x.ctas_extrapolated, " CTAs left out of ",
-              x.ctas_extrapolated + x.ctas_simulated);
-      if (x.ctas_extrapolated > 0) ++(l2 ? l2_waves : waves);
-    }
+  auto run = [&](const RunRequest& r) {
+    const auto [on, off] = ctas_left_out(hw, r);
+    l2_waves += on > 0;
+    waves += off > 0;
   };
   run(test::request("flash2", 1, 4, 65536, 64));
   RunRequest r = test::request("flash2", 2, 2, 65536, 64);
