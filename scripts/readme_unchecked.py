@@ -32,7 +32,7 @@ import sys
 
 FILES = ("README.md", "docs/tutorial.md")
 ALLOW = "scripts/readme_unchecked.txt"
-CATEGORIES = ("measured", "hardware", "input", "history", "math", "external", "goal",
+CATEGORIES = ("measured", "hardware", "input", "history", "math", "external", "goal", "tested",
               "pending-speed")
 
 # A number: thousands separators, decimals, an exponent (6e-07), a power (2^64).
@@ -43,7 +43,7 @@ REFERENCE = re.compile(r"(?:\b(?:steps?|issues?|Algorithms?|Propositions?|Theore
                        r"[Tt]ables?|[Ff]igures?|[Ll]ines?|items?|Eq\.|PR|Step|CTA)|#)\s*(?:\d+-)?$")
 VERSIONED = re.compile(r"\b(?:Debian|Ubuntu|CMake|GCC|Python|Schema|iosim|clang|CUDA|C\+\+|version)"
                        r"\s+(?:[\d.]+\s*(?:and|or|,)\s*)*$")
-INPUT = re.compile(r"(?:\b[A-Za-z][A-Za-z_]{0,4}\s*(?:=|<=|>=|≤|≥)|\b[A-Za-z]\s*[<>])\s*$")
+INPUT = re.compile(r"(?:\b[A-Za-z][A-Za-z]?(?:_[A-Za-z]+)?\s*(?:=|<=|>=|≤|≥)|\b[A-Za-z]\s*[<>])\s*$")
 TOKEN_CHARS = re.compile(r"[\w.\-−+^/%~]")
 COMMENT = re.compile(r"<!--.*?-->")
 VALUE_MARKER = re.compile(r"<!-- =[A-Za-z0-9_]+: .+? -->")
@@ -69,7 +69,7 @@ def quantity(line, m):
         return False  # a path or a link
     if re.fullmatch(r"[0-9a-f]{7,40}", token) and re.search(r"[a-f]", token):
         return False  # a commit
-    if re.search(r"\d{4}-\d{2}", token) or re.fullmatch(r"\d+\.\d+\.\d+", token):
+    if re.search(r"(?:19|20)\d\d-[01]\d(?!\d)", token) or re.fullmatch(r"\d+\.\d+\.\d+", token):
         return False  # a date or a version
     if re.search(r"[A-Za-z_][\w-]*-?$", left.lstrip("(")) and not left.endswith(("~", "−")):
         return False  # part of a name: H100, sxm5-80gb, Llama-2-7B
@@ -151,8 +151,9 @@ def parse_allow(text):
     return entries, problems
 
 
-def check(texts, allow_text):
-    """Problems (strings) for {file: text} and the allow file's text."""
+def check(texts, allow_text, unlisted=None):
+    """Problems (strings) for {file: text} and the allow file's text; the unlisted numbers'
+    (path, line number, span) also go to `unlisted` when given."""
     entries, problems = parse_allow(allow_text)
     allowed = set()  # (file, line, start) of numbers an entry covers
     for no, path, snippet, _ in entries:
@@ -173,8 +174,9 @@ def check(texts, allow_text):
     for path in texts:
         for no, span, number, _ in scan_cache(path, texts):
             if (path, no, span[0]) not in allowed:
-                problems.append(f"{path}:{no}: {number} is not checked: give it a marker "
-                                f"(scripts/readme_numbers.py) or an entry in {ALLOW}")
+                if unlisted is not None:
+                    unlisted.append((path, no, span))
+                problems.append(f"{path}:{no}: {number} is unchecked: no marker, no entry in {ALLOW}")
     return problems
 
 
@@ -189,20 +191,17 @@ def scan_cache(path, texts):
 
 
 def suggest(texts, allow_text, category):
-    """An allow entry per unlisted number: the shortest run of words around it unique in its file."""
-    for p in check(texts, allow_text):
-        if m := re.match(r"(.+?):(\d+): (\S+) is not checked", p):
-            path, no, number = m.group(1), int(m.group(2)), m.group(3)
-            lines = texts[path].split("\n")
-            line = lines[no - 1]
-            k = line.find(number)
-            a, b = k, k + len(number)
-            while sum(snippet in x for x in lines) != 1 if (snippet := line[a:b]) else True:
-                a, b = max(0, line.rfind(" ", 0, a - 1) + 1 if a > 0 else 0), \
-                    (line.find(" ", b + 1) if line.find(" ", b + 1) > 0 else len(line))
-                if a == 0 and b == len(line):
-                    break
-            print(f"{path} :: {line[a:b].strip()} :: {category}: ")
+    """An allow entry per unlisted number: the fewest words around it that are on one line only."""
+    unlisted = []
+    check(texts, allow_text, unlisted)
+    for path, no, span in unlisted:
+        lines = texts[path].split("\n")
+        line = lines[no - 1]
+        words = list(re.finditer(r"\S+", line))
+        a = b = next(k for k, w in enumerate(words) if w.start() <= span[0] < w.end())
+        while sum(line[words[a].start():words[b].end()] in x for x in lines) > 1 and (a, b) != (0, len(words) - 1):
+            a, b = max(0, a - 1), min(len(words) - 1, b + 1)
+        print(f"{path} :: {line[words[a].start():words[b].end()]} :: {category}: ")
 
 
 def self_test():
@@ -211,7 +210,7 @@ def self_test():
               "and 17 GB here, and 2.5 GB by hand.\n")
     allow = "README.md :: 17 GB here :: measured: x\nREADME.md :: 99 GB gone :: history: y\n"
     problems = check({"README.md": readme}, allow)
-    want = ["README.md:5: 2.5 is not checked", f"{ALLOW}:2: stale: '99 GB gone'"]
+    want = ["README.md:5: 2.5 is unchecked", f"{ALLOW}:2: stale: '99 GB gone'"]
     ok = all(any(p.startswith(w) for p in problems) for w in want) and len(problems) == 2
     print("\n".join(problems))
     print("self-test", "passed" if ok else "FAILED: expected exactly " + "; ".join(want))
