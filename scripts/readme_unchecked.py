@@ -112,12 +112,17 @@ def scan(name, text):
             line = " " * (len(line) if k < 0 else k + 3) + line[k + 3:] if k >= 0 else " " * len(line)
         covered = []
         for v in VALUE_MARKER.finditer(line):
-            # The value a marker checks is the word before it, with its number if it is a unit.
+            # The value a marker checks is the word before it, with its number if it is a unit,
+            # and the numbers listed before that (0, 3 and 6).
             words = list(re.finditer(r"\S+", line[:v.start()]))
-            last = [w for w in words if not w.group().startswith("<!--")][-2:]
-            if last and last[-1].end() == v.start():
-                keep = last if len(last) == 2 and not re.search(r"\d", last[-1].group()) else last[-1:]
-                covered.append((keep[0].start(), v.start()))
+            if not words or words[-1].end() != v.start():
+                continue
+            k = len(words) - 1
+            if k > 0 and not re.search(r"\d", words[k].group()):
+                k -= 1
+            while k > 0 and re.fullmatch(r"\d[\d.,]*|and|or", words[k - 1].group()):
+                k -= 1
+            covered.append((words[k].start(), v.start()))
         line = COMMENT.sub(lambda c: " " * len(c.group()), line)
         if (k := line.find("<!--")) >= 0:
             in_comment = True
