@@ -62,7 +62,7 @@ def token_around(line, start, end):
 
 def quantity(line, m):
     """False when the number at m is a name, reference or chosen input rather than a value."""
-    start, end, text = m.start(), m.end(), m.group()
+    start, end = m.start(), m.end()
     before, after = line[:start], line[end:]
     token, left = token_around(line, start, end)
     if "/" in token and re.search(r"[A-Za-z]", token.replace("TB/s", "")):
@@ -86,7 +86,7 @@ def quantity(line, m):
     return True
 
 
-def scan(name, text):
+def scan(text):
     """[(line number, column span, number, line)] of every unchecked-by-marker number."""
     found, in_fence, block, in_comment, in_code = [], False, None, False, False
     for no, raw in enumerate(text.split("\n"), 1):
@@ -108,8 +108,10 @@ def scan(name, text):
         line = raw
         if in_comment:  # a comment over several lines: blank up to its end
             k = line.find("-->")
-            in_comment = k < 0
-            line = " " * (len(line) if k < 0 else k + 3) + line[k + 3:] if k >= 0 else " " * len(line)
+            if k < 0:
+                continue
+            in_comment = False
+            line = " " * (k + 3) + line[k + 3:]
         covered = []
         for v in VALUE_MARKER.finditer(line):
             # The value a marker checks is the word before it, with its number if it is a unit,
@@ -191,7 +193,7 @@ _scans = {}
 def scan_cache(path, texts):
     key = (path, texts[path] if path in texts else "")
     if key not in _scans:
-        _scans[key] = scan(path, key[1])
+        _scans[key] = scan(key[1])
     return _scans[key]
 
 
@@ -212,7 +214,8 @@ def suggest(texts, allow_text, category):
 def self_test():
     readme = ("# Title\n\n<!-- iosim-run r: run --seq 4 -->\n"
               "It takes 4.2 ms<!-- =r: T(j.time_s) --> on H100 at `--seq 4096` with B=4,\n"
-              "and 17 GB here, and 2.5 GB by hand.\n")
+              "and 17 GB here, and 2.5 GB by hand.\n```text\n99 ms in a checked block\n```\n"
+              "<!-- a comment with 98 ms -->\n")
     allow = "README.md :: 17 GB here :: measured: x\nREADME.md :: 99 GB gone :: history: y\n"
     problems = check({"README.md": readme}, allow)
     want = ["README.md:5: 2.5 is unchecked", f"{ALLOW}:2: stale: '99 GB gone'"]
