@@ -37,8 +37,9 @@ def forward_cases(measured):
             yield c
 
 
-def run(iosim, profile, prob, arrangement, cold, pass_="fwd"):
-    cmd = [iosim, "run", "--profile", profile, "--algo", "flash3", "--pass", pass_,
+def flags(profile, prob, arrangement, cold, pass_="fwd"):
+    """`iosim run`'s arguments for a case's problem (also scripts/readme_numbers.py's)."""
+    cmd = ["run", "--profile", profile, "--algo", "flash3", "--pass", pass_,
            "--batch", str(prob["batch"]), "--heads", str(prob["heads"]),
            "--seq", str(prob["seq"]), "--seq-kv", str(prob["seq_kv"]),
            "--head-dim", str(prob["head_dim"]), "--dtype", prob["dtype"],
@@ -48,6 +49,11 @@ def run(iosim, profile, prob, arrangement, cold, pass_="fwd"):
         cmd.append("--causal")
     if cold:
         cmd.append("--cold-l2")
+    return cmd
+
+
+def run(iosim, profile, prob, arrangement, cold, pass_="fwd"):
+    cmd = [iosim, *flags(profile, prob, arrangement, cold, pass_)]
     return json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout), cmd
 
 

@@ -13,7 +13,8 @@ rest, with three kinds of markers (HTML comments: GitHub does not show them):
                                      the Python expression EXPR gives; EXPR sees the output of run
                                      NAME as `j` (JSON objects also by attribute: j.counters.flops)
                                      and the formatters below (B, T, g, f, pct, ...); R("OTHER")
-                                     is the output of another run of the file
+                                     is the output of another run of the file; RUN is the
+                                     runner itself (for cudnn_errors)
 
 --check exits 1 naming each value or table that differs from what iosim prints now (run by
 tests/cli_test.sh through readme_tables.sh); --write rewrites them in place (a value is replaced
@@ -133,9 +134,40 @@ def summary(j, schedule="all"):
     return next(s for s in j.summaries if s.schedule == schedule)
 
 
+def grab(text, pattern):
+    """The first group of pattern's first match in a run's text output (iosim explain)."""
+    m = re.search(pattern, text)
+    if not m:
+        raise ValueError(f"no match for {pattern!r} in the run's output")
+    return m.group(1)
+
+
+def measured_case(path, case_id):
+    """One case of a committed measurement file, as measured (no iosim run)."""
+    with open(path, encoding="utf-8") as fh:
+        return wrap(next(c for c in json.load(fh)["cases"] if c["id"] == case_id))
+
+
+def cudnn_errors(run, measured_path, pass_, clock_mhz):
+    """Signed time errors, per case of one pass, of scripts/flash3_cudnn.py's flags-only predictions
+    (cuDNN's forward tiling, its primary arrangement, warm L2) at a fixed SM clock against the
+    measured free-running times: what the README says blind prediction gave before the power model.
+    `run` is the marker's RUN."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import flash3_cudnn
+    with open(measured_path, encoding="utf-8") as fh:
+        cases = [c for c in json.load(fh)["cases"] if c.get("pass") == pass_ and c.get("error") is None]
+    profile = os.path.basename(os.path.dirname(os.path.dirname(measured_path)))
+    args = [" ".join(flash3_cudnn.flags(profile, c["problem"], flash3_cudnn.PRIMARY, False, pass_)
+                     + ["--sm-clock-mhz", str(clock_mhz)]) for c in cases]
+    run.prefetch(args)
+    return [run(a).time_s / c["time_free_running_s"] - 1 for a, c in zip(args, cases)]
+
+
 FORMATTERS = {"B": B, "T": T, "g": g, "f": f, "pct": pct, "signed_pct": signed_pct, "comma": comma, "si": si,
-              "median": median, "policy": policy, "summary": summary, "round": round,
-              "abs": abs, "min": min, "max": max, "len": len, "sum": sum, "math": math}
+              "median": median, "policy": policy, "summary": summary, "round": round, "grab": grab,
+              "measured_case": measured_case, "cudnn_errors": cudnn_errors, "abs": abs, "min": min, "max": max, "len": len, "sum": sum,
+              "float": float, "enumerate": enumerate, "math": math}
 
 
 class Runner:
@@ -395,7 +427,7 @@ def process(path, mode, run):
             try:
                 if name not in runs:
                     raise KeyError(f"no <!-- iosim-run {name}: ... --> in {path}")
-                env = dict(FORMATTERS, j=run(runs[name]), R=lambda other: run(runs[other]))
+                env = dict(FORMATTERS, j=run(runs[name]), R=lambda other: run(runs[other]), RUN=run)
                 expected = str(eval(expr, {"__builtins__": {}, **env}))
             except Exception as e:
                 problems.append(f"{where}: value '{expr}' of run '{name}': {type(e).__name__}: {e}")
