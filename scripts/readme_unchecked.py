@@ -32,8 +32,7 @@ import sys
 
 FILES = ("README.md", "docs/tutorial.md")
 ALLOW = "scripts/readme_unchecked.txt"
-CATEGORIES = ("measured", "hardware", "input", "history", "math", "external", "goal", "tested",
-              "pending-speed")
+CATEGORIES = ("measured", "hardware", "input", "history", "math", "external", "goal", "tested")
 
 # A number: thousands separators, decimals, an exponent (6e-07), a power (2^64).
 NUMBER = re.compile(r"(?<![\w.,^])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\d,]\d)|"
