@@ -247,7 +247,7 @@ Planned plan_flash3(const AttentionProblem& p, const HardwareProfile& hw,
   t.registers_per_thread = regs;
   // Register reallocation (setmaxnreg): the producer warpgroup keeps the fewest registers it may
   // and the consumers share the rest of what the CTA launched with, which is all they can take
-  // (measured: the pool is the CTA's, an .inc beyond it blocks; measurements/h100-sxm5-80gb/
+  // (measured: the pool is the CTA's, an .inc beyond it blocks; cuda_validate/measurements/h100-sxm5-80gb/
   // setmaxnreg_2026-11-23/). A consumer thread holds at least its rows' O and S accumulators in
   // fp32: 64 rows x d and 64 x block_kv over 128 threads.
   const SmSpec& sm = hw.sm;
@@ -277,7 +277,7 @@ Planned plan_flash3(const AttentionProblem& p, const HardwareProfile& hw,
   // 52% of the cycles. The default is the cooperative arrangement (PipeOverlap::async_tensor:
   // the 8 consumer warps overlap the pipes as 2 warps per scheduler allow, wgmma's operand
   // reads inside the tensor pipe): 74% and 60%. Ping-pong is --warpgroups pingpong
-  // (measurements/h100-sxm5-80gb/cudnn_2026-11-23/NOTES_flash3.md).
+  // (cuda_validate/measurements/h100-sxm5-80gb/cudnn_2026-11-23/NOTES_flash3.md).
   const bool pingpong = req.warpgroups && *req.warpgroups == PipeOverlap::pingpong;
   out.schedule = for_pass(
       p.pass,

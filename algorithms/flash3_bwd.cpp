@@ -1,5 +1,5 @@
 // FlashAttention-3 backward (Shah et al. 2024; hopper/mainloop_bwd_sm90_tma_gmma_ws.hpp in its
-// code), as cuDNN's Hopper backward also runs it (measurements/h100-sxm5-80gb/cudnn_2026-11-23/
+// code), as cuDNN's Hopper backward also runs it (cuda_validate/measurements/h100-sxm5-80gb/cudnn_2026-11-23/
 // NOTES.md: compute_dot_do_o, a persistent 384-thread wgmma bprop kernel, convert_dq_to_16bits):
 //   dot_do_o    D = rowsum(dO o O) per query row, and dQaccum := 0 (as flash2's pre-pass)
 //   flash3_bwd  one tile per (K/V block j, batch, head), taken in order by one CTA per SM (the

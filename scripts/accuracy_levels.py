@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The CI accuracy gate: writes the accuracy levels (measurements/accuracy_levels*.json) from what
+"""The CI accuracy gate: writes the accuracy levels (cuda_validate/measurements/accuracy_levels*.json) from what
 `iosim validate` measures now, and checks them (--check) against the README's goals and their own
 history.
 
@@ -14,7 +14,7 @@ Rules (--check enforces them, in CI through ctest `accuracy_gate`):
 - Levels tighten freely. A level rises (loosens), a case count falls, a level or an exception is
   dropped or added only with --loosen "why": that appends an entry to the file's "history" (the
   date, the reason and each change; earlier entries are never rewritten), and the same commit
-  must add an entry to measurements/CALIBRATION.md.
+  must add an entry to cuda_validate/measurements/CALIBRATION.md.
 - No level is looser than the goals stated in README.md ("Against the goal (DRAM median <= ...")
   unless the file's "exceptions" list it: device, schedule, metric, statistic, the case that sets
   it, and the mechanism that explains it.
@@ -42,8 +42,8 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-VALIDATION = os.path.join(ROOT, "measurements")
-CALIBRATION = "measurements/CALIBRATION.md"
+VALIDATION = os.path.join(ROOT, "cuda_validate", "measurements")
+CALIBRATION = "cuda_validate/measurements/CALIBRATION.md"
 IOSIM = os.path.join(ROOT, "build", "iosim")
 # As-run metrics, then the blind headline (`iosim run` from the flags alone, time against CUDA
 # events): iosim validate's "blind" object, flattened to blind_<metric>.
@@ -284,7 +284,7 @@ def check_history():
         print("accuracy gate: not a git checkout; the history rules were not checked")
         return []
     problems = []
-    paths = [f"measurements/{n}" for n in FILES]
+    paths = [f"cuda_validate/measurements/{n}" for n in FILES]
     commits = git("rev-list", "--reverse", "HEAD", "--", *paths).stdout.split()
     for c in commits:
         parent = git("rev-parse", "--verify", "-q", f"{c}^1").stdout.strip()

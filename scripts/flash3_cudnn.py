@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""iosim's flash3 schedule against cuDNN's fused attention forward (measurements/*/cudnn_*).
+"""iosim's flash3 schedule against cuDNN's fused attention forward (cuda_validate/measurements/*/cudnn_*).
 
   predict MEASURED.json PROFILE OUT.json [IOSIM]   iosim's predictions from flags alone: reads only
                                                    each forward case's problem, never its results
@@ -27,7 +27,7 @@ import sys
 
 ARRANGEMENTS = ("pingpong", "cooperative")
 # The arrangement the comparison is held to. v1 (H100, before any comparison): "pingpong",
-# FlashAttention-3's. After the H100 comparison: "cooperative" (see measurements/../NOTES_flash3.md).
+# FlashAttention-3's. After the H100 comparison: "cooperative" (see cuda_validate/measurements/../NOTES_flash3.md).
 PRIMARY = "cooperative"
 
 

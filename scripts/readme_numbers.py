@@ -302,7 +302,7 @@ def sparse_table(run):
                     ["---", "---:", "---:", "---:", "---:", "---:", "---:"], rows)
 
 
-BWD_MEASURED = "measurements/h200-sxm-141gb/pytorch_sdpa_2026-11-22.json"
+BWD_MEASURED = "cuda_validate/measurements/h200-sxm-141gb/pytorch_sdpa_2026-11-22.json"
 BWD = ("run --profile h200-sxm-141gb --algo flash2 --pass bwd --batch {b} --heads {h} --seq {n} "
        "--head-dim {d} --cold-l2 --sm-clock-mhz {clk!r} --format json")
 

@@ -564,7 +564,7 @@ class KernelRun {
     };
     // Warp-specialized kernels (consumer warpgroups issuing wgmma): a warpgroup's own iteration
     // is its share of the GEMMs at the full tensor rate (one warpgroup saturates the tensor
-    // cores: measurements/*/wgmma_2026-11-23), then its share of the FP32/SFU/INT32 work,
+    // cores: cuda_validate/measurements/*/wgmma_2026-11-23), then its share of the FP32/SFU/INT32 work,
     // issued by the one warp it has on each scheduler, then its warps' other dependent latencies
     // (TileOp::smem_round_trips, chain_fp32_ops: shuffle rounds). A warp alone on its scheduler
     // cannot hide one instruction's latency behind another warp's work: the softmax's

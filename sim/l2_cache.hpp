@@ -259,7 +259,7 @@ inline std::uint64_t low_fields(std::uint64_t n) {
 // rotated by a hash of the window. So a window's regions fill the sets evenly and windows land
 // at pseudo-random offsets: the structure of the GPU's XOR address hash (low address bits pick
 // the set, higher bits are hashed in). It reproduces how repeated sweeps of a growing footprint
-// stop hitting (l2_sweep microbenchmark, measurements/*/l2_microbench_2026-11-22: >= 98%
+// stop hitting (l2_sweep microbenchmark, cuda_validate/measurements/*/l2_microbench_2026-11-22: >= 98%
 // hits up to 60% of the L2, a sharp fall between 70% and 90%): a random set per region spreads
 // unevenly and misses from 40% (binomial occupancy), a plain modulo fills every set alike and
 // thrashes all of them at once. (The sum wraps around 2^64 as in any unsigned arithmetic.)

@@ -17,21 +17,21 @@ python3 "$REPO/scripts/accuracy_levels.py" --check || bad "the repository's leve
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-mkdir -p "$tmp/scripts" "$tmp/measurements"
+mkdir -p "$tmp/scripts" "$tmp/cuda_validate/measurements"
 cp "$REPO/scripts/accuracy_levels.py" "$tmp/scripts/"
 cp "$REPO/README.md" "$tmp/"
-cp "$REPO/measurements/CALIBRATION.md" "$REPO"/measurements/accuracy_levels*.json "$tmp/measurements/"
+cp "$REPO/cuda_validate/measurements/CALIBRATION.md" "$REPO"/cuda_validate/measurements/accuracy_levels*.json "$tmp/cuda_validate/measurements/"
 cd "$tmp" || exit 1
 git init -q . && git config user.email gate@test && git config user.name gate
 git add -A && git commit -qm base
 gate() { python3 scripts/accuracy_levels.py --check >"$tmp/out" 2>&1; }
 gate || { bad "the copied levels fail the gate: $(cat "$tmp/out")"; exit 1; }
 
-# edit PYTHON: run PYTHON on d (measurements/accuracy_levels.json) and write it back.
+# edit PYTHON: run PYTHON on d (cuda_validate/measurements/accuracy_levels.json) and write it back.
 edit() {
   python3 - "$1" <<'PY'
 import json, sys
-p = "measurements/accuracy_levels.json"
+p = "cuda_validate/measurements/accuracy_levels.json"
 d = json.load(open(p))
 exec(sys.argv[1])
 json.dump(d, open(p, "w"), indent=1)
@@ -61,16 +61,16 @@ edit 'd["history"][-1]["reason"] = "another"'
 expect_fail "a history entry rewritten" "history was rewritten"
 git reset -q --hard HEAD~1
 edit 'd["devices"]["h100-sxm5-80gb"]["schedules"]["flash2"]["time"]["median"] = 0.2'
-echo "- test: a loosening" >>measurements/CALIBRATION.md
+echo "- test: a loosening" >>cuda_validate/measurements/CALIBRATION.md
 edit "$entry"
 expect_fail "a level past the README's goal, no exception" "no exception lists it"
 edit 'd["exceptions"][0]["mechanism"] = ""'
-echo "- test: a loosening" >>measurements/CALIBRATION.md
+echo "- test: a loosening" >>cuda_validate/measurements/CALIBRATION.md
 edit "$entry"
 expect_fail "an exception without its mechanism" "names no case or mechanism"
 # Allowed: a raise with its history entry and its CALIBRATION.md entry in one commit.
 edit "$raise; $entry"
-echo "- test: flash2's worst time loosened because ..." >>measurements/CALIBRATION.md
+echo "- test: flash2's worst time loosened because ..." >>cuda_validate/measurements/CALIBRATION.md
 git commit -qam "a documented loosening"
 if gate; then echo "ok: a raise with both entries passes"; else
   bad "a documented loosening fails: $(cat "$tmp/out")"

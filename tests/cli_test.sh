@@ -140,7 +140,7 @@ expect 2 "the problem needs 1 x 256" -- "${DEC[@]}" --algo paged --block-table "
 
 # iosim validate: the committed measurements, every format, and bad input.
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-VAL=$REPO/measurements
+VAL=$REPO/cuda_validate/measurements
 H100_DEC=$VAL/h100-sxm5-80gb/measurements_decode_2026-11-22.json
 expect 0 "| all | 43 |" -- validate "$H100_DEC" --format md
 expect 0 "DRAM (read + write) median / worst" -- validate "$H100_DEC" --format md

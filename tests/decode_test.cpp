@@ -176,7 +176,7 @@ TEST_CASE("FlashAttention's split heuristic") {
   // Enough query tiles for 80% of the slots: one split.
   CHECK(num_splits_heuristic(212, 264, 512, 128) == 1);
   // PyTorch's decode on the H200 (B*H = 128 tiles, 132 SMs x 2, 32 K/V blocks): 2 splits, as
-  // measured (measurements/h200-sxm-141gb/pytorch_sdpa_2026-11-22.json).
+  // measured (cuda_validate/measurements/h200-sxm-141gb/pytorch_sdpa_2026-11-22.json).
   CHECK(num_splits_heuristic(128, 264, 32, 128) == 2);
   // One tile and few blocks: as many splits as blocks at most.
   CHECK(num_splits_heuristic(1, 264, 5, 128) <= 5);

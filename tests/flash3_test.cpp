@@ -286,7 +286,7 @@ TEST_CASE("flash3 fwdbwd is its forward then its backward: counts add up") {
 
 TEST_CASE("flash3: ping-pong buys little; no arrangement beats one warpgroup's own chain") {
   // Our FA3-style kernel measured ping-pong / cooperative at 0.92-1.00 (d = 64) and 0.97-1.01
-  // (d = 128) (measurements/h100-sxm5-80gb/fa3_own_2026-11-23/NOTES.md); the model's ideal
+  // (d = 128) (cuda_validate/measurements/h100-sxm5-80gb/fa3_own_2026-11-23/NOTES.md); the model's ideal
   // ping-pong had said 0.71 and 0.83. CALIBRATION.md step 16: a warpgroup's own chain binds.
   for (const std::int64_t d : {64, 128}) {
     CAPTURE(d);

@@ -36,7 +36,7 @@ check run "$tmp"/run_*.json
 "$IOSIM" sweep --algo flash2,block-sparse --pattern strided:2 --seq 256,512 --head-dim 64 \
   --block-kv 64,2048 --out "$tmp/sweep.json" 2>/dev/null
 check sweep "$tmp/sweep.json"
-"$IOSIM" validate "$REPO/measurements/h100-sxm5-80gb" --format json >"$tmp/validate.json"
+"$IOSIM" validate "$REPO/cuda_validate/measurements/h100-sxm5-80gb" --format json >"$tmp/validate.json"
 check validate "$tmp/validate.json"
 "$IOSIM" kvcache --layers 32 --kv-heads 8 --head-dim 128 --weights-bytes 16e9 --requests 50 \
   --format json >"$tmp/kvcache.json"

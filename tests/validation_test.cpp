@@ -1,4 +1,4 @@
-// The committed measurements keep the model honest: `iosim validate` over measurements/
+// The committed measurements keep the model honest: `iosim validate` over cuda_validate/measurements/
 // must stay at or under the accuracy levels recorded next to the data, per device folder. Our own
 // kernels (measurements*.json), PyTorch's (pytorch_sdpa_*.json) and cuDNN's Hopper kernels
 // (cudnn_*/cudnn_sdpa_*.json, forward and forward+backward) have levels of their own, a schedule's
@@ -25,7 +25,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kDir = std::string(IOSIM_REPO_DIR) + "/measurements";
+const std::string kDir = std::string(IOSIM_REPO_DIR) + "/cuda_validate/measurements";
 
 nlohmann::json read_levels(const std::string& levels_file) {
   std::ifstream in(kDir + "/" + levels_file);

@@ -32,7 +32,7 @@ json read_json(const fs::path& file) {
 }
 
 // The built-in profile a measurement belongs to: the folder it sits in
-// (measurements/<profile>/), else the device name it recorded.
+// (cuda_validate/measurements/<profile>/), else the device name it recorded.
 std::string profile_for(const fs::path& file, const json& doc) {
   const std::vector<std::string> names = builtin_profile_names();
   const std::string folder = file.parent_path().filename().string();

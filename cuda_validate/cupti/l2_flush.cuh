@@ -12,7 +12,7 @@
 //   normal: the read alone (L2 left full of clean lines, which misses evict for free);
 //   evict-first: the read with an L2 evict-first policy. Measured counter-example: such
 //     lines only replace each other, so the previous pass's lines survive the "flush"
-//     (measurements/h200-sxm-141gb/cupti_vs_ncu_2026-11-22.md).
+//     (cuda_validate/measurements/h200-sxm-141gb/cupti_vs_ncu_2026-11-22.md).
 #pragma once
 
 #include <cuda_runtime.h>

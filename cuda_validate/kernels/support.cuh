@@ -133,7 +133,7 @@ __global__ void iosim_marker_kernel(int case_index, int role_index) {
 // Keeps one SM busy for `cycles` SM clocks. Launched before each timed repetition so that the
 // host's launch of the measured kernels is queued while the GPU is busy: with the GPU idle, the
 // start event completes at once and the host's launch time (a few microseconds per kernel) falls
-// inside the interval (found on PyTorch's cases, where it was 150-1300 us: measurements/
+// inside the interval (found on PyTorch's cases, where it was 150-1300 us: cuda_validate/measurements/
 // CALIBRATION.md, step 19).
 __global__ void iosim_hold_gpu_kernel(long long cycles) {
   const long long start = clock64();

@@ -1,5 +1,5 @@
 // Where do the ~2.5 MB of DRAM writes come from that every measured kernel reading more than the
-// L2 holds shows beyond its own write-backs (measurements/CALIBRATION.md)? This program
+// L2 holds shows beyond its own write-backs (cuda_validate/measurements/CALIBRATION.md)? This program
 // launches kernels whose own DRAM writes are known to be zero or a known size, to be run under
 // Nsight Compute (cuda_validate/microbench/l2_residue.sh drives it):
 //   sizes: one read-only kernel per size (4 MiB .. 1 GiB). Its own DRAM writes are 0 bytes (it

@@ -1,7 +1,7 @@
 // How does the L2 replace lines when a kernel sweeps a footprint around its capacity again and
 // again? iosim models each L2 partition as a 16-way LRU cache, which on a cyclic sweep larger than
 // it keeps nothing (every line is evicted just before its reuse); flash1 sits on that cliff
-// (measurements/CALIBRATION.md). This kernel reads a W-byte buffer `reps` times in the same
+// (cuda_validate/measurements/CALIBRATION.md). This kernel reads a W-byte buffer `reps` times in the same
 // grid-stride order; run it under Nsight Compute (--cache-control all, a few metrics: one replay
 // pass) and the DRAM reads give the hit rate of the repeated sweeps:
 //   hit rate = 1 - (dram_read - W) / ((reps - 1) * W).

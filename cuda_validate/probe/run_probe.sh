@@ -1,6 +1,6 @@
 #!/bin/bash
 # Runs probe.cu on the GPU it is on and prints its log (the committed logs are
-# measurements/<gpu>/run_probe_<date>.log). Usage: bash run_probe.sh > LOG 2>&1
+# cuda_validate/measurements/<gpu>/run_probe_<date>.log). Usage: bash run_probe.sh > LOG 2>&1
 set -x
 cd "$(dirname "$0")"
 date -u

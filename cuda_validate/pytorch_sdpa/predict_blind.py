@@ -5,7 +5,7 @@ are compared with anything. Written for issue #13's cudnn suite: today's flash2 
 in for cuDNN's Hopper kernels, so these numbers are the "before" of the flash3 schedule.
 
   predict_blind.py --iosim build/iosim --profile h100-sxm5-80gb --suite cudnn \\
-      --out measurements/h100-sxm5-80gb/cudnn_2026-11-23/blind_predictions_flash2.json
+      --out cuda_validate/measurements/h100-sxm5-80gb/cudnn_2026-11-23/blind_predictions_flash2.json
 
 Each case runs
   iosim run --algo flash2 --profile P --batch B --heads H --seq N --head-dim d [--causal]

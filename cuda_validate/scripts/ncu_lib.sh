@@ -19,7 +19,7 @@
 # has its memory saved and restored between passes, and that leaves about 2.4 MB of dirty lines
 # in L2 after ncu's cache flush. A kernel that reads more than the L2 holds evicts them and
 # dram__bytes_write counts them: measured with a read-only kernel that writes nothing
-# (microbench/l2_residue.sh, measurements/h100-sxm5-80gb/l2_microbench_2026-11-22/): 2.1-2.5 MB
+# (microbench/l2_residue.sh, cuda_validate/measurements/h100-sxm5-80gb/l2_microbench_2026-11-22/): 2.1-2.5 MB
 # with 3 passes once it reads 40 MB or more, 0.03-0.3 MB with 1 pass. DRAM bytes alone fit in
 # one pass, so merge_ncu.py takes them from the second run.
 

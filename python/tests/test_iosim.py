@@ -100,7 +100,7 @@ def test_sweep_dataframe():
 
 
 def test_validate():
-    v = iosim.validate(os.path.join(REPO, "measurements", "h100-sxm5-80gb",
+    v = iosim.validate(os.path.join(REPO, "cuda_validate", "measurements", "h100-sxm5-80gb",
                                     "measurements_decode_2026-11-22.json"))
     assert v["schema_version"] == 1
     assert any(s["schedule"] == "all" and s["cases"] == 43 for s in v["summaries"])
