@@ -10,14 +10,14 @@
 #include <string_view>
 #include <vector>
 
-#include "sim/io_formulas.hpp"
-#include "sim/problem.hpp"
-#include "sim/profile.hpp"
-#include "sim/schedule.hpp"
+#include "algorithms/io_formulas.hpp"
+#include "sim/schedule/problem.hpp"
+#include "sim/hardware/profile.hpp"
+#include "sim/schedule/schedule.hpp"
 
 namespace iosim {
 
-class BlockMask;  // sim/block_mask.hpp
+class BlockMask;  // sim/schedule/block_mask.hpp
 
 /// Block sizes and launch shape as a user asks for them; a field left out takes the algorithm's
 /// default. Given values must be positive.
@@ -109,7 +109,7 @@ struct Algorithm {
   /// Resolves the requested tiling for a problem on a GPU and builds the
   /// schedule, or says why none fits.
   PlanFn plan;
-  /// The exact two-level bytes for a resolved tiling (sim/io_formulas.hpp, written independently
+  /// The exact two-level bytes for a resolved tiling (algorithms/io_formulas.hpp, written independently
   /// of the schedule); `blocks` is the block mask when capabilities.block_pattern.
   ClosedFormFn closed_form;
   /// Relative cost of simulating a request (the sweep starts costly points first); null: the

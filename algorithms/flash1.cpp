@@ -44,6 +44,7 @@ class Flash1Schedule final : public Schedule {
     k.mma_dtype = p_.dtype;
     k.tensor_instruction = TensorInstruction::mma_sync;  // warp-level MMA, as FlashAttention-2
     k.role = "attention";
+    k.main_loop = true;
     return {k};
   }
 

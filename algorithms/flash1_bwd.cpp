@@ -31,6 +31,7 @@ class Flash1Backward final : public Schedule {
   std::vector<KernelSpec> kernels() const override {
     KernelSpec k;
     k.name = "flash1_bwd";
+    k.main_loop = true;
     k.grid = {p_.bh(), 1, 1};
     k.threads_per_cta = t_.threads;
     k.smem_bytes_per_cta = flash1_backward_smem_bytes(p_, t_.block_q, t_.block_kv);

@@ -14,7 +14,7 @@
 
 #include "algorithms/passes.hpp"
 #include "algorithms/tile_costs.hpp"
-#include "sim/block_mask.hpp"
+#include "sim/schedule/block_mask.hpp"
 
 namespace iosim {
 namespace {
@@ -39,6 +39,7 @@ class Flash2Backward final : public WholeCtaSchedule {
       s.tensor_instruction = TensorInstruction::mma_sync;
       if (k == Kernel::dq_dk_dv) {
         s.name = "flash2_bwd";
+        s.main_loop = true;
         s.grid = {tc, p_.batch, p_.heads};
         s.threads_per_cta = threads();
         s.smem_bytes_per_cta = flash2_backward_smem_bytes(p_, t_);

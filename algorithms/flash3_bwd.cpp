@@ -63,6 +63,7 @@ class Flash3Backward final : public Schedule {
       s.mma_dtype = p_.dtype;
       if (k == Kernel::main) {
         s.name = "flash3_bwd";
+        s.main_loop = true;
         // Tiles in the scheduler's order: the K/V blocks of a head first, then batches, heads.
         s.grid = {ceil_div(p_.seq_kv, t_.block_kv), p_.batch, p_.heads};
         s.threads_per_cta = t_.threads;

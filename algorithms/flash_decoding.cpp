@@ -9,9 +9,9 @@
 
 #include "algorithms/decode.hpp"
 #include "algorithms/tile_costs.hpp"
-#include "sim/block_table.hpp"
-#include "sim/errors.hpp"
-#include "sim/occupancy.hpp"
+#include "sim/schedule/block_table.hpp"
+#include "sim/base/errors.hpp"
+#include "sim/hardware/occupancy.hpp"
 
 namespace iosim {
 
@@ -85,6 +85,7 @@ class SplitKvSchedule final : public Schedule {
     const std::string prefix = paged_ ? "paged" : "fd";
     KernelSpec split;
     split.name = prefix + "_split";
+    split.main_loop = true;
     split.grid = {tr_, t_.splits, q_matrices_};
     split.threads_per_cta = t_.threads;
     split.smem_bytes_per_cta = smem_bytes_;

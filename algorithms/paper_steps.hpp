@@ -6,7 +6,7 @@
 // (Dao 2023) Algorithm 1 (forward) and Algorithm 2 (backward).
 #include <string>
 
-#include "sim/tile_op.hpp"
+#include "sim/schedule/tile_op.hpp"
 
 namespace iosim {
 

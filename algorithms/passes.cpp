@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "sim/errors.hpp"
+#include "sim/base/errors.hpp"
 
 namespace iosim {
 namespace {

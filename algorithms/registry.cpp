@@ -5,8 +5,8 @@
 #include <cmath>
 
 #include "algorithms/algorithm.hpp"
-#include "sim/errors.hpp"
-#include "sim/suggest.hpp"
+#include "sim/base/errors.hpp"
+#include "sim/base/suggest.hpp"
 
 namespace iosim {
 

@@ -61,6 +61,7 @@ class StandardSchedule final : public Schedule {
       switch (k) {
         case Kernel::gemm_qk:
           s.name = s.role = "gemm_qk";
+          s.main_loop = true;
           s.grid = {tq, ceil_div(p_.seq_kv, t_.block_kv), p_.bh()};
           s.threads_per_cta = t_.threads;
           s.smem_bytes_per_cta = gemm_qk_smem(p_, t_);
@@ -69,6 +70,7 @@ class StandardSchedule final : public Schedule {
           break;
         case Kernel::gemm_pv:
           s.name = s.role = "gemm_pv";
+          s.main_loop = true;
           s.grid = {tq, 1, p_.bh()};
           s.threads_per_cta = t_.threads;
           s.smem_bytes_per_cta = gemm_pv_smem(p_, t_);

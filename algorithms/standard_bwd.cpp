@@ -64,6 +64,7 @@ class StandardBackward final : public WholeCtaSchedule {
       s.pipeline_stages = t_.pipeline_stages;
       auto gemm = [&](const char* name, Dim3 grid, std::int64_t m_tile, std::int64_t n_tile) {
         s.name = name;
+        s.main_loop = true;  // the GEMMs carry the work; the elementwise kernels follow rows
         s.grid = grid;
         s.smem_bytes_per_cta = gemm_smem(m_tile, n_tile, t_.pipeline_stages, eb);
         s.registers_per_thread = gemm_regs(m_tile * n_tile, t_.threads);

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "sim/tile_op.hpp"
+#include "sim/schedule/tile_op.hpp"
 
 namespace iosim::costs {
 

@@ -11,7 +11,8 @@
 //
 // Errors: ConfigError for bad input (its message names the input), InternalError for bugs.
 #include "algorithms/algorithm.hpp"  // Registry, builtin_registry(), Tiling
+#include "algorithms/kernel_description.hpp"  // KernelDescription, presets
 #include "api/simulate.hpp"          // RunRequest, Report, simulate()
-#include "sim/errors.hpp"            // ConfigError, InternalError
-#include "sim/problem.hpp"           // AttentionProblem, Pass
-#include "sim/profile.hpp"           // HardwareProfile, load_profile()
+#include "sim/base/errors.hpp"            // ConfigError, InternalError
+#include "sim/schedule/problem.hpp"           // AttentionProblem, Pass
+#include "sim/hardware/profile.hpp"           // HardwareProfile, load_profile()

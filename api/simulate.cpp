@@ -5,10 +5,10 @@
 #include <algorithm>
 #include <chrono>
 
-#include "numerics/numeric_executor.hpp"
-#include "sim/block_mask.hpp"
-#include "sim/block_table.hpp"
-#include "sim/errors.hpp"
+#include "sim/numerics/numeric_executor.hpp"
+#include "sim/schedule/block_mask.hpp"
+#include "sim/schedule/block_table.hpp"
+#include "sim/base/errors.hpp"
 
 namespace iosim {
 
@@ -51,8 +51,12 @@ Report simulate(const HardwareProfile& profile, const RunRequest& original,
                 const Registry& registry) {
   const auto started = std::chrono::steady_clock::now();
   validate_problem(original.problem);
-  const Algorithm& algorithm = registry.get(original.algorithm);
   RunRequest request = original;
+  // A description plans with its dataflows' schedules and its own mechanisms.
+  const Algorithm algorithm = original.kernel
+                                  ? described_algorithm(*original.kernel, profile, registry)
+                                  : registry.get(original.algorithm);
+  if (original.kernel) request.algorithm = original.kernel->name;
   resolve_algorithm_inputs(algorithm, registry, request);
   if (request.problem.dtype == Dtype::fp8 && profile.tensor_flops_per_s(Dtype::fp8) <= 0) {
     throw ConfigError(fmt::format(
@@ -84,7 +88,7 @@ Report simulate(const HardwareProfile& profile, const RunRequest& original,
     engine.exact = true;
   }
   if (profile.power.present && engine.sm_clock_mhz <= 0) {
-    // No clock given: the power model picks it (sim/power_model.hpp). Its trial runs are not
+    // No clock given: the power model picks it (sim/hardware/power_model.hpp). Its trial runs are not
     // watched; an observer sees the run at the chosen clock only.
     EngineOptions trial = engine;
     trial.observer = nullptr;

@@ -2,22 +2,27 @@
 // The public entry point: one attention call on one GPU profile, simulated end to end.
 // The CLI, the tests, the benchmarks and the report writers all go through simulate().
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
 #include "algorithms/algorithm.hpp"
-#include "sim/engine.hpp"
-#include "sim/io_formulas.hpp"
-#include "sim/power_model.hpp"
-#include "sim/problem.hpp"
-#include "sim/profile.hpp"
+#include "algorithms/kernel_description.hpp"
+#include "sim/engine/engine.hpp"
+#include "algorithms/io_formulas.hpp"
+#include "sim/hardware/power_model.hpp"
+#include "sim/schedule/problem.hpp"
+#include "sim/hardware/profile.hpp"
 
 namespace iosim {
 
-class NumericObserver;  // numerics/numeric_executor.hpp
+class NumericObserver;  // sim/numerics/numeric_executor.hpp
 
 struct RunRequest {
   std::string algorithm = "flash2";
+  // A kernel description (algorithms/kernel_description.hpp) to run instead of the built-in
+  // algorithm `algorithm`; the report names it by its name.
+  std::shared_ptr<const KernelDescription> kernel;
   AttentionProblem problem;
   TilingRequest tiling;  // fields left out: the algorithm's defaults
   EngineOptions engine;  // L2 on/off, cold L2 per kernel, SM clock
@@ -26,7 +31,7 @@ struct RunRequest {
   // Watches the numbers of an executed run (`iosim explain`); not owned, null: no one watches.
   // The engine's watcher is engine.observer.
   NumericObserver* numeric_observer = nullptr;
-  // Steady-state extrapolation (sim/steady_state.hpp) is an approximation (counters within 0.5%,
+  // Steady-state extrapolation (sim/engine/steady_state.hpp) is an approximation (counters within 0.5%,
   // time within 1%), worth it only where full simulation is slow: runs whose estimated work
   // (Algorithm::estimated_work) is below this are simulated in full, so that small runs (the
   // README's tables, the tutorial, tests of the closed forms) stay exact. 2e7 units is about a

@@ -1,4 +1,4 @@
-// The L2 model alone (sim/l2_system.*), on the access patterns that dominate the README
+// The L2 model alone (sim/memory/l2_system.*), on the access patterns that dominate the README
 // sweep (Google Benchmark; time per region access is the "s/access" counter):
 //  - blocked: GEMM tiles of a wide-row matrix, 32 regions of 4 rows x 64 B per call, streamed
 //    through an H100-sized L2 (every access misses), as standard attention's S stores;
@@ -11,7 +11,7 @@
 
 #include <vector>
 
-#include "sim/l2_system.hpp"
+#include "sim/memory/l2_system.hpp"
 
 namespace {
 

@@ -69,7 +69,7 @@ BENCHMARK_CAPTURE(run, flash1_B4_H16_N16384_d64_bkv32_sweep, "flash1", 16384, 64
 
 namespace {
 
-// The goal cases of steady-state extrapolation (sim/steady_state.hpp): flash2 forward, H100.
+// The goal cases of steady-state extrapolation (sim/engine/steady_state.hpp): flash2 forward, H100.
 void run_shape(benchmark::State& state, std::int64_t b, std::int64_t h, std::int64_t n,
                std::int64_t d, bool l2, bool exact) {
   const HardwareProfile hw = load_profile("h100-sxm5-80gb");
@@ -89,7 +89,7 @@ void run_shape(benchmark::State& state, std::int64_t b, std::int64_t h, std::int
 BENCHMARK_CAPTURE(run_shape, flash2_B4_H16_N8192_d64_l2on, 4, 16, 8192, 64, true, false)
     ->Unit(benchmark::kMillisecond)
     ->Iterations(3);
-// Long context with the L2 on: steps are left out once the L2 turned over (sim/steady_state.hpp).
+// Long context with the L2 on: steps are left out once the L2 turned over (sim/engine/steady_state.hpp).
 BENCHMARK_CAPTURE(run_shape, flash2_B1_H1_N262144_d128_l2on, 1, 1, 262144, 128, true, false)
     ->Unit(benchmark::kMillisecond)
     ->Iterations(1);

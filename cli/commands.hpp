@@ -17,5 +17,6 @@ Action add_sweep_command(CLI::App& app);     // sweep.cpp
 Action add_report_command(CLI::App& app);    // report.cpp
 Action add_kvcache_command(CLI::App& app);   // kvcache.cpp
 Action add_explain_command(CLI::App& app);   // explain.cpp
+Action add_kernels_command(CLI::App& app);   // kernels.cpp
 
 }  // namespace iosim::cli

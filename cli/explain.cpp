@@ -12,7 +12,7 @@
 #include "cli/commands.hpp"
 #include "cli/output_file.hpp"
 #include "cli/run_flags.hpp"
-#include "sim/errors.hpp"
+#include "sim/base/errors.hpp"
 #include "teach/html_writer.hpp"
 #include "teach/text_writer.hpp"
 

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <utility>
 
-#include "sim/errors.hpp"
+#include "sim/base/errors.hpp"
 
 namespace iosim::cli {
 

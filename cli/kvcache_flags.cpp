@@ -7,9 +7,9 @@
 
 #include "kvcache/simulator.hpp"
 #include "kvcache/workload.hpp"
-#include "sim/dtype.hpp"
-#include "sim/errors.hpp"
-#include "sim/profile.hpp"
+#include "sim/schedule/dtype.hpp"
+#include "sim/base/errors.hpp"
+#include "sim/hardware/profile.hpp"
 
 namespace iosim::cli {
 namespace {

@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "cli/commands.hpp"
-#include "sim/errors.hpp"
-#include "sim/run_control.hpp"
-#include "sim/suggest.hpp"
-#include "sim/version.hpp"
+#include "sim/base/errors.hpp"
+#include "sim/engine/run_control.hpp"
+#include "sim/base/suggest.hpp"
+#include "sim/base/version.hpp"
 
 int main(int argc, char** argv) {
   using namespace iosim;
@@ -27,7 +27,7 @@ int main(int argc, char** argv) {
   std::vector<std::pair<CLI::App*, cli::Action>> commands;
   for (auto add : {cli::add_profiles_command, cli::add_run_command, cli::add_demo_command,
                    cli::add_validate_command, cli::add_kvcache_command, cli::add_sweep_command,
-                   cli::add_report_command, cli::add_explain_command}) {
+                   cli::add_report_command, cli::add_explain_command, cli::add_kernels_command}) {
     cli::Action action = add(app);
     commands.emplace_back(app.get_subcommands({}).back(), std::move(action));
   }

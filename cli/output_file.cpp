@@ -10,7 +10,7 @@
 #include <fstream>
 #include <system_error>
 
-#include "sim/errors.hpp"
+#include "sim/base/errors.hpp"
 
 namespace iosim::cli {
 

@@ -5,9 +5,9 @@
 
 #include "cli/commands.hpp"
 #include "reports/writers.hpp"
-#include "sim/errors.hpp"
-#include "sim/profile.hpp"
-#include "sim/profile_overrides.hpp"
+#include "sim/base/errors.hpp"
+#include "sim/hardware/profile.hpp"
+#include "sim/hardware/profile_overrides.hpp"
 
 namespace iosim::cli {
 

@@ -8,7 +8,7 @@
 #include "cli/commands.hpp"
 #include "cli/output_file.hpp"
 #include "reports/sweep_report.hpp"
-#include "sim/errors.hpp"
+#include "sim/base/errors.hpp"
 
 namespace iosim::cli {
 

@@ -10,9 +10,9 @@
 #include "cli/commands.hpp"
 #include "cli/run_flags.hpp"
 #include "reports/writers.hpp"
-#include "sim/errors.hpp"
-#include "sim/profile_overrides.hpp"
-#include "sim/run_control.hpp"
+#include "sim/base/errors.hpp"
+#include "sim/hardware/profile_overrides.hpp"
+#include "sim/engine/run_control.hpp"
 
 namespace iosim::cli {
 namespace {

@@ -5,15 +5,17 @@
 
 #include <algorithm>
 #include <charconv>
+#include <filesystem>
 #include <limits>
 #include <map>
 #include <memory>
 #include <type_traits>
 #include <utility>
 
-#include "sim/block_mask.hpp"
-#include "sim/block_table.hpp"
-#include "sim/errors.hpp"
+#include "sim/schedule/block_mask.hpp"
+#include "sim/schedule/block_table.hpp"
+#include "sim/base/errors.hpp"
+#include "sim/base/yaml_reader.hpp"
 
 namespace iosim::cli {
 
@@ -42,6 +44,10 @@ std::vector<ProblemFlag> make_problem_flags() {
   return {
       {"--profile", "built-in profile name or path to a YAML profile", &RunFlags::profile},
       {"--algo", algos, &RunFlags::algorithm},
+      {"--kernel",
+       "a kernel description (YAML: dataflow, tiles, mechanisms, launch facts; docs/kernels.md) "
+       "or a preset's name (iosim kernels), run in place of --algo",
+       &RunFlags::kernel, false, true},
       {"--dtype", "fp16 | bf16 | fp32 | fp8 (e4m3, --algo flash3 forward)", &RunFlags::dtype},
       {"--pass", "fwd | bwd | fwdbwd", &RunFlags::pass},
       {"--pattern",
@@ -162,6 +168,21 @@ void add_problem_flags(CLI::App& cmd, RunFlags& f, const std::vector<std::string
 RunRequest to_request(const RunFlags& f) {
   RunRequest r;
   r.algorithm = f.algorithm;
+  if (!f.kernel.empty()) {
+    // A description inline ("{...}": YAML's flow map, JSON, what the Python package passes for a
+    // dict), a file, or else the name of a built-in preset.
+    std::error_code ec;
+    if (f.kernel.front() == '{') {
+      r.kernel = std::make_shared<const KernelDescription>(parse_kernel_description(
+          read_yaml_json(f.kernel, "--kernel", "kernel description"), "the kernel given inline"));
+    } else if (std::filesystem::exists(f.kernel, ec) || f.kernel.find('/') != std::string::npos ||
+               f.kernel.find('.') != std::string::npos) {
+      r.kernel = std::make_shared<const KernelDescription>(load_kernel_description(f.kernel));
+    } else {
+      r.kernel = std::make_shared<const KernelDescription>(kernel_preset(f.kernel));
+    }
+    r.algorithm = r.kernel->name;
+  }
   AttentionProblem& p = r.problem;
   p.batch = f.batch;
   p.heads = f.heads;

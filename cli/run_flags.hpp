@@ -15,6 +15,7 @@ namespace iosim::cli {
 struct RunFlags {
   std::string profile = "h100-sxm5-80gb";
   std::string algorithm = "flash2";
+  std::string kernel;  // --kernel FILE|PRESET: a kernel description, in place of --algo
   std::int64_t batch = 1, heads = 1, seq = 0, seq_kv = 0, head_dim = 64;
   std::string dtype = "fp16";
   // Tiling as typed: 0 is the CLI's spelling of "the algorithm's default" (sweep lists use it).

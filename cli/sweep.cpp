@@ -1,5 +1,5 @@
 // `iosim sweep`: run's flags with lists and ranges; the cartesian product, on --jobs threads.
-#include "sweep/sweep.hpp"
+#include "api/sweep.hpp"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -23,9 +23,9 @@
 #include "cli/run_flags.hpp"
 #include "cli/sweep_output.hpp"
 #include "reports/sweep_file.hpp"
-#include "sim/errors.hpp"
-#include "sim/profile_overrides.hpp"
-#include "sim/run_control.hpp"
+#include "sim/base/errors.hpp"
+#include "sim/hardware/profile_overrides.hpp"
+#include "sim/engine/run_control.hpp"
 
 namespace iosim::cli {
 namespace {

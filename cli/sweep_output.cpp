@@ -13,7 +13,7 @@
 #include <system_error>
 #include <utility>
 
-#include "sim/errors.hpp"
+#include "sim/base/errors.hpp"
 
 namespace iosim::cli {
 namespace {

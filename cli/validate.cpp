@@ -5,10 +5,13 @@
 #include <memory>
 #include <vector>
 
+#include "api/ncu_import.hpp"
+#include "api/validation.hpp"
 #include "cli/commands.hpp"
 #include "cli/format_flag.hpp"
-#include "sim/errors.hpp"
-#include "validation/validation.hpp"
+#include "cli/run_flags.hpp"
+#include "sim/base/errors.hpp"
+#include "sim/base/text_file.hpp"
 
 namespace iosim::cli {
 
@@ -19,18 +22,66 @@ Action add_validate_command(CLI::App& app) {
     std::vector<std::string> paths;
     std::string profile;
     FormatFlag format{{"table", "json", "csv", "md"}};
+    // Your own kernel: its ncu export, its description, its problem and its CUDA-event time.
+    std::string ncu;
+    double time_us = 0.0;
+    RunFlags problem;
   };
   auto f = std::make_shared<Flags>();
   cmd->add_option("measured", f->paths,
-                  "measurements JSON files or folders of them (several are summarized together)")
-      ->required();
+                  "measurements JSON files or folders of them (several are summarized together)");
   cmd->add_option("--profile", f->profile,
                   "profile to predict with (default: from the folder or device name)");
+  cmd->add_option("--ncu", f->ncu,
+                  "your own kernel's Nsight Compute CSV export (ncu --csv --metrics ...; "
+                  "docs/kernels.md), compared with --kernel on the problem the flags give");
+  cmd->add_option("--time-us", f->time_us,
+                  "--ncu: your kernel's time in microseconds, as CUDA events measured it");
+  add_problem_flags(*cmd, f->problem,
+                    {"--kernel", "--batch", "--heads", "--kv-heads", "--seq", "--seq-kv",
+                     "--head-dim", "--dtype", "--pass", "--causal", "--mask"});
   f->format.add_to(*cmd);
   return [f] {
     const std::string& format = f->format.checked();
-    const ValidationResult v = validate_measurements(
-        std::vector<std::filesystem::path>(f->paths.begin(), f->paths.end()), f->profile);
+    ValidationResult v;
+    if (!f->ncu.empty()) {
+      if (!f->paths.empty()) {
+        throw ConfigError("give measured files or --ncu FILE.csv, not both");
+      }
+      if (f->problem.kernel.empty()) {
+        throw ConfigError("--ncu needs --kernel: the description of the kernel you measured");
+      }
+      if (f->problem.seq <= 0) throw ConfigError("--ncu needs --seq (and the problem's flags)");
+      if (!(f->time_us > 0)) {
+        throw ConfigError("--ncu needs --time-us: your kernel's CUDA-event time in microseconds");
+      }
+      const RunRequest r = to_request(f->problem);
+      const std::vector<NcuKernel> kernels =
+          read_ncu_csv(read_text_file(f->ncu, "ncu CSV export", kMaxDataFileBytes), f->ncu);
+      std::string profile = f->profile;
+      if (profile.empty()) {
+        const std::string& device = kernels.front().device;
+        profile = device.find("H200") != std::string::npos   ? "h200-sxm-141gb"
+                  : device.find("H100") != std::string::npos ? "h100-sxm5-80gb"
+                  : device.find("A100") != std::string::npos
+                      ? (device.find("80GB") != std::string::npos ? "a100-sxm4-80gb"
+                                                                  : "a100-sxm4-40gb")
+                      : "";
+        if (profile.empty()) {
+          throw ConfigError(fmt::format(
+              "{}: no built-in profile for device '{}'; pass --profile", f->ncu, device));
+        }
+      }
+      v = validate_document(ncu_case_document(kernels, *r.kernel, r.problem, f->time_us * 1e-6,
+                                              f->ncu),
+                            f->ncu, profile);
+    } else {
+      if (f->paths.empty()) {
+        throw ConfigError("give measurements files or folders, or --ncu FILE.csv --kernel ...");
+      }
+      v = validate_measurements(
+          std::vector<std::filesystem::path>(f->paths.begin(), f->paths.end()), f->profile);
+    }
     if (format == "json") {
       std::cout << validation_json(v);
     } else if (format == "csv") {

@@ -1,6 +1,6 @@
 #include "kvcache/block_pool.hpp"
 
-#include "sim/errors.hpp"
+#include "sim/base/errors.hpp"
 
 namespace iosim::kvcache {
 

@@ -2,7 +2,7 @@
 
 #include <iterator>
 
-#include "sim/errors.hpp"
+#include "sim/base/errors.hpp"
 
 namespace iosim::kvcache {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <utility>
 
-#include "sim/errors.hpp"
+#include "sim/base/errors.hpp"
 
 namespace iosim::kvcache::detail {
 

@@ -1,6 +1,6 @@
 #include "kvcache/paged_policy.hpp"
 
-#include "sim/errors.hpp"
+#include "sim/base/errors.hpp"
 
 namespace iosim::kvcache::detail {
 namespace {

@@ -11,8 +11,8 @@
 #include "kvcache/contiguous_policy.hpp"
 #include "kvcache/paged_policy.hpp"
 #include "kvcache/sequences.hpp"
-#include "sim/errors.hpp"
-#include "sim/suggest.hpp"
+#include "sim/base/errors.hpp"
+#include "sim/base/suggest.hpp"
 
 namespace iosim::kvcache {
 namespace {

@@ -8,9 +8,9 @@
 #include <random>
 #include <sstream>
 
-#include "sim/errors.hpp"
-#include "sim/suggest.hpp"
-#include "sim/text_file.hpp"
+#include "sim/base/errors.hpp"
+#include "sim/base/suggest.hpp"
+#include "sim/base/text_file.hpp"
 
 namespace iosim::kvcache {
 namespace {

@@ -16,14 +16,14 @@
 
 #include "cli/kvcache_flags.hpp"
 #include "cli/run_flags.hpp"
-#include "reports/schema_version.hpp"
+#include "api/schema_version.hpp"
 #include "reports/writers.hpp"
-#include "sim/errors.hpp"
-#include "sim/profile_overrides.hpp"
-#include "sim/suggest.hpp"
-#include "sim/version.hpp"
-#include "sweep/sweep.hpp"
-#include "validation/validation.hpp"
+#include "sim/base/errors.hpp"
+#include "sim/hardware/profile_overrides.hpp"
+#include "sim/base/suggest.hpp"
+#include "sim/base/version.hpp"
+#include "api/sweep.hpp"
+#include "api/validation.hpp"
 
 namespace py = pybind11;
 using namespace iosim;

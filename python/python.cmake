@@ -3,8 +3,7 @@
 # so each source is compiled once; a shared module needs them position-independent. Nothing
 # interposes their symbols, so -fno-semantic-interposition keeps GCC inlining and cloning their
 # global functions as it does without -fPIC.
-set(IOSIM_PY_LIBS iosim_sim iosim_algorithms iosim_numerics iosim_api iosim_kvcache iosim_reports
-                  iosim_sweep iosim_validation)
+set(IOSIM_PY_LIBS iosim_sim iosim_algorithms iosim_numerics iosim_api iosim_kvcache iosim_reports)
 set_target_properties(${IOSIM_PY_LIBS} PROPERTIES POSITION_INDEPENDENT_CODE ON)
 foreach(lib IN LISTS IOSIM_PY_LIBS)
   target_compile_options(${lib} PRIVATE -fno-semantic-interposition)
@@ -16,7 +15,7 @@ pybind11_add_module(_iosim NO_EXTRAS  # no LTO: a quicker build
                     ${PROJECT_SOURCE_DIR}/cli/kvcache_flags.cpp)
 target_include_directories(_iosim PRIVATE ${CLI11_INCLUDE_DIR})
 target_compile_options(_iosim PRIVATE ${IOSIM_WARNINGS})
-target_link_libraries(_iosim PRIVATE iosim_validation)  # and, through it, the others
+target_link_libraries(_iosim PRIVATE iosim_reports)  # and, through it, the others
 # The module does not export the symbols of the static libraries in it (PyInit__iosim is its API).
 target_link_options(_iosim PRIVATE -Wl,--exclude-libs,ALL)
 set_target_properties(_iosim PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/python/iosim)

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <utility>
 
-#include "reports/schema_version.hpp"
+#include "api/schema_version.hpp"
 #include "reports/writers.hpp"
 
 namespace iosim {

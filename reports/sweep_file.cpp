@@ -7,10 +7,10 @@
 #include <set>
 #include <tuple>
 
-#include "reports/schema_version.hpp"
+#include "api/schema_version.hpp"
 #include "reports/writers.hpp"
-#include "sim/errors.hpp"
-#include "sim/text_file.hpp"
+#include "sim/base/errors.hpp"
+#include "sim/base/text_file.hpp"
 
 namespace iosim {
 namespace {

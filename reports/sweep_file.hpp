@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "api/iosim.hpp"
-#include "sweep/sweep.hpp"
+#include "api/sweep.hpp"
 
 namespace iosim {
 

@@ -12,7 +12,7 @@
 #include <string_view>
 
 #include "reports/writers.hpp"
-#include "sim/errors.hpp"
+#include "sim/base/errors.hpp"
 
 // The page's stylesheet and scripts: reports/assets/, embedded at build time (CMakeLists.txt,
 // iosim_embed_assets).

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "reports/sweep_file.hpp"
-#include "validation/validation.hpp"
+#include "api/validation.hpp"
 
 namespace iosim {
 

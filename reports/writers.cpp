@@ -4,9 +4,9 @@
 
 #include <cmath>
 
-#include "reports/schema_version.hpp"
-#include "sim/block_mask.hpp"
-#include "sim/block_table.hpp"
+#include "api/schema_version.hpp"
+#include "sim/schedule/block_mask.hpp"
+#include "sim/schedule/block_table.hpp"
 
 namespace iosim {
 namespace {
@@ -295,25 +295,11 @@ void add_run_json(json& j, const Report& r) {
 
 }  // namespace
 
-std::string human_bytes(double b) {
-  const char* units[] = {"B", "KB", "MB", "GB", "TB", "PB"};
-  int u = 0;
-  while (std::abs(b) >= 1000.0 && u < 5) {
-    b /= 1000.0;
-    ++u;
-  }
-  return u == 0 ? fmt::format("{:.0f} B", b) : fmt::format("{:.3g} {}", b, units[u]);
-}
-
-std::string human_seconds(double s) {
-  if (s >= 1.0) return fmt::format("{:.3g} s", s);
-  if (s >= 1e-3) return fmt::format("{:.3g} ms", s * 1e3);
-  return fmt::format("{:.3g} us", s * 1e6);
-}
-
 json report_to_json(const Report& r) {
   json j = {{"schema_version", kSchemaVersion}};
   if (r.feasible()) add_run_json(j, r);
+  // A run of a kernel description says what it ran: the description with its mechanisms resolved.
+  if (r.request.kernel) j["kernel_description"] = kernel_description_json(*r.request.kernel);
   for (const Column& c : kColumns) {
     if (!has_value(c, r)) continue;
     json v = c.value(r);

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "api/iosim.hpp"
+#include "sim/base/human_units.hpp"
 
 namespace iosim {
 
@@ -23,10 +24,5 @@ std::string csv_row(const Report& r);
 /// --l2 off and `three_level[i]` the same with --l2 on.
 std::string format_comparison(const std::vector<Report>& two_level,
                               const std::vector<Report>& three_level);
-
-/// Bytes with a decimal unit ("1.23 GB").
-std::string human_bytes(double bytes);
-/// Seconds with a unit ("1.23 ms").
-std::string human_seconds(double s);
 
 }  // namespace iosim

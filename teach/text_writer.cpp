@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <string>
 
-#include "sim/errors.hpp"
+#include "sim/base/errors.hpp"
 
 namespace iosim::teach {
 namespace {

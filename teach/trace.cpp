@@ -7,8 +7,8 @@
 #include <map>
 #include <utility>
 
-#include "numerics/numeric_executor.hpp"
-#include "sim/errors.hpp"
+#include "sim/numerics/numeric_executor.hpp"
+#include "sim/base/errors.hpp"
 
 namespace iosim::teach {
 namespace {
@@ -64,7 +64,7 @@ class EngineRecorder final : public OpObserver {
   std::map<Key, std::size_t> next_index_;
 };
 
-// The buffers a compute writes (numerics/numeric_executor.cpp gives each kind its meaning).
+// The buffers a compute writes (sim/numerics/numeric_executor.cpp gives each kind its meaning).
 std::vector<TensorId> written_by(const TileOp& op) {
   using T = TensorId;
   switch (op.compute) {
@@ -349,7 +349,9 @@ Trace build_trace(const HardwareProfile& profile, const RunRequest& request) {
   std::map<Key, std::vector<OnChipTile>> held;
   trace.extents.resize(kTensorCount);
   LevelBytes total;
-  const std::string algorithm = request.algorithm;
+  // A kernel description's operations carry out the lines of the algorithm its dataflows follow.
+  const std::string algorithm =
+      request.kernel ? paper_algorithm_of(*request.kernel) : request.algorithm;
   for (std::size_t i = 0; i < main_run.seen.size(); ++i) {
     const EngineRecorder::Seen& s = main_run.seen[i];
     TraceStep step;

@@ -8,9 +8,9 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
-#include "numerics/numeric_executor.hpp"
-#include "sim/block_mask.hpp"
-#include "sim/errors.hpp"
+#include "sim/numerics/numeric_executor.hpp"
+#include "sim/schedule/block_mask.hpp"
+#include "sim/base/errors.hpp"
 #include "tests/test_support.hpp"
 
 using namespace iosim;

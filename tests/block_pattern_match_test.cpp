@@ -1,7 +1,7 @@
 // The block-sparse kernels in cuda_validate/ visit the blocks of their own host-side copy of
 // the pattern rules (cuda_validate/runner/block_pattern.hpp: the device build carries no
 // iosim library). A measured case is only comparable with iosim's prediction if both pick the
-// same blocks, so this holds the copy to sim/block_mask.cpp over many shapes and patterns.
+// same blocks, so this holds the copy to sim/schedule/block_mask.cpp over many shapes and patterns.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -9,7 +9,7 @@
 #include <span>
 
 #include "cuda_validate/runner/block_pattern.hpp"
-#include "sim/block_mask.hpp"
+#include "sim/schedule/block_mask.hpp"
 
 using namespace iosim;
 

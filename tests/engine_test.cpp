@@ -1,6 +1,6 @@
 // The engine: occupancy limits at capacity and capacity + 1, conservation of bytes between the
 // levels, L2 reuse of K/V across concurrent CTAs, cold-L2 runs, determinism, time sanity.
-#include "sim/engine.hpp"
+#include "sim/engine/engine.hpp"
 
 #include <doctest/doctest.h>
 
@@ -8,8 +8,8 @@
 #include <set>
 #include <utility>
 
-#include "sim/errors.hpp"
-#include "sim/event_queue.hpp"
+#include "sim/base/errors.hpp"
+#include "sim/engine/event_queue.hpp"
 #include "tests/test_support.hpp"
 
 using namespace iosim;

@@ -8,7 +8,7 @@
 #include <map>
 #include <sstream>
 
-#include "sim/errors.hpp"
+#include "sim/base/errors.hpp"
 #include "teach/html_writer.hpp"
 #include "teach/text_writer.hpp"
 #include "teach/trace.hpp"

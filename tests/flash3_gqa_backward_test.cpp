@@ -4,7 +4,7 @@
 // its op streams give dK and dV summed over the group exactly, and one shape is counted by hand.
 #include <doctest/doctest.h>
 
-#include "sim/errors.hpp"
+#include "sim/base/errors.hpp"
 #include "tests/test_support.hpp"
 
 using namespace iosim;

@@ -7,8 +7,8 @@
 #include <cmath>
 
 #include "algorithms/tile_costs.hpp"
-#include "sim/engine.hpp"
-#include "sim/errors.hpp"
+#include "sim/engine/engine.hpp"
+#include "sim/base/errors.hpp"
 #include "tests/test_support.hpp"
 
 using namespace iosim;
@@ -353,7 +353,7 @@ TEST_CASE("FlashAttention-3's headline shape: FP16 forward, d = 128, N = 16k, H1
   CHECK(test::rel_close(tflops, 775.0, 0.02));
   CHECK(test::rel_close(tflops, 740.0, 0.15));  // the issue's goal
   CHECK(rep.engine.kernels.at(0).bound == "compute");
-  // Sustained, the 700 W limit holds the clock near 1550 MHz (sim/power_model.hpp): cuDNN's
+  // Sustained, the 700 W limit holds the clock near 1550 MHz (sim/hardware/power_model.hpp): cuDNN's
   // forward of this shape ran 3.67 ms on our H100 (cudnn_2026-11-23, CUDA events), 599 TFLOP/s.
   r.engine.sm_clock_mhz = 0;
   const Report capped = simulate(test::profile(), r);

@@ -6,9 +6,9 @@
 
 #include <string>
 
-#include "sim/errors.hpp"
-#include "sim/io_formulas.hpp"
-#include "sim/problem.hpp"
+#include "sim/base/errors.hpp"
+#include "algorithms/io_formulas.hpp"
+#include "sim/schedule/problem.hpp"
 
 using namespace iosim;
 

@@ -11,7 +11,7 @@
 #include "kvcache/contiguous_arena.hpp"
 #include "kvcache/simulator.hpp"
 #include "kvcache/workload.hpp"
-#include "sim/errors.hpp"
+#include "sim/base/errors.hpp"
 
 namespace {
 

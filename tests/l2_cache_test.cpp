@@ -1,12 +1,12 @@
 // The L2 model: exact sector accounting, write-back of dirty data, LRU inclusion (a bigger
 // cache never misses more on the same trace), flush.
-#include "sim/l2_cache.hpp"
+#include "sim/memory/l2_cache.hpp"
 
 #include <doctest/doctest.h>
 
 #include <random>
 
-#include "sim/errors.hpp"
+#include "sim/base/errors.hpp"
 
 using namespace iosim;
 

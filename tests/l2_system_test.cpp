@@ -1,6 +1,6 @@
 // The partitioned L2: a line read from both sides is fetched from DRAM once but occupies both
 // partitions; dirty data lives only in its home partition and is written back once.
-#include "sim/l2_system.hpp"
+#include "sim/memory/l2_system.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,6 +1,6 @@
 // Hardware profiles: the built-in files, the strict loader (property sweeps over every key), the
 // bad-profile corpus with its expected messages, and the small helpers (dtype, "did you mean").
-#include "sim/profile.hpp"
+#include "sim/hardware/profile.hpp"
 
 #include <doctest/doctest.h>
 
@@ -20,10 +20,10 @@
 #include <utility>
 #include <vector>
 
-#include "sim/dtype.hpp"
-#include "sim/errors.hpp"
-#include "sim/profile_overrides.hpp"
-#include "sim/suggest.hpp"
+#include "sim/schedule/dtype.hpp"
+#include "sim/base/errors.hpp"
+#include "sim/hardware/profile_overrides.hpp"
+#include "sim/base/suggest.hpp"
 
 namespace fs = std::filesystem;
 using iosim::ConfigError;

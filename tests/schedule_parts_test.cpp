@@ -2,7 +2,7 @@
 // part boundary must never cut one of the engine's stages in two.
 #include <doctest/doctest.h>
 
-#include "sim/block_mask.hpp"
+#include "sim/schedule/block_mask.hpp"
 #include "tests/test_support.hpp"
 
 using namespace iosim;

@@ -1,4 +1,4 @@
-// Steady-state extrapolation (sim/steady_state.hpp) against full simulation (--exact) on every
+// Steady-state extrapolation (sim/engine/steady_state.hpp) against full simulation (--exact) on every
 // schedule, with the L2 on and off: every counter within 0.5% and the time within 1% where it
 // extrapolated, identical results where it did not. The L2 is shrunk to 4 MB so that CTAs stream
 // several times its capacity (the condition for leaving steps out with the L2 on) at sizes CI
@@ -11,7 +11,7 @@
 #include <utility>
 
 #include "api/simulate.hpp"
-#include "sim/block_mask.hpp"
+#include "sim/schedule/block_mask.hpp"
 #include "tests/test_support.hpp"
 
 using namespace iosim;

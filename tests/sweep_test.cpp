@@ -1,7 +1,7 @@
 // Sweeps and sweep reports: value lists and ranges, the cartesian product, shards, determinism
 // whatever the thread count, infeasible and invalid points as rows, merging sweep files, the best
 // block table and the report writers.
-#include "sweep/sweep.hpp"
+#include "api/sweep.hpp"
 
 #include <doctest/doctest.h>
 
@@ -12,7 +12,7 @@
 
 #include "reports/sweep_file.hpp"
 #include "reports/sweep_report.hpp"
-#include "sim/errors.hpp"
+#include "sim/base/errors.hpp"
 #include "tests/test_support.hpp"
 
 using namespace iosim;

@@ -8,10 +8,10 @@
 #include <nlohmann/json.hpp>
 
 #include "algorithms/tile_costs.hpp"
-#include "sim/block_mask.hpp"
-#include "sim/engine.hpp"
+#include "sim/schedule/block_mask.hpp"
+#include "sim/engine/engine.hpp"
 #include "tests/test_support.hpp"
-#include "validation/validation.hpp"
+#include "api/validation.hpp"
 
 using namespace iosim;
 

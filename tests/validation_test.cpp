@@ -5,7 +5,7 @@
 // runs with a backward apart from its forwards ("flash3 fwdbwd"); scripts/accuracy_levels.py
 // writes them (tightening freely, loosening only when told why, with a history entry and a
 // CALIBRATION.md entry: its --check, ctest accuracy_gate, holds that).
-#include "validation/validation.hpp"
+#include "api/validation.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>

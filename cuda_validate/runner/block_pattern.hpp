@@ -1,5 +1,5 @@
 // The block mask of a block-sparse case, computed on the host exactly as iosim's
-// sim/block_mask.cpp computes it for `--algo block-sparse --pattern ...`, so a measured
+// sim/schedule/block_mask.cpp computes it for `--algo block-sparse --pattern ...`, so a measured
 // case runs the blocks iosim predicts (tests/block_pattern_match_test.cpp holds the two
 // together over many shapes). Host-only and header-only: the runner (C++17 under nvcc)
 // and iosim's test suite (C++20, iosim's warning set) both include it.

@@ -42,9 +42,18 @@ def profiles():
     return list(_iosim.profile_names())
 
 
+def _kernel_text(flags):
+    # A kernel description given as a dict goes to the library as inline JSON, which --kernel
+    # reads as it reads a file (docs/kernels.md).
+    if isinstance(flags.get("kernel"), dict):
+        flags = dict(flags, kernel=json.dumps(flags["kernel"]))
+    return flags
+
+
 def run(**flags):
-    """Simulates one attention call; returns `iosim run --format json`'s document as a dict."""
-    report = json.loads(_iosim.run_json(flags))
+    """Simulates one attention call; returns `iosim run --format json`'s document as a dict.
+    kernel= takes a kernel description: a dict, a YAML file's path or a preset's name."""
+    report = json.loads(_iosim.run_json(_kernel_text(flags)))
     if not report["feasible"]:
         raise InfeasibleError(report)
     return report
@@ -72,7 +81,7 @@ def sweep(jobs=0, dataframe=False, **flags):
             values.append(list(v))
         else:
             values.append(_as_list(v))
-    points = [dict(zip(names, combo)) for combo in itertools.product(*values)]
+    points = [_kernel_text(dict(zip(names, combo))) for combo in itertools.product(*values)]
     rows = [json.loads(text) for text in _iosim.sweep_json_rows(points, jobs)]
     if not dataframe:
         return rows

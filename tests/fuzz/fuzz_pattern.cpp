@@ -1,7 +1,7 @@
 // libFuzzer target: block-sparse pattern specs (--pattern) and pattern files, and paged block
 // tables. The first byte picks the reader.
-#include "sim/block_mask.hpp"
-#include "sim/block_table.hpp"
+#include "sim/schedule/block_mask.hpp"
+#include "sim/schedule/block_table.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

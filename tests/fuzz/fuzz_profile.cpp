@@ -1,5 +1,5 @@
 // libFuzzer target: the profile loader (YAML text -> HardwareProfile, with all its checks).
-#include "sim/profile.hpp"
+#include "sim/hardware/profile.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

@@ -11,8 +11,8 @@
 #include <filesystem>
 #include <string>
 
-#include "sim/errors.hpp"
-#include "sim/run_control.hpp"
+#include "sim/base/errors.hpp"
+#include "sim/engine/run_control.hpp"
 
 namespace iosim::fuzz {
 

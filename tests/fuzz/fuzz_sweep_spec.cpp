@@ -1,6 +1,6 @@
 // libFuzzer target: sweep value lists and ranges (--seq 512:65536:x2,100), shards, and the
 // point count of their product. The first byte picks the parser.
-#include "sweep/sweep.hpp"
+#include "api/sweep.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

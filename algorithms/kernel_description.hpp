@@ -1,0 +1,128 @@
+#pragma once
+// A kernel description: what a user can say of an attention kernel without writing C++. Two halves:
+//  - the dataflow (what each CTA does to which tiles in what order) decides the bytes;
+//  - the mechanisms (MMA family, load path, warp roles, pipeline depth, persistent grid, the
+//    launch facts a compiler reports) decide, with the dataflow, the time.
+// Any dataflow combines with any mechanism the engine models. The built-in algorithm names are
+// presets of descriptions (kernel_presets.cpp); a user writes the same thing as a YAML file
+// (`--kernel FILE`, schemas/kernel.schema.json) or a Python dict (`iosim.run(kernel={...})`).
+//
+// Where each mechanism acts (docs/kernels.md says the same for users):
+//  - mma: the tensor-core rate (mma.sync reaches the profile's measured
+//    compute.mma_sync_flops_per_clk_per_sm; wgmma the tensor peak), and the shared-memory operand
+//    reads the query-stationary forward emits (mma.sync: every warp reads the K/V tile through
+//    ldmatrix; wgmma: every warpgroup once; wgmma_rs takes P from registers, wgmma_ss from
+//    shared memory); with wgmma the tensor cores read their operands asynchronously (one pipe).
+//  - warp_roles: uniform (every warp loads and computes), producer_consumer (a producer
+//    warpgroup issues the copies, block_q / 64 consumer warpgroups compute and cooperate),
+//    pingpong (the consumers take turns on the tensor cores, one's softmax under another's GEMMs).
+//  - load: cp_async and tma are asynchronous copies that overlap compute as deep as the stages
+//    allow; plain loads go through registers, so a stage's copy waits for the previous compute
+//    (pipeline depth 1). The engine times cp.async and TMA alike (no issue cost is modelled).
+//  - stages: shared-memory buffers of the streamed operand (Tiling::pipeline_stages).
+//  - persistent: accepted and reported; the engine already gives each next tile to the SM that
+//    frees first, which is what a persistent grid's tile scheduler does, so it times the same.
+//  - launch: threads, registers per thread and shared memory per CTA replace iosim's estimates
+//    (they set occupancy).
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "algorithms/algorithm.hpp"
+
+namespace iosim {
+
+/// How the kernel drives the tensor cores.
+enum class MmaFamily { mma_sync, wgmma_ss, wgmma_rs };
+/// How tiles reach shared memory.
+enum class LoadPath { plain, cp_async, tma };
+/// What the warps of a CTA do.
+enum class WarpRoles { uniform, producer_consumer, pingpong };
+
+/// The mechanisms of a description; a field left out takes its dataflow preset's value.
+struct Mechanisms {
+  std::optional<MmaFamily> mma;
+  std::optional<LoadPath> load;
+  std::optional<WarpRoles> warp_roles;
+  std::optional<bool> persistent;
+};
+
+/// Mechanisms with every field resolved.
+struct ResolvedMechanisms {
+  MmaFamily mma = MmaFamily::mma_sync;
+  LoadPath load = LoadPath::cp_async;
+  WarpRoles warp_roles = WarpRoles::uniform;
+  bool persistent = false;
+  bool wgmma() const { return mma != MmaFamily::mma_sync; }
+};
+
+/// The dataflows a description may name, forward and backward (docs/kernels.md describes each).
+/// Each is carried out by a built-in schedule; the name of the preset that owns it is `owner`.
+struct DataflowInfo {
+  const char* name;
+  const char* owner;    // the built-in algorithm whose schedule carries it out
+  const char* summary;  // one line for `iosim kernels`
+};
+const std::vector<DataflowInfo>& forward_dataflows();
+const std::vector<DataflowInfo>& backward_dataflows();
+
+struct KernelDescription {
+  std::string name;      // shown as the run's algorithm
+  std::string source;    // where it came from (a file, "preset flash2", "the kernel dict")
+  std::string forward;   // a forward dataflow, or "" (none: --pass fwd is refused)
+  std::string backward;  // a backward dataflow, or "" (none: --pass bwd and fwdbwd are refused)
+  bool block_mask = false;  // query_stationary: only a block mask's nonzero blocks (--pattern)
+  TilingRequest tiles;      // tiles and launch facts; CLI flags replace them
+  std::optional<std::int64_t> smem_bytes_per_cta;  // launch fact: replaces the estimate
+  Mechanisms mechanisms;
+};
+
+/// Parses a description from a JSON value (a YAML file read by load_kernel_description, or a
+/// Python dict); `source` names it in messages. Throws ConfigError naming the source, the key
+/// path and the reason (unknown key with a "did you mean", wrong type, unknown dataflow or
+/// mechanism, a value out of range), listing every problem at once.
+KernelDescription parse_kernel_description(const nlohmann::json& doc, const std::string& source);
+
+/// Reads and parses a YAML (or JSON) description file.
+KernelDescription load_kernel_description(const std::filesystem::path& path);
+
+/// The description as a JSON object with every field it sets (what `iosim kernels --show` prints
+/// as YAML, and what the run's JSON reports under "kernel_description").
+nlohmann::json kernel_description_json(const KernelDescription& d);
+/// The same as YAML text, with a comment line per section.
+std::string kernel_description_yaml(const KernelDescription& d);
+
+/// The preset descriptions of the built-in algorithms, in the registry's order.
+const std::vector<KernelDescription>& kernel_presets();
+/// The preset called `name`; throws ConfigError listing the presets otherwise.
+const KernelDescription& kernel_preset(const std::string& name);
+
+/// The mechanisms `d` resolves to: its own where given, else its forward (or backward) dataflow
+/// owner preset's.
+ResolvedMechanisms resolve_mechanisms(const KernelDescription& d);
+
+/// An Algorithm that plans `d`: its dataflows carried out by their owners' schedules, its
+/// mechanisms applied, its tiles as the request's defaults. Checks `d` against `profile` (a
+/// mechanism the GPU lacks, such as wgmma on an A100) and throws ConfigError naming the source.
+Algorithm described_algorithm(const KernelDescription& d, const HardwareProfile& profile,
+                              const Registry& registry);
+
+/// The request's tiling with the description's tiles and launch facts under it: a field the
+/// request sets (a CLI flag) wins.
+TilingRequest described_tiling(const KernelDescription& d, const TilingRequest& requested);
+
+/// The built-in algorithm whose paper lines `d`'s operations carry out (`iosim explain`): its
+/// forward dataflow's owner, else its backward's; the two-pass backward computes FlashAttention-2's
+/// Algorithm 2 lines in another loop order ("flash2").
+std::string paper_algorithm_of(const KernelDescription& d);
+
+/// Lower-case names as descriptions spell them.
+const char* mma_name(MmaFamily m);
+const char* load_name(LoadPath l);
+const char* warp_roles_name(WarpRoles w);
+
+}  // namespace iosim

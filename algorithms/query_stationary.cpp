@@ -1,0 +1,274 @@
+#include "algorithms/query_stationary.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <span>
+
+#include "algorithms/passes.hpp"
+#include "algorithms/tile_costs.hpp"
+#include "sim/schedule/block_mask.hpp"
+
+namespace iosim {
+namespace {
+
+constexpr int kWarpgroupThreads = 128;
+constexpr std::int64_t kRowsPerWarpgroup = 64;  // wgmma's M: one m64nNk16 per warpgroup
+
+// What FlashAttention-3's FP8 forward does per key block beyond its 16-bit path, added to the
+// P V op of score tile `s` (hopper/mainloop_fwd_sm90_tma_gmma_ws.hpp, Transpose_V = Is_FP8):
+// - V_j's transpose in shared memory (fp8 wgmma takes its B operand K-major only): V_j read with
+//   LDSM.T (d x kr bytes, counted as shared-memory reads; the STSM write back is not counted),
+//   bytes swapped with one PRMT (__byte_perm) per 4 bytes;
+// - P's registers permuted to the fp8 A-operand layout (permute_Aregs_fp8): one PRMT per 4
+//   scores;
+// - per-block V scale: P V_j accumulates apart and O += scale_v_j * (P V_j), one FP32 FMA (2
+//   FLOPs) per element of O. The Q and K block scales fold into the softmax's scale multiply,
+//   which every score already pays (no extra op).
+void add_fp8_extra_ops(TileOp& pv_op, const TileRef& s, std::int64_t d) {
+  pv_op.smem_read_bytes += s.cols * d;
+  pv_op.int_ops += s.cols * d / 4 + s.rows * s.cols / 4;
+  pv_op.fp32_flops += 2 * s.rows * d;
+}
+
+bool warp_specialized(const ResolvedMechanisms& m) {
+  return m.warp_roles != WarpRoles::uniform;
+}
+
+class QueryStationaryForward final : public Schedule {
+ public:
+  QueryStationaryForward(const AttentionProblem& p, const Tiling& t, QueryStationaryKernel kernel,
+                         std::shared_ptr<const BlockMask> blocks)
+      : p_(p), t_(t), k_(std::move(kernel)), blocks_(std::move(blocks)) {}
+
+  // Grouped-query attention: K/V have B*H_kv matrices; the query group is packed (QueryView)
+  // except under a block mask, which is over query positions.
+  QueryView view() const { return QueryView::of(p_, p_.packs_query_group() && !blocks_); }
+
+  std::vector<TensorDecl> tensors() const override { return view().tensors(p_); }
+
+  std::vector<KernelSpec> kernels() const override {
+    const ResolvedMechanisms& m = k_.mechanisms;
+    KernelSpec k;
+    k.name = k_.name;
+    // One CTA per query tile in the order the hardware (or a persistent grid's tile scheduler)
+    // hands them out: query blocks of a head first, then batches, then heads.
+    k.grid = view().grid(p_, t_.block_q);
+    k.threads_per_cta = t_.threads;
+    k.smem_bytes_per_cta = k_.smem_bytes;
+    k.registers_per_thread = k_.registers;
+    // Plain loads go through registers: the next tile's copy waits for the current compute.
+    k.pipeline_stages = m.load == LoadPath::plain ? 1 : kv_pipeline_depth(t_.pipeline_stages);
+    k.mma_dtype = p_.dtype;
+    k.tensor_instruction = m.wgmma() ? TensorInstruction::wgmma : TensorInstruction::mma_sync;
+    k.producer_warps = warp_specialized(m) ? kWarpgroupThreads / 32 : 0;
+    k.consumer_warpgroups = k_.consumer_warpgroups;
+    k.overlap = m.warp_roles == WarpRoles::pingpong ? PipeOverlap::pingpong
+                : m.wgmma()                         ? PipeOverlap::async_tensor
+                                                    : PipeOverlap::warps_per_scheduler;
+    k.role = "attention";
+    k.main_loop = true;
+    return {k};
+  }
+
+  // Heads repeat; with grouped-query heads sharing K/V (unpacked), a group of heads of every batch.
+  // A CTA's K/V blocks repeat up to the first that crosses the causal diagonal, or the last,
+  // which also writes O (under a block mask the blocks follow no stride: none).
+  Repetition repetition(std::size_t) const override {
+    Repetition r = forward_repetition(p_, view(), t_.block_q);
+    if (blocks_) r.part_period = r.alike_run = 0;
+    return r;
+  }
+  PartRange steady_parts(std::size_t, std::int64_t cta) const override {
+    if (blocks_) return {};
+    const QueryView::Tile tile = view().tile(p_, t_.block_q, cta);
+    return forward_steady_parts(p_, tile.q0, tile.qr, t_.block_kv);
+  }
+
+  // Part 0 loads Q and initializes the state; part 1 + k is the k-th K/V block the CTA computes
+  // (under a block mask, its k-th nonzero block), and the last one also writes O and L. One
+  // block per part keeps a few operations per resident CTA in memory instead of all of them
+  // (N = 16384 with 32-key blocks: 2560 operations, 300 KB per CTA, tens of MB for a wave, which
+  // the engine streamed through the CPU's caches).
+  bool emit_cta_part(std::size_t, std::int64_t cta, std::size_t part,
+                     std::vector<TileOp>& out) const override {
+    const auto [qb, bh, kv, q0, qr] = view().tile(p_, t_.block_q, cta);
+    const std::int64_t d = p_.head_dim, eb = p_.elem_bytes();
+    const std::int64_t offset = p_.seq_kv - p_.seq;  // bottom-right causal alignment
+    const TileRef o{TensorId::O, bh, q0, qr, 0, d};
+
+    // The blocks computed: up to the last key any row of this block sees (causal), or the
+    // nonzero blocks of a block mask (zero past the diagonal with --causal).
+    const std::span<const std::int64_t> nonzero =
+        blocks_ ? blocks_->row_blocks(qb) : std::span<const std::int64_t>{};
+    const std::int64_t count = blocks_ ? static_cast<std::int64_t>(nonzero.size())
+                                       : dense_kv_blocks(p_, q0, qr, t_.block_kv);
+    if (count == 0) {  // block-sparse: no nonzero block, O = 0 and L = +inf, Q unread
+      out.push_back(costs::init_state(o));
+      finish_forward_tile(o, d, out);
+      return false;
+    }
+    if (part == 0) {
+      out.push_back(TileOp::load({TensorId::Q, bh, q0, qr, 0, d}));  // gQ -> sQ (qr, d)
+      out.push_back(costs::init_state(o));
+      return true;
+    }
+    const auto k = static_cast<std::int64_t>(part) - 1;
+    const std::int64_t j = blocks_ ? nonzero[static_cast<std::size_t>(k)] : k;
+    const std::int64_t k0 = j * t_.block_kv;
+    const std::int64_t kr = std::min(t_.block_kv, p_.seq_kv - k0);
+    out.push_back(TileOp::load({TensorId::K, kv, k0, kr, 0, d}));  // gK -> sK (kr, d)
+    out.push_back(TileOp::load({TensorId::V, kv, k0, kr, 0, d}));  // gV -> sV (kr, d)
+    const TileRef s{TensorId::S, bh, q0, qr, k0, kr};              // rS (qr, kr)
+    const bool wgmma = k_.mechanisms.wgmma();
+    // Shared-memory operand reads of the two products. mma.sync: each warp reads its own Q rows
+    // and the whole K (then V) tile through ldmatrix. wgmma: the tensor cores read the B operand
+    // once per warpgroup (and Q once); the RS form takes P from registers, the SS form reads it
+    // from shared memory too.
+    const std::int64_t readers =
+        wgmma ? ceil_div(qr, kRowsPerWarpgroup) : std::max(1, t_.threads / 32);
+    out.push_back(costs::scores(s, d, (qr + readers * kr) * d * eb));
+    const bool crosses_diagonal = p_.causal && k0 + kr - 1 > q0 + offset;
+    // The causal mask and an index mask are one pass over the scores. Our block-sparse kernel
+    // evaluates the mask on every block: nvcc does not hoist its uniform "this block needs a
+    // mask" test out of the per-score loop (its PTX predicates the compares and selects of half
+    // the scores and branches per pair on the rest), where in flash2's kernel it does (one
+    // branch per block, unmasked blocks only scale).
+    if (crosses_diagonal || p_.mask || blocks_) out.push_back(costs::mask(s));
+    out.push_back(costs::online_softmax(s, d));
+    // wgmma's accumulator gives a row to the 4 threads of a quad: its max takes 2 shuffle
+    // rounds (the sum is reduced across the quad once, at the end).
+    if (wgmma) out.back().smem_round_trips = 2;
+    if (p_.dropout > 0) out.push_back(costs::dropout({TensorId::P, bh, q0, qr, k0, kr}));
+    const std::int64_t p_reads = k_.mechanisms.mma == MmaFamily::wgmma_ss ? qr * kr * eb : 0;
+    out.push_back(costs::pv(s, d, readers * kr * d * eb + p_reads));
+    if (wgmma && p_.dtype == Dtype::fp8) add_fp8_extra_ops(out.back(), s, d);
+    if (k + 1 < count) return true;
+    finish_forward_tile(o, d, out);  // O through shared memory
+    return false;
+  }
+
+ private:
+  AttentionProblem p_;
+  Tiling t_;
+  QueryStationaryKernel k_;
+  std::shared_ptr<const BlockMask> blocks_;  // block-sparse only
+};
+
+}  // namespace
+
+std::unique_ptr<Schedule> make_query_stationary_forward(const AttentionProblem& p,
+                                                        const Tiling& t,
+                                                        const QueryStationaryKernel& kernel,
+                                                        std::shared_ptr<const BlockMask> blocks) {
+  return std::make_unique<QueryStationaryForward>(p, t, kernel, std::move(blocks));
+}
+
+Planned plan_query_stationary_forward(const AttentionProblem& p, const HardwareProfile& hw,
+                                      const TilingRequest& req, const ResolvedMechanisms& mech,
+                                      const std::string& algo, const std::string& kernel_name,
+                                      bool block_sparse) {
+  Planned out;
+  Tiling& t = out.tiling;
+  const std::int64_t eb = p.elem_bytes(), d = p.head_dim;
+  const std::int64_t limit = hw.sm.smem_per_cta_max_bytes.value;
+  const bool fp8 = p.dtype == Dtype::fp8;
+  const bool specialized = warp_specialized(mech);
+  if (specialized) {
+    // FlashAttention-3's forward tiles for 16-bit types (hopper/tile_size.h, tile_size_fwd_sm90):
+    // d <= 64: 192 x 128 (three consumer warpgroups), d <= 128: 128 x 128, larger: 128 x 80. For
+    // fp8 (element_size 1, the same function today): d <= 64: 192 x 160, d <= 128: 128 x 224,
+    // d <= 192: 128 x 160, larger: 128 x 128.
+    t.block_q = req.block_q.value_or(d <= 64 ? 192 : 128);
+    const std::int64_t kv_fp8 = d <= 64 ? 160 : d <= 128 ? 224 : d <= 192 ? 160 : 128;
+    const std::int64_t kv_16bit = d <= 64 ? 128 : d <= 128 ? 128 : 80;
+    t.block_kv = req.block_kv.value_or(fp8 ? kv_fp8 : kv_16bit);
+  } else {
+    // FlashAttention-2's forward tiles on sm80/sm90: 128 x 128 for d <= 64, 128 x 64 above.
+    t.block_q = req.block_q.value_or(128);
+    t.block_kv = req.block_kv.value_or((d <= 64 ? 128 : 64));
+  }
+  t.pipeline_stages = req.pipeline_stages.value_or(2);
+  const int consumers = static_cast<int>(ceil_div(t.block_q, kRowsPerWarpgroup));
+  t.threads = req.threads.value_or(specialized ? (consumers + 1) * kWarpgroupThreads
+                                               : kWarpgroupThreads);
+  if (specialized &&
+      (t.block_q % kRowsPerWarpgroup != 0 || t.threads != (consumers + 1) * kWarpgroupThreads)) {
+    out.infeasible_reason = fmt::format(
+        "{} gives each consumer warpgroup 64 query rows (wgmma's M) and adds one producer "
+        "warpgroup: --block-q {} must be a multiple of 64 and the CTA {} threads, not {}",
+        algo, t.block_q, (consumers + 1) * kWarpgroupThreads, t.threads);
+    return out;
+  }
+  if (!specialized && mech.wgmma() &&
+      (t.block_q % kRowsPerWarpgroup != 0 || t.threads % kWarpgroupThreads != 0)) {
+    out.infeasible_reason = fmt::format(
+        "{} issues wgmma from whole warpgroups on 64-row steps: --block-q {} must be a multiple "
+        "of 64 and the CTA's {} threads a multiple of 128",
+        algo, t.block_q, t.threads);
+    return out;
+  }
+  // Q, then the K/V stages; O leaves through Q's buffer. fp8 with wgmma keeps a second set of V
+  // stages, the transposed copy wgmma reads (FlashAttention-3's smem_vt beside smem_v).
+  const std::int64_t v_copies = fp8 && mech.wgmma() ? 2 : 1;
+  const std::int64_t smem = (t.block_q + (1 + v_copies) * t.pipeline_stages * t.block_kv) * d * eb;
+  if (smem > limit) {
+    out.infeasible_reason = fmt::format(
+        "{} tile does not fit in shared memory: Q {}x{} plus {} stage(s) of K and V {}x{} "
+        "({}) need {} bytes, {} allows {} bytes per CTA",
+        algo, t.block_q, d, t.pipeline_stages, t.block_kv, d, dtype_name(p.dtype), smem, hw.name,
+        limit);
+    return out;
+  }
+  int regs = 0;
+  if (specialized) {
+    // The CTA takes the whole register file (setmaxnreg moves registers from the producer to
+    // the consumers): cuDNN's 384-thread kernels report 168 = 65536 / 384.
+    regs = req.registers_per_thread.value_or(
+        std::min(255, hw.sm.registers_per_sm.value / t.threads / 8 * 8));
+    // Register reallocation (setmaxnreg): the producer warpgroup keeps the fewest registers it
+    // may and the consumers share the rest of what the CTA launched with, which is all they can
+    // take (measured: the pool is the CTA's, an .inc beyond it blocks;
+    // measurements/h100-sxm5-80gb/setmaxnreg_2026-11-23/). A consumer thread holds at least its
+    // rows' O and S accumulators in fp32: 64 rows x d and 64 x block_kv over 128 threads.
+    const SmSpec& sm = hw.sm;
+    if (sm.setmaxnreg_max_registers.value > 0 && sm.setmaxnreg_step_registers.value > 0) {
+      const std::int64_t pool = static_cast<std::int64_t>(regs) * t.threads;
+      const std::int64_t step = sm.setmaxnreg_step_registers.value;
+      const std::int64_t consumer_regs =
+          std::min<std::int64_t>(sm.setmaxnreg_max_registers.value,
+                                 (pool - kWarpgroupThreads * sm.setmaxnreg_min_registers.value) /
+                                     (consumers * kWarpgroupThreads) / step * step);
+      const std::int64_t accumulators = (d + t.block_kv) / 2;
+      if (accumulators > consumer_regs) {
+        out.infeasible_reason = fmt::format(
+            "{} consumer warpgroups cannot hold their accumulators: O (64 x {}) and S (64 x {}) "
+            "in fp32 take {} registers per thread, and register reallocation gives each consumer "
+            "at most {} ({} threads launched with {} registers each, the producer warpgroup "
+            "keeping {}, setmaxnreg at most {}); use a smaller --block-kv",
+            algo, d, t.block_kv, accumulators, consumer_regs, t.threads, regs,
+            sm.setmaxnreg_min_registers.value, sm.setmaxnreg_max_registers.value);
+        return out;
+      }
+    }
+  } else {
+    regs = row_split_registers(t, d, eb, req);
+  }
+  t.registers_per_thread = regs;
+  std::shared_ptr<const BlockMask> blocks;
+  if (block_sparse) {
+    blocks = std::make_shared<const BlockMask>(p, t.block_q, t.block_kv);
+    out.blocks = blocks;
+  }
+  QueryStationaryKernel kernel;
+  kernel.name = kernel_name;
+  kernel.mechanisms = mech;
+  kernel.smem_bytes = smem;
+  kernel.registers = regs;
+  kernel.consumer_warpgroups =
+      specialized ? consumers : mech.wgmma() ? t.threads / kWarpgroupThreads : 0;
+  out.schedule = make_query_stationary_forward(p, t, kernel, blocks);
+  return out;
+}
+
+}  // namespace iosim

@@ -1,0 +1,247 @@
+#include "algorithms/two_pass_backward.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "algorithms/passes.hpp"
+#include "algorithms/tile_costs.hpp"
+
+namespace iosim {
+namespace {
+
+enum class Kernel { dot_do_o, main };
+constexpr Kernel kKernels[] = {Kernel::dot_do_o, Kernel::main};
+
+// Whether query block i and key block j meet: a block holding a score the bottom-right causal
+// mask leaves visible (every pair without --causal).
+bool meets(const AttentionProblem& p, std::int64_t block_q, std::int64_t block_kv, std::int64_t i,
+           std::int64_t j) {
+  if (!p.causal) return true;
+  const std::int64_t q_last = std::min(p.seq, (i + 1) * block_q) - 1;
+  return j * block_kv <= q_last + (p.seq_kv - p.seq);
+}
+
+class TwoPassBackward final : public WholeCtaSchedule {
+ public:
+  TwoPassBackward(const AttentionProblem& p, const Tiling& t, std::string name)
+      : p_(p), t_(t), name_(std::move(name)) {}
+
+  // The forward's Q, K, V, O, L, the incoming dO, D and the gradients: no dQaccum.
+  std::vector<TensorDecl> tensors() const override {
+    const std::int64_t eb = p_.elem_bytes(), bh = p_.bh(), d = p_.head_dim;
+    return {{TensorId::Q, bh, p_.seq, d, eb},    {TensorId::K, bh, p_.seq_kv, d, eb},
+            {TensorId::V, bh, p_.seq_kv, d, eb}, {TensorId::O, bh, p_.seq, d, eb},
+            {TensorId::L, bh, p_.seq, 1, 4},     {TensorId::dO, bh, p_.seq, d, eb},
+            {TensorId::D, bh, p_.seq, 1, 4},     {TensorId::dQ, bh, p_.seq, d, eb},
+            {TensorId::dK, bh, p_.seq_kv, d, eb}, {TensorId::dV, bh, p_.seq_kv, d, eb}};
+  }
+
+  std::vector<KernelSpec> kernels() const override {
+    const std::int64_t tr = ceil_div(p_.seq, t_.block_q), tc = ceil_div(p_.seq_kv, t_.block_kv);
+    KernelSpec pre;
+    pre.name = "dot_do_o";
+    pre.role = "bwd_pre";
+    pre.grid = {tr, p_.batch, p_.heads};
+    pre.threads_per_cta = 128;
+    pre.registers_per_thread = 32;
+    pre.mma_dtype = p_.dtype;
+    pre.tensor_instruction = TensorInstruction::mma_sync;
+    KernelSpec main;
+    main.name = name_ + "_bwd";
+    main.role = "bwd_main";
+    main.grid = {std::max(tr, tc), p_.batch, p_.heads};
+    main.threads_per_cta = t_.threads;
+    main.smem_bytes_per_cta = two_pass_backward_smem_bytes(p_, t_);
+    main.registers_per_thread = t_.registers_per_thread;
+    main.pipeline_stages = t_.pipeline_stages;
+    main.mma_dtype = p_.dtype;
+    main.tensor_instruction = TensorInstruction::mma_sync;
+    main.main_loop = true;
+    return {pre, main};
+  }
+
+ protected:
+  void emit_whole_cta(std::size_t kernel, std::int64_t cta,
+                      std::vector<TileOp>& out) const override {
+    if (kKernels[kernel] == Kernel::dot_do_o) return emit_dot_do_o(cta, out);
+    const std::int64_t span = std::max(ceil_div(p_.seq, t_.block_q), ceil_div(p_.seq_kv, t_.block_kv));
+    const std::int64_t x = cta % span, bh = cta / span;  // (batch, head) = bh
+    emit_key_pass(x, bh, out);
+    emit_query_pass(x, bh, out);
+  }
+
+ private:
+  void emit_dot_do_o(std::int64_t cta, std::vector<TileOp>& out) const {
+    const std::int64_t tr = ceil_div(p_.seq, t_.block_q), i = cta % tr, bh = cta / tr;
+    const std::int64_t q0 = i * t_.block_q, qr = std::min(t_.block_q, p_.seq - q0);
+    const std::int64_t d = p_.head_dim;
+    out.push_back(TileOp::load({TensorId::O, bh, q0, qr, 0, d}, OnChip::reg));   // rO (qr, d)
+    out.push_back(TileOp::load({TensorId::dO, bh, q0, qr, 0, d}, OnChip::reg));  // rdO (qr, d)
+    out.push_back(costs::row_dot({TensorId::O, bh, q0, qr, 0, d}, d));
+    out.push_back(TileOp::store({TensorId::D, bh, q0, qr, 0, 1}));  // (qr) fp32
+  }
+
+  // Shared-memory operands of an (m x k)(k x n) product on the CTA's warps.
+  std::int64_t smem(std::int64_t m, std::int64_t k, std::int64_t n) const {
+    return costs::warp_tiled_smem_bytes(m, n, k, std::max(1, t_.threads / 32), p_.elem_bytes());
+  }
+
+  // S, the mask where the tile crosses the diagonal (or --mask), P, dropout, dP and dS for query
+  // rows [q0, q0 + qr) against keys [k0, k0 + kr).
+  void emit_scores_to_ds(const TileRef& s, bool accumulate_dv, std::vector<TileOp>& out) const {
+    const std::int64_t d = p_.head_dim, eb = p_.elem_bytes();
+    out.push_back(costs::scores(s, d, smem(s.rows, d, s.cols)));  // S = scale Q K^T
+    const bool crosses_diagonal = p_.causal && s.col0 + s.cols - 1 > s.row0 + p_.seq_kv - p_.seq;
+    if (crosses_diagonal || p_.mask) out.push_back(costs::mask(s));
+    out.push_back(costs::recompute_p(s));
+    if (p_.dropout > 0) {
+      out.push_back(costs::dropout({TensorId::P, s.matrix, s.row0, s.rows, s.col0, s.cols}));
+    }
+    if (accumulate_dv) {  // dV += P^T dO, P through shared memory first
+      out.push_back(costs::grad_matmul(ComputeKind::accumulate_dv, s, d,
+                                       smem(s.cols, s.rows, d) + s.rows * s.cols * eb));
+    }
+    out.push_back(costs::grad_matmul(ComputeKind::grad_p, s, d, smem(s.rows, d, s.cols)));
+    if (p_.dropout > 0) out.push_back(costs::dropout_grad(s));
+    out.push_back(costs::grad_s(s));
+  }
+
+  // Pass 1: dK and dV of key block x, looping over the query blocks that meet it.
+  void emit_key_pass(std::int64_t x, std::int64_t bh, std::vector<TileOp>& out) const {
+    const std::int64_t tr = ceil_div(p_.seq, t_.block_q), tc = ceil_div(p_.seq_kv, t_.block_kv);
+    if (x >= tc) return;
+    const std::int64_t d = p_.head_dim, eb = p_.elem_bytes();
+    const std::int64_t k0 = x * t_.block_kv, kr = std::min(t_.block_kv, p_.seq_kv - k0);
+    const TileRef dk{TensorId::dK, bh, k0, kr, 0, d}, dv{TensorId::dV, bh, k0, kr, 0, d};
+    out.push_back(TileOp::load({TensorId::K, bh, k0, kr, 0, d}));  // gK -> sK (kr, d)
+    out.push_back(TileOp::load({TensorId::V, bh, k0, kr, 0, d}));  // gV -> sV (kr, d)
+    out.push_back(costs::zero_grad(dk));                           // rdK (kr, d) fp32
+    out.push_back(costs::zero_grad(dv));                           // rdV (kr, d) fp32
+    for (std::int64_t i = 0; i < tr; ++i) {
+      if (!meets(p_, t_.block_q, t_.block_kv, i, x)) continue;
+      const std::int64_t q0 = i * t_.block_q, qr = std::min(t_.block_q, p_.seq - q0);
+      out.push_back(TileOp::load({TensorId::Q, bh, q0, qr, 0, d}));               // sQ (qr, d)
+      out.push_back(TileOp::load({TensorId::dO, bh, q0, qr, 0, d}));              // sdO (qr, d)
+      out.push_back(TileOp::load({TensorId::L, bh, q0, qr, 0, 1}, OnChip::reg));  // rL (qr)
+      out.push_back(TileOp::load({TensorId::D, bh, q0, qr, 0, 1}, OnChip::reg));  // rD (qr)
+      const TileRef s{TensorId::S, bh, q0, qr, k0, kr};  // rS, rP, rdP, sdS (qr, kr)
+      emit_scores_to_ds(s, true, out);
+      // dK += scale dS^T Q, dS through shared memory first.
+      out.push_back(costs::grad_matmul(ComputeKind::accumulate_dk, s, d,
+                                       smem(kr, qr, d) + qr * kr * eb));
+    }
+    // dK and dV leave through shared memory for coalesced stores.
+    out.push_back(TileOp::store(dk, OnChip::smem));
+    out.push_back(TileOp::store(dv, OnChip::smem));
+  }
+
+  // Pass 2: dQ of query block x, looping over the key blocks that meet it.
+  void emit_query_pass(std::int64_t x, std::int64_t bh, std::vector<TileOp>& out) const {
+    const std::int64_t tr = ceil_div(p_.seq, t_.block_q), tc = ceil_div(p_.seq_kv, t_.block_kv);
+    if (x >= tr) return;
+    const std::int64_t d = p_.head_dim, eb = p_.elem_bytes();
+    const std::int64_t q0 = x * t_.block_q, qr = std::min(t_.block_q, p_.seq - q0);
+    const TileRef dq{TensorId::dQ, bh, q0, qr, 0, d};
+    out.push_back(TileOp::load({TensorId::Q, bh, q0, qr, 0, d}));               // sQ (qr, d)
+    out.push_back(TileOp::load({TensorId::dO, bh, q0, qr, 0, d}));              // sdO (qr, d)
+    out.push_back(TileOp::load({TensorId::L, bh, q0, qr, 0, 1}, OnChip::reg));  // rL (qr)
+    out.push_back(TileOp::load({TensorId::D, bh, q0, qr, 0, 1}, OnChip::reg));  // rD (qr)
+    out.push_back(costs::zero_grad(dq));                                        // rdQ (qr, d) fp32
+    for (std::int64_t j = 0; j < tc; ++j) {
+      if (!meets(p_, t_.block_q, t_.block_kv, x, j)) continue;
+      const std::int64_t k0 = j * t_.block_kv, kr = std::min(t_.block_kv, p_.seq_kv - k0);
+      out.push_back(TileOp::load({TensorId::K, bh, k0, kr, 0, d}));  // sK (kr, d)
+      out.push_back(TileOp::load({TensorId::V, bh, k0, kr, 0, d}));  // sV (kr, d)
+      const TileRef s{TensorId::S, bh, q0, qr, k0, kr};
+      emit_scores_to_ds(s, false, out);
+      // dQ += scale dS K, dS through shared memory first.
+      out.push_back(costs::grad_matmul(ComputeKind::accumulate_dq, s, d,
+                                       smem(qr, kr, d) + qr * kr * eb));
+    }
+    out.push_back(TileOp::store(dq, OnChip::smem));
+  }
+
+  AttentionProblem p_;
+  Tiling t_;
+  std::string name_;
+};
+
+using u64 = std::uint64_t;
+u64 u(std::int64_t v) { return static_cast<u64>(v); }
+
+}  // namespace
+
+std::int64_t two_pass_backward_smem_bytes(const AttentionProblem& p, const Tiling& t) {
+  const std::int64_t s = t.pipeline_stages, bq = t.block_q, bk = t.block_kv;
+  // Pass 1: K_x, V_x and `s` stages of Q_i, dO_i; pass 2: Q_x, dO_x and `s` stages of K_j, V_j;
+  // both: the P / dS tile the products read from shared memory. The passes reuse one buffer.
+  const std::int64_t keys = 2 * bk + 2 * s * bq, queries = 2 * bq + 2 * s * bk;
+  return (std::max(keys, queries) * p.head_dim + bq * bk) * p.elem_bytes();
+}
+
+ReadWriteBytes two_pass_backward_closed_form(const AttentionProblem& p, std::int64_t block_q,
+                                             std::int64_t block_kv) {
+  // Per (batch, head), every load and store reaching HBM: the pre-pass reads O and dO and writes
+  // D; pass 1 reads each key block's K and V once and, per query block meeting it, Q, dO (element
+  // type) and L, D (fp32), and writes dK, dV once; pass 2 reads each query block's Q, dO, L, D once
+  // and, per key block meeting it, K and V, and writes dQ once.
+  const u64 eb = u(p.elem_bytes()), d = u(p.head_dim);
+  const std::int64_t tr = ceil_div(p.seq, block_q), tc = ceil_div(p.seq_kv, block_kv);
+  ReadWriteBytes head;
+  head.read += 2 * u(p.seq) * d * eb;  // pre-pass: O, dO
+  head.write += u(p.seq) * 4;          // D
+  for (std::int64_t j = 0; j < tc; ++j) {
+    const u64 kr = u(std::min(block_kv, p.seq_kv - j * block_kv));
+    head.read += 2 * kr * d * eb;   // K_j, V_j
+    head.write += 2 * kr * d * eb;  // dK_j, dV_j
+  }
+  for (std::int64_t i = 0; i < tr; ++i) {
+    const u64 qr = u(std::min(block_q, p.seq - i * block_q));
+    const u64 query_tiles = 2 * qr * d * eb + 2 * qr * 4;  // Q_i, dO_i, L_i, D_i
+    head.read += query_tiles;                              // pass 2, once
+    head.write += qr * d * eb;                             // dQ_i
+    for (std::int64_t j = 0; j < tc; ++j) {
+      if (!meets(p, block_q, block_kv, i, j)) continue;
+      const u64 kr = u(std::min(block_kv, p.seq_kv - j * block_kv));
+      head.read += query_tiles;     // pass 1 streams query block i past key block j
+      head.read += 2 * kr * d * eb;  // pass 2 streams key block j past query block i
+    }
+  }
+  ReadWriteBytes out;
+  out.read = head.read * u(p.bh());
+  out.write = head.write * u(p.bh());
+  return out;
+}
+
+Planned plan_two_pass_backward(const AttentionProblem& p, const HardwareProfile& hw,
+                               const TilingRequest& req, const std::string& name) {
+  Planned out;
+  Tiling& t = out.tiling;
+  const std::int64_t d = p.head_dim;
+  t.block_q = req.block_q.value_or(d <= 64 ? 128 : 64);
+  t.block_kv = req.block_kv.value_or(128);
+  t.pipeline_stages = req.pipeline_stages.value_or(2);
+  t.threads = req.threads.value_or(128);
+  const std::int64_t smem = two_pass_backward_smem_bytes(p, t);
+  const std::int64_t limit = hw.sm.smem_per_cta_max_bytes.value;
+  if (smem > limit) {
+    out.infeasible_reason = fmt::format(
+        "{} two-pass backward tile does not fit in shared memory: Q, dO {}x{} and K, V {}x{} "
+        "with {} stage(s) of the streamed pair and the P/dS tile {}x{} ({}) need {} bytes, {} "
+        "allows {} bytes per CTA",
+        name, t.block_q, d, t.block_kv, d, t.pipeline_stages, t.block_q, t.block_kv,
+        dtype_name(p.dtype), smem, hw.name, limit);
+    return out;
+  }
+  // The larger pass's fp32 accumulators (dK and dV of a key block, or dQ of a query block) and
+  // the S / dP fragments of one tile pair, over the CTA's threads, plus about 40.
+  const std::int64_t acc =
+      (std::max(2 * t.block_kv * d, t.block_q * d) + t.block_q * t.block_kv) / t.threads;
+  t.registers_per_thread = req.registers_per_thread.value_or(
+      static_cast<int>(std::min<std::int64_t>(acc + 40, 255)));
+  out.schedule = std::make_unique<TwoPassBackward>(p, t, name);
+  return out;
+}
+
+}  // namespace iosim

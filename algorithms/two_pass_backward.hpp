@@ -1,0 +1,31 @@
+#pragma once
+// The two-pass backward dataflow (a kernel description's `backward: two_pass`): one main kernel
+// whose CTA x first computes dK_x and dV_x for key block x looping over the query blocks (K_x, V_x
+// loaded once; Q_i, dO_i, L_i, D_i streamed; S and P recomputed; dV += P^T dO, dP = dO V^T,
+// dS = P o (dP - D), dK += scale dS^T Q; dK_x, dV_x written once), then dQ_x for query block x
+// looping over the key blocks (Q_x, dO_x, L_x, D_x loaded once; K_j, V_j streamed; S, P, dP and dS
+// recomputed; dQ += scale dS K; dQ_x written once). A pre-pass writes D = rowsum(dO o O). No
+// atomics and no fp32 dQ accumulator in HBM: each gradient is written once, at the price of
+// computing S, P, dP and dS twice.
+#include <memory>
+#include <string>
+
+#include "algorithms/algorithm.hpp"
+
+namespace iosim {
+
+/// Plans the two-pass backward (p.pass == bwd): tiles from `req`, else 64 x 128 (d <= 64:
+/// 128 x 128) with 2 stages of the streamed tiles and 128 threads; `name` names its kernel
+/// ("<name>_bwd") and messages.
+Planned plan_two_pass_backward(const AttentionProblem& p, const HardwareProfile& hw,
+                               const TilingRequest& req, const std::string& name);
+
+/// Its exact two-level bytes (p.pass == bwd), from the description above.
+ReadWriteBytes two_pass_backward_closed_form(const AttentionProblem& p, std::int64_t block_q,
+                                             std::int64_t block_kv);
+
+/// Shared memory of its main kernel per CTA: the larger pass's tiles (stationary operands, the
+/// streamed ones `stages` deep, the P/dS tile), bytes.
+std::int64_t two_pass_backward_smem_bytes(const AttentionProblem& p, const Tiling& t);
+
+}  // namespace iosim

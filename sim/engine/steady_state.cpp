@@ -1,0 +1,130 @@
+#include "sim/engine/steady_state.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+
+namespace iosim {
+
+Extrapolation& Extrapolation::operator+=(const Extrapolation& o) {
+  ctas_simulated += o.ctas_simulated;
+  ctas_extrapolated += o.ctas_extrapolated;
+  parts_simulated += o.parts_simulated;
+  parts_extrapolated += o.parts_extrapolated;
+  time_extrapolated_s += o.time_extrapolated_s;
+  return *this;
+}
+
+namespace detail {
+namespace {
+
+// What must repeat: the time, the work, and every tensor's bytes at every level (totals that
+// agree can hide windows that caught a different mix of CTAs' phases: more Q loads and fewer K/V
+// ones). Each is compared against itself, with a floor of a hundredth of its level's traffic
+// (write-backs come in bursts: a window with none beside one with a few KB of a level moving
+// hundreds of MB repeats). Entry 0 is the time; entries 1-4 the levels' totals.
+constexpr std::size_t kCompared = 8 + 4 * kTensorCount;
+std::array<double, kCompared> compared(double t, const Counters& c) {
+  std::array<double, kCompared> v = {t,
+                                     static_cast<double>(c.hbm.read_total()),
+                                     static_cast<double>(c.hbm.write_total()),
+                                     static_cast<double>(c.l2.read_total()),
+                                     static_cast<double>(c.l2.write_total()),
+                                     static_cast<double>(c.smem_read_bytes + c.smem_write_bytes),
+                                     static_cast<double>(c.tensor_flops),
+                                     static_cast<double>(c.fp32_flops + c.sfu_ops + c.int32_ops)};
+  for (std::size_t i = 0; i < kTensorCount; ++i) {
+    v[8 + 4 * i] = static_cast<double>(c.hbm.read_bytes[i]);
+    v[9 + 4 * i] = static_cast<double>(c.hbm.write_bytes[i]);
+    v[10 + 4 * i] = static_cast<double>(c.l2.read_bytes[i]);
+    v[11 + 4 * i] = static_cast<double>(c.l2.write_bytes[i]);
+  }
+  return v;
+}
+
+// The same field of every counter: f(field of newer, field of older) -> new value of `into`.
+template <typename F>
+void for_each_field(Counters& into, const Counters& newer, const Counters& older, F&& f) {
+  for (std::size_t i = 0; i < kTensorCount; ++i) {
+    f(into.hbm.read_bytes[i], newer.hbm.read_bytes[i], older.hbm.read_bytes[i]);
+    f(into.hbm.write_bytes[i], newer.hbm.write_bytes[i], older.hbm.write_bytes[i]);
+    f(into.l2.read_bytes[i], newer.l2.read_bytes[i], older.l2.read_bytes[i]);
+    f(into.l2.write_bytes[i], newer.l2.write_bytes[i], older.l2.write_bytes[i]);
+  }
+  f(into.smem_read_bytes, newer.smem_read_bytes, older.smem_read_bytes);
+  f(into.smem_write_bytes, newer.smem_write_bytes, older.smem_write_bytes);
+  f(into.tensor_flops, newer.tensor_flops, older.tensor_flops);
+  f(into.fp32_flops, newer.fp32_flops, older.fp32_flops);
+  f(into.sfu_ops, newer.sfu_ops, older.sfu_ops);
+  f(into.int32_ops, newer.int32_ops, older.int32_ops);
+}
+
+}  // namespace
+
+void RepeatDetector::push(double t, const Counters& c) {
+  snapshots_.push_back({t, c});
+  if (snapshots_.size() > static_cast<std::size_t>(kWindows) + 1) snapshots_.pop_front();
+}
+
+bool RepeatDetector::steady() const {
+  if (snapshots_.size() < static_cast<std::size_t>(kWindows) + 1) return false;
+  std::array<std::array<double, kCompared>, kWindows> deltas{};
+  for (std::size_t w = 0; w < static_cast<std::size_t>(kWindows); ++w) {
+    const auto a = compared(snapshots_[w].t, snapshots_[w].c);
+    const auto b = compared(snapshots_[w + 1].t, snapshots_[w + 1].c);
+    for (std::size_t q = 0; q < kCompared; ++q) deltas[w][q] = b[q] - a[q];
+  }
+  if (deltas[0][0] <= 0) return false;  // no time passed: nothing to extrapolate
+  for (std::size_t q = 0; q < kCompared; ++q) {
+    double lo = deltas[0][q], hi = lo, sum = 0;
+    for (const auto& d : deltas) {
+      lo = std::min(lo, d[q]);
+      hi = std::max(hi, d[q]);
+      sum += d[q];
+    }
+    const double mean = sum / kWindows;
+    // The level's traffic: HBM read + write (fields 1, 2), L2 (3, 4); others themselves.
+    double level = mean;
+    const bool hbm = q == 1 || q == 2 || (q >= 8 && (q - 8) % 4 < 2);
+    const bool l2 = q == 3 || q == 4 || (q >= 8 && (q - 8) % 4 >= 2);
+    if (hbm) level = deltas[0][1] + deltas[0][2];
+    if (l2) level = deltas[0][3] + deltas[0][4];
+    const double scale = std::max(std::abs(mean), 0.01 * std::abs(level));
+    if (hi - lo > kTolerance * scale) return false;
+  }
+  return true;
+}
+
+double RepeatDetector::time_for(std::int64_t n) const {
+  const double span = snapshots_.back().t - snapshots_.front().t;
+  return span * static_cast<double>(n) / kWindows;
+}
+
+void RepeatDetector::add_counters_for(std::int64_t n, Counters& c) const {
+  __extension__ using I128 = unsigned __int128;
+  for_each_field(c, snapshots_.back().c, snapshots_.front().c,
+                 [&](std::uint64_t& into, std::uint64_t newer, std::uint64_t older) {
+                   const I128 total = static_cast<I128>(newer - older) * static_cast<I128>(n);
+                   into += static_cast<std::uint64_t>((total + kWindows / 2) / kWindows);
+                 });
+}
+
+void WaveRecord::clear() {
+  t_ = 0.0;
+  c_ = Counters{};
+  waves_.clear();
+  waves_.push(t_, c_);
+  steady_ = false;
+}
+
+void WaveRecord::add(double dt, const Counters& after, const Counters& before) {
+  t_ += dt;
+  for_each_field(
+      c_, after, before,
+      [](std::uint64_t& into, std::uint64_t newer, std::uint64_t older) { into += newer - older; });
+  waves_.push(t_, c_);
+  steady_ = waves_.steady();
+}
+
+}  // namespace detail
+}  // namespace iosim

@@ -1,0 +1,167 @@
+#pragma once
+// Steady-state extrapolation: how the engine (sim/engine/engine.cpp) leaves out work that repeats.
+//
+// A FlashAttention grid repeats itself: every head does the same work at other addresses, and
+// inside a CTA that streams K/V every step does what the previous one did on the next block.
+// After a few waves (or steps) the machine settles: each period moves the same bytes and takes
+// the same time. The engine then stops simulating repetitions and adds them in closed form:
+//
+//   - Steps (Repetition::part_period). Every `resident CTAs x part_period` events the engine
+//     takes a window: the time, the counters, and each resident CTA's part. When no CTA started
+//     or ended and each advanced exactly part_period parts in each of the last kWindows windows,
+//     and the windows' times and counters agree within kTolerance, it cuts m windows out of the
+//     time line: each resident CTA leaves out m x part_period parts at the end of its steady
+//     range (Schedule::steady_parts), the counters gain m times the windows' mean, the kernel's
+//     time m times their mean duration. The CTAs go on from where they are, with what they would
+//     have read next after the cut at their addresses minus the cut's blocks, so the CTAs that
+//     share a K/V block still meet on it in the same order, and the L2 holds the blocks just
+//     before the ones they read next, as it would have.
+//   - CTAs (Repetition::cta_period). At every dispatch of CTA k x P (P: the least common multiple
+//     of cta_period and the resident CTAs, so that periods are whole waves) the engine takes the
+//     time and the counters. When the last kWindows periods agree within kTolerance, it leaves n
+//     periods out of the grid (the next CTA it dispatches is k x P + n x P) and adds n times their
+//     mean; the last two periods and the final partial wave are simulated, so that the L2 holds at
+//     the kernel's end the data of the grid's last CTAs, as the next kernel would find it. P
+//     doubles (still whole waves and whole periods of heads) after kWindows comparisons that
+//     failed, and with the L2 on while a period moves less than twice the L2's size through
+//     DRAM, as long as the grid has room for kWindows + 4 doubled periods; with the L2 on and
+//     no room, no CTA is left out. Short periods do not agree even in a steady state: a
+//     period's DRAM writes are the write-backs its loads happened to evict (+-6% of the writes of
+//     a 16-CTA period on 8 SMs with a 4 MB L2, 1.5% at 128 CTAs), and dispatch times jitter
+//     (0.15% with the L2 off). When such periods agreed by chance (flash2 B=32 H=64 N=1024 d=64
+//     and flash3 d=128 on that machine), the CTAs they left out put O's write-backs more than
+//     0.5% off; tests/steady_state_test.cpp ("whole periods") holds L2-on grids that leave
+//     CTAs out to the tolerance.
+//   - Waves (Repetition::alike_run, when a run of alike CTAs is longer than a wave; it takes the
+//     place of periods there). A wave of resident CTAs that lies inside one run of alike CTAs
+//     (a head's query blocks, not causally masked) is any other such wave at other rows; a wave
+//     that straddles two runs is like the waves that straddle at the same offset (CTA mod the
+//     run). At the dispatch of each wave's first CTA the engine closes the previous wave's record
+//     of its kind (the time and counters from its first dispatch to this one). Once the last
+//     kWindows waves of a kind agree within kTolerance, the waves ahead of that kind are left
+//     out (adding their mean) up to the first of a kind not yet steady, and always short of the
+//     grid's last two full waves and its partial one. The first two waves are not recorded (the
+//     first starts on idle SMs and ends otherwise; the second's record holds the first's end).
+//     Where the last kWindows straddling waves, at other offsets, agree, every straddling wave
+//     is left out on their record: the split between two heads' CTAs that stream their own K/V
+//     in lockstep changes neither bytes nor time there (flash2 B=64 H=64 N=1,048,576 d=256 on
+//     the H100: 33 offsets within 1e-7 in time when each was simulated three times). So a long
+//     head costs a few waves however many it has: that grid (8192 CTAs a head, 132 a wave, 62
+//     waves a head, 33 straddling offsets) simulates 10 of its 254,200 waves, against a period
+//     of heads and waves of lcm(8192, 132) = 270,336 CTAs before. With the L2 on, a wave is recorded only where it moved
+//     kTurnover L2 sizes through DRAM (else its kind's record starts over): then what the L2
+//     holds at a wave's end comes from that wave, so the L2 that a left-out stretch leaves
+//     behind (the last simulated wave's K/V and dirty O, at its own addresses) differs from the
+//     full run's only in addresses, which the argument below covers. A grid whose waves hit in
+//     what earlier waves left (K/V that fits in the L2) never records a wave, and is simulated.
+//
+// When it is exact: the repeated work is the same operations on disjoint address ranges (another
+// head's matrices, the next K/V block), and it interacts with the rest only through the L2 and
+// the bandwidth servers, whose state after a period is the state before it moved in time and in
+// addresses. The engine's time model is invariant under both; the L2 is up to where moved
+// addresses land: set = region mod sets moves every region of a tensor by the same number of
+// sets (exact when the moves are multiples of the set count), but the home partition is a hash
+// of the region, so which partition holds a moved region changes. That is why the result is an
+// approximation, measured by tests/steady_state_test.cpp (every counter within 0.5% and the time
+// within 1% of full simulation on every schedule that declares a repetition) rather than exact.
+// Where a schedule declares nothing (paged attention: random page placement), or the windows
+// never agree, everything is simulated. EngineOptions::exact (--exact) turns it off.
+//
+// With the L2 on, steps are left out only where three more conditions hold at the window, because
+// windows that agree do not yet mean a steady state there:
+//   1. Lockstep on equally shared SMs: every resident CTA within two part periods of every other
+//      (a wave dispatched as a straddling one ends starts two parts apart, and every CTA advancing
+//      exactly a period a window keeps it so), and every SM that holds CTAs holds as many. CTAs that share an SM unequally drift apart
+//      slowly, and once a laggard trails its head's leader by more than the L2 holds, its K/V
+//      reads start to miss. Windows taken before that agree within 0.1% and predict too few
+//      misses: flash2 B=1 H=2 N=32768 d=64 with a 4 MB L2 (tests/steady_state_test.cpp's
+//      machine), whose second wave puts 248 CTAs on 132 SMs, had the spread between its CTAs
+//      grow by a part every three windows, and cut with none of these conditions came out 6.7%
+//      off in time and beyond 0.5% in K/V misses. Symmetric CTAs have no such drift: the first
+//      wave there stayed within one part over all 256 parts.
+//   2. No L2 writes since the latest CTA start: what is dirty is older than the windows.
+//   3. The L2 turned over: DRAM has delivered twice the L2's capacity since the latest CTA start.
+//      Then what it holds is the recent stream, which a cut relabels as the L2-off argument
+//      above does, and nothing from before (the previous wave's dirty O, the first K/V blocks the
+//      next wave reads again) can survive in a cut run that a full run would have evicted:
+//      without it, flash3 B=1 H=2 N=16384 d=64 on the 4 MB L2 kept the first wave's O dirty in
+//      the cut second wave, its O and L write-backs and dirty-at-end bytes beyond the 0.5%
+//      tolerance.
+// So a grid whose K/V fit in the L2 (flash2 B=1 H=2 N=131072 d=64 on the H100: 32 MB per head)
+// never leaves steps out with the L2 on: its later waves hit on what earlier ones left. Where the
+// conditions hold the results agree closely (flash2 B=1 H=1 N=262144 d=128 on the H100: 2.1 of
+// 8.4 million parts left out, counters identical to --exact, time within 1e-13), but the L2 must
+// turn over in every wave before a cut: 2 x 50 MB at 64 KB of K/V per step is 1600 steps of each
+// wave's CTAs simulated. With the L2 off nothing carries state from one step to the next but the
+// bandwidth servers, and the results agree to 1e-11.
+#include <cstdint>
+#include <deque>
+
+#include "sim/engine/counters.hpp"
+
+namespace iosim {
+
+/// What the engine simulated and what it extrapolated for one kernel (or a whole run).
+struct Extrapolation {
+  std::int64_t ctas_simulated = 0;
+  std::int64_t ctas_extrapolated = 0;  // never dispatched: whole periods of the grid
+  std::int64_t parts_simulated = 0;
+  std::int64_t parts_extrapolated = 0;  // steps of CTAs, in steady windows and periods left out
+  double time_extrapolated_s = 0.0;
+  bool applied() const { return ctas_extrapolated > 0 || parts_extrapolated > 0; }
+  Extrapolation& operator+=(const Extrapolation& o);
+};
+
+namespace detail {
+
+/// Relative agreement required of the time and every compared counter across windows.
+inline constexpr double kTolerance = 1e-3;
+/// Windows (or periods) that must agree before any is left out.
+inline constexpr int kWindows = 3;
+
+/// The last kWindows + 1 snapshots of (time, counters) taken at the ends of windows; whether the
+/// windows between them agree; their mean.
+class RepeatDetector {
+ public:
+  void clear() { snapshots_.clear(); }
+  void push(double t, const Counters& c);
+  bool empty() const { return snapshots_.empty(); }
+  /// Whether it holds kWindows + 1 snapshots, so that steady() compared windows.
+  bool full() const { return snapshots_.size() > static_cast<std::size_t>(kWindows); }
+  /// Whether the last kWindows windows agree within kTolerance.
+  bool steady() const;
+  /// Mean duration of the last kWindows windows, times `n`.
+  double time_for(std::int64_t n) const;
+  /// Adds to `c` the mean counters of the last kWindows windows, times `n` (rounded).
+  void add_counters_for(std::int64_t n, Counters& c) const;
+
+ private:
+  struct Snapshot {
+    double t;
+    Counters c;
+  };
+  std::deque<Snapshot> snapshots_;
+};
+
+/// The waves of one kind (sim/engine/engine.cpp), each the time and counters from its first CTA's
+/// dispatch to the next wave's, strung end to end so that a RepeatDetector compares the last
+/// kWindows of them.
+class WaveRecord {
+ public:
+  WaveRecord() { clear(); }
+  void clear();
+  /// A wave of this kind took `dt` and moved `after - before`.
+  void add(double dt, const Counters& after, const Counters& before);
+  bool steady() const { return steady_; }  // the engine asks once a wave it may leave out
+  double time_for(std::int64_t n) const { return waves_.time_for(n); }
+  void add_counters_for(std::int64_t n, Counters& c) const { waves_.add_counters_for(n, c); }
+
+ private:
+  double t_ = 0.0;
+  Counters c_{};
+  RepeatDetector waves_;
+  bool steady_ = false;
+};
+
+}  // namespace detail
+}  // namespace iosim

@@ -1,0 +1,48 @@
+#include "sim/hardware/occupancy.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <iterator>
+
+namespace iosim {
+
+Occupancy occupancy(const HardwareProfile& p, const KernelSpec& k) {
+  const SmSpec& sm = p.sm;
+  if (k.smem_bytes_per_cta > sm.smem_per_cta_max_bytes.value) {
+    return {0, fmt::format("shared memory: {} bytes per CTA needed, {} available per CTA",
+                           k.smem_bytes_per_cta, sm.smem_per_cta_max_bytes.value)};
+  }
+  if (k.threads_per_cta > 1024 || k.threads_per_cta > sm.max_threads_per_sm.value) {
+    return {0, fmt::format("threads: {} per CTA exceed the limit", k.threads_per_cta)};
+  }
+  if (k.threads_per_cta < 1 || k.registers_per_thread < 1) {
+    // A measured file or a schedule with no threads or registers: no CTA can run (and the
+    // divisions below would be by zero).
+    return {0, fmt::format("{} threads and {} registers per thread: not a CTA that can run",
+                           k.threads_per_cta, k.registers_per_thread)};
+  }
+  struct Limit {
+    std::int64_t ctas;
+    const char* name;
+  };
+  const std::int64_t smem_need = k.smem_bytes_per_cta + sm.smem_reserved_per_cta_bytes.value;
+  const int regs = std::min(k.registers_per_thread, sm.max_registers_per_thread.value);
+  // Registers are allocated per warp in units of 256.
+  const std::int64_t regs_per_warp = (static_cast<std::int64_t>(regs) * 32 + 255) / 256 * 256;
+  const std::int64_t warps = (k.threads_per_cta + 31) / 32;
+  const Limit limits[] = {
+      {sm.smem_per_sm_bytes.value / smem_need, "shared memory"},
+      {sm.registers_per_sm.value / (regs_per_warp * warps), "registers"},
+      {sm.max_threads_per_sm.value / k.threads_per_cta, "threads"},
+      {sm.max_ctas_per_sm.value, "CTA slots"},
+  };
+  const Limit* best =
+      std::min_element(std::begin(limits), std::end(limits),
+                       [](const Limit& a, const Limit& b) { return a.ctas < b.ctas; });
+  if (best->ctas <= 0) return {0, fmt::format("{}: not even one CTA fits on an SM", best->name)};
+  return {static_cast<int>(best->ctas), best->name};
+}
+
+}  // namespace iosim

@@ -1,0 +1,129 @@
+#include "sim/schedule/problem.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "sim/base/errors.hpp"
+
+namespace iosim {
+namespace {
+
+std::uint64_t splitmix64(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+void require_range(const char* flag, std::int64_t v, std::int64_t lo, std::int64_t hi) {
+  if (v < lo || v > hi) {
+    throw ConfigError(
+        fmt::format("{} {} is out of range: it must be in [{}, {}]", flag, v, lo, hi));
+  }
+}
+
+}  // namespace
+
+std::string pass_name(Pass p) {
+  switch (p) {
+    case Pass::fwd:
+      return "fwd";
+    case Pass::bwd:
+      return "bwd";
+    case Pass::fwdbwd:
+      return "fwdbwd";
+  }
+  return "?";
+}
+
+Pass parse_pass(const std::string& s) {
+  if (s == "fwd") return Pass::fwd;
+  if (s == "bwd") return Pass::bwd;
+  if (s == "fwdbwd") return Pass::fwdbwd;
+  throw ConfigError(fmt::format("unknown pass '{}'; valid passes: fwd, bwd, fwdbwd", s));
+}
+
+double AttentionProblem::scale() const {
+  return 1.0 / std::sqrt(static_cast<double>(head_dim));
+}
+
+void validate_problem(const AttentionProblem& p) {
+  // Limits keep every byte count inside 64 bits and reject sizes no GPU holds.
+  require_range("--batch", p.batch, 1, kMaxBatch);
+  require_range("--heads", p.heads, 1, kMaxHeads);
+  require_range("--seq", p.seq, 1, kMaxSeq);
+  require_range("--seq-kv", p.seq_kv, 1, kMaxSeq);
+  require_range("--head-dim", p.head_dim, 1, kMaxHeadDim);
+  require_range("--kv-heads", p.kv_heads, 0, p.heads);
+  if (p.heads % p.kv_head_count() != 0) {
+    throw ConfigError(fmt::format(
+        "--kv-heads {} must divide --heads {}: each K/V head serves a whole group of query heads",
+        p.kv_heads, p.heads));
+  }
+  if (p.pack_gqa == GqaPacking::on && !p.can_pack_query_group()) {
+    throw ConfigError(
+        p.group() == 1
+            ? std::string("--pack-gqa on needs grouped-query attention (--kv-heads below --heads)")
+        : p.causal ? fmt::format("--pack-gqa on cannot pack --causal rows at --seq {}: the "
+                                 "group's packed rows would be different query positions",
+                                 p.seq)
+                   : std::string("--pack-gqa on cannot pack with --mask, --dropout or --pattern, "
+                                 "whose values depend on the query position"));
+  }
+  require_range("--page-tokens", p.page_tokens, 0, 1 << 20);
+  if (!(p.dropout >= 0.0 && p.dropout < 1.0)) {
+    throw ConfigError(fmt::format("--dropout {} is out of range: it must be in [0, 1)", p.dropout));
+  }
+  if (p.causal && p.seq_kv < p.seq) {
+    throw ConfigError(fmt::format(
+        "--causal needs --seq-kv >= --seq (got seq {} and seq-kv {}): with bottom-right "
+        "alignment the first {} query rows would see no key",
+        p.seq, p.seq_kv, p.seq - p.seq_kv));
+  }
+  const double qkv_bytes = static_cast<double>(p.bh()) * static_cast<double>(p.seq + 2 * p.seq_kv) *
+                           static_cast<double>(p.head_dim) * static_cast<double>(p.elem_bytes());
+  if (qkv_bytes > 1e15) {
+    throw ConfigError(fmt::format(
+        "problem too large: Q, K and V alone take {:.3g} bytes (limit 1e15)", qkv_bytes));
+  }
+  // Every counter (bytes per level, FLOPs) is a 64-bit integer. Each is at most
+  // (8 d + 64) B H N N_kv per pass: 4 d FLOPs a score in the two forward GEMMs, 10 d in the
+  // backward's five, a few dozen FP32 operations and bytes of S and P a score (standard, fp32).
+  // Refusing above that keeps every count exact; the test at the limit is in
+  // tests/huge_shapes_test.cpp.
+  const long double passes = p.pass == Pass::fwd ? 1.0L : p.pass == Pass::bwd ? 2.5L : 3.5L;
+  const long double largest_count = passes * (8.0L * static_cast<long double>(p.head_dim) + 64) *
+                                    static_cast<long double>(p.bh()) *
+                                    static_cast<long double>(p.seq) *
+                                    static_cast<long double>(p.seq_kv);
+  if (largest_count > kMaxCount) {
+    throw ConfigError(fmt::format(
+        "problem too large: its counts could reach {:.3g} (B H N N_kv (8 d + 64) per pass), more "
+        "than the 64-bit counters hold ({:.3g}); use fewer --batch or --heads and scale the "
+        "result",
+        static_cast<double>(largest_count), static_cast<double>(kMaxCount)));
+  }
+}
+
+bool score_visible(const AttentionProblem& p, std::int64_t i, std::int64_t j) {
+  if (p.causal && j > i + (p.seq_kv - p.seq)) return false;
+  if (p.mask && j != 0) {
+    // About one score in ten is hidden; key 0 never is, so no row is fully masked.
+    const auto h =
+        splitmix64((static_cast<std::uint64_t>(i) << 32) ^ static_cast<std::uint64_t>(j));
+    if (h % 10 == 0) return false;
+  }
+  return true;
+}
+
+bool dropout_keeps(const AttentionProblem& p, std::uint64_t seed, std::int64_t bh, std::int64_t i,
+                   std::int64_t j) {
+  if (p.dropout <= 0.0) return true;
+  std::uint64_t h = splitmix64(seed ^ splitmix64(static_cast<std::uint64_t>(bh)));
+  h = splitmix64(h ^ (static_cast<std::uint64_t>(i) << 32) ^ static_cast<std::uint64_t>(j));
+  const double u = static_cast<double>(h >> 11) * 0x1.0p-53;
+  return u >= p.dropout;
+}
+
+}  // namespace iosim

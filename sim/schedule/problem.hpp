@@ -1,0 +1,108 @@
+#pragma once
+// The attention problem a user asks about, independent of any schedule or GPU.
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "sim/schedule/dtype.hpp"
+
+namespace iosim {
+
+enum class Pass { fwd, bwd, fwdbwd };
+
+/// --pack-gqa: auto (FlashAttention-2's rule), on, off (AttentionProblem::packs_query_group).
+enum class GqaPacking { automatic, on, off };
+
+struct BlockPattern;  // sim/schedule/block_mask.hpp
+struct BlockTable;    // sim/schedule/block_table.hpp
+
+/// "fwd" | "bwd" | "fwdbwd".
+std::string pass_name(Pass p);
+/// Parses a pass name; throws ConfigError listing the valid names.
+Pass parse_pass(const std::string& s);
+
+/// Whether `pass` runs the forward kernels / the backward kernels.
+inline bool runs_forward(Pass pass) {
+  return pass != Pass::bwd;
+}
+inline bool runs_backward(Pass pass) {
+  return pass != Pass::fwd;
+}
+
+/// One attention call: O = softmax(scale * Q K^T [+ mask]) [dropout] V, per batch and head.
+struct AttentionProblem {
+  std::int64_t batch = 1;      // B
+  std::int64_t heads = 1;      // H
+  std::int64_t seq = 1;        // N, query length
+  std::int64_t seq_kv = 1;     // N_kv, key/value length (= N unless set)
+  std::int64_t head_dim = 64;  // d
+  Dtype dtype = Dtype::fp16;
+  bool causal = false;   // bottom-right aligned: query i sees key j iff j <= i + (N_kv - N)
+  bool mask = false;     // an elementwise mask computed from indices (see README)
+  double dropout = 0.0;  // drop probability
+  Pass pass = Pass::fwd;
+  // Block sparsity (--pattern, block-sparse only): which blocks are computed; null: all.
+  std::shared_ptr<const BlockPattern> pattern;
+  // Grouped-query attention (--kv-heads): K and V have batch * kv_heads matrices and query head h
+  // reads K/V head h / (heads / kv_heads). 0: as many K/V heads as query heads.
+  std::int64_t kv_heads = 0;
+  // Paged K/V (--algo paged): tokens per page (0: not paged) and the per-sequence block table
+  // placing each logical page in the physical pool (null: simulate() draws a permutation).
+  std::int64_t page_tokens = 0;
+  std::shared_ptr<const BlockTable> block_table;
+
+  // Whether a forward kernel packs a K/V head's g query heads as g * N rows of one query matrix
+  // (--pack-gqa): automatic is FlashAttention-2's rule (seq 1 only, below); on packs wherever
+  // the rows allow it (FlashAttention-3's PackGQA, our own decode kernel: cuda_validate's
+  // decode_fwd.cuh packs the group at every N); off never packs.
+  GqaPacking pack_gqa = GqaPacking::automatic;
+
+  std::int64_t bh() const { return batch * heads; }
+  /// H_kv: K/V heads (= heads unless grouped-query attention).
+  std::int64_t kv_head_count() const { return kv_heads > 0 ? kv_heads : heads; }
+  /// Query heads per K/V head, H / H_kv.
+  std::int64_t group() const { return heads / kv_head_count(); }
+  /// K/V matrices, B * H_kv.
+  std::int64_t bh_kv() const { return batch * kv_head_count(); }
+  /// Whether a K/V head's query heads can form one query matrix: the g heads' rows are adjacent
+  /// in (B, H, N, d), so a CTA can read each K/V head once for the whole group. Not with an index
+  /// mask or dropout (whose values depend on the query position), nor block sparsity (its block
+  /// mask is over query positions; FlashAttention's block-sparse kernels never pack), nor causal
+  /// masking past one query position (the packed rows are then different positions).
+  bool can_pack_query_group() const {
+    return group() > 1 && !mask && dropout == 0.0 && !pattern && (seq == 1 || !causal);
+  }
+  /// Whether the forward kernels pack the query group: at seq 1 by default, as FlashAttention's
+  /// decode path (seqlenq_ngroups_swapped) does; at any N with --pack-gqa on.
+  bool packs_query_group() const {
+    if (pack_gqa == GqaPacking::off || !can_pack_query_group()) return false;
+    return seq == 1 || pack_gqa == GqaPacking::on;
+  }
+  /// Bytes per element of Q, K, V (and of every other input and output but O, L and the stats).
+  std::int64_t elem_bytes() const { return dtype_bytes(dtype); }
+  /// Bytes per element of O: as the inputs, except that an fp8 (e4m3) forward writes O in bf16, as
+  /// FlashAttention-3's FP8 forward does (its output tensor is bf16 for e4m3 inputs).
+  std::int64_t out_elem_bytes() const { return dtype == Dtype::fp8 ? 2 : elem_bytes(); }
+  /// Softmax scale 1/sqrt(d).
+  double scale() const;
+};
+
+/// Checks sizes and flag combinations; throws ConfigError naming the offending flag and value.
+void validate_problem(const AttentionProblem& p);
+
+/// validate_problem()'s limits, for readers that name a file's keys instead of flags.
+inline constexpr std::int64_t kMaxBatch = std::int64_t{1} << 20;
+inline constexpr std::int64_t kMaxHeads = std::int64_t{1} << 16;
+inline constexpr std::int64_t kMaxSeq = std::int64_t{1} << 24;
+inline constexpr std::int64_t kMaxHeadDim = 1024;
+/// The largest count (bytes or FLOPs) validate_problem() lets a problem reach: 2^64 - 1.
+inline constexpr long double kMaxCount = 18446744073709551615.0L;
+
+/// True when query row `i` may attend to key `j` under the problem's causal and index mask.
+bool score_visible(const AttentionProblem& p, std::int64_t i, std::int64_t j);
+
+/// Whether dropout keeps score (bh, i, j); deterministic in `seed` so references can replay it.
+bool dropout_keeps(const AttentionProblem& p, std::uint64_t seed, std::int64_t bh, std::int64_t i,
+                   std::int64_t j);
+
+}  // namespace iosim

@@ -1,0 +1,286 @@
+// Kernel descriptions (algorithms/kernel_description.hpp): a preset's description runs exactly as
+// its algorithm over many shapes; mechanisms change the time and never the bytes; the two-pass
+// backward equals its closed form, computes exact gradients and never moves fewer bytes than
+// the compulsory ones; bad descriptions are refused with the key path and the reason.
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <iterator>
+#include <nlohmann/json.hpp>
+
+#include "test_support.hpp"
+
+namespace iosim {
+namespace {
+
+using nlohmann::json;
+
+RunRequest random_request(test::ShapeGen& gen, Pass pass, std::int64_t max_seq) {
+  RunRequest r;
+  AttentionProblem& p = r.problem;
+  p.batch = gen.pick(1, 2);
+  p.heads = gen.pick(1, 3);
+  p.seq = gen.pick(1, max_seq);
+  p.seq_kv = gen.coin() ? p.seq : p.seq + gen.pick(0, max_seq);
+  const std::int64_t dims[] = {16, 32, 64, 128};
+  p.head_dim = gen.pick(dims);
+  p.causal = gen.coin();
+  p.pass = pass;
+  const std::int64_t blocks[] = {16, 32, 64, 128};
+  r.tiling.block_q = gen.pick(blocks);
+  r.tiling.block_kv = gen.pick(blocks);
+  r.engine.l2_enabled = gen.coin();
+  return r;
+}
+
+Report run_kernel(const KernelDescription& d, RunRequest r, const std::string& gpu) {
+  r.kernel = std::make_shared<const KernelDescription>(d);
+  return simulate(test::profile(gpu), r);
+}
+
+// Everything a run reports that a user reads, as one JSON value (the wall time aside).
+json summary(const Report& rep) {
+  json kernels = json::array();
+  for (const KernelResult& k : rep.engine.kernels) {
+    kernels.push_back({k.spec.name, k.spec.grid.count(), k.spec.smem_bytes_per_cta,
+                       k.spec.registers_per_thread, k.occupancy.ctas_per_sm, k.time_s,
+                       k.counters.hbm.read_total(), k.counters.hbm.write_total(),
+                       k.counters.l2.read_total(), k.counters.smem_read_bytes, k.counters.flops()});
+  }
+  return {rep.infeasible_reason, rep.tiling.block_q, rep.tiling.block_kv, rep.tiling.threads,
+          rep.tiling.pipeline_stages, rep.bounds.closed_form_bytes, rep.engine.time_s, kernels};
+}
+
+}  // namespace
+
+TEST_CASE("every preset's description runs exactly as its algorithm, over random shapes") {
+  test::ShapeGen gen(27);
+  const Pass passes[] = {Pass::fwd, Pass::bwd, Pass::fwdbwd};
+  int compared = 0;
+  for (const KernelDescription& preset : kernel_presets()) {
+    // What `iosim kernels --show` prints, read back as a user's file is.
+    const KernelDescription d = parse_kernel_description(kernel_description_json(preset), "test");
+    for (int i = 0; i < 6; ++i) {
+      const Pass pass = preset.backward.empty() ? Pass::fwd : gen.pick(passes);
+      RunRequest r = random_request(gen, pass, 300);
+      r.algorithm = preset.name;
+      r.engine.sm_clock_mhz = 1500;
+      if (preset.forward == "split_kv" || preset.forward == "paged") {
+        r.tiling = {};
+        r.problem.seq = gen.pick(1, 4);
+        r.problem.causal = false;
+      }
+      CAPTURE(preset.name);
+      CAPTURE(pass_name(pass));
+      CAPTURE(r.problem.seq);
+      CAPTURE(r.problem.seq_kv);
+      CAPTURE(r.problem.head_dim);
+      const char* gpu = preset.name == "flash3" ? "h100-sxm5-80gb" : "a100-sxm4-80gb";
+      const Report by_name = simulate(test::profile(gpu), r);
+      const Report described = run_kernel(d, r, gpu);
+      CHECK(summary(described) == summary(by_name));
+      ++compared;
+    }
+  }
+  CHECK(compared == 6 * static_cast<int>(kernel_presets().size()));
+}
+
+TEST_CASE("mechanisms change the time, never the bytes: query-stationary forward") {
+  test::ShapeGen gen(5);
+  for (int i = 0; i < 12; ++i) {
+    RunRequest r = random_request(gen, Pass::fwd, 2048);
+    r.tiling.block_q = 128;
+    r.tiling.block_kv = 64;
+    r.problem.batch = 2;
+    r.problem.heads = 8;
+    r.engine.sm_clock_mhz = 1755;
+    KernelDescription mma = kernel_preset("flash2");
+    mma.name = "mine";
+    KernelDescription wg = mma;
+    wg.mechanisms = {MmaFamily::wgmma_rs, LoadPath::tma, WarpRoles::uniform, false};
+    const Report a = run_kernel(mma, r, "h100-sxm5-80gb");
+    const Report b = run_kernel(wg, r, "h100-sxm5-80gb");
+    REQUIRE(a.feasible());
+    REQUIRE(b.feasible());
+    CAPTURE(r.problem.seq);
+    CAPTURE(r.problem.head_dim);
+    CHECK(a.engine.total.hbm.read_total() == b.engine.total.hbm.read_total());
+    CHECK(a.engine.total.hbm.write_total() == b.engine.total.hbm.write_total());
+    CHECK(a.engine.total.l2.read_total() == b.engine.total.l2.read_total());
+    CHECK(a.engine.total.tensor_flops == b.engine.total.tensor_flops);
+    // wgmma reads the K/V tile once per warpgroup, not once per warp.
+    CHECK(b.engine.total.smem_read_bytes < a.engine.total.smem_read_bytes);
+    CHECK(b.engine.kernels[0].spec.tensor_instruction == TensorInstruction::wgmma);
+    CHECK(b.engine.kernels[0].spec.producer_warps == 0);
+    CHECK(b.engine.kernels[0].spec.consumer_warpgroups == 1);
+  }
+}
+
+TEST_CASE("plain loads serialize the copy with the compute; asynchronous ones overlap it") {
+  RunRequest r = test::request("flash2", 4, 16, 4096, 64, 128, 64);
+  r.engine.sm_clock_mhz = 1755;
+  KernelDescription d = kernel_preset("flash2");
+  d.name = "loads";
+  d.mechanisms.load = LoadPath::plain;
+  const Report plain = run_kernel(d, r, "a100-sxm4-80gb");
+  d.mechanisms.load = LoadPath::cp_async;
+  const Report async = run_kernel(d, r, "a100-sxm4-80gb");
+  CHECK(plain.engine.kernels[0].spec.pipeline_stages == 1);
+  CHECK(plain.engine.time_s > async.engine.time_s);
+  CHECK(test::hbm_total(plain) == test::hbm_total(async));
+}
+
+TEST_CASE("two-pass backward: two-level bytes equal its closed form over random shapes") {
+  test::ShapeGen gen(31);
+  KernelDescription d;
+  d.name = "two_pass";
+  d.source = "test";
+  d.backward = "two_pass";
+  for (int i = 0; i < 60; ++i) {
+    RunRequest r = random_request(gen, Pass::bwd, 700);
+    r.engine.l2_enabled = false;
+    if (gen.coin()) r.problem.mask = true;
+    const Report rep = run_kernel(d, r, "h100-sxm5-80gb");
+    if (!rep.feasible()) continue;
+    test::require_closed_form(r, rep);
+    // Never below what a backward must move: each input read and each gradient written once.
+    CHECK(test::hbm_total(rep) >= test::dense_compulsory_bytes(r.problem));
+    CHECK(rep.engine.kernels.size() == 2);
+  }
+}
+
+TEST_CASE("two-pass backward: exact gradients, alone and after a query-stationary forward") {
+  test::ShapeGen gen(8);
+  KernelDescription d;
+  d.name = "fa2_two_pass";
+  d.source = "test";
+  d.forward = "query_stationary";
+  d.backward = "two_pass";
+  int executed = 0;
+  for (int i = 0; i < 24; ++i) {
+    RunRequest r = random_request(gen, i % 2 ? Pass::bwd : Pass::fwdbwd, 200);
+    r.execute = true;
+    r.seed = static_cast<std::uint64_t>(i) + 7;
+    if (gen.coin()) r.problem.dropout = 0.1;
+    CAPTURE(pass_name(r.problem.pass));
+    CAPTURE(r.problem.seq);
+    CAPTURE(r.problem.seq_kv);
+    CAPTURE(r.problem.head_dim);
+    CAPTURE(r.problem.causal);
+    const Report rep = run_kernel(d, r, "h100-sxm5-80gb");
+    if (!rep.feasible()) continue;
+    REQUIRE(rep.numerics.max_abs_error.has_value());
+    CHECK(*rep.numerics.max_abs_error <= 1e-4);
+    ++executed;
+  }
+  CHECK(executed >= 20);
+}
+
+TEST_CASE("golden: two-pass backward bytes for one head, N=256, d=64, 64x128 blocks") {
+  // Per head: pre-pass reads O, dO (2 x 256 x 64 x 2 = 65536) and writes D (1024); pass 1 reads
+  // K, V once (65536) and, for each of the 2 key blocks, all 4 query blocks' Q, dO, L, D
+  // (8 x (2 x 64 x 64 x 2 + 2 x 64 x 4) = 135168); pass 2 reads each query block's Q, dO, L, D
+  // once (67584) and, for each of them, both key blocks' K, V (4 x 65536 = 262144).
+  // Writes: dK, dV (65536), dQ (32768), D (1024).
+  RunRequest r = test::request("flash2", 1, 1, 256, 64, 64, 128);
+  r.problem.pass = Pass::bwd;
+  r.engine.l2_enabled = false;
+  KernelDescription d;
+  d.name = "golden";
+  d.backward = "two_pass";
+  const Report rep = run_kernel(d, r, "h100-sxm5-80gb");
+  REQUIRE(rep.feasible());
+  CHECK(rep.engine.total.hbm.read_total() == 65536 + 65536 + 135168 + 67584 + 262144);
+  CHECK(rep.engine.total.hbm.write_total() == 65536 + 32768 + 1024);
+  CHECK(rep.engine.kernels[1].spec.grid.x == 4);  // max(Tr, Tc)
+}
+
+TEST_CASE("bad descriptions are refused with the key path and the reason") {
+  const auto refused = [](const json& doc, const std::string& needle) {
+    CAPTURE(doc.dump());
+    CHECK_THROWS_WITH_AS(parse_kernel_description(doc, "k.yaml"),
+                         doctest::Contains(needle.c_str()), ConfigError);
+  };
+  const json ok = {{"name", "k"}, {"dataflow", {{"forward", "query_stationary"}}}};
+  CHECK_NOTHROW(parse_kernel_description(ok, "k.yaml"));
+  refused({{"name", "k"}}, "dataflow: required");
+  refused({{"name", "k"}, {"dataflow", {{"forwrd", "query_stationary"}}}},
+          "dataflow.forwrd: unknown key (did you mean 'forward'?)");
+  refused({{"name", "k"}, {"dataflow", {{"forward", "query_stationery"}}}},
+          "did you mean 'query_stationary'?");
+  json bad_mma = ok;
+  bad_mma["mechanisms"] = {{"mma", "wgmma"}};
+  refused(bad_mma, "mechanisms.mma: unknown mma 'wgmma'");
+  json bad_type = ok;
+  bad_type["tiles"] = {{"block_q", "128"}};
+  refused(bad_type, "tiles.block_q: expected an integer, got string");
+  json bad_range = ok;
+  bad_range["launch"] = {{"threads", 4096}};
+  refused(bad_range, "launch.threads: 4096 is out of range");
+  json two = ok;
+  two["tiles"] = {{"block_q", 0}};
+  two["extra"] = 1;
+  refused(two, "2 problems");
+  refused(json(nullptr), "the description is empty");
+  refused(json::array(), "expected a map");
+  // A mechanism the GPU lacks: wgmma on an A100.
+  KernelDescription d = parse_kernel_description(ok, "k.yaml");
+  d.mechanisms.mma = MmaFamily::wgmma_rs;
+  CHECK_THROWS_WITH_AS(described_algorithm(d, test::profile("a100-sxm4-80gb"), builtin_registry()),
+                       doctest::Contains("k.yaml: mechanisms.mma wgmma_rs needs wgmma"),
+                       ConfigError);
+}
+
+TEST_CASE("a description's tiles yield to the flags; launch facts set occupancy") {
+  KernelDescription d = kernel_preset("flash2");
+  d.name = "tiles";
+  d.tiles.block_q = 64;
+  d.tiles.block_kv = 64;
+  d.tiles.registers_per_thread = 255;
+  RunRequest r = test::request("flash2", 2, 8, 2048, 128);
+  Report rep = run_kernel(d, r, "h100-sxm5-80gb");
+  CHECK(rep.tiling.block_q == 64);
+  CHECK(rep.engine.kernels[0].spec.registers_per_thread == 255);
+  r.tiling.block_q = 128;  // --block-q 128
+  rep = run_kernel(d, r, "h100-sxm5-80gb");
+  CHECK(rep.tiling.block_q == 128);
+  CHECK(rep.tiling.block_kv == 64);
+}
+
+}  // namespace iosim
+
+namespace iosim {
+
+// docs/ARCHITECTURE.md's checklist for a new dataflow names its list entry, the schema's enum and
+// docs/kernels.md: a dataflow missing from either is caught here.
+TEST_CASE("every dataflow and mechanism is in the schema and in docs/kernels.md") {
+  const std::string root = IOSIM_REPO_DIR;
+  std::ifstream schema_file(root + "/schemas/kernel.schema.json");
+  const nlohmann::json schema = nlohmann::json::parse(schema_file);
+  std::ifstream doc_file(root + "/docs/kernels.md");
+  const std::string doc((std::istreambuf_iterator<char>(doc_file)), {});
+  const auto& df = schema.at("properties").at("dataflow").at("properties");
+  for (const auto& [list, key] : {std::pair{&forward_dataflows(), "forward"},
+                                  std::pair{&backward_dataflows(), "backward"}}) {
+    std::vector<std::string> names;
+    for (const DataflowInfo& d : *list) {
+      names.emplace_back(d.name);
+      CAPTURE(d.name);
+      CHECK(doc.find(std::string("`") + d.name + "`") != std::string::npos);
+    }
+    CHECK(df.at(key).at("enum").get<std::vector<std::string>>() == names);
+  }
+  const auto& mech = schema.at("properties").at("mechanisms").at("properties");
+  CHECK(mech.at("mma").at("enum").get<std::vector<std::string>>() ==
+        std::vector<std::string>{mma_name(MmaFamily::mma_sync), mma_name(MmaFamily::wgmma_ss),
+                                 mma_name(MmaFamily::wgmma_rs)});
+  CHECK(mech.at("load").at("enum").get<std::vector<std::string>>() ==
+        std::vector<std::string>{load_name(LoadPath::plain), load_name(LoadPath::cp_async),
+                                 load_name(LoadPath::tma)});
+  CHECK(mech.at("warp_roles").at("enum").get<std::vector<std::string>>() ==
+        std::vector<std::string>{warp_roles_name(WarpRoles::uniform),
+                                 warp_roles_name(WarpRoles::producer_consumer),
+                                 warp_roles_name(WarpRoles::pingpong)});
+}
+
+}  // namespace iosim
