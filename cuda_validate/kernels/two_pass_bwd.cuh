@@ -86,9 +86,9 @@ struct TwoPassBwdConfig {
   static constexpr int kStages = 2;
   static constexpr int kMTk = kBKV / (16 * kWarps);  // pass 1: key m-tiles per warp
   static constexpr int kMTq = kBQ / (16 * kWarps);   // pass 2: query m-tiles per warp
-  // Score columns per step: 32, or 16 where the accumulators take 128 registers or more.
-  static constexpr int kChunkK = kMTk * kD >= 128 ? 16 : 32;  // pass 1 (queries)
-  static constexpr int kChunkQ = kMTq * kD >= 128 ? 16 : 32;  // pass 2 (keys)
+  // Score columns per step, both passes: with 32, d = 64 block_kv = 128 and d = 128
+  // spill at 255 registers (nvcc 13.0).
+  static constexpr int kChunk = 16;
   static constexpr int kQT = kBQ * smem_pitch<kD>();    // (kBQ, kD) swizzled
   static constexpr int kKVT = kBKV * smem_pitch<kD>();  // (kBKV, kD) swizzled
   // Pass 1: K_x, V_x + (Q, dO) x kStages; pass 2: Q_x, dO_x + (K, V) x kStages (halves).
@@ -100,7 +100,7 @@ struct TwoPassBwdConfig {
   static_assert(kMTk >= 1 && kMTq >= 1 && kBKV % (16 * kWarps) == 0 &&
                     kBQ % (16 * kWarps) == 0,
                 "each warp owns whole 16-row m-tiles in both passes");
-  static_assert(kBQ % kChunkK == 0 && kBKV % kChunkQ == 0 && kD % 64 == 0, "tile sizes");
+  static_assert(kBQ % kChunk == 0 && kBKV % kChunk == 0 && kD % 64 == 0, "tile sizes");
   static_assert(2 * kBQ / 4 <= kThreads, "one 16-byte L/D chunk per thread");
 };
 
@@ -195,7 +195,7 @@ __device__ __forceinline__ void two_pass_bwd_dkdv(const BwdParams& p, unsigned c
   using Cfg = TwoPassBwdConfig<kD, kBQ, kBKV, kWarps>;
   constexpr int kThreads = Cfg::kThreads;
   constexpr int kMT = Cfg::kMTk;
-  constexpr int kC = Cfg::kChunkK;
+  constexpr int kC = Cfg::kChunk;
   constexpr int kQT = Cfg::kQT;
   half* sK = reinterpret_cast<half*>(smem);  // (kBKV, kD); dK at the end
   half* sV = sK + Cfg::kKVT;                 // (kBKV, kD); dV at the end
@@ -282,7 +282,7 @@ __device__ __forceinline__ void two_pass_bwd_dq(const BwdParams& p, unsigned cha
   using Cfg = TwoPassBwdConfig<kD, kBQ, kBKV, kWarps>;
   constexpr int kThreads = Cfg::kThreads;
   constexpr int kMT = Cfg::kMTq;
-  constexpr int kC = Cfg::kChunkQ;
+  constexpr int kC = Cfg::kChunk;
   constexpr int kKVT = Cfg::kKVT;
   half* sQ = reinterpret_cast<half*>(smem);  // (kBQ, kD); dQ at the end
   half* sdO = sQ + Cfg::kQT;                 // (kBQ, kD)

@@ -38,8 +38,7 @@ struct BwdTiling {
   int smem_bytes_per_cta = 0;
   int pipeline_stages = 0;
   int registers_per_thread = 0;  // cudaFuncGetAttributes: what ptxas -v prints
-  int score_chunk_kv = 0;        // pass 1 (dK, dV): query columns of S^T per step
-  int score_chunk_q = 0;         // pass 2 (dQ): key columns of S per step
+  int score_chunk = 0;           // score columns held in registers at a time (both passes)
 };
 
 // block-sparse, flash-decoding or paged, or a backward pass (pass=bwd).

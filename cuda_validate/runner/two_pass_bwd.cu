@@ -6,11 +6,12 @@
 #include "extra_ops.hpp"
 #include "flash_ops.cuh"
 
-// X(d, block_q, block_kv, warps). d = 128 with block_kv = 128 is left out: 4 warps would
-// hold 2 key m-tiles of dK and dV each (256 fp32 registers a thread), 8 warps leave pass 2
-// half an m-tile per warp.
+// X(d, block_q, block_kv, warps). Left out for d = 128: block_kv = 128 (4 warps would hold
+// 2 key m-tiles of dK and dV each, 256 fp32 registers a thread; 8 warps leave pass 2 half an
+// m-tile per warp) and block_q = 128 (2 query m-tiles of dQ a warp: ptxas spills 192 bytes
+// at 255 registers, nvcc 13.0).
 #define IOSIM_TWO_PASS_BWD_INSTANCES(X) \
-  X(64, 64, 64, 4) X(64, 64, 128, 4) X(64, 128, 64, 4) X(128, 64, 64, 4) X(128, 128, 64, 4)
+  X(64, 64, 64, 4) X(64, 64, 128, 4) X(64, 128, 64, 4) X(128, 64, 64, 4)
 
 namespace iosim_cuda {
 namespace {
@@ -55,8 +56,7 @@ void two_pass_bwd_ops(const BwdParams& p, std::vector<RoleOp>* ops, BwdTiling* t
   tiling->smem_bytes_per_cta = Cfg::kSmemBytes;
   tiling->pipeline_stages = Cfg::kStages;
   tiling->registers_per_thread = attr.numRegs;
-  tiling->score_chunk_kv = Cfg::kChunkK;
-  tiling->score_chunk_q = Cfg::kChunkQ;
+  tiling->score_chunk = Cfg::kChunk;
 }
 
 }  // namespace
