@@ -33,6 +33,16 @@ __device__ __forceinline__ float ref_bwd_dot(const half* a, const float* s_b, in
   return acc;
 }
 
+// Two length-d fp16 rows into shared fp32 vectors.
+__device__ __forceinline__ void ref_bwd_load_rows(float* s_a, const half* g_a, float* s_b,
+                                                  const half* g_b, int d) {
+  for (int c = threadIdx.x; c < d; c += kRefBwdThreads) {
+    s_a[c] = __half2float(g_a[c]);
+    s_b[c] = __half2float(g_b[c]);
+  }
+  __syncthreads();
+}
+
 // Block-wide sum or max of one value a thread (kRefBwdThreads threads).
 __device__ __forceinline__ float ref_bwd_reduce(float v, bool is_max, float* s_red) {
   for (int off = 16; off > 0; off >>= 1) {
@@ -65,11 +75,7 @@ __global__ void __launch_bounds__(kRefBwdThreads) reference_bwd_q_kernel(const R
   const half* K = p.gK + bh * p.seq_kv * d;
   const half* V = p.gV + bh * p.seq_kv * d;
   const int last_visible = p.causal ? row + (p.seq_kv - p.seq) : p.seq_kv - 1;
-  for (int c = threadIdx.x; c < d; c += kRefBwdThreads) {
-    sq[c] = __half2float(p.gQ[qrow + c]);
-    sdo[c] = __half2float(p.gdO[qrow + c]);
-  }
-  __syncthreads();
+  ref_bwd_load_rows(sq, p.gQ + qrow, sdo, p.gdO + qrow, d);
   float m = -INFINITY;
   for (int j = threadIdx.x; j < p.seq_kv; j += kRefBwdThreads) {
     const float s = j <= last_visible ? p.scale * ref_bwd_dot(K + int64_t(j) * d, sq, d) : -INFINITY;
@@ -116,20 +122,16 @@ __global__ void __launch_bounds__(kRefBwdThreads) reference_bwd_kv_kernel(const 
   float* sdS = sP + p.seq;   // (N) dS
   float* sk = sdS + p.seq;   // (d)
   float* sv = sk + d;        // (d)
-  const int r = blockIdx.x;
   const int64_t bh = blockIdx.y;
+  const half* Q = p.gQ + bh * p.seq * d;
+  const int r = blockIdx.x;
   const int key = rp.g_rows[r];
   const int64_t krow = (bh * p.seq_kv + key) * d;
-  const half* Q = p.gQ + bh * p.seq * d;
   const half* O = p.gO + bh * p.seq * d;
   const half* dO = p.gdO + bh * p.seq * d;
   const float* L = p.gL + bh * p.seq;
   const int first_query = p.causal ? max(0, key - (p.seq_kv - p.seq)) : 0;
-  for (int c = threadIdx.x; c < d; c += kRefBwdThreads) {
-    sk[c] = __half2float(p.gK[krow + c]);
-    sv[c] = __half2float(p.gV[krow + c]);
-  }
-  __syncthreads();
+  ref_bwd_load_rows(sk, p.gK + krow, sv, p.gV + krow, d);
   for (int i = threadIdx.x; i < p.seq; i += kRefBwdThreads) {
     float pr = 0.f, ds = 0.f;
     if (i >= first_query) {

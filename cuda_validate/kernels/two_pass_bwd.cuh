@@ -120,6 +120,28 @@ __device__ __forceinline__ void load_ld_async(float* sLD, const float* gL, const
   }
 }
 
+// Two tiles of the same rows [row0, row0 + kRows) of two (n, kD) tensors (Q and dO, or
+// K and V) into two swizzled shared tiles.
+template <int kRows, int kD, int kThreads>
+__device__ __forceinline__ void load_tile_pair_async(half* s_a, half* s_b, const half* g_a,
+                                                     const half* g_b, int row0, int n) {
+  load_tile_async<kRows, kD, kThreads>(s_a, g_a, row0, n);
+  load_tile_async<kRows, kD, kThreads>(s_b, g_b, row0, n);
+}
+
+// A step of the two-stage pipeline: the caller has issued the next tile's copies into the
+// other stage (next_issued) or there is none; commit them and wait for the current tile only,
+// then a barrier.
+__device__ __forceinline__ void cp_async_stage_ready(bool next_issued) {
+  if (next_issued) {
+    cp_async_commit();
+    cp_async_wait<1>();
+  } else {
+    cp_async_wait<0>();
+  }
+  __syncthreads();
+}
+
 // Elementwise pieces of a (warp rows, kChunk) score tile held as C fragments. The query
 // is the row (kQRows, pass 2) or the column (pass 1, S^T); sL / sD hold the query
 // block's L, D and l0 is the index of the tile's first query in them. row_g0 / col_g0:
@@ -216,11 +238,10 @@ __device__ __forceinline__ void two_pass_bwd_dkdv(const BwdParams& p, unsigned c
   // Query blocks wholly above the diagonal (every query before k0 - offset) are skipped.
   const int i0 = p.causal ? max(0, k0 - causal_offset) / kBQ : 0;
 
-  load_tile_async<kBKV, kD, kThreads>(sK, p.gK + bh * p.seq_kv * kD, k0, p.seq_kv);
-  load_tile_async<kBKV, kD, kThreads>(sV, p.gV + bh * p.seq_kv * kD, k0, p.seq_kv);
+  load_tile_pair_async<kBKV, kD, kThreads>(sK, sV, p.gK + bh * p.seq_kv * kD,
+                                           p.gV + bh * p.seq_kv * kD, k0, p.seq_kv);
   if (i0 < n_q_blocks) {
-    load_tile_async<kBQ, kD, kThreads>(sQ, gQ, i0 * kBQ, p.seq);
-    load_tile_async<kBQ, kD, kThreads>(sdO, gdO, i0 * kBQ, p.seq);
+    load_tile_pair_async<kBQ, kD, kThreads>(sQ, sdO, gQ, gdO, i0 * kBQ, p.seq);
     load_ld_async<kBQ>(sLD, gL, gD, i0 * kBQ, p.seq);
   }
   cp_async_commit();
@@ -231,17 +252,14 @@ __device__ __forceinline__ void two_pass_bwd_dkdv(const BwdParams& p, unsigned c
 
   for (int i = i0; i < n_q_blocks; ++i) {
     const int stage = (i - i0) & 1;
-    if (i + 1 < n_q_blocks) {
-      // Stage stage^1 was last read in step i-1, which ended with a barrier.
-      load_tile_async<kBQ, kD, kThreads>(sQ + (stage ^ 1) * kQT, gQ, (i + 1) * kBQ, p.seq);
-      load_tile_async<kBQ, kD, kThreads>(sdO + (stage ^ 1) * kQT, gdO, (i + 1) * kBQ, p.seq);
-      load_ld_async<kBQ>(sLD + (stage ^ 1) * 2 * kBQ, gL, gD, (i + 1) * kBQ, p.seq);
-      cp_async_commit();
-      cp_async_wait<1>();
-    } else {
-      cp_async_wait<0>();
+    const bool next = i + 1 < n_q_blocks;
+    if (next) {  // stage^1 was last read in step i-1, which ended with a barrier
+      const int nx = stage ^ 1;
+      load_tile_pair_async<kBQ, kD, kThreads>(sQ + nx * kQT, sdO + nx * kQT, gQ, gdO,
+                                              (i + 1) * kBQ, p.seq);
+      load_ld_async<kBQ>(sLD + nx * 2 * kBQ, gL, gD, (i + 1) * kBQ, p.seq);
     }
-    __syncthreads();
+    cp_async_stage_ready(next);
 
     const int q0 = i * kBQ;
     const half* sQi = sQ + stage * kQT;
@@ -280,37 +298,27 @@ template <int kD, int kBQ, int kBKV, int kWarps>
 __device__ __forceinline__ void two_pass_bwd_dq(const BwdParams& p, unsigned char* smem, int x,
                                                 int64_t bh) {
   using Cfg = TwoPassBwdConfig<kD, kBQ, kBKV, kWarps>;
-  constexpr int kThreads = Cfg::kThreads;
-  constexpr int kMT = Cfg::kMTq;
-  constexpr int kC = Cfg::kChunk;
-  constexpr int kKVT = Cfg::kKVT;
+  const int q0 = x * kBQ;
+  const int lane = threadIdx.x % 32;
+  const int q_row0 = (threadIdx.x / 32) * Cfg::kMTq * 16;  // warp's first row in the Q tile
+  const int n_kv_all = (p.seq_kv + kBKV - 1) / kBKV;
+  constexpr int kThreads = Cfg::kThreads, kMT = Cfg::kMTq, kC = Cfg::kChunk, kKVT = Cfg::kKVT;
   half* sQ = reinterpret_cast<half*>(smem);  // (kBQ, kD); dQ at the end
   half* sdO = sQ + Cfg::kQT;                 // (kBQ, kD)
   half* sK = sdO + Cfg::kQT;                 // (2, kBKV, kD)
   half* sV = sK + 2 * kKVT;                  // (2, kBKV, kD)
   float* sLD = reinterpret_cast<float*>(smem + Cfg::kHalves * 2);  // (2, kBQ): L, D
-
-  const int warp = threadIdx.x / 32;
-  const int lane = threadIdx.x % 32;
-  const int q0 = x * kBQ;
-  const int q_row0 = warp * kMT * 16;  // warp's first row in the Q tile
   const half* gK = p.gK + bh * p.seq_kv * kD;
   const half* gV = p.gV + bh * p.seq_kv * kD;
   const int causal_offset = p.seq_kv - p.seq;
-  const int n_kv_blocks_all = (p.seq_kv + kBKV - 1) / kBKV;
-  int n_kv_blocks = n_kv_blocks_all;
-  if (p.causal) {
-    const int q_last = min(q0 + kBQ, p.seq) - 1;
-    n_kv_blocks = min(n_kv_blocks_all, (q_last + causal_offset) / kBKV + 1);
-  }
+  // Causal: up to the block of the last key the block's last query sees.
+  const int n_kv_blocks =
+      p.causal ? min(n_kv_all, (min(q0 + kBQ, p.seq) - 1 + causal_offset) / kBKV + 1) : n_kv_all;
 
   load_tile_async<kBQ, kD, kThreads>(sQ, p.gQ + bh * p.seq * kD, q0, p.seq);
   load_tile_async<kBQ, kD, kThreads>(sdO, p.gdO + bh * p.seq * kD, q0, p.seq);
   load_ld_async<kBQ>(sLD, p.gL + bh * p.seq, p.gD + bh * p.seq, q0, p.seq);
-  if (n_kv_blocks > 0) {
-    load_tile_async<kBKV, kD, kThreads>(sK, gK, 0, p.seq_kv);
-    load_tile_async<kBKV, kD, kThreads>(sV, gV, 0, p.seq_kv);
-  }
+  if (n_kv_blocks > 0) load_tile_pair_async<kBKV, kD, kThreads>(sK, sV, gK, gV, 0, p.seq_kv);
   cp_async_commit();
 
   float rdQ[kMT][kD / 8][4];
@@ -318,17 +326,11 @@ __device__ __forceinline__ void two_pass_bwd_dq(const BwdParams& p, unsigned cha
 
   for (int j = 0; j < n_kv_blocks; ++j) {
     const int stage = j & 1;
-    if (j + 1 < n_kv_blocks) {
-      load_tile_async<kBKV, kD, kThreads>(sK + (stage ^ 1) * kKVT, gK, (j + 1) * kBKV,
-                                          p.seq_kv);
-      load_tile_async<kBKV, kD, kThreads>(sV + (stage ^ 1) * kKVT, gV, (j + 1) * kBKV,
-                                          p.seq_kv);
-      cp_async_commit();
-      cp_async_wait<1>();
-    } else {
-      cp_async_wait<0>();
-    }
-    __syncthreads();
+    const bool next = j + 1 < n_kv_blocks;
+    if (next)
+      load_tile_pair_async<kBKV, kD, kThreads>(sK + (stage ^ 1) * kKVT, sV + (stage ^ 1) * kKVT,
+                                               gK, gV, (j + 1) * kBKV, p.seq_kv);
+    cp_async_stage_ready(next);
 
     const int kv0 = j * kBKV;
     const half* sKj = sK + stage * kKVT;

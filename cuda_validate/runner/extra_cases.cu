@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <initializer_list>
 #include <random>
 #include <set>
 #include <stdexcept>
@@ -121,6 +122,20 @@ struct CheckInputs {
   std::string reference;
 };
 
+// A device counter (in `a`) of the non-finite values in the given fp16 tensors, filled on
+// `stream`.
+unsigned long long* count_nonfinite_async(
+    Arena* a, std::initializer_list<std::pair<const half*, std::size_t>> tensors,
+    cudaStream_t stream) {
+  unsigned long long* count = a->alloc<unsigned long long>(1);
+  IOSIM_CUDA_CHECK(cudaMemsetAsync(count, 0, sizeof(unsigned long long), stream));
+  for (const auto& [g, n] : tensors) {
+    ext_count_nonfinite_kernel<<<1024, 256, 0, stream>>>(g, static_cast<int64_t>(n), count);
+    IOSIM_CUDA_CHECK(cudaGetLastError());
+  }
+  return count;
+}
+
 struct ErrorStats {
   double max_abs_error = 0, max_abs_reference = 0, rel_l2_error = 0;
 };
@@ -150,11 +165,7 @@ std::string run_check(const CheckInputs& in, const std::vector<RoleOp>& ops, cud
   for (const auto& op : ops) op.launch(stream);
 
   Arena a;
-  unsigned long long* nonfinite = a.alloc<unsigned long long>(1);
-  IOSIM_CUDA_CHECK(cudaMemsetAsync(nonfinite, 0, sizeof(unsigned long long), stream));
-  ext_count_nonfinite_kernel<<<1024, 256, 0, stream>>>(in.gO, static_cast<int64_t>(o_elems),
-                                                       nonfinite);
-  IOSIM_CUDA_CHECK(cudaGetLastError());
+  unsigned long long* nonfinite = count_nonfinite_async(&a, {{in.gO, o_elems}}, stream);
 
   const std::vector<int> rows = sample_rows(in.seq);
   const int n_rows = static_cast<int>(rows.size());
@@ -488,13 +499,8 @@ std::string run_bwd_check(const BwdParams& p, int d, const std::vector<RoleOp>& 
   for (const auto& op : ops) op.launch(stream);
 
   Arena a;
-  unsigned long long* nonfinite = a.alloc<unsigned long long>(1);
-  IOSIM_CUDA_CHECK(cudaMemsetAsync(nonfinite, 0, sizeof(unsigned long long), stream));
-  for (auto [g, n] : {std::pair<const half*, std::size_t>{p.gdQ, q_elems}, {p.gdK, kv_elems},
-                      {p.gdV, kv_elems}}) {
-    ext_count_nonfinite_kernel<<<1024, 256, 0, stream>>>(g, static_cast<int64_t>(n), nonfinite);
-    IOSIM_CUDA_CHECK(cudaGetLastError());
-  }
+  unsigned long long* nonfinite =
+      count_nonfinite_async(&a, {{p.gdQ, q_elems}, {p.gdK, kv_elems}, {p.gdV, kv_elems}}, stream);
 
   const std::vector<int> q_rows = sample_rows(p.seq), k_rows = sample_rows(p.seq_kv);
   const int nq = static_cast<int>(q_rows.size()), nk = static_cast<int>(k_rows.size());
@@ -616,18 +622,9 @@ ExtraCase make_two_pass_bwd_case(const Case& c, uint32_t seed, cudaStream_t stre
   fill_uniform(gV, kv_elems, seed + 3, stream);
   fill_uniform(gdO, q_elems, seed + 4, stream);
 
-  AttnParams fp{};
-  fp.gQ = gQ;
-  fp.gK = gK;
-  fp.gV = gV;
-  fp.gO = gO;
-  fp.gL = gL;
-  fp.batch = c.batch;
-  fp.heads = c.heads;
-  fp.seq = c.seq;
-  fp.seq_kv = c.seq_kv;
-  fp.scale = 1.f / std::sqrt(static_cast<float>(d));
-  fp.causal = c.causal;
+  const float scale = 1.f / std::sqrt(static_cast<float>(d));
+  const AttnParams fp{gQ,      gK,      gV,    gO,       gL,    nullptr, nullptr,
+                      c.batch, c.heads, c.seq, c.seq_kv, scale, c.causal};
   RoleOp fwd;
   FlashTiling ft;
   std::string why;
@@ -636,7 +633,7 @@ ExtraCase make_two_pass_bwd_case(const Case& c, uint32_t seed, cudaStream_t stre
   IOSIM_CUDA_CHECK(cudaStreamSynchronize(stream));
 
   BwdParams p{gQ, gK, gV, gO, gdO, gL, gD, gdQ, gdK, gdV,
-              c.batch, c.heads, c.seq, c.seq_kv, fp.scale, c.causal};
+              c.batch, c.heads, c.seq, c.seq_kv, scale, c.causal};
   ExtraCase x;
   BwdTiling t;
   if (!make_two_pass_bwd_ops(d, c.block_q, c.block_kv, p, &x.ops, &t, &why))

@@ -22,16 +22,12 @@ void two_pass_bwd_ops(const BwdParams& p, std::vector<RoleOp>* ops, BwdTiling* t
   auto* pre = &bwd_pre_kernel<kD>;
   const long long pre_threads = static_cast<long long>(p.batch) * p.heads * p.seq * (kD / 8);
   const dim3 pre_grid(static_cast<unsigned>((pre_threads + kBwdPreThreads - 1) / kBwdPreThreads));
-  RoleOp op_pre;
-  op_pre.role = "bwd_pre";
-  op_pre.kernel = "bwd_pre_kernel<" + std::to_string(kD) + ">";
-  op_pre.grid = {static_cast<int>(pre_grid.x), 1, 1};
-  op_pre.block = {kBwdPreThreads, 1, 1};
-  op_pre.smem_bytes = 0;
-  op_pre.launch = [pre, pre_grid, p](cudaStream_t stream) {
-    pre<<<pre_grid, kBwdPreThreads, 0, stream>>>(p);
-    IOSIM_CUDA_CHECK(cudaGetLastError());
-  };
+  ops->push_back(RoleOp{"bwd_pre", "bwd_pre_kernel<" + std::to_string(kD) + ">",
+                       {static_cast<int>(pre_grid.x), 1, 1}, {kBwdPreThreads, 1, 1}, 0,
+                       [pre, pre_grid, p](cudaStream_t stream) {
+                         pre<<<pre_grid, kBwdPreThreads, 0, stream>>>(p);
+                         IOSIM_CUDA_CHECK(cudaGetLastError());
+                       }});
 
   auto* kernel = &two_pass_bwd_kernel<kD, kBQ, kBKV, kWarps>;
   IOSIM_CUDA_CHECK(
@@ -50,7 +46,6 @@ void two_pass_bwd_ops(const BwdParams& p, std::vector<RoleOp>* ops, BwdTiling* t
     kernel<<<grid, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(p);
     IOSIM_CUDA_CHECK(cudaGetLastError());
   };
-  ops->push_back(op_pre);
   ops->push_back(op);
   tiling->threads = Cfg::kThreads;
   tiling->smem_bytes_per_cta = Cfg::kSmemBytes;
