@@ -78,7 +78,8 @@ __global__ void __launch_bounds__(kRefBwdThreads) reference_bwd_q_kernel(const R
   ref_bwd_load_rows(sq, p.gQ + qrow, sdo, p.gdO + qrow, d);
   float m = -INFINITY;
   for (int j = threadIdx.x; j < p.seq_kv; j += kRefBwdThreads) {
-    const float s = j <= last_visible ? p.scale * ref_bwd_dot(K + int64_t(j) * d, sq, d) : -INFINITY;
+    const float s =
+        j <= last_visible ? p.scale * ref_bwd_dot(K + int64_t(j) * d, sq, d) : -INFINITY;
     sS[j] = s;
     sdP[j] = ref_bwd_dot(V + int64_t(j) * d, sdo, d);
     m = fmaxf(m, s);
@@ -118,10 +119,10 @@ __global__ void __launch_bounds__(kRefBwdThreads) reference_bwd_kv_kernel(const 
   extern __shared__ float s_ref[];
   const BwdParams& p = rp.in;
   const int d = rp.d;
-  float* sP = s_ref;         // (N) P of this key for every query
-  float* sdS = sP + p.seq;   // (N) dS
-  float* sk = sdS + p.seq;   // (d)
-  float* sv = sk + d;        // (d)
+  float* sP = s_ref;        // (N) P of this key for every query
+  float* sdS = sP + p.seq;  // (N) dS
+  float* sk = sdS + p.seq;  // (d)
+  float* sv = sk + d;       // (d)
   const int64_t bh = blockIdx.y;
   const half* Q = p.gQ + bh * p.seq * d;
   const int r = blockIdx.x;

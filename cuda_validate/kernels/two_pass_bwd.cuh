@@ -4,7 +4,8 @@
 // Inputs Q, O, dO (B, H, N, d) and K, V (B, H, Nkv, d) fp16; L (B, H, N) fp32, the
 // log-sum-exp (natural log) of each query row from the forward (flash2_fwd.cuh).
 //   bwd_pre_kernel:  D = rowsum(dO * O), fp32 (B, H, N).
-//   two_pass_bwd_kernel, grid (max(Tr, Tc), B, H), Tr = ceil(N / BLOCK_Q), Tc = ceil(Nkv / BLOCK_KV):
+//   two_pass_bwd_kernel, grid (max(Tr, Tc), B, H),
+//   Tr = ceil(N / BLOCK_Q), Tc = ceil(Nkv / BLOCK_KV):
 //     pass 1 (x < Tc): key block x. K_x, V_x stay in shared memory; Q_i, dO_i, L_i, D_i
 //       stream through two cp.async stages for every query block i that sees the key
 //       block. Per i: S^T = K_x Q_i^T, P^T = exp(scale S^T - L), dV += P^T dO_i,
@@ -97,8 +98,7 @@ struct TwoPassBwdConfig {
   static constexpr int kHalves = kHalves1 > kHalves2 ? kHalves1 : kHalves2;
   // Then (L, D) of a query block, fp32, kStages of them (pass 2 uses the first).
   static constexpr int kSmemBytes = kHalves * 2 + kStages * 2 * kBQ * 4;
-  static_assert(kMTk >= 1 && kMTq >= 1 && kBKV % (16 * kWarps) == 0 &&
-                    kBQ % (16 * kWarps) == 0,
+  static_assert(kMTk >= 1 && kMTq >= 1 && kBKV % (16 * kWarps) == 0 && kBQ % (16 * kWarps) == 0,
                 "each warp owns whole 16-row m-tiles in both passes");
   static_assert(kBQ % kChunk == 0 && kBKV % kChunk == 0 && kD % 64 == 0, "tile sizes");
   static_assert(2 * kBQ / 4 <= kThreads, "one 16-byte L/D chunk per thread");
@@ -107,8 +107,8 @@ struct TwoPassBwdConfig {
 // L and D of query rows [q0, q0 + kBQ) into sLD (L: kBQ floats, then D: kBQ floats);
 // rows past n are zero-filled (n % 4 == 0).
 template <int kBQ>
-__device__ __forceinline__ void load_ld_async(float* sLD, const float* gL, const float* gD,
-                                              int q0, int n) {
+__device__ __forceinline__ void load_ld_async(float* sLD, const float* gL, const float* gD, int q0,
+                                              int n) {
   constexpr int kChunks = kBQ / 4;
   const int t = static_cast<int>(threadIdx.x);
   if (t < 2 * kChunks) {
@@ -180,8 +180,7 @@ __device__ __forceinline__ void bwd_probs(float (&rS)[kMT][kChunk / 8][4], const
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         float pr = fast_exp2(rS[mt][nt][e] * scale_log2 - sL[ix.ld(mt, nt, e)] * kLog2e);
-        if (need_mask && ix.masked(mt, nt, e, p.seq, p.seq_kv, causal_offset, p.causal))
-          pr = 0.f;
+        if (need_mask && ix.masked(mt, nt, e, p.seq, p.seq_kv, causal_offset, p.causal)) pr = 0.f;
         rS[mt][nt][e] = pr;
       }
 }
@@ -189,8 +188,8 @@ __device__ __forceinline__ void bwd_probs(float (&rS)[kMT][kChunk / 8][4], const
 // rdP <- dS = P (dP - D).
 template <bool kQRows, int kChunk, int kMT>
 __device__ __forceinline__ void bwd_dscores(float (&rdP)[kMT][kChunk / 8][4],
-                                            const float (&rP)[kMT][kChunk / 8][4],
-                                            const float* sD, const BwdTileIndex<kQRows>& ix) {
+                                            const float (&rP)[kMT][kChunk / 8][4], const float* sD,
+                                            const BwdTileIndex<kQRows>& ix) {
 #pragma unroll
   for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
@@ -212,17 +211,17 @@ __device__ __forceinline__ void zero_acc(float (&acc)[kMT][kD / 8][4]) {
 
 // Pass 1: dK_x, dV_x of key block x.
 template <int kD, int kBQ, int kBKV, int kWarps>
-__device__ __forceinline__ void two_pass_bwd_dkdv(const BwdParams& p, unsigned char* smem,
-                                                  int x, int64_t bh) {
+__device__ __forceinline__ void two_pass_bwd_dkdv(const BwdParams& p, unsigned char* smem, int x,
+                                                  int64_t bh) {
   using Cfg = TwoPassBwdConfig<kD, kBQ, kBKV, kWarps>;
   constexpr int kThreads = Cfg::kThreads;
   constexpr int kMT = Cfg::kMTk;
   constexpr int kC = Cfg::kChunk;
   constexpr int kQT = Cfg::kQT;
-  half* sK = reinterpret_cast<half*>(smem);  // (kBKV, kD); dK at the end
-  half* sV = sK + Cfg::kKVT;                 // (kBKV, kD); dV at the end
-  half* sQ = sV + Cfg::kKVT;                 // (2, kBQ, kD)
-  half* sdO = sQ + 2 * kQT;                  // (2, kBQ, kD)
+  half* sK = reinterpret_cast<half*>(smem);                        // (kBKV, kD); dK at the end
+  half* sV = sK + Cfg::kKVT;                                       // (kBKV, kD); dV at the end
+  half* sQ = sV + Cfg::kKVT;                                       // (2, kBQ, kD)
+  half* sdO = sQ + 2 * kQT;                                        // (2, kBQ, kD)
   float* sLD = reinterpret_cast<float*>(smem + Cfg::kHalves * 2);  // (2, 2, kBQ)
 
   const int warp = threadIdx.x / 32;
@@ -255,8 +254,8 @@ __device__ __forceinline__ void two_pass_bwd_dkdv(const BwdParams& p, unsigned c
     const bool next = i + 1 < n_q_blocks;
     if (next) {  // stage^1 was last read in step i-1, which ended with a barrier
       const int nx = stage ^ 1;
-      load_tile_pair_async<kBQ, kD, kThreads>(sQ + nx * kQT, sdO + nx * kQT, gQ, gdO,
-                                              (i + 1) * kBQ, p.seq);
+      load_tile_pair_async<kBQ, kD, kThreads>(sQ + nx * kQT, sdO + nx * kQT, gQ, gdO, (i + 1) * kBQ,
+                                              p.seq);
       load_ld_async<kBQ>(sLD + nx * 2 * kBQ, gL, gD, (i + 1) * kBQ, p.seq);
     }
     cp_async_stage_ready(next);
@@ -265,8 +264,7 @@ __device__ __forceinline__ void two_pass_bwd_dkdv(const BwdParams& p, unsigned c
     const half* sQi = sQ + stage * kQT;
     const half* sdOi = sdO + stage * kQT;
     const float* sLi = sLD + stage * 2 * kBQ;
-    const bool need_mask =
-        (q0 + kBQ > p.seq) || (p.causal && k0 + kBKV - 1 > q0 + causal_offset);
+    const bool need_mask = (q0 + kBQ > p.seq) || (p.causal && k0 + kBKV - 1 > q0 + causal_offset);
 #pragma unroll 1
     for (int c = 0; c < kBQ / kC; ++c) {
       const BwdTileIndex<false> ix{c * kC, k0 + k_row0, q0 + c * kC, lane};
@@ -303,10 +301,10 @@ __device__ __forceinline__ void two_pass_bwd_dq(const BwdParams& p, unsigned cha
   const int q_row0 = (threadIdx.x / 32) * Cfg::kMTq * 16;  // warp's first row in the Q tile
   const int n_kv_all = (p.seq_kv + kBKV - 1) / kBKV;
   constexpr int kThreads = Cfg::kThreads, kMT = Cfg::kMTq, kC = Cfg::kChunk, kKVT = Cfg::kKVT;
-  half* sQ = reinterpret_cast<half*>(smem);  // (kBQ, kD); dQ at the end
-  half* sdO = sQ + Cfg::kQT;                 // (kBQ, kD)
-  half* sK = sdO + Cfg::kQT;                 // (2, kBKV, kD)
-  half* sV = sK + 2 * kKVT;                  // (2, kBKV, kD)
+  half* sQ = reinterpret_cast<half*>(smem);                        // (kBQ, kD); dQ at the end
+  half* sdO = sQ + Cfg::kQT;                                       // (kBQ, kD)
+  half* sK = sdO + Cfg::kQT;                                       // (2, kBKV, kD)
+  half* sV = sK + 2 * kKVT;                                        // (2, kBKV, kD)
   float* sLD = reinterpret_cast<float*>(smem + Cfg::kHalves * 2);  // (2, kBQ): L, D
   const half* gK = p.gK + bh * p.seq_kv * kD;
   const half* gV = p.gV + bh * p.seq_kv * kD;
@@ -328,8 +326,8 @@ __device__ __forceinline__ void two_pass_bwd_dq(const BwdParams& p, unsigned cha
     const int stage = j & 1;
     const bool next = j + 1 < n_kv_blocks;
     if (next)
-      load_tile_pair_async<kBKV, kD, kThreads>(sK + (stage ^ 1) * kKVT, sV + (stage ^ 1) * kKVT,
-                                               gK, gV, (j + 1) * kBKV, p.seq_kv);
+      load_tile_pair_async<kBKV, kD, kThreads>(sK + (stage ^ 1) * kKVT, sV + (stage ^ 1) * kKVT, gK,
+                                               gV, (j + 1) * kBKV, p.seq_kv);
     cp_async_stage_ready(next);
 
     const int kv0 = j * kBKV;

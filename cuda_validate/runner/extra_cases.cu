@@ -221,8 +221,7 @@ std::string run_check(const CheckInputs& in, const std::vector<RoleOp>& ops, cud
   IOSIM_CUDA_CHECK(cudaStreamSynchronize(stream));
 
   const ErrorStats st = compare_outputs(h_got, h_ref);
-  const double max_err = st.max_abs_error, max_ref = st.max_abs_reference,
-               rel_l2 = st.rel_l2_error;
+  const double max_err = st.max_abs_error, max_ref = st.max_abs_reference, rel_l2 = st.rel_l2_error;
   // L: a row that sees no key has L = -inf in both; any other non-finite value is an error.
   double max_err_L = 0;
   long long empty_rows = 0;
@@ -530,15 +529,15 @@ std::string run_bwd_check(const BwdParams& p, int d, const std::vector<RoleOp>& 
   const int smem_k = (2 * p.seq + 2 * d) * static_cast<int>(sizeof(float));
   IOSIM_CUDA_CHECK(cudaFuncSetAttribute(&reference_bwd_kv_kernel,
                                         cudaFuncAttributeMaxDynamicSharedMemorySize, smem_k));
-  reference_bwd_kv_kernel<<<dim3(nk, static_cast<unsigned>(bh)), kRefBwdThreads, smem_k,
-                            stream>>>(rk);
+  reference_bwd_kv_kernel<<<dim3(nk, static_cast<unsigned>(bh)), kRefBwdThreads, smem_k, stream>>>(
+      rk);
   IOSIM_CUDA_CHECK(cudaGetLastError());
   ext_gather_rows_kernel<<<256, 256, 0, stream>>>(p.gdQ, p.gL, g_q_rows, nq, p.seq, d,
                                                   static_cast<int64_t>(bh), g[1], g[7]);
   IOSIM_CUDA_CHECK(cudaGetLastError());
   for (int i = 0; i < 8; ++i)
-    IOSIM_CUDA_CHECK(cudaMemcpyAsync(h[i].data(), g[i], sizes[i] * 4, cudaMemcpyDeviceToHost,
-                                     stream));
+    IOSIM_CUDA_CHECK(
+        cudaMemcpyAsync(h[i].data(), g[i], sizes[i] * 4, cudaMemcpyDeviceToHost, stream));
   unsigned long long h_nonfinite = 0;
   IOSIM_CUDA_CHECK(
       cudaMemcpyAsync(&h_nonfinite, nonfinite, sizeof h_nonfinite, cudaMemcpyDeviceToHost, stream));
@@ -565,7 +564,8 @@ std::string run_bwd_check(const BwdParams& p, int d, const std::vector<RoleOp>& 
                             .add("tolerance_rel_l2", json_num(tol_rel))
                             .add("passed", json_bool(ok))
                             .str());
-    std::fprintf(stderr, "  check %s: max_abs_error %.3g (tol %.3g, |ref| %.3g) rel_l2 %.3g -> %s\n",
+    std::fprintf(stderr,
+                 "  check %s: max_abs_error %.3g (tol %.3g, |ref| %.3g) rel_l2 %.3g -> %s\n",
                  names[t], st[t].max_abs_error, tol_abs, st[t].max_abs_reference,
                  st[t].rel_l2_error, ok ? "pass" : "FAIL");
     if (t == 0 || st[t].rel_l2_error > worst.rel_l2_error) worst = st[t];
@@ -632,8 +632,8 @@ ExtraCase make_two_pass_bwd_case(const Case& c, uint32_t seed, cudaStream_t stre
   fwd.launch(stream);
   IOSIM_CUDA_CHECK(cudaStreamSynchronize(stream));
 
-  BwdParams p{gQ, gK, gV, gO, gdO, gL, gD, gdQ, gdK, gdV,
-              c.batch, c.heads, c.seq, c.seq_kv, scale, c.causal};
+  BwdParams p{gQ,  gK,  gV,      gO,      gdO,   gL,       gD,    gdQ,
+              gdK, gdV, c.batch, c.heads, c.seq, c.seq_kv, scale, c.causal};
   ExtraCase x;
   BwdTiling t;
   if (!make_two_pass_bwd_ops(d, c.block_q, c.block_kv, p, &x.ops, &t, &why))

@@ -25,8 +25,8 @@ int parse_positive_int(const std::string& value, const std::string& where) {
 
 std::string default_case_id(const Case& c) {
   std::ostringstream id;
-  id << c.schedule << (c.pass == "bwd" ? "_two_pass_bwd" : "") << "_b" << c.batch << "_h" << c.heads << "_n" << c.seq << "_nkv" << c.seq_kv
-     << "_d" << c.head_dim;
+  id << c.schedule << (c.pass == "bwd" ? "_two_pass_bwd" : "") << "_b" << c.batch << "_h"
+     << c.heads << "_n" << c.seq << "_nkv" << c.seq_kv << "_d" << c.head_dim;
   if (c.schedule != "standard") id << "_bq" << c.block_q << "_bkv" << c.block_kv;
   if (c.kv_heads != c.heads) id << "_hkv" << c.kv_heads;
   if (!c.pattern.empty()) {

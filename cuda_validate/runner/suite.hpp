@@ -25,7 +25,7 @@ struct Case {
   std::string pattern;  // block-sparse: local:W | strided:S | random:DENSITY:SEED | causal
   int splits = 0;       // flash-decoding (> 1), paged (1: no reduce kernel)
   int page_tokens = 0;  // paged: tokens per page (default 16)
-  std::string pass = "fwd";  // fwd | bwd (flash2 only: the two-pass backward, two_pass_bwd.cuh)
+  std::string pass = "fwd";  // fwd | bwd (flash2 only: the two-pass backward)
 };
 
 // A suite file that cannot be read or parsed; the message names file and line.

@@ -22,12 +22,15 @@ void two_pass_bwd_ops(const BwdParams& p, std::vector<RoleOp>* ops, BwdTiling* t
   auto* pre = &bwd_pre_kernel<kD>;
   const long long pre_threads = static_cast<long long>(p.batch) * p.heads * p.seq * (kD / 8);
   const dim3 pre_grid(static_cast<unsigned>((pre_threads + kBwdPreThreads - 1) / kBwdPreThreads));
-  ops->push_back(RoleOp{"bwd_pre", "bwd_pre_kernel<" + std::to_string(kD) + ">",
-                       {static_cast<int>(pre_grid.x), 1, 1}, {kBwdPreThreads, 1, 1}, 0,
-                       [pre, pre_grid, p](cudaStream_t stream) {
-                         pre<<<pre_grid, kBwdPreThreads, 0, stream>>>(p);
-                         IOSIM_CUDA_CHECK(cudaGetLastError());
-                       }});
+  ops->push_back(RoleOp{"bwd_pre",
+                        "bwd_pre_kernel<" + std::to_string(kD) + ">",
+                        {static_cast<int>(pre_grid.x), 1, 1},
+                        {kBwdPreThreads, 1, 1},
+                        0,
+                        [pre, pre_grid, p](cudaStream_t stream) {
+                          pre<<<pre_grid, kBwdPreThreads, 0, stream>>>(p);
+                          IOSIM_CUDA_CHECK(cudaGetLastError());
+                        }});
 
   auto* kernel = &two_pass_bwd_kernel<kD, kBQ, kBKV, kWarps>;
   IOSIM_CUDA_CHECK(
@@ -66,10 +69,10 @@ std::vector<std::array<int, 4>> two_pass_bwd_instances() {
 
 bool make_two_pass_bwd_ops(int d, int block_q, int block_kv, const BwdParams& p,
                            std::vector<RoleOp>* ops, BwdTiling* tiling, std::string* why) {
-#define IOSIM_TRY(D, BQ, BKV, W)                      \
-  if (d == D && block_q == BQ && block_kv == BKV) {   \
-    two_pass_bwd_ops<D, BQ, BKV, W>(p, ops, tiling);  \
-    return true;                                      \
+#define IOSIM_TRY(D, BQ, BKV, W)                     \
+  if (d == D && block_q == BQ && block_kv == BKV) {  \
+    two_pass_bwd_ops<D, BQ, BKV, W>(p, ops, tiling); \
+    return true;                                     \
   }
   IOSIM_TWO_PASS_BWD_INSTANCES(IOSIM_TRY)
 #undef IOSIM_TRY
