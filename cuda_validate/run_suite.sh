@@ -11,6 +11,7 @@
 #
 # Environment: OUT (default ./out), WORK (default /tmp/iosim_work),
 # SUITE (default suites/default.txt), BUILD_DIR (default build-cuda), REPS (default 10),
+# HOLD_US (default 200: the runner's --hold-us, GPU kept busy before each timed repetition),
 # SKIP_BUILD (0/1), SMOKE (1: run suites/smoke.txt in time mode first),
 # TOTAL_BUDGET_S (default 540: the ncu groups shrink their timeouts to fit).
 # Usage from the repository root: bash cuda_validate/run_suite.sh
@@ -21,6 +22,7 @@ OUT=${OUT:-$ROOT/out}
 SUITE=${SUITE:-$ROOT/cuda_validate/suites/default.txt}
 BUILD_DIR=${BUILD_DIR:-$ROOT/build-cuda}
 REPS=${REPS:-10}
+HOLD_US=${HOLD_US:-200}
 TOTAL_BUDGET_S=${TOTAL_BUDGET_S:-540}
 WORK=${WORK:-/tmp/iosim_work}
 START_S=$(date +%s)
@@ -73,7 +75,7 @@ fi
 log "free-running pass: $SUITE"
 sample_clocks "$OUT/clocks_time_pass.csv" & SMI_PID=$!
 "$RUNNER" --suite "$SUITE" --out "$OUT/runner_time.json" --mode time --reps "$REPS" \
-  >"$OUT/runner_time.log" 2>&1
+  --hold-us "$HOLD_US" >"$OUT/runner_time.log" 2>&1
 log "free-running pass exit $? ($(grep -c FAIL "$OUT/runner_time.log") FAIL lines)"
 kill "$SMI_PID" 2>/dev/null; wait "$SMI_PID" 2>/dev/null
 

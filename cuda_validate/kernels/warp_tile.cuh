@@ -152,4 +152,21 @@ __device__ __forceinline__ void warp_pv(float (&rO)[kMT][kD / 8][4],
   }
 }
 
+// acc (kMT, kD/8, C fragment) * mult -> fp16 rows [row0, row0 + 16 kMT) of a swizzled
+// (rows, kD) shared tile (two_pass_bwd.cuh's dK, dV and dQ before their 16-byte stores).
+template <int kD, int kMT>
+__device__ __forceinline__ void warp_acc_to_smem(half* s_tile, const float (&acc)[kMT][kD / 8][4],
+                                                 float mult, int row0, int lane) {
+#pragma unroll
+  for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+    for (int hh = 0; hh < 2; ++hh) {
+      const int row = row0 + mt * 16 + lane / 4 + hh * 8;
+#pragma unroll
+      for (int dt = 0; dt < kD / 8; ++dt)
+        *reinterpret_cast<uint32_t*>(s_tile + swz<kD>(row, dt) + (lane % 4) * 2) =
+            pack_half2(acc[mt][dt][2 * hh] * mult, acc[mt][dt][2 * hh + 1] * mult);
+    }
+}
+
 }  // namespace iosim_cuda

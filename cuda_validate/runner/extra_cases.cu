@@ -2,10 +2,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <initializer_list>
 #include <random>
 #include <set>
 #include <stdexcept>
 
+#include "../kernels/reference_bwd.cuh"
 #include "../kernels/reference_ext.cuh"
 #include "block_pattern.hpp"
 #include "extra_ops.hpp"
@@ -120,6 +122,40 @@ struct CheckInputs {
   std::string reference;
 };
 
+// A device counter (in `a`) of the non-finite values in the given fp16 tensors, filled on
+// `stream`.
+unsigned long long* count_nonfinite_async(
+    Arena* a, std::initializer_list<std::pair<const half*, std::size_t>> tensors,
+    cudaStream_t stream) {
+  unsigned long long* count = a->alloc<unsigned long long>(1);
+  IOSIM_CUDA_CHECK(cudaMemsetAsync(count, 0, sizeof(unsigned long long), stream));
+  for (const auto& [g, n] : tensors) {
+    ext_count_nonfinite_kernel<<<1024, 256, 0, stream>>>(g, static_cast<int64_t>(n), count);
+    IOSIM_CUDA_CHECK(cudaGetLastError());
+  }
+  return count;
+}
+
+struct ErrorStats {
+  double max_abs_error = 0, max_abs_reference = 0, rel_l2_error = 0;
+};
+
+// Output vs reference on the sampled elements: max |got - ref| (inf on NaN), max |ref|,
+// ||got - ref|| / ||ref||.
+ErrorStats compare_outputs(const std::vector<float>& got, const std::vector<float>& ref) {
+  ErrorStats st;
+  double err2 = 0, ref2 = 0;
+  for (std::size_t i = 0; i < ref.size(); ++i) {
+    const double e = std::fabs(static_cast<double>(got[i]) - ref[i]);
+    st.max_abs_error = std::isnan(e) ? INFINITY : std::max(st.max_abs_error, e);
+    st.max_abs_reference = std::max(st.max_abs_reference, std::fabs(static_cast<double>(ref[i])));
+    err2 += e * e;
+    ref2 += static_cast<double>(ref[i]) * ref[i];
+  }
+  st.rel_l2_error = ref2 > 0 ? std::sqrt(err2 / ref2) : std::sqrt(err2);
+  return st;
+}
+
 std::string run_check(const CheckInputs& in, const std::vector<RoleOp>& ops, cudaStream_t stream,
                       bool* passed) {
   const std::size_t bh = static_cast<std::size_t>(in.batch) * in.heads;
@@ -129,11 +165,7 @@ std::string run_check(const CheckInputs& in, const std::vector<RoleOp>& ops, cud
   for (const auto& op : ops) op.launch(stream);
 
   Arena a;
-  unsigned long long* nonfinite = a.alloc<unsigned long long>(1);
-  IOSIM_CUDA_CHECK(cudaMemsetAsync(nonfinite, 0, sizeof(unsigned long long), stream));
-  ext_count_nonfinite_kernel<<<1024, 256, 0, stream>>>(in.gO, static_cast<int64_t>(o_elems),
-                                                       nonfinite);
-  IOSIM_CUDA_CHECK(cudaGetLastError());
+  unsigned long long* nonfinite = count_nonfinite_async(&a, {{in.gO, o_elems}}, stream);
 
   const std::vector<int> rows = sample_rows(in.seq);
   const int n_rows = static_cast<int>(rows.size());
@@ -188,15 +220,8 @@ std::string run_check(const CheckInputs& in, const std::vector<RoleOp>& ops, cud
       cudaMemcpyAsync(&h_nonfinite, nonfinite, sizeof h_nonfinite, cudaMemcpyDeviceToHost, stream));
   IOSIM_CUDA_CHECK(cudaStreamSynchronize(stream));
 
-  double max_err = 0, max_ref = 0, err2 = 0, ref2 = 0;
-  for (std::size_t i = 0; i < sample; ++i) {
-    const double e = std::fabs(static_cast<double>(h_got[i]) - h_ref[i]);
-    max_err = std::isnan(e) ? INFINITY : std::max(max_err, e);
-    max_ref = std::max(max_ref, std::fabs(static_cast<double>(h_ref[i])));
-    err2 += e * e;
-    ref2 += static_cast<double>(h_ref[i]) * h_ref[i];
-  }
-  const double rel_l2 = ref2 > 0 ? std::sqrt(err2 / ref2) : std::sqrt(err2);
+  const ErrorStats st = compare_outputs(h_got, h_ref);
+  const double max_err = st.max_abs_error, max_ref = st.max_abs_reference, rel_l2 = st.rel_l2_error;
   // L: a row that sees no key has L = -inf in both; any other non-finite value is an error.
   double max_err_L = 0;
   long long empty_rows = 0;
@@ -459,15 +484,207 @@ ExtraCase make_decode_case(const Case& c, uint32_t seed, cudaStream_t stream) {
   return x;
 }
 
+// The two-pass backward's check: poisons dQ, dK, dV and D with NaN, runs the roles once more,
+// scans the gradients for non-finite values and compares dQ on sampled query rows and dK, dV
+// on sampled key rows, all (b, h), with the fp32 reference (kernels/reference_bwd.cuh).
+std::string run_bwd_check(const BwdParams& p, int d, const std::vector<RoleOp>& ops,
+                          cudaStream_t stream, bool* passed) {
+  const std::size_t bh = static_cast<std::size_t>(p.batch) * p.heads;
+  const std::size_t q_elems = bh * p.seq * d, kv_elems = bh * p.seq_kv * d;
+  IOSIM_CUDA_CHECK(cudaMemsetAsync(p.gdQ, 0xff, q_elems * sizeof(half), stream));
+  IOSIM_CUDA_CHECK(cudaMemsetAsync(p.gdK, 0xff, kv_elems * sizeof(half), stream));
+  IOSIM_CUDA_CHECK(cudaMemsetAsync(p.gdV, 0xff, kv_elems * sizeof(half), stream));
+  IOSIM_CUDA_CHECK(cudaMemsetAsync(p.gD, 0xff, bh * p.seq * sizeof(float), stream));
+  for (const auto& op : ops) op.launch(stream);
+
+  Arena a;
+  unsigned long long* nonfinite =
+      count_nonfinite_async(&a, {{p.gdQ, q_elems}, {p.gdK, kv_elems}, {p.gdV, kv_elems}}, stream);
+
+  const std::vector<int> q_rows = sample_rows(p.seq), k_rows = sample_rows(p.seq_kv);
+  const int nq = static_cast<int>(q_rows.size()), nk = static_cast<int>(k_rows.size());
+  int* g_q_rows = a.alloc<int>(q_rows.size());
+  int* g_k_rows = a.alloc<int>(k_rows.size());
+  IOSIM_CUDA_CHECK(cudaMemcpyAsync(g_q_rows, q_rows.data(), q_rows.size() * sizeof(int),
+                                   cudaMemcpyHostToDevice, stream));
+  IOSIM_CUDA_CHECK(cudaMemcpyAsync(g_k_rows, k_rows.data(), k_rows.size() * sizeof(int),
+                                   cudaMemcpyHostToDevice, stream));
+  // Buffers: ref dQ, got dQ, ref dK, ref dV, got dK, got dV, ref L, got L.
+  const std::size_t sq = bh * nq * d, sk = bh * nk * d;
+  std::vector<std::vector<float>> h(8);
+  const std::size_t sizes[8] = {sq, sq, sk, sk, sk, sk, bh * nq, bh * nq};
+  float* g[8];
+  for (int i = 0; i < 8; ++i) {
+    g[i] = a.alloc<float>(sizes[i]);
+    h[i].resize(sizes[i]);
+  }
+  RefBwdParams rq{p, g_q_rows, nq, d, g[0], nullptr, g[1], nullptr, g[6]};
+  const int smem_q = (2 * p.seq_kv + 3 * d) * static_cast<int>(sizeof(float));
+  IOSIM_CUDA_CHECK(cudaFuncSetAttribute(&reference_bwd_q_kernel,
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize, smem_q));
+  reference_bwd_q_kernel<<<dim3(nq, static_cast<unsigned>(bh)), kRefBwdThreads, smem_q, stream>>>(
+      rq);
+  IOSIM_CUDA_CHECK(cudaGetLastError());
+  RefBwdParams rk{p, g_k_rows, nk, d, g[2], g[3], g[4], g[5], nullptr};
+  const int smem_k = (2 * p.seq + 2 * d) * static_cast<int>(sizeof(float));
+  IOSIM_CUDA_CHECK(cudaFuncSetAttribute(&reference_bwd_kv_kernel,
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize, smem_k));
+  reference_bwd_kv_kernel<<<dim3(nk, static_cast<unsigned>(bh)), kRefBwdThreads, smem_k, stream>>>(
+      rk);
+  IOSIM_CUDA_CHECK(cudaGetLastError());
+  ext_gather_rows_kernel<<<256, 256, 0, stream>>>(p.gdQ, p.gL, g_q_rows, nq, p.seq, d,
+                                                  static_cast<int64_t>(bh), g[1], g[7]);
+  IOSIM_CUDA_CHECK(cudaGetLastError());
+  for (int i = 0; i < 8; ++i)
+    IOSIM_CUDA_CHECK(
+        cudaMemcpyAsync(h[i].data(), g[i], sizes[i] * 4, cudaMemcpyDeviceToHost, stream));
+  unsigned long long h_nonfinite = 0;
+  IOSIM_CUDA_CHECK(
+      cudaMemcpyAsync(&h_nonfinite, nonfinite, sizeof h_nonfinite, cudaMemcpyDeviceToHost, stream));
+  IOSIM_CUDA_CHECK(cudaStreamSynchronize(stream));
+
+  // Two fp16 roundings (P and dS) feed each gradient's products, against one (P) in the
+  // forward: twice the forward's relative tolerances.
+  const double tol_rel = 2e-2;
+  const ErrorStats st[3] = {compare_outputs(h[1], h[0]), compare_outputs(h[4], h[2]),
+                            compare_outputs(h[5], h[3])};
+  const char* names[3] = {"dq", "dk", "dv"};
+  JsonObject grads;
+  ErrorStats worst;
+  bool all_ok = h_nonfinite == 0;
+  for (int t = 0; t < 3; ++t) {
+    const double tol_abs = 1e-3 + 4e-2 * st[t].max_abs_reference;
+    const bool ok = st[t].rel_l2_error <= tol_rel && st[t].max_abs_error <= tol_abs;
+    all_ok = all_ok && ok;
+    grads.add(names[t], JsonObject()
+                            .add("max_abs_error", json_num(st[t].max_abs_error))
+                            .add("max_abs_reference", json_num(st[t].max_abs_reference))
+                            .add("rel_l2_error", json_num(st[t].rel_l2_error))
+                            .add("tolerance_max_abs", json_num(tol_abs))
+                            .add("tolerance_rel_l2", json_num(tol_rel))
+                            .add("passed", json_bool(ok))
+                            .str());
+    std::fprintf(stderr,
+                 "  check %s: max_abs_error %.3g (tol %.3g, |ref| %.3g) rel_l2 %.3g -> %s\n",
+                 names[t], st[t].max_abs_error, tol_abs, st[t].max_abs_reference,
+                 st[t].rel_l2_error, ok ? "pass" : "FAIL");
+    if (t == 0 || st[t].rel_l2_error > worst.rel_l2_error) worst = st[t];
+  }
+  double max_err_L = 0;  // the forward's L against the reference's own softmax
+  for (std::size_t i = 0; i < h[6].size(); ++i) {
+    const double e = std::fabs(static_cast<double>(h[7][i]) - h[6][i]);
+    max_err_L = std::isnan(e) ? INFINITY : std::max(max_err_L, e);
+  }
+  all_ok = all_ok && max_err_L <= 1e-2;
+  *passed = all_ok;
+  JsonObject o;
+  o.add("max_abs_error", json_num(worst.max_abs_error))
+      .add("max_abs_reference", json_num(worst.max_abs_reference))
+      .add("rel_l2_error", json_num(worst.rel_l2_error))
+      .add("tolerance_max_abs", json_num(1e-3 + 4e-2 * worst.max_abs_reference))
+      .add("tolerance_rel_l2", json_num(tol_rel))
+      .add("lse_max_abs_error", json_num(max_err_L))
+      .add("nonfinite_outputs", json_int(static_cast<long long>(h_nonfinite)))
+      .add("rows_checked_per_head", json_int(nq))
+      .add("key_rows_checked_per_head", json_int(nk))
+      .add("gradients", grads.str())
+      .add("reference",
+           json_str("fp32 naive CUDA kernels: dQ of sampled query rows (own softmax), dK and dV "
+                    "of sampled key rows (the forward's L), D from the forward's O, all (b, h); "
+                    "the top-level errors are the gradient with the largest rel_l2_error"))
+      .add("passed", json_bool(all_ok));
+  std::fprintf(stderr, "  check: lse %.3g nonfinite %llu -> %s\n", max_err_L, h_nonfinite,
+               all_ok ? "pass" : "FAIL");
+  return o.str();
+}
+
+// Backward (pass=bwd): random Q, K, V, dO; our flash2 forward (128 x 64 tiles) makes O and
+// L once, outside the measured roles; then bwd_pre and bwd_main.
+ExtraCase make_two_pass_bwd_case(const Case& c, uint32_t seed, cudaStream_t stream) {
+  const int d = c.head_dim;
+  if (c.seq % 8 != 0) throw std::runtime_error("the two-pass backward needs N % 8 == 0");
+  const std::size_t bh = static_cast<std::size_t>(c.batch) * c.heads;
+  const std::size_t q_elems = bh * c.seq * d, kv_elems = bh * c.seq_kv * d;
+  require_device_memory((4 * q_elems + 4 * kv_elems) * 2 + 2 * bh * c.seq * 4);
+  auto arena = std::make_shared<Arena>();
+  half* gQ = arena->alloc<half>(q_elems);
+  half* gK = arena->alloc<half>(kv_elems);
+  half* gV = arena->alloc<half>(kv_elems);
+  half* gO = arena->alloc<half>(q_elems);
+  half* gdO = arena->alloc<half>(q_elems);
+  half* gdQ = arena->alloc<half>(q_elems);
+  half* gdK = arena->alloc<half>(kv_elems);
+  half* gdV = arena->alloc<half>(kv_elems);
+  float* gL = arena->alloc<float>(bh * c.seq);
+  float* gD = arena->alloc<float>(bh * c.seq);
+  fill_uniform(gQ, q_elems, seed + 1, stream);
+  fill_uniform(gK, kv_elems, seed + 2, stream);
+  fill_uniform(gV, kv_elems, seed + 3, stream);
+  fill_uniform(gdO, q_elems, seed + 4, stream);
+
+  const float scale = 1.f / std::sqrt(static_cast<float>(d));
+  const AttnParams fp{gQ,      gK,      gV,    gO,       gL,    nullptr, nullptr,
+                      c.batch, c.heads, c.seq, c.seq_kv, scale, c.causal};
+  RoleOp fwd;
+  FlashTiling ft;
+  std::string why;
+  if (!make_flash2_op(d, 128, 64, fp, &fwd, &ft, &why)) throw std::runtime_error(why);
+  fwd.launch(stream);
+  IOSIM_CUDA_CHECK(cudaStreamSynchronize(stream));
+
+  BwdParams p{gQ,  gK,  gV,      gO,      gdO,   gL,       gD,    gdQ,
+              gdK, gdV, c.batch, c.heads, c.seq, c.seq_kv, scale, c.causal};
+  ExtraCase x;
+  BwdTiling t;
+  if (!make_two_pass_bwd_ops(d, c.block_q, c.block_kv, p, &x.ops, &t, &why))
+    throw std::runtime_error(why);
+  JsonObject tj;
+  tiling_common(c, FlashTiling{t.threads, t.smem_bytes_per_cta, t.pipeline_stages, "cp.async"},
+                &tj);
+  tj.add("registers_per_thread", json_int(t.registers_per_thread))
+      .add("score_chunk", json_int(t.score_chunk))
+      .add("forward", json_str(fwd.kernel + ", run once before the case (not timed, not "
+                                            "profiled) to make O and L"));
+  x.tiling_json = tj.str();
+  JsonObject kj;
+  kj.add("name", json_str("two_pass_bwd"))
+      .add("dataflow", JsonObject().add("backward", json_str("two_pass")).str())
+      .add("tiles", JsonObject()
+                        .add("block_q", json_int(c.block_q))
+                        .add("block_kv", json_int(c.block_kv))
+                        .add("stages", json_int(t.pipeline_stages))
+                        .str())
+      .add("mechanisms", JsonObject()
+                             .add("mma", json_str("mma_sync"))
+                             .add("load", json_str("cp_async"))
+                             .add("warp_roles", json_str("uniform"))
+                             .add("persistent", json_bool(false))
+                             .str())
+      .add("launch", JsonObject()
+                         .add("threads", json_int(t.threads))
+                         .add("registers_per_thread", json_int(t.registers_per_thread))
+                         .add("smem_bytes_per_cta", json_int(t.smem_bytes_per_cta))
+                         .str());
+  x.kernel_json = kj.str();
+  const std::vector<RoleOp> ops = x.ops;
+  x.check = [p, d, ops](cudaStream_t s, bool* passed) {
+    return run_bwd_check(p, d, ops, s, passed);
+  };
+  x.storage = arena;
+  return x;
+}
+
 }  // namespace
 
-bool is_extra_schedule(const std::string& schedule) {
-  return schedule == "block-sparse" || schedule == "flash-decoding" || schedule == "paged";
+bool is_extra_case(const Case& c) {
+  return c.pass == "bwd" || c.schedule == "block-sparse" || c.schedule == "flash-decoding" ||
+         c.schedule == "paged";
 }
 
 ExtraCase make_extra_case(const Case& c, uint32_t seed, cudaStream_t stream) {
   if (c.head_dim % 8 != 0 || c.head_dim > 256)
     throw std::runtime_error("head_dim must be a multiple of 8, <= 256");
+  if (c.pass == "bwd") return make_two_pass_bwd_case(c, seed, stream);
   if (c.schedule == "block-sparse") return make_block_sparse_case(c, seed, stream);
   if (c.causal && c.seq > 1)
     throw std::runtime_error("the decode kernels take no causal mask (seq 1 sees every key)");

@@ -16,6 +16,7 @@
 
 #include "../kernels/block_sparse_fwd.cuh"
 #include "../kernels/decode_fwd.cuh"
+#include "../kernels/two_pass_bwd.cuh"
 #include "ops.cuh"
 #include "suite.hpp"
 
@@ -28,10 +29,20 @@ struct ExtraCase {
   // reference; returns the case's "check" object and sets *passed.
   std::function<std::string(cudaStream_t, bool* passed)> check;
   std::shared_ptr<void> storage;  // the device tensors; freed with the case
+  std::string kernel_json;        // iosim's kernel description (two-pass backward); empty: none
 };
 
-// block-sparse, flash-decoding or paged.
-bool is_extra_schedule(const std::string& schedule);
+// The on-chip plan of the two-pass backward's main kernel.
+struct BwdTiling {
+  int threads = 0;
+  int smem_bytes_per_cta = 0;
+  int pipeline_stages = 0;
+  int registers_per_thread = 0;  // cudaFuncGetAttributes: what ptxas -v prints
+  int score_chunk = 0;           // score columns held in registers at a time (both passes)
+};
+
+// block-sparse, flash-decoding or paged, or a backward pass (pass=bwd).
+bool is_extra_case(const Case& c);
 
 // Allocates and fills the case's tensors (random inputs from `seed`), builds the block list
 // or page pool, and its roles. Throws std::runtime_error (or CudaError) with the reason when
@@ -53,5 +64,11 @@ bool make_decode_ops(int d, int block_kv, bool paged, const DecodeParams& p,
 // warps); decode (d, block_kv, warps).
 std::vector<std::array<int, 4>> block_sparse_instances();
 std::vector<std::array<int, 3>> decode_instances();
+
+// The two-pass backward's roles "bwd_pre" (D = rowsum(dO * O)) and "bwd_main" (dK, dV, then
+// dQ); two_pass_bwd.cu. False with `why` when no instantiation matches (d, block_q, block_kv).
+bool make_two_pass_bwd_ops(int d, int block_q, int block_kv, const BwdParams& p,
+                           std::vector<RoleOp>* ops, BwdTiling* tiling, std::string* why);
+std::vector<std::array<int, 4>> two_pass_bwd_instances();
 
 }  // namespace iosim_cuda

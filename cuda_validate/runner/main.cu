@@ -303,7 +303,7 @@ class Runner {
     out.add("index", json_int(index))
         .add("id", json_str(c.id))
         .add("schedule", json_str(c.schedule))
-        .add("pass", json_str("fwd"))
+        .add("pass", json_str(c.pass))
         .add("problem", problem_json(c));
     CaseResult res;
     check_passed_ = true;
@@ -371,10 +371,12 @@ class Runner {
   }
 
   void run_case_body(int index, const Case& c, std::vector<std::string>* markers, JsonObject* out) {
-    if (is_extra_schedule(c.schedule)) {
-      // block-sparse, flash-decoding, paged: their own tensors and check (extra_ops.hpp).
+    if (is_extra_case(c)) {
+      // block-sparse, flash-decoding, paged, backward: their own tensors and check
+      // (extra_ops.hpp).
       const ExtraCase x = make_extra_case(c, 1000u * static_cast<uint32_t>(index) + 17u, stream_);
       out->add("tiling", x.tiling_json);
+      if (!x.kernel_json.empty()) out->add("kernel", x.kernel_json);
       measure(index, c, x.ops, markers, out, [&] {
         bool passed = false;
         std::string json = x.check(stream_, &passed);

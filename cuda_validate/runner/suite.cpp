@@ -25,8 +25,8 @@ int parse_positive_int(const std::string& value, const std::string& where) {
 
 std::string default_case_id(const Case& c) {
   std::ostringstream id;
-  id << c.schedule << "_b" << c.batch << "_h" << c.heads << "_n" << c.seq << "_nkv" << c.seq_kv
-     << "_d" << c.head_dim;
+  id << c.schedule << (c.pass == "bwd" ? "_two_pass_bwd" : "") << "_b" << c.batch << "_h"
+     << c.heads << "_n" << c.seq << "_nkv" << c.seq_kv << "_d" << c.head_dim;
   if (c.schedule != "standard") id << "_bq" << c.block_q << "_bkv" << c.block_kv;
   if (c.kv_heads != c.heads) id << "_hkv" << c.kv_heads;
   if (!c.pattern.empty()) {
@@ -83,9 +83,13 @@ std::vector<Case> load_suite(const std::string& path) {
       else if (key == "Hkv") c.kv_heads = parse_positive_int(value, at);
       else if (key == "splits") c.splits = parse_positive_int(value, at);
       else if (key == "page") c.page_tokens = parse_positive_int(value, at);
+      else if (key == "pass") {
+        if (value != "fwd" && value != "bwd") throw SuiteError(at + ": expected fwd or bwd");
+        c.pass = value;
+      }
       else
         throw SuiteError(where + ": unknown key '" + key +
-                         "' (valid: B H N Nkv d bq bkv causal id pattern Hkv splits page)");
+                         "' (valid: B H N Nkv d bq bkv causal id pattern Hkv splits page pass)");
     }
     if (c.batch == 0 || c.heads == 0 || c.seq == 0 || c.head_dim == 0)
       throw SuiteError(where + ": B, H, N and d are required");
@@ -107,6 +111,8 @@ std::vector<Case> load_suite(const std::string& path) {
     } else if (c.splits != 0) {
       throw SuiteError(where + ": splits=... is for flash-decoding and paged");
     }
+    if (c.pass == "bwd" && c.schedule != "flash2")
+      throw SuiteError(where + ": pass=bwd is for flash2 (the two-pass backward)");
     if (c.page_tokens != 0 && c.schedule != "paged")
       throw SuiteError(where + ": page=... is for paged");
     if (c.schedule != "standard" && (c.block_q == 0 || c.block_kv == 0))

@@ -25,6 +25,7 @@ struct Case {
   std::string pattern;  // block-sparse: local:W | strided:S | random:DENSITY:SEED | causal
   int splits = 0;       // flash-decoding (> 1), paged (1: no reduce kernel)
   int page_tokens = 0;  // paged: tokens per page (default 16)
+  std::string pass = "fwd";  // fwd | bwd (flash2 only: the two-pass backward)
 };
 
 // A suite file that cannot be read or parsed; the message names file and line.
@@ -35,7 +36,7 @@ class SuiteError : public std::runtime_error {
 
 // Parses a suite file. Format: one case per line, `schedule key=value ...`
 // with keys B H N Nkv d bq bkv causal id, and pattern (block-sparse), Hkv, splits,
-// page (decoding); '#' starts a comment. Unknown keys, missing keys and duplicate ids
+// page (decoding), pass (fwd | bwd); '#' starts a comment. Unknown keys, missing keys and duplicate ids
 // are errors.
 std::vector<Case> load_suite(const std::string& path);
 

@@ -1,0 +1,88 @@
+// Two-pass backward instantiations (extra_ops.hpp, kernels/two_pass_bwd.cuh): the
+// preprocessing kernel (role "bwd_pre") and the main kernel (role "bwd_main").
+#include <sstream>
+
+#include "../kernels/two_pass_bwd.cuh"
+#include "extra_ops.hpp"
+#include "flash_ops.cuh"
+
+// X(d, block_q, block_kv, warps). Left out for d = 128: block_kv = 128 (4 warps would hold
+// 2 key m-tiles of dK and dV each, 256 fp32 registers a thread; 8 warps leave pass 2 half an
+// m-tile per warp) and block_q = 128 (2 query m-tiles of dQ a warp: ptxas spills 192 bytes
+// at 255 registers, nvcc 13.0).
+#define IOSIM_TWO_PASS_BWD_INSTANCES(X) \
+  X(64, 64, 64, 4) X(64, 64, 128, 4) X(64, 128, 64, 4) X(128, 64, 64, 4)
+
+namespace iosim_cuda {
+namespace {
+
+template <int kD, int kBQ, int kBKV, int kWarps>
+void two_pass_bwd_ops(const BwdParams& p, std::vector<RoleOp>* ops, BwdTiling* tiling) {
+  using Cfg = TwoPassBwdConfig<kD, kBQ, kBKV, kWarps>;
+  auto* pre = &bwd_pre_kernel<kD>;
+  const long long pre_threads = static_cast<long long>(p.batch) * p.heads * p.seq * (kD / 8);
+  const dim3 pre_grid(static_cast<unsigned>((pre_threads + kBwdPreThreads - 1) / kBwdPreThreads));
+  ops->push_back(RoleOp{"bwd_pre",
+                        "bwd_pre_kernel<" + std::to_string(kD) + ">",
+                        {static_cast<int>(pre_grid.x), 1, 1},
+                        {kBwdPreThreads, 1, 1},
+                        0,
+                        [pre, pre_grid, p](cudaStream_t stream) {
+                          pre<<<pre_grid, kBwdPreThreads, 0, stream>>>(p);
+                          IOSIM_CUDA_CHECK(cudaGetLastError());
+                        }});
+
+  auto* kernel = &two_pass_bwd_kernel<kD, kBQ, kBKV, kWarps>;
+  IOSIM_CUDA_CHECK(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes));
+  cudaFuncAttributes attr{};
+  IOSIM_CUDA_CHECK(cudaFuncGetAttributes(&attr, kernel));
+  const int tr = (p.seq + kBQ - 1) / kBQ, tc = (p.seq_kv + kBKV - 1) / kBKV;
+  const dim3 grid(static_cast<unsigned>(tr > tc ? tr : tc), p.batch, p.heads);
+  RoleOp op;
+  op.role = "bwd_main";
+  op.kernel = kernel_label<kD, kBQ, kBKV, kWarps>("two_pass_bwd_kernel");
+  op.grid = {static_cast<int>(grid.x), static_cast<int>(grid.y), static_cast<int>(grid.z)};
+  op.block = {Cfg::kThreads, 1, 1};
+  op.smem_bytes = Cfg::kSmemBytes;
+  op.launch = [kernel, grid, p](cudaStream_t stream) {
+    kernel<<<grid, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(p);
+    IOSIM_CUDA_CHECK(cudaGetLastError());
+  };
+  ops->push_back(op);
+  tiling->threads = Cfg::kThreads;
+  tiling->smem_bytes_per_cta = Cfg::kSmemBytes;
+  tiling->pipeline_stages = Cfg::kStages;
+  tiling->registers_per_thread = attr.numRegs;
+  tiling->score_chunk = Cfg::kChunk;
+}
+
+}  // namespace
+
+std::vector<std::array<int, 4>> two_pass_bwd_instances() {
+  std::vector<std::array<int, 4>> v;
+#define IOSIM_LIST(D, BQ, BKV, W) v.push_back({D, BQ, BKV, W});
+  IOSIM_TWO_PASS_BWD_INSTANCES(IOSIM_LIST)
+#undef IOSIM_LIST
+  return v;
+}
+
+bool make_two_pass_bwd_ops(int d, int block_q, int block_kv, const BwdParams& p,
+                           std::vector<RoleOp>* ops, BwdTiling* tiling, std::string* why) {
+#define IOSIM_TRY(D, BQ, BKV, W)                     \
+  if (d == D && block_q == BQ && block_kv == BKV) {  \
+    two_pass_bwd_ops<D, BQ, BKV, W>(p, ops, tiling); \
+    return true;                                     \
+  }
+  IOSIM_TWO_PASS_BWD_INSTANCES(IOSIM_TRY)
+#undef IOSIM_TRY
+  std::ostringstream msg;
+  msg << "two-pass backward has no instantiation for d=" << d << " block_q=" << block_q
+      << " block_kv=" << block_kv << "; compiled (d, block_q, block_kv):";
+  for (const auto& i : two_pass_bwd_instances())
+    msg << " (" << i[0] << "," << i[1] << "," << i[2] << ")";
+  *why = msg.str();
+  return false;
+}
+
+}  // namespace iosim_cuda
