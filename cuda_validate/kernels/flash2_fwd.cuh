@@ -143,22 +143,7 @@ __global__ void __launch_bounds__(kWarps * 32)
 
   // Epilogue: O / l -> fp16 in sQ (each warp overwrites only the rows it alone
   // read), then 16-byte coalesced stores; L = (m + log2 l) * ln 2.
-#pragma unroll
-  for (int mt = 0; mt < kMT; ++mt)
-#pragma unroll
-    for (int hh = 0; hh < 2; ++hh) {
-      float l = row_l[mt][hh];
-      l += __shfl_xor_sync(0xffffffffu, l, 1);
-      l += __shfl_xor_sync(0xffffffffu, l, 2);
-      const float inv_l = l > 0.f ? 1.f / l : 0.f;
-      const int row = q_row0 + mt * 16 + lane / 4 + hh * 8;  // row in the tile
-#pragma unroll
-      for (int dt = 0; dt < kD / 8; ++dt) {
-        const uint32_t v = pack_half2(rO[mt][dt][2 * hh] * inv_l, rO[mt][dt][2 * hh + 1] * inv_l);
-        *reinterpret_cast<uint32_t*>(sQ + swz<kD>(row, dt) + (lane % 4) * 2) = v;
-      }
-      if (lane % 4 == 0 && q0 + row < p.seq) gL[q0 + row] = (row_m[mt][hh] + log2f(l)) * kLn2;
-    }
+  warp_write_o<kD, kMT>(rO, row_m, row_l, sQ, gL, q0, q_row0, p.seq, lane);
   __syncthreads();
   store_tile<kBQ, kD, kThreads>(gO, sQ, q0, p.seq);
 }
