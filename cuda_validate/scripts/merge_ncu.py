@@ -227,6 +227,8 @@ def main():
     n_pass = n_fail = n_missing = 0
     for c in timed["cases"]:
         out = {k: c.get(k) for k in ("id", "schedule", "pass", "problem", "tiling", "check")}
+        if c.get("kernel") is not None:  # the iosim kernel description (wg1 cases)
+            out["kernel"] = c["kernel"]
         out["time_free_running_s"] = c.get("time_free_running_s")
         out["error"] = c.get("error")
         kernels = []
