@@ -77,15 +77,7 @@ __global__ void __launch_bounds__(kWarps * 32)
   float rO[kMT][kD / 8][4];                     // (kMT, kD/8, C fragment), fp32
   float row_m[kMT][2];                          // running max, log2 units
   float row_l[kMT][2];                          // running sum, this lane's part
-#pragma unroll
-  for (int mt = 0; mt < kMT; ++mt) {
-#pragma unroll
-    for (int dt = 0; dt < kD / 8; ++dt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) rO[mt][dt][e] = 0.f;
-    row_m[mt][0] = row_m[mt][1] = -INFINITY;
-    row_l[mt][0] = row_l[mt][1] = 0.f;
-  }
+  warp_init_state<kD, kMT>(rO, row_m, row_l);
 
   for (int j = 0; j < n_kv_blocks; ++j) {
     const int stage = j & 1;

@@ -153,6 +153,21 @@ __device__ __forceinline__ void warp_pv(float (&rO)[kMT][kD / 8][4],
   }
 }
 
+// The online softmax's start: O = 0, running max -inf, running sum 0.
+template <int kD, int kMT>
+__device__ __forceinline__ void warp_init_state(float (&rO)[kMT][kD / 8][4],
+                                                float (&row_m)[kMT][2], float (&row_l)[kMT][2]) {
+#pragma unroll
+  for (int mt = 0; mt < kMT; ++mt) {
+#pragma unroll
+    for (int dt = 0; dt < kD / 8; ++dt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) rO[mt][dt][e] = 0.f;
+    row_m[mt][0] = row_m[mt][1] = -INFINITY;
+    row_l[mt][0] = row_l[mt][1] = 0.f;
+  }
+}
+
 // One online-softmax step over rS (already scaled to log2 units and masked): the row max m,
 // the lane's partial row sum l, rS <- P = exp2(rS - m) and rO rescaled by exp2(m_old - m).
 template <int kD, int kBKV, int kMT>

@@ -83,15 +83,7 @@ __global__ void __launch_bounds__(128)
   float rO[kMT][kD / 8][4];
   float row_m[kMT][2];
   float row_l[kMT][2];
-#pragma unroll
-  for (int mt = 0; mt < kMT; ++mt) {
-#pragma unroll
-    for (int dt = 0; dt < kD / 8; ++dt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) rO[mt][dt][e] = 0.f;
-    row_m[mt][0] = row_m[mt][1] = -INFINITY;
-    row_l[mt][0] = row_l[mt][1] = 0.f;
-  }
+  warp_init_state<kD, kMT>(rO, row_m, row_l);
 
   for (int j = 0; j < n_kv_blocks; ++j) {
     // Groups committed so far: j + kStages - 1; block j's is the (j+1)-th.

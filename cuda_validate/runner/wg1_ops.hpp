@@ -20,7 +20,46 @@ bool make_wg1_mma_op(const std::string& dtype, int d, int block_q, int block_kv,
                      const AttnParams& p, RoleOp* op, FlashTiling* tiling, int* registers,
                      std::string* why);
 
-// "(dtype, d, block_q, block_kv, stages) ..." of a list, for errors.
-std::string wg1_instance_list(const std::vector<std::string>& tuples);
+// One compiled instantiation: its template arguments and the function that makes its op.
+struct Wg1Instance {
+  const char* dtype;
+  int d, block_q, block_kv, stages;
+  void (*make)(const AttnParams& p, RoleOp* op, FlashTiling* tiling, int* registers);
+};
+
+// Runs the matching instance's `make` (true), or fills `why` with the compiled list (false).
+bool wg1_dispatch(const char* kernel, const std::vector<Wg1Instance>& instances,
+                  const std::string& dtype, int d, int block_q, int block_kv, int stages,
+                  const AttnParams& p, RoleOp* op, FlashTiling* tiling, int* registers,
+                  std::string* why);
+
+// The role of kernel<<<grid, threads, smem, stream>>>(args...) (the dynamic shared memory
+// limit raised to smem), labelled `label`; *registers from cudaFuncGetAttributes.
+template <typename... Params, typename... Args>
+void wg1_attention_op(void (*kernel)(Params...), const std::string& label, dim3 grid,
+                      int threads, int smem, RoleOp* op, int* registers, Args... args) {
+  IOSIM_CUDA_CHECK(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  cudaFuncAttributes fa{};
+  IOSIM_CUDA_CHECK(cudaFuncGetAttributes(&fa, kernel));
+  *registers = fa.numRegs;
+  op->role = "attention";
+  op->kernel = label;
+  op->grid = {static_cast<int>(grid.x), static_cast<int>(grid.y), static_cast<int>(grid.z)};
+  op->block = {threads, 1, 1};
+  op->smem_bytes = smem;
+  op->launch = [=](cudaStream_t stream) {
+    kernel<<<grid, threads, smem, stream>>>(args...);
+    IOSIM_CUDA_CHECK(cudaGetLastError());
+  };
+}
+
+// "name<dtype, d, block_q, block_kv, stages>"
+inline std::string wg1_label(const char* name, const char* dtype, int d, int block_q,
+                             int block_kv, int stages) {
+  return std::string(name) + "<" + dtype + ", " + std::to_string(d) + ", " +
+         std::to_string(block_q) + ", " + std::to_string(block_kv) + ", " +
+         std::to_string(stages) + ">";
+}
 
 }  // namespace iosim_cuda

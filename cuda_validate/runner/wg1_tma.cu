@@ -23,52 +23,33 @@ CUtensorMap make_map(bool is_bf16, const void* ptr, std::size_t rows, int d, int
 }
 
 template <typename T, int kD, int kBQ, int kBKV, int kStages>
-void wg1_tma_op(const char* dtype, const AttnParams& p, RoleOp* op, FlashTiling* tiling,
-                int* registers) {
+void wg1_tma_op(const AttnParams& p, RoleOp* op, FlashTiling* tiling, int* registers) {
   using Cfg = Wg1TmaConfig<kD, kBQ, kBKV, kStages>;
-  auto* kernel = &wg1_tma_fwd_kernel<T, kD, kBQ, kBKV, kStages>;
-  IOSIM_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        Cfg::kSmemBytes));
-  cudaFuncAttributes fa{};
-  IOSIM_CUDA_CHECK(cudaFuncGetAttributes(&fa, kernel));
-  *registers = fa.numRegs;
   constexpr bool kBf16 = std::is_same_v<T, bf16>;
   const std::size_t bh = static_cast<std::size_t>(p.batch) * p.heads;
   const CUtensorMap mq = make_map(kBf16, p.gQ, bh * p.seq, kD, kBQ);
   const CUtensorMap mk = make_map(kBf16, p.gK, bh * p.seq_kv, kD, kBKV);
   const CUtensorMap mv = make_map(kBf16, p.gV, bh * p.seq_kv, kD, kBKV);
-  const dim3 grid((p.seq + kBQ - 1) / kBQ, p.batch, p.heads);
-  op->role = "attention";
-  op->kernel = std::string("wg1_tma_fwd_kernel<") + dtype + ", " + std::to_string(kD) + ", " +
-               std::to_string(kBQ) + ", " + std::to_string(kBKV) + ", " + std::to_string(kStages) +
-               ">";
-  op->grid = {static_cast<int>(grid.x), static_cast<int>(grid.y), static_cast<int>(grid.z)};
-  op->block = {Cfg::kThreads, 1, 1};
-  op->smem_bytes = Cfg::kSmemBytes;
-  op->launch = [kernel, grid, mq, mk, mv, p](cudaStream_t stream) {
-    kernel<<<grid, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(mq, mk, mv, p);
-    IOSIM_CUDA_CHECK(cudaGetLastError());
-  };
+  wg1_attention_op(&wg1_tma_fwd_kernel<T, kD, kBQ, kBKV, kStages>,
+                   wg1_label("wg1_tma_fwd_kernel", kBf16 ? "bf16" : "fp16", kD, kBQ, kBKV,
+                             kStages),
+                   dim3((p.seq + kBQ - 1) / kBQ, p.batch, p.heads), Cfg::kThreads,
+                   Cfg::kSmemBytes, op, registers, mq, mk, mv, p);
   *tiling = {Cfg::kThreads, Cfg::kSmemBytes, kStages, "tma"};
 }
 
 }  // namespace
 
+#define IOSIM_ENTRY(T, D, BQ, BKV, S) {#T, D, BQ, BKV, S, &wg1_tma_op<T, D, BQ, BKV, S>},
+
 bool make_wg1_tma_op(const std::string& dtype, int d, int block_q, int block_kv, int stages,
                      const AttnParams& p, RoleOp* op, FlashTiling* tiling, int* registers,
                      std::string* why) {
-  std::vector<std::string> have;
-#define IOSIM_TRY(T, D, BQ, BKV, S)                                                      \
-  if (dtype == #T && d == D && block_q == BQ && block_kv == BKV && stages == S) {        \
-    wg1_tma_op<T, D, BQ, BKV, S>(#T, p, op, tiling, registers);                          \
-    return true;                                                                         \
-  }                                                                                      \
-  have.push_back(#T ", " #D ", " #BQ ", " #BKV ", " #S);
-  IOSIM_WG1_TMA_INSTANCES(IOSIM_TRY)
-#undef IOSIM_TRY
-  *why = "wg1_tma_fwd has no instantiation for this case; compiled (dtype, d, block_q, "
-         "block_kv, stages): " + wg1_instance_list(have);
-  return false;
+  static const std::vector<Wg1Instance> instances = {IOSIM_WG1_TMA_INSTANCES(IOSIM_ENTRY)};
+  return wg1_dispatch("wg1_tma_fwd", instances, dtype, d, block_q, block_kv, stages, p, op,
+                      tiling, registers, why);
 }
+
+#undef IOSIM_ENTRY
 
 }  // namespace iosim_cuda

@@ -6,14 +6,17 @@
 #   2. REPEATS (default "1 2 3") repeats of run_suite.sh with SUITE=suites/wg1_fwd.txt, each its
 #      own processes: output checks + CUDA-event times (the runner's default --hold-us 200) and
 #      ncu counters, merged into measurements.json (FORMAT.md) -> $OUT/repeat_N.json;
-#   3. SETS (default "1 2 3") timing sets `--mode time --reps 10 --hold-us 200` ->
-#      $OUT/hold200_setN.json, with nvidia-smi clock samples;
-#   4. when all three repeats are in $OUT: combine_repeats.py (median over repeats, cases whose
-#      check failed in any repeat dropped) and merge_hold_times.py (time_queued_s) ->
+#   3. SETS (default "1 2 3") timing sets `--mode time --reps 10 --hold-us 200`, with nvidia-smi
+#      clock samples -> $OUT/hold200_sets.tar.gz (hold200_setN.json, smi.csv);
+#   4. when repeat_1..3.json are all in $OUT: combine_repeats.py (median over repeats, cases
+#      whose check failed in any repeat dropped) and merge_hold_times.py (time_queued_s) ->
 #      $OUT/wg1_fwd.json.
-# One device call may not fit all of it (10 minutes a command): run with REPEATS="1" SETS="",
-# then REPEATS="2 3" SETS="1 2 3" KEEP=1 on the same machine (the build and $OUT's earlier files
-# are reused when KEEP=1), or fetch the repeat files between calls and put them back in $OUT.
+# $OUT receives at most 6 files (the device tool returns 8): wg1_fwd.json, repeat_1..3.json,
+# hold200_sets.tar.gz and raw.tar.gz (run_suite logs, each repeat's raw.tar.gz of ncu CSVs,
+# the commit and nvidia-smi's name/clock/power line). If one call cannot hold it all (10 minutes
+# a command), split it: REPEATS="1 2" SETS="" first, then put repeat_1/2.json back into $OUT
+# (e.g. carry them) and run REPEATS="3" SETS="1 2 3"; hold200 sets from an earlier call can be
+# put back as $OUT/hold200_sets.tar.gz the same way.
 # Usage from the repository root: OUT=... bash cuda_validate/scripts/run_wg1_suite.sh
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -43,28 +46,32 @@ for r in $REPEATS; do
     >"$W/run_suite_$r.log" 2>&1
   log "repeat $r exit $?"
   cp "$W/r$r/measurements.json" "$OUT/repeat_$r.json" 2>/dev/null
-  cp "$W/run_suite_$r.log" "$OUT/" 2>/dev/null
 done
 
+H=$W/hold200
+mkdir -p "$H"
+[[ -f "$OUT/hold200_sets.tar.gz" ]] && tar xzf "$OUT/hold200_sets.tar.gz" -C "$H"
 if [[ -n "$SETS" ]]; then
   nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu \
-    --format=csv,noheader,nounits -lms 100 >"$W/smi.csv" 2>/dev/null & SMI=$!
+    --format=csv,noheader,nounits -lms 100 >"$H/smi_$(date +%s).csv" 2>/dev/null & SMI=$!
   for s in $SETS; do
     "$BUILD_DIR/iosim_cuda_runner" --suite "$SUITE" --mode time --reps 10 --hold-us 200 \
-      --out "$OUT/hold200_set$s.json" >"$W/hold200_set$s.log" 2>&1
-    log "timing set $s (--hold-us 200) exit $? ($(grep -c FAIL "$W/hold200_set$s.log") FAIL lines)"
+      --out "$H/hold200_set$s.json" >"$H/hold200_set$s.log" 2>&1
+    log "timing set $s (--hold-us 200) exit $? ($(grep -c FAIL "$H/hold200_set$s.log") FAIL lines)"
   done
   kill "$SMI" 2>/dev/null; wait "$SMI" 2>/dev/null
+  tar czf "$OUT/hold200_sets.tar.gz" -C "$H" .
 fi
 
 if [[ -f "$OUT/repeat_1.json" && -f "$OUT/repeat_2.json" && -f "$OUT/repeat_3.json" ]]; then
   python3 "$ROOT/cuda_validate/scripts/combine_repeats.py" --commit "$(cat "$W/commit.txt")" \
     --out "$OUT/wg1_fwd.json" "$OUT/repeat_1.json" "$OUT/repeat_2.json" "$OUT/repeat_3.json" |
     tee -a "$W/run_wg1_suite.log"
-  if ls "$OUT"/hold200_set*.json >/dev/null 2>&1; then
-    python3 "$ROOT/cuda_validate/scripts/merge_hold_times.py" "$OUT/wg1_fwd.json" "$OUT" |
+  if ls "$H"/hold200_set*.json >/dev/null 2>&1; then
+    python3 "$ROOT/cuda_validate/scripts/merge_hold_times.py" "$OUT/wg1_fwd.json" "$H" |
       tee -a "$W/run_wg1_suite.log"
   fi
 fi
-cp "$W/run_wg1_suite.log" "$W/meta.txt" "$OUT/" 2>/dev/null
 log "done"
+(cd "$W" && tar czf "$OUT/raw.tar.gz" --exclude='*.ncu-rep' run_wg1_suite.log meta.txt commit.txt \
+  $(ls run_suite_*.log 2>/dev/null) $(ls r*/raw.tar.gz r*/summary.txt 2>/dev/null))
