@@ -141,6 +141,7 @@ __global__ void __launch_bounds__(128, 1)
     l[rg][0] = l[rg][1] = 0.f;
   }
   mbar_wait(q_full, 0);
+  __syncwarp();  // the wait loop may exit lane by lane; wgmma needs a converged warp
 
   for (int j = 0; j < n_kv; ++j) {
     const int st = j % kStages;
@@ -148,10 +149,12 @@ __global__ void __launch_bounds__(128, 1)
     // Every warp's wgmmas of step j-1 have completed (wait_group 0): its stage may be refilled.
     if (j > 0) __syncthreads();
     if (tid == 0 && j + kStages - 1 < n_kv) issue_kv(j + kStages - 1);
+    __syncwarp();
 
     // S = Q K_j^T for each row group.
     float s[kRG][kBKV / 2];
     mbar_wait(k_full(st), ph);
+    __syncwarp();
 #pragma unroll
     for (int rg = 0; rg < kRG; ++rg) reg_fence(s[rg]);
     wgmma_fence();
@@ -226,6 +229,7 @@ __global__ void __launch_bounds__(128, 1)
 
     // O += P V_j.
     mbar_wait(v_full(st), ph);
+    __syncwarp();
 #pragma unroll
     for (int rg = 0; rg < kRG; ++rg) {
       reg_fence(o[rg]);
