@@ -153,6 +153,16 @@ __device__ __forceinline__ void warp_pv(float (&rO)[kMT][kD / 8][4],
   }
 }
 
+// The K/V blocks Q rows [q0, q0 + kBQ) visit: all ceil(Nkv / kBKV) of them, or under causal
+// masking (bottom-right aligned) those not wholly above the diagonal for every row.
+template <int kBQ, int kBKV>
+__device__ __forceinline__ int kv_blocks_visited(const AttnParams& p, int q0) {
+  const int all = (p.seq_kv + kBKV - 1) / kBKV;
+  if (!p.causal) return all;
+  const int q_last = min(q0 + kBQ, p.seq) - 1;
+  return min(all, (q_last + p.seq_kv - p.seq) / kBKV + 1);
+}
+
 // The online softmax's start: O = 0, running max -inf, running sum 0.
 template <int kD, int kMT>
 __device__ __forceinline__ void warp_init_state(float (&rO)[kMT][kD / 8][4],

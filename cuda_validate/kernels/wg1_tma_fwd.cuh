@@ -24,8 +24,8 @@
 #include <type_traits>
 
 #include "../microbench/wgmma_ops.cuh"
-#include "common.cuh"
 #include "hopper_async.cuh"
+#include "warp_tile.cuh"
 
 namespace iosim_cuda {
 
@@ -93,12 +93,7 @@ __global__ void __launch_bounds__(128, 1)
   const int kv_row_base = bh * p.seq_kv;  // ... in the (B*H*Nkv, d) view
 
   const int causal_offset = p.seq_kv - p.seq;
-  const int n_kv_all = (p.seq_kv + kBKV - 1) / kBKV;
-  int n_kv = n_kv_all;
-  if (p.causal) {
-    const int q_last = min(q0 + kBQ, p.seq) - 1;
-    n_kv = min(n_kv_all, (q_last + causal_offset) / kBKV + 1);
-  }
+  const int n_kv = kv_blocks_visited<kBQ, kBKV>(p, q0);
 
   if (tid == 0) {
     for (int st = 0; st < kStages; ++st) {

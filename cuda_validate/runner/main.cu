@@ -472,12 +472,10 @@ class Runner {
         ok = c.schedule == "flash2"
                  ? make_flash2_op(d, c.block_q, c.block_kv, p, &op, &tiling, &why)
                  : make_flash1_op(d, c.block_q, c.block_kv, p, &op, &tiling, &why);
-      else if (tma)
-        ok = make_wg1_tma_op(c.dtype, d, c.block_q, c.block_kv, c.stages, p, &op, &tiling,
-                             &registers, &why);
       else
-        ok = make_wg1_mma_op(c.dtype, d, c.block_q, c.block_kv, c.stages, p, &op, &tiling,
-                             &registers, &why);
+        ok = wg1_dispatch(c.kernel.c_str(), tma ? wg1_tma_instances() : wg1_mma_instances(),
+                          c.dtype, d, c.block_q, c.block_kv, c.stages, p, &op, &tiling,
+                          &registers, &why);
       if (!ok) throw std::runtime_error(why);
       ops.push_back(op);
       JsonObject tj;

@@ -45,14 +45,18 @@ bool wg1_dispatch(const char* kernel, const std::vector<Wg1Instance>& instances,
 
 #define IOSIM_ENTRY(T, D, BQ, BKV, S) {#T, D, BQ, BKV, S, &wg1_mma_op<T, D, BQ, BKV, S>},
 
-bool make_wg1_mma_op(const std::string& dtype, int d, int block_q, int block_kv, int stages,
-                     const AttnParams& p, RoleOp* op, FlashTiling* tiling, int* registers,
-                     std::string* why) {
+const std::vector<Wg1Instance>& wg1_mma_instances() {
   static const std::vector<Wg1Instance> instances = {IOSIM_WG1_MMA_INSTANCES(IOSIM_ENTRY)};
-  return wg1_dispatch("wg1_mma_fwd", instances, dtype, d, block_q, block_kv, stages, p, op,
-                      tiling, registers, why);
+  return instances;
 }
 
 #undef IOSIM_ENTRY
+
+#ifdef IOSIM_NO_WG1_TMA  // nvcc without sm_90a (CMakeLists.txt): no wg1_tma_fwd instance
+const std::vector<Wg1Instance>& wg1_tma_instances() {
+  static const std::vector<Wg1Instance> none;
+  return none;
+}
+#endif
 
 }  // namespace iosim_cuda

@@ -9,17 +9,6 @@
 
 namespace iosim_cuda {
 
-// The single "attention" role of a wg1 case, its tiling and the registers per thread of the
-// kernel (cudaFuncGetAttributes: what ptxas allocated), or false with `why` filled when no
-// instantiation matches (dtype, d, block_q, block_kv, stages). p's pointers carry T's bits
-// (fp16 or bf16).
-bool make_wg1_tma_op(const std::string& dtype, int d, int block_q, int block_kv, int stages,
-                     const AttnParams& p, RoleOp* op, FlashTiling* tiling, int* registers,
-                     std::string* why);
-bool make_wg1_mma_op(const std::string& dtype, int d, int block_q, int block_kv, int stages,
-                     const AttnParams& p, RoleOp* op, FlashTiling* tiling, int* registers,
-                     std::string* why);
-
 // One compiled instantiation: its template arguments and the function that makes its op.
 struct Wg1Instance {
   const char* dtype;
@@ -27,7 +16,14 @@ struct Wg1Instance {
   void (*make)(const AttnParams& p, RoleOp* op, FlashTiling* tiling, int* registers);
 };
 
-// Runs the matching instance's `make` (true), or fills `why` with the compiled list (false).
+// The compiled instantiations of wg1_tma_fwd (wg1_tma.cu) and wg1_mma_fwd (wg1_mma.cu).
+const std::vector<Wg1Instance>& wg1_tma_instances();
+const std::vector<Wg1Instance>& wg1_mma_instances();
+
+// The single "attention" role of a wg1 case, its tiling and the registers per thread of the
+// kernel (cudaFuncGetAttributes: what ptxas allocated): runs the instance matching (dtype, d,
+// block_q, block_kv, stages) (true), or fills `why` with the compiled list (false). p's
+// pointers carry the dtype's bits (fp16 or bf16).
 bool wg1_dispatch(const char* kernel, const std::vector<Wg1Instance>& instances,
                   const std::string& dtype, int d, int block_q, int block_kv, int stages,
                   const AttnParams& p, RoleOp* op, FlashTiling* tiling, int* registers,

@@ -42,12 +42,9 @@ void wg1_tma_op(const AttnParams& p, RoleOp* op, FlashTiling* tiling, int* regis
 
 #define IOSIM_ENTRY(T, D, BQ, BKV, S) {#T, D, BQ, BKV, S, &wg1_tma_op<T, D, BQ, BKV, S>},
 
-bool make_wg1_tma_op(const std::string& dtype, int d, int block_q, int block_kv, int stages,
-                     const AttnParams& p, RoleOp* op, FlashTiling* tiling, int* registers,
-                     std::string* why) {
+const std::vector<Wg1Instance>& wg1_tma_instances() {
   static const std::vector<Wg1Instance> instances = {IOSIM_WG1_TMA_INSTANCES(IOSIM_ENTRY)};
-  return wg1_dispatch("wg1_tma_fwd", instances, dtype, d, block_q, block_kv, stages, p, op,
-                      tiling, registers, why);
+  return instances;
 }
 
 #undef IOSIM_ENTRY
