@@ -14,9 +14,10 @@
 # $OUT receives at most 6 files (the device tool returns 8): wg1_fwd.json, repeat_1..3.json,
 # hold200_sets.tar.gz and raw.tar.gz (run_suite logs, each repeat's raw.tar.gz of ncu CSVs,
 # the commit and nvidia-smi's name/clock/power line). If one call cannot hold it all (10 minutes
-# a command), split it: REPEATS="1 2" SETS="" first, then put repeat_1/2.json back into $OUT
-# (e.g. carry them) and run REPEATS="3" SETS="1 2 3"; hold200 sets from an earlier call can be
-# put back as $OUT/hold200_sets.tar.gz the same way.
+# a command), split it: REPEATS="1 2" SETS="" first, then carry what came back in a folder and
+# run REPEATS="3" SETS="1 2 3" PRIOR=that/folder (its repeat_*.json and hold200_sets.tar.gz are
+# copied into $OUT first). COMMIT (default: git rev-parse HEAD, "unknown" without .git) names
+# the source commit in wg1_fwd.json.
 # Usage from the repository root: OUT=... bash cuda_validate/scripts/run_wg1_suite.sh
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -27,6 +28,9 @@ REPEATS=${REPEATS-1 2 3}
 SETS=${SETS-1 2 3}
 W=/tmp/wg1_work
 mkdir -p "$OUT" "$W"
+if [[ -n "${PRIOR:-}" ]]; then
+  cp "$PRIOR"/repeat_*.json "$PRIOR"/hold200_sets.tar.gz "$OUT/" 2>/dev/null
+fi
 [[ "${KEEP:-0}" == 1 ]] || rm -rf "$W"/*
 log() { echo "[$(date -u +%H:%M:%S)] $*" | tee -a "$W/run_wg1_suite.log"; }
 
@@ -36,7 +40,8 @@ if [[ ! -x "$BUILD_DIR/iosim_cuda_runner" ]]; then
     cmake --build "$BUILD_DIR" -j "$(nproc)" --target iosim_cuda_runner >>"$W/build.log" 2>&1 ||
     { log "build failed"; tail -40 "$W/build.log"; exit 1; }
 fi
-git -C "$ROOT" rev-parse HEAD >"$W/commit.txt" 2>/dev/null || echo unknown >"$W/commit.txt"
+if [[ -n "${COMMIT:-}" ]]; then echo "$COMMIT" >"$W/commit.txt"
+else git -C "$ROOT" rev-parse HEAD >"$W/commit.txt" 2>/dev/null || echo unknown >"$W/commit.txt"; fi
 nvidia-smi --query-gpu=name,clocks.max.sm,power.limit --format=csv >"$W/meta.txt" 2>&1
 
 for r in $REPEATS; do
