@@ -37,6 +37,7 @@
 #include <cstdint>
 #include <cstdio>
 
+#include "../kernels/hopper_async.cuh"
 #include "../microbench/wgmma_ops.cuh"
 
 #ifndef FA3_PIN_SOFTMAX
@@ -44,6 +45,8 @@
 #endif
 
 namespace fa3 {
+
+using namespace iosim_hopper;  // mbarriers, TMA, wgmma fences and descriptors
 
 constexpr int kBlockQ = 128;
 constexpr int kBlockKV = 128;
@@ -68,37 +71,7 @@ struct Params {
   long long* clk;    // per CTA: clock64 cycles and %globaltimer ns from start to end (or null)
 };
 
-// ---- shared-memory, barrier and copy primitives (PTX) ----
-__device__ __forceinline__ uint32_t smem_u32(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-__device__ __forceinline__ void mbar_init(uint32_t bar, unsigned count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
-}
-__device__ __forceinline__ void mbar_expect_tx(uint32_t bar, unsigned bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes)
-               : "memory");
-}
-__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
-}
-__device__ __forceinline__ void mbar_wait(uint32_t bar, unsigned parity) {
-  asm volatile(
-      "{\n.reg .pred done;\n"
-      "wait_%=:\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-      "@!done bra wait_%=;\n}\n" ::"r"(bar),
-      "r"(parity)
-      : "memory");
-}
-__device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map, int x, int y,
-                                            uint32_t bar) {
-  asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-      " [%0], [%1, {%2, %3}], [%4];\n" ::"r"(dst),
-      "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(bar)
-      : "memory");
-}
+// ---- copy, barrier and register-budget primitives only this kernel uses (PTX) ----
 __device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src) : "memory");
 }
@@ -122,46 +95,6 @@ __device__ __forceinline__ void setmaxnreg_inc() {
 template <int N>
 __device__ __forceinline__ void setmaxnreg_dec() {
   asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
-}
-__device__ __forceinline__ void wgmma_fence() {
-  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-}
-__device__ __forceinline__ void wgmma_commit() {
-  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-}
-template <int Pending>
-__device__ __forceinline__ void wgmma_wait() {
-  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(Pending) : "memory");
-}
-// Keeps the compiler from moving register reads/writes of an in-flight wgmma's operands across
-// the issue or the wait (the hardware reads/writes them asynchronously).
-template <int N>
-__device__ __forceinline__ void reg_fence(float (&r)[N]) {
-#pragma unroll
-  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(r[i])::"memory");
-}
-template <int N>
-__device__ __forceinline__ void reg_fence(uint32_t (&r)[N][4]) {
-#pragma unroll
-  for (int i = 0; i < N; ++i)
-#pragma unroll
-    for (int j = 0; j < 4; ++j) asm volatile("" : "+r"(r[i][j])::"memory");
-}
-
-// K-major, 128-byte swizzle (as ../microbench/wgmma_smem.cuh): SBO = 1024 (8 rows).
-__device__ __forceinline__ uint64_t desc_kmajor(uint32_t addr) {
-  return static_cast<uint64_t>((addr & 0x3FFFF) >> 4) | (uint64_t{1} << 16) |
-         (uint64_t{1024 >> 4} << 32) | (uint64_t{1} << 62);
-}
-// MN-major, 128-byte swizzle (V as B of P V: N = d contiguous in 128-byte rows, K = key rows):
-// the next 64 columns of d (the next column block) `mn_stride` bytes on, the next 8 key rows
-// 1024 bytes on. PTX/CUTLASS put the MN-atom stride in LBO and the 8-row stride in SBO for
-// MN-major swizzled layouts; `swap` tries the other way round (d = 64 has one column block and
-// sets both to 1024).
-__device__ __forceinline__ uint64_t desc_mnmajor(uint32_t addr, uint32_t mn_stride, int swap) {
-  const uint64_t lbo = swap ? 1024 : mn_stride, sbo = swap ? mn_stride : 1024;
-  return static_cast<uint64_t>((addr & 0x3FFFF) >> 4) | ((lbo >> 4) << 16) | ((sbo >> 4) << 32) |
-         (uint64_t{1} << 62);
 }
 
 template <int D>
@@ -1003,33 +936,11 @@ __global__ void fill_kernel(__half* p, size_t count, uint32_t seed, float amp) {
   }
 }
 
-PFN_cuTensorMapEncodeTiled_v12000 encode_fn() {
-  static PFN_cuTensorMapEncodeTiled_v12000 fn = nullptr;
-  if (!fn) {
-    cudaDriverEntryPointQueryResult q;
-    void* p = nullptr;
-    CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault,
-                                           &q));
-    if (!p || q != cudaDriverEntryPointSuccess) {
-      std::fprintf(stderr, "cuTensorMapEncodeTiled not found\n");
-      std::exit(1);
-    }
-    fn = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(p);
-  }
-  return fn;
-}
-
 // [rows, d] fp16, boxes of 64 columns x 128 rows, 128-byte swizzle.
 CUtensorMap make_map(const __half* p, size_t rows, int d) {
   CUtensorMap m;
-  cuuint64_t dims[2] = {static_cast<cuuint64_t>(d), static_cast<cuuint64_t>(rows)};
-  cuuint64_t strides[1] = {static_cast<cuuint64_t>(d) * 2};
-  cuuint32_t box[2] = {64, 128};
-  cuuint32_t estr[2] = {1, 1};
-  CUresult r = encode_fn()(&m, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, const_cast<__half*>(p), dims,
-                           strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                           CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                           CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  const CUresult r = iosim_hopper::make_tensor_map_2d(&m, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, p,
+                                                      rows, d, 64, 128);
   if (r != CUDA_SUCCESS) {
     std::fprintf(stderr, "cuTensorMapEncodeTiled failed: %d\n", static_cast<int>(r));
     std::exit(1);
@@ -1040,14 +951,8 @@ CUtensorMap make_map(const __half* p, size_t rows, int d) {
 // [rows, 128] e4m3 (bytes), boxes of 128 columns x 128 rows, 128-byte swizzle.
 CUtensorMap make_map_fp8(const uint8_t* p, size_t rows) {
   CUtensorMap m;
-  cuuint64_t dims[2] = {128, static_cast<cuuint64_t>(rows)};
-  cuuint64_t strides[1] = {128};
-  cuuint32_t box[2] = {128, 128};
-  cuuint32_t estr[2] = {1, 1};
-  CUresult r =
-      encode_fn()(&m, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, const_cast<uint8_t*>(p), dims, strides, box,
-                  estr, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                  CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  const CUresult r = iosim_hopper::make_tensor_map_2d(&m, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, p,
+                                                      rows, 128, 128, 128);
   if (r != CUDA_SUCCESS) {
     std::fprintf(stderr, "cuTensorMapEncodeTiled (fp8) failed: %d\n", static_cast<int>(r));
     std::exit(1);

@@ -24,6 +24,21 @@ __global__ void init_uniform_kernel(half* g_out, int64_t n, uint32_t seed) {
   }
 }
 
+// bf16 cases: fp16 values rounded to bf16 in place (same 16-bit slots), and bf16 bits back
+// to fp16 (exact for |x| <= 1 down to fp16's subnormals) for the check.
+__global__ void half_to_bf16_kernel(half* g_x, int64_t n) {
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const __nv_bfloat16 v = __float2bfloat16(__half2float(g_x[i]));
+    g_x[i] = *reinterpret_cast<const half*>(&v);
+  }
+}
+__global__ void bf16_to_half_kernel(const half* g_bf16, half* g_out, int64_t n) {
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    g_out[i] = __float2half(__bfloat162float(reinterpret_cast<const __nv_bfloat16*>(g_bf16)[i]));
+}
+
 constexpr int kRefThreads = 256;
 
 // fp32 attention for sampled query rows. grid (n_rows, B*H); dynamic shared

@@ -10,7 +10,8 @@ namespace iosim_cuda {
 
 // rS (kMT, kBKV/8, 4) = Q_rows K_j^T for the warp's rows, fp32.
 // sQ: swizzled (BLOCK_Q, kD); sK: swizzled (kBKV, kD); q_row0 = warp's first row in sQ.
-template <int kD, int kBKV, int kMT>
+// T: the element type of Q and K (half, or __nv_bfloat16 for the wg1 kernels).
+template <int kD, int kBKV, int kMT, typename T = half>
 __device__ __forceinline__ void warp_qk(float (&rS)[kMT][kBKV / 8][4], const half* sQ,
                                         const half* sK, int q_row0, int lane) {
 #pragma unroll
@@ -44,8 +45,8 @@ __device__ __forceinline__ void warp_qk(float (&rS)[kMT][kBKV / 8][4], const hal
       ldmatrix_x4(sK_lane + np * 16 * kRowBytes + (k_xor ^ (kd * 32)), b0, b1, b2, b3);
 #pragma unroll
       for (int mt = 0; mt < kMT; ++mt) {
-        mma_16816(rS[mt][2 * np], rQa[mt], b0, b1);
-        mma_16816(rS[mt][2 * np + 1], rQa[mt], b2, b3);
+        mma_16816_t<T>(rS[mt][2 * np], rQa[mt], b0, b1);
+        mma_16816_t<T>(rS[mt][2 * np + 1], rQa[mt], b2, b3);
       }
     }
   }
@@ -116,9 +117,9 @@ __device__ __forceinline__ void warp_exp(float (&rS)[kMT][kBKV / 8][4], const fl
     }
 }
 
-// rO (kMT, kD/8, 4) += P V_j, with P (fp32 in rS) rounded to fp16 in A-fragment order.
-// sV: swizzled (kBKV, kD).
-template <int kD, int kBKV, int kMT>
+// rO (kMT, kD/8, 4) += P V_j, with P (fp32 in rS) rounded to T (fp16 or bf16, V's type) in
+// A-fragment order. sV: swizzled (kBKV, kD).
+template <int kD, int kBKV, int kMT, typename T = half>
 __device__ __forceinline__ void warp_pv(float (&rO)[kMT][kD / 8][4],
                                         const float (&rP)[kMT][kBKV / 8][4], const half* sV,
                                         int lane) {
@@ -134,10 +135,10 @@ __device__ __forceinline__ void warp_pv(float (&rO)[kMT][kD / 8][4],
     uint32_t rPa[kMT][4];  // (kMT, A fragment) of keys kk*16 .. kk*16+15
 #pragma unroll
     for (int mt = 0; mt < kMT; ++mt) {
-      rPa[mt][0] = pack_half2(rP[mt][2 * kk][0], rP[mt][2 * kk][1]);
-      rPa[mt][1] = pack_half2(rP[mt][2 * kk][2], rP[mt][2 * kk][3]);
-      rPa[mt][2] = pack_half2(rP[mt][2 * kk + 1][0], rP[mt][2 * kk + 1][1]);
-      rPa[mt][3] = pack_half2(rP[mt][2 * kk + 1][2], rP[mt][2 * kk + 1][3]);
+      rPa[mt][0] = pack2<T>(rP[mt][2 * kk][0], rP[mt][2 * kk][1]);
+      rPa[mt][1] = pack2<T>(rP[mt][2 * kk][2], rP[mt][2 * kk][3]);
+      rPa[mt][2] = pack2<T>(rP[mt][2 * kk + 1][0], rP[mt][2 * kk + 1][1]);
+      rPa[mt][3] = pack2<T>(rP[mt][2 * kk + 1][2], rP[mt][2 * kk + 1][3]);
     }
 #pragma unroll
     for (int dp = 0; dp < kD / 16; ++dp) {
@@ -145,11 +146,95 @@ __device__ __forceinline__ void warp_pv(float (&rO)[kMT][kD / 8][4],
       ldmatrix_x4_trans(sV_lane + kk * 16 * kRowBytes + (v_xor ^ (dp * 32)), b0, b1, b2, b3);
 #pragma unroll
       for (int mt = 0; mt < kMT; ++mt) {
-        mma_16816(rO[mt][2 * dp], rPa[mt], b0, b1);
-        mma_16816(rO[mt][2 * dp + 1], rPa[mt], b2, b3);
+        mma_16816_t<T>(rO[mt][2 * dp], rPa[mt], b0, b1);
+        mma_16816_t<T>(rO[mt][2 * dp + 1], rPa[mt], b2, b3);
       }
     }
   }
+}
+
+// The K/V blocks Q rows [q0, q0 + kBQ) visit: all ceil(Nkv / kBKV) of them, or under causal
+// masking (bottom-right aligned) those not wholly above the diagonal for every row.
+template <int kBQ, int kBKV>
+__device__ __forceinline__ int kv_blocks_visited(const AttnParams& p, int q0) {
+  const int all = (p.seq_kv + kBKV - 1) / kBKV;
+  if (!p.causal) return all;
+  const int q_last = min(q0 + kBQ, p.seq) - 1;
+  return min(all, (q_last + p.seq_kv - p.seq) / kBKV + 1);
+}
+
+// The online softmax's start: O = 0, running max -inf, running sum 0.
+template <int kD, int kMT>
+__device__ __forceinline__ void warp_init_state(float (&rO)[kMT][kD / 8][4],
+                                                float (&row_m)[kMT][2], float (&row_l)[kMT][2]) {
+#pragma unroll
+  for (int mt = 0; mt < kMT; ++mt) {
+#pragma unroll
+    for (int dt = 0; dt < kD / 8; ++dt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) rO[mt][dt][e] = 0.f;
+    row_m[mt][0] = row_m[mt][1] = -INFINITY;
+    row_l[mt][0] = row_l[mt][1] = 0.f;
+  }
+}
+
+// One online-softmax step over rS (already scaled to log2 units and masked): the row max m,
+// the lane's partial row sum l, rS <- P = exp2(rS - m) and rO rescaled by exp2(m_old - m).
+template <int kD, int kBKV, int kMT>
+__device__ __forceinline__ void warp_online_softmax(float (&rS)[kMT][kBKV / 8][4],
+                                                    float (&row_m)[kMT][2],
+                                                    float (&row_l)[kMT][2],
+                                                    float (&rO)[kMT][kD / 8][4]) {
+  float blk_max[kMT][2];
+  warp_row_max<kBKV, kMT>(rS, blk_max);
+  float m_new[kMT][2];
+#pragma unroll
+  for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+    for (int hh = 0; hh < 2; ++hh) m_new[mt][hh] = fmaxf(row_m[mt][hh], blk_max[mt][hh]);
+  float lane_sum[kMT][2];
+  warp_exp<kBKV, kMT>(rS, m_new, lane_sum);
+#pragma unroll
+  for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+    for (int hh = 0; hh < 2; ++hh) {
+      // alpha rescales what was accumulated under the old max.
+      const float m_use = (m_new[mt][hh] == -INFINITY) ? 0.f : m_new[mt][hh];
+      const float alpha = fast_exp2(row_m[mt][hh] - m_use);
+      row_l[mt][hh] = row_l[mt][hh] * alpha + lane_sum[mt][hh];
+      row_m[mt][hh] = m_new[mt][hh];
+#pragma unroll
+      for (int dt = 0; dt < kD / 8; ++dt) {
+        rO[mt][dt][2 * hh] *= alpha;
+        rO[mt][dt][2 * hh + 1] *= alpha;
+      }
+    }
+}
+
+// Epilogue of a flash2-style kernel: O / l rounded to T into the swizzled (BLOCK_Q, kD) tile sO
+// (each warp writes only its own rows), and L = (m + log2 l) * ln 2 of rows < seq to gL.
+// The caller syncs and stores sO.
+template <int kD, int kMT, typename T = half>
+__device__ __forceinline__ void warp_write_o(const float (&rO)[kMT][kD / 8][4],
+                                             const float (&row_m)[kMT][2],
+                                             const float (&row_l)[kMT][2], half* sO, float* gL,
+                                             int q0, int q_row0, int seq, int lane) {
+#pragma unroll
+  for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+    for (int hh = 0; hh < 2; ++hh) {
+      float l = row_l[mt][hh];
+      l += __shfl_xor_sync(0xffffffffu, l, 1);
+      l += __shfl_xor_sync(0xffffffffu, l, 2);
+      const float inv_l = l > 0.f ? 1.f / l : 0.f;
+      const int row = q_row0 + mt * 16 + lane / 4 + hh * 8;  // row in the tile
+#pragma unroll
+      for (int dt = 0; dt < kD / 8; ++dt) {
+        const uint32_t v = pack2<T>(rO[mt][dt][2 * hh] * inv_l, rO[mt][dt][2 * hh + 1] * inv_l);
+        *reinterpret_cast<uint32_t*>(sO + swz<kD>(row, dt) + (lane % 4) * 2) = v;
+      }
+      if (lane % 4 == 0 && q0 + row < seq) gL[q0 + row] = (row_m[mt][hh] + log2f(l)) * kLn2;
+    }
 }
 
 // acc (kMT, kD/8, C fragment) * mult -> fp16 rows [row0, row0 + 16 kMT) of a swizzled

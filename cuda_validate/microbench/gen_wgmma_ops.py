@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes wgmma_ops.cuh: one inline-PTX wrapper per wgmma.mma_async form that wgmma.cu measures,
-and the RS forms with B transposed that ../fa3/fa3_fwd.cu uses.
+and the RS forms with B transposed that ../fa3/fa3_fwd.cu and ../kernels/wg1_fwd.cuh use.
 
 Each wrapper issues one warpgroup-wide wgmma.mma_async of shape m64nNkK with fp32 accumulators
 (N/2 registers per thread) and B (and, for the SS forms, A) read from shared memory through a
@@ -65,10 +65,11 @@ def main():
         for n in NS:
             for rs in (False, True):
                 print(wrapper(dtype, n, rs))
-    # cuda_validate/fa3: O += P V with P in registers and V row-major (d contiguous) in shared
-    # memory, i.e. B = V read MN-major.
-    for n in (64, 128):
-        print(wrapper("f16", n, True, trans_b=True))
+    # cuda_validate/fa3 and kernels/wg1_fwd.cuh: O += P V with P in registers and V row-major
+    # (d contiguous) in shared memory, i.e. B = V read MN-major.
+    for dtype in ("f16", "bf16"):
+        for n in (64, 128):
+            print(wrapper(dtype, n, True, trans_b=True))
 
 
 if __name__ == "__main__":

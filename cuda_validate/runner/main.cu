@@ -39,6 +39,7 @@
 #include "json.hpp"
 #include "ops.cuh"
 #include "suite.hpp"
+#include "wg1_ops.hpp"
 
 namespace iosim_cuda {
 namespace {
@@ -196,7 +197,7 @@ std::string problem_json(const Case& c) {
       .add("seq", json_int(c.seq))
       .add("seq_kv", json_int(c.seq_kv))
       .add("head_dim", json_int(c.head_dim))
-      .add("dtype", json_str("fp16"))
+      .add("dtype", json_str(c.dtype))
       .add("causal", json_bool(c.causal));
   if (!c.pattern.empty()) o.add("pattern", json_str(c.pattern));
   if (c.schedule == "flash-decoding" || c.schedule == "paged")
@@ -206,6 +207,29 @@ std::string problem_json(const Case& c) {
 
 std::string dims_json(const std::array<int, 3>& v) {
   return json_array({json_int(v[0]), json_int(v[1]), json_int(v[2])});
+}
+
+// The iosim kernel description of a wg1 case (FORMAT.md, "kernel").
+std::string wg1_kernel_json(const Case& c, const FlashTiling& tiling, int registers) {
+  const bool tma = c.kernel == "wg1_tma_fwd";
+  JsonObject dataflow, tiles, mech, launch, k;
+  dataflow.add("forward", json_str("query_stationary"));
+  tiles.add("block_q", json_int(c.block_q))
+      .add("block_kv", json_int(c.block_kv))
+      .add("stages", json_int(tiling.pipeline_stages));
+  mech.add("mma", json_str(tma ? "wgmma_rs" : "mma_sync"))
+      .add("load", json_str(tma ? "tma" : "cp_async"))
+      .add("warp_roles", json_str("uniform"))
+      .add("persistent", json_bool(false));
+  launch.add("threads", json_int(tiling.threads))
+      .add("registers_per_thread", json_int(registers))
+      .add("smem_bytes_per_cta", json_int(tiling.smem_bytes_per_cta));
+  k.add("name", json_str(c.kernel))
+      .add("dataflow", dataflow.str())
+      .add("tiles", tiles.str())
+      .add("mechanisms", mech.str())
+      .add("launch", launch.str());
+  return k.str();
 }
 
 class Runner {
@@ -415,6 +439,13 @@ class Runner {
     fill(t.Q->ptr, q_elems, seed + 1);
     fill(t.K->ptr, kv_elems, seed + 2);
     fill(t.V->ptr, kv_elems, seed + 3);
+    if (c.dtype == "bf16") {  // the same values rounded to bf16, in place
+      for (const auto* buf : {t.Q.get(), t.K.get(), t.V.get()}) {
+        half_to_bf16_kernel<<<1024, 256, 0, stream_>>>(buf->ptr,
+                                                       static_cast<int64_t>(buf->count));
+        IOSIM_CUDA_CHECK(cudaGetLastError());
+      }
+    }
 
     AttnParams p{};
     p.gQ = t.Q->ptr;
@@ -436,9 +467,17 @@ class Runner {
     std::string why;
     if (c.schedule == "flash2" || c.schedule == "flash1") {
       RoleOp op;
-      const bool ok = c.schedule == "flash2"
-                          ? make_flash2_op(d, c.block_q, c.block_kv, p, &op, &tiling, &why)
-                          : make_flash1_op(d, c.block_q, c.block_kv, p, &op, &tiling, &why);
+      int registers = 0;
+      const bool tma = c.kernel == "wg1_tma_fwd";
+      bool ok = false;
+      if (c.kernel.empty())
+        ok = c.schedule == "flash2"
+                 ? make_flash2_op(d, c.block_q, c.block_kv, p, &op, &tiling, &why)
+                 : make_flash1_op(d, c.block_q, c.block_kv, p, &op, &tiling, &why);
+      else
+        ok = wg1_dispatch(c.kernel.c_str(), tma ? wg1_tma_instances() : wg1_mma_instances(),
+                          c.dtype, d, c.block_q, c.block_kv, c.stages, p, &op, &tiling,
+                          &registers, &why);
       if (!ok) throw std::runtime_error(why);
       ops.push_back(op);
       JsonObject tj;
@@ -448,8 +487,10 @@ class Runner {
           .add("smem_bytes_per_cta", json_int(tiling.smem_bytes_per_cta))
           .add("pipeline_stages", json_int(tiling.pipeline_stages))
           .add("copy", json_str(tiling.copy))
-          .add("mma", json_str("mma.sync.m16n8k16 (ldmatrix)"));
+          .add("mma", json_str(tma ? "wgmma.mma_async m64nNk16 (S: SS, P V: RS)"
+                                   : "mma.sync.m16n8k16 (ldmatrix)"));
       out->add("tiling", tj.str());
+      if (!c.kernel.empty()) out->add("kernel", wg1_kernel_json(c, tiling, registers));
     } else {
       ops = make_standard_ops(cublas_, p, d, t.S->ptr, t.P->ptr);
       out->add("tiling", "null");
@@ -555,10 +596,28 @@ class Runner {
     IOSIM_CUDA_CHECK(cudaMemsetAsync(p.gO, 0xff, o_elems * sizeof(half), stream_));
     IOSIM_CUDA_CHECK(cudaMemsetAsync(p.gL, 0xff, bh * c.seq * sizeof(float), stream_));
     run_all(ops);
+    // bf16 cases: Q, K, V and O converted to fp16 (exact for these values, |x| <= 1), so that
+    // the scan, the reference and the gather below read fp16 as for every other case.
+    const half* gQ = p.gQ;
+    const half* gK = p.gK;
+    const half* gV = p.gV;
+    const half* gO = p.gO;
+    std::vector<std::unique_ptr<DeviceBuffer<half>>> as_fp16;
+    if (c.dtype == "bf16") {
+      const std::size_t kv_elems = bh * c.seq_kv * d;
+      for (const half** ptr : {&gQ, &gK, &gV, &gO}) {
+        const std::size_t n = (ptr == &gK || ptr == &gV) ? kv_elems : o_elems;
+        as_fp16.push_back(std::make_unique<DeviceBuffer<half>>(n));
+        bf16_to_half_kernel<<<1024, 256, 0, stream_>>>(*ptr, as_fp16.back()->ptr,
+                                                       static_cast<int64_t>(n));
+        IOSIM_CUDA_CHECK(cudaGetLastError());
+        *ptr = as_fp16.back()->ptr;
+      }
+    }
 
     DeviceBuffer<unsigned long long> nonfinite(1);
     IOSIM_CUDA_CHECK(cudaMemsetAsync(nonfinite.ptr, 0, sizeof(unsigned long long), stream_));
-    count_nonfinite_kernel<<<1024, 256, 0, stream_>>>(p.gO, static_cast<int64_t>(o_elems),
+    count_nonfinite_kernel<<<1024, 256, 0, stream_>>>(gO, static_cast<int64_t>(o_elems),
                                                       nonfinite.ptr);
     IOSIM_CUDA_CHECK(cudaGetLastError());
 
@@ -573,11 +632,11 @@ class Runner {
     IOSIM_CUDA_CHECK(cudaFuncSetAttribute(&reference_rows_kernel,
                                           cudaFuncAttributeMaxDynamicSharedMemorySize, ref_smem));
     reference_rows_kernel<<<dim3(n_rows, static_cast<unsigned>(bh)), kRefThreads, ref_smem,
-                            stream_>>>(p.gQ, p.gK, p.gV, g_rows.ptr, n_rows, c.seq, c.seq_kv, d,
+                            stream_>>>(gQ, gK, gV, g_rows.ptr, n_rows, c.seq, c.seq_kv, d,
                                        p.scale, c.causal, ref_O.ptr, ref_L.ptr);
     IOSIM_CUDA_CHECK(cudaGetLastError());
     const bool has_lse = c.schedule == "flash2";
-    gather_rows_kernel<<<256, 256, 0, stream_>>>(p.gO, has_lse ? p.gL : nullptr, g_rows.ptr, n_rows,
+    gather_rows_kernel<<<256, 256, 0, stream_>>>(gO, has_lse ? p.gL : nullptr, g_rows.ptr, n_rows,
                                                  c.seq, d, static_cast<int64_t>(bh), got_O.ptr,
                                                  got_L.ptr);
     IOSIM_CUDA_CHECK(cudaGetLastError());
@@ -611,7 +670,8 @@ class Runner {
         const double e = std::fabs(static_cast<double>(h_got_L[i]) - h_ref_L[i]);
         max_err_L = std::isnan(e) ? INFINITY : std::max(max_err_L, e);
       }
-    // fp16 P and O give errors near 1e-3 of |O|; a wrong tile is off by O(|O|).
+    // fp16 P and O give errors near 1e-3 of |O| (bf16 a few times that); a wrong tile is off by
+    // O(|O|).
     const double tol_abs = 1e-3 + 2e-2 * max_ref;
     const bool passed =
         h_nonfinite == 0 && rel_l2 <= 1e-2 && max_err <= tol_abs && (!has_lse || max_err_L <= 1e-2);

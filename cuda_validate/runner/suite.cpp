@@ -39,6 +39,7 @@ std::string default_case_id(const Case& c) {
   }
   if (c.splits > 0) id << "_s" << c.splits;
   if (c.page_tokens > 0) id << "_page" << c.page_tokens;
+  if (!c.kernel.empty()) id << "_" << c.kernel << "_st" << c.stages << "_" << c.dtype;
   if (c.causal) id << "_causal";
   return id.str();
 }
@@ -87,9 +88,13 @@ std::vector<Case> load_suite(const std::string& path) {
         if (value != "fwd" && value != "bwd") throw SuiteError(at + ": expected fwd or bwd");
         c.pass = value;
       }
+      else if (key == "kernel") c.kernel = value;
+      else if (key == "stages") c.stages = parse_positive_int(value, at);
+      else if (key == "dtype") c.dtype = value;
       else
         throw SuiteError(where + ": unknown key '" + key +
-                         "' (valid: B H N Nkv d bq bkv causal id pattern Hkv splits page pass)");
+                         "' (valid: B H N Nkv d bq bkv causal id pattern Hkv splits page pass "
+                         "kernel stages dtype)");
     }
     if (c.batch == 0 || c.heads == 0 || c.seq == 0 || c.head_dim == 0)
       throw SuiteError(where + ": B, H, N and d are required");
@@ -117,6 +122,18 @@ std::vector<Case> load_suite(const std::string& path) {
       throw SuiteError(where + ": page=... is for paged");
     if (c.schedule != "standard" && (c.block_q == 0 || c.block_kv == 0))
       throw SuiteError(where + ": " + c.schedule + " needs bq and bkv");
+    if (!c.kernel.empty()) {
+      if (c.schedule != "flash2") throw SuiteError(where + ": kernel=... is for flash2");
+      if (c.kernel != "wg1_tma_fwd" && c.kernel != "wg1_mma_fwd")
+        throw SuiteError(where + ": unknown kernel '" + c.kernel +
+                         "' (valid: wg1_tma_fwd, wg1_mma_fwd)");
+      if (c.stages < 2 || c.stages > 6)
+        throw SuiteError(where + ": " + c.kernel + " needs stages=2..6");
+    } else if (c.stages != 0 || c.dtype != "fp16") {
+      throw SuiteError(where + ": stages=... and dtype=... are for kernel=wg1_*");
+    }
+    if (c.dtype != "fp16" && c.dtype != "bf16")
+      throw SuiteError(where + ": dtype must be fp16 or bf16");
     if (c.causal && c.seq_kv < c.seq)
       throw SuiteError(where + ": causal (bottom-right aligned) needs Nkv >= N");
     if (c.id.empty()) c.id = default_case_id(c);

@@ -26,6 +26,12 @@ struct Case {
   int splits = 0;       // flash-decoding (> 1), paged (1: no reduce kernel)
   int page_tokens = 0;  // paged: tokens per page (default 16)
   std::string pass = "fwd";  // fwd | bwd (flash2 only: the two-pass backward)
+  // flash2 only: another kernel of the FlashAttention-2 loop order (issue #27 item 5):
+  // wg1_tma_fwd (one warpgroup, wgmma + TMA ring) or wg1_mma_fwd (4 warps, mma.sync +
+  // cp.async ring); empty: flash2_fwd_kernel. stages: its K/V ring depth (2..6).
+  std::string kernel;
+  int stages = 0;
+  std::string dtype = "fp16";  // fp16 | bf16 (bf16 only with kernel=...)
 };
 
 // A suite file that cannot be read or parsed; the message names file and line.
@@ -36,7 +42,8 @@ class SuiteError : public std::runtime_error {
 
 // Parses a suite file. Format: one case per line, `schedule key=value ...`
 // with keys B H N Nkv d bq bkv causal id, and pattern (block-sparse), Hkv, splits,
-// page (decoding), pass (fwd | bwd); '#' starts a comment. Unknown keys, missing keys and duplicate ids
+// page (decoding), pass (fwd | bwd), kernel, stages, dtype (flash2's wg1 kernels); '#' starts a
+// comment. Unknown keys, missing keys and duplicate ids
 // are errors.
 std::vector<Case> load_suite(const std::string& path);
 

@@ -7,7 +7,8 @@ its measured case will carry: dataflow, tiles and mechanisms from the line, the 
 (threads, registers from ptxas -v, dynamic shared memory) from LAUNCH, a JSON file mapping
 "NAME dtype d bq bkv stages" to {"threads", "registers_per_thread", "smem_bytes_per_cta"}. It is
 run as `iosim validate` runs a case blind: the profile's own clock policy (the power model), DRAM
-bytes with a cold L2, time with the L2 carried over between kernels.
+bytes with a cold L2, time with the L2 carried over between kernels. Every other case (by suite
+order) is marked "sealed": held out of every calibration, its error only ever reported.
 
   predict_blind.py --iosim build/iosim --suite cuda_validate/suites/wg1_fwd.txt \\
       --launch cuda_validate/suites/wg1_fwd.launch.json --profiles h100-sxm5-80gb,h200-sxm-141gb \\
@@ -87,7 +88,7 @@ def main():
     launch = json.load(open(a.launch))
     version = subprocess.run([a.iosim, "--version"], capture_output=True, text=True).stdout.strip()
     rows = []
-    for kv in parse_suite(a.suite):
+    for index, kv in enumerate(parse_suite(a.suite)):
         desc, problem = description(kv, launch)
         for profile in a.profiles.split(","):
             cold = run(a.iosim, profile, desc, problem, True)
@@ -95,7 +96,9 @@ def main():
             # cold run's), bytes with a cold L2 per kernel (what Nsight Compute counts).
             warm = run(a.iosim, profile, desc, problem, False) if len(cold["kernels"]) > 1 else cold
             c = cold["counters"]
-            rows.append({"profile": profile, "kernel": desc, "problem": problem,
+            # Every other case of the suite is sealed: no calibration may read its error.
+            rows.append({"profile": profile, "sealed": index % 2 == 1, "kernel": desc,
+                         "problem": problem,
                          "predicted": {"time_s": warm["time_s"],
                                        "sm_clock_mhz": warm["sm_clock_mhz"],
                                        "dram_read_bytes": c["hbm_read_bytes"],
