@@ -23,13 +23,14 @@ set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${OUT:-$ROOT/out}
 BUILD_DIR=${BUILD_DIR:-/tmp/build-cuda-wg1}
-SUITE=$ROOT/cuda_validate/suites/wg1_fwd.txt
+SUITE=${SUITE:-$ROOT/cuda_validate/suites/wg1_fwd.txt}
+NAME=${NAME:-$(basename "$SUITE" .txt)}
 REPEATS=${REPEATS-1 2 3}
 SETS=${SETS-1 2 3}
-W=/tmp/wg1_work
+W=/tmp/${NAME}_work
 mkdir -p "$OUT" "$W"
 if [[ -n "${PRIOR:-}" ]]; then
-  cp "$PRIOR"/repeat_*.json "$PRIOR"/hold200_sets.tar.gz "$OUT/" 2>/dev/null
+  cp "$PRIOR"/${NAME}_repeat_*.json "$PRIOR"/${NAME}_hold200_sets.tar.gz "$OUT/" 2>/dev/null
 fi
 [[ "${KEEP:-0}" == 1 ]] || rm -rf "$W"/*
 log() { echo "[$(date -u +%H:%M:%S)] $*" | tee -a "$W/run_wg1_suite.log"; }
@@ -50,12 +51,12 @@ for r in $REPEATS; do
     TOTAL_BUDGET_S=${TOTAL_BUDGET_S:-540} bash "$ROOT/cuda_validate/run_suite.sh" \
     >"$W/run_suite_$r.log" 2>&1
   log "repeat $r exit $?"
-  cp "$W/r$r/measurements.json" "$OUT/repeat_$r.json" 2>/dev/null
+  cp "$W/r$r/measurements.json" "$OUT/${NAME}_repeat_$r.json" 2>/dev/null
 done
 
 H=$W/hold200
 mkdir -p "$H"
-[[ -f "$OUT/hold200_sets.tar.gz" ]] && tar xzf "$OUT/hold200_sets.tar.gz" -C "$H"
+[[ -f "$OUT/${NAME}_hold200_sets.tar.gz" ]] && tar xzf "$OUT/${NAME}_hold200_sets.tar.gz" -C "$H"
 if [[ -n "$SETS" ]]; then
   nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu \
     --format=csv,noheader,nounits -lms 100 >"$H/smi_$(date +%s).csv" 2>/dev/null & SMI=$!
@@ -65,18 +66,21 @@ if [[ -n "$SETS" ]]; then
     log "timing set $s (--hold-us 200) exit $? ($(grep -c FAIL "$H/hold200_set$s.log") FAIL lines)"
   done
   kill "$SMI" 2>/dev/null; wait "$SMI" 2>/dev/null
-  tar czf "$OUT/hold200_sets.tar.gz" -C "$H" .
+  tar czf "$OUT/${NAME}_hold200_sets.tar.gz" -C "$H" .
 fi
 
-if [[ -f "$OUT/repeat_1.json" && -f "$OUT/repeat_2.json" && -f "$OUT/repeat_3.json" ]]; then
+if [[ -f "$OUT/${NAME}_repeat_1.json" && -f "$OUT/${NAME}_repeat_2.json" && -f "$OUT/${NAME}_repeat_3.json" ]]; then
   python3 "$ROOT/cuda_validate/scripts/combine_repeats.py" --commit "$(cat "$W/commit.txt")" \
-    --out "$OUT/wg1_fwd.json" "$OUT/repeat_1.json" "$OUT/repeat_2.json" "$OUT/repeat_3.json" |
+    --out "$OUT/$NAME.json" "$OUT/${NAME}_repeat_1.json" "$OUT/${NAME}_repeat_2.json" "$OUT/${NAME}_repeat_3.json" |
     tee -a "$W/run_wg1_suite.log"
-  if ls "$H"/hold200_set*.json >/dev/null 2>&1; then
-    python3 "$ROOT/cuda_validate/scripts/merge_hold_times.py" "$OUT/wg1_fwd.json" "$H" |
-      tee -a "$W/run_wg1_suite.log"
-  fi
+elif [[ "${REPEATS}" == "1" && -f "$OUT/${NAME}_repeat_1.json" ]]; then
+  # One counter repeat (device time is short): its file is the set, with the timing sets below.
+  cp "$OUT/${NAME}_repeat_1.json" "$OUT/$NAME.json"
+fi
+if [[ -f "$OUT/$NAME.json" ]] && ls "$H"/hold200_set*.json >/dev/null 2>&1; then
+  python3 "$ROOT/cuda_validate/scripts/merge_hold_times.py" "$OUT/$NAME.json" "$H" |
+    tee -a "$W/run_wg1_suite.log"
 fi
 log "done"
-(cd "$W" && tar czf "$OUT/raw.tar.gz" --exclude='*.ncu-rep' run_wg1_suite.log meta.txt commit.txt \
+(cd "$W" && tar czf "$OUT/${NAME}_raw.tar.gz" --exclude='*.ncu-rep' run_wg1_suite.log meta.txt commit.txt \
   $(ls run_suite_*.log 2>/dev/null) $(ls r*/raw.tar.gz r*/summary.txt 2>/dev/null))
