@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""The README's tables and prose numbers that iosim prints, checked or rewritten (issue 17).
+"""The tables and prose numbers of README.md and docs/*.md that iosim prints, checked or rewritten
+(issues 17, 28).
 
 scripts/readme_tables.sh covers blocks that are one command's output verbatim; this covers the
 rest, with three kinds of markers (HTML comments: GitHub does not show them):
@@ -15,16 +16,20 @@ rest, with three kinds of markers (HTML comments: GitHub does not show them):
                                      and the formatters below (B, T, g, f, pct, ...); R("OTHER")
                                      is the output of another run of the file; RUN is the
                                      runner itself (for cudnn_errors)
+  VALUE<!-- =data: EXPR -->          the same with no run (`data` is reserved): EXPR reads
+                                     committed files only (bad_input_corpus_size())
 
 --check exits 1 naming each value or table that differs from what iosim prints now (run by
-tests/cli_test.sh through readme_tables.sh); --write rewrites them in place (a value is replaced
+ctest `docs`, tests/docs_test.sh, through readme_tables.sh); --write rewrites them in place (a value is replaced
 where the text before its marker has the value's shape: digits where it has digits).
 Pick runs that are deterministic (no wall time) and take seconds, not minutes: CI runs them all.
 
+Without FILEs: README.md and every docs/*.md.
 Usage from the repository root: scripts/readme_numbers.py --check|--write [IOSIM] [FILE.md ...]
 """
 
 import concurrent.futures
+import glob
 import json
 import math
 import os
@@ -164,10 +169,21 @@ def cudnn_errors(run, measured_path, pass_, clock_mhz):
     return [run(a).time_s / c["time_free_running_s"] - 1 for a, c in zip(args, cases)]
 
 
+def bad_input_corpus_size():
+    """The inputs of the bad-input corpus that tests/bad_input_test.sh runs: the cases of
+    tests/bad_inputs/cases.tsv and the profiles of tests/data/bad_profiles/EXPECTED.tsv."""
+    n = 0
+    for path in ("tests/bad_inputs/cases.tsv", "tests/data/bad_profiles/EXPECTED.tsv"):
+        with open(path, encoding="utf-8") as fh:
+            n += sum(1 for line in fh if line.split("\t")[0].strip() and not line.startswith("#"))
+    return n
+
+
 FORMATTERS = {"B": B, "T": T, "g": g, "f": f, "pct": pct, "signed_pct": signed_pct, "comma": comma, "si": si,
               "median": median, "policy": policy, "summary": summary, "round": round, "grab": grab,
               "measured_case": measured_case, "cudnn_errors": cudnn_errors, "abs": abs, "min": min, "max": max, "len": len, "sum": sum,
-              "float": float, "enumerate": enumerate, "math": math}
+              "float": float, "enumerate": enumerate, "math": math,
+              "bad_input_corpus_size": bad_input_corpus_size}
 
 
 class Runner:
@@ -349,7 +365,23 @@ def bwd_table(run):
                      "L2 -> SM bytes", "time"], ["---", "---", "---:", "---:", "---:", "---:"], rows)
 
 
+GOALS = "cuda_validate/measurements/accuracy_goals.json"
+
+
+def goals_table(run):
+    """The accuracy goals (scripts/accuracy_levels.py holds the levels to the "held" ones)."""
+    with open(GOALS, encoding="utf-8") as fh:
+        doc = json.load(fh)
+    rows = []
+    for kind in ("held", "stated"):
+        for g in doc[kind].values():
+            rows.append([g["label"], *(f"{100 * g[s]:g}%" if s in g else "-" for s in ("median", "worst")),
+                         "CI (`accuracy_gate`)" if kind == "held" else "stated, not enforced"])
+    return md_table(["error of", "median", "worst", "held by"], ["---", "---:", "---:", "---"], rows)
+
+
 TABLES = {
+    "accuracy_goals": (lambda: [], goals_table),
     "decode": (decode_runs, decode_table),
     "training": (train_runs, train_table),
     "block_sparse": (sparse_runs, sparse_table),
@@ -421,13 +453,16 @@ def process(path, mode, run):
         # Values on this line, left to right; each checks the text between it and the previous marker.
         pos, new_line = 0, ""
         for m in VALUE_RE.finditer(line):
+            if line[:m.start()].count("`") % 2:
+                continue  # inside a `code span`: an example of the syntax, not a marker
             before = line[pos:m.start()]
             name, expr = m.group(1), m.group(2)
             where = f"{path}:{i + 1}"
             try:
-                if name not in runs:
+                if name != "data" and name not in runs:
                     raise KeyError(f"no <!-- iosim-run {name}: ... --> in {path}")
-                env = dict(FORMATTERS, j=run(runs[name]), R=lambda other: run(runs[other]), RUN=run)
+                j = None if name == "data" else run(runs[name])
+                env = dict(FORMATTERS, j=j, R=lambda other: run(runs[other]), RUN=run)
                 expected = str(eval(expr, {"__builtins__": {}, **env}))
             except Exception as e:
                 problems.append(f"{where}: value '{expr}' of run '{name}': {type(e).__name__}: {e}")
@@ -456,12 +491,17 @@ def process(path, mode, run):
     return problems
 
 
+def default_files():
+    """README.md and every page of docs/."""
+    return ["README.md", *sorted(glob.glob("docs/*.md"))]
+
+
 def main(argv):
     if len(argv) < 2 or argv[1] not in ("--check", "--write"):
         print(__doc__.strip().splitlines()[-1], file=sys.stderr)
         return 2
     iosim = argv[2] if len(argv) > 2 else "build/iosim"
-    files = argv[3:] or ["README.md"]
+    files = argv[3:] or default_files()
     run = Runner(iosim)
     problems = []
     for path in files:

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Numbers in README.md and docs/tutorial.md that nothing checks (issue 17).
+"""Numbers in README.md and docs/*.md that nothing checks (issues 17, 28).
 
 readme_tables.sh checks the blocks of iosim's output verbatim and readme_numbers.py the values that
 carry a <!-- =RUN: EXPR --> marker and the <!-- iosim-table --> blocks. Every other number in the
@@ -18,7 +18,8 @@ Not numbers of a result, by rule (see QUANTITY below):
 
 The allow file has one entry per line, `FILE :: SNIPPET :: CATEGORY: reason`; SNIPPET is text of
 exactly one line of FILE, and the entry covers the numbers inside it. An entry whose snippet
-matches no line (stale), several lines, or covers no number is an error too.
+matches no line (stale), several lines, or covers no number is an error too. SNIPPET `*` covers
+every number of FILE: a page that is a log of past measurements (history) or of design notes.
 
 Usage from the repository root:
   scripts/readme_unchecked.py                 exit 1 naming each unlisted number and bad entry
@@ -26,11 +27,12 @@ Usage from the repository root:
   scripts/readme_unchecked.py --self-test
 """
 
+import glob
 import os
 import re
 import sys
 
-FILES = ("README.md", "docs/tutorial.md")
+FILES = ("README.md", *sorted(glob.glob("docs/*.md")))
 ALLOW = "scripts/readme_unchecked.txt"
 CATEGORIES = ("measured", "hardware", "input", "history", "math", "external", "goal", "tested")
 
@@ -163,6 +165,12 @@ def check(texts, allow_text, unlisted=None):
     entries, problems = parse_allow(allow_text)
     allowed = set()  # (file, line, start) of numbers an entry covers
     for no, path, snippet, _ in entries:
+        if path not in texts:
+            problems.append(f"{ALLOW}:{no}: stale: {path} is not one of the checked files")
+            continue
+        if snippet == "*":  # the whole file
+            allowed.update((path, n[0], n[1][0]) for n in scan_cache(path, texts))
+            continue
         lines = texts.get(path, "").split("\n")
         hits = [(i, k) for i, line in enumerate(lines, 1) if (k := line.find(snippet)) >= 0]
         if not hits:
