@@ -8,7 +8,7 @@
 # tests/docs_test.sh);
 # --write: rewrite them in place (after a model change or new measurements).
 # Then scripts/readme_numbers.py, same mode and files: the tables made from several runs and the
-# numbers quoted in prose (<!-- iosim-run -->, <!-- iosim-table -->, <!-- =RUN: EXPR --> markers).
+# numbers quoted in prose (<!-- iosim-table --> and <!-- =NAME --> markers, scripts/doc_values.py).
 # Without FILEs: README.md and every docs/*.md.
 # Usage from the repository root: scripts/readme_tables.sh --check|--write [IOSIM] [FILE.md ...]
 set -euo pipefail

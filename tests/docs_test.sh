@@ -11,23 +11,22 @@ REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # readme_numbers.py catches a prose number or a generated table that drifted, names it, and
 # --write puts back what iosim prints (then --check passes).
 cat >"$tmp/numbers.md" <<'MD'
-<!-- iosim-run d: run --profile h100-sxm5-80gb --algo flash2 --batch 1 --heads 2 --seq 256 --head-dim 64 --l2 off --format json -->
-Two-level HBM: 9.99 MB<!-- =d: B(j.counters.hbm_total_bytes) --> and 2 heads<!-- =d: "%d heads" % j.problem.heads -->.
-The corpus: 3<!-- =data: bad_input_corpus_size() --> inputs. Syntax, not a marker: `1 MB<!-- =nosuch: x -->`.
+Decode: 9.99 MB<!-- =fd32.hbm_read --> of K/V, 64<!-- =fd32.block_q --> query rows a tile.
+The corpus: 3<!-- =bad_input_corpus_size --> inputs. Syntax, not a marker: `1 MB<!-- =nosuch.value -->`.
 <!-- iosim-table: decode -->
 | stale |
 <!-- /iosim-table -->
 MD
 out=$(cd "$REPO" && python3 scripts/readme_numbers.py --check "$IOSIM" "$tmp/numbers.md" 2>&1)
-if [ $? -eq 1 ] && grep -q "numbers.md:2: '.*9.99 MB' should end with" <<<"$out" &&
-  grep -q "the table 'decode' differs" <<<"$out" && ! grep -q "2 heads" <<<"$out" &&
-  grep -q "numbers.md:3: '.*3' should end with" <<<"$out" && ! grep -q "nosuch" <<<"$out"; then ok; else bad "readme_numbers.py --check missed a drift: $out"; fi
+if [ $? -eq 1 ] && grep -q "numbers.md:1: '.*9.99 MB' should end with" <<<"$out" &&
+  grep -q "the table 'decode' differs" <<<"$out" && ! grep -q "query rows" <<<"$out" &&
+  grep -q "numbers.md:2: '.*3' should end with" <<<"$out" && ! grep -q "nosuch" <<<"$out"; then ok; else bad "readme_numbers.py --check missed a drift: $out"; fi
 if (cd "$REPO" && python3 scripts/readme_numbers.py --write "$IOSIM" "$tmp/numbers.md" &&
   python3 scripts/readme_numbers.py --check "$IOSIM" "$tmp/numbers.md") && ! grep -q "9.99 MB" "$tmp/numbers.md" &&
   grep -q "| flash-decoding | 8 |" "$tmp/numbers.md"; then ok; else bad "readme_numbers.py --write did not fix the drift"; fi
-sed -i 's/=d: B(/=nosuchrun: B(/' "$tmp/numbers.md"
+sed -i 's/=fd32.hbm_read /=fd32.no_such_value /' "$tmp/numbers.md"
 out=$(cd "$REPO" && python3 scripts/readme_numbers.py --check "$IOSIM" "$tmp/numbers.md" 2>&1)
-if grep -q "no <!-- iosim-run nosuchrun" <<<"$out"; then ok; else bad "readme_numbers.py: unknown run not named: $out"; fi
+if grep -q "no value 'fd32.no_such_value' in scripts/doc_values.py" <<<"$out"; then ok; else bad "readme_numbers.py: unknown value not named: $out"; fi
 
 # The documents: README.md and every docs/*.md (the tutorial's commands, the accuracy tables, the
 # prose numbers), against what iosim prints now.
