@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The CI accuracy gate: writes the accuracy levels (cuda_validate/measurements/accuracy_levels*.json) from what
-`iosim validate` measures now, and checks them (--check) against the README's goals and their own
-history.
+`iosim validate` measures now, and checks them (--check) against the goals of cuda_validate/measurements/accuracy_goals.json and
+their own history.
 
 A level is the current error of a schedule on a device, median or worst over its cases, rounded up
 to the next 0.5% (so that floating-point noise in a future build does not fail CI);
@@ -15,7 +15,7 @@ Rules (--check enforces them, in CI through ctest `accuracy_gate`):
   dropped or added only with --loosen "why": that appends an entry to the file's "history" (the
   date, the reason and each change; earlier entries are never rewritten), and the same commit
   must add an entry to cuda_validate/measurements/CALIBRATION.md.
-- No level is looser than the goals stated in README.md ("Against the goal (DRAM median <= ...")
+- No level is looser than the goals in cuda_validate/measurements/accuracy_goals.json ("held")
   unless the file's "exceptions" list it: device, schedule, metric, statistic, the case that sets
   it, and the mechanism that explains it.
 - No level is finer than the measurement's own spread: where a device folder holds a held-out set
@@ -37,7 +37,6 @@ import glob
 import json
 import math
 import os
-import re
 import subprocess
 import sys
 
@@ -72,9 +71,8 @@ FILES = {
 HELDOUT = {"accuracy_levels.json": lambda d: sorted(glob.glob(os.path.join(d, "heldout_*",
                                                                            "heldout_*.json")))}
 LEVEL_KEYS = ("median", "worst", "median_bytes", "worst_bytes")
-# Which README goal holds each metric (DRAM is read + write: the goal is stated for it).
-GOAL_OF = {"dram": "dram", "l2_read": "l2", "l2_write": "l2", "time": "time", "blind_dram": "dram",
-           "blind_time": "time"}
+# The goals, and which metrics each holds (DRAM is read + write: the goal is stated for it).
+GOALS = os.path.join(VALIDATION, "accuracy_goals.json")
 
 
 def round_up(x):
@@ -89,22 +87,21 @@ def round_up_bytes(x):
     return int(math.ceil(x / step - 1e-9) * step)
 
 
-def readme_goals(text):
-    """The goals as the README states them: {"dram": {"median": .05, "worst": .15}, ...}."""
-    m = re.search(r"Against the goal \(DRAM median <= ([\d.]+)% and worst <= ([\d.]+)%, L2 median "
-                  r"<= ([\d.]+)%, time median <= ([\d.]+)% and\s+worst <= ([\d.]+)%\)", text)
-    if not m:
-        raise SystemExit("README.md: the sentence 'Against the goal (DRAM median <= ...%' that "
-                         "states the accuracy goals is missing or reworded; update "
-                         "scripts/accuracy_levels.py with it")
-    v = [float(x) / 100 for x in m.groups()]
-    return {"dram": {"median": v[0], "worst": v[1]}, "l2": {"median": v[2]},
-            "time": {"median": v[3], "worst": v[4]}}
+def load_goals(path=GOALS):
+    """The held goals by metric: {"dram": {"median": .05, "worst": .15}, "blind_dram": ..., ...}."""
+    with open(path) as fh:
+        held = json.load(fh)["held"]
+    goals = {}
+    for name, g in held.items():
+        for metric in g["metrics"]:
+            if metric not in METRICS:
+                raise SystemExit(f"{path}: goal '{name}' names an unknown metric '{metric}'")
+            goals[metric] = {s: g[s] for s in STATS if s in g}
+    return goals
 
 
 def goal_for(goals, metric, stat):
-    g = goals.get(GOAL_OF.get(metric, ""), {})
-    return g.get(stat)
+    return goals.get(metric, {}).get(stat)
 
 
 def measured_paths(target):
@@ -217,7 +214,7 @@ def loosenings(old, new):
 
 
 def goal_violations(doc, goals):
-    """Levels looser than the README's goals that the file's exceptions do not list, and
+    """Levels looser than the goals (accuracy_goals.json) that the file's exceptions do not list, and
     exceptions that no level needs any more."""
     listed = {exception_key(e): e for e in doc.get("exceptions", [])}
     bad, unused = [], []
@@ -324,7 +321,7 @@ def finer_than_spread(doc):
 
 
 def check():
-    goals = readme_goals(open(os.path.join(ROOT, "README.md")).read())
+    goals = load_goals()
     problems = []
     for name in FILES:
         path = os.path.join(VALIDATION, name)
@@ -341,13 +338,13 @@ def check():
     for p in problems:
         print("FAIL:", p)
     if not problems:
-        print(f"accuracy gate: {len(FILES)} levels files within the README's goals or listed "
+        print(f"accuracy gate: {len(FILES)} levels files within the goals or listed "
               "exceptions; every loosening has its history entry and CALIBRATION.md entry")
     return 1 if problems else 0
 
 
 def write(reason):
-    goals = readme_goals(open(os.path.join(ROOT, "README.md")).read())
+    goals = load_goals()
     devices = sorted(d for d in os.listdir(VALIDATION) if os.path.isdir(os.path.join(VALIDATION, d)))
     failed = False
     updates = {}
@@ -406,7 +403,7 @@ def write(reason):
                         if goal is not None and value is not None and value > goal + 1e-12 and \
                                 key not in {exception_key(e) for e in new["exceptions"]}:
                             print(f"{name} {dev} {sched} {m} {stat} = {value} is looser than the "
-                                  f"README's goal {goal} (worst case "
+                                  f"goal {goal} of accuracy_goals.json (worst case "
                                   f"{worst_case(result['cases'], sched, m)}): add an exception "
                                   "with its mechanism to the file's \"exceptions\"",
                                   file=sys.stderr)

@@ -1,173 +1,41 @@
 #!/usr/bin/env python3
-"""The README's tables and prose numbers that iosim prints, checked or rewritten (issue 17).
+"""The tables and prose numbers of README.md and docs/*.md that iosim prints, checked or rewritten
+(issues 17, 28).
 
 scripts/readme_tables.sh covers blocks that are one command's output verbatim; this covers the
-rest, with three kinds of markers (HTML comments: GitHub does not show them):
+rest, with two kinds of markers (HTML comments: GitHub does not show them):
 
-  <!-- iosim-run NAME: ARGS -->      a run, `iosim ARGS` (split on spaces, no quoting); its output
-                                     is parsed as JSON when it is JSON, else kept as text
+  VALUE<!-- =NAME -->                VALUE, the text just before the marker on its line, is the
+                                     value NAME of scripts/doc_values.py computed now (a run of
+                                     iosim and a part of its output; that file says how)
   <!-- iosim-table: NAME -->         a table made by TABLES[NAME] below from its own runs,
   ...                                up to the next <!-- /iosim-table -->
   <!-- /iosim-table -->
-  VALUE<!-- =NAME: EXPR -->          VALUE, the text just before the marker on its line, is what
-                                     the Python expression EXPR gives; EXPR sees the output of run
-                                     NAME as `j` (JSON objects also by attribute: j.counters.flops)
-                                     and the formatters below (B, T, g, f, pct, ...); R("OTHER")
-                                     is the output of another run of the file; RUN is the
-                                     runner itself (for cudnn_errors)
 
+A marker inside a `code span` is an example, not a marker.
 --check exits 1 naming each value or table that differs from what iosim prints now (run by
-tests/cli_test.sh through readme_tables.sh); --write rewrites them in place (a value is replaced
-where the text before its marker has the value's shape: digits where it has digits).
-Pick runs that are deterministic (no wall time) and take seconds, not minutes: CI runs them all.
+ctest `docs`, tests/docs_test.sh, through readme_tables.sh); --write rewrites them in place (a
+value is replaced where the text before its marker has the value's shape: digits where it has
+digits). Without FILEs: README.md and every docs/*.md.
 
 Usage from the repository root: scripts/readme_numbers.py --check|--write [IOSIM] [FILE.md ...]
 """
 
 import concurrent.futures
+import glob
 import json
-import math
 import os
 import re
 import subprocess
 import sys
 
-RUN_RE = re.compile(r"^<!-- iosim-run ([A-Za-z0-9_]+): (.+) -->$")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from doc_format import B, T, f, g, wrap  # noqa: E402
+from doc_values import RUNS, VALUES  # noqa: E402
+
 TABLE_RE = re.compile(r"^<!-- iosim-table: ([A-Za-z0-9_]+) -->$")
 TABLE_END = "<!-- /iosim-table -->"
-VALUE_RE = re.compile(r"<!-- =([A-Za-z0-9_]+): (.+?) -->")
-
-
-class J:
-    """A JSON value with attribute access to object keys (j.counters.flops)."""
-
-    def __init__(self, v):
-        self._v = v
-
-    def __getattr__(self, name):
-        if isinstance(self._v, dict) and name in self._v:
-            return wrap(self._v[name])
-        raise AttributeError(f"no key '{name}' (keys: {', '.join(sorted(self._v))})"
-                             if isinstance(self._v, dict) else f"not an object: .{name}")
-
-    def __getitem__(self, k):
-        return wrap(self._v[k])
-
-    def __len__(self):
-        return len(self._v)
-
-    def __iter__(self):
-        return (wrap(x) for x in self._v)
-
-
-def wrap(v):
-    return J(v) if isinstance(v, (dict, list)) else v
-
-
-# Formatters, as iosim writes numbers (reports/writers.cpp human_bytes, human_seconds).
-def g(x, digits=3):
-    """x to `digits` significant digits, %g style (no trailing zeros)."""
-    return f"{x:.{digits}g}"
-
-
-def f(x, decimals):
-    """x with a fixed number of decimals."""
-    return f"{x:.{decimals}f}"
-
-
-def B(x, digits=3):
-    """Bytes as iosim prints them: 1.07 GB, 8.3 KB, 0 B."""
-    units = ["B", "KB", "MB", "GB", "TB", "PB"]
-    u = 0
-    while abs(x) >= 1000 and u < len(units) - 1:
-        x /= 1000
-        u += 1
-    return f"{x:.0f} B" if u == 0 else f"{x:.{digits}g} {units[u]}"
-
-
-def T(s):
-    """Seconds as iosim prints them: 367 us, 45.4 ms, 1.2 s."""
-    if s >= 1:
-        return f"{s:.3g} s"
-    if s >= 1e-3:
-        return f"{s * 1e3:.3g} ms"
-    return f"{s * 1e6:.3g} us"
-
-
-def pct(x, decimals=1):
-    """A fraction as a percentage: 0.143 -> 14.3%."""
-    return f"{100 * x:.{decimals}f}%"
-
-
-def comma(x):
-    """A whole number with thousands separators: 27,714."""
-    return f"{round(x):,}"
-
-
-def si(x, digits=2):
-    """A count with k or M: 206k, 3.5M."""
-    if abs(x) >= 1e6:
-        return f"{x / 1e6:.{digits}g}M"
-    if abs(x) >= 1e3:
-        return f"{x / 1e3:.{digits}g}k"
-    return f"{x:.{digits}g}"
-
-
-def signed_pct(x, decimals=0):
-    """A signed fraction as a percentage with a true minus sign: -0.11 -> −11%."""
-    return ("−" if x < 0 else "") + f"{100 * abs(x):.{decimals}f}%"
-
-
-def median(xs):
-    xs = sorted(xs)
-    n = len(xs)
-    return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
-
-
-def policy(j, name):
-    """One policy's object of `iosim kvcache --format json`."""
-    return next(p for p in j.policies if p.policy == name)
-
-
-def summary(j, schedule="all"):
-    """One schedule's summary of `iosim validate --format json`."""
-    return next(s for s in j.summaries if s.schedule == schedule)
-
-
-def grab(text, pattern):
-    """The first group of pattern's first match in a run's text output (iosim explain)."""
-    m = re.search(pattern, text)
-    if not m:
-        raise ValueError(f"no match for {pattern!r} in the run's output")
-    return m.group(1)
-
-
-def measured_case(path, case_id):
-    """One case of a committed measurement file, as measured (no iosim run)."""
-    with open(path, encoding="utf-8") as fh:
-        return wrap(next(c for c in json.load(fh)["cases"] if c["id"] == case_id))
-
-
-def cudnn_errors(run, measured_path, pass_, clock_mhz):
-    """Signed time errors, per case of one pass, of scripts/flash3_cudnn.py's flags-only predictions
-    (cuDNN's forward tiling, its primary arrangement, warm L2) at a fixed SM clock against the
-    measured free-running times: what the README says blind prediction gave before the power model.
-    `run` is the marker's RUN."""
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import flash3_cudnn
-    with open(measured_path, encoding="utf-8") as fh:
-        cases = [c for c in json.load(fh)["cases"] if c.get("pass") == pass_ and c.get("error") is None]
-    profile = os.path.basename(os.path.dirname(os.path.dirname(measured_path)))
-    args = [" ".join(flash3_cudnn.flags(profile, c["problem"], flash3_cudnn.PRIMARY, False, pass_)
-                     + ["--sm-clock-mhz", str(clock_mhz)]) for c in cases]
-    run.prefetch(args)
-    return [run(a).time_s / c["time_free_running_s"] - 1 for a, c in zip(args, cases)]
-
-
-FORMATTERS = {"B": B, "T": T, "g": g, "f": f, "pct": pct, "signed_pct": signed_pct, "comma": comma, "si": si,
-              "median": median, "policy": policy, "summary": summary, "round": round, "grab": grab,
-              "measured_case": measured_case, "cudnn_errors": cudnn_errors, "abs": abs, "min": min, "max": max, "len": len, "sum": sum,
-              "float": float, "enumerate": enumerate, "math": math}
+VALUE_RE = re.compile(r"<!-- =([A-Za-z0-9_.]+) -->")
 
 
 class Runner:
@@ -199,6 +67,16 @@ class Runner:
         if isinstance(out, Exception):
             raise out
         return out
+
+
+class Named:
+    """R of a value's function: R("NAME") is the output of RUNS[NAME]; R.runner the runner."""
+
+    def __init__(self, runner):
+        self.runner = runner
+
+    def __call__(self, name):
+        return self.runner(RUNS[name])
 
 
 # ---- Tables: each is (the runs it needs, a function of the runner giving the table's lines).
@@ -349,7 +227,23 @@ def bwd_table(run):
                      "L2 -> SM bytes", "time"], ["---", "---", "---:", "---:", "---:", "---:"], rows)
 
 
+GOALS = "cuda_validate/measurements/accuracy_goals.json"
+
+
+def goals_table(run):
+    """The accuracy goals (scripts/accuracy_levels.py holds the levels to the "held" ones)."""
+    with open(GOALS, encoding="utf-8") as fh:
+        doc = json.load(fh)
+    rows = []
+    for kind in ("held", "stated"):
+        for g in doc[kind].values():
+            rows.append([g["label"], *(f"{100 * g[s]:g}%" if s in g else "-" for s in ("median", "worst")),
+                         "CI (`accuracy_gate`)" if kind == "held" else "stated, not enforced"])
+    return md_table(["error of", "median", "worst", "held by"], ["---", "---:", "---:", "---"], rows)
+
+
 TABLES = {
+    "accuracy_goals": (lambda: [], goals_table),
     "decode": (decode_runs, decode_table),
     "training": (train_runs, train_table),
     "block_sparse": (sparse_runs, sparse_table),
@@ -380,17 +274,18 @@ def value_pattern(expected):
 
 def process(path, mode, run):
     lines = open(path, encoding="utf-8").read().split("\n")
-    runs, problems = {}, []
-    # First every run's arguments, so that they all run at once.
-    for line in lines:
-        if m := RUN_RE.match(line):
-            runs[m.group(1)] = m.group(2)
-    wanted = list(runs.values())
+    problems = []
+    # First every run the file needs, so that they all run at once.
+    wanted = set()
     for line in lines:
         if m := TABLE_RE.match(line):
             if m.group(1) in TABLES:
-                wanted += TABLES[m.group(1)][0]()
-    run.prefetch(wanted)
+                wanted.update(TABLES[m.group(1)][0]())
+        for m in VALUE_RE.finditer(line):
+            if m.group(1) in VALUES:
+                wanted.update(RUNS[r] for r in VALUES[m.group(1)].runs(RUNS))
+    run.prefetch(sorted(wanted))
+    R = Named(run)
 
     out, i = [], 0
     while i < len(lines):
@@ -421,23 +316,24 @@ def process(path, mode, run):
         # Values on this line, left to right; each checks the text between it and the previous marker.
         pos, new_line = 0, ""
         for m in VALUE_RE.finditer(line):
+            if line[:m.start()].count("`") % 2:
+                continue  # inside a `code span`: an example of the syntax, not a marker
             before = line[pos:m.start()]
-            name, expr = m.group(1), m.group(2)
+            name = m.group(1)
             where = f"{path}:{i + 1}"
             try:
-                if name not in runs:
-                    raise KeyError(f"no <!-- iosim-run {name}: ... --> in {path}")
-                env = dict(FORMATTERS, j=run(runs[name]), R=lambda other: run(runs[other]), RUN=run)
-                expected = str(eval(expr, {"__builtins__": {}, **env}))
+                if name not in VALUES:
+                    raise KeyError(f"no value '{name}' in scripts/doc_values.py")
+                expected = VALUES[name].compute(R)
             except Exception as e:
-                problems.append(f"{where}: value '{expr}' of run '{name}': {type(e).__name__}: {e}")
+                problems.append(f"{where}: value '{name}': {type(e).__name__}: {e}")
                 new_line += line[pos:m.end()]
                 pos = m.end()
                 continue
             if not before.endswith(expected):
                 shown = before[-max(len(expected) + 10, 20):]
                 if mode == "--check":
-                    problems.append(f"{where}: '...{shown}' should end with '{expected}' ({name}: {expr})")
+                    problems.append(f"{where}: '...{shown}' should end with '{expected}' ({name})")
                 else:
                     found = value_pattern(expected).search(before)
                     if found:
@@ -456,12 +352,17 @@ def process(path, mode, run):
     return problems
 
 
+def default_files():
+    """README.md and every page of docs/."""
+    return ["README.md", *sorted(glob.glob("docs/*.md"))]
+
+
 def main(argv):
     if len(argv) < 2 or argv[1] not in ("--check", "--write"):
         print(__doc__.strip().splitlines()[-1], file=sys.stderr)
         return 2
     iosim = argv[2] if len(argv) > 2 else "build/iosim"
-    files = argv[3:] or ["README.md"]
+    files = argv[3:] or default_files()
     run = Runner(iosim)
     problems = []
     for path in files:

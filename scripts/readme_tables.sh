@@ -1,20 +1,22 @@
 #!/usr/bin/env bash
-# Every block of README.md that shows iosim's output is that output, between markers:
+# Every block of README.md and docs/*.md that shows iosim's output is that output, between markers:
 #   <!-- validate: PATH -->  ...  <!-- /validate -->   = `iosim validate PATH --format md`
 #   <!-- iosim: ARGS -->     ...  <!-- /iosim -->      = `iosim ARGS`, in a ```text fence unless
 #                                                        ARGS ask for `--format md`
 # ARGS are split on spaces (no quoting); pick commands whose output is deterministic (no wall time).
-# --check: exit 1 (naming the block) if a block differs from what iosim prints now (tests/cli_test.sh);
+# --check: exit 1 (naming the block) if a block differs from what iosim prints now (ctest docs,
+# tests/docs_test.sh);
 # --write: rewrite them in place (after a model change or new measurements).
 # Then scripts/readme_numbers.py, same mode and files: the tables made from several runs and the
-# numbers quoted in prose (<!-- iosim-run -->, <!-- iosim-table -->, <!-- =RUN: EXPR --> markers).
+# numbers quoted in prose (<!-- iosim-table --> and <!-- =NAME --> markers, scripts/doc_values.py).
+# Without FILEs: README.md and every docs/*.md.
 # Usage from the repository root: scripts/readme_tables.sh --check|--write [IOSIM] [FILE.md ...]
 set -euo pipefail
 mode=${1:?--check or --write}
 iosim=${2:-build/iosim}
 shift $(($# < 2 ? $# : 2))
 files=("$@")
-[[ ${#files[@]} -gt 0 ]] || files=(README.md)
+[[ ${#files[@]} -gt 0 ]] || files=(README.md docs/*.md)
 status=0
 
 render() { # kind args -> the block's expected text

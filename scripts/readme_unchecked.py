@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""Numbers in README.md and docs/tutorial.md that nothing checks (issue 17).
+"""Numbers in README.md and docs/*.md that nothing checks (issues 17, 28).
 
 readme_tables.sh checks the blocks of iosim's output verbatim and readme_numbers.py the values that
-carry a <!-- =RUN: EXPR --> marker and the <!-- iosim-table --> blocks. Every other number in the
+carry a <!-- =NAME --> marker (scripts/doc_values.py) and the <!-- iosim-table --> blocks. Every other number in the
 prose and tables must be listed in scripts/readme_unchecked.txt with the reason it cannot be
 checked, so that a number iosim prints cannot be quoted by hand and then drift unnoticed.
 
@@ -18,7 +18,8 @@ Not numbers of a result, by rule (see QUANTITY below):
 
 The allow file has one entry per line, `FILE :: SNIPPET :: CATEGORY: reason`; SNIPPET is text of
 exactly one line of FILE, and the entry covers the numbers inside it. An entry whose snippet
-matches no line (stale), several lines, or covers no number is an error too.
+matches no line (stale), several lines, or covers no number is an error too. SNIPPET `*` covers
+every number of FILE: a page that is a log of past measurements (history) or of design notes.
 
 Usage from the repository root:
   scripts/readme_unchecked.py                 exit 1 naming each unlisted number and bad entry
@@ -26,11 +27,12 @@ Usage from the repository root:
   scripts/readme_unchecked.py --self-test
 """
 
+import glob
 import os
 import re
 import sys
 
-FILES = ("README.md", "docs/tutorial.md")
+FILES = ("README.md", *sorted(glob.glob("docs/*.md")))
 ALLOW = "scripts/readme_unchecked.txt"
 CATEGORIES = ("measured", "hardware", "input", "history", "math", "external", "goal", "tested")
 
@@ -45,7 +47,7 @@ VERSIONED = re.compile(r"\b(?:Debian|Ubuntu|CMake|GCC|Python|Schema|iosim|clang|
 INPUT = re.compile(r"(?:\b[A-Za-z][A-Za-z]?(?:_[A-Za-z]+)?\s*(?:=|<=|>=|≤|≥)|\b[A-Za-z]\s*[<>])\s*$")
 TOKEN_CHARS = re.compile(r"[\w.\-−+^/%~]")
 COMMENT = re.compile(r"<!--.*?-->")
-VALUE_MARKER = re.compile(r"<!-- =[A-Za-z0-9_]+: .+? -->")
+VALUE_MARKER = re.compile(r"<!-- =[A-Za-z0-9_.]+ -->")
 CHECKED_BLOCK = re.compile(r"^<!-- (iosim|validate|iosim-table):? ")
 
 
@@ -163,6 +165,12 @@ def check(texts, allow_text, unlisted=None):
     entries, problems = parse_allow(allow_text)
     allowed = set()  # (file, line, start) of numbers an entry covers
     for no, path, snippet, _ in entries:
+        if path not in texts:
+            problems.append(f"{ALLOW}:{no}: stale: {path} is not one of the checked files")
+            continue
+        if snippet == "*":  # the whole file
+            allowed.update((path, n[0], n[1][0]) for n in scan_cache(path, texts))
+            continue
         lines = texts.get(path, "").split("\n")
         hits = [(i, k) for i, line in enumerate(lines, 1) if (k := line.find(snippet)) >= 0]
         if not hits:
@@ -211,13 +219,13 @@ def suggest(texts, allow_text, category):
 
 
 def self_test():
-    readme = ("# Title\n\n<!-- iosim-run r: run --seq 4 -->\n"
-              "It takes 4.2 ms<!-- =r: T(j.time_s) --> on H100 at `--seq 4096` with B=4,\n"
+    readme = ("# Title\n\n"
+              "It takes 4.2 ms<!-- =r.time_s --> on H100 at `--seq 4096` with B=4,\n"
               "and 17 GB here, and 2.5 GB by hand.\n```text\n99 ms in a checked block\n```\n"
               "<!-- a comment with 98 ms -->\n")
     allow = "README.md :: 17 GB here :: measured: x\nREADME.md :: 99 GB gone :: history: y\n"
     problems = check({"README.md": readme}, allow)
-    want = ["README.md:5: 2.5 is unchecked", f"{ALLOW}:2: stale: '99 GB gone'"]
+    want = ["README.md:4: 2.5 is unchecked", f"{ALLOW}:2: stale: '99 GB gone'"]
     ok = all(any(p.startswith(w) for p in problems) for w in want) and len(problems) == 2
     print("\n".join(problems))
     print("self-test", "passed" if ok else "FAILED: expected exactly " + "; ".join(want))

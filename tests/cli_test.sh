@@ -162,13 +162,6 @@ expect 2 "measurements_cut.json" -- validate "$tmp/measurements_cut.json"
 mkdir -p "$tmp/empty_dir"
 expect 2 "no measurements*.json" -- validate "$tmp/empty_dir"
 expect 2 "format" -- validate "$H100_DEC" --format xml
-# The README's accuracy tables are what `iosim validate` prints now. IOSIM_SKIP_DOC_CHECKS=1
-# (scripts/sanitize.sh): the documents' contents are checked by the Release build's run; under the
-# sanitizers these hundreds of simulations would add half an hour and no new code path.
-if [ "${IOSIM_SKIP_DOC_CHECKS:-0}" = 1 ]; then
-  :
-elif (cd "$REPO" && bash scripts/readme_tables.sh --check "$IOSIM"); then ok; else bad "README accuracy tables are stale: run scripts/readme_tables.sh --write"; fi
-
 # iosim explain: tiny problems narrated step by step; anything larger or malformed exits 2.
 EX=(explain --seq 32 --block-q 16 --block-kv 16)
 expect 0 "[FlashAttention-2, Algorithm 1, line 8]" -- "${EX[@]}"
@@ -201,29 +194,7 @@ if grep -q "lower bound: [0-9,]* B = max(compulsory" <<<"$summary"; then ok; els
 "$IOSIM" "${EX[@]}" --html "$tmp/explain.html" 2>/dev/null
 if [ -s "$tmp/explain.html" ] && grep -q 'id="trace"' "$tmp/explain.html"; then ok; else bad "explain --html wrote no page"; fi
 
-# readme_numbers.py catches a prose number or a generated table that drifted, names it, and
-# --write puts back what iosim prints (then --check passes).
-cat >"$tmp/numbers.md" <<'MD'
-<!-- iosim-run d: run --profile h100-sxm5-80gb --algo flash2 --batch 1 --heads 2 --seq 256 --head-dim 64 --l2 off --format json -->
-Two-level HBM: 9.99 MB<!-- =d: B(j.counters.hbm_total_bytes) --> and 2 heads<!-- =d: "%d heads" % j.problem.heads -->.
-<!-- iosim-table: decode -->
-| stale |
-<!-- /iosim-table -->
-MD
-out=$(cd "$REPO" && python3 scripts/readme_numbers.py --check "$IOSIM" "$tmp/numbers.md" 2>&1)
-if [ $? -eq 1 ] && grep -q "numbers.md:2: '.*9.99 MB' should end with" <<<"$out" &&
-  grep -q "the table 'decode' differs" <<<"$out" && ! grep -q "2 heads" <<<"$out"; then ok; else bad "readme_numbers.py --check missed a drift: $out"; fi
-if (cd "$REPO" && python3 scripts/readme_numbers.py --write "$IOSIM" "$tmp/numbers.md" &&
-  python3 scripts/readme_numbers.py --check "$IOSIM" "$tmp/numbers.md") && ! grep -q "9.99 MB" "$tmp/numbers.md" &&
-  grep -q "| flash-decoding | 8 |" "$tmp/numbers.md"; then ok; else bad "readme_numbers.py --write did not fix the drift"; fi
-sed -i 's/=d: B(/=nosuchrun: B(/' "$tmp/numbers.md"
-out=$(cd "$REPO" && python3 scripts/readme_numbers.py --check "$IOSIM" "$tmp/numbers.md" 2>&1)
-if grep -q "no <!-- iosim-run nosuchrun" <<<"$out"; then ok; else bad "readme_numbers.py: unknown run not named: $out"; fi
-
-# Every command of the tutorial prints what docs/tutorial.md shows.
-if [ "${IOSIM_SKIP_DOC_CHECKS:-0}" = 1 ]; then
-  :
-elif (cd "$REPO" && bash scripts/readme_tables.sh --check "$IOSIM" docs/tutorial.md); then ok; else bad "docs/tutorial.md is stale: run scripts/readme_tables.sh --write build/iosim docs/tutorial.md"; fi
+# The documents' numbers and blocks (README.md, docs/*.md) are ctest docs: tests/docs_test.sh.
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

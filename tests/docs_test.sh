@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# ctest docs: every number and block of iosim's output that README.md and docs/*.md quote is what
+# iosim prints now (scripts/readme_tables.sh --check, which runs scripts/readme_numbers.py), and the
+# checker itself catches a drift and fixes it with --write. Run by ctest with IOSIM set to the
+# binary; runs a few hundred simulations (validate re-predicts every measured case), so it is a
+# test of its own that can run beside the others. IOSIM_SKIP_DOC_CHECKS=1 skips the documents
+# (the checker's own test still runs).
+source "$(dirname "$0")/cli_harness.sh"
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+
+# readme_numbers.py catches a prose number or a generated table that drifted, names it, and
+# --write puts back what iosim prints (then --check passes).
+cat >"$tmp/numbers.md" <<'MD'
+Decode: 9.99 MB<!-- =fd32.hbm_read --> of K/V, 64<!-- =fd32.block_q --> query rows a tile.
+The corpus: 3<!-- =bad_input_corpus_size --> inputs. Syntax, not a marker: `1 MB<!-- =nosuch.value -->`.
+<!-- iosim-table: decode -->
+| stale |
+<!-- /iosim-table -->
+MD
+out=$(cd "$REPO" && python3 scripts/readme_numbers.py --check "$IOSIM" "$tmp/numbers.md" 2>&1)
+if [ $? -eq 1 ] && grep -q "numbers.md:1: '.*9.99 MB' should end with" <<<"$out" &&
+  grep -q "the table 'decode' differs" <<<"$out" && ! grep -q "query rows" <<<"$out" &&
+  grep -q "numbers.md:2: '.*3' should end with" <<<"$out" && ! grep -q "nosuch" <<<"$out"; then ok; else bad "readme_numbers.py --check missed a drift: $out"; fi
+if (cd "$REPO" && python3 scripts/readme_numbers.py --write "$IOSIM" "$tmp/numbers.md" &&
+  python3 scripts/readme_numbers.py --check "$IOSIM" "$tmp/numbers.md") && ! grep -q "9.99 MB" "$tmp/numbers.md" &&
+  grep -q "| flash-decoding | 8 |" "$tmp/numbers.md"; then ok; else bad "readme_numbers.py --write did not fix the drift"; fi
+sed -i 's/=fd32.hbm_read /=fd32.no_such_value /' "$tmp/numbers.md"
+out=$(cd "$REPO" && python3 scripts/readme_numbers.py --check "$IOSIM" "$tmp/numbers.md" 2>&1)
+if grep -q "no value 'fd32.no_such_value' in scripts/doc_values.py" <<<"$out"; then ok; else bad "readme_numbers.py: unknown value not named: $out"; fi
+
+# The documents: README.md and every docs/*.md (the tutorial's commands, the accuracy tables, the
+# prose numbers), against what iosim prints now.
+if [ "${IOSIM_SKIP_DOC_CHECKS:-0}" = 1 ]; then
+  :
+elif (cd "$REPO" && bash scripts/readme_tables.sh --check "$IOSIM"); then ok; else
+  bad "README.md or docs/*.md is stale: run scripts/readme_tables.sh --write build/iosim"
+fi
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
