@@ -111,15 +111,14 @@ class Checker {
     if (!parent.contains(key)) return std::nullopt;
     const json& v = parent.at(key);
     if (!v.is_string() || v.get<std::string>().empty() || v.get<std::string>().size() > 200) {
-      problem(join(path, key), fmt::format("expected a name (1 to 200 characters), got {}",
-                                           describe(v)));
+      problem(join(path, key),
+              fmt::format("expected a name (1 to 200 characters), got {}", describe(v)));
       return std::nullopt;
     }
     return v.get<std::string>();
   }
 
-  std::optional<bool> boolean(const json& parent, const std::string& path,
-                              const std::string& key) {
+  std::optional<bool> boolean(const json& parent, const std::string& path, const std::string& key) {
     if (!parent.contains(key)) return std::nullopt;
     const json& v = parent.at(key);
     if (!v.is_boolean()) {
@@ -206,17 +205,24 @@ const std::vector<DataflowInfo>& backward_dataflows() {
   return list;
 }
 
-const char* mma_name(MmaFamily m) { return name_of(kMma, m); }
-const char* load_name(LoadPath l) { return name_of(kLoad, l); }
-const char* warp_roles_name(WarpRoles w) { return name_of(kRoles, w); }
+const char* mma_name(MmaFamily m) {
+  return name_of(kMma, m);
+}
+const char* load_name(LoadPath l) {
+  return name_of(kLoad, l);
+}
+const char* warp_roles_name(WarpRoles w) {
+  return name_of(kRoles, w);
+}
 
 KernelDescription parse_kernel_description(const json& doc, const std::string& source) {
   KernelDescription d;
   d.source = source;
   Checker c(source);
   if (doc.is_null()) {
-    c.problem("(top level)", "the description is empty; expected keys name, dataflow, tiles, "
-                             "mechanisms, launch");
+    c.problem("(top level)",
+              "the description is empty; expected keys name, dataflow, tiles, "
+              "mechanisms, launch");
     c.finish();
   }
   if (!c.object(doc, "", {"name", "dataflow", "tiles", "mechanisms", "launch"})) c.finish();
@@ -255,9 +261,9 @@ KernelDescription parse_kernel_description(const json& doc, const std::string& s
   }
   if (doc.contains("tiles")) {
     const json& t = doc.at("tiles");
-    if (c.object(t, "tiles",
-                 {"block_q", "block_kv", "stages", "splits", "backward_block_q",
-                  "backward_block_kv"})) {
+    if (c.object(
+            t, "tiles",
+            {"block_q", "block_kv", "stages", "splits", "backward_block_q", "backward_block_kv"})) {
       d.tiles.block_q = c.integer(t, "tiles", "block_q", 1, kMaxBlock);
       d.tiles.block_kv = c.integer(t, "tiles", "block_kv", 1, kMaxBlock);
       if (auto s = c.integer(t, "tiles", "stages", 1, 64)) d.tiles.pipeline_stages = int(*s);
@@ -334,10 +340,22 @@ std::string kernel_description_yaml(const KernelDescription& d) {
     if (!j.contains(key)) return;
     s += fmt::format("{}:  # {}\n", key, comment);
     // In the order the schema lists them, not the JSON object's alphabetical one.
-    static const char* const kOrder[] = {
-        "forward", "backward", "block_mask", "block_q", "block_kv", "stages", "splits",
-        "backward_block_q", "backward_block_kv", "mma", "load", "warp_roles", "persistent",
-        "threads", "registers_per_thread", "smem_bytes_per_cta"};
+    static const char* const kOrder[] = {"forward",
+                                         "backward",
+                                         "block_mask",
+                                         "block_q",
+                                         "block_kv",
+                                         "stages",
+                                         "splits",
+                                         "backward_block_q",
+                                         "backward_block_kv",
+                                         "mma",
+                                         "load",
+                                         "warp_roles",
+                                         "persistent",
+                                         "threads",
+                                         "registers_per_thread",
+                                         "smem_bytes_per_cta"};
     for (const char* k : kOrder) {
       if (!j.at(key).contains(k)) continue;
       const json& v = j.at(key).at(k);
@@ -353,9 +371,8 @@ std::string kernel_description_yaml(const KernelDescription& d) {
 
 namespace {
 
-KernelDescription preset(std::string name, std::string forward, std::string backward,
-                         MmaFamily mma, LoadPath load, WarpRoles roles, bool persistent,
-                         bool block_mask = false) {
+KernelDescription preset(std::string name, std::string forward, std::string backward, MmaFamily mma,
+                         LoadPath load, WarpRoles roles, bool persistent, bool block_mask = false) {
   KernelDescription d;
   d.source = "preset " + name;
   d.name = std::move(name);
@@ -482,20 +499,20 @@ void check_stated_smem(const KernelDescription& d, const HardwareProfile& hw, Pl
   const std::int64_t limit = hw.sm.smem_per_cta_max_bytes.value;
   if (*d.smem_bytes_per_cta > limit) {
     planned.schedule.reset();
-    planned.infeasible_reason = fmt::format(
-        "{}: launch.smem_bytes_per_cta {} does not fit: {} allows {} bytes per CTA", d.source,
-        *d.smem_bytes_per_cta, hw.name, limit);
+    planned.infeasible_reason =
+        fmt::format("{}: launch.smem_bytes_per_cta {} does not fit: {} allows {} bytes per CTA",
+                    d.source, *d.smem_bytes_per_cta, hw.name, limit);
   }
 }
 
 using PassPlanner =
-  std::function<Planned(const AttentionProblem&, const HardwareProfile&, const TilingRequest&)>;
+    std::function<Planned(const AttentionProblem&, const HardwareProfile&, const TilingRequest&)>;
 
 // The description's schedule for p.pass: the preset's own planner where the description is a
 // preset; else the forward's and the backward's dataflows planned apart and run in turn.
 Planned plan_described(const Algorithm* preset_algorithm, const PassPlanner& plan_forward,
-                   const PassPlanner& plan_backward, const AttentionProblem& p,
-                   const HardwareProfile& profile, const TilingRequest& req) {
+                       const PassPlanner& plan_backward, const AttentionProblem& p,
+                       const HardwareProfile& profile, const TilingRequest& req) {
   Planned planned;
   if (preset_algorithm != nullptr) {
     planned = preset_algorithm->plan(p, profile, req);
@@ -571,18 +588,6 @@ TilingRequest described_tiling(const KernelDescription& d, const TilingRequest& 
 Algorithm described_algorithm(const KernelDescription& d, const HardwareProfile& hw,
                               const Registry& registry) {
   const ResolvedMechanisms mech = resolve_mechanisms(d);
-  if (mech.wgmma() && hw.compute.wgmma_latency_cycles.value <= 0) {
-    throw ConfigError(fmt::format(
-        "{}: mechanisms.mma {} needs wgmma, which profile '{}' does not have (a Hopper-class "
-        "GPU; compute.wgmma_latency_cycles is 0); use mma_sync",
-        d.source, mma_name(mech.mma), hw.name));
-  }
-  if (mech.load == LoadPath::tma && hw.compute.wgmma_latency_cycles.value <= 0) {
-    throw ConfigError(fmt::format(
-        "{}: mechanisms.load tma needs the Tensor Memory Accelerator, which profile '{}' does not "
-        "have (a Hopper-class GPU); use cp_async or plain",
-        d.source, hw.name));
-  }
   const KernelDescription* fwd_owner = owner_preset(forward_dataflows(), d.forward);
   const KernelDescription* bwd_owner = owner_preset(backward_dataflows(), d.backward);
 
@@ -610,6 +615,21 @@ Algorithm described_algorithm(const KernelDescription& d, const HardwareProfile&
         same(preset_mechanisms(p), mech)) {
       same_preset = &p;
     }
+  }
+  // A mechanism the GPU lacks, unless the description is a preset's own (standard's GEMMs are
+  // timed as the vendor library runs them on any GPU).
+  if (same_preset == nullptr && mech.wgmma() && hw.compute.wgmma_latency_cycles.value <= 0) {
+    throw ConfigError(fmt::format(
+        "{}: mechanisms.mma {} needs wgmma, which profile '{}' does not have (a Hopper-class "
+        "GPU; compute.wgmma_latency_cycles is 0); use mma_sync",
+        d.source, mma_name(mech.mma), hw.name));
+  }
+  if (same_preset == nullptr && mech.load == LoadPath::tma &&
+      hw.compute.wgmma_latency_cycles.value <= 0) {
+    throw ConfigError(fmt::format(
+        "{}: mechanisms.load tma needs the Tensor Memory Accelerator, which profile '{}' does not "
+        "have (a Hopper-class GPU); use cp_async or plain",
+        d.source, hw.name));
   }
   const KernelDescription desc = d;
   const Registry* reg = &registry;
@@ -661,17 +681,17 @@ Algorithm described_algorithm(const KernelDescription& d, const HardwareProfile&
                const AttentionProblem& p, const HardwareProfile& profile,
                const TilingRequest& requested) -> Planned {
     if (runs_forward(p.pass) && desc.forward.empty()) {
-      throw ConfigError(fmt::format(
-          "--pass {}: {} names no forward dataflow (dataflow.forward); use --pass bwd",
-          pass_name(p.pass), desc.source));
+      throw ConfigError(
+          fmt::format("--pass {}: {} names no forward dataflow (dataflow.forward); use --pass bwd",
+                      pass_name(p.pass), desc.source));
     }
     Planned planned = plan_described(preset_algorithm, plan_forward, plan_backward, p, profile,
                                      described_tiling(desc, requested));
     // A shared-memory size the author states replaces the estimate of the main-loop kernels.
     check_stated_smem(desc, profile, planned);
     if (planned.feasible() && desc.smem_bytes_per_cta) {
-      planned.schedule = std::make_unique<WithMechanisms>(std::move(planned.schedule),
-                                                          std::nullopt, desc.smem_bytes_per_cta);
+      planned.schedule = std::make_unique<WithMechanisms>(std::move(planned.schedule), std::nullopt,
+                                                          desc.smem_bytes_per_cta);
     }
     return planned;
   };

@@ -26,11 +26,10 @@
 //    (they set occupancy).
 #include <cstdint>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "algorithms/algorithm.hpp"
 
@@ -71,10 +70,10 @@ const std::vector<DataflowInfo>& forward_dataflows();
 const std::vector<DataflowInfo>& backward_dataflows();
 
 struct KernelDescription {
-  std::string name;      // shown as the run's algorithm
-  std::string source;    // where it came from (a file, "preset flash2", "the kernel dict")
-  std::string forward;   // a forward dataflow, or "" (none: --pass fwd is refused)
-  std::string backward;  // a backward dataflow, or "" (none: --pass bwd and fwdbwd are refused)
+  std::string name;         // shown as the run's algorithm
+  std::string source;       // where it came from (a file, "preset flash2", "the kernel dict")
+  std::string forward;      // a forward dataflow, or "" (none: --pass fwd is refused)
+  std::string backward;     // a backward dataflow, or "" (none: --pass bwd and fwdbwd are refused)
   bool block_mask = false;  // query_stationary: only a block mask's nonzero blocks (--pattern)
   TilingRequest tiles;      // tiles and launch facts; CLI flags replace them
   std::optional<std::int64_t> smem_bytes_per_cta;  // launch fact: replaces the estimate

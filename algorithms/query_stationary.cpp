@@ -157,8 +157,7 @@ class QueryStationaryForward final : public Schedule {
 
 }  // namespace
 
-std::unique_ptr<Schedule> make_query_stationary_forward(const AttentionProblem& p,
-                                                        const Tiling& t,
+std::unique_ptr<Schedule> make_query_stationary_forward(const AttentionProblem& p, const Tiling& t,
                                                         const QueryStationaryKernel& kernel,
                                                         std::shared_ptr<const BlockMask> blocks) {
   return std::make_unique<QueryStationaryForward>(p, t, kernel, std::move(blocks));
@@ -190,8 +189,8 @@ Planned plan_query_stationary_forward(const AttentionProblem& p, const HardwareP
   }
   t.pipeline_stages = req.pipeline_stages.value_or(2);
   const int consumers = static_cast<int>(ceil_div(t.block_q, kRowsPerWarpgroup));
-  t.threads = req.threads.value_or(specialized ? (consumers + 1) * kWarpgroupThreads
-                                               : kWarpgroupThreads);
+  t.threads =
+      req.threads.value_or(specialized ? (consumers + 1) * kWarpgroupThreads : kWarpgroupThreads);
   if (specialized &&
       (t.block_q % kRowsPerWarpgroup != 0 || t.threads != (consumers + 1) * kWarpgroupThreads)) {
     out.infeasible_reason = fmt::format(
@@ -265,8 +264,9 @@ Planned plan_query_stationary_forward(const AttentionProblem& p, const HardwareP
   kernel.mechanisms = mech;
   kernel.smem_bytes = smem;
   kernel.registers = regs;
-  kernel.consumer_warpgroups =
-      specialized ? consumers : mech.wgmma() ? t.threads / kWarpgroupThreads : 0;
+  kernel.consumer_warpgroups = specialized    ? consumers
+                               : mech.wgmma() ? t.threads / kWarpgroupThreads
+                                              : 0;
   out.schedule = make_query_stationary_forward(p, t, kernel, blocks);
   return out;
 }

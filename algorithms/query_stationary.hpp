@@ -25,8 +25,7 @@ struct QueryStationaryKernel {
 };
 
 /// The forward schedule of the query-stationary dataflow for `kernel`'s mechanisms.
-std::unique_ptr<Schedule> make_query_stationary_forward(const AttentionProblem& p,
-                                                        const Tiling& t,
+std::unique_ptr<Schedule> make_query_stationary_forward(const AttentionProblem& p, const Tiling& t,
                                                         const QueryStationaryKernel& kernel,
                                                         std::shared_ptr<const BlockMask> blocks);
 

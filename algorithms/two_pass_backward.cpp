@@ -30,10 +30,10 @@ class TwoPassBackward final : public WholeCtaSchedule {
   // The forward's Q, K, V, O, L, the incoming dO, D and the gradients: no dQaccum.
   std::vector<TensorDecl> tensors() const override {
     const std::int64_t eb = p_.elem_bytes(), bh = p_.bh(), d = p_.head_dim;
-    return {{TensorId::Q, bh, p_.seq, d, eb},    {TensorId::K, bh, p_.seq_kv, d, eb},
-            {TensorId::V, bh, p_.seq_kv, d, eb}, {TensorId::O, bh, p_.seq, d, eb},
-            {TensorId::L, bh, p_.seq, 1, 4},     {TensorId::dO, bh, p_.seq, d, eb},
-            {TensorId::D, bh, p_.seq, 1, 4},     {TensorId::dQ, bh, p_.seq, d, eb},
+    return {{TensorId::Q, bh, p_.seq, d, eb},     {TensorId::K, bh, p_.seq_kv, d, eb},
+            {TensorId::V, bh, p_.seq_kv, d, eb},  {TensorId::O, bh, p_.seq, d, eb},
+            {TensorId::L, bh, p_.seq, 1, 4},      {TensorId::dO, bh, p_.seq, d, eb},
+            {TensorId::D, bh, p_.seq, 1, 4},      {TensorId::dQ, bh, p_.seq, d, eb},
             {TensorId::dK, bh, p_.seq_kv, d, eb}, {TensorId::dV, bh, p_.seq_kv, d, eb}};
   }
 
@@ -65,7 +65,8 @@ class TwoPassBackward final : public WholeCtaSchedule {
   void emit_whole_cta(std::size_t kernel, std::int64_t cta,
                       std::vector<TileOp>& out) const override {
     if (kKernels[kernel] == Kernel::dot_do_o) return emit_dot_do_o(cta, out);
-    const std::int64_t span = std::max(ceil_div(p_.seq, t_.block_q), ceil_div(p_.seq_kv, t_.block_kv));
+    const std::int64_t span =
+        std::max(ceil_div(p_.seq, t_.block_q), ceil_div(p_.seq_kv, t_.block_kv));
     const std::int64_t x = cta % span, bh = cta / span;  // (batch, head) = bh
     emit_key_pass(x, bh, out);
     emit_query_pass(x, bh, out);
@@ -128,8 +129,8 @@ class TwoPassBackward final : public WholeCtaSchedule {
       const TileRef s{TensorId::S, bh, q0, qr, k0, kr};  // rS, rP, rdP, sdS (qr, kr)
       emit_scores_to_ds(s, true, out);
       // dK += scale dS^T Q, dS through shared memory first.
-      out.push_back(costs::grad_matmul(ComputeKind::accumulate_dk, s, d,
-                                       smem(kr, qr, d) + qr * kr * eb));
+      out.push_back(
+          costs::grad_matmul(ComputeKind::accumulate_dk, s, d, smem(kr, qr, d) + qr * kr * eb));
     }
     // dK and dV leave through shared memory for coalesced stores.
     out.push_back(TileOp::store(dk, OnChip::smem));
@@ -156,8 +157,8 @@ class TwoPassBackward final : public WholeCtaSchedule {
       const TileRef s{TensorId::S, bh, q0, qr, k0, kr};
       emit_scores_to_ds(s, false, out);
       // dQ += scale dS K, dS through shared memory first.
-      out.push_back(costs::grad_matmul(ComputeKind::accumulate_dq, s, d,
-                                       smem(qr, kr, d) + qr * kr * eb));
+      out.push_back(
+          costs::grad_matmul(ComputeKind::accumulate_dq, s, d, smem(qr, kr, d) + qr * kr * eb));
     }
     out.push_back(TileOp::store(dq, OnChip::smem));
   }
@@ -168,7 +169,9 @@ class TwoPassBackward final : public WholeCtaSchedule {
 };
 
 using u64 = std::uint64_t;
-u64 u(std::int64_t v) { return static_cast<u64>(v); }
+u64 u(std::int64_t v) {
+  return static_cast<u64>(v);
+}
 
 }  // namespace
 
@@ -204,7 +207,7 @@ ReadWriteBytes two_pass_backward_closed_form(const AttentionProblem& p, std::int
     for (std::int64_t j = 0; j < tc; ++j) {
       if (!meets(p, block_q, block_kv, i, j)) continue;
       const u64 kr = u(std::min(block_kv, p.seq_kv - j * block_kv));
-      head.read += query_tiles;     // pass 1 streams query block i past key block j
+      head.read += query_tiles;      // pass 1 streams query block i past key block j
       head.read += 2 * kr * d * eb;  // pass 2 streams key block j past query block i
     }
   }
@@ -238,8 +241,8 @@ Planned plan_two_pass_backward(const AttentionProblem& p, const HardwareProfile&
   // the S / dP fragments of one tile pair, over the CTA's threads, plus about 40.
   const std::int64_t acc =
       (std::max(2 * t.block_kv * d, t.block_q * d) + t.block_q * t.block_kv) / t.threads;
-  t.registers_per_thread = req.registers_per_thread.value_or(
-      static_cast<int>(std::min<std::int64_t>(acc + 40, 255)));
+  t.registers_per_thread =
+      req.registers_per_thread.value_or(static_cast<int>(std::min<std::int64_t>(acc + 40, 255)));
   out.schedule = std::make_unique<TwoPassBackward>(p, t, name);
   return out;
 }

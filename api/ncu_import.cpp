@@ -46,13 +46,30 @@ std::vector<std::string> csv_fields(const std::string& line) {
 
 // The factor from ncu's `unit` to its base unit (byte, sector, nsecond, hz); 0 when unknown.
 double unit_factor(const std::string& unit) {
-  static const std::map<std::string, double> factors = {
-      {"", 1},          {"byte", 1},        {"Kbyte", 1e3},   {"Mbyte", 1e6},
-      {"Gbyte", 1e9},   {"Tbyte", 1e12},    {"sector", 1},    {"Ksector", 1e3},
-      {"Msector", 1e6}, {"Gsector", 1e9},   {"nsecond", 1},   {"usecond", 1e3},
-      {"msecond", 1e6}, {"second", 1e9},    {"hz", 1},        {"Khz", 1e3},
-      {"Mhz", 1e6},     {"Ghz", 1e9},       {"cycle/second", 1}, {"cycle/usecond", 1e6},
-      {"cycle/nsecond", 1e9}, {"cycle/msecond", 1e3}, {"inst", 1}, {"cycle", 1}};
+  static const std::map<std::string, double> factors = {{"", 1},
+                                                        {"byte", 1},
+                                                        {"Kbyte", 1e3},
+                                                        {"Mbyte", 1e6},
+                                                        {"Gbyte", 1e9},
+                                                        {"Tbyte", 1e12},
+                                                        {"sector", 1},
+                                                        {"Ksector", 1e3},
+                                                        {"Msector", 1e6},
+                                                        {"Gsector", 1e9},
+                                                        {"nsecond", 1},
+                                                        {"usecond", 1e3},
+                                                        {"msecond", 1e6},
+                                                        {"second", 1e9},
+                                                        {"hz", 1},
+                                                        {"Khz", 1e3},
+                                                        {"Mhz", 1e6},
+                                                        {"Ghz", 1e9},
+                                                        {"cycle/second", 1},
+                                                        {"cycle/usecond", 1e6},
+                                                        {"cycle/nsecond", 1e9},
+                                                        {"cycle/msecond", 1e3},
+                                                        {"inst", 1},
+                                                        {"cycle", 1}};
   const auto it = factors.find(unit);
   return it == factors.end() ? 0.0 : it->second;
 }
@@ -70,9 +87,10 @@ double value_of(const std::string& text, const std::string& unit, const std::str
   }
   const double factor = unit_factor(unit);
   if (factor == 0.0) {
-    throw ConfigError(fmt::format("{}: unit '{}' is not one iosim knows (export with "
-                                  "--print-units base to avoid scaled units)",
-                                  where, unit));
+    throw ConfigError(
+        fmt::format("{}: unit '{}' is not one iosim knows (export with "
+                    "--print-units base to avoid scaled units)",
+                    where, unit));
   }
   return v * factor;
 }
@@ -85,10 +103,12 @@ std::size_t column(const std::vector<std::string>& header, const std::string& na
 }  // namespace
 
 const std::vector<std::string>& ncu_required_metrics() {
-  static const std::vector<std::string> m = {
-      "dram__bytes_read.sum", "dram__bytes_write.sum", "l1tex__m_xbar2l1tex_read_sectors.sum",
-      "lts__t_sectors_srcunit_tex_op_write.sum", "gpu__time_duration.sum",
-      "sm__cycles_elapsed.avg.per_second"};
+  static const std::vector<std::string> m = {"dram__bytes_read.sum",
+                                             "dram__bytes_write.sum",
+                                             "l1tex__m_xbar2l1tex_read_sectors.sum",
+                                             "lts__t_sectors_srcunit_tex_op_write.sum",
+                                             "gpu__time_duration.sum",
+                                             "sm__cycles_elapsed.avg.per_second"};
   return m;
 }
 
@@ -140,15 +160,16 @@ std::vector<NcuKernel> read_ncu_csv(const std::string& text, const std::string& 
       const auto& row = rows[r];
       const std::string where = fmt::format("{}:{}", origin, line_of[r]);
       if (row.size() < header.size()) {
-        throw ConfigError(fmt::format("{}: {} fields, the header has {}", where, row.size(),
-                                      header.size()));
+        throw ConfigError(
+            fmt::format("{}: {} fields, the header has {}", where, row.size(), header.size()));
       }
       kernel_for(row).metrics[row[metric_name]] =
           value_of(row[value_col], unit_col < row.size() ? row[unit_col] : "", where);
     }
   } else {
     // The raw page: a column per metric, a units row under the header.
-    if (rows.size() < 2) throw ConfigError(fmt::format("{}: no units row under the header", origin));
+    if (rows.size() < 2)
+      throw ConfigError(fmt::format("{}: no units row under the header", origin));
     const std::vector<std::string>& units = rows[1];
     for (std::size_t r = 2; r < rows.size(); ++r) {
       const auto& row = rows[r];
@@ -156,7 +177,8 @@ std::vector<NcuKernel> read_ncu_csv(const std::string& text, const std::string& 
       NcuKernel& k = kernel_for(row);
       for (const std::string& m : ncu_required_metrics()) {
         const std::size_t c = column(header, m);
-        if (c < row.size()) k.metrics[m] = value_of(row[c], c < units.size() ? units[c] : "", where);
+        if (c < row.size())
+          k.metrics[m] = value_of(row[c], c < units.size() ? units[c] : "", where);
       }
     }
   }
@@ -167,9 +189,9 @@ std::vector<NcuKernel> read_ncu_csv(const std::string& text, const std::string& 
       if (k.metrics.count(m) == 0) missing.push_back(m);
     }
     if (!missing.empty()) {
-      throw ConfigError(fmt::format(
-          "{}: kernel '{}' lacks {}; export with ncu --csv --metrics {}", origin, k.name,
-          fmt::join(missing, ", "), fmt::join(ncu_required_metrics(), ",")));
+      throw ConfigError(fmt::format("{}: kernel '{}' lacks {}; export with ncu --csv --metrics {}",
+                                    origin, k.name, fmt::join(missing, ", "),
+                                    fmt::join(ncu_required_metrics(), ",")));
     }
   }
   return kernels;
@@ -186,10 +208,9 @@ json ncu_case_document(const std::vector<NcuKernel>& kernels, const KernelDescri
     for (const std::string& m : ncu_required_metrics()) metrics[m] = k.metrics.at(m);
     ks.push_back({{"name", k.name}, {"role", ""}, {"metrics", metrics}});
   }
-  json problem = {{"batch", p.batch},     {"heads", p.heads},
-                  {"seq", p.seq},         {"seq_kv", p.seq_kv},
-                  {"head_dim", p.head_dim}, {"dtype", dtype_name(p.dtype)},
-                  {"causal", p.causal},   {"mask", p.mask}};
+  json problem = {{"batch", p.batch},   {"heads", p.heads},       {"seq", p.seq},
+                  {"seq_kv", p.seq_kv}, {"head_dim", p.head_dim}, {"dtype", dtype_name(p.dtype)},
+                  {"causal", p.causal}, {"mask", p.mask}};
   if (p.kv_heads > 0) problem["kv_heads"] = p.kv_heads;
   json c = {{"id", fmt::format("{} b{} h{} n{} nkv{} d{}{}", kernel.name, p.batch, p.heads, p.seq,
                                p.seq_kv, p.head_dim, p.causal ? " causal" : "")},

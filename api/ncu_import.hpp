@@ -7,10 +7,9 @@
 // Every kernel in the file is part of the case (filter with ncu's -k or --launch-skip). Values in
 // ncu's scaled units (Kbyte, usecond, Ghz, ...) are converted to its base units.
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "algorithms/kernel_description.hpp"
 #include "sim/schedule/problem.hpp"

@@ -33,7 +33,8 @@ Action add_kernels_command(CLI::App& app) {
                  d.block_mask ? " (block mask)" : "");
     }
     fmt::print("\nforward dataflows:\n");
-    for (const DataflowInfo& f : forward_dataflows()) fmt::print("  {:<24} {}\n", f.name, f.summary);
+    for (const DataflowInfo& f : forward_dataflows())
+      fmt::print("  {:<24} {}\n", f.name, f.summary);
     fmt::print("backward dataflows:\n");
     for (const DataflowInfo& b : backward_dataflows()) {
       fmt::print("  {:<24} {}\n", b.name, b.summary);

@@ -47,8 +47,10 @@ json summary(const Report& rep) {
                        k.counters.hbm.read_total(), k.counters.hbm.write_total(),
                        k.counters.l2.read_total(), k.counters.smem_read_bytes, k.counters.flops()});
   }
-  return {rep.infeasible_reason, rep.tiling.block_q, rep.tiling.block_kv, rep.tiling.threads,
-          rep.tiling.pipeline_stages, rep.bounds.closed_form_bytes, rep.engine.time_s, kernels};
+  return {rep.infeasible_reason,      rep.tiling.block_q,
+          rep.tiling.block_kv,        rep.tiling.threads,
+          rep.tiling.pipeline_stages, rep.bounds.closed_form_bytes,
+          rep.engine.time_s,          kernels};
 }
 
 }  // namespace
@@ -85,7 +87,9 @@ TEST_CASE("every preset's description runs exactly as its algorithm, over random
   CHECK(compared == 6 * static_cast<int>(kernel_presets().size()));
 }
 
-TEST_CASE("mechanisms change the time, never the bytes: query-stationary forward") {
+// Mechanisms set the time; the bytes the SMs request are the dataflow's. (DRAM bytes may move a
+// little with the L2 on: timing decides which CTAs share the L2 at once.)
+TEST_CASE("mechanisms change the time, never the requested bytes: query-stationary forward") {
   test::ShapeGen gen(5);
   for (int i = 0; i < 12; ++i) {
     RunRequest r = random_request(gen, Pass::fwd, 2048);
@@ -104,8 +108,10 @@ TEST_CASE("mechanisms change the time, never the bytes: query-stationary forward
     REQUIRE(b.feasible());
     CAPTURE(r.problem.seq);
     CAPTURE(r.problem.head_dim);
-    CHECK(a.engine.total.hbm.read_total() == b.engine.total.hbm.read_total());
-    CHECK(a.engine.total.hbm.write_total() == b.engine.total.hbm.write_total());
+    if (!r.engine.l2_enabled) {
+      CHECK(a.engine.total.hbm.read_total() == b.engine.total.hbm.read_total());
+      CHECK(a.engine.total.hbm.write_total() == b.engine.total.hbm.write_total());
+    }
     CHECK(a.engine.total.l2.read_total() == b.engine.total.l2.read_total());
     CHECK(a.engine.total.tensor_flops == b.engine.total.tensor_flops);
     // wgmma reads the K/V tile once per warpgroup, not once per warp.
@@ -126,8 +132,9 @@ TEST_CASE("plain loads serialize the copy with the compute; asynchronous ones ov
   d.mechanisms.load = LoadPath::cp_async;
   const Report async = run_kernel(d, r, "a100-sxm4-80gb");
   CHECK(plain.engine.kernels[0].spec.pipeline_stages == 1);
+  CHECK(async.engine.kernels[0].spec.pipeline_stages == 2);
   CHECK(plain.engine.time_s > async.engine.time_s);
-  CHECK(test::hbm_total(plain) == test::hbm_total(async));
+  CHECK(plain.engine.total.l2.read_total() == async.engine.total.l2.read_total());
 }
 
 TEST_CASE("two-pass backward: two-level bytes equal its closed form over random shapes") {
@@ -198,8 +205,8 @@ TEST_CASE("golden: two-pass backward bytes for one head, N=256, d=64, 64x128 blo
 TEST_CASE("bad descriptions are refused with the key path and the reason") {
   const auto refused = [](const json& doc, const std::string& needle) {
     CAPTURE(doc.dump());
-    CHECK_THROWS_WITH_AS(parse_kernel_description(doc, "k.yaml"),
-                         doctest::Contains(needle.c_str()), ConfigError);
+    CHECK_THROWS_WITH_AS(parse_kernel_description(doc, "k.yaml"), doctest::Contains(needle.c_str()),
+                         ConfigError);
   };
   const json ok = {{"name", "k"}, {"dataflow", {{"forward", "query_stationary"}}}};
   CHECK_NOTHROW(parse_kernel_description(ok, "k.yaml"));
@@ -260,8 +267,8 @@ TEST_CASE("every dataflow and mechanism is in the schema and in docs/kernels.md"
   std::ifstream doc_file(root + "/docs/kernels.md");
   const std::string doc((std::istreambuf_iterator<char>(doc_file)), {});
   const auto& df = schema.at("properties").at("dataflow").at("properties");
-  for (const auto& [list, key] : {std::pair{&forward_dataflows(), "forward"},
-                                  std::pair{&backward_dataflows(), "backward"}}) {
+  for (const auto& [list, key] :
+       {std::pair{&forward_dataflows(), "forward"}, std::pair{&backward_dataflows(), "backward"}}) {
     std::vector<std::string> names;
     for (const DataflowInfo& d : *list) {
       names.emplace_back(d.name);

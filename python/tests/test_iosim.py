@@ -175,3 +175,32 @@ def test_kvcache_python_only_errors():
         iosim.kvcache(layers=32.0, kv_heads=8, head_dim=128)
     with pytest.raises(iosim.ConfigError, match="seed=-1 has the wrong type"):
         iosim.kvcache(**KV_MODEL, seed=-1)
+
+
+KERNEL = {"name": "wg1", "dataflow": {"forward": "query_stationary"},
+          "tiles": {"block_q": 128, "block_kv": 64, "stages": 3},
+          "mechanisms": {"mma": "wgmma_rs", "load": "tma", "warp_roles": "uniform"}}
+
+
+@pytest.mark.skipif(not IOSIM, reason="IOSIM (the CLI binary) not set")
+def test_kernel_dict_equals_the_cli_with_a_file(tmp_path):
+    # A description as a dict is the same run as the same description in a YAML file.
+    path = tmp_path / "wg1.yaml"
+    path.write_text(json.dumps(KERNEL))  # JSON is YAML
+    r = iosim.run(kernel=KERNEL, batch=2, heads=8, seq=2048, head_dim=128)
+    c = cli_json("run", "--kernel", str(path), "--batch", "2", "--heads", "8", "--seq", "2048",
+                 "--head-dim", "128")
+    assert without_wall(r) == without_wall(c)
+    assert r["algorithm"] == "wg1"
+    assert r["kernel_description"]["mechanisms"]["mma"] == "wgmma_rs"
+    assert r["kernels"][0]["name"] == "wg1_fwd"
+
+
+def test_kernel_dict_errors_are_config_errors():
+    bad = dict(KERNEL, mechanisms={"mma": "wgmma"})
+    with pytest.raises(iosim.ConfigError, match="mechanisms.mma: unknown mma 'wgmma'"):
+        iosim.run(kernel=bad, seq=1024)
+    with pytest.raises(iosim.ConfigError, match="needs wgmma"):
+        iosim.run(kernel=KERNEL, seq=1024, profile="a100-sxm4-80gb")
+    rows = iosim.sweep(kernel=[KERNEL, "flash2"], seq=1024, head_dim=64)
+    assert [r["algorithm"] for r in rows] == ["wg1", "flash2"]
