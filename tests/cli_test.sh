@@ -163,8 +163,9 @@ mkdir -p "$tmp/empty_dir"
 expect 2 "no measurements*.json" -- validate "$tmp/empty_dir"
 expect 2 "format" -- validate "$H100_DEC" --format xml
 # The README's accuracy tables are what `iosim validate` prints now. IOSIM_SKIP_DOC_CHECKS=1
-# (scripts/sanitize.sh): the documents' contents are checked by the Release build's run; under the
-# sanitizers these hundreds of simulations would add half an hour and no new code path.
+# (ctest's cli entry): the documents' contents are checked by ctest's cli_docs entry instead, in
+# the Release build (beside the rest under ctest -j); under the sanitizers (scripts/sanitize.sh)
+# these hundreds of simulations would add half an hour and no new code path.
 if [ "${IOSIM_SKIP_DOC_CHECKS:-0}" = 1 ]; then
   :
 elif (cd "$REPO" && bash scripts/readme_tables.sh --check "$IOSIM"); then ok; else bad "README accuracy tables are stale: run scripts/readme_tables.sh --write"; fi
