@@ -212,6 +212,46 @@ TEST_CASE("several measurement files are summarized together, FP8 runs apart") {
   for (const CaseResult& c : fp8.cases) CHECK(summary_name(c) == "flash3 fp8");
 }
 
+TEST_CASE("two one-case files are summarized together, the FP8 one apart") {
+  // The case above on one case of each file (H100): what scripts/sanitize.sh runs of it under
+  // the sanitizers, where the whole files (120 kernels, twice) take minutes.
+  const fs::path dir = kDir + "/h100-sxm5-80gb/fa3_own_2026-11-23";
+  const fs::path tmp = fs::temp_directory_path() / "iosim_two_files_test";
+  fs::create_directories(tmp);
+  std::vector<fs::path> files;
+  for (const fs::path& source :
+       {dir / "fa3_own_2026-11-23.json", dir / "fp8" / "fa3_own_fp8_2026-11-23.json"}) {
+    std::ifstream in(source);
+    REQUIRE(in.good());
+    nlohmann::json doc = nlohmann::json::parse(in);
+    REQUIRE(!doc.at("cases").empty());
+    doc["cases"] = nlohmann::json::array({doc.at("cases")[0]});
+    files.push_back(tmp / source.filename());
+    std::ofstream(files.back()) << doc.dump();
+  }
+  const ValidationResult fp16 = validate_measurements(files[0], "h100-sxm5-80gb");
+  const ValidationResult fp8 = validate_measurements(files[1], "h100-sxm5-80gb");
+  const ValidationResult both = validate_measurements(files, "h100-sxm5-80gb");
+  fs::remove_all(tmp);
+  REQUIRE(fp16.cases.size() == 1);
+  REQUIRE(fp8.cases.size() == 1);
+  REQUIRE(both.cases.size() == 2);
+  const auto find = [](const ValidationResult& v, const std::string& name) {
+    for (const Summary& s : v.summaries)
+      if (s.schedule == name) return s;
+    FAIL("no summary " << name);
+    return Summary{};
+  };
+  CHECK(find(both, "flash3").cases == 1);
+  CHECK(find(both, "flash3 fp8").cases == 1);
+  CHECK(find(both, "all").cases == 2);
+  const int t = 5;  // time
+  REQUIRE(kMetrics[t] == Metric::time);
+  CHECK(find(both, "flash3").median_abs_error[t] == find(fp16, "flash3").median_abs_error[t]);
+  CHECK(find(both, "flash3 fp8").worst_abs_error[t] == find(fp8, "flash3 fp8").worst_abs_error[t]);
+  CHECK(summary_name(fp8.cases[0]) == "flash3 fp8");
+}
+
 TEST_CASE(
     "blind predicts from the flags alone at the power model's clock; as-run adds what was "
     "measured") {
