@@ -9,4 +9,6 @@ else
   scripts/install_deps.sh build test python browser
 fi
 scripts/build.sh
-ctest --test-dir build --output-on-failure
+# The entries run as many at a time as there are cores (the unit suites are several entries:
+# CMakeLists.txt's unit_*).
+ctest --test-dir build --output-on-failure -j"$(nproc)"

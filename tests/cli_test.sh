@@ -142,16 +142,16 @@ expect 2 "the problem needs 1 x 256" -- "${DEC[@]}" --algo paged --block-table "
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 VAL=$REPO/cuda_validate/measurements
 H100_DEC=$VAL/h100-sxm5-80gb/measurements_decode_2026-11-22.json
-expect 0 "| all | 43 |" -- validate "$H100_DEC" --format md
-expect 0 "DRAM (read + write) median / worst" -- validate "$H100_DEC" --format md
-expect 0 "dram_predicted,dram_measured,dram_rel_error,dram_read_predicted" -- validate "$H100_DEC" --format csv
-expect 0 '"dram_write"' -- validate "$H100_DEC" --format json
+expect_same 0 "| all | 43 |" -- validate "$H100_DEC" --format md
+expect_same 0 "DRAM (read + write) median / worst" -- validate "$H100_DEC" --format md
+expect_same 0 "dram_predicted,dram_measured,dram_rel_error,dram_read_predicted" -- validate "$H100_DEC" --format csv
+expect_same 0 '"dram_write"' -- validate "$H100_DEC" --format json
 # Blind (the flags alone, free-running clock, CUDA-event time) beside as-run, in every format.
-expect 0 "**blind time** median / worst" -- validate "$H100_DEC" --format md
-expect 0 "blind_sm_clock_mhz,blind_dram_predicted" -- validate "$H100_DEC" --format csv
-expect 0 '"blind": {' -- validate "$H100_DEC" --format json
-expect 0 "blind time med/worst" -- validate "$H100_DEC"
-expect 0 "paged_b4_h32_n1_nkv4096_d128_bq16_bkv64_s1_page16" -- validate "$H100_DEC"
+expect_same 0 "**blind time** median / worst" -- validate "$H100_DEC" --format md
+expect_same 0 "blind_sm_clock_mhz,blind_dram_predicted" -- validate "$H100_DEC" --format csv
+expect_same 0 '"blind": {' -- validate "$H100_DEC" --format json
+expect_same 0 "blind time med/worst" -- validate "$H100_DEC"
+expect_same 0 "paged_b4_h32_n1_nkv4096_d128_bq16_bkv64_s1_page16" -- validate "$H100_DEC"
 expect 2 "no such file or folder" -- validate "$tmp/missing.json"
 echo '{"format": "something-else", "version": 1}' >"$tmp/measurements_other.json"
 expect 2 "not an iosim-measurements file" -- validate "$tmp/measurements_other.json"
