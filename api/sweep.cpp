@@ -102,6 +102,7 @@ void reject_duplicates(const std::string& flag, const std::string& text,
 // Relative cost of a point, to start large problems first (so that the threads finish together)
 // and to weigh progress: the algorithm's own estimate.
 double point_work(const RunRequest& r) {
+  if (r.kernel) return tiled_estimated_work(r.problem, described_tiling(*r.kernel, r.tiling));
   return estimated_work(builtin_registry().get(r.algorithm), r.problem, r.tiling);
 }
 

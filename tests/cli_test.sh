@@ -194,6 +194,23 @@ if grep -q "lower bound: [0-9,]* B = max(compulsory" <<<"$summary"; then ok; els
 "$IOSIM" "${EX[@]}" --html "$tmp/explain.html" 2>/dev/null
 if [ -s "$tmp/explain.html" ] && grep -q 'id="trace"' "$tmp/explain.html"; then ok; else bad "explain --html wrote no page"; fi
 
+# Kernel descriptions: the presets list and print, a user's file runs, sweeps and explains; a
+# preset's printed description runs as its --algo does (tests/kernel_description_test.cpp holds
+# that over random shapes; here once through the CLI and a file).
+expect 0 "flash3          query_stationary  kv_stationary_reduce_dq  wgmma_rs" -- kernels
+expect 0 "warp_roles: producer_consumer" -- kernels --show flash3
+"$IOSIM" kernels --show flash2 >"$tmp/flash2.yaml"
+a=$("$IOSIM" run --algo flash2 --seq 1024 --head-dim 64 --pass fwdbwd --format json | grep -v '"simulation_wall_s"\|"algorithm"')
+b=$("$IOSIM" run --kernel "$tmp/flash2.yaml" --seq 1024 --head-dim 64 --pass fwdbwd --format json | grep -v '"simulation_wall_s"\|"algorithm"' | python3 -c 'import json,sys; d=json.load(sys.stdin); d.pop("kernel_description"); print(json.dumps(d, indent=2))')
+a=$(python3 -c 'import json,sys; print(json.dumps(json.loads(sys.argv[1]), indent=2))' "$a")
+if [ "$a" = "$b" ]; then ok; else bad "kernels --show flash2 run with --kernel differs from --algo flash2"; fi
+expect 0 "wg1_tma_fwd_fwd" -- run --kernel "$REPO/docs/kernels/wg1_tma_fwd.yaml" --seq 1024 --head-dim 64 --pass fwd
+expect 0 "tp_bwd" -- run --kernel '{"name": "tp", "dataflow": {"backward": "two_pass"}}' --pass bwd --seq 512 --head-dim 64
+expect 0 "max |O - exact|" -- explain --kernel '{"name": "tp", "dataflow": {"forward": "query_stationary", "backward": "two_pass"}}' --pass fwdbwd --seq 32 --head-dim 16 --block-q 16 --block-kv 16 --execute
+"$IOSIM" sweep --kernel "$REPO/docs/kernels/wg1_tma_fwd.yaml,flash2" --seq 1024,2048 --head-dim 64 --stages 2,3 --out "$tmp/k.csv" 2>/dev/null
+if [ "$(grep -c ',wg1_tma_fwd,' "$tmp/k.csv")" = 4 ] && [ "$(grep -c ',flash2,' "$tmp/k.csv")" = 4 ]; then ok; else bad "sweep --kernel FILE,PRESET: $(cut -c1-80 "$tmp/k.csv" 2>/dev/null | head -3)"; fi
+expect 0 "wg1_tma_fwd b4 h16 n4096 nkv4096 d128" -- validate --ncu "$REPO/tests/data/kernels/ncu_wg1_h100.csv" --kernel "$REPO/tests/data/kernels/wg1_tma_case.yaml" --time-us 1616.6 --batch 4 --heads 16 --seq 4096 --head-dim 128
+
 # The documents' numbers and blocks (README.md, docs/*.md) are ctest docs: tests/docs_test.sh.
 
 echo "$pass passed, $fail failed"
