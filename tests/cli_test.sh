@@ -204,7 +204,7 @@ a=$("$IOSIM" run --algo flash2 --seq 1024 --head-dim 64 --pass fwdbwd --format j
 b=$("$IOSIM" run --kernel "$tmp/flash2.yaml" --seq 1024 --head-dim 64 --pass fwdbwd --format json | grep -v '"simulation_wall_s"\|"algorithm"' | python3 -c 'import json,sys; d=json.load(sys.stdin); d.pop("kernel_description"); print(json.dumps(d, indent=2))')
 a=$(python3 -c 'import json,sys; print(json.dumps(json.loads(sys.argv[1]), indent=2))' "$a")
 if [ "$a" = "$b" ]; then ok; else bad "kernels --show flash2 run with --kernel differs from --algo flash2"; fi
-expect 0 "wg1_tma_fwd_fwd" -- run --kernel "$REPO/docs/kernels/wg1_tma_fwd.yaml" --seq 1024 --head-dim 64 --pass fwd
+expect 0 "block_q=128 block_kv=64 threads=128 stages=3" -- run --kernel "$REPO/docs/kernels/wg1_tma_fwd.yaml" --seq 1024 --head-dim 64 --pass fwd
 expect 0 "tp_bwd" -- run --kernel '{"name": "tp", "dataflow": {"backward": "two_pass"}}' --pass bwd --seq 512 --head-dim 64
 expect 0 "max |O - exact|" -- explain --kernel '{"name": "tp", "dataflow": {"forward": "query_stationary", "backward": "two_pass"}}' --pass fwdbwd --seq 32 --head-dim 16 --block-q 16 --block-kv 16 --execute
 "$IOSIM" sweep --kernel "$REPO/docs/kernels/wg1_tma_fwd.yaml,flash2" --seq 1024,2048 --head-dim 64 --stages 2,3 --out "$tmp/k.csv" 2>/dev/null

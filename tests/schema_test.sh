@@ -31,7 +31,17 @@ run --algo block-sparse --pattern strided:4 --seq 1024 --head-dim 64 --block-q 6
 run --algo flash2 --pass fwdbwd --seq 200 --head-dim 32 --causal --execute --cold-l2
 run --algo standard --seq 512 --head-dim 64 --mask --dropout 0.1 --l2 off --sm-clock-mhz 1410
 run --algo flash3 --profile h100-sxm5-80gb --seq 512 --head-dim 128 --dtype fp8 --warpgroups pingpong
+run --kernel "$REPO/docs/kernels/wg1_tma_fwd.yaml" --seq 1024 --head-dim 64
+run --kernel '{"name": "tp", "dataflow": {"forward": "query_stationary", "backward": "two_pass"}}' \
+  --pass fwdbwd --seq 512 --head-dim 64
 check run "$tmp"/run_*.json
+# Each preset's description, as `iosim kernels --show` prints it (JSON is the run's copy of it).
+for preset in standard flash1 flash2 flash3 block-sparse flash-decoding paged; do
+  "$IOSIM" run --kernel "$preset" --profile h100-sxm5-80gb --seq 64 --head-dim 64 --format json |
+    "$py" -c 'import json, sys; print(json.dumps(json.load(sys.stdin)["kernel_description"]))' \
+      >"$tmp/kernel_$preset.json"
+done
+check kernel "$tmp"/kernel_*.json
 
 "$IOSIM" sweep --algo flash2,block-sparse --pattern strided:2 --seq 256,512 --head-dim 64 \
   --block-kv 64,2048 --out "$tmp/sweep.json" 2>/dev/null
