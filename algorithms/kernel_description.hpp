@@ -67,6 +67,8 @@ struct DataflowInfo {
   const char* summary;  // one line for `iosim kernels`
 };
 const std::vector<DataflowInfo>& forward_dataflows();
+/// The dataflow of `list` called `name`, or null.
+const DataflowInfo* find_dataflow(const std::vector<DataflowInfo>& list, const std::string& name);
 const std::vector<DataflowInfo>& backward_dataflows();
 
 struct KernelDescription {
@@ -104,9 +106,10 @@ const KernelDescription& kernel_preset(const std::string& name);
 /// owner preset's.
 ResolvedMechanisms resolve_mechanisms(const KernelDescription& d);
 
-/// An Algorithm that plans `d`: its dataflows carried out by their owners' schedules, its
-/// mechanisms applied, its tiles as the request's defaults. Checks `d` against `profile` (a
-/// mechanism the GPU lacks, such as wgmma on an A100) and throws ConfigError naming the source.
+/// An Algorithm that plans `d` (described_algorithm.cpp): its dataflows carried out by their
+/// owners' schedules, its mechanisms applied, its tiles as the request's defaults. Checks `d`
+/// against `profile` (a mechanism the GPU lacks, such as wgmma on an A100) and throws ConfigError
+/// naming the source.
 Algorithm described_algorithm(const KernelDescription& d, const HardwareProfile& profile,
                               const Registry& registry);
 

@@ -1,0 +1,326 @@
+// Planning a kernel description: its dataflows carried out by their owners' schedules (or the
+// query-stationary forward and the two-pass backward, which take the mechanisms themselves), its
+// mechanisms applied to the main-loop kernels, its tiles as the request's defaults.
+#include <fmt/format.h>
+
+#include <functional>
+
+#include "algorithms/kernel_description.hpp"
+#include "algorithms/passes.hpp"
+#include "algorithms/query_stationary.hpp"
+#include "algorithms/two_pass_backward.hpp"
+#include "sim/base/errors.hpp"
+
+namespace iosim {
+
+namespace {
+
+// The preset that carries out dataflow `name` (its owner), or null (two_pass: no built-in
+// algorithm runs it).
+const KernelDescription* owner_preset(const std::vector<DataflowInfo>& list,
+                                      const std::string& name) {
+  const DataflowInfo* info = find_dataflow(list, name);
+  if (info == nullptr || *info->owner == '\0') return nullptr;
+  return &kernel_preset(info->owner);
+}
+
+bool same(const ResolvedMechanisms& a, const ResolvedMechanisms& b) {
+  return a.mma == b.mma && a.load == b.load && a.warp_roles == b.warp_roles &&
+         a.persistent == b.persistent;
+}
+
+// The preset's own mechanisms, as it resolves them.
+ResolvedMechanisms preset_mechanisms(const KernelDescription& p) {
+  return {*p.mechanisms.mma, *p.mechanisms.load, *p.mechanisms.warp_roles,
+          *p.mechanisms.persistent};
+}
+
+// A schedule of another dataflow with the description's mechanisms on its main-loop kernels
+// (KernelSpec::main_loop) and the launch facts the description states.
+class WithMechanisms final : public Schedule {
+ public:
+  WithMechanisms(std::unique_ptr<Schedule> inner, std::optional<ResolvedMechanisms> mech,
+                 std::optional<std::int64_t> smem)
+      : inner_(std::move(inner)), mech_(mech), smem_(smem) {}
+
+  std::vector<TensorDecl> tensors() const override { return inner_->tensors(); }
+  std::vector<KernelSpec> kernels() const override {
+    std::vector<KernelSpec> ks = inner_->kernels();
+    for (KernelSpec& k : ks) {
+      if (!k.main_loop) continue;
+      if (smem_) k.smem_bytes_per_cta = *smem_;
+      if (mech_) apply_mechanisms(k, *mech_);
+    }
+    return ks;
+  }
+  bool emit_cta_part(std::size_t kernel, std::int64_t cta, std::size_t part,
+                     std::vector<TileOp>& out) const override {
+    return inner_->emit_cta_part(kernel, cta, part, out);
+  }
+  Repetition repetition(std::size_t kernel) const override { return inner_->repetition(kernel); }
+  PartRange steady_parts(std::size_t kernel, std::int64_t cta) const override {
+    return inner_->steady_parts(kernel, cta);
+  }
+
+  // How each mechanism sets the engine's view of a kernel (engine.hpp says how each is timed).
+  static void apply_mechanisms(KernelSpec& k, const ResolvedMechanisms& m) {
+    constexpr int kWarpgroup = 128;
+    k.tensor_instruction = m.wgmma() ? TensorInstruction::wgmma : TensorInstruction::mma_sync;
+    if (m.warp_roles == WarpRoles::uniform) {
+      k.producer_warps = 0;
+      k.consumer_warpgroups = m.wgmma() ? std::max(1, k.threads_per_cta / kWarpgroup) : 0;
+      k.overlap = m.wgmma() ? PipeOverlap::async_tensor : PipeOverlap::warps_per_scheduler;
+    } else {
+      k.producer_warps = kWarpgroup / 32;
+      k.consumer_warpgroups = std::max(1, k.threads_per_cta / kWarpgroup - 1);
+      if (k.overlap != PipeOverlap::lockstep) {
+        k.overlap =
+            m.warp_roles == WarpRoles::pingpong ? PipeOverlap::pingpong : PipeOverlap::async_tensor;
+      }
+    }
+    if (m.load == LoadPath::plain) k.pipeline_stages = 1;
+  }
+
+ private:
+  std::unique_ptr<Schedule> inner_;
+  std::optional<ResolvedMechanisms> mech_;
+  std::optional<std::int64_t> smem_;
+};
+
+// The main-loop kernel's shared memory against the GPU's limit: a stated launch fact that does
+// not fit is an infeasible tiling, as a computed one is.
+void check_stated_smem(const KernelDescription& d, const HardwareProfile& hw, Planned& planned) {
+  if (!d.smem_bytes_per_cta || !planned.feasible()) return;
+  const std::int64_t limit = hw.sm.smem_per_cta_max_bytes.value;
+  if (*d.smem_bytes_per_cta > limit) {
+    planned.schedule.reset();
+    planned.infeasible_reason =
+        fmt::format("{}: launch.smem_bytes_per_cta {} does not fit: {} allows {} bytes per CTA",
+                    d.source, *d.smem_bytes_per_cta, hw.name, limit);
+  }
+}
+
+using PassPlanner =
+    std::function<Planned(const AttentionProblem&, const HardwareProfile&, const TilingRequest&)>;
+
+// The description's schedule for p.pass: the preset's own planner where the description is a
+// preset; else the forward's and the backward's dataflows planned apart and run in turn.
+Planned plan_described(const Algorithm* preset_algorithm, const PassPlanner& plan_forward,
+                       const PassPlanner& plan_backward, const AttentionProblem& p,
+                       const HardwareProfile& profile, const TilingRequest& req) {
+  Planned planned;
+  if (preset_algorithm != nullptr) {
+    planned = preset_algorithm->plan(p, profile, req);
+  } else if (p.pass == Pass::fwd) {
+    planned = plan_forward(p, profile, req);
+  } else if (p.pass == Pass::bwd) {
+    planned = plan_backward(p, profile, req);
+  } else {
+    // Both passes: the forward, then the backward with its own tiles where the description
+    // (or --backward-block-q/-kv) gives them, as one schedule (L2 carried over).
+    AttentionProblem pf = p, pb = p;
+    pf.pass = Pass::fwd;
+    pb.pass = Pass::bwd;
+    Planned f = plan_forward(pf, profile, req);
+    if (!f.feasible()) return f;
+    TilingRequest rb = req;
+    if (req.backward_block_q) rb.block_q = req.backward_block_q;
+    if (req.backward_block_kv) rb.block_kv = req.backward_block_kv;
+    Planned b = plan_backward(pb, profile, rb);
+    if (!b.feasible()) return b;
+    planned.tiling = f.tiling;
+    planned.tiling.backward_block_q = b.tiling.block_q;
+    planned.tiling.backward_block_kv = b.tiling.block_kv;
+    planned.blocks = f.blocks;
+    planned.schedule = sequence(std::move(f.schedule), std::move(b.schedule));
+    return planned;
+  }
+  return planned;
+}
+
+}  // namespace
+
+ResolvedMechanisms resolve_mechanisms(const KernelDescription& d) {
+  ResolvedMechanisms base;
+  const KernelDescription* owner = owner_preset(forward_dataflows(), d.forward);
+  if (owner == nullptr) owner = owner_preset(backward_dataflows(), d.backward);
+  if (owner != nullptr && owner != &d) base = preset_mechanisms(*owner);
+  // A dataflow no preset carries out (two_pass alone) starts from mma.sync, cp.async, uniform.
+  ResolvedMechanisms m = base;
+  if (d.mechanisms.mma) m.mma = *d.mechanisms.mma;
+  if (d.mechanisms.load) m.load = *d.mechanisms.load;
+  if (d.mechanisms.warp_roles) m.warp_roles = *d.mechanisms.warp_roles;
+  if (d.mechanisms.persistent) m.persistent = *d.mechanisms.persistent;
+  return m;
+}
+
+std::string paper_algorithm_of(const KernelDescription& d) {
+  const bool block = d.block_mask;
+  if (const KernelDescription* f = owner_preset(forward_dataflows(), d.forward)) {
+    return block ? "block-sparse" : f->name;
+  }
+  if (const KernelDescription* b = owner_preset(backward_dataflows(), d.backward)) return b->name;
+  return "flash2";
+}
+
+TilingRequest described_tiling(const KernelDescription& d, const TilingRequest& requested) {
+  TilingRequest t = d.tiles;
+  const auto over = [](auto& field, const auto& flag) {
+    if (flag) field = flag;
+  };
+  over(t.block_q, requested.block_q);
+  over(t.block_kv, requested.block_kv);
+  over(t.threads, requested.threads);
+  over(t.pipeline_stages, requested.pipeline_stages);
+  over(t.registers_per_thread, requested.registers_per_thread);
+  over(t.splits, requested.splits);
+  over(t.warpgroups, requested.warpgroups);
+  over(t.backward_block_q, requested.backward_block_q);
+  over(t.backward_block_kv, requested.backward_block_kv);
+  return t;
+}
+
+Algorithm described_algorithm(const KernelDescription& d, const HardwareProfile& hw,
+                              const Registry& registry) {
+  const ResolvedMechanisms mech = resolve_mechanisms(d);
+  const KernelDescription* fwd_owner = owner_preset(forward_dataflows(), d.forward);
+  const KernelDescription* bwd_owner = owner_preset(backward_dataflows(), d.backward);
+
+  Algorithm a;
+  a.name = d.name;
+  a.summary = fmt::format("kernel description {}", d.source);
+  // What the description accepts follows its dataflows' owners.
+  Capabilities& c = a.capabilities;
+  if (fwd_owner != nullptr) c = registry.get(fwd_owner->name).capabilities;
+  if (d.block_mask) c.block_pattern = true;
+  c.backward = !d.backward.empty();
+  c.fp8 = mech.wgmma() && d.forward == "query_stationary";
+  c.warpgroups = mech.warp_roles != WarpRoles::uniform;
+  c.gqa_backward = d.backward == "kv_stationary_reduce_dq";
+  c.flags_tile_forward = false;
+  if (fwd_owner == nullptr && bwd_owner != nullptr) {
+    c.forward_stages = registry.get(bwd_owner->name).capabilities.forward_stages;
+  }
+
+  // A description whose dataflows and mechanisms are exactly one preset's is that preset (its
+  // planner picks one tiling for both passes as the algorithm does).
+  const KernelDescription* same_preset = nullptr;
+  for (const KernelDescription& p : kernel_presets()) {
+    if (p.forward == d.forward && p.backward == d.backward && p.block_mask == d.block_mask &&
+        same(preset_mechanisms(p), mech)) {
+      same_preset = &p;
+    }
+  }
+  // A mechanism the GPU lacks, unless the description is a preset's own (standard's GEMMs are
+  // timed as the vendor library runs them on any GPU).
+  if (same_preset == nullptr && mech.wgmma() && hw.compute.wgmma_latency_cycles.value <= 0) {
+    throw ConfigError(fmt::format(
+        "{}: mechanisms.mma {} needs wgmma, which profile '{}' does not have (a Hopper-class "
+        "GPU; compute.wgmma_latency_cycles is 0); use mma_sync",
+        d.source, mma_name(mech.mma), hw.name));
+  }
+  if (same_preset == nullptr && mech.load == LoadPath::tma &&
+      hw.compute.wgmma_latency_cycles.value <= 0) {
+    throw ConfigError(fmt::format(
+        "{}: mechanisms.load tma needs the Tensor Memory Accelerator, which profile '{}' does not "
+        "have (a Hopper-class GPU); use cp_async or plain",
+        d.source, hw.name));
+  }
+  const KernelDescription desc = d;
+  const Registry* reg = &registry;
+  auto plan_forward = [desc, mech, fwd_owner, reg](const AttentionProblem& p,
+                                                   const HardwareProfile& profile,
+                                                   const TilingRequest& req) -> Planned {
+    if (desc.forward == "query_stationary") {
+      ResolvedMechanisms m = mech;
+      if (req.warpgroups && m.warp_roles != WarpRoles::uniform) {
+        m.warp_roles = *req.warpgroups == PipeOverlap::pingpong ? WarpRoles::pingpong
+                                                                : WarpRoles::producer_consumer;
+      }
+      const bool suffixed =
+          desc.name.size() >= 4 && desc.name.compare(desc.name.size() - 4, 4, "_fwd") == 0;
+      return plan_query_stationary_forward(p, profile, req, m, desc.name,
+                                           suffixed ? desc.name : desc.name + "_fwd",
+                                           desc.block_mask);
+    }
+    Planned planned = reg->get(fwd_owner->name).plan(p, profile, req);
+    // The owner's kernels as they are where the mechanisms are the owner's own.
+    if (planned.feasible() && !same(mech, preset_mechanisms(*fwd_owner))) {
+      planned.schedule =
+          std::make_unique<WithMechanisms>(std::move(planned.schedule), mech, std::nullopt);
+    }
+    return planned;
+  };
+  auto plan_backward = [desc, mech, bwd_owner, reg](const AttentionProblem& p,
+                                                    const HardwareProfile& profile,
+                                                    const TilingRequest& req) -> Planned {
+    Planned planned = bwd_owner == nullptr ? plan_two_pass_backward(p, profile, req, desc.name)
+                                           : reg->get(bwd_owner->name).plan(p, profile, req);
+    if (planned.feasible() &&
+        (bwd_owner == nullptr || !same(mech, preset_mechanisms(*bwd_owner)))) {
+      planned.schedule =
+          std::make_unique<WithMechanisms>(std::move(planned.schedule), mech, std::nullopt);
+    }
+    return planned;
+  };
+  const Algorithm* preset_algorithm =
+      same_preset != nullptr ? &registry.get(same_preset->name) : nullptr;
+  if (preset_algorithm != nullptr) {
+    a.capabilities = preset_algorithm->capabilities;
+  } else if (!d.forward.empty() && !d.backward.empty()) {
+    // Both passes planned apart: the flags tile the forward, the backward keeps its own tiles
+    // (tiles.backward_block_q/kv, --backward-block-q/-kv).
+    c.flags_tile_forward = true;
+  }
+  a.plan = [desc, preset_algorithm, plan_forward, plan_backward](
+               const AttentionProblem& p, const HardwareProfile& profile,
+               const TilingRequest& requested) -> Planned {
+    if (runs_forward(p.pass) && desc.forward.empty()) {
+      throw ConfigError(
+          fmt::format("--pass {}: {} names no forward dataflow (dataflow.forward); use --pass bwd",
+                      pass_name(p.pass), desc.source));
+    }
+    Planned planned = plan_described(preset_algorithm, plan_forward, plan_backward, p, profile,
+                                     described_tiling(desc, requested));
+    // A shared-memory size the author states replaces the estimate of the main-loop kernels.
+    check_stated_smem(desc, profile, planned);
+    if (planned.feasible() && desc.smem_bytes_per_cta) {
+      planned.schedule = std::make_unique<WithMechanisms>(std::move(planned.schedule), std::nullopt,
+                                                          desc.smem_bytes_per_cta);
+    }
+    return planned;
+  };
+  // The two-level closed form: each pass's own (the forward's and the backward's tiles).
+  a.closed_form = [desc, fwd_owner, bwd_owner, reg, preset_algorithm](
+                      const AttentionProblem& p, const Tiling& t,
+                      const BlockMask* blocks) -> ReadWriteBytes {
+    if (preset_algorithm != nullptr) return preset_algorithm->closed_form(p, t, blocks);
+    ReadWriteBytes total;
+    if (runs_forward(p.pass)) {
+      AttentionProblem pf = p;
+      pf.pass = Pass::fwd;
+      Tiling tf = t;
+      tf.backward_block_q = tf.backward_block_kv = 0;
+      const ReadWriteBytes f = reg->get(fwd_owner->name).closed_form(pf, tf, blocks);
+      total += f;
+    }
+    if (runs_backward(p.pass)) {
+      AttentionProblem pb = p;
+      pb.pass = Pass::bwd;
+      Tiling tb = t;
+      if (p.pass == Pass::fwdbwd) {
+        tb.block_q = t.backward_block_q;
+        tb.block_kv = t.backward_block_kv;
+      }
+      const ReadWriteBytes b = bwd_owner == nullptr
+                                   ? two_pass_backward_closed_form(pb, tb.block_q, tb.block_kv)
+                                   : reg->get(bwd_owner->name).closed_form(pb, tb, blocks);
+      total += b;
+    }
+    return total;
+  };
+  if (fwd_owner != nullptr) a.estimated_work = registry.get(fwd_owner->name).estimated_work;
+  return a;
+}
+
+}  // namespace iosim
