@@ -49,7 +49,13 @@ class WithMechanisms final : public Schedule {
     for (KernelSpec& k : ks) {
       if (!k.main_loop) continue;
       if (smem_) k.smem_bytes_per_cta = *smem_;
-      if (mech_) apply_mechanisms(k, *mech_);
+      if (!mech_) continue;
+      // Uniform warps: every warpgroup computes (with wgmma); else all but the producer.
+      const int warpgroups = std::max(1, k.threads_per_cta / 128);
+      const int consumers = mech_->warp_roles != WarpRoles::uniform ? std::max(1, warpgroups - 1)
+                            : mech_->wgmma()                        ? warpgroups
+                                                                    : 0;
+      apply_mechanisms(k, *mech_, consumers);
     }
     return ks;
   }
@@ -62,30 +68,20 @@ class WithMechanisms final : public Schedule {
     return inner_->steady_parts(kernel, cta);
   }
 
-  // How each mechanism sets the engine's view of a kernel (engine.hpp says how each is timed).
-  static void apply_mechanisms(KernelSpec& k, const ResolvedMechanisms& m) {
-    constexpr int kWarpgroup = 128;
-    k.tensor_instruction = m.wgmma() ? TensorInstruction::wgmma : TensorInstruction::mma_sync;
-    if (m.warp_roles == WarpRoles::uniform) {
-      k.producer_warps = 0;
-      k.consumer_warpgroups = m.wgmma() ? std::max(1, k.threads_per_cta / kWarpgroup) : 0;
-      k.overlap = m.wgmma() ? PipeOverlap::async_tensor : PipeOverlap::warps_per_scheduler;
-    } else {
-      k.producer_warps = kWarpgroup / 32;
-      k.consumer_warpgroups = std::max(1, k.threads_per_cta / kWarpgroup - 1);
-      if (k.overlap != PipeOverlap::lockstep) {
-        k.overlap =
-            m.warp_roles == WarpRoles::pingpong ? PipeOverlap::pingpong : PipeOverlap::async_tensor;
-      }
-    }
-    if (m.load == LoadPath::plain) k.pipeline_stages = 1;
-  }
-
  private:
   std::unique_ptr<Schedule> inner_;
   std::optional<ResolvedMechanisms> mech_;
   std::optional<std::int64_t> smem_;
 };
+
+// `mech` on the main-loop kernels of a planned schedule of `owner`'s dataflow, unless they are
+// the owner's own (its kernels stay as they are); every time where no preset owns the dataflow.
+void with_mechanisms(Planned& planned, const ResolvedMechanisms& mech,
+                     const KernelDescription* owner) {
+  if (!planned.feasible() || (owner != nullptr && same(mech, preset_mechanisms(*owner)))) return;
+  planned.schedule =
+      std::make_unique<WithMechanisms>(std::move(planned.schedule), mech, std::nullopt);
+}
 
 // The main-loop kernel's shared memory against the GPU's limit: a stated launch fact that does
 // not fit is an infeasible tiling, as a computed one is.
@@ -244,11 +240,7 @@ Algorithm described_algorithm(const KernelDescription& d, const HardwareProfile&
                                            desc.block_mask);
     }
     Planned planned = reg->get(fwd_owner->name).plan(p, profile, req);
-    // The owner's kernels as they are where the mechanisms are the owner's own.
-    if (planned.feasible() && !same(mech, preset_mechanisms(*fwd_owner))) {
-      planned.schedule =
-          std::make_unique<WithMechanisms>(std::move(planned.schedule), mech, std::nullopt);
-    }
+    with_mechanisms(planned, mech, fwd_owner);
     return planned;
   };
   auto plan_backward = [desc, mech, bwd_owner, reg](const AttentionProblem& p,
@@ -256,11 +248,7 @@ Algorithm described_algorithm(const KernelDescription& d, const HardwareProfile&
                                                     const TilingRequest& req) -> Planned {
     Planned planned = bwd_owner == nullptr ? plan_two_pass_backward(p, profile, req, desc.name)
                                            : reg->get(bwd_owner->name).plan(p, profile, req);
-    if (planned.feasible() &&
-        (bwd_owner == nullptr || !same(mech, preset_mechanisms(*bwd_owner)))) {
-      planned.schedule =
-          std::make_unique<WithMechanisms>(std::move(planned.schedule), mech, std::nullopt);
-    }
+    with_mechanisms(planned, mech, bwd_owner);
     return planned;
   };
   const Algorithm* preset_algorithm =

@@ -15,12 +15,7 @@
 namespace iosim {
 
 ResolvedMechanisms flash2_mechanisms() {
-  ResolvedMechanisms m;
-  m.mma = MmaFamily::mma_sync;  // warp-level MMA from ldmatrix fragments
-  m.load = LoadPath::cp_async;
-  m.warp_roles = WarpRoles::uniform;
-  m.persistent = false;
-  return m;
+  return resolve_mechanisms(kernel_preset("flash2"));
 }
 
 Planned plan_flash2_family(const AttentionProblem& p, const HardwareProfile& hw,

@@ -109,8 +109,8 @@ Planned plan_flash3(const AttentionProblem& p, const HardwareProfile& hw,
   // reads inside the tensor pipe): 74% and 60%. Ping-pong is --warpgroups pingpong
   // (measurements/h100-sxm5-80gb/cudnn_2026-11-23/NOTES_flash3.md).
   const bool pingpong = req.warpgroups && *req.warpgroups == PipeOverlap::pingpong;
-  Planned forward = plan_query_stationary_forward(p, hw, req, flash3_mechanisms(pingpong),
-                                                  "flash3", "flash3_fwd", false);
+  Planned forward = plan_query_stationary_forward(p, hw, req, flash3_mechanisms(pingpong), "flash3",
+                                                  "flash3_fwd", false);
   forward.tiling.backward_block_q = t.backward_block_q;
   forward.tiling.backward_block_kv = t.backward_block_kv;
   if (!forward.feasible() || p.pass == Pass::fwd) return forward;
@@ -122,11 +122,8 @@ Planned plan_flash3(const AttentionProblem& p, const HardwareProfile& hw,
 }  // namespace
 
 ResolvedMechanisms flash3_mechanisms(bool pingpong) {
-  ResolvedMechanisms m;
-  m.mma = MmaFamily::wgmma_rs;  // S = Q K^T from shared memory, O += P V with P in registers
-  m.load = LoadPath::tma;
-  m.warp_roles = pingpong ? WarpRoles::pingpong : WarpRoles::producer_consumer;
-  m.persistent = true;
+  ResolvedMechanisms m = resolve_mechanisms(kernel_preset("flash3"));
+  if (pingpong) m.warp_roles = WarpRoles::pingpong;
   return m;
 }
 

@@ -51,6 +51,14 @@ struct ReadWriteBytes {
 // The exact two-level bytes of each schedule family for blocks block_q x block_kv, summed over
 // every (batch, head), for the passes p.pass runs (forward, backward or both).
 
+/// The two-pass backward (algorithms/two_pass_backward.hpp, p.pass == bwd), per (batch, head):
+/// a pre-pass reads O and dO and writes D; pass 1 reads each key block's K and V once and, per
+/// query block meeting it, that block's Q, dO (element type) and L, D (fp32), and writes dK, dV
+/// once; pass 2 reads each query block's Q, dO, L, D once and, per key block meeting it, K and V,
+/// and writes dQ once.
+ReadWriteBytes two_pass_backward_closed_form(const AttentionProblem& p, std::int64_t block_q,
+                                             std::int64_t block_kv);
+
 /// Standard (unfused) attention: the GEMM, mask, softmax and dropout kernels through HBM.
 ReadWriteBytes standard_closed_form(const AttentionProblem& p, std::int64_t block_q,
                                     std::int64_t block_kv);

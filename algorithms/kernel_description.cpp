@@ -201,6 +201,19 @@ const std::vector<DataflowInfo>& backward_dataflows() {
   return list;
 }
 
+void apply_mechanisms(KernelSpec& k, const ResolvedMechanisms& m, int consumers) {
+  constexpr int kWarpgroupWarps = 4;
+  k.tensor_instruction = m.wgmma() ? TensorInstruction::wgmma : TensorInstruction::mma_sync;
+  k.producer_warps = m.warp_roles == WarpRoles::uniform ? 0 : kWarpgroupWarps;
+  k.consumer_warpgroups = consumers;
+  if (k.overlap != PipeOverlap::lockstep) {
+    k.overlap = m.warp_roles == WarpRoles::pingpong ? PipeOverlap::pingpong
+                : m.wgmma()                         ? PipeOverlap::async_tensor
+                                                    : PipeOverlap::warps_per_scheduler;
+  }
+  if (m.load == LoadPath::plain) k.pipeline_stages = 1;
+}
+
 const char* mma_name(MmaFamily m) {
   return name_of(kMma, m);
 }

@@ -117,6 +117,12 @@ Algorithm described_algorithm(const KernelDescription& d, const HardwareProfile&
 /// request sets (a CLI flag) wins.
 TilingRequest described_tiling(const KernelDescription& d, const TilingRequest& requested);
 
+/// Sets what `m` decides of kernel `k`: the tensor instruction, the producer warps (a producer
+/// warpgroup unless the roles are uniform), `consumers` warpgroups that compute, how the pipes
+/// overlap (ping-pong; with wgmma the tensor cores' asynchronous operand reads; a lockstep kernel
+/// stays lockstep) and, for plain loads, a pipeline depth of 1.
+void apply_mechanisms(KernelSpec& k, const ResolvedMechanisms& m, int consumers);
+
 /// The built-in algorithm whose paper lines `d`'s operations carry out (`iosim explain`): its
 /// forward dataflow's owner, else its backward's; the two-pass backward computes FlashAttention-2's
 /// Algorithm 2 lines in another loop order ("flash2").

@@ -48,7 +48,6 @@ class QueryStationaryForward final : public Schedule {
   std::vector<TensorDecl> tensors() const override { return view().tensors(p_); }
 
   std::vector<KernelSpec> kernels() const override {
-    const ResolvedMechanisms& m = k_.mechanisms;
     KernelSpec k;
     k.name = k_.name;
     // One CTA per query tile in the order the hardware (or a persistent grid's tile scheduler)
@@ -57,15 +56,10 @@ class QueryStationaryForward final : public Schedule {
     k.threads_per_cta = t_.threads;
     k.smem_bytes_per_cta = k_.smem_bytes;
     k.registers_per_thread = k_.registers;
-    // Plain loads go through registers: the next tile's copy waits for the current compute.
-    k.pipeline_stages = m.load == LoadPath::plain ? 1 : kv_pipeline_depth(t_.pipeline_stages);
+    // The K/V ring's depth; apply_mechanisms makes it 1 for plain loads.
+    k.pipeline_stages = kv_pipeline_depth(t_.pipeline_stages);
     k.mma_dtype = p_.dtype;
-    k.tensor_instruction = m.wgmma() ? TensorInstruction::wgmma : TensorInstruction::mma_sync;
-    k.producer_warps = warp_specialized(m) ? kWarpgroupThreads / 32 : 0;
-    k.consumer_warpgroups = k_.consumer_warpgroups;
-    k.overlap = m.warp_roles == WarpRoles::pingpong ? PipeOverlap::pingpong
-                : m.wgmma()                         ? PipeOverlap::async_tensor
-                                                    : PipeOverlap::warps_per_scheduler;
+    apply_mechanisms(k, k_.mechanisms, k_.consumer_warpgroups);
     k.role = "attention";
     k.main_loop = true;
     return {k};

@@ -41,7 +41,7 @@ Planned plan_query_stationary_forward(const AttentionProblem& p, const HardwareP
 
 /// The mechanisms of the flash2 preset (mma.sync, cp.async, uniform warps) and of the flash3
 /// preset (wgmma with P from registers, TMA, a producer warpgroup; consumers ping-pong or
-/// cooperate), defined beside their algorithms.
+/// cooperate), as kernel_presets() states them.
 ResolvedMechanisms flash2_mechanisms();
 ResolvedMechanisms flash3_mechanisms(bool pingpong);
 

@@ -168,11 +168,6 @@ class TwoPassBackward final : public WholeCtaSchedule {
   std::string name_;
 };
 
-using u64 = std::uint64_t;
-u64 u(std::int64_t v) {
-  return static_cast<u64>(v);
-}
-
 }  // namespace
 
 std::int64_t two_pass_backward_smem_bytes(const AttentionProblem& p, const Tiling& t) {
@@ -181,40 +176,6 @@ std::int64_t two_pass_backward_smem_bytes(const AttentionProblem& p, const Tilin
   // both: the P / dS tile the products read from shared memory. The passes reuse one buffer.
   const std::int64_t keys = 2 * bk + 2 * s * bq, queries = 2 * bq + 2 * s * bk;
   return (std::max(keys, queries) * p.head_dim + bq * bk) * p.elem_bytes();
-}
-
-ReadWriteBytes two_pass_backward_closed_form(const AttentionProblem& p, std::int64_t block_q,
-                                             std::int64_t block_kv) {
-  // Per (batch, head), every load and store reaching HBM: the pre-pass reads O and dO and writes
-  // D; pass 1 reads each key block's K and V once and, per query block meeting it, Q, dO (element
-  // type) and L, D (fp32), and writes dK, dV once; pass 2 reads each query block's Q, dO, L, D once
-  // and, per key block meeting it, K and V, and writes dQ once.
-  const u64 eb = u(p.elem_bytes()), d = u(p.head_dim);
-  const std::int64_t tr = ceil_div(p.seq, block_q), tc = ceil_div(p.seq_kv, block_kv);
-  ReadWriteBytes head;
-  head.read += 2 * u(p.seq) * d * eb;  // pre-pass: O, dO
-  head.write += u(p.seq) * 4;          // D
-  for (std::int64_t j = 0; j < tc; ++j) {
-    const u64 kr = u(std::min(block_kv, p.seq_kv - j * block_kv));
-    head.read += 2 * kr * d * eb;   // K_j, V_j
-    head.write += 2 * kr * d * eb;  // dK_j, dV_j
-  }
-  for (std::int64_t i = 0; i < tr; ++i) {
-    const u64 qr = u(std::min(block_q, p.seq - i * block_q));
-    const u64 query_tiles = 2 * qr * d * eb + 2 * qr * 4;  // Q_i, dO_i, L_i, D_i
-    head.read += query_tiles;                              // pass 2, once
-    head.write += qr * d * eb;                             // dQ_i
-    for (std::int64_t j = 0; j < tc; ++j) {
-      if (!meets(p, block_q, block_kv, i, j)) continue;
-      const u64 kr = u(std::min(block_kv, p.seq_kv - j * block_kv));
-      head.read += query_tiles;      // pass 1 streams query block i past key block j
-      head.read += 2 * kr * d * eb;  // pass 2 streams key block j past query block i
-    }
-  }
-  ReadWriteBytes out;
-  out.read = head.read * u(p.bh());
-  out.write = head.write * u(p.bh());
-  return out;
 }
 
 Planned plan_two_pass_backward(const AttentionProblem& p, const HardwareProfile& hw,

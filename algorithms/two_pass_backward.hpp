@@ -20,10 +20,6 @@ namespace iosim {
 Planned plan_two_pass_backward(const AttentionProblem& p, const HardwareProfile& hw,
                                const TilingRequest& req, const std::string& name);
 
-/// Its exact two-level bytes (p.pass == bwd), from the description above.
-ReadWriteBytes two_pass_backward_closed_form(const AttentionProblem& p, std::int64_t block_q,
-                                             std::int64_t block_kv);
-
 /// Shared memory of its main kernel per CTA: the larger pass's tiles (stationary operands, the
 /// streamed ones `stages` deep, the P/dS tile), bytes.
 std::int64_t two_pass_backward_smem_bytes(const AttentionProblem& p, const Tiling& t);

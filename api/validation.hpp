@@ -112,7 +112,8 @@ ValidationResult validate_measurements(const std::vector<std::filesystem::path>&
                                        const std::string& profile_override = "");
 
 /// The same for one measurements document already in memory (`iosim validate --ncu` builds one
-/// from a user's Nsight Compute export); `origin` names it in messages.
+/// from a user's Nsight Compute export); `origin` names it in messages; an empty `profile` is
+/// chosen from the origin's folder or the document's device name, as for files.
 ValidationResult validate_document(const nlohmann::json& doc, const std::string& origin,
                                    const std::string& profile);
 

@@ -58,23 +58,9 @@ Action add_validate_command(CLI::App& app) {
       const RunRequest r = to_request(f->problem);
       const std::vector<NcuKernel> kernels =
           read_ncu_csv(read_text_file(f->ncu, "ncu CSV export", kMaxDataFileBytes), f->ncu);
-      std::string profile = f->profile;
-      if (profile.empty()) {
-        const std::string& device = kernels.front().device;
-        profile =
-            device.find("H200") != std::string::npos   ? "h200-sxm-141gb"
-            : device.find("H100") != std::string::npos ? "h100-sxm5-80gb"
-            : device.find("A100") != std::string::npos
-                ? (device.find("80GB") != std::string::npos ? "a100-sxm4-80gb" : "a100-sxm4-40gb")
-                : "";
-        if (profile.empty()) {
-          throw ConfigError(fmt::format("{}: no built-in profile for device '{}'; pass --profile",
-                                        f->ncu, device));
-        }
-      }
       v = validate_document(
           ncu_case_document(kernels, *r.kernel, r.problem, f->time_us * 1e-6, f->ncu), f->ncu,
-          profile);
+          f->profile);
     } else {
       if (f->paths.empty()) {
         throw ConfigError("give measurements files or folders, or --ncu FILE.csv --kernel ...");
