@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "algorithms/io_formulas.hpp"
-#include "sim/schedule/problem.hpp"
 #include "sim/hardware/profile.hpp"
+#include "sim/schedule/problem.hpp"
 #include "sim/schedule/schedule.hpp"
 
 namespace iosim {
@@ -28,6 +28,7 @@ struct TilingRequest {
   std::optional<int> pipeline_stages;       // see Tiling::pipeline_stages and StagesCount
   std::optional<int> registers_per_thread;  // of the main kernel, as a compiler reported it
   std::optional<std::int64_t> splits;       // split-KV decoding: K/V chunks per query tile
+  std::optional<std::int64_t> score_chunk;  // see Tiling::score_chunk
   // Warp-specialized kernels: how the consumer warpgroups share the tensor cores (--warpgroups).
   std::optional<PipeOverlap> warpgroups;
   // The backward main kernel's blocks in a run of both passes whose flags tile the forward
@@ -56,6 +57,10 @@ struct Tiling {
   int pipeline_stages = 0;
   int registers_per_thread = 0;  // of the main kernel: estimated, or as a compiler reported it
   std::int64_t splits = 0;       // split-KV decoding: K/V chunks per query tile (0: none)
+  // The two-pass backward: columns of a score tile a warp holds in registers at a time; each
+  // chunk re-reads the warp's rows of the tile's row operand from shared memory (0: the whole
+  // tile at once, the row operand read once per step).
+  std::int64_t score_chunk = 0;
   // The backward main kernel's blocks where they differ from the forward's in a run of both
   // passes (flash3: each kernel keeps FlashAttention-3's tiles); 0: block_q and block_kv.
   std::int64_t backward_block_q = 0, backward_block_kv = 0;
@@ -109,8 +114,8 @@ struct Algorithm {
   /// Resolves the requested tiling for a problem on a GPU and builds the
   /// schedule, or says why none fits.
   PlanFn plan;
-  /// The exact two-level bytes for a resolved tiling (algorithms/io_formulas.hpp, written independently
-  /// of the schedule); `blocks` is the block mask when capabilities.block_pattern.
+  /// The exact two-level bytes for a resolved tiling (algorithms/io_formulas.hpp, written
+  /// independently of the schedule); `blocks` is the block mask when capabilities.block_pattern.
   ClosedFormFn closed_form;
   /// Relative cost of simulating a request (the sweep starts costly points first); null: the
   /// tiled estimate (tiled_estimated_work).

@@ -270,16 +270,20 @@ KernelDescription parse_kernel_description(const json& doc, const std::string& s
   }
   if (doc.contains("tiles")) {
     const json& t = doc.at("tiles");
-    if (c.object(
-            t, "tiles",
-            {"block_q", "block_kv", "stages", "splits", "backward_block_q", "backward_block_kv"})) {
+    if (c.object(t, "tiles",
+                 {"block_q", "block_kv", "stages", "splits", "score_chunk", "backward_block_q",
+                  "backward_block_kv"})) {
       d.tiles.block_q = c.integer(t, "tiles", "block_q", 1, kMaxBlock);
       d.tiles.block_kv = c.integer(t, "tiles", "block_kv", 1, kMaxBlock);
       if (auto s = c.integer(t, "tiles", "stages", 1, 64)) d.tiles.pipeline_stages = int(*s);
       d.tiles.splits = c.integer(t, "tiles", "splits", 1, 1 << 20);
+      d.tiles.score_chunk = c.integer(t, "tiles", "score_chunk", 1, kMaxBlock);
       d.tiles.backward_block_q = c.integer(t, "tiles", "backward_block_q", 1, kMaxBlock);
       d.tiles.backward_block_kv = c.integer(t, "tiles", "backward_block_kv", 1, kMaxBlock);
     }
+  }
+  if (d.tiles.score_chunk && d.backward != "two_pass") {
+    c.problem("tiles.score_chunk", "applies to the two_pass backward only");
   }
   if (doc.contains("mechanisms")) {
     const json& m = doc.at("mechanisms");
@@ -323,6 +327,7 @@ json kernel_description_json(const KernelDescription& d) {
   if (t.block_kv) tiles["block_kv"] = *t.block_kv;
   if (t.pipeline_stages) tiles["stages"] = *t.pipeline_stages;
   if (t.splits) tiles["splits"] = *t.splits;
+  if (t.score_chunk) tiles["score_chunk"] = *t.score_chunk;
   if (t.backward_block_q) tiles["backward_block_q"] = *t.backward_block_q;
   if (t.backward_block_kv) tiles["backward_block_kv"] = *t.backward_block_kv;
   if (!tiles.empty()) out["tiles"] = tiles;

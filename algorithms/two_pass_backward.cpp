@@ -83,27 +83,41 @@ class TwoPassBackward final : public WholeCtaSchedule {
     out.push_back(TileOp::store({TensorId::D, bh, q0, qr, 0, 1}));  // (qr) fp32
   }
 
-  // Shared-memory operands of an (m x k)(k x n) product on the CTA's warps.
-  std::int64_t smem(std::int64_t m, std::int64_t k, std::int64_t n) const {
-    return costs::warp_tiled_smem_bytes(m, n, k, std::max(1, t_.threads / 32), p_.elem_bytes());
+  // Shared-memory operand reads of one step's products. In each pass the warps split the rows
+  // of the block the CTA keeps (pass 1: the key block's rows of S^T; pass 2: the query block's
+  // rows of S), so S, P, dP and dS of a warp's rows stay in its registers (an mma.sync C
+  // fragment is the next product's A fragment) and never go through shared memory. A warp
+  // reads its rows of the kept operand (K and V, or Q and dO) once per chunk of the score
+  // tile's columns it holds at a time (Tiling::score_chunk), and every warp reads all of the
+  // streamed tile (Q and dO, or K and V) once per product.
+  struct StepReads {
+    std::int64_t scores = 0, grad_p = 0, accumulate = 0;  // S, dP, and dV/dK/dQ each
+  };
+  StepReads step_reads(std::int64_t kept_rows, std::int64_t streamed_rows) const {
+    const std::int64_t d = p_.head_dim, eb = p_.elem_bytes();
+    const std::int64_t warps = std::max(1, t_.threads / 32);
+    const std::int64_t chunk = t_.score_chunk > 0 ? t_.score_chunk : streamed_rows;
+    const std::int64_t kept = kept_rows * d * ceil_div(streamed_rows, chunk) * eb;
+    const std::int64_t streamed = warps * streamed_rows * d * eb;
+    return {kept + streamed, kept + streamed, streamed};
   }
 
   // S, the mask where the tile crosses the diagonal (or --mask), P, dropout, dP and dS for query
   // rows [q0, q0 + qr) against keys [k0, k0 + kr).
-  void emit_scores_to_ds(const TileRef& s, bool accumulate_dv, std::vector<TileOp>& out) const {
-    const std::int64_t d = p_.head_dim, eb = p_.elem_bytes();
-    out.push_back(costs::scores(s, d, smem(s.rows, d, s.cols)));  // S = scale Q K^T
+  void emit_scores_to_ds(const TileRef& s, const StepReads& reads, bool accumulate_dv,
+                         std::vector<TileOp>& out) const {
+    const std::int64_t d = p_.head_dim;
+    out.push_back(costs::scores(s, d, reads.scores));  // S = scale Q K^T
     const bool crosses_diagonal = p_.causal && s.col0 + s.cols - 1 > s.row0 + p_.seq_kv - p_.seq;
     if (crosses_diagonal || p_.mask) out.push_back(costs::mask(s));
     out.push_back(costs::recompute_p(s));
     if (p_.dropout > 0) {
       out.push_back(costs::dropout({TensorId::P, s.matrix, s.row0, s.rows, s.col0, s.cols}));
     }
-    if (accumulate_dv) {  // dV += P^T dO, P through shared memory first
-      out.push_back(costs::grad_matmul(ComputeKind::accumulate_dv, s, d,
-                                       smem(s.cols, s.rows, d) + s.rows * s.cols * eb));
+    if (accumulate_dv) {  // dV += P^T dO
+      out.push_back(costs::grad_matmul(ComputeKind::accumulate_dv, s, d, reads.accumulate));
     }
-    out.push_back(costs::grad_matmul(ComputeKind::grad_p, s, d, smem(s.rows, d, s.cols)));
+    out.push_back(costs::grad_matmul(ComputeKind::grad_p, s, d, reads.grad_p));
     if (p_.dropout > 0) out.push_back(costs::dropout_grad(s));
     out.push_back(costs::grad_s(s));
   }
@@ -112,7 +126,7 @@ class TwoPassBackward final : public WholeCtaSchedule {
   void emit_key_pass(std::int64_t x, std::int64_t bh, std::vector<TileOp>& out) const {
     const std::int64_t tr = ceil_div(p_.seq, t_.block_q), tc = ceil_div(p_.seq_kv, t_.block_kv);
     if (x >= tc) return;
-    const std::int64_t d = p_.head_dim, eb = p_.elem_bytes();
+    const std::int64_t d = p_.head_dim;
     const std::int64_t k0 = x * t_.block_kv, kr = std::min(t_.block_kv, p_.seq_kv - k0);
     const TileRef dk{TensorId::dK, bh, k0, kr, 0, d}, dv{TensorId::dV, bh, k0, kr, 0, d};
     out.push_back(TileOp::load({TensorId::K, bh, k0, kr, 0, d}));  // gK -> sK (kr, d)
@@ -126,11 +140,11 @@ class TwoPassBackward final : public WholeCtaSchedule {
       out.push_back(TileOp::load({TensorId::dO, bh, q0, qr, 0, d}));              // sdO (qr, d)
       out.push_back(TileOp::load({TensorId::L, bh, q0, qr, 0, 1}, OnChip::reg));  // rL (qr)
       out.push_back(TileOp::load({TensorId::D, bh, q0, qr, 0, 1}, OnChip::reg));  // rD (qr)
-      const TileRef s{TensorId::S, bh, q0, qr, k0, kr};  // rS, rP, rdP, sdS (qr, kr)
-      emit_scores_to_ds(s, true, out);
-      // dK += scale dS^T Q, dS through shared memory first.
-      out.push_back(
-          costs::grad_matmul(ComputeKind::accumulate_dk, s, d, smem(kr, qr, d) + qr * kr * eb));
+      const TileRef s{TensorId::S, bh, q0, qr, k0, kr};  // rS, rP, rdP, rdS (qr, kr)
+      const StepReads reads = step_reads(kr, qr);
+      emit_scores_to_ds(s, reads, true, out);
+      // dK += scale dS^T Q.
+      out.push_back(costs::grad_matmul(ComputeKind::accumulate_dk, s, d, reads.accumulate));
     }
     // dK and dV leave through shared memory for coalesced stores.
     out.push_back(TileOp::store(dk, OnChip::smem));
@@ -141,7 +155,7 @@ class TwoPassBackward final : public WholeCtaSchedule {
   void emit_query_pass(std::int64_t x, std::int64_t bh, std::vector<TileOp>& out) const {
     const std::int64_t tr = ceil_div(p_.seq, t_.block_q), tc = ceil_div(p_.seq_kv, t_.block_kv);
     if (x >= tr) return;
-    const std::int64_t d = p_.head_dim, eb = p_.elem_bytes();
+    const std::int64_t d = p_.head_dim;
     const std::int64_t q0 = x * t_.block_q, qr = std::min(t_.block_q, p_.seq - q0);
     const TileRef dq{TensorId::dQ, bh, q0, qr, 0, d};
     out.push_back(TileOp::load({TensorId::Q, bh, q0, qr, 0, d}));               // sQ (qr, d)
@@ -155,10 +169,10 @@ class TwoPassBackward final : public WholeCtaSchedule {
       out.push_back(TileOp::load({TensorId::K, bh, k0, kr, 0, d}));  // sK (kr, d)
       out.push_back(TileOp::load({TensorId::V, bh, k0, kr, 0, d}));  // sV (kr, d)
       const TileRef s{TensorId::S, bh, q0, qr, k0, kr};
-      emit_scores_to_ds(s, false, out);
-      // dQ += scale dS K, dS through shared memory first.
-      out.push_back(
-          costs::grad_matmul(ComputeKind::accumulate_dq, s, d, smem(qr, kr, d) + qr * kr * eb));
+      const StepReads reads = step_reads(qr, kr);
+      emit_scores_to_ds(s, reads, false, out);
+      // dQ += scale dS K.
+      out.push_back(costs::grad_matmul(ComputeKind::accumulate_dq, s, d, reads.accumulate));
     }
     out.push_back(TileOp::store(dq, OnChip::smem));
   }
@@ -173,9 +187,10 @@ class TwoPassBackward final : public WholeCtaSchedule {
 std::int64_t two_pass_backward_smem_bytes(const AttentionProblem& p, const Tiling& t) {
   const std::int64_t s = t.pipeline_stages, bq = t.block_q, bk = t.block_kv;
   // Pass 1: K_x, V_x and `s` stages of Q_i, dO_i; pass 2: Q_x, dO_x and `s` stages of K_j, V_j;
-  // both: the P / dS tile the products read from shared memory. The passes reuse one buffer.
+  // the passes reuse one buffer. Then `s` stages of a query block's L and D (fp32). P and dS
+  // stay in registers (TwoPassBackward::step_reads).
   const std::int64_t keys = 2 * bk + 2 * s * bq, queries = 2 * bq + 2 * s * bk;
-  return (std::max(keys, queries) * p.head_dim + bq * bk) * p.elem_bytes();
+  return std::max(keys, queries) * p.head_dim * p.elem_bytes() + s * 2 * bq * 4;
 }
 
 Planned plan_two_pass_backward(const AttentionProblem& p, const HardwareProfile& hw,
@@ -187,15 +202,16 @@ Planned plan_two_pass_backward(const AttentionProblem& p, const HardwareProfile&
   t.block_kv = req.block_kv.value_or(128);
   t.pipeline_stages = req.pipeline_stages.value_or(2);
   t.threads = req.threads.value_or(128);
+  t.score_chunk = std::min(req.score_chunk.value_or(0), std::max(t.block_q, t.block_kv));
   const std::int64_t smem = two_pass_backward_smem_bytes(p, t);
   const std::int64_t limit = hw.sm.smem_per_cta_max_bytes.value;
   if (smem > limit) {
     out.infeasible_reason = fmt::format(
         "{} two-pass backward tile does not fit in shared memory: Q, dO {}x{} and K, V {}x{} "
-        "with {} stage(s) of the streamed pair and the P/dS tile {}x{} ({}) need {} bytes, {} "
-        "allows {} bytes per CTA",
-        name, t.block_q, d, t.block_kv, d, t.pipeline_stages, t.block_q, t.block_kv,
-        dtype_name(p.dtype), smem, hw.name, limit);
+        "({}) with {} stage(s) of the streamed pair and of L, D need {} bytes, {} allows {} "
+        "bytes per CTA",
+        name, t.block_q, d, t.block_kv, d, dtype_name(p.dtype), t.pipeline_stages, smem, hw.name,
+        limit);
     return out;
   }
   // The larger pass's fp32 accumulators (dK and dV of a key block, or dQ of a query block) and

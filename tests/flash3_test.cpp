@@ -7,8 +7,8 @@
 #include <cmath>
 
 #include "algorithms/tile_costs.hpp"
-#include "sim/engine/engine.hpp"
 #include "sim/base/errors.hpp"
+#include "sim/engine/engine.hpp"
 #include "tests/test_support.hpp"
 
 using namespace iosim;
@@ -51,6 +51,31 @@ double wg_time(const std::vector<TileOp>& ops, PipeOverlap overlap) {
   return run_schedule(test::profile(), WarpgroupOps(ops, overlap), EngineOptions{}).time_s;
 }
 
+// CTAs of one warpgroup issuing wgmma (a kernel description's uniform warp roles), two per SM
+// by shared memory, one wave: every SM runs two of them side by side.
+class OneWarpgroupCtas final : public WholeCtaSchedule {
+ public:
+  explicit OneWarpgroupCtas(std::vector<TileOp> ops) : ops_(std::move(ops)) {}
+  std::vector<TensorDecl> tensors() const override { return {{TensorId::Q, 1, 64, 64, 2}}; }
+  std::vector<KernelSpec> kernels() const override {
+    KernelSpec k;
+    k.name = "wg1";
+    k.grid = {2 * test::profile().sm.count.value, 1, 1};
+    k.threads_per_cta = 128;
+    k.registers_per_thread = 128;
+    k.smem_bytes_per_cta = 100 * 1024;
+    k.consumer_warpgroups = 1;
+    k.overlap = PipeOverlap::async_tensor;
+    return {k};
+  }
+  void emit_whole_cta(std::size_t, std::int64_t, std::vector<TileOp>& out) const override {
+    out.insert(out.end(), ops_.begin(), ops_.end());
+  }
+
+ private:
+  std::vector<TileOp> ops_;
+};
+
 }  // namespace
 
 TEST_CASE("lockstep warpgroups add their GEMMs and their elementwise work; waits add latency") {
@@ -74,6 +99,24 @@ TEST_CASE("lockstep warpgroups add their GEMMs and their elementwise work; waits
   waited.wgmma_waits = 3;
   CHECK(wg_time({waited}, PipeOverlap::lockstep) - alone ==
         doctest::Approx(3 * hw.compute.wgmma_latency_cycles.value / clock_hz).epsilon(1e-6));
+}
+
+TEST_CASE("one-warpgroup CTAs side by side add their GEMMs and their softmax on the SM") {
+  // cuda_validate/microbench/coresident.cu measured it: two CTAs' exps do not hide under each
+  // other's wgmma, so the SM's step is both GEMMs plus both CTAs' exps (the SFU pipe's time
+  // for two), not the larger of the two sides.
+  const HardwareProfile& hw = test::profile();
+  const double clock_hz = hw.sm.boost_clock_mhz.value * 1e6;
+  TileOp gemm = costs::scores({TensorId::S, 0, 0, 64, 0, 64}, 64, 0);
+  gemm.tensor_flops = 4096 * 4000;  // 4000 cycles of the tensor pipe
+  TileOp exps = costs::recompute_p({TensorId::S, 0, 0, 64, 0, 64});
+  exps.fp32_flops = 0;
+  exps.sfu_ops = static_cast<std::int64_t>(hw.compute.sfu_ops_per_clk_per_sm.value) * 1000;
+  const auto time = [&](const std::vector<TileOp>& ops) {
+    return run_schedule(hw, OneWarpgroupCtas(ops), EngineOptions{}).time_s;
+  };
+  CHECK(time({gemm, exps}) - time({gemm}) == doctest::Approx(2 * 1000 / clock_hz).epsilon(1e-6));
+  // A warp-specialized CTA's two consumer warpgroups still hide half of them (test above).
 }
 
 TEST_CASE("rel_close is relative and can fail") {
@@ -286,8 +329,8 @@ TEST_CASE("flash3 fwdbwd is its forward then its backward: counts add up") {
 
 TEST_CASE("flash3: ping-pong buys little; no arrangement beats one warpgroup's own chain") {
   // Our FA3-style kernel measured ping-pong / cooperative at 0.92-1.00 (d = 64) and 0.97-1.01
-  // (d = 128) (cuda_validate/measurements/h100-sxm5-80gb/fa3_own_2026-11-23/NOTES.md); the model's ideal
-  // ping-pong had said 0.71 and 0.83. CALIBRATION.md step 16: a warpgroup's own chain binds.
+  // (d = 128) (cuda_validate/measurements/h100-sxm5-80gb/fa3_own_2026-11-23/NOTES.md); the model's
+  // ideal ping-pong had said 0.71 and 0.83. CALIBRATION.md step 16: a warpgroup's own chain binds.
   for (const std::int64_t d : {64, 128}) {
     CAPTURE(d);
     RunRequest r = flash3(4, 16, 4096, d, 128, 128);
@@ -353,8 +396,9 @@ TEST_CASE("FlashAttention-3's headline shape: FP16 forward, d = 128, N = 16k, H1
   CHECK(test::rel_close(tflops, 775.0, 0.02));
   CHECK(test::rel_close(tflops, 740.0, 0.15));  // the issue's goal
   CHECK(rep.engine.kernels.at(0).bound == "compute");
-  // Sustained, the 700 W limit holds the clock near 1550 MHz (sim/hardware/power_model.hpp): cuDNN's
-  // forward of this shape ran 3.67 ms on our H100 (cudnn_2026-11-23, CUDA events), 599 TFLOP/s.
+  // Sustained, the 700 W limit holds the clock near 1550 MHz (sim/hardware/power_model.hpp):
+  // cuDNN's forward of this shape ran 3.67 ms on our H100 (cudnn_2026-11-23, CUDA events), 599
+  // TFLOP/s.
   r.engine.sm_clock_mhz = 0;
   const Report capped = simulate(test::profile(), r);
   REQUIRE(capped.power);

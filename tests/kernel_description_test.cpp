@@ -202,6 +202,64 @@ TEST_CASE("golden: two-pass backward bytes for one head, N=256, d=64, 64x128 blo
   CHECK(rep.engine.kernels[1].spec.grid.x == 4);  // max(Tr, Tc)
 }
 
+TEST_CASE("two-pass backward: score chunks re-read the kept rows, nothing else changes") {
+  // Over random shapes: chunking the score tile's columns moves the same bytes and FLOPs and
+  // reads more shared memory, never less, the more chunks the more.
+  test::ShapeGen gen(2711);
+  KernelDescription d;
+  d.name = "two_pass";
+  d.source = "test";
+  d.backward = "two_pass";
+  int checked = 0;
+  for (int i = 0; i < 30; ++i) {
+    RunRequest r = random_request(gen, Pass::bwd, 400);
+    const Report whole = run_kernel(d, r, "h100-sxm5-80gb");
+    if (!whole.feasible()) continue;
+    KernelDescription halves = d, sixteens = d;
+    halves.tiles.score_chunk = std::max<std::int64_t>(1, r.tiling.block_q.value_or(64) / 2);
+    sixteens.tiles.score_chunk = 16;
+    const Report a = run_kernel(halves, r, "h100-sxm5-80gb");
+    const Report b = run_kernel(sixteens, r, "h100-sxm5-80gb");
+    REQUIRE(a.feasible());
+    REQUIRE(b.feasible());
+    const KernelResult& k0 = whole.engine.kernels[1];
+    for (const Report* rep : {&a, &b}) {
+      const KernelResult& k = rep->engine.kernels[1];
+      CHECK(k.counters.hbm.read_total() == k0.counters.hbm.read_total());
+      CHECK(k.counters.l2.read_total() == k0.counters.l2.read_total());
+      CHECK(k.counters.flops() == k0.counters.flops());
+      CHECK(k.counters.smem_read_bytes >= k0.counters.smem_read_bytes);
+    }
+    ++checked;
+  }
+  CHECK(checked >= 20);
+}
+
+TEST_CASE("golden: two-pass shared-memory reads of 16-column score chunks") {
+  // One head, N = 256, d = 64, 64 x 128 blocks, 4 warps, fp16. Warps split the kept block's
+  // rows and read them once per chunk: pass 1 keeps 128 key rows and streams 64 queries (4
+  // chunks of 16), re-reading K and V (S^T, dP^T) 3 more times: 2 x 3 x 128 x 64 x 2 = 98304
+  // per step, 8 steps; pass 2 keeps 64 query rows and streams 128 keys (8 chunks), re-reading Q
+  // and dO 7 more times: 2 x 7 x 64 x 64 x 2 = 114688 per step, 8 steps.
+  RunRequest r = test::request("flash2", 1, 1, 256, 64, 64, 128);
+  r.problem.pass = Pass::bwd;
+  KernelDescription d;
+  d.name = "golden";
+  d.backward = "two_pass";
+  const Report whole = run_kernel(d, r, "h100-sxm5-80gb");
+  d.tiles.score_chunk = 16;
+  const Report chunked = run_kernel(d, r, "h100-sxm5-80gb");
+  REQUIRE(whole.feasible());
+  REQUIRE(chunked.feasible());
+  CHECK(chunked.engine.kernels[1].counters.smem_read_bytes -
+            whole.engine.kernels[1].counters.smem_read_bytes ==
+        8 * 98304 + 8 * 114688);
+  // Shared memory per CTA: Q, dO + 2 stages of K, V (pass 2, the larger: 640 rows against pass
+  // 1's 512) and 2 stages of L, D; no P or dS tile.
+  CHECK(chunked.engine.kernels[1].spec.smem_bytes_per_cta ==
+        (2 * 64 + 2 * 2 * 128) * 64 * 2 + 2 * 2 * 64 * 4);
+}
+
 TEST_CASE("bad descriptions are refused with the key path and the reason") {
   const auto refused = [](const json& doc, const std::string& needle) {
     CAPTURE(doc.dump());
@@ -224,6 +282,15 @@ TEST_CASE("bad descriptions are refused with the key path and the reason") {
   json bad_range = ok;
   bad_range["launch"] = {{"threads", 4096}};
   refused(bad_range, "launch.threads: 4096 is out of range");
+  json chunk_forward = ok;
+  chunk_forward["tiles"] = {{"score_chunk", 16}};
+  refused(chunk_forward, "tiles.score_chunk: applies to the two_pass backward only");
+  json chunk_two_pass = {
+      {"name", "k"}, {"dataflow", {{"backward", "two_pass"}}}, {"tiles", {{"score_chunk", 16}}}};
+  CHECK(parse_kernel_description(chunk_two_pass, "k.yaml").tiles.score_chunk == 16);
+  CHECK(kernel_description_json(parse_kernel_description(chunk_two_pass, "k.yaml"))
+            .at("tiles")
+            .at("score_chunk") == 16);
   json two = ok;
   two["tiles"] = {{"block_q", 0}};
   two["extra"] = 1;

@@ -653,6 +653,7 @@ ExtraCase make_two_pass_bwd_case(const Case& c, uint32_t seed, cudaStream_t stre
                         .add("block_q", json_int(c.block_q))
                         .add("block_kv", json_int(c.block_kv))
                         .add("stages", json_int(t.pipeline_stages))
+                        .add("score_chunk", json_int(t.score_chunk))
                         .str())
       .add("mechanisms", JsonObject()
                              .add("mma", json_str("mma_sync"))

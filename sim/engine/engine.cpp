@@ -8,12 +8,12 @@
 #include <numeric>
 #include <optional>
 
-#include "sim/memory/address_map.hpp"
 #include "sim/base/errors.hpp"
 #include "sim/engine/event_queue.hpp"
-#include "sim/memory/l2_system.hpp"
 #include "sim/engine/run_control.hpp"
 #include "sim/engine/steady_state.hpp"
+#include "sim/memory/address_map.hpp"
+#include "sim/memory/l2_system.hpp"
 
 namespace iosim {
 namespace {
@@ -203,9 +203,9 @@ class KernelRun {
     return seq_++;
   }
 
-  // Steady-state extrapolation (sim/engine/steady_state.hpp), CTAs: at the dispatch of every period's
-  // first CTA (at `t`), a snapshot; once periods repeat, whole periods are left out of the grid,
-  // keeping two and the final drain to simulate.
+  // Steady-state extrapolation (sim/engine/steady_state.hpp), CTAs: at the dispatch of every
+  // period's first CTA (at `t`), a snapshot; once periods repeat, whole periods are left out of the
+  // grid, keeping two and the final drain to simulate.
   void end_of_period(double t) {
     // With the L2 on, a period must move kTurnover L2 sizes through DRAM before it is compared:
     // a shorter one's DRAM writes are the few write-backs its loads happened to evict (+-6% of a
@@ -316,7 +316,8 @@ class KernelRun {
 
   // Steady-state extrapolation, steps: at the end of a window (`now`), a snapshot; when every
   // resident CTA advanced part_period parts in each of the last windows and they repeat, a cut.
-  // With the L2 on, only CTAs in lockstep on equally shared SMs (sim/engine/steady_state.hpp says why).
+  // With the L2 on, only CTAs in lockstep on equally shared SMs (sim/engine/steady_state.hpp says
+  // why).
   void end_of_window(double now) {
     const auto q = static_cast<std::size_t>(repetition_.part_period);
     bool uniform = resident_ > 0;
@@ -564,10 +565,10 @@ class KernelRun {
     };
     // Warp-specialized kernels (consumer warpgroups issuing wgmma): a warpgroup's own iteration
     // is its share of the GEMMs at the full tensor rate (one warpgroup saturates the tensor
-    // cores: cuda_validate/measurements/*/wgmma_2026-11-23), then its share of the FP32/SFU/INT32 work,
-    // issued by the one warp it has on each scheduler, then its warps' other dependent latencies
-    // (TileOp::smem_round_trips, chain_fp32_ops: shuffle rounds). A warp alone on its scheduler
-    // cannot hide one instruction's latency behind another warp's work: the softmax's
+    // cores: cuda_validate/measurements/*/wgmma_2026-11-23), then its share of the FP32/SFU/INT32
+    // work, issued by the one warp it has on each scheduler, then its warps' other dependent
+    // latencies (TileOp::smem_round_trips, chain_fp32_ops: shuffle rounds). A warp alone on its
+    // scheduler cannot hide one instruction's latency behind another warp's work: the softmax's
     // instructions (max, scale, exp2, sum, convert, rescale, one per element each, as the ops
     // count them) issue one per dependent FP32 latency, while a pipe slower than that (the SFU's
     // share) may take longer still. However the warpgroups share the tensor cores, no iteration
@@ -578,15 +579,15 @@ class KernelRun {
     const double one_warp_sync = std::max(warp_instructions * rates_.fp32_latency_s,
                                           std::max({pipes[1], pipes[2], pipes[3]}) / groups);
     const double warpgroup_chain = pipes[0] / groups + one_warp_sync + w.chain_s;
+    // The tensor pipe (operand reads included), then the FP32, SFU and INT32 work, which
+    // overlap one another as the warps per scheduler allow.
+    const double sync_total = pipes[1] + pipes[2] + pipes[3];
+    const double sync_busiest = std::max({pipes[1], pipes[2], pipes[3]});
+    auto lockstep = [&](double warps) {
+      const double per_scheduler = std::max(1.0, warps / kSchedulersPerSm);
+      return pipes[0] + sync_busiest + (sync_total - sync_busiest) / per_scheduler;
+    };
     if (spec_.overlap == PipeOverlap::lockstep) {
-      // The tensor pipe (operand reads included), then the FP32, SFU and INT32 work, which
-      // overlap one another as the warps per scheduler allow.
-      const double sync_total = pipes[1] + pipes[2] + pipes[3];
-      const double sync_busiest = std::max({pipes[1], pipes[2], pipes[3]});
-      auto lockstep = [&](double warps) {
-        const double per_scheduler = std::max(1.0, warps / kSchedulersPerSm);
-        return pipes[0] + sync_busiest + (sync_total - sync_busiest) / per_scheduler;
-      };
       return std::max(share * lockstep(share * warps_per_cta_),
                       lockstep(warps_per_cta_) + w.chain_s);
     }
@@ -597,8 +598,6 @@ class KernelRun {
       // consumer warpgroups taking turns, one's softmax runs under the others' GEMMs: the stage
       // takes the busier of the two sides, and at least one warpgroup's own chain (above).
       const double async = std::max(pipes[0], pipes[4]);
-      const double sync_total = pipes[1] + pipes[2] + pipes[3];
-      const double sync_busiest = std::max({pipes[1], pipes[2], pipes[3]});
       auto pingpong = [&](double warps) {
         const double per_scheduler = std::max(1.0, warps / kSchedulersPerSm);
         const double sync = sync_busiest + (sync_total - sync_busiest) / per_scheduler;
@@ -606,9 +605,24 @@ class KernelRun {
       };
       return std::max(share * pingpong(share * warps_per_cta_), pingpong(warps_per_cta_));
     }
+    if (spec_.consumer_warpgroups == 1 && spec_.producer_warps == 0 &&
+        spec_.tensor_instruction == TensorInstruction::wgmma) {
+      // CTAs of one warpgroup issuing wgmma side by side on an SM: nothing orders one CTA's
+      // softmax against another's GEMMs, and the softmax does not run under them. Measured by
+      // cuda_validate/microbench/coresident.cu (the wg1 forward's compute loop with W = 1..4
+      // CTAs per SM, no memory traffic): a step took 0.79-0.99 (median 0.92) of the sum of the
+      // tensor-only loop's time and the softmax-only loop's at the same W, where hiding each
+      // pipe under the others would give 0.5-0.7 of it
+      // (cuda_validate/measurements/h200-sxm-141gb/coresident_2026-11-27). So the SM's tensor
+      // work and its FP32/SFU/INT32 work add, as under lockstep, and no step is shorter than the
+      // warpgroup's own chain. Warpgroups of one warp-specialized CTA (cuDNN's, FlashAttention-3's)
+      // are ordered by their kernel and keep the rule below: cuDNN's Hopper forward overlaps
+      // them as it says (its validated set, accuracy_levels_cudnn.json).
+      return std::max(share * lockstep(share * warps_per_cta_), warpgroup_chain);
+    }
     if (spec_.consumer_warpgroups > 0) {
-      // Cooperative warpgroups: the SM's pipes as the warps per scheduler overlap them, and at
-      // least one warpgroup's own chain.
+      // Cooperative warpgroups issuing mma.sync: the SM's pipes as the warps per scheduler
+      // overlap them, and at least one warpgroup's own chain.
       return std::max(share * overlapped(share * warps_per_cta_), warpgroup_chain);
     }
     // Its share of the SM's pipes, and at least its own critical path: its work with only its

@@ -1,0 +1,286 @@
+// How far the softmax of one warpgroup runs under the wgmma of other warpgroups on the same SM
+// (issue #27: the co-resident overlap of single-warpgroup wgmma CTAs), sm_90a only.
+//
+// The kernel is the compute loop of kernels/wg1_tma_fwd.cuh (one warpgroup per CTA: S = Q K^T by
+// wgmma SS, wait, online softmax of S in registers, P packed as the A fragments, O += P V by
+// wgmma RS, wait) over Q, K and V tiles that stay in shared memory: no TMA, no barrier but the
+// kernel's per-step __syncthreads, no global memory in the loop. So what it times is the SM's
+// pipes alone. Three modes of the same loop:
+//   full     the loop as the attention kernel runs it;
+//   gemm     the two wgmma products and the packing of S into P, no softmax (tensor side alone);
+//   softmax  the softmax and packing, no wgmma (S is refreshed by one FFMA per element instead);
+// each with W = 1..4 CTAs resident on every SM (grid W x #SMs; dynamic shared memory padded so
+// that no more than W fit; CTAs per SM that registers allow are reported, and W beyond them is
+// skipped). Every CTA reads clock64 around its loop of `iters` steps; the line printed per
+// (tile, mode, W) holds the median, min and max SM cycles per step over the CTAs.
+// What it answers: with W CTAs on an SM, is a step W x (its time alone) (no overlap), or
+// max(W x tensor, W x softmax, alone) (each pipe's work hidden under the others'), or between?
+// Data are small fp16 values; the results are not checked (the loop's wgmma forms, descriptors
+// and fragment layouts are the ones wg1_tma_fwd's output checks pass with).
+// Build (sm_90a only): nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a coresident.cu
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <vector>
+
+#include "../kernels/common.cuh"
+#include "../kernels/wg1_tma_fwd.cuh"
+#include "check.cuh"
+
+namespace {
+
+using namespace iosim_cuda;
+using namespace iosim_hopper;
+
+enum Mode { kFull = 0, kGemm = 1, kSoftmax = 2 };
+const char* mode_name(int m) {
+  return m == kFull ? "full" : m == kGemm ? "gemm" : "softmax";
+}
+
+template <int kD, int kBQ, int kBKV, int kMode, int kMinBlocks>
+__global__ void __launch_bounds__(128, kMinBlocks)
+    coresident_kernel(int iters, long long* cycles, float* sink) {
+  constexpr int kRG = kBQ / 64;
+  constexpr int kQColBlock = kBQ * 128;
+  constexpr int kKVColBlock = kBKV * 128;
+  extern __shared__ uint8_t smem_raw[];
+  const uint32_t raw = static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw));
+  const uint32_t pad = (1024 - (raw & 1023)) & 1023;
+  const uint32_t s_q = raw + pad, s_k = s_q + kBQ * kD * 2, s_v = s_k + kBKV * kD * 2;
+  __half* tiles = reinterpret_cast<__half*>(smem_raw + pad);
+  const int n_halves = (kBQ + 2 * kBKV) * kD;
+  for (int i = threadIdx.x; i < n_halves; i += blockDim.x)
+    tiles[i] = __float2half(0.01f * static_cast<float>((i * 7 + blockIdx.x) % 13) - 0.06f);
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+  __syncthreads();
+
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
+  (void)warp;
+  (void)g;
+  (void)t;
+  const float scale_log2 = 0.125f * kLog2e;
+  float o[kRG][kD / 2];
+  float m[kRG][2], l[kRG][2];
+#pragma unroll
+  for (int rg = 0; rg < kRG; ++rg) {
+#pragma unroll
+    for (int i = 0; i < kD / 2; ++i) o[rg][i] = 0.f;
+    m[rg][0] = m[rg][1] = -INFINITY;
+    l[rg][0] = l[rg][1] = 0.f;
+  }
+  __syncthreads();
+  const long long t0 = clock64();
+  for (int j = 0; j < iters; ++j) {
+    if (j > 0) __syncthreads();  // as the kernel's per-step barrier before refilling a stage
+    float s[kRG][kBKV / 2];      // S of this step only, as in the kernel
+    if constexpr (kMode != kSoftmax) {
+#pragma unroll
+      for (int rg = 0; rg < kRG; ++rg) reg_fence(s[rg]);
+      wgmma_fence();
+#pragma unroll
+      for (int rg = 0; rg < kRG; ++rg)
+#pragma unroll
+        for (int ks = 0; ks < kD / 16; ++ks) {
+          const uint32_t col = (ks % 4) * 32;
+          wg1_qk_wgmma<false, kBKV>(s[rg],
+                                    desc_kmajor(s_q + (ks / 4) * kQColBlock + rg * 64 * 128 + col),
+                                    desc_kmajor(s_k + (ks / 4) * kKVColBlock + col), ks > 0);
+        }
+      wgmma_commit();
+      wgmma_wait<0>();
+#pragma unroll
+      for (int rg = 0; rg < kRG; ++rg) reg_fence(s[rg]);
+    } else {
+#pragma unroll
+      for (int rg = 0; rg < kRG; ++rg)
+#pragma unroll
+        for (int i = 0; i < kBKV / 2; ++i) s[rg][i] = fmaf(o[rg][i % (kD / 2)], 0.5f, 0.25f);
+    }
+    uint32_t pa[kRG][kBKV / 16][4];
+#pragma unroll
+    for (int rg = 0; rg < kRG; ++rg) {
+      if constexpr (kMode != kGemm) {
+#pragma unroll
+        for (int i = 0; i < kBKV / 2; ++i) s[rg][i] *= scale_log2;
+#pragma unroll
+        for (int hh = 0; hh < 2; ++hh) {
+          float mx = -INFINITY;
+#pragma unroll
+          for (int c = 0; c < kBKV / 8; ++c)
+            mx = fmaxf(mx, fmaxf(s[rg][4 * c + 2 * hh], s[rg][4 * c + 2 * hh + 1]));
+          mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+          mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+          const float m_new = fmaxf(m[rg][hh], mx);
+          const float m_use = (m_new == -INFINITY) ? 0.f : m_new;
+          const float alpha = fast_exp2(m[rg][hh] - m_use);
+          float sum = 0.f;
+#pragma unroll
+          for (int c = 0; c < kBKV / 8; ++c)
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+              const float pv = fast_exp2(s[rg][4 * c + 2 * hh + e] - m_use);
+              s[rg][4 * c + 2 * hh + e] = pv;
+              sum += pv;
+            }
+          l[rg][hh] = l[rg][hh] * alpha + sum;
+          m[rg][hh] = m_new;
+#pragma unroll
+          for (int c = 0; c < kD / 8; ++c) {
+            o[rg][4 * c + 2 * hh] *= alpha;
+            o[rg][4 * c + 2 * hh + 1] *= alpha;
+          }
+        }
+      }
+#pragma unroll
+      for (int ks = 0; ks < kBKV / 16; ++ks)
+#pragma unroll
+        for (int r = 0; r < 4; ++r)
+          pa[rg][ks][r] = pack2<__half>(s[rg][8 * ks + 2 * r], s[rg][8 * ks + 2 * r + 1]);
+    }
+    if constexpr (kMode != kSoftmax) {
+#pragma unroll
+      for (int rg = 0; rg < kRG; ++rg) {
+        reg_fence(o[rg]);
+        reg_fence(pa[rg]);
+      }
+      wgmma_fence();
+#pragma unroll
+      for (int rg = 0; rg < kRG; ++rg)
+#pragma unroll
+        for (int ks = 0; ks < kBKV / 16; ++ks)
+          wg1_pv_wgmma<false, kD>(o[rg], pa[rg][ks],
+                                  desc_mnmajor(s_v + ks * 16 * 128, kKVColBlock, 0));
+      wgmma_commit();
+      wgmma_wait<0>();
+#pragma unroll
+      for (int rg = 0; rg < kRG; ++rg) {
+        reg_fence(o[rg]);
+        reg_fence(pa[rg]);
+      }
+    } else {
+      // P is consumed as the product would: one add per packed pair into O.
+#pragma unroll
+      for (int rg = 0; rg < kRG; ++rg)
+#pragma unroll
+        for (int i = 0; i < kD / 2; ++i)
+          o[rg][i] += __uint_as_float(pa[rg][(i / 8) % (kBKV / 16)][i % 4] & 0x3f800000u);
+    }
+  }
+  const long long t1 = clock64();
+  float acc = 0.f;
+#pragma unroll
+  for (int rg = 0; rg < kRG; ++rg) {
+    acc += l[rg][0] + l[rg][1];
+#pragma unroll
+    for (int i = 0; i < kD / 2; ++i) acc += o[rg][i];
+  }
+  if (acc == 1234.5f) sink[blockIdx.x] = acc;  // keeps the work; practically never stores
+  if (threadIdx.x == 0) cycles[blockIdx.x] = t1 - t0;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+struct Env {
+  int sms = 0;
+  int smem_per_sm = 0;
+  int reserved = 0;
+  long long* cycles = nullptr;
+  float* sink = nullptr;
+  bool first = true;
+};
+
+// W CTAs per SM, the kernel compiled for W (__launch_bounds__(128, W): ptxas fits its registers
+// to W CTAs, as a kernel's author does when tuning occupancy).
+template <int kD, int kBQ, int kBKV, int kMode, int w>
+void run_w(Env& env, int iters) {
+  // Left out where S and O alone (plus ~24 registers of addresses and softmax state) would not
+  // fit the registers W CTAs get: ptxas refuses such a budget.
+  constexpr int kLive = (kBQ / 64) * (kD / 2 + kBKV / 2) + 24;
+  if constexpr (kLive > 65536 / (128 * w)) {
+    return;
+  } else {
+    auto kernel = coresident_kernel<kD, kBQ, kBKV, kMode, w>;
+    const int need = 1024 + (kBQ + 2 * kBKV) * kD * 2;
+    cudaFuncAttributes attr{};
+    CHECK(cudaFuncGetAttributes(&attr, kernel));
+    {
+      // At most w CTAs per SM by shared memory: w (s + reserved) fits, w + 1 do not.
+      const int smem = std::max(need, env.smem_per_sm / w - env.reserved - 64);
+      if (smem > 232448) return;
+      CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+      int occ = 0;
+      CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kernel, 128, smem));
+      if (occ != w) return;  // registers (or the tiles) allow fewer than w
+      const int grid = w * env.sms;
+      std::vector<double> cpi;
+      for (int rep = 0; rep < 2; ++rep) {  // the first launch warms up; the second is kept
+        kernel<<<grid, 128, smem>>>(iters, env.cycles, env.sink);
+        CHECK(cudaGetLastError());
+        CHECK(cudaDeviceSynchronize());
+      }
+      std::vector<long long> cyc(grid);
+      CHECK(cudaMemcpy(cyc.data(), env.cycles, sizeof(long long) * grid, cudaMemcpyDeviceToHost));
+      for (long long c : cyc) cpi.push_back(static_cast<double>(c) / iters);
+      std::printf(
+          "%s{\"d\": %d, \"block_q\": %d, \"block_kv\": %d, \"mode\": \"%s\", "
+          "\"ctas_per_sm\": %d, \"registers_per_thread\": %d, \"local_bytes\": %d, "
+          "\"smem_bytes_per_cta\": %d, "
+          "\"iters\": %d, \"cycles_per_step_median\": %.1f, \"cycles_per_step_min\": %.1f, "
+          "\"cycles_per_step_max\": %.1f}",
+          env.first ? "" : ",\n", kD, kBQ, kBKV, mode_name(kMode), w, attr.numRegs,
+          static_cast<int>(attr.localSizeBytes), smem, iters, median(cpi),
+          *std::min_element(cpi.begin(), cpi.end()), *std::max_element(cpi.begin(), cpi.end()));
+      std::fflush(stdout);
+      env.first = false;
+    }
+  }
+}
+
+template <int kD, int kBQ, int kBKV, int kMode>
+void run(Env& env, int iters) {
+  run_w<kD, kBQ, kBKV, kMode, 1>(env, iters);
+  run_w<kD, kBQ, kBKV, kMode, 2>(env, iters);
+  run_w<kD, kBQ, kBKV, kMode, 3>(env, iters);
+  run_w<kD, kBQ, kBKV, kMode, 4>(env, iters);
+}
+
+template <int kD, int kBQ, int kBKV>
+void run_modes(Env& env) {
+  const int iters = 2048;
+  run<kD, kBQ, kBKV, kFull>(env, iters);
+  run<kD, kBQ, kBKV, kGemm>(env, iters);
+  run<kD, kBQ, kBKV, kSoftmax>(env, iters);
+}
+
+}  // namespace
+
+int main() {
+  Env env;
+  int dev = 0;
+  CHECK(cudaGetDevice(&dev));
+  cudaDeviceProp prop{};
+  CHECK(cudaGetDeviceProperties(&prop, dev));
+  env.sms = prop.multiProcessorCount;
+  env.smem_per_sm = static_cast<int>(prop.sharedMemPerMultiprocessor);
+  env.reserved = static_cast<int>(prop.reservedSharedMemPerBlock);
+  CHECK(cudaMalloc(&env.cycles, sizeof(long long) * 4 * env.sms));
+  CHECK(cudaMalloc(&env.sink, sizeof(float) * 4 * env.sms));
+  std::printf("{\"device\": \"%s\", \"sms\": %d, \"results\": [\n", prop.name, env.sms);
+  run_modes<64, 128, 64>(env);
+  run_modes<64, 64, 64>(env);
+  run_modes<64, 64, 128>(env);
+  run_modes<64, 128, 128>(env);
+  run_modes<128, 128, 64>(env);
+  run_modes<128, 64, 64>(env);
+  run_modes<128, 64, 128>(env);
+  std::printf("\n]}\n");
+  CHECK(cudaFree(env.cycles));
+  CHECK(cudaFree(env.sink));
+  return 0;
+}
