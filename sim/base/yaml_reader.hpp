@@ -1,11 +1,10 @@
 #pragma once
 // YAML input other than profiles (kernel descriptions) as a JSON value, so that a YAML file and a
 // Python dict reach the same checks. The reader lives beside the profile loader
-// (profile_loader.cpp), the one file that includes yaml-cpp, and applies the same checks to the
-// text: UTF-8, no anchors or aliases, one document.
-#include <string>
-
+// (sim/hardware/yaml_documents.cpp, which with the loader's files is the only code that includes
+// yaml-cpp), and applies the same checks to the text: UTF-8, no anchors or aliases, one document.
 #include <nlohmann/json.hpp>
+#include <string>
 
 namespace iosim {
 

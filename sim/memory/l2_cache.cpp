@@ -6,6 +6,7 @@
 #include <bit>
 
 #include "sim/base/errors.hpp"
+#include "sim/memory/l2_lookups.hpp"
 
 namespace iosim {
 

@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "sim/base/errors.hpp"
+#include "sim/memory/l2_lookups.hpp"
 
 namespace iosim {
 namespace {

@@ -1,0 +1,420 @@
+// Predicting one measured case for `iosim validate`: the request a case asks for (blind, and
+// as-run with what was measured of its kernels), the measured totals and their repeat spreads, and
+// the comparison of the two.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "api/validation.hpp"
+#include "api/validation_detail.hpp"
+#include "sim/base/errors.hpp"
+#include "sim/schedule/block_mask.hpp"
+
+namespace iosim {
+namespace {
+
+using nlohmann::json;
+
+double number_at(const json& obj, const char* key, const std::string& where) {
+  const auto it = obj.find(key);
+  if (it == obj.end() || !it->is_number()) {
+    throw ConfigError(fmt::format("{}: missing number '{}'", where, key));
+  }
+  return it->get<double>();
+}
+
+// A measured counter or duration: a finite number >= 0.
+double measured_at(const json& obj, const char* key, const std::string& where) {
+  const double v = number_at(obj, key, where);
+  if (!(v >= 0.0 && std::isfinite(v))) {
+    throw ConfigError(
+        fmt::format("{}: '{}' = {} must be a finite number >= 0", where, key, obj.at(key).dump()));
+  }
+  return v;
+}
+
+// A whole number of `obj` in [lo, hi]; the message names the file's key, not a CLI flag the user
+// never typed.
+std::int64_t int_at(const json& obj, const char* key, const std::string& where, std::int64_t lo,
+                    std::int64_t hi) {
+  const double v = number_at(obj, key, where);
+  if (!(v >= static_cast<double>(lo) && v <= static_cast<double>(hi)) || v != std::floor(v)) {
+    throw ConfigError(fmt::format("{}: '{}' = {} must be a whole number in [{}, {}]", where, key,
+                                  obj.at(key).dump(), lo, hi));
+  }
+  return static_cast<std::int64_t>(v);
+}
+
+// Registers per thread a measured kernel launched with: 1 to 255 on every NVIDIA GPU so far.
+int registers_at(const json& launch, const std::string& where) {
+  return static_cast<int>(int_at(launch, "launch__registers_per_thread", where, 1, 255));
+}
+
+// Registers per thread of each measured kernel, by role, for the roles iosim's schedules give
+// their kernels (KernelSpec::role). cuBLAS's GEMMs are left out: the standard schedule models
+// its own GEMM tiling, not the one cuBLAS chose, so cuBLAS's registers would size the wrong CTA.
+// A role measured with two different counts (two different kernels) is left out too.
+std::map<std::string, int> registers_by_role(const json& kernels, const std::string& where) {
+  static const std::set<std::string> kRoles = {"attention", "split", "reduce", "mask", "softmax"};
+  std::map<std::string, int> out;
+  std::set<std::string> ambiguous;
+  for (const json& k : kernels) {
+    const std::string role = k.value("role", std::string{});
+    const json launch = k.value("launch", json::object());
+    if (!kRoles.count(role) || !launch.contains("launch__registers_per_thread")) continue;
+    const int regs = registers_at(launch, fmt::format("{} kernel '{}'", where, role));
+    const auto [it, inserted] = out.emplace(role, regs);
+    if (!inserted && it->second != regs) ambiguous.insert(role);
+  }
+  for (const std::string& role : ambiguous) out.erase(role);
+  return out;
+}
+
+// K/V buffer pairs of a measured kernel that streams K/V (flash2, block-sparse, split-KV), from
+// the shared memory it asked for: Q (block_q x d) plus pairs x 2 x (block_kv x d). The files'
+// `pipeline_stages` counts pipeline depth, which is 2 both for our decode kernel (two pairs) and
+// for FlashAttention's kernels (one pair whose K and V copies alternate with the products).
+// 0 when the tiling does not say.
+int pairs_from_smem(const json& t, std::int64_t head_dim, std::int64_t elem_bytes) {
+  const std::int64_t smem = t.value("smem_bytes_per_cta", std::int64_t{0});
+  const std::int64_t bq = t.value("block_q", std::int64_t{0});
+  const std::int64_t bkv = t.value("block_kv", std::int64_t{0});
+  const std::int64_t row_bytes = head_dim * elem_bytes;
+  if (smem <= 0 || bq <= 0 || bkv <= 0 || row_bytes <= 0) return 0;
+  const std::int64_t kv_bytes = smem - bq * row_bytes;
+  const std::int64_t pair_bytes = 2 * bkv * row_bytes;
+  // Our paged kernel adds its block-table slice (4 bytes a page) after the tiles.
+  const std::int64_t pairs = kv_bytes / pair_bytes;
+  return pairs >= 1 && kv_bytes - pairs * pair_bytes < pair_bytes / 8 ? static_cast<int>(pairs) : 0;
+}
+
+// The request for a case. Blind (`as_run` false): the problem and the tiling the case asked its
+// kernel for, as `iosim run`'s flags say it (--block-q, --block-kv, --threads, --splits), nothing
+// measured. As-run: also what was seen in the measured launches: the K/V buffers (from the shared
+// memory the kernel asked for) and the split count PyTorch's heuristic chose (num_splits).
+RunRequest request_for(const json& c, const std::string& where, bool as_run) {
+  RunRequest r;
+  r.algorithm = c.at("schedule").get<std::string>();
+  // A case that carries its kernel's description is predicted from it alone (blind and as-run):
+  // the dataflow, tiles, mechanisms and launch facts its author stated.
+  if (c.contains("kernel")) {
+    r.kernel = std::make_shared<const KernelDescription>(
+        parse_kernel_description(c["kernel"], where + ": kernel"));
+    r.algorithm = r.kernel->name;
+  }
+  const json& p = c.at("problem");
+  AttentionProblem& pr = r.problem;
+  // validate_problem()'s limits, named by the file's keys rather than by CLI flags.
+  const std::string in_problem = where + ": problem";
+  pr.batch = int_at(p, "batch", in_problem, 1, kMaxBatch);
+  pr.heads = int_at(p, "heads", in_problem, 1, kMaxHeads);
+  pr.seq = int_at(p, "seq", in_problem, 1, kMaxSeq);
+  pr.seq_kv = int_at(p, "seq_kv", in_problem, 1, kMaxSeq);
+  pr.head_dim = int_at(p, "head_dim", in_problem, 1, kMaxHeadDim);
+  pr.dtype = parse_dtype(p.value("dtype", std::string("fp16")));
+  pr.causal = p.value("causal", false);
+  pr.mask = p.value("mask", false);
+  pr.dropout = p.value("dropout", 0.0);
+  pr.pass = parse_pass(c.value("pass", std::string("fwd")));
+  // Decoding: grouped-query attention and paged K/V when the case says so.
+  pr.kv_heads = p.value("kv_heads", std::int64_t{0});
+  pr.page_tokens = p.value("page_tokens", std::int64_t{0});
+  // Block-sparse: the kernel's block mask, as --pattern defines it (cuda_validate's block list
+  // is held to sim/schedule/block_mask.cpp by tests/block_pattern_match_test.cpp).
+  if (p.contains("pattern") && p["pattern"].is_string()) {
+    pr.pattern =
+        std::make_shared<const BlockPattern>(parse_block_pattern(p["pattern"].get<std::string>()));
+  }
+  // Tiling of the measured kernel, when it is one we wrote (cuBLAS picks its own for standard).
+  if (!r.kernel && c.contains("tiling") && c["tiling"].is_object()) {
+    const json& t = c["tiling"];
+    // 0 or absent: the measured kernel's tiling does not say (the algorithm's default).
+    const auto given = [](auto v) { return v != 0 ? std::optional(v) : std::nullopt; };
+    r.tiling.block_q = given(t.value("block_q", std::int64_t{0}));
+    r.tiling.block_kv = given(t.value("block_kv", std::int64_t{0}));
+    r.tiling.threads = given(t.value("threads", 0));
+    // Split-KV decoding: the split count the case asked its kernel for (--splits).
+    r.tiling.splits = given(t.value("splits", std::int64_t{0}));
+    const Capabilities& caps = builtin_registry().get(r.algorithm).capabilities;
+    // A run of both passes whose flags tile the forward: the backward's own blocks, as the
+    // measured backward kernel's tiling says ("bwd"), passed like --backward-block-q/-kv.
+    if (pr.pass == Pass::fwdbwd && caps.flags_tile_forward && t.contains("bwd") &&
+        t["bwd"].is_object()) {
+      r.tiling.backward_block_q = given(t["bwd"].value("block_q", std::int64_t{0}));
+      r.tiling.backward_block_kv = given(t["bwd"].value("block_kv", std::int64_t{0}));
+    }
+    // Grouped-query decoding: a kernel whose CTA holds all of a K/V head's query rows
+    // (query_rows_per_cta = group x N, cuda_validate's decode kernel) packs the group at any N,
+    // as --pack-gqa on says; FlashAttention-2's rule, the default, packs at N = 1 only.
+    if (const std::int64_t rows = t.value("query_rows_per_cta", std::int64_t{0});
+        pr.seq > 1 && pr.group() > 1 && rows == pr.group() * pr.seq) {
+      pr.pack_gqa = GqaPacking::on;
+    }
+    if (as_run) {
+      r.tiling.pipeline_stages = given(t.value("pipeline_stages", 0));
+      // Forward passes, and runs of both passes whose flags tile the forward: otherwise a run
+      // with a backward uses the field for the backward's Q stages.
+      const bool streams_kv = (pr.pass == Pass::fwd || caps.flags_tile_forward) &&
+                              caps.forward_stages == StagesCount::kv_buffer_pairs;
+      if (const int pairs = pairs_from_smem(t, pr.head_dim, pr.elem_bytes());
+          streams_kv && pairs > 0) {
+        r.tiling.pipeline_stages = pairs;
+      }
+      // The split count PyTorch's heuristic chose at run time, seen in its launches.
+      if (!r.tiling.splits) r.tiling.splits = given(t.value("num_splits", std::int64_t{0}));
+    }
+  }
+  // The arrangement the measured kernel ran (our FA3-style kernel's variants): a case measured
+  // with ping-pong is predicted with ping-pong. Of a variant's fields only this one has an iosim
+  // flag (--warpgroups); the copy path, intra-warpgroup overlap and a non-persistent grid do not.
+  if (c.contains("variant") && c["variant"].is_object()) {
+    const json& v = c["variant"];
+    if (v.contains("warpgroups")) {
+      if (v["warpgroups"].is_string()) {
+        r.tiling.warpgroups = warpgroup_arrangement(v["warpgroups"].get<std::string>());
+      }
+      if (!r.tiling.warpgroups) {
+        throw ConfigError(
+            fmt::format("{}: variant.warpgroups must be \"pingpong\" or \"cooperative\", not {}",
+                        where, v["warpgroups"].dump()));
+      }
+    }
+  }
+  r.engine.l2_enabled = true;
+  r.engine.flush_l2_between_kernels = true;  // ncu --cache-control all
+  return r;
+}
+
+// Repeat spreads of a case's measured quantities (cuda_validate/scripts/combine_repeats.py): each
+// kernel's spread of a counter, weighted by that kernel's share of the case's total (the spread of
+// a sum is at most the weighted spreads of its parts when they move together). A quantity with a
+// kernel that has no spread (measured once) has none.
+double non_negative_spread(const json& obj, const char* key, const std::string& where) {
+  const double v = obj.at(key).get<double>();
+  if (!(v >= 0.0)) {
+    throw ConfigError(fmt::format("{}: repeat spread '{}' = {} must be >= 0", where, key, v));
+  }
+  return v;
+}
+
+// The measured time blind time is held to. PyTorch's cases were first timed with the GPU idle
+// before the launch, so the host's dispatch (150-750 us for cuDNN's attention) was inside the
+// interval wherever it outlasted the kernels; where a case was timed again with the GPU kept busy
+// while the host enqueued (cuda_validate/pytorch_sdpa/retime.py), that time is the kernels'.
+const char* blind_time_key(const json& c) {
+  const auto it = c.find("time_queued_s");
+  return it != c.end() && it->is_number() ? "time_queued_s" : "time_free_running_s";
+}
+
+struct KernelSpreads {
+  double weighted[kMetricCount] = {};
+  bool missing[kMetricCount] = {};
+  bool any = false;
+  void add(const json& kernel, const double (&values)[kMetricCount], bool l2_read_from_xbar,
+           const std::string& where) {
+    static const char* const kKeys[kMetricCount] = {nullptr,
+                                                    "dram__bytes_read.sum",
+                                                    "dram__bytes_write.sum",
+                                                    "l1tex__m_xbar2l1tex_read_sectors.sum",
+                                                    "lts__t_sectors_srcunit_tex_op_write.sum",
+                                                    "gpu__time_duration.sum"};
+    const json sp = kernel.value("spread", json::object());
+    for (int i = 1; i < kMetricCount; ++i) {
+      const bool known = sp.contains(kKeys[i]) && sp[kKeys[i]].is_number() &&
+                         (kMetrics[i] != Metric::l2_read || l2_read_from_xbar);
+      if (known) {
+        weighted[i] += values[i] * non_negative_spread(sp, kKeys[i], where);
+        any = true;
+      } else {
+        missing[i] = true;
+      }
+    }
+  }
+  // Spreads indexed like kMetrics, given the case's measured totals. The case's own spreads of
+  // its DRAM read and write totals ("repeats"), where recorded, replace the kernels' weighted ones.
+  void apply(const json& c, const double (&measured)[kMetricCount], Comparison (&out)[kMetricCount],
+             Comparison (&blind)[kMetricCount], const std::string& where) const {
+    const json cs = c.value("/repeats/spread"_json_pointer, json::object());
+    // Blind time is held to the case's own CUDA-event repeats, whether or not its kernels'
+    // counters were repeated (PyTorch's sets: time sets only).
+    const char* time_key = blind_time_key(c);
+    if (cs.contains(time_key) && cs[time_key].is_number()) {
+      blind[index_of(Metric::time)].spread = non_negative_spread(cs, time_key, where);
+    }
+    if (!any) return;
+    std::optional<double> s[kMetricCount];
+    for (int i = 1; i < kMetricCount; ++i) {
+      if (!missing[i] && measured[i] > 0) s[i] = weighted[i] / measured[i];
+    }
+    for (const auto& [key, i] : {std::pair{"dram_read", 1}, std::pair{"dram_write", 2}}) {
+      if (cs.contains(key) && cs[key].is_number()) s[i] = non_negative_spread(cs, key, where);
+    }
+    if (s[1] && s[2] && measured[0] > 0) {
+      s[0] = (*s[1] * measured[1] + *s[2] * measured[2]) / measured[0];
+    }
+    for (int i = 0; i < kMetricCount; ++i) {
+      out[i].spread = s[i];
+      // Blind bytes are held to the same counters; blind time to the CUDA-event repeats below.
+      if (kMetrics[i] != Metric::time) blind[i].spread = s[i];
+    }
+  }
+};
+
+}  // namespace
+
+CaseResult validation_detail::compare_case(const json& c, const std::string& profile_name,
+                                           const std::string& file, double free_clock_mhz,
+                                           double held_clock_mhz) {
+  CaseResult out;
+  out.id = c.value("id", std::string("?"));
+  out.schedule = c.contains("kernel") && c["kernel"].is_object() && c["kernel"].contains("name") &&
+                         c["kernel"]["name"].is_string()
+                     ? c["kernel"]["name"].get<std::string>()
+                     : c.value("schedule", std::string("?"));
+  out.pass = c.value("pass", std::string("fwd"));
+  out.dtype = c.contains("problem") && c["problem"].is_object()
+                  ? c["problem"].value("dtype", std::string("fp16"))
+                  : std::string("fp16");
+  out.profile = profile_name;
+  out.source_file = file;
+  const std::string where = fmt::format("{}: case '{}'", file, out.id);
+  if (!c.value("/check/passed"_json_pointer, false)) {
+    out.skipped_reason = "output check failed or missing";
+    return out;
+  }
+  if (c.contains("kernels") && !c["kernels"].is_array()) {
+    throw ConfigError(fmt::format("{}: 'kernels' must be a list of kernels, got {}", where,
+                                  c["kernels"].type_name()));
+  }
+  if (!c.contains("kernels") || c["kernels"].empty()) {
+    out.skipped_reason = "no kernels measured";
+    return out;
+  }
+  // Measured totals over the case's kernels, and the SM clock ncu ran them at (time-weighted).
+  double measured[kMetricCount] = {};  // indexed like kMetrics
+  double clock_weighted = 0.0, time_total = 0.0;
+  KernelSpreads spreads;
+  for (const json& k : c["kernels"]) {
+    if (!k.is_object() || !k.contains("metrics") || !k["metrics"].is_object()) {
+      throw ConfigError(
+          fmt::format("{}: every kernel must be an object with a 'metrics' object", where));
+    }
+    const json& m = k["metrics"];
+    const std::string kw = fmt::format("{} kernel '{}'", where, k.value("role", std::string("?")));
+    const double values[kMetricCount] = {
+        0.0, measured_at(m, "dram__bytes_read.sum", kw),
+        measured_at(m, "dram__bytes_write.sum", kw),
+        // Bytes the SMs received from L2. The L2 slices' own request count
+        // (lts__t_sectors_srcunit_tex_op_read) is lower when co-resident CTAs read the same sectors
+        // at the same moment: the crossbar merges those requests (cuda_validate/README.md). Older
+        // files without the crossbar metric fall back to the slice count.
+        32.0 * (m.contains("l1tex__m_xbar2l1tex_read_sectors.sum")
+                    ? measured_at(m, "l1tex__m_xbar2l1tex_read_sectors.sum", kw)
+                    : measured_at(m, "lts__t_sectors_srcunit_tex_op_read.sum", kw)),
+        32.0 * measured_at(m, "lts__t_sectors_srcunit_tex_op_write.sum", kw),
+        measured_at(m, "gpu__time_duration.sum", kw) * 1e-9};
+    for (int i = 1; i < kMetricCount; ++i) measured[i] += values[i];
+    spreads.add(k, values, m.contains("l1tex__m_xbar2l1tex_read_sectors.sum"), kw);
+    const double t = values[5];
+    clock_weighted += t * measured_at(m, "sm__cycles_elapsed.avg.per_second", kw) / 1e6;
+    time_total += t;
+  }
+  measured[0] = measured[1] + measured[2];
+  out.sm_clock_mhz = time_total > 0 ? clock_weighted / time_total : 0.0;
+
+  RunRequest r, blind;
+  try {
+    r = request_for(c, where, true);
+    blind = request_for(c, where, false);
+  } catch (const nlohmann::json::exception& e) {
+    throw ConfigError(fmt::format("{}: {}", where, e.what()));
+  }
+  r.engine.sm_clock_mhz = out.sm_clock_mhz;
+  // The register counts the compiler gave the measured kernels set their occupancy.
+  r.engine.registers_by_role = registers_by_role(c["kernels"], where);
+  if (!r.kernel && !builtin_registry().get(r.algorithm).capabilities.materializes_scores &&
+      c["kernels"].size() == 1) {
+    // A file whose roles are not iosim's (PyTorch's "sdpa_fwd") still names its one kernel.
+    const json& launch = c["kernels"][0].value("launch", json::object());
+    if (launch.contains("launch__registers_per_thread")) {
+      r.tiling.registers_per_thread = registers_at(launch, where);
+    }
+  }
+  const HardwareProfile profile = load_profile(profile_name);
+  const Report rep = simulate(profile, r);
+  if (!rep.feasible()) {
+    out.skipped_reason = "infeasible in iosim: " + rep.infeasible_reason;
+    return out;
+  }
+  const auto predicted = [](const Report& x, int i) {
+    const Counters& t = x.engine.total;
+    const double values[kMetricCount] = {
+        static_cast<double>(t.hbm.read_total() + t.hbm.write_total()),
+        static_cast<double>(t.hbm.read_total()),
+        static_cast<double>(t.hbm.write_total()),
+        static_cast<double>(t.l2.read_total()),
+        static_cast<double>(t.l2.write_total()),
+        x.engine.time_s};
+    return values[i];
+  };
+  for (int i = 0; i < kMetricCount; ++i)
+    out.metrics[i] = {predicted(rep, i), measured[i], std::nullopt};
+
+  // Blind: bytes with a cold L2 per kernel (what the counters saw), time as `iosim run` gives it
+  // (L2 carried over between kernels, as back-to-back launches have it) against CUDA events.
+  // On a profile with a power limit the power model picks the clock from the flags alone
+  // (sim/hardware/power_model.hpp); otherwise the file's free-running clock, else the boost clock.
+  // A clock the file's GPU was held at (held_running_clock_mhz) caps the model's.
+  const auto blind_run = [&](RunRequest& q) {
+    Report run = simulate(profile, q);
+    if (profile.power.present && held_clock_mhz > 0 && q.engine.sm_clock_mhz <= 0 &&
+        run.sm_clock_mhz > held_clock_mhz) {
+      q.engine.sm_clock_mhz = held_clock_mhz;
+      run = simulate(profile, q);
+      q.engine.sm_clock_mhz = 0.0;
+    }
+    return run;
+  };
+  out.blind_sm_clock_mhz = profile.power.present ? 0.0
+                           : free_clock_mhz > 0  ? free_clock_mhz
+                                                 : profile.sm.boost_clock_mhz.value;
+  blind.engine.sm_clock_mhz = out.blind_sm_clock_mhz;
+  const Report cold = blind_run(blind);
+  if (profile.power.present) out.blind_sm_clock_mhz = cold.sm_clock_mhz;
+  if (!cold.feasible()) {  // blind stays unmeasured: no relative error
+    Comparison unused[kMetricCount];
+    spreads.apply(c, measured, out.metrics, unused, where);
+    return out;
+  }
+  blind.engine.flush_l2_between_kernels = false;
+  double blind_time_s = cold.engine.time_s;
+  if (cold.engine.kernels.size() > 1) {
+    const Report warm = blind_run(blind);
+    blind_time_s = warm.engine.time_s;
+    if (profile.power.present) out.blind_sm_clock_mhz = warm.sm_clock_mhz;
+  }
+  const auto free_it = c.find(blind_time_key(c));
+  const double free_s =
+      free_it != c.end() && free_it->is_number() ? free_it->get<double>() : 0.0;  // 0: not timed
+  for (int i = 0; i < kMetricCount; ++i) {
+    out.blind[i] = kMetrics[i] == Metric::time
+                       ? Comparison{blind_time_s, free_s, std::nullopt}
+                       : Comparison{predicted(cold, i), measured[i], std::nullopt};
+  }
+  spreads.apply(c, measured, out.metrics, out.blind, where);
+  return out;
+}
+
+std::map<std::string, int> measured_registers_by_role(const json& kernels) {
+  return registers_by_role(kernels, "measured");
+}
+
+int kv_buffer_pairs(const json& tiling, std::int64_t head_dim, std::int64_t elem_bytes) {
+  return pairs_from_smem(tiling, head_dim, elem_bytes);
+}
+
+}  // namespace iosim

@@ -1,0 +1,261 @@
+// `iosim validate`'s writers: the table, Markdown (and its cells for the HTML report), CSV and
+// JSON of a ValidationResult.
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "api/schema_version.hpp"
+#include "api/validation.hpp"
+#include "api/validation_detail.hpp"
+#include "sim/base/human_units.hpp"
+
+namespace iosim {
+namespace {
+
+using nlohmann::json;
+
+std::string pct(const std::optional<double>& e, bool sign = false) {
+  if (!e) return "-";
+  return sign ? fmt::format("{:+.1f}%", *e * 100) : fmt::format("{:.1f}%", *e * 100);
+}
+
+// A summary statistic: "within noise" where the repeats' spread is at least the error.
+std::string stat_text(const std::optional<double>& error, const std::optional<double>& spread) {
+  return within_noise(error, spread) ? "within noise" : pct(error);
+}
+
+std::string blind_pair(const Summary& x, int i) {
+  return stat_text(x.blind_median_abs_error[i], x.blind_median_spread[i]) + " / " +
+         stat_text(x.blind_worst_abs_error[i], x.blind_worst_spread[i]);
+}
+
+std::string as_run_pair(const Summary& x, int i) {
+  return stat_text(x.median_abs_error[i], x.median_spread[i]) + " / " +
+         stat_text(x.worst_abs_error[i], x.worst_spread[i]);
+}
+
+bool has_spreads(const ValidationResult& v) {
+  for (const Summary& x : v.summaries)
+    for (int i = 0; i < kMetricCount; ++i)
+      if (x.median_spread[i] || x.blind_median_spread[i]) return true;
+  return false;
+}
+
+std::string value_text(Metric m, double v) {
+  return m == Metric::time ? human_seconds(v) : human_bytes(v);
+}
+
+}  // namespace
+
+std::string validation_table(const ValidationResult& v) {
+  const auto cell = [](Metric m, const Comparison& x) {
+    return fmt::format("{}/{} ({})", value_text(m, x.predicted), value_text(m, x.measured),
+                       x.within_noise() ? "noise" : pct(x.relative_error(), true));
+  };
+  std::string s = fmt::format("{:<52} {:>6} {:>28} {:>28} {:>6}", "case", "blind", "blind time",
+                              "blind dram", "as-run");
+  for (Metric m : kMetrics)
+    s += fmt::format(" {:>28}", std::string(metric_name(m)) + " pred/meas (err)");
+  // (The newline inside the format: "\n" + a std::string trips GCC 12's -Wrestrict at -O3 here.)
+  s += fmt::format("\n{:<52} {:>6} {:>28} {:>28} {:>6}\n", "", "MHz", "pred/meas (err)",
+                   "pred/meas (err)", "MHz");
+  for (const CaseResult& c : v.cases) {
+    if (!c.skipped_reason.empty()) {
+      s += fmt::format("{:<52}  skipped: {}\n", c.id, c.skipped_reason);
+      continue;
+    }
+    s += fmt::format("{:<52} {:>6.0f} {:>28} {:>28} {:>6.0f}", c.id, c.blind_sm_clock_mhz,
+                     cell(Metric::time, c.blind[index_of(Metric::time)]),
+                     cell(Metric::dram, c.blind[index_of(Metric::dram)]), c.sm_clock_mhz);
+    for (int i = 0; i < kMetricCount; ++i)
+      s += fmt::format(" {:>28}", cell(kMetrics[i], c.metrics[i]));
+    s += "\n";
+  }
+  s += fmt::format("\n{:<12} {:>6} {:>22} {:>22}", "schedule", "cases", "blind time med/worst",
+                   "blind dram med/worst");
+  for (Metric m : kMetrics)
+    s += fmt::format(" {:>22}", std::string(metric_name(m)) + " median/worst");
+  s += "\n";
+  for (const Summary& x : v.summaries) {
+    const int t = index_of(Metric::time), d = index_of(Metric::dram);
+    s += fmt::format("{:<12} {:>6} {:>22} {:>22}", x.schedule, x.cases, blind_pair(x, t),
+                     blind_pair(x, d));
+    for (int i = 0; i < kMetricCount; ++i) s += fmt::format(" {:>22}", as_run_pair(x, i));
+    s += "\n";
+  }
+  s +=
+      "\nblind: `iosim run` from the problem and tiling flags alone at the clock the GPU ran free, "
+      "time against CUDA events; as-run: with the kernel's measured registers, buffers, splits "
+      "and Nsight Compute's clock, against its counters and durations\n";
+  if (has_spreads(v)) {
+    s += "noise / within noise: the error is no larger than the measurement's own spread over "
+         "its repeats (max - min over median; for a median or worst, the same statistic of the "
+         "spreads)\n";
+  }
+  return s;
+}
+
+std::string validation_markdown(const ValidationResult& v) {
+  // Files measured several times add the spread of the free-running time over the repeats (the
+  // blind time's measurement) and of the DRAM bytes, beside the errors they bound.
+  const bool spreads = has_spreads(v);
+  std::string s = "| schedule | cases | **blind time** median / worst | ";
+  if (spreads) s += "time spread over repeats median / worst | ";
+  s += "**blind DRAM** median / worst | "
+       "as-run DRAM (read + write) median / worst | DRAM read median / worst | "
+       "DRAM write median / worst | L2 read median / worst | L2 write median / worst | "
+       "as-run time median / worst |";
+  if (spreads) s += " DRAM spread over repeats median / worst |";
+  s += "\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |";
+  if (spreads) s += " ---: | ---: |";
+  s += "\n";
+  for (const Summary& x : v.summaries) {
+    const int t = index_of(Metric::time), d = index_of(Metric::dram);
+    s += fmt::format("| {} | {} | {} |", x.schedule, x.cases, blind_pair(x, t));
+    if (spreads) {
+      s += fmt::format(" {} / {} |", pct(x.blind_median_spread[t]), pct(x.blind_worst_spread[t]));
+    }
+    s += fmt::format(" {} |", blind_pair(x, d));
+    for (int i = 0; i < kMetricCount; ++i) s += fmt::format(" {} |", as_run_pair(x, i));
+    if (spreads) s += fmt::format(" {} / {} |", pct(x.median_spread[d]), pct(x.worst_spread[d]));
+    s += "\n";
+  }
+  if (spreads) {
+    s += "\n*within noise*: the error is no larger than the measurement's own spread over its "
+         "repeats (max − min over median; for a median or worst, the same statistic of the cases' "
+         "spreads).\n";
+  }
+  return s;
+}
+
+// The Markdown table's cells (its lines that start with '|', less the alignment row): the HTML
+// report shows the same columns without keeping a second copy of them.
+std::vector<std::vector<std::string>> validation_summary_table(const ValidationResult& v) {
+  std::vector<std::vector<std::string>> t;
+  std::istringstream in(validation_markdown(v));
+  for (std::string line; std::getline(in, line);) {
+    if (line.size() < 2 || line[0] != '|' || line.rfind("| ---", 0) == 0) continue;
+    std::vector<std::string> row;
+    std::size_t start = 2;
+    for (std::size_t bar = line.find(" |", start); bar != std::string::npos;
+         bar = line.find(" |", start)) {
+      row.push_back(line.substr(start, bar - start));
+      start = bar + 3;
+    }
+    t.push_back(std::move(row));
+  }
+  return t;
+}
+
+std::string validation_csv(const ValidationResult& v) {
+  std::string s = "case,schedule,profile,sm_clock_mhz,skipped";
+  for (Metric m : kMetrics) {
+    s += fmt::format(",{0}_predicted,{0}_measured,{0}_rel_error", metric_name(m));
+  }
+  s += ",blind_sm_clock_mhz";
+  for (Metric m : kMetrics) {
+    s += fmt::format(",blind_{0}_predicted,blind_{0}_measured,blind_{0}_rel_error", metric_name(m));
+  }
+  s += "\n";
+  for (const CaseResult& c : v.cases) {
+    s += fmt::format("{},{},{},{:.1f},\"{}\"", c.id, c.schedule, c.profile, c.sm_clock_mhz,
+                     c.skipped_reason);
+    for (int i = 0; i < kMetricCount; ++i) {
+      const Comparison& x = c.metrics[i];
+      const auto e = x.relative_error();
+      s += fmt::format(",{:.6g},{:.6g},{}", x.predicted, x.measured,
+                       e ? fmt::format("{:.6g}", *e) : "");
+    }
+    s += fmt::format(",{:.1f}", c.blind_sm_clock_mhz);
+    for (int i = 0; i < kMetricCount; ++i) {
+      const Comparison& x = c.blind[i];
+      const auto e = x.relative_error();
+      s += fmt::format(",{:.6g},{:.6g},{}", x.predicted, x.measured,
+                       e ? fmt::format("{:.6g}", *e) : "");
+    }
+    s += "\n";
+  }
+  return s;
+}
+
+namespace {
+
+// The repeat spread of a case's quantity and whether its error is within it; nothing for a
+// quantity measured once (files without repeats keep their JSON as it was).
+void add_spread(json& j, const Comparison& x) {
+  if (!x.spread) return;
+  j["spread"] = *x.spread;
+  j["within_noise"] = x.within_noise();
+}
+
+void add_spreads(json& j, const std::optional<double>& median_error,
+                 const std::optional<double>& worst_error, const std::optional<double>& median,
+                 const std::optional<double>& worst) {
+  if (median) {
+    j["median_spread"] = *median;
+    j["median_within_noise"] = within_noise(median_error, median);
+  }
+  if (worst) {
+    j["worst_spread"] = *worst;
+    j["worst_within_noise"] = within_noise(worst_error, worst);
+  }
+}
+
+}  // namespace
+
+std::string validation_json(const ValidationResult& v) {
+  json cases = json::array();
+  for (const CaseResult& c : v.cases) {
+    json j = {{"id", c.id},
+              {"schedule", c.schedule},
+              {"profile", c.profile},
+              {"source_file", c.source_file},
+              {"sm_clock_mhz", c.sm_clock_mhz}};
+    if (!c.skipped_reason.empty()) {
+      j["skipped"] = c.skipped_reason;
+    } else {
+      j["summary"] = summary_name(c);
+      json blind = {{"sm_clock_mhz", c.blind_sm_clock_mhz}};
+      for (int i = 0; i < kMetricCount; ++i) {
+        const auto e = c.metrics[i].relative_error();
+        j[metric_name(kMetrics[i])] = {{"predicted", c.metrics[i].predicted},
+                                       {"measured", c.metrics[i].measured},
+                                       {"relative_error", e ? json(*e) : json(nullptr)}};
+        add_spread(j[metric_name(kMetrics[i])], c.metrics[i]);
+        const auto b = c.blind[i].relative_error();
+        blind[metric_name(kMetrics[i])] = {{"predicted", c.blind[i].predicted},
+                                           {"measured", c.blind[i].measured},
+                                           {"relative_error", b ? json(*b) : json(nullptr)}};
+        add_spread(blind[metric_name(kMetrics[i])], c.blind[i]);
+      }
+      j["blind"] = blind;
+    }
+    cases.push_back(j);
+  }
+  json summaries = json::array();
+  for (const Summary& x : v.summaries) {
+    json j = {{"schedule", x.schedule}, {"cases", x.cases}};
+    for (int i = 0; i < kMetricCount; ++i) {
+      j[metric_name(kMetrics[i])] = {
+          {"median_abs_error",
+           x.median_abs_error[i] ? json(*x.median_abs_error[i]) : json(nullptr)},
+          {"worst_abs_error", x.worst_abs_error[i] ? json(*x.worst_abs_error[i]) : json(nullptr)}};
+      add_spreads(j[metric_name(kMetrics[i])], x.median_abs_error[i], x.worst_abs_error[i],
+                  x.median_spread[i], x.worst_spread[i]);
+      j["blind"][metric_name(kMetrics[i])] = {
+          {"median_abs_error",
+           x.blind_median_abs_error[i] ? json(*x.blind_median_abs_error[i]) : json(nullptr)},
+          {"worst_abs_error",
+           x.blind_worst_abs_error[i] ? json(*x.blind_worst_abs_error[i]) : json(nullptr)}};
+      add_spreads(j["blind"][metric_name(kMetrics[i])], x.blind_median_abs_error[i],
+                  x.blind_worst_abs_error[i], x.blind_median_spread[i], x.blind_worst_spread[i]);
+    }
+    summaries.push_back(j);
+  }
+  return json({{"schema_version", kSchemaVersion}, {"cases", cases}, {"summaries", summaries}})
+             .dump(2) +
+         "\n";
+}
+
+}  // namespace iosim

@@ -1,0 +1,202 @@
+#include "sim/hardware/yaml_documents.hpp"
+
+#include <fmt/format.h>
+#include <yaml-cpp/eventhandler.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <sstream>
+#include <string_view>
+#include <utility>
+
+#include "sim/base/errors.hpp"
+#include "sim/base/yaml_reader.hpp"
+
+namespace iosim {
+namespace {
+
+// Counts a YAML text's documents without building them. yaml-cpp 0.7's LoadAll never returns,
+// allocating until memory runs out, when a ',' stands at a document's top level (", a", "[a], b",
+// "\"x\", b"; found by tests/fuzz/fuzz_profile.cpp): its parser ends an empty document at the
+// ',' without consuming it and starts the next one there, for ever. Two documents that start at
+// the same place are that loop, and the token there is what the user must fix.
+class DocumentCounter final : public YAML::EventHandler {
+ public:
+  explicit DocumentCounter(std::vector<YAML::Mark>& starts) : starts_(starts) {}
+  void OnDocumentStart(const YAML::Mark& mark) override { starts_.push_back(mark); }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+
+ private:
+  std::vector<YAML::Mark>& starts_;
+};
+
+// The number of documents in yaml_text; a top-level token that would stop yaml-cpp's parser for
+// ever is a ConfigError naming its line and column. Parse errors propagate as YAML exceptions.
+std::size_t count_documents(const std::string& yaml_text, const std::string& origin) {
+  std::istringstream in(yaml_text);
+  YAML::Parser parser(in);
+  std::vector<YAML::Mark> starts;
+  DocumentCounter counter(starts);
+  while (parser.HandleNextDocument(counter)) {
+    if (starts.size() >= 2 && starts[starts.size() - 1].pos == starts[starts.size() - 2].pos) {
+      const YAML::Mark& at = starts.back();
+      const auto pos = static_cast<std::size_t>(std::max(at.pos, 0));
+      const char c = pos < yaml_text.size() ? yaml_text[pos] : ' ';
+      throw ConfigError(fmt::format(
+          "{}:{}:{}: YAML syntax error: '{}' cannot stand at the top level of a document (a "
+          "profile is a map of 'key: value' lines)",
+          origin, at.line + 1, at.column + 1, c));
+    }
+  }
+  return starts.size();
+}
+
+// The line and offset of the first byte that is not text (UTF-8 without control characters
+// other than tab, CR and LF), or 0 when all is text. yaml-cpp can take minutes and gigabytes on
+// such bytes (a 206-byte file with 0xff bytes, found by tests/fuzz/fuzz_profile.cpp).
+std::pair<std::size_t, std::size_t> first_non_text(const std::string& text) {
+  std::size_t line = 1;
+  for (std::size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    std::size_t extra = 0;
+    if (c == '\n') ++line;
+    if (c < 0x80) {
+      if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f) return {line, i + 1};
+    } else if ((c & 0xe0) == 0xc0 && c >= 0xc2) {
+      extra = 1;
+    } else if ((c & 0xf0) == 0xe0) {
+      extra = 2;
+    } else if ((c & 0xf8) == 0xf0 && c <= 0xf4) {
+      extra = 3;
+    } else {
+      return {line, i + 1};
+    }
+    for (std::size_t k = 1; k <= extra; ++k) {
+      if (i + k >= text.size() || (static_cast<unsigned char>(text[i + k]) & 0xc0) != 0x80) {
+        return {line, i + 1};
+      }
+    }
+    i += extra + 1;
+  }
+  return {0, 0};
+}
+
+// A YAML node as JSON: maps as objects, sequences as arrays, scalars as numbers where they read
+// as one whole, true/false as booleans, null as null, anything else as a string.
+nlohmann::json to_json(const YAML::Node& node, int depth) {
+  if (depth > 32) throw ConfigError("nested deeper than 32 levels");
+  switch (node.Type()) {
+    case YAML::NodeType::Map: {
+      nlohmann::json out = nlohmann::json::object();
+      for (const auto& entry : node) {
+        out[entry.first.as<std::string>()] = to_json(entry.second, depth + 1);
+      }
+      return out;
+    }
+    case YAML::NodeType::Sequence: {
+      nlohmann::json out = nlohmann::json::array();
+      for (const auto& item : node) out.push_back(to_json(item, depth + 1));
+      return out;
+    }
+    case YAML::NodeType::Scalar: {
+      const std::string text = node.Scalar();
+      if (node.Tag() != "!") {  // unquoted
+        if (text == "true") return true;
+        if (text == "false") return false;
+        if (text == "null" || text == "~") return nullptr;
+        char* end = nullptr;
+        errno = 0;
+        const long long i = std::strtoll(text.c_str(), &end, 10);
+        if (!text.empty() && end == text.c_str() + text.size() && errno == 0) return i;
+        errno = 0;
+        const double d = std::strtod(text.c_str(), &end);
+        if (!text.empty() && end == text.c_str() + text.size() && errno == 0) return d;
+      }
+      return text;
+    }
+    default:
+      return nullptr;
+  }
+}
+
+}  // namespace
+
+// The YAML documents of `yaml_text` (none or one), after the checks every YAML input gets: UTF-8
+// text, no anchors or aliases, at most one document. `what` names the kind of file ("profile").
+std::vector<YAML::Node> load_yaml_documents(const std::string& yaml_text, const std::string& origin,
+                                            const std::string& what) {
+  if (const auto [line, offset] = first_non_text(yaml_text); line != 0) {
+    throw ConfigError(
+        fmt::format("{}:{}: not a text file: byte {} (0x{:02x}) is not UTF-8 text; a {} is YAML",
+                    origin, line, offset, static_cast<unsigned char>(yaml_text[offset - 1]), what));
+  }
+  // Anchors and aliases: a profile needs none, and yaml-cpp can take minutes on a few hundred
+  // bytes of malformed ones (found by tests/fuzz/fuzz_profile.cpp). A '&' or '*' that starts a
+  // node (after a space, '[', '{', ',' or ':' or at a line's start) outside a quoted string or a
+  // comment is refused.
+  {
+    std::size_t line = 1;
+    char quote = 0, prev = '\n';
+    bool comment = false;
+    for (const char c : yaml_text) {
+      if (c == '\n') {
+        ++line;
+        quote = 0;
+        comment = false;
+      } else if (!comment && quote == 0 && (c == '"' || c == '\'')) {
+        quote = c;
+      } else if (!comment && quote != 0 && c == quote) {
+        quote = 0;
+      } else if (quote == 0 && c == '#' && (prev == ' ' || prev == '\n' || prev == '\t')) {
+        comment = true;
+      } else if (!comment && quote == 0 && (c == '&' || c == '*') &&
+                 std::string_view(" \t\n[{,:").find(prev) != std::string_view::npos) {
+        throw ConfigError(
+            fmt::format("{}:{}: YAML anchors and aliases ('{}') are not allowed in a {}", origin,
+                        line, c, what));
+      }
+      prev = c;
+    }
+  }
+  std::vector<YAML::Node> documents;
+  try {
+    const std::size_t count = count_documents(yaml_text, origin);
+    if (count > 1) {
+      throw ConfigError(
+          fmt::format("{}: holds {} YAML documents; a {} is exactly one", origin, count, what));
+    }
+    if (count == 1) documents.push_back(YAML::Load(yaml_text));
+  } catch (const YAML::ParserException& e) {
+    throw ConfigError(fmt::format("{}:{}:{}: YAML syntax error: {}", origin, e.mark.line + 1,
+                                  e.mark.column + 1, e.msg));
+  } catch (const YAML::Exception& e) {
+    throw ConfigError(fmt::format("{}: cannot parse YAML: {}", origin, e.what()));
+  }
+  return documents;
+}
+
+nlohmann::json read_yaml_json(const std::string& yaml_text, const std::string& origin,
+                              const std::string& what) {
+  const std::vector<YAML::Node> documents = load_yaml_documents(yaml_text, origin, what);
+  if (documents.empty()) return nullptr;
+  try {
+    return to_json(documents[0], 0);
+  } catch (const ConfigError& e) {
+    throw ConfigError(fmt::format("{}: {}", origin, e.what()));
+  } catch (const YAML::Exception& e) {
+    throw ConfigError(fmt::format("{}: cannot read YAML: {}", origin, e.what()));
+  }
+}
+
+}  // namespace iosim
