@@ -16,7 +16,9 @@
 //     (KernelSpec::overlap): by default as far as the compute warps per scheduler allow;
 //     under `pingpong` the tensor cores (with the shared-memory operand reads) work
 //     asynchronously beside the FP32/SFU/INT32 work of the other consumer warpgroups; under
-//     `lockstep` the consumer warpgroups share each phase, so the two sides add.
+//     `lockstep` the consumer warpgroups share each phase, so the two sides add. CTAs of one
+//     warpgroup issuing wgmma (no producer) are timed as lockstep across the SM: nothing orders
+//     one CTA's softmax against another's GEMMs, and measured, it does not hide under them.
 //     Producer warps (KernelSpec::producer_warps) only issue copies: they take no pipe time
 //     and do not count as warps that overlap the pipes.
 //   - With `pipeline_stages` = P, a stage's copy may start once the compute of the stage P
