@@ -34,10 +34,10 @@ jobs=$(nproc)
 # multi-file summary in "two one-case files are summarized together", the repeat spreads in "an
 # error no larger than the measurement's repeat spread..." (unit_validation), packing a query
 # group at N > 1 in decode_test's --pack-gqa case (unit_decode), validate's reading and
-# prediction of whole files in cli's `iosim validate` of the H100 decode file (43 cases). All
-# entries run $jobs at a time.
+# prediction of whole files in cli_validate's `iosim validate` of the H100 decode file (43 cases).
+# All entries run $jobs at a time (tests/cli_test.sh as three entries, cli_*).
 IOSIM_NO_ULIMIT=1 IOSIM_SKIP_DOC_CHECKS=1 IOSIM_SANITIZED=1 ctest --test-dir build-sanitize \
-  --output-on-failure -j"$jobs" -R '^(unit_.*|cli|sweep_cli|bad_inputs|sweep_resume|determinism)$' \
+  --output-on-failure -j"$jobs" -R '^(unit_.*|cli_.*|sweep_cli|bad_inputs|sweep_resume|determinism)$' \
   -E '^unit_(accuracy_.*|measured_sets)$'
 
 # fuzz NAME: one target for $fuzz_seconds; its log in $logs/NAME, its status in $logs/NAME.rc.

@@ -1,217 +1,253 @@
 #!/usr/bin/env bash
 # The CLI as a user meets it: exit codes, messages that name the problem, the JSON contract,
-# and no partial output. Run by ctest with IOSIM set to the binary.
+# and no partial output. Run by ctest with IOSIM set to the binary, as several entries of sections
+# (cli_*, CMakeLists.txt) so that `ctest -j` runs them side by side.
 source "$(dirname "$0")/cli_harness.sh"
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
-expect 0 "h100-sxm5-80gb" -- profiles
-# --version, profiles --show/--template, and --set what-ifs (tests/profile_test.cpp has the rest).
-expect 0 "iosim 0.1.0 (git " -- --version
-expect 0 "boost_clock_mhz: {value: 1980" -- profiles --show h100-sxm5-80gb
-expect 2 "did you mean 'h200-sxm-141gb'" -- profiles --show h200
-expect 0 "kernel_overhead_us: {value: 0, source: \"\"}" -- profiles --template
-expect 0 "h100-sxm5-80gb[l2.size_bytes=20000000]" -- run --seq 1024 --set l2.size_bytes=20e6
-expect 2 "did you mean 'l2.size_bytes'" -- run --seq 1024 --set l2.sise_bytes=20e6
-expect 2 "must be KEY=VALUE" -- run --seq 1024 --set l2.size_bytes
-expect 2 "does not divide l2.size_bytes" -- run --seq 1024 --set l2.size_bytes=1000001
-expect 0 "a100-sxm4-40gb" -- profiles
-expect 0 "flash2_fwd" -- run --profile h100-sxm5-80gb --algo flash2 --seq 1024 --head-dim 64
-expect 0 "HBM (2-level)" -- demo --seq 1024 --batch 1 --heads 2
-expect 2 "did you mean 'flash2'" -- run --algo flsh2 --seq 128
-expect 2 "unknown profile" -- run --profile h10 --seq 128
-expect 2 "did you mean 'h100-sxm5-80gb'" -- run --profile h100-sxm5-80g --seq 128
-expect 2 "--bogus" -- run --seq 128 --bogus
-expect 2 "--seq" -- run --head-dim 64
-expect 2 "--seq 0 is out of range" -- run --seq 0
-expect 2 "--seq 1000000000 is out of range" -- run --seq 1000000000
-expect 2 "--head-dim 100000 is out of range" -- run --seq 128 --head-dim 100000
-expect 2 "--dropout" -- run --seq 128 --dropout 1.5
-expect 2 "does not fit in shared memory" -- run --seq 4096 --head-dim 128 --block-q 1024 --block-kv 1024
-expect 2 "232448" -- run --seq 4096 --head-dim 128 --block-q 1024 --block-kv 1024
-expect 2 "--block-q -5 must be positive" -- run --seq 128 --block-q -5
-expect 2 "--l2 must be 'on' or 'off'" -- run --seq 128 --l2 maybe
-expect 2 "--format must be" -- run --seq 128 --format yaml
-expect 2 "unknown dtype" -- run --seq 128 --dtype fp4
-expect 2 "applies to --algo flash3" -- run --seq 128 --dtype fp8
-expect 2 "no FP8 tensor cores" -- run --profile a100-sxm4-80gb --algo flash3 --seq 128 --dtype fp8
-expect 2 "unknown pass 'back'" -- run --seq 128 --pass back
-expect 2 "--execute is for small problems" -- run --seq 16384 --batch 64 --heads 16 --execute
-expect 2 "cannot read profile file" -- run --profile /nonexistent/x.yaml --seq 128
-expect 2 "--causal needs --seq-kv >= --seq" -- run --seq 256 --seq-kv 128 --causal
+# Profiles, run's flags and what they refuse.
+section_run() {
+  expect 0 "h100-sxm5-80gb" -- profiles
+  # --version, profiles --show/--template, and --set what-ifs (tests/profile_test.cpp has the rest).
+  expect 0 "iosim 0.1.0 (git " -- --version
+  expect 0 "boost_clock_mhz: {value: 1980" -- profiles --show h100-sxm5-80gb
+  expect 2 "did you mean 'h200-sxm-141gb'" -- profiles --show h200
+  expect 0 "kernel_overhead_us: {value: 0, source: \"\"}" -- profiles --template
+  expect 0 "h100-sxm5-80gb[l2.size_bytes=20000000]" -- run --seq 1024 --set l2.size_bytes=20e6
+  expect 2 "did you mean 'l2.size_bytes'" -- run --seq 1024 --set l2.sise_bytes=20e6
+  expect 2 "must be KEY=VALUE" -- run --seq 1024 --set l2.size_bytes
+  expect 2 "does not divide l2.size_bytes" -- run --seq 1024 --set l2.size_bytes=1000001
+  expect 0 "a100-sxm4-40gb" -- profiles
+  expect 0 "flash2_fwd" -- run --profile h100-sxm5-80gb --algo flash2 --seq 1024 --head-dim 64
+  expect 0 "HBM (2-level)" -- demo --seq 1024 --batch 1 --heads 2
+  expect 2 "did you mean 'flash2'" -- run --algo flsh2 --seq 128
+  expect 2 "unknown profile" -- run --profile h10 --seq 128
+  expect 2 "did you mean 'h100-sxm5-80gb'" -- run --profile h100-sxm5-80g --seq 128
+  expect 2 "--bogus" -- run --seq 128 --bogus
+  expect 2 "--seq" -- run --head-dim 64
+  expect 2 "--seq 0 is out of range" -- run --seq 0
+  expect 2 "--seq 1000000000 is out of range" -- run --seq 1000000000
+  expect 2 "--head-dim 100000 is out of range" -- run --seq 128 --head-dim 100000
+  expect 2 "--dropout" -- run --seq 128 --dropout 1.5
+  expect 2 "does not fit in shared memory" -- run --seq 4096 --head-dim 128 --block-q 1024 --block-kv 1024
+  expect 2 "232448" -- run --seq 4096 --head-dim 128 --block-q 1024 --block-kv 1024
+  expect 2 "--block-q -5 must be positive" -- run --seq 128 --block-q -5
+  expect 2 "--l2 must be 'on' or 'off'" -- run --seq 128 --l2 maybe
+  expect 2 "--format must be" -- run --seq 128 --format yaml
+  expect 2 "unknown dtype" -- run --seq 128 --dtype fp4
+  expect 2 "applies to --algo flash3" -- run --seq 128 --dtype fp8
+  expect 2 "no FP8 tensor cores" -- run --profile a100-sxm4-80gb --algo flash3 --seq 128 --dtype fp8
+  expect 2 "unknown pass 'back'" -- run --seq 128 --pass back
+  expect 2 "--execute is for small problems" -- run --seq 16384 --batch 64 --heads 16 --execute
+  expect 2 "cannot read profile file" -- run --profile /nonexistent/x.yaml --seq 128
+  expect 2 "--causal needs --seq-kv >= --seq" -- run --seq 256 --seq-kv 128 --causal
+}
 
 # Backward passes and block-sparse: the kernels run, gradients check, patterns that cannot be
 # read or parsed name the file and line.
-PAT="$DATA/patterns"
-expect 0 "convert_dq" -- run --algo flash2 --pass fwdbwd --seq 512 --head-dim 64
-expect 0 "softmax_bwd" -- run --algo standard --pass bwd --seq 512 --head-dim 64 --mask --dropout 0.1
-expect 0 "flash1_bwd" -- run --algo flash1 --pass bwd --seq 512 --head-dim 64 --causal
-expect 0 "dQ, dK, dV = " -- run --algo flash2 --pass fwdbwd --seq 200 --head-dim 32 --causal --execute
-expect 0 '"density": 0.4375' -- run --algo block-sparse --pattern "file:$PAT/diag4.txt" --seq 512 --block-q 128 --block-kv 128 --format json
-expect 0 "density s = 0.25" -- run --algo block-sparse --pattern strided:4 --seq 1024 --block-q 64 --block-kv 64 --pass fwdbwd
-expect 2 "--pattern 'band:2'" -- run --algo block-sparse --pattern band:2 --seq 512
-expect 2 "cannot read pattern file '/nonexistent/p.txt'" -- run --algo block-sparse --pattern file:/nonexistent/p.txt --seq 512
-expect 2 "bad_char.txt' line 3: expected 0 or 1" -- run --algo block-sparse --pattern "file:$PAT/bad_char.txt" --seq 512
-expect 2 "the grid is 4 x 4 blocks, the problem has 8 x 8" -- run --algo block-sparse --pattern "file:$PAT/diag4.txt" --seq 512 --block-q 64 --block-kv 64
-expect 2 "--pattern applies to --algo block-sparse" -- run --algo flash2 --pattern local:2 --seq 512
-bs=$("$IOSIM" run --algo block-sparse --pattern local:2 --pass fwdbwd --seq 300 --seq-kv 400 --head-dim 32 --block-q 64 --block-kv 32 --causal --execute --format csv | tail -1)
-IFS=, read -r -a f <<<"$bs"
-if awk -v e="${f[26]}" 'BEGIN { exit !(e != "" && e <= 1e-4) }'; then ok; else bad "block-sparse --execute error '${f[26]}' > 1e-4"; fi
+section_backward() {
+  PAT="$DATA/patterns"
+  expect 0 "convert_dq" -- run --algo flash2 --pass fwdbwd --seq 512 --head-dim 64
+  expect 0 "softmax_bwd" -- run --algo standard --pass bwd --seq 512 --head-dim 64 --mask --dropout 0.1
+  expect 0 "flash1_bwd" -- run --algo flash1 --pass bwd --seq 512 --head-dim 64 --causal
+  expect 0 "dQ, dK, dV = " -- run --algo flash2 --pass fwdbwd --seq 200 --head-dim 32 --causal --execute
+  expect 0 '"density": 0.4375' -- run --algo block-sparse --pattern "file:$PAT/diag4.txt" --seq 512 --block-q 128 --block-kv 128 --format json
+  expect 0 "density s = 0.25" -- run --algo block-sparse --pattern strided:4 --seq 1024 --block-q 64 --block-kv 64 --pass fwdbwd
+  expect 2 "--pattern 'band:2'" -- run --algo block-sparse --pattern band:2 --seq 512
+  expect 2 "cannot read pattern file '/nonexistent/p.txt'" -- run --algo block-sparse --pattern file:/nonexistent/p.txt --seq 512
+  expect 2 "bad_char.txt' line 3: expected 0 or 1" -- run --algo block-sparse --pattern "file:$PAT/bad_char.txt" --seq 512
+  expect 2 "the grid is 4 x 4 blocks, the problem has 8 x 8" -- run --algo block-sparse --pattern "file:$PAT/diag4.txt" --seq 512 --block-q 64 --block-kv 64
+  expect 2 "--pattern applies to --algo block-sparse" -- run --algo flash2 --pattern local:2 --seq 512
+  bs=$("$IOSIM" run --algo block-sparse --pattern local:2 --pass fwdbwd --seq 300 --seq-kv 400 --head-dim 32 --block-q 64 --block-kv 32 --causal --execute --format csv | tail -1)
+  IFS=, read -r -a f <<<"$bs"
+  if awk -v e="${f[26]}" 'BEGIN { exit !(e != "" && e <= 1e-4) }'; then ok; else bad "block-sparse --execute error '${f[26]}' > 1e-4"; fi
+}
 
-# Every bad profile of the corpus is refused with exit 2 and no crash.
-for f in "$DATA"/bad_profiles/*.yaml; do
-  [ -e "$f" ] || continue
-  out=$("$IOSIM" run --profile "$f" --seq 128 2>&1)
-  rc=$?
-  if [ "$rc" -eq 2 ] && [[ "$out" == *"$(basename "$f")"* ]]; then ok; else bad "bad profile $f -> exit $rc: ${out:0:200}"; fi
-done
+# Bad profiles, the JSON contract and the issue's acceptance.
+section_contract() {
+  # Every bad profile of the corpus is refused with exit 2 and no crash.
+  for f in "$DATA"/bad_profiles/*.yaml; do
+    [ -e "$f" ] || continue
+    out=$("$IOSIM" run --profile "$f" --seq 128 2>&1)
+    rc=$?
+    if [ "$rc" -eq 2 ] && [[ "$out" == *"$(basename "$f")"* ]]; then ok; else bad "bad profile $f -> exit $rc: ${out:0:200}"; fi
+  done
 
-# The JSON contract's keys.
-json=$("$IOSIM" run --profile h100-sxm5-80gb --algo flash2 --batch 4 --heads 16 --seq 4096 --head-dim 64 --format json)
-for key in '"profile"' '"algorithm"' '"problem"' '"tiling"' '"kernels"' '"grid"' '"ctas_per_sm"' \
-           '"smem_bytes_per_cta"' '"time_s"' '"counters"' '"hbm_read_bytes"' '"hbm_write_bytes"' \
-           '"l2_read_bytes"' '"l2_write_bytes"' '"smem_read_bytes"' '"smem_write_bytes"' '"flops"' \
-           '"tensor_flops"' '"bound"' '"bounds"' '"compulsory_bytes"' '"closed_form_bytes"' \
-           '"lower_bound_bytes"' '"numerics"' '"executed"' '"max_abs_error"'; do
-  if [[ "$json" == *"$key"* ]]; then ok; else bad "JSON lacks $key"; fi
-done
+  # The JSON contract's keys.
+  json=$("$IOSIM" run --profile h100-sxm5-80gb --algo flash2 --batch 4 --heads 16 --seq 4096 --head-dim 64 --format json)
+  for key in '"profile"' '"algorithm"' '"problem"' '"tiling"' '"kernels"' '"grid"' '"ctas_per_sm"' \
+             '"smem_bytes_per_cta"' '"time_s"' '"counters"' '"hbm_read_bytes"' '"hbm_write_bytes"' \
+             '"l2_read_bytes"' '"l2_write_bytes"' '"smem_read_bytes"' '"smem_write_bytes"' '"flops"' \
+             '"tensor_flops"' '"bound"' '"bounds"' '"compulsory_bytes"' '"closed_form_bytes"' \
+             '"lower_bound_bytes"' '"numerics"' '"executed"' '"max_abs_error"'; do
+    if [[ "$json" == *"$key"* ]]; then ok; else bad "JSON lacks $key"; fi
+  done
 
-# The issue's acceptance: --l2 off HBM bytes equal the closed form; --execute error <= 1e-5.
-off=$("$IOSIM" run --profile h100-sxm5-80gb --algo flash2 --batch 4 --heads 16 --seq 4096 --head-dim 64 --l2 off --format csv | tail -1)
-IFS=, read -r -a f <<<"$off"
-# columns: 15 hbm_read, 16 hbm_write, 24 closed_form (0-based)
-if [ $((f[15] + f[16])) -eq "${f[24]}" ]; then ok; else bad "--l2 off bytes ${f[15]}+${f[16]} != closed form ${f[24]}"; fi
-exe=$("$IOSIM" run --profile h100-sxm5-80gb --algo flash2 --seq 1000 --head-dim 64 --block-q 128 --block-kv 64 --execute --format csv | tail -1)
-IFS=, read -r -a f <<<"$exe"
-if awk -v e="${f[26]}" 'BEGIN { exit !(e != "" && e <= 1e-5) }'; then ok; else bad "--execute error '${f[26]}' > 1e-5"; fi
+  # The issue's acceptance: --l2 off HBM bytes equal the closed form; --execute error <= 1e-5.
+  off=$("$IOSIM" run --profile h100-sxm5-80gb --algo flash2 --batch 4 --heads 16 --seq 4096 --head-dim 64 --l2 off --format csv | tail -1)
+  IFS=, read -r -a f <<<"$off"
+  # columns: 15 hbm_read, 16 hbm_write, 24 closed_form (0-based)
+  if [ $((f[15] + f[16])) -eq "${f[24]}" ]; then ok; else bad "--l2 off bytes ${f[15]}+${f[16]} != closed form ${f[24]}"; fi
+  exe=$("$IOSIM" run --profile h100-sxm5-80gb --algo flash2 --seq 1000 --head-dim 64 --block-q 128 --block-kv 64 --execute --format csv | tail -1)
+  IFS=, read -r -a f <<<"$exe"
+  if awk -v e="${f[26]}" 'BEGIN { exit !(e != "" && e <= 1e-5) }'; then ok; else bad "--execute error '${f[26]}' > 1e-5"; fi
+}
 
 # iosim kvcache: both policies on one stream, every format, the trace, and its bad input.
-KV=(kvcache --layers 32 --kv-heads 8 --head-dim 128 --weights-bytes 16e9 --requests 300)
-expect 0 "KV utilization" -- "${KV[@]}"
-expect 0 "paged (16 tok/block)" -- "${KV[@]}"
-expect 0 '"policy": "contiguous"' -- "${KV[@]}" --format json
-expect 0 '"kv_utilization"' -- "${KV[@]}" --policy paged --format json
-expect 0 "policy,block_tokens,capacity_bytes" -- "${KV[@]}" --format csv
-expect 0 "policy,start_step,steps" -- "${KV[@]}" --format csv --series
-expect 0 "over time" -- "${KV[@]}" --series --samples 3 --shared-prefix-tokens 100 --prompt-groups 4
-expect 0 "5 requests from" -- kvcache --layers 32 --kv-heads 8 --head-dim 128 --trace "$DATA/kvcache/trace.csv"
-expect 2 "bad_trace.csv' line 3: prompt_len 'three hundred'" -- kvcache --layers 2 --kv-heads 2 --head-dim 64 --trace "$DATA/kvcache/bad_trace.csv"
-expect 2 "cannot read trace file" -- kvcache --layers 2 --kv-heads 2 --head-dim 64 --trace /nonexistent/t.csv
-expect 2 "--trace gives the arrivals and lengths; drop --requests" -- kvcache --layers 2 --kv-heads 2 --head-dim 64 --trace "$DATA/kvcache/trace.csv" --requests 5
-expect 2 "--kv-budget-bytes replaces" -- kvcache --layers 2 --kv-heads 2 --head-dim 64 --kv-budget-bytes 1e9 --weights-bytes 1e9
-expect 2 "leaves nothing" -- kvcache --layers 2 --kv-heads 2 --head-dim 64 --weights-bytes 1e12
-expect 2 "budget 1000 bytes holds no" -- kvcache --layers 32 --kv-heads 8 --head-dim 128 --kv-budget-bytes 1000
-expect 2 "did you mean 'paged'" -- kvcache --layers 2 --kv-heads 2 --head-dim 64 --policy pagd
-expect 2 "--prompt-len 'unifrm:1,5'" -- kvcache --layers 2 --kv-heads 2 --head-dim 64 --prompt-len unifrm:1,5
-expect 2 "--arrivals 'poisson'" -- kvcache --layers 2 --kv-heads 2 --head-dim 64 --arrivals poisson
-expect 2 "--layers" -- kvcache --kv-heads 2 --head-dim 64
-expect 2 "--samples 0 is out of range" -- kvcache --layers 2 --kv-heads 2 --head-dim 64 --samples 0
-expect 2 "valid KV-cache dtypes" -- kvcache --layers 2 --kv-heads 2 --head-dim 64 --dtype int4
-expect 2 "--format must be" -- kvcache --layers 2 --kv-heads 2 --head-dim 64 --format yaml
-a=$("$IOSIM" "${KV[@]}" --arrivals poisson:0.5 --seed 7 --format json)
-b=$("$IOSIM" "${KV[@]}" --arrivals poisson:0.5 --seed 7 --format json)
-if [ "$a" == "$b" ]; then ok; else bad "kvcache is not deterministic for one --seed"; fi
+section_kvcache() {
+  KV=(kvcache --layers 32 --kv-heads 8 --head-dim 128 --weights-bytes 16e9 --requests 300)
+  expect 0 "KV utilization" -- "${KV[@]}"
+  expect 0 "paged (16 tok/block)" -- "${KV[@]}"
+  expect 0 '"policy": "contiguous"' -- "${KV[@]}" --format json
+  expect 0 '"kv_utilization"' -- "${KV[@]}" --policy paged --format json
+  expect 0 "policy,block_tokens,capacity_bytes" -- "${KV[@]}" --format csv
+  expect 0 "policy,start_step,steps" -- "${KV[@]}" --format csv --series
+  expect 0 "over time" -- "${KV[@]}" --series --samples 3 --shared-prefix-tokens 100 --prompt-groups 4
+  expect 0 "5 requests from" -- kvcache --layers 32 --kv-heads 8 --head-dim 128 --trace "$DATA/kvcache/trace.csv"
+  expect 2 "bad_trace.csv' line 3: prompt_len 'three hundred'" -- kvcache --layers 2 --kv-heads 2 --head-dim 64 --trace "$DATA/kvcache/bad_trace.csv"
+  expect 2 "cannot read trace file" -- kvcache --layers 2 --kv-heads 2 --head-dim 64 --trace /nonexistent/t.csv
+  expect 2 "--trace gives the arrivals and lengths; drop --requests" -- kvcache --layers 2 --kv-heads 2 --head-dim 64 --trace "$DATA/kvcache/trace.csv" --requests 5
+  expect 2 "--kv-budget-bytes replaces" -- kvcache --layers 2 --kv-heads 2 --head-dim 64 --kv-budget-bytes 1e9 --weights-bytes 1e9
+  expect 2 "leaves nothing" -- kvcache --layers 2 --kv-heads 2 --head-dim 64 --weights-bytes 1e12
+  expect 2 "budget 1000 bytes holds no" -- kvcache --layers 32 --kv-heads 8 --head-dim 128 --kv-budget-bytes 1000
+  expect 2 "did you mean 'paged'" -- kvcache --layers 2 --kv-heads 2 --head-dim 64 --policy pagd
+  expect 2 "--prompt-len 'unifrm:1,5'" -- kvcache --layers 2 --kv-heads 2 --head-dim 64 --prompt-len unifrm:1,5
+  expect 2 "--arrivals 'poisson'" -- kvcache --layers 2 --kv-heads 2 --head-dim 64 --arrivals poisson
+  expect 2 "--layers" -- kvcache --kv-heads 2 --head-dim 64
+  expect 2 "--samples 0 is out of range" -- kvcache --layers 2 --kv-heads 2 --head-dim 64 --samples 0
+  expect 2 "valid KV-cache dtypes" -- kvcache --layers 2 --kv-heads 2 --head-dim 64 --dtype int4
+  expect 2 "--format must be" -- kvcache --layers 2 --kv-heads 2 --head-dim 64 --format yaml
+  a=$("$IOSIM" "${KV[@]}" --arrivals poisson:0.5 --seed 7 --format json)
+  b=$("$IOSIM" "${KV[@]}" --arrivals poisson:0.5 --seed 7 --format json)
+  if [ "$a" == "$b" ]; then ok; else bad "kvcache is not deterministic for one --seed"; fi
+}
 
 # Decoding: grouped-query attention, flash-decoding (split + reduce kernels), paged attention.
-DEC=(run --profile h100-sxm5-80gb --batch 1 --heads 8 --seq 1 --seq-kv 4096 --head-dim 128)
-expect 0 "fd_reduce" -- "${DEC[@]}" --algo flash-decoding
-expect 0 '"name": "fd_split"' -- "${DEC[@]}" --algo flash-decoding --splits 4 --format json
-expect 0 '"splits": 4' -- "${DEC[@]}" --algo flash-decoding --splits 4 --format json
-expect 0 "idle SMs" -- "${DEC[@]}" --algo flash2
-expect 0 "H_kv=2" -- "${DEC[@]}" --algo flash2 --kv-heads 2
-expect 0 "paged_split" -- "${DEC[@]}" --algo paged --kv-heads 2 --page-tokens 32
-expect 0 "block table random:7" -- "${DEC[@]}" --algo paged --seed 7
-expect 0 "max |O - O_ref|" -- run --algo paged --heads 4 --kv-heads 2 --seq 1 --seq-kv 300 --head-dim 32 --page-tokens 7 --block-kv 64 --splits 3 --execute
-expect 0 "block table $DATA/block_tables/two_by_three.txt" -- run --algo paged --batch 2 --heads 2 --seq 1 --seq-kv 40 --head-dim 32 --block-table "$DATA/block_tables/two_by_three.txt"
-expect 2 "--kv-heads 3 must divide --heads 8" -- "${DEC[@]}" --kv-heads 3
-expect 2 "--kv-heads 0 must be at least 1" -- "${DEC[@]}" --kv-heads 0
-expect 2 "--splits -1 must be 0 (the heuristic) or more" -- "${DEC[@]}" --algo flash-decoding --splits -1
-# --splits 0 is the heuristic, as --block-kv 0 is the default tiles: the same run as without it,
-# and no flag at all for schedules without splits (so a sweep can put flash2 beside --splits 0,2,8).
-for algo in flash-decoding flash2; do
-  if [ "$("$IOSIM" "${DEC[@]}" --algo $algo --splits 0 --format json | grep -v simulation_wall_s)" = \
-       "$("$IOSIM" "${DEC[@]}" --algo $algo --format json | grep -v simulation_wall_s)" ]; then ok; else bad "--splits 0 is not the default for $algo"; fi
-done
-expect 2 "--splits 99 exceeds the 32 K/V blocks" -- "${DEC[@]}" --algo flash-decoding --splits 99
-expect 2 "--splits applies to --algo flash-decoding and paged" -- "${DEC[@]}" --algo flash2 --splits 2
-expect 2 "--page-tokens 0 must be at least 1" -- "${DEC[@]}" --algo paged --page-tokens 0
-expect 2 "--page-tokens and --block-table apply to --algo paged" -- "${DEC[@]}" --algo flash-decoding --page-tokens 16
-expect 2 "cannot read block-table file" -- "${DEC[@]}" --algo paged --block-table /nonexistent/table.txt
-expect 2 "line 2: page 1 is listed twice" -- "${DEC[@]}" --algo paged --block-table "$DATA/block_tables/duplicate.txt"
-expect 2 "the problem needs 1 x 256" -- "${DEC[@]}" --algo paged --block-table "$DATA/block_tables/two_by_three.txt"
+section_decode() {
+  DEC=(run --profile h100-sxm5-80gb --batch 1 --heads 8 --seq 1 --seq-kv 4096 --head-dim 128)
+  expect 0 "fd_reduce" -- "${DEC[@]}" --algo flash-decoding
+  expect 0 '"name": "fd_split"' -- "${DEC[@]}" --algo flash-decoding --splits 4 --format json
+  expect 0 '"splits": 4' -- "${DEC[@]}" --algo flash-decoding --splits 4 --format json
+  expect 0 "idle SMs" -- "${DEC[@]}" --algo flash2
+  expect 0 "H_kv=2" -- "${DEC[@]}" --algo flash2 --kv-heads 2
+  expect 0 "paged_split" -- "${DEC[@]}" --algo paged --kv-heads 2 --page-tokens 32
+  expect 0 "block table random:7" -- "${DEC[@]}" --algo paged --seed 7
+  expect 0 "max |O - O_ref|" -- run --algo paged --heads 4 --kv-heads 2 --seq 1 --seq-kv 300 --head-dim 32 --page-tokens 7 --block-kv 64 --splits 3 --execute
+  expect 0 "block table $DATA/block_tables/two_by_three.txt" -- run --algo paged --batch 2 --heads 2 --seq 1 --seq-kv 40 --head-dim 32 --block-table "$DATA/block_tables/two_by_three.txt"
+  expect 2 "--kv-heads 3 must divide --heads 8" -- "${DEC[@]}" --kv-heads 3
+  expect 2 "--kv-heads 0 must be at least 1" -- "${DEC[@]}" --kv-heads 0
+  expect 2 "--splits -1 must be 0 (the heuristic) or more" -- "${DEC[@]}" --algo flash-decoding --splits -1
+  # --splits 0 is the heuristic, as --block-kv 0 is the default tiles: the same run as without it,
+  # and no flag at all for schedules without splits (so a sweep can put flash2 beside --splits 0,2,8).
+  for algo in flash-decoding flash2; do
+    if [ "$("$IOSIM" "${DEC[@]}" --algo $algo --splits 0 --format json | grep -v simulation_wall_s)" = \
+         "$("$IOSIM" "${DEC[@]}" --algo $algo --format json | grep -v simulation_wall_s)" ]; then ok; else bad "--splits 0 is not the default for $algo"; fi
+  done
+  expect 2 "--splits 99 exceeds the 32 K/V blocks" -- "${DEC[@]}" --algo flash-decoding --splits 99
+  expect 2 "--splits applies to --algo flash-decoding and paged" -- "${DEC[@]}" --algo flash2 --splits 2
+  expect 2 "--page-tokens 0 must be at least 1" -- "${DEC[@]}" --algo paged --page-tokens 0
+  expect 2 "--page-tokens and --block-table apply to --algo paged" -- "${DEC[@]}" --algo flash-decoding --page-tokens 16
+  expect 2 "cannot read block-table file" -- "${DEC[@]}" --algo paged --block-table /nonexistent/table.txt
+  expect 2 "line 2: page 1 is listed twice" -- "${DEC[@]}" --algo paged --block-table "$DATA/block_tables/duplicate.txt"
+  expect 2 "the problem needs 1 x 256" -- "${DEC[@]}" --algo paged --block-table "$DATA/block_tables/two_by_three.txt"
+}
 
 # iosim validate: the committed measurements, every format, and bad input.
-REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-VAL=$REPO/cuda_validate/measurements
-H100_DEC=$VAL/h100-sxm5-80gb/measurements_decode_2026-11-22.json
-expect_same 0 "| all | 43 |" -- validate "$H100_DEC" --format md
-expect_same 0 "DRAM (read + write) median / worst" -- validate "$H100_DEC" --format md
-expect_same 0 "dram_predicted,dram_measured,dram_rel_error,dram_read_predicted" -- validate "$H100_DEC" --format csv
-expect_same 0 '"dram_write"' -- validate "$H100_DEC" --format json
-# Blind (the flags alone, free-running clock, CUDA-event time) beside as-run, in every format.
-expect_same 0 "**blind time** median / worst" -- validate "$H100_DEC" --format md
-expect_same 0 "blind_sm_clock_mhz,blind_dram_predicted" -- validate "$H100_DEC" --format csv
-expect_same 0 '"blind": {' -- validate "$H100_DEC" --format json
-expect_same 0 "blind time med/worst" -- validate "$H100_DEC"
-expect_same 0 "paged_b4_h32_n1_nkv4096_d128_bq16_bkv64_s1_page16" -- validate "$H100_DEC"
-expect 2 "no such file or folder" -- validate "$tmp/missing.json"
-echo '{"format": "something-else", "version": 1}' >"$tmp/measurements_other.json"
-expect 2 "not an iosim-measurements file" -- validate "$tmp/measurements_other.json"
-echo '{"format": "iosim-measurements", "version": 7, "cases": []}' >"$tmp/measurements_v7.json"
-expect 2 "version 7 is not supported" -- validate "$tmp/measurements_v7.json"
-echo '{"format": "iosim-measurements", ' >"$tmp/measurements_cut.json"
-expect 2 "measurements_cut.json" -- validate "$tmp/measurements_cut.json"
-mkdir -p "$tmp/empty_dir"
-expect 2 "no measurements*.json" -- validate "$tmp/empty_dir"
-expect 2 "format" -- validate "$H100_DEC" --format xml
+section_validate() {
+  VAL=$REPO/cuda_validate/measurements
+  H100_DEC=$VAL/h100-sxm5-80gb/measurements_decode_2026-11-22.json
+  expect_same 0 "| all | 43 |" -- validate "$H100_DEC" --format md
+  expect_same 0 "DRAM (read + write) median / worst" -- validate "$H100_DEC" --format md
+  expect_same 0 "dram_predicted,dram_measured,dram_rel_error,dram_read_predicted" -- validate "$H100_DEC" --format csv
+  expect_same 0 '"dram_write"' -- validate "$H100_DEC" --format json
+  # Blind (the flags alone, free-running clock, CUDA-event time) beside as-run, in every format.
+  expect_same 0 "**blind time** median / worst" -- validate "$H100_DEC" --format md
+  expect_same 0 "blind_sm_clock_mhz,blind_dram_predicted" -- validate "$H100_DEC" --format csv
+  expect_same 0 '"blind": {' -- validate "$H100_DEC" --format json
+  expect_same 0 "blind time med/worst" -- validate "$H100_DEC"
+  expect_same 0 "paged_b4_h32_n1_nkv4096_d128_bq16_bkv64_s1_page16" -- validate "$H100_DEC"
+  expect 2 "no such file or folder" -- validate "$tmp/missing.json"
+  echo '{"format": "something-else", "version": 1}' >"$tmp/measurements_other.json"
+  expect 2 "not an iosim-measurements file" -- validate "$tmp/measurements_other.json"
+  echo '{"format": "iosim-measurements", "version": 7, "cases": []}' >"$tmp/measurements_v7.json"
+  expect 2 "version 7 is not supported" -- validate "$tmp/measurements_v7.json"
+  echo '{"format": "iosim-measurements", ' >"$tmp/measurements_cut.json"
+  expect 2 "measurements_cut.json" -- validate "$tmp/measurements_cut.json"
+  mkdir -p "$tmp/empty_dir"
+  expect 2 "no measurements*.json" -- validate "$tmp/empty_dir"
+  expect 2 "format" -- validate "$H100_DEC" --format xml
+}
+
 # iosim explain: tiny problems narrated step by step; anything larger or malformed exits 2.
-EX=(explain --seq 32 --block-q 16 --block-kv 16)
-expect 0 "[FlashAttention-2, Algorithm 1, line 8]" -- "${EX[@]}"
-expect 0 "= the closed form for these blocks" -- "${EX[@]}" --algo flash1
-expect 0 "max |O - exact| over this tile" -- "${EX[@]}" --algo standard --execute
-expect 0 "[FlashAttention-2, Algorithm 2, line 11]" -- "${EX[@]}" --pass bwd
-expect 0 "step 5/" -- "${EX[@]}" --step 5
-expect 0 "Theorem 2" -- explain --compare standard,flash2 --seq 64
-expect 2 "--seq 128 is larger than the 64 allowed" -- explain --seq 128
-expect 2 "--head-dim 64 is larger than the 16 allowed" -- explain --seq 32 --head-dim 64
-expect 2 "--batch x --heads 8 is larger than the 4 allowed" -- explain --seq 32 --batch 4 --heads 2
-expect 2 "--step 0: steps are numbered from 1" -- "${EX[@]}" --step 0
-expect 2 "--step 999: the trace has steps 1 to 30" -- "${EX[@]}" --step 999
-expect 2 "--focus 'cta:x': expected cta:I" -- "${EX[@]}" --focus cta:x
-expect 2 "--focus cta:9: the kernels have CTAs 0 to 1" -- "${EX[@]}" --focus cta:9
-expect 2 "--compare 'flash2': expected two algorithms A,B" -- "${EX[@]}" --compare flash2
-expect 2 "did you mean 'flash1'" -- "${EX[@]}" --compare flash2,flsh1
-expect 2 "--step and --until" -- "${EX[@]}" --step 2 --until 3
-expect 2 "does not exist" -- "${EX[@]}" --html /nonexistent/x.html
-out=$("$IOSIM" "${EX[@]}" --focus cta:1 | grep -c '^step .* CTA 0 ')
-if [ "$out" = 0 ]; then ok; else bad "explain --focus cta:1 shows CTA 0's steps"; fi
-if "$IOSIM" "${EX[@]}" | grep -q $'\033'; then bad "explain colors piped output"; else ok; fi
-# The summary's DRAM total counts the lines still dirty in the L2 (they reach DRAM later): with
-# them it is at least the compulsory bytes; and the lower bound shows both of its terms.
-summary=$("$IOSIM" "${EX[@]}" | tail -4)
-compulsory=$(sed -n 's/.*compulsory (each input read once.*: \([0-9,]*\) B/\1/p' <<<"$summary" | tr -d ,)
-dram=$(sed -n 's/.*DRAM \([0-9,]*\) B incl. dirty.*/\1/p' <<<"$summary" | tr -d ,)
-if [ -n "$dram" ] && [ -n "$compulsory" ] && [ "$dram" -ge "$compulsory" ]; then ok; else bad "explain's DRAM total ($dram) is below compulsory ($compulsory)"; fi
-if grep -q "lower bound: [0-9,]* B = max(compulsory" <<<"$summary"; then ok; else bad "explain's lower bound hides its compulsory term"; fi
-"$IOSIM" "${EX[@]}" --html "$tmp/explain.html" 2>/dev/null
-if [ -s "$tmp/explain.html" ] && grep -q 'id="trace"' "$tmp/explain.html"; then ok; else bad "explain --html wrote no page"; fi
+section_explain() {
+  EX=(explain --seq 32 --block-q 16 --block-kv 16)
+  expect 0 "[FlashAttention-2, Algorithm 1, line 8]" -- "${EX[@]}"
+  expect 0 "= the closed form for these blocks" -- "${EX[@]}" --algo flash1
+  expect 0 "max |O - exact| over this tile" -- "${EX[@]}" --algo standard --execute
+  expect 0 "[FlashAttention-2, Algorithm 2, line 11]" -- "${EX[@]}" --pass bwd
+  expect 0 "step 5/" -- "${EX[@]}" --step 5
+  expect 0 "Theorem 2" -- explain --compare standard,flash2 --seq 64
+  expect 2 "--seq 128 is larger than the 64 allowed" -- explain --seq 128
+  expect 2 "--head-dim 64 is larger than the 16 allowed" -- explain --seq 32 --head-dim 64
+  expect 2 "--batch x --heads 8 is larger than the 4 allowed" -- explain --seq 32 --batch 4 --heads 2
+  expect 2 "--step 0: steps are numbered from 1" -- "${EX[@]}" --step 0
+  expect 2 "--step 999: the trace has steps 1 to 30" -- "${EX[@]}" --step 999
+  expect 2 "--focus 'cta:x': expected cta:I" -- "${EX[@]}" --focus cta:x
+  expect 2 "--focus cta:9: the kernels have CTAs 0 to 1" -- "${EX[@]}" --focus cta:9
+  expect 2 "--compare 'flash2': expected two algorithms A,B" -- "${EX[@]}" --compare flash2
+  expect 2 "did you mean 'flash1'" -- "${EX[@]}" --compare flash2,flsh1
+  expect 2 "--step and --until" -- "${EX[@]}" --step 2 --until 3
+  expect 2 "does not exist" -- "${EX[@]}" --html /nonexistent/x.html
+  out=$("$IOSIM" "${EX[@]}" --focus cta:1 | grep -c '^step .* CTA 0 ')
+  if [ "$out" = 0 ]; then ok; else bad "explain --focus cta:1 shows CTA 0's steps"; fi
+  if "$IOSIM" "${EX[@]}" | grep -q $'\033'; then bad "explain colors piped output"; else ok; fi
+  # The summary's DRAM total counts the lines still dirty in the L2 (they reach DRAM later): with
+  # them it is at least the compulsory bytes; and the lower bound shows both of its terms.
+  summary=$("$IOSIM" "${EX[@]}" | tail -4)
+  compulsory=$(sed -n 's/.*compulsory (each input read once.*: \([0-9,]*\) B/\1/p' <<<"$summary" | tr -d ,)
+  dram=$(sed -n 's/.*DRAM \([0-9,]*\) B incl. dirty.*/\1/p' <<<"$summary" | tr -d ,)
+  if [ -n "$dram" ] && [ -n "$compulsory" ] && [ "$dram" -ge "$compulsory" ]; then ok; else bad "explain's DRAM total ($dram) is below compulsory ($compulsory)"; fi
+  if grep -q "lower bound: [0-9,]* B = max(compulsory" <<<"$summary"; then ok; else bad "explain's lower bound hides its compulsory term"; fi
+  "$IOSIM" "${EX[@]}" --html "$tmp/explain.html" 2>/dev/null
+  if [ -s "$tmp/explain.html" ] && grep -q 'id="trace"' "$tmp/explain.html"; then ok; else bad "explain --html wrote no page"; fi
+}
 
 # Kernel descriptions: the presets list and print, a user's file runs, sweeps and explains; a
 # preset's printed description runs as its --algo does (tests/kernel_description_test.cpp holds
 # that over random shapes; here once through the CLI and a file).
-expect 0 "flash3          query_stationary  kv_stationary_reduce_dq  wgmma_rs" -- kernels
-expect 0 "warp_roles: producer_consumer" -- kernels --show flash3
-"$IOSIM" kernels --show flash2 >"$tmp/flash2.yaml"
-a=$("$IOSIM" run --algo flash2 --seq 1024 --head-dim 64 --pass fwdbwd --format json | grep -v '"simulation_wall_s"\|"algorithm"')
-b=$("$IOSIM" run --kernel "$tmp/flash2.yaml" --seq 1024 --head-dim 64 --pass fwdbwd --format json | grep -v '"simulation_wall_s"\|"algorithm"' | python3 -c 'import json,sys; d=json.load(sys.stdin); d.pop("kernel_description"); print(json.dumps(d, indent=2))')
-a=$(python3 -c 'import json,sys; print(json.dumps(json.loads(sys.argv[1]), indent=2))' "$a")
-if [ "$a" = "$b" ]; then ok; else bad "kernels --show flash2 run with --kernel differs from --algo flash2"; fi
-expect 0 "block_q=128 block_kv=64 threads=128 stages=3" -- run --kernel "$REPO/docs/kernels/wg1_tma_fwd.yaml" --seq 1024 --head-dim 64 --pass fwd
-expect 0 "tp_bwd" -- run --kernel '{"name": "tp", "dataflow": {"backward": "two_pass"}}' --pass bwd --seq 512 --head-dim 64
-expect 0 "max |O - exact|" -- explain --kernel '{"name": "tp", "dataflow": {"forward": "query_stationary", "backward": "two_pass"}}' --pass fwdbwd --seq 32 --head-dim 16 --block-q 16 --block-kv 16 --execute
-"$IOSIM" sweep --kernel "$REPO/docs/kernels/wg1_tma_fwd.yaml,flash2" --seq 1024,2048 --head-dim 64 --stages 2,3 --out "$tmp/k.csv" 2>/dev/null
-if [ "$(grep -c ',wg1_tma_fwd,' "$tmp/k.csv")" = 4 ] && [ "$(grep -c ',flash2,' "$tmp/k.csv")" = 4 ]; then ok; else bad "sweep --kernel FILE,PRESET: $(cut -c1-80 "$tmp/k.csv" 2>/dev/null | head -3)"; fi
-expect 0 "wg1_tma_fwd b4 h16 n4096 nkv4096 d128" -- validate --ncu "$REPO/tests/data/kernels/ncu_wg1_h100.csv" --kernel "$REPO/tests/data/kernels/wg1_tma_case.yaml" --time-us 1616.6 --batch 4 --heads 16 --seq 4096 --head-dim 128
+section_kernels() {
+  expect 0 "flash3          query_stationary  kv_stationary_reduce_dq  wgmma_rs" -- kernels
+  expect 0 "warp_roles: producer_consumer" -- kernels --show flash3
+  "$IOSIM" kernels --show flash2 >"$tmp/flash2.yaml"
+  a=$("$IOSIM" run --algo flash2 --seq 1024 --head-dim 64 --pass fwdbwd --format json | grep -v '"simulation_wall_s"\|"algorithm"')
+  b=$("$IOSIM" run --kernel "$tmp/flash2.yaml" --seq 1024 --head-dim 64 --pass fwdbwd --format json | grep -v '"simulation_wall_s"\|"algorithm"' | python3 -c 'import json,sys; d=json.load(sys.stdin); d.pop("kernel_description"); print(json.dumps(d, indent=2))')
+  a=$(python3 -c 'import json,sys; print(json.dumps(json.loads(sys.argv[1]), indent=2))' "$a")
+  if [ "$a" = "$b" ]; then ok; else bad "kernels --show flash2 run with --kernel differs from --algo flash2"; fi
+  expect 0 "block_q=128 block_kv=64 threads=128 stages=3" -- run --kernel "$REPO/docs/kernels/wg1_tma_fwd.yaml" --seq 1024 --head-dim 64 --pass fwd
+  expect 0 "tp_bwd" -- run --kernel '{"name": "tp", "dataflow": {"backward": "two_pass"}}' --pass bwd --seq 512 --head-dim 64
+  expect 0 "max |O - exact|" -- explain --kernel '{"name": "tp", "dataflow": {"forward": "query_stationary", "backward": "two_pass"}}' --pass fwdbwd --seq 32 --head-dim 16 --block-q 16 --block-kv 16 --execute
+  "$IOSIM" sweep --kernel "$REPO/docs/kernels/wg1_tma_fwd.yaml,flash2" --seq 1024,2048 --head-dim 64 --stages 2,3 --out "$tmp/k.csv" 2>/dev/null
+  if [ "$(grep -c ',wg1_tma_fwd,' "$tmp/k.csv")" = 4 ] && [ "$(grep -c ',flash2,' "$tmp/k.csv")" = 4 ]; then ok; else bad "sweep --kernel FILE,PRESET: $(cut -c1-80 "$tmp/k.csv" 2>/dev/null | head -3)"; fi
+  expect 0 "wg1_tma_fwd b4 h16 n4096 nkv4096 d128" -- validate --ncu "$REPO/tests/data/kernels/ncu_wg1_h100.csv" --kernel "$REPO/tests/data/kernels/wg1_tma_case.yaml" --time-us 1616.6 --batch 4 --heads 16 --seq 4096 --head-dim 128
+}
 
 # The documents' numbers and blocks (README.md, docs/*.md) are ctest docs: tests/docs_test.sh.
 
+# `cli_test.sh SECTION...` runs those sections (the section_* functions above), `cli_test.sh
+# --except SECTION...` every other one (so that a new section is never left out of ctest),
+# `cli_test.sh` all of them.
+mapfile -t all < <(declare -F | sed -n 's/^declare -f section_//p')
+for s in "$@"; do
+  if [ "$s" != --except ] && ! declare -F "section_$s" >/dev/null; then
+    echo "cli_test.sh: no section '$s' (there are: ${all[*]})"
+    exit 2
+  fi
+done
+sections=("$@")
+if [ $# -eq 0 ] || [ "$1" = --except ]; then
+  sections=()
+  for s in "${all[@]}"; do [[ " ${*:2} " == *" $s "* ]] || sections+=("$s"); done
+fi
+for s in "${sections[@]}"; do "section_$s"; done
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -47,7 +47,7 @@ RunRequest random_decode(test::ShapeGen& gen, const char* algo) {
   return r;
 }
 
-double executed_error(RunRequest r) {
+double decode_executed_error(RunRequest r) {
   r.execute = true;
   r.engine.l2_enabled = false;
   const Report rep = simulate(test::profile(), r);
@@ -56,7 +56,7 @@ double executed_error(RunRequest r) {
   return *rep.numerics.max_abs_error;
 }
 
-Report two_level(RunRequest r) {
+Report decode_two_level(RunRequest r) {
   r.engine.l2_enabled = false;
   return simulate(test::profile(), r);
 }
@@ -85,7 +85,7 @@ TEST_CASE("flash-decoding and paged compute exact attention over random decode s
       CAPTURE(r.problem.mask);
       CAPTURE(r.tiling.block_kv);
       CAPTURE(r.tiling.splits);
-      CHECK(executed_error(r) <= 1e-5);
+      CHECK(decode_executed_error(r) <= 1e-5);
     }
   }
 }
@@ -102,7 +102,7 @@ TEST_CASE("every forward schedule honours grouped-query attention numerically") 
     CAPTURE(r.algorithm);
     CAPTURE(r.problem.seq);
     CAPTURE(r.problem.kv_heads);
-    CHECK(executed_error(r) <= 1e-5);
+    CHECK(decode_executed_error(r) <= 1e-5);
   }
 }
 
@@ -136,7 +136,7 @@ TEST_CASE("two-level decode bytes equal the closed form over random shapes") {
       }
       r.problem.batch = gen.pick(1, 4);
       r.problem.dtype = gen.coin() ? Dtype::fp16 : Dtype::fp32;
-      const Report rep = two_level(r);
+      const Report rep = decode_two_level(r);
       if (!rep.feasible()) continue;
       CAPTURE(algo);
       CAPTURE(r.problem.heads);
@@ -159,7 +159,7 @@ TEST_CASE("a packed query group reads each K/V head once; without packing once p
     RunRequest r = test::request(algo, 2, 32, 1, d);
     r.problem.seq_kv = nk;
     r.problem.kv_heads = 8;
-    const Report packed = two_level(r);
+    const Report packed = decode_two_level(r);
     REQUIRE(packed.feasible());
     CHECK(hbm_read(packed, TensorId::K) == static_cast<std::uint64_t>(2 * 8 * nk * d * eb));
     CHECK(hbm_read(packed, TensorId::V) == hbm_read(packed, TensorId::K));
@@ -167,7 +167,7 @@ TEST_CASE("a packed query group reads each K/V head once; without packing once p
     const std::uint64_t q_o = 2 * 2 * 32 * d * eb;
     CHECK(packed.bounds.compulsory_bytes == q_o + 2 * 2 * 8 * nk * d * eb);
     r.problem.mask = true;  // an index mask depends on the query position: no packing
-    const Report unpacked = two_level(r);
+    const Report unpacked = decode_two_level(r);
     CHECK(hbm_read(unpacked, TensorId::K) == static_cast<std::uint64_t>(2 * 32 * nk * d * eb));
   }
 }
@@ -221,7 +221,7 @@ TEST_CASE("paged: block-table reads, the partly filled last page, small pages in
   r.problem.seq_kv = 1000;  // 62.5 pages of 16 tokens: the last one half full
   r.problem.kv_heads = 2;
   r.tiling.splits = 3;
-  const Report two = two_level(r);
+  const Report two = decode_two_level(r);
   REQUIRE(two.feasible());
   // K read exactly once per K/V head, the half page included (packed group, two-level).
   CHECK(hbm_read(two, TensorId::K) == static_cast<std::uint64_t>(2 * 2 * 1000 * 64 * 2));
@@ -233,7 +233,7 @@ TEST_CASE("paged: block-table reads, the partly filled last page, small pages in
   RunRequest contiguous = r;
   contiguous.algorithm = "flash-decoding";
   contiguous.problem.page_tokens = 0;
-  const Report fd = two_level(contiguous);
+  const Report fd = decode_two_level(contiguous);
   CHECK(hbm_read(fd, TensorId::K) == hbm_read(two, TensorId::K));
   // Through the L2, pages of 2 tokens (256-byte runs at d = 64) touch no fewer sectors than
   // 16-token pages and contiguous tiles.
@@ -257,7 +257,7 @@ TEST_CASE("paged: a block table from a file") {
       std::make_shared<const BlockTable>(load_block_table(kTables + "two_by_three.txt"));
   CHECK(r.problem.block_table->pool_pages == 7);
   CHECK(r.problem.block_table->at(1, 2) == 4);
-  CHECK(executed_error(r) <= 1e-5);
+  CHECK(decode_executed_error(r) <= 1e-5);
   r.problem.seq_kv = 60;  // 4 pages: the table's 3 do not cover it
   CHECK_THROWS_WITH_AS(simulate(test::profile(), r), doctest::Contains("the problem needs 2 x 4"),
                        ConfigError);
@@ -285,7 +285,7 @@ TEST_CASE("--pack-gqa on packs a query group at every N; off never packs") {
       const auto k_read = [&](GqaPacking mode) {
         RunRequest x = r;
         x.problem.pack_gqa = mode;
-        const Report rep = two_level(x);
+        const Report rep = decode_two_level(x);
         REQUIRE(rep.feasible());
         test::require_closed_form(x, rep);
         return hbm_read(rep, TensorId::K);
@@ -297,7 +297,7 @@ TEST_CASE("--pack-gqa on packs a query group at every N; off never packs") {
       CHECK(k_read(GqaPacking::automatic) == (n == 1 ? once : 4 * once));
       RunRequest x = r;
       x.problem.pack_gqa = GqaPacking::on;
-      CHECK(executed_error(x) < 1e-5);
+      CHECK(decode_executed_error(x) < 1e-5);
     }
   }
 }
