@@ -610,10 +610,10 @@ class KernelRun {
       // CTAs of one warpgroup issuing wgmma side by side on an SM: nothing orders one CTA's
       // softmax against another's GEMMs, and the softmax does not run under them. Measured by
       // cuda_validate/microbench/coresident.cu (the wg1 forward's compute loop with W = 1..4
-      // CTAs per SM, no memory traffic): a step took 0.79-0.99 (median 0.92) of the sum of the
-      // tensor-only loop's time and the softmax-only loop's at the same W, where hiding each
-      // pipe under the others would give 0.5-0.7 of it
-      // (cuda_validate/measurements/h200-sxm-141gb/coresident_2026-11-27). So the SM's tensor
+      // CTAs per SM, no memory traffic): with 2-4 CTAs a step took 0.79-0.99 (median 0.90) of
+      // the sum of the tensor-only loop's time and the softmax-only loop's at the same W, where
+      // hiding each pipe under the others would give 0.56-0.76 of it, alike on an H100 and an
+      // H200 (cuda_validate/measurements/*/coresident_2026-11-27). So the SM's tensor
       // work and its FP32/SFU/INT32 work add, as under lockstep, and no step is shorter than the
       // warpgroup's own chain. Warpgroups of one warp-specialized CTA (cuDNN's, FlashAttention-3's)
       // are ordered by their kernel and keep the rule below: cuDNN's Hopper forward overlaps
