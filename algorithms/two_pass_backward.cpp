@@ -89,9 +89,10 @@ class TwoPassBackward final : public WholeCtaSchedule {
   // fragment is the next product's A fragment) and never go through shared memory. A warp
   // reads its rows of the kept operand (K and V, or Q and dO) once per chunk of the score
   // tile's columns it holds at a time (Tiling::score_chunk), and every warp reads all of the
-  // streamed tile (Q and dO, or K and V) once per product.
+  // streamed tile (Q and dO, or K and V) once per product. S and dP read both operands from
+  // shared memory; the accumulations (dV, dK, dQ) only the streamed one (A is P or dS).
   struct StepReads {
-    std::int64_t scores = 0, grad_p = 0, accumulate = 0;  // S, dP, and dV/dK/dQ each
+    std::int64_t kept = 0, streamed = 0;
   };
   StepReads step_reads(std::int64_t kept_rows, std::int64_t streamed_rows) const {
     const std::int64_t d = p_.head_dim, eb = p_.elem_bytes();
@@ -99,7 +100,7 @@ class TwoPassBackward final : public WholeCtaSchedule {
     const std::int64_t chunk = t_.score_chunk > 0 ? t_.score_chunk : streamed_rows;
     const std::int64_t kept = kept_rows * d * ceil_div(streamed_rows, chunk) * eb;
     const std::int64_t streamed = warps * streamed_rows * d * eb;
-    return {kept + streamed, kept + streamed, streamed};
+    return {kept, streamed};
   }
 
   // S, the mask where the tile crosses the diagonal (or --mask), P, dropout, dP and dS for query
@@ -107,7 +108,7 @@ class TwoPassBackward final : public WholeCtaSchedule {
   void emit_scores_to_ds(const TileRef& s, const StepReads& reads, bool accumulate_dv,
                          std::vector<TileOp>& out) const {
     const std::int64_t d = p_.head_dim;
-    out.push_back(costs::scores(s, d, reads.scores));  // S = scale Q K^T
+    out.push_back(costs::scores(s, d, reads.kept + reads.streamed));  // S = scale Q K^T
     const bool crosses_diagonal = p_.causal && s.col0 + s.cols - 1 > s.row0 + p_.seq_kv - p_.seq;
     if (crosses_diagonal || p_.mask) out.push_back(costs::mask(s));
     out.push_back(costs::recompute_p(s));
@@ -115,9 +116,9 @@ class TwoPassBackward final : public WholeCtaSchedule {
       out.push_back(costs::dropout({TensorId::P, s.matrix, s.row0, s.rows, s.col0, s.cols}));
     }
     if (accumulate_dv) {  // dV += P^T dO
-      out.push_back(costs::grad_matmul(ComputeKind::accumulate_dv, s, d, reads.accumulate));
+      out.push_back(costs::grad_matmul(ComputeKind::accumulate_dv, s, d, reads.streamed));
     }
-    out.push_back(costs::grad_matmul(ComputeKind::grad_p, s, d, reads.grad_p));
+    out.push_back(costs::grad_matmul(ComputeKind::grad_p, s, d, reads.kept + reads.streamed));
     if (p_.dropout > 0) out.push_back(costs::dropout_grad(s));
     out.push_back(costs::grad_s(s));
   }
@@ -144,7 +145,7 @@ class TwoPassBackward final : public WholeCtaSchedule {
       const StepReads reads = step_reads(kr, qr);
       emit_scores_to_ds(s, reads, true, out);
       // dK += scale dS^T Q.
-      out.push_back(costs::grad_matmul(ComputeKind::accumulate_dk, s, d, reads.accumulate));
+      out.push_back(costs::grad_matmul(ComputeKind::accumulate_dk, s, d, reads.streamed));
     }
     // dK and dV leave through shared memory for coalesced stores.
     out.push_back(TileOp::store(dk, OnChip::smem));
@@ -172,7 +173,7 @@ class TwoPassBackward final : public WholeCtaSchedule {
       const StepReads reads = step_reads(qr, kr);
       emit_scores_to_ds(s, reads, false, out);
       // dQ += scale dS K.
-      out.push_back(costs::grad_matmul(ComputeKind::accumulate_dq, s, d, reads.accumulate));
+      out.push_back(costs::grad_matmul(ComputeKind::accumulate_dq, s, d, reads.streamed));
     }
     out.push_back(TileOp::store(dq, OnChip::smem));
   }

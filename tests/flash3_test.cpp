@@ -20,61 +20,48 @@ RunRequest flash3(std::int64_t b, std::int64_t h, std::int64_t n, std::int64_t d
   return test::request("flash3", b, h, n, d, bq, bkv);
 }
 
-// One CTA of a warp-specialized kernel (a producer and two consumer warpgroups) that runs `ops`
-// under the given arrangement of its pipes.
-class WarpgroupOps final : public WholeCtaSchedule {
+// A kernel whose every CTA runs `ops`, launched as `spec` says.
+class CtaOps final : public WholeCtaSchedule {
  public:
-  WarpgroupOps(std::vector<TileOp> ops, PipeOverlap overlap)
-      : ops_(std::move(ops)), overlap_(overlap) {}
+  CtaOps(std::vector<TileOp> ops, KernelSpec spec) : ops_(std::move(ops)), spec_(std::move(spec)) {}
   std::vector<TensorDecl> tensors() const override { return {{TensorId::Q, 1, 64, 64, 2}}; }
-  std::vector<KernelSpec> kernels() const override {
-    KernelSpec k;
-    k.name = "wg";
-    k.threads_per_cta = 384;
-    k.registers_per_thread = 168;
-    k.smem_bytes_per_cta = 200 * 1024;
-    k.producer_warps = 4;
-    k.consumer_warpgroups = 2;
-    k.overlap = overlap_;
-    return {k};
-  }
+  std::vector<KernelSpec> kernels() const override { return {spec_}; }
   void emit_whole_cta(std::size_t, std::int64_t, std::vector<TileOp>& out) const override {
     out.insert(out.end(), ops_.begin(), ops_.end());
   }
 
  private:
   std::vector<TileOp> ops_;
-  PipeOverlap overlap_;
+  KernelSpec spec_;
 };
 
+// One CTA of a warp-specialized kernel (a producer and two consumer warpgroups) that runs `ops`
+// under the given arrangement of its pipes.
 double wg_time(const std::vector<TileOp>& ops, PipeOverlap overlap) {
-  return run_schedule(test::profile(), WarpgroupOps(ops, overlap), EngineOptions{}).time_s;
+  KernelSpec k;
+  k.name = "wg";
+  k.threads_per_cta = 384;
+  k.registers_per_thread = 168;
+  k.smem_bytes_per_cta = 200 * 1024;
+  k.producer_warps = 4;
+  k.consumer_warpgroups = 2;
+  k.overlap = overlap;
+  return run_schedule(test::profile(), CtaOps(ops, k), EngineOptions{}).time_s;
 }
 
 // CTAs of one warpgroup issuing wgmma (a kernel description's uniform warp roles), two per SM
 // by shared memory, one wave: every SM runs two of them side by side.
-class OneWarpgroupCtas final : public WholeCtaSchedule {
- public:
-  explicit OneWarpgroupCtas(std::vector<TileOp> ops) : ops_(std::move(ops)) {}
-  std::vector<TensorDecl> tensors() const override { return {{TensorId::Q, 1, 64, 64, 2}}; }
-  std::vector<KernelSpec> kernels() const override {
-    KernelSpec k;
-    k.name = "wg1";
-    k.grid = {2 * test::profile().sm.count.value, 1, 1};
-    k.threads_per_cta = 128;
-    k.registers_per_thread = 128;
-    k.smem_bytes_per_cta = 100 * 1024;
-    k.consumer_warpgroups = 1;
-    k.overlap = PipeOverlap::async_tensor;
-    return {k};
-  }
-  void emit_whole_cta(std::size_t, std::int64_t, std::vector<TileOp>& out) const override {
-    out.insert(out.end(), ops_.begin(), ops_.end());
-  }
-
- private:
-  std::vector<TileOp> ops_;
-};
+double one_warpgroup_ctas_time(const std::vector<TileOp>& ops) {
+  KernelSpec k;
+  k.name = "wg1";
+  k.grid = {2 * test::profile().sm.count.value, 1, 1};
+  k.threads_per_cta = 128;
+  k.registers_per_thread = 128;
+  k.smem_bytes_per_cta = 100 * 1024;
+  k.consumer_warpgroups = 1;
+  k.overlap = PipeOverlap::async_tensor;
+  return run_schedule(test::profile(), CtaOps(ops, k), EngineOptions{}).time_s;
+}
 
 }  // namespace
 
@@ -112,10 +99,8 @@ TEST_CASE("one-warpgroup CTAs side by side add their GEMMs and their softmax on 
   TileOp exps = costs::recompute_p({TensorId::S, 0, 0, 64, 0, 64});
   exps.fp32_flops = 0;
   exps.sfu_ops = static_cast<std::int64_t>(hw.compute.sfu_ops_per_clk_per_sm.value) * 1000;
-  const auto time = [&](const std::vector<TileOp>& ops) {
-    return run_schedule(hw, OneWarpgroupCtas(ops), EngineOptions{}).time_s;
-  };
-  CHECK(time({gemm, exps}) - time({gemm}) == doctest::Approx(2 * 1000 / clock_hz).epsilon(1e-6));
+  CHECK(one_warpgroup_ctas_time({gemm, exps}) - one_warpgroup_ctas_time({gemm}) ==
+        doctest::Approx(2 * 1000 / clock_hz).epsilon(1e-6));
   // A warp-specialized CTA's two consumer warpgroups still hide half of them (test above).
 }
 

@@ -38,6 +38,15 @@ Report run_kernel(const KernelDescription& d, RunRequest r, const std::string& g
   return simulate(test::profile(gpu), r);
 }
 
+// A description of the two-pass backward alone, every other field left to its default.
+KernelDescription two_pass_description() {
+  KernelDescription d;
+  d.name = "two_pass";
+  d.source = "test";
+  d.backward = "two_pass";
+  return d;
+}
+
 // Everything a run reports that a user reads, as one JSON value (the wall time aside).
 json summary(const Report& rep) {
   json kernels = json::array();
@@ -139,10 +148,7 @@ TEST_CASE("plain loads serialize the copy with the compute; asynchronous ones ov
 
 TEST_CASE("two-pass backward: two-level bytes equal its closed form over random shapes") {
   test::ShapeGen gen(31);
-  KernelDescription d;
-  d.name = "two_pass";
-  d.source = "test";
-  d.backward = "two_pass";
+  const KernelDescription d = two_pass_description();
   for (int i = 0; i < 60; ++i) {
     RunRequest r = random_request(gen, Pass::bwd, 700);
     r.engine.l2_enabled = false;
@@ -206,10 +212,7 @@ TEST_CASE("two-pass backward: score chunks re-read the kept rows, nothing else c
   // Over random shapes: chunking the score tile's columns moves the same bytes and FLOPs and
   // reads more shared memory, never less, the more chunks the more.
   test::ShapeGen gen(2711);
-  KernelDescription d;
-  d.name = "two_pass";
-  d.source = "test";
-  d.backward = "two_pass";
+  const KernelDescription d = two_pass_description();
   int checked = 0;
   for (int i = 0; i < 30; ++i) {
     RunRequest r = random_request(gen, Pass::bwd, 400);
