@@ -9,6 +9,7 @@
 #include "api/validation.hpp"
 #include "cli/commands.hpp"
 #include "cli/format_flag.hpp"
+#include "cli/output_file.hpp"
 #include "cli/run_flags.hpp"
 #include "sim/base/errors.hpp"
 #include "sim/base/text_file.hpp"
@@ -22,6 +23,7 @@ Action add_validate_command(CLI::App& app) {
     std::vector<std::string> paths;
     std::string profile;
     FormatFlag format{{"table", "json", "csv", "md"}};
+    std::string json_file;  // --json: the JSON report written there too
     // Your own kernel: its ncu export, its description, its problem and its CUDA-event time.
     std::string ncu;
     double time_us = 0.0;
@@ -41,8 +43,20 @@ Action add_validate_command(CLI::App& app) {
                     {"--kernel", "--batch", "--heads", "--kv-heads", "--seq", "--seq-kv",
                      "--head-dim", "--dtype", "--pass", "--causal", "--mask"});
   f->format.add_to(*cmd);
+  cmd->add_option("--json", f->json_file,
+                  "also write the JSON report (what --format json prints) to this file, so that "
+                  "one run gives a table to read and a file to keep");
   return [f] {
     const std::string& format = f->format.checked();
+    if (!f->json_file.empty()) {
+      // Refused before the predictions run, not after: a wrong path costs nothing.
+      check_output_folder("--json", f->json_file);
+      std::vector<std::string> inputs = f->paths;
+      for (const std::string& p : {f->ncu, f->problem.kernel}) {
+        if (!p.empty()) inputs.push_back(p);
+      }
+      check_not_an_input("--json", f->json_file, inputs);
+    }
     ValidationResult v;
     if (!f->ncu.empty()) {
       if (!f->paths.empty()) {
@@ -68,6 +82,7 @@ Action add_validate_command(CLI::App& app) {
       v = validate_measurements(
           std::vector<std::filesystem::path>(f->paths.begin(), f->paths.end()), f->profile);
     }
+    if (!f->json_file.empty()) write_file_atomically(f->json_file, validation_json(v));
     if (format == "json") {
       std::cout << validation_json(v);
     } else if (format == "csv") {

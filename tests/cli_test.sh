@@ -156,16 +156,24 @@ section_decode() {
 section_validate() {
   VAL=$REPO/cuda_validate/measurements
   H100_DEC=$VAL/h100-sxm5-80gb/measurements_decode_2026-11-22.json
-  expect_same 0 "| all | 43 |" -- validate "$H100_DEC" --format md
-  expect_same 0 "DRAM (read + write) median / worst" -- validate "$H100_DEC" --format md
+  # --json writes the JSON report beside the table (one run for both).
+  MD_JSON=(validate "$H100_DEC" --format md --json "$tmp/dec.json")
+  expect_same 0 "| all | 43 |" -- "${MD_JSON[@]}"
+  expect_same 0 "DRAM (read + write) median / worst" -- "${MD_JSON[@]}"
   expect_same 0 "dram_predicted,dram_measured,dram_rel_error,dram_read_predicted" -- validate "$H100_DEC" --format csv
   expect_same 0 '"dram_write"' -- validate "$H100_DEC" --format json
   # Blind (the flags alone, free-running clock, CUDA-event time) beside as-run, in every format.
-  expect_same 0 "**blind time** median / worst" -- validate "$H100_DEC" --format md
+  expect_same 0 "**blind time** median / worst" -- "${MD_JSON[@]}"
   expect_same 0 "blind_sm_clock_mhz,blind_dram_predicted" -- validate "$H100_DEC" --format csv
   expect_same 0 '"blind": {' -- validate "$H100_DEC" --format json
   expect_same 0 "blind time med/worst" -- validate "$H100_DEC"
   expect_same 0 "paged_b4_h32_n1_nkv4096_d128_bq16_bkv64_s1_page16" -- validate "$H100_DEC"
+  if diff -q "$tmp/dec.json" <(printf '%s\n' "${expect_outputs["validate $H100_DEC --format json"]}") >/dev/null; then ok; else bad "validate --json wrote other than --format json prints"; fi
+  # --json refused before anything is predicted; nothing written when the run fails.
+  expect 2 "--json '$tmp/nowhere/v.json': folder '$tmp/nowhere' does not exist" -- validate "$H100_DEC" --json "$tmp/nowhere/v.json"
+  expect 2 "writing it would destroy the input" -- validate "$H100_DEC" --json "$H100_DEC"
+  expect 2 "no such file or folder" -- validate "$tmp/missing.json" --json "$tmp/failed.json"
+  if [ ! -e "$tmp/failed.json" ]; then ok; else bad "validate --json left a file after a failed run"; fi
   expect 2 "no such file or folder" -- validate "$tmp/missing.json"
   echo '{"format": "something-else", "version": 1}' >"$tmp/measurements_other.json"
   expect 2 "not an iosim-measurements file" -- validate "$tmp/measurements_other.json"
