@@ -5,10 +5,10 @@
 #include <algorithm>
 #include <chrono>
 
+#include "sim/base/errors.hpp"
 #include "sim/numerics/numeric_executor.hpp"
 #include "sim/schedule/block_mask.hpp"
 #include "sim/schedule/block_table.hpp"
-#include "sim/base/errors.hpp"
 
 namespace iosim {
 
@@ -64,6 +64,7 @@ Report simulate(const HardwareProfile& profile, const RunRequest& original,
         "FP8 runs need a Hopper-class profile",
         profile.name));
   }
+  if (request.execute) check_executable(request.problem);  // before the engine runs
   Report report;
   report.profile = profile.name;
   report.profile_description = profile.description;
@@ -88,8 +89,8 @@ Report simulate(const HardwareProfile& profile, const RunRequest& original,
     engine.exact = true;
   }
   if (profile.power.present && engine.sm_clock_mhz <= 0) {
-    // No clock given: the power model picks it (sim/hardware/power_model.hpp). Its trial runs are not
-    // watched; an observer sees the run at the chosen clock only.
+    // No clock given: the power model picks it (sim/hardware/power_model.hpp). Its trial runs are
+    // not watched; an observer sees the run at the chosen clock only.
     EngineOptions trial = engine;
     trial.observer = nullptr;
     const auto at = [&](double clock_mhz) {

@@ -2,8 +2,8 @@
 // an FP64 reference), over many shapes: ragged last blocks, causal, masks, dropout, N != N_kv.
 #include <doctest/doctest.h>
 
-#include "sim/numerics/numeric_executor.hpp"
 #include "sim/base/errors.hpp"
+#include "sim/numerics/numeric_executor.hpp"
 #include "tests/test_support.hpp"
 
 using namespace iosim;
@@ -88,8 +88,20 @@ TEST_CASE("a schedule that skips a needed block is caught by execution") {
   CHECK(execute_schedule(broken, p, 3).max_abs_error() > 1e-2);
 }
 
-TEST_CASE("--execute refuses problems too large to execute") {
+TEST_CASE("--execute refuses problems too large to execute, before it simulates them") {
+  struct Counting : OpObserver {
+    std::int64_t ops = 0;
+    void on_op(std::size_t, std::int64_t, int, const TileOp&, const Counters&) override { ++ops; }
+  } seen;
   RunRequest r = test::request("flash2", 64, 16, 8192, 128);
   r.execute = true;
+  r.engine.observer = &seen;
   CHECK_THROWS_AS(simulate(test::profile(), r), ConfigError);
+  CHECK(seen.ops == 0);
+  // (The observer does see the ops of a run that simulates.)
+  r.problem.batch = r.problem.heads = 1;
+  r.problem.seq = r.problem.seq_kv = 1024;
+  r.execute = false;
+  CHECK_NOTHROW(simulate(test::profile(), r));
+  CHECK(seen.ops > 0);
 }

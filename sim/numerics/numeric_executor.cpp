@@ -164,9 +164,7 @@ double NumericResult::max_abs_error() const {
       {max_abs_error_o, max_abs_error_lse.value_or(0.0), max_abs_error_grad.value_or(0.0)});
 }
 
-NumericResult execute_schedule(const Schedule& schedule, const AttentionProblem& p,
-                               std::uint64_t seed, const BlockMask* blocks,
-                               NumericObserver* observer) {
+void check_executable(const AttentionProblem& p) {
   const double macs = static_cast<double>(p.bh()) * static_cast<double>(p.seq) *
                       static_cast<double>(p.seq_kv) * static_cast<double>(p.head_dim);
   if (macs > kMaxExecuteMacs) {
@@ -175,6 +173,12 @@ NumericResult execute_schedule(const Schedule& schedule, const AttentionProblem&
         "heads or sequence length",
         macs, kMaxExecuteMacs));
   }
+}
+
+NumericResult execute_schedule(const Schedule& schedule, const AttentionProblem& p,
+                               std::uint64_t seed, const BlockMask* blocks,
+                               NumericObserver* observer) {
+  check_executable(p);
   Globals g;
   std::mt19937_64 rng(seed);
   std::normal_distribution<float> normal(0.0f, 1.0f);

@@ -53,6 +53,10 @@ class NumericObserver {
 /// Largest problem --execute accepts, in multiply-adds of the reference (B*H*N*N_kv*d).
 inline constexpr double kMaxExecuteMacs = 4e9;
 
+/// Throws ConfigError when `p` is larger than kMaxExecuteMacs. execute_schedule checks it; a run
+/// that will execute checks it first, before it simulates (a refused run costs nothing).
+void check_executable(const AttentionProblem& p);
+
 /// Runs `schedule` on random inputs (Q, K, V and, with a backward, dO) drawn from `seed` and
 /// compares with an FP64 reference: O and L for a forward, the gradients dQ, dK, dV for a
 /// backward (computed by their analytic formulas). A backward alone (--pass bwd) starts from the
