@@ -36,9 +36,9 @@ jobs=$(nproc)
 # group at N > 1 in decode_test's --pack-gqa case (unit_decode), validate's reading and
 # prediction of whole files in cli_validate's `iosim validate` of the H100 decode file (43 cases).
 # All entries run $jobs at a time (tests/cli_test.sh as three entries, cli_*).
+source scripts/sanitized_entries.sh
 IOSIM_NO_ULIMIT=1 IOSIM_SKIP_DOC_CHECKS=1 IOSIM_SANITIZED=1 ctest --test-dir build-sanitize \
-  --output-on-failure -j"$jobs" -R '^(unit_.*|cli_.*|sweep_cli|bad_inputs|sweep_resume|determinism)$' \
-  -E '^unit_(accuracy_.*|measured_sets)$'
+  --output-on-failure -j"$jobs" -R "$SANITIZED_ENTRIES" -E "$SANITIZED_EXCEPT"
 
 # fuzz NAME: one target for $fuzz_seconds; its log in $logs/NAME, its status in $logs/NAME.rc.
 logs=$(mktemp -d)

@@ -11,4 +11,19 @@ fi
 scripts/build.sh
 # The entries run as many at a time as there are cores (the unit suites are several entries:
 # CMakeLists.txt's unit_*).
-ctest --test-dir build --output-on-failure -j"$(nproc)"
+if [ "${IOSIM_CI_SANITIZED_ONCE:-0}" = 1 ]; then
+  # .ci/run: the entries that scripts/sanitize.sh runs next, and whose sanitized run checks all
+  # that this one would, run there only (scripts/sanitized_entries.sh).
+  source scripts/sanitized_entries.sh
+  entries() { ctest --test-dir build -N "$@" | sed -n 's/^ *Test *#[0-9]*: //p' | sort; }
+  unsanitized=$(comm -23 <(entries -R "$SANITIZED_ONCE") \
+    <(entries -R "$SANITIZED_ENTRIES" -E "$SANITIZED_EXCEPT"))
+  if [ -n "$unsanitized" ]; then
+    echo "scripts/sanitized_entries.sh: SANITIZED_ONCE names entries scripts/sanitize.sh does" \
+      "not run:" $unsanitized >&2
+    exit 1
+  fi
+  ctest --test-dir build --output-on-failure -j"$(nproc)" -E "$SANITIZED_ONCE"
+else
+  ctest --test-dir build --output-on-failure -j"$(nproc)"
+fi
