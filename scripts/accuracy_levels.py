@@ -5,7 +5,7 @@ their own history.
 
 A level is the current error of a schedule on a device, median or worst over its cases, rounded up
 to the next 0.5% (so that floating-point noise in a future build does not fail CI);
-tests/validation_test.cpp fails when an error rises above its level. Where a relative error means
+`--check-now` (ctest accuracy_now) fails when an error rises above its level. Where a relative error means
 little (a level of 90% or more: a DRAM write predicted as 0 is exactly 100% off), the level is
 also kept in bytes: the median and worst |predicted - measured|, rounded up to two significant
 digits (`median_bytes`, `worst_bytes`).
@@ -30,6 +30,7 @@ Usage, from the repository root after a build:
   scripts/accuracy_levels.py                  # rewrite the levels, tightening only
   scripts/accuracy_levels.py --loosen "why"   # also let levels rise (say why in CALIBRATION.md)
   scripts/accuracy_levels.py --check          # CI: goals, exceptions and history; writes nothing
+  scripts/accuracy_levels.py --check-now      # CI: iosim's errors now within the levels
 """
 import argparse
 import datetime
@@ -40,10 +41,13 @@ import os
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import validated  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VALIDATION = os.path.join(ROOT, "cuda_validate", "measurements")
 CALIBRATION = "cuda_validate/measurements/CALIBRATION.md"
-IOSIM = os.path.join(ROOT, "build", "iosim")
+IOSIM = os.environ.get("IOSIM") or os.path.join(ROOT, "build", "iosim")
 # As-run metrics, then the blind headline (`iosim run` from the flags alone, time against CUDA
 # events): iosim validate's "blind" object, flattened to blind_<metric>.
 METRICS = ("dram", "dram_read", "dram_write", "l2_read", "l2_write", "time", "blind_dram",
@@ -107,15 +111,17 @@ def goal_for(goals, metric, stat):
 def measured_paths(target):
     """The existing files of a FILES entry (a path or a list of them)."""
     paths = target if isinstance(target, list) else [target]
-    return [p for p in paths if os.path.exists(p)]
+    # (A folder counts where it holds measurements*.json, as iosim validate reads it: not
+    # predictions/.)
+    return [p for p in paths if os.path.isfile(p) or glob.glob(os.path.join(p, "measurements*.json"))]
 
 
 def validate(paths):
     if isinstance(paths, str):
         paths = [paths]
-    out = subprocess.run([IOSIM, "validate", *paths, "--format", "json"], check=True,
-                         capture_output=True, text=True).stdout
-    result = json.loads(out)
+    # Relative to the repository root, as the docs name them, so that scripts/validated.py shares
+    # one run of each set between the docs check and --check-now.
+    result = validated.run(IOSIM, [os.path.relpath(p, ROOT) for p in paths])[1]
     for x in result["cases"] + result["summaries"]:
         for m, v in x.get("blind", {}).items():
             if isinstance(v, dict):
@@ -344,6 +350,40 @@ def check():
 
 
 def write(reason):
+    failed, updates = levels_now(reason)
+    if failed:
+        return 1
+    for path, (_, new) in updates.items():
+        with open(path, "w") as f:
+            json.dump(new, f, indent=1)
+            f.write("\n")
+    if reason:
+        print(f"now add an entry to {CALIBRATION} in the same commit: CI checks it")
+    return 0
+
+
+def check_now():
+    """CI (ctest accuracy_now): the errors iosim validate gives now stay within the recorded
+    levels: no level would rise, no case count fall, no schedule go unrecorded. Writes nothing."""
+    failed, updates = levels_now("", hint="the error grew past the recorded level")
+    for path, (old, new) in updates.items():
+        name = os.path.basename(path)
+        for change in loosenings(old, new):
+            print(f"{name}: {change}", file=sys.stderr)
+            failed = True
+        for dev, d in new["devices"].items():
+            for sched in d["schedules"]:
+                if sched not in old.get("devices", {}).get(dev, {}).get("schedules", {}):
+                    print(f"{name}: {dev} {sched} has no recorded level: add it "
+                          "(scripts/accuracy_levels.py)", file=sys.stderr)
+                    failed = True
+    if not failed:
+        print(f"accuracy now: every level of {len(FILES)} levels files holds")
+    return 1 if failed else 0
+
+
+def levels_now(reason, hint='rerun with --loosen "why"'):
+    """The levels files as iosim validate's errors now make them: (failed, {path: (old, new)})."""
     goals = load_goals()
     devices = sorted(d for d in os.listdir(VALIDATION) if os.path.isdir(os.path.join(VALIDATION, d)))
     failed = False
@@ -394,7 +434,7 @@ def write(reason):
                         if prev is not None and value is not None and value > prev + 1e-12 and \
                                 not reason:
                             print(f"{name} {dev} {sched} {m} {k} would loosen: {prev} -> {value}; "
-                                  "rerun with --loosen \"why\"", file=sys.stderr)
+                                  f"{hint}", file=sys.stderr)
                             failed = True
                     for stat in STATS:
                         goal = goal_for(goals, m, stat)
@@ -417,16 +457,8 @@ def write(reason):
                 "reason": reason, "changes": changes}]
             for c in changes:
                 print(f"{name} loosened: {c} ({reason})")
-        updates[path] = new
-    if failed:
-        return 1
-    for path, new in updates.items():
-        with open(path, "w") as f:
-            json.dump(new, f, indent=1)
-            f.write("\n")
-    if reason:
-        print(f"now add an entry to {CALIBRATION} in the same commit: CI checks it")
-    return 0
+        updates[path] = (old, new)
+    return failed, updates
 
 
 def main():
@@ -434,7 +466,12 @@ def main():
     ap.add_argument("--loosen", default="", help="allow levels to rise, for this reason")
     ap.add_argument("--check", action="store_true",
                     help="check goals, exceptions and history; write nothing")
+    ap.add_argument("--check-now", action="store_true",
+                    help="check that iosim's errors now are within the recorded levels (iosim: "
+                         "$IOSIM, else build/iosim); write nothing")
     args = ap.parse_args()
+    if args.check_now:
+        return check_now()
     return check() if args.check else write(args.loosen)
 
 

@@ -23,7 +23,6 @@ Usage from the repository root: scripts/readme_numbers.py --check|--write [IOSIM
 
 import concurrent.futures
 import glob
-import hashlib
 import json
 import os
 import re
@@ -33,6 +32,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from doc_format import B, T, f, g, wrap  # noqa: E402
 from doc_values import RUNS, VALUES  # noqa: E402
+import validated  # noqa: E402
 
 TABLE_RE = re.compile(r"^<!-- iosim-table: ([A-Za-z0-9_]+) -->$")
 TABLE_END = "<!-- /iosim-table -->"
@@ -53,9 +53,12 @@ class Runner:
                 self.results[args] = out
 
     def _run(self, args):
-        kept = self._kept_validate(args)
-        if kept is not None:
-            return wrap(kept)
+        try:
+            report = self._validate_json(args)
+        except RuntimeError as e:
+            return e
+        if report is not None:
+            return wrap(report)
         p = subprocess.run([self.iosim, *args.split()], capture_output=True, text=True)
         if p.returncode != 0:
             return RuntimeError(f"'iosim {args}' exited {p.returncode}: {p.stderr.strip()}")
@@ -64,19 +67,12 @@ class Runner:
         except json.JSONDecodeError:
             return p.stdout
 
-    @staticmethod
-    def _kept_validate(args):
-        """The JSON report readme_tables.sh kept from its run of the same `iosim validate ARGS`
-        (IOSIM_DOC_VALIDATE_DIR, a file named by the hash of ARGS), or None."""
-        folder = os.environ.get("IOSIM_DOC_VALIDATE_DIR")
+    def _validate_json(self, args):
+        """The JSON report of `iosim validate X --format json`, from scripts/validated.py (one
+        run shared with the docs' validate blocks and the accuracy levels), or None for other
+        commands."""
         m = re.fullmatch(r"validate (.+) --format json", args)
-        if not folder or not m:
-            return None
-        path = os.path.join(folder, hashlib.sha1(m.group(1).encode()).hexdigest() + ".json")
-        if not os.path.exists(path):
-            return None
-        with open(path) as kept:
-            return json.load(kept)
+        return validated.run(self.iosim, m.group(1).split())[1] if m else None
 
     def __call__(self, args):
         if args not in self.results:

@@ -24,17 +24,17 @@ export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 jobs=$(nproc)
 # The corpus caps memory with ulimit -v, which AddressSanitizer's shadow memory cannot live with.
-# The unit suites (ctest's unit_* entries, by source file) but the accuracy cases that re-predict
-# every measured case (a few hundred kernels, ctest's unit_accuracy_*): in the Release build they
-# are 390 of the suite's ~420 s (loaded 2-core machine), and with the sanitizers the suite had used
-# 10 CPU minutes without finishing. The same engine paths run under the sanitizers in every other
-# suite. unit_measured_sets is left out too: its three cases re-predict whole measured sets (the
+# The unit suites (ctest's unit_* entries, by source file); not the accuracy levels (accuracy_now,
+# which re-predicts every measured case: a few hundred kernels, 10 CPU minutes and more under the
+# sanitizers; the same engine paths run here in every other suite). unit_measured_sets is left
+# out: its three cases re-predict whole measured sets (the
 # FA3-style kernel's FP16 and FP8 files apart and together; both GPUs' held-out sets), 680 CPU s
 # under the sanitizers against ~40 in Release; their code paths run here on small inputs: the
 # multi-file summary in "two one-case files are summarized together", the repeat spreads in "an
 # error no larger than the measurement's repeat spread..." (unit_validation), packing a query
 # group at N > 1 in decode_test's --pack-gqa case (unit_decode), validate's reading and
-# prediction of whole files in cli_validate's `iosim validate` of the H100 decode file (43 cases).
+# prediction of whole files in cli_validate's `iosim validate` of three cases of the H100 decode
+# file.
 # All entries run $jobs at a time (tests/cli_test.sh as three entries, cli_*).
 source scripts/sanitized_entries.sh
 IOSIM_NO_ULIMIT=1 IOSIM_SKIP_DOC_CHECKS=1 IOSIM_SANITIZED=1 ctest --test-dir build-sanitize \

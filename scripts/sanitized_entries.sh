@@ -1,8 +1,8 @@
 # Sourced by scripts/sanitize.sh and scripts/test.sh: which ctest entries run under the sanitizers.
-# The unit suites but the accuracy cases and whole measured sets (scripts/sanitize.sh says why),
+# The unit suites but the whole measured sets (scripts/sanitize.sh says why),
 # the CLI tests, sweep_cli, bad_inputs, sweep_resume and determinism:
 SANITIZED_ENTRIES='^(unit_.*|cli_.*|sweep_cli|bad_inputs|sweep_resume|determinism)$'
-SANITIZED_EXCEPT='^unit_(accuracy_.*|measured_sets)$'
+SANITIZED_EXCEPT='^unit_measured_sets$'
 # Of those, the entries whose sanitized run checks everything their Release run does. .ci/run runs
 # them once, sanitized (scripts/test.sh with IOSIM_CI_SANITIZED_ONCE=1). Not bad_inputs (its
 # memory limit, ulimit -v, is off under ASan) nor sweep_resume (a shorter sweep there).

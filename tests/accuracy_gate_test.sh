@@ -19,7 +19,7 @@ python3 "$REPO/scripts/accuracy_levels.py" --check || bad "the repository's leve
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/scripts" "$tmp/cuda_validate/measurements"
-cp "$REPO/scripts/accuracy_levels.py" "$tmp/scripts/"
+cp "$REPO/scripts/accuracy_levels.py" "$REPO/scripts/validated.py" "$tmp/scripts/"
 cp "$REPO/cuda_validate/measurements/CALIBRATION.md" "$REPO"/cuda_validate/measurements/accuracy_levels*.json \
   "$REPO/cuda_validate/measurements/accuracy_goals.json" "$tmp/cuda_validate/measurements/"
 cd "$tmp" || exit 1

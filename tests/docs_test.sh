@@ -28,6 +28,20 @@ sed -i 's/=fd32.hbm_read /=fd32.no_such_value /' "$tmp/numbers.md"
 out=$(cd "$REPO" && python3 scripts/readme_numbers.py --check "$IOSIM" "$tmp/numbers.md" 2>&1)
 if grep -q "no value 'fd32.no_such_value' in scripts/doc_values.py" <<<"$out"; then ok; else bad "readme_numbers.py: unknown value not named: $out"; fi
 
+# scripts/validated.py runs `iosim validate ARGS` once and keeps its table and report in
+# IOSIM_VALIDATED_DIR: asked again it answers from there (here with no iosim to run at all), and
+# the table is what `iosim validate ARGS --format md` prints.
+small=$DATA/measurements_small.json
+want=$("$IOSIM" validate "$small" --format md)
+first=$(IOSIM_VALIDATED_DIR="$tmp/validated" python3 "$REPO/scripts/validated.py" md "$IOSIM" "$small")
+again=$(IOSIM_VALIDATED_DIR="$tmp/validated" python3 "$REPO/scripts/validated.py" md /bin/false "$small")
+if [ "$first" = "$want" ] && [ "$again" = "$want" ] && [ "$(ls "$tmp/validated" | wc -l)" = 2 ]; then ok; else
+  bad "scripts/validated.py did not keep or give back iosim validate's table: $(ls "$tmp/validated")"
+fi
+if ! python3 "$REPO/scripts/validated.py" md /bin/false "$small" 2>/dev/null; then ok; else
+  bad "scripts/validated.py without a kept run did not run iosim"
+fi
+
 # The documents: README.md and every docs/*.md (the tutorial's commands, the accuracy tables, the
 # prose numbers), against what iosim prints now.
 if [ "${IOSIM_SKIP_DOC_CHECKS:-0}" = 1 ]; then

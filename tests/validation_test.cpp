@@ -33,64 +33,6 @@ nlohmann::json read_levels(const std::string& levels_file) {
   return nlohmann::json::parse(in).at("devices");
 }
 
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-// |predicted - measured| in bytes of metric i (as-run, or blind) over the compared cases of a
-// summary ("flash3", "flash3 fwdbwd", ...; "all": every one).
-std::vector<double> byte_errors(const ValidationResult& v, const std::string& schedule, int i,
-                                bool blind) {
-  std::vector<double> out;
-  for (const CaseResult& c : v.cases) {
-    if (!c.skipped_reason.empty() || (schedule != "all" && summary_name(c) != schedule)) continue;
-    const Comparison& x = blind ? c.blind[i] : c.metrics[i];
-    if (x.measured > 0) out.push_back(std::abs(x.predicted - x.measured));
-  }
-  return out;
-}
-
-// One metric's level: relative median and worst, and bytes where the file keeps them.
-void check_level(const ValidationResult& v, const Summary& s, const nlohmann::json& m, int i,
-                 bool blind) {
-  if (m.at("median").is_null()) return;
-  const auto& median = blind ? s.blind_median_abs_error[i] : s.median_abs_error[i];
-  const auto& worst = blind ? s.blind_worst_abs_error[i] : s.worst_abs_error[i];
-  REQUIRE(median.has_value());
-  CHECK(*median <= m.at("median").get<double>() + 1e-9);
-  CHECK(*worst <= m.at("worst").get<double>() + 1e-9);
-  // Absolute-byte levels, where a relative level means little (100%: predicting 0 meets it).
-  if (m.contains("median_bytes") || m.contains("worst_bytes")) {
-    const std::vector<double> errs = byte_errors(v, s.schedule, i, blind);
-    REQUIRE(!errs.empty());
-    if (m.contains("median_bytes")) CHECK(median_of(errs) <= m.at("median_bytes").get<double>());
-    if (m.contains("worst_bytes")) {
-      CHECK(*std::max_element(errs.begin(), errs.end()) <= m.at("worst_bytes").get<double>());
-    }
-  }
-}
-
-void check_levels(const ValidationResult& v, const nlohmann::json& levels) {
-  REQUIRE(!v.summaries.empty());
-  for (const Summary& s : v.summaries) {
-    CAPTURE(s.schedule);
-    REQUIRE_MESSAGE(levels.contains(s.schedule),
-                    "no recorded level for schedule " << s.schedule << ": add it");
-    const nlohmann::json& level = levels.at(s.schedule);
-    CHECK(s.cases >= level.at("cases").get<int>());  // cases are added, never silently dropped
-    for (int i = 0; i < kMetricCount; ++i) {
-      const std::string metric = metric_name(kMetrics[i]);
-      CAPTURE(metric);
-      check_level(v, s, level.at(metric), i, false);
-      // The blind headline: held where the file records it (blind_dram, blind_time).
-      if (level.contains("blind_" + metric))
-        check_level(v, s, level.at("blind_" + metric), i, true);
-    }
-  }
-}
-
 // Device folders (one per GPU the data was measured on) that hold files matching `prefix`.
 std::vector<std::string> device_folders(const std::string& prefix) {
   std::vector<std::string> out;
@@ -120,74 +62,10 @@ const ValidationResult& validated(const fs::path& file) {
 
 }  // namespace
 
-TEST_CASE("validation accuracy of our kernels does not fall below the recorded levels") {
-  const nlohmann::json levels = read_levels("accuracy_levels.json");
-  const std::vector<std::string> devices = device_folders("measurements");
-  REQUIRE(devices.size() >= 2);  // H100 and H200
-  for (const std::string& device : devices) {
-    CAPTURE(device);
-    REQUIRE_MESSAGE(levels.contains(device), "no recorded levels for " << device);
-    check_levels(validate_measurements(kDir + "/" + device), levels.at(device).at("schedules"));
-  }
-}
-
-TEST_CASE("validation accuracy on PyTorch's kernels does not fall below the recorded levels") {
-  const nlohmann::json levels = read_levels("accuracy_levels_pytorch.json");
-  const std::vector<std::string> devices = device_folders("pytorch_sdpa");
-  REQUIRE(devices.size() >= 2);
-  for (const std::string& device : devices) {
-    CAPTURE(device);
-    REQUIRE_MESSAGE(levels.contains(device), "no recorded levels for " << device);
-    check_levels(validate_measurements(kDir + "/" + device + "/pytorch_sdpa_2026-11-22.json"),
-                 levels.at(device).at("schedules"));
-  }
-}
-
-TEST_CASE("validation accuracy on cuDNN's Hopper kernels does not fall below the recorded levels") {
-  // Its MHA set and, apart, its grouped-query set (enable_gqa: forward and forward+backward).
-  for (const auto& set :
-       {std::pair{"accuracy_levels_cudnn.json", "cudnn_2026-11-23/cudnn_sdpa_2026-11-23.json"},
-        std::pair{"accuracy_levels_cudnn_gqa.json",
-                  "cudnn_gqa_2026-11-24/cudnn_gqa_2026-11-24.json"}}) {
-    const std::string levels_file = set.first, measured = set.second;
-    CAPTURE(levels_file);
-    const nlohmann::json levels = read_levels(levels_file);
-    int devices = 0;
-    for (const auto& d : fs::directory_iterator(kDir)) {
-      const fs::path file = d.path() / measured;
-      if (!fs::exists(file)) continue;
-      const std::string device = d.path().filename().string();
-      CAPTURE(device);
-      REQUIRE_MESSAGE(levels.contains(device), "no recorded levels for " << device);
-      check_levels(validate_measurements(file), levels.at(device).at("schedules"));
-      ++devices;
-    }
-    CHECK(devices >= 2);  // H100 and H200
-  }
-}
-
-TEST_CASE(
-    "validation accuracy on our FlashAttention-3-style kernel does not fall below the recorded "
-    "levels") {
-  // Its FP16 run 1 and, on the H100, its FP8 cases measured apart, validated together (the
-  // files scripts/accuracy_levels.py lists for accuracy_levels_fa3_own.json).
-  const nlohmann::json levels = read_levels("accuracy_levels_fa3_own.json");
-  int devices = 0;
-  for (const auto& d : fs::directory_iterator(kDir)) {
-    const fs::path dir = d.path() / "fa3_own_2026-11-23";
-    std::vector<fs::path> files;
-    for (const fs::path& f :
-         {dir / "fa3_own_2026-11-23.json", dir / "fp8" / "fa3_own_fp8_2026-11-23.json"})
-      if (fs::exists(f)) files.push_back(f);
-    if (files.empty()) continue;
-    const std::string device = d.path().filename().string();
-    CAPTURE(device);
-    REQUIRE_MESSAGE(levels.contains(device), "no recorded levels for " << device);
-    check_levels(validate_measurements(files), levels.at(device).at("schedules"));
-    ++devices;
-  }
-  CHECK(devices >= 2);  // H100 and H200
-}
+// The accuracy levels themselves (every measured set's errors within
+// cuda_validate/measurements/accuracy_levels*.json) are ctest accuracy_now:
+// scripts/accuracy_levels.py --check-now, which shares its runs of iosim validate with the docs
+// check (scripts/validated.py).
 
 TEST_CASE("several measurement files are summarized together, FP8 runs apart") {
   const fs::path dir = kDir + "/h100-sxm5-80gb/fa3_own_2026-11-23";
