@@ -1,9 +1,8 @@
-// The committed measurements keep the model honest: `iosim validate` over cuda_validate/measurements/
-// must stay at or under the accuracy levels recorded next to the data, per device folder. Our own
-// kernels (measurements*.json), PyTorch's (pytorch_sdpa_*.json) and cuDNN's Hopper kernels
-// (cudnn_*/cudnn_sdpa_*.json, forward and forward+backward) have levels of their own, a schedule's
-// runs with a backward apart from its forwards ("flash3 fwdbwd"); scripts/accuracy_levels.py
-// writes them (tightening freely, loosening only when told why, with a history entry and a
+// iosim validate on the committed measurements (cuda_validate/measurements/): how cases are read,
+// predicted and summarized, whole measured sets read together, the held-out sets' repeat spreads.
+// The accuracy levels themselves (every set's errors within accuracy_levels*.json, per device
+// folder and schedule) are ctest accuracy_now (scripts/accuracy_levels.py --check-now); the same
+// script writes them (tightening freely, loosening only when told why, with a history entry and a
 // CALIBRATION.md entry: its --check, ctest accuracy_gate, holds that).
 #include "api/validation.hpp"
 
