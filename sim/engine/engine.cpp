@@ -3,15 +3,18 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <array>
-#include <map>
+#include <memory>
 #include <numeric>
 #include <optional>
 
 #include "sim/base/errors.hpp"
+#include "sim/engine/cta_periods.hpp"
 #include "sim/engine/event_queue.hpp"
+#include "sim/engine/extrapolator.hpp"
+#include "sim/engine/rates.hpp"
 #include "sim/engine/run_control.hpp"
-#include "sim/engine/steady_state.hpp"
+#include "sim/engine/step_windows.hpp"
+#include "sim/engine/waves_by_kind.hpp"
 #include "sim/memory/address_map.hpp"
 #include "sim/memory/l2_system.hpp"
 
@@ -19,8 +22,10 @@ namespace iosim {
 namespace {
 
 using detail::AddressMap;
+using detail::CtaState;
 using detail::Event;
 using detail::EventQueue;
+using detail::Rates;
 
 // A bandwidth resource served first come, first served. Requests arrive in non-decreasing
 // time (the event loop guarantees it), so a single "busy until" cursor is exact for FIFO.
@@ -38,73 +43,6 @@ struct Server {
 constexpr double kSchedulersPerSm = 4.0;
 constexpr double kWarpThreads = 32.0;
 
-// Rates of one machine at one SM clock, in bytes or operations per second.
-struct Rates {
-  double hbm_bps, l2_bps, sm_port_bps, smem_bps_per_sm;
-  double tensor_per_sm, fp32_per_sm, sfu_per_sm, int32_per_sm;
-  double l2_latency_s, hbm_latency_s, launch_s;
-  double smem_latency_s, fp32_latency_s, wgmma_latency_s;
-  int sm_count;
-
-  Rates(const HardwareProfile& p, double clock_mhz, Dtype mma_dtype,
-        TensorInstruction instruction = TensorInstruction::wgmma) {
-    const double clock_hz = clock_mhz * 1e6;
-    const double ratio = clock_mhz / p.sm.boost_clock_mhz.value;
-    sm_count = p.sm.count.value;
-    hbm_bps = p.hbm.bandwidth_gbps.value * 1e9 * p.hbm.achievable_fraction.value;
-    l2_bps = p.l2.bandwidth_gbps.value * 1e9 * ratio;  // the L2 runs in the SM clock domain
-    sm_port_bps = p.sm.l2_to_sm_bytes_per_clk.value * clock_hz;
-    smem_bps_per_sm = p.sm.smem_bandwidth_bytes_per_clk.value * clock_hz;
-    if (instruction == TensorInstruction::mma_sync) {
-      // Measured per clock for fp16; other operand types keep the peak's ratio to fp16.
-      tensor_per_sm = p.compute.mma_sync_flops_per_clk_per_sm.value * clock_hz *
-                      p.tensor_flops_per_s(mma_dtype) / p.tensor_flops_per_s(Dtype::fp16);
-    } else {
-      tensor_per_sm = p.tensor_flops_per_s(mma_dtype) * ratio / sm_count;
-    }
-    fp32_per_sm = p.fp32_flops_per_s() * ratio / sm_count;
-    sfu_per_sm = p.compute.sfu_ops_per_clk_per_sm.value * clock_hz;
-    int32_per_sm = p.compute.int32_ops_per_clk_per_sm.value * clock_hz;
-    smem_latency_s = p.sm.smem_latency_cycles.value / clock_hz;
-    fp32_latency_s = p.compute.fp32_latency_cycles.value / clock_hz;
-    wgmma_latency_s = p.compute.wgmma_latency_cycles.value / clock_hz;
-    l2_latency_s = p.l2.hit_latency_cycles.value / clock_hz;
-    hbm_latency_s = p.hbm.latency_ns.value * 1e-9;
-    launch_s = p.launch.kernel_overhead_us.value * 1e-6;
-    per = {1.0 / hbm_bps,       1.0 / l2_bps,      1.0 / sm_port_bps, 1.0 / smem_bps_per_sm,
-           1.0 / tensor_per_sm, 1.0 / fp32_per_sm, 1.0 / sfu_per_sm,  1.0 / int32_per_sm};
-  }
-
-  // Seconds per byte or operation: the engine multiplies by these a few dozen times per stage,
-  // where dividing by the rates costs about 5% of flash1's simulation time. A product may differ
-  // from the quotient in the last bit, which can reorder two tied events and so the L2's
-  // accesses: going back to quotients changes results.
-  struct SecondsPer {
-    double hbm_byte, l2_byte, port_byte, smem_byte;
-    double tensor_flop, fp32_flop, sfu_op, int32_op;
-  } per{};
-};
-
-struct CtaState {
-  std::int64_t cta = -1;
-  int sm = 0;
-  std::vector<TileOp> ops;  // the current part of the CTA's operations
-  std::size_t part = 0;
-  bool more_parts = false;
-  std::size_t pc = 0;
-  std::size_t ring = 0;             // the stage's slot in compute_end: stage number % its size
-  std::vector<double> compute_end;  // ring of the last `pipeline_stages` compute ends
-  double compute_free = 0.0;
-  double end = 0.0;
-  // Steady-state extrapolation (sim/engine/steady_state.hpp): the CTA's steady parts [steady_first,
-  // steady_last) as the schedule declared them; a cut leaves out parts [skip_from, steady_last),
-  // so that the part after skip_from - 1 is steady_last. Its part and CTA at the last window.
-  std::size_t steady_first = 0, steady_last = 0;
-  std::size_t skip_from = ~std::size_t{0};
-  std::int64_t window_cta = -1;
-  std::size_t window_part = 0;
-};
-
 class KernelRun {
  public:
   KernelRun(const HardwareProfile& profile, const Schedule& schedule, std::size_t kernel_index,
@@ -119,49 +57,53 @@ class KernelRun {
         ctas_per_sm_(occ.ctas_per_sm),
         warps_per_cta_((spec.threads_per_cta + 31) / 32 - spec.producer_warps),
         ports_(static_cast<std::size_t>(rates_.sm_count)),
-        resident_on_sm_(static_cast<std::size_t>(rates_.sm_count), 0),
         observer_(observer),
-        repetition_(extrapolate ? schedule.repetition(kernel_index) : Repetition{}),
-        l2_bytes_(static_cast<std::uint64_t>(profile.l2.size_bytes.value)) {}
+        repetition_(extrapolate ? schedule.repetition(kernel_index) : Repetition{}) {
+    run_.resident_on_sm.assign(static_cast<std::size_t>(rates_.sm_count), 0);
+    run_.l2_on = l2 != nullptr;
+    run_.l2_bytes = static_cast<std::uint64_t>(profile.l2.size_bytes.value);
+  }
 
   /// Simulates the kernel into `c` and returns its time; `extrapolated` says what was left out.
   double run(Counters& c, Extrapolation& extrapolated) {
-    counters_ = &c;
-    stats_ = &extrapolated;
-    ctas_ = spec_.grid.count();
-    const std::int64_t slots =
-        std::min<std::int64_t>(ctas_, static_cast<std::int64_t>(rates_.sm_count) * ctas_per_sm_);
-    if (repetition_.cta_period > 0 && slots > 0) {
+    run_.counters = &c;
+    run_.stats = &extrapolated;
+    run_.ctas = spec_.grid.count();
+    const std::int64_t slots = std::min<std::int64_t>(
+        run_.ctas, static_cast<std::int64_t>(rates_.sm_count) * ctas_per_sm_);
+    if (repetition_.alike_run > slots && slots > 0) {
+      // Runs of alike CTAs longer than a wave: waves by kind, in place of periods, which would
+      // be whole runs and waves (sim/engine/steady_state.hpp).
+      extrapolators_.push_back(std::make_unique<detail::WavesByKind>(slots, repetition_.alike_run));
+    } else if (repetition_.cta_period > 0 && slots > 0) {
       // Whole waves as well as whole repetitions: where waves start together, leaving out a
       // period that is not whole waves moves the final partial wave (standard B=4 H=16 N=2048
       // d=64 Bc=64, periods of heads rounded up to a wave: gemm_qk's time off by 5.8% after
       // three periods that agreed within 0.1%).
-      period_ = std::lcm(repetition_.cta_period, slots);
+      extrapolators_.push_back(
+          std::make_unique<detail::CtaPeriods>(std::lcm(repetition_.cta_period, slots)));
     }
-    if (repetition_.alike_run > slots && slots > 0) {
-      // Runs of alike CTAs longer than a wave: waves by kind, in place of periods, which would
-      // be whole runs and waves (sim/engine/steady_state.hpp).
-      wave_ctas_ = slots;
-      period_ = 0;
+    if (repetition_.part_period > 0) {
+      extrapolators_.push_back(std::make_unique<detail::StepWindows>(repetition_.part_period));
     }
     if (slots >= (std::int64_t{1} << Event::kSlotBits)) {
       throw ConfigError(
           fmt::format("kernel '{}': {} resident CTAs, more than the engine tracks ({})", spec_.name,
                       slots, std::int64_t{1} << Event::kSlotBits));
     }
-    states_.resize(static_cast<std::size_t>(slots));
+    run_.states.resize(static_cast<std::size_t>(slots));
     // First wave: breadth-first over SMs (CTA i on SM i mod #SMs).
     for (std::int64_t s = 0; s < slots; ++s) {
-      events_.push(start_cta(static_cast<std::uint32_t>(s), next_cta_++,
+      events_.push(start_cta(static_cast<std::uint32_t>(s), run_.next_cta++,
                              static_cast<int>(s % rates_.sm_count), 0.0));
     }
     double last_finish = 0.0;
     std::int64_t finished = 0;  // CTAs simulated to their end, for run_control's progress
-    const std::int64_t extrapolated_before = stats_->ctas_extrapolated;
+    const std::int64_t extrapolated_before = run_.stats->ctas_extrapolated;
     while (!events_.empty()) {
       const Event ev = events_.top();
       const double now = ev.t();
-      CtaState& st = states_[ev.slot()];
+      CtaState& st = run_.states[ev.slot()];
       run_stage(st, now);
       next_part(st);
       if (st.pc < st.ops.size()) {
@@ -170,27 +112,23 @@ class KernelRun {
         last_finish = std::max(last_finish, st.end);
         if (++finished % slots == 0) {
           run_control::wave_done(spec_.name,
-                                 finished + stats_->ctas_extrapolated - extrapolated_before, ctas_);
+                                 finished + run_.stats->ctas_extrapolated - extrapolated_before,
+                                 run_.ctas);
         }
-        --resident_;
-        --resident_on_sm_[static_cast<std::size_t>(st.sm)];
+        --run_.resident;
+        --run_.resident_on_sm[static_cast<std::size_t>(st.sm)];
         st.cta = -1;
-        if (period_ > 0 && next_cta_ < ctas_ && next_cta_ % period_ == 0) {
-          end_of_period(st.end);
-        }
-        if (wave_ctas_ > 0 && next_cta_ < ctas_ && next_cta_ % wave_ctas_ == 0) {
-          start_of_wave(st.end);
-        }
-        if (next_cta_ < ctas_) {
-          events_.replace_top(start_cta(ev.slot(), next_cta_++, st.sm, st.end));
+        if (run_.next_cta < run_.ctas) {
+          for (const auto& x : extrapolators_) x->before_dispatch(st.end, run_);
+          events_.replace_top(start_cta(ev.slot(), run_.next_cta++, st.sm, st.end));
         } else {
           events_.pop();
         }
       }
-      if (repetition_.part_period > 0 && ++window_events_ >= window_length_) end_of_window(now);
+      for (const auto& x : extrapolators_) x->after_event(now, run_);
     }
-    stats_->ctas_simulated += next_cta_ - stats_->ctas_extrapolated;
-    return last_finish + skipped_s_ + rates_.launch_s;
+    run_.stats->ctas_simulated += run_.next_cta - run_.stats->ctas_extrapolated;
+    return last_finish + run_.skipped_s + rates_.launch_s;
   }
 
  private:
@@ -203,196 +141,9 @@ class KernelRun {
     return seq_++;
   }
 
-  // Steady-state extrapolation (sim/engine/steady_state.hpp), CTAs: at the dispatch of every
-  // period's first CTA (at `t`), a snapshot; once periods repeat, whole periods are left out of the
-  // grid, keeping two and the final drain to simulate.
-  void end_of_period(double t) {
-    // With the L2 on, a period must move kTurnover L2 sizes through DRAM before it is compared:
-    // a shorter one's DRAM writes are the few write-backs its loads happened to evict (+-6% of a
-    // 16-CTA period's on 8 SMs), and periods that agreed by chance left out CTAs with O's
-    // write-backs off by more than 0.5% (tests/steady_state_test.cpp, whole periods).
-    const std::uint64_t dram = counters_->hbm.read_total() + counters_->hbm.write_total();
-    const bool too_short =
-        l2_ != nullptr && !periods_.empty() && dram - period_dram_ < kTurnover * l2_bytes_;
-    period_dram_ = dram;
-    periods_.push(t + skipped_s_, *counters_);
-    if (too_short || !periods_.steady()) {
-      // Periods of a wave or two may not agree even in a steady state (the write-backs above;
-      // dispatch times jitter by 0.15% with the L2 off). Longer periods average them out: a
-      // period too short, or after kWindows comparisons that failed, doubles (still whole
-      // periods of heads and whole waves) while the rest of the grid has room for the doubled
-      // one: kWindows + 1 snapshots, one period left out, two after.
-      const bool failed = too_short || (periods_.full() && ++unsteady_periods_ >= detail::kWindows);
-      if (failed && 2 * period_ * (detail::kWindows + 4) <= ctas_ - next_cta_) {
-        period_ *= 2;
-        periods_.clear();
-        unsteady_periods_ = 0;
-      }
-      if (too_short) periods_.clear();  // not comparable to longer ones
-      return;
-    }
-    const std::int64_t n = (ctas_ - next_cta_) / period_ - 2;
-    if (n < 1) return;
-    // The CTAs after the gap are the grid's last ones, so that the L2 holds at the kernel's end
-    // what it would have held for the next kernel.
-    periods_.add_counters_for(n, *counters_);
-    const double dt = periods_.time_for(n);
-    skipped_s_ += dt;
-    stats_->time_extrapolated_s += dt;
-    stats_->ctas_extrapolated += n * period_;
-    next_cta_ += n * period_;
-    periods_.clear();
-    unsteady_periods_ = 0;
-  }
-
-  // Steady-state extrapolation, waves: at the dispatch of a wave's first CTA (at `t`), closes
-  // the previous wave's record of its kind, leaves out the waves ahead whose kinds repeat (short
-  // of the grid's last two full waves and its partial one), and opens the next wave's record.
-  void start_of_wave(double t) {
-    const std::uint64_t dram = counters_->hbm.read_total() + counters_->hbm.write_total();
-    // The second wave is not recorded either: its time and counters hold what was left of the
-    // first when it began, and the first wave, started at once on idle SMs, ends otherwise than
-    // the later ones (flash2 B=1 H=64 N=65536 d=64, L2 off: K/V reads 0.03% short, 1e-5 of
-    // them in all, where it was).
-    if (open_wave_ >= 2 * wave_ctas_) {
-      const std::int64_t kind = kind_of(open_wave_);
-      const std::array<std::int64_t, 2> records = {kind, kAnyStraddle};
-      for (std::size_t i = 0; i < (kind == kInner ? 1 : 2); ++i) {
-        const std::int64_t record = records[i];
-        // With the L2 on, only a wave that turned it over: else what it left (K/V that fits in
-        // the L2) is what the next one hits, and a left-out stretch would leave other data behind.
-        if (l2_ != nullptr && dram - open_dram_ < kTurnover * l2_bytes_) {
-          kinds_[record].clear();
-        } else {
-          kinds_[record].add(t + skipped_s_ - open_t_, *counters_, open_counters_);
-        }
-      }
-    }
-    std::map<std::int64_t, std::int64_t> left_out;  // record -> waves
-    std::int64_t k = next_cta_;
-    for (; k + 3 * wave_ctas_ <= ctas_; k += wave_ctas_) {
-      const std::int64_t record = steady_record(kind_of(k));
-      if (record == kNone) break;
-      ++left_out[record];
-    }
-    if (k > next_cta_) {
-      double dt = 0.0;
-      for (const auto& [record, waves] : left_out) {
-        dt += kinds_[record].time_for(waves);
-        kinds_[record].add_counters_for(waves, *counters_);
-      }
-      skipped_s_ += dt;
-      stats_->time_extrapolated_s += dt;
-      stats_->ctas_extrapolated += k - next_cta_;
-      next_cta_ = k;
-    }
-    open_wave_ = next_cta_;
-    open_t_ = t + skipped_s_;
-    open_counters_ = *counters_;
-    open_dram_ = counters_->hbm.read_total() + counters_->hbm.write_total();
-  }
-
-  // Kinds of waves: inside one run of alike CTAs, or straddling two at an offset (>= 0); the
-  // records also hold every straddling wave together (kAnyStraddle).
-  static constexpr std::int64_t kInner = -1, kAnyStraddle = -2, kNone = -3;
-
-  // A wave's kind: kInner, or where it straddles (its first CTA modulo the run).
-  std::int64_t kind_of(std::int64_t first) const {
-    const std::int64_t run = repetition_.alike_run;
-    return first / run == (first + wave_ctas_ - 1) / run ? kInner : first % run;
-  }
-
-  // The record whose waves stand for those of `kind`: its own once its last waves agree, or for
-  // a straddling wave all straddling waves once the last ones, at other offsets, agree (where
-  // the split between the two runs changes nothing, as in a grid of alike CTAs streaming their
-  // runs' K/V in lockstep, a head's straddling waves cost one kind, not one per offset); kNone.
-  std::int64_t steady_record(std::int64_t kind) const {
-    const auto own = kinds_.find(kind);
-    if (own != kinds_.end() && own->second.steady()) return kind;
-    if (kind == kInner) return kNone;
-    const auto any = kinds_.find(kAnyStraddle);
-    return any != kinds_.end() && any->second.steady() ? kAnyStraddle : kNone;
-  }
-
-  // Steady-state extrapolation, steps: at the end of a window (`now`), a snapshot; when every
-  // resident CTA advanced part_period parts in each of the last windows and they repeat, a cut.
-  // With the L2 on, only CTAs in lockstep on equally shared SMs (sim/engine/steady_state.hpp says
-  // why).
-  void end_of_window(double now) {
-    const auto q = static_cast<std::size_t>(repetition_.part_period);
-    bool uniform = resident_ > 0;
-    std::size_t lowest = ~std::size_t{0}, highest = 0;
-    for (CtaState& st : states_) {
-      if (st.cta < 0) continue;
-      uniform = uniform && st.cta == st.window_cta && st.part == st.window_part + q &&
-                st.window_part >= st.steady_first && st.part + 1 < st.skip_from &&
-                st.part + 1 < st.steady_last;
-      st.window_cta = st.cta;
-      st.window_part = st.part;
-      lowest = std::min(lowest, st.part);
-      highest = std::max(highest, st.part);
-    }
-    if (l2_ != nullptr && uniform) {
-      uniform = highest - lowest <= kLockstepParts * q && equally_shared() &&
-                counters_->l2.write_total() == wave_.l2_written &&
-                counters_->hbm.read_total() - wave_.hbm_read >= kTurnover * l2_bytes_;
-    }
-    window_events_ = 0;
-    window_length_ = static_cast<std::int64_t>(resident_) * repetition_.part_period;
-    if (!uniform) windows_.clear();
-    windows_.push(now + skipped_s_, *counters_);
-    if (uniform && windows_.steady()) cut_windows(now);
-  }
-
-  // How far apart (in part periods) resident CTAs may be and still count as in lockstep: a wave
-  // dispatched as a wave that straddled two heads finishes starts two parts apart (its two heads'
-  // CTAs finish a part apart), and stays so; every CTA advancing exactly a period in each window
-  // keeps the spread from growing (sim/engine/steady_state.hpp, condition 1).
-  static constexpr std::size_t kLockstepParts = 2;
-
-  // DRAM bytes fetched since the latest CTA start, in L2 sizes, before steps are left out with
-  // the L2 on (sim/engine/steady_state.hpp).
-  static constexpr std::uint64_t kTurnover = 2;
-
-  // Whether every SM that holds resident CTAs holds as many as every other.
-  bool equally_shared() const {
-    int shared = 0;
-    for (const int n : resident_on_sm_) {
-      if (n == 0) continue;
-      if (shared != 0 && n != shared) return false;
-      shared = n;
-    }
-    return true;
-  }
-
-  // Leaves m windows out of the time line: each resident CTA m x part_period parts at the end of
-  // its steady range, keeping at least one window of steady parts after the cut.
-  void cut_windows(double now) {
-    const auto q = static_cast<std::size_t>(repetition_.part_period);
-    std::size_t m = ~std::size_t{0};
-    for (const CtaState& st : states_) {
-      if (st.cta < 0) continue;
-      const std::size_t last = std::min(st.skip_from, st.steady_last);
-      const std::size_t kept = st.part + 1 + q;
-      if (last < kept + q) return;
-      m = std::min(m, (last - kept) / q);
-    }
-    windows_.add_counters_for(static_cast<std::int64_t>(m), *counters_);
-    const double dt = windows_.time_for(static_cast<std::int64_t>(m));
-    skipped_s_ += dt;
-    stats_->time_extrapolated_s += dt;
-    for (CtaState& st : states_) {
-      if (st.cta < 0) continue;
-      st.skip_from = std::min(st.skip_from, st.steady_last) - m * q;
-      stats_->parts_extrapolated += static_cast<std::int64_t>(m * q);
-    }
-    windows_.clear();
-    windows_.push(now + skipped_s_, *counters_);
-  }
-
   // Places CTA `cta` in `slot` on `sm` at time `t`; returns its first stage's event.
   Event start_cta(std::uint32_t slot, std::int64_t cta, int sm, double t) {
-    CtaState& st = states_[slot];
+    CtaState& st = run_.states[slot];
     st.cta = cta;
     st.sm = sm;
     st.ops.clear();
@@ -403,7 +154,7 @@ class KernelRun {
       st.steady_first = steady.first;
       st.steady_last = steady.last;
     }
-    ++stats_->parts_simulated;
+    ++run_.stats->parts_simulated;
     st.more_parts = schedule_.emit_cta_part(kernel_index_, cta, 0, st.ops);
     st.pc = 0;
     next_part(st);
@@ -411,9 +162,9 @@ class KernelRun {
     st.compute_end.assign(static_cast<std::size_t>(std::max(1, spec_.pipeline_stages)), t);
     st.compute_free = t;
     st.end = t;
-    ++resident_;
-    ++resident_on_sm_[static_cast<std::size_t>(sm)];
-    wave_ = {counters_->hbm.read_total(), counters_->l2.write_total()};
+    ++run_.resident;
+    ++run_.resident_on_sm[static_cast<std::size_t>(sm)];
+    run_.at_cta_start = {run_.counters->hbm.read_total(), run_.counters->l2.write_total()};
     return {t, issue(), slot};
   }
 
@@ -423,7 +174,7 @@ class KernelRun {
       st.ops.clear();
       st.pc = 0;
       if (++st.part == st.skip_from) st.part = st.steady_last;  // past the parts a cut left out
-      ++stats_->parts_simulated;
+      ++run_.stats->parts_simulated;
       st.more_parts = schedule_.emit_cta_part(kernel_index_, st.cta, st.part, st.ops);
     }
   }
@@ -452,34 +203,35 @@ class KernelRun {
     const std::uint64_t exact = gather_runs(op.tile);
     if (l2_ != nullptr) {
       const L2Cache::ReadOutcome r =
-          l2_->read(runs_, op.tile.tensor, sm, counters_->hbm.write_bytes);
-      counters_->l2.read_bytes[ti] += r.requested_bytes;
-      counters_->hbm.read_bytes[ti] += r.miss_bytes;
+          l2_->read(runs_, op.tile.tensor, sm, run_.counters->hbm.write_bytes);
+      run_.counters->l2.read_bytes[ti] += r.requested_bytes;
+      run_.counters->hbm.read_bytes[ti] += r.miss_bytes;
       tr.requested += static_cast<double>(r.requested_bytes);
       tr.dram += static_cast<double>(r.miss_bytes);
       tr.missed = tr.missed || r.miss_bytes > 0;
     } else {
-      counters_->hbm.read_bytes[ti] += exact;
+      run_.counters->hbm.read_bytes[ti] += exact;
       tr.requested += static_cast<double>(exact);
       tr.dram += static_cast<double>(exact);
       tr.missed = true;
     }
-    if (op.on_chip == OnChip::smem) counters_->smem_write_bytes += exact;
+    if (op.on_chip == OnChip::smem) run_.counters->smem_write_bytes += exact;
   }
 
   void store(const TileOp& op, int sm, Traffic& tr) {
     const std::size_t ti = index_of(op.tile.tensor);
     const std::uint64_t exact = gather_runs(op.tile);
     if (l2_ != nullptr) {
-      const std::uint64_t bytes = l2_->write(runs_, op.tile.tensor, sm, counters_->hbm.write_bytes);
-      counters_->l2.write_bytes[ti] += bytes;
+      const std::uint64_t bytes =
+          l2_->write(runs_, op.tile.tensor, sm, run_.counters->hbm.write_bytes);
+      run_.counters->l2.write_bytes[ti] += bytes;
       tr.requested += static_cast<double>(bytes);
     } else {
-      counters_->hbm.write_bytes[ti] += exact;
+      run_.counters->hbm.write_bytes[ti] += exact;
       tr.requested += static_cast<double>(exact);
       tr.dram += static_cast<double>(exact);
     }
-    if (op.on_chip == OnChip::smem) counters_->smem_read_bytes += exact;
+    if (op.on_chip == OnChip::smem) run_.counters->smem_read_bytes += exact;
   }
 
   // An fp32 atomic add (RED) done by the L2: the old value is read there (fetched from DRAM on
@@ -493,19 +245,19 @@ class KernelRun {
       // Each piece (of every block of rows) is read, then written, before the next.
       run.for_each_piece([&](std::uint64_t a) {
         const L2Cache::ReadOutcome r =
-            l2_->read(a, run.len, op.tile.tensor, sm, counters_->hbm.write_bytes);
-        counters_->l2.read_bytes[ti] += r.requested_bytes;
-        counters_->hbm.read_bytes[ti] += r.miss_bytes;
+            l2_->read(a, run.len, op.tile.tensor, sm, run_.counters->hbm.write_bytes);
+        run_.counters->l2.read_bytes[ti] += r.requested_bytes;
+        run_.counters->hbm.read_bytes[ti] += r.miss_bytes;
         tr.dram += static_cast<double>(r.miss_bytes);
         const std::uint64_t bytes =
-            l2_->write(a, run.len, op.tile.tensor, sm, counters_->hbm.write_bytes);
-        counters_->l2.write_bytes[ti] += bytes;
+            l2_->write(a, run.len, op.tile.tensor, sm, run_.counters->hbm.write_bytes);
+        run_.counters->l2.write_bytes[ti] += bytes;
         tr.requested += static_cast<double>(bytes);
       });
     });
     if (l2_ == nullptr) {
-      counters_->hbm.read_bytes[ti] += exact;
-      counters_->hbm.write_bytes[ti] += exact;
+      run_.counters->hbm.read_bytes[ti] += exact;
+      run_.counters->hbm.write_bytes[ti] += exact;
       tr.requested += static_cast<double>(exact);
       tr.dram += 2.0 * static_cast<double>(exact);
     }
@@ -638,7 +390,8 @@ class KernelRun {
     Work before, after;  // compute before / from the first in-step load on
     bool after_in_step = false;
     const std::uint64_t written_back_before = l2_ != nullptr ? l2_->written_back_bytes() : 0;
-    const std::uint64_t smem_before = counters_->smem_write_bytes + counters_->smem_read_bytes;
+    const std::uint64_t smem_before =
+        run_.counters->smem_write_bytes + run_.counters->smem_read_bytes;
     auto is_prefetched_load = [&](std::size_t pc) {
       return st.ops[pc].kind == OpKind::load && !st.ops[pc].in_step;
     };
@@ -673,22 +426,23 @@ class KernelRun {
       stores.dram += static_cast<double>(l2_->written_back_bytes() - written_back);
     }
     // Shared-memory bytes the loads wrote and the stores read belong to the stage's start.
-    before.smem_bytes +=
-        static_cast<double>(counters_->smem_write_bytes + counters_->smem_read_bytes - smem_before);
+    before.smem_bytes += static_cast<double>(run_.counters->smem_write_bytes +
+                                             run_.counters->smem_read_bytes - smem_before);
     const double compute_smem_read =
         before.smem_bytes + after.smem_bytes -
-        static_cast<double>(counters_->smem_write_bytes + counters_->smem_read_bytes - smem_before);
+        static_cast<double>(run_.counters->smem_write_bytes + run_.counters->smem_read_bytes -
+                            smem_before);
     for (const Work* w : {&before, &after}) {
-      counters_->tensor_flops += static_cast<std::uint64_t>(w->tensor_flops);
-      counters_->fp32_flops += static_cast<std::uint64_t>(w->fp32_flops);
-      counters_->sfu_ops += static_cast<std::uint64_t>(w->sfu_ops);
-      counters_->int32_ops += static_cast<std::uint64_t>(w->int32_ops);
+      run_.counters->tensor_flops += static_cast<std::uint64_t>(w->tensor_flops);
+      run_.counters->fp32_flops += static_cast<std::uint64_t>(w->fp32_flops);
+      run_.counters->sfu_ops += static_cast<std::uint64_t>(w->sfu_ops);
+      run_.counters->int32_ops += static_cast<std::uint64_t>(w->int32_ops);
     }
-    counters_->smem_read_bytes += static_cast<std::uint64_t>(compute_smem_read);
+    run_.counters->smem_read_bytes += static_cast<std::uint64_t>(compute_smem_read);
 
     double copy_end = t;
     if (loads.requested > 0) copy_end = transfer(t, st.sm, loads) + latency_of(loads);
-    const double share = resident_on_sm_[static_cast<std::size_t>(st.sm)];
+    const double share = run_.resident_on_sm[static_cast<std::size_t>(st.sm)];
     const double compute_start = std::max(st.compute_free, copy_end);
     double compute_end = compute_start + compute_time(before, share);
     if (after_in_step) {
@@ -710,7 +464,7 @@ class KernelRun {
   }
 
   void observe(const CtaState& st, const TileOp& op) const {
-    if (observer_ != nullptr) observer_->on_op(kernel_index_, st.cta, st.sm, op, *counters_);
+    if (observer_ != nullptr) observer_->on_op(kernel_index_, st.cta, st.sm, op, *run_.counters);
   }
 
   double latency_of(const Traffic& tr) const {
@@ -725,42 +479,19 @@ class KernelRun {
   Rates rates_;
   int ctas_per_sm_;
   double warps_per_cta_;
-  Counters* counters_ = nullptr;
   Server hbm_, l2_server_;
   std::vector<Server> ports_;
-  std::vector<int> resident_on_sm_;
-  int resident_ = 0;
-  std::vector<CtaState> states_;
   EventQueue events_;
   std::uint64_t seq_ = 0;  // events issued
-  std::int64_t next_cta_ = 0;
-  std::int64_t ctas_ = 0;  // CTAs in the grid
   // Runs of the tile being moved: sums of per-run bytes in doubles are exact (integers far
   // below 2^53), so sending a tile's runs to the L2 together counts what run-by-run did.
   std::vector<L2System::Run> runs_;
   OpObserver* observer_;
-  // Steady-state extrapolation (sim/engine/steady_state.hpp).
+  // Steady-state extrapolation (sim/engine/steady_state.hpp): the kinds this kernel uses, and
+  // the state of the run they see.
   Repetition repetition_;
-  std::int64_t period_ = 0;        // CTAs per period (0: none)
-  int unsteady_periods_ = 0;       // periods compared and found unsteady since the period doubled
-  std::uint64_t period_dram_ = 0;  // DRAM bytes (read + written) at the latest period snapshot
-  detail::RepeatDetector periods_, windows_;
-  // Waves by kind (0: not used): CTAs a wave, the kinds' records, and the open wave's first CTA
-  // (-1: none yet), time, counters and DRAM bytes at its dispatch.
-  std::int64_t wave_ctas_ = 0;
-  std::map<std::int64_t, detail::WaveRecord> kinds_;
-  std::int64_t open_wave_ = -1;
-  double open_t_ = 0.0;
-  Counters open_counters_{};
-  std::uint64_t open_dram_ = 0;
-  std::int64_t window_events_ = 0, window_length_ = 0;
-  // DRAM bytes read and L2 bytes written up to the latest CTA start.
-  struct {
-    std::uint64_t hbm_read = 0, l2_written = 0;
-  } wave_;
-  std::uint64_t l2_bytes_;  // the L2's capacity
-  double skipped_s_ = 0.0;  // time of the windows and periods left out
-  Extrapolation* stats_ = nullptr;
+  std::vector<std::unique_ptr<detail::Extrapolator>> extrapolators_;
+  detail::KernelProgress run_;
 };
 
 }  // namespace

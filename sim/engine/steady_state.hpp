@@ -1,5 +1,8 @@
 #pragma once
-// Steady-state extrapolation: how the engine (sim/engine/engine.cpp) leaves out work that repeats.
+// Steady-state extrapolation: how the engine leaves out work that repeats. Each kind below is its
+// own class behind the interface its event loop (sim/engine/engine.cpp) calls
+// (sim/engine/extrapolator.hpp): steps in step_windows.*, CTAs in cta_periods.*, waves in
+// waves_by_kind.*; what they share (RepeatDetector, WaveRecord, kTolerance, kWindows) is here.
 //
 // A FlashAttention grid repeats itself: every head does the same work at other addresses, and
 // inside a CTA that streams K/V every step does what the previous one did on the next block.
@@ -48,12 +51,13 @@
 //     the H100: 33 offsets within 1e-7 in time when each was simulated three times). So a long
 //     head costs a few waves however many it has: that grid (8192 CTAs a head, 132 a wave, 62
 //     waves a head, 33 straddling offsets) simulates 10 of its 254,200 waves, against a period
-//     of heads and waves of lcm(8192, 132) = 270,336 CTAs before. With the L2 on, a wave is recorded only where it moved
-//     kTurnover L2 sizes through DRAM (else its kind's record starts over): then what the L2
-//     holds at a wave's end comes from that wave, so the L2 that a left-out stretch leaves
-//     behind (the last simulated wave's K/V and dirty O, at its own addresses) differs from the
-//     full run's only in addresses, which the argument below covers. A grid whose waves hit in
-//     what earlier waves left (K/V that fits in the L2) never records a wave, and is simulated.
+//     of heads and waves of lcm(8192, 132) = 270,336 CTAs before. With the L2 on, a wave is
+//     recorded only where it moved kTurnover L2 sizes through DRAM (else its kind's record starts
+//     over): then what the L2 holds at a wave's end comes from that wave, so the L2 that a left-out
+//     stretch leaves behind (the last simulated wave's K/V and dirty O, at its own addresses)
+//     differs from the full run's only in addresses, which the argument below covers. A grid whose
+//     waves hit in what earlier waves left (K/V that fits in the L2) never records a wave, and is
+//     simulated.
 //
 // When it is exact: the repeated work is the same operations on disjoint address ranges (another
 // head's matrices, the next K/V block), and it interacts with the rest only through the L2 and
@@ -71,14 +75,14 @@
 // windows that agree do not yet mean a steady state there:
 //   1. Lockstep on equally shared SMs: every resident CTA within two part periods of every other
 //      (a wave dispatched as a straddling one ends starts two parts apart, and every CTA advancing
-//      exactly a period a window keeps it so), and every SM that holds CTAs holds as many. CTAs that share an SM unequally drift apart
-//      slowly, and once a laggard trails its head's leader by more than the L2 holds, its K/V
-//      reads start to miss. Windows taken before that agree within 0.1% and predict too few
-//      misses: flash2 B=1 H=2 N=32768 d=64 with a 4 MB L2 (tests/steady_state_test.cpp's
-//      machine), whose second wave puts 248 CTAs on 132 SMs, had the spread between its CTAs
-//      grow by a part every three windows, and cut with none of these conditions came out 6.7%
-//      off in time and beyond 0.5% in K/V misses. Symmetric CTAs have no such drift: the first
-//      wave there stayed within one part over all 256 parts.
+//      exactly a period a window keeps it so), and every SM that holds CTAs holds as many. CTAs
+//      that share an SM unequally drift apart slowly, and once a laggard trails its head's leader
+//      by more than the L2 holds, its K/V reads start to miss. Windows taken before that agree
+//      within 0.1% and predict too few misses: flash2 B=1 H=2 N=32768 d=64 with a 4 MB L2
+//      (tests/steady_state_test.cpp's machine), whose second wave puts 248 CTAs on 132 SMs, had the
+//      spread between its CTAs grow by a part every three windows, and cut with none of these
+//      conditions came out 6.7% off in time and beyond 0.5% in K/V misses. Symmetric CTAs have no
+//      such drift: the first wave there stayed within one part over all 256 parts.
 //   2. No L2 writes since the latest CTA start: what is dirty is older than the windows.
 //   3. The L2 turned over: DRAM has delivered twice the L2's capacity since the latest CTA start.
 //      Then what it holds is the recent stream, which a cut relabels as the L2-off argument
@@ -143,8 +147,8 @@ class RepeatDetector {
   std::deque<Snapshot> snapshots_;
 };
 
-/// The waves of one kind (sim/engine/engine.cpp), each the time and counters from its first CTA's
-/// dispatch to the next wave's, strung end to end so that a RepeatDetector compares the last
+/// The waves of one kind (sim/engine/waves_by_kind.hpp), each the time and counters from its first
+/// CTA's dispatch to the next wave's, strung end to end so that a RepeatDetector compares the last
 /// kWindows of them.
 class WaveRecord {
  public:

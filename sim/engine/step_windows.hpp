@@ -1,0 +1,35 @@
+#pragma once
+// Steady-state extrapolation, steps (sim/engine/steady_state.hpp, Repetition::part_period):
+// windows of resident CTAs' steps cut out of the time line once the last windows repeat.
+#include <cstddef>
+#include <cstdint>
+
+#include "sim/engine/extrapolator.hpp"
+#include "sim/engine/steady_state.hpp"
+
+namespace iosim::detail {
+
+class StepWindows : public Extrapolator {
+ public:
+  /// Windows of `part_period` parts of every resident CTA.
+  explicit StepWindows(std::int64_t part_period) : part_period_(part_period) {}
+  void after_event(double now, KernelProgress& run) override {
+    if (++window_events_ >= window_length_) end_of_window(now, run);
+  }
+
+ private:
+  void end_of_window(double now, KernelProgress& run);
+  void cut_windows(double now, KernelProgress& run);
+
+  // How far apart (in part periods) resident CTAs may be and still count as in lockstep: a wave
+  // dispatched as a wave that straddled two heads finishes starts two parts apart (its two heads'
+  // CTAs finish a part apart), and stays so; every CTA advancing exactly a period in each window
+  // keeps the spread from growing (sim/engine/steady_state.hpp, condition 1).
+  static constexpr std::size_t kLockstepParts = 2;
+
+  std::int64_t part_period_;
+  std::int64_t window_events_ = 0, window_length_ = 0;
+  RepeatDetector windows_;
+};
+
+}  // namespace iosim::detail
