@@ -1,10 +1,13 @@
 // The `iosim` command: builds the subcommands (cli/commands.hpp), parses, runs the chosen one.
 // Only this file turns errors into exit codes:
-//   0 success, 2 bad input or an infeasible configuration, 3 stopped by a signal or a time
-//   budget (nothing written), or an internal error (a bug).
+//   0 success, 2 bad input, an infeasible configuration or output that could not be written,
+//   3 stopped by a signal or a time budget (nothing written), or an internal error (a bug).
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cerrno>
 #include <csignal>
+#include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <new>
 #include <string>
@@ -16,6 +19,24 @@
 #include "sim/engine/run_control.hpp"
 #include "sim/base/suggest.hpp"
 #include "sim/base/version.hpp"
+
+namespace {
+
+// `rc`, or 2 when what the command printed did not all reach stdout (a full disk, /dev/full):
+// a report cut short must not look like a success.
+int stdout_written(int rc) {
+  std::cout.flush();
+  errno = 0;
+  const bool flushed = std::fflush(stdout) == 0;
+  const int why = errno;
+  if (flushed && std::cout.good() && !std::ferror(stdout)) return rc;
+  std::cerr << "iosim: cannot write the output to stdout"
+            << (!flushed && why != 0 ? std::string(": ") + std::strerror(why) : std::string())
+            << "\n";
+  return 2;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace iosim;
@@ -65,7 +86,7 @@ int main(int argc, char** argv) {
   sigaction(SIGTERM, &stop, nullptr);
   try {
     for (auto& [cmd, action] : commands) {
-      if (cmd->parsed()) return action();
+      if (cmd->parsed()) return stdout_written(action());
     }
   } catch (const ConfigError& e) {
     std::cerr << "iosim: " << e.what() << "\n";

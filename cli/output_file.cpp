@@ -41,7 +41,55 @@ void write_file_atomically(const std::string& path, const std::string& text) {
   write_files_atomically({{path, text}});
 }
 
-void write_files_atomically(const std::vector<std::pair<std::string, std::string>>& files) {
+void check_regular_or_absent(const std::string& flag, const std::string& path) {
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);  // follows links
+  const char* kind = nullptr;
+  switch (st.type()) {
+    case fs::file_type::not_found:
+    case fs::file_type::regular:
+      return;
+    case fs::file_type::directory:
+      throw ConfigError(fmt::format("{} '{}' is a folder; give a file name", flag, path));
+    case fs::file_type::fifo:
+      kind = "a FIFO";
+      break;
+    case fs::file_type::character:
+    case fs::file_type::block:
+      kind = "a device";
+      break;
+    case fs::file_type::socket:
+      kind = "a socket";
+      break;
+    default:
+      kind = ec ? "a path that cannot be inspected" : "not a regular file";
+  }
+  throw ConfigError(fmt::format(
+      "{} '{}' is {}: iosim writes only regular files (it writes a temporary file and renames it "
+      "into place); give a file name, or write to stdout and redirect",
+      flag, path, kind));
+}
+
+std::string write_target(const std::string& path) {
+  // Link by link (the last target need not exist yet; a loop ends after 40, as the kernel's does).
+  fs::path p = path;
+  std::error_code ec;
+  for (int links = 0; links < 40 && fs::is_symlink(p, ec); ++links) {
+    const fs::path to = fs::read_symlink(p, ec);
+    if (ec) break;
+    p = to.is_absolute() ? to : p.parent_path() / to;
+  }
+  return p.string();
+}
+
+void write_files_atomically(const std::vector<std::pair<std::string, std::string>>& outputs) {
+  // Each is checked again now (a FIFO made while the run went on), and written where its link
+  // points, if it is one.
+  std::vector<std::pair<std::string, std::string>> files;
+  for (const auto& [path, text] : outputs) {
+    check_regular_or_absent("output", path);
+    files.emplace_back(write_target(path), text);
+  }
   const auto remove_temps = [&] {
     std::error_code ignored;
     for (const auto& f : files) fs::remove(temp_name(f.first), ignored);
@@ -81,9 +129,7 @@ void check_output_folder(const std::string& flag, const std::string& path) {
     throw ConfigError(
         fmt::format("{} '{}': folder '{}' does not exist", flag, path, parent.string()));
   }
-  if (fs::is_directory(path, ec)) {
-    throw ConfigError(fmt::format("{} '{}' is a folder; give a file name", flag, path));
-  }
+  check_regular_or_absent(flag, path);
 }
 
 std::string extension_of(const std::string& path) {

@@ -20,8 +20,18 @@ void check_not_an_input(const std::string& flag, const std::string& path,
                         const std::vector<std::string>& inputs);
 
 /// Throws ConfigError naming `flag` when the folder `path` would be written to does not exist,
-/// so that a long run fails before it starts rather than at the end.
+/// or `path` is there but is not a regular file (check_regular_or_absent), so that a long run
+/// fails before it starts rather than at the end.
 void check_output_folder(const std::string& flag, const std::string& path);
+
+/// Throws ConfigError naming `flag` when `path` exists (after symbolic links) and is not a regular
+/// file: a FIFO, a device, a socket or a folder. iosim writes only regular files; a temporary file
+/// renamed over a device node or a FIFO would replace it.
+void check_regular_or_absent(const std::string& flag, const std::string& path);
+
+/// The file a write to `path` replaces: `path` itself, or the file its symbolic link points to
+/// (so that the user's link stays a link).
+std::string write_target(const std::string& path);
 
 /// The extension of `path` in lower case, without the dot ("" when none).
 std::string extension_of(const std::string& path);

@@ -13,6 +13,7 @@
 #include <system_error>
 #include <utility>
 
+#include "cli/output_file.hpp"
 #include "sim/base/errors.hpp"
 
 namespace iosim::cli {
@@ -53,6 +54,16 @@ std::string read_all(std::FILE* f, const std::string& name) {
   return text;
 }
 
+// Whether the file at `path` is a sweep journal (of any sweep): iosim wrote it, so a new sweep
+// may replace it. Anything else there is the user's.
+bool is_journal(const std::string& path) {
+  const File f(std::fopen(path.c_str(), "rb"), &std::fclose);
+  if (!f) return false;
+  const std::string magic = kMagic;
+  std::string head(magic.size(), '\0');
+  return std::fread(head.data(), 1, head.size(), f.get()) == head.size() && head == magic;
+}
+
 }  // namespace
 
 SweepOutput::SweepOutput(std::string out, std::string fingerprint, bool resume, ShardPoints points)
@@ -69,6 +80,7 @@ SweepOutput::SweepOutput(std::string out, std::string fingerprint, bool resume, 
     return;
   }
   journal_path_ = out_ + ".partial";
+  check_regular_or_absent("--out's journal", journal_path_);
   std::error_code ec;
   if (resume && fs::exists(journal_path_, ec)) {
     journal_.reset(std::fopen(journal_path_.c_str(), "rb+"));
@@ -104,6 +116,12 @@ SweepOutput::SweepOutput(std::string out, std::string fingerprint, bool resume, 
     rows_ = resumed_;
     journal_.reset(std::fopen(journal_path_.c_str(), "ab+"));
   } else {
+    if (fs::exists(journal_path_, ec) && !is_journal(journal_path_)) {
+      throw ConfigError(fmt::format(
+          "'{}' is there and is not a sweep journal of iosim's (the file --out's interrupted "
+          "sweep would be kept in); move it away or give another --out",
+          journal_path_));
+    }
     journal_.reset(std::fopen(journal_path_.c_str(), "wb+"));
     if (journal_ && std::fputs(magic.c_str(), journal_.get()) < 0) write_failed(journal_path_);
   }
@@ -182,14 +200,16 @@ void SweepOutput::finish(const std::string& head, const std::string& separator,
     if (std::fflush(stdout) != 0) write_failed("stdout");
     return;
   }
-  const std::string tmp = fmt::format("{}.tmp-{}", out_, static_cast<long>(::getpid()));
+  check_regular_or_absent("--out", out_);  // (again: made while the sweep ran)
+  const std::string target = write_target(out_);
+  const std::string tmp = fmt::format("{}.tmp-{}", target, static_cast<long>(::getpid()));
   try {
     File to(std::fopen(tmp.c_str(), "wb"), &std::fclose);
     if (!to) write_failed(out_);
     write_all(to.get(), out_);
     if (std::fclose(to.release()) != 0) write_failed(out_);
     std::error_code ec;
-    fs::rename(tmp, out_, ec);
+    fs::rename(tmp, target, ec);
     if (ec) throw ConfigError(fmt::format("cannot write '{}': {}", out_, ec.message()));
   } catch (...) {
     std::error_code ignored;

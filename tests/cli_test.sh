@@ -252,6 +252,36 @@ section_kernels() {
   expect 0 "wg1_tma_fwd b4 h16 n4096 nkv4096 d128" -- validate --ncu "$REPO/tests/data/kernels/ncu_wg1_h100.csv" --kernel "$REPO/tests/data/kernels/wg1_tma_case.yaml" --time-us 1616.6 --batch 4 --heads 16 --seq 4096 --head-dim 128
 }
 
+# Outputs (issue 30): iosim writes only regular files, refusing a FIFO before it runs (a temporary
+# file renamed over it would replace it; a device node likewise, not tried here: as root a
+# regression would replace /dev/null); a symbolic link stays a link and its file gets the output;
+# a .partial beside --out that is not iosim's sweep journal is left alone; output that does not
+# reach stdout is an error, not a success.
+section_outputs() {
+  local small=$DATA/measurements_small.json
+  mkfifo "$tmp/fifo.json"
+  expect 2 "--out '$tmp/fifo.json' is a FIFO: iosim writes only regular files" -- sweep --seq 128 --head-dim 64 --out "$tmp/fifo.json"
+  expect 2 "--json '$tmp/fifo.json' is a FIFO" -- validate "$small" --json "$tmp/fifo.json"
+  expect 2 "--html '$tmp/fifo.json' is a FIFO" -- explain --seq 32 --block-q 16 --block-kv 16 --html "$tmp/fifo.json"
+  if [ -p "$tmp/fifo.json" ]; then ok; else bad "an output replaced a FIFO"; fi
+  ln -s "$tmp/real.json" "$tmp/link.json"
+  "$IOSIM" sweep --seq 128 --head-dim 64 --out "$tmp/link.json" 2>/dev/null
+  if [ -L "$tmp/link.json" ] && grep -q '"point"' "$tmp/real.json"; then ok; else bad "sweep --out over a link replaced the link"; fi
+  echo "my notes" >"$tmp/s.json.partial"
+  expect 2 "'$tmp/s.json.partial' is there and is not a sweep journal of iosim's" -- sweep --seq 128 --head-dim 64 --out "$tmp/s.json"
+  if [ "$(cat "$tmp/s.json.partial")" = "my notes" ] && [ ! -e "$tmp/s.json" ]; then ok; else bad "sweep overwrote a .partial it did not write"; fi
+  if [ -w /dev/full ]; then
+    for args in "validate $small" "run --seq 128 --head-dim 64 --format json"; do
+      # shellcheck disable=SC2086
+      "$IOSIM" $args >/dev/full 2>"$tmp/full.err"
+      rc=$?
+      if [ "$rc" = 2 ] && grep -q "cannot write the output to stdout" "$tmp/full.err"; then ok; else
+        bad "iosim $args >/dev/full exited $rc: $(cat "$tmp/full.err")"
+      fi
+    done
+  fi
+}
+
 # The documents' numbers and blocks (README.md, docs/*.md) are ctest docs: tests/docs_test.sh.
 
 # `cli_test.sh SECTION...` runs those sections (the section_* functions above), `cli_test.sh
