@@ -209,8 +209,11 @@ std::string dims_json(const std::array<int, 3>& v) {
   return json_array({json_int(v[0]), json_int(v[1]), json_int(v[2])});
 }
 
-// The iosim kernel description of a wg1 case (FORMAT.md, "kernel").
-std::string wg1_kernel_json(const Case& c, const FlashTiling& tiling, int registers) {
+// The iosim kernel description of a wg1 case (FORMAT.md, "kernel"). Its shared memory is the
+// launch's dynamic bytes and the kernel's static ones (wg1_tma_fwd's mbarriers: 1 KB, which
+// decided 1 or 2 CTAs per SM at d = 64, 128 x 128; CALIBRATION.md step 23).
+std::string wg1_kernel_json(const Case& c, const FlashTiling& tiling, const RoleOp& op,
+                            int registers) {
   const bool tma = c.kernel == "wg1_tma_fwd";
   JsonObject dataflow, tiles, mech, launch, k;
   dataflow.add("forward", json_str("query_stationary"));
@@ -223,7 +226,7 @@ std::string wg1_kernel_json(const Case& c, const FlashTiling& tiling, int regist
       .add("persistent", json_bool(false));
   launch.add("threads", json_int(tiling.threads))
       .add("registers_per_thread", json_int(registers))
-      .add("smem_bytes_per_cta", json_int(tiling.smem_bytes_per_cta));
+      .add("smem_bytes_per_cta", json_int(tiling.smem_bytes_per_cta + op.static_smem_bytes));
   k.add("name", json_str(c.kernel))
       .add("dataflow", dataflow.str())
       .add("tiles", tiles.str())
@@ -490,7 +493,7 @@ class Runner {
           .add("mma", json_str(tma ? "wgmma.mma_async m64nNk16 (S: SS, P V: RS)"
                                    : "mma.sync.m16n8k16 (ldmatrix)"));
       out->add("tiling", tj.str());
-      if (!c.kernel.empty()) out->add("kernel", wg1_kernel_json(c, tiling, registers));
+      if (!c.kernel.empty()) out->add("kernel", wg1_kernel_json(c, tiling, op, registers));
     } else {
       ops = make_standard_ops(cublas_, p, d, t.S->ptr, t.P->ptr);
       out->add("tiling", "null");

@@ -45,6 +45,10 @@ struct RoleOp {
   std::array<int, 3> block{0, 0, 0};
   int smem_bytes = 0;  // dynamic shared memory per CTA
   std::function<void(cudaStream_t)> launch;
+  // Static shared memory per CTA (cudaFuncGetAttributes; 0 where not asked): a kernel description
+  // gives the two together, what the SM allocates (ncu's launch__shared_mem_per_block). Last, so
+  // that the roles built field by field in order need not name it.
+  int static_smem_bytes = 0;
 };
 
 // The on-chip plan of a flash kernel, as recorded in the measured file.

@@ -39,6 +39,7 @@ void wg1_attention_op(void (*kernel)(Params...), const std::string& label, dim3 
   cudaFuncAttributes fa{};
   IOSIM_CUDA_CHECK(cudaFuncGetAttributes(&fa, kernel));
   *registers = fa.numRegs;
+  op->static_smem_bytes = static_cast<int>(fa.sharedSizeBytes);
   op->role = "attention";
   op->kernel = label;
   op->grid = {static_cast<int>(grid.x), static_cast<int>(grid.y), static_cast<int>(grid.z)};
