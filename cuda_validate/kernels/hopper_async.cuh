@@ -35,6 +35,16 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, unsigned parity) {
       "r"(parity)
       : "memory");
 }
+// 1-D bulk copy global -> shared (cp.async.bulk, the TMA unit's non-tensor form) of `bytes`
+// (a multiple of 16), completing on the mbarrier `bar`.
+__device__ __forceinline__ void bulk_copy(uint32_t dst, const void* src, unsigned bytes,
+                                          uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::
+          "r"(dst),
+      "l"(src), "r"(bytes), "r"(bar)
+      : "memory");
+}
 __device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map, int x, int y,
                                             uint32_t bar) {
   asm volatile(

@@ -21,6 +21,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "../kernels/hopper_async.cuh"
 #include "check.cuh"
 
 __device__ __forceinline__ unsigned long long global_ns() {
@@ -29,34 +30,10 @@ __device__ __forceinline__ unsigned long long global_ns() {
   return t;
 }
 
-__device__ __forceinline__ void mbar_init(uint32_t bar, unsigned count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
-}
-
-// This thread's arrival, announcing `bytes` of copies that will complete on the barrier.
-__device__ __forceinline__ void mbar_expect(uint32_t bar, unsigned bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes)
-               : "memory");
-}
-
-__device__ __forceinline__ void mbar_wait(uint32_t bar, unsigned parity) {
-  asm volatile(
-      "{\n.reg .pred done;\n"
-      "wait_%=:\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-      "@!done bra wait_%=;\n}\n" ::"r"(bar),
-      "r"(parity)
-      : "memory");
-}
-
-__device__ __forceinline__ void bulk_copy(uint32_t dst, const void* src, unsigned bytes,
-                                          uint32_t bar) {
-  asm volatile(
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::
-          "r"(dst),
-      "l"(src), "r"(bytes), "r"(bar)
-      : "memory");
-}
+using iosim_hopper::bulk_copy;
+using iosim_hopper::mbar_expect_tx;  // this thread's arrival, announcing `bytes` of copies
+using iosim_hopper::mbar_init;
+using iosim_hopper::mbar_wait;
 
 // One thread. cycles[i] = cycles of copy i (issue to phase flip). stride_bytes: distance between
 // the sources of consecutive copies (0: the same bytes each time, L2-resident after the first).
@@ -71,7 +48,7 @@ __global__ void latency_kernel(const uint8_t* src, unsigned bytes, size_t stride
   unsigned acc = 0;
   for (int i = 0; i < copies; ++i) {
     const long long t0 = clock64();
-    mbar_expect(bar, bytes);
+    mbar_expect_tx(bar, bytes);
     bulk_copy(dst, src + stride_bytes * static_cast<size_t>(i), bytes, bar);
     mbar_wait(bar, static_cast<unsigned>(i & 1));
     const long long t1 = clock64();
@@ -118,7 +95,7 @@ __global__ void stream_kernel(const uint8_t* src, size_t slice_bytes, size_t win
     const long long first = stages < n ? stages : n;
     for (long long i = 0; i < first; ++i) {
       const int s = static_cast<int>(i);
-      mbar_expect(b0 + 8 * s, bytes);
+      mbar_expect_tx(b0 + 8 * s, bytes);
       bulk_copy(s0 + s * bytes, base + next_off, bytes, b0 + 8 * s);
       next_off += bytes;
       if (next_off >= part_window) next_off -= part_window;
@@ -128,7 +105,7 @@ __global__ void stream_kernel(const uint8_t* src, size_t slice_bytes, size_t win
     for (long long i = 0; i < n; ++i) {
       mbar_wait(b0 + 8 * s, parity);
       if (i + stages < n) {
-        mbar_expect(b0 + 8 * s, bytes);
+        mbar_expect_tx(b0 + 8 * s, bytes);
         bulk_copy(s0 + s * bytes, base + next_off, bytes, b0 + 8 * s);
         next_off += bytes;
         if (next_off >= part_window) next_off -= part_window;

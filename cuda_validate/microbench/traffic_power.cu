@@ -17,28 +17,15 @@
 // Usage: traffic_power [--seconds S] POINT...  POINT = dtype/duty/spin/traffic/rate,
 //   e.g. f16/0/idle/hbm/0 or f16/0.75/softmax/l2/24
 // Build (sm_90a only): nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a traffic_power.cu
-#include <cuda_runtime.h>
+#include "../kernels/hopper_async.cuh"
+#include "power_common.cuh"
 
-#include <algorithm>
-#include <chrono>
-#include <cuda_runtime.h>
-
-#include <algorithm>
-#include <chrono>
-#include <cmath>
-#include <cstdint>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <string>
-#include <vector>
-
-#include "check.cuh"
-#include "wgmma_ops.cuh"
-#include "wgmma_smem.cuh"
+using iosim_hopper::bulk_copy;
+using iosim_hopper::mbar_expect_tx;
+using iosim_hopper::mbar_init;
+using iosim_hopper::mbar_wait;
 
 enum class Dt { f16, e4m3, mma };  // mma: fp16 mma.sync m16n8k16, B through ldmatrix
-enum Spin { kIdle = 0, kFma = 1, kSoftmax = 2 };
 enum Traffic { kNone = 0, kHbm = 1, kL2 = 2 };
 
 constexpr int kN = 256;
@@ -50,42 +37,10 @@ constexpr int kCopyBytes = 16384;
 constexpr int kStages = 4;
 constexpr int kSmemBytes = 120 * 1024;  // > half of an SM's 228 KB: one CTA per SM
 static_assert(kTileBytes + kStages * kCopyBytes + 1024 <= kSmemBytes, "ring does not fit");
-constexpr int kMaxSamples = 256;
 constexpr int kMmaIters = 16;  // mma mode: ldmatrix.x4 + 2 mma.sync m16n8k16 per iteration, per batch
-constexpr unsigned long long kSampleNs = 100000000ull;
 constexpr size_t kHbmBytes = size_t{4} << 30;
 constexpr size_t kL2WindowBytes = 128 * 1024;
 
-__device__ __forceinline__ float ex2(float x) {
-  float y;
-  asm volatile("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-}
-
-__device__ __forceinline__ void mbar_init(uint32_t bar, unsigned count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
-}
-__device__ __forceinline__ void mbar_expect(uint32_t bar, unsigned bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes)
-               : "memory");
-}
-__device__ __forceinline__ void mbar_wait(uint32_t bar, unsigned parity) {
-  asm volatile(
-      "{\n.reg .pred done;\n"
-      "wait_%=:\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-      "@!done bra wait_%=;\n}\n" ::"r"(bar),
-      "r"(parity)
-      : "memory");
-}
-__device__ __forceinline__ void bulk_copy(uint32_t dst, const void* src, unsigned bytes,
-                                          uint32_t bar) {
-  asm volatile(
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::
-          "r"(dst),
-      "l"(src), "r"(bytes), "r"(bar)
-      : "memory");
-}
 // Barrier 1 joins the two compute warpgroups only (the copy warp runs its own loop).
 __device__ __forceinline__ void compute_sync() {
   asm volatile("bar.sync 1, %0;\n" ::"n"(kComputeThreads) : "memory");
@@ -118,12 +73,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   extern __shared__ uint8_t smem_raw[];
   __shared__ volatile int s_stop;
   __shared__ __align__(8) uint64_t s_bars[kStages];
-  const uint32_t raw_addr = static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw));
-  const uint32_t pad = (1024 - (raw_addr & 1023)) & 1023;
-  uint8_t* s_tiles = smem_raw + pad;
-  for (int i = threadIdx.x; i < kTileBytes / 16; i += blockDim.x)
-    reinterpret_cast<uint4*>(s_tiles)[i] = g_tiles[i];
-  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+  const SmemTiles tiles = stage_tiles<kTileBytes>(smem_raw, g_tiles);
   const uint32_t bar0 = static_cast<uint32_t>(__cvta_generic_to_shared(s_bars));
   if (threadIdx.x == 0) {
     s_stop = 0;
@@ -135,7 +85,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (threadIdx.x >= kComputeThreads) {  // the copy warp
     long long n = 0, c0 = clock64();
     if (threadIdx.x == kComputeThreads && p.traffic != kNone) {
-      const uint32_t ring = raw_addr + pad + kTileBytes;
+      const uint32_t ring = tiles.addr + kTileBytes;
       const uint8_t* base = p.src + p.slice_bytes * blockIdx.x;
       size_t off = 0;
       c0 = clock64();
@@ -147,7 +97,7 @@ __global__ void __launch_bounds__(kThreads, 1)
           while (clock64() - c0 < due && !s_stop) {
           }
         }
-        mbar_expect(bar0 + 8 * s, kCopyBytes);
+        mbar_expect_tx(bar0 + 8 * s, kCopyBytes);
         bulk_copy(ring + s * kCopyBytes, base + off, kCopyBytes, bar0 + 8 * s);
         off += kCopyBytes;
         if (off >= p.slice_bytes) off = 0;
@@ -166,30 +116,22 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
 
   const int wg = threadIdx.x / 128;
-  const uint64_t desc_a = smem_desc(raw_addr + pad + wg * kATileBytes);
-  const uint64_t desc_b = smem_desc(raw_addr + pad + kWG * kATileBytes);
+  const uint64_t desc_a = smem_desc(tiles.addr + wg * kATileBytes);
+  const uint64_t desc_b = smem_desc(tiles.addr + kWG * kATileBytes);
   float acc[kN / 2];
-#pragma unroll
-  for (int i = 0; i < kN / 2; ++i) acc[i] = 0.f;
   // mma.sync mode: A fragments held in registers (as FlashAttention-2 holds Q), B from the tiles
   // through ldmatrix.x4 (two n8 fragments), one ldmatrix per two mma, 8 accumulator sets.
   const int lane = threadIdx.x & 31;
   uint32_t a_frag[4];
 #pragma unroll
   for (int i = 0; i < 4; ++i)
-    a_frag[i] = reinterpret_cast<const uint32_t*>(s_tiles)[(threadIdx.x * 4 + i) % (kTileBytes / 4)];
-  const uint32_t b_row_addr = raw_addr + pad + (lane % 32) * kRowBytes;
+    a_frag[i] = reinterpret_cast<const uint32_t*>(tiles.ptr)[(threadIdx.x * 4 + i) % (kTileBytes / 4)];
+  const uint32_t b_row_addr = tiles.addr + (lane % 32) * kRowBytes;
   float x[8], y[8];
-#pragma unroll
-  for (int c = 0; c < 8; ++c) {
-    x[c] = 0.1f * static_cast<float>(c) + 1e-3f * static_cast<float>(threadIdx.x);
-    y[c] = 0.f;
-  }
-  const float fa = 0.5f + 1e-7f * static_cast<float>(blockIdx.x), fb = 0.25f;
+  const float fa = work_init(acc, x, y), fb = 0.25f;
 
-  const long long t0 = clock64();
-  const unsigned long long g0 = global_ns();
-  unsigned long long next_sample = g0;
+  const Stamp start = stamp();
+  unsigned long long next_sample = start.ns;
   int ns_count = 0;
   long long iters = 0, loops = 0;
   for (;;) {
@@ -217,71 +159,25 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
         continue;
       }
-      asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-#pragma unroll
-      for (int ks = 0; ks < kKSteps; ++ks) {
-        if constexpr (T == Dt::f16)
-          wgmma_ss_f16_n256(acc, desc_a + 2 * ks, desc_b + 2 * ks, 1);
-        else
-          wgmma_ss_e4m3_n256(acc, desc_a + 2 * ks, desc_b + 2 * ks, 1);
-      }
-      asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-      asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+      wgmma_batch<T == Dt::e4m3>(acc, desc_a, desc_b);
     }
     if constexpr (T != Dt::mma) asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-    if (p.spin_cycles > 0) {
-      const long long s0 = clock64();
-      if (p.spin_kind == kIdle) {
-        while (clock64() - s0 < p.spin_cycles) {
-        }
-      } else if (p.spin_kind == kFma) {
-        do {
-#pragma unroll
-          for (int j = 0; j < 4; ++j)
-#pragma unroll
-            for (int c = 0; c < 8; ++c) x[c] = fmaf(x[c], fa, fb);
-          ++loops;
-        } while (clock64() - s0 < p.spin_cycles);
-      } else {
-        do {
-#pragma unroll
-          for (int j = 0; j < 4; ++j)
-#pragma unroll
-            for (int c = 0; c < 8; ++c) x[c] = fmaf(x[c], fa, fb);
-#pragma unroll
-          for (int c = 0; c < 8; ++c) y[c] += ex2(x[c] - 1.f);
-          ++loops;
-        } while (clock64() - s0 < p.spin_cycles);
-      }
-    }
+    spin_work(p, x, y, fa, fb, loops);
     ++iters;
     if (threadIdx.x == 0) {
-      const unsigned long long g = global_ns();
-      if (blockIdx.x == 0 && g >= next_sample && ns_count < kMaxSamples) {
-        samples[2 * ns_count] = g;
-        samples[2 * ns_count + 1] = static_cast<unsigned long long>(clock64());
-        ++ns_count;
-        next_sample += kSampleNs;
-      }
-      if (g - g0 >= p.duration_ns) s_stop = 1;
+      const unsigned long long g = take_sample(next_sample, ns_count, samples);
+      if (g - start.ns >= p.duration_ns) s_stop = 1;
     }
     compute_sync();
     const int stop = s_stop;
     compute_sync();
     if (stop) break;
   }
-  const long long t1 = clock64();
-  const unsigned long long g1 = global_ns();
-  float s = 0.f;
-#pragma unroll
-  for (int i = 0; i < kN / 2; ++i) s += acc[i];
-#pragma unroll
-  for (int c = 0; c < 8; ++c) s += x[c] + y[c];
-  if (s == 1234.5f) sink[blockIdx.x] = s;  // keeps the work; practically never stores
+  const Stamp end = finish_work(acc, x, y, sink);
   __syncthreads();
   if (threadIdx.x == 0) {
-    res[blockIdx.x].cycles = t1 - t0;
-    res[blockIdx.x].ns = g1 - g0;
+    res[blockIdx.x].cycles = end.clk - start.clk;
+    res[blockIdx.x].ns = end.ns - start.ns;
     res[blockIdx.x].iters = iters;
     res[blockIdx.x].spin_loops = loops;
     if (blockIdx.x == 0) *n_samples = ns_count;
@@ -297,37 +193,11 @@ struct Point {
   std::string spec;
 };
 
-double now_epoch_ms() {
-  return std::chrono::duration<double, std::milli>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v[v.size() / 2];
-}
-
-uint32_t rng_state = 12345u;
-uint32_t rng() {
-  rng_state ^= rng_state << 13;
-  rng_state ^= rng_state >> 17;
-  rng_state ^= rng_state << 5;
-  return rng_state;
-}
-
-struct Dev {
-  int sms = 0;
+struct Dev : DevBuffers<Result> {
   uint4* tiles[3] = {nullptr, nullptr, nullptr};
   uint8_t* buf = nullptr;
-  Result* res = nullptr;
-  unsigned long long* samples = nullptr;
-  int* n_samples = nullptr;
-  float* sink = nullptr;
   double cal_cycles_per_batch[3] = {0, 0, 0};
 };
-
-constexpr int kBatches = 16;  // per iteration at duty > 0
 
 double flop_per_batch(Dt t) {  // per CTA
   if (t == Dt::mma) return 2.0 * 16 * 8 * 16 * 2 * kMmaIters * (kComputeThreads / 32);
@@ -340,38 +210,20 @@ double peak_flop_per_clk(Dt t) {
 int dt_index(Dt t) { return t == Dt::e4m3 ? 1 : t == Dt::mma ? 2 : 0; }
 const char* dt_name(Dt t) { return t == Dt::e4m3 ? "e4m3" : t == Dt::mma ? "mma_f16" : "f16"; }
 
-struct Launch {
-  std::vector<Result> res;
-  std::vector<unsigned long long> samples;
-  double t_start_ms = 0, t_end_ms = 0;
-};
-
-Launch launch(Dev& d, Dt t, const Params& p) {
-  Launch l;
+Launch<Result> launch(Dev& d, Dt t, const Params& p) {
   const int di = dt_index(t);
   CHECK(cudaMemset(d.res, 0, sizeof(Result) * d.sms));
-  l.t_start_ms = now_epoch_ms();
-  if (t == Dt::f16)
-    power_kernel<Dt::f16><<<d.sms, kThreads, kSmemBytes>>>(d.tiles[di], p, d.res, d.samples,
-                                                            d.n_samples, d.sink);
-  else if (t == Dt::mma)
-    power_kernel<Dt::mma><<<d.sms, kThreads, kSmemBytes>>>(d.tiles[di], p, d.res, d.samples,
-                                                            d.n_samples, d.sink);
-  else
-    power_kernel<Dt::e4m3><<<d.sms, kThreads, kSmemBytes>>>(d.tiles[di], p, d.res, d.samples,
-                                                             d.n_samples, d.sink);
-  CHECK(cudaGetLastError());
-  CHECK(cudaDeviceSynchronize());
-  l.t_end_ms = now_epoch_ms();
-  l.res.resize(d.sms);
-  CHECK(cudaMemcpy(l.res.data(), d.res, sizeof(Result) * d.sms, cudaMemcpyDeviceToHost));
-  int n = 0;
-  CHECK(cudaMemcpy(&n, d.n_samples, sizeof(int), cudaMemcpyDeviceToHost));
-  l.samples.resize(2 * static_cast<size_t>(n));
-  if (n > 0)
-    CHECK(cudaMemcpy(l.samples.data(), d.samples, sizeof(unsigned long long) * 2 * n,
-                     cudaMemcpyDeviceToHost));
-  return l;
+  return timed_launch(d, [&] {
+    if (t == Dt::f16)
+      power_kernel<Dt::f16><<<d.sms, kThreads, kSmemBytes>>>(d.tiles[di], p, d.res, d.samples,
+                                                              d.n_samples, d.sink);
+    else if (t == Dt::mma)
+      power_kernel<Dt::mma><<<d.sms, kThreads, kSmemBytes>>>(d.tiles[di], p, d.res, d.samples,
+                                                              d.n_samples, d.sink);
+    else
+      power_kernel<Dt::e4m3><<<d.sms, kThreads, kSmemBytes>>>(d.tiles[di], p, d.res, d.samples,
+                                                               d.n_samples, d.sink);
+  });
 }
 
 Params base_params(const Dev& d) {
@@ -389,11 +241,7 @@ void calibrate(Dev& d, Dt t) {
   p.batches = kBatches;
   p.spin_kind = kIdle;
   p.duration_ns = 300000000ull;
-  Launch l = launch(d, t, p);
-  std::vector<double> cpb;
-  for (const Result& r : l.res)
-    cpb.push_back(static_cast<double>(r.cycles) / static_cast<double>(r.iters * kBatches));
-  d.cal_cycles_per_batch[di] = median(cpb);
+  d.cal_cycles_per_batch[di] = cycles_per_batch(launch(d, t, p));
 }
 
 void run_point(Dev& d, const Point& pt, double seconds, bool first) {
@@ -403,13 +251,7 @@ void run_point(Dev& d, const Point& pt, double seconds, bool first) {
   Params p = base_params(d);
   p.spin_kind = pt.spin;
   p.duration_ns = static_cast<unsigned long long>(seconds * 1e9);
-  if (pt.duty <= 0) {
-    p.batches = 0;
-    p.spin_cycles = static_cast<long long>(tensor_cycles);
-  } else {
-    p.batches = kBatches;
-    p.spin_cycles = static_cast<long long>(tensor_cycles * (1.0 - pt.duty) / pt.duty);
-  }
+  set_duty(p, tensor_cycles, pt.duty);
   p.traffic = pt.traffic;
   p.cycles_per_copy = pt.rate > 0 ? kCopyBytes / pt.rate : 0.0;
   if (pt.traffic == kHbm) {
@@ -417,7 +259,7 @@ void run_point(Dev& d, const Point& pt, double seconds, bool first) {
   } else {
     p.slice_bytes = kL2WindowBytes;
   }
-  Launch l = launch(d, pt.dt, p);
+  const Launch<Result> l = launch(d, pt.dt, p);
   std::vector<double> mhz, fpc, bpc, loops_per_ns;
   double total_flop = 0, max_ns = 0, total_bytes = 0;
   for (const Result& r : l.res) {
@@ -451,17 +293,13 @@ void run_point(Dev& d, const Point& pt, double seconds, bool first) {
               "\"host_start_epoch_ms\": %.1f, \"host_end_epoch_ms\": %.1f, "
               "\"cta0_samples_ns_clk\": [",
               first ? "" : "\n", pt.spec.c_str(), dt_name(pt.dt), pt.duty,
-              pt.spin == kIdle ? "idle" : pt.spin == kFma ? "fma" : "softmax", tr, pt.rate, seconds,
+              spin_name(pt.spin), tr, pt.rate, seconds,
               p.batches, p.spin_cycles, d.cal_cycles_per_batch[di], median(mhz),
               *std::min_element(mhz.begin(), mhz.end()), *std::max_element(mhz.begin(), mhz.end()),
               fpc_med, fpc_med / peak_flop_per_clk(pt.dt), total_flop / (max_ns * 1e-9) / 1e12,
               median(bpc), total_bytes / max_ns, ffma_per_s, fadd_per_s, mufu_per_s, l.t_start_ms,
               l.t_end_ms);
-  for (size_t i = 0; i + 1 < l.samples.size(); i += 2)
-    std::printf("%s[%llu, %llu]", i ? ", " : "", l.samples[i] - l.samples[0],
-                l.samples[i + 1] - l.samples[1]);
-  std::printf("]}");
-  std::fflush(stdout);
+  print_samples_end(l);
 }
 
 bool parse_point(const char* s, Point& pt) {
@@ -484,10 +322,7 @@ bool parse_point(const char* s, Point& pt) {
   else return false;
   pt.duty = std::atof(f[1].c_str());
   if (pt.duty < 0 || pt.duty > 1) return false;
-  if (f[2] == "idle") pt.spin = kIdle;
-  else if (f[2] == "fma") pt.spin = kFma;
-  else if (f[2] == "softmax") pt.spin = kSoftmax;
-  else return false;
+  if (!parse_spin(f[2], pt.spin)) return false;
   if (f[3] == "none") pt.traffic = kNone;
   else if (f[3] == "hbm") pt.traffic = kHbm;
   else if (f[3] == "l2") pt.traffic = kL2;
@@ -505,54 +340,19 @@ __global__ void fill_kernel(unsigned* p, size_t words) {
 int main(int argc, char** argv) {
   double seconds = 5.0;
   std::vector<Point> points;
-  for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--seconds") && i + 1 < argc) {
-      seconds = std::atof(argv[++i]);
-      continue;
-    }
-    Point pt;
-    if (!parse_point(argv[i], pt)) {
-      std::fprintf(stderr,
-                   "bad point '%s' (want dtype/duty/spin/traffic/rate, e.g. f16/0.5/idle/l2/16)\n",
-                   argv[i]);
-      return 2;
-    }
-    points.push_back(pt);
-  }
-  if (points.empty()) {
-    std::fprintf(stderr, "usage: traffic_power [--seconds S] f16|e4m3/DUTY/idle|fma|softmax/"
-                         "none|hbm|l2/BYTES_PER_CLK ...\n");
+  if (!parse_command_line(argc, argv, seconds, points, parse_point,
+                          "dtype/duty/spin/traffic/rate, e.g. f16/0.5/idle/l2/16",
+                          "traffic_power [--seconds S] f16|e4m3/DUTY/idle|fma|softmax/"
+                          "none|hbm|l2/BYTES_PER_CLK ..."))
     return 2;
-  }
   Dev d;
-  cudaDeviceProp prop{};
-  CHECK(cudaGetDeviceProperties(&prop, 0));
-  d.sms = prop.multiProcessorCount;
-  for (int di = 0; di < 3; ++di) {  // 2: mma mode, fp16 tiles as 0
-    std::vector<uint8_t> host(kTileBytes);
-    const int rows = kWG * 64 + kN;
-    for (int r = 0; r < rows; ++r)
-      for (int byte = 0; byte < kRowBytes; byte += (di == 1 ? 1 : 2)) {
-        const uint32_t h = rng();
-        if (di != 1) {  // fp16: sign, exponent 11..15 (2^-4 .. <2), random mantissa
-          const uint32_t v = ((h & 1u) << 15) | ((11u + (h >> 1) % 5u) << 10) | ((h >> 8) & 0x3FFu);
-          host[swizzled(r, byte)] = static_cast<uint8_t>(v & 0xFF);
-          host[swizzled(r, byte + 1)] = static_cast<uint8_t>(v >> 8);
-        } else {  // e4m3: sign, exponent 4..7 (2^-3 .. <2 with bias 7), random mantissa
-          const uint32_t v = ((h & 1u) << 7) | ((4u + (h >> 1) % 4u) << 3) | ((h >> 8) & 7u);
-          host[swizzled(r, byte)] = static_cast<uint8_t>(v);
-        }
-      }
-    CHECK(cudaMalloc(&d.tiles[di], kTileBytes));
-    CHECK(cudaMemcpy(d.tiles[di], host.data(), kTileBytes, cudaMemcpyHostToDevice));
-  }
+  const cudaDeviceProp prop = d.query();
+  for (int di = 0; di < 3; ++di)  // 2: mma mode, fp16 tiles as 0
+    d.tiles[di] = random_tile(di == 1, kWG * 64 + kN, kTileBytes);
   CHECK(cudaMalloc(&d.buf, kHbmBytes));
   fill_kernel<<<1024, 256>>>(reinterpret_cast<unsigned*>(d.buf), kHbmBytes / 4);
   CHECK(cudaGetLastError());
-  CHECK(cudaMalloc(&d.res, sizeof(Result) * d.sms));
-  CHECK(cudaMalloc(&d.samples, sizeof(unsigned long long) * 2 * kMaxSamples));
-  CHECK(cudaMalloc(&d.n_samples, sizeof(int)));
-  CHECK(cudaMalloc(&d.sink, sizeof(float) * d.sms));
+  d.alloc();
   CHECK(cudaFuncSetAttribute(power_kernel<Dt::f16>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              kSmemBytes));
   CHECK(cudaFuncSetAttribute(power_kernel<Dt::e4m3>, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -566,12 +366,6 @@ int main(int argc, char** argv) {
               "\"points\": [\n",
               prop.name, d.sms, kBatches, kCopyBytes, kStages, kHbmBytes, kL2WindowBytes);
   std::fflush(stdout);
-  bool first = true;
-  for (const Point& pt : points) {
-    run_point(d, pt, seconds, first);
-    std::printf(",");
-    first = false;
-  }
-  std::printf("\n{}]}\n");
+  run_points(points, [&](const Point& pt, bool first) { run_point(d, pt, seconds, first); });
   return 0;
 }
