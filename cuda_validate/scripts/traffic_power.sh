@@ -2,26 +2,14 @@
 # One device call: microbench/traffic_power over HBM / L2 traffic points, alone and beside tensor
 # work, with nvidia-smi sampled every 100 ms (as power_clock.sh).
 # Layout (copied into .hopper/ of the checkout): $H/bin/traffic_power (built off the device:
-#   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -o bin/traffic_power microbench/traffic_power.cu)
-# and $H/power_clock_summary.py. Everything is written to $OUT as it goes.
+#   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -o bin/traffic_power microbench/traffic_power.cu),
+# $H/power_smi.sh and $H/power_clock_summary.py. Everything is written to $OUT as it goes.
 # Usage: OUT=... bash traffic_power.sh [SECONDS_PER_POINT (default 5)]
 set -uo pipefail
 H=$(cd "$(dirname "$0")" && pwd)
-OUT=${OUT:-$H/out}
 SEC=${1:-5}
-mkdir -p "$OUT"
-{
-  nvidia-smi
-  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,power.limit,enforced.power.limit,power.default_limit,temperature.gpu --format=csv
-  nvidia-smi -q -d PERFORMANCE,POWER,TEMPERATURE,CLOCK
-} >"$OUT/smi_info.txt" 2>&1
-FIELDS=timestamp,clocks.sm,clocks.mem,power.draw,power.draw.instant,temperature.gpu,temperature.memory,clocks_event_reasons.active,clocks_event_reasons.sw_power_cap,clocks_event_reasons.hw_slowdown,clocks_event_reasons.sw_thermal_slowdown,clocks_event_reasons.hw_thermal_slowdown,clocks_event_reasons.hw_power_brake_slowdown
-if ! nvidia-smi --query-gpu=$FIELDS --format=csv >/dev/null 2>&1; then
-  echo "full field list refused; falling back" | tee -a "$OUT/smi_info.txt"
-  FIELDS=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active,clocks_throttle_reasons.sw_power_cap,clocks_throttle_reasons.hw_slowdown,clocks_throttle_reasons.sw_thermal_slowdown,clocks_throttle_reasons.hw_thermal_slowdown
-fi
-nvidia-smi --query-gpu=$FIELDS --format=csv,nounits -lms 100 >"$OUT/smi.csv" 2>/dev/null & SMI=$!
-sleep 2  # idle baseline
+. "$H/power_smi.sh"  # OUT defaults to $H/out, made here
+smi_begin name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,power.limit,enforced.power.limit,power.default_limit,temperature.gpu
 # dtype/duty/spin/traffic/rate (bytes per SM clock per SM; 0 = as fast as the copies complete);
 # POINTS in the environment replaces the list
 POINTS=${POINTS:-"f16/0/idle/none/0 f16/0/fma/none/0 f16/0/softmax/none/0
@@ -35,8 +23,4 @@ POINTS=${POINTS:-"f16/0/idle/none/0 f16/0/fma/none/0 f16/0/softmax/none/0
         f16/0/idle/none/0"}
 timeout 400 "$H/bin/traffic_power" --seconds "$SEC" $POINTS >"$OUT/traffic_power_raw.jsonl" 2>"$OUT/traffic_power.err"
 echo "traffic_power exit $?" | tee -a "$OUT/traffic_power.err"
-sleep 1
-kill $SMI 2>/dev/null; wait $SMI 2>/dev/null
-cuobjdump --dump-sass "$H/bin/traffic_power" 2>&1 | grep -oE '\b[HQ]GMMA\.[A-Za-z0-9_.]*|HMMA\.[A-Za-z0-9_.]*|LDSM[A-Za-z0-9_.]*|MUFU\.EX2|FFMA|UBLKCP[A-Za-z0-9_.]*' | sort | uniq -c >"$OUT/sass_opcodes.txt"
-python3 "$H/power_clock_summary.py" "$OUT/traffic_power_raw.jsonl" "$OUT/smi.csv" \
-  "$OUT/traffic_power_summary.json" "$OUT/traffic_power_summary.csv" 2>&1 | tee "$OUT/summary.txt"
+smi_end traffic_power '\b[HQ]GMMA\.[A-Za-z0-9_.]*|HMMA\.[A-Za-z0-9_.]*|LDSM[A-Za-z0-9_.]*|MUFU\.EX2|FFMA|UBLKCP[A-Za-z0-9_.]*'
