@@ -793,6 +793,37 @@ def median(v):
 HOST_COVER_S = 3e-3
 
 
+def enqueue_roles(roles, ev):
+    """Enqueues the roles back to back, event ev[r] recorded before role r and ev[n] after the
+    last (n roles, n + 1 events)."""
+    for r, (_, fn) in enumerate(roles):
+        ev[r].record()
+        fn()
+    ev[len(roles)].record()
+
+
+def append_intervals(ev, per_role, total):
+    """Once enqueue_roles's events completed: appends each role's interval to per_role[r] and
+    the interval over all of them to total (seconds)."""
+    n = len(per_role)
+    for r in range(n):
+        per_role[r].append(ev[r].elapsed_time(ev[r + 1]) * 1e-3)
+    total.append(ev[0].elapsed_time(ev[n]) * 1e-3)
+
+
+def cleared(run):
+    """Drops a case's saved state; returns None (run = cleared(run) drops the run too)."""
+    if run is not None:
+        run.state.clear()
+    return None
+
+
+def free_device_memory(torch):
+    """Waits for the device, then gives PyTorch's cached blocks back."""
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()
+
+
 def time_case(run, dev, reps):
     """Per-role medians (warm and cold L2) and the median of all roles back to back."""
     torch = dev.torch
@@ -805,14 +836,9 @@ def time_case(run, dev, reps):
     ev = [torch.cuda.Event(enable_timing=True) for _ in range(n + 1)]
     for _ in range(reps):
         torch.cuda._sleep(sleep_cycles)
-        for r, (_, fn) in enumerate(roles):
-            ev[r].record()
-            fn()
-        ev[n].record()
+        enqueue_roles(roles, ev)
         torch.cuda.synchronize()
-        for r in range(n):
-            warm[r].append(ev[r].elapsed_time(ev[r + 1]) * 1e-3)
-        total.append(ev[0].elapsed_time(ev[n]) * 1e-3)
+        append_intervals(ev, warm, total)
     a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     for _ in range(reps):
         for r, (_, fn) in enumerate(roles):
@@ -866,11 +892,8 @@ def extra_rep_sets(args, cases, all_ids, out_cases, dev):
                     f"set {set_no + 1}: {type(e).__name__}: {str(e)[:300]}")
                 traceback.print_exc(file=sys.stderr)
             finally:
-                if run is not None:
-                    run.state.clear()
-                del run
-                torch.cuda.synchronize()
-                torch.cuda.empty_cache()
+                run = cleared(run)
+                free_device_memory(torch)
     for rec in out_cases:
         sets = rec.get("time_sets")
         if not sets:
@@ -973,11 +996,8 @@ def run_cases(args):
             n_failed += 1
             traceback.print_exc(file=sys.stderr)
         finally:
-            if run is not None:
-                run.state.clear()
-            del run
-            torch.cuda.synchronize()
-            torch.cuda.empty_cache()
+            run = cleared(run)
+            free_device_memory(torch)
         extra = ""
         if args.mode == "time" and rec.get("check", {}).get("max_abs_error") is not None:
             ck = rec["check"]

@@ -31,11 +31,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import measure  # noqa: E402  (the suites, the inputs, the roles: one definition of each)
 
-
-def median(v):
-    v = sorted(v)
-    n = len(v)
-    return v[n // 2] if n % 2 else 0.5 * (v[n // 2 - 1] + v[n // 2])
+median = measure.median
 
 
 def time_as_committed(torch, roles, reps):
@@ -43,14 +39,9 @@ def time_as_committed(torch, roles, reps):
     ev = [torch.cuda.Event(enable_timing=True) for _ in range(n + 1)]
     per_role, total = [[] for _ in range(n)], []
     for _ in range(reps):
-        for r, (_, fn) in enumerate(roles):
-            ev[r].record()
-            fn()
-        ev[n].record()
+        measure.enqueue_roles(roles, ev)
         torch.cuda.synchronize()
-        for r in range(n):
-            per_role[r].append(ev[r].elapsed_time(ev[r + 1]) * 1e-3)
-        total.append(ev[0].elapsed_time(ev[n]) * 1e-3)
+        measure.append_intervals(ev, per_role, total)
     return [median(x) for x in per_role], median(total)
 
 
@@ -63,10 +54,7 @@ def time_queued(torch, roles, reps, sleep_cycles):
         sleep_ev[0].record()
         torch.cuda._sleep(sleep_cycles)
         t0 = time.perf_counter()
-        for r, (_, fn) in enumerate(roles):
-            ev[r].record()
-            fn()
-        ev[n].record()
+        measure.enqueue_roles(roles, ev)
         t1 = time.perf_counter()
         torch.cuda.synchronize()
         host.append(t1 - t0)
@@ -74,9 +62,7 @@ def time_queued(torch, roles, reps, sleep_cycles):
         # had enqueued everything: the sleep lasted longer than the enqueue took.
         sleep_s = sleep_ev[0].elapsed_time(ev[0]) * 1e-3
         covered += sleep_s > (t1 - t0)
-        for r in range(n):
-            per_role[r].append(ev[r].elapsed_time(ev[r + 1]) * 1e-3)
-        total.append(ev[0].elapsed_time(ev[n]) * 1e-3)
+        measure.append_intervals(ev, per_role, total)
     return [median(x) for x in per_role], median(total), median(host), covered
 
 
