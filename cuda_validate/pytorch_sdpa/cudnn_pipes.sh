@@ -10,17 +10,8 @@
 # Usage: OUT=... bash cudnn_pipes.sh [BUDGET_S (default 450)]
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
-PY="python3 $HERE/cudnn_pipes.py"
-OUT=${OUT:-$HERE/out}
-BUDGET_S=${1:-450}
-START=$(date +%s)
-W=/tmp/cudnn_pipes
-rm -rf "$W" && mkdir -p "$W" "$OUT"
-export PYTHONUNBUFFERED=1
-elapsed() { echo $(( $(date +%s) - START )); }
-left() { echo $(( BUDGET_S - $(elapsed) )); }
-log() { echo "[$(date -u +%H:%M:%S) +$(elapsed)s] $*" | tee -a "$W/pipes.log"; }
-save() { cp "$@" "$OUT/" 2>/dev/null; cp "$W/pipes.log" "$OUT/" 2>/dev/null; }
+# W, LOG, BUDGET_S; PY, OUT, elapsed, left, log, save, import_raw
+. "$HERE/stage_lib.sh" /tmp/cudnn_pipes pipes.log "${1:-450}"
 pack() {
   tar czf "$OUT/pipes_raw.tar.gz" -C /tmp --exclude=ncu_query_metrics.txt cudnn_pipes 2>/dev/null
   if [[ $(stat -c %s "$OUT/pipes_raw.tar.gz" 2>/dev/null || echo 0) -gt 15000000 ]]; then
@@ -99,9 +90,7 @@ ncu_stage ncu_base base "$METRICS" $(( $(left) - 60 > 40 ? $(left) - 60 : 40 ))
 if grep -q '^sass__inst_executed_per_opcode ' "$W/ncu_query_metrics.txt" && (( $(left) > 40 )); then
   FALLBACK= ncu_stage ncu_opcodes base sass__inst_executed_per_opcode $(( $(left) - 15 ))
   if [[ -f "$W/ncu_opcodes.ncu-rep" ]]; then
-    ncu --import "$W/ncu_opcodes.ncu-rep" --csv --page raw --print-units base \
-      --print-metric-instances values >"$W/ncu_opcodes.csv" 2>>"$W/ncu_opcodes.log" ||
-      ncu --import "$W/ncu_opcodes.ncu-rep" --csv --page raw --print-units base >"$W/ncu_opcodes.csv" 2>>"$W/ncu_opcodes.log"
+    import_raw "$W/ncu_opcodes.ncu-rep" "$W/ncu_opcodes.csv" "$W/ncu_opcodes.log"
     save "$W/ncu_opcodes.csv"
   fi
 else

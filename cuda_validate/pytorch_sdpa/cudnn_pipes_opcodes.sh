@@ -9,17 +9,8 @@
 # Usage: OUT=... bash cudnn_pipes_opcodes.sh [BUDGET_S (default 230)]
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
-PY="python3 $HERE/cudnn_pipes.py"
-OUT=${OUT:-$HERE/out}
-BUDGET_S=${1:-230}
-START=$(date +%s)
-W=/tmp/cudnn_pipes2
-rm -rf "$W" && mkdir -p "$W" "$OUT"
-export PYTHONUNBUFFERED=1
-elapsed() { echo $(( $(date +%s) - START )); }
-left() { echo $(( BUDGET_S - $(elapsed) )); }
-log() { echo "[$(date -u +%H:%M:%S) +$(elapsed)s] $*" | tee -a "$W/pipes2.log"; }
-save() { cp "$@" "$OUT/" 2>/dev/null; cp "$W/pipes2.log" "$OUT/" 2>/dev/null; }
+# W, LOG, BUDGET_S; PY, OUT, elapsed, left, log, save, import_raw
+. "$HERE/stage_lib.sh" /tmp/cudnn_pipes2 pipes2.log "${1:-230}"
 D128=cudnn_fwd_b1_h16_n16384_nkv16384_d128
 D64=cudnn_fwd_b1_h16_n16384_nkv16384_d64
 
@@ -40,9 +31,7 @@ timeout $(( $(left) - 100 > 50 ? $(left) - 100 : 50 )) ncu --profile-from-start 
   --replay-mode kernel -f -o "$W/ncu_istats" $PY ncu --out "$W/order_istats.json" >"$W/ncu_istats.log" 2>&1
 log "exit $? ($(grep -c Profiling "$W/ncu_istats.log") kernels, $(grep -m1 -oE '[0-9]+ passes' "$W/ncu_istats.log"))"
 if [[ -f "$W/ncu_istats.ncu-rep" ]]; then
-  ncu --import "$W/ncu_istats.ncu-rep" --csv --page raw --print-units base \
-    --print-metric-instances values >"$W/ncu_istats.csv" 2>>"$W/ncu_istats.log" ||
-    ncu --import "$W/ncu_istats.ncu-rep" --csv --page raw --print-units base >"$W/ncu_istats.csv" 2>>"$W/ncu_istats.log"
+  import_raw "$W/ncu_istats.ncu-rep" "$W/ncu_istats.csv" "$W/ncu_istats.log"
   ncu --import "$W/ncu_istats.ncu-rep" --csv --page details --print-units base >"$W/ncu_istats_details.csv" 2>>"$W/ncu_istats.log"
   save "$W/ncu_istats.csv" "$W/order_istats.json"
 else
