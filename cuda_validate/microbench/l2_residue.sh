@@ -8,10 +8,7 @@
 # Usage from the repository root: OUT=... bash cuda_validate/microbench/l2_residue.sh
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
-OUT=${OUT:-./out}
-BIN=${BIN:-/tmp/l2_residue}
-mkdir -p "$OUT"
-nvcc -O3 -arch=sm_90 -o "$BIN" "$HERE/l2_residue.cu"
+. "$HERE/ncu_bench.sh" l2_residue  # OUT (default ./out) made, BIN (default /tmp/l2_residue) built
 # METRICS may be overridden (e.g. with run_suite.sh's list, which takes several replay passes).
 METRICS=${METRICS:-dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_srcunit_tex_op_write.sum,lts__t_sectors_op_write.sum}
 MODES=${MODES:-sizes pairs}

@@ -5,10 +5,7 @@
 # Usage from the repository root: OUT=... bash cuda_validate/microbench/l2_sweep.sh
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
-OUT=${OUT:-./out}
-BIN=${BIN:-/tmp/l2_sweep}
-mkdir -p "$OUT"
-nvcc -O3 -arch=sm_90 -o "$BIN" "$HERE/l2_sweep.cu"
+. "$HERE/ncu_bench.sh" l2_sweep  # OUT (default ./out) made, BIN (default /tmp/l2_sweep) built
 ncu --metrics dram__bytes_read.sum,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_read_lookup_hit.sum \
   --cache-control all --clock-control base --replay-mode kernel \
   --csv --page raw --print-units base --log-file "$OUT/l2_sweep.csv" \
