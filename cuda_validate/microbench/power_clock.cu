@@ -154,8 +154,8 @@ void run_point(Dev& d, const Point& pt, double seconds, bool first) {
               "\"host_start_epoch_ms\": %.1f, \"host_end_epoch_ms\": %.1f, "
               "\"cta0_samples_ns_clk\": [",
               first ? "" : "\n", pt.spec.c_str(), pt.dt == Dt::e4m3 ? "e4m3" : "f16", pt.duty,
-              spin_name(pt.spin), seconds, p.batches,
-              p.spin_cycles, d.cal_cycles_per_batch[di], median(mhz),
+              spin_name(pt.spin), seconds, p.batches, p.spin_cycles,
+              d.cal_cycles_per_batch[di], median(mhz),
               *std::min_element(mhz.begin(), mhz.end()), *std::max_element(mhz.begin(), mhz.end()),
               fpc_med, fpc_med / peak_flop_per_clk(pt.dt), total_flop / (max_ns * 1e-9) / 1e12,
               min_it, max_it, l.t_start_ms, l.t_end_ms);

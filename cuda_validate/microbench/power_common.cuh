@@ -275,13 +275,19 @@ void set_duty(P& p, double tensor_cycles, double duty) {
 }
 
 inline bool parse_spin(const std::string& s, Spin& spin) {
-  if (s == "idle") spin = kIdle;
-  else if (s == "fma") spin = kFma;
-  else if (s == "softmax") spin = kSoftmax;
-  else return false;
+  if (s == "idle")
+    spin = kIdle;
+  else if (s == "fma")
+    spin = kFma;
+  else if (s == "softmax")
+    spin = kSoftmax;
+  else
+    return false;
   return true;
 }
-inline const char* spin_name(Spin s) { return s == kIdle ? "idle" : s == kFma ? "fma" : "softmax"; }
+inline const char* spin_name(Spin s) {
+  return s == kIdle ? "idle" : s == kFma ? "fma" : "softmax";
+}
 
 // The samples array and the end of a point's JSON line.
 template <class R>

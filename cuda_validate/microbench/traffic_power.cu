@@ -125,7 +125,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   uint32_t a_frag[4];
 #pragma unroll
   for (int i = 0; i < 4; ++i)
-    a_frag[i] = reinterpret_cast<const uint32_t*>(tiles.ptr)[(threadIdx.x * 4 + i) % (kTileBytes / 4)];
+    a_frag[i] =
+        reinterpret_cast<const uint32_t*>(tiles.ptr)[(threadIdx.x * 4 + i) % (kTileBytes / 4)];
   const uint32_t b_row_addr = tiles.addr + (lane % 32) * kRowBytes;
   float x[8], y[8];
   const float fa = work_init(acc, x, y), fb = 0.25f;
@@ -293,8 +294,8 @@ void run_point(Dev& d, const Point& pt, double seconds, bool first) {
               "\"host_start_epoch_ms\": %.1f, \"host_end_epoch_ms\": %.1f, "
               "\"cta0_samples_ns_clk\": [",
               first ? "" : "\n", pt.spec.c_str(), dt_name(pt.dt), pt.duty,
-              spin_name(pt.spin), tr, pt.rate, seconds,
-              p.batches, p.spin_cycles, d.cal_cycles_per_batch[di], median(mhz),
+              spin_name(pt.spin), tr, pt.rate, seconds, p.batches, p.spin_cycles,
+              d.cal_cycles_per_batch[di], median(mhz),
               *std::min_element(mhz.begin(), mhz.end()), *std::max_element(mhz.begin(), mhz.end()),
               fpc_med, fpc_med / peak_flop_per_clk(pt.dt), total_flop / (max_ns * 1e-9) / 1e12,
               median(bpc), total_bytes / max_ns, ffma_per_s, fadd_per_s, mufu_per_s, l.t_start_ms,
