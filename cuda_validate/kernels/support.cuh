@@ -1,28 +1,15 @@
 // Kernels the harness needs around the measured ones: random inputs, an fp32
 // reference on sampled rows, a gather of those rows, a scan for unwritten/non-finite
-// outputs, and an empty marker kernel that labels launches in the ncu report.
+// outputs (the three from harness_kernels.cuh), and an empty marker kernel that labels
+// launches in the ncu report.
 #pragma once
 
 #include <cmath>
 
 #include "common.cuh"
+#include "harness_kernels.cuh"
 
 namespace iosim_cuda {
-
-// Uniform values in [-1, 1) from a counter hash; never zeros-only, reproducible.
-__global__ void init_uniform_kernel(half* g_out, int64_t n, uint32_t seed) {
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    uint64_t x = static_cast<uint64_t>(i) * 0x9E3779B97F4A7C15ull + seed;
-    x ^= x >> 30;
-    x *= 0xBF58476D1CE4E5B9ull;
-    x ^= x >> 27;
-    x *= 0x94D049BB133111EBull;
-    x ^= x >> 31;
-    const float u = static_cast<float>(x >> 40) * (1.f / 16777216.f);  // [0, 1)
-    g_out[i] = __float2half(2.f * u - 1.f);
-  }
-}
 
 // bf16 cases: fp16 values rounded to bf16 in place (same 16-bit slots), and bf16 bits back
 // to fp16 (exact for |x| <= 1 down to fp16's subnormals) for the check.
@@ -110,32 +97,6 @@ __global__ void __launch_bounds__(kRefThreads)
     g_ref_O[(bh * n_rows + r) * d + threadIdx.x] = o / sum;
   }
   if (threadIdx.x == 0 && g_ref_L != nullptr) g_ref_L[bh * n_rows + r] = m + logf(sum);
-}
-
-// Copies the sampled rows of O (and L) into compact fp32 buffers for the host
-// comparison: out_O (B*H, n_rows, d), out_L (B*H, n_rows).
-__global__ void gather_rows_kernel(const half* gO, const float* gL, const int* g_rows, int n_rows,
-                                   int seq, int d, int64_t n_bh, float* g_out_O, float* g_out_L) {
-  const int64_t total = n_bh * n_rows * d;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int col = static_cast<int>(i % d);
-    const int r = static_cast<int>((i / d) % n_rows);
-    const int64_t bh = i / (static_cast<int64_t>(d) * n_rows);
-    const int row = g_rows[r];
-    g_out_O[i] = __half2float(gO[(bh * seq + row) * d + col]);
-    if (col == 0 && gL != nullptr) g_out_L[bh * n_rows + r] = gL[bh * seq + row];
-  }
-}
-
-// Counts non-finite halves; the output is poisoned with NaN before the checked
-// run, so an element the kernel never wrote shows up here.
-__global__ void count_nonfinite_kernel(const half* g_x, int64_t n, unsigned long long* g_count) {
-  unsigned long long local = 0;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
-    if (!isfinite(__half2float(g_x[i]))) ++local;
-  if (local != 0) atomicAdd(g_count, local);
 }
 
 // Launched (and profiled) before each measured role in the ncu pass; the merge

@@ -7,57 +7,17 @@
 #include <set>
 #include <stdexcept>
 
+#include "../kernels/harness_kernels.cuh"
 #include "../kernels/reference_bwd.cuh"
 #include "../kernels/reference_ext.cuh"
 #include "block_pattern.hpp"
+#include "check_common.hpp"
 #include "extra_ops.hpp"
 #include "json.hpp"
 
 namespace iosim_cuda {
 
 namespace {
-
-// support.cuh's fill, gather and scan kernels, in this translation unit: support.cuh
-// defines them (non-template) in main.cu, and a launch of a kernel defined in another
-// translation unit is not something to first try on the device machine.
-__global__ void ext_init_uniform_kernel(half* g_out, int64_t n, uint32_t seed) {
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    uint64_t x = static_cast<uint64_t>(i) * 0x9E3779B97F4A7C15ull + seed;
-    x ^= x >> 30;
-    x *= 0xBF58476D1CE4E5B9ull;
-    x ^= x >> 27;
-    x *= 0x94D049BB133111EBull;
-    x ^= x >> 31;
-    const float u = static_cast<float>(x >> 40) * (1.f / 16777216.f);  // [0, 1)
-    g_out[i] = __float2half(2.f * u - 1.f);
-  }
-}
-
-// out_O (B*H, n_rows, d), out_L (B*H, n_rows) from O (B*H, N, d), L (B*H, N).
-__global__ void ext_gather_rows_kernel(const half* gO, const float* gL, const int* g_rows,
-                                       int n_rows, int seq, int d, int64_t n_bh, float* g_out_O,
-                                       float* g_out_L) {
-  const int64_t total = n_bh * n_rows * d;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int col = static_cast<int>(i % d);
-    const int r = static_cast<int>((i / d) % n_rows);
-    const int64_t bh = i / (static_cast<int64_t>(d) * n_rows);
-    const int row = g_rows[r];
-    g_out_O[i] = __half2float(gO[(bh * seq + row) * d + col]);
-    if (col == 0) g_out_L[bh * n_rows + r] = gL[bh * seq + row];
-  }
-}
-
-__global__ void ext_count_nonfinite_kernel(const half* g_x, int64_t n,
-                                           unsigned long long* g_count) {
-  unsigned long long local = 0;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
-    if (!isfinite(__half2float(g_x[i]))) ++local;
-  if (local != 0) atomicAdd(g_count, local);
-}
 
 // Device allocations of one case, freed together.
 class Arena {
@@ -81,30 +41,18 @@ class Arena {
   std::vector<void*> ptrs_;
 };
 
+// Q and O of q_elems halves, K and V of kv_elems, allocated in that order (Q, K, V, O).
+void alloc_qkvo(Arena* a, std::size_t q_elems, std::size_t kv_elems, half** gQ, half** gK,
+                half** gV, half** gO) {
+  *gQ = a->alloc<half>(q_elems);
+  *gK = a->alloc<half>(kv_elems);
+  *gV = a->alloc<half>(kv_elems);
+  *gO = a->alloc<half>(q_elems);
+}
+
 void fill_uniform(half* p, std::size_t n, uint32_t seed, cudaStream_t stream) {
-  ext_init_uniform_kernel<<<1024, 256, 0, stream>>>(p, static_cast<int64_t>(n), seed);
+  init_uniform_kernel<<<1024, 256, 0, stream>>>(p, static_cast<int64_t>(n), seed);
   IOSIM_CUDA_CHECK(cudaGetLastError());
-}
-
-void require_device_memory(std::size_t need_bytes) {
-  std::size_t free_bytes = 0, total_bytes = 0;
-  IOSIM_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-  if (need_bytes + (256ull << 20) > free_bytes)
-    throw std::runtime_error("needs " + std::to_string(need_bytes) + " bytes of device memory, " +
-                             std::to_string(free_bytes) + " free");
-}
-
-// The query rows compared with the reference: both ends and evenly spaced rows (as the
-// runner samples flash cases).
-std::vector<int> sample_rows(int seq) {
-  std::set<int> rows;
-  for (int r = 0; r < 4 && r < seq; ++r) {
-    rows.insert(r);
-    rows.insert(seq - 1 - r);
-  }
-  for (int k = 0; k < 24; ++k)
-    rows.insert(static_cast<int>((static_cast<long long>(seq) * k + 7) / 24) % seq);
-  return {rows.begin(), rows.end()};
 }
 
 // What the check needs to know about a case's tensors.
@@ -130,7 +78,7 @@ unsigned long long* count_nonfinite_async(
   unsigned long long* count = a->alloc<unsigned long long>(1);
   IOSIM_CUDA_CHECK(cudaMemsetAsync(count, 0, sizeof(unsigned long long), stream));
   for (const auto& [g, n] : tensors) {
-    ext_count_nonfinite_kernel<<<1024, 256, 0, stream>>>(g, static_cast<int64_t>(n), count);
+    count_nonfinite_kernel<<<1024, 256, 0, stream>>>(g, static_cast<int64_t>(n), count);
     IOSIM_CUDA_CHECK(cudaGetLastError());
   }
   return count;
@@ -202,8 +150,8 @@ std::string run_check(const CheckInputs& in, const std::vector<RoleOp>& ops, cud
   reference_rows_ext_kernel<<<dim3(n_rows, static_cast<unsigned>(bh)), kRefExtThreads, ref_smem,
                               stream>>>(rp);
   IOSIM_CUDA_CHECK(cudaGetLastError());
-  ext_gather_rows_kernel<<<256, 256, 0, stream>>>(in.gO, in.gL, g_rows, n_rows, in.seq, in.d,
-                                                  static_cast<int64_t>(bh), got_O, got_L);
+  gather_rows_kernel<<<256, 256, 0, stream>>>(in.gO, in.gL, g_rows, n_rows, in.seq, in.d,
+                                              static_cast<int64_t>(bh), got_O, got_L);
   IOSIM_CUDA_CHECK(cudaGetLastError());
 
   std::vector<float> h_ref(sample), h_got(sample), h_ref_L(bh * n_rows), h_got_L(bh * n_rows);
@@ -238,14 +186,8 @@ std::string run_check(const CheckInputs& in, const std::vector<RoleOp>& ops, cud
   const double tol_abs = 1e-3 + 2e-2 * max_ref;
   *passed = h_nonfinite == 0 && rel_l2 <= 1e-2 && max_err <= tol_abs && max_err_L <= 1e-2;
   JsonObject o;
-  o.add("max_abs_error", json_num(max_err))
-      .add("max_abs_reference", json_num(max_ref))
-      .add("rel_l2_error", json_num(rel_l2))
-      .add("tolerance_max_abs", json_num(tol_abs))
-      .add("tolerance_rel_l2", json_num(1e-2))
-      .add("lse_max_abs_error", json_num(max_err_L))
-      .add("nonfinite_outputs", json_int(static_cast<long long>(h_nonfinite)))
-      .add("rows_checked_per_head", json_int(n_rows))
+  add_check_errors(o, max_err, max_ref, rel_l2, tol_abs, 1e-2, json_num(max_err_L), h_nonfinite,
+                   n_rows)
       .add("rows_without_visible_key", json_int(empty_rows))
       .add("reference", json_str(in.reference))
       .add("passed", json_bool(*passed));
@@ -279,10 +221,8 @@ ExtraCase make_block_sparse_case(const Case& c, uint32_t seed, cudaStream_t stre
   require_device_memory((2 * q_elems + 2 * kv_elems) * 2 + bh * c.seq * 4 + blocks.dense.size() +
                         4 * (blocks.row_ptr.size() + blocks.col_idx.size()));
   auto arena = std::make_shared<Arena>();
-  half* gQ = arena->alloc<half>(q_elems);
-  half* gK = arena->alloc<half>(kv_elems);
-  half* gV = arena->alloc<half>(kv_elems);
-  half* gO = arena->alloc<half>(q_elems);
+  half *gQ, *gK, *gV, *gO;
+  alloc_qkvo(arena.get(), q_elems, kv_elems, &gQ, &gK, &gV, &gO);
   float* gL = arena->alloc<float>(bh * c.seq);
   int* g_row_ptr = arena->alloc<int>(blocks.row_ptr.size());
   // At least one entry, so the kernel's column pointer is valid even with no nonzero block.
@@ -379,10 +319,8 @@ ExtraCase make_decode_case(const Case& c, uint32_t seed, cudaStream_t stream) {
                         partial_rows * (d + 1) * 4 + pool_pages * 4);
 
   auto arena = std::make_shared<Arena>();
-  half* gQ = arena->alloc<half>(q_elems);
-  half* gK = arena->alloc<half>(kv_elems);
-  half* gV = arena->alloc<half>(kv_elems);
-  half* gO = arena->alloc<half>(q_elems);
+  half *gQ, *gK, *gV, *gO;
+  alloc_qkvo(arena.get(), q_elems, kv_elems, &gQ, &gK, &gV, &gO);
   float* gL = arena->alloc<float>(bh * c.seq);
   float* g_pO = arena->alloc<float>(partial_rows * d);
   float* g_plse = arena->alloc<float>(partial_rows);
@@ -532,8 +470,8 @@ std::string run_bwd_check(const BwdParams& p, int d, const std::vector<RoleOp>& 
   reference_bwd_kv_kernel<<<dim3(nk, static_cast<unsigned>(bh)), kRefBwdThreads, smem_k, stream>>>(
       rk);
   IOSIM_CUDA_CHECK(cudaGetLastError());
-  ext_gather_rows_kernel<<<256, 256, 0, stream>>>(p.gdQ, p.gL, g_q_rows, nq, p.seq, d,
-                                                  static_cast<int64_t>(bh), g[1], g[7]);
+  gather_rows_kernel<<<256, 256, 0, stream>>>(p.gdQ, p.gL, g_q_rows, nq, p.seq, d,
+                                              static_cast<int64_t>(bh), g[1], g[7]);
   IOSIM_CUDA_CHECK(cudaGetLastError());
   for (int i = 0; i < 8; ++i)
     IOSIM_CUDA_CHECK(
@@ -578,14 +516,9 @@ std::string run_bwd_check(const BwdParams& p, int d, const std::vector<RoleOp>& 
   all_ok = all_ok && max_err_L <= 1e-2;
   *passed = all_ok;
   JsonObject o;
-  o.add("max_abs_error", json_num(worst.max_abs_error))
-      .add("max_abs_reference", json_num(worst.max_abs_reference))
-      .add("rel_l2_error", json_num(worst.rel_l2_error))
-      .add("tolerance_max_abs", json_num(1e-3 + 4e-2 * worst.max_abs_reference))
-      .add("tolerance_rel_l2", json_num(tol_rel))
-      .add("lse_max_abs_error", json_num(max_err_L))
-      .add("nonfinite_outputs", json_int(static_cast<long long>(h_nonfinite)))
-      .add("rows_checked_per_head", json_int(nq))
+  add_check_errors(o, worst.max_abs_error, worst.max_abs_reference, worst.rel_l2_error,
+                   1e-3 + 4e-2 * worst.max_abs_reference, tol_rel, json_num(max_err_L), h_nonfinite,
+                   nq)
       .add("key_rows_checked_per_head", json_int(nk))
       .add("gradients", grads.str())
       .add("reference",
@@ -607,10 +540,8 @@ ExtraCase make_two_pass_bwd_case(const Case& c, uint32_t seed, cudaStream_t stre
   const std::size_t q_elems = bh * c.seq * d, kv_elems = bh * c.seq_kv * d;
   require_device_memory((4 * q_elems + 4 * kv_elems) * 2 + 2 * bh * c.seq * 4);
   auto arena = std::make_shared<Arena>();
-  half* gQ = arena->alloc<half>(q_elems);
-  half* gK = arena->alloc<half>(kv_elems);
-  half* gV = arena->alloc<half>(kv_elems);
-  half* gO = arena->alloc<half>(q_elems);
+  half *gQ, *gK, *gV, *gO;
+  alloc_qkvo(arena.get(), q_elems, kv_elems, &gQ, &gK, &gV, &gO);
   half* gdO = arena->alloc<half>(q_elems);
   half* gdQ = arena->alloc<half>(q_elems);
   half* gdK = arena->alloc<half>(kv_elems);

@@ -35,6 +35,7 @@
 #include "../cupti/l2_flush.cuh"
 #include "../cupti/range_profiler.hpp"
 #include "../kernels/support.cuh"
+#include "check_common.hpp"
 #include "extra_ops.hpp"
 #include "json.hpp"
 #include "ops.cuh"
@@ -164,19 +165,6 @@ double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const std::size_t n = v.size();
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-// Query rows compared with the reference: both ends (ragged blocks, causal
-// corner) and evenly spaced rows between.
-std::vector<int> sample_rows(int seq) {
-  std::set<int> rows;
-  for (int r = 0; r < 4 && r < seq; ++r) {
-    rows.insert(r);
-    rows.insert(seq - 1 - r);
-  }
-  for (int k = 0; k < 24; ++k)
-    rows.insert(static_cast<int>((static_cast<long long>(seq) * k + 7) / 24) % seq);
-  return {rows.begin(), rows.end()};
 }
 
 struct CaseResult {
@@ -422,11 +410,7 @@ class Runner {
     const std::size_t s_elems = c.schedule == "standard" ? bh * c.seq * c.seq_kv : 0;
     const std::size_t need_bytes =
         (2 * q_elems + 2 * kv_elems + 2 * s_elems) * 2 + 3 * bh * c.seq * 4;
-    std::size_t free_bytes = 0, total_bytes = 0;
-    IOSIM_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-    if (need_bytes + (256ull << 20) > free_bytes)
-      throw std::runtime_error("needs " + std::to_string(need_bytes) + " bytes of device memory, " +
-                               std::to_string(free_bytes) + " free");
+    require_device_memory(need_bytes);
 
     Tensors t;
     t.Q = std::make_unique<DeviceBuffer<half>>(q_elems);
@@ -679,14 +663,8 @@ class Runner {
     const bool passed =
         h_nonfinite == 0 && rel_l2 <= 1e-2 && max_err <= tol_abs && (!has_lse || max_err_L <= 1e-2);
     JsonObject o;
-    o.add("max_abs_error", json_num(max_err))
-        .add("max_abs_reference", json_num(max_ref))
-        .add("rel_l2_error", json_num(rel_l2))
-        .add("tolerance_max_abs", json_num(tol_abs))
-        .add("tolerance_rel_l2", json_num(1e-2))
-        .add("lse_max_abs_error", has_lse ? json_num(max_err_L) : "null")
-        .add("nonfinite_outputs", json_int(static_cast<long long>(h_nonfinite)))
-        .add("rows_checked_per_head", json_int(n_rows))
+    add_check_errors(o, max_err, max_ref, rel_l2, tol_abs, 1e-2,
+                     has_lse ? json_num(max_err_L) : "null", h_nonfinite, n_rows)
         .add("reference", json_str("fp32 naive CUDA kernel on sampled rows, all (b, h)"))
         .add("passed", json_bool(passed));
     check_passed_ = passed;
