@@ -14,19 +14,10 @@ namespace {
 template <int kD, int kBQ, int kBKV, int kWarps>
 void block_sparse_op(const BlockSparseParams& p, RoleOp* op, FlashTiling* tiling) {
   using Cfg = Flash2Config<kD, kBQ, kBKV, kWarps>;
-  auto* kernel = &block_sparse_fwd_kernel<kD, kBQ, kBKV, kWarps>;
-  IOSIM_CUDA_CHECK(
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes));
   const dim3 grid((p.attn.seq + kBQ - 1) / kBQ, p.attn.batch, p.attn.heads);
-  op->role = "attention";
-  op->kernel = kernel_label<kD, kBQ, kBKV, kWarps>("block_sparse_fwd_kernel");
-  op->grid = {static_cast<int>(grid.x), static_cast<int>(grid.y), static_cast<int>(grid.z)};
-  op->block = {Cfg::kThreads, 1, 1};
-  op->smem_bytes = Cfg::kSmemBytes;
-  op->launch = [kernel, grid, p](cudaStream_t stream) {
-    kernel<<<grid, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(p);
-    IOSIM_CUDA_CHECK(cudaGetLastError());
-  };
+  kernel_role_op("attention", &block_sparse_fwd_kernel<kD, kBQ, kBKV, kWarps>,
+                 kernel_label<kD, kBQ, kBKV, kWarps>("block_sparse_fwd_kernel"), grid,
+                 Cfg::kThreads, Cfg::kSmemBytes, op, p);
   *tiling = {Cfg::kThreads, Cfg::kSmemBytes, Cfg::kStages, "cp.async"};
 }
 

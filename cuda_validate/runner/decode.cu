@@ -20,19 +20,11 @@ void decode_ops(const DecodeParams& p, std::vector<RoleOp>* ops, FlashTiling* ti
   using Cfg = DecodeConfig<kD, kBKV, kWarps, kPaged>;
   auto* split_kernel = &decode_split_kernel<kD, kBKV, kWarps, kPaged>;
   const int smem = Cfg::smem_bytes(p.split_tokens, p.page_tokens);
-  IOSIM_CUDA_CHECK(
-      cudaFuncSetAttribute(split_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   const dim3 grid(p.splits, p.kv_heads, p.batch);
   RoleOp split;
-  split.role = p.splits == 1 ? "attention" : "split";
-  split.kernel = decode_label("decode_split_kernel", kD, kBKV, kWarps, kPaged);
-  split.grid = {static_cast<int>(grid.x), static_cast<int>(grid.y), static_cast<int>(grid.z)};
-  split.block = {Cfg::kThreads, 1, 1};
-  split.smem_bytes = smem;
-  split.launch = [split_kernel, grid, smem, p](cudaStream_t stream) {
-    split_kernel<<<grid, Cfg::kThreads, smem, stream>>>(p);
-    IOSIM_CUDA_CHECK(cudaGetLastError());
-  };
+  kernel_role_op(p.splits == 1 ? "attention" : "split", split_kernel,
+                 decode_label("decode_split_kernel", kD, kBKV, kWarps, kPaged), grid, Cfg::kThreads,
+                 smem, &split, p);
   ops->push_back(split);
   if (p.splits > 1) {
     constexpr int kRowsPerCta = kReduceThreads / (kD / 4);

@@ -20,38 +20,20 @@ std::string kernel_label(const char* name) {
 template <int kD, int kBQ, int kBKV, int kWarps>
 void flash2_op(const AttnParams& p, RoleOp* op, FlashTiling* tiling) {
   using Cfg = Flash2Config<kD, kBQ, kBKV, kWarps>;
-  auto* kernel = &flash2_fwd_kernel<kD, kBQ, kBKV, kWarps>;
-  IOSIM_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        Cfg::kSmemBytes));
   const dim3 grid((p.seq + kBQ - 1) / kBQ, p.batch, p.heads);
-  op->role = "attention";
-  op->kernel = kernel_label<kD, kBQ, kBKV, kWarps>("flash2_fwd_kernel");
-  op->grid = {static_cast<int>(grid.x), static_cast<int>(grid.y), static_cast<int>(grid.z)};
-  op->block = {Cfg::kThreads, 1, 1};
-  op->smem_bytes = Cfg::kSmemBytes;
-  op->launch = [kernel, grid, p](cudaStream_t stream) {
-    kernel<<<grid, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(p);
-    IOSIM_CUDA_CHECK(cudaGetLastError());
-  };
+  kernel_role_op("attention", &flash2_fwd_kernel<kD, kBQ, kBKV, kWarps>,
+                 kernel_label<kD, kBQ, kBKV, kWarps>("flash2_fwd_kernel"), grid, Cfg::kThreads,
+                 Cfg::kSmemBytes, op, p);
   *tiling = {Cfg::kThreads, Cfg::kSmemBytes, Cfg::kStages, "cp.async"};
 }
 
 template <int kD, int kBQ, int kBKV, int kWarps>
 void flash1_op(const AttnParams& p, RoleOp* op, FlashTiling* tiling) {
   using Cfg = Flash1Config<kD, kBQ, kBKV, kWarps>;
-  auto* kernel = &flash1_fwd_kernel<kD, kBQ, kBKV, kWarps>;
-  IOSIM_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        Cfg::kSmemBytes));
-  const dim3 grid(p.batch * p.heads);
-  op->role = "attention";
-  op->kernel = kernel_label<kD, kBQ, kBKV, kWarps>("flash1_fwd_kernel");
-  op->grid = {static_cast<int>(grid.x), 1, 1};
-  op->block = {Cfg::kThreads, 1, 1};
-  op->smem_bytes = Cfg::kSmemBytes;
-  op->launch = [kernel, grid, p](cudaStream_t stream) {
-    kernel<<<grid, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(p);
-    IOSIM_CUDA_CHECK(cudaGetLastError());
-  };
+  const dim3 grid(p.batch * p.heads);  // grid.y = grid.z = 1
+  kernel_role_op("attention", &flash1_fwd_kernel<kD, kBQ, kBKV, kWarps>,
+                 kernel_label<kD, kBQ, kBKV, kWarps>("flash1_fwd_kernel"), grid, Cfg::kThreads,
+                 Cfg::kSmemBytes, op, p);
   *tiling = {Cfg::kThreads, Cfg::kSmemBytes, Cfg::kStages, "cp.async"};
 }
 

@@ -51,6 +51,23 @@ struct RoleOp {
   int static_smem_bytes = 0;
 };
 
+// Fills op as the role `role` of kernel<<<grid, threads, smem, stream>>>(args...), labelled
+// `label`, after raising the kernel's dynamic shared memory limit to smem.
+template <typename... Params, typename... Args>
+void kernel_role_op(const char* role, void (*kernel)(Params...), const std::string& label,
+                    dim3 grid, int threads, int smem, RoleOp* op, Args... args) {
+  IOSIM_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  op->role = role;
+  op->kernel = label;
+  op->grid = {static_cast<int>(grid.x), static_cast<int>(grid.y), static_cast<int>(grid.z)};
+  op->block = {threads, 1, 1};
+  op->smem_bytes = smem;
+  op->launch = [=](cudaStream_t stream) {
+    kernel<<<grid, threads, smem, stream>>>(args...);
+    IOSIM_CUDA_CHECK(cudaGetLastError());
+  };
+}
+
 // The on-chip plan of a flash kernel, as recorded in the measured file.
 struct FlashTiling {
   int threads = 0;

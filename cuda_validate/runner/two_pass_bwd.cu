@@ -33,22 +33,13 @@ void two_pass_bwd_ops(const BwdParams& p, std::vector<RoleOp>* ops, BwdTiling* t
                         }});
 
   auto* kernel = &two_pass_bwd_kernel<kD, kBQ, kBKV, kWarps>;
-  IOSIM_CUDA_CHECK(
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes));
-  cudaFuncAttributes attr{};
-  IOSIM_CUDA_CHECK(cudaFuncGetAttributes(&attr, kernel));
   const int tr = (p.seq + kBQ - 1) / kBQ, tc = (p.seq_kv + kBKV - 1) / kBKV;
   const dim3 grid(static_cast<unsigned>(tr > tc ? tr : tc), p.batch, p.heads);
   RoleOp op;
-  op.role = "bwd_main";
-  op.kernel = kernel_label<kD, kBQ, kBKV, kWarps>("two_pass_bwd_kernel");
-  op.grid = {static_cast<int>(grid.x), static_cast<int>(grid.y), static_cast<int>(grid.z)};
-  op.block = {Cfg::kThreads, 1, 1};
-  op.smem_bytes = Cfg::kSmemBytes;
-  op.launch = [kernel, grid, p](cudaStream_t stream) {
-    kernel<<<grid, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(p);
-    IOSIM_CUDA_CHECK(cudaGetLastError());
-  };
+  kernel_role_op("bwd_main", kernel, kernel_label<kD, kBQ, kBKV, kWarps>("two_pass_bwd_kernel"),
+                 grid, Cfg::kThreads, Cfg::kSmemBytes, &op, p);
+  cudaFuncAttributes attr{};
+  IOSIM_CUDA_CHECK(cudaFuncGetAttributes(&attr, kernel));
   ops->push_back(op);
   tiling->threads = Cfg::kThreads;
   tiling->smem_bytes_per_cta = Cfg::kSmemBytes;

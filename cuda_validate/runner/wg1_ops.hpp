@@ -30,25 +30,16 @@ bool wg1_dispatch(const char* kernel, const std::vector<Wg1Instance>& instances,
                   std::string* why);
 
 // The role of kernel<<<grid, threads, smem, stream>>>(args...) (the dynamic shared memory
-// limit raised to smem), labelled `label`; *registers from cudaFuncGetAttributes.
+// limit raised to smem), labelled `label`; *registers and op->static_smem_bytes from
+// cudaFuncGetAttributes.
 template <typename... Params, typename... Args>
 void wg1_attention_op(void (*kernel)(Params...), const std::string& label, dim3 grid,
                       int threads, int smem, RoleOp* op, int* registers, Args... args) {
-  IOSIM_CUDA_CHECK(
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  kernel_role_op("attention", kernel, label, grid, threads, smem, op, args...);
   cudaFuncAttributes fa{};
   IOSIM_CUDA_CHECK(cudaFuncGetAttributes(&fa, kernel));
   *registers = fa.numRegs;
   op->static_smem_bytes = static_cast<int>(fa.sharedSizeBytes);
-  op->role = "attention";
-  op->kernel = label;
-  op->grid = {static_cast<int>(grid.x), static_cast<int>(grid.y), static_cast<int>(grid.z)};
-  op->block = {threads, 1, 1};
-  op->smem_bytes = smem;
-  op->launch = [=](cudaStream_t stream) {
-    kernel<<<grid, threads, smem, stream>>>(args...);
-    IOSIM_CUDA_CHECK(cudaGetLastError());
-  };
 }
 
 // "name<dtype, d, block_q, block_kv, stages>"
