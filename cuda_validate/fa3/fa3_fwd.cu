@@ -897,14 +897,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 #include <thread>
 #include <vector>
 
-#define CHECK(x)                                                                       \
-  do {                                                                                 \
-    cudaError_t e_ = (x);                                                              \
-    if (e_ != cudaSuccess) {                                                           \
-      std::fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                    \
-    }                                                                                  \
-  } while (0)
+#include "../microbench/check.cuh"  // CHECK(x)
 
 namespace {
 
