@@ -7,6 +7,8 @@ REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 # Profiles, run's flags and what they refuse.
 section_run() {
+  # An unbounded budget runs (it overflowed and stopped at once, exit 3).
+  expect 0 "HBM" -- run --seq 128 --head-dim 64 --max-seconds inf
   expect 0 "h100-sxm5-80gb" -- profiles
   # --version, profiles --show/--template, and --set what-ifs (tests/profile_test.cpp has the rest).
   expect 0 "iosim 0.1.0 (git " -- --version

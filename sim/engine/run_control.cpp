@@ -52,6 +52,10 @@ void request_stop(int signal) noexcept {
 }
 
 void set_budget(double seconds, const std::string& flag) {
+  // A budget of more than a billion seconds (30 years; inf) is none: the deadline, nanoseconds
+  // since the clock's epoch in 64 bits, overflowed past ~9.2e9 s and lay in the past, stopping
+  // the run at once (`--max-seconds inf`, exit 3).
+  if (!(seconds < kUnboundedSeconds)) seconds = 0.0;
   Budget& b = budget();
   std::lock_guard<std::mutex> lock(b.mutex);
   b.start = Clock::now();

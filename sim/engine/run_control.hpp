@@ -21,7 +21,11 @@ namespace run_control {
 /// Async-signal-safe: it only stores to lock-free atomics.
 void request_stop(int signal) noexcept;
 
-/// Stops runs `seconds` of wall time from now (<= 0: no budget). `flag` names it in messages.
+/// Budgets of this many seconds or more (and infinity) are no budget.
+inline constexpr double kUnboundedSeconds = 1e9;
+
+/// Stops runs `seconds` of wall time from now (<= 0 or >= kUnboundedSeconds: no budget). `flag`
+/// names it in messages.
 void set_budget(double seconds, const std::string& flag);
 
 /// Throws Stopped when a stop was asked for or the budget is spent.
