@@ -1,12 +1,12 @@
 // The stop mechanism's time budget (sim/engine/run_control.hpp): a budget stops a run once spent;
 // an unbounded one (inf, or a billion seconds and more) never does.
+#include "sim/engine/run_control.hpp"
+
 #include <doctest/doctest.h>
 
 #include <chrono>
 #include <limits>
 #include <thread>
-
-#include "sim/engine/run_control.hpp"
 
 using namespace iosim;
 
