@@ -66,7 +66,8 @@ Action add_explain_command(CLI::App& app) {
   cmd->add_option("--focus", e->focus, "show only the steps of one CTA: cta:I");
   cmd->add_flag("--no-color", e->no_color, "plain text even on a terminal");
   cmd->add_option("--html", e->html,
-                  "write an interactive, self-contained page of the trace (a stepper) here");
+                  "write an interactive, self-contained page of the trace (a stepper) here")
+      ->check(output_file_name());
   return [f, e] {
     if (!e->html.empty()) check_output_folder("--html", e->html);
     const RunRequest request = to_request(*f);

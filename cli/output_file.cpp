@@ -37,6 +37,14 @@ void write_temp(const std::string& path, const std::string& text) {
 
 }  // namespace
 
+CLI::Validator output_file_name() {
+  return CLI::Validator(
+      [](std::string& name) {
+        return name.empty() ? std::string("an empty file name; give a path") : std::string();
+      },
+      "");  // (no name: --help keeps showing TEXT)
+}
+
 void write_file_atomically(const std::string& path, const std::string& text) {
   write_files_atomically({{path, text}});
 }

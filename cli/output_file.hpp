@@ -1,10 +1,15 @@
 #pragma once
 // Output files of the CLI. A run that fails never leaves a partial file behind.
+#include <CLI/CLI.hpp>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace iosim::cli {
+
+/// For the options that name an output file: an empty name (`--out ""`) is refused at parsing,
+/// not taken as no file (which printed to stdout, or wrote nothing, without a word).
+CLI::Validator output_file_name();
 
 /// Writes `text` to `path` through a temporary file in the same folder and a rename, so that
 /// readers see either the old file or the whole new one. Throws ConfigError naming the path.

@@ -28,8 +28,9 @@ Action add_report_command(CLI::App& app) {
                   "measured");
   cmd->add_option("--validation-profile", f->validation_profile,
                   "profile to re-predict the measurements with (default: from the data)");
-  cmd->add_option("--html", f->html, "write the HTML report here");
-  cmd->add_option("--md", f->md, "write the Markdown report here (default: Markdown on stdout)");
+  cmd->add_option("--html", f->html, "write the HTML report here")->check(output_file_name());
+  cmd->add_option("--md", f->md, "write the Markdown report here (default: Markdown on stdout)")
+      ->check(output_file_name());
   cmd->add_option("--chartjs", f->chartjs,
                   fmt::format("Chart.js UMD build to inline (default: $IOSIM_CHARTJS, else {})",
                               chartjs_embedded() ? "the copy built into iosim" : kDebianChartJs));

@@ -370,7 +370,8 @@ Action add_sweep_command(CLI::App& app) {
       "--set", s->set,
       std::string(kSetHelp) + "; VALUE may be a list or a range (l2.size_bytes=10e6,20e6)");
   cmd->add_option("--jobs,-j", s->jobs, "threads (default: all cores)");
-  cmd->add_option("--out,-o", s->out, "output file; .json or .csv (default: JSON on stdout)");
+  cmd->add_option("--out,-o", s->out, "output file; .json or .csv (default: JSON on stdout)")
+      ->check(output_file_name());
   s->format.add_to(*cmd, ", for stdout");
   cmd->add_option("--shard", s->shard, "run part K of N (points i with i % N == K-1)")
       ->capture_default_str();

@@ -45,7 +45,8 @@ Action add_validate_command(CLI::App& app) {
   f->format.add_to(*cmd);
   cmd->add_option("--json", f->json_file,
                   "also write the JSON report (what --format json prints) to this file, so that "
-                  "one run gives a table to read and a file to keep");
+                  "one run gives a table to read and a file to keep")
+      ->check(output_file_name());
   return [f] {
     const std::string& format = f->format.checked();
     if (!f->json_file.empty()) {

@@ -272,6 +272,10 @@ section_outputs() {
   echo "my notes" >"$tmp/s.json.partial"
   expect 2 "'$tmp/s.json.partial' is there and is not a sweep journal of iosim's" -- sweep --seq 128 --head-dim 64 --out "$tmp/s.json"
   if [ "$(cat "$tmp/s.json.partial")" = "my notes" ] && [ ! -e "$tmp/s.json" ]; then ok; else bad "sweep overwrote a .partial it did not write"; fi
+  # An empty file name is refused, not taken as "no file" (stdout, or nothing written).
+  expect 2 "--out: an empty file name; give a path" -- sweep --seq 128 --head-dim 64 --out ""
+  expect 2 "--json: an empty file name; give a path" -- validate "$small" --json ""
+  expect 2 "--html: an empty file name; give a path" -- explain --seq 32 --block-q 16 --block-kv 16 --html ""
   if [ -w /dev/full ]; then
     for args in "validate $small" "run --seq 128 --head-dim 64 --format json"; do
       # shellcheck disable=SC2086
