@@ -370,24 +370,24 @@ CaseResult validation_detail::compare_case(const json& c, const std::string& pro
   // (sim/hardware/power_model.hpp); otherwise the file's free-running clock, else the boost clock.
   // A clock the file's GPU was held at (held_running_clock_mhz) caps the model's.
   const auto blind_run = [&](RunRequest& q) {
-    if (profile.power.present && held_clock_mhz > 0 && q.engine.sm_clock_mhz <= 0 &&
-        held_clock_mhz < profile.sm.boost_clock_mhz.value) {
+    const bool held_caps =
+        profile.power.present && held_clock_mhz > 0 && q.engine.sm_clock_mhz <= 0;
+    const auto at_held_clock = [&] {
+      q.engine.sm_clock_mhz = held_clock_mhz;
+      Report at_held = simulate(profile, q);
+      q.engine.sm_clock_mhz = 0.0;
+      return at_held;
+    };
+    if (held_caps && held_clock_mhz < profile.sm.boost_clock_mhz.value) {
       // The power model's clock rises with the power it may draw, so when the kernel at the held
       // clock stays within the limit, the model's clock is at or above the held one and the cap
       // gives the held clock: one engine run instead of the model's clock search (up to six runs)
       // and then this one again.
-      q.engine.sm_clock_mhz = held_clock_mhz;
-      Report at_held = simulate(profile, q);
-      q.engine.sm_clock_mhz = 0.0;
-      if (at_held.power && at_held.power->watts <= at_held.power->limit_w) return at_held;
+      Report held = at_held_clock();
+      if (held.power && held.power->watts <= held.power->limit_w) return held;
     }
     Report run = simulate(profile, q);
-    if (profile.power.present && held_clock_mhz > 0 && q.engine.sm_clock_mhz <= 0 &&
-        run.sm_clock_mhz > held_clock_mhz) {
-      q.engine.sm_clock_mhz = held_clock_mhz;
-      run = simulate(profile, q);
-      q.engine.sm_clock_mhz = 0.0;
-    }
+    if (held_caps && run.sm_clock_mhz > held_clock_mhz) run = at_held_clock();
     return run;
   };
   out.blind_sm_clock_mhz = profile.power.present ? 0.0

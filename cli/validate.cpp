@@ -83,9 +83,11 @@ Action add_validate_command(CLI::App& app) {
       v = validate_measurements(
           std::vector<std::filesystem::path>(f->paths.begin(), f->paths.end()), f->profile);
     }
-    if (!f->json_file.empty()) write_file_atomically(f->json_file, validation_json(v));
+    const std::string json_text =
+        format == "json" || !f->json_file.empty() ? validation_json(v) : std::string();
+    if (!f->json_file.empty()) write_file_atomically(f->json_file, json_text);
     if (format == "json") {
-      std::cout << validation_json(v);
+      std::cout << json_text;
     } else if (format == "csv") {
       std::cout << validation_csv(v);
     } else if (format == "md") {

@@ -34,6 +34,7 @@ Usage, from the repository root after a build:
 """
 import argparse
 import concurrent.futures
+import copy
 import datetime
 import glob
 import json
@@ -128,7 +129,7 @@ def validate(paths):
     key = tuple(os.path.relpath(p, ROOT) for p in paths)
     if key not in _VALIDATED:
         _VALIDATED[key] = validated.run(IOSIM, list(key))[1]
-    result = json.loads(json.dumps(_VALIDATED[key]))  # (a copy: the caller's to change)
+    result = copy.deepcopy(_VALIDATED[key])  # (the caller's to change)
     for x in result["cases"] + result["summaries"]:
         for m, v in x.get("blind", {}).items():
             if isinstance(v, dict):
@@ -399,8 +400,9 @@ def levels_now(reason, hint='rerun with --loosen "why"'):
     for name, target in FILES.items():
         for dev in devices:
             d = os.path.join(VALIDATION, dev)
-            if measured_paths(target(d)):
-                needed.append(measured_paths(target(d)))
+            measured = measured_paths(target(d))
+            if measured:
+                needed.append(measured)
                 needed += [[f] for f in HELDOUT.get(name, lambda _: [])(d)]
     with concurrent.futures.ThreadPoolExecutor(max(1, os.cpu_count() or 1)) as pool:
         list(pool.map(validate, needed))
