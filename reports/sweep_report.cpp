@@ -4,15 +4,15 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <fstream>
+#include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <sstream>
 #include <string_view>
 
 #include "reports/writers.hpp"
 #include "sim/base/errors.hpp"
+#include "sim/base/text_file.hpp"
 
 // The page's stylesheet and scripts: reports/assets/, embedded at build time (CMakeLists.txt,
 // iosim_embed_assets).
@@ -445,16 +445,15 @@ std::string load_chartjs(const std::string& path) {
 #endif
     }
   }
-  std::ifstream in(file, std::ios::binary);
-  if (!in) {
+  std::error_code ec;
+  if (!std::filesystem::exists(file, ec) && !ec) {
     throw ConfigError(fmt::format(
         "Chart.js not found at '{}': install Debian's libjs-chart.js (scripts/install_deps.sh) "
         "or pass --chartjs FILE",
         file));
   }
-  std::ostringstream text;
-  text << in.rdbuf();
-  std::string js = text.str();
+  // Chart.js is ~200 KiB minified; 16 MiB refuses /dev/zero and FIFOs like any input.
+  const std::string js = read_text_file(file, "Chart.js file", std::size_t{16} << 20);
   if (js.find("Chart") == std::string::npos) {
     throw ConfigError(fmt::format("'{}' does not look like Chart.js", file));
   }

@@ -12,6 +12,8 @@ gen=$(mktemp -d)
 trap 'rm -rf "$gen"' EXIT
 out=$gen/out  # every output path of the corpus points here; it must stay empty
 mkdir -p "$out" "$gen/empty_folder" "$gen/folder.json"
+mkfifo "$gen/fifo"                   # nothing ever writes to it
+ln -s loop.yaml "$gen/loop.yaml"     # a link to itself
 
 # Inputs made at run time: too big, binary, or derived from a valid file by one edit.
 yes '# a comment line repeated until the profile is ten megabytes long' | head -c 10485760 >"$gen/big.yaml"
@@ -82,6 +84,7 @@ run_case() {
 
 while IFS=$'\t' read -r name want cmd; do
   [[ -z "$name" || "$name" == \#* ]] && continue
+  want=${want//@G/$gen}
   cmd=${cmd//@D/$DATA}
   cmd=${cmd//@G/$gen}
   cmd=${cmd//@O/$out}

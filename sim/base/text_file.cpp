@@ -14,14 +14,45 @@ namespace iosim {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// What a path that is not a regular file is, for the message.
+const char* kind_of(fs::file_type t) {
+  switch (t) {
+    case fs::file_type::fifo:
+      return "a FIFO (named pipe)";
+    case fs::file_type::socket:
+      return "a socket";
+    case fs::file_type::character:
+    case fs::file_type::block:
+      return "a device";
+    default:
+      return "not a regular file";
+  }
+}
+
+}  // namespace
+
 std::string read_text_file(const fs::path& path, const std::string& what, std::size_t max_bytes) {
   std::error_code ec;
   const fs::file_status status = fs::status(path, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory) {
+    // A symlink loop, a path through a file, a folder not searchable: say which, not "no such".
+    throw ConfigError(fmt::format("cannot read {} '{}': {}", what, path.string(), ec.message()));
+  }
   if (ec || !fs::exists(status)) {
     throw ConfigError(fmt::format("cannot read {} '{}': no such file", what, path.string()));
   }
   if (fs::is_directory(status)) {
     throw ConfigError(fmt::format("cannot read {} '{}': it is a directory", what, path.string()));
+  }
+  // Inputs are regular files only: opening a FIFO blocks until something writes to it (forever,
+  // when nothing does), and a device such as /dev/zero never ends.
+  if (!fs::is_regular_file(status)) {
+    throw ConfigError(
+        fmt::format("cannot read {} '{}': it is {}; iosim reads inputs from regular "
+                    "files",
+                    what, path.string(), kind_of(status.type())));
   }
   const std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"),
                                                              &std::fclose);
