@@ -13,6 +13,7 @@
 #include "kvcache/sequences.hpp"
 #include "sim/base/errors.hpp"
 #include "sim/base/suggest.hpp"
+#include "sim/engine/run_control.hpp"
 
 namespace iosim::kvcache {
 namespace {
@@ -440,7 +441,10 @@ void KvCacheSim::step() {
   impl_->step();
 }
 void KvCacheSim::run() {
-  while (!impl_->done()) impl_->step();
+  while (!impl_->done()) {
+    run_control::check();  // Ctrl-C, SIGTERM: a long trace runs for minutes
+    impl_->step();
+  }
 }
 std::int64_t KvCacheSim::now() const {
   return impl_->t;

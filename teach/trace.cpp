@@ -7,8 +7,9 @@
 #include <map>
 #include <utility>
 
-#include "sim/numerics/numeric_executor.hpp"
 #include "sim/base/errors.hpp"
+#include "sim/engine/run_control.hpp"
+#include "sim/numerics/numeric_executor.hpp"
 
 namespace iosim::teach {
 namespace {
@@ -30,6 +31,18 @@ LevelBytes minus(const LevelBytes& a, const LevelBytes& b) {
   return {a.hbm_two_level - b.hbm_two_level, a.l2 - b.l2, a.hbm - b.hbm};
 }
 
+// Called by the recorders before they keep step `recorded` (0-based): a stop (Ctrl-C, SIGTERM)
+// is honoured here, and a trace past kMaxSteps is refused before it fills memory.
+void count_step(std::size_t recorded) {
+  run_control::check();
+  if (recorded >= kMaxSteps) {
+    throw ConfigError(fmt::format(
+        "explain traces at most {} steps (tile operations); this problem has more: use larger "
+        "--block-q / --block-kv, a shorter --seq, fewer heads or --pass fwd",
+        kMaxSteps));
+  }
+}
+
 // Records the engine's operations in its order, each with the bytes it added at each level.
 class EngineRecorder final : public OpObserver {
  public:
@@ -47,6 +60,7 @@ class EngineRecorder final : public OpObserver {
 
   void on_op(std::size_t kernel, std::int64_t cta, int sm, const TileOp& op,
              const Counters& kernel_counters) override {
+    count_step(seen.size());
     if (kernel != kernel_) {  // a kernel's counters start at zero
       kernel_ = kernel;
       last_ = {};
@@ -172,6 +186,7 @@ class NumberRecorder final : public NumericObserver {
 
   void on_op(std::size_t kernel, std::int64_t cta, std::size_t index, const TileOp& op,
              const std::function<MatrixView(TensorId)>& on_chip) override {
+    count_step(ops_++);
     Seen s;
     const MatrixView m_now = on_chip(TensorId::m);
     std::vector<double>& m_before = m_[{kernel, cta}];
@@ -247,6 +262,7 @@ class NumberRecorder final : public NumericObserver {
     return t;
   }
   std::map<Key, std::vector<double>> m_;
+  std::size_t ops_ = 0;
 };
 
 // What a CTA holds on chip after `op`, given what it held before.

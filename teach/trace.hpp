@@ -4,6 +4,7 @@
 // on chip after it and (with --execute) the numbers the numeric executor computed. Nothing here
 // counts or computes: the steps are recorded from simulate() through the engine's OpObserver and
 // the executor's NumericObserver, so the trace is the schedule the totals come from.
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -18,6 +19,10 @@ namespace iosim::teach {
 inline constexpr std::int64_t kMaxSeq = 64;      // N and N_kv
 inline constexpr std::int64_t kMaxHeadDim = 16;  // d
 inline constexpr std::int64_t kMaxMatrices = 4;  // B * H
+// Steps (tile operations) a trace holds: each keeps its numbers (~30 KB) and takes ~2 KB of the
+// stepper page, so 1x1 blocks inside the limits above (~400,000 steps) would take 11 GB and write
+// 700 MB. The default blocks take at most ~1,000 steps; 8x8 blocks at most ~6,500.
+inline constexpr std::size_t kMaxSteps = 10000;
 
 /// Throws ConfigError when `request` is larger than explain traces, naming the largest allowed.
 void check_explainable(const RunRequest& request);

@@ -97,6 +97,8 @@ section_contract() {
 
 # iosim kvcache: both policies on one stream, every format, the trace, and its bad input.
 section_kvcache() {
+  # A leading zero is decimal, as in every flag (CLI11 read it as octal: 010 layers were 8).
+  if "$IOSIM" kvcache --layers 010 --kv-heads 8 --head-dim 128 --requests 10 --format json | grep -q '"layers": 10'; then ok; else bad "kvcache --layers 010 is not 10 layers"; fi
   KV=(kvcache --layers 32 --kv-heads 8 --head-dim 128 --weights-bytes 16e9 --requests 300)
   expect 0 "KV utilization" -- "${KV[@]}"
   expect 0 "paged (16 tok/block)" -- "${KV[@]}"
@@ -286,6 +288,25 @@ section_outputs() {
       fi
     done
   fi
+}
+
+# Stops (issue 30): a time budget or a signal stops every command within about a second, also
+# inside one long wave (a split of 16M tokens ran 9 s past --max-seconds 1) and in kvcache (which
+# never looked); explain refuses a trace past its step limit before it fills memory (1x1 blocks
+# took 11 GB and wrote 700 MB).
+section_stops() {
+  local rc
+  SECONDS=0
+  timeout -k 5 8 "$IOSIM" run --algo flash-decoding --seq 1 --seq-kv 16777216 --heads 64 --batch 64 --max-seconds 1 >/dev/null 2>"$tmp/stop.err"
+  rc=$?
+  if [ "$rc" = 3 ] && grep -q "the time budget --max-seconds 1 s ran out" "$tmp/stop.err"; then ok; else
+    bad "run --max-seconds 1 in one long wave: exit $rc after ${SECONDS} s: $(cat "$tmp/stop.err")"
+  fi
+  timeout --preserve-status -s INT -k 5 2 "$IOSIM" kvcache --layers 32 --kv-heads 8 --head-dim 128 --requests 100000 --max-output-tokens 100000 --output-len const:50000 --block-tokens 1 --kv-budget-bytes 1e10 >/dev/null 2>"$tmp/stop.err"
+  rc=$?
+  if [ "$rc" = 3 ] && grep -q "stopped by SIGINT" "$tmp/stop.err"; then ok; else bad "kvcache under SIGINT: exit $rc: $(cat "$tmp/stop.err")"; fi
+  expect 2 "explain traces at most 10000 steps" -- explain --seq 64 --head-dim 16 --batch 2 --heads 2 --block-q 1 --block-kv 1 --algo flash1 --pass fwdbwd --html "$tmp/big.html"
+  if [ ! -e "$tmp/big.html" ]; then ok; else bad "explain past its step limit wrote a page"; fi
 }
 
 # The documents' numbers and blocks (README.md, docs/*.md) are ctest docs: tests/docs_test.sh.

@@ -100,7 +100,11 @@ class KernelRun {
     double last_finish = 0.0;
     std::int64_t finished = 0;  // CTAs simulated to their end, for run_control's progress
     const std::int64_t extrapolated_before = run_.stats->ctas_extrapolated;
+    std::uint32_t events_run = 0;
     while (!events_.empty()) {
+      // Stops are honoured between waves and, within a wave that runs long (a CTA of a
+      // million-token split), every 1024 events: a few microseconds each.
+      if ((++events_run & 1023u) == 0) run_control::check();
       const Event ev = events_.top();
       const double now = ev.t();
       CtaState& st = run_.states[ev.slot()];

@@ -6,6 +6,8 @@
 #include <limits>
 #include <utility>
 
+#include "sim/engine/run_control.hpp"
+
 namespace iosim::numerics {
 namespace {
 
@@ -32,6 +34,8 @@ void CtaInterpreter::run(const std::vector<TileOp>& ops, std::size_t kernel, std
     return MatrixView{b.rows(), b.cols(), b.data()};
   };
   for (std::size_t index = 0; index < ops.size(); ++index) {
+    // A stop is honoured between tile operations: one CTA of a long K/V runs for seconds.
+    if ((index & 255u) == 0) run_control::check();
     const TileOp& op = ops[index];
     switch (op.kind) {
       case OpKind::load: {
