@@ -78,6 +78,7 @@ Report simulate(const HardwareProfile& profile, const RunRequest& original,
     report.infeasible_reason = planned.infeasible_reason;
     return report;
   }
+  if (request.execute) check_executable(request.problem, planned.schedule.get());  // its memory
   // Block-sparse runs are bounded, and executed, under the block mask the plan resolved.
   const BlockMask* mask = planned.blocks.get();
   if (mask) report.density = mask->density();

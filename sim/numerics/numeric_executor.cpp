@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "sim/base/errors.hpp"
+#include "sim/engine/run_control.hpp"
 #include "sim/numerics/cta_interpreter.hpp"
 #include "sim/schedule/block_mask.hpp"
 #include "sim/schedule/block_table.hpp"
@@ -164,7 +165,26 @@ double NumericResult::max_abs_error() const {
       {max_abs_error_o, max_abs_error_lse.value_or(0.0), max_abs_error_grad.value_or(0.0)});
 }
 
-void check_executable(const AttentionProblem& p) {
+double execute_memory_bytes(const Schedule& schedule, const AttentionProblem& p) {
+  double globals = 0;
+  bool declares_p = false;  // a backward alone then keeps every head's P (execute_schedule)
+  for (const TensorDecl& d : schedule.tensors()) {
+    globals += static_cast<double>(d.matrices) * static_cast<double>(d.rows) *
+               static_cast<double>(d.cols) * sizeof(float);
+    declares_p = declares_p || d.id == TensorId::P || d.id == TensorId::P_drop;
+  }
+  const double scores = static_cast<double>(p.seq) * static_cast<double>(p.seq_kv);
+  const double head_live = (has_backward(p.pass) ? 9.0 : 5.0) * scores * sizeof(double);
+  const double outputs = static_cast<double>(p.bh()) *
+                         (2.0 * static_cast<double>(p.seq) + 2.0 * static_cast<double>(p.seq_kv)) *
+                         static_cast<double>(p.head_dim) * sizeof(double);
+  const double kept = !has_forward(p.pass) && declares_p
+                          ? 3.0 * static_cast<double>(p.bh()) * scores * sizeof(double)
+                          : 0.0;
+  return globals + head_live + outputs + kept;
+}
+
+void check_executable(const AttentionProblem& p, const Schedule* schedule) {
   const double macs = static_cast<double>(p.bh()) * static_cast<double>(p.seq) *
                       static_cast<double>(p.seq_kv) * static_cast<double>(p.head_dim);
   if (macs > kMaxExecuteMacs) {
@@ -173,12 +193,22 @@ void check_executable(const AttentionProblem& p) {
         "heads or sequence length",
         macs, kMaxExecuteMacs));
   }
+  if (schedule == nullptr) return;
+  const double bytes = execute_memory_bytes(*schedule, p);
+  if (bytes > kMaxExecuteBytes) {
+    throw ConfigError(fmt::format(
+        "--execute is for small problems: executing this one would take about {:.3g} GB of "
+        "memory (its FP64 reference holds N x N_kv = {:.3g} scores), more than the {:.3g} GB "
+        "allowed; shrink the sequence lengths",
+        bytes / 1e9, static_cast<double>(p.seq) * static_cast<double>(p.seq_kv),
+        kMaxExecuteBytes / 1e9));
+  }
 }
 
 NumericResult execute_schedule(const Schedule& schedule, const AttentionProblem& p,
                                std::uint64_t seed, const BlockMask* blocks,
                                NumericObserver* observer) {
-  check_executable(p);
+  check_executable(p, &schedule);
   Globals g;
   std::mt19937_64 rng(seed);
   std::normal_distribution<float> normal(0.0f, 1.0f);
@@ -217,6 +247,7 @@ NumericResult execute_schedule(const Schedule& schedule, const AttentionProblem&
   std::vector<Reference> refs;
   const Eigen::Index n = p.seq;
   for (std::int64_t bh = 0; bh < p.bh(); ++bh) {
+    run_control::check();  // each head's reference is N x N_kv: seconds at the largest
     const Mat q = flat_rows(g.of(TensorId::Q), bh * n, n);
     const Mat k = logical_kv(g.of(TensorId::K), p, bh / p.group());
     const Mat v = logical_kv(g.of(TensorId::V), p, bh / p.group());

@@ -53,9 +53,23 @@ class NumericObserver {
 /// Largest problem --execute accepts, in multiply-adds of the reference (B*H*N*N_kv*d).
 inline constexpr double kMaxExecuteMacs = 4e9;
 
-/// Throws ConfigError when `p` is larger than kMaxExecuteMacs. execute_schedule checks it; a run
-/// that will execute checks it first, before it simulates (a refused run costs nothing).
-void check_executable(const AttentionProblem& p);
+/// Largest memory --execute may take, estimated before anything is allocated. The multiply-add
+/// limit alone admitted N = 30000 at d = 4, whose N x N_kv FP64 reference took 7 GB and more.
+inline constexpr double kMaxExecuteBytes = 4.0 * (1ull << 30);
+
+/// Bytes execute_schedule takes for `schedule` (an upper estimate): every tensor it declares in
+/// FP32, the FP64 reference of one head at a time (S, P, the dropout mask, P after dropout and a
+/// temporary: 5 N x N_kv matrices; a backward adds dP, dS and two temporaries), the references'
+/// outputs of every head, and with a backward alone every head's P, P after dropout and mask,
+/// which it starts from. Measured (ru_maxrss): flash2 N = 4096, d = 64 forward 0.55 GB against
+/// 0.69 GB estimated; standard N = 2048, d = 16 forward and backward 0.32 GB against 0.38 GB.
+double execute_memory_bytes(const Schedule& schedule, const AttentionProblem& p);
+
+/// Throws ConfigError when `p` is larger than kMaxExecuteMacs or, given its schedule, when
+/// executing it would take more than kMaxExecuteBytes (the message gives the estimate). A run
+/// that will execute checks the problem before it plans and the schedule before it simulates (a
+/// refused run costs nothing); execute_schedule checks both again.
+void check_executable(const AttentionProblem& p, const Schedule* schedule = nullptr);
 
 /// Runs `schedule` on random inputs (Q, K, V and, with a backward, dO) drawn from `seed` and
 /// compares with an FP64 reference: O and L for a forward, the gradients dQ, dK, dV for a
