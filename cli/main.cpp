@@ -15,10 +15,11 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "cli/strict_numbers.hpp"
 #include "sim/base/errors.hpp"
-#include "sim/engine/run_control.hpp"
 #include "sim/base/suggest.hpp"
 #include "sim/base/version.hpp"
+#include "sim/engine/run_control.hpp"
 
 namespace {
 
@@ -52,6 +53,7 @@ int main(int argc, char** argv) {
     cli::Action action = add(app);
     commands.emplace_back(app.get_subcommands({}).back(), std::move(action));
   }
+  cli::make_numbers_strict(app);
   // CLI11 says only "A subcommand is required" for `iosim frobnicate`; name the word instead.
   if (argc > 1 && argv[1][0] != '-') {
     std::vector<std::string> names;

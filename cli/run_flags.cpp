@@ -4,18 +4,16 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <charconv>
 #include <filesystem>
-#include <limits>
 #include <map>
 #include <memory>
 #include <type_traits>
 #include <utility>
 
-#include "sim/schedule/block_mask.hpp"
-#include "sim/schedule/block_table.hpp"
 #include "sim/base/errors.hpp"
 #include "sim/base/yaml_reader.hpp"
+#include "sim/schedule/block_mask.hpp"
+#include "sim/schedule/block_table.hpp"
 
 namespace iosim::cli {
 
@@ -106,29 +104,6 @@ std::vector<ProblemFlag> make_problem_flags() {
   };
 }
 
-// CLI11 clamps an integer past its type's range to the nearest limit (--seq
-// 9223372036854775808 became ...807) and reads "-1" as a uint64_t 2^64 - 1; this check sees the
-// text first, so the message echoes what was typed.
-template <typename T>
-CLI::Validator exact_integer() {
-  return CLI::Validator(
-      [](std::string& text) -> std::string {
-        T v{};
-        const char* end = text.data() + text.size();
-        const auto [ptr, ec] = std::from_chars(text.data(), end, v);
-        if (ec == std::errc::result_out_of_range) {
-          return fmt::format("{} is out of range: it must be in [{}, {}]", text,
-                             std::numeric_limits<T>::min(), std::numeric_limits<T>::max());
-        }
-        if (ec != std::errc() || ptr != end) {
-          return fmt::format("'{}' is not {}", text,
-                             std::is_signed_v<T> ? "an integer" : "an integer >= 0");
-        }
-        return "";
-      },
-      "");
-}
-
 }  // namespace
 
 const std::vector<ProblemFlag>& problem_flags() {
@@ -147,12 +122,8 @@ void add_problem_flags(CLI::App& cmd, RunFlags& f, const std::vector<std::string
           if constexpr (std::is_same_v<T, bool>) {
             cmd.add_flag(flag.name, f.*field, flag.help);
           } else {
+            // Integers are read as decimal by make_numbers_strict (cli/strict_numbers.hpp).
             CLI::Option* o = cmd.add_option(flag.name, f.*field, flag.help);
-            if constexpr (std::is_same_v<T, std::optional<std::int64_t>>) {
-              o->check(exact_integer<std::int64_t>());
-            } else if constexpr (std::is_integral_v<T>) {
-              o->check(exact_integer<T>());
-            }
             // A command that picks flags (demo) gives them defaults instead.
             const bool required = flag.required && names.empty();
             if (required) o->required();
