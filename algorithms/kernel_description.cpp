@@ -7,6 +7,7 @@
 #include <map>
 
 #include "sim/base/errors.hpp"
+#include "sim/base/json_text.hpp"
 #include "sim/base/suggest.hpp"
 #include "sim/base/text_file.hpp"
 #include "sim/base/yaml_reader.hpp"
@@ -144,7 +145,7 @@ class Checker {
 
  private:
   static std::string describe(const json& v) {
-    std::string dumped = v.dump();
+    std::string dumped = json_text(v);
     if (dumped.size() > 40) dumped = dumped.substr(0, 37) + "...";
     return fmt::format("{} {}", v.type_name(), dumped);
   }
@@ -373,7 +374,7 @@ std::string kernel_description_yaml(const KernelDescription& d) {
     for (const char* k : kOrder) {
       if (!j.at(key).contains(k)) continue;
       const json& v = j.at(key).at(k);
-      s += fmt::format("  {}: {}\n", k, v.is_string() ? v.get<std::string>() : v.dump());
+      s += fmt::format("  {}: {}\n", k, v.is_string() ? v.get<std::string>() : json_text(v));
     }
   };
   section("dataflow", "what each CTA does to which tiles: decides the bytes");

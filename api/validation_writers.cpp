@@ -9,6 +9,7 @@
 #include "api/validation.hpp"
 #include "api/validation_detail.hpp"
 #include "sim/base/human_units.hpp"
+#include "sim/base/json_text.hpp"
 
 namespace iosim {
 namespace {
@@ -253,8 +254,9 @@ std::string validation_json(const ValidationResult& v) {
     }
     summaries.push_back(j);
   }
-  return json({{"schema_version", kSchemaVersion}, {"cases", cases}, {"summaries", summaries}})
-             .dump(2) +
+  return json_text(
+             json({{"schema_version", kSchemaVersion}, {"cases", cases}, {"summaries", summaries}}),
+             2) +
          "\n";
 }
 

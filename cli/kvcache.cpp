@@ -8,6 +8,7 @@
 #include "cli/format_flag.hpp"
 #include "cli/kvcache_flags.hpp"
 #include "reports/kvcache_writers.hpp"
+#include "sim/base/json_text.hpp"
 
 namespace iosim::cli {
 namespace {
@@ -35,7 +36,7 @@ Action add_kvcache_command(CLI::App& app) {
     }
     const KvCacheRun run = run_kvcache(*f, given);
     if (format == "json") {
-      std::cout << kvcache_to_json(run).dump(2) << "\n";
+      std::cout << json_text(kvcache_to_json(run), 2) << "\n";
     } else if (format == "csv") {
       std::cout << (out->series ? kvcache_series_csv(run) : kvcache_summary_csv(run));
     } else {

@@ -11,8 +11,9 @@
 #include "cli/run_flags.hpp"
 #include "reports/writers.hpp"
 #include "sim/base/errors.hpp"
-#include "sim/hardware/profile_overrides.hpp"
+#include "sim/base/json_text.hpp"
 #include "sim/engine/run_control.hpp"
+#include "sim/hardware/profile_overrides.hpp"
 
 namespace iosim::cli {
 namespace {
@@ -94,7 +95,7 @@ Action add_run_command(CLI::App& app) {
       return 2;
     }
     if (chosen == "json") {
-      std::cout << report_to_json(r).dump(2) << "\n";
+      std::cout << json_text(report_to_json(r), 2) << "\n";
     } else if (chosen == "csv") {
       std::cout << csv_header() << "\n" << csv_row(r) << "\n";
     } else {

@@ -14,16 +14,17 @@
 #include <variant>
 #include <vector>
 
-#include "cli/kvcache_flags.hpp"
-#include "cli/run_flags.hpp"
 #include "api/schema_version.hpp"
-#include "reports/writers.hpp"
-#include "sim/base/errors.hpp"
-#include "sim/hardware/profile_overrides.hpp"
-#include "sim/base/suggest.hpp"
-#include "sim/base/version.hpp"
 #include "api/sweep.hpp"
 #include "api/validation.hpp"
+#include "cli/kvcache_flags.hpp"
+#include "cli/run_flags.hpp"
+#include "reports/writers.hpp"
+#include "sim/base/errors.hpp"
+#include "sim/base/json_text.hpp"
+#include "sim/base/suggest.hpp"
+#include "sim/base/version.hpp"
+#include "sim/hardware/profile_overrides.hpp"
 
 namespace py = pybind11;
 using namespace iosim;
@@ -98,7 +99,7 @@ std::string run_json(const py::dict& flags) {
   const RunRequest request = cli::to_request(f);
   const HardwareProfile profile = load_profile(f.profile, parse_profile_overrides(f.set));
   py::gil_scoped_release release;
-  return report_to_json(simulate(profile, request)).dump();
+  return json_text(report_to_json(simulate(profile, request)));
 }
 
 // One report per dict of `points`, on `jobs` threads (0: all cores), in the order given.
@@ -122,7 +123,7 @@ std::vector<std::string> sweep_json_rows(const std::vector<py::dict>& points, in
     reports = run_sweep(sweep_points, profiles, options);
   }
   std::vector<std::string> rows;
-  for (const Report& r : reports) rows.push_back(report_to_json(r).dump());
+  for (const Report& r : reports) rows.push_back(json_text(report_to_json(r)));
   return rows;
 }
 
@@ -140,7 +141,7 @@ std::string kvcache_json(const py::dict& flags) {
     given.insert(flag.name);
   }
   py::gil_scoped_release release;
-  return kvcache_to_json(cli::run_kvcache(f, given)).dump();
+  return json_text(kvcache_to_json(cli::run_kvcache(f, given)));
 }
 
 std::string validate_json(const std::string& path, const std::string& profile) {

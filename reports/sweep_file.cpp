@@ -10,6 +10,7 @@
 #include "api/schema_version.hpp"
 #include "reports/writers.hpp"
 #include "sim/base/errors.hpp"
+#include "sim/base/json_text.hpp"
 #include "sim/base/text_file.hpp"
 
 namespace iosim {
@@ -31,7 +32,7 @@ json axes_json(const SweepDescription& d) {
 // other sweeps and count the points it holds.
 std::string sweep_id(const json& axes) {
   std::uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : axes.dump()) {
+  for (unsigned char c : json_text(axes)) {
     h ^= c;
     h *= 1099511628211ull;
   }
@@ -202,7 +203,7 @@ SweepJsonFrame sweep_json_frame(const SweepDescription& description,
   // The keys are sorted, so "rows" sits between "profiles" and "sweep"; its empty array is the
   // one place an unescaped `"rows": []` can appear.
   SweepJsonFrame frame;
-  frame.empty = doc.dump(1) + "\n";
+  frame.empty = json_text(doc, 1) + "\n";
   const std::string marker = "\"rows\": []";
   const std::size_t at = frame.empty.find(marker);
   ensure(at != std::string::npos, "sweep_json_frame: no rows key");
@@ -219,7 +220,7 @@ std::string sweep_json_row(const SweepPoint& point, const Report& report) {
   // Indented as an element of the top-level "rows" array (two levels deep at one space each).
   // Strings hold no raw newline (JSON escapes it), so every newline is a line break.
   std::string text = "  ";
-  for (const char c : row.dump(1)) {
+  for (const char c : json_text(row, 1)) {
     text += c;
     if (c == '\n') text += "  ";
   }
@@ -300,7 +301,7 @@ SweepData load_sweeps(const std::vector<fs::path>& files) {
         cov.points.insert(row.point);
         json key = rows[i];
         key.erase("point");
-        if (!seen_rows.insert(key.dump()).second) {
+        if (!seen_rows.insert(json_text(key)).second) {
           ++data.duplicate_rows;
           continue;
         }

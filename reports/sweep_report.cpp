@@ -12,6 +12,7 @@
 
 #include "reports/writers.hpp"
 #include "sim/base/errors.hpp"
+#include "sim/base/json_text.hpp"
 #include "sim/base/text_file.hpp"
 
 // The page's stylesheet and scripts: reports/assets/, embedded at build time (CMakeLists.txt,
@@ -411,7 +412,7 @@ Roofs: peak tensor-core FLOP/s and the achievable HBM bandwidth (solid), L2 band
   }
   s += "<p class=\"meta\">Charts drawn by Chart.js (MIT licence), inlined in this file.</p>\n";
   s += "<script type=\"application/json\" id=\"iosim-data\">";
-  s += script_safe(page_data(data, validation).dump());
+  s += script_safe(json_text(page_data(data, validation)));
   s += "</script>\n<script>\n\n";
   s += assets::sweep_report_js;
   s += "</script>\n</body>\n</html>\n";

@@ -5,6 +5,7 @@
 #include <sstream>
 #include <string_view>
 
+#include "sim/base/json_text.hpp"
 #include "teach/text_writer.hpp"
 
 namespace iosim::assets {
@@ -151,7 +152,7 @@ std::string trace_html(const Trace& trace) {
 <section id="numbers-section"><h2>Numbers (--execute)</h2><div id="numbers"></div></section>
 <pre id="summary"></pre>
 <script type="application/json" id="trace">)HTML";
-  s += script_safe(trace_json(trace).dump());
+  s += script_safe(json_text(trace_json(trace)));
   s += "</script>\n<script>\n";
   s += assets::explain_js;
   s += "</script>\n</body>\n</html>\n";

@@ -278,6 +278,14 @@ section_outputs() {
   expect 2 "--out: an empty file name; give a path" -- sweep --seq 128 --head-dim 64 --out ""
   expect 2 "--json: an empty file name; give a path" -- validate "$small" --json ""
   expect 2 "--html: an empty file name; give a path" -- explain --seq 32 --block-q 16 --block-kv 16 --html ""
+  # A file name that is not UTF-8 is written with U+FFFD in the JSON, not an internal error.
+  local latin1
+  latin1=$(printf '%s/h\xe9.yaml' "$tmp")
+  cp "$REPO/hwprofiles/h100-sxm5-80gb.yaml" "$latin1"
+  if "$IOSIM" sweep --profile "$latin1" --seq 128 --head-dim 64 --out "$tmp/latin1.json" 2>"$tmp/latin1.err" &&
+     python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$tmp/latin1.json"; then ok; else
+    bad "sweep with a non-UTF-8 profile path: $(cat "$tmp/latin1.err")"
+  fi
   if [ -w /dev/full ]; then
     for args in "validate $small" "run --seq 128 --head-dim 64 --format json"; do
       # shellcheck disable=SC2086
