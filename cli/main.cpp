@@ -37,6 +37,23 @@ int stdout_written(int rc) {
   return 2;
 }
 
+// "; not understood: --se 128 (did you mean '--seq'?)" for the words the parsed subcommand of
+// `app` left over; "" when none.
+std::string unexpected_words(CLI::App& app) {
+  for (CLI::App* cmd : app.get_subcommands()) {
+    const std::vector<std::string> left = cmd->remaining();
+    if (left.empty()) continue;
+    std::string words;
+    for (const std::string& w : left) words += (words.empty() ? "" : " ") + w;
+    std::vector<std::string> flags;
+    for (const CLI::Option* o : cmd->get_options()) {
+      for (const std::string& name : o->get_lnames()) flags.push_back("--" + name);
+    }
+    return "; not understood: " + words + iosim::did_you_mean(left.front(), flags);
+  }
+  return "";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -74,6 +91,12 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
+  } catch (const CLI::RequiredError& e) {
+    // CLI11 checks required flags before unknown ones, so `run --se 128` said only "--seq is
+    // required": name the words it did not take too, with the flag they most look like.
+    std::cerr << "iosim: " << e.what() << unexpected_words(app)
+              << "\nRun 'iosim --help' for usage.\n";
+    return 2;
   } catch (const CLI::ParseError& e) {
     std::cerr << "iosim: " << e.what() << "\nRun 'iosim --help' for usage.\n";
     return 2;

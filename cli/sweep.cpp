@@ -24,8 +24,9 @@
 #include "cli/sweep_output.hpp"
 #include "reports/sweep_file.hpp"
 #include "sim/base/errors.hpp"
-#include "sim/hardware/profile_overrides.hpp"
 #include "sim/engine/run_control.hpp"
+#include "sim/hardware/profile_overrides.hpp"
+#include "sim/hardware/profile_schema.hpp"
 
 namespace iosim::cli {
 namespace {
@@ -142,9 +143,15 @@ std::vector<Axis> make_axes(const SweepFlags& s) {
       throw ConfigError(
           fmt::format("--set {} is given twice; list its values in one --set", o.key));
     }
-    const std::vector<double> v = parse_double_values(flag, o.value);
+    // An integer key (sm.count) takes ranges as an integer flag does; an unknown key is left to
+    // the profile loader, which names it.
     Axis a{flag, {}, {}};
-    for (double x : v) a.text.push_back(fmt::format("{}", x));
+    if (profile_yaml::key_is_integer(o.key).value_or(false) &&
+        o.value.find(':') != std::string::npos) {
+      for (std::int64_t x : parse_int_values(flag, o.value)) a.text.push_back(std::to_string(x));
+    } else {
+      for (double x : parse_double_values(flag, o.value)) a.text.push_back(fmt::format("{}", x));
+    }
     a.apply = [key = o.key, text = a.text](RunFlags& f, std::size_t i) {
       f.set.push_back(key + "=" + text[i]);
     };

@@ -12,6 +12,9 @@ expect 2 "--seq '512:64:x2'" -- sweep --seq 512:64:x2
 expect 2 "--block-kv '32,32' lists 32 twice" -- sweep --seq 128 --block-kv 32,32
 expect 2 "--seq '1:8:x1'" -- sweep --seq 1:8:x1
 expect 2 "--dropout '0:1': ranges are for integer flags" -- sweep --seq 128 --dropout 0:1
+# An integer profile key takes a range as an integer flag does (it said "ranges are for integer
+# flags").
+expect 0 "h100-sxm5-80gb[sm.count=98]" -- sweep --seq 128 --head-dim 64 --set sm.count=64:132:+34 --format csv
 expect 2 "did you mean 'flash2'" -- sweep --seq 128 --algo flash1,flsh2
 expect 2 "unknown profile" -- sweep --seq 128 --profile h100-sxm5-80gb,h10
 expect 2 "--shard 3/2" -- sweep --seq 128 --shard 3/2

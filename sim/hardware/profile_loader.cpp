@@ -110,9 +110,14 @@ std::string apply_overrides(YAML::Node& root, const std::vector<ProfileOverride>
     }
     std::string text = fmt::format("{}", v);
     if (*integer) {
-      if (v != std::floor(v) || std::abs(v) > 9.2e18) {
+      if (v != std::floor(v)) {
         errors.push_back(
             fmt::format("--set {}={}: {} takes a whole number", o.key, o.value, o.key));
+        continue;
+      }
+      if (std::abs(v) > 9.2e18) {  // past a 64-bit integer (--set l2.size_bytes=1e30)
+        errors.push_back(fmt::format("--set {}={}: {} is out of range for {} (at most 9.2e18)",
+                                     o.key, o.value, o.value, o.key));
         continue;
       }
       text = fmt::format("{}", static_cast<long long>(v));

@@ -55,7 +55,13 @@ void validate_problem(const AttentionProblem& p) {
   require_range("--seq", p.seq, 1, kMaxSeq);
   require_range("--seq-kv", p.seq_kv, 1, kMaxSeq);
   require_range("--head-dim", p.head_dim, 1, kMaxHeadDim);
-  require_range("--kv-heads", p.kv_heads, 0, p.heads);
+  // The bound is --heads, so say so: "[0, 8]" alone read as a fixed limit of iosim's.
+  if (p.kv_heads < 0 || p.kv_heads > p.heads) {
+    throw ConfigError(fmt::format(
+        "--kv-heads {} is out of range: it must be at most --heads {} (each K/V head serves one "
+        "or more query heads; 0: --heads)",
+        p.kv_heads, p.heads));
+  }
   if (p.heads % p.kv_head_count() != 0) {
     throw ConfigError(fmt::format(
         "--kv-heads {} must divide --heads {}: each K/V head serves a whole group of query heads",
