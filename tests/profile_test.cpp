@@ -20,10 +20,10 @@
 #include <utility>
 #include <vector>
 
-#include "sim/schedule/dtype.hpp"
 #include "sim/base/errors.hpp"
-#include "sim/hardware/profile_overrides.hpp"
 #include "sim/base/suggest.hpp"
+#include "sim/hardware/profile_overrides.hpp"
+#include "sim/schedule/dtype.hpp"
 
 namespace fs = std::filesystem;
 using iosim::ConfigError;
@@ -541,6 +541,41 @@ TEST_SUITE("profile") {
                  "'l2.size_bytes.value' = 99999999999999999999 is out of range"));
   }
 
+  // Times stay finite and below the 1e30 s a sweep file may hold: a rate of 1e-300 made times of
+  // 1e295 s that `report` refused in iosim's own sweep file, a latency of 1e300 infinite ones.
+  TEST_CASE("property: every rate and latency far from any GPU's is refused, naming its range") {
+    const std::vector<std::pair<std::string, std::string>> rates = {
+        {"sm.smem_bandwidth_bytes_per_clk", "B/clk"},
+        {"sm.l2_to_sm_bytes_per_clk", "B/clk"},
+        {"compute.tensor_fp16_tflops", "TFLOP/s"},
+        {"compute.tensor_bf16_tflops", "TFLOP/s"},
+        {"compute.tensor_tf32_tflops", "TFLOP/s"},
+        {"compute.tensor_fp8_tflops", "TFLOP/s"},
+        {"compute.fp32_tflops", "TFLOP/s"},
+        {"compute.sfu_ops_per_clk_per_sm", "ops/clk"},
+        {"compute.mma_sync_flops_per_clk_per_sm", "FLOP/clk"},
+        {"compute.int32_ops_per_clk_per_sm", "ops/clk"},
+        {"l2.bandwidth_gbps", "GB/s"},
+        {"hbm.bandwidth_gbps", "GB/s"}};
+    for (const auto& [key, unit] : rates) {
+      for (const char* v : {"1e-300", "1e300"}) {
+        CAPTURE(key);
+        CAPTURE(v);
+        const std::string error = parse_error_of(ProfileText().value(key, v).str());
+        CHECK(contains(error, key + " = " + (v[2] == '-' ? "1e-300" : "1e+300") + " is outside ["));
+        CHECK(contains(error, "] " + unit));
+      }
+    }
+    for (const char* key :
+         {"sm.smem_latency_cycles", "sm.setmaxnreg_cycles", "compute.fp32_latency_cycles",
+          "compute.wgmma_latency_cycles", "l2.hit_latency_cycles", "hbm.latency_ns",
+          "launch.kernel_overhead_us"}) {
+      CAPTURE(key);
+      CHECK(contains(parse_error_of(ProfileText().value(key, "1e300").str()),
+                     std::string(key) + " = 1e+300 exceeds 1000000"));
+    }
+  }
+
   TEST_CASE("property: L2 geometry is accepted exactly when sector | line | size") {
     int accepted = 0;
     int refused = 0;
@@ -557,7 +592,10 @@ TEST_SUITE("profile") {
                                  .value("l2.line_bytes", std::to_string(line))
                                  .value("l2.size_bytes", std::to_string(size))
                                  .str());
-          if (line % sector != 0) {
+          if (sector < 16) {  // the L2 model's state is per sector (1-byte ones: 1.6 GB)
+            ++refused;
+            CHECK(contains(error, "l2.sector_bytes = " + std::to_string(sector) + " is below 16"));
+          } else if (line % sector != 0) {
             ++refused;
             CHECK(contains(error, "l2.sector_bytes = " + std::to_string(sector) +
                                       " does not divide l2.line_bytes = " + std::to_string(line)));

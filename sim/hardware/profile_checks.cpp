@@ -79,6 +79,47 @@ void profile_yaml::validate(const HardwareProfile& p, Reader& reader) {
           "4 GiB, iosim's limit; GPUs have up to a few hundred MiB");
   at_most("l2.partitions", l2.partitions.value, 64, "iosim's limit");
   at_most("l2.sector_bytes", l2.sector_bytes.value, 4096, "iosim's limit");
+  // Rates and latencies within a million times of today's GPUs either way: a rate of 1e-300
+  // (--set hbm.bandwidth_gbps=1e-300) made times of 1e295 s that the sweep wrote and `report`
+  // then refused in iosim's own file (it takes times below 1e30 s), and a latency of 1e300 cycles
+  // made them infinite.
+  const auto within = [&](const std::string& path, double v, double lo, double hi,
+                          const char* unit) {
+    if (v > 0 && (v < lo || v > hi)) {
+      reader.note_at(path, fmt::format("{} = {} is outside [{}, {}] {} (no GPU is that far from "
+                                       "today's)",
+                                       path, v, lo, hi, unit));
+    }
+  };
+  within("sm.smem_bandwidth_bytes_per_clk", sm.smem_bandwidth_bytes_per_clk.value, 1, 1e6, "B/clk");
+  within("sm.l2_to_sm_bytes_per_clk", sm.l2_to_sm_bytes_per_clk.value, 1, 1e6, "B/clk");
+  within("compute.tensor_fp16_tflops", c.tensor_fp16_tflops.value, 1e-3, 1e6, "TFLOP/s");
+  within("compute.tensor_bf16_tflops", c.tensor_bf16_tflops.value, 1e-3, 1e6, "TFLOP/s");
+  within("compute.tensor_tf32_tflops", c.tensor_tf32_tflops.value, 1e-3, 1e6, "TFLOP/s");
+  within("compute.tensor_fp8_tflops", c.tensor_fp8_tflops.value, 1e-3, 1e6, "TFLOP/s");
+  within("compute.fp32_tflops", c.fp32_tflops.value, 1e-3, 1e6, "TFLOP/s");
+  within("compute.sfu_ops_per_clk_per_sm", c.sfu_ops_per_clk_per_sm.value, 1e-3, 1e6, "ops/clk");
+  within("compute.mma_sync_flops_per_clk_per_sm", c.mma_sync_flops_per_clk_per_sm.value, 1e-3, 1e7,
+         "FLOP/clk");
+  within("compute.int32_ops_per_clk_per_sm", c.int32_ops_per_clk_per_sm.value, 1e-3, 1e6,
+         "ops/clk");
+  within("l2.bandwidth_gbps", l2.bandwidth_gbps.value, 1, 1e7, "GB/s");
+  within("hbm.bandwidth_gbps", hbm.bandwidth_gbps.value, 1, 1e7, "GB/s");
+  at_most("sm.smem_latency_cycles", sm.smem_latency_cycles.value, 1e6, "a million cycles");
+  at_most("sm.setmaxnreg_cycles", sm.setmaxnreg_cycles.value, 1e6, "a million cycles");
+  at_most("compute.fp32_latency_cycles", c.fp32_latency_cycles.value, 1e6, "a million cycles");
+  at_most("compute.wgmma_latency_cycles", c.wgmma_latency_cycles.value, 1e6, "a million cycles");
+  at_most("l2.hit_latency_cycles", l2.hit_latency_cycles.value, 1e6, "a million cycles");
+  at_most("hbm.latency_ns", hbm.latency_ns.value, 1e6, "a millisecond");
+  at_most("launch.kernel_overhead_us", p.launch.kernel_overhead_us.value, 1e6, "a second");
+  // The L2 model keeps a few bytes per sector: 1-byte sectors made 1.6 GB a point. GPUs use
+  // 32-byte sectors; a line is a few of them.
+  if (l2.sector_bytes.value > 0 && l2.sector_bytes.value < 16) {
+    reader.note_at("l2.sector_bytes",
+                   fmt::format("l2.sector_bytes = {} is below 16 (iosim's limit: the L2 model "
+                               "keeps state per sector; GPUs use 32-byte sectors)",
+                               l2.sector_bytes.value));
+  }
   if (sm.boost_clock_mhz.value < 1) {
     reader.note_at("sm.boost_clock_mhz",
                    fmt::format("sm.boost_clock_mhz = {} is below 1 MHz", sm.boost_clock_mhz.value));
