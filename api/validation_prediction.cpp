@@ -12,6 +12,7 @@
 #include "api/validation.hpp"
 #include "api/validation_detail.hpp"
 #include "sim/base/errors.hpp"
+#include "sim/base/json_text.hpp"
 #include "sim/schedule/block_mask.hpp"
 
 namespace iosim {
@@ -21,18 +22,35 @@ using nlohmann::json;
 
 double number_at(const json& obj, const char* key, const std::string& where) {
   const auto it = obj.find(key);
-  if (it == obj.end() || !it->is_number()) {
-    throw ConfigError(fmt::format("{}: missing number '{}'", where, key));
+  if (it == obj.end()) throw ConfigError(fmt::format("{}: missing number '{}'", where, key));
+  if (!it->is_number()) {
+    throw ConfigError(fmt::format("{}: '{}' = {} is not a number", where, key, json_text(*it)));
   }
   return it->get<double>();
 }
 
-// A measured counter or duration: a finite number >= 0.
-double measured_at(const json& obj, const char* key, const std::string& where) {
+// What a measured value may be: counters from 0 to more than any kernel moves, a duration and a
+// clock above 0 (a zero clock or duration was taken as measured and divided by).
+struct MeasuredRange {
+  double lo, hi;
+  bool lo_open;      // lo itself is refused
+  const char* unit;  // for the message
+};
+constexpr MeasuredRange kBytes{0, 1e16, false, "bytes (10 PB)"};
+constexpr MeasuredRange kSectors{0, 1e16 / 32, false, "32-byte sectors (10 PB)"};
+constexpr MeasuredRange kDurationNs{0, 1e12, true, "ns (1000 s)"};
+constexpr MeasuredRange kClockHz{1e6, 1e11, false, "Hz (1 MHz to 100 GHz)"};
+constexpr MeasuredRange kSeconds{0, 1e3, true, "s"};
+
+// A measured counter, duration or clock in its range.
+double measured_at(const json& obj, const char* key, const std::string& where,
+                   const MeasuredRange& range) {
   const double v = number_at(obj, key, where);
-  if (!(v >= 0.0 && std::isfinite(v))) {
-    throw ConfigError(
-        fmt::format("{}: '{}' = {} must be a finite number >= 0", where, key, obj.at(key).dump()));
+  const bool above_lo = range.lo_open ? v > range.lo : v >= range.lo;
+  if (!(above_lo && v <= range.hi)) {
+    throw ConfigError(fmt::format("{}: '{}' = {} must be in {}{}, {}] {}", where, key,
+                                  json_text(obj.at(key)), range.lo_open ? "(" : "[", range.lo,
+                                  range.hi, range.unit));
   }
   return v;
 }
@@ -306,21 +324,21 @@ CaseResult validation_detail::compare_case(const json& c, const std::string& pro
     const json& m = k["metrics"];
     const std::string kw = fmt::format("{} kernel '{}'", where, k.value("role", std::string("?")));
     const double values[kMetricCount] = {
-        0.0, measured_at(m, "dram__bytes_read.sum", kw),
-        measured_at(m, "dram__bytes_write.sum", kw),
+        0.0, measured_at(m, "dram__bytes_read.sum", kw, kBytes),
+        measured_at(m, "dram__bytes_write.sum", kw, kBytes),
         // Bytes the SMs received from L2. The L2 slices' own request count
         // (lts__t_sectors_srcunit_tex_op_read) is lower when co-resident CTAs read the same sectors
         // at the same moment: the crossbar merges those requests (cuda_validate/README.md). Older
         // files without the crossbar metric fall back to the slice count.
         32.0 * (m.contains("l1tex__m_xbar2l1tex_read_sectors.sum")
-                    ? measured_at(m, "l1tex__m_xbar2l1tex_read_sectors.sum", kw)
-                    : measured_at(m, "lts__t_sectors_srcunit_tex_op_read.sum", kw)),
-        32.0 * measured_at(m, "lts__t_sectors_srcunit_tex_op_write.sum", kw),
-        measured_at(m, "gpu__time_duration.sum", kw) * 1e-9};
+                    ? measured_at(m, "l1tex__m_xbar2l1tex_read_sectors.sum", kw, kSectors)
+                    : measured_at(m, "lts__t_sectors_srcunit_tex_op_read.sum", kw, kSectors)),
+        32.0 * measured_at(m, "lts__t_sectors_srcunit_tex_op_write.sum", kw, kSectors),
+        measured_at(m, "gpu__time_duration.sum", kw, kDurationNs) * 1e-9};
     for (int i = 1; i < kMetricCount; ++i) measured[i] += values[i];
     spreads.add(k, values, m.contains("l1tex__m_xbar2l1tex_read_sectors.sum"), kw);
     const double t = values[5];
-    clock_weighted += t * measured_at(m, "sm__cycles_elapsed.avg.per_second", kw) / 1e6;
+    clock_weighted += t * measured_at(m, "sm__cycles_elapsed.avg.per_second", kw, kClockHz) / 1e6;
     time_total += t;
   }
   measured[0] = measured[1] + measured[2];
@@ -408,9 +426,11 @@ CaseResult validation_detail::compare_case(const json& c, const std::string& pro
     blind_time_s = warm.engine.time_s;
     if (profile.power.present) out.blind_sm_clock_mhz = warm.sm_clock_mhz;
   }
-  const auto free_it = c.find(blind_time_key(c));
-  const double free_s =
-      free_it != c.end() && free_it->is_number() ? free_it->get<double>() : 0.0;  // 0: not timed
+  // The time blind time is held to; absent or null: not timed (0).
+  const char* time_key = blind_time_key(c);
+  const double free_s = c.contains(time_key) && !c[time_key].is_null()
+                            ? measured_at(c, time_key, where, kSeconds)
+                            : 0.0;
   for (int i = 0; i < kMetricCount; ++i) {
     out.blind[i] = kMetrics[i] == Metric::time
                        ? Comparison{blind_time_s, free_s, std::nullopt}

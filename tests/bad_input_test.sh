@@ -24,6 +24,11 @@ edit '0,/"launch__registers_per_thread": [0-9]*/s//"launch__registers_per_thread
 edit '0,/"launch__registers_per_thread": [0-9]*/s//"launch__registers_per_thread": 0/' zero_registers.json
 edit '0,/"gpu__time_duration.sum": [0-9][0-9.e+]*/s//"gpu__time_duration.sum": -5/' neg_duration.json
 edit '0,/"batch": [0-9]*/s//"batch": 1e30/' batch_huge.json
+edit '0,/"dram__bytes_read.sum": [0-9][0-9.e+]*/s//"dram__bytes_read.sum": "nan"/' nan_bytes.json
+edit '0,/"dram__bytes_read.sum": [0-9][0-9.e+]*/s//"dram__bytes_read.sum": 1e308/' huge_bytes.json
+edit '0,/"sm__cycles_elapsed.avg.per_second": [0-9][0-9.e+]*/s//"sm__cycles_elapsed.avg.per_second": 0/' zero_clock.json
+edit '0,/"gpu__time_duration.sum": [0-9][0-9.e+]*/s//"gpu__time_duration.sum": 0/' zero_duration.json
+edit '0,/"time_free_running_s": [0-9][0-9.e+-]*/s//"time_free_running_s": 0/' zero_time.json
 edit '0,/"batch": [0-9]*/s//"batch": 0.5/' batch_half.json
 edit '0,/"batch": [0-9]*/s//"batch": "4"/' batch_string.json
 edit '0,/"metrics": {/s//"measures": {/' no_metrics.json
