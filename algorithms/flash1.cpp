@@ -247,6 +247,9 @@ Algorithm flash1_algorithm() {
     if (!t.block_q) t.block_q = std::min(t.block_kv.value_or(128), p.head_dim);
     return tiled_estimated_work(p, t);
   };
+  a.paper_step = [](const std::string& kernel, const TileOp& op) {
+    return paper::backward_kernel(kernel) ? paper::flash1_backward(op) : paper::flash1_forward(op);
+  };
   return a;
 }
 

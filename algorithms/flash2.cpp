@@ -202,6 +202,11 @@ Algorithm flash2_algorithm() {
   a.closed_form = [](const AttentionProblem& p, const Tiling& t, const BlockMask*) {
     return flash2_closed_form(p, t.block_q, t.block_kv);
   };
+  a.paper_step = [](const std::string& kernel, const TileOp& op) {
+    return paper::backward_kernel(kernel)
+               ? paper::flash2_backward(kernel, op)
+               : paper::flash2_forward(op, "FlashAttention-2, Algorithm 1");
+  };
   return a;
 }
 

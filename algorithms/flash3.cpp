@@ -193,6 +193,11 @@ Algorithm flash3_algorithm() {
   a.closed_form = [](const AttentionProblem& p, const Tiling& t, const BlockMask*) {
     return flash3_closed_form(p, t.block_q, t.block_kv, t.backward_block_q, t.backward_block_kv);
   };
+  // Its backward carries out FlashAttention-2's Algorithm 2 lines (its own paper numbers none):
+  // warpgroups, TMA and the reduce-add of dQ change how, not what. Its forward follows no lines.
+  a.paper_step = [](const std::string& kernel, const TileOp& op) {
+    return paper::backward_kernel(kernel) ? paper::flash2_backward(kernel, op) : PaperStep{};
+  };
   return a;
 }
 

@@ -359,6 +359,10 @@ Algorithm standard_algorithm() {
     return standard_closed_form(p, t.block_q, t.block_kv);
   };
   a.estimated_work = standard_estimated_work;
+  a.paper_step = [](const std::string& kernel, const TileOp&) {
+    return paper::backward_kernel(kernel) ? paper::standard_backward(kernel)
+                                          : paper::standard_forward(kernel);
+  };
   return a;
 }
 
