@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "algorithms/io_formulas.hpp"
+#include "algorithms/paper_steps.hpp"
 #include "sim/hardware/profile.hpp"
 #include "sim/schedule/problem.hpp"
 #include "sim/schedule/schedule.hpp"
@@ -99,14 +100,16 @@ struct Capabilities {
   StagesCount forward_stages = StagesCount::kv_buffer_pairs;
 };
 
-/// An attention algorithm: its name, what it accepts, how it plans a schedule, its closed-form IO
-/// and its cost to simulate. Built-in algorithms are one file each; registry.cpp lists them.
+/// An attention algorithm: its name, what it accepts, how it plans a schedule, its closed-form IO,
+/// its cost to simulate and the papers' lines its operations carry out. Built-in algorithms are one
+/// file each; registry.cpp lists them.
 struct Algorithm {
   using PlanFn =
       std::function<Planned(const AttentionProblem&, const HardwareProfile&, const TilingRequest&)>;
   using ClosedFormFn =
       std::function<ReadWriteBytes(const AttentionProblem&, const Tiling&, const BlockMask*)>;
   using WorkFn = std::function<double(const AttentionProblem&, const TilingRequest&)>;
+  using PaperStepFn = std::function<PaperStep(const std::string& kernel_name, const TileOp& op)>;
 
   std::string name;     // the CLI name ("standard", "flash1", "flash2", ...)
   std::string summary;  // one line for --help and reports
@@ -115,11 +118,16 @@ struct Algorithm {
   /// schedule, or says why none fits.
   PlanFn plan;
   /// The exact two-level bytes for a resolved tiling (algorithms/io_formulas.hpp, written
-  /// independently of the schedule); `blocks` is the block mask when capabilities.block_pattern.
+  /// independently of the schedule, in the algorithm's file); `blocks` is the block mask when
+  /// capabilities.block_pattern.
   ClosedFormFn closed_form;
   /// Relative cost of simulating a request (the sweep starts costly points first); null: the
   /// tiled estimate (tiled_estimated_work).
   WorkFn estimated_work;
+  /// For `iosim explain`: the paper's algorithm that kernel `kernel_name` of its schedule follows
+  /// and the line of it `op` carries out (algorithms/paper_steps.hpp); null: its operations follow
+  /// no paper's lines.
+  PaperStepFn paper_step;
 };
 
 /// Explicit registry of algorithms (no static self-registration).

@@ -18,6 +18,12 @@ Algorithm block_sparse_algorithm() {
   a.closed_form = [](const AttentionProblem& p, const Tiling& t, const BlockMask* blocks) {
     return flash2_closed_form(p, t.block_q, t.block_kv, blocks);
   };
+  a.paper_step = [](const std::string& kernel, const TileOp& op) {
+    if (paper::backward_kernel(kernel)) return paper::flash2_backward(kernel, op);
+    return paper::flash2_forward(op,
+                                 "FlashAttention-2, Algorithm 1, over the nonzero blocks only (as "
+                                 "FlashAttention's Algorithm 5 skips the zero blocks)");
+  };
   return a;
 }
 

@@ -134,6 +134,18 @@ Planned plan_described(const Algorithm* preset_algorithm, const PassPlanner& pla
   return planned;
 }
 
+// The built-in algorithm whose paper lines `d`'s operations carry out (`iosim explain`): its
+// forward dataflow's owner, else its backward's; the two-pass backward computes FlashAttention-2's
+// Algorithm 2 lines in another loop order ("flash2").
+std::string paper_algorithm_of(const KernelDescription& d) {
+  const bool block = d.block_mask;
+  if (const KernelDescription* f = owner_preset(forward_dataflows(), d.forward)) {
+    return block ? "block-sparse" : f->name;
+  }
+  if (const KernelDescription* b = owner_preset(backward_dataflows(), d.backward)) return b->name;
+  return "flash2";
+}
+
 }  // namespace
 
 ResolvedMechanisms resolve_mechanisms(const KernelDescription& d) {
@@ -148,15 +160,6 @@ ResolvedMechanisms resolve_mechanisms(const KernelDescription& d) {
   if (d.mechanisms.warp_roles) m.warp_roles = *d.mechanisms.warp_roles;
   if (d.mechanisms.persistent) m.persistent = *d.mechanisms.persistent;
   return m;
-}
-
-std::string paper_algorithm_of(const KernelDescription& d) {
-  const bool block = d.block_mask;
-  if (const KernelDescription* f = owner_preset(forward_dataflows(), d.forward)) {
-    return block ? "block-sparse" : f->name;
-  }
-  if (const KernelDescription* b = owner_preset(backward_dataflows(), d.backward)) return b->name;
-  return "flash2";
 }
 
 TilingRequest described_tiling(const KernelDescription& d, const TilingRequest& requested) {
@@ -308,6 +311,7 @@ Algorithm described_algorithm(const KernelDescription& d, const HardwareProfile&
     return total;
   };
   if (fwd_owner != nullptr) a.estimated_work = registry.get(fwd_owner->name).estimated_work;
+  a.paper_step = registry.get(paper_algorithm_of(d)).paper_step;
   return a;
 }
 

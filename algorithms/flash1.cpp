@@ -6,8 +6,10 @@
 
 #include <algorithm>
 
+#include "algorithms/closed_form_parts.hpp"
 #include "algorithms/passes.hpp"
 #include "algorithms/tile_costs.hpp"
+#include "sim/engine/run_control.hpp"
 
 namespace iosim {
 namespace {
@@ -175,7 +177,60 @@ Planned plan_flash1(const AttentionProblem& p, const HardwareProfile& hw,
   return out;
 }
 
+using closed_form_parts::every_head;
+using closed_form_parts::u;
+using closed_form_parts::u64;
+
+// The closed form, per (batch, head), in bytes: Algorithm 1's forward.
+ReadWriteBytes flash1(const AttentionProblem& p, std::int64_t bq, std::int64_t bk) {
+  const u64 eb = u(p.elem_bytes()), d = u(p.head_dim);
+  ReadWriteBytes rw;
+  rw.read += 2 * u(p.seq_kv) * d * eb;  // K and V once each
+  const std::int64_t offset = p.seq_kv - p.seq;
+  for (std::int64_t k0 = 0; k0 < p.seq_kv; k0 += bk) {
+    run_control::check();  // blocks squared: minutes at N = 2^24, so SIGINT and budgets apply
+    for (std::int64_t q0 = 0; q0 < p.seq; q0 += bq) {
+      const u64 qr = u(std::min(bq, p.seq - q0));
+      if (p.causal && k0 > q0 + static_cast<std::int64_t>(qr) - 1 + offset) continue;
+      const u64 state = qr * d * eb + 2 * qr * 4;  // O tile plus l and m (fp32)
+      rw.read += qr * d * eb + (k0 > 0 ? state : 0);
+      rw.write += state;
+    }
+  }
+  return rw;
+}
+
+// Key blocks query block [q0, q0 + qr) meets: all of them, or under bottom-right causal masking
+// those up to the block of the last row's diagonal key.
+u64 visible_kv_blocks(const AttentionProblem& p, std::int64_t q0, std::int64_t qr,
+                      std::int64_t bc) {
+  const std::int64_t tc = (p.seq_kv + bc - 1) / bc;
+  if (!p.causal) return u(tc);
+  return u(std::min<std::int64_t>((q0 + qr - 1 + (p.seq_kv - p.seq)) / bc + 1, tc));
+}
+
+// FlashAttention-1 backward, Algorithm 4: per K/V block j (K_j, V_j in, dK_j, dV_j out once),
+// per query block i it meets: Q_i, O_i, dO_i, l_i, m_i in; dQ_i in (except on j = 0) and out.
+ReadWriteBytes flash1_bwd(const AttentionProblem& p, std::int64_t bq, std::int64_t bk) {
+  const u64 eb = u(p.elem_bytes()), d = u(p.head_dim);
+  ReadWriteBytes rw;
+  rw.read += 2 * u(p.seq_kv) * d * eb;
+  rw.write += 2 * u(p.seq_kv) * d * eb;
+  for (std::int64_t q0 = 0; q0 < p.seq; q0 += bq) {
+    const std::int64_t qr = std::min(bq, p.seq - q0);
+    const u64 visits = visible_kv_blocks(p, q0, qr, bk);  // always includes j = 0
+    rw.read += visits * (3 * u(qr) * d * eb + 2 * u(qr) * 4) + (visits - 1) * u(qr) * d * eb;
+    rw.write += visits * u(qr) * d * eb;
+  }
+  return rw;
+}
+
 }  // namespace
+
+ReadWriteBytes flash1_closed_form(const AttentionProblem& p, std::int64_t block_q,
+                                  std::int64_t block_kv) {
+  return every_head(p, block_q, block_kv, flash1, flash1_bwd);
+}
 
 Algorithm flash1_algorithm() {
   Algorithm a;
@@ -191,6 +246,9 @@ Algorithm flash1_algorithm() {
     TilingRequest t = requested;
     if (!t.block_q) t.block_q = std::min(t.block_kv.value_or(128), p.head_dim);
     return tiled_estimated_work(p, t);
+  };
+  a.paper_step = [](const std::string& kernel, const TileOp& op) {
+    return paper::backward_kernel(kernel) ? paper::flash1_backward(op) : paper::flash1_forward(op);
   };
   return a;
 }

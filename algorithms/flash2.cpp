@@ -7,9 +7,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <vector>
 
+#include "algorithms/closed_form_parts.hpp"
 #include "algorithms/passes.hpp"
 #include "algorithms/query_stationary.hpp"
+#include "sim/engine/run_control.hpp"
 #include "sim/schedule/block_mask.hpp"
 
 namespace iosim {
@@ -96,6 +99,98 @@ Planned plan_flash2_family(const AttentionProblem& p, const HardwareProfile& hw,
   return out;
 }
 
+namespace {
+
+using closed_form_parts::MeetsBlock;
+using closed_form_parts::times;
+using closed_form_parts::u;
+using closed_form_parts::u64;
+using closed_form_parts::visible_kv_rows;
+
+// The closed form, per (batch, head), in bytes: the dense forward.
+ReadWriteBytes flash2(const AttentionProblem& p, std::int64_t bq, std::int64_t bk) {
+  const u64 eb = u(p.elem_bytes()), d = u(p.head_dim);
+  ReadWriteBytes rw;
+  rw.read += u(p.seq) * d * eb;  // Q once
+  for (std::int64_t q0 = 0; q0 < p.seq; q0 += bq) {
+    const std::int64_t qr = std::min(bq, p.seq - q0);
+    rw.read += 2 * visible_kv_rows(p, q0, qr, bk) * d * eb;  // K and V
+  }
+  rw.write += u(p.seq) * d * eb + u(p.seq) * 4;  // O and L (fp32)
+  return rw;
+}
+
+// Forward and backward of FlashAttention-2 over the blocks `meets(i, j)` says are computed: the
+// dense causal rule, or a block mask. Counted from the query side (the backward loops over K/V
+// blocks): a query block i, for each block j it meets, costs the forward K_j and V_j and the
+// backward Q_i, dO_i, L_i, D_i and an atomic add of its fp32 dQ share (read and write).
+template <typename Meets>
+ReadWriteBytes flash2_family(const AttentionProblem& p, std::int64_t bq, std::int64_t bk,
+                             bool forward, Meets&& meets) {
+  const u64 eb = u(p.elem_bytes()), d = u(p.head_dim), n = u(p.seq);
+  const std::int64_t tc = (p.seq_kv + bk - 1) / bk;
+  ReadWriteBytes rw;
+  std::vector<bool> column_used(static_cast<std::size_t>(tc), false);
+  for (std::int64_t q0 = 0, i = 0; q0 < p.seq; q0 += bq, ++i) {
+    run_control::check();  // blocks squared: see flash1.cpp's
+    const u64 qr = u(std::min(bq, p.seq - q0));
+    u64 met = 0;
+    for (std::int64_t j = 0; j < tc; ++j) {
+      if (!meets(i, q0, static_cast<std::int64_t>(qr), j)) continue;
+      ++met;
+      column_used[static_cast<std::size_t>(j)] = true;
+      const u64 kr = u(std::min(bk, p.seq_kv - j * bk));
+      if (forward) {
+        rw.read += 2 * kr * d * eb;
+      } else {
+        rw.read += 2 * qr * d * eb + 2 * qr * 4 + qr * d * 4;
+        rw.write += qr * d * 4;
+      }
+    }
+    if (forward && met > 0) rw.read += qr * d * eb;  // Q_i, unless the block meets no key
+  }
+  if (forward) {
+    rw.write += n * d * eb + n * 4;  // O and L for every row
+    return rw;
+  }
+  for (std::int64_t j = 0; j < tc; ++j) {  // K_j, V_j once if any query block meets them
+    if (column_used[static_cast<std::size_t>(j)])
+      rw.read += 2 * u(std::min(bk, p.seq_kv - j * bk)) * d * eb;
+  }
+  rw.read += 2 * n * d * eb;             // pre-pass: O and dO
+  rw.write += n * 4 + n * d * 4;         // pre-pass: D, and dQaccum zeroed
+  rw.read += n * d * 4;                  // convert: dQaccum in
+  rw.write += n * d * eb;                // convert: dQ out
+  rw.write += 2 * u(p.seq_kv) * d * eb;  // dK, dV for every key block (zeros where unmet)
+  return rw;
+}
+
+}  // namespace
+
+ReadWriteBytes flash2_closed_form(const AttentionProblem& p, std::int64_t block_q,
+                                  std::int64_t block_kv, const BlockMask* blocks) {
+  const MeetsBlock meets{p, block_kv, blocks};
+  ReadWriteBytes out;
+  if (runs_forward(p.pass)) {
+    if (!blocks && p.packs_query_group()) {
+      // A K/V head's g queries form one g-row query "head": the same schedule over the view.
+      AttentionProblem view = p;
+      view.heads = p.kv_head_count();
+      view.kv_heads = 0;
+      view.seq = p.group() * p.seq;
+      view.causal = false;  // one query position sees every key
+      out += times(u(view.bh()), flash2(view, block_q, block_kv));
+    } else {
+      out += times(u(p.bh()), blocks ? flash2_family(p, block_q, block_kv, true, meets)
+                                     : flash2(p, block_q, block_kv));
+    }
+  }
+  if (runs_backward(p.pass)) {
+    out += times(u(p.bh()), flash2_family(p, block_q, block_kv, false, meets));
+  }
+  return out;
+}
+
 Algorithm flash2_algorithm() {
   Algorithm a;
   a.name = "flash2";
@@ -106,6 +201,11 @@ Algorithm flash2_algorithm() {
   };
   a.closed_form = [](const AttentionProblem& p, const Tiling& t, const BlockMask*) {
     return flash2_closed_form(p, t.block_q, t.block_kv);
+  };
+  a.paper_step = [](const std::string& kernel, const TileOp& op) {
+    return paper::backward_kernel(kernel)
+               ? paper::flash2_backward(kernel, op)
+               : paper::flash2_forward(op, "FlashAttention-2, Algorithm 1");
   };
   return a;
 }

@@ -20,6 +20,7 @@
 
 #include <algorithm>
 
+#include "algorithms/closed_form_parts.hpp"
 #include "algorithms/passes.hpp"
 #include "algorithms/query_stationary.hpp"
 
@@ -119,7 +120,57 @@ Planned plan_flash3(const AttentionProblem& p, const HardwareProfile& hw,
   return out;
 }
 
+using closed_form_parts::u;
+using closed_form_parts::u64;
+using closed_form_parts::visible_kv_rows;
+
 }  // namespace
+
+ReadWriteBytes flash3_closed_form(const AttentionProblem& p, std::int64_t block_q,
+                                  std::int64_t block_kv, std::int64_t backward_block_q,
+                                  std::int64_t backward_block_kv) {
+  ReadWriteBytes out;
+  if (runs_backward(p.pass)) {
+    const std::int64_t bq = backward_block_q > 0 ? backward_block_q : block_q;
+    const std::int64_t bk = backward_block_kv > 0 ? backward_block_kv : block_kv;
+    AttentionProblem backward = p;
+    backward.pass = Pass::bwd;
+    out += flash2_closed_form(backward, bq, bk);
+    if (p.group() > 1) {
+      // Grouped-query heads: each query head adds its fp32 dK and dV into its K/V head's dKaccum
+      // and dVaccum (read and write) instead of writing them in the element type; per K/V head
+      // the accumulators are zeroed, then read and written as dK and dV once.
+      const u64 eb = u(p.elem_bytes()), kd = u(p.seq_kv) * u(p.head_dim);
+      out.write -= u(p.bh()) * 2 * kd * eb;
+      out.read += u(p.bh()) * 2 * kd * 4;
+      out.write += u(p.bh()) * 2 * kd * 4;
+      out.write += u(p.bh_kv()) * 2 * kd * 4;   // zero_dkv_accum
+      out.read += u(p.bh_kv()) * 2 * kd * 4;    // convert_dkv: in
+      out.write += u(p.bh_kv()) * 2 * kd * eb;  // convert_dkv: out
+    }
+  }
+  if (!runs_forward(p.pass)) return out;
+  // With one query position per head, a K/V head's g query heads are one g-row block of queries
+  // (they see every key).
+  AttentionProblem view = p;
+  if (p.packs_query_group()) {
+    view.heads = p.kv_head_count();
+    view.kv_heads = 0;
+    view.seq = p.group() * p.seq;
+    view.causal = false;
+  }
+  const u64 eb = u(view.elem_bytes()), d = u(view.head_dim), rows = u(view.seq);
+  u64 per_head_read = rows * d * eb;  // Q, once per tile, all tiles
+  for (std::int64_t q0 = 0; q0 < view.seq; q0 += block_q) {
+    const std::int64_t qr = std::min(block_q, view.seq - q0);
+    per_head_read += 2 * visible_kv_rows(view, q0, qr, block_kv) * d * eb;  // K and V blocks
+  }
+  // O (bf16 when the inputs are fp8, as FlashAttention-3's FP8 forward writes it), L in fp32.
+  const u64 per_head_write = rows * d * u(view.out_elem_bytes()) + rows * 4;
+  out.read += u(view.bh()) * per_head_read;
+  out.write += u(view.bh()) * per_head_write;
+  return out;
+}
 
 ResolvedMechanisms flash3_mechanisms(bool pingpong) {
   ResolvedMechanisms m = resolve_mechanisms(kernel_preset("flash3"));
@@ -141,6 +192,11 @@ Algorithm flash3_algorithm() {
   a.plan = plan_flash3;
   a.closed_form = [](const AttentionProblem& p, const Tiling& t, const BlockMask*) {
     return flash3_closed_form(p, t.block_q, t.block_kv, t.backward_block_q, t.backward_block_kv);
+  };
+  // Its backward carries out FlashAttention-2's Algorithm 2 lines (its own paper numbers none):
+  // warpgroups, TMA and the reduce-add of dQ change how, not what. Its forward follows no lines.
+  a.paper_step = [](const std::string& kernel, const TileOp& op) {
+    return paper::backward_kernel(kernel) ? paper::flash2_backward(kernel, op) : PaperStep{};
   };
   return a;
 }

@@ -7,11 +7,12 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/closed_form_parts.hpp"
 #include "algorithms/decode.hpp"
 #include "algorithms/tile_costs.hpp"
-#include "sim/schedule/block_table.hpp"
 #include "sim/base/errors.hpp"
 #include "sim/hardware/occupancy.hpp"
+#include "sim/schedule/block_table.hpp"
 
 namespace iosim {
 
@@ -261,6 +262,49 @@ class SplitKvSchedule final : public Schedule {
   std::int64_t q_matrices_ = 0, q_rows_ = 0, tr_ = 0, tc_ = 0, blocks_per_split_ = 0;
 };
 
+using closed_form_parts::u;
+using closed_form_parts::u64;
+
+// Split-KV decoding (flash-decoding, paged), all heads together. Per query tile (a head's query
+// block, or a packed group's) and split s of the Tc K/V blocks, ceil(Tc/S) blocks each: Q in,
+// the split's K and V rows in, (paged) the int32 ids of the pages those rows lie on, and out
+// either O and L (S = 1) or the fp32 partial O and lse (also for a split left without blocks).
+// With S > 1 the reduce kernel reads all S partials of every row once and writes O and L.
+ReadWriteBytes split_kv(const AttentionProblem& p, std::int64_t bq, std::int64_t bk,
+                        std::int64_t splits, bool paged) {
+  const u64 eb = u(p.elem_bytes()), d = u(p.head_dim);
+  const bool packed = p.packs_query_group();
+  const u64 tiles_per_row = u(p.batch * (packed ? p.kv_head_count() : p.heads));
+  const std::int64_t rows = packed ? p.group() * p.seq : p.seq;
+  const std::int64_t tc = (p.seq_kv + bk - 1) / bk, per_split = (tc + splits - 1) / splits;
+  ReadWriteBytes one;  // one query matrix (a head, or a packed group)
+  for (std::int64_t q0 = 0; q0 < rows; q0 += bq) {
+    const std::int64_t last_row = std::min(bq, rows - q0) + q0 - 1;
+    const u64 qr = u(last_row - q0 + 1);
+    // Causal: blocks up to the one holding the last row's diagonal key (a packed group is one
+    // query position, which sees every key).
+    const std::int64_t reach =
+        p.causal && !packed ? std::min(tc, (last_row + p.seq_kv - p.seq) / bk + 1) : tc;
+    for (std::int64_t s = 0; s < splits; ++s) {
+      const std::int64_t first = s * per_split;
+      const std::int64_t end = std::min({tc, first + per_split, reach});
+      if (first < end) {
+        const std::int64_t k_begin = first * bk, k_end = std::min(end * bk, p.seq_kv);
+        one.read += qr * d * eb + 2 * u(k_end - k_begin) * d * eb;
+        if (paged) one.read += 4 * u((k_end - 1) / p.page_tokens - k_begin / p.page_tokens + 1);
+      }
+      one.write += splits > 1 ? qr * d * 4 + qr * 4 : qr * d * eb + qr * 4;
+    }
+  }
+  ReadWriteBytes rw{one.read * tiles_per_row, one.write * tiles_per_row};
+  if (splits > 1) {
+    const u64 r = u(p.bh() * p.seq);
+    rw.read += u(splits) * r * (d * 4 + 4);
+    rw.write += r * (d * eb + 4);
+  }
+  return rw;
+}
+
 }  // namespace
 
 Planned plan_split_kv(const AttentionProblem& p, const HardwareProfile& hw,
@@ -331,6 +375,12 @@ Planned plan_split_kv(const AttentionProblem& p, const HardwareProfile& hw,
   return out;
 }
 
+ReadWriteBytes split_kv_closed_form(const AttentionProblem& p, std::int64_t block_q,
+                                    std::int64_t block_kv, std::int64_t splits, bool paged) {
+  if (!runs_forward(p.pass)) return {};
+  return split_kv(p, block_q, block_kv, std::max<std::int64_t>(splits, 1), paged);
+}
+
 Algorithm flash_decoding_algorithm() {
   Algorithm a;
   a.name = "flash-decoding";
@@ -346,6 +396,7 @@ Algorithm flash_decoding_algorithm() {
   a.closed_form = [](const AttentionProblem& p, const Tiling& t, const BlockMask*) {
     return split_kv_closed_form(p, t.block_q, t.block_kv, t.splits, false);
   };
+  a.paper_step = paper::split_kv;
   return a;
 }
 

@@ -1,6 +1,8 @@
 #pragma once
-// Closed-form IO of each schedule and the bounds of the theory, written independently of the
-// schedules' emission code so that tests can hold one against the other.
+// Closed-form IO of each schedule and the bounds of the theory. Each closed form is written
+// independently of its schedule's emission code, so that tests can hold one against the other,
+// and lives in its algorithm's file (the file each declaration below names; what several share:
+// closed_form_parts.hpp); the bounds, the same for every algorithm, are io_formulas.cpp's.
 //
 // closed form: the exact two-level (HBM <-> SRAM) bytes each schedule moves for its block sizes,
 //   ragged last blocks and causal block skipping included. `iosim run --l2 off` must equal it.
@@ -49,30 +51,25 @@ struct ReadWriteBytes {
 };
 
 // The exact two-level bytes of each schedule family for blocks block_q x block_kv, summed over
-// every (batch, head), for the passes p.pass runs (forward, backward or both).
+// every (batch, head), for the passes p.pass runs (forward, backward or both). The built-in
+// algorithms' closed_form hooks call them; the two-pass backward's is in two_pass_backward.hpp.
 
-/// The two-pass backward (algorithms/two_pass_backward.hpp, p.pass == bwd), per (batch, head):
-/// a pre-pass reads O and dO and writes D; pass 1 reads each key block's K and V once and, per
-/// query block meeting it, that block's Q, dO (element type) and L, D (fp32), and writes dK, dV
-/// once; pass 2 reads each query block's Q, dO, L, D once and, per key block meeting it, K and V,
-/// and writes dQ once.
-ReadWriteBytes two_pass_backward_closed_form(const AttentionProblem& p, std::int64_t block_q,
-                                             std::int64_t block_kv);
-
-/// Standard (unfused) attention: the GEMM, mask, softmax and dropout kernels through HBM.
+/// Standard (unfused) attention: the GEMM, mask, softmax and dropout kernels through HBM
+/// (standard.cpp).
 ReadWriteBytes standard_closed_form(const AttentionProblem& p, std::int64_t block_q,
                                     std::int64_t block_kv);
-/// FlashAttention-1 (Algorithms 1 and 4 of Dao et al. 2022).
+/// FlashAttention-1 (Algorithms 1 and 4 of Dao et al. 2022; flash1.cpp).
 ReadWriteBytes flash1_closed_form(const AttentionProblem& p, std::int64_t block_q,
                                   std::int64_t block_kv);
-/// FlashAttention-2; with `blocks`, block-sparse FlashAttention over its nonzero blocks.
+/// FlashAttention-2; with `blocks`, block-sparse FlashAttention over its nonzero blocks
+/// (flash2.cpp).
 ReadWriteBytes flash2_closed_form(const AttentionProblem& p, std::int64_t block_q,
                                   std::int64_t block_kv, const BlockMask* blocks = nullptr);
-/// FlashAttention-3 (Shah et al. 2024). Forward: each tile of `block_q` query rows of a head
-/// reads its Q rows once, K and V once per key block it sees (causal: up to its last row's
+/// FlashAttention-3 (Shah et al. 2024; flash3.cpp). Forward: each tile of `block_q` query rows of a
+/// head reads its Q rows once, K and V once per key block it sees (causal: up to its last row's
 /// diagonal), and writes its O rows and L once. Backward, over blocks `backward_block_q` x
-/// `backward_block_kv`: FlashAttention-2's backward bytes (the pre-pass, per K/V block K and V
-/// once and per query block it meets Q, dO, L, D and an fp32 add of dQ, dK and dV once, the dQ
+/// `backward_block_kv`: FlashAttention-2's backward bytes (the pre-pass, per K/V block K and V once
+/// and per query block it meets Q, dO, L, D and an fp32 add of dQ, dK and dV once, the dQ
 /// conversion); FlashAttention-3 changes how the kernel runs, not what it moves. With grouped-query
 /// heads (g = H / Hkv > 1) each of the B H query heads adds its dK and dV in fp32 into dKaccum and
 /// dVaccum (2 Nk d 4 bytes read and written, in place of 2 Nk d e written), and per K/V head the
@@ -81,7 +78,7 @@ ReadWriteBytes flash3_closed_form(const AttentionProblem& p, std::int64_t block_
                                   std::int64_t block_kv, std::int64_t backward_block_q = 0,
                                   std::int64_t backward_block_kv = 0);
 /// Split-KV decoding with `splits` K/V chunks (forward only); `paged`: K/V gathered through an
-/// int32 block table of p.page_tokens-token pages.
+/// int32 block table of p.page_tokens-token pages (flash_decoding.cpp).
 ReadWriteBytes split_kv_closed_form(const AttentionProblem& p, std::int64_t block_q,
                                     std::int64_t block_kv, std::int64_t splits, bool paged);
 

@@ -107,9 +107,9 @@ const KernelDescription& kernel_preset(const std::string& name);
 ResolvedMechanisms resolve_mechanisms(const KernelDescription& d);
 
 /// An Algorithm that plans `d` (described_algorithm.cpp): its dataflows carried out by their
-/// owners' schedules, its mechanisms applied, its tiles as the request's defaults. Checks `d`
-/// against `profile` (a mechanism the GPU lacks, such as wgmma on an A100) and throws ConfigError
-/// naming the source.
+/// owners' schedules, its mechanisms applied, its tiles as the request's defaults, its paper lines
+/// those of the built-in algorithm whose dataflow it follows. Checks `d` against `profile` (a
+/// mechanism the GPU lacks, such as wgmma on an A100) and throws ConfigError naming the source.
 Algorithm described_algorithm(const KernelDescription& d, const HardwareProfile& profile,
                               const Registry& registry);
 
@@ -122,11 +122,6 @@ TilingRequest described_tiling(const KernelDescription& d, const TilingRequest& 
 /// overlap (ping-pong; with wgmma the tensor cores' asynchronous operand reads; a lockstep kernel
 /// stays lockstep) and, for plain loads, a pipeline depth of 1.
 void apply_mechanisms(KernelSpec& k, const ResolvedMechanisms& m, int consumers);
-
-/// The built-in algorithm whose paper lines `d`'s operations carry out (`iosim explain`): its
-/// forward dataflow's owner, else its backward's; the two-pass backward computes FlashAttention-2's
-/// Algorithm 2 lines in another loop order ("flash2").
-std::string paper_algorithm_of(const KernelDescription& d);
 
 /// Lower-case names as descriptions spell them.
 const char* mma_name(MmaFamily m);

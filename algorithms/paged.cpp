@@ -20,6 +20,7 @@ Algorithm paged_algorithm() {
   a.closed_form = [](const AttentionProblem& p, const Tiling& t, const BlockMask*) {
     return split_kv_closed_form(p, t.block_q, t.block_kv, t.splits, true);
   };
+  a.paper_step = paper::split_kv;
   return a;
 }
 

@@ -1,6 +1,6 @@
 #include "algorithms/paper_steps.hpp"
 
-namespace iosim {
+namespace iosim::paper {
 namespace {
 
 using CK = ComputeKind;
@@ -8,6 +8,17 @@ using T = TensorId;
 
 bool is(const TileOp& op, OpKind kind, T tensor) {
   return op.kind == kind && op.tile.tensor == tensor;
+}
+
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+}  // namespace
+
+bool backward_kernel(const std::string& kernel) {
+  return ends_with(kernel, "_bwd") || kernel.rfind("gemm_d", 0) == 0 || kernel == "dot_do_o" ||
+         kernel == "convert_dq";
 }
 
 // FlashAttention, Algorithm 0: S = QK^T (line 1), P = softmax(S) (line 2), O = PV (line 3), each
@@ -164,46 +175,18 @@ PaperStep flash2_backward(const std::string& kernel, const TileOp& op) {
   }
 }
 
-bool ends_with(const std::string& s, const std::string& tail) {
-  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+// Flash-Decoding (a blog post) and PagedAttention number no lines; each split of K/V runs
+// FlashAttention-2's inner loop, and the reduce kernel combines the splits' partials.
+PaperStep split_kv(const std::string& kernel, const TileOp& op) {
+  if (ends_with(kernel, "_reduce")) return {};
+  const std::string alg = "FlashAttention-2, Algorithm 1, on one split of K/V";
+  const char* partial = "as a partial O and log-sum-exp, which the reduce kernel combines";
+  if (op.kind == OpKind::compute && op.compute == CK::finalize_partial) {
+    return {alg, "lines 12-13", partial};
+  }
+  if (is(op, OpKind::store, T::partial_O)) return {alg, "line 14", partial};
+  if (is(op, OpKind::store, T::partial_lse)) return {alg, "line 15", partial};
+  return flash2_forward(op, alg);
 }
 
-}  // namespace
-
-PaperStep paper_step(const std::string& algorithm, const std::string& kernel, const TileOp& op) {
-  const bool backward_kernel = ends_with(kernel, "_bwd") || kernel.rfind("gemm_d", 0) == 0 ||
-                               kernel == "dot_do_o" || kernel == "convert_dq";
-  if (algorithm == "standard") {
-    return backward_kernel ? standard_backward(kernel) : standard_forward(kernel);
-  }
-  if (algorithm == "flash1") return backward_kernel ? flash1_backward(op) : flash1_forward(op);
-  if (algorithm == "flash2") {
-    return backward_kernel ? flash2_backward(kernel, op)
-                           : flash2_forward(op, "FlashAttention-2, Algorithm 1");
-  }
-  // FlashAttention-3's backward carries out Algorithm 2's lines (its own paper numbers none):
-  // warpgroups, TMA and the reduce-add of dQ change how, not what.
-  if (algorithm == "flash3" && backward_kernel) return flash2_backward(kernel, op);
-  if (algorithm == "block-sparse") {
-    if (backward_kernel) return flash2_backward(kernel, op);
-    return flash2_forward(op,
-                          "FlashAttention-2, Algorithm 1, over the nonzero blocks only (as "
-                          "FlashAttention's Algorithm 5 skips the zero blocks)");
-  }
-  if (algorithm == "flash-decoding" || algorithm == "paged") {
-    // Flash-Decoding (a blog post) and PagedAttention number no lines; each split of K/V runs
-    // FlashAttention-2's inner loop, and the reduce kernel combines the splits' partials.
-    if (ends_with(kernel, "_reduce")) return {};
-    const std::string alg = "FlashAttention-2, Algorithm 1, on one split of K/V";
-    const char* partial = "as a partial O and log-sum-exp, which the reduce kernel combines";
-    if (op.kind == OpKind::compute && op.compute == CK::finalize_partial) {
-      return {alg, "lines 12-13", partial};
-    }
-    if (is(op, OpKind::store, T::partial_O)) return {alg, "line 14", partial};
-    if (is(op, OpKind::store, T::partial_lse)) return {alg, "line 15", partial};
-    return flash2_forward(op, alg);
-  }
-  return {};
-}
-
-}  // namespace iosim
+}  // namespace iosim::paper

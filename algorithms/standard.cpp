@@ -11,6 +11,7 @@
 
 #include <algorithm>
 
+#include "algorithms/closed_form_parts.hpp"
 #include "algorithms/passes.hpp"
 #include "algorithms/standard_tiles.hpp"
 #include "algorithms/tile_costs.hpp"
@@ -282,7 +283,70 @@ double standard_estimated_work(const AttentionProblem& p, const TilingRequest& r
           2.0 * std::ceil(row_bytes / 4096.0));
 }
 
+using closed_form_parts::cdiv;
+using closed_form_parts::every_head;
+using closed_form_parts::u;
+using closed_form_parts::u64;
+
+// The closed form, per (batch, head), in bytes: the forward's kernels.
+ReadWriteBytes standard(const AttentionProblem& p, std::int64_t bq, std::int64_t bk) {
+  const u64 eb = u(p.elem_bytes()), n = u(p.seq), nk = u(p.seq_kv), d = u(p.head_dim);
+  const u64 scores = n * nk * eb;
+  ReadWriteBytes rw;
+  // gemm_qk: every output tile reads its Q rows and K rows in full.
+  rw.read += n * d * eb * cdiv(p.seq_kv, bk) + nk * d * eb * cdiv(p.seq, bq);
+  rw.write += scores;
+  if (p.causal || p.mask) {  // mask pass
+    rw.read += scores;
+    rw.write += scores;
+  }
+  rw.read += scores;  // softmax: S in, P out
+  rw.write += scores;
+  if (p.dropout > 0) {  // dropout pass: P in, P and the keep mask out
+    rw.read += scores;
+    rw.write += scores + n * nk;
+  }
+  // gemm_pv: P once, V once per query tile, O once.
+  rw.read += scores + nk * d * eb * cdiv(p.seq, bq);
+  rw.write += n * d * eb;
+  return rw;
+}
+
+// Standard backward: the unfused kernels of autograd (algorithms/standard_bwd.cpp's list),
+// each reading its operands from HBM and writing its result there.
+ReadWriteBytes standard_bwd(const AttentionProblem& p, std::int64_t bq, std::int64_t bk) {
+  const u64 eb = u(p.elem_bytes()), n = u(p.seq), nk = u(p.seq_kv), d = u(p.head_dim);
+  const u64 scores = n * nk * eb, tq = cdiv(p.seq, bq), tk = cdiv(p.seq_kv, bk);
+  ReadWriteBytes rw;
+  // dP = dO V^T: every output tile reads its dO rows and V rows in full.
+  rw.read += n * d * eb * tk + nk * d * eb * tq;
+  rw.write += scores;
+  // dV = X^T dO: X once, dO once per key tile.
+  rw.read += scores + n * d * eb * tk;
+  rw.write += nk * d * eb;
+  if (p.dropout > 0) {  // dP and the 1-byte keep mask in, dP out
+    rw.read += scores + n * nk;
+    rw.write += scores;
+  }
+  rw.read += 2 * scores;  // softmax gradient: P and dP in, dS out
+  rw.write += scores;
+  if (p.causal || p.mask) {  // masked_fill's gradient: dS in and out
+    rw.read += scores;
+    rw.write += scores;
+  }
+  // dQ = scale dS K: dS once, K once per query tile; dK = scale dS^T Q: dS once, Q once per key
+  // tile.
+  rw.read += scores + nk * d * eb * tq + scores + n * d * eb * tk;
+  rw.write += n * d * eb + nk * d * eb;
+  return rw;
+}
+
 }  // namespace
+
+ReadWriteBytes standard_closed_form(const AttentionProblem& p, std::int64_t block_q,
+                                    std::int64_t block_kv) {
+  return every_head(p, block_q, block_kv, standard, standard_bwd);
+}
 
 Algorithm standard_algorithm() {
   Algorithm a;
@@ -295,6 +359,10 @@ Algorithm standard_algorithm() {
     return standard_closed_form(p, t.block_q, t.block_kv);
   };
   a.estimated_work = standard_estimated_work;
+  a.paper_step = [](const std::string& kernel, const TileOp&) {
+    return paper::backward_kernel(kernel) ? paper::standard_backward(kernel)
+                                          : paper::standard_forward(kernel);
+  };
   return a;
 }
 

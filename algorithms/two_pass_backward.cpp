@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "algorithms/closed_form_parts.hpp"
 #include "algorithms/passes.hpp"
 #include "algorithms/tile_costs.hpp"
 
@@ -183,6 +184,11 @@ class TwoPassBackward final : public WholeCtaSchedule {
   std::string name_;
 };
 
+using closed_form_parts::cdiv;
+using closed_form_parts::MeetsBlock;
+using closed_form_parts::u;
+using closed_form_parts::u64;
+
 }  // namespace
 
 std::int64_t two_pass_backward_smem_bytes(const AttentionProblem& p, const Tiling& t) {
@@ -222,6 +228,40 @@ Planned plan_two_pass_backward(const AttentionProblem& p, const HardwareProfile&
   t.registers_per_thread =
       req.registers_per_thread.value_or(static_cast<int>(std::min<std::int64_t>(acc + 40, 255)));
   out.schedule = std::make_unique<TwoPassBackward>(p, t, name);
+  return out;
+}
+
+ReadWriteBytes two_pass_backward_closed_form(const AttentionProblem& p, std::int64_t block_q,
+                                             std::int64_t block_kv) {
+  // Per (batch, head), every load and store reaching HBM, as the header lists them.
+  const u64 eb = u(p.elem_bytes()), d = u(p.head_dim);
+  const MeetsBlock meets{p, block_kv, nullptr};
+  const auto tr = static_cast<std::int64_t>(cdiv(p.seq, block_q));
+  const auto tc = static_cast<std::int64_t>(cdiv(p.seq_kv, block_kv));
+  ReadWriteBytes head;
+  head.read += 2 * u(p.seq) * d * eb;  // pre-pass: O, dO
+  head.write += u(p.seq) * 4;          // D
+  for (std::int64_t j = 0; j < tc; ++j) {
+    const u64 kr = u(std::min(block_kv, p.seq_kv - j * block_kv));
+    head.read += 2 * kr * d * eb;   // K_j, V_j
+    head.write += 2 * kr * d * eb;  // dK_j, dV_j
+  }
+  for (std::int64_t i = 0; i < tr; ++i) {
+    const std::int64_t qr_i = std::min(block_q, p.seq - i * block_q);
+    const u64 qr = u(qr_i);
+    const u64 query_tiles = 2 * qr * d * eb + 2 * qr * 4;  // Q_i, dO_i, L_i, D_i
+    head.read += query_tiles;                              // pass 2, once
+    head.write += qr * d * eb;                             // dQ_i
+    for (std::int64_t j = 0; j < tc; ++j) {
+      if (!meets(i, i * block_q, qr_i, j)) continue;
+      const u64 kr = u(std::min(block_kv, p.seq_kv - j * block_kv));
+      head.read += query_tiles;      // pass 1 streams query block i past key block j
+      head.read += 2 * kr * d * eb;  // pass 2 streams key block j past query block i
+    }
+  }
+  ReadWriteBytes out;
+  out.read = head.read * u(p.bh());
+  out.write = head.write * u(p.bh());
   return out;
 }
 

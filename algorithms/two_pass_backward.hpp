@@ -7,6 +7,7 @@
 // recomputed; dQ += scale dS K; dQ_x written once). A pre-pass writes D = rowsum(dO o O). No
 // atomics and no fp32 dQ accumulator in HBM: each gradient is written once, at the price of
 // computing S, P, dP and dS twice.
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -23,5 +24,13 @@ Planned plan_two_pass_backward(const AttentionProblem& p, const HardwareProfile&
 /// Shared memory of its main kernel per CTA: the larger pass's tiles (stationary operands, the
 /// streamed ones `stages` deep, the P/dS tile), bytes.
 std::int64_t two_pass_backward_smem_bytes(const AttentionProblem& p, const Tiling& t);
+
+/// The closed form (algorithms/io_formulas.hpp) of the two-pass backward (p.pass == bwd), per
+/// (batch, head): a pre-pass reads O and dO and writes D; pass 1 reads each key block's K and V
+/// once and, per query block meeting it, that block's Q, dO (element type) and L, D (fp32), and
+/// writes dK, dV once; pass 2 reads each query block's Q, dO, L, D once and, per key block meeting
+/// it, K and V, and writes dQ once.
+ReadWriteBytes two_pass_backward_closed_form(const AttentionProblem& p, std::int64_t block_q,
+                                             std::int64_t block_kv);
 
 }  // namespace iosim

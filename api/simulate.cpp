@@ -43,6 +43,13 @@ void resolve_algorithm_inputs(const Algorithm& algorithm, const Registry& regist
 
 }  // namespace
 
+Algorithm request_algorithm(const HardwareProfile& profile, const RunRequest& request,
+                            const Registry& registry) {
+  // A description plans with its dataflows' schedules and its own mechanisms.
+  return request.kernel ? described_algorithm(*request.kernel, profile, registry)
+                        : registry.get(request.algorithm);
+}
+
 Report simulate(const HardwareProfile& profile, const RunRequest& request) {
   return simulate(profile, request, builtin_registry());
 }
@@ -52,10 +59,7 @@ Report simulate(const HardwareProfile& profile, const RunRequest& original,
   const auto started = std::chrono::steady_clock::now();
   validate_problem(original.problem);
   RunRequest request = original;
-  // A description plans with its dataflows' schedules and its own mechanisms.
-  const Algorithm algorithm = original.kernel
-                                  ? described_algorithm(*original.kernel, profile, registry)
-                                  : registry.get(original.algorithm);
+  const Algorithm algorithm = request_algorithm(profile, original, registry);
   if (original.kernel) request.algorithm = original.kernel->name;
   resolve_algorithm_inputs(algorithm, registry, request);
   if (request.problem.dtype == Dtype::fp8 && profile.tensor_flops_per_s(Dtype::fp8) <= 0) {

@@ -70,6 +70,12 @@ struct Report {
   bool feasible() const { return infeasible_reason.empty(); }
 };
 
+/// The algorithm `request` runs with the algorithms of `registry`: its kernel description's
+/// (described_algorithm, checked against `profile`), else the one called request.algorithm.
+/// Throws ConfigError as simulate() does for either.
+Algorithm request_algorithm(const HardwareProfile& profile, const RunRequest& request,
+                            const Registry& registry);
+
 /// Plans, simulates and (on request) executes `request` on `profile`. Throws ConfigError for
 /// invalid input (unknown algorithm, bad sizes, unsupported pass); an infeasible tiling is
 /// returned as a Report with `infeasible_reason` set.

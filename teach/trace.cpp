@@ -365,9 +365,9 @@ Trace build_trace(const HardwareProfile& profile, const RunRequest& request) {
   std::map<Key, std::vector<OnChipTile>> held;
   trace.extents.resize(kTensorCount);
   LevelBytes total;
-  // A kernel description's operations carry out the lines of the algorithm its dataflows follow.
-  const std::string algorithm =
-      request.kernel ? paper_algorithm_of(*request.kernel) : request.algorithm;
+  // The paper's lines are the hook's of the algorithm that ran (a kernel description's: those of
+  // the built-in algorithm its dataflows follow).
+  const Algorithm algorithm = request_algorithm(profile, request, builtin_registry());
   for (std::size_t i = 0; i < main_run.seen.size(); ++i) {
     const EngineRecorder::Seen& s = main_run.seen[i];
     TraceStep step;
@@ -376,7 +376,7 @@ Trace build_trace(const HardwareProfile& profile, const RunRequest& request) {
     step.sm = s.sm;
     step.index = s.index;
     step.op = s.op;
-    step.paper = paper_step(algorithm, trace.kernels[s.kernel].name, s.op);
+    if (algorithm.paper_step) step.paper = algorithm.paper_step(trace.kernels[s.kernel].name, s.op);
     step.bytes = s.bytes;
     step.bytes += other_bytes.at({s.kernel, s.cta, s.index});
     total += step.bytes;
