@@ -8,6 +8,7 @@
 #include "api/schema_version.hpp"
 #include "api/validation.hpp"
 #include "api/validation_detail.hpp"
+#include "sim/base/csv_field.hpp"
 #include "sim/base/human_units.hpp"
 #include "sim/base/json_text.hpp"
 
@@ -160,8 +161,8 @@ std::string validation_csv(const ValidationResult& v) {
   }
   s += "\n";
   for (const CaseResult& c : v.cases) {
-    s += fmt::format("{},{},{},{:.1f},\"{}\"", c.id, c.schedule, c.profile, c.sm_clock_mhz,
-                     c.skipped_reason);
+    s += fmt::format("{},{},{},{:.1f},{}", csv_field(c.id), csv_field(c.schedule),
+                     csv_field(c.profile), c.sm_clock_mhz, csv_quoted(c.skipped_reason));
     for (int i = 0; i < kMetricCount; ++i) {
       const Comparison& x = c.metrics[i];
       const auto e = x.relative_error();

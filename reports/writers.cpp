@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "api/schema_version.hpp"
+#include "sim/base/csv_field.hpp"
 #include "sim/schedule/block_mask.hpp"
 #include "sim/schedule/block_table.hpp"
 
@@ -46,8 +47,8 @@ std::string grid_text(const Dim3& g) {
 
 // How a column's value is written in CSV.
 enum class Csv {
-  plain,   // as it is: bools true/false, numbers as fmt's {} writes them
-  quoted,  // quoted (its quotes doubled) when it holds a comma, a quote or a line break
+  plain,   // bools true/false, numbers as fmt's {} writes them, text through csv_field (quoted
+           // when it holds a comma, a quote or a line break)
   reason,  // always quoted, its quotes turned into apostrophes
   g9,      // 9 significant digits
   g6,      // 6 significant digits
@@ -146,7 +147,7 @@ const Column kColumns[] = {
      [](const Report& r) -> json { return pass_name(problem(r).pass); }},
     {"kv_heads", "problem", When::always, Csv::plain,
      [](const Report& r) -> json { return problem(r).kv_head_count(); }},
-    {"pattern", "problem", When::always, Csv::quoted,
+    {"pattern", "problem", When::always, Csv::plain,
      [](const Report& r) -> json {
        return problem(r).pattern ? json(problem(r).pattern->spec) : json(nullptr);
      }},
@@ -154,7 +155,7 @@ const Column kColumns[] = {
      [](const Report& r) -> json {
        return or_null(problem(r).page_tokens > 0, problem(r).page_tokens);
      }},
-    {"block_table", "problem", When::always, Csv::quoted,
+    {"block_table", "problem", When::always, Csv::plain,
      [](const Report& r) -> json {
        return problem(r).block_table ? json(problem(r).block_table->source) : json(nullptr);
      }},
@@ -210,14 +211,6 @@ bool has_value(const Column& c, const Report& r) {
          (c.when == When::feasible) == r.feasible();
 }
 
-// A CSV field: quoted (quotes doubled) when it holds a comma, a quote or a line break.
-std::string csv_field(const std::string& v) {
-  if (v.find_first_of(",\"\n\r") == std::string::npos) return v;
-  std::string q = "\"";
-  for (char ch : v) q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
-  return q + "\"";
-}
-
 std::string csv_text(Csv style, const json& v) {
   switch (v.type()) {
     case json::value_t::boolean:
@@ -234,8 +227,7 @@ std::string csv_text(Csv style, const json& v) {
     }
     case json::value_t::string: {
       std::string text = v.get<std::string>();
-      if (style == Csv::quoted) return csv_field(text);
-      if (style != Csv::reason) return text;
+      if (style != Csv::reason) return csv_field(text);
       for (char& ch : text)
         if (ch == '"') ch = '\'';
       return "\"" + text + "\"";

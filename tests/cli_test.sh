@@ -278,6 +278,17 @@ section_outputs() {
   expect 2 "--out: an empty file name; give a path" -- sweep --seq 128 --head-dim 64 --out ""
   expect 2 "--json: an empty file name; give a path" -- validate "$small" --json ""
   expect 2 "--html: an empty file name; give a path" -- explain --seq 32 --block-q 16 --block-kv 16 --html ""
+  # CSV text fields are quoted where they hold a comma or a quote (RFC 4180): every row has the
+  # header's columns (a comma in a case id or a kernel's name shifted the rest of its row).
+  python3 - "$small" "$tmp/comma.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["cases"][0]["id"] = 'flash2, "quoted" case'
+json.dump(d, open(sys.argv[2], "w"))
+PY
+  local csv_columns='import csv, sys; rows = list(csv.reader(sys.stdin)); sys.exit(0 if len({len(r) for r in rows}) == 1 and len(rows) > 1 else 1)'
+  if "$IOSIM" validate "$tmp/comma.json" --format csv | python3 -c "$csv_columns"; then ok; else bad "validate --format csv: a comma in a case id shifted its row"; fi
+  if "$IOSIM" run --kernel '{"name": "my,kernel", "dataflow": {"forward": "query_stationary"}}' --seq 128 --format csv | python3 -c "$csv_columns"; then ok; else bad "run --format csv: a comma in a kernel's name shifted its row"; fi
   # A file name that is not UTF-8 is written with U+FFFD in the JSON, not an internal error.
   local latin1
   latin1=$(printf '%s/h\xe9.yaml' "$tmp")
