@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
@@ -21,7 +22,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr const char* kMagic = "iosim-sweep-journal 1 ";
+// Version 2 records carry a checksum of their row. Any version's journal is iosim's (a new sweep
+// may replace it); only this version's is resumed.
+constexpr const char* kJournalPrefix = "iosim-sweep-journal ";
+constexpr const char* kMagic = "iosim-sweep-journal 2 ";
 
 using File = std::unique_ptr<std::FILE, int (*)(std::FILE*)>;
 
@@ -29,17 +33,35 @@ using File = std::unique_ptr<std::FILE, int (*)(std::FILE*)>;
   throw ConfigError(fmt::format("cannot write '{}': {}", path, std::strerror(errno)));
 }
 
-// Reads the record header "<point> <bytes>\n" at `pos` of `text`; false at the end of the text
-// or on a malformed line.
-bool read_record_header(const std::string& text, std::size_t& pos, std::size_t& point,
-                        std::size_t& bytes) {
+// FNV-1a (64 bits) of a row: a record whose bytes were changed after they were written (a disk
+// or an editor) is not resumed; the old journal, without it, copied a damaged row into the final
+// file and exited 0.
+std::uint64_t row_checksum(const char* data, std::size_t n) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (std::size_t i = 0; i < n; ++i) {
+    h ^= static_cast<unsigned char>(data[i]);
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+struct RecordHeader {
+  std::size_t point = 0, bytes = 0;
+  std::uint64_t checksum = 0;
+};
+
+// Reads the record header "<point> <bytes> <checksum in hex>\n" at `pos` of `text`; false at the
+// end of the text or on a malformed line.
+bool read_record_header(const std::string& text, std::size_t& pos, RecordHeader& h) {
   const std::size_t eol = text.find('\n', pos);
   if (eol == std::string::npos) return false;
   const char* end = text.data() + eol;
-  const auto r1 = std::from_chars(text.data() + pos, end, point);
+  const auto r1 = std::from_chars(text.data() + pos, end, h.point);
   if (r1.ec != std::errc() || r1.ptr == end || *r1.ptr != ' ') return false;
-  const auto r2 = std::from_chars(r1.ptr + 1, end, bytes);
-  if (r2.ec != std::errc() || r2.ptr != end) return false;
+  const auto r2 = std::from_chars(r1.ptr + 1, end, h.bytes);
+  if (r2.ec != std::errc() || r2.ptr == end || *r2.ptr != ' ') return false;
+  const auto r3 = std::from_chars(r2.ptr + 1, end, h.checksum, 16);
+  if (r3.ec != std::errc() || r3.ptr != end) return false;
   pos = eol + 1;
   return true;
 }
@@ -59,9 +81,9 @@ std::string read_all(std::FILE* f, const std::string& name) {
 bool is_journal(const std::string& path) {
   const File f(std::fopen(path.c_str(), "rb"), &std::fclose);
   if (!f) return false;
-  const std::string magic = kMagic;
-  std::string head(magic.size(), '\0');
-  return std::fread(head.data(), 1, head.size(), f.get()) == head.size() && head == magic;
+  const std::string prefix = kJournalPrefix;
+  std::string head(prefix.size(), '\0');
+  return std::fread(head.data(), 1, head.size(), f.get()) == head.size() && head == prefix;
 }
 
 }  // namespace
@@ -96,15 +118,24 @@ SweepOutput::SweepOutput(std::string out, std::string fingerprint, bool resume, 
           "without --resume to start over",
           journal_path_));
     }
-    std::size_t pos = magic.size(), keep_bytes = pos, point = 0, bytes = 0;
-    while (read_record_header(text, pos, point, bytes) && pos + bytes < text.size() &&
-           text[pos + bytes] == '\n') {
+    std::size_t pos = magic.size(), keep_bytes = pos;
+    RecordHeader h;
+    while (read_record_header(text, pos, h) && pos + h.bytes < text.size() &&
+           text[pos + h.bytes] == '\n') {
+      const std::size_t point = h.point;
       const bool in_shard = point >= points_.first && (point - points_.first) % points_.step == 0 &&
                             (point - points_.first) / points_.step < points_.count;
       if (!in_shard || done_[(point - points_.first) / points_.step]) break;  // not this sweep's
+      if (row_checksum(text.data() + pos, h.bytes) != h.checksum) {
+        std::cerr << fmt::format(
+            "iosim sweep: --resume: the row of point {} in '{}' was changed after it was written "
+            "(its checksum differs); it and the rows after it are run again\n",
+            point, journal_path_);
+        break;
+      }
       done_[(point - points_.first) / points_.step] = true;
       ++resumed_;
-      pos += bytes + 1;
+      pos += h.bytes + 1;
       keep_bytes = pos;
     }
     journal_.reset();
@@ -138,7 +169,8 @@ SweepOutput::~SweepOutput() {
 
 void SweepOutput::append(std::size_t k, const std::string& row) {
   const std::string& name = journal_path_.empty() ? std::string("a temporary file") : journal_path_;
-  const std::string header = fmt::format("{} {}\n", points_.first + k * points_.step, row.size());
+  const std::string header = fmt::format("{} {} {:x}\n", points_.first + k * points_.step,
+                                         row.size(), row_checksum(row.data(), row.size()));
   if (std::fputs(header.c_str(), journal_.get()) < 0 ||
       std::fwrite(row.data(), 1, row.size(), journal_.get()) != row.size() ||
       std::fputc('\n', journal_.get()) == EOF || std::fflush(journal_.get()) != 0) {
@@ -151,8 +183,11 @@ void SweepOutput::append(std::size_t k, const std::string& row) {
 void SweepOutput::finish(const std::string& head, const std::string& separator,
                          const std::string& tail, const std::string& empty) {
   ensure(rows_ == points_.count, "sweep output: {} rows of {} points", rows_, points_.count);
-  // Where each row sits in the journal (16 bytes a point), then the rows in point order.
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> where(points_.count);
+  // Where each row sits in the journal (24 bytes a point), then the rows in point order.
+  struct Where {
+    std::uint64_t offset, bytes, checksum;
+  };
+  std::vector<Where> where(points_.count);
   {
     std::rewind(journal_.get());
     std::string line;
@@ -165,11 +200,12 @@ void SweepOutput::finish(const std::string& head, const std::string& separator,
       while ((c = std::fgetc(journal_.get())) != EOF && c != '\n') line += static_cast<char>(c);
       if (c == EOF) break;
       line += '\n';
-      std::size_t pos = 0, point = 0, bytes = 0;
-      ensure(read_record_header(line, pos, point, bytes), "sweep journal: bad record");
+      std::size_t pos = 0;
+      RecordHeader h;
+      ensure(read_record_header(line, pos, h), "sweep journal: bad record");
       offset += line.size();
-      where[(point - points_.first) / points_.step] = {offset, bytes};
-      offset += bytes + 1;
+      where[(h.point - points_.first) / points_.step] = {offset, h.bytes, h.checksum};
+      offset += h.bytes + 1;
       ensure(fseeko(journal_.get(), static_cast<off_t>(offset), SEEK_SET) == 0,
              "sweep journal: cannot seek");
     }
@@ -186,10 +222,16 @@ void SweepOutput::finish(const std::string& head, const std::string& separator,
     std::string row;
     for (std::size_t k = 0; k < where.size(); ++k) {
       if (k > 0) put(separator.data(), separator.size());
-      row.resize(where[k].second);
-      ensure(fseeko(journal_.get(), static_cast<off_t>(where[k].first), SEEK_SET) == 0 &&
+      row.resize(where[k].bytes);
+      ensure(fseeko(journal_.get(), static_cast<off_t>(where[k].offset), SEEK_SET) == 0 &&
                  std::fread(row.data(), 1, row.size(), journal_.get()) == row.size(),
              "sweep journal: cannot read row {}", k);
+      if (row_checksum(row.data(), row.size()) != where[k].checksum) {
+        throw ConfigError(
+            fmt::format("the sweep journal '{}' was changed while the sweep ran (the "
+                        "row of point {} differs from what was written)",
+                        journal_path_, points_.first + k * points_.step));
+      }
       put(row.data(), row.size());
     }
     put(tail.data(), tail.size());

@@ -8,9 +8,11 @@
 // FILE. A sweep stopped by a signal or its budget keeps FILE.partial; the same command with
 // --resume reads it back and runs only the points it lacks.
 //
-// Journal layout: the line "iosim-sweep-journal 1 <fingerprint>", then per row the line
-// "<point> <bytes>" followed by the row's bytes and a newline. A record cut short (the process
-// was killed while writing it) is dropped on resume.
+// Journal layout: the line "iosim-sweep-journal 2 <fingerprint>", then per row the line
+// "<point> <bytes> <checksum>" (FNV-1a of the row, hex) followed by the row's bytes and a
+// newline. On resume, a record cut short (the process was killed while writing it) or whose
+// checksum differs (changed since) is dropped with the records after it, and those points run
+// again.
 #include <cstddef>
 #include <cstdio>
 #include <memory>
