@@ -165,8 +165,8 @@ __device__ __forceinline__ int kv_blocks_visited(const AttnParams& p, int q0) {
 
 // The online softmax's start: O = 0, running max -inf, running sum 0.
 template <int kD, int kMT>
-__device__ __forceinline__ void warp_init_state(float (&rO)[kMT][kD / 8][4],
-                                                float (&row_m)[kMT][2], float (&row_l)[kMT][2]) {
+__device__ __forceinline__ void warp_init_state(float (&rO)[kMT][kD / 8][4], float (&row_m)[kMT][2],
+                                                float (&row_l)[kMT][2]) {
 #pragma unroll
   for (int mt = 0; mt < kMT; ++mt) {
 #pragma unroll
@@ -182,8 +182,7 @@ __device__ __forceinline__ void warp_init_state(float (&rO)[kMT][kD / 8][4],
 // the lane's partial row sum l, rS <- P = exp2(rS - m) and rO rescaled by exp2(m_old - m).
 template <int kD, int kBKV, int kMT>
 __device__ __forceinline__ void warp_online_softmax(float (&rS)[kMT][kBKV / 8][4],
-                                                    float (&row_m)[kMT][2],
-                                                    float (&row_l)[kMT][2],
+                                                    float (&row_m)[kMT][2], float (&row_l)[kMT][2],
                                                     float (&rO)[kMT][kD / 8][4]) {
   float blk_max[kMT][2];
   warp_row_max<kBKV, kMT>(rS, blk_max);
@@ -213,8 +212,9 @@ __device__ __forceinline__ void warp_online_softmax(float (&rS)[kMT][kBKV / 8][4
 
 // Epilogue of a flash2-style kernel: O / l rounded to T into the swizzled (BLOCK_Q, kD) tile sO
 // (each warp writes only its own rows), and L = (m + log2 l) * ln 2 of rows < seq to gL.
+// EMPTY_ROWS: a row may have seen no visible key (block-sparse), so l = 0 writes L = -inf.
 // The caller syncs and stores sO.
-template <int kD, int kMT, typename T = half>
+template <int kD, int kMT, typename T = half, bool EMPTY_ROWS = false>
 __device__ __forceinline__ void warp_write_o(const float (&rO)[kMT][kD / 8][4],
                                              const float (&row_m)[kMT][2],
                                              const float (&row_l)[kMT][2], half* sO, float* gL,
@@ -233,7 +233,12 @@ __device__ __forceinline__ void warp_write_o(const float (&rO)[kMT][kD / 8][4],
         const uint32_t v = pack2<T>(rO[mt][dt][2 * hh] * inv_l, rO[mt][dt][2 * hh + 1] * inv_l);
         *reinterpret_cast<uint32_t*>(sO + swz<kD>(row, dt) + (lane % 4) * 2) = v;
       }
-      if (lane % 4 == 0 && q0 + row < seq) gL[q0 + row] = (row_m[mt][hh] + log2f(l)) * kLn2;
+      if (lane % 4 == 0 && q0 + row < seq) {
+        if constexpr (EMPTY_ROWS)
+          gL[q0 + row] = l > 0.f ? (row_m[mt][hh] + log2f(l)) * kLn2 : -INFINITY;
+        else
+          gL[q0 + row] = (row_m[mt][hh] + log2f(l)) * kLn2;
+      }
     }
 }
 
