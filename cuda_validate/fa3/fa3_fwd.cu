@@ -143,6 +143,21 @@ __device__ __forceinline__ void turn_end(int wg) {
   if constexpr (PINGPONG) named_bar_arrive(1 + (wg ^ 1), 256);
 }
 
+// One GEMM group in warpgroup cw's turn, committed and waited for. fence: reg_fence on the
+// registers the group reads and writes, before the issue and after the wait, so that the compiler
+// moves no access of them across the asynchronous wgmma.
+template <bool PINGPONG, typename Issue, typename Fence>
+__device__ __forceinline__ void gemm_in_turn(int cw, Issue issue, Fence fence) {
+  fence();
+  turn_begin<PINGPONG>(cw);
+  wgmma_fence();
+  issue();
+  wgmma_commit();
+  turn_end<PINGPONG>(cw);
+  wgmma_wait<0>();
+  fence();
+}
+
 // Online softmax over one S block: rows r0 = 16 * warp + lane / 4 (h = 0) and r0 + 8 (h = 1);
 // S register 4c + 2h + e is column 8c + 2t + e. factor takes S to scaled log2 units (fp8: times
 // the block's Q and K scales). Updates m (scaled log2 units) and the thread's partial l, leaves
@@ -358,30 +373,20 @@ __global__ void __launch_bounds__(kThreads, 1)
         const int st = it % STAGES;
         const unsigned ph = (it / STAGES) & 1;
         mbar_wait(k_full(st), ph);
-        reg_fence(s);
-        turn_begin<PINGPONG>(cw);
-        wgmma_fence();
-        gemm_qk<D>(s, q_addr, s_k(st));
-        wgmma_commit();
-        turn_end<PINGPONG>(cw);
-        wgmma_wait<0>();
-        reg_fence(s);
+        gemm_in_turn<PINGPONG>(
+            cw, [&] { gemm_qk<D>(s, q_addr, s_k(st)); }, [&] { reg_fence(s); });
         if (j == nkv - 1 && lane == 0) mbar_arrive(q_empty);
         softmax_block<CAUSAL, 0>(s, m, l, alpha, prm.scale_log2, diag(j),
                                  row_in_tile0 + kv_row_shift, t);
         rescale_o<D>(o, alpha);
         convert_p(s, p);
         mbar_wait(v_full(st), ph);
-        reg_fence(o);
-        reg_fence(p);
-        turn_begin<PINGPONG>(cw);
-        wgmma_fence();
-        gemm_pv<D>(o, p, s_v(st), prm.vdesc_swap);
-        wgmma_commit();
-        turn_end<PINGPONG>(cw);
-        wgmma_wait<0>();
-        reg_fence(o);
-        reg_fence(p);
+        gemm_in_turn<PINGPONG>(
+            cw, [&] { gemm_pv<D>(o, p, s_v(st), prm.vdesc_swap); },
+            [&] {
+              reg_fence(o);
+              reg_fence(p);
+            });
         if (lane == 0) mbar_arrive(kv_empty(st));
       }
     } else {
@@ -389,14 +394,8 @@ __global__ void __launch_bounds__(kThreads, 1)
       int st = it % STAGES;
       unsigned ph = (it / STAGES) & 1;
       mbar_wait(k_full(st), ph);
-      reg_fence(s);
-      turn_begin<PINGPONG>(cw);
-      wgmma_fence();
-      gemm_qk<D>(s, q_addr, s_k(st));
-      wgmma_commit();
-      turn_end<PINGPONG>(cw);
-      wgmma_wait<0>();
-      reg_fence(s);
+      gemm_in_turn<PINGPONG>(
+          cw, [&] { gemm_qk<D>(s, q_addr, s_k(st)); }, [&] { reg_fence(s); });
       if (nkv == 1 && lane == 0) mbar_arrive(q_empty);
       softmax_block<CAUSAL, 0>(s, m, l, alpha, prm.scale_log2, diag(0), row_in_tile0 + kv_row_shift,
                                t);
@@ -448,16 +447,12 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
       // Epilogue: P_{n-1} V_{n-1}.
       mbar_wait(v_full(st), ph);
-      reg_fence(o);
-      reg_fence(p);
-      turn_begin<PINGPONG>(cw);
-      wgmma_fence();
-      gemm_pv<D>(o, p, s_v(st), prm.vdesc_swap);
-      wgmma_commit();
-      turn_end<PINGPONG>(cw);
-      wgmma_wait<0>();
-      reg_fence(o);
-      reg_fence(p);
+      gemm_in_turn<PINGPONG>(
+          cw, [&] { gemm_pv<D>(o, p, s_v(st), prm.vdesc_swap); },
+          [&] {
+            reg_fence(o);
+            reg_fence(p);
+          });
       if (lane == 0) mbar_arrive(kv_empty(st));
       ++it;
     }
@@ -727,14 +722,8 @@ __global__ void __launch_bounds__(kThreads, 1)
         const unsigned ph = (it / STAGES) & 1;
         const float kf = qf * __ldg(prm.k_scale + sc0 + j), vs = __ldg(prm.v_scale + sc0 + j);
         mbar_wait(k_full(st), ph);
-        reg_fence(s);
-        turn_begin<PINGPONG>(cw);
-        wgmma_fence();
-        gemm_qk_fp8(s, q_addr, s_k(st));
-        wgmma_commit();
-        turn_end<PINGPONG>(cw);
-        wgmma_wait<0>();
-        reg_fence(s);
+        gemm_in_turn<PINGPONG>(
+            cw, [&] { gemm_qk_fp8(s, q_addr, s_k(st)); }, [&] { reg_fence(s); });
         if (j == nkv - 1 && lane == 0) mbar_arrive(q_empty);
         softmax_block<CAUSAL, kFp8POffsetLog2>(s, m, l, alpha, kf, diag(j),
                                                row_in_tile0 + kv_row_shift, t);
@@ -744,30 +733,20 @@ __global__ void __launch_bounds__(kThreads, 1)
           v_prev = vs;
         convert_p_fp8(s, p, prm.p_layout);
         mbar_wait(vt_full(st), ph);
-        reg_fence(o);
-        reg_fence(p);
-        turn_begin<PINGPONG>(cw);
-        wgmma_fence();
-        gemm_pv_fp8(o, p, s_vt(st));
-        wgmma_commit();
-        turn_end<PINGPONG>(cw);
-        wgmma_wait<0>();
-        reg_fence(o);
-        reg_fence(p);
+        gemm_in_turn<PINGPONG>(
+            cw, [&] { gemm_pv_fp8(o, p, s_vt(st)); },
+            [&] {
+              reg_fence(o);
+              reg_fence(p);
+            });
         if (lane == 0) mbar_arrive(kv_empty(st));
       }
     } else {
       int st = it % STAGES;
       unsigned ph = (it / STAGES) & 1;
       mbar_wait(k_full(st), ph);
-      reg_fence(s);
-      turn_begin<PINGPONG>(cw);
-      wgmma_fence();
-      gemm_qk_fp8(s, q_addr, s_k(st));
-      wgmma_commit();
-      turn_end<PINGPONG>(cw);
-      wgmma_wait<0>();
-      reg_fence(s);
+      gemm_in_turn<PINGPONG>(
+          cw, [&] { gemm_qk_fp8(s, q_addr, s_k(st)); }, [&] { reg_fence(s); });
       if (nkv == 1 && lane == 0) mbar_arrive(q_empty);
       softmax_block<CAUSAL, kFp8POffsetLog2>(s, m, l, alpha, qf * __ldg(prm.k_scale + sc0), diag(0),
                                              row_in_tile0 + kv_row_shift, t);
@@ -809,16 +788,12 @@ __global__ void __launch_bounds__(kThreads, 1)
         convert_p_fp8(s, p, prm.p_layout);
       }
       mbar_wait(vt_full(st), ph);
-      reg_fence(o);
-      reg_fence(p);
-      turn_begin<PINGPONG>(cw);
-      wgmma_fence();
-      gemm_pv_fp8(o, p, s_vt(st));
-      wgmma_commit();
-      turn_end<PINGPONG>(cw);
-      wgmma_wait<0>();
-      reg_fence(o);
-      reg_fence(p);
+      gemm_in_turn<PINGPONG>(
+          cw, [&] { gemm_pv_fp8(o, p, s_vt(st)); },
+          [&] {
+            reg_fence(o);
+            reg_fence(p);
+          });
       if (lane == 0) mbar_arrive(kv_empty(st));
       ++it;
     }
