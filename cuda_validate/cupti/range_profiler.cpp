@@ -280,27 +280,17 @@ RangeCounters RangeProfiler::profile(const std::string& name,
   return out;
 }
 
-const std::vector<std::string>& RangeProfiler::metrics() const {
-  return impl_->metrics;
-}
-const std::vector<std::string>& RangeProfiler::unavailable() const {
-  return impl_->unavailable;
-}
-const std::string& RangeProfiler::chip() const {
-  return impl_->chip;
-}
-int RangeProfiler::passes_needed() const {
-  return impl_->passes;
-}
 bool RangeProfiler::compiled_in() {
   return true;
 }
 
 #else  // built without CUPTI headers: the runner's --mode cupti reports this
 
+// The fields the accessors below read, all empty.
 struct RangeProfiler::Impl {
-  std::vector<std::string> none;
+  std::vector<std::string> metrics, unavailable;
   std::string chip;
+  int passes = 0;
 };
 
 RangeProfiler::RangeProfiler(const std::vector<std::string>&) : impl_(std::make_unique<Impl>()) {
@@ -313,22 +303,23 @@ RangeCounters RangeProfiler::profile(const std::string&, const std::function<voi
                                      const std::function<void()>&) {
   return {};
 }
-const std::vector<std::string>& RangeProfiler::metrics() const {
-  return impl_->none;
-}
-const std::vector<std::string>& RangeProfiler::unavailable() const {
-  return impl_->none;
-}
-const std::string& RangeProfiler::chip() const {
-  return impl_->chip;
-}
-int RangeProfiler::passes_needed() const {
-  return 0;
-}
 bool RangeProfiler::compiled_in() {
   return false;
 }
 
 #endif
+
+const std::vector<std::string>& RangeProfiler::metrics() const {
+  return impl_->metrics;
+}
+const std::vector<std::string>& RangeProfiler::unavailable() const {
+  return impl_->unavailable;
+}
+const std::string& RangeProfiler::chip() const {
+  return impl_->chip;
+}
+int RangeProfiler::passes_needed() const {
+  return impl_->passes;
+}
 
 }  // namespace iosim_cuda
