@@ -1,7 +1,5 @@
 // Block-sparse instantiations (extra_ops.hpp): flash2's configurations, so a block-sparse
 // case and a flash2 case of the same tiling differ only in the blocks they visit.
-#include <sstream>
-
 #include "extra_ops.hpp"
 #include "flash_ops.cuh"
 
@@ -24,28 +22,16 @@ void block_sparse_op(const BlockSparseParams& p, RoleOp* op, FlashTiling* tiling
 }  // namespace
 
 std::vector<std::array<int, 4>> block_sparse_instances() {
-  std::vector<std::array<int, 4>> v;
-#define IOSIM_LIST(D, BQ, BKV, W) v.push_back({D, BQ, BKV, W});
-  IOSIM_BLOCK_SPARSE_INSTANCES(IOSIM_LIST)
-#undef IOSIM_LIST
-  return v;
+  return {IOSIM_BLOCK_SPARSE_INSTANCES(IOSIM_INSTANCE_ROW)};
 }
 
 bool make_block_sparse_op(int d, int block_q, int block_kv, const BlockSparseParams& p, RoleOp* op,
                           FlashTiling* tiling, std::string* why) {
-#define IOSIM_TRY(D, BQ, BKV, W)                    \
-  if (d == D && block_q == BQ && block_kv == BKV) { \
-    block_sparse_op<D, BQ, BKV, W>(p, op, tiling);  \
-    return true;                                    \
-  }
+#define IOSIM_TRY(D, BQ, BKV, W) \
+  IOSIM_TRY_INSTANCE(D, BQ, BKV, (block_sparse_op<D, BQ, BKV, W>(p, op, tiling)))
   IOSIM_BLOCK_SPARSE_INSTANCES(IOSIM_TRY)
 #undef IOSIM_TRY
-  std::ostringstream msg;
-  msg << "block-sparse has no instantiation for d=" << d << " block_q=" << block_q
-      << " block_kv=" << block_kv << "; compiled (d, block_q, block_kv):";
-  for (const auto& i : block_sparse_instances())
-    msg << " (" << i[0] << "," << i[1] << "," << i[2] << ")";
-  *why = msg.str();
+  *why = no_instance("block-sparse", d, block_q, block_kv, block_sparse_instances());
   return false;
 }
 

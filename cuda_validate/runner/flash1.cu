@@ -5,11 +5,8 @@ namespace iosim_cuda {
 
 bool flash1_any_op(int d, int block_q, int block_kv, const AttnParams& p, RoleOp* op,
                    FlashTiling* t) {
-#define IOSIM_TRY(D, BQ, BKV, W)                           \
-  if (d == D && block_q == BQ && block_kv == BKV) {        \
-    flash1_op<D, BQ, BKV, W>(p, op, t);                    \
-    return true;                                           \
-  }
+#define IOSIM_TRY(D, BQ, BKV, W) \
+  IOSIM_TRY_INSTANCE(D, BQ, BKV, (flash1_op<D, BQ, BKV, W>(p, op, t)))
   IOSIM_FLASH1_INSTANCES(IOSIM_TRY)
 #undef IOSIM_TRY
   return false;
