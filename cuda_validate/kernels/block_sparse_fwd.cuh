@@ -48,11 +48,7 @@ __global__ void __launch_bounds__(kWarps * 32) block_sparse_fwd_kernel(const Blo
   const int q0 = q_block * kBQ;
   const int64_t bh = static_cast<int64_t>(b) * p.heads + h;
 
-  const half* gQ = p.gQ + bh * p.seq * kD;     // (N, kD)
-  const half* gK = p.gK + bh * p.seq_kv * kD;  // (Nkv, kD)
-  const half* gV = p.gV + bh * p.seq_kv * kD;  // (Nkv, kD)
-  half* gO = p.gO + bh * p.seq * kD;           // (N, kD)
-  float* gL = p.gL + bh * p.seq;               // (N)
+  const auto [gQ, gK, gV, gO, gL] = head_tensors<kD>(p, bh);
 
   const int k_begin = __ldg(bp.g_row_ptr + q_block);
   const int n_blocks = __ldg(bp.g_row_ptr + q_block + 1) - k_begin;

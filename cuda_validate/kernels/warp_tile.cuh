@@ -163,6 +163,20 @@ __device__ __forceinline__ int kv_blocks_visited(const AttnParams& p, int q0) {
   return min(all, (q_last + p.seq_kv - p.seq) / kBKV + 1);
 }
 
+// One (batch, head)'s slices of a flash kernel's tensors: Q, O (N, kD), K, V (Nkv, kD), L (N).
+struct HeadTensors {
+  const half* gQ;
+  const half* gK;
+  const half* gV;
+  half* gO;
+  float* gL;
+};
+template <int kD>
+__device__ __forceinline__ HeadTensors head_tensors(const AttnParams& p, int64_t bh) {
+  return {p.gQ + bh * p.seq * kD, p.gK + bh * p.seq_kv * kD, p.gV + bh * p.seq_kv * kD,
+          p.gO + bh * p.seq * kD, p.gL + bh * p.seq};
+}
+
 // The online softmax's start: O = 0, running max -inf, running sum 0.
 template <int kD, int kMT>
 __device__ __forceinline__ void warp_init_state(float (&rO)[kMT][kD / 8][4], float (&row_m)[kMT][2],
