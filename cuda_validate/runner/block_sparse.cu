@@ -10,7 +10,8 @@ namespace iosim_cuda {
 namespace {
 
 template <int kD, int kBQ, int kBKV, int kWarps>
-void block_sparse_op(const BlockSparseParams& p, RoleOp* op, FlashTiling* tiling) {
+void block_sparse_op(Instance<kD, kBQ, kBKV, kWarps>, const BlockSparseParams& p, RoleOp* op,
+                     FlashTiling* tiling) {
   using Cfg = Flash2Config<kD, kBQ, kBKV, kWarps>;
   const dim3 grid((p.attn.seq + kBQ - 1) / kBQ, p.attn.batch, p.attn.heads);
   kernel_role_op("attention", &block_sparse_fwd_kernel<kD, kBQ, kBKV, kWarps>,
@@ -27,10 +28,8 @@ std::vector<std::array<int, 4>> block_sparse_instances() {
 
 bool make_block_sparse_op(int d, int block_q, int block_kv, const BlockSparseParams& p, RoleOp* op,
                           FlashTiling* tiling, std::string* why) {
-#define IOSIM_TRY(D, BQ, BKV, W) \
-  IOSIM_TRY_INSTANCE(D, BQ, BKV, (block_sparse_op<D, BQ, BKV, W>(p, op, tiling)))
-  IOSIM_BLOCK_SPARSE_INSTANCES(IOSIM_TRY)
-#undef IOSIM_TRY
+  auto build = [&](auto instance) { block_sparse_op(instance, p, op, tiling); };
+  IOSIM_BLOCK_SPARSE_INSTANCES(IOSIM_TRY_INSTANCE)
   *why = no_instance("block-sparse", d, block_q, block_kv, block_sparse_instances());
   return false;
 }

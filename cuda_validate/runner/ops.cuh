@@ -93,14 +93,20 @@ std::vector<std::array<int, 4>> flash1_instances();
 std::string no_instance(const char* schedule, int d, int block_q, int block_kv,
                         const std::vector<std::array<int, 4>>& have);
 
-// X-macro helpers over a list of X(d, block_q, block_kv, warps) instances:
-// IOSIM_INSTANCE_ROW makes an initializer list of them ({IOSIM_..._INSTANCES(IOSIM_INSTANCE_ROW)}),
-// IOSIM_TRY_INSTANCE(D, BQ, BKV, call), in a function with int d, block_q, block_kv and a bool
-// result, runs call and returns true when they are this instance's.
+// One compiled instance of a list X(d, block_q, block_kv, warps), as a type.
+template <int D, int BQ, int BKV, int W>
+struct Instance {
+  static constexpr int d = D, block_q = BQ, block_kv = BKV, warps = W;
+};
+
+// X-macro helpers over such a list: IOSIM_INSTANCE_ROW makes an initializer list of the instances
+// ({IOSIM_..._INSTANCES(IOSIM_INSTANCE_ROW)}); IOSIM_TRY_INSTANCE, in a function of int d,
+// block_q, block_kv that returns bool, calls its lambda build(Instance<..>{}) (which builds the
+// instance's ops) and returns true for the instance they name.
 #define IOSIM_INSTANCE_ROW(D, BQ, BKV, W) {D, BQ, BKV, W},
-#define IOSIM_TRY_INSTANCE(D, BQ, BKV, call)        \
+#define IOSIM_TRY_INSTANCE(D, BQ, BKV, W)           \
   if (d == D && block_q == BQ && block_kv == BKV) { \
-    call;                                           \
+    build(Instance<D, BQ, BKV, W>{});               \
     return true;                                    \
   }
 

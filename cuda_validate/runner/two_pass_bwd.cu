@@ -15,7 +15,8 @@ namespace iosim_cuda {
 namespace {
 
 template <int kD, int kBQ, int kBKV, int kWarps>
-void two_pass_bwd_ops(const BwdParams& p, std::vector<RoleOp>* ops, BwdTiling* tiling) {
+void two_pass_bwd_ops(Instance<kD, kBQ, kBKV, kWarps>, const BwdParams& p, std::vector<RoleOp>* ops,
+                      BwdTiling* tiling) {
   using Cfg = TwoPassBwdConfig<kD, kBQ, kBKV, kWarps>;
   auto* pre = &bwd_pre_kernel<kD>;
   const long long pre_threads = static_cast<long long>(p.batch) * p.heads * p.seq * (kD / 8);
@@ -54,10 +55,8 @@ std::vector<std::array<int, 4>> two_pass_bwd_instances() {
 
 bool make_two_pass_bwd_ops(int d, int block_q, int block_kv, const BwdParams& p,
                            std::vector<RoleOp>* ops, BwdTiling* tiling, std::string* why) {
-#define IOSIM_TRY(D, BQ, BKV, W) \
-  IOSIM_TRY_INSTANCE(D, BQ, BKV, (two_pass_bwd_ops<D, BQ, BKV, W>(p, ops, tiling)))
-  IOSIM_TWO_PASS_BWD_INSTANCES(IOSIM_TRY)
-#undef IOSIM_TRY
+  auto build = [&](auto instance) { two_pass_bwd_ops(instance, p, ops, tiling); };
+  IOSIM_TWO_PASS_BWD_INSTANCES(IOSIM_TRY_INSTANCE)
   *why = no_instance("two-pass backward", d, block_q, block_kv, two_pass_bwd_instances());
   return false;
 }
