@@ -105,34 +105,7 @@ __global__ void __launch_bounds__(128, kMinBlocks)
       if constexpr (kMode != kGemm) {
 #pragma unroll
         for (int i = 0; i < kBKV / 2; ++i) s[rg][i] *= scale_log2;
-#pragma unroll
-        for (int hh = 0; hh < 2; ++hh) {
-          float mx = -INFINITY;
-#pragma unroll
-          for (int c = 0; c < kBKV / 8; ++c)
-            mx = fmaxf(mx, fmaxf(s[rg][4 * c + 2 * hh], s[rg][4 * c + 2 * hh + 1]));
-          mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-          mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-          const float m_new = fmaxf(m[rg][hh], mx);
-          const float m_use = (m_new == -INFINITY) ? 0.f : m_new;
-          const float alpha = fast_exp2(m[rg][hh] - m_use);
-          float sum = 0.f;
-#pragma unroll
-          for (int c = 0; c < kBKV / 8; ++c)
-#pragma unroll
-            for (int e = 0; e < 2; ++e) {
-              const float pv = fast_exp2(s[rg][4 * c + 2 * hh + e] - m_use);
-              s[rg][4 * c + 2 * hh + e] = pv;
-              sum += pv;
-            }
-          l[rg][hh] = l[rg][hh] * alpha + sum;
-          m[rg][hh] = m_new;
-#pragma unroll
-          for (int c = 0; c < kD / 8; ++c) {
-            o[rg][4 * c + 2 * hh] *= alpha;
-            o[rg][4 * c + 2 * hh + 1] *= alpha;
-          }
-        }
+        wg_online_softmax<kBKV, kD>(s[rg], m[rg], l[rg], o[rg]);
       }
 #pragma unroll
       for (int ks = 0; ks < kBKV / 16; ++ks)
