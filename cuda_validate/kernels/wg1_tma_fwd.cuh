@@ -69,6 +69,43 @@ __device__ __forceinline__ void wg1_pv_wgmma(float (&o)[kN / 2], const uint32_t 
     wgmma_rs_tb_f16_n128(o, a, db, 1);
 }
 
+// P's A fragments (T) of the k16 steps of P V: step ks = S columns 16 ks .. 16 ks + 15 =
+// registers 8 ks .. 8 ks + 7.
+template <typename T, int kBKV>
+__device__ __forceinline__ void wg_pack_p(const float (&s)[kBKV / 2],
+                                          uint32_t (&pa)[kBKV / 16][4]) {
+#pragma unroll
+  for (int ks = 0; ks < kBKV / 16; ++ks)
+#pragma unroll
+    for (int r = 0; r < 4; ++r) pa[ks][r] = pack2<T>(s[8 * ks + 2 * r], s[8 * ks + 2 * r + 1]);
+}
+
+// O += P V of every row group, waited for; V (kBKV keys x kD, MN-major column blocks of kBKV x 128
+// bytes) at s_v. The fences keep the compiler from moving accesses of o and pa across the wgmma.
+template <bool kBf16, int kD, int kBKV, int kRG>
+__device__ __forceinline__ void wg_pv(float (&o)[kRG][kD / 2], uint32_t (&pa)[kRG][kBKV / 16][4],
+                                      uint32_t s_v) {
+  using namespace iosim_hopper;
+#pragma unroll
+  for (int rg = 0; rg < kRG; ++rg) {
+    reg_fence(o[rg]);
+    reg_fence(pa[rg]);
+  }
+  wgmma_fence();
+#pragma unroll
+  for (int rg = 0; rg < kRG; ++rg)
+#pragma unroll
+    for (int ks = 0; ks < kBKV / 16; ++ks)
+      wg1_pv_wgmma<kBf16, kD>(o[rg], pa[rg][ks], desc_mnmajor(s_v + ks * 16 * 128, kBKV * 128, 0));
+  wgmma_commit();
+  wgmma_wait<0>();
+#pragma unroll
+  for (int rg = 0; rg < kRG; ++rg) {
+    reg_fence(o[rg]);
+    reg_fence(pa[rg]);
+  }
+}
+
 // One online-softmax step over a row group's S (scaled to log2 units and masked; register i is
 // row 16 warp + g + 8 ((i / 2) % 2), column 8 (i / 4) + 2 t + i % 2, the m64nN wgmma D
 // fragment): the running max m of the thread's two rows and its partial sums l, s <- P =
@@ -232,36 +269,13 @@ __global__ void __launch_bounds__(128, 1)
         s[rg][i] = x;
       }
       wg_online_softmax<kBKV, kD>(s[rg], m[rg], l[rg], o[rg]);
-      // k16 step ks of P V = S columns 16 ks .. 16 ks + 15 = registers 8 ks .. 8 ks + 7.
-#pragma unroll
-      for (int ks = 0; ks < kBKV / 16; ++ks)
-#pragma unroll
-        for (int r = 0; r < 4; ++r)
-          pa[rg][ks][r] = pack2<T>(s[rg][8 * ks + 2 * r], s[rg][8 * ks + 2 * r + 1]);
+      wg_pack_p<T, kBKV>(s[rg], pa[rg]);
     }
 
     // O += P V_j.
     mbar_wait(v_full(st), ph);
     __syncwarp();
-#pragma unroll
-    for (int rg = 0; rg < kRG; ++rg) {
-      reg_fence(o[rg]);
-      reg_fence(pa[rg]);
-    }
-    wgmma_fence();
-#pragma unroll
-    for (int rg = 0; rg < kRG; ++rg)
-#pragma unroll
-      for (int ks = 0; ks < kBKV / 16; ++ks)
-        wg1_pv_wgmma<kBf16, kD>(o[rg], pa[rg][ks],
-                                desc_mnmajor(s_v(st) + ks * 16 * 128, kKVColBlock, 0));
-    wgmma_commit();
-    wgmma_wait<0>();
-#pragma unroll
-    for (int rg = 0; rg < kRG; ++rg) {
-      reg_fence(o[rg]);
-      reg_fence(pa[rg]);
-    }
+    wg_pv<kBf16, kD, kBKV, kRG>(o, pa, s_v(st));
   }
 
   // Epilogue: O / l as T into the Q tile's swizzled image (no wgmma reads it any more), then

@@ -107,32 +107,10 @@ __global__ void __launch_bounds__(128, kMinBlocks)
         for (int i = 0; i < kBKV / 2; ++i) s[rg][i] *= scale_log2;
         wg_online_softmax<kBKV, kD>(s[rg], m[rg], l[rg], o[rg]);
       }
-#pragma unroll
-      for (int ks = 0; ks < kBKV / 16; ++ks)
-#pragma unroll
-        for (int r = 0; r < 4; ++r)
-          pa[rg][ks][r] = pack2<__half>(s[rg][8 * ks + 2 * r], s[rg][8 * ks + 2 * r + 1]);
+      wg_pack_p<__half, kBKV>(s[rg], pa[rg]);
     }
     if constexpr (kMode != kSoftmax) {
-#pragma unroll
-      for (int rg = 0; rg < kRG; ++rg) {
-        reg_fence(o[rg]);
-        reg_fence(pa[rg]);
-      }
-      wgmma_fence();
-#pragma unroll
-      for (int rg = 0; rg < kRG; ++rg)
-#pragma unroll
-        for (int ks = 0; ks < kBKV / 16; ++ks)
-          wg1_pv_wgmma<false, kD>(o[rg], pa[rg][ks],
-                                  desc_mnmajor(s_v + ks * 16 * 128, kKVColBlock, 0));
-      wgmma_commit();
-      wgmma_wait<0>();
-#pragma unroll
-      for (int rg = 0; rg < kRG; ++rg) {
-        reg_fence(o[rg]);
-        reg_fence(pa[rg]);
-      }
+      wg_pv<false, kD, kBKV, kRG>(o, pa, s_v);
     } else {
       // P is consumed as the product would: one add per packed pair into O.
 #pragma unroll
