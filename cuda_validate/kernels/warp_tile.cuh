@@ -165,9 +165,7 @@ __device__ __forceinline__ int kv_blocks_visited(const AttnParams& p, int q0) {
 
 // One (batch, head)'s slices of a flash kernel's tensors: Q, O (N, kD), K, V (Nkv, kD), L (N).
 struct HeadTensors {
-  const half* gQ;
-  const half* gK;
-  const half* gV;
+  const half *gQ, *gK, *gV;
   half* gO;
   float* gL;
 };

@@ -69,6 +69,19 @@ __device__ __forceinline__ void wg1_pv_wgmma(float (&o)[kN / 2], const uint32_t 
     wgmma_rs_tb_f16_n128(o, a, db, 1);
 }
 
+// The online softmax's start: O = 0, running max -inf, running sum 0.
+template <int kD, int kRG>
+__device__ __forceinline__ void wg_init_state(float (&o)[kRG][kD / 2], float (&m)[kRG][2],
+                                              float (&l)[kRG][2]) {
+#pragma unroll
+  for (int rg = 0; rg < kRG; ++rg) {
+#pragma unroll
+    for (int i = 0; i < kD / 2; ++i) o[rg][i] = 0.f;
+    m[rg][0] = m[rg][1] = -INFINITY;
+    l[rg][0] = l[rg][1] = 0.f;
+  }
+}
+
 // P's A fragments (T) of the k16 steps of P V: step ks = S columns 16 ks .. 16 ks + 15 =
 // registers 8 ks .. 8 ks + 7.
 template <typename T, int kBKV>
@@ -210,13 +223,7 @@ __global__ void __launch_bounds__(128, 1)
   const float scale_log2 = p.scale * kLog2e;
   float o[kRG][kD / 2];
   float m[kRG][2], l[kRG][2];
-#pragma unroll
-  for (int rg = 0; rg < kRG; ++rg) {
-#pragma unroll
-    for (int i = 0; i < kD / 2; ++i) o[rg][i] = 0.f;
-    m[rg][0] = m[rg][1] = -INFINITY;
-    l[rg][0] = l[rg][1] = 0.f;
-  }
+  wg_init_state<kD, kRG>(o, m, l);
   mbar_wait(q_full, 0);
   __syncwarp();  // the wait loop may exit lane by lane; wgmma needs a converged warp
 

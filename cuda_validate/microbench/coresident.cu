@@ -64,13 +64,7 @@ __global__ void __launch_bounds__(128, kMinBlocks)
   const float scale_log2 = 0.125f * kLog2e;
   float o[kRG][kD / 2];
   float m[kRG][2], l[kRG][2];
-#pragma unroll
-  for (int rg = 0; rg < kRG; ++rg) {
-#pragma unroll
-    for (int i = 0; i < kD / 2; ++i) o[rg][i] = 0.f;
-    m[rg][0] = m[rg][1] = -INFINITY;
-    l[rg][0] = l[rg][1] = 0.f;
-  }
+  wg_init_state<kD, kRG>(o, m, l);
   __syncthreads();
   const long long t0 = clock64();
   for (int j = 0; j < iters; ++j) {
