@@ -41,14 +41,11 @@ __global__ void __launch_bounds__(kWarps * 32) block_sparse_fwd_kernel(const Blo
   half* sV = sK + 2 * kKVT;                      // (2, kBKV, kD)
 
   const int q_block = blockIdx.x;
-  const int b = blockIdx.y;
-  const int h = blockIdx.z;
   const int warp = threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   const int q0 = q_block * kBQ;
-  const int64_t bh = static_cast<int64_t>(b) * p.heads + h;
 
-  const auto [gQ, gK, gV, gO, gL] = head_tensors<kD>(p, bh);
+  const auto [gQ, gK, gV, gO, gL] = head_tensors<kD>(p);
 
   const int k_begin = __ldg(bp.g_row_ptr + q_block);
   const int n_blocks = __ldg(bp.g_row_ptr + q_block + 1) - k_begin;

@@ -44,14 +44,11 @@ __global__ void __launch_bounds__(kWarps * 32) flash2_fwd_kernel(const AttnParam
   half* sV = sK + 2 * kKVT;                      // (2, kBKV, kD)
 
   const int q_block = blockIdx.x;
-  const int b = blockIdx.y;
-  const int h = blockIdx.z;
   const int warp = threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   const int q0 = q_block * kBQ;
-  const int64_t bh = static_cast<int64_t>(b) * p.heads + h;
 
-  const auto [gQ, gK, gV, gO, gL] = head_tensors<kD>(p, bh);
+  const auto [gQ, gK, gV, gO, gL] = head_tensors<kD>(p);
 
   const int causal_offset = p.seq_kv - p.seq;
   const int n_kv_blocks_all = (p.seq_kv + kBKV - 1) / kBKV;

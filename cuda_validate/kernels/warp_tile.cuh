@@ -163,14 +163,18 @@ __device__ __forceinline__ int kv_blocks_visited(const AttnParams& p, int q0) {
   return min(all, (q_last + p.seq_kv - p.seq) / kBKV + 1);
 }
 
-// One (batch, head)'s slices of a flash kernel's tensors: Q, O (N, kD), K, V (Nkv, kD), L (N).
+// The slices of the CTA's (batch, head) in a grid (query blocks, B, H) of a flash kernel's
+// tensors: Q, O (N, kD), K, V (Nkv, kD), L (N).
 struct HeadTensors {
   const half *gQ, *gK, *gV;
   half* gO;
   float* gL;
 };
 template <int kD>
-__device__ __forceinline__ HeadTensors head_tensors(const AttnParams& p, int64_t bh) {
+__device__ __forceinline__ HeadTensors head_tensors(const AttnParams& p) {
+  const int b = blockIdx.y;
+  const int h = blockIdx.z;
+  const int64_t bh = static_cast<int64_t>(b) * p.heads + h;
   return {p.gQ + bh * p.seq * kD, p.gK + bh * p.seq_kv * kD, p.gV + bh * p.seq_kv * kD,
           p.gO + bh * p.seq * kD, p.gL + bh * p.seq};
 }

@@ -43,15 +43,12 @@ __global__ void __launch_bounds__(128) wg1_mma_fwd_kernel(const AttnParams p) {
   half* sV = sK + kStages * kKVT;                    // (kStages, kBKV, kD)
 
   const int q_block = blockIdx.x;
-  const int b = blockIdx.y;
-  const int h = blockIdx.z;
   const int warp = threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   const int q0 = q_block * kBQ;
-  const int64_t bh = static_cast<int64_t>(b) * p.heads + h;
 
   // A struct, not structured bindings: C++17 lambdas (the copy below) cannot capture those.
-  const HeadTensors g = head_tensors<kD>(p, bh);
+  const HeadTensors g = head_tensors<kD>(p);
 
   const int causal_offset = p.seq_kv - p.seq;
   const int n_kv_blocks_all = (p.seq_kv + kBKV - 1) / kBKV;
