@@ -17,17 +17,11 @@
 namespace iosim_cuda {
 
 template <int kD, int kBQ, int kBKV, int kWarps>
-struct Flash2Config {
-  static constexpr int kThreads = kWarps * 32;
-  static constexpr int kRowsPerWarp = kBQ / kWarps;
-  static constexpr int kMT = kRowsPerWarp / 16;  // m-tiles per warp
+struct Flash2Config : WarpTileConfig<kD, kBQ, kBKV, kWarps> {
+  using Base = WarpTileConfig<kD, kBQ, kBKV, kWarps>;
   static constexpr int kStages = 2;
-  static constexpr int kQTileElems = kBQ * smem_pitch<kD>();    // (kBQ, kD) swizzled
-  static constexpr int kKVTileElems = kBKV * smem_pitch<kD>();  // (kBKV, kD) swizzled
   // sQ + sK, sV (kStages tiles each), fp16.
-  static constexpr int kSmemBytes = (kQTileElems + 2 * kStages * kKVTileElems) * 2;
-  static_assert(kRowsPerWarp % 16 == 0, "each warp owns whole 16-row m-tiles");
-  static_assert(kBKV % 16 == 0 && kD % 64 == 0, "tile sizes");
+  static constexpr int kSmemBytes = (Base::kQTileElems + 2 * kStages * Base::kKVTileElems) * 2;
 };
 
 template <int kD, int kBQ, int kBKV, int kWarps>

@@ -8,6 +8,19 @@
 
 namespace iosim_cuda {
 
+// The tiling of the warp-tile kernels (flash1, flash2, wg1_mma): kWarps warps own kBQ / kWarps
+// query rows each, in whole 16-row m-tiles; Q and K/V tiles are swizzled in shared memory.
+template <int kD, int kBQ, int kBKV, int kWarps>
+struct WarpTileConfig {
+  static constexpr int kThreads = kWarps * 32;
+  static constexpr int kRowsPerWarp = kBQ / kWarps;
+  static constexpr int kMT = kRowsPerWarp / 16;                 // m-tiles per warp
+  static constexpr int kQTileElems = kBQ * smem_pitch<kD>();    // (kBQ, kD) swizzled
+  static constexpr int kKVTileElems = kBKV * smem_pitch<kD>();  // (kBKV, kD) swizzled
+  static_assert(kRowsPerWarp % 16 == 0, "each warp owns whole 16-row m-tiles");
+  static_assert(kBKV % 16 == 0 && kD % 64 == 0, "tile sizes");
+};
+
 // rS (kMT, kBKV/8, 4) = Q_rows K_j^T for the warp's rows, fp32.
 // sQ: swizzled (BLOCK_Q, kD); sK: swizzled (kBKV, kD); q_row0 = warp's first row in sQ.
 // T: the element type of Q and K (half, or __nv_bfloat16 for the wg1 kernels).

@@ -14,17 +14,10 @@
 namespace iosim_cuda {
 
 template <int kD, int kBQ, int kBKV, int kStages>
-struct Wg1MmaConfig {
-  static constexpr int kWarps = 4;
-  static constexpr int kThreads = kWarps * 32;
-  static constexpr int kRowsPerWarp = kBQ / kWarps;
-  static constexpr int kMT = kRowsPerWarp / 16;  // m-tiles per warp
-  static constexpr int kQTileElems = kBQ * smem_pitch<kD>();
-  static constexpr int kKVTileElems = kBKV * smem_pitch<kD>();
+struct Wg1MmaConfig : WarpTileConfig<kD, kBQ, kBKV, 4> {
+  using Base = WarpTileConfig<kD, kBQ, kBKV, 4>;
   // sQ + sK, sV (kStages tiles each), 16-bit elements.
-  static constexpr int kSmemBytes = (kQTileElems + 2 * kStages * kKVTileElems) * 2;
-  static_assert(kRowsPerWarp % 16 == 0, "each warp owns whole 16-row m-tiles");
-  static_assert(kBKV % 16 == 0 && kD % 64 == 0, "tile sizes");
+  static constexpr int kSmemBytes = (Base::kQTileElems + 2 * kStages * Base::kKVTileElems) * 2;
   static_assert(kStages >= 2 && kStages <= 6, "2..6 stages");
 };
 
