@@ -93,6 +93,31 @@ __device__ __forceinline__ void wg_pack_p(const float (&s)[kBKV / 2],
     for (int r = 0; r < 4; ++r) pa[ks][r] = pack2<T>(s[8 * ks + 2 * r], s[8 * ks + 2 * r + 1]);
 }
 
+// S = Q K^T of every row group, waited for; Q (column blocks of q_col_block bytes) at s_q,
+// K (kBKV keys x kD, K-major column blocks of kBKV x 128 bytes) at s_k. The fences keep the
+// compiler from moving accesses of s across the wgmma.
+template <bool kBf16, int kD, int kBKV, int kRG>
+__device__ __forceinline__ void wg_qk(float (&s)[kRG][kBKV / 2], uint32_t s_q, int q_col_block,
+                                      uint32_t s_k) {
+  using namespace iosim_hopper;
+#pragma unroll
+  for (int rg = 0; rg < kRG; ++rg) reg_fence(s[rg]);
+  wgmma_fence();
+#pragma unroll
+  for (int rg = 0; rg < kRG; ++rg)
+#pragma unroll
+    for (int ks = 0; ks < kD / 16; ++ks) {
+      const uint32_t col = (ks % 4) * 32;  // k16 step within a 128-byte row
+      wg1_qk_wgmma<kBf16, kBKV>(s[rg],
+                                desc_kmajor(s_q + (ks / 4) * q_col_block + rg * 64 * 128 + col),
+                                desc_kmajor(s_k + (ks / 4) * (kBKV * 128) + col), ks > 0);
+    }
+  wgmma_commit();
+  wgmma_wait<0>();
+#pragma unroll
+  for (int rg = 0; rg < kRG; ++rg) reg_fence(s[rg]);
+}
+
 // O += P V of every row group, waited for; V (kBKV keys x kD, MN-major column blocks of kBKV x 128
 // bytes) at s_v. The fences keep the compiler from moving accesses of o and pa across the wgmma.
 template <bool kBf16, int kD, int kBKV, int kRG>
@@ -239,22 +264,7 @@ __global__ void __launch_bounds__(128, 1)
     float s[kRG][kBKV / 2];
     mbar_wait(k_full(st), ph);
     __syncwarp();
-#pragma unroll
-    for (int rg = 0; rg < kRG; ++rg) reg_fence(s[rg]);
-    wgmma_fence();
-#pragma unroll
-    for (int rg = 0; rg < kRG; ++rg)
-#pragma unroll
-      for (int ks = 0; ks < kD / 16; ++ks) {
-        const uint32_t col = (ks % 4) * 32;  // k16 step within a 128-byte row
-        wg1_qk_wgmma<kBf16, kBKV>(s[rg],
-                                  desc_kmajor(s_q + (ks / 4) * kQColBlock + rg * 64 * 128 + col),
-                                  desc_kmajor(s_k(st) + (ks / 4) * kKVColBlock + col), ks > 0);
-      }
-    wgmma_commit();
-    wgmma_wait<0>();
-#pragma unroll
-    for (int rg = 0; rg < kRG; ++rg) reg_fence(s[rg]);
+    wg_qk<kBf16, kD, kBKV, kRG>(s, s_q, kQColBlock, s_k(st));
 
     // Online softmax. Accumulator register i of a row group: row 16 warp + g + 8 ((i / 2) % 2),
     // column 8 (i / 4) + 2 t + i % 2 (the m64nN wgmma D fragment).

@@ -45,7 +45,6 @@ __global__ void __launch_bounds__(128, kMinBlocks)
     coresident_kernel(int iters, long long* cycles, float* sink) {
   constexpr int kRG = kBQ / 64;
   constexpr int kQColBlock = kBQ * 128;
-  constexpr int kKVColBlock = kBKV * 128;
   extern __shared__ uint8_t smem_raw[];
   const uint32_t raw = static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw));
   const uint32_t pad = (1024 - (raw & 1023)) & 1023;
@@ -71,22 +70,7 @@ __global__ void __launch_bounds__(128, kMinBlocks)
     if (j > 0) __syncthreads();  // as the kernel's per-step barrier before refilling a stage
     float s[kRG][kBKV / 2];      // S of this step only, as in the kernel
     if constexpr (kMode != kSoftmax) {
-#pragma unroll
-      for (int rg = 0; rg < kRG; ++rg) reg_fence(s[rg]);
-      wgmma_fence();
-#pragma unroll
-      for (int rg = 0; rg < kRG; ++rg)
-#pragma unroll
-        for (int ks = 0; ks < kD / 16; ++ks) {
-          const uint32_t col = (ks % 4) * 32;
-          wg1_qk_wgmma<false, kBKV>(s[rg],
-                                    desc_kmajor(s_q + (ks / 4) * kQColBlock + rg * 64 * 128 + col),
-                                    desc_kmajor(s_k + (ks / 4) * kKVColBlock + col), ks > 0);
-        }
-      wgmma_commit();
-      wgmma_wait<0>();
-#pragma unroll
-      for (int rg = 0; rg < kRG; ++rg) reg_fence(s[rg]);
+      wg_qk<false, kD, kBKV, kRG>(s, s_q, kQColBlock, s_k);
     } else {
 #pragma unroll
       for (int rg = 0; rg < kRG; ++rg)
