@@ -5,19 +5,24 @@
 #include <cstdio>
 #include <cstdlib>
 
-#define CHECK(call)                                                              \
-  do {                                                                           \
-    cudaError_t err_ = (call);                                                   \
-    if (err_ != cudaSuccess) {                                                   \
+#define CHECK(call)                                                             \
+  do {                                                                          \
+    cudaError_t err_ = (call);                                                  \
+    if (err_ != cudaSuccess) {                                                  \
       std::fprintf(stderr, "%s failed: %s\n", #call, cudaGetErrorString(err_)); \
-      std::exit(1);                                                              \
-    }                                                                            \
+      std::exit(1);                                                             \
+    }                                                                           \
   } while (0)
 
 static int attr(cudaDeviceAttr a, int dev) {
   int v = 0;
   CHECK(cudaDeviceGetAttribute(&v, a, dev));
   return v;
+}
+
+// One integer member of the object, on its own line; the last one has no comma.
+static void field(const char* key, long long value, bool last = false) {
+  std::printf("  \"%s\": %lld%s\n", key, value, last ? "" : ",");
 }
 
 int main() {
@@ -31,24 +36,25 @@ int main() {
   std::printf("{\n");
   std::printf("  \"name\": \"%s\",\n", p.name);
   std::printf("  \"compute_capability\": \"%d.%d\",\n", p.major, p.minor);
-  std::printf("  \"driver_version\": %d,\n  \"runtime_version\": %d,\n", driver, runtime);
-  std::printf("  \"multiprocessor_count\": %d,\n", p.multiProcessorCount);
-  std::printf("  \"clock_rate_khz\": %d,\n", attr(cudaDevAttrClockRate, dev));
-  std::printf("  \"memory_clock_rate_khz\": %d,\n", attr(cudaDevAttrMemoryClockRate, dev));
-  std::printf("  \"memory_bus_width_bits\": %d,\n", attr(cudaDevAttrGlobalMemoryBusWidth, dev));
-  std::printf("  \"total_global_mem_bytes\": %zu,\n", p.totalGlobalMem);
-  std::printf("  \"l2_cache_size_bytes\": %d,\n", p.l2CacheSize);
-  std::printf("  \"persisting_l2_cache_max_size_bytes\": %d,\n", p.persistingL2CacheMaxSize);
-  std::printf("  \"shared_mem_per_multiprocessor_bytes\": %zu,\n", p.sharedMemPerMultiprocessor);
-  std::printf("  \"shared_mem_per_block_bytes\": %zu,\n", p.sharedMemPerBlock);
-  std::printf("  \"shared_mem_per_block_optin_bytes\": %zu,\n", p.sharedMemPerBlockOptin);
-  std::printf("  \"reserved_shared_mem_per_block_bytes\": %zu,\n", p.reservedSharedMemPerBlock);
-  std::printf("  \"regs_per_multiprocessor\": %d,\n", p.regsPerMultiprocessor);
-  std::printf("  \"regs_per_block\": %d,\n", p.regsPerBlock);
-  std::printf("  \"max_threads_per_multiprocessor\": %d,\n", p.maxThreadsPerMultiProcessor);
-  std::printf("  \"max_threads_per_block\": %d,\n", p.maxThreadsPerBlock);
-  std::printf("  \"max_blocks_per_multiprocessor\": %d,\n", p.maxBlocksPerMultiProcessor);
-  std::printf("  \"warp_size\": %d\n", p.warpSize);
+  field("driver_version", driver);
+  field("runtime_version", runtime);
+  field("multiprocessor_count", p.multiProcessorCount);
+  field("clock_rate_khz", attr(cudaDevAttrClockRate, dev));
+  field("memory_clock_rate_khz", attr(cudaDevAttrMemoryClockRate, dev));
+  field("memory_bus_width_bits", attr(cudaDevAttrGlobalMemoryBusWidth, dev));
+  field("total_global_mem_bytes", p.totalGlobalMem);
+  field("l2_cache_size_bytes", p.l2CacheSize);
+  field("persisting_l2_cache_max_size_bytes", p.persistingL2CacheMaxSize);
+  field("shared_mem_per_multiprocessor_bytes", p.sharedMemPerMultiprocessor);
+  field("shared_mem_per_block_bytes", p.sharedMemPerBlock);
+  field("shared_mem_per_block_optin_bytes", p.sharedMemPerBlockOptin);
+  field("reserved_shared_mem_per_block_bytes", p.reservedSharedMemPerBlock);
+  field("regs_per_multiprocessor", p.regsPerMultiprocessor);
+  field("regs_per_block", p.regsPerBlock);
+  field("max_threads_per_multiprocessor", p.maxThreadsPerMultiProcessor);
+  field("max_threads_per_block", p.maxThreadsPerBlock);
+  field("max_blocks_per_multiprocessor", p.maxBlocksPerMultiProcessor);
+  field("warp_size", p.warpSize, true);
   std::printf("}\n");
   return 0;
 }

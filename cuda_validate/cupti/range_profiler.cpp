@@ -18,13 +18,15 @@ namespace iosim_cuda {
 #ifdef IOSIM_HAVE_CUPTI
 namespace {
 
-// CUPTI's parameter structs: zeroed, with the size of the layout we were compiled with.
+// CUPTI's parameter structs: zeroed, with the size of the layout we were compiled with
+// (IOSIM_CUPTI_PARAMS(T): T's size is the constant T_STRUCT_SIZE).
 template <typename T>
 T cupti_params(std::size_t struct_size) {
   T p{};
   p.structSize = struct_size;
   return p;
 }
+#define IOSIM_CUPTI_PARAMS(T) cupti_params<T>(T##_STRUCT_SIZE)
 
 void cupti_check(CUptiResult r, const char* call) {
   if (r == CUPTI_SUCCESS) return;
@@ -47,8 +49,7 @@ struct EnabledRange {
   CUpti_RangeProfiler_Object* object = nullptr;
   ~EnabledRange() {
     if (!object) return;
-    auto p = cupti_params<CUpti_RangeProfiler_Disable_Params>(
-        CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE);
+    auto p = IOSIM_CUPTI_PARAMS(CUpti_RangeProfiler_Disable_Params);
     p.pRangeProfilerObject = object;
     cuptiRangeProfilerDisable(&p);
   }
@@ -79,21 +80,18 @@ RangeProfiler::RangeProfiler(const std::vector<std::string>& metrics)
   CUdevice device = 0;
   cu_check(cuCtxGetDevice(&device), "cuCtxGetDevice");
 
-  auto init =
-      cupti_params<CUpti_Profiler_Initialize_Params>(CUpti_Profiler_Initialize_Params_STRUCT_SIZE);
+  auto init = IOSIM_CUPTI_PARAMS(CUpti_Profiler_Initialize_Params);
   cupti_check(cuptiProfilerInitialize(&init), "cuptiProfilerInitialize");
   s.initialized = true;
 
-  auto chip =
-      cupti_params<CUpti_Device_GetChipName_Params>(CUpti_Device_GetChipName_Params_STRUCT_SIZE);
+  auto chip = IOSIM_CUPTI_PARAMS(CUpti_Device_GetChipName_Params);
   chip.deviceIndex = static_cast<std::size_t>(device);
   cupti_check(cuptiDeviceGetChipName(&chip), "cuptiDeviceGetChipName");
   s.chip = chip.pChipName ? chip.pChipName : "";
 
   // Which counters this context can read now (none when profiling is restricted
   // to administrators: CUPTI_ERROR_INSUFFICIENT_PRIVILEGES surfaces here).
-  auto avail = cupti_params<CUpti_Profiler_GetCounterAvailability_Params>(
-      CUpti_Profiler_GetCounterAvailability_Params_STRUCT_SIZE);
+  auto avail = IOSIM_CUPTI_PARAMS(CUpti_Profiler_GetCounterAvailability_Params);
   avail.ctx = s.ctx;
   cupti_check(cuptiProfilerGetCounterAvailability(&avail),
               "cuptiProfilerGetCounterAvailability (size)");
@@ -101,8 +99,7 @@ RangeProfiler::RangeProfiler(const std::vector<std::string>& metrics)
   avail.pCounterAvailabilityImage = s.availability.data();
   cupti_check(cuptiProfilerGetCounterAvailability(&avail), "cuptiProfilerGetCounterAvailability");
 
-  auto host = cupti_params<CUpti_Profiler_Host_Initialize_Params>(
-      CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE);
+  auto host = IOSIM_CUPTI_PARAMS(CUpti_Profiler_Host_Initialize_Params);
   host.profilerType = CUPTI_PROFILER_TYPE_RANGE_PROFILER;
   host.pChipName = s.chip.c_str();
   host.pCounterAvailabilityImage = s.availability.data();
@@ -111,8 +108,7 @@ RangeProfiler::RangeProfiler(const std::vector<std::string>& metrics)
 
   // A name the host does not know would fail the whole configuration: drop it and say so.
   for (const std::string& m : metrics) {
-    auto prop = cupti_params<CUpti_Profiler_Host_GetMetricProperties_Params>(
-        CUpti_Profiler_Host_GetMetricProperties_Params_STRUCT_SIZE);
+    auto prop = IOSIM_CUPTI_PARAMS(CUpti_Profiler_Host_GetMetricProperties_Params);
     prop.pHostObject = s.host;
     prop.pMetricName = m.c_str();
     (cuptiProfilerHostGetMetricProperties(&prop) == CUPTI_SUCCESS ? s.metrics : s.unavailable)
@@ -121,27 +117,23 @@ RangeProfiler::RangeProfiler(const std::vector<std::string>& metrics)
   if (s.metrics.empty()) throw std::runtime_error("RangeProfiler: none of the metrics is offered");
   for (const std::string& m : s.metrics) s.metric_ptrs.push_back(m.c_str());
 
-  auto add = cupti_params<CUpti_Profiler_Host_ConfigAddMetrics_Params>(
-      CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE);
+  auto add = IOSIM_CUPTI_PARAMS(CUpti_Profiler_Host_ConfigAddMetrics_Params);
   add.pHostObject = s.host;
   add.ppMetricNames = s.metric_ptrs.data();
   add.numMetrics = s.metric_ptrs.size();
   cupti_check(cuptiProfilerHostConfigAddMetrics(&add), "cuptiProfilerHostConfigAddMetrics");
 
-  auto size = cupti_params<CUpti_Profiler_Host_GetConfigImageSize_Params>(
-      CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE);
+  auto size = IOSIM_CUPTI_PARAMS(CUpti_Profiler_Host_GetConfigImageSize_Params);
   size.pHostObject = s.host;
   cupti_check(cuptiProfilerHostGetConfigImageSize(&size), "cuptiProfilerHostGetConfigImageSize");
   s.config.resize(size.configImageSize);
-  auto image = cupti_params<CUpti_Profiler_Host_GetConfigImage_Params>(
-      CUpti_Profiler_Host_GetConfigImage_Params_STRUCT_SIZE);
+  auto image = IOSIM_CUPTI_PARAMS(CUpti_Profiler_Host_GetConfigImage_Params);
   image.pHostObject = s.host;
   image.configImageSize = s.config.size();
   image.pConfigImage = s.config.data();
   cupti_check(cuptiProfilerHostGetConfigImage(&image), "cuptiProfilerHostGetConfigImage");
 
-  auto passes = cupti_params<CUpti_Profiler_Host_GetNumOfPasses_Params>(
-      CUpti_Profiler_Host_GetNumOfPasses_Params_STRUCT_SIZE);
+  auto passes = IOSIM_CUPTI_PARAMS(CUpti_Profiler_Host_GetNumOfPasses_Params);
   passes.configImageSize = s.config.size();
   passes.pConfigImage = s.config.data();
   cupti_check(cuptiProfilerHostGetNumOfPasses(&passes), "cuptiProfilerHostGetNumOfPasses");
@@ -150,14 +142,12 @@ RangeProfiler::RangeProfiler(const std::vector<std::string>& metrics)
 
 RangeProfiler::~RangeProfiler() {
   if (impl_->host) {
-    auto p = cupti_params<CUpti_Profiler_Host_Deinitialize_Params>(
-        CUpti_Profiler_Host_Deinitialize_Params_STRUCT_SIZE);
+    auto p = IOSIM_CUPTI_PARAMS(CUpti_Profiler_Host_Deinitialize_Params);
     p.pHostObject = impl_->host;
     cuptiProfilerHostDeinitialize(&p);
   }
   if (impl_->initialized) {
-    auto p = cupti_params<CUpti_Profiler_DeInitialize_Params>(
-        CUpti_Profiler_DeInitialize_Params_STRUCT_SIZE);
+    auto p = IOSIM_CUPTI_PARAMS(CUpti_Profiler_DeInitialize_Params);
     cuptiProfilerDeInitialize(&p);
   }
 }
@@ -168,14 +158,12 @@ RangeCounters RangeProfiler::profile(const std::string& name,
   Impl& s = *impl_;
   // One range per session: a fresh counter-data image, configured, replayed, decoded.
   EnabledRange session;
-  auto enable = cupti_params<CUpti_RangeProfiler_Enable_Params>(
-      CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE);
+  auto enable = IOSIM_CUPTI_PARAMS(CUpti_RangeProfiler_Enable_Params);
   enable.ctx = s.ctx;
   cupti_check(cuptiRangeProfilerEnable(&enable), "cuptiRangeProfilerEnable");
   session.object = enable.pRangeProfilerObject;
 
-  auto size = cupti_params<CUpti_RangeProfiler_GetCounterDataSize_Params>(
-      CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE);
+  auto size = IOSIM_CUPTI_PARAMS(CUpti_RangeProfiler_GetCounterDataSize_Params);
   size.pRangeProfilerObject = session.object;
   size.pMetricNames = s.metric_ptrs.data();
   size.numMetrics = s.metric_ptrs.size();
@@ -183,16 +171,14 @@ RangeCounters RangeProfiler::profile(const std::string& name,
   size.maxNumRangeTreeNodes = 1;
   cupti_check(cuptiRangeProfilerGetCounterDataSize(&size), "cuptiRangeProfilerGetCounterDataSize");
   std::vector<std::uint8_t> data(size.counterDataSize);
-  auto init = cupti_params<CUpti_RangeProfiler_CounterDataImage_Initialize_Params>(
-      CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE);
+  auto init = IOSIM_CUPTI_PARAMS(CUpti_RangeProfiler_CounterDataImage_Initialize_Params);
   init.pRangeProfilerObject = session.object;
   init.counterDataSize = data.size();
   init.pCounterData = data.data();
   cupti_check(cuptiRangeProfilerCounterDataImageInitialize(&init),
               "cuptiRangeProfilerCounterDataImageInitialize");
 
-  auto config = cupti_params<CUpti_RangeProfiler_SetConfig_Params>(
-      CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE);
+  auto config = IOSIM_CUPTI_PARAMS(CUpti_RangeProfiler_SetConfig_Params);
   config.pRangeProfilerObject = session.object;
   config.configSize = s.config.size();
   config.pConfig = s.config.data();
@@ -217,46 +203,39 @@ RangeCounters RangeProfiler::profile(const std::string& name,
                                std::to_string(kMaxPasses) + " passes");
     before_pass();
     cu_check(cuCtxSynchronize(), "cuCtxSynchronize (before the range)");
-    auto start = cupti_params<CUpti_RangeProfiler_Start_Params>(
-        CUpti_RangeProfiler_Start_Params_STRUCT_SIZE);
+    auto start = IOSIM_CUPTI_PARAMS(CUpti_RangeProfiler_Start_Params);
     start.pRangeProfilerObject = session.object;
     cupti_check(cuptiRangeProfilerStart(&start), "cuptiRangeProfilerStart");
-    auto push = cupti_params<CUpti_RangeProfiler_PushRange_Params>(
-        CUpti_RangeProfiler_PushRange_Params_STRUCT_SIZE);
+    auto push = IOSIM_CUPTI_PARAMS(CUpti_RangeProfiler_PushRange_Params);
     push.pRangeProfilerObject = session.object;
     push.pRangeName = name.c_str();
     cupti_check(cuptiRangeProfilerPushRange(&push), "cuptiRangeProfilerPushRange");
     launch();
     cu_check(cuCtxSynchronize(), "cuCtxSynchronize (in the range)");
-    auto pop = cupti_params<CUpti_RangeProfiler_PopRange_Params>(
-        CUpti_RangeProfiler_PopRange_Params_STRUCT_SIZE);
+    auto pop = IOSIM_CUPTI_PARAMS(CUpti_RangeProfiler_PopRange_Params);
     pop.pRangeProfilerObject = session.object;
     cupti_check(cuptiRangeProfilerPopRange(&pop), "cuptiRangeProfilerPopRange");
-    auto stop =
-        cupti_params<CUpti_RangeProfiler_Stop_Params>(CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE);
+    auto stop = IOSIM_CUPTI_PARAMS(CUpti_RangeProfiler_Stop_Params);
     stop.pRangeProfilerObject = session.object;
     cupti_check(cuptiRangeProfilerStop(&stop), "cuptiRangeProfilerStop");
     all_submitted = stop.isAllPassSubmitted != 0;
     ++out.passes;
   }
 
-  auto decode = cupti_params<CUpti_RangeProfiler_DecodeData_Params>(
-      CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE);
+  auto decode = IOSIM_CUPTI_PARAMS(CUpti_RangeProfiler_DecodeData_Params);
   decode.pRangeProfilerObject = session.object;
   cupti_check(cuptiRangeProfilerDecodeData(&decode), "cuptiRangeProfilerDecodeData");
   if (decode.numOfRangeDropped != 0)
     throw std::runtime_error("RangeProfiler: CUPTI dropped range '" + name + "'");
 
-  auto info = cupti_params<CUpti_RangeProfiler_GetCounterDataInfo_Params>(
-      CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE);
+  auto info = IOSIM_CUPTI_PARAMS(CUpti_RangeProfiler_GetCounterDataInfo_Params);
   info.pCounterDataImage = data.data();
   info.counterDataImageSize = data.size();
   cupti_check(cuptiRangeProfilerGetCounterDataInfo(&info), "cuptiRangeProfilerGetCounterDataInfo");
   if (info.numTotalRanges < 1)
     throw std::runtime_error("RangeProfiler: no range recorded for '" + name + "'");
 
-  auto range = cupti_params<CUpti_RangeProfiler_CounterData_GetRangeInfo_Params>(
-      CUpti_RangeProfiler_CounterData_GetRangeInfo_Params_STRUCT_SIZE);
+  auto range = IOSIM_CUPTI_PARAMS(CUpti_RangeProfiler_CounterData_GetRangeInfo_Params);
   range.pCounterDataImage = data.data();
   range.counterDataImageSize = data.size();
   range.rangeIndex = 0;
@@ -266,8 +245,7 @@ RangeCounters RangeProfiler::profile(const std::string& name,
   out.range_name = range.rangeName ? range.rangeName : "";
 
   std::vector<double> values(s.metric_ptrs.size());
-  auto eval = cupti_params<CUpti_Profiler_Host_EvaluateToGpuValues_Params>(
-      CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE);
+  auto eval = IOSIM_CUPTI_PARAMS(CUpti_Profiler_Host_EvaluateToGpuValues_Params);
   eval.pHostObject = s.host;
   eval.pCounterDataImage = data.data();
   eval.counterDataImageSize = data.size();
@@ -279,6 +257,35 @@ RangeCounters RangeProfiler::profile(const std::string& name,
   for (std::size_t i = 0; i < values.size(); ++i) out.values.emplace_back(s.metrics[i], values[i]);
   return out;
 }
+
+bool RangeProfiler::compiled_in() {
+  return true;
+}
+
+#else  // built without CUPTI headers: the runner's --mode cupti reports this
+
+// The fields the accessors below read, all empty.
+struct RangeProfiler::Impl {
+  std::vector<std::string> metrics, unavailable;
+  std::string chip;
+  int passes = 0;
+};
+
+RangeProfiler::RangeProfiler(const std::vector<std::string>&) : impl_(std::make_unique<Impl>()) {
+  throw std::runtime_error(
+      "iosim_cuda_runner was built without CUPTI (cupti_range_profiler.h not found at configure "
+      "time)");
+}
+RangeProfiler::~RangeProfiler() = default;
+RangeCounters RangeProfiler::profile(const std::string&, const std::function<void()>&,
+                                     const std::function<void()>&) {
+  return {};
+}
+bool RangeProfiler::compiled_in() {
+  return false;
+}
+
+#endif
 
 const std::vector<std::string>& RangeProfiler::metrics() const {
   return impl_->metrics;
@@ -292,43 +299,5 @@ const std::string& RangeProfiler::chip() const {
 int RangeProfiler::passes_needed() const {
   return impl_->passes;
 }
-bool RangeProfiler::compiled_in() {
-  return true;
-}
-
-#else  // built without CUPTI headers: the runner's --mode cupti reports this
-
-struct RangeProfiler::Impl {
-  std::vector<std::string> none;
-  std::string chip;
-};
-
-RangeProfiler::RangeProfiler(const std::vector<std::string>&) : impl_(std::make_unique<Impl>()) {
-  throw std::runtime_error(
-      "iosim_cuda_runner was built without CUPTI (cupti_range_profiler.h not found at configure "
-      "time)");
-}
-RangeProfiler::~RangeProfiler() = default;
-RangeCounters RangeProfiler::profile(const std::string&, const std::function<void()>&,
-                                     const std::function<void()>&) {
-  return {};
-}
-const std::vector<std::string>& RangeProfiler::metrics() const {
-  return impl_->none;
-}
-const std::vector<std::string>& RangeProfiler::unavailable() const {
-  return impl_->none;
-}
-const std::string& RangeProfiler::chip() const {
-  return impl_->chip;
-}
-int RangeProfiler::passes_needed() const {
-  return 0;
-}
-bool RangeProfiler::compiled_in() {
-  return false;
-}
-
-#endif
 
 }  // namespace iosim_cuda

@@ -143,12 +143,29 @@ __device__ __forceinline__ void turn_end(int wg) {
   if constexpr (PINGPONG) named_bar_arrive(1 + (wg ^ 1), 256);
 }
 
+// One GEMM group in warpgroup cw's turn, committed and waited for. fence: reg_fence on the
+// registers the group reads and writes, before the issue and after the wait, so that the compiler
+// moves no access of them across the asynchronous wgmma.
+template <bool PINGPONG, typename Issue, typename Fence>
+__device__ __forceinline__ void gemm_in_turn(int cw, Issue issue, Fence fence) {
+  fence();
+  turn_begin<PINGPONG>(cw);
+  wgmma_fence();
+  issue();
+  wgmma_commit();
+  turn_end<PINGPONG>(cw);
+  wgmma_wait<0>();
+  fence();
+}
+
 // Online softmax over one S block: rows r0 = 16 * warp + lane / 4 (h = 0) and r0 + 8 (h = 1);
-// S register 4c + 2h + e is column 8c + 2t + e. Updates m (scaled log2 units) and the thread's
-// partial l, leaves exp2 values in s, returns the rescale factors of O in alpha.
-template <bool CAUSAL>
+// S register 4c + 2h + e is column 8c + 2t + e. factor takes S to scaled log2 units (fp8: times
+// the block's Q and K scales). Updates m (scaled log2 units) and the thread's partial l, leaves
+// P = exp2(x - m + P_OFFSET_LOG2) in s (fp8 shifts P into e4m3's range: kFp8POffsetLog2),
+// returns the rescale factors of O in alpha.
+template <bool CAUSAL, int P_OFFSET_LOG2>
 __device__ __forceinline__ void softmax_block(float (&s)[kBlockKV / 2], float (&m)[2],
-                                              float (&l)[2], float (&alpha)[2], float scale_log2,
+                                              float (&l)[2], float (&alpha)[2], float factor,
                                               bool diagonal, int row0, int t) {
   if constexpr (CAUSAL) {
     if (diagonal) {
@@ -168,7 +185,7 @@ __device__ __forceinline__ void softmax_block(float (&s)[kBlockKV / 2], float (&
       mx = fmaxf(mx, fmaxf(s[4 * c + 2 * h], s[4 * c + 2 * h + 1]));
     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-    const float m_new = fmaxf(m[h], mx * scale_log2);
+    const float m_new = fmaxf(m[h], mx * factor);
     alpha[h] = exp2f(m[h] - m_new);
     m[h] = m_new;
     float sum = 0.f;
@@ -176,7 +193,11 @@ __device__ __forceinline__ void softmax_block(float (&s)[kBlockKV / 2], float (&
     for (int c = 0; c < kBlockKV / 8; ++c)
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
-        const float p = exp2f(fmaf(s[4 * c + 2 * h + e], scale_log2, -m_new));
+        float p;
+        if constexpr (P_OFFSET_LOG2 == 0)
+          p = exp2f(fmaf(s[4 * c + 2 * h + e], factor, -m_new));
+        else
+          p = exp2f(fmaf(s[4 * c + 2 * h + e], factor, P_OFFSET_LOG2 - m_new));
         s[4 * c + 2 * h + e] = p;
         sum += p;
       }
@@ -209,7 +230,8 @@ __device__ __forceinline__ int kv_blocks_of(int q_block, int n, bool causal) {
 
 template <int D, int STAGES, Copy COPY, bool PINGPONG, bool IWO, bool CAUSAL>
 __global__ void __launch_bounds__(kThreads, 1)
-    fa3_fwd_kernel(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__ CUtensorMap tm_k,
+    fa3_fwd_kernel(const __grid_constant__ CUtensorMap tm_q,
+                   const __grid_constant__ CUtensorMap tm_k,
                    const __grid_constant__ CUtensorMap tm_v, const Params prm) {
   extern __shared__ uint8_t smem_raw[];
   __shared__ __align__(8) uint64_t bars[4 * STAGES + 2];
@@ -351,30 +373,20 @@ __global__ void __launch_bounds__(kThreads, 1)
         const int st = it % STAGES;
         const unsigned ph = (it / STAGES) & 1;
         mbar_wait(k_full(st), ph);
-        reg_fence(s);
-        turn_begin<PINGPONG>(cw);
-        wgmma_fence();
-        gemm_qk<D>(s, q_addr, s_k(st));
-        wgmma_commit();
-        turn_end<PINGPONG>(cw);
-        wgmma_wait<0>();
-        reg_fence(s);
+        gemm_in_turn<PINGPONG>(
+            cw, [&] { gemm_qk<D>(s, q_addr, s_k(st)); }, [&] { reg_fence(s); });
         if (j == nkv - 1 && lane == 0) mbar_arrive(q_empty);
-        softmax_block<CAUSAL>(s, m, l, alpha, prm.scale_log2, diag(j), row_in_tile0 + kv_row_shift,
-                              t);
+        softmax_block<CAUSAL, 0>(s, m, l, alpha, prm.scale_log2, diag(j),
+                                 row_in_tile0 + kv_row_shift, t);
         rescale_o<D>(o, alpha);
         convert_p(s, p);
         mbar_wait(v_full(st), ph);
-        reg_fence(o);
-        reg_fence(p);
-        turn_begin<PINGPONG>(cw);
-        wgmma_fence();
-        gemm_pv<D>(o, p, s_v(st), prm.vdesc_swap);
-        wgmma_commit();
-        turn_end<PINGPONG>(cw);
-        wgmma_wait<0>();
-        reg_fence(o);
-        reg_fence(p);
+        gemm_in_turn<PINGPONG>(
+            cw, [&] { gemm_pv<D>(o, p, s_v(st), prm.vdesc_swap); },
+            [&] {
+              reg_fence(o);
+              reg_fence(p);
+            });
         if (lane == 0) mbar_arrive(kv_empty(st));
       }
     } else {
@@ -382,17 +394,11 @@ __global__ void __launch_bounds__(kThreads, 1)
       int st = it % STAGES;
       unsigned ph = (it / STAGES) & 1;
       mbar_wait(k_full(st), ph);
-      reg_fence(s);
-      turn_begin<PINGPONG>(cw);
-      wgmma_fence();
-      gemm_qk<D>(s, q_addr, s_k(st));
-      wgmma_commit();
-      turn_end<PINGPONG>(cw);
-      wgmma_wait<0>();
-      reg_fence(s);
+      gemm_in_turn<PINGPONG>(
+          cw, [&] { gemm_qk<D>(s, q_addr, s_k(st)); }, [&] { reg_fence(s); });
       if (nkv == 1 && lane == 0) mbar_arrive(q_empty);
-      softmax_block<CAUSAL>(s, m, l, alpha, prm.scale_log2, diag(0), row_in_tile0 + kv_row_shift,
-                            t);
+      softmax_block<CAUSAL, 0>(s, m, l, alpha, prm.scale_log2, diag(0), row_in_tile0 + kv_row_shift,
+                               t);
       convert_p(s, p);  // O is still zero: no rescale
       for (int j = 1; j < nkv; ++j) {
         const int st_prev = st;
@@ -415,8 +421,8 @@ __global__ void __launch_bounds__(kThreads, 1)
         wgmma_wait<1>();  // S_j done, P_{j-1} V_{j-1} may still run
         reg_fence(s);
         if (j == nkv - 1 && lane == 0) mbar_arrive(q_empty);
-        softmax_block<CAUSAL>(s, m, l, alpha, prm.scale_log2, diag(j),
-                              row_in_tile0 + kv_row_shift, t);
+        softmax_block<CAUSAL, 0>(s, m, l, alpha, prm.scale_log2, diag(j),
+                                 row_in_tile0 + kv_row_shift, t);
         // The softmax must run while P_{j-1} V_{j-1} does: without these fences the compiler
         // is free to sink the exponentials below the wait (nothing orders plain arithmetic
         // against a volatile asm), which it did in the first H100 run (fa3_own_2026-11-23
@@ -441,16 +447,12 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
       // Epilogue: P_{n-1} V_{n-1}.
       mbar_wait(v_full(st), ph);
-      reg_fence(o);
-      reg_fence(p);
-      turn_begin<PINGPONG>(cw);
-      wgmma_fence();
-      gemm_pv<D>(o, p, s_v(st), prm.vdesc_swap);
-      wgmma_commit();
-      turn_end<PINGPONG>(cw);
-      wgmma_wait<0>();
-      reg_fence(o);
-      reg_fence(p);
+      gemm_in_turn<PINGPONG>(
+          cw, [&] { gemm_pv<D>(o, p, s_v(st), prm.vdesc_swap); },
+          [&] {
+            reg_fence(o);
+            reg_fence(p);
+          });
       if (lane == 0) mbar_arrive(kv_empty(st));
       ++it;
     }
@@ -504,7 +506,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 constexpr int kFp8D = 128;
 constexpr int kFp8ProducerRegs = 56;
 constexpr int kFp8ConsumerRegs = 224;  // 128 * 56 + 256 * 224 = 64512 <= 65536
-constexpr float kFp8POffsetLog2 = 8.f;
+constexpr int kFp8POffsetLog2 = 8;
 
 struct ParamsFp8 {
   const float* q_scale;  // [bh][n / 128]
@@ -597,47 +599,6 @@ __device__ __forceinline__ void convert_p_fp8(const float (&s)[kBlockKV / 2],
     p[ks][1] = layout ? r0hi : r1lo;
     p[ks][2] = layout ? r1lo : r0hi;
     p[ks][3] = r1hi;
-  }
-}
-
-// As softmax_block, with the exponent factor of this block (scale_log2 x q_scale x k_scale_j)
-// and P = exp2(x - m + 8).
-template <bool CAUSAL>
-__device__ __forceinline__ void softmax_block_fp8(float (&s)[kBlockKV / 2], float (&m)[2],
-                                                  float (&l)[2], float (&alpha)[2], float factor,
-                                                  bool diagonal, int row0, int t) {
-  if constexpr (CAUSAL) {
-    if (diagonal) {
-#pragma unroll
-      for (int i = 0; i < kBlockKV / 2; ++i) {
-        const int col = 8 * (i / 4) + 2 * t + (i % 2);
-        const int row = row0 + 8 * ((i / 2) % 2);
-        if (col > row) s[i] = -INFINITY;
-      }
-    }
-  }
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    float mx = -INFINITY;
-#pragma unroll
-    for (int c = 0; c < kBlockKV / 8; ++c)
-      mx = fmaxf(mx, fmaxf(s[4 * c + 2 * h], s[4 * c + 2 * h + 1]));
-    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-    const float m_new = fmaxf(m[h], mx * factor);
-    alpha[h] = exp2f(m[h] - m_new);
-    m[h] = m_new;
-    const float shift = kFp8POffsetLog2 - m_new;
-    float sum = 0.f;
-#pragma unroll
-    for (int c = 0; c < kBlockKV / 8; ++c)
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const float p = exp2f(fmaf(s[4 * c + 2 * h + e], factor, shift));
-        s[4 * c + 2 * h + e] = p;
-        sum += p;
-      }
-    l[h] = l[h] * alpha[h] + sum;
   }
 }
 
@@ -761,49 +722,34 @@ __global__ void __launch_bounds__(kThreads, 1)
         const unsigned ph = (it / STAGES) & 1;
         const float kf = qf * __ldg(prm.k_scale + sc0 + j), vs = __ldg(prm.v_scale + sc0 + j);
         mbar_wait(k_full(st), ph);
-        reg_fence(s);
-        turn_begin<PINGPONG>(cw);
-        wgmma_fence();
-        gemm_qk_fp8(s, q_addr, s_k(st));
-        wgmma_commit();
-        turn_end<PINGPONG>(cw);
-        wgmma_wait<0>();
-        reg_fence(s);
+        gemm_in_turn<PINGPONG>(
+            cw, [&] { gemm_qk_fp8(s, q_addr, s_k(st)); }, [&] { reg_fence(s); });
         if (j == nkv - 1 && lane == 0) mbar_arrive(q_empty);
-        softmax_block_fp8<CAUSAL>(s, m, l, alpha, kf, diag(j), row_in_tile0 + kv_row_shift, t);
+        softmax_block<CAUSAL, kFp8POffsetLog2>(s, m, l, alpha, kf, diag(j),
+                                               row_in_tile0 + kv_row_shift, t);
         if (j > 0)
           rescale(vs);
         else
           v_prev = vs;
         convert_p_fp8(s, p, prm.p_layout);
         mbar_wait(vt_full(st), ph);
-        reg_fence(o);
-        reg_fence(p);
-        turn_begin<PINGPONG>(cw);
-        wgmma_fence();
-        gemm_pv_fp8(o, p, s_vt(st));
-        wgmma_commit();
-        turn_end<PINGPONG>(cw);
-        wgmma_wait<0>();
-        reg_fence(o);
-        reg_fence(p);
+        gemm_in_turn<PINGPONG>(
+            cw, [&] { gemm_pv_fp8(o, p, s_vt(st)); },
+            [&] {
+              reg_fence(o);
+              reg_fence(p);
+            });
         if (lane == 0) mbar_arrive(kv_empty(st));
       }
     } else {
       int st = it % STAGES;
       unsigned ph = (it / STAGES) & 1;
       mbar_wait(k_full(st), ph);
-      reg_fence(s);
-      turn_begin<PINGPONG>(cw);
-      wgmma_fence();
-      gemm_qk_fp8(s, q_addr, s_k(st));
-      wgmma_commit();
-      turn_end<PINGPONG>(cw);
-      wgmma_wait<0>();
-      reg_fence(s);
+      gemm_in_turn<PINGPONG>(
+          cw, [&] { gemm_qk_fp8(s, q_addr, s_k(st)); }, [&] { reg_fence(s); });
       if (nkv == 1 && lane == 0) mbar_arrive(q_empty);
-      softmax_block_fp8<CAUSAL>(s, m, l, alpha, qf * __ldg(prm.k_scale + sc0), diag(0),
-                                row_in_tile0 + kv_row_shift, t);
+      softmax_block<CAUSAL, kFp8POffsetLog2>(s, m, l, alpha, qf * __ldg(prm.k_scale + sc0), diag(0),
+                                             row_in_tile0 + kv_row_shift, t);
       v_prev = __ldg(prm.v_scale + sc0);
       convert_p_fp8(s, p, prm.p_layout);
       for (int j = 1; j < nkv; ++j) {
@@ -828,7 +774,8 @@ __global__ void __launch_bounds__(kThreads, 1)
         wgmma_wait<1>();
         reg_fence(s);
         if (j == nkv - 1 && lane == 0) mbar_arrive(q_empty);
-        softmax_block_fp8<CAUSAL>(s, m, l, alpha, kf, diag(j), row_in_tile0 + kv_row_shift, t);
+        softmax_block<CAUSAL, kFp8POffsetLog2>(s, m, l, alpha, kf, diag(j),
+                                               row_in_tile0 + kv_row_shift, t);
         reg_fence(s);
         reg_fence(m);
         reg_fence(l);
@@ -841,16 +788,12 @@ __global__ void __launch_bounds__(kThreads, 1)
         convert_p_fp8(s, p, prm.p_layout);
       }
       mbar_wait(vt_full(st), ph);
-      reg_fence(o);
-      reg_fence(p);
-      turn_begin<PINGPONG>(cw);
-      wgmma_fence();
-      gemm_pv_fp8(o, p, s_vt(st));
-      wgmma_commit();
-      turn_end<PINGPONG>(cw);
-      wgmma_wait<0>();
-      reg_fence(o);
-      reg_fence(p);
+      gemm_in_turn<PINGPONG>(
+          cw, [&] { gemm_pv_fp8(o, p, s_vt(st)); },
+          [&] {
+            reg_fence(o);
+            reg_fence(p);
+          });
       if (lane == 0) mbar_arrive(kv_empty(st));
       ++it;
     }
@@ -932,8 +875,8 @@ __global__ void fill_kernel(__half* p, size_t count, uint32_t seed, float amp) {
 // [rows, d] fp16, boxes of 64 columns x 128 rows, 128-byte swizzle.
 CUtensorMap make_map(const __half* p, size_t rows, int d) {
   CUtensorMap m;
-  const CUresult r = iosim_hopper::make_tensor_map_2d(&m, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, p,
-                                                      rows, d, 64, 128);
+  const CUresult r =
+      iosim_hopper::make_tensor_map_2d(&m, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, p, rows, d, 64, 128);
   if (r != CUDA_SUCCESS) {
     std::fprintf(stderr, "cuTensorMapEncodeTiled failed: %d\n", static_cast<int>(r));
     std::exit(1);
@@ -944,8 +887,8 @@ CUtensorMap make_map(const __half* p, size_t rows, int d) {
 // [rows, 128] e4m3 (bytes), boxes of 128 columns x 128 rows, 128-byte swizzle.
 CUtensorMap make_map_fp8(const uint8_t* p, size_t rows) {
   CUtensorMap m;
-  const CUresult r = iosim_hopper::make_tensor_map_2d(&m, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, p,
-                                                      rows, 128, 128, 128);
+  const CUresult r = iosim_hopper::make_tensor_map_2d(&m, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, p, rows,
+                                                      128, 128, 128);
   if (r != CUDA_SUCCESS) {
     std::fprintf(stderr, "cuTensorMapEncodeTiled (fp8) failed: %d\n", static_cast<int>(r));
     std::exit(1);
@@ -991,7 +934,7 @@ LaunchInfo launch_d(const Case& c, const CUtensorMap& mq, const CUtensorMap& mk,
     std::fprintf(stderr, "cp.async variant not built: %s\n", c.id().c_str());
     std::exit(2);
   }
-#define FA3_CASE(PP, IWO, CA)                            \
+#define FA3_CASE(PP, IWO, CA)                             \
   if (c.pingpong == PP && c.iwo == IWO && c.causal == CA) \
     return launch_t<D, Copy::tma, PP, IWO, CA>(mq, mk, mv, prm, pe, sms, query_only);
   FA3_CASE(false, false, false)
@@ -1197,8 +1140,8 @@ std::vector<Case> cases_of(const std::string& set) {
     std::fprintf(stderr, "unknown set %s (main, fp8, all, smoke)\n", set.c_str());
     std::exit(2);
   }
-  const std::vector<int> ns = set == "smoke" ? std::vector<int>{1024}
-                                             : std::vector<int>{1024, 2048, 4096, 8192, 16384};
+  const std::vector<int> ns =
+      set == "smoke" ? std::vector<int>{1024} : std::vector<int>{1024, 2048, 4096, 8192, 16384};
   const bool f16 = set != "fp8", f8 = set != "main";
   for (int d : {64, 128})
     for (int n : ns) {
@@ -1241,14 +1184,20 @@ int main(int argc, char** argv) {
       }
       return argv[++i];
     };
-    if (s == "--set") a.set = next();
-    else if (s == "--no-check") a.check = false;
-    else if (s == "--profile") a.profile = true;
-    else if (s == "--reps") a.reps = std::atoi(next().c_str());
-    else if (s == "--vdesc-swap") a.vdesc_swap = std::atoi(next().c_str());
+    if (s == "--set")
+      a.set = next();
+    else if (s == "--no-check")
+      a.check = false;
+    else if (s == "--profile")
+      a.profile = true;
+    else if (s == "--reps")
+      a.reps = std::atoi(next().c_str());
+    else if (s == "--vdesc-swap")
+      a.vdesc_swap = std::atoi(next().c_str());
     else if (s == "--p-layout")
       a.p_layout = std::atoi(next().c_str());
-    else if (s == "--only") a.only = next();
+    else if (s == "--only")
+      a.only = next();
     else {
       std::fprintf(stderr, "unknown argument %s\n", s.c_str());
       return 2;
@@ -1287,7 +1236,11 @@ int main(int argc, char** argv) {
     const size_t elems = static_cast<size_t>(c.b) * c.h * c.n * c.d;
     const size_t rows = static_cast<size_t>(c.b) * c.h * c.n;
     if (c.d != cur_d || c.n != cur_n || c.b != cur_b || c.h != cur_h) {
-      cudaFree(q); cudaFree(k); cudaFree(v); cudaFree(o); cudaFree(lse);
+      cudaFree(q);
+      cudaFree(k);
+      cudaFree(v);
+      cudaFree(o);
+      cudaFree(lse);
       cudaFree(q8);
       cudaFree(k8);
       cudaFree(v8);
@@ -1321,7 +1274,10 @@ int main(int argc, char** argv) {
       mq = make_map(q, rows, c.d);
       mk = make_map(k, rows, c.d);
       mv = make_map(v, rows, c.d);
-      cur_d = c.d; cur_n = c.n; cur_b = c.b; cur_h = c.h;
+      cur_d = c.d;
+      cur_n = c.n;
+      cur_b = c.b;
+      cur_h = c.h;
     }
     if (c.fp8 && !have_fp8) {
       std::vector<uint16_t> tmp(elems);
@@ -1344,9 +1300,12 @@ int main(int argc, char** argv) {
       m8v = make_map_fp8(v8, rows);
       have_fp8 = true;
     }
-    fa3::Params prm{q, k, v, o, lse, c.b * c.h, c.n, c.n / fa3::kBlockQ, 0,
-                    static_cast<float>(1.4426950408889634 / std::sqrt(double(c.d))), vswap,
-                    d_clk};
+    fa3::Params prm{q,     k,
+                    v,     o,
+                    lse,   c.b * c.h,
+                    c.n,   c.n / fa3::kBlockQ,
+                    0,     static_cast<float>(1.4426950408889634 / std::sqrt(double(c.d))),
+                    vswap, d_clk};
     prm.tiles = prm.q_blocks * prm.bh;
     fa3::ParamsFp8 p8{
         qs, ks, vs, o, lse, prm.bh, c.n, prm.q_blocks, prm.tiles, prm.scale_log2, p_layout, d_clk};

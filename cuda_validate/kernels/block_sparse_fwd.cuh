@@ -41,18 +41,11 @@ __global__ void __launch_bounds__(kWarps * 32) block_sparse_fwd_kernel(const Blo
   half* sV = sK + 2 * kKVT;                      // (2, kBKV, kD)
 
   const int q_block = blockIdx.x;
-  const int b = blockIdx.y;
-  const int h = blockIdx.z;
   const int warp = threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   const int q0 = q_block * kBQ;
-  const int64_t bh = static_cast<int64_t>(b) * p.heads + h;
 
-  const half* gQ = p.gQ + bh * p.seq * kD;     // (N, kD)
-  const half* gK = p.gK + bh * p.seq_kv * kD;  // (Nkv, kD)
-  const half* gV = p.gV + bh * p.seq_kv * kD;  // (Nkv, kD)
-  half* gO = p.gO + bh * p.seq * kD;           // (N, kD)
-  float* gL = p.gL + bh * p.seq;               // (N)
+  const auto [gQ, gK, gV, gO, gL] = head_tensors<kD>(p);
 
   const int k_begin = __ldg(bp.g_row_ptr + q_block);
   const int n_blocks = __ldg(bp.g_row_ptr + q_block + 1) - k_begin;
@@ -86,15 +79,7 @@ __global__ void __launch_bounds__(kWarps * 32) block_sparse_fwd_kernel(const Blo
   float rO[kMT][kD / 8][4];                     // (kMT, kD/8, C fragment), fp32
   float row_m[kMT][2];                          // running max, log2 units
   float row_l[kMT][2];                          // running sum, this lane's part
-#pragma unroll
-  for (int mt = 0; mt < kMT; ++mt) {
-#pragma unroll
-    for (int dt = 0; dt < kD / 8; ++dt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) rO[mt][dt][e] = 0.f;
-    row_m[mt][0] = row_m[mt][1] = -INFINITY;
-    row_l[mt][0] = row_l[mt][1] = 0.f;
-  }
+  warp_init_state<kD, kMT>(rO, row_m, row_l);
 
   for (int k = 0; k < n_blocks; ++k) {
     const int stage = k & 1;
@@ -152,23 +137,7 @@ __global__ void __launch_bounds__(kWarps * 32) block_sparse_fwd_kernel(const Blo
 
   // Epilogue as flash2's. A row whose computed blocks hold no visible key (causal
   // inside a kept block) ends with l = 0: O = 0, L = -inf.
-#pragma unroll
-  for (int mt = 0; mt < kMT; ++mt)
-#pragma unroll
-    for (int hh = 0; hh < 2; ++hh) {
-      float l = row_l[mt][hh];
-      l += __shfl_xor_sync(0xffffffffu, l, 1);
-      l += __shfl_xor_sync(0xffffffffu, l, 2);
-      const float inv_l = l > 0.f ? 1.f / l : 0.f;
-      const int row = q_row0 + mt * 16 + lane / 4 + hh * 8;  // row in the tile
-#pragma unroll
-      for (int dt = 0; dt < kD / 8; ++dt) {
-        const uint32_t v = pack_half2(rO[mt][dt][2 * hh] * inv_l, rO[mt][dt][2 * hh + 1] * inv_l);
-        *reinterpret_cast<uint32_t*>(sQ + swz<kD>(row, dt) + (lane % 4) * 2) = v;
-      }
-      if (lane % 4 == 0 && q0 + row < p.seq)
-        gL[q0 + row] = l > 0.f ? (row_m[mt][hh] + log2f(l)) * kLn2 : -INFINITY;
-    }
+  warp_write_o<kD, kMT, half, true>(rO, row_m, row_l, sQ, gL, q0, q_row0, p.seq, lane);
   __syncthreads();
   store_tile<kBQ, kD, kThreads>(gO, sQ, q0, p.seq);
 }

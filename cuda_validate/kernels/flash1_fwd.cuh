@@ -16,22 +16,15 @@
 namespace iosim_cuda {
 
 template <int kD, int kBQ, int kBKV, int kWarps>
-struct Flash1Config {
-  static constexpr int kThreads = kWarps * 32;
-  static constexpr int kRowsPerWarp = kBQ / kWarps;
-  static constexpr int kMT = kRowsPerWarp / 16;
+struct Flash1Config : WarpTileConfig<kD, kBQ, kBKV, kWarps> {
+  using Base = WarpTileConfig<kD, kBQ, kBKV, kWarps>;
   static constexpr int kStages = 2;  // for the Q_i / O_i stream
-  static constexpr int kQTileElems = kBQ * smem_pitch<kD>();    // (kBQ, kD) swizzled
-  static constexpr int kKVTileElems = kBKV * smem_pitch<kD>();  // (kBKV, kD) swizzled
   // sK, sV (one tile each) + sQ, sO (kStages tiles each), fp16.
-  static constexpr int kSmemBytes = (2 * kKVTileElems + 2 * kStages * kQTileElems) * 2;
-  static_assert(kRowsPerWarp % 16 == 0, "each warp owns whole 16-row m-tiles");
-  static_assert(kBKV % 16 == 0 && kD % 64 == 0, "tile sizes");
+  static constexpr int kSmemBytes = (2 * Base::kKVTileElems + 2 * kStages * Base::kQTileElems) * 2;
 };
 
 template <int kD, int kBQ, int kBKV, int kWarps>
-__global__ void __launch_bounds__(kWarps * 32)
-    flash1_fwd_kernel(const AttnParams p) {
+__global__ void __launch_bounds__(kWarps * 32) flash1_fwd_kernel(const AttnParams p) {
   using Cfg = Flash1Config<kD, kBQ, kBKV, kWarps>;
   constexpr int kThreads = Cfg::kThreads;
   constexpr int kMT = Cfg::kMT;
@@ -40,9 +33,9 @@ __global__ void __launch_bounds__(kWarps * 32)
 
   extern __shared__ __align__(128) unsigned char smem_raw[];
   half* sK = reinterpret_cast<half*>(smem_raw);  // (kBKV, kD)
-  half* sV = sK + kKVT;                      // (kBKV, kD)
-  half* sQ = sV + kKVT;                      // (2, kBQ, kD)
-  half* sO = sQ + 2 * kQT;                   // (2, kBQ, kD)
+  half* sV = sK + kKVT;                          // (kBKV, kD)
+  half* sQ = sV + kKVT;                          // (2, kBQ, kD)
+  half* sO = sQ + 2 * kQT;                       // (2, kBQ, kD)
 
   const int64_t bh = blockIdx.x;  // = b * H + h
   const int warp = threadIdx.x / 32;
@@ -80,8 +73,7 @@ __global__ void __launch_bounds__(kWarps * 32)
       if (i + 1 < n_q_blocks) {
         load_tile_async<kBQ, kD, kThreads>(sQ + (stage ^ 1) * kQT, gQ, (i + 1) * kBQ, p.seq);
         if (has_prev)
-          load_tile_async<kBQ, kD, kThreads>(sO + (stage ^ 1) * kQT, gO, (i + 1) * kBQ,
-                                             p.seq);
+          load_tile_async<kBQ, kD, kThreads>(sO + (stage ^ 1) * kQT, gO, (i + 1) * kBQ, p.seq);
         cp_async_commit();
         cp_async_wait<1>();
       } else {

@@ -17,22 +17,15 @@
 namespace iosim_cuda {
 
 template <int kD, int kBQ, int kBKV, int kWarps>
-struct Flash2Config {
-  static constexpr int kThreads = kWarps * 32;
-  static constexpr int kRowsPerWarp = kBQ / kWarps;
-  static constexpr int kMT = kRowsPerWarp / 16;  // m-tiles per warp
+struct Flash2Config : WarpTileConfig<kD, kBQ, kBKV, kWarps> {
+  using Base = WarpTileConfig<kD, kBQ, kBKV, kWarps>;
   static constexpr int kStages = 2;
-  static constexpr int kQTileElems = kBQ * smem_pitch<kD>();    // (kBQ, kD) swizzled
-  static constexpr int kKVTileElems = kBKV * smem_pitch<kD>();  // (kBKV, kD) swizzled
   // sQ + sK, sV (kStages tiles each), fp16.
-  static constexpr int kSmemBytes = (kQTileElems + 2 * kStages * kKVTileElems) * 2;
-  static_assert(kRowsPerWarp % 16 == 0, "each warp owns whole 16-row m-tiles");
-  static_assert(kBKV % 16 == 0 && kD % 64 == 0, "tile sizes");
+  static constexpr int kSmemBytes = (Base::kQTileElems + 2 * kStages * Base::kKVTileElems) * 2;
 };
 
 template <int kD, int kBQ, int kBKV, int kWarps>
-__global__ void __launch_bounds__(kWarps * 32)
-    flash2_fwd_kernel(const AttnParams p) {
+__global__ void __launch_bounds__(kWarps * 32) flash2_fwd_kernel(const AttnParams p) {
   using Cfg = Flash2Config<kD, kBQ, kBKV, kWarps>;
   constexpr int kThreads = Cfg::kThreads;
   constexpr int kMT = Cfg::kMT;
@@ -41,22 +34,15 @@ __global__ void __launch_bounds__(kWarps * 32)
 
   extern __shared__ __align__(128) unsigned char smem_raw[];
   half* sQ = reinterpret_cast<half*>(smem_raw);  // (kBQ, kD); reused for O at the end
-  half* sK = sQ + kQT;                       // (2, kBKV, kD)
-  half* sV = sK + 2 * kKVT;                  // (2, kBKV, kD)
+  half* sK = sQ + kQT;                           // (2, kBKV, kD)
+  half* sV = sK + 2 * kKVT;                      // (2, kBKV, kD)
 
   const int q_block = blockIdx.x;
-  const int b = blockIdx.y;
-  const int h = blockIdx.z;
   const int warp = threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   const int q0 = q_block * kBQ;
-  const int64_t bh = static_cast<int64_t>(b) * p.heads + h;
 
-  const half* gQ = p.gQ + bh * p.seq * kD;      // (N, kD)
-  const half* gK = p.gK + bh * p.seq_kv * kD;   // (Nkv, kD)
-  const half* gV = p.gV + bh * p.seq_kv * kD;   // (Nkv, kD)
-  half* gO = p.gO + bh * p.seq * kD;            // (N, kD)
-  float* gL = p.gL + bh * p.seq;                // (N)
+  const auto [gQ, gK, gV, gO, gL] = head_tensors<kD>(p);
 
   const int causal_offset = p.seq_kv - p.seq;
   const int n_kv_blocks_all = (p.seq_kv + kBKV - 1) / kBKV;
@@ -83,10 +69,8 @@ __global__ void __launch_bounds__(kWarps * 32)
     const int stage = j & 1;
     if (j + 1 < n_kv_blocks) {
       // Stage (j+1)&1 was last read in step j-1, which ended with a barrier.
-      load_tile_async<kBKV, kD, kThreads>(sK + (stage ^ 1) * kKVT, gK, (j + 1) * kBKV,
-                                          p.seq_kv);
-      load_tile_async<kBKV, kD, kThreads>(sV + (stage ^ 1) * kKVT, gV, (j + 1) * kBKV,
-                                          p.seq_kv);
+      load_tile_async<kBKV, kD, kThreads>(sK + (stage ^ 1) * kKVT, gK, (j + 1) * kBKV, p.seq_kv);
+      load_tile_async<kBKV, kD, kThreads>(sV + (stage ^ 1) * kKVT, gV, (j + 1) * kBKV, p.seq_kv);
       cp_async_commit();
       cp_async_wait<1>();
     } else {
@@ -96,14 +80,14 @@ __global__ void __launch_bounds__(kWarps * 32)
 
     const half* sKj = sK + stage * kKVT;  // (kBKV, kD)
     const half* sVj = sV + stage * kKVT;  // (kBKV, kD)
-    float rS[kMT][kBKV / 8][4];                // (kMT, kBKV/8, C fragment)
+    float rS[kMT][kBKV / 8][4];           // (kMT, kBKV/8, C fragment)
     warp_qk<kD, kBKV, kMT>(rS, sQ, sKj, q_row0, lane);
 
     const int kv0 = j * kBKV;
     const bool need_mask =
         (kv0 + kBKV > p.seq_kv) || (p.causal && kv0 + kBKV - 1 > q0 + causal_offset);
-    warp_scale_mask<kBKV, kMT>(rS, scale_log2, need_mask, kv0, q0 + q_row0, p.seq_kv,
-                               causal_offset, p.causal, lane);
+    warp_scale_mask<kBKV, kMT>(rS, scale_log2, need_mask, kv0, q0 + q_row0, p.seq_kv, causal_offset,
+                               p.causal, lane);
 
     float blk_max[kMT][2];
     warp_row_max<kBKV, kMT>(rS, blk_max);

@@ -8,6 +8,19 @@
 
 namespace iosim_cuda {
 
+// The tiling of the warp-tile kernels (flash1, flash2, wg1_mma): kWarps warps own kBQ / kWarps
+// query rows each, in whole 16-row m-tiles; Q and K/V tiles are swizzled in shared memory.
+template <int kD, int kBQ, int kBKV, int kWarps>
+struct WarpTileConfig {
+  static constexpr int kThreads = kWarps * 32;
+  static constexpr int kRowsPerWarp = kBQ / kWarps;
+  static constexpr int kMT = kRowsPerWarp / 16;                 // m-tiles per warp
+  static constexpr int kQTileElems = kBQ * smem_pitch<kD>();    // (kBQ, kD) swizzled
+  static constexpr int kKVTileElems = kBKV * smem_pitch<kD>();  // (kBKV, kD) swizzled
+  static_assert(kRowsPerWarp % 16 == 0, "each warp owns whole 16-row m-tiles");
+  static_assert(kBKV % 16 == 0 && kD % 64 == 0, "tile sizes");
+};
+
 // rS (kMT, kBKV/8, 4) = Q_rows K_j^T for the warp's rows, fp32.
 // sQ: swizzled (BLOCK_Q, kD); sK: swizzled (kBKV, kD); q_row0 = warp's first row in sQ.
 // T: the element type of Q and K (half, or __nv_bfloat16 for the wg1 kernels).
@@ -163,10 +176,26 @@ __device__ __forceinline__ int kv_blocks_visited(const AttnParams& p, int q0) {
   return min(all, (q_last + p.seq_kv - p.seq) / kBKV + 1);
 }
 
+// The slices of the CTA's (batch, head) in a grid (query blocks, B, H) of a flash kernel's
+// tensors: Q, O (N, kD), K, V (Nkv, kD), L (N).
+struct HeadTensors {
+  const half *gQ, *gK, *gV;
+  half* gO;
+  float* gL;
+};
+template <int kD>
+__device__ __forceinline__ HeadTensors head_tensors(const AttnParams& p) {
+  const int b = blockIdx.y;
+  const int h = blockIdx.z;
+  const int64_t bh = static_cast<int64_t>(b) * p.heads + h;
+  return {p.gQ + bh * p.seq * kD, p.gK + bh * p.seq_kv * kD, p.gV + bh * p.seq_kv * kD,
+          p.gO + bh * p.seq * kD, p.gL + bh * p.seq};
+}
+
 // The online softmax's start: O = 0, running max -inf, running sum 0.
 template <int kD, int kMT>
-__device__ __forceinline__ void warp_init_state(float (&rO)[kMT][kD / 8][4],
-                                                float (&row_m)[kMT][2], float (&row_l)[kMT][2]) {
+__device__ __forceinline__ void warp_init_state(float (&rO)[kMT][kD / 8][4], float (&row_m)[kMT][2],
+                                                float (&row_l)[kMT][2]) {
 #pragma unroll
   for (int mt = 0; mt < kMT; ++mt) {
 #pragma unroll
@@ -182,8 +211,7 @@ __device__ __forceinline__ void warp_init_state(float (&rO)[kMT][kD / 8][4],
 // the lane's partial row sum l, rS <- P = exp2(rS - m) and rO rescaled by exp2(m_old - m).
 template <int kD, int kBKV, int kMT>
 __device__ __forceinline__ void warp_online_softmax(float (&rS)[kMT][kBKV / 8][4],
-                                                    float (&row_m)[kMT][2],
-                                                    float (&row_l)[kMT][2],
+                                                    float (&row_m)[kMT][2], float (&row_l)[kMT][2],
                                                     float (&rO)[kMT][kD / 8][4]) {
   float blk_max[kMT][2];
   warp_row_max<kBKV, kMT>(rS, blk_max);
@@ -213,8 +241,9 @@ __device__ __forceinline__ void warp_online_softmax(float (&rS)[kMT][kBKV / 8][4
 
 // Epilogue of a flash2-style kernel: O / l rounded to T into the swizzled (BLOCK_Q, kD) tile sO
 // (each warp writes only its own rows), and L = (m + log2 l) * ln 2 of rows < seq to gL.
+// EMPTY_ROWS: a row may have seen no visible key (block-sparse), so l = 0 writes L = -inf.
 // The caller syncs and stores sO.
-template <int kD, int kMT, typename T = half>
+template <int kD, int kMT, typename T = half, bool EMPTY_ROWS = false>
 __device__ __forceinline__ void warp_write_o(const float (&rO)[kMT][kD / 8][4],
                                              const float (&row_m)[kMT][2],
                                              const float (&row_l)[kMT][2], half* sO, float* gL,
@@ -233,7 +262,12 @@ __device__ __forceinline__ void warp_write_o(const float (&rO)[kMT][kD / 8][4],
         const uint32_t v = pack2<T>(rO[mt][dt][2 * hh] * inv_l, rO[mt][dt][2 * hh + 1] * inv_l);
         *reinterpret_cast<uint32_t*>(sO + swz<kD>(row, dt) + (lane % 4) * 2) = v;
       }
-      if (lane % 4 == 0 && q0 + row < seq) gL[q0 + row] = (row_m[mt][hh] + log2f(l)) * kLn2;
+      if (lane % 4 == 0 && q0 + row < seq) {
+        if constexpr (EMPTY_ROWS)
+          gL[q0 + row] = l > 0.f ? (row_m[mt][hh] + log2f(l)) * kLn2 : -INFINITY;
+        else
+          gL[q0 + row] = (row_m[mt][hh] + log2f(l)) * kLn2;
+      }
     }
 }
 

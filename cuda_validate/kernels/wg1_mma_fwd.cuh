@@ -14,23 +14,15 @@
 namespace iosim_cuda {
 
 template <int kD, int kBQ, int kBKV, int kStages>
-struct Wg1MmaConfig {
-  static constexpr int kWarps = 4;
-  static constexpr int kThreads = kWarps * 32;
-  static constexpr int kRowsPerWarp = kBQ / kWarps;
-  static constexpr int kMT = kRowsPerWarp / 16;  // m-tiles per warp
-  static constexpr int kQTileElems = kBQ * smem_pitch<kD>();
-  static constexpr int kKVTileElems = kBKV * smem_pitch<kD>();
+struct Wg1MmaConfig : WarpTileConfig<kD, kBQ, kBKV, 4> {
+  using Base = WarpTileConfig<kD, kBQ, kBKV, 4>;
   // sQ + sK, sV (kStages tiles each), 16-bit elements.
-  static constexpr int kSmemBytes = (kQTileElems + 2 * kStages * kKVTileElems) * 2;
-  static_assert(kRowsPerWarp % 16 == 0, "each warp owns whole 16-row m-tiles");
-  static_assert(kBKV % 16 == 0 && kD % 64 == 0, "tile sizes");
+  static constexpr int kSmemBytes = (Base::kQTileElems + 2 * kStages * Base::kKVTileElems) * 2;
   static_assert(kStages >= 2 && kStages <= 6, "2..6 stages");
 };
 
 template <typename T, int kD, int kBQ, int kBKV, int kStages>
-__global__ void __launch_bounds__(128)
-    wg1_mma_fwd_kernel(const AttnParams p) {
+__global__ void __launch_bounds__(128) wg1_mma_fwd_kernel(const AttnParams p) {
   using Cfg = Wg1MmaConfig<kD, kBQ, kBKV, kStages>;
   constexpr int kThreads = Cfg::kThreads;
   constexpr int kMT = Cfg::kMT;
@@ -40,22 +32,16 @@ __global__ void __launch_bounds__(128)
   // 16-bit tiles: the copy and ldmatrix paths move bytes, so T's tiles are handled as half.
   extern __shared__ __align__(128) unsigned char wg1_mma_smem[];
   half* sQ = reinterpret_cast<half*>(wg1_mma_smem);  // (kBQ, kD); reused for O at the end
-  half* sK = sQ + kQT;                                // (kStages, kBKV, kD)
-  half* sV = sK + kStages * kKVT;                     // (kStages, kBKV, kD)
+  half* sK = sQ + kQT;                               // (kStages, kBKV, kD)
+  half* sV = sK + kStages * kKVT;                    // (kStages, kBKV, kD)
 
   const int q_block = blockIdx.x;
-  const int b = blockIdx.y;
-  const int h = blockIdx.z;
   const int warp = threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   const int q0 = q_block * kBQ;
-  const int64_t bh = static_cast<int64_t>(b) * p.heads + h;
 
-  const half* gQ = p.gQ + bh * p.seq * kD;
-  const half* gK = p.gK + bh * p.seq_kv * kD;
-  const half* gV = p.gV + bh * p.seq_kv * kD;
-  half* gO = p.gO + bh * p.seq * kD;
-  float* gL = p.gL + bh * p.seq;
+  // A struct, not structured bindings: C++17 lambdas (the copy below) cannot capture those.
+  const HeadTensors g = head_tensors<kD>(p);
 
   const int causal_offset = p.seq_kv - p.seq;
   const int n_kv_blocks_all = (p.seq_kv + kBKV - 1) / kBKV;
@@ -68,12 +54,12 @@ __global__ void __launch_bounds__(128)
   auto load_kv = [&](int j) {
     if (j < n_kv_blocks) {
       const int st = j % kStages;
-      load_tile_async<kBKV, kD, kThreads>(sK + st * kKVT, gK, j * kBKV, p.seq_kv);
-      load_tile_async<kBKV, kD, kThreads>(sV + st * kKVT, gV, j * kBKV, p.seq_kv);
+      load_tile_async<kBKV, kD, kThreads>(sK + st * kKVT, g.gK, j * kBKV, p.seq_kv);
+      load_tile_async<kBKV, kD, kThreads>(sV + st * kKVT, g.gV, j * kBKV, p.seq_kv);
     }
     cp_async_commit();  // possibly empty: one group per block index
   };
-  load_tile_async<kBQ, kD, kThreads>(sQ, gQ, q0, p.seq);
+  load_tile_async<kBQ, kD, kThreads>(sQ, g.gQ, q0, p.seq);
   load_kv(0);  // group 0: Q, K_0, V_0
 #pragma unroll
   for (int j = 1; j < kStages - 1; ++j) load_kv(j);
@@ -100,16 +86,16 @@ __global__ void __launch_bounds__(128)
     const int kv0 = j * kBKV;
     const bool need_mask =
         (kv0 + kBKV > p.seq_kv) || (p.causal && kv0 + kBKV - 1 > q0 + causal_offset);
-    warp_scale_mask<kBKV, kMT>(rS, scale_log2, need_mask, kv0, q0 + q_row0, p.seq_kv,
-                               causal_offset, p.causal, lane);
+    warp_scale_mask<kBKV, kMT>(rS, scale_log2, need_mask, kv0, q0 + q_row0, p.seq_kv, causal_offset,
+                               p.causal, lane);
     warp_online_softmax<kD, kBKV, kMT>(rS, row_m, row_l, rO);
     warp_pv<kD, kBKV, kMT, T>(rO, rS, sVj, lane);
   }
   cp_async_wait<0>();  // only empty groups can be pending here
 
-  warp_write_o<kD, kMT, T>(rO, row_m, row_l, sQ, gL, q0, q_row0, p.seq, lane);
+  warp_write_o<kD, kMT, T>(rO, row_m, row_l, sQ, g.gL, q0, q_row0, p.seq, lane);
   __syncthreads();
-  store_tile<kBQ, kD, kThreads>(gO, sQ, q0, p.seq);
+  store_tile<kBQ, kD, kThreads>(g.gO, sQ, q0, p.seq);
 }
 
 }  // namespace iosim_cuda

@@ -47,18 +47,138 @@ struct Wg1TmaConfig {
 template <bool kBf16, int kN>
 __device__ __forceinline__ void wg1_qk_wgmma(float (&s)[kN / 2], uint64_t da, uint64_t db,
                                              int scale_d) {
-  if constexpr (kBf16 && kN == 64) wgmma_ss_bf16_n64(s, da, db, scale_d);
-  else if constexpr (kBf16) wgmma_ss_bf16_n128(s, da, db, scale_d);
-  else if constexpr (kN == 64) wgmma_ss_f16_n64(s, da, db, scale_d);
-  else wgmma_ss_f16_n128(s, da, db, scale_d);
+  if constexpr (kBf16 && kN == 64)
+    wgmma_ss_bf16_n64(s, da, db, scale_d);
+  else if constexpr (kBf16)
+    wgmma_ss_bf16_n128(s, da, db, scale_d);
+  else if constexpr (kN == 64)
+    wgmma_ss_f16_n64(s, da, db, scale_d);
+  else
+    wgmma_ss_f16_n128(s, da, db, scale_d);
 }
 template <bool kBf16, int kN>
 __device__ __forceinline__ void wg1_pv_wgmma(float (&o)[kN / 2], const uint32_t (&a)[4],
                                              uint64_t db) {
-  if constexpr (kBf16 && kN == 64) wgmma_rs_tb_bf16_n64(o, a, db, 1);
-  else if constexpr (kBf16) wgmma_rs_tb_bf16_n128(o, a, db, 1);
-  else if constexpr (kN == 64) wgmma_rs_tb_f16_n64(o, a, db, 1);
-  else wgmma_rs_tb_f16_n128(o, a, db, 1);
+  if constexpr (kBf16 && kN == 64)
+    wgmma_rs_tb_bf16_n64(o, a, db, 1);
+  else if constexpr (kBf16)
+    wgmma_rs_tb_bf16_n128(o, a, db, 1);
+  else if constexpr (kN == 64)
+    wgmma_rs_tb_f16_n64(o, a, db, 1);
+  else
+    wgmma_rs_tb_f16_n128(o, a, db, 1);
+}
+
+// The online softmax's start: O = 0, running max -inf, running sum 0.
+template <int kD, int kRG>
+__device__ __forceinline__ void wg_init_state(float (&o)[kRG][kD / 2], float (&m)[kRG][2],
+                                              float (&l)[kRG][2]) {
+#pragma unroll
+  for (int rg = 0; rg < kRG; ++rg) {
+#pragma unroll
+    for (int i = 0; i < kD / 2; ++i) o[rg][i] = 0.f;
+    m[rg][0] = m[rg][1] = -INFINITY;
+    l[rg][0] = l[rg][1] = 0.f;
+  }
+}
+
+// P's A fragments (T) of the k16 steps of P V: step ks = S columns 16 ks .. 16 ks + 15 =
+// registers 8 ks .. 8 ks + 7.
+template <typename T, int kBKV>
+__device__ __forceinline__ void wg_pack_p(const float (&s)[kBKV / 2],
+                                          uint32_t (&pa)[kBKV / 16][4]) {
+#pragma unroll
+  for (int ks = 0; ks < kBKV / 16; ++ks)
+#pragma unroll
+    for (int r = 0; r < 4; ++r) pa[ks][r] = pack2<T>(s[8 * ks + 2 * r], s[8 * ks + 2 * r + 1]);
+}
+
+// S = Q K^T of every row group, waited for; Q (column blocks of q_col_block bytes) at s_q,
+// K (kBKV keys x kD, K-major column blocks of kBKV x 128 bytes) at s_k. The fences keep the
+// compiler from moving accesses of s across the wgmma.
+template <bool kBf16, int kD, int kBKV, int kRG>
+__device__ __forceinline__ void wg_qk(float (&s)[kRG][kBKV / 2], uint32_t s_q, int q_col_block,
+                                      uint32_t s_k) {
+  using namespace iosim_hopper;
+#pragma unroll
+  for (int rg = 0; rg < kRG; ++rg) reg_fence(s[rg]);
+  wgmma_fence();
+#pragma unroll
+  for (int rg = 0; rg < kRG; ++rg)
+#pragma unroll
+    for (int ks = 0; ks < kD / 16; ++ks) {
+      const uint32_t col = (ks % 4) * 32;  // k16 step within a 128-byte row
+      wg1_qk_wgmma<kBf16, kBKV>(s[rg],
+                                desc_kmajor(s_q + (ks / 4) * q_col_block + rg * 64 * 128 + col),
+                                desc_kmajor(s_k + (ks / 4) * (kBKV * 128) + col), ks > 0);
+    }
+  wgmma_commit();
+  wgmma_wait<0>();
+#pragma unroll
+  for (int rg = 0; rg < kRG; ++rg) reg_fence(s[rg]);
+}
+
+// O += P V of every row group, waited for; V (kBKV keys x kD, MN-major column blocks of kBKV x 128
+// bytes) at s_v. The fences keep the compiler from moving accesses of o and pa across the wgmma.
+template <bool kBf16, int kD, int kBKV, int kRG>
+__device__ __forceinline__ void wg_pv(float (&o)[kRG][kD / 2], uint32_t (&pa)[kRG][kBKV / 16][4],
+                                      uint32_t s_v) {
+  using namespace iosim_hopper;
+#pragma unroll
+  for (int rg = 0; rg < kRG; ++rg) {
+    reg_fence(o[rg]);
+    reg_fence(pa[rg]);
+  }
+  wgmma_fence();
+#pragma unroll
+  for (int rg = 0; rg < kRG; ++rg)
+#pragma unroll
+    for (int ks = 0; ks < kBKV / 16; ++ks)
+      wg1_pv_wgmma<kBf16, kD>(o[rg], pa[rg][ks], desc_mnmajor(s_v + ks * 16 * 128, kBKV * 128, 0));
+  wgmma_commit();
+  wgmma_wait<0>();
+#pragma unroll
+  for (int rg = 0; rg < kRG; ++rg) {
+    reg_fence(o[rg]);
+    reg_fence(pa[rg]);
+  }
+}
+
+// One online-softmax step over a row group's S (scaled to log2 units and masked; register i is
+// row 16 warp + g + 8 ((i / 2) % 2), column 8 (i / 4) + 2 t + i % 2, the m64nN wgmma D
+// fragment): the running max m of the thread's two rows and its partial sums l, s <- P =
+// exp2(s - m) and O rescaled by exp2(m_old - m).
+template <int kBKV, int kD>
+__device__ __forceinline__ void wg_online_softmax(float (&s)[kBKV / 2], float (&m)[2],
+                                                  float (&l)[2], float (&o)[kD / 2]) {
+#pragma unroll
+  for (int hh = 0; hh < 2; ++hh) {
+    float mx = -INFINITY;
+#pragma unroll
+    for (int c = 0; c < kBKV / 8; ++c)
+      mx = fmaxf(mx, fmaxf(s[4 * c + 2 * hh], s[4 * c + 2 * hh + 1]));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+    const float m_new = fmaxf(m[hh], mx);
+    const float m_use = (m_new == -INFINITY) ? 0.f : m_new;  // no NaN from -inf - -inf
+    const float alpha = fast_exp2(m[hh] - m_use);
+    float sum = 0.f;
+#pragma unroll
+    for (int c = 0; c < kBKV / 8; ++c)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const float pv = fast_exp2(s[4 * c + 2 * hh + e] - m_use);
+        s[4 * c + 2 * hh + e] = pv;
+        sum += pv;
+      }
+    l[hh] = l[hh] * alpha + sum;
+    m[hh] = m_new;
+#pragma unroll
+    for (int c = 0; c < kD / 8; ++c) {
+      o[4 * c + 2 * hh] *= alpha;
+      o[4 * c + 2 * hh + 1] *= alpha;
+    }
+  }
 }
 
 template <typename T, int kD, int kBQ, int kBKV, int kStages>
@@ -128,13 +248,7 @@ __global__ void __launch_bounds__(128, 1)
   const float scale_log2 = p.scale * kLog2e;
   float o[kRG][kD / 2];
   float m[kRG][2], l[kRG][2];
-#pragma unroll
-  for (int rg = 0; rg < kRG; ++rg) {
-#pragma unroll
-    for (int i = 0; i < kD / 2; ++i) o[rg][i] = 0.f;
-    m[rg][0] = m[rg][1] = -INFINITY;
-    l[rg][0] = l[rg][1] = 0.f;
-  }
+  wg_init_state<kD, kRG>(o, m, l);
   mbar_wait(q_full, 0);
   __syncwarp();  // the wait loop may exit lane by lane; wgmma needs a converged warp
 
@@ -150,22 +264,7 @@ __global__ void __launch_bounds__(128, 1)
     float s[kRG][kBKV / 2];
     mbar_wait(k_full(st), ph);
     __syncwarp();
-#pragma unroll
-    for (int rg = 0; rg < kRG; ++rg) reg_fence(s[rg]);
-    wgmma_fence();
-#pragma unroll
-    for (int rg = 0; rg < kRG; ++rg)
-#pragma unroll
-      for (int ks = 0; ks < kD / 16; ++ks) {
-        const uint32_t col = (ks % 4) * 32;  // k16 step within a 128-byte row
-        wg1_qk_wgmma<kBf16, kBKV>(
-            s[rg], desc_kmajor(s_q + (ks / 4) * kQColBlock + rg * 64 * 128 + col),
-            desc_kmajor(s_k(st) + (ks / 4) * kKVColBlock + col), ks > 0);
-      }
-    wgmma_commit();
-    wgmma_wait<0>();
-#pragma unroll
-    for (int rg = 0; rg < kRG; ++rg) reg_fence(s[rg]);
+    wg_qk<kBf16, kD, kBKV, kRG>(s, s_q, kQColBlock, s_k(st));
 
     // Online softmax. Accumulator register i of a row group: row 16 warp + g + 8 ((i / 2) % 2),
     // column 8 (i / 4) + 2 t + i % 2 (the m64nN wgmma D fragment).
@@ -186,64 +285,14 @@ __global__ void __launch_bounds__(128, 1)
         }
         s[rg][i] = x;
       }
-#pragma unroll
-      for (int hh = 0; hh < 2; ++hh) {
-        float mx = -INFINITY;
-#pragma unroll
-        for (int c = 0; c < kBKV / 8; ++c)
-          mx = fmaxf(mx, fmaxf(s[rg][4 * c + 2 * hh], s[rg][4 * c + 2 * hh + 1]));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-        const float m_new = fmaxf(m[rg][hh], mx);
-        const float m_use = (m_new == -INFINITY) ? 0.f : m_new;  // no NaN from -inf - -inf
-        const float alpha = fast_exp2(m[rg][hh] - m_use);
-        float sum = 0.f;
-#pragma unroll
-        for (int c = 0; c < kBKV / 8; ++c)
-#pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            const float pv = fast_exp2(s[rg][4 * c + 2 * hh + e] - m_use);
-            s[rg][4 * c + 2 * hh + e] = pv;
-            sum += pv;
-          }
-        l[rg][hh] = l[rg][hh] * alpha + sum;
-        m[rg][hh] = m_new;
-#pragma unroll
-        for (int c = 0; c < kD / 8; ++c) {
-          o[rg][4 * c + 2 * hh] *= alpha;
-          o[rg][4 * c + 2 * hh + 1] *= alpha;
-        }
-      }
-      // k16 step ks of P V = S columns 16 ks .. 16 ks + 15 = registers 8 ks .. 8 ks + 7.
-#pragma unroll
-      for (int ks = 0; ks < kBKV / 16; ++ks)
-#pragma unroll
-        for (int r = 0; r < 4; ++r)
-          pa[rg][ks][r] = pack2<T>(s[rg][8 * ks + 2 * r], s[rg][8 * ks + 2 * r + 1]);
+      wg_online_softmax<kBKV, kD>(s[rg], m[rg], l[rg], o[rg]);
+      wg_pack_p<T, kBKV>(s[rg], pa[rg]);
     }
 
     // O += P V_j.
     mbar_wait(v_full(st), ph);
     __syncwarp();
-#pragma unroll
-    for (int rg = 0; rg < kRG; ++rg) {
-      reg_fence(o[rg]);
-      reg_fence(pa[rg]);
-    }
-    wgmma_fence();
-#pragma unroll
-    for (int rg = 0; rg < kRG; ++rg)
-#pragma unroll
-      for (int ks = 0; ks < kBKV / 16; ++ks)
-        wg1_pv_wgmma<kBf16, kD>(o[rg], pa[rg][ks],
-                                desc_mnmajor(s_v(st) + ks * 16 * 128, kKVColBlock, 0));
-    wgmma_commit();
-    wgmma_wait<0>();
-#pragma unroll
-    for (int rg = 0; rg < kRG; ++rg) {
-      reg_fence(o[rg]);
-      reg_fence(pa[rg]);
-    }
+    wg_pv<kBf16, kD, kBKV, kRG>(o, pa, s_v(st));
   }
 
   // Epilogue: O / l as T into the Q tile's swizzled image (no wgmma reads it any more), then
@@ -261,12 +310,13 @@ __global__ void __launch_bounds__(128, 1)
       const int r = rg * 64 + 16 * warp + g + 8 * hh;  // row in the tile
 #pragma unroll
       for (int c = 0; c < kD / 8; ++c) {  // 16-byte chunk c of the row: columns 8c .. 8c + 7
-        const uint32_t v = pack2<T>(o[rg][4 * c + 2 * hh] * inv_l, o[rg][4 * c + 2 * hh + 1] * inv_l);
+        const uint32_t v =
+            pack2<T>(o[rg][4 * c + 2 * hh] * inv_l, o[rg][4 * c + 2 * hh + 1] * inv_l);
         const int off = (c / 8) * kQColBlock + r * 128 + (((c % 8) ^ (r % 8)) << 4) + 4 * t;
         *reinterpret_cast<uint32_t*>(sO + off) = v;
       }
-      if (t == 0 && q0 + r < p.seq) p.gL[static_cast<int64_t>(q_row_base) + q0 + r] =
-          (m[rg][hh] + log2f(lr)) * kLn2;
+      if (t == 0 && q0 + r < p.seq)
+        p.gL[static_cast<int64_t>(q_row_base) + q0 + r] = (m[rg][hh] + log2f(lr)) * kLn2;
     }
   __syncthreads();
   constexpr int kChunks = kBQ * kD / 8;
@@ -277,7 +327,7 @@ __global__ void __launch_bounds__(128, 1)
     const int r = i / (kD / 8), c = i % (kD / 8);
     if (q0 + r < p.seq) {
       const uint4 v = *reinterpret_cast<const uint4*>(sO + (c / 8) * kQColBlock + r * 128 +
-                                                       (((c % 8) ^ (r % 8)) << 4));
+                                                      (((c % 8) ^ (r % 8)) << 4));
       *reinterpret_cast<uint4*>(gO + static_cast<int64_t>(q0 + r) * kD + c * 8) = v;
     }
   }

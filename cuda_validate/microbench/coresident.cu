@@ -45,7 +45,6 @@ __global__ void __launch_bounds__(128, kMinBlocks)
     coresident_kernel(int iters, long long* cycles, float* sink) {
   constexpr int kRG = kBQ / 64;
   constexpr int kQColBlock = kBQ * 128;
-  constexpr int kKVColBlock = kBKV * 128;
   extern __shared__ uint8_t smem_raw[];
   const uint32_t raw = static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw));
   const uint32_t pad = (1024 - (raw & 1023)) & 1023;
@@ -64,35 +63,14 @@ __global__ void __launch_bounds__(128, kMinBlocks)
   const float scale_log2 = 0.125f * kLog2e;
   float o[kRG][kD / 2];
   float m[kRG][2], l[kRG][2];
-#pragma unroll
-  for (int rg = 0; rg < kRG; ++rg) {
-#pragma unroll
-    for (int i = 0; i < kD / 2; ++i) o[rg][i] = 0.f;
-    m[rg][0] = m[rg][1] = -INFINITY;
-    l[rg][0] = l[rg][1] = 0.f;
-  }
+  wg_init_state<kD, kRG>(o, m, l);
   __syncthreads();
   const long long t0 = clock64();
   for (int j = 0; j < iters; ++j) {
     if (j > 0) __syncthreads();  // as the kernel's per-step barrier before refilling a stage
     float s[kRG][kBKV / 2];      // S of this step only, as in the kernel
     if constexpr (kMode != kSoftmax) {
-#pragma unroll
-      for (int rg = 0; rg < kRG; ++rg) reg_fence(s[rg]);
-      wgmma_fence();
-#pragma unroll
-      for (int rg = 0; rg < kRG; ++rg)
-#pragma unroll
-        for (int ks = 0; ks < kD / 16; ++ks) {
-          const uint32_t col = (ks % 4) * 32;
-          wg1_qk_wgmma<false, kBKV>(s[rg],
-                                    desc_kmajor(s_q + (ks / 4) * kQColBlock + rg * 64 * 128 + col),
-                                    desc_kmajor(s_k + (ks / 4) * kKVColBlock + col), ks > 0);
-        }
-      wgmma_commit();
-      wgmma_wait<0>();
-#pragma unroll
-      for (int rg = 0; rg < kRG; ++rg) reg_fence(s[rg]);
+      wg_qk<false, kD, kBKV, kRG>(s, s_q, kQColBlock, s_k);
     } else {
 #pragma unroll
       for (int rg = 0; rg < kRG; ++rg)
@@ -105,61 +83,12 @@ __global__ void __launch_bounds__(128, kMinBlocks)
       if constexpr (kMode != kGemm) {
 #pragma unroll
         for (int i = 0; i < kBKV / 2; ++i) s[rg][i] *= scale_log2;
-#pragma unroll
-        for (int hh = 0; hh < 2; ++hh) {
-          float mx = -INFINITY;
-#pragma unroll
-          for (int c = 0; c < kBKV / 8; ++c)
-            mx = fmaxf(mx, fmaxf(s[rg][4 * c + 2 * hh], s[rg][4 * c + 2 * hh + 1]));
-          mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-          mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-          const float m_new = fmaxf(m[rg][hh], mx);
-          const float m_use = (m_new == -INFINITY) ? 0.f : m_new;
-          const float alpha = fast_exp2(m[rg][hh] - m_use);
-          float sum = 0.f;
-#pragma unroll
-          for (int c = 0; c < kBKV / 8; ++c)
-#pragma unroll
-            for (int e = 0; e < 2; ++e) {
-              const float pv = fast_exp2(s[rg][4 * c + 2 * hh + e] - m_use);
-              s[rg][4 * c + 2 * hh + e] = pv;
-              sum += pv;
-            }
-          l[rg][hh] = l[rg][hh] * alpha + sum;
-          m[rg][hh] = m_new;
-#pragma unroll
-          for (int c = 0; c < kD / 8; ++c) {
-            o[rg][4 * c + 2 * hh] *= alpha;
-            o[rg][4 * c + 2 * hh + 1] *= alpha;
-          }
-        }
+        wg_online_softmax<kBKV, kD>(s[rg], m[rg], l[rg], o[rg]);
       }
-#pragma unroll
-      for (int ks = 0; ks < kBKV / 16; ++ks)
-#pragma unroll
-        for (int r = 0; r < 4; ++r)
-          pa[rg][ks][r] = pack2<__half>(s[rg][8 * ks + 2 * r], s[rg][8 * ks + 2 * r + 1]);
+      wg_pack_p<__half, kBKV>(s[rg], pa[rg]);
     }
     if constexpr (kMode != kSoftmax) {
-#pragma unroll
-      for (int rg = 0; rg < kRG; ++rg) {
-        reg_fence(o[rg]);
-        reg_fence(pa[rg]);
-      }
-      wgmma_fence();
-#pragma unroll
-      for (int rg = 0; rg < kRG; ++rg)
-#pragma unroll
-        for (int ks = 0; ks < kBKV / 16; ++ks)
-          wg1_pv_wgmma<false, kD>(o[rg], pa[rg][ks],
-                                  desc_mnmajor(s_v + ks * 16 * 128, kKVColBlock, 0));
-      wgmma_commit();
-      wgmma_wait<0>();
-#pragma unroll
-      for (int rg = 0; rg < kRG; ++rg) {
-        reg_fence(o[rg]);
-        reg_fence(pa[rg]);
-      }
+      wg_pv<false, kD, kBKV, kRG>(o, pa, s_v);
     } else {
       // P is consumed as the product would: one add per packed pair into O.
 #pragma unroll

@@ -42,25 +42,16 @@ __global__ void mma_kernel(float* out, long long* cycles) {
   if (threadIdx.x == 0) cycles[blockIdx.x] = t1 - t0;
 }
 
-__global__ void ex2_kernel(float* out, long long* cycles) {
-  float x[8];
-#pragma unroll
-  for (int k = 0; k < 8; ++k) x[k] = 0.001f * (threadIdx.x + k);
-  __syncthreads();
-  const long long t0 = clock64();
-  for (int i = 0; i < kIters; ++i) {
-#pragma unroll
-    for (int k = 0; k < 8; ++k) asm volatile("ex2.approx.f32 %0, %0;\n" : "+f"(x[k]));
-  }
-  __syncthreads();
-  const long long t1 = clock64();
-  float s = 0;
-  for (int k = 0; k < 8; ++k) s += x[k];
-  out[blockIdx.x * blockDim.x + threadIdx.x] = s;
-  if (threadIdx.x == 0) cycles[blockIdx.x] = t1 - t0;
-}
+// The SFU (ex2.approx.f32) and the FP32 FMA pipe: 8 independent chains of Op::step a thread.
+struct Ex2 {
+  __device__ static void step(float& x) { asm volatile("ex2.approx.f32 %0, %0;\n" : "+f"(x)); }
+};
+struct Fma {
+  __device__ static void step(float& x) { x = fmaf(x, 0.999f, 0.001f); }
+};
 
-__global__ void fma_kernel(float* out, long long* cycles) {
+template <typename Op>
+__global__ void chain_kernel(float* out, long long* cycles) {
   float x[8];
 #pragma unroll
   for (int k = 0; k < 8; ++k) x[k] = 0.001f * (threadIdx.x + k);
@@ -68,7 +59,7 @@ __global__ void fma_kernel(float* out, long long* cycles) {
   const long long t0 = clock64();
   for (int i = 0; i < kIters; ++i) {
 #pragma unroll
-    for (int k = 0; k < 8; ++k) x[k] = fmaf(x[k], 0.999f, 0.001f);
+    for (int k = 0; k < 8; ++k) Op::step(x[k]);
   }
   __syncthreads();
   const long long t1 = clock64();
@@ -90,7 +81,11 @@ double median_cycles(Kernel k, int sms, int threads, float* out, long long* cycl
   CHECK(cudaMemcpy(h, cycles, sizeof(long long) * sms, cudaMemcpyDeviceToHost));
   for (int i = 0; i < sms; ++i)
     for (int j = i + 1; j < sms; ++j)
-      if (h[j] < h[i]) { long long t = h[i]; h[i] = h[j]; h[j] = t; }
+      if (h[j] < h[i]) {
+        long long t = h[i];
+        h[i] = h[j];
+        h[j] = t;
+      }
   const double m = static_cast<double>(h[sms / 2]);
   std::free(h);
   return m;
@@ -104,7 +99,8 @@ int main() {
   long long* cycles;
   CHECK(cudaMalloc(&out, sizeof(float) * sms * 1024));
   CHECK(cudaMalloc(&cycles, sizeof(long long) * sms));
-  std::printf("{\n  \"device\": \"%s\", \"sms\": %d,\n  \"mma_sync_m16n8k16_f16_f32\": [\n", p.name, sms);
+  std::printf("{\n  \"device\": \"%s\", \"sms\": %d,\n  \"mma_sync_m16n8k16_f16_f32\": [\n", p.name,
+              sms);
   const int warps_list[] = {1, 2, 4, 8, 16, 32};
   bool first = true;
   for (int w : warps_list) {
@@ -112,26 +108,26 @@ int main() {
     const double c2 = median_cycles(mma_kernel<2>, sms, 32 * w, out, cycles);
     const double c4 = median_cycles(mma_kernel<4>, sms, 32 * w, out, cycles);
     const double flops = 4096.0 * kIters * w;  // per SM: 2*16*8*16 FLOPs per mma per warp
-    std::printf("%s    {\"warps_per_sm\": %d, \"flops_per_clk_per_sm_ilp1\": %.1f, \"ilp2\": %.1f, \"ilp4\": %.1f}",
-                first ? "" : ",\n", w, flops / c1, 2 * flops / c2, 4 * flops / c4);
+    std::printf(
+        "%s    {\"warps_per_sm\": %d, \"flops_per_clk_per_sm_ilp1\": %.1f, \"ilp2\": %.1f, "
+        "\"ilp4\": %.1f}",
+        first ? "" : ",\n", w, flops / c1, 2 * flops / c2, 4 * flops / c4);
     first = false;
   }
-  std::printf("\n  ],\n  \"ex2_approx_f32_per_clk_per_sm\": [\n");
-  first = true;
-  for (int w : {4, 8, 16, 32}) {
-    const double c = median_cycles(ex2_kernel, sms, 32 * w, out, cycles);
-    std::printf("%s    {\"warps_per_sm\": %d, \"ops_per_clk\": %.2f}", first ? "" : ",\n", w,
-                8.0 * kIters * 32 * w / c);
-    first = false;
-  }
-  std::printf("\n  ],\n  \"fma_f32_flops_per_clk_per_sm\": [\n");
-  first = true;
-  for (int w : {4, 8, 16, 32}) {
-    const double c = median_cycles(fma_kernel, sms, 32 * w, out, cycles);
-    std::printf("%s    {\"warps_per_sm\": %d, \"flops_per_clk\": %.1f}", first ? "" : ",\n", w,
-                2.0 * 8 * kIters * 32 * w / c);
-    first = false;
-  }
+  // key: the JSON array's name; rate: its per-row member, printed with `digits` decimals; ops:
+  // operations per thread and iteration (an FMA counts 2 FLOPs).
+  auto series = [&](const char* key, const char* rate, auto kernel, double ops, int digits) {
+    std::printf("\n  ],\n  \"%s\": [\n", key);
+    bool first_row = true;
+    for (int w : {4, 8, 16, 32}) {
+      const double c = median_cycles(kernel, sms, 32 * w, out, cycles);
+      std::printf("%s    {\"warps_per_sm\": %d, \"%s\": %.*f}", first_row ? "" : ",\n", w, rate,
+                  digits, ops * kIters * 32 * w / c);
+      first_row = false;
+    }
+  };
+  series("ex2_approx_f32_per_clk_per_sm", "ops_per_clk", chain_kernel<Ex2>, 8.0, 2);
+  series("fma_f32_flops_per_clk_per_sm", "flops_per_clk", chain_kernel<Fma>, 2.0 * 8, 1);
   std::printf("\n  ]\n}\n");
   return 0;
 }

@@ -309,6 +309,22 @@ def opcode_table(source_csv, order_json):
     return out
 
 
+def smi_window(smi, r):
+    """The nvidia-smi samples inside round r, less its first 0.3 s (the switch between cases)."""
+    return [s for s in smi if r["t_start_epoch"] + 0.3 <= s["t"] <= r["t_end_epoch"]]
+
+
+def implied_clocks(ncu, case_id, median_s):
+    """implied_sm_mhz_from_<tag>_cycles: each ncu run's SM cycles of the case over median_s."""
+    out = {}
+    for tag, lst in ncu.items():
+        for n in lst:
+            if n["id"] == case_id and n.get("sm_cycles_elapsed_avg"):
+                mhz = n["sm_cycles_elapsed_avg"] / median_s / 1e6
+                out[f"implied_sm_mhz_from_{tag}_cycles"] = mhz
+    return out
+
+
 def mode_summarize(args):
     order = json.load(open(args.order))["order"]
     res = {"what": "cuDNN forward (SDPBackend.CUDNN_ATTENTION, fp16), 8 cases, ncu per-pipe "
@@ -323,8 +339,7 @@ def mode_summarize(args):
         for c in free["cases"]:
             rounds = []
             for r in c["rounds"]:
-                # samples inside the window, skipping the first 0.3 s (the switch between cases)
-                w = [s for s in smi if r["t_start_epoch"] + 0.3 <= s["t"] <= r["t_end_epoch"]]
+                w = smi_window(smi, r)
                 rounds.append({"round": r["round"], "median_s": r["median_s"],
                                "calls": r["calls"], "smi_samples": len(w),
                                "smi_sm_mhz_median": med([s["sm"] for s in w]),
@@ -336,11 +351,7 @@ def mode_summarize(args):
                                "smi_reasons": sorted({s["reasons"] for s in w if s["reasons"]})})
             entry = {"id": c["id"], "case": case_key(c["problem"]), "rounds": rounds,
                      "median_s": med([r["median_s"] for r in rounds])}
-            for tag, lst in res["ncu"].items():
-                for n in lst:
-                    if n["id"] == c["id"] and n.get("sm_cycles_elapsed_avg"):
-                        entry[f"implied_sm_mhz_from_{tag}_cycles"] = (
-                            n["sm_cycles_elapsed_avg"] / entry["median_s"] / 1e6)
+            entry.update(implied_clocks(res["ncu"], c["id"], entry["median_s"]))
             fr.append(entry)
         res["free_run"] = {"seconds_total": free.get("seconds_total"), "cases": fr}
     if smi:
@@ -358,7 +369,7 @@ def mode_summarize(args):
         sus = []
         for c in json.load(open(args.sustained_free))["cases"]:
             r = c["rounds"][0]
-            w = [s for s in ssmi if r["t_start_epoch"] + 0.3 <= s["t"] <= r["t_end_epoch"]]
+            w = smi_window(ssmi, r)
             tail = [s for s in w if s["t"] >= r["t_start_epoch"] + 3]
             e = {"id": c["id"], "case": case_key(c["problem"]),
                  "seconds": r["t_end_epoch"] - r["t_start_epoch"], "calls": r["calls"],
@@ -369,11 +380,7 @@ def mode_summarize(args):
                  "smi_sm_mhz_max": max([s["sm"] for s in w], default=None),
                  "smi_power_w_median": med([s["power"] for s in w]),
                  "smi_reasons": sorted({s["reasons"] for s in w if s["reasons"]})}
-            for tag, lst in res["ncu"].items():
-                for n in lst:
-                    if n["id"] == c["id"] and n.get("sm_cycles_elapsed_avg"):
-                        e[f"implied_sm_mhz_from_{tag}_cycles"] = (
-                            n["sm_cycles_elapsed_avg"] / r["median_s"] / 1e6)
+            e.update(implied_clocks(res["ncu"], c["id"], r["median_s"]))
             sus.append(e)
         res["sustained_single_case"] = sus
     json.dump(res, open(args.out, "w"), indent=1)

@@ -1,7 +1,5 @@
 // Block-sparse instantiations (extra_ops.hpp): flash2's configurations, so a block-sparse
 // case and a flash2 case of the same tiling differ only in the blocks they visit.
-#include <sstream>
-
 #include "extra_ops.hpp"
 #include "flash_ops.cuh"
 
@@ -12,7 +10,8 @@ namespace iosim_cuda {
 namespace {
 
 template <int kD, int kBQ, int kBKV, int kWarps>
-void block_sparse_op(const BlockSparseParams& p, RoleOp* op, FlashTiling* tiling) {
+void block_sparse_op(Instance<kD, kBQ, kBKV, kWarps>, const BlockSparseParams& p, RoleOp* op,
+                     FlashTiling* tiling) {
   using Cfg = Flash2Config<kD, kBQ, kBKV, kWarps>;
   const dim3 grid((p.attn.seq + kBQ - 1) / kBQ, p.attn.batch, p.attn.heads);
   kernel_role_op("attention", &block_sparse_fwd_kernel<kD, kBQ, kBKV, kWarps>,
@@ -24,28 +23,14 @@ void block_sparse_op(const BlockSparseParams& p, RoleOp* op, FlashTiling* tiling
 }  // namespace
 
 std::vector<std::array<int, 4>> block_sparse_instances() {
-  std::vector<std::array<int, 4>> v;
-#define IOSIM_LIST(D, BQ, BKV, W) v.push_back({D, BQ, BKV, W});
-  IOSIM_BLOCK_SPARSE_INSTANCES(IOSIM_LIST)
-#undef IOSIM_LIST
-  return v;
+  return {IOSIM_BLOCK_SPARSE_INSTANCES(IOSIM_INSTANCE_ROW)};
 }
 
 bool make_block_sparse_op(int d, int block_q, int block_kv, const BlockSparseParams& p, RoleOp* op,
                           FlashTiling* tiling, std::string* why) {
-#define IOSIM_TRY(D, BQ, BKV, W)                    \
-  if (d == D && block_q == BQ && block_kv == BKV) { \
-    block_sparse_op<D, BQ, BKV, W>(p, op, tiling);  \
-    return true;                                    \
-  }
-  IOSIM_BLOCK_SPARSE_INSTANCES(IOSIM_TRY)
-#undef IOSIM_TRY
-  std::ostringstream msg;
-  msg << "block-sparse has no instantiation for d=" << d << " block_q=" << block_q
-      << " block_kv=" << block_kv << "; compiled (d, block_q, block_kv):";
-  for (const auto& i : block_sparse_instances())
-    msg << " (" << i[0] << "," << i[1] << "," << i[2] << ")";
-  *why = msg.str();
+  auto build = [&](auto instance) { block_sparse_op(instance, p, op, tiling); };
+  IOSIM_BLOCK_SPARSE_INSTANCES(IOSIM_TRY_INSTANCE)
+  *why = no_instance("block-sparse", d, block_q, block_kv, block_sparse_instances());
   return false;
 }
 

@@ -1,18 +1,10 @@
+// flash1's instances, a translation unit of their own so that the build compiles them in
+// parallel.
 #include "flash_instances.hpp"
 #include "flash_ops.cuh"
 
 namespace iosim_cuda {
 
-bool flash1_any_op(int d, int block_q, int block_kv, const AttnParams& p, RoleOp* op,
-                   FlashTiling* t) {
-#define IOSIM_TRY(D, BQ, BKV, W)                           \
-  if (d == D && block_q == BQ && block_kv == BKV) {        \
-    flash1_op<D, BQ, BKV, W>(p, op, t);                    \
-    return true;                                           \
-  }
-  IOSIM_FLASH1_INSTANCES(IOSIM_TRY)
-#undef IOSIM_TRY
-  return false;
-}
+IOSIM_FLASH_DISPATCH(flash1_any_op, flash1_op, IOSIM_FLASH1_INSTANCES)
 
 }  // namespace iosim_cuda

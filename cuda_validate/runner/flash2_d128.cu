@@ -1,17 +1,10 @@
+// flash2's d = 128 instances, a translation unit of their own so that the build compiles them in
+// parallel.
 #include "flash_instances.hpp"
 #include "flash_ops.cuh"
 
 namespace iosim_cuda {
 
-bool flash2_d128_op(int block_q, int block_kv, const AttnParams& p, RoleOp* op, FlashTiling* t) {
-#define IOSIM_TRY(D, BQ, BKV, W)                    \
-  if (block_q == BQ && block_kv == BKV) {           \
-    flash2_op<D, BQ, BKV, W>(p, op, t);             \
-    return true;                                    \
-  }
-  IOSIM_FLASH2_D128_INSTANCES(IOSIM_TRY)
-#undef IOSIM_TRY
-  return false;
-}
+IOSIM_FLASH_DISPATCH(flash2_d128_op, flash2_op, IOSIM_FLASH2_D128_INSTANCES)
 
 }  // namespace iosim_cuda

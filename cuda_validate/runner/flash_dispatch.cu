@@ -6,29 +6,21 @@
 
 namespace iosim_cuda {
 
-bool flash2_d64_op(int block_q, int block_kv, const AttnParams& p, RoleOp* op, FlashTiling* t);
-bool flash2_d128_op(int block_q, int block_kv, const AttnParams& p, RoleOp* op, FlashTiling* t);
+bool flash2_d64_op(int d, int block_q, int block_kv, const AttnParams& p, RoleOp* op,
+                   FlashTiling* t);
+bool flash2_d128_op(int d, int block_q, int block_kv, const AttnParams& p, RoleOp* op,
+                    FlashTiling* t);
 bool flash1_any_op(int d, int block_q, int block_kv, const AttnParams& p, RoleOp* op,
                    FlashTiling* t);
 
-#define IOSIM_LIST(D, BQ, BKV, W) v.push_back({D, BQ, BKV, W});
-
 std::vector<std::array<int, 4>> flash2_instances() {
-  std::vector<std::array<int, 4>> v;
-  IOSIM_FLASH2_D64_INSTANCES(IOSIM_LIST)
-  IOSIM_FLASH2_D128_INSTANCES(IOSIM_LIST)
-  return v;
+  return {IOSIM_FLASH2_D64_INSTANCES(IOSIM_INSTANCE_ROW)
+              IOSIM_FLASH2_D128_INSTANCES(IOSIM_INSTANCE_ROW)};
 }
 
 std::vector<std::array<int, 4>> flash1_instances() {
-  std::vector<std::array<int, 4>> v;
-  IOSIM_FLASH1_INSTANCES(IOSIM_LIST)
-  return v;
+  return {IOSIM_FLASH1_INSTANCES(IOSIM_INSTANCE_ROW)};
 }
-
-#undef IOSIM_LIST
-
-namespace {
 
 std::string no_instance(const char* schedule, int d, int block_q, int block_kv,
                         const std::vector<std::array<int, 4>>& have) {
@@ -39,12 +31,10 @@ std::string no_instance(const char* schedule, int d, int block_q, int block_kv,
   return msg.str();
 }
 
-}  // namespace
-
 bool make_flash2_op(int d, int block_q, int block_kv, const AttnParams& p, RoleOp* op,
                     FlashTiling* tiling, std::string* why) {
-  const bool found = (d == 64 && flash2_d64_op(block_q, block_kv, p, op, tiling)) ||
-                     (d == 128 && flash2_d128_op(block_q, block_kv, p, op, tiling));
+  const bool found = flash2_d64_op(d, block_q, block_kv, p, op, tiling) ||
+                     flash2_d128_op(d, block_q, block_kv, p, op, tiling);
   if (!found) *why = no_instance("flash2", d, block_q, block_kv, flash2_instances());
   return found;
 }

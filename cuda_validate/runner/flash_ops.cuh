@@ -18,7 +18,8 @@ std::string kernel_label(const char* name) {
 }
 
 template <int kD, int kBQ, int kBKV, int kWarps>
-void flash2_op(const AttnParams& p, RoleOp* op, FlashTiling* tiling) {
+void flash2_op(Instance<kD, kBQ, kBKV, kWarps>, const AttnParams& p, RoleOp* op,
+               FlashTiling* tiling) {
   using Cfg = Flash2Config<kD, kBQ, kBKV, kWarps>;
   const dim3 grid((p.seq + kBQ - 1) / kBQ, p.batch, p.heads);
   kernel_role_op("attention", &flash2_fwd_kernel<kD, kBQ, kBKV, kWarps>,
@@ -28,7 +29,8 @@ void flash2_op(const AttnParams& p, RoleOp* op, FlashTiling* tiling) {
 }
 
 template <int kD, int kBQ, int kBKV, int kWarps>
-void flash1_op(const AttnParams& p, RoleOp* op, FlashTiling* tiling) {
+void flash1_op(Instance<kD, kBQ, kBKV, kWarps>, const AttnParams& p, RoleOp* op,
+               FlashTiling* tiling) {
   using Cfg = Flash1Config<kD, kBQ, kBKV, kWarps>;
   const dim3 grid(p.batch * p.heads);  // grid.y = grid.z = 1
   kernel_role_op("attention", &flash1_fwd_kernel<kD, kBQ, kBKV, kWarps>,
@@ -36,5 +38,15 @@ void flash1_op(const AttnParams& p, RoleOp* op, FlashTiling* tiling) {
                  Cfg::kSmemBytes, op, p);
   *tiling = {Cfg::kThreads, Cfg::kSmemBytes, Cfg::kStages, "cp.async"};
 }
+
+// Defines bool NAME(d, block_q, block_kv, p, op, tiling): OP's RoleOp for the instance of LIST
+// (flash_instances.hpp) that (d, block_q, block_kv) name, or false when none does.
+#define IOSIM_FLASH_DISPATCH(NAME, OP, LIST)                                   \
+  bool NAME(int d, int block_q, int block_kv, const AttnParams& p, RoleOp* op, \
+            FlashTiling* tiling) {                                             \
+    auto build = [&](auto instance) { OP(instance, p, op, tiling); };          \
+    LIST(IOSIM_TRY_INSTANCE)                                                   \
+    return false;                                                              \
+  }
 
 }  // namespace iosim_cuda

@@ -22,26 +22,27 @@ class CudaError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-#define IOSIM_CUDA_CHECK(call)                                                              \
-  do {                                                                                      \
-    const cudaError_t err_ = (call);                                                        \
-    if (err_ != cudaSuccess)                                                                \
-      throw ::iosim_cuda::CudaError(std::string(#call) + " failed at " + __FILE__ + ":" +   \
-                                    std::to_string(__LINE__) + ": " + cudaGetErrorString(err_)); \
+// The CudaError of a failed call: its text, the file and line, then the library's message.
+#define IOSIM_CALL_ERROR(call_text, message)                                        \
+  ::iosim_cuda::CudaError(std::string(call_text) + " failed at " + __FILE__ + ":" + \
+                          std::to_string(__LINE__) + ": " + (message))
+
+#define IOSIM_CUDA_CHECK(call)                                                        \
+  do {                                                                                \
+    const cudaError_t err_ = (call);                                                  \
+    if (err_ != cudaSuccess) throw IOSIM_CALL_ERROR(#call, cudaGetErrorString(err_)); \
   } while (0)
 
-#define IOSIM_CUBLAS_CHECK(call)                                                             \
-  do {                                                                                       \
-    const cublasStatus_t st_ = (call);                                                       \
-    if (st_ != CUBLAS_STATUS_SUCCESS)                                                        \
-      throw ::iosim_cuda::CudaError(std::string(#call) + " failed at " + __FILE__ + ":" +    \
-                                    std::to_string(__LINE__) + ": " + cublasGetStatusString(st_)); \
+#define IOSIM_CUBLAS_CHECK(call)                                                                 \
+  do {                                                                                           \
+    const cublasStatus_t st_ = (call);                                                           \
+    if (st_ != CUBLAS_STATUS_SUCCESS) throw IOSIM_CALL_ERROR(#call, cublasGetStatusString(st_)); \
   } while (0)
 
 struct RoleOp {
   std::string role;    // gemm_qk | mask | softmax | gemm_pv | attention
   std::string kernel;  // our kernel (template arguments spelled out) or the cuBLAS call
-  std::array<int, 3> grid{0, 0, 0};   // zeros where cuBLAS chooses
+  std::array<int, 3> grid{0, 0, 0};  // zeros where cuBLAS chooses
   std::array<int, 3> block{0, 0, 0};
   int smem_bytes = 0;  // dynamic shared memory per CTA
   std::function<void(cudaStream_t)> launch;
@@ -87,9 +88,31 @@ bool make_flash1_op(int d, int block_q, int block_kv, const AttnParams& p, RoleO
 std::vector<std::array<int, 4>> flash2_instances();
 std::vector<std::array<int, 4>> flash1_instances();
 
+// "<schedule> has no instantiation for d=.. block_q=.. block_kv=..; compiled (d, block_q,
+// block_kv): (..) ..": the `why` of a (d, block_q, block_kv) that no instance in `have` matches.
+std::string no_instance(const char* schedule, int d, int block_q, int block_kv,
+                        const std::vector<std::array<int, 4>>& have);
+
+// One compiled instance of a list X(d, block_q, block_kv, warps), as a type.
+template <int D, int BQ, int BKV, int W>
+struct Instance {
+  static constexpr int d = D, block_q = BQ, block_kv = BKV, warps = W;
+};
+
+// X-macro helpers over such a list: IOSIM_INSTANCE_ROW makes an initializer list of the instances
+// ({IOSIM_..._INSTANCES(IOSIM_INSTANCE_ROW)}); IOSIM_TRY_INSTANCE, in a function of int d,
+// block_q, block_kv that returns bool, calls its lambda build(Instance<..>{}) (which builds the
+// instance's ops) and returns true for the instance they name.
+#define IOSIM_INSTANCE_ROW(D, BQ, BKV, W) {D, BQ, BKV, W},
+#define IOSIM_TRY_INSTANCE(D, BQ, BKV, W)           \
+  if (d == D && block_q == BQ && block_kv == BKV) { \
+    build(Instance<D, BQ, BKV, W>{});               \
+    return true;                                    \
+  }
+
 // The unfused schedule's roles: S = scale Q K^T (cuBLAS), [mask], softmax, O = P V (cuBLAS).
 // gS and gP are (B, H, N, Nkv) fp16 buffers owned by the caller.
-std::vector<RoleOp> make_standard_ops(cublasHandle_t handle, const AttnParams& p, int d,
-                                      half* gS, half* gP);
+std::vector<RoleOp> make_standard_ops(cublasHandle_t handle, const AttnParams& p, int d, half* gS,
+                                      half* gP);
 
 }  // namespace iosim_cuda

@@ -1,7 +1,5 @@
 // Two-pass backward instantiations (extra_ops.hpp, kernels/two_pass_bwd.cuh): the
 // preprocessing kernel (role "bwd_pre") and the main kernel (role "bwd_main").
-#include <sstream>
-
 #include "../kernels/two_pass_bwd.cuh"
 #include "extra_ops.hpp"
 #include "flash_ops.cuh"
@@ -17,7 +15,8 @@ namespace iosim_cuda {
 namespace {
 
 template <int kD, int kBQ, int kBKV, int kWarps>
-void two_pass_bwd_ops(const BwdParams& p, std::vector<RoleOp>* ops, BwdTiling* tiling) {
+void two_pass_bwd_ops(Instance<kD, kBQ, kBKV, kWarps>, const BwdParams& p, std::vector<RoleOp>* ops,
+                      BwdTiling* tiling) {
   using Cfg = TwoPassBwdConfig<kD, kBQ, kBKV, kWarps>;
   auto* pre = &bwd_pre_kernel<kD>;
   const long long pre_threads = static_cast<long long>(p.batch) * p.heads * p.seq * (kD / 8);
@@ -51,28 +50,14 @@ void two_pass_bwd_ops(const BwdParams& p, std::vector<RoleOp>* ops, BwdTiling* t
 }  // namespace
 
 std::vector<std::array<int, 4>> two_pass_bwd_instances() {
-  std::vector<std::array<int, 4>> v;
-#define IOSIM_LIST(D, BQ, BKV, W) v.push_back({D, BQ, BKV, W});
-  IOSIM_TWO_PASS_BWD_INSTANCES(IOSIM_LIST)
-#undef IOSIM_LIST
-  return v;
+  return {IOSIM_TWO_PASS_BWD_INSTANCES(IOSIM_INSTANCE_ROW)};
 }
 
 bool make_two_pass_bwd_ops(int d, int block_q, int block_kv, const BwdParams& p,
                            std::vector<RoleOp>* ops, BwdTiling* tiling, std::string* why) {
-#define IOSIM_TRY(D, BQ, BKV, W)                     \
-  if (d == D && block_q == BQ && block_kv == BKV) {  \
-    two_pass_bwd_ops<D, BQ, BKV, W>(p, ops, tiling); \
-    return true;                                     \
-  }
-  IOSIM_TWO_PASS_BWD_INSTANCES(IOSIM_TRY)
-#undef IOSIM_TRY
-  std::ostringstream msg;
-  msg << "two-pass backward has no instantiation for d=" << d << " block_q=" << block_q
-      << " block_kv=" << block_kv << "; compiled (d, block_q, block_kv):";
-  for (const auto& i : two_pass_bwd_instances())
-    msg << " (" << i[0] << "," << i[1] << "," << i[2] << ")";
-  *why = msg.str();
+  auto build = [&](auto instance) { two_pass_bwd_ops(instance, p, ops, tiling); };
+  IOSIM_TWO_PASS_BWD_INSTANCES(IOSIM_TRY_INSTANCE)
+  *why = no_instance("two-pass backward", d, block_q, block_kv, two_pass_bwd_instances());
   return false;
 }
 

@@ -45,34 +45,37 @@ def rel(a, b):
     return (a - b) / b
 
 
-def ncu_values(path):
-    """(case, role) -> {"kernels": n, metric: value summed over the role's kernels}."""
+def load_rows(path, key):
+    """The document at path and its (case id, row) pairs, the rows of each case's `key` list."""
     with open(path) as f:
         doc = json.load(f)
+    return doc, [(c["id"], row) for c in doc["cases"] for row in c.get(key, [])]
+
+
+def ncu_values(path):
+    """(case, role) -> {"kernels": n, metric: value summed over the role's kernels}."""
+    doc, rows = load_rows(path, "kernels")
     out = {}
-    for c in doc["cases"]:
-        for k in c.get("kernels", []):
-            e = out.setdefault((c["id"], k["role"]), {"kernels": 0})
-            e["kernels"] += 1
-            for name, v in (k.get("metrics") or {}).items():
-                if v is None:
-                    continue
-                if name.endswith("per_second"):  # a clock: the first kernel's, not a sum
-                    e.setdefault(name, v)
-                else:
-                    e[name] = e.get(name, 0) + v
+    for case, k in rows:
+        e = out.setdefault((case, k["role"]), {"kernels": 0})
+        e["kernels"] += 1
+        for name, v in (k.get("metrics") or {}).items():
+            if v is None:
+                continue
+            if name.endswith("per_second"):  # a clock: the first kernel's, not a sum
+                e.setdefault(name, v)
+            else:
+                e[name] = e.get(name, 0) + v
     return doc, out
 
 
 def cupti_values(path):
-    with open(path) as f:
-        doc = json.load(f)
+    doc, rows = load_rows(path, "roles")
     out = {}
-    for c in doc["cases"]:
-        for r in c.get("roles", []):
-            e = dict(r.get("cupti_metrics") or {})
-            e["kernels"] = 1
-            out[(c["id"], r["role"])] = e
+    for case, r in rows:
+        e = dict(r.get("cupti_metrics") or {})
+        e["kernels"] = 1
+        out[(case, r["role"])] = e
     return doc, out
 
 
