@@ -19,6 +19,26 @@ std::optional<double> median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+// The repeat spread of the case(s) the median and the worst of `errors` are taken from; each
+// entry is a case's |relative error| and its spread.
+struct CaseSpreads {
+  std::optional<double> median, worst;
+};
+CaseSpreads case_spreads(std::vector<std::pair<double, std::optional<double>>> errors) {
+  CaseSpreads out;
+  if (errors.empty()) return out;
+  std::stable_sort(errors.begin(), errors.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  const std::size_t n = errors.size();
+  out.worst = errors.back().second;
+  if (n % 2) {
+    out.median = errors[n / 2].second;
+  } else if (errors[n / 2 - 1].second && errors[n / 2].second) {
+    out.median = 0.5 * (*errors[n / 2 - 1].second + *errors[n / 2].second);
+  }
+  return out;
+}
+
 Summary summarize(const std::string& name, const std::vector<const CaseResult*>& cases) {
   Summary s;
   s.schedule = name;
@@ -48,6 +68,20 @@ Summary summarize(const std::string& name, const std::vector<const CaseResult*>&
     s.blind_median_spread[i] = median(blind_spread);
     if (!blind_spread.empty())
       s.blind_worst_spread[i] = *std::max_element(blind_spread.begin(), blind_spread.end());
+    // The spreads of the cases the statistics come from.
+    std::vector<std::pair<double, std::optional<double>>> as_run_cases, blind_cases;
+    for (const CaseResult* c : cases) {
+      if (const auto e = c->metrics[i].relative_error())
+        as_run_cases.emplace_back(std::abs(*e), c->metrics[i].spread);
+      if (const auto e = c->blind[i].relative_error())
+        blind_cases.emplace_back(std::abs(*e), c->blind[i].spread);
+    }
+    const CaseSpreads as_run = case_spreads(std::move(as_run_cases));
+    s.median_case_spread[i] = as_run.median;
+    s.worst_case_spread[i] = as_run.worst;
+    const CaseSpreads blind_at = case_spreads(std::move(blind_cases));
+    s.blind_median_case_spread[i] = blind_at.median;
+    s.blind_worst_case_spread[i] = blind_at.worst;
   }
   s.cases = static_cast<int>(cases.size());
   return s;
