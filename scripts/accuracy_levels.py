@@ -14,7 +14,9 @@ Rules (--check enforces them, in CI through ctest `accuracy_gate`):
 - Levels tighten freely. A level rises (loosens), a case count falls, a level or an exception is
   dropped or added only with --loosen "why": that appends an entry to the file's "history" (the
   date, the reason and each change; earlier entries are never rewritten), and the same commit
-  must add an entry to cuda_validate/measurements/CALIBRATION.md.
+  must add an entry to cuda_validate/measurements/CALIBRATION.md. The reason names each level it
+  loosens as the change names it ("h100-sxm5-80gb flash2 time worst") and the mechanism that
+  raises it (a sentence, not "test").
 - No level is looser than the goals in cuda_validate/measurements/accuracy_goals.json ("held")
   unless the file's "exceptions" list it: device, schedule, metric, statistic, the case that sets
   it, and the mechanism that explains it.
@@ -28,7 +30,7 @@ A commit whose parent's levels file had no "history" predates these rules and is
 
 Usage, from the repository root after a build:
   scripts/accuracy_levels.py                  # rewrite the levels, tightening only
-  scripts/accuracy_levels.py --loosen "why"   # also let levels rise (say why in CALIBRATION.md)
+  scripts/accuracy_levels.py --loosen "LEVEL: mechanism"   # also let levels rise (and CALIBRATION.md)
   scripts/accuracy_levels.py --check          # CI: goals, exceptions and history; writes nothing
   scripts/accuracy_levels.py --check-now      # CI: iosim's errors now within the levels
 """
@@ -227,6 +229,27 @@ def loosenings(old, new):
     return out
 
 
+def reason_problems(reasons, changes):
+    """What the reasons given for `changes` (loosenings' lines) lack: each loosened level named
+    as its line names it ("h100-sxm5-80gb flash2 time worst"), and, beside the names, a mechanism
+    (at least a sentence: 30 characters) that explains the rise. "test" or "model change" is no
+    reason a later reader can check."""
+    text = " ".join(reasons)
+    out = []
+    for change in changes:
+        name = change.split(": ")[0]
+        if name not in text:
+            out.append(f"the reason does not name the level it loosens: '{name}'")
+    for reason in reasons:
+        rest = reason
+        for change in changes:
+            rest = rest.replace(change.split(": ")[0], "")
+        if len(rest.strip(" :;,.-")) < 30:
+            out.append(f"the reason '{reason}' names no mechanism (say what in the model or the "
+                       "measurement makes the level rise)")
+    return out
+
+
 def goal_violations(doc, goals):
     """Levels looser than the goals (accuracy_goals.json) that the file's exceptions do not list, and
     exceptions that no level needs any more."""
@@ -278,6 +301,10 @@ def check_step(name, old, new, calibration_lines_added, where):
         if calibration_lines_added <= 0:
             problems.append(f"{where}: {name} loosens without a new entry in {CALIBRATION} in the "
                             "same commit: " + "; ".join(changes))
+        added = new_h[len(old_h):]
+        if added and all(isinstance(e, dict) and "reason" in e for e in added):
+            problems += [f"{where}: {name}: {p}"
+                         for p in reason_problems([e["reason"] for e in added], changes)]
     return problems
 
 
@@ -471,7 +498,11 @@ def levels_now(reason, hint='rerun with --loosen "why"'):
                 levels[sched] = entry
             new["devices"][dev] = {"schedules": levels}
         changes = loosenings(old, new) if old else []
-        if changes and reason:
+        if changes and reason and reason_problems([reason], changes):
+            for p in reason_problems([reason], changes):
+                print(f"{name}: --loosen: {p}", file=sys.stderr)
+            failed = True
+        elif changes and reason:
             new["history"] = old.get("history", []) + [{
                 "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
                 "reason": reason, "changes": changes}]

@@ -3,8 +3,8 @@
 # repository holding a copy of the levels files, the goals (accuracy_goals.json), CALIBRATION.md and
 # the script, where
 # each way of loosening the levels is committed in turn and must fail the gate:
-# a level raised by hand, a raise with a history entry but no CALIBRATION.md entry, a rewritten
-# history, a level past the goals that no exception lists, an exception without its
+# a level raised by hand, a raise with a history entry but no CALIBRATION.md entry, a raise whose
+# reason names neither the level nor its mechanism, a rewritten history, a level past the goals that no exception lists, an exception without its
 # mechanism, a level finer than the measured repeat spread recorded beside it. A raise with both entries passes. Needs python3 and git.
 set -u
 REPO=$(cd "$(dirname "$0")/.." && pwd)
@@ -39,7 +39,8 @@ json.dump(d, open(p, "w"), indent=1)
 PY
 }
 raise='d["devices"]["h100-sxm5-80gb"]["schedules"]["flash2"]["time"]["worst"] += 0.02'
-entry='d["history"].append({"date": "2026-11-23", "reason": "test", "changes": ["flash2 time worst"]})'
+entry='d["history"].append({"date": "2026-11-23", "reason": "h100-sxm5-80gb flash2 time worst: the test raises it as a new pipe-stall mechanism would", "changes": ["flash2 time worst"]})'
+vague='d["history"].append({"date": "2026-11-23", "reason": "test", "changes": ["flash2 time worst"]})'
 
 # expect_fail WHAT MESSAGE: commit the working tree; the gate must fail naming MESSAGE; undo.
 expect_fail() {
@@ -54,6 +55,9 @@ edit "$raise"
 expect_fail "a level raised by hand" "without a new history entry"
 edit "$raise; $entry"
 expect_fail "a raise with a history entry but no CALIBRATION.md entry" "without a new entry in"
+edit "$raise; $vague"
+echo "- test: a loosening" >>cuda_validate/measurements/CALIBRATION.md
+expect_fail "a raise whose reason names neither the level nor a mechanism" "does not name the level it loosens"
 edit 'd["devices"]["h200-sxm-141gb"]["schedules"]["flash2"]["dram_write"]["worst"] = 1.0'
 expect_fail "a level finer than the measured repeat spread" "finer than the measured repeat spread"
 edit "$entry"
