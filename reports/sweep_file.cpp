@@ -56,6 +56,13 @@ json profile_json(const HardwareProfile& p) {
 
 json read_json_file(const fs::path& file) {
   const std::string text = read_text_file(file, "sweep file", kMaxDataFileBytes);
+  // A sweep's CSV (its header starts "point,") carries no profiles or axes: say which file to give.
+  if (text.rfind("point,", 0) == 0) {
+    throw ConfigError(fmt::format(
+        "{}: a sweep's CSV; report reads the JSON sweep file (sweep --out FILE.json), which keeps "
+        "the profiles and axes the report needs",
+        file.string()));
+  }
   try {
     return json::parse(text);
   } catch (const json::exception& e) {
