@@ -108,6 +108,13 @@ SweepRow parse_row(const json& j, const std::string& where) {
   r.feasible = field<bool>(j, "feasible", where);
   r.cold_l2 = j.value("cold_l2", false);
   r.sm_clock_mhz = number_or_zero(j, "sm_clock_mhz");
+  // power.clock_given: whether --sm-clock-mhz set it; files without a power object (profiles
+  // without a power limit, older files) ran at the clock they asked for.
+  const auto power = j.find("power");
+  const bool chosen_by_power =
+      power != j.end() && power->is_object() && power->contains("clock_given") &&
+      (*power)["clock_given"].is_boolean() && !(*power)["clock_given"].get<bool>();
+  r.requested_clock_mhz = chosen_by_power ? 0.0 : r.sm_clock_mhz;
   const json p = field<json>(j, "problem", where);
   r.batch = field<std::int64_t>(p, "batch", where);
   r.heads = field<std::int64_t>(p, "heads", where);
@@ -185,8 +192,8 @@ ProfilePeaks parse_peaks(const json& j) {
 // A split count is not tiling here: the report shows each one (a series in the charts).
 auto problem_key(const SweepRow& r) {
   return std::tie(r.profile, r.algorithm, r.head_dim, r.seq, r.seq_kv, r.batch, r.heads, r.dtype,
-                  r.pass, r.causal, r.mask, r.dropout, r.pattern, r.l2, r.cold_l2, r.sm_clock_mhz,
-                  r.kv_heads, r.page_tokens, r.splits);
+                  r.pass, r.causal, r.mask, r.dropout, r.pattern, r.l2, r.cold_l2,
+                  r.requested_clock_mhz, r.kv_heads, r.page_tokens, r.splits);
 }
 
 }  // namespace

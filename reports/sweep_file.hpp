@@ -81,7 +81,12 @@ struct SweepRow {
   std::int64_t page_tokens = 0;  // paged: tokens per K/V page; 0 for the other schedules
   std::int64_t splits = 0;       // flash-decoding, paged: K/V splits as run; 0 for the others
   bool causal = false, mask = false, cold_l2 = false;
-  double dropout = 0.0, sm_clock_mhz = 0.0;
+  double dropout = 0.0;
+  double sm_clock_mhz = 0.0;  // the clock the point ran at
+  // The clock the sweep asked for (--sm-clock-mhz); 0 where the profile's power limit chose it.
+  // Rows group by this one: grouped by the clock each ran at, the points of a power-limited
+  // profile (each at its own clock) fell apart into one-point series.
+  double requested_clock_mhz = 0.0;
   std::int64_t block_q = 0, block_kv = 0, threads = 0, stages = 0;  // resolved tiling
   bool feasible = false;
   std::string infeasible_reason;

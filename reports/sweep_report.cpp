@@ -58,7 +58,8 @@ const OtherField kOtherFields[] = {
     {"L2", [](const SweepRow& r) { return r.l2 + (r.cold_l2 ? " (cold)" : ""); }},
     {"SM MHz",
      [](const SweepRow& r) {
-       return r.sm_clock_mhz > 0 ? fmt::format("{}", r.sm_clock_mhz) : std::string("boost");
+       return r.requested_clock_mhz > 0 ? fmt::format("{}", r.requested_clock_mhz)
+                                        : std::string("power limit");
      }},
 };
 
@@ -245,19 +246,35 @@ json page_data(const SweepData& data, const ValidationResult* validation) {
   json rows = json::array();
   for (const SweepRow& r : data.rows) {
     if (inapplicable(r)) continue;
-    json j = {
-        {"p", r.profile},     {"a", r.algorithm},    {"dt", r.dtype},         {"pass", r.pass},
-        {"l2", r.l2},         {"cold", r.cold_l2},   {"clk", r.sm_clock_mhz}, {"B", r.batch},
-        {"H", r.heads},       {"N", r.seq},          {"Nkv", r.seq_kv},       {"d", r.head_dim},
-        {"causal", r.causal}, {"mask", r.mask},      {"drop", r.dropout},     {"pat", r.pattern},
-        {"bq", r.block_q},    {"bkv", r.block_kv},   {"ok", r.feasible},      {"hkv", r.kv_heads},
-        {"S", r.splits},      {"pgt", r.page_tokens}};
+    json j = {{"p", r.profile},
+              {"a", r.algorithm},
+              {"dt", r.dtype},
+              {"pass", r.pass},
+              {"l2", r.l2},
+              {"cold", r.cold_l2},
+              {"clk", r.requested_clock_mhz},
+              {"B", r.batch},
+              {"H", r.heads},
+              {"N", r.seq},
+              {"Nkv", r.seq_kv},
+              {"d", r.head_dim},
+              {"causal", r.causal},
+              {"mask", r.mask},
+              {"drop", r.dropout},
+              {"pat", r.pattern},
+              {"bq", r.block_q},
+              {"bkv", r.block_kv},
+              {"ok", r.feasible},
+              {"hkv", r.kv_heads},
+              {"S", r.splits},
+              {"pgt", r.page_tokens}};
     if (r.feasible) {
       j["hbm"] = r.hbm_bytes();
       j["l2b"] = r.l2_bytes();
       j["fl"] = r.flops;
       j["t"] = r.time_s;
       j["bound"] = r.bound;
+      j["ran"] = r.sm_clock_mhz;  // the clock it ran at: a value, not part of its series
       j["comp"] = r.compulsory_bytes;
       j["cf"] = r.closed_form_bytes;
       j["lb"] = r.lower_bound_bytes;

@@ -132,5 +132,14 @@ expect 2 "Chart.js not found" -- report "$tmp/j1.json" --html "$tmp/n.html" --md
 [ ! -e "$tmp/n.html" ] && [ ! -e "$tmp/n.md" ] && [ ! -e "$tmp/n2.md" ] && ok ||
   bad "a failed report left files"
 
+# On a power-limited profile each point runs at its own clock; the report groups points by the
+# clock the sweep asked for, so block sizes compete per shape (grouped by the clock each ran at,
+# every row was "1 / 1" and the best-block table answered nothing).
+"$IOSIM" sweep --seq 512,1024 --block-kv 64,128 --head-dim 64 --batch 4 --heads 16 --out "$tmp/pw.json" 2>/dev/null
+"$IOSIM" report "$tmp/pw.json" --md "$tmp/pw.md" 2>/dev/null
+if [ "$(grep -c '| 2 / 2 |$' "$tmp/pw.md")" = 2 ] && ! grep -q "SM MHz" "$tmp/pw.md"; then ok; else
+  bad "report of a power-limited sweep does not group its block sizes: $(grep '^| h100' "$tmp/pw.md" | head -3)"
+fi
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

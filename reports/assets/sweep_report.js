@@ -113,10 +113,10 @@
   // Split counts (flash-decoding, paged) are series of their own where an algorithm has several.
   var splitCounts = {};
   ROWS.forEach(function (r) { if (r.S > 0) (splitCounts[r.a] = splitCounts[r.a] || {})[r.S] = true; });
-  // Every row carries the clock it was timed at (each profile's boost clock unless a sweep sets
-  // --sm-clock-mhz): it names a configuration only when one profile was timed at several clocks,
-  // else each profile's rows would form a configuration of their own and the other profiles'
-  // charts would be drawn empty under it.
+  // Every row carries the clock the sweep asked for (clk: --sm-clock-mhz, 0 where the profile's
+  // power limit chose it; the clock it ran at is r.ran, a value): it names a configuration only
+  // when one profile was asked for several clocks, else each profile's rows would form a
+  // configuration of their own and the other profiles' charts would be drawn empty under it.
   var clocks = {};
   ROWS.forEach(function (r) { (clocks[r.p] = clocks[r.p] || {})[r.clk] = true; });
   var anyClock = Object.keys(clocks).some(function (p) { return Object.keys(clocks[p]).length > 1; });
@@ -245,7 +245,7 @@
           }
         }
         var rt = pick(group, 't', state.block);
-        if (rt) t.push({ x: n, y: rt.t });
+        if (rt) t.push({ x: n, y: rt.t, ran: rt.ran });
       });
       datasets.push({ label: a + ' HBM', data: hbm, borderColor: color(k), backgroundColor: color(k) });
       datasets.push({ label: a + ' L2', data: l2, borderColor: color(k), backgroundColor: '#fff',
@@ -269,7 +269,8 @@
       options: { parsing: false, scales: { x: logAxis(XTITLE, String, ns),
                                            y: logAxis('time', seconds) },
                  plugins: { tooltip: { callbacks: { label: function (c) {
-                   return c.dataset.label + ': ' + seconds(c.parsed.y); } } } } }
+                   var ran = c.raw && c.raw.ran ? ' at ' + Math.round(c.raw.ran) + ' MHz' : '';
+                   return c.dataset.label + ': ' + seconds(c.parsed.y) + ran; } } } } }
     });
   }
 
