@@ -111,9 +111,9 @@ SweepRow parse_row(const json& j, const std::string& where) {
   // power.clock_given: whether --sm-clock-mhz set it; files without a power object (profiles
   // without a power limit, older files) ran at the clock they asked for.
   const auto power = j.find("power");
-  const bool chosen_by_power =
-      power != j.end() && power->is_object() && power->contains("clock_given") &&
-      (*power)["clock_given"].is_boolean() && !(*power)["clock_given"].get<bool>();
+  r.has_power = power != j.end() && power->is_object() && power->contains("clock_given") &&
+                (*power)["clock_given"].is_boolean();
+  const bool chosen_by_power = r.has_power && !(*power)["clock_given"].get<bool>();
   r.requested_clock_mhz = chosen_by_power ? 0.0 : r.sm_clock_mhz;
   const json p = field<json>(j, "problem", where);
   r.batch = field<std::int64_t>(p, "batch", where);
@@ -333,6 +333,15 @@ SweepData load_sweeps(const std::vector<fs::path>& files) {
                       "the file's \"profiles\"",
                       row.source, row.point, row.profile));
     }
+  }
+  // An infeasible row says nothing of its clock (it never ran): on a profile whose clock the
+  // power limit chose for its other rows, it is one of them, not a configuration of its own.
+  std::set<std::string> power_chosen;
+  for (const SweepRow& r : data.rows) {
+    if (r.has_power && r.requested_clock_mhz == 0.0) power_chosen.insert(r.profile);
+  }
+  for (SweepRow& r : data.rows) {
+    if (!r.has_power && power_chosen.count(r.profile)) r.requested_clock_mhz = 0.0;
   }
   for (const auto& [id, cov] : coverage) {
     std::string shards;

@@ -87,6 +87,7 @@ struct SweepRow {
   // Rows group by this one: grouped by the clock each ran at, the points of a power-limited
   // profile (each at its own clock) fell apart into one-point series.
   double requested_clock_mhz = 0.0;
+  bool has_power = false;  // the row says whether its clock was given (feasible rows do)
   std::int64_t block_q = 0, block_kv = 0, threads = 0, stages = 0;  // resolved tiling
   bool feasible = false;
   std::string infeasible_reason;
