@@ -124,6 +124,18 @@ Report simulate(const HardwareProfile& profile, const RunRequest& original,
       report.engine.kernels.begin(), report.engine.kernels.end(),
       [](const KernelResult& a, const KernelResult& b) { return a.time_s < b.time_s; });
   report.bound = longest != report.engine.kernels.end() ? longest->bound : "latency";
+  if (report.engine.time_s > 0) {
+    const Counters& t = report.engine.total;
+    const double s = report.engine.time_s;
+    const double at_clock = report.sm_clock_mhz / profile.sm.boost_clock_mhz.value;
+    Report::Achieved& a = report.achieved;
+    a.tensor_tflops = static_cast<double>(t.tensor_flops) / s / 1e12;
+    a.tensor_peak_tflops = profile.tensor_flops_per_s(request.problem.dtype) * at_clock / 1e12;
+    a.hbm_gbps = static_cast<double>(t.hbm.read_total() + t.hbm.write_total()) / s / 1e9;
+    a.hbm_peak_gbps = profile.hbm.bandwidth_gbps.value;
+    a.l2_gbps = static_cast<double>(t.l2.read_total() + t.l2.write_total()) / s / 1e9;
+    a.l2_peak_gbps = profile.l2.bandwidth_gbps.value * at_clock;
+  }
   if (request.execute) {
     report.numerics.executed = true;
     report.numerics.max_abs_error = execute_schedule(*planned.schedule, request.problem,

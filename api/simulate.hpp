@@ -7,12 +7,12 @@
 #include <string>
 
 #include "algorithms/algorithm.hpp"
+#include "algorithms/io_formulas.hpp"
 #include "algorithms/kernel_description.hpp"
 #include "sim/engine/engine.hpp"
-#include "algorithms/io_formulas.hpp"
 #include "sim/hardware/power_model.hpp"
-#include "sim/schedule/problem.hpp"
 #include "sim/hardware/profile.hpp"
+#include "sim/schedule/problem.hpp"
 
 namespace iosim {
 
@@ -31,8 +31,8 @@ struct RunRequest {
   // Watches the numbers of an executed run (`iosim explain`); not owned, null: no one watches.
   // The engine's watcher is engine.observer.
   NumericObserver* numeric_observer = nullptr;
-  // Steady-state extrapolation (sim/engine/steady_state.hpp) is an approximation (counters within 0.5%,
-  // time within 1%), worth it only where full simulation is slow: runs whose estimated work
+  // Steady-state extrapolation (sim/engine/steady_state.hpp) is an approximation (counters within
+  // 0.5%, time within 1%), worth it only where full simulation is slow: runs whose estimated work
   // (Algorithm::estimated_work) is below this are simulated in full, so that small runs (the
   // README's tables, the tutorial, tests of the closed forms) stay exact. 2e7 units is about a
   // second of simulation on the 2-core reference machine (flash2 B4 H16 N8192 d64: 5.2e6 units,
@@ -63,6 +63,15 @@ struct Report {
   std::string infeasible_reason;
   EngineResult engine;
   std::string bound;  // of the whole run: the kernel that took longest decides
+  // What a feasible run achieved against the machine at sm_clock_mhz: tensor-core FLOP/s against
+  // the profile's dense tensor peak for the dtype at that clock; HBM bytes moved during the run
+  // per second against the datasheet bandwidth; L2 bytes per second against the L2 bandwidth at
+  // that clock (the L2 runs in the SM clock domain). In TFLOP/s and GB/s.
+  struct Achieved {
+    double tensor_tflops = 0, tensor_peak_tflops = 0;
+    double hbm_gbps = 0, hbm_peak_gbps = 0;
+    double l2_gbps = 0, l2_peak_gbps = 0;
+  } achieved;
   IoBounds bounds;
   Numerics numerics;
   double simulation_wall_s = 0.0;  // how long iosim itself took

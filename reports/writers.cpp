@@ -82,6 +82,10 @@ const Counters& total(const Report& r) {
 json or_null(bool given, json v) {
   return given ? v : json(nullptr);
 }
+// `part` over `whole`, 0 without a whole.
+double fraction(double part, double whole) {
+  return whole > 0 ? part / whole : 0.0;
+}
 
 // The CSV columns in order; new ones go after infeasible_reason, so that scripts reading the
 // first columns by position keep working. Adding one here adds it to `iosim run --format csv`, the
@@ -204,6 +208,21 @@ const Column kColumns[] = {
      [](const Report& r) -> json { return total(r).sfu_ops; }},
     {"int32_ops", "counters", When::feasible, Csv::plain,
      [](const Report& r) -> json { return total(r).int32_ops; }},
+    // What the run achieved against the machine's peaks at its clock (Report::Achieved).
+    {"tensor_tflops", "achieved", When::feasible, Csv::g6,
+     [](const Report& r) -> json { return r.achieved.tensor_tflops; }},
+    {"tensor_peak_fraction", "achieved", When::feasible, Csv::g6,
+     [](const Report& r)
+         -> json { return fraction(r.achieved.tensor_tflops, r.achieved.tensor_peak_tflops); }},
+    {"hbm_gbps", "achieved", When::feasible, Csv::g6,
+     [](const Report& r) -> json { return r.achieved.hbm_gbps; }},
+    {"hbm_peak_fraction", "achieved", When::feasible, Csv::g6,
+     [](const Report& r)
+         -> json { return fraction(r.achieved.hbm_gbps, r.achieved.hbm_peak_gbps); }},
+    {"l2_gbps", "achieved", When::feasible, Csv::g6,
+     [](const Report& r) -> json { return r.achieved.l2_gbps; }},
+    {"l2_peak_fraction", "achieved", When::feasible, Csv::g6,
+     [](const Report& r) -> json { return fraction(r.achieved.l2_gbps, r.achieved.l2_peak_gbps); }},
 };
 
 bool has_value(const Column& c, const Report& r) {
@@ -386,6 +405,13 @@ std::string format_table(const Report& r) {
   s += fmt::format("         FLOPs {:.4g} G (tensor-core {:.4g} G, FP32 {:.4g} G, SFU {:.4g} G)\n",
                    static_cast<double>(t.flops()) / 1e9, static_cast<double>(t.tensor_flops) / 1e9,
                    static_cast<double>(t.fp32_flops) / 1e9, static_cast<double>(t.sfu_ops) / 1e9);
+  const Report::Achieved& a = r.achieved;
+  s += fmt::format(
+      "achieved tensor {:.4g} TFLOP/s = {:.1f}% of {:.4g} at {:.0f} MHz; HBM {:.4g} GB/s = {:.1f}% "
+      "of {:.4g}; L2 {:.4g} GB/s = {:.1f}% of {:.4g}\n",
+      a.tensor_tflops, 100 * fraction(a.tensor_tflops, a.tensor_peak_tflops), a.tensor_peak_tflops,
+      r.sm_clock_mhz, a.hbm_gbps, 100 * fraction(a.hbm_gbps, a.hbm_peak_gbps), a.hbm_peak_gbps,
+      a.l2_gbps, 100 * fraction(a.l2_gbps, a.l2_peak_gbps), a.l2_peak_gbps);
   s += fmt::format("bounds   compulsory {}, closed form (two-level) {}\n",
                    human_bytes(static_cast<double>(r.bounds.compulsory_bytes)),
                    human_bytes(static_cast<double>(r.bounds.closed_form_bytes)));
