@@ -131,7 +131,7 @@ RunRequest to_request(const RunFlags& f) {
   p.batch = f.batch;
   p.heads = f.heads;
   p.seq = f.seq;
-  p.seq_kv = f.seq_kv > 0 ? f.seq_kv : f.seq;
+  p.seq_kv = f.seq_kv;  // 0: the problem's default, --seq
   if (f.seq_kv < 0) throw ConfigError(fmt::format("--seq-kv {} must be positive", f.seq_kv));
   p.head_dim = f.head_dim;
   p.dtype = parse_dtype(f.dtype);
