@@ -198,7 +198,8 @@ std::vector<NcuKernel> read_ncu_csv(const std::string& text, const std::string& 
 }
 
 json ncu_case_document(const std::vector<NcuKernel>& kernels, const KernelDescription& kernel,
-                       const AttentionProblem& p, double time_s, const std::string& origin) {
+                       const AttentionProblem& given, double time_s, const std::string& origin) {
+  const AttentionProblem p = with_defaults(given);  // the document states N_kv
   if (!(time_s > 0 && std::isfinite(time_s))) {
     throw ConfigError(fmt::format("{}: the kernel's measured time must be positive", origin));
   }

@@ -57,8 +57,9 @@ Report simulate(const HardwareProfile& profile, const RunRequest& request) {
 Report simulate(const HardwareProfile& profile, const RunRequest& original,
                 const Registry& registry) {
   const auto started = std::chrono::steady_clock::now();
-  validate_problem(original.problem);
   RunRequest request = original;
+  request.problem = with_defaults(original.problem);
+  validate_problem(request.problem);
   const Algorithm algorithm = request_algorithm(profile, original, registry);
   if (original.kernel) request.algorithm = original.kernel->name;
   resolve_algorithm_inputs(algorithm, registry, request);

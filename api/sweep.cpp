@@ -200,11 +200,18 @@ int resolve_jobs(int jobs) {
 int run_sweep_streaming(std::size_t count, const std::function<SweepPoint(std::size_t)>& make,
                         const std::map<std::string, HardwareProfile>& profiles,
                         const SweepOptions& options, const SweepSink& done) {
+  // Each point as simulate() reads its problem (with_defaults(): N_kv = N where left out), so that
+  // its estimate and, when it is rejected, its report hold N_kv itself.
+  const auto made = [&make](std::size_t k) {
+    SweepPoint point = make(k);
+    point.request.problem = with_defaults(point.request.problem);
+    return point;
+  };
   // Largest first; ties keep point order so that runs are reproducible. Only the estimates and
   // the order are held (16 bytes a point); each point is made again when it runs.
   std::vector<double> work(count);
   for (std::size_t k = 0; k < count; ++k) {
-    const SweepPoint point = make(k);
+    const SweepPoint point = made(k);
     ensure(profiles.count(point.profile) == 1,
            "sweep point {} names profile '{}' that was not loaded", point.index, point.profile);
     work[k] = point_work(point.request);
@@ -229,7 +236,7 @@ int run_sweep_streaming(std::size_t count, const std::function<SweepPoint(std::s
       const std::size_t k = order[i];
       try {
         run_control::check();  // a signal or the time budget: stop before the next point
-        const SweepPoint point = make(k);
+        const SweepPoint point = made(k);
         Report report;
         std::string rejection;
         try {

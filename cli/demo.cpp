@@ -5,7 +5,7 @@
 #include <memory>
 
 #include "cli/commands.hpp"
-#include "cli/run_flags.hpp"
+#include "cli/flag_options.hpp"
 #include "reports/writers.hpp"
 
 namespace iosim::cli {

@@ -10,8 +10,8 @@
 #include <sstream>
 
 #include "cli/commands.hpp"
+#include "cli/flag_options.hpp"
 #include "cli/output_file.hpp"
-#include "cli/run_flags.hpp"
 #include "sim/base/errors.hpp"
 #include "teach/html_writer.hpp"
 #include "teach/text_writer.hpp"

@@ -1,12 +1,12 @@
 // `iosim kvcache`: a serving KV cache under a memory budget, contiguous vs paged allocation, on one
-// request stream. The flags and the simulation are cli/kvcache_flags.cpp's; this file adds the
+// request stream. The flags and the simulation are api/kvcache_flags.cpp's; this file adds the
 // output flags and writes.
 #include <iostream>
 #include <memory>
 
 #include "cli/commands.hpp"
+#include "cli/flag_options.hpp"
 #include "cli/format_flag.hpp"
-#include "cli/kvcache_flags.hpp"
 #include "reports/kvcache_writers.hpp"
 #include "sim/base/json_text.hpp"
 

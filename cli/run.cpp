@@ -8,7 +8,8 @@
 #include <memory>
 
 #include "cli/commands.hpp"
-#include "cli/run_flags.hpp"
+#include "cli/flag_options.hpp"
+#include "cli/format_flag.hpp"
 #include "reports/writers.hpp"
 #include "sim/base/errors.hpp"
 #include "sim/base/json_text.hpp"

@@ -19,8 +19,9 @@
 #include <variant>
 
 #include "cli/commands.hpp"
+#include "cli/flag_options.hpp"
+#include "cli/format_flag.hpp"
 #include "cli/output_file.hpp"
-#include "cli/run_flags.hpp"
 #include "cli/sweep_output.hpp"
 #include "reports/sweep_file.hpp"
 #include "sim/base/errors.hpp"

@@ -8,9 +8,9 @@
 #include "api/ncu_import.hpp"
 #include "api/validation.hpp"
 #include "cli/commands.hpp"
+#include "cli/flag_options.hpp"
 #include "cli/format_flag.hpp"
 #include "cli/output_file.hpp"
-#include "cli/run_flags.hpp"
 #include "sim/base/errors.hpp"
 #include "sim/base/text_file.hpp"
 

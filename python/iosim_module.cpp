@@ -1,9 +1,10 @@
 // The Python module iosim._iosim: run, sweep, kvcache and validate over the C++ library,
-// in-process. Flags are run's and kvcache's (cli/run_flags.cpp's and cli/kvcache_flags.cpp's
-// tables, so their checks and defaults are the CLI's), given as a dict keyed by the flag's name
-// without dashes (seq_kv for --seq-kv). Documents come back as the JSON text the CLI prints;
-// python/iosim/__init__.py turns them into dicts and this module's errors into iosim.ConfigError
-// (bad input) and iosim.InternalError (a bug).
+// in-process. Flags are run's and kvcache's (the tables of api/run_flags.hpp and
+// api/kvcache_flags.hpp, which the CLI reads its flags with too, so their checks and defaults are
+// the CLI's), given as a dict keyed by the flag's name without dashes (seq_kv for --seq-kv).
+// Documents come back as the JSON text the CLI prints; python/iosim/__init__.py turns them into
+// dicts and this module's errors into iosim.ConfigError (bad input) and iosim.InternalError (a
+// bug).
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -14,11 +15,12 @@
 #include <variant>
 #include <vector>
 
+#include "api/kvcache_flags.hpp"
+#include "api/run_flags.hpp"
 #include "api/schema_version.hpp"
 #include "api/sweep.hpp"
 #include "api/validation.hpp"
-#include "cli/kvcache_flags.hpp"
-#include "cli/run_flags.hpp"
+#include "reports/kvcache_writers.hpp"
 #include "reports/writers.hpp"
 #include "sim/base/errors.hpp"
 #include "sim/base/json_text.hpp"
@@ -76,8 +78,8 @@ const typename Table::value_type& find_flag(const Table& table, const std::strin
 
 // Sets the RunFlags field of each key of `flags` ("seq_kv" -> --seq-kv); "set" is the list of
 // --set KEY=VALUE texts.
-cli::RunFlags to_flags(const py::dict& flags) {
-  cli::RunFlags f;
+RunFlags to_flags(const py::dict& flags) {
+  RunFlags f;
   for (const auto& item : flags) {
     // Not a structured binding: the lambda below cannot name one under clang 14.
     const py::handle k = item.first;
@@ -88,15 +90,15 @@ cli::RunFlags to_flags(const py::dict& flags) {
                                          : py::cast<std::vector<std::string>>(v);
       continue;
     }
-    const cli::ProblemFlag& flag = find_flag(cli::problem_flags(), key, {"set"});
+    const ProblemFlag& flag = find_flag(problem_flags(), key, {"set"});
     std::visit([&](auto field) { set_field(f, field, key, v); }, flag.field);
   }
   return f;
 }
 
 std::string run_json(const py::dict& flags) {
-  const cli::RunFlags f = to_flags(flags);
-  const RunRequest request = cli::to_request(f);
+  const RunFlags f = to_flags(flags);
+  const RunRequest request = to_request(f);
   const HardwareProfile profile = load_profile(f.profile, parse_profile_overrides(f.set));
   py::gil_scoped_release release;
   return json_text(report_to_json(simulate(profile, request)));
@@ -107,13 +109,13 @@ std::vector<std::string> sweep_json_rows(const std::vector<py::dict>& points, in
   std::map<std::string, HardwareProfile> profiles;
   std::vector<SweepPoint> sweep_points;
   for (std::size_t i = 0; i < points.size(); ++i) {
-    const cli::RunFlags f = to_flags(points[i]);
+    const RunFlags f = to_flags(points[i]);
     std::string key = f.profile;
     for (const std::string& o : f.set) key += " --set " + o;
     if (profiles.count(key) == 0) {
       profiles.emplace(key, load_profile(f.profile, parse_profile_overrides(f.set)));
     }
-    sweep_points.push_back({i, key, cli::to_request(f)});
+    sweep_points.push_back({i, key, to_request(f)});
   }
   SweepOptions options;
   options.jobs = jobs;
@@ -129,19 +131,19 @@ std::vector<std::string> sweep_json_rows(const std::vector<py::dict>& points, in
 
 // `iosim kvcache --format json`'s document for the flags of `flags` ("kv_heads" -> --kv-heads).
 std::string kvcache_json(const py::dict& flags) {
-  cli::KvCacheFlags f;
+  KvCacheFlags f;
   std::set<std::string> given;
   for (const auto& item : flags) {
     // Not a structured binding: the lambda below cannot name one under clang 14.
     const py::handle k = item.first;
     const py::handle v = item.second;
     const std::string key = py::str(k);
-    const cli::KvCacheFlag& flag = find_flag(cli::kvcache_flags(), key, {});
+    const KvCacheFlag& flag = find_flag(kvcache_flags(), key, {});
     std::visit([&](auto field) { set_field(f, field, key, v); }, flag.field);
     given.insert(flag.name);
   }
   py::gil_scoped_release release;
-  return json_text(kvcache_to_json(cli::run_kvcache(f, given)));
+  return json_text(kvcache_to_json(run_kvcache(f, given)));
 }
 
 std::string validate_json(const std::string& path, const std::string& profile) {

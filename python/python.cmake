@@ -8,12 +8,10 @@ set_target_properties(${IOSIM_PY_LIBS} PROPERTIES POSITION_INDEPENDENT_CODE ON)
 foreach(lib IN LISTS IOSIM_PY_LIBS)
   target_compile_options(${lib} PRIVATE -fno-semantic-interposition)
 endforeach()
-# cli/'s flag tables, shared with the iosim command, so that the flags are checked alike.
+# The flag tables it reads keyword arguments with are iosim_api's (api/run_flags.hpp,
+# api/kvcache_flags.hpp), the iosim command's too, so that the flags are checked alike.
 pybind11_add_module(_iosim NO_EXTRAS  # no LTO: a quicker build
-                    ${PROJECT_SOURCE_DIR}/python/iosim_module.cpp
-                    ${PROJECT_SOURCE_DIR}/cli/run_flags.cpp
-                    ${PROJECT_SOURCE_DIR}/cli/kvcache_flags.cpp)
-target_include_directories(_iosim PRIVATE ${CLI11_INCLUDE_DIR})
+                    ${PROJECT_SOURCE_DIR}/python/iosim_module.cpp)
 target_compile_options(_iosim PRIVATE ${IOSIM_WARNINGS})
 target_link_libraries(_iosim PRIVATE iosim_reports)  # and, through it, the others
 # The module does not export the symbols of the static libraries in it (PyInit__iosim is its API).

@@ -21,6 +21,20 @@ if [ -n "$hits" ]; then
   status=1
 fi
 
+# cli/ is the top of the tree (#28): nothing outside it includes its headers or compiles its
+# sources; the Python package reads the flag tables from api/ as the command does.
+above=()
+for d in algorithms api bench kvcache python reports sim teach tests; do
+  [ -d "$root/$d" ] && above+=("$root/$d")
+done
+back=$(grep -rnE --include='*.cpp' --include='*.hpp' --include='*.cmake' \
+  -e '#include "cli/' -e 'PROJECT_SOURCE_DIR\}/cli/' "${above[@]}")
+if [ -n "$back" ]; then
+  echo "cli/ used outside cli/ (move what they share into api/):"
+  echo "$back"
+  status=1
+fi
+
 # docs/ARCHITECTURE.md's folder table matches the tree: every top-level folder is in it, and every
 # folder in it exists.
 arch=$root/docs/ARCHITECTURE.md
@@ -35,5 +49,5 @@ if [ -n "$missing" ] || [ -n "$stale" ]; then
   [ -n "$stale" ] && echo "  in the table, not in the tree: $stale"
   status=1
 fi
-[ "$status" -eq 0 ] && echo "ok: no algorithm-name compares outside algorithms/; ARCHITECTURE.md lists the $(echo "$present" | wc -l) folders"
+[ "$status" -eq 0 ] && echo "ok: no algorithm-name compares outside algorithms/, nothing outside cli/ uses it; ARCHITECTURE.md lists the $(echo "$present" | wc -l) folders"
 exit "$status"

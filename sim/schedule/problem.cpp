@@ -48,7 +48,13 @@ double AttentionProblem::scale() const {
   return 1.0 / std::sqrt(static_cast<double>(head_dim));
 }
 
-void validate_problem(const AttentionProblem& p) {
+AttentionProblem with_defaults(AttentionProblem p) {
+  if (p.seq_kv == 0) p.seq_kv = p.seq;
+  return p;
+}
+
+void validate_problem(const AttentionProblem& given) {
+  const AttentionProblem p = with_defaults(given);
   // Limits keep every byte count inside 64 bits and reject sizes no GPU holds.
   require_range("--batch", p.batch, 1, kMaxBatch);
   require_range("--heads", p.heads, 1, kMaxHeads);

@@ -34,7 +34,7 @@ struct AttentionProblem {
   std::int64_t batch = 1;      // B
   std::int64_t heads = 1;      // H
   std::int64_t seq = 1;        // N, query length
-  std::int64_t seq_kv = 1;     // N_kv, key/value length (= N unless set)
+  std::int64_t seq_kv = 0;     // N_kv, key/value length; 0 (left out): N, by with_defaults()
   std::int64_t head_dim = 64;  // d
   Dtype dtype = Dtype::fp16;
   bool causal = false;   // bottom-right aligned: query i sees key j iff j <= i + (N_kv - N)
@@ -87,7 +87,13 @@ struct AttentionProblem {
   double scale() const;
 };
 
-/// Checks sizes and flag combinations; throws ConfigError naming the offending flag and value.
+/// `p` with the sizes it leaves out given: seq_kv 0 is seq. simulate(), the sweep and the other
+/// entry points of api/ call it before anything reads the problem, so that a caller who sets only
+/// seq gets N_kv = N; the schedules, closed forms and executor below them read N_kv as given.
+AttentionProblem with_defaults(AttentionProblem p);
+
+/// Checks sizes and flag combinations (of with_defaults(p)); throws ConfigError naming the
+/// offending flag and value.
 void validate_problem(const AttentionProblem& p);
 
 /// validate_problem()'s limits, for readers that name a file's keys instead of flags.

@@ -1,13 +1,11 @@
-#include "cli/run_flags.hpp"
+#include "api/run_flags.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <memory>
-#include <type_traits>
 #include <utility>
 
 #include "sim/base/errors.hpp"
@@ -15,7 +13,7 @@
 #include "sim/schedule/block_mask.hpp"
 #include "sim/schedule/block_table.hpp"
 
-namespace iosim::cli {
+namespace iosim {
 
 namespace {
 
@@ -111,31 +109,6 @@ const std::vector<ProblemFlag>& problem_flags() {
   return flags;
 }
 
-void add_problem_flags(CLI::App& cmd, RunFlags& f, const std::vector<std::string>& names) {
-  for (const ProblemFlag& flag : problem_flags()) {
-    if (!names.empty() && std::find(names.begin(), names.end(), flag.name) == names.end()) {
-      continue;
-    }
-    std::visit(
-        [&](auto field) {
-          using T = std::remove_reference_t<decltype(f.*field)>;
-          if constexpr (std::is_same_v<T, bool>) {
-            cmd.add_flag(flag.name, f.*field, flag.help);
-          } else {
-            // Integers are read as decimal by make_numbers_strict (cli/strict_numbers.hpp).
-            CLI::Option* o = cmd.add_option(flag.name, f.*field, flag.help);
-            // A command that picks flags (demo) gives them defaults instead.
-            const bool required = flag.required && names.empty();
-            if (required) o->required();
-            if constexpr (!std::is_same_v<T, std::optional<std::int64_t>>) {
-              if (!required) o->capture_default_str();
-            }
-          }
-        },
-        flag.field);
-  }
-}
-
 RunRequest to_request(const RunFlags& f) {
   RunRequest r;
   r.algorithm = f.algorithm;
@@ -158,7 +131,7 @@ RunRequest to_request(const RunFlags& f) {
   p.batch = f.batch;
   p.heads = f.heads;
   p.seq = f.seq;
-  p.seq_kv = f.seq_kv > 0 ? f.seq_kv : f.seq;
+  p.seq_kv = f.seq_kv;  // 0: the problem's default, --seq
   if (f.seq_kv < 0) throw ConfigError(fmt::format("--seq-kv {} must be positive", f.seq_kv));
   p.head_dim = f.head_dim;
   p.dtype = parse_dtype(f.dtype);
@@ -240,4 +213,4 @@ RunRequest to_request(const RunFlags& f) {
   return r;
 }
 
-}  // namespace iosim::cli
+}  // namespace iosim

@@ -1,6 +1,8 @@
 #pragma once
-// The flags that describe one attention call, shared by every subcommand that simulates one.
-#include <CLI/CLI.hpp>
+// One attention call spelled as flags: each field as a user types it, the table of the flags
+// (name, help, the field each sets) and the checks that turn them into a RunRequest. The CLI binds
+// the table to its options (cli/flag_options.hpp) and the Python package to keyword arguments
+// (python/iosim_module.cpp), so that both check and default a run alike.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -8,9 +10,8 @@
 #include <vector>
 
 #include "api/iosim.hpp"
-#include "cli/format_flag.hpp"
 
-namespace iosim::cli {
+namespace iosim {
 
 struct RunFlags {
   std::string profile = "h100-sxm5-80gb";
@@ -39,13 +40,9 @@ struct RunFlags {
   std::optional<std::int64_t> backward_block_q, backward_block_kv;
 };
 
-/// The help of `--set`, shared by run and sweep.
-inline constexpr const char* kSetHelp =
-    "what-if hardware: replace a number of the profile, KEY=VALUE (e.g. l2.size_bytes=20e6; "
-    "the keys: iosim profiles --template), checked as the YAML is; repeatable";
-
 /// One flag of an attention call: its name, its help, and the RunFlags field it sets. `run`,
-/// `demo` and `sweep` all build their flags from problem_flags(); sweep reads each as a list.
+/// `demo` and `sweep` all build their flags from problem_flags() (sweep reads each as a list), as
+/// the Python package does its keyword arguments.
 struct ProblemFlag {
   using Field = std::variant<std::string RunFlags::*, std::int64_t RunFlags::*, int RunFlags::*,
                              double RunFlags::*, std::optional<std::int64_t> RunFlags::*,
@@ -62,10 +59,7 @@ struct ProblemFlag {
 /// Every problem, tiling and model flag, in the order of a sweep's axes (outermost first).
 const std::vector<ProblemFlag>& problem_flags();
 
-/// Adds the flags of problem_flags() named in `names` (all when empty) to `cmd`, bound to `f`.
-void add_problem_flags(CLI::App& cmd, RunFlags& f, const std::vector<std::string>& names = {});
-
 /// Checks the flags and turns them into a request; throws ConfigError naming a bad flag.
 RunRequest to_request(const RunFlags& f);
 
-}  // namespace iosim::cli
+}  // namespace iosim

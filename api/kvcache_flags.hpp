@@ -1,16 +1,17 @@
 #pragma once
-// The flags of `iosim kvcache` and the run they describe, shared by the CLI and the Python
-// package (python/iosim_module.cpp), so that both check and default them alike.
-#include <CLI/CLI.hpp>
+// The flags of `iosim kvcache` and the run they describe, shared by the CLI (cli/kvcache.cpp,
+// cli/flag_options.hpp) and the Python package (python/iosim_module.cpp), so that both check and
+// default them alike.
 #include <cstdint>
 #include <set>
 #include <string>
 #include <variant>
 #include <vector>
 
-#include "reports/kvcache_writers.hpp"
+#include "kvcache/simulator.hpp"
+#include "kvcache/workload.hpp"
 
-namespace iosim::cli {
+namespace iosim {
 
 struct KvCacheFlags {
   std::string profile = "h100-sxm5-80gb";
@@ -48,12 +49,23 @@ struct KvCacheFlag {
 /// The flags, in --help's order.
 const std::vector<KvCacheFlag>& kvcache_flags();
 
-/// Adds kvcache_flags() to `cmd`, bound to `f`.
-void add_kvcache_flags(CLI::App& cmd, KvCacheFlags& f);
+/// One `iosim kvcache` invocation: where the budget came from, the stream, one result per policy
+/// (all on the same stream). reports/kvcache_writers.hpp writes it.
+struct KvCacheRun {
+  std::string profile;             // "" when the budget was given directly
+  std::int64_t hbm_bytes = 0;      // the profile's HBM capacity (0 without a profile)
+  std::int64_t weights_bytes = 0;  // subtracted from it
+  std::int64_t budget_bytes = 0;
+  std::string dtype;
+  kvcache::StreamSpec spec;  // distributions, samples, sharing, limits, seed
+  bool from_trace = false;
+  kvcache::StreamStats stream;
+  std::vector<kvcache::KvCacheResult> results;
+};
 
 /// Checks the flags, draws or reads the request stream and simulates each policy on it. `given`
 /// holds the names of the flags the user gave ("--trace"), whatever their values: some exclude
 /// others. Throws ConfigError naming a bad flag.
 KvCacheRun run_kvcache(const KvCacheFlags& f, const std::set<std::string>& given);
 
-}  // namespace iosim::cli
+}  // namespace iosim

@@ -1,17 +1,14 @@
-#include "cli/kvcache_flags.hpp"
+#include "api/kvcache_flags.hpp"
 
 #include <fmt/format.h>
 
 #include <cmath>
-#include <type_traits>
 
-#include "kvcache/simulator.hpp"
-#include "kvcache/workload.hpp"
-#include "sim/schedule/dtype.hpp"
 #include "sim/base/errors.hpp"
 #include "sim/hardware/profile.hpp"
+#include "sim/schedule/dtype.hpp"
 
-namespace iosim::cli {
+namespace iosim {
 namespace {
 
 using F = KvCacheFlags;
@@ -76,18 +73,6 @@ std::int64_t kv_dtype_bytes(const std::string& s) {
 const std::vector<KvCacheFlag>& kvcache_flags() {
   static const std::vector<KvCacheFlag> flags = make_kvcache_flags();
   return flags;
-}
-
-void add_kvcache_flags(CLI::App& cmd, KvCacheFlags& f) {
-  for (const KvCacheFlag& flag : kvcache_flags()) {
-    std::visit(
-        [&](auto field) {
-          CLI::Option* o = cmd.add_option(flag.name, f.*field, flag.help);
-          if (flag.required) o->required();
-          if (flag.show_default && !flag.required) o->capture_default_str();
-        },
-        flag.field);
-  }
 }
 
 KvCacheRun run_kvcache(const KvCacheFlags& f, const std::set<std::string>& given) {
@@ -169,4 +154,4 @@ KvCacheRun run_kvcache(const KvCacheFlags& f, const std::set<std::string>& given
   return run;
 }
 
-}  // namespace iosim::cli
+}  // namespace iosim

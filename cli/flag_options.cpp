@@ -1,0 +1,47 @@
+#include "cli/flag_options.hpp"
+
+#include <algorithm>
+#include <optional>
+#include <type_traits>
+#include <variant>
+
+namespace iosim::cli {
+
+void add_problem_flags(CLI::App& cmd, RunFlags& f, const std::vector<std::string>& names) {
+  for (const ProblemFlag& flag : problem_flags()) {
+    if (!names.empty() && std::find(names.begin(), names.end(), flag.name) == names.end()) {
+      continue;
+    }
+    std::visit(
+        [&](auto field) {
+          using T = std::remove_reference_t<decltype(f.*field)>;
+          if constexpr (std::is_same_v<T, bool>) {
+            cmd.add_flag(flag.name, f.*field, flag.help);
+          } else {
+            // Integers are read as decimal by make_numbers_strict (cli/strict_numbers.hpp).
+            CLI::Option* o = cmd.add_option(flag.name, f.*field, flag.help);
+            // A command that picks flags (demo) gives them defaults instead.
+            const bool required = flag.required && names.empty();
+            if (required) o->required();
+            if constexpr (!std::is_same_v<T, std::optional<std::int64_t>>) {
+              if (!required) o->capture_default_str();
+            }
+          }
+        },
+        flag.field);
+  }
+}
+
+void add_kvcache_flags(CLI::App& cmd, KvCacheFlags& f) {
+  for (const KvCacheFlag& flag : kvcache_flags()) {
+    std::visit(
+        [&](auto field) {
+          CLI::Option* o = cmd.add_option(flag.name, f.*field, flag.help);
+          if (flag.required) o->required();
+          if (flag.show_default && !flag.required) o->capture_default_str();
+        },
+        flag.field);
+  }
+}
+
+}  // namespace iosim::cli

@@ -1,0 +1,25 @@
+#pragma once
+// The flag tables of api/run_flags.hpp and api/kvcache_flags.hpp as CLI11 options: what the
+// command adds to them (parsing, --help's defaults, required flags) and nothing the Python
+// package needs.
+#include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
+
+#include "api/kvcache_flags.hpp"
+#include "api/run_flags.hpp"
+
+namespace iosim::cli {
+
+/// The help of `--set`, shared by run and sweep.
+inline constexpr const char* kSetHelp =
+    "what-if hardware: replace a number of the profile, KEY=VALUE (e.g. l2.size_bytes=20e6; "
+    "the keys: iosim profiles --template), checked as the YAML is; repeatable";
+
+/// Adds the flags of problem_flags() named in `names` (all when empty) to `cmd`, bound to `f`.
+void add_problem_flags(CLI::App& cmd, RunFlags& f, const std::vector<std::string>& names = {});
+
+/// Adds kvcache_flags() to `cmd`, bound to `f`.
+void add_kvcache_flags(CLI::App& cmd, KvCacheFlags& f);
+
+}  // namespace iosim::cli
