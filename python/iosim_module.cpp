@@ -46,20 +46,53 @@ std::string key_of(const std::string& flag) {
   return key;
 }
 
-// Sets f.*field from the Python value `v` of keyword `key`, converted as the field's type requires
-// (no float for an integer, no negative for an unsigned one).
+// The Python type a field of type T takes, for messages.
+template <class T>
+constexpr const char* python_type() {
+  if constexpr (std::is_same_v<T, bool>) {
+    return "bool";
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    return "str";
+  } else if constexpr (std::is_floating_point_v<T>) {
+    return "float or int";
+  } else if constexpr (std::is_unsigned_v<T>) {
+    return "int >= 0";
+  } else {
+    return "int";
+  }
+}
+
+// Sets f.*field from the Python value `v` of keyword `key`, as strictly as the CLI reads its
+// flags: None is no value (leave the keyword out for the default), a bool is not a number
+// (seq=True was N = 1) and a number not a bool (causal=None passed as false), no float for an
+// integer, no negative for an unsigned one. The message names the type expected.
 template <class Flags, class Field>
 void set_field(Flags& f, Field field, const std::string& key, const py::handle& v) {
   using T = std::remove_cvref_t<decltype(f.*field)>;
+  using V = std::conditional_t<std::is_same_v<T, std::optional<std::int64_t>>, std::int64_t, T>;
+  const auto wrong = [&] {
+    return ConfigError(fmt::format(
+        "{}={} has the wrong type: expected {}, got {}", key, py::cast<std::string>(py::repr(v)),
+        python_type<V>(), py::cast<std::string>(py::str(py::type::of(v).attr("__name__")))));
+  };
+  if (v.is_none()) {
+    throw ConfigError(fmt::format("{}=None: give a {} (leave the keyword out for the default)", key,
+                                  python_type<V>()));
+  }
+  const bool is_bool = py::isinstance<py::bool_>(v);
+  if constexpr (std::is_same_v<V, bool>) {
+    if (!is_bool) throw wrong();
+  } else if constexpr (std::is_same_v<V, std::string>) {
+    if (!py::isinstance<py::str>(v)) throw wrong();
+  } else if constexpr (std::is_floating_point_v<V>) {
+    if (is_bool || !(py::isinstance<py::float_>(v) || py::isinstance<py::int_>(v))) throw wrong();
+  } else {
+    if (is_bool || !py::isinstance<py::int_>(v)) throw wrong();
+  }
   try {
-    if constexpr (std::is_same_v<T, std::optional<std::int64_t>>) {
-      f.*field = py::cast<std::int64_t>(v);
-    } else {
-      f.*field = py::cast<T>(v);
-    }
+    f.*field = py::cast<V>(v);
   } catch (const py::cast_error&) {
-    throw ConfigError(
-        fmt::format("{}={} has the wrong type", key, py::cast<std::string>(py::repr(v))));
+    throw wrong();  // an int out of the field's range (a negative for an unsigned one)
   }
 }
 
@@ -86,12 +119,22 @@ RunFlags to_flags(const py::dict& flags) {
     const py::handle v = item.second;
     const std::string key = py::str(k);
     if (key == "set") {
-      f.set = py::isinstance<py::str>(v) ? std::vector<std::string>{py::cast<std::string>(v)}
-                                         : py::cast<std::vector<std::string>>(v);
+      try {
+        f.set = py::isinstance<py::str>(v) ? std::vector<std::string>{py::cast<std::string>(v)}
+                                           : py::cast<std::vector<std::string>>(v);
+      } catch (const py::cast_error&) {
+        throw ConfigError(
+            fmt::format("set={} has the wrong type: expected a str \"KEY=VALUE\" or a list of them",
+                        py::cast<std::string>(py::repr(v))));
+      }
       continue;
     }
     const ProblemFlag& flag = find_flag(problem_flags(), key, {"set"});
     std::visit([&](auto field) { set_field(f, field, key, v); }, flag.field);
+  }
+  // As the CLI's --seq (it said "--seq 0 is out of range" when left out).
+  if (!flags.contains("seq")) {
+    throw ConfigError("seq is required: the query length N (e.g. seq=4096)");
   }
   return f;
 }
@@ -106,6 +149,10 @@ std::string run_json(const py::dict& flags) {
 
 // One report per dict of `points`, on `jobs` threads (0: all cores), in the order given.
 std::vector<std::string> sweep_json_rows(const std::vector<py::dict>& points, int jobs) {
+  if (jobs < 0) {
+    throw ConfigError(
+        fmt::format("jobs={}: give 0 (all cores) or a positive number of threads", jobs));
+  }
   std::map<std::string, HardwareProfile> profiles;
   std::vector<SweepPoint> sweep_points;
   for (std::size_t i = 0; i < points.size(); ++i) {

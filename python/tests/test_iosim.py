@@ -1,6 +1,7 @@
 """The Python package against the CLI: same documents, same errors, typed."""
 import json
 import os
+import re
 import subprocess
 
 import pytest
@@ -70,6 +71,27 @@ def test_errors_are_typed():
         iosim.run(seq=4096, head_dim=128, block_q=1024, block_kv=1024)
     assert e.value.report["tiling"]["block_q"] == 1024
     assert isinstance(e.value, iosim.ConfigError)
+
+
+def test_bad_arguments_are_config_errors_naming_the_type():
+    # Each was accepted or a bare RuntimeError (issues 30, 31): seq=True ran N = 1, causal=None
+    # ran without the mask, set=None could not be cast, jobs=-1 ran, seq left out said "--seq 0".
+    cases = [
+        (dict(seq=True), "seq=True has the wrong type: expected int, got bool"),
+        (dict(seq="1024"), "seq='1024' has the wrong type: expected int, got str"),
+        (dict(seq=128.0), "seq=128.0 has the wrong type: expected int, got float"),
+        (dict(seq=128, causal=None), "causal=None: give a bool"),
+        (dict(seq=128, causal=1), "causal=1 has the wrong type: expected bool, got int"),
+        (dict(seq=128, set=None), "set=None has the wrong type: expected a str"),
+        (dict(seq=128, dropout="0.1"), "expected float or int, got str"),
+        (dict(), "seq is required"),
+    ]
+    for flags, message in cases:
+        with pytest.raises(iosim.ConfigError, match=re.escape(message)):
+            iosim.run(**flags)
+    with pytest.raises(iosim.ConfigError, match=re.escape("jobs=-1: give 0 (all cores)")):
+        iosim.sweep(seq=[128], jobs=-1)
+    assert iosim.run(seq=128, dropout=0)["problem"]["dropout"] == 0  # an int is a float's value
 
 
 def test_sweep_rows_in_product_order_with_infeasible_ones():
