@@ -136,13 +136,6 @@ std::map<std::string, int> measured_registers_by_role(const nlohmann::json& kern
 /// eighth of a pair (our paged kernel's block-table slice). 0 when the tiling does not say.
 int kv_buffer_pairs(const nlohmann::json& tiling, std::int64_t head_dim, std::int64_t elem_bytes);
 
-/// Writers for the four --format values.
-std::string validation_table(const ValidationResult& v);
-std::string validation_markdown(const ValidationResult& v);
-/// The summary as validation_markdown() prints it, as cells (header first): schedule, cases, blind
-/// time and DRAM, then every metric as run, each "median / worst".
-std::vector<std::vector<std::string>> validation_summary_table(const ValidationResult& v);
-std::string validation_csv(const ValidationResult& v);
-std::string validation_json(const ValidationResult& v);
+/// Its writers (table, Markdown, CSV, JSON) are reports/validation_writers.hpp.
 
 }  // namespace iosim

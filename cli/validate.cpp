@@ -11,6 +11,7 @@
 #include "cli/flag_options.hpp"
 #include "cli/format_flag.hpp"
 #include "cli/output_file.hpp"
+#include "reports/validation_writers.hpp"
 #include "sim/base/errors.hpp"
 #include "sim/base/text_file.hpp"
 

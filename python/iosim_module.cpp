@@ -21,6 +21,7 @@
 #include "api/sweep.hpp"
 #include "api/validation.hpp"
 #include "reports/kvcache_writers.hpp"
+#include "reports/validation_writers.hpp"
 #include "reports/writers.hpp"
 #include "sim/base/errors.hpp"
 #include "sim/base/json_text.hpp"

@@ -10,6 +10,7 @@
 #include <set>
 #include <string_view>
 
+#include "reports/validation_writers.hpp"
 #include "reports/writers.hpp"
 #include "sim/base/errors.hpp"
 #include "sim/base/json_text.hpp"

@@ -16,6 +16,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "reports/validation_writers.hpp"
 #include "tests/test_support.hpp"
 
 using namespace iosim;

@@ -1,12 +1,11 @@
-// `iosim validate`'s writers: the table, Markdown (and its cells for the HTML report), CSV and
-// JSON of a ValidationResult.
+#include "reports/validation_writers.hpp"
+
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "api/schema_version.hpp"
-#include "api/validation.hpp"
 #include "api/validation_detail.hpp"
 #include "sim/base/csv_field.hpp"
 #include "sim/base/human_units.hpp"
