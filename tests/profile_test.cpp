@@ -557,7 +557,10 @@ TEST_SUITE("profile") {
         {"compute.int32_ops_per_clk_per_sm", "ops/clk"},
         {"l2.bandwidth_gbps", "GB/s"},
         {"hbm.bandwidth_gbps", "GB/s"}};
-    for (const auto& [key, unit] : rates) {
+    for (const auto& rate : rates) {
+      // Named, not a structured binding: CAPTURE's lambda cannot name one under clang 14.
+      const std::string& key = rate.first;
+      const std::string& unit = rate.second;
       for (const char* v : {"1e-300", "1e300"}) {
         CAPTURE(key);
         CAPTURE(v);
