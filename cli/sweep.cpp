@@ -25,6 +25,7 @@
 #include "cli/sweep_output.hpp"
 #include "reports/sweep_file.hpp"
 #include "sim/base/errors.hpp"
+#include "sim/base/fnv1a.hpp"
 #include "sim/engine/run_control.hpp"
 #include "sim/hardware/profile_overrides.hpp"
 #include "sim/hardware/profile_schema.hpp"
@@ -193,12 +194,7 @@ class ProgressBar {
 
 // FNV-1a of the text: a sweep's identity in its journal.
 std::string fingerprint_of(const std::string& text) {
-  std::uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : text) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return fmt::format("{:016x}", h);
+  return fmt::format("{:016x}", fnv1a64(text));
 }
 
 int run_sweep_command(const SweepFlags& s) {

@@ -11,11 +11,13 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <string_view>
 #include <system_error>
 #include <utility>
 
 #include "cli/output_file.hpp"
 #include "sim/base/errors.hpp"
+#include "sim/base/fnv1a.hpp"
 
 namespace iosim::cli {
 namespace {
@@ -33,16 +35,11 @@ using File = std::unique_ptr<std::FILE, int (*)(std::FILE*)>;
   throw ConfigError(fmt::format("cannot write '{}': {}", path, std::strerror(errno)));
 }
 
-// FNV-1a (64 bits) of a row: a record whose bytes were changed after they were written (a disk
-// or an editor) is not resumed; the old journal, without it, copied a damaged row into the final
-// file and exited 0.
+// The checksum of a row: a record whose bytes were changed after they were written (a disk or an
+// editor) is not resumed; the old journal, without it, copied a damaged row into the final file
+// and exited 0.
 std::uint64_t row_checksum(const char* data, std::size_t n) {
-  std::uint64_t h = 1469598103934665603ull;
-  for (std::size_t i = 0; i < n; ++i) {
-    h ^= static_cast<unsigned char>(data[i]);
-    h *= 1099511628211ull;
-  }
-  return h;
+  return fnv1a64(std::string_view(data, n));
 }
 
 struct RecordHeader {

@@ -10,6 +10,7 @@
 #include "api/schema_version.hpp"
 #include "reports/writers.hpp"
 #include "sim/base/errors.hpp"
+#include "sim/base/fnv1a.hpp"
 #include "sim/base/json_text.hpp"
 #include "sim/base/text_file.hpp"
 
@@ -31,12 +32,7 @@ json axes_json(const SweepDescription& d) {
 // FNV-1a of the axes: shards of one sweep share it, so a report can tell them apart from
 // other sweeps and count the points it holds.
 std::string sweep_id(const json& axes) {
-  std::uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : json_text(axes)) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return fmt::format("{:016x}", h);
+  return fmt::format("{:016x}", fnv1a64(json_text(axes)));
 }
 
 json profile_json(const HardwareProfile& p) {

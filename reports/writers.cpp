@@ -373,7 +373,6 @@ std::string format_table(const Report& r) {
         human_bytes(static_cast<double>(c.l2.write_total())));
   }
   const Counters& t = r.engine.total;
-  const double during = static_cast<double>(t.hbm.read_total() + t.hbm.write_total());
   s += fmt::format("\ntotal    time {} ({}-bound), HBM {}{}, L2 {}, smem {}\n",
                    human_seconds(r.engine.time_s), r.bound,
                    human_bytes(static_cast<double>(t.hbm_total_bytes())),
@@ -382,8 +381,7 @@ std::string format_table(const Report& r) {
                    human_bytes(static_cast<double>(t.smem_read_bytes + t.smem_write_bytes)));
   s += fmt::format("         HBM read {} + write {} during the run ({:.0f} GB/s){}\n",
                    human_bytes(static_cast<double>(t.hbm.read_total())),
-                   human_bytes(static_cast<double>(t.hbm.write_total())),
-                   during / r.engine.time_s / 1e9,
+                   human_bytes(static_cast<double>(t.hbm.write_total())), r.achieved.hbm_gbps,
                    l2 ? fmt::format(" + dirty in L2 at the end, written back later, {}",
                                     human_bytes(static_cast<double>(t.l2_dirty_at_end_bytes)))
                       : "");
