@@ -9,7 +9,7 @@
 #include "algorithms/closed_form_parts.hpp"
 #include "algorithms/passes.hpp"
 #include "algorithms/tile_costs.hpp"
-#include "sim/engine/run_control.hpp"
+#include "sim/base/run_control.hpp"
 
 namespace iosim {
 namespace {

@@ -12,7 +12,7 @@
 #include "algorithms/closed_form_parts.hpp"
 #include "algorithms/passes.hpp"
 #include "algorithms/query_stationary.hpp"
-#include "sim/engine/run_control.hpp"
+#include "sim/base/run_control.hpp"
 #include "sim/schedule/block_mask.hpp"
 
 namespace iosim {

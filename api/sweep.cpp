@@ -15,7 +15,7 @@
 #include <thread>
 
 #include "sim/base/errors.hpp"
-#include "sim/engine/run_control.hpp"
+#include "sim/base/run_control.hpp"
 
 namespace iosim {
 namespace {

@@ -17,9 +17,9 @@
 #include "cli/commands.hpp"
 #include "cli/strict_numbers.hpp"
 #include "sim/base/errors.hpp"
+#include "sim/base/run_control.hpp"
 #include "sim/base/suggest.hpp"
 #include "sim/base/version.hpp"
-#include "sim/engine/run_control.hpp"
 
 namespace {
 

@@ -13,7 +13,7 @@
 #include "reports/writers.hpp"
 #include "sim/base/errors.hpp"
 #include "sim/base/json_text.hpp"
-#include "sim/engine/run_control.hpp"
+#include "sim/base/run_control.hpp"
 #include "sim/hardware/profile_overrides.hpp"
 
 namespace iosim::cli {

@@ -26,7 +26,7 @@
 #include "reports/sweep_file.hpp"
 #include "sim/base/errors.hpp"
 #include "sim/base/fnv1a.hpp"
-#include "sim/engine/run_control.hpp"
+#include "sim/base/run_control.hpp"
 #include "sim/hardware/profile_overrides.hpp"
 #include "sim/hardware/profile_schema.hpp"
 

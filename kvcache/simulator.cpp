@@ -12,8 +12,8 @@
 #include "kvcache/paged_policy.hpp"
 #include "kvcache/sequences.hpp"
 #include "sim/base/errors.hpp"
+#include "sim/base/run_control.hpp"
 #include "sim/base/suggest.hpp"
-#include "sim/engine/run_control.hpp"
 
 namespace iosim::kvcache {
 namespace {

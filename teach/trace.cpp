@@ -8,7 +8,7 @@
 #include <utility>
 
 #include "sim/base/errors.hpp"
-#include "sim/engine/run_control.hpp"
+#include "sim/base/run_control.hpp"
 #include "sim/numerics/numeric_executor.hpp"
 
 namespace iosim::teach {

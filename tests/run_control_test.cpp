@@ -1,6 +1,6 @@
-// The stop mechanism's time budget (sim/engine/run_control.hpp): a budget stops a run once spent;
+// The stop mechanism's time budget (sim/base/run_control.hpp): a budget stops a run once spent;
 // an unbounded one (inf, or a billion seconds and more) never does.
-#include "sim/engine/run_control.hpp"
+#include "sim/base/run_control.hpp"
 
 #include <doctest/doctest.h>
 

@@ -8,11 +8,11 @@
 #include <optional>
 
 #include "sim/base/errors.hpp"
+#include "sim/base/run_control.hpp"
 #include "sim/engine/cta_periods.hpp"
 #include "sim/engine/event_queue.hpp"
 #include "sim/engine/extrapolator.hpp"
 #include "sim/engine/rates.hpp"
-#include "sim/engine/run_control.hpp"
 #include "sim/engine/step_windows.hpp"
 #include "sim/engine/waves_by_kind.hpp"
 #include "sim/memory/address_map.hpp"

@@ -6,7 +6,7 @@
 #include <limits>
 #include <utility>
 
-#include "sim/engine/run_control.hpp"
+#include "sim/base/run_control.hpp"
 
 namespace iosim::numerics {
 namespace {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "sim/base/errors.hpp"
-#include "sim/engine/run_control.hpp"
+#include "sim/base/run_control.hpp"
 #include "sim/numerics/cta_interpreter.hpp"
 #include "sim/schedule/block_mask.hpp"
 #include "sim/schedule/block_table.hpp"

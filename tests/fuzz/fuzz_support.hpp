@@ -12,7 +12,7 @@
 #include <string>
 
 #include "sim/base/errors.hpp"
-#include "sim/engine/run_control.hpp"
+#include "sim/base/run_control.hpp"
 
 namespace iosim::fuzz {
 

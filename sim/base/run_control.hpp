@@ -1,7 +1,9 @@
 #pragma once
 // Stopping a long run early, and showing how far it is. A signal handler or a time budget asks
 // the run to stop; the engine calls wave_done() once per wave of CTAs, which throws Stopped when
-// a stop was asked for and feeds the progress display. Process-wide: a sweep's threads all stop.
+// a stop was asked for and feeds the progress display; within a long wave the engine, and between
+// their own steps the numeric executor, explain's recorders and kvcache's loop, call check().
+// Process-wide: a sweep's threads all stop. In sim/base/ because every command's loops use it.
 #include <cstdint>
 #include <functional>
 #include <stdexcept>

@@ -1,4 +1,4 @@
-#include "sim/engine/run_control.hpp"
+#include "sim/base/run_control.hpp"
 
 #include <fmt/format.h>
 
