@@ -17,6 +17,7 @@
 #include "cli/commands.hpp"
 #include "cli/strict_numbers.hpp"
 #include "sim/base/errors.hpp"
+#include "sim/base/memory_budget.hpp"
 #include "sim/base/run_control.hpp"
 #include "sim/base/suggest.hpp"
 #include "sim/base/version.hpp"
@@ -70,6 +71,17 @@ int main(int argc, char** argv) {
     cli::Action action = add(app);
     commands.emplace_back(app.get_subcommands({}).back(), std::move(action));
   }
+  // The commands that simulate take the memory budget (sim/base/memory_budget.hpp); a budget
+  // that does not parse is refused before anything runs.
+  std::string max_memory;
+  for (auto& [cmd, action] : commands) {
+    const std::string& name = cmd->get_name();
+    if (name == "run" || name == "sweep" || name == "validate" || name == "explain") {
+      cmd->add_option("--max-memory", max_memory,
+                      "refuse work that would take more host memory than this, e.g. 8G, 512M "
+                      "(default: three quarters of what this process may use)");
+    }
+  }
   cli::make_numbers_strict(app);
   // CLI11 says only "A subcommand is required" for `iosim frobnicate`; name the word instead.
   if (argc > 1 && argv[1][0] != '-') {
@@ -110,6 +122,10 @@ int main(int argc, char** argv) {
   sigaction(SIGINT, &stop, nullptr);
   sigaction(SIGTERM, &stop, nullptr);
   try {
+    if (!max_memory.empty()) {
+      memory_budget::set_bytes(memory_budget::parse_size(max_memory, "--max-memory"),
+                               "--max-memory");
+    }
     for (auto& [cmd, action] : commands) {
       if (cmd->parsed()) return stdout_written(action());
     }

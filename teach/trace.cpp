@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "sim/base/errors.hpp"
+#include "sim/base/memory_budget.hpp"
 #include "sim/base/run_control.hpp"
 #include "sim/numerics/numeric_executor.hpp"
 
@@ -32,7 +33,8 @@ LevelBytes minus(const LevelBytes& a, const LevelBytes& b) {
 }
 
 // Called by the recorders before they keep step `recorded` (0-based): a stop (Ctrl-C, SIGTERM)
-// is honoured here, and a trace past kMaxSteps is refused before it fills memory.
+// is honoured here, and a trace past kMaxSteps or the memory budget is refused before it fills
+// memory.
 void count_step(std::size_t recorded) {
   run_control::check();
   if (recorded >= kMaxSteps) {
@@ -41,6 +43,9 @@ void count_step(std::size_t recorded) {
         "--block-q / --block-kv, a shorter --seq, fewer heads or --pass fwd",
         kMaxSteps));
   }
+  memory_budget::check(static_cast<double>((recorded + 1) * kStepBytes),
+                       fmt::format("a trace of {} steps", recorded + 1),
+                       "use larger --block-q / --block-kv, a shorter --seq, or raise --max-memory");
 }
 
 // Records the engine's operations in its order, each with the bytes it added at each level.

@@ -23,6 +23,9 @@ inline constexpr std::int64_t kMaxMatrices = 4;  // B * H
 // stepper page, so 1x1 blocks inside the limits above (~400,000 steps) would take 11 GB and write
 // 700 MB. The default blocks take at most ~1,000 steps; 8x8 blocks at most ~6,500.
 inline constexpr std::size_t kMaxSteps = 10000;
+// What one recorded step may hold at most (its numbers with --execute), checked against the
+// memory budget (sim/base/memory_budget.hpp) as steps are recorded.
+inline constexpr std::size_t kStepBytes = 32 * 1024;
 
 /// Throws ConfigError when `request` is larger than explain traces, naming the largest allowed.
 void check_explainable(const RunRequest& request);

@@ -326,6 +326,11 @@ section_stops() {
   if [ "$rc" = 3 ] && grep -q "stopped by SIGINT" "$tmp/stop.err"; then ok; else bad "kvcache under SIGINT: exit $rc: $(cat "$tmp/stop.err")"; fi
   expect 2 "explain traces at most 10000 steps" -- explain --seq 64 --head-dim 16 --batch 2 --heads 2 --block-q 1 --block-kv 1 --algo flash1 --pass fwdbwd --html "$tmp/big.html"
   if [ ! -e "$tmp/big.html" ]; then ok; else bad "explain past its step limit wrote a page"; fi
+  # A memory budget that holds one L2 model (about 2 MB for the H100 profile) at a time: the two
+  # threads take turns instead of passing it, and the sweep is the same file as on one thread.
+  "$IOSIM" sweep --seq 128,256,512 --algo flash1,flash2 --jobs 2 --max-memory 3M --out "$tmp/budget2.json" 2>/dev/null
+  "$IOSIM" sweep --seq 128,256,512 --algo flash1,flash2 --jobs 1 --out "$tmp/budget1.json" 2>/dev/null
+  if cmp -s "$tmp/budget1.json" "$tmp/budget2.json"; then ok; else bad "sweep --jobs 2 under --max-memory 3M differs from --jobs 1"; fi
 }
 
 # The documents' numbers and blocks (README.md, docs/*.md) are ctest docs: tests/docs_test.sh.

@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "sim/base/errors.hpp"
+#include "sim/base/memory_budget.hpp"
 #include "sim/base/run_control.hpp"
 #include "sim/engine/cta_periods.hpp"
 #include "sim/engine/event_queue.hpp"
@@ -522,8 +523,16 @@ EngineResult run_schedule(const HardwareProfile& profile, const Schedule& schedu
   const double clock_mhz =
       options.sm_clock_mhz > 0 ? options.sm_clock_mhz : profile.sm.boost_clock_mhz.value;
   const AddressMap addresses(schedule.tensors());
+  std::optional<memory_budget::Reservation> held;
   std::optional<L2System> l2;
   if (options.l2_enabled) {
+    // The L2 model's arrays grow with the profile's L2 size over its sector size; a what-if L2
+    // (--set l2.size_bytes=...) can ask for more than the machine has.
+    held.emplace(L2System::memory_bytes(profile.l2.size_bytes.value, profile.l2.sector_bytes.value,
+                                        profile.l2.partitions.value),
+                 fmt::format("the L2 model of {} ({} bytes in {}-byte sectors)", profile.name,
+                             profile.l2.size_bytes.value, profile.l2.sector_bytes.value),
+                 "use a smaller l2.size_bytes or larger l2.sector_bytes, or raise --max-memory");
     l2.emplace(profile.l2.size_bytes.value, profile.l2.sector_bytes.value,
                profile.l2.partitions.value, profile.l2.max_dirty_fraction.value);
   }

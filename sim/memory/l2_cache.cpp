@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 
 #include "sim/base/errors.hpp"
 #include "sim/memory/l2_lookups.hpp"
@@ -41,6 +42,27 @@ L2Cache::L2Cache(std::int64_t capacity_bytes, int sector_bytes, int ways, double
   state_.sector_bytes = geometry_.sector_bytes;
   state_.queue_limit = 2 * all_ways + 64;
   reset_recency();
+}
+
+double L2Cache::memory_bytes(std::int64_t capacity_bytes, int sector_bytes, int ways) {
+  const double regions = std::floor(static_cast<double>(capacity_bytes) /
+                                    (static_cast<double>(sector_bytes) * kSectorsPerRegion));
+  const double sets = std::ceil(regions / std::max(ways, 1));
+  // Per way: both tag halves, owner, sector masks, dirty stamp; the dirty queue holds up to
+  // 2 entries a way (+64) and its vector may have doubled past that once.
+  const double per_way = 2 * sizeof(std::uint32_t) + sizeof(TensorId) + sizeof(Lines) +
+                         sizeof(std::uint64_t) + 4 * sizeof(DirtyEntry);
+  const double per_set =
+      sizeof(std::uint64_t) + (ways > static_cast<int>(kMaxPackedWays) ? ways : 0);
+  return regions * per_way + sets * per_set + (16 + 2 * 64) * sizeof(DirtyEntry);
+}
+
+std::size_t L2Cache::allocated_bytes() const {
+  return lo_storage_.capacity() * sizeof(std::uint32_t) +
+         tags_hi_.capacity() * sizeof(std::uint32_t) + owners_.capacity() * sizeof(TensorId) +
+         lines_.capacity() * sizeof(Lines) + order_.capacity() * sizeof(std::uint64_t) +
+         order_bytes_.capacity() + dirty_order_.capacity() * sizeof(DirtyEntry) +
+         dirty_since_.capacity() * sizeof(std::uint64_t);
 }
 
 void L2Cache::point_state_at_arrays() {

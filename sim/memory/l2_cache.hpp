@@ -154,6 +154,13 @@ class L2Cache {
   int sector_bytes() const { return static_cast<int>(state_.sector_bytes); }
   std::uint64_t region_bytes() const { return region_bytes_; }
   std::size_t capacity_regions() const { return tags_hi_.size(); }
+
+  /// The most a cache of these parameters allocates (its arrays, and its dirty-region queue at
+  /// the longest it grows): what the engine reserves of the memory budget before building one.
+  static double memory_bytes(std::int64_t capacity_bytes, int sector_bytes,
+                             int ways = kDefaultWays);
+  /// The bytes its arrays hold now (tests hold it under memory_bytes()).
+  std::size_t allocated_bytes() const;
   std::uint64_t ways_per_set() const { return state_.ways; }
 
  private:

@@ -58,6 +58,23 @@ L2System::L2System(std::int64_t capacity_bytes, int sector_bytes, int partitions
                                static_cast<std::uint32_t>(home_modulo_(home_hash(none)))});
 }
 
+double L2System::memory_bytes(std::int64_t capacity_bytes, int sector_bytes, int partitions,
+                              std::size_t batch_accesses) {
+  const int parts = std::max(partitions, 1);
+  return parts * L2Cache::memory_bytes(capacity_bytes / parts, sector_bytes) +
+         static_cast<double>((std::size_t{1} << kPlacementBits) * sizeof(Placement) +
+                             (std::size_t{1} << kMemoBits) * sizeof(MemoEntry) +
+                             std::max<std::size_t>(batch_accesses, 64) * sizeof(Access));
+}
+
+std::size_t L2System::allocated_bytes() const {
+  std::size_t bytes = placements_.capacity() * sizeof(Placement) +
+                      tile_memo_.capacity() * sizeof(MemoEntry) +
+                      accesses_.capacity() * sizeof(Access);
+  for (const L2Cache& c : parts_) bytes += c.allocated_bytes();
+  return bytes;
+}
+
 // The accesses of one batch as gather() builds them. Locals, not members: stores into
 // accesses_ could alias members, which the compiler would then reload for every piece.
 struct L2System::Batch {

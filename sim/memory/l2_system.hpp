@@ -46,6 +46,13 @@ class L2System {
   L2System(std::int64_t capacity_bytes, int sector_bytes, int partitions,
            double max_dirty_fraction = 1.0);
 
+  /// The most an L2System of these parameters allocates, its scratch for one batch of
+  /// `batch_accesses` region accesses included: what the engine reserves of the memory budget.
+  static double memory_bytes(std::int64_t capacity_bytes, int sector_bytes, int partitions,
+                             std::size_t batch_accesses = 4096);
+  /// The bytes its arrays hold now (tests hold it under memory_bytes()).
+  std::size_t allocated_bytes() const;
+
   /// An SM on `sm` reads `runs` in order (the rows of one tile): requested sector bytes and
   /// bytes fetched from DRAM.
   L2Cache::ReadOutcome read(std::span<const Run> runs, TensorId owner, int sm,

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "sim/base/errors.hpp"
+#include "sim/base/memory_budget.hpp"
 #include "sim/base/run_control.hpp"
 #include "sim/numerics/cta_interpreter.hpp"
 #include "sim/schedule/block_mask.hpp"
@@ -165,6 +166,18 @@ double NumericResult::max_abs_error() const {
       {max_abs_error_o, max_abs_error_lse.value_or(0.0), max_abs_error_grad.value_or(0.0)});
 }
 
+namespace {
+
+constexpr std::string_view kExecuteMemoryAdvice =
+    "--execute is for small problems: shrink the sequence lengths (or raise --max-memory)";
+
+std::string execute_memory_what(const AttentionProblem& p) {
+  return fmt::format("executing this problem (its FP64 reference holds N x N_kv = {:.3g} scores)",
+                     static_cast<double>(p.seq) * static_cast<double>(p.seq_kv));
+}
+
+}  // namespace
+
 double execute_memory_bytes(const Schedule& schedule, const AttentionProblem& p) {
   double globals = 0;
   bool declares_p = false;  // a backward alone then keeps every head's P (execute_schedule)
@@ -194,21 +207,16 @@ void check_executable(const AttentionProblem& p, const Schedule* schedule) {
         macs, kMaxExecuteMacs));
   }
   if (schedule == nullptr) return;
-  const double bytes = execute_memory_bytes(*schedule, p);
-  if (bytes > kMaxExecuteBytes) {
-    throw ConfigError(fmt::format(
-        "--execute is for small problems: executing this one would take about {:.3g} GB of "
-        "memory (its FP64 reference holds N x N_kv = {:.3g} scores), more than the {:.3g} GB "
-        "allowed; shrink the sequence lengths",
-        bytes / 1e9, static_cast<double>(p.seq) * static_cast<double>(p.seq_kv),
-        kMaxExecuteBytes / 1e9));
-  }
+  memory_budget::check(execute_memory_bytes(*schedule, p), execute_memory_what(p),
+                       kExecuteMemoryAdvice);
 }
 
 NumericResult execute_schedule(const Schedule& schedule, const AttentionProblem& p,
                                std::uint64_t seed, const BlockMask* blocks,
                                NumericObserver* observer) {
   check_executable(p, &schedule);
+  const memory_budget::Reservation held(execute_memory_bytes(schedule, p), execute_memory_what(p),
+                                        kExecuteMemoryAdvice);
   Globals g;
   std::mt19937_64 rng(seed);
   std::normal_distribution<float> normal(0.0f, 1.0f);

@@ -53,10 +53,6 @@ class NumericObserver {
 /// Largest problem --execute accepts, in multiply-adds of the reference (B*H*N*N_kv*d).
 inline constexpr double kMaxExecuteMacs = 4e9;
 
-/// Largest memory --execute may take, estimated before anything is allocated. The multiply-add
-/// limit alone admitted N = 30000 at d = 4, whose N x N_kv FP64 reference took 7 GB and more.
-inline constexpr double kMaxExecuteBytes = 4.0 * (1ull << 30);
-
 /// Bytes execute_schedule takes for `schedule` (an upper estimate): every tensor it declares in
 /// FP32, the FP64 reference of one head at a time (S, P, the dropout mask, P after dropout and a
 /// temporary: 5 N x N_kv matrices; a backward adds dP, dS and two temporaries), the references'
@@ -66,7 +62,9 @@ inline constexpr double kMaxExecuteBytes = 4.0 * (1ull << 30);
 double execute_memory_bytes(const Schedule& schedule, const AttentionProblem& p);
 
 /// Throws ConfigError when `p` is larger than kMaxExecuteMacs or, given its schedule, when
-/// executing it would take more than kMaxExecuteBytes (the message gives the estimate). A run
+/// executing it would take more than the memory budget (sim/base/memory_budget.hpp; the message
+/// gives the estimate): the multiply-add limit alone admitted N = 30000 at d = 4, whose N x N_kv
+/// FP64 reference took 7 GB and more. A run
 /// that will execute checks the problem before it plans and the schedule before it simulates (a
 /// refused run costs nothing); execute_schedule checks both again.
 void check_executable(const AttentionProblem& p, const Schedule* schedule = nullptr);
