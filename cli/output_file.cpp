@@ -11,6 +11,7 @@
 #include <system_error>
 
 #include "sim/base/errors.hpp"
+#include "sim/base/text_file.hpp"
 
 namespace iosim::cli {
 
@@ -55,7 +56,16 @@ void check_regular_or_absent(const std::string& flag, const std::string& path) {
   const char* kind = nullptr;
   switch (st.type()) {
     case fs::file_type::not_found:
+      return;
     case fs::file_type::regular:
+      // A file this command read (checked again before the rename: inputs are read after the
+      // flags are parsed).
+      if (const auto input = read_as_input(path)) {
+        throw ConfigError(fmt::format(
+            "{} '{}' is the {} '{}' this command read; iosim does not overwrite its inputs: "
+            "give another output name",
+            flag, path, input->what, input->path));
+      }
       return;
     case fs::file_type::directory:
       throw ConfigError(fmt::format("{} '{}' is a folder; give a file name", flag, path));

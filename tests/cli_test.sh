@@ -274,6 +274,15 @@ section_outputs() {
   echo "my notes" >"$tmp/s.json.partial"
   expect 2 "'$tmp/s.json.partial' is there and is not a sweep journal of iosim's" -- sweep --seq 128 --head-dim 64 --out "$tmp/s.json"
   if [ "$(cat "$tmp/s.json.partial")" = "my notes" ] && [ ! -e "$tmp/s.json" ]; then ok; else bad "sweep overwrote a .partial it did not write"; fi
+  # An output that is one of the command's own inputs is refused and the input kept (sweep -o
+  # over its profile, explain --html over its pattern replaced them, exit 0).
+  cp "$REPO/hwprofiles/h100-sxm5-80gb.yaml" "$tmp/prof.json"
+  cp "$tmp/prof.json" "$tmp/prof.orig"
+  expect 2 "--out '$tmp/prof.json' is the profile file '$tmp/prof.json' this command read" -- sweep --seq 128 --profile "$tmp/prof.json" --out "$tmp/prof.json"
+  if cmp -s "$tmp/prof.json" "$tmp/prof.orig" && [ ! -e "$tmp/prof.json.partial" ]; then ok; else bad "sweep --out replaced its own profile"; fi
+  printf '1 1\n1 1\n' >"$tmp/pat.html"
+  expect 2 "output '$tmp/pat.html' is the pattern file '$tmp/pat.html' this command read" -- explain --seq 16 --algo block-sparse --block-q 8 --block-kv 8 --pattern "file:$tmp/pat.html" --html "$tmp/pat.html"
+  if [ "$(cat "$tmp/pat.html")" = "$(printf '1 1\n1 1')" ]; then ok; else bad "explain --html replaced its own pattern"; fi
   # An empty file name is refused, not taken as "no file" (stdout, or nothing written).
   expect 2 "--out: an empty file name; give a path" -- sweep --seq 128 --head-dim 64 --out ""
   expect 2 "--json: an empty file name; give a path" -- validate "$small" --json ""

@@ -1,12 +1,15 @@
 #include "sim/base/text_file.hpp"
 
 #include <fmt/format.h>
+#include <sys/stat.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <system_error>
+#include <vector>
 
 #include "sim/base/errors.hpp"
 
@@ -15,6 +18,21 @@ namespace iosim {
 namespace fs = std::filesystem;
 
 namespace {
+
+// The files read so far, by device and inode (so that any name of one finds it).
+struct ReadFile {
+  dev_t device;
+  ino_t inode;
+  InputRead read;
+};
+struct ReadFiles {
+  std::mutex mutex;
+  std::vector<ReadFile> files;
+};
+ReadFiles& read_files() {
+  static ReadFiles r;
+  return r;
+}
 
 // What a path that is not a regular file is, for the message.
 const char* kind_of(fs::file_type t) {
@@ -60,6 +78,12 @@ std::string read_text_file(const fs::path& path, const std::string& what, std::s
     throw ConfigError(
         fmt::format("cannot read {} '{}': {}", what, path.string(), std::strerror(errno)));
   }
+  struct stat opened {};
+  if (::fstat(::fileno(file.get()), &opened) == 0) {
+    ReadFiles& r = read_files();
+    const std::lock_guard<std::mutex> lock(r.mutex);
+    r.files.push_back({opened.st_dev, opened.st_ino, {what, path.string()}});
+  }
   std::string text;
   char buffer[1 << 16];
   while (true) {
@@ -77,6 +101,17 @@ std::string read_text_file(const fs::path& path, const std::string& what, std::s
     throw ConfigError(fmt::format("cannot read {} '{}'", what, path.string()));
   }
   return text;
+}
+
+std::optional<InputRead> read_as_input(const fs::path& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return std::nullopt;  // absent: nothing to replace
+  ReadFiles& r = read_files();
+  const std::lock_guard<std::mutex> lock(r.mutex);
+  for (const ReadFile& f : r.files) {
+    if (f.device == st.st_dev && f.inode == st.st_ino) return f.read;
+  }
+  return std::nullopt;
 }
 
 }  // namespace iosim

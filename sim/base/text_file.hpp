@@ -4,6 +4,7 @@
 // with a message instead of filling memory.
 #include <cstddef>
 #include <filesystem>
+#include <optional>
 #include <string>
 
 namespace iosim {
@@ -20,5 +21,14 @@ inline constexpr std::size_t kMaxDataFileBytes = std::size_t{1} << 28;
 /// max_bytes + 1: a file that grows while read is refused too).
 std::string read_text_file(const std::filesystem::path& path, const std::string& what,
                            std::size_t max_bytes);
+
+/// When `path` (after symbolic links) is a file this process has read through read_text_file,
+/// what it was read as ("profile file") and the name it was read by; nullopt otherwise. Outputs
+/// ask before they replace a file: `sweep --out p.yaml --profile p.yaml` replaced the profile.
+struct InputRead {
+  std::string what;
+  std::string path;
+};
+std::optional<InputRead> read_as_input(const std::filesystem::path& path);
 
 }  // namespace iosim
