@@ -105,18 +105,36 @@ expect 2 "--page-tokens '16,16' lists 16 twice" -- sweep --algo paged --seq 1 --
 expect 2 "line 2: page 1 is listed twice" -- sweep --algo paged --seq 1 --seq-kv 40 \
   --block-table "$DATA/block_tables/two_by_three.txt,$DATA/block_tables/duplicate.txt"
 
-# Shards: the parts hold every point once; the report merges them like the whole sweep.
+# Shards as docs/user-guide.md runs them: its Slurm array script (the sweep S), once per array
+# task, then its report command, with `iosim` this binary. The parts hold every point once, their
+# rows are the whole sweep's and the report merges them like the whole sweep.
+guide="$(dirname "$0")/../docs/user-guide.md"
+script=$(awk '/^#!\/bin\/bash$/ {on = 1} on && /^```/ {exit} on' "$guide")
+merge=$(grep -m1 '^iosim report part_1.json' "$guide")
+[[ "$script" == *"--shard \"\$SLURM_ARRAY_TASK_ID/3\""* && -n "$merge" ]] && ok ||
+  bad "docs/user-guide.md's Slurm script or its report command not found"
+mkdir "$tmp/bin" "$tmp/slurm"
+ln -s "$(realpath "$IOSIM")" "$tmp/bin/iosim"
 for k in 1 2 3; do
-  "$IOSIM" "${S[@]}" --shard "$k/3" --out "$tmp/p$k.json" 2>/dev/null || bad "shard $k/3 failed"
+  (cd "$tmp/slurm" && PATH="$tmp/bin:$PATH" SLURM_ARRAY_TASK_ID=$k SLURM_CPUS_PER_TASK=2 \
+    bash -c "$script" 2>/dev/null) || bad "the Slurm script's task $k failed"
 done
+(cd "$tmp/slurm" && PATH="$tmp/bin:$PATH" bash -c "$merge") || bad "report of the shards failed"
 "$IOSIM" report "$tmp/j1.json" --md "$tmp/whole.md" || bad "report of the whole sweep failed"
-"$IOSIM" report "$tmp/p1.json" "$tmp/p2.json" "$tmp/p3.json" --md "$tmp/merged.md" ||
-  bad "report of the shards failed"
-grep -q "108 of 108 points (shards 1/3, 2/3, 3/3)" "$tmp/merged.md" && ok ||
-  bad "merged shards do not cover the sweep: $(grep -m1 'points' "$tmp/merged.md")"
-diff <(grep '^| ' "$tmp/whole.md") <(grep '^| ' "$tmp/merged.md") >/dev/null && ok ||
+grep -q "108 of 108 points (shards 1/3, 2/3, 3/3)" "$tmp/slurm/r.md" && ok ||
+  bad "merged shards do not cover the sweep: $(grep -m1 'points' "$tmp/slurm/r.md")"
+diff <(grep '^| ' "$tmp/whole.md") <(grep '^| ' "$tmp/slurm/r.md") >/dev/null && ok ||
   bad "the shards' tables differ from the whole sweep's"
-"$IOSIM" report "$tmp/p1.json" --md "$tmp/part.md" || bad "report of one shard failed"
+[ -s "$tmp/slurm/r.html" ] && ok || bad "the report of the shards wrote no HTML"
+python3 - "$tmp/j1.json" "$tmp"/slurm/part_{1,2,3}.json <<'PY' && ok || bad "the shards' rows are not the whole sweep's"
+import json, sys
+def rows(path):
+    return [json.dumps({k: v for k, v in r.items() if k != "simulation_wall_s"}, sort_keys=True)
+            for r in json.load(open(path))["rows"]]
+whole, parts = rows(sys.argv[1]), [r for p in sys.argv[2:] for r in rows(p)]
+assert len(parts) == len(whole) and sorted(parts) == sorted(whole), (len(parts), len(whole))
+PY
+"$IOSIM" report "$tmp/slurm/part_1.json" --md "$tmp/part.md" || bad "report of one shard failed"
 grep -q "incomplete" "$tmp/part.md" && ok || bad "a missing shard is not reported"
 
 # Report: both files, and nothing written when it fails.

@@ -6,6 +6,7 @@
     r["counters"]["hbm_total_bytes"], r["time_s"]
     rows = iosim.sweep(algo=["flash1", "flash2"], seq=[1024, 4096], head_dim=64)
     iosim.sweep(..., dataframe=True)          # a pandas DataFrame of the CSV columns
+    iosim.sweep(..., client=dask_client)      # the points on a dask.distributed cluster
     iosim.run(seq=4096, set=["l2.size_bytes=20e6"])   # what-if hardware
     iosim.kvcache(layers=32, kv_heads=8, head_dim=128, weights_bytes=16e9)  # serving KV cache
 
@@ -65,12 +66,22 @@ def _as_list(value):
     return [value]
 
 
-def sweep(jobs=0, dataframe=False, **flags):
+def sweep(jobs=0, dataframe=False, client=None, progress=None, chunks=None, **flags):
     """Runs the cartesian product of the flags (each a value or a list of values) on `jobs`
     threads (0: all cores). Returns one dict per point, in product order (the last flag varies
     fastest), infeasible points included with "infeasible_reason"; with dataframe=True a pandas
     DataFrame of the scalar columns (python3-pandas). A list for `set` is several what-ifs at
-    once; give a list of lists to sweep them."""
+    once; give a list of lists to sweep them.
+
+    client= a dask.distributed.Client (python3-distributed) runs the points on its cluster
+    instead: they are dealt into `chunks` tasks (default: 4 per worker thread; point i goes to
+    task i % chunks, as `iosim sweep --shard` deals them), each task one thread on a worker that
+    can import iosim, and the result is the local sweep's, row for row and in the same order
+    (but for each row's simulation_wall_s). `jobs` is then left out: the workers' threads are
+    the parallelism. progress= a callable, progress(points_done, points_total), is called on
+    this thread as each task finishes (nothing is printed). A point that fails raises the error
+    it raises locally (ConfigError, ...) with "sweep point I of N (FLAGS): " before the
+    message (of several, the first task to end is reported); the other tasks are cancelled."""
     names = list(flags)
     values = []
     for name in names:
@@ -82,12 +93,94 @@ def sweep(jobs=0, dataframe=False, **flags):
         else:
             values.append(_as_list(v))
     points = [_kernel_text(dict(zip(names, combo))) for combo in itertools.product(*values)]
-    rows = [json.loads(text) for text in _iosim.sweep_json_rows(points, jobs)]
+    if client is None:
+        for name, value in (("progress", progress), ("chunks", chunks)):
+            if value is not None:
+                raise ConfigError(f"{name}= is for a sweep on a dask cluster: give client= too")
+        texts = _iosim.sweep_json_rows(points, jobs)
+    else:
+        texts = _sweep_on_cluster(client, points, jobs, progress, chunks)
+    rows = [json.loads(text) for text in texts]
     if not dataframe:
         return rows
     import pandas  # python3-pandas
 
     return pandas.DataFrame([_flat(r) for r in rows])
+
+
+def _point_text(points, i):
+    flags = ", ".join(f"{k}={v!r}" for k, v in points[i].items())
+    return f"sweep point {i + 1} of {len(points)} ({flags})"
+
+
+def _sweep_chunk(points):
+    """A dask task: the rows of `points` on one thread, or, when one fails, (its index in
+    `points`, the exception's type name, its message) for the client to raise with the point's
+    flags (plain values: nothing to unpickle there)."""
+    try:
+        return _iosim.sweep_json_rows(points, 1)
+    except Exception:  # pylint: disable=broad-except
+        pass
+    for i, point in enumerate(points):  # which one: each point alone
+        try:
+            _iosim.sweep_json_rows([point], 1)
+        except Exception as e:  # pylint: disable=broad-except
+            return (i, type(e).__name__, str(e))
+    raise InternalError("a sweep task failed but none of its points fails alone")
+
+
+def _sweep_on_cluster(client, points, jobs, progress, chunks):
+    """sweep()'s rows (as text) from the tasks of a dask.distributed client, in point order."""
+    try:  # dask is imported only for a sweep that asks for it
+        import distributed  # python3-distributed
+    except ImportError:
+        distributed = None
+    if distributed is None or not isinstance(client, distributed.Client):
+        raise ConfigError(f"client={client!r} has the wrong type: expected a "
+                          f"dask.distributed.Client, got {type(client).__name__}"
+                          + ("" if distributed else " (and dask.distributed is not installed)"))
+    if jobs != 0:
+        raise ConfigError(f"jobs={jobs!r} is for a local sweep: with client= the workers' threads "
+                          "run the points (leave jobs out)")
+    if progress is not None and not callable(progress):
+        raise ConfigError(f"progress={progress!r} has the wrong type: expected a callable "
+                          "progress(points_done, points_total)")
+    if chunks is None:
+        chunks = 4 * max(1, sum(client.nthreads().values()))
+    elif isinstance(chunks, bool) or not isinstance(chunks, int) or chunks < 1:
+        raise ConfigError(f"chunks={chunks!r}: give a positive number of tasks")
+    if not points:
+        return []
+    chunks = min(chunks, len(points))
+    # Task k holds the points i with i % chunks == k (as `iosim sweep --shard` deals them), so
+    # that the costly points, adjacent in product order, spread over the tasks.
+    futures = client.map(_sweep_chunk, [points[k::chunks] for k in range(chunks)], pure=False)
+    index = {f.key: k for k, f in enumerate(futures)}
+    texts = [None] * len(points)
+    done = 0
+    try:
+        for future in distributed.as_completed(futures):
+            k = index[future.key]
+            try:
+                result = future.result()
+            except Exception as e:  # the task itself failed: a lost worker, no iosim there
+                raise RuntimeError(f"sweep task {k + 1} of {chunks} (its first point: "
+                                   f"{_point_text(points, k)}) failed: "
+                                   f"{type(e).__name__}: {e}") from e
+            if isinstance(result, tuple):
+                i, kind, message = result
+                error = {"ConfigError": ConfigError, "InternalError": InternalError}.get(kind)
+                text = f"{_point_text(points, k + i * chunks)}: {message}"
+                raise error(text) if error else RuntimeError(f"{text} ({kind})")
+            texts[k::chunks] = result
+            done += len(result)
+            if progress is not None:
+                progress(done, len(points))
+    finally:
+        pending = [f for f in futures if not f.done()]
+        if pending:
+            client.cancel(pending)
+    return texts
 
 
 def _flat(report):

@@ -226,3 +226,66 @@ def test_kernel_dict_errors_are_config_errors():
         iosim.run(kernel=KERNEL, seq=1024, profile="a100-sxm4-80gb")
     rows = iosim.sweep(kernel=[KERNEL, "flash2"], seq=1024, head_dim=64)
     assert [r["algorithm"] for r in rows] == ["wg1", "flash2"]
+
+
+# iosim.sweep(client=...) on a dask.distributed cluster (Debian's python3-distributed): two worker
+# processes of one thread each, as a cluster's workers are separate processes that import iosim
+# (PYTHONPATH, which ctest sets, reaches them). One cluster for the tests below: starting it is
+# most of their time.
+@pytest.fixture(scope="module")
+def dask_client():
+    distributed = pytest.importorskip(
+        "distributed", reason="dask.distributed not importable (python3-distributed)")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        yield client
+
+
+# Debian's distributed 2022.12 starts its event loop with a call that tornado 6.2 deprecates.
+on_dask = pytest.mark.filterwarnings("ignore:make_current is deprecated:DeprecationWarning")
+
+
+def row_texts(rows):
+    return [json.dumps(without_wall(r), sort_keys=True) for r in rows]
+
+
+@on_dask
+def test_sweep_on_dask_equals_the_local_sweep(dask_client):
+    flags = dict(algo=["flash1", "flash2"], seq=[128, 256], head_dim=64, block_kv=[32, 64, 4096])
+    local = iosim.sweep(**flags)
+    seen = []
+    rows = iosim.sweep(client=dask_client, progress=lambda done, total: seen.append((done, total)),
+                       **flags)
+    assert len(rows) == 12 and any(not r["feasible"] for r in rows)
+    assert row_texts(rows) == row_texts(local)
+    # Default: 4 tasks per worker thread, 8 here; progress counts points, up to all of them.
+    assert len(seen) == 8 and seen[-1] == (12, 12)
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen)
+    # Fewer tasks than workers, and a DataFrame as the local one.
+    assert row_texts(iosim.sweep(client=dask_client, chunks=1, **flags)) == row_texts(local)
+    pandas = pytest.importorskip("pandas")
+    df = iosim.sweep(client=dask_client, chunks=3, dataframe=True, **flags)
+    pandas.testing.assert_frame_equal(df.drop(columns="simulation_wall_s"),
+                                      iosim.sweep(dataframe=True, **flags)
+                                      .drop(columns="simulation_wall_s"))
+
+
+@on_dask
+def test_sweep_on_dask_names_the_point_that_fails(dask_client):
+    # Point 5 of 5, the second of task 2 of 3, fails on its worker; the error is raised here,
+    # naming it, instead of a hang or a worker's traceback.
+    with pytest.raises(iosim.ConfigError,
+                       match=re.escape("sweep point 5 of 5 (algo='flsh2', seq=128): ")
+                       + ".*did you mean 'flash2'"):
+        iosim.sweep(client=dask_client, algo=["flash1", "flash2", "standard", "flash1", "flsh2"],
+                    seq=128, chunks=3)
+
+
+def test_sweep_client_errors():
+    with pytest.raises(iosim.ConfigError,
+                       match=re.escape("client='localhost:8786' has the wrong type: expected a "
+                                       "dask.distributed.Client, got str")):
+        iosim.sweep(seq=[128], client="localhost:8786")
+    with pytest.raises(iosim.ConfigError, match="progress= is for a sweep on a dask cluster"):
+        iosim.sweep(seq=[128], progress=print)
