@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "sim/base/json_text.hpp"
+#include "sim/base/run_control.hpp"
 #include "teach/text_writer.hpp"
 
 namespace iosim::assets {
@@ -80,6 +81,7 @@ json trace_json(const Trace& trace) {
   }
   j["steps"] = json::array();
   for (const TraceStep& s : trace.steps) {
+    run_control::check();  // thousands of steps with numbers take seconds to write out
     json step = {{"kernel", trace.kernels[s.kernel].name},
                  {"cta", s.cta},
                  {"sm", s.sm},

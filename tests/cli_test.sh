@@ -333,6 +333,19 @@ section_stops() {
   timeout --preserve-status -s INT -k 5 2 "$IOSIM" kvcache --layers 32 --kv-heads 8 --head-dim 128 --requests 100000 --max-output-tokens 100000 --output-len const:50000 --block-tokens 1 --kv-budget-bytes 1e10 >/dev/null 2>"$tmp/stop.err"
   rc=$?
   if [ "$rc" = 3 ] && grep -q "stopped by SIGINT" "$tmp/stop.err"; then ok; else bad "kvcache under SIGINT: exit $rc: $(cat "$tmp/stop.err")"; fi
+  # --execute's FP64 reference (seconds at N = 7000) and explain's page of 9,536 steps with their
+  # numbers (5 s) ran to the end after SIGINT/SIGTERM (16 s late; exit 0 with the page written).
+  local start
+  start=$(date +%s%N)
+  timeout --foreground --preserve-status -s INT -k 10 1 "$IOSIM" run --seq 7000 --head-dim 64 --execute >/dev/null 2>"$tmp/stop.err"
+  rc=$?
+  local ms=$((($(date +%s%N) - start) / 1000000))
+  if [ "$rc" = 3 ] && [ "$ms" -lt 3000 ]; then ok; else bad "run --execute under SIGINT at 1 s: exit $rc after $ms ms: $(cat "$tmp/stop.err")"; fi
+  start=$(date +%s%N)
+  timeout --foreground --preserve-status -s TERM -k 10 2 "$IOSIM" explain --seq 64 --head-dim 16 --batch 4 --block-q 8 --block-kv 4 --execute --pass fwdbwd --html "$tmp/stopped.html" >/dev/null 2>"$tmp/stop.err"
+  rc=$?
+  ms=$((($(date +%s%N) - start) / 1000000))
+  if [ "$rc" = 3 ] && [ "$ms" -lt 4000 ] && [ ! -e "$tmp/stopped.html" ]; then ok; else bad "explain --execute under SIGTERM at 2 s: exit $rc after $ms ms: $(cat "$tmp/stop.err")"; fi
   expect 2 "explain traces at most 10000 steps" -- explain --seq 64 --head-dim 16 --batch 2 --heads 2 --block-q 1 --block-kv 1 --algo flash1 --pass fwdbwd --html "$tmp/big.html"
   if [ ! -e "$tmp/big.html" ]; then ok; else bad "explain past its step limit wrote a page"; fi
   # A memory budget that holds one L2 model (about 2 MB for the H100 profile) at a time: the two

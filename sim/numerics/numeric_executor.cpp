@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <Eigen/Dense>
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -34,6 +35,20 @@ struct Reference {
   Eigen::VectorXd lse, m, l;  // log-sum-exp; row max and sum of exp(S - m) (FA1's saved state)
 };
 
+// a * b, a few hundred rows of a at a time with a stop check between them: one product of an
+// N x N_kv reference at N = 7000 took seconds, and SIGINT waited 16 s for the reference's end.
+template <typename A, typename B>
+MatD product_in_steps(const A& a, const B& b) {
+  constexpr Eigen::Index kRows = 256;
+  MatD out(a.rows(), b.cols());
+  for (Eigen::Index i0 = 0; i0 < a.rows(); i0 += kRows) {
+    run_control::check();
+    const Eigen::Index rows = std::min(kRows, a.rows() - i0);
+    out.middleRows(i0, rows).noalias() = a.middleRows(i0, rows) * b;
+  }
+  return out;
+}
+
 // The N x N_kv matrices (p, p_drop, keep) are kept only when `keep_scores`: a backward alone of
 // the standard schedule starts from them; elsewhere they would only take memory.
 Reference reference(const AttentionProblem& p, std::uint64_t seed, std::int64_t bh, const Mat& q,
@@ -41,7 +56,7 @@ Reference reference(const AttentionProblem& p, std::uint64_t seed, std::int64_t 
                     bool keep_scores) {
   constexpr double kInf = std::numeric_limits<double>::infinity();
   Reference r;
-  MatD s = p.scale() * (q.cast<double>() * k.cast<double>().transpose());
+  MatD s = p.scale() * product_in_steps(q.cast<double>(), k.cast<double>().transpose());
   const Eigen::Index n = s.rows(), nk = s.cols();
   r.p = MatD::Zero(n, nk);
   r.keep = MatD::Ones(n, nk);
@@ -49,6 +64,7 @@ Reference reference(const AttentionProblem& p, std::uint64_t seed, std::int64_t 
   r.m.resize(n);
   r.l.resize(n);
   for (Eigen::Index i = 0; i < n; ++i) {
+    if (i % 64 == 0) run_control::check();
     double mx = -kInf;
     for (Eigen::Index j = 0; j < nk; ++j) {
       if (!score_visible(p, i, j) || (blocks != nullptr && !blocks->covers(i, j))) s(i, j) = -kInf;
@@ -69,15 +85,15 @@ Reference reference(const AttentionProblem& p, std::uint64_t seed, std::int64_t 
   }
   const double z = p.dropout > 0 ? 1.0 / (1.0 - p.dropout) : 1.0;
   r.p_drop = r.p.cwiseProduct(r.keep) * z;
-  r.o = r.p_drop * v.cast<double>();
+  r.o = product_in_steps(r.p_drop, v.cast<double>());
   if (dout != nullptr) {
     const MatD d_o = dout->cast<double>();
-    r.dv = r.p_drop.transpose() * d_o;
-    const MatD dp = (d_o * v.cast<double>().transpose()).cwiseProduct(r.keep) * z;
+    r.dv = product_in_steps(r.p_drop.transpose(), d_o);
+    const MatD dp = product_in_steps(d_o, v.cast<double>().transpose()).cwiseProduct(r.keep) * z;
     const Eigen::VectorXd dd = d_o.cwiseProduct(r.o).rowwise().sum();
     const MatD ds = r.p.cwiseProduct(dp - dd * Eigen::RowVectorXd::Ones(nk));
-    r.dq = p.scale() * (ds * k.cast<double>());
-    r.dk = p.scale() * (ds.transpose() * q.cast<double>());
+    r.dq = p.scale() * product_in_steps(ds, k.cast<double>());
+    r.dk = p.scale() * product_in_steps(ds.transpose(), q.cast<double>());
   }
   if (!keep_scores) {
     r.p.resize(0, 0);

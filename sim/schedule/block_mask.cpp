@@ -8,6 +8,8 @@
 #include <sstream>
 
 #include "sim/base/errors.hpp"
+#include "sim/base/memory_budget.hpp"
+#include "sim/base/run_control.hpp"
 #include "sim/base/text_file.hpp"
 
 namespace iosim {
@@ -114,7 +116,22 @@ BlockMask::BlockMask(const AttentionProblem& p, std::int64_t block_q, std::int64
       cols_((p.seq_kv + block_kv - 1) / block_kv),
       block_q_(block_q),
       block_kv_(block_kv),
-      bits_(static_cast<std::size_t>(rows_ * cols_), 0) {
+      bits_() {
+  // The mask holds a byte per block and, per computed block, its index: Tr x Tc bytes and up to
+  // 8 Tr x Tc more. Block-sparse at N = 16M in blocks of 128 (1.7e10 blocks) tried to allocate
+  // 17 GB and more, and the closed forms walk every block: refused before anything is taken.
+  const double blocks = static_cast<double>(rows_) * static_cast<double>(cols_);
+  if (blocks > kMaxMaskBlocks) {
+    throw ConfigError(fmt::format(
+        "a block mask of {} x {} = {:.3g} blocks (--seq {} in blocks of {}, --seq-kv {} in blocks "
+        "of {}) is more than the {:.3g} iosim holds; use larger --block-q / --block-kv or a "
+        "shorter sequence",
+        rows_, cols_, blocks, p.seq, block_q, p.seq_kv, block_kv, kMaxMaskBlocks));
+  }
+  memory_budget::check(blocks * (1 + sizeof(std::int64_t)),
+                       fmt::format("a block mask of {} x {} blocks", rows_, cols_),
+                       "use larger --block-q / --block-kv, or raise --max-memory");
+  bits_.assign(static_cast<std::size_t>(rows_ * cols_), 0);
   const BlockPattern* pat = p.pattern.get();
   if (pat != nullptr && pat->kind == BlockPattern::Kind::file) {
     const auto grid_rows = static_cast<std::int64_t>(pat->grid.size());
@@ -129,6 +146,7 @@ BlockMask::BlockMask(const AttentionProblem& p, std::int64_t block_q, std::int64
   const std::int64_t offset = p.seq_kv - p.seq;  // bottom-right alignment
   row_start_.reserve(static_cast<std::size_t>(rows_ + 1));
   for (std::int64_t i = 0; i < rows_; ++i) {
+    if (i % 64 == 0) run_control::check();  // up to 2.7e8 blocks: a stop is honoured
     row_start_.push_back(row_blocks_.size());
     const std::int64_t last_row = std::min(p.seq, (i + 1) * block_q) - 1;
     const std::int64_t diag =

@@ -44,6 +44,10 @@ BlockPattern parse_block_pattern(const std::string& spec);
 std::vector<std::vector<std::uint8_t>> parse_block_grid(const std::string& text,
                                                         const std::string& path);
 
+/// The most blocks (Tr x Tc) a block mask holds: 2^28, 268 MB of flags and up to 2 GB of
+/// indices, walked block by block by the closed forms.
+inline constexpr double kMaxMaskBlocks = 268435456.0;
+
 /// The block mask of a problem for one tiling: pattern AND (with --causal) "holds a visible score".
 class BlockMask {
  public:
