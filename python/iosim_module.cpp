@@ -8,6 +8,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <csignal>
 #include <map>
 #include <set>
 #include <string>
@@ -25,6 +26,7 @@
 #include "reports/writers.hpp"
 #include "sim/base/errors.hpp"
 #include "sim/base/json_text.hpp"
+#include "sim/base/run_control.hpp"
 #include "sim/base/suggest.hpp"
 #include "sim/base/version.hpp"
 #include "sim/hardware/profile_overrides.hpp"
@@ -140,10 +142,38 @@ RunFlags to_flags(const py::dict& flags) {
   return f;
 }
 
+// Ctrl-C during a long call. Python's own SIGINT handler only sets a flag that Python reads once
+// the call returns, so a run of minutes ignored it. While a call made on the main thread runs,
+// SIGINT asks iosim's runs to stop instead (run_control), which ends the call with
+// KeyboardInterrupt within about a second; Python's handler is put back when the call ends.
+// Other threads (a Dask worker's) leave the handlers alone: signals reach the main thread.
+class InterruptibleCall {
+ public:
+  InterruptibleCall() {
+    run_control::clear_stop();  // a stop of an earlier call is not this call's
+    const py::module_ threading = py::module_::import("threading");
+    if (!threading.attr("current_thread")().is(threading.attr("main_thread")())) return;
+    struct sigaction stop {};
+    stop.sa_handler = [](int sig) { run_control::request_stop(sig); };
+    sigemptyset(&stop.sa_mask);
+    installed_ = sigaction(SIGINT, &stop, &previous_) == 0;
+  }
+  ~InterruptibleCall() {
+    if (installed_) sigaction(SIGINT, &previous_, nullptr);
+  }
+  InterruptibleCall(const InterruptibleCall&) = delete;
+  InterruptibleCall& operator=(const InterruptibleCall&) = delete;
+
+ private:
+  struct sigaction previous_ {};
+  bool installed_ = false;
+};
+
 std::string run_json(const py::dict& flags) {
   const RunFlags f = to_flags(flags);
   const RunRequest request = to_request(f);
   const HardwareProfile profile = load_profile(f.profile, parse_profile_overrides(f.set));
+  const InterruptibleCall interruptible;
   py::gil_scoped_release release;
   return json_text(report_to_json(simulate(profile, request)));
 }
@@ -169,6 +199,7 @@ std::vector<std::string> sweep_json_rows(const std::vector<py::dict>& points, in
   options.jobs = jobs;
   std::vector<Report> reports;
   {
+    const InterruptibleCall interruptible;
     py::gil_scoped_release release;
     reports = run_sweep(sweep_points, profiles, options);
   }
@@ -190,11 +221,13 @@ std::string kvcache_json(const py::dict& flags) {
     std::visit([&](auto field) { set_field(f, field, key, v); }, flag.field);
     given.insert(flag.name);
   }
+  const InterruptibleCall interruptible;
   py::gil_scoped_release release;
   return json_text(kvcache_to_json(run_kvcache(f, given)));
 }
 
 std::string validate_json(const std::string& path, const std::string& profile) {
+  const InterruptibleCall interruptible;
   py::gil_scoped_release release;
   return validation_json(validate_measurements(path, profile));
 }
@@ -212,6 +245,8 @@ PYBIND11_MODULE(_iosim, m) {
       config_error(e.what());
     } catch (const InternalError& e) {
       internal_error(e.what());
+    } catch (const Stopped& e) {
+      PyErr_SetString(PyExc_KeyboardInterrupt, e.what());
     }
   });
   m.def("run_json", &run_json, "one run as `iosim run --format json` prints it");

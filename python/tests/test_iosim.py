@@ -289,3 +289,36 @@ def test_sweep_client_errors():
         iosim.sweep(seq=[128], client="localhost:8786")
     with pytest.raises(iosim.ConfigError, match="progress= is for a sweep on a dask cluster"):
         iosim.sweep(seq=[128], progress=print)
+
+
+def test_ctrl_c_stops_a_long_call_and_the_next_call_runs():
+    # Python's SIGINT handler only sets a flag read when the call returns: a run of minutes went
+    # on 9 s and more after Ctrl-C. Now the call ends with KeyboardInterrupt within about a
+    # second, and the process can call again.
+    import signal
+    import sys
+    import textwrap
+    import time
+
+    child = textwrap.dedent("""
+        import sys, time
+        import iosim
+        print("ready", flush=True)
+        try:
+            iosim.run(seq=1048576, batch=64, heads=64, head_dim=256, exact=True)
+            print("finished", flush=True)
+        except KeyboardInterrupt:
+            print("interrupted", time.monotonic(), flush=True)
+        print("again", iosim.run(seq=128)["feasible"], flush=True)
+    """)
+    p = subprocess.Popen([sys.executable, "-c", child], stdout=subprocess.PIPE, text=True,
+                         env=dict(os.environ))
+    assert p.stdout.readline().strip() == "ready"
+    time.sleep(1.5)  # well inside the run (its --exact takes hours)
+    sent = time.monotonic()
+    p.send_signal(signal.SIGINT)
+    out, _ = p.communicate(timeout=60)
+    lines = out.split("\n")
+    assert lines[0].startswith("interrupted"), out
+    assert float(lines[0].split()[1]) - sent < 1.5
+    assert lines[1] == "again True"

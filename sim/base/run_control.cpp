@@ -51,6 +51,10 @@ void request_stop(int signal) noexcept {
   g_stop_signal.compare_exchange_strong(expected, signal);
 }
 
+void clear_stop() noexcept {
+  g_stop_signal.store(-1);
+}
+
 void set_budget(double seconds, const std::string& flag) {
   // A budget of more than a billion seconds (30 years; inf) is none: the deadline, nanoseconds
   // since the clock's epoch in 64 bits, overflowed past ~9.2e9 s and lay in the past, stopping

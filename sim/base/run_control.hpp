@@ -23,6 +23,10 @@ namespace run_control {
 /// Async-signal-safe: it only stores to lock-free atomics.
 void request_stop(int signal) noexcept;
 
+/// Forgets a stop asked for earlier, so that the next run starts afresh: for a process that
+/// goes on after a stopped run (the Python module: KeyboardInterrupt, then another call).
+void clear_stop() noexcept;
+
 /// Budgets of this many seconds or more (and infinity) are no budget.
 inline constexpr double kUnboundedSeconds = 1e9;
 
