@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "cli/output_file.hpp"
 #include "cli/strict_numbers.hpp"
 #include "sim/base/errors.hpp"
 #include "sim/base/memory_budget.hpp"
@@ -33,7 +34,9 @@ int stdout_written(int rc) {
   const int why = errno;
   if (flushed && std::cout.good() && !std::ferror(stdout)) return rc;
   std::cerr << "iosim: cannot write the output to stdout"
-            << (!flushed && why != 0 ? std::string(": ") + std::strerror(why) : std::string())
+            << (iosim::cli::stdout_was_closed() ? std::string(": stdout is closed")
+                : !flushed && why != 0          ? std::string(": ") + std::strerror(why)
+                                                : std::string())
             << "\n";
   return 2;
 }
@@ -59,6 +62,7 @@ std::string unexpected_words(CLI::App& app) {
 
 int main(int argc, char** argv) {
   using namespace iosim;
+  cli::occupy_closed_standard_descriptors();
   CLI::App app{"iosim: GPU memory-hierarchy simulator and IO-complexity analyzer for attention"};
   app.require_subcommand(1);
   app.get_formatter()->column_width(34);
@@ -83,6 +87,7 @@ int main(int argc, char** argv) {
     }
   }
   cli::make_numbers_strict(app);
+  cli::refuse_empty_values(app);
   // CLI11 says only "A subcommand is required" for `iosim frobnicate`; name the word instead.
   if (argc > 1 && argv[1][0] != '-') {
     std::vector<std::string> names;
@@ -98,11 +103,11 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
+    return stdout_written(app.exit(e));
   } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
+    return stdout_written(app.exit(e));
   } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
+    return stdout_written(app.exit(e));
   } catch (const CLI::RequiredError& e) {
     // CLI11 checks required flags before unknown ones, so `run --se 128` said only "--seq is
     // required": name the words it did not take too, with the flag they most look like.

@@ -1,10 +1,12 @@
 #include "cli/output_file.hpp"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -44,6 +46,33 @@ CLI::Validator output_file_name() {
         return name.empty() ? std::string("an empty file name; give a path") : std::string();
       },
       "");  // (no name: --help keeps showing TEXT)
+}
+
+namespace {
+
+// True when the process started with stdout closed (`iosim sweep ... >&-`).
+bool g_stdout_closed = false;
+
+}  // namespace
+
+// A standard descriptor that is closed at start is opened on a device, so that the next file
+// iosim opens cannot take its number: with stdout closed, the sweep's journal became descriptor 1
+// and the table printed at the end went into it ("the sweep journal was changed while the sweep
+// ran"). Stdout goes to /dev/full, so that output meant for it fails and is reported.
+void occupy_closed_standard_descriptors() {
+  for (const int fd : {0, 1, 2}) {
+    if (::fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
+    const int opened = ::open(fd == 1 ? "/dev/full" : "/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
+    if (opened != fd && opened >= 0) {
+      ::dup2(opened, fd);
+      ::close(opened);
+    }
+    if (fd == 1) g_stdout_closed = true;
+  }
+}
+
+bool stdout_was_closed() {
+  return g_stdout_closed;
 }
 
 void write_file_atomically(const std::string& path, const std::string& text) {

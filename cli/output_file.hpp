@@ -11,6 +11,15 @@ namespace iosim::cli {
 /// not taken as no file (which printed to stdout, or wrote nothing, without a word).
 CLI::Validator output_file_name();
 
+/// Opens any of descriptors 0, 1, 2 that is closed at start on a device (stdout on /dev/full), so
+/// that no file iosim opens takes a standard number: with stdout closed (`iosim sweep ... >&-`)
+/// the sweep's journal became descriptor 1 and the table printed at the end went into it. Output
+/// meant for a closed stdout then fails and is reported. Call first thing in main().
+void occupy_closed_standard_descriptors();
+
+/// True when stdout was closed at start (the messages say so).
+bool stdout_was_closed();
+
 /// Writes `text` to `path` through a temporary file in the same folder and a rename, so that
 /// readers see either the old file or the whole new one. Throws ConfigError naming the path.
 void write_file_atomically(const std::string& path, const std::string& text);

@@ -72,4 +72,17 @@ void make_numbers_strict(CLI::App& app) {
   for (CLI::App* sub : app.get_subcommands({})) make_numbers_strict(*sub);
 }
 
+void refuse_empty_values(CLI::App& app) {
+  for (CLI::Option* o : app.get_options()) {
+    if (o->get_type_name().rfind("TEXT", 0) != 0) continue;
+    o->check(CLI::Validator(
+        [](std::string& value) {
+          return value.empty() ? std::string("an empty value; give one, or leave the flag out")
+                               : std::string();
+        },
+        ""));  // (no name: --help keeps showing TEXT)
+  }
+  for (CLI::App* sub : app.get_subcommands({})) refuse_empty_values(*sub);
+}
+
 }  // namespace iosim::cli

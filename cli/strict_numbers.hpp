@@ -14,4 +14,9 @@ namespace iosim::cli {
 /// number. Call once every option is added.
 void make_numbers_strict(CLI::App& app);
 
+/// Every text option of `app` and of its subcommands refuses an empty value: `--warpgroups ''`,
+/// `--pattern ''` or `--kernel ''` meant "not given" (the default) without a word, while `--algo
+/// ''` was refused. Call once every option is added.
+void refuse_empty_values(CLI::App& app);
+
 }  // namespace iosim::cli

@@ -32,6 +32,9 @@ constexpr const char* kMagic = "iosim-sweep-journal 2 ";
 using File = std::unique_ptr<std::FILE, int (*)(std::FILE*)>;
 
 [[noreturn]] void write_failed(const std::string& path) {
+  if (path == "stdout" && stdout_was_closed()) {
+    throw ConfigError("cannot write the output to stdout: stdout is closed");
+  }
   throw ConfigError(fmt::format("cannot write '{}': {}", path, std::strerror(errno)));
 }
 

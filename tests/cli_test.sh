@@ -306,7 +306,15 @@ PY
      python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$tmp/latin1.json"; then ok; else
     bad "sweep with a non-UTF-8 profile path: $(cat "$tmp/latin1.err")"
   fi
+  # Started with stdout closed, the sweep's journal took descriptor 1 and the table went into it
+  # ("the sweep journal '' was changed while the sweep ran").
+  (cd "$tmp" && "$IOSIM" sweep --seq 128,256 >&- 2>"$tmp/closed.err")
+  rc=$?
+  if [ "$rc" = 2 ] && grep -q "stdout is closed" "$tmp/closed.err"; then ok; else bad "sweep with stdout closed: exit $rc: $(cat "$tmp/closed.err")"; fi
   if [ -w /dev/full ]; then
+    "$IOSIM" run --help >/dev/full 2>/dev/null
+    rc=$?
+    if [ "$rc" = 2 ]; then ok; else bad "run --help >/dev/full exited $rc"; fi
     for args in "validate $small" "run --seq 128 --head-dim 64 --format json"; do
       # shellcheck disable=SC2086
       "$IOSIM" $args >/dev/full 2>"$tmp/full.err"
