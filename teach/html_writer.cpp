@@ -5,6 +5,7 @@
 #include <sstream>
 #include <string_view>
 
+#include "sim/base/html_text.hpp"
 #include "sim/base/json_text.hpp"
 #include "teach/text_writer.hpp"
 
@@ -130,10 +131,11 @@ std::string trace_html(const Trace& trace) {
   const Report& r = trace.report;
   std::string s;
   s += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
-  s += "<title>iosim explain: " + r.request.algorithm + "</title>\n<style>\n";
+  const std::string name = html_escape(r.request.algorithm);  // a kernel description's, --kernel
+  s += "<title>iosim explain: " + name + "</title>\n<style>\n";
   s += assets::explain_css;
   s += "</style>\n</head>\n<body data-status=\"loading\">\n";
-  s += "<h1>iosim explain: " + r.request.algorithm + "</h1>\n";
+  s += "<h1>iosim explain: " + name + "</h1>\n";
   s += R"HTML(<pre id="header"></pre>
 <div id="controls">
   <button id="back" title="previous step (left arrow)">&#9664; back</button>
