@@ -250,8 +250,12 @@ class NumberRecorder final : public NumericObserver {
   }
   static NumberTile tile(std::string name, const std::vector<double>& row_major, std::int64_t rows,
                          std::int64_t cols) {
-    NumberTile t{std::move(name),           rows, cols, std::min(rows, kMaxShown),
-                 std::min(cols, kMaxShown), {}};
+    NumberTile t;
+    t.name = std::move(name);
+    t.rows = rows;
+    t.cols = cols;
+    t.shown_rows = std::min(rows, kMaxShown);
+    t.shown_cols = std::min(cols, kMaxShown);
     if (static_cast<std::int64_t>(row_major.size()) < rows * cols) {
       t.shown_rows = t.shown_cols = 0;  // nothing there yet (m before the first block)
       return t;
@@ -407,6 +411,24 @@ Trace build_trace(const HardwareProfile& profile, const RunRequest& request) {
     trace.steps.push_back(std::move(step));
   }
   return trace;
+}
+
+LevelBytes run_totals(const Trace& trace) {
+  const bool on = trace.report.request.engine.l2_enabled;
+  const Counters& c2 = (on ? trace.other : trace.report).engine.total;
+  const Counters& c3 = (on ? trace.report : trace.other).engine.total;
+  return {c2.hbm.read_total() + c2.hbm.write_total(), c3.l2.read_total() + c3.l2.write_total(),
+          c3.hbm.read_total() + c3.hbm.write_total() + c3.l2_dirty_at_end_bytes};
+}
+
+std::string thousands(std::uint64_t v) {
+  const std::string digits = std::to_string(v);
+  std::string s;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) s += ',';
+    s += digits[i];
+  }
+  return s;
 }
 
 std::string human_bytes(std::uint64_t bytes) {
