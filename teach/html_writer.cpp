@@ -112,12 +112,11 @@ json trace_json(const Trace& trace) {
     for (TensorId t : s.changed) step["changed"].push_back(std::string(tensor_name(t)));
     step["numbers"] = json::array();
     for (const NumberTile& n : s.numbers) {
-      step["numbers"].push_back({{"name", n.name},
-                                 {"rows", n.rows},
-                                 {"cols", n.cols},
-                                 {"sr", n.shown_rows},
-                                 {"sc", n.shown_cols},
-                                 {"v", values_json(n.values)}});
+      json tile = {{"name", n.name},     {"rows", n.rows},     {"cols", n.cols},
+                   {"sr", n.shown_rows}, {"sc", n.shown_cols}, {"v", values_json(n.values)}};
+      if (!n.unseen.empty()) tile["unseen"] = n.unseen;
+      if (!n.note.empty()) tile["note"] = n.note;
+      step["numbers"].push_back(std::move(tile));
     }
     if (s.max_error) step["error"] = *s.max_error;
     j["steps"].push_back(std::move(step));
@@ -231,6 +230,7 @@ std::string trace_html(const Trace& trace) {
 <div id="where"></div>
 <div id="text"></div>
 <div id="paper"></div>
+<div id="legend"></div>
 <div id="panels">
   <section><h2>HBM (global memory)</h2><div id="hbm"></div></section>
   <section><h2>On chip: this CTA's shared memory and registers</h2><div id="chip"></div>

@@ -48,12 +48,13 @@ void write_numbers(std::ostream& out, const NumberTile& t) {
   auto value = [](double v) { return fmt::format(" {:8.4f}", v); };
   if (t.cols == 1) {  // a column vector (m, l, L, a rescale factor): one line
     std::string line;
-    for (std::int64_t i = 0; i < std::min(t.shown_rows, kCols); ++i) {
-      line += value(t.values[static_cast<std::size_t>(i)]);
+    for (std::size_t i = 0; i < static_cast<std::size_t>(std::min(t.shown_rows, kCols)); ++i) {
+      line += i < t.unseen.size() && t.unseen[i] ? fmt::format(" {:>8}", "-") : value(t.values[i]);
     }
     out << fmt::format("      {}{}:{}{}\n", t.name,
                        t.rows > kCols ? fmt::format(" (first {} of {} rows)", kCols, t.rows) : "",
                        line, t.rows > kCols ? " ..." : "");
+    if (!t.note.empty()) out << fmt::format("      ({})\n", t.note);
     return;
   }
   const std::int64_t rows = std::min(t.shown_rows, kRows), cols = std::min(t.shown_cols, kCols);

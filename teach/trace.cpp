@@ -197,10 +197,17 @@ class NumberRecorder final : public NumericObserver {
                             op.compute == ComputeKind::combine_partial;
       const bool trivial =
           op.compute == ComputeKind::init_state || op.compute == ComputeKind::zero_grad;
-      if (rescales) s.numbers.push_back(tile("m before", m_before, m_now.rows, 1));
+      if (rescales) {
+        s.numbers.push_back(mark_unseen(tile("m before", m_before, m_now.rows, 1), m_before));
+      }
       for (TensorId t : trivial ? std::vector<TensorId>{} : written_by(op)) {
         const MatrixView v = on_chip(t);
-        if (v.rows > 0) s.numbers.push_back(tile(std::string(tensor_name(t)), v));
+        NumberTile written = tile(std::string(tensor_name(t)), v);
+        if (t == TensorId::m) {
+          const std::vector<double> m_shown = written.values;
+          written = mark_unseen(std::move(written), m_shown);
+        }
+        if (v.rows > 0) s.numbers.push_back(std::move(written));
         if (t == TensorId::m && rescales &&
             static_cast<std::int64_t>(m_before.size()) == m_now.rows) {
           // The factor O and l were multiplied by: e^(m_old - m_new) (0 when m was -inf).
@@ -208,7 +215,15 @@ class NumberRecorder final : public NumericObserver {
           for (std::int64_t i = 0; i < m_now.rows; ++i) {
             factor.push_back(std::exp(m_before[static_cast<std::size_t>(i)] - m_now.at(i, 0)));
           }
-          s.numbers.push_back(tile("rescale e^(m before - m)", factor, m_now.rows, 1));
+          NumberTile rescale =
+              mark_unseen(tile("rescale e^(m before - m)", factor, m_now.rows, 1), m_before);
+          if (std::find(rescale.unseen.begin(), rescale.unseen.end(), true) !=
+              rescale.unseen.end()) {
+            rescale.note =
+                "'-' = no score seen yet in the row: m starts at -inf and l at 0, so the "
+                "first rescale factor e^(m before - m) is 0 by definition (nothing to rescale)";
+          }
+          s.numbers.push_back(std::move(rescale));
         }
       }
     }
@@ -263,6 +278,19 @@ class NumberRecorder final : public NumericObserver {
     for (std::int64_t i = 0; i < t.shown_rows; ++i)
       for (std::int64_t j = 0; j < t.shown_cols; ++j)
         t.values.push_back(row_major[static_cast<std::size_t>(i * cols + j)]);
+    return t;
+  }
+  // Marks the shown values of a column tile whose row's running max in `m` (row-major, one
+  // value a row) is still -inf: no score of that row seen yet.
+  static NumberTile mark_unseen(NumberTile t, const std::vector<double>& m) {
+    if (t.values.empty() || t.cols != 1) return t;
+    t.unseen.assign(t.values.size(), false);
+    bool any = false;
+    for (std::size_t i = 0; i < t.values.size() && i < m.size(); ++i) {
+      t.unseen[i] = std::isinf(m[i]) && m[i] < 0;
+      any = any || t.unseen[i];
+    }
+    if (!any) t.unseen.clear();
     return t;
   }
   std::map<Key, std::vector<double>> m_;

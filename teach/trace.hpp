@@ -54,6 +54,11 @@ struct NumberTile {
   std::int64_t rows = 0, cols = 0;  // of the whole buffer
   std::int64_t shown_rows = 0, shown_cols = 0;  // of `values`
   std::vector<double> values;
+  // As `values` (or empty): the values that say "no score seen yet" rather than a number to read:
+  // a running max m still at its start, -inf, and the rescale factor of such a row, 0 by
+  // definition.
+  std::vector<bool> unseen;
+  std::string note;  // why the unseen values are what they are, or ""
 };
 inline constexpr std::int64_t kMaxShown = 16;
 

@@ -138,15 +138,31 @@ TEST_CASE("explain --execute: final O (and dQ, dK, dV) tiles match FP64; online 
   RunRequest r = test::request("flash2", 1, 1, 32, 8, 16, 16);
   r.execute = true;
   const teach::Trace t = teach::build_trace(test::profile(), r);
-  int rescales = 0;
+  int rescales = 0, firsts = 0;
   for (const teach::TraceStep& s : t.steps) {
     for (const teach::NumberTile& n : s.numbers) {
+      if (n.name == "m before" || n.name == "m") {  // -inf exactly where marked unseen
+        for (std::size_t i = 0; i < n.values.size(); ++i) {
+          CHECK((i < n.unseen.size() && n.unseen[i]) == std::isinf(n.values[i]));
+        }
+      }
       if (n.name.rfind("rescale", 0) != 0) continue;
       ++rescales;
       for (double f : n.values) CHECK((f >= 0.0 && f <= 1.0));  // e^(m_old - m_new), m grows
+      if (n.unseen.empty()) {
+        CHECK(n.note.empty());
+        continue;
+      }
+      // A CTA's first K/V block: m was -inf in every row, the factor is 0 and says so.
+      ++firsts;
+      CHECK(std::count(n.unseen.begin(), n.unseen.end(), true) ==
+            static_cast<std::ptrdiff_t>(n.values.size()));
+      for (double f : n.values) CHECK(f == 0.0);
+      CHECK(n.note.find("0 by definition") != std::string::npos);
     }
   }
   CHECK(rescales == 4);  // 2 CTAs x 2 K/V blocks
+  CHECK(firsts == 2);    // the first of each CTA
 }
 
 TEST_CASE("explain: refuses problems past the largest it traces, naming the limit") {
@@ -202,8 +218,13 @@ TEST_CASE("explain: text and page writers") {
   past.step = 31;
   std::ostringstream none;
   CHECK_THROWS_AS(teach::write_trace(none, t, past), ConfigError);
+  // The first online softmax of a CTA: m before and the factor are "not yet seen", not -inf, 0.
+  CHECK(all.str().find("m before (first 8 of 16 rows):        -        -") != std::string::npos);
+  CHECK(all.str().find("('-' = no score seen yet in the row") != std::string::npos);
   const std::string page = teach::trace_html(t);
   CHECK(page.find("<script type=\"application/json\" id=\"trace\">") != std::string::npos);
+  CHECK(page.find("\"unseen\":[true,") != std::string::npos);
+  CHECK(page.find("<div id=\"legend\">") != std::string::npos);
   CHECK(page.find("http") == std::string::npos);  // self-contained: nothing fetched
 }
 
