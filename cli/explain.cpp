@@ -1,5 +1,5 @@
-// `iosim explain`: a tiny attention call walked through step by step (teach/), in the terminal,
-// side by side with another schedule (--compare), or as an interactive page (--html).
+// `iosim explain`: a tiny attention call walked through step by step (teach/), in the terminal or
+// as an interactive page (--html), or several schedules side by side (--compare, also --html).
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -8,7 +8,10 @@
 #include <memory>
 #include <optional>
 #include <sstream>
+#include <string>
+#include <vector>
 
+#include "api/sweep.hpp"
 #include "cli/commands.hpp"
 #include "cli/flag_options.hpp"
 #include "cli/output_file.hpp"
@@ -48,6 +51,24 @@ std::optional<std::size_t> positive(const char* flag, std::optional<std::int64_t
   return static_cast<std::size_t>(*v);
 }
 
+// --compare A,B,...: two or more distinct built-in algorithms, each checked before any runs.
+std::vector<std::string> compare_names(const std::string& text) {
+  const std::vector<std::string> names = parse_string_values("--compare", text);
+  if (names.size() < 2) {
+    throw ConfigError(fmt::format(
+        "--compare '{}': expected two or more algorithms A,B,... (e.g. standard,flash1,flash2)",
+        text));
+  }
+  for (const std::string& name : names) {
+    try {
+      builtin_registry().get(name);
+    } catch (const ConfigError& error) {
+      throw ConfigError(fmt::format("--compare '{}': {}", text, error.what()));
+    }
+  }
+  return names;
+}
+
 }  // namespace
 
 Action add_explain_command(CLI::App& app) {
@@ -60,13 +81,15 @@ Action add_explain_command(CLI::App& app) {
   add_problem_flags(*cmd, *f);
   auto e = std::make_shared<ExplainFlags>();
   cmd->add_option("--compare", e->compare,
-                  "two algorithms side by side on the same problem, e.g. standard,flash2");
+                  "two or more algorithms side by side on the same problem, e.g. "
+                  "standard,flash1,flash2 (with --html, a page of them)");
   cmd->add_option("--step", e->step, "show only step K (1-based)");
   cmd->add_option("--until", e->until, "show steps 1 to K");
   cmd->add_option("--focus", e->focus, "show only the steps of one CTA: cta:I");
   cmd->add_flag("--no-color", e->no_color, "plain text even on a terminal");
   cmd->add_option("--html", e->html,
-                  "write an interactive, self-contained page of the trace (a stepper) here")
+                  "write a self-contained page here: the trace as a stepper, or with --compare "
+                  "a table and a chart of the bytes")
       ->check(output_file_name());
   return [f, e] {
     if (!e->html.empty()) check_output_folder("--html", e->html);
@@ -83,24 +106,28 @@ Action add_explain_command(CLI::App& app) {
       throw ConfigError("--step and --until: give one (a single step, or the steps up to one)");
     }
     if (!e->compare.empty()) {
-      const auto comma = e->compare.find(',');
-      const std::string a = e->compare.substr(0, comma);
-      const std::string b = comma == std::string::npos ? "" : e->compare.substr(comma + 1);
-      if (a.empty() || b.empty() || b.find(',') != std::string::npos) {
-        throw ConfigError(fmt::format(
-            "--compare '{}': expected two algorithms A,B (e.g. standard,flash2)", e->compare));
-      }
-      if (options.step || options.until || options.focus_cta || !e->html.empty()) {
+      if (options.step || options.until || options.focus_cta) {
         throw ConfigError(
-            "--compare shows totals side by side: it takes no --step, --until, "
-            "--focus or --html");
+            "--compare shows totals side by side: it takes no --step, --until or --focus");
       }
-      RunRequest ra = request, rb = request;
-      ra.algorithm = a;
-      rb.algorithm = b;
-      const teach::Trace ta = teach::build_trace(profile, ra);
-      const teach::Trace tb = teach::build_trace(profile, rb);
-      teach::write_compare(std::cout, ta, tb, options.color);
+      if (!f->kernel.empty()) {
+        throw ConfigError(
+            "--compare runs the algorithms it names: it takes no --kernel (explain a kernel "
+            "description alone)");
+      }
+      std::vector<teach::Trace> traces;
+      for (const std::string& name : compare_names(e->compare)) {
+        RunRequest r = request;
+        r.algorithm = name;
+        traces.push_back(teach::build_trace(profile, r));
+      }
+      if (!e->html.empty()) {
+        write_file_atomically(e->html, teach::compare_html(traces));
+        std::cerr << fmt::format("iosim explain: wrote {} ({} algorithms side by side)\n", e->html,
+                                 traces.size());
+        return 0;
+      }
+      teach::write_compare(std::cout, traces, options.color);
       return 0;
     }
     const teach::Trace trace = teach::build_trace(profile, request);

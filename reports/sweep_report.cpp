@@ -13,6 +13,7 @@
 #include "reports/validation_writers.hpp"
 #include "reports/writers.hpp"
 #include "sim/base/errors.hpp"
+#include "sim/base/html_text.hpp"
 #include "sim/base/json_text.hpp"
 #include "sim/base/text_file.hpp"
 
@@ -93,30 +94,6 @@ std::vector<const OtherField*> varying_fields(const SweepData& data) {
       if (!inapplicable(r)) values.insert(f.text(r));
     }
     if (values.size() > 1) out.push_back(&f);
-  }
-  return out;
-}
-
-std::string html_escape(const std::string& s) {
-  std::string out;
-  out.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
   }
   return out;
 }

@@ -1,6 +1,7 @@
 #include "teach/text_writer.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <string>
@@ -22,16 +23,6 @@ constexpr const char* kLoad = "36";     // cyan
 constexpr const char* kStore = "35";    // magenta
 constexpr const char* kCompute = "33";  // yellow
 constexpr const char* kPaper = "32";    // green
-
-std::string thousands(std::uint64_t v) {
-  const std::string digits = std::to_string(v);
-  std::string s;
-  for (std::size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) s += ',';
-    s += digits[i];
-  }
-  return s;
-}
 
 std::string problem_line(const Report& r) {
   const AttentionProblem& p = r.request.problem;
@@ -57,12 +48,13 @@ void write_numbers(std::ostream& out, const NumberTile& t) {
   auto value = [](double v) { return fmt::format(" {:8.4f}", v); };
   if (t.cols == 1) {  // a column vector (m, l, L, a rescale factor): one line
     std::string line;
-    for (std::int64_t i = 0; i < std::min(t.shown_rows, kCols); ++i) {
-      line += value(t.values[static_cast<std::size_t>(i)]);
+    for (std::size_t i = 0; i < static_cast<std::size_t>(std::min(t.shown_rows, kCols)); ++i) {
+      line += i < t.unseen.size() && t.unseen[i] ? fmt::format(" {:>8}", "-") : value(t.values[i]);
     }
     out << fmt::format("      {}{}:{}{}\n", t.name,
                        t.rows > kCols ? fmt::format(" (first {} of {} rows)", kCols, t.rows) : "",
                        line, t.rows > kCols ? " ..." : "");
+    if (!t.note.empty()) out << fmt::format("      ({})\n", t.note);
     return;
   }
   const std::int64_t rows = std::min(t.shown_rows, kRows), cols = std::min(t.shown_cols, kCols);
@@ -242,47 +234,83 @@ void write_trace_summary(std::ostream& out, const Trace& trace, bool color) {
   write_summary(out, trace, Paint{color});
 }
 
-void write_compare(std::ostream& out, const Trace& a, const Trace& b, bool color) {
+std::vector<CompareRow> compare_rows(const std::vector<Trace>& traces) {
+  std::vector<LevelBytes> totals;
+  for (const Trace& t : traces) totals.push_back(run_totals(t));
+  std::vector<CompareRow> rows;
+  auto row = [&](std::string label, auto cell) {
+    CompareRow r{std::move(label), {}};
+    for (std::size_t i = 0; i < traces.size(); ++i) r.cells.push_back(cell(traces[i], totals[i]));
+    rows.push_back(std::move(r));
+  };
+  row("", [](const Trace& t, const LevelBytes&) { return t.report.request.algorithm; });
+  row("block_q x block_kv", [](const Trace& t, const LevelBytes&) {
+    return fmt::format("{} x {}", t.report.tiling.block_q, t.report.tiling.block_kv);
+  });
+  row("kernels",
+      [](const Trace& t, const LevelBytes&) { return std::to_string(t.kernels.size()); });
+  row("steps (tile operations)",
+      [](const Trace& t, const LevelBytes&) { return std::to_string(t.steps.size()); });
+  row("HBM bytes, two-level model",
+      [](const Trace&, const LevelBytes& b) { return thousands(b.hbm_two_level); });
+  row("L2 bytes requested (L2 on)",
+      [](const Trace&, const LevelBytes& b) { return thousands(b.l2); });
+  row("DRAM bytes (L2 on, incl. dirty at end)",
+      [](const Trace&, const LevelBytes& b) { return thousands(b.hbm); });
+  row("closed form (two-level)", [](const Trace& t, const LevelBytes&) {
+    return thousands(t.report.bounds.closed_form_bytes);
+  });
+  row("lower bound", [](const Trace& t, const LevelBytes&) {
+    return thousands(t.report.bounds.lower_bound_bytes);
+  });
+  return rows;
+}
+
+std::string compare_title(const std::vector<Trace>& traces) {
+  ensure(traces.size() >= 2, "compare: {} trace(s), it compares two or more", traces.size());
+  std::vector<std::string> names;
+  for (const Trace& t : traces) names.push_back(t.report.request.algorithm);
+  const Report& r = traces.front().report;
+  return fmt::format("iosim explain --compare {}: {}, {} on {}", fmt::join(names, ","),
+                     pass_words(r.request.problem.pass), problem_line(r), r.profile);
+}
+
+void write_compare(std::ostream& out, const std::vector<Trace>& traces, bool color) {
   const Paint paint{color};
-  const Report& ra = a.report;
-  out << paint(kBold,
-               fmt::format("iosim explain --compare {},{}: {}, {} on {}", ra.request.algorithm,
-                           b.report.request.algorithm, pass_words(ra.request.problem.pass),
-                           problem_line(ra), ra.profile))
-      << "\n\n";
-  struct Totals {
-    std::uint64_t hbm2, l2, dram;
-  };
-  auto totals = [](const Trace& t) {
-    const bool on = t.report.request.engine.l2_enabled;
-    const Counters& c2 = (on ? t.other : t.report).engine.total;
-    const Counters& c3 = (on ? t.report : t.other).engine.total;
-    return Totals{c2.hbm.read_total() + c2.hbm.write_total(),
-                  c3.l2.read_total() + c3.l2.write_total(),
-                  c3.hbm.read_total() + c3.hbm.write_total() + c3.l2_dirty_at_end_bytes};
-  };
-  const Totals ta = totals(a), tb = totals(b);
-  auto row = [&](const std::string& name, const std::string& x, const std::string& y) {
-    out << fmt::format("  {:<34} {:>16} {:>16}\n", name, x, y);
-  };
-  row("", ra.request.algorithm, b.report.request.algorithm);
-  row("block_q x block_kv", fmt::format("{} x {}", ra.tiling.block_q, ra.tiling.block_kv),
-      fmt::format("{} x {}", b.report.tiling.block_q, b.report.tiling.block_kv));
-  row("kernels", std::to_string(a.kernels.size()), std::to_string(b.kernels.size()));
-  row("steps (tile operations)", std::to_string(a.steps.size()), std::to_string(b.steps.size()));
-  row("HBM bytes, two-level model", thousands(ta.hbm2), thousands(tb.hbm2));
-  row("L2 bytes requested (L2 on)", thousands(ta.l2), thousands(tb.l2));
-  row("DRAM bytes (L2 on, incl. dirty at end)", thousands(ta.dram), thousands(tb.dram));
-  row("closed form (two-level)", thousands(ra.bounds.closed_form_bytes),
-      thousands(b.report.bounds.closed_form_bytes));
-  row("lower bound", thousands(ra.bounds.lower_bound_bytes),
-      thousands(b.report.bounds.lower_bound_bytes));
+  out << paint(kBold, compare_title(traces)) << "\n\n";
+  const std::vector<CompareRow> rows = compare_rows(traces);
+  std::size_t label_width = 0, cell_width = 16;
+  for (const CompareRow& r : rows) {
+    label_width = std::max(label_width, r.label.size());
+    for (const std::string& c : r.cells) cell_width = std::max(cell_width, c.size() + 1);
+  }
+  for (const CompareRow& r : rows) {
+    std::string line = fmt::format("  {:<{}}", r.label, label_width);
+    for (const std::string& c : r.cells) line += fmt::format(" {:>{}}", c, cell_width);
+    out << line << "\n";
+  }
   out << "\n";
-  const double ratio =
-      tb.hbm2 > 0 ? static_cast<double>(ta.hbm2) / static_cast<double>(tb.hbm2) : 0.0;
-  out << paint(kBold, fmt::format("  {} moves {:.2f}x the HBM bytes of {} (two-level model)",
-                                  ra.request.algorithm, ratio, b.report.request.algorithm))
-      << "\n";
+  write_compare_notes(out, traces, color);
+}
+
+void write_compare_notes(std::ostream& out, const std::vector<Trace>& traces, bool color) {
+  ensure(traces.size() >= 2, "compare: {} trace(s), it compares two or more", traces.size());
+  const Paint paint{color};
+  // Each schedule against the one that moves the fewest HBM bytes (the first of them on a tie).
+  std::vector<std::uint64_t> hbm2;
+  for (const Trace& t : traces) hbm2.push_back(run_totals(t).hbm_two_level);
+  const std::size_t fewest =
+      static_cast<std::size_t>(std::min_element(hbm2.begin(), hbm2.end()) - hbm2.begin());
+  for (std::size_t i = 0; i < traces.size(); ++i) {
+    if (i == fewest || hbm2[fewest] == 0) continue;
+    out << paint(kBold,
+                 fmt::format("  {} moves {:.2f}x the HBM bytes of {} (two-level model)",
+                             traces[i].report.request.algorithm,
+                             static_cast<double>(hbm2[i]) / static_cast<double>(hbm2[fewest]),
+                             traces[fewest].report.request.algorithm))
+        << "\n";
+  }
+  const Report& ra = traces.front().report;
   const AttentionProblem& p = ra.request.problem;
   const double n = static_cast<double>(p.seq), d = static_cast<double>(p.head_dim);
   const double m_elems = static_cast<double>(ra.sram_bytes) / static_cast<double>(p.elem_bytes());

@@ -202,10 +202,17 @@ class NumberRecorder final : public NumericObserver {
                             op.compute == ComputeKind::combine_partial;
       const bool trivial =
           op.compute == ComputeKind::init_state || op.compute == ComputeKind::zero_grad;
-      if (rescales) s.numbers.push_back(tile("m before", m_before, m_now.rows, 1));
+      if (rescales) {
+        s.numbers.push_back(mark_unseen(tile("m before", m_before, m_now.rows, 1), m_before));
+      }
       for (TensorId t : trivial ? std::vector<TensorId>{} : written_by(op)) {
         const MatrixView v = on_chip(t);
-        if (v.rows > 0) s.numbers.push_back(tile(std::string(tensor_name(t)), v));
+        NumberTile written = tile(std::string(tensor_name(t)), v);
+        if (t == TensorId::m) {
+          const std::vector<double> m_shown = written.values;
+          written = mark_unseen(std::move(written), m_shown);
+        }
+        if (v.rows > 0) s.numbers.push_back(std::move(written));
         if (t == TensorId::m && rescales &&
             static_cast<std::int64_t>(m_before.size()) == m_now.rows) {
           // The factor O and l were multiplied by: e^(m_old - m_new) (0 when m was -inf).
@@ -213,7 +220,15 @@ class NumberRecorder final : public NumericObserver {
           for (std::int64_t i = 0; i < m_now.rows; ++i) {
             factor.push_back(std::exp(m_before[static_cast<std::size_t>(i)] - m_now.at(i, 0)));
           }
-          s.numbers.push_back(tile("rescale e^(m before - m)", factor, m_now.rows, 1));
+          NumberTile rescale =
+              mark_unseen(tile("rescale e^(m before - m)", factor, m_now.rows, 1), m_before);
+          if (std::find(rescale.unseen.begin(), rescale.unseen.end(), true) !=
+              rescale.unseen.end()) {
+            rescale.note =
+                "'-' = no score seen yet in the row: m starts at -inf and l at 0, so the "
+                "first rescale factor e^(m before - m) is 0 by definition (nothing to rescale)";
+          }
+          s.numbers.push_back(std::move(rescale));
         }
       }
     }
@@ -255,8 +270,12 @@ class NumberRecorder final : public NumericObserver {
   }
   static NumberTile tile(std::string name, const std::vector<double>& row_major, std::int64_t rows,
                          std::int64_t cols) {
-    NumberTile t{std::move(name),           rows, cols, std::min(rows, kMaxShown),
-                 std::min(cols, kMaxShown), {}};
+    NumberTile t;
+    t.name = std::move(name);
+    t.rows = rows;
+    t.cols = cols;
+    t.shown_rows = std::min(rows, kMaxShown);
+    t.shown_cols = std::min(cols, kMaxShown);
     if (static_cast<std::int64_t>(row_major.size()) < rows * cols) {
       t.shown_rows = t.shown_cols = 0;  // nothing there yet (m before the first block)
       return t;
@@ -264,6 +283,19 @@ class NumberRecorder final : public NumericObserver {
     for (std::int64_t i = 0; i < t.shown_rows; ++i)
       for (std::int64_t j = 0; j < t.shown_cols; ++j)
         t.values.push_back(row_major[static_cast<std::size_t>(i * cols + j)]);
+    return t;
+  }
+  // Marks the shown values of a column tile whose row's running max in `m` (row-major, one
+  // value a row) is still -inf: no score of that row seen yet.
+  static NumberTile mark_unseen(NumberTile t, const std::vector<double>& m) {
+    if (t.values.empty() || t.cols != 1) return t;
+    t.unseen.assign(t.values.size(), false);
+    bool any = false;
+    for (std::size_t i = 0; i < t.values.size() && i < m.size(); ++i) {
+      t.unseen[i] = std::isinf(m[i]) && m[i] < 0;
+      any = any || t.unseen[i];
+    }
+    if (!any) t.unseen.clear();
     return t;
   }
   std::map<Key, std::vector<double>> m_;
@@ -412,6 +444,24 @@ Trace build_trace(const HardwareProfile& profile, const RunRequest& request) {
     trace.steps.push_back(std::move(step));
   }
   return trace;
+}
+
+LevelBytes run_totals(const Trace& trace) {
+  const bool on = trace.report.request.engine.l2_enabled;
+  const Counters& c2 = (on ? trace.other : trace.report).engine.total;
+  const Counters& c3 = (on ? trace.report : trace.other).engine.total;
+  return {c2.hbm.read_total() + c2.hbm.write_total(), c3.l2.read_total() + c3.l2.write_total(),
+          c3.hbm.read_total() + c3.hbm.write_total() + c3.l2_dirty_at_end_bytes};
+}
+
+std::string thousands(std::uint64_t v) {
+  const std::string digits = std::to_string(v);
+  std::string s;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) s += ',';
+    s += digits[i];
+  }
+  return s;
 }
 
 std::string human_bytes(std::uint64_t bytes) {

@@ -57,6 +57,11 @@ struct NumberTile {
   std::int64_t rows = 0, cols = 0;  // of the whole buffer
   std::int64_t shown_rows = 0, shown_cols = 0;  // of `values`
   std::vector<double> values;
+  // As `values` (or empty): the values that say "no score seen yet" rather than a number to read:
+  // a running max m still at its start, -inf, and the rescale factor of such a row, 0 by
+  // definition.
+  std::vector<bool> unseen;
+  std::string note;  // why the unseen values are what they are, or ""
 };
 inline constexpr std::int64_t kMaxShown = 16;
 
@@ -94,8 +99,16 @@ struct Trace {
 /// or an infeasible tiling.
 Trace build_trace(const HardwareProfile& profile, const RunRequest& request);
 
+/// The run's totals at the three levels, as the summary gives them: HBM in the two-level model,
+/// the L2's requests and DRAM with the L2 on, DRAM counting the lines still dirty in the L2 at the
+/// end (they reach DRAM later; without them DRAM could be below the compulsory bytes).
+LevelBytes run_totals(const Trace& trace);
+
 /// The line that describes an op: "load Q rows 0-15, cols 0-15 (512 B): HBM -> shared memory".
 std::string describe(const TraceStep& step);
+
+/// A count with thousands separators ("30,208").
+std::string thousands(std::uint64_t v);
 
 /// Bytes in a short human form ("512 B", "8.0 KiB").
 std::string human_bytes(std::uint64_t bytes);

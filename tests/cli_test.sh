@@ -219,7 +219,8 @@ section_explain() {
   expect 2 "--step 999: the trace has steps 1 to 30" -- "${EX[@]}" --step 999
   expect 2 "--focus 'cta:x': expected cta:I" -- "${EX[@]}" --focus cta:x
   expect 2 "--focus cta:9: the kernels have CTAs 0 to 1" -- "${EX[@]}" --focus cta:9
-  expect 2 "--compare 'flash2': expected two algorithms A,B" -- "${EX[@]}" --compare flash2
+  expect 2 "--compare 'flash2': expected two or more algorithms" -- "${EX[@]}" --compare flash2
+  expect 0 "flash1 moves" -- "${EX[@]}" --compare standard,flash1,flash2
   expect 2 "did you mean 'flash1'" -- "${EX[@]}" --compare flash2,flsh1
   expect 2 "--step and --until" -- "${EX[@]}" --step 2 --until 3
   expect 2 "does not exist" -- "${EX[@]}" --html /nonexistent/x.html
@@ -235,6 +236,8 @@ section_explain() {
   if grep -q "lower bound: [0-9,]* B = max(compulsory" <<<"$summary"; then ok; else bad "explain's lower bound hides its compulsory term"; fi
   "$IOSIM" "${EX[@]}" --html "$tmp/explain.html" 2>/dev/null
   if [ -s "$tmp/explain.html" ] && grep -q 'id="trace"' "$tmp/explain.html"; then ok; else bad "explain --html wrote no page"; fi
+  "$IOSIM" "${EX[@]}" --compare standard,flash1,flash2 --html "$tmp/compare.html" 2>/dev/null
+  if [ "$(grep -o 'class="bar"' "$tmp/compare.html" 2>/dev/null | wc -l)" = 9 ]; then ok; else bad "explain --compare --html wrote no page of 9 bars"; fi
 }
 
 # Kernel descriptions: the presets list and print, a user's file runs, sweeps and explains; a

@@ -3,7 +3,8 @@
 # approach of browser_test.sh): node parses teach/assets/*.js first; then the page of a small
 # trace is rendered with #selftest, which clicks forward through every step (checking the step
 # shown and the HBM counter against the trace at each), back once, and the Home and right-arrow
-# keys. Fails on any console message or script error. Run by ctest with IOSIM set to the binary.
+# keys; then the static page of --compare. Fails on any console message or script error. Run by
+# ctest with IOSIM set to the binary.
 #
 #   IOSIM=build/iosim bash tests/explain_browser_test.sh [SCREENSHOT.png [STEP]]
 #
@@ -48,6 +49,26 @@ for i in 0 1; do
   [ "$steps" = "$want" ] || bad "page $i shows $steps steps, the trace has $want"
   [ "$selftest" = "ok $want steps" ] || bad "page $i selftest: '$selftest'"
 done
+
+# The static page of --compare (no script): rendered with no console message, a column and three
+# bars (one per level) for each algorithm.
+if "$IOSIM" explain --seq 32 --head-dim 16 --block-q 16 --block-kv 16 --compare standard,flash1,flash2 \
+  --html "$tmp/compare.html" 2>"$tmp/explain.err"; then
+  timeout 120 "$browser" "${flags[@]}" --user-data-dir="$tmp/profile-compare" --dump-dom \
+    "file://$tmp/compare.html" >"$tmp/dom-compare.html" 2>"$tmp/log-compare"
+  rc=$?
+  [ "$rc" -eq 0 ] || bad "chromium exited with $rc on the compare page: $(tail -5 "$tmp/log-compare")"
+  if grep -q ':CONSOLE' "$tmp/log-compare"; then
+    bad "console messages on the compare page:"
+    grep ':CONSOLE' "$tmp/log-compare" | head -20
+  fi
+  columns=$(grep -o '<th scope="col">' "$tmp/dom-compare.html" | wc -l)
+  bars=$(grep -o '<rect class="bar"' "$tmp/dom-compare.html" | wc -l)
+  echo "compare page: $columns algorithm columns, $bars bars"
+  [ "$columns" = 3 ] && [ "$bars" = 9 ] || bad "the compare page shows $columns columns and $bars bars, want 3 and 9"
+else
+  bad "iosim explain --compare --html: $(cat "$tmp/explain.err")"
+fi
 
 # The tutorial's one-command slide figure (scripts/slide_figure.sh), into SCREENSHOT when given.
 shot=${screenshot:-$tmp/figure.png}

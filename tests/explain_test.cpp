@@ -6,7 +6,10 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <regex>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "sim/base/errors.hpp"
 #include "teach/html_writer.hpp"
@@ -28,6 +31,27 @@ struct Case {
   const char* algo;
   Pass pass;
 };
+
+// The last `n` cells of the line of `text` that starts with "  " + label (a --compare row).
+std::vector<std::string> row_cells(const std::string& text, const std::string& label,
+                                   std::size_t n) {
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("  " + label + " ", 0) != 0) continue;
+    std::istringstream words(line.substr(2 + label.size()));
+    std::vector<std::string> cells;
+    for (std::string w; words >> w;) cells.push_back(w);
+    if (cells.size() < n) return {};
+    return {cells.end() - static_cast<std::ptrdiff_t>(n), cells.end()};
+  }
+  return {};
+}
+
+// The first group of `pattern` in `text`, or "" when it is not there.
+std::string first_match(const std::string& text, const char* pattern) {
+  std::smatch m;
+  return std::regex_search(text, m, std::regex(pattern)) ? m[1].str() : "";
+}
 
 }  // namespace
 
@@ -114,15 +138,31 @@ TEST_CASE("explain --execute: final O (and dQ, dK, dV) tiles match FP64; online 
   RunRequest r = test::request("flash2", 1, 1, 32, 8, 16, 16);
   r.execute = true;
   const teach::Trace t = teach::build_trace(test::profile(), r);
-  int rescales = 0;
+  int rescales = 0, firsts = 0;
   for (const teach::TraceStep& s : t.steps) {
     for (const teach::NumberTile& n : s.numbers) {
+      if (n.name == "m before" || n.name == "m") {  // -inf exactly where marked unseen
+        for (std::size_t i = 0; i < n.values.size(); ++i) {
+          CHECK((i < n.unseen.size() && n.unseen[i]) == std::isinf(n.values[i]));
+        }
+      }
       if (n.name.rfind("rescale", 0) != 0) continue;
       ++rescales;
       for (double f : n.values) CHECK((f >= 0.0 && f <= 1.0));  // e^(m_old - m_new), m grows
+      if (n.unseen.empty()) {
+        CHECK(n.note.empty());
+        continue;
+      }
+      // A CTA's first K/V block: m was -inf in every row, the factor is 0 and says so.
+      ++firsts;
+      CHECK(std::count(n.unseen.begin(), n.unseen.end(), true) ==
+            static_cast<std::ptrdiff_t>(n.values.size()));
+      for (double f : n.values) CHECK(f == 0.0);
+      CHECK(n.note.find("0 by definition") != std::string::npos);
     }
   }
   CHECK(rescales == 4);  // 2 CTAs x 2 K/V blocks
+  CHECK(firsts == 2);    // the first of each CTA
 }
 
 TEST_CASE("explain: refuses problems past the largest it traces, naming the limit") {
@@ -178,9 +218,89 @@ TEST_CASE("explain: text and page writers") {
   past.step = 31;
   std::ostringstream none;
   CHECK_THROWS_AS(teach::write_trace(none, t, past), ConfigError);
+  // The first online softmax of a CTA: m before and the factor are "not yet seen", not -inf, 0.
+  CHECK(all.str().find("m before (first 8 of 16 rows):        -        -") != std::string::npos);
+  CHECK(all.str().find("('-' = no score seen yet in the row") != std::string::npos);
   const std::string page = teach::trace_html(t);
   CHECK(page.find("<script type=\"application/json\" id=\"trace\">") != std::string::npos);
+  CHECK(page.find("\"unseen\":[true,") != std::string::npos);
+  CHECK(page.find("<div id=\"legend\">") != std::string::npos);
   CHECK(page.find("http") == std::string::npos);  // self-contained: nothing fetched
+}
+
+TEST_CASE("explain --compare: each column's totals are what explain prints for its algorithm") {
+  const char* algos[] = {"standard", "flash1", "flash2"};
+  struct Flags {
+    Pass pass;
+    bool causal, l2;
+  };
+  for (const Flags& flags : {Flags{Pass::fwd, false, true}, Flags{Pass::fwd, true, false},
+                             Flags{Pass::bwd, false, true}}) {
+    CAPTURE(pass_name(flags.pass));
+    CAPTURE(flags.causal);
+    CAPTURE(flags.l2);
+    auto request = [&](const char* algo) {
+      RunRequest r = test::request(algo, 1, 2, 40, 16, 16, 16);
+      r.problem.pass = flags.pass;
+      r.problem.causal = flags.causal;
+      r.engine.l2_enabled = flags.l2;
+      return r;
+    };
+    std::vector<teach::Trace> traces;
+    for (const char* algo : algos)
+      traces.push_back(teach::build_trace(test::profile(), request(algo)));
+    std::ostringstream compare;
+    teach::write_compare(compare, traces, false);
+    const std::string text = compare.str();
+    CAPTURE(text);
+    CHECK(text.find("iosim explain --compare standard,flash1,flash2: ") == 0);
+    CHECK(row_cells(text, "", 3) == std::vector<std::string>{"standard", "flash1", "flash2"});
+    const auto steps = row_cells(text, "steps (tile operations)", 3);
+    const auto hbm2 = row_cells(text, "HBM bytes, two-level model", 3);
+    const auto l2_bytes = row_cells(text, "L2 bytes requested (L2 on)", 3);
+    const auto dram = row_cells(text, "DRAM bytes (L2 on, incl. dirty at end)", 3);
+    const auto closed = row_cells(text, "closed form (two-level)", 3);
+    REQUIRE(steps.size() == 3);
+    REQUIRE(hbm2.size() == 3);
+    REQUIRE(l2_bytes.size() == 3);
+    REQUIRE(dram.size() == 3);
+    REQUIRE(closed.size() == 3);
+    const std::string page = teach::compare_html(traces);
+    for (std::size_t i = 0; i < 3; ++i) {
+      CAPTURE(algos[i]);
+      // The algorithm explained alone, from the same flags: its own summary's numbers.
+      std::ostringstream alone;
+      teach::write_trace(alone, teach::build_trace(test::profile(), request(algos[i])), {});
+      const std::string one = alone.str();
+      CHECK(steps[i] == first_match(one, R"(\n(\d+) steps, \d+ kernel)"));
+      CHECK(hbm2[i] == first_match(one, R"(HBM, two-level model: ([0-9,]+) B)"));
+      CHECK(l2_bytes[i] == first_match(one, R"(L2 requests ([0-9,]+) B, DRAM)"));
+      CHECK(dram[i] == first_match(one, R"(DRAM ([0-9,]+) B incl\. dirty)"));
+      CHECK(closed[i] == (one.find("= the closed form for these blocks") != std::string::npos
+                              ? hbm2[i]
+                              : first_match(one, R"(\(closed form: ([0-9,]+) B\))")));
+      // The page holds the same cells.
+      for (const std::string& cell : {hbm2[i], l2_bytes[i], dram[i]}) {
+        CHECK(page.find("<td>" + cell + "</td>") != std::string::npos);
+      }
+    }
+    // Every schedule but the one with the fewest HBM bytes is held against it.
+    std::size_t ratios = 0;
+    for (std::size_t at = 0; (at = text.find(" moves ", at)) != std::string::npos; ++at) ++ratios;
+    CHECK(ratios == 2);
+    // The page: one bar per algorithm and level, no script, nothing fetched.
+    std::size_t bars = 0;
+    for (std::size_t at = 0; (at = page.find("class=\"bar\"", at)) != std::string::npos; ++at) {
+      ++bars;
+    }
+    CHECK(bars == 9);
+    CHECK(page.find("<script") == std::string::npos);
+    CHECK(page.find("http") == std::string::npos);
+  }
+  std::vector<teach::Trace> one;
+  one.push_back(teach::build_trace(test::profile(), test::request("flash2", 1, 1, 32, 16)));
+  std::ostringstream none;
+  CHECK_THROWS_AS(teach::write_compare(none, one, false), InternalError);
 }
 
 }  // namespace iosim

@@ -14,6 +14,9 @@
   var current = 0;
   var COLORS = { load: '#1f8fc0', store: '#c03fa8', reduce: '#e08000', compute: '#c8a800' };
   var LIGHT = { read: '#cde8f5', write: '#f3d3ec' };
+  var CHIP = { smem: '#d8ecd0', reg: '#efe6c8' };  // a buffer's fill: shared memory, registers
+  var HELD = '#2a7a2a';  // dashed outline in HBM: what this CTA holds on chip
+  var UNSEEN = '\u2014';  // a value that means "no score seen yet" (m at -inf, its rescale 0)
 
   $('header').textContent = trace.header;
   $('summary').textContent = trace.summary;
@@ -31,6 +34,11 @@
   function cellSize(rows, cols) {
     return Math.max(2, Math.min(12, Math.floor(224 / Math.max(rows, cols, 1))));
   }
+  // A column (m, l, L: one value a row) is drawn wider than its cells are high, so it is not a
+  // sliver beside the matrices.
+  function cellWidth(cols, cell) {
+    return cols === 1 ? Math.max(cell, 20) : cell;
+  }
 
   // HBM: one canvas per matrix of each tensor the schedule touches.
   var hbm = {};
@@ -43,35 +51,53 @@
     box.appendChild(label);
     // Several matrices (heads, pages) side by side, each smaller.
     var cell = Math.max(2, Math.floor(cellSize(t.rows, t.cols) / (t.matrices > 1 ? 2 : 1)));
+    var cw = cellWidth(t.cols, cell);
     var list = [];
     for (var m = 0; m < t.matrices; m++) {
       var c = document.createElement('canvas');
-      c.width = t.cols * cell + 1;
+      c.width = t.cols * cw + 1;
       c.height = t.rows * cell + 1;
       box.appendChild(c);
       list.push(c);
     }
-    hbm[t.name] = { canvases: list, cell: cell, info: t };
+    hbm[t.name] = { canvases: list, cell: cell, cw: cw, info: t };
     $('hbm').appendChild(box);
   });
-  var legend = document.createElement('div');
-  legend.className = 'legend';
-  legend.innerHTML = 'this step:<span style="background:' + COLORS.load + '"></span>read' +
-    '<span style="background:' + COLORS.store + '"></span>written' +
-    '&nbsp; earlier:<span style="background:' + LIGHT.read + '"></span>read' +
-    '<span style="background:' + LIGHT.write + '"></span>written' +
-    '&nbsp; dashed: held on chip by this CTA';
-  $('hbm').appendChild(legend);
+
+  // The legend: every colour and outline the panels use, from the same constants.
+  function swatch(style, words) {
+    return '<span class="swatch" style="' + style + '"></span>' + words;
+  }
+  $('legend').innerHTML =
+    '<div><b>HBM:</b> this step ' + swatch('background:' + COLORS.load, 'read') +
+    swatch('background:' + COLORS.store, 'written') +
+    swatch('background:' + COLORS.reduce, 'added into (a reduce)') +
+    ' &nbsp;earlier steps ' + swatch('background:' + LIGHT.read, 'read') +
+    swatch('background:' + LIGHT.write, 'written or added into') +
+    swatch('border:2px dashed ' + HELD, 'held on chip by this CTA now') + '</div>' +
+    '<div><b>On chip:</b> ' + swatch('background:' + CHIP.smem, 'shared memory') +
+    swatch('background:' + CHIP.reg, 'registers') +
+    swatch('border:3px solid #e0a000', 'filled or computed by this step') +
+    ' &nbsp;(a column such as m or l: one value per query row)</div>' +
+    '<div><b>Step text:</b> <span class="kind load">load</span>, ' +
+    '<span class="kind store">store</span>, <span class="kind reduce">reduce</span>, ' +
+    '<span class="kind compute">compute</span>. <b>Bytes so far:</b> bars on one scale, the ' +
+    'run\'s largest total.' +
+    (steps.some(function (s) { return s.numbers.length > 0; })
+      ? ' <b>Numbers:</b> ' + UNSEEN + ' where a row has seen no score yet (m starts at ' +
+        '&minus;&infin;, l at 0).' : '') + '</div>';
 
   function fill(tile, color) {
     var h = hbm[tile.t];
     if (!h || tile.m >= h.canvases.length) return;
     var ctx = h.canvases[tile.m].getContext('2d');
     ctx.fillStyle = color;
-    ctx.fillRect(tile.c0 * h.cell + 1, tile.r0 * h.cell + 1, tile.nc * h.cell - 1,
+    ctx.fillRect(tile.c0 * h.cw + 1, tile.r0 * h.cell + 1, tile.nc * h.cw - 1,
       tile.nr * h.cell - 1);
   }
-  function grid(canvas, rows, cols, cell) {
+  // cw: the cells' width, where it is not their height (a column).
+  function grid(canvas, rows, cols, cell, cw) {
+    cw = cw || cell;
     var ctx = canvas.getContext('2d');
     ctx.fillStyle = '#fafafa';
     ctx.fillRect(0, 0, canvas.width, canvas.height);
@@ -80,13 +106,13 @@
     var every = Math.max(1, Math.round(8 / cell)) * (cell >= 8 ? 1 : 4);
     ctx.beginPath();
     for (var r = 0; r <= rows; r += every) { ctx.moveTo(0, r * cell + 0.5); ctx.lineTo(canvas.width, r * cell + 0.5); }
-    for (var c = 0; c <= cols; c += every) { ctx.moveTo(c * cell + 0.5, 0); ctx.lineTo(c * cell + 0.5, canvas.height); }
+    for (var c = 0; c <= cols; c += every) { ctx.moveTo(c * cw + 0.5, 0); ctx.lineTo(c * cw + 0.5, canvas.height); }
     ctx.stroke();
   }
   function drawHbm(k) {
     Object.keys(hbm).forEach(function (name) {
       var h = hbm[name];
-      h.canvases.forEach(function (c) { grid(c, h.info.rows, h.info.cols, h.cell); });
+      h.canvases.forEach(function (c) { grid(c, h.info.rows, h.info.cols, h.cell, h.cw); });
     });
     for (var i = 0; i < k; i++) {
       var s = steps[i];
@@ -102,9 +128,9 @@
         if (!h || t.m >= h.canvases.length) return;
         var ctx = h.canvases[t.m].getContext('2d');
         ctx.setLineDash([3, 2]);
-        ctx.strokeStyle = '#2a7a2a';
+        ctx.strokeStyle = HELD;
         ctx.lineWidth = 2;
-        ctx.strokeRect(t.c0 * h.cell + 1, t.r0 * h.cell + 1, t.nc * h.cell - 1, t.nr * h.cell - 1);
+        ctx.strokeRect(t.c0 * h.cw + 1, t.r0 * h.cell + 1, t.nc * h.cw - 1, t.nr * h.cell - 1);
         ctx.setLineDash([]);
       });
     });
@@ -121,12 +147,13 @@
       div.textContent = (t.where === 'smem' ? 's' : 'r') + t.t + '[' + t.r0 + ':' + (t.r0 + t.nr) +
         ', ' + t.c0 + ':' + (t.c0 + t.nc) + '] ' + (t.where === 'smem' ? 'shared' : 'registers');
       var cell = Math.max(2, Math.min(5, Math.floor(96 / Math.max(t.nr, t.nc, 1))));
+      var cw = cellWidth(t.nc, cell);
       var c = document.createElement('canvas');
-      c.width = t.nc * cell + 1;
+      c.width = t.nc * cw + 1;
       c.height = t.nr * cell + 1;
-      grid(c, t.nr, t.nc, cell);
+      grid(c, t.nr, t.nc, cell, cw);
       var ctx = c.getContext('2d');
-      ctx.fillStyle = t.where === 'smem' ? '#d8ecd0' : '#efe6c8';
+      ctx.fillStyle = CHIP[t.where];
       ctx.fillRect(1, 1, c.width - 2, c.height - 2);
       div.appendChild(c);
       box.appendChild(div);
@@ -173,9 +200,24 @@
         (t.sr < t.rows || t.sc < t.cols ? ', first ' + t.sr + ' x ' + t.sc : '') + ')';
       for (var i = 0; i < t.sr; i++) {
         var tr = table.insertRow();
-        for (var j = 0; j < t.sc; j++) tr.insertCell().textContent = number(t.v[i * t.sc + j]);
+        for (var j = 0; j < t.sc; j++) {
+          var td = tr.insertCell();
+          if (t.unseen && t.unseen[i * t.sc + j]) {
+            td.textContent = UNSEEN;
+            td.className = 'unseen';
+            td.title = 'no score of this row seen yet (the trace holds ' + number(t.v[i * t.sc + j]) + ')';
+          } else {
+            td.textContent = number(t.v[i * t.sc + j]);
+          }
+        }
       }
       box.appendChild(table);
+      if (t.note) {
+        var note = document.createElement('div');
+        note.className = 'note';
+        note.textContent = t.note.replace(/^'-'/, UNSEEN).replace(/-inf/g, '\u2212\u221e');
+        box.appendChild(note);
+      }
     });
     if (s.error !== undefined) {
       var p = document.createElement('div');
@@ -221,7 +263,13 @@
       $('forward').click();
       if ($('position').textContent !== 'step ' + (k + 1) + ' / ' + n) failures.push('position at ' + k);
       if ($('counter-0').textContent.indexOf(human(steps[k].total[0])) !== 0) failures.push('counter at ' + k);
+      var unseen = 0;
+      steps[k].numbers.forEach(function (t) {
+        (t.unseen || []).forEach(function (u) { unseen += u ? 1 : 0; });
+      });
+      if ($('numbers').querySelectorAll('td.unseen').length !== unseen) failures.push('unseen at ' + k);
     }
+    if (!$('legend').textContent) failures.push('legend');
     $('back').click();
     if (n > 1 && current !== n - 2) failures.push('back');
     document.dispatchEvent(new KeyboardEvent('keydown', { key: 'Home' }));
