@@ -41,8 +41,10 @@ struct PowerSolution {
 /// time depends on the clock through `simulate_at(clock_mhz)`. Starts at the boost clock; when
 /// that exceeds the limit, models the time between the clocks simulated so far as
 /// time ∝ clock^-g (g from the last two simulations, 1 before the second: compute-bound), solves
-/// power = limit for the clock on that model, simulates there, and repeats until the clock moves
-/// by less than 1 MHz (at most 6 simulations). `result` is the simulation at the chosen clock.
+/// power = limit for the clock on that model, simulates there, and repeats until the model,
+/// refitted to the last simulation, moves the clock by less than 1 MHz: that simulation is the
+/// answer (at most 6 simulations; 2 when the first solve lands within 1 MHz). `result` is the
+/// simulation at the chosen clock.
 PowerSolution solve_power_clock(const HardwareProfile& profile, Dtype dtype,
                                 const std::function<EngineResult(double)>& simulate_at,
                                 EngineResult& result);
