@@ -14,6 +14,8 @@ out=$gen/out  # every output path of the corpus points here; it must stay empty
 mkdir -p "$out" "$gen/empty_folder" "$gen/folder.json"
 mkfifo "$gen/fifo"                   # nothing ever writes to it
 ln -s loop.yaml "$gen/loop.yaml"     # a link to itself
+ln -s loop_b.json "$gen/loop_a.json" # a loop of two links
+ln -s loop_a.json "$gen/loop_b.json"
 
 # Inputs made at run time: too big, binary, or derived from a valid file by one edit.
 yes '# a comment line repeated until the profile is ten megabytes long' | head -c 10485760 >"$gen/big.yaml"
