@@ -119,6 +119,10 @@ void read_measurement_document(const json& doc, const fs::path& file,
   if (!doc.contains("cases") || !doc["cases"].is_array()) {
     throw ConfigError(fmt::format("{}: 'cases' must be a list of measured cases", file.string()));
   }
+  if (doc["cases"].empty()) {
+    // Nothing compared is no agreement: an empty list would summarize as a success.
+    throw ConfigError(fmt::format("{}: has no cases: 'cases' is an empty list", file.string()));
+  }
   const std::string profile = profile_override.empty() ? profile_for(file, doc) : profile_override;
   const double free_clock_mhz = free_running_clock_mhz(doc);
   const double held_clock_mhz = held_running_clock_mhz(doc);
