@@ -68,7 +68,8 @@ Action add_explain_command(CLI::App& app) {
   cmd->add_option("--html", e->html,
                   "write an interactive, self-contained page of the trace (a stepper) here")
       ->check(output_file_name());
-  return [f, e] {
+  return [cmd, f, e] {
+    check_kernel_or_algo(*cmd);
     if (!e->html.empty()) check_output_folder("--html", e->html);
     const RunRequest request = to_request(*f);
     teach::check_explainable(request);
