@@ -34,10 +34,11 @@ constexpr int kWarpgroupThreads = 128;
 // otherwise; d <= 192: 64 x 96; larger: 64 x 80. Two consumer (MMA) warpgroups beside the
 // producer (384 threads, as cuDNN's bprop kernel); Q, dO and dS double-buffered up to d = 128,
 // single above. `req` is what the flags ask of the backward (in a run of both passes, where they
-// tile the forward, --backward-block-q and --backward-block-kv). Returns why the tiles cannot
-// run, or nothing.
+// tile the forward, --backward-block-q and --backward-block-kv; `flag` is then "--backward-"
+// rather than "--", so that a refusal names the flags that were given). Returns why the tiles
+// cannot run, or nothing.
 std::string plan_backward(const AttentionProblem& p, const HardwareProfile& hw,
-                          const TilingRequest& req, Flash3BackwardTiles& bt) {
+                          const TilingRequest& req, const char* flag, Flash3BackwardTiles& bt) {
   const std::int64_t d = p.head_dim, eb = p.elem_bytes();
   bt.block_q = req.block_q.value_or(d <= 64    ? 128
                                     : d <= 96  ? 64
@@ -46,14 +47,21 @@ std::string plan_backward(const AttentionProblem& p, const HardwareProfile& hw,
   bt.block_kv = req.block_kv.value_or(d <= 128 ? 128 : d <= 192 ? 96 : 80);
   bt.stages = req.pipeline_stages.value_or(d <= 128 ? 2 : 1);
   bt.consumers = 2;
-  bt.threads = req.threads.value_or((bt.consumers + 1) * kWarpgroupThreads);
-  if (bt.block_q % 16 != 0 || bt.block_kv % 16 != 0 ||
-      bt.threads != (bt.consumers + 1) * kWarpgroupThreads) {
+  const int cta_threads = (bt.consumers + 1) * kWarpgroupThreads;
+  bt.threads = req.threads.value_or(cta_threads);
+  // Blocks and threads apart: one message for both said "the CTA 384 threads, not 384" of a
+  // block that was wrong, and named --block-q for --backward-block-q.
+  if (bt.block_q % 16 != 0 || bt.block_kv % 16 != 0) {
     return fmt::format(
-        "flash3's backward runs two consumer warpgroups beside one producer on blocks of 16-row "
-        "wgmma steps: --block-q {} and --block-kv {} must be multiples of 16 and the CTA {} "
-        "threads, not {}",
-        bt.block_q, bt.block_kv, (bt.consumers + 1) * kWarpgroupThreads, bt.threads);
+        "flash3's backward runs on blocks of 16-row wgmma steps: {}block-q {} and {}block-kv {} "
+        "must be multiples of 16",
+        flag, bt.block_q, flag, bt.block_kv);
+  }
+  if (bt.threads != cta_threads) {
+    return fmt::format(
+        "flash3's backward runs two consumer warpgroups beside one producer: its CTA has {} "
+        "threads, not --threads {}",
+        cta_threads, bt.threads);
   }
   // Q, dO and dS stages, K and V, the fp32 dQ staging tile of the TMA reduce-add, L and D stages.
   const std::int64_t s = bt.stages;
@@ -87,7 +95,8 @@ Planned plan_flash3(const AttentionProblem& p, const HardwareProfile& hw,
     TilingRequest backward;  // in a run of both passes only its blocks, if given
     backward.block_q = req.backward_block_q;
     backward.block_kv = req.backward_block_kv;
-    out.infeasible_reason = plan_backward(p, hw, p.pass == Pass::bwd ? req : backward, bt);
+    out.infeasible_reason = p.pass == Pass::bwd ? plan_backward(p, hw, req, "--", bt)
+                                                : plan_backward(p, hw, backward, "--backward-", bt);
     if (!out.feasible()) return out;
     t.backward_block_q = bt.block_q;
     t.backward_block_kv = bt.block_kv;

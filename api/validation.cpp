@@ -7,7 +7,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <nlohmann/json.hpp>
+#include <system_error>
 
 #include "api/validation_detail.hpp"
 #include "sim/base/errors.hpp"
@@ -67,17 +69,34 @@ double held_running_clock_mhz(const json& doc) {
   return lo > 0 && lo == mid ? lo : 0.0;
 }
 
+// Every filesystem call here takes an error_code: the throwing forms made a symbolic link loop
+// (or a folder that cannot be searched) an internal error instead of a message naming the path.
 std::vector<fs::path> measurement_files(const fs::path& path) {
-  if (!fs::exists(path))
+  std::error_code ec;
+  const fs::file_status status = fs::status(path, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory) {
+    // A symlink loop, a path through a file, a folder not searchable: say which, not "no such".
+    throw ConfigError(
+        fmt::format("cannot read measurement file '{}': {}", path.string(), ec.message()));
+  }
+  if (ec || !fs::exists(status)) {
     throw ConfigError(fmt::format("no such file or folder '{}'", path.string()));
-  if (!fs::is_directory(path)) return {path};
+  }
+  if (!fs::is_directory(status)) return {path};  // read_text_file says what else it may be
   std::vector<fs::path> files;
-  for (const auto& e : fs::recursive_directory_iterator(path)) {
-    const std::string name = e.path().filename().string();
-    if (e.is_regular_file() && name.rfind("measurements", 0) == 0 &&
-        e.path().extension() == ".json") {
-      files.push_back(e.path());
+  fs::recursive_directory_iterator it(path, ec), end;
+  for (; !ec && it != end; it.increment(ec)) {
+    const fs::path& p = it->path();
+    const std::string name = p.filename().string();
+    std::error_code entry_ec;  // a link loop in the folder is no measurement file: skipped
+    if (name.rfind("measurements", 0) == 0 && p.extension() == ".json" &&
+        it->is_regular_file(entry_ec)) {
+      files.push_back(p);
     }
+  }
+  if (ec) {
+    throw ConfigError(
+        fmt::format("cannot list measurements folder '{}': {}", path.string(), ec.message()));
   }
   std::sort(files.begin(), files.end());
   if (files.empty()) {
@@ -99,6 +118,10 @@ void read_measurement_document(const json& doc, const fs::path& file,
   }
   if (!doc.contains("cases") || !doc["cases"].is_array()) {
     throw ConfigError(fmt::format("{}: 'cases' must be a list of measured cases", file.string()));
+  }
+  if (doc["cases"].empty()) {
+    // Nothing compared is no agreement: an empty list would summarize as a success.
+    throw ConfigError(fmt::format("{}: has no cases: 'cases' is an empty list", file.string()));
   }
   const std::string profile = profile_override.empty() ? profile_for(file, doc) : profile_override;
   const double free_clock_mhz = free_running_clock_mhz(doc);

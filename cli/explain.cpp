@@ -91,7 +91,8 @@ Action add_explain_command(CLI::App& app) {
                   "write a self-contained page here: the trace as a stepper, or with --compare "
                   "a table and a chart of the bytes")
       ->check(output_file_name());
-  return [f, e] {
+  return [cmd, f, e] {
+    check_kernel_or_algo(*cmd);
     if (!e->html.empty()) check_output_folder("--html", e->html);
     const RunRequest request = to_request(*f);
     teach::check_explainable(request);

@@ -1,9 +1,13 @@
 #include "cli/flag_options.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <optional>
 #include <type_traits>
 #include <variant>
+
+#include "sim/base/errors.hpp"
 
 namespace iosim::cli {
 
@@ -30,6 +34,17 @@ void add_problem_flags(CLI::App& cmd, RunFlags& f, const std::vector<std::string
         },
         flag.field);
   }
+}
+
+void check_kernel_or_algo(const CLI::App& cmd) {
+  const CLI::Option* algo = cmd.get_option_no_throw("--algo");
+  const CLI::Option* kernel = cmd.get_option_no_throw("--kernel");
+  if (algo == nullptr || kernel == nullptr || algo->count() == 0 || kernel->count() == 0) return;
+  // `run --kernel flash2 --algo flash1` ran flash2 and said nothing of --algo.
+  throw ConfigError(fmt::format(
+      "--kernel {} and --algo {}: give one of them; --kernel runs its description in place of "
+      "--algo (a built-in algorithm's description: --kernel NAME, iosim kernels)",
+      kernel->as<std::string>(), algo->as<std::string>()));
 }
 
 void add_kvcache_flags(CLI::App& cmd, KvCacheFlags& f) {

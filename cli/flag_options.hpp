@@ -19,6 +19,10 @@ inline constexpr const char* kSetHelp =
 /// Adds the flags of problem_flags() named in `names` (all when empty) to `cmd`, bound to `f`.
 void add_problem_flags(CLI::App& cmd, RunFlags& f, const std::vector<std::string>& names = {});
 
+/// Refuses --kernel given with --algo (ConfigError): the description runs in place of --algo, so
+/// one of the two would be dropped without a word. Call in the action of a command that has both.
+void check_kernel_or_algo(const CLI::App& cmd);
+
 /// Adds kvcache_flags() to `cmd`, bound to `f`.
 void add_kvcache_flags(CLI::App& cmd, KvCacheFlags& f);
 

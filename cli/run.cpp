@@ -80,7 +80,8 @@ Action add_run_command(CLI::App& app) {
   auto max_seconds = std::make_shared<double>(0.0);
   cmd->add_option("--max-seconds", *max_seconds,
                   "stop with exit 3 after this much wall time (0: no limit)");
-  return [f, format, max_seconds] {
+  return [cmd, f, format, max_seconds] {
+    check_kernel_or_algo(*cmd);
     const std::string& chosen = format->checked();
     if (!(*max_seconds >= 0)) {
       throw ConfigError(fmt::format("--max-seconds {} must be >= 0", *max_seconds));

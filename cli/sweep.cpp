@@ -384,7 +384,10 @@ Action add_sweep_command(CLI::App& app) {
   cmd->add_option("--max-seconds", s->max_seconds,
                   "stop (exit 3) after this much wall time, keeping finished points for --resume "
                   "(0: no limit)");
-  return [s] { return run_sweep_command(*s); };
+  return [cmd, s] {
+    check_kernel_or_algo(*cmd);
+    return run_sweep_command(*s);
+  };
 }
 
 }  // namespace iosim::cli

@@ -17,6 +17,11 @@
 
 namespace iosim::cli {
 
+namespace {
+// --time-us: a kernel's time from 1 ns to about 12 days (1e12 us).
+constexpr double kMinTimeUs = 1e-3, kMaxTimeUs = 1e12;
+}  // namespace
+
 Action add_validate_command(CLI::App& app) {
   CLI::App* cmd =
       app.add_subcommand("validate", "compare predictions with measured counters (cuda_validate)");
@@ -68,8 +73,16 @@ Action add_validate_command(CLI::App& app) {
         throw ConfigError("--ncu needs --kernel: the description of the kernel you measured");
       }
       if (f->problem.seq <= 0) throw ConfigError("--ncu needs --seq (and the problem's flags)");
-      if (!(f->time_us > 0)) {
+      if (f->time_us == 0) {
         throw ConfigError("--ncu needs --time-us: your kernel's CUDA-event time in microseconds");
+      }
+      // Checked as the flag it is: inf (or 1e-320, which underflowed to a time of 0 s) reached
+      // the comparison and came back as "NCU.csv: the kernel's measured time must be positive".
+      if (!(f->time_us >= kMinTimeUs && f->time_us <= kMaxTimeUs)) {
+        throw ConfigError(fmt::format(
+            "--time-us {} is out of range: your kernel's CUDA-event time in microseconds must be "
+            "in [{:g}, {:g}] (1 ns to about 12 days)",
+            f->time_us, kMinTimeUs, kMaxTimeUs));
       }
       const RunRequest r = to_request(f->problem);
       const std::vector<NcuKernel> kernels =

@@ -1,6 +1,7 @@
 #include "reports/sweep_file.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
@@ -321,6 +322,13 @@ SweepData load_sweeps(const std::vector<fs::path>& files) {
       // A key of the wrong type: name the file rather than fail as a bug.
       throw ConfigError(fmt::format("{}: unexpected content: {}", name, e.what()));
     }
+  }
+  // No row at all would make an empty report that looks like a success. A shard with no points
+  // (--shard 5/5 of a 3-point sweep) writes "rows": [] of its own, so only all files empty is.
+  if (data.rows.empty()) {
+    throw ConfigError(fmt::format("{}: {} no rows: nothing to report (did the sweep run?)",
+                                  fmt::join(data.sources, ", "),
+                                  data.sources.size() == 1 ? "has" : "have"));
   }
   for (const SweepRow& row : data.rows) {
     if (!data.profiles.count(row.profile)) {

@@ -14,6 +14,8 @@ out=$gen/out  # every output path of the corpus points here; it must stay empty
 mkdir -p "$out" "$gen/empty_folder" "$gen/folder.json"
 mkfifo "$gen/fifo"                   # nothing ever writes to it
 ln -s loop.yaml "$gen/loop.yaml"     # a link to itself
+ln -s loop_b.json "$gen/loop_a.json" # a loop of two links
+ln -s loop_a.json "$gen/loop_b.json"
 
 # Inputs made at run time: too big, binary, or derived from a valid file by one edit.
 yes '# a comment line repeated until the profile is ten megabytes long' | head -c 10485760 >"$gen/big.yaml"
@@ -40,8 +42,10 @@ head -c 3000 "$M" >"$gen/truncated.json"
 echo '[1, 2, 3]' >"$gen/array.json"
 echo '42' >"$gen/number.json"
 echo '{"format": "iosim-measurements", "version": 1, "cases": 7}' >"$gen/cases_number.json"
+echo '{"format": "iosim-measurements", "version": 1, "cases": []}' >"$gen/cases_empty.json"
 "$IOSIM" sweep --seq 128,256 --out "$gen/ok.json" 2>/dev/null
 "$IOSIM" sweep --seq 128,256 --out "$gen/ok.csv" 2>/dev/null
+"$IOSIM" sweep --seq 128 --shard 2/2 --out "$gen/sweep_rows_empty.json" 2>/dev/null  # "rows": []
 S=$gen/ok.json
 sed '0,/"hbm_read_bytes": [0-9.e+]*/s//"hbm_read_bytes": -5/' "$S" >"$gen/sweep_negative.json"
 sed '0,/"hbm_read_bytes": [0-9.e+]*/s//"hbm_read_bytes": 1e300/' "$S" >"$gen/sweep_huge.json"

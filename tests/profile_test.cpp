@@ -577,6 +577,19 @@ TEST_SUITE("profile") {
       CHECK(contains(parse_error_of(ProfileText().value(key, "1e300").str()),
                      std::string(key) + " = 1e+300 exceeds 1000000"));
     }
+    // Both clocks have the same floor (the base clock's 1e-300 was accepted), and the fraction of
+    // the HBM bandwidth reached that of the bandwidth (1e-300 made times of 1e295 s).
+    for (const char* key : {"sm.boost_clock_mhz", "sm.base_clock_mhz"}) {
+      CAPTURE(key);
+      CHECK(contains(parse_error_of(ProfileText().value(key, "1e-300").str()),
+                     std::string(key) + " = 1e-300 is below 1 MHz"));
+    }
+    CHECK(parse_error_of(ProfileText().value("sm.base_clock_mhz", "1").str()) ==
+          "<no ConfigError thrown>");
+    CHECK(contains(parse_error_of(ProfileText().value("hbm.achievable_fraction", "1e-300").str()),
+                   "hbm.achievable_fraction = 1e-300 is below 1e-06"));
+    CHECK(contains(parse_error_of(ProfileText().value("hbm.achievable_fraction", "1e-9").str()),
+                   "hbm.achievable_fraction = 1e-09 is below 1e-06"));
   }
 
   TEST_CASE("property: L2 geometry is accepted exactly when sector | line | size") {
@@ -650,9 +663,9 @@ TEST_SUITE("profile") {
     CHECK(with({{"sm.max_ctas_per_sm", "2048"}}) == ok);
     CHECK(contains(with({{"sm.max_ctas_per_sm", "2049"}}),
                    "sm.max_ctas_per_sm = 2049 exceeds sm.max_threads_per_sm = 2048"));
-    // The achievable fraction of peak is in (0, 1].
+    // The achievable fraction of peak is in (0, 1], and no lower than 1e-6 (a rate's floor).
     CHECK(with({{"hbm.achievable_fraction", "1"}}) == ok);
-    CHECK(with({{"hbm.achievable_fraction", "1e-9"}}) == ok);
+    CHECK(with({{"hbm.achievable_fraction", "1e-6"}}) == ok);
     CHECK(contains(with({{"hbm.achievable_fraction", "1.000001"}}),
                    "hbm.achievable_fraction = 1.000001 is not in (0, 1]"));
     CHECK(contains(with({{"hbm.achievable_fraction", "0"}}),

@@ -120,9 +120,15 @@ void profile_yaml::validate(const HardwareProfile& p, Reader& reader) {
                                "keeps state per sector; GPUs use 32-byte sectors)",
                                l2.sector_bytes.value));
   }
+  // Both clocks alike: sm.base_clock_mhz = 1e-300 (--set) was accepted where the boost clock's
+  // 1e-300 was refused, though no GPU runs at either.
   if (sm.boost_clock_mhz.value < 1) {
     reader.note_at("sm.boost_clock_mhz",
                    fmt::format("sm.boost_clock_mhz = {} is below 1 MHz", sm.boost_clock_mhz.value));
+  }
+  if (sm.base_clock_mhz.value < 1) {
+    reader.note_at("sm.base_clock_mhz",
+                   fmt::format("sm.base_clock_mhz = {} is below 1 MHz", sm.base_clock_mhz.value));
   }
   // The L2 model tracks regions of 128 sectors; every partition must hold at least one.
   const std::int64_t region_bytes =
@@ -193,6 +199,15 @@ void profile_yaml::validate(const HardwareProfile& p, Reader& reader) {
       reader.note_at(path, fmt::format("{} = {} is not in (0, 1]", path, v));
   };
   fraction("hbm.achievable_fraction", hbm.achievable_fraction.value);
+  // It scales hbm.bandwidth_gbps, so it gets a floor as the rates do (a million times below
+  // today's GPUs' 0.9): 1e-300 made times of 1e295 s, as hbm.bandwidth_gbps = 1e-300 did before
+  // its range check.
+  if (hbm.achievable_fraction.value > 0 && hbm.achievable_fraction.value < 1e-6) {
+    reader.note_at("hbm.achievable_fraction",
+                   fmt::format("hbm.achievable_fraction = {} is below 1e-06 (no GPU is that far "
+                               "from today's)",
+                               hbm.achievable_fraction.value));
+  }
   fraction("l2.max_dirty_fraction", l2.max_dirty_fraction.value);
 
   if (const PowerSpec& w = p.power; w.present) {
