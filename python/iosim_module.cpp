@@ -135,6 +135,13 @@ RunFlags to_flags(const py::dict& flags) {
     const ProblemFlag& flag = find_flag(problem_flags(), key, {"set"});
     std::visit([&](auto field) { set_field(f, field, key, v); }, flag.field);
   }
+  // As the CLI: a kernel description runs in place of the algorithm, so giving both is a mistake
+  // (kernel=..., algo=... ran the kernel and dropped algo without a word).
+  if (flags.contains("kernel") && flags.contains("algo")) {
+    throw ConfigError(fmt::format(
+        "kernel= and algo='{}': give one of them; kernel= runs its description in place of algo",
+        f.algorithm));
+  }
   // As the CLI's --seq (it said "--seq 0 is out of range" when left out).
   if (!flags.contains("seq")) {
     throw ConfigError("seq is required: the query length N (e.g. seq=4096)");

@@ -226,6 +226,9 @@ def test_kernel_dict_errors_are_config_errors():
         iosim.run(kernel=KERNEL, seq=1024, profile="a100-sxm4-80gb")
     rows = iosim.sweep(kernel=[KERNEL, "flash2"], seq=1024, head_dim=64)
     assert [r["algorithm"] for r in rows] == ["wg1", "flash2"]
+    # kernel= runs in place of algo=: both given is a mistake (algo was dropped without a word).
+    with pytest.raises(iosim.ConfigError, match="give one of them"):
+        iosim.run(kernel="flash2", algo="flash1", seq=1024)
 
 
 # iosim.sweep(client=...) on a dask.distributed cluster (Debian's python3-distributed): two worker
