@@ -13,6 +13,7 @@
 
 #include "api/validation_detail.hpp"
 #include "sim/base/errors.hpp"
+#include "sim/base/json_reader.hpp"
 #include "sim/base/text_file.hpp"
 
 namespace iosim {
@@ -23,11 +24,7 @@ namespace fs = std::filesystem;
 
 json read_json(const fs::path& file) {
   const std::string text = read_text_file(file, "measurement file", kMaxDataFileBytes);
-  try {
-    return json::parse(text);
-  } catch (const json::exception& e) {
-    throw ConfigError(fmt::format("{}: not valid JSON: {}", file.string(), e.what()));
-  }
+  return parse_json_strictly(text, file.string());
 }
 
 // The built-in profile a measurement belongs to: the folder it sits in

@@ -35,6 +35,12 @@ Action add_report_command(CLI::App& app) {
                   fmt::format("Chart.js UMD build to inline (default: $IOSIM_CHARTJS, else {})",
                               chartjs_embedded() ? "the copy built into iosim" : kDebianChartJs));
   return [f] {
+    // (It was ignored without --validation.)
+    if (!f->validation_profile.empty() && f->validation.empty()) {
+      throw ConfigError(
+          "--validation-profile re-predicts the measurements of --validation: give "
+          "--validation FILE, or leave it out");
+    }
     if (!f->html.empty()) check_output_folder("--html", f->html);
     if (!f->md.empty()) check_output_folder("--md", f->md);
     std::vector<std::string> inputs = f->sweeps;

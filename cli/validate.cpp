@@ -53,7 +53,7 @@ Action add_validate_command(CLI::App& app) {
                   "also write the JSON report (what --format json prints) to this file, so that "
                   "one run gives a table to read and a file to keep")
       ->check(output_file_name());
-  return [f] {
+  return [f, cmd] {
     const std::string& format = f->format.checked();
     if (!f->json_file.empty()) {
       // Refused before the predictions run, not after: a wrong path costs nothing.
@@ -93,6 +93,20 @@ Action add_validate_command(CLI::App& app) {
     } else {
       if (f->paths.empty()) {
         throw ConfigError("give measurements files or folders, or --ncu FILE.csv --kernel ...");
+      }
+      // The problem's flags and --time-us describe the kernel of --ncu; measured files carry
+      // their own problems (`validate FILE --seq 4096` ran FILE's cases and ignored --seq).
+      for (const CLI::Option* o : cmd->get_options()) {
+        const std::string name = o->get_name();
+        if (o->count() > 0 && (name == "--time-us" || name == "--kernel" || name == "--batch" ||
+                               name == "--heads" || name == "--kv-heads" || name == "--seq" ||
+                               name == "--seq-kv" || name == "--head-dim" || name == "--dtype" ||
+                               name == "--pass" || name == "--causal" || name == "--mask")) {
+          throw ConfigError(fmt::format(
+              "{} describes the kernel of --ncu; measured files carry their own problems: leave "
+              "it out, or give --ncu FILE.csv",
+              name));
+        }
       }
       v = validate_measurements(
           std::vector<std::filesystem::path>(f->paths.begin(), f->paths.end()), f->profile);

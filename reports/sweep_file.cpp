@@ -11,6 +11,7 @@
 #include "api/schema_version.hpp"
 #include "reports/writers.hpp"
 #include "sim/base/errors.hpp"
+#include "sim/base/json_reader.hpp"
 #include "sim/base/fnv1a.hpp"
 #include "sim/base/json_text.hpp"
 #include "sim/base/text_file.hpp"
@@ -60,11 +61,7 @@ json read_json_file(const fs::path& file) {
         "the profiles and axes the report needs",
         file.string()));
   }
-  try {
-    return json::parse(text);
-  } catch (const json::exception& e) {
-    throw ConfigError(fmt::format("{}: not valid JSON: {}", file.string(), e.what()));
-  }
+  return parse_json_strictly(text, file.string());
 }
 
 // Reads `key` of `obj` as T; a missing key or wrong type names the file and row.

@@ -43,10 +43,12 @@ echo '[1, 2, 3]' >"$gen/array.json"
 echo '42' >"$gen/number.json"
 echo '{"format": "iosim-measurements", "version": 1, "cases": 7}' >"$gen/cases_number.json"
 echo '{"format": "iosim-measurements", "version": 1, "cases": []}' >"$gen/cases_empty.json"
+echo '{"format": "iosim-measurements", "version": 1, "version": 2, "cases": []}' >"$gen/key_twice.json"
 "$IOSIM" sweep --seq 128,256 --out "$gen/ok.json" 2>/dev/null
 "$IOSIM" sweep --seq 128,256 --out "$gen/ok.csv" 2>/dev/null
 "$IOSIM" sweep --seq 128 --shard 2/2 --out "$gen/sweep_rows_empty.json" 2>/dev/null  # "rows": []
 S=$gen/ok.json
+sed '0,/"rows": \[/s//"rows": [], "rows": [/' "$S" >"$gen/sweep_key_twice.json"
 sed '0,/"hbm_read_bytes": [0-9.e+]*/s//"hbm_read_bytes": -5/' "$S" >"$gen/sweep_negative.json"
 sed '0,/"hbm_read_bytes": [0-9.e+]*/s//"hbm_read_bytes": 1e300/' "$S" >"$gen/sweep_huge.json"
 sed 's/"h100-sxm5-80gb": {/"another-gpu": {/' "$S" >"$gen/sweep_no_profile.json"

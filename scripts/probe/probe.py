@@ -1311,6 +1311,9 @@ def classify(case, r, before, after):
     elif rc < 0 or rc > 128 or CRASH_TEXT.search(err):
         if case.kind == "python" and rc == 1 and "Traceback" in err and not CRASH_TEXT.search(err):
             pass
+        elif (case.kind == "python" and case.note == "stop" and rc == 130
+              and "KeyboardInterrupt" in err):
+            pass  # Ctrl-C as Python reports it: an uncaught KeyboardInterrupt exits 130
         else:
             cls.append("crash")
             detail.append(f"rc={rc}")
