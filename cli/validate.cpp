@@ -45,9 +45,11 @@ Action add_validate_command(CLI::App& app) {
                   "docs/kernels.md), compared with --kernel on the problem the flags give");
   cmd->add_option("--time-us", f->time_us,
                   "--ncu: your kernel's time in microseconds, as CUDA events measured it");
-  add_problem_flags(*cmd, f->problem,
-                    {"--kernel", "--batch", "--heads", "--kv-heads", "--seq", "--seq-kv",
-                     "--head-dim", "--dtype", "--pass", "--causal", "--mask"});
+  // The flags that describe the kernel of --ncu (and only it: measured files carry their own).
+  static const std::vector<std::string> kNcuProblemFlags = {
+      "--kernel",   "--batch", "--heads", "--kv-heads", "--seq", "--seq-kv",
+      "--head-dim", "--dtype", "--pass",  "--causal",   "--mask"};
+  add_problem_flags(*cmd, f->problem, kNcuProblemFlags);
   f->format.add_to(*cmd);
   cmd->add_option("--json", f->json_file,
                   "also write the JSON report (what --format json prints) to this file, so that "
@@ -96,12 +98,10 @@ Action add_validate_command(CLI::App& app) {
       }
       // The problem's flags and --time-us describe the kernel of --ncu; measured files carry
       // their own problems (`validate FILE --seq 4096` ran FILE's cases and ignored --seq).
-      for (const CLI::Option* o : cmd->get_options()) {
-        const std::string name = o->get_name();
-        if (o->count() > 0 && (name == "--time-us" || name == "--kernel" || name == "--batch" ||
-                               name == "--heads" || name == "--kv-heads" || name == "--seq" ||
-                               name == "--seq-kv" || name == "--head-dim" || name == "--dtype" ||
-                               name == "--pass" || name == "--causal" || name == "--mask")) {
+      std::vector<std::string> ncu_only = kNcuProblemFlags;
+      ncu_only.push_back("--time-us");
+      for (const std::string& name : ncu_only) {
+        if (cmd->count(name) > 0) {
           throw ConfigError(fmt::format(
               "{} describes the kernel of --ncu; measured files carry their own problems: leave "
               "it out, or give --ncu FILE.csv",

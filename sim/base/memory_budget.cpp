@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
@@ -29,15 +30,9 @@ std::uint64_t cgroup_limit() {
     std::string text;
     if (!(in >> text) || text == "max") continue;
     std::uint64_t v = 0;
-    bool digits = !text.empty();
-    for (const char c : text) {
-      if (c < '0' || c > '9' || v > kUnlimited / 10) {
-        digits = false;
-        break;
-      }
-      v = v * 10 + static_cast<std::uint64_t>(c - '0');
-    }
-    if (digits && v > 0) return v;  // v1 says "no limit" with a huge number: min() keeps physical
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    // v1 says "no limit" with a huge number: min() keeps physical memory.
+    if (ec == std::errc{} && end == text.data() + text.size() && v > 0) return v;
   }
   return kUnlimited;
 }
@@ -65,28 +60,30 @@ std::uint64_t default_bytes() {
   return machine_bytes() / 4 * 3;
 }
 
-std::string gb(double bytes) {
-  return human_bytes(bytes);
-}
-
 // The budget and its description under the state's lock.
 std::uint64_t budget_locked(const State& s) {
   return s.budget ? s.budget : default_bytes();
 }
 
 std::string describe_locked(const State& s) {
-  if (s.budget) return fmt::format("{} ({})", gb(static_cast<double>(s.budget)), s.origin);
+  if (s.budget) return fmt::format("{} ({})", human_bytes(static_cast<double>(s.budget)), s.origin);
   return fmt::format("{} (three quarters of the {} this process may use; --max-memory sets it)",
-                     gb(static_cast<double>(default_bytes())),
-                     gb(static_cast<double>(machine_bytes())));
+                     human_bytes(static_cast<double>(default_bytes())),
+                     human_bytes(static_cast<double>(machine_bytes())));
 }
 
-[[noreturn]] void refuse(double estimate, std::string_view what, std::string_view advice,
-                         const std::string& budget) {
+// The budget, under the state's lock held by `lock`; throws ConfigError (unlocking first) when
+// `estimate` bytes for `what` could never fit in it.
+std::uint64_t budget_or_refuse(std::unique_lock<std::mutex>& lock, double estimate,
+                               std::string_view what, std::string_view advice) {
+  const State& s = state();
+  const std::uint64_t budget = budget_locked(s);
+  if (estimate <= static_cast<double>(budget)) return budget;
+  const std::string text = describe_locked(s);
+  lock.unlock();
   throw ConfigError(
-      fmt::format("{} would take about {} of memory, more than the memory budget of "
-                  "{}; {}",
-                  what, gb(estimate), budget, advice));
+      fmt::format("{} would take about {} of memory, more than the memory budget of {}; {}", what,
+                  human_bytes(estimate), text, advice));
 }
 
 }  // namespace
@@ -122,24 +119,14 @@ std::string describe() {
 }
 
 void check(double estimate, std::string_view what, std::string_view advice) {
-  State& s = state();
-  std::unique_lock<std::mutex> lock(s.mutex);
-  if (!(estimate <= static_cast<double>(budget_locked(s)))) {
-    const std::string budget = describe_locked(s);
-    lock.unlock();
-    refuse(estimate, what, advice, budget);
-  }
+  std::unique_lock<std::mutex> lock(state().mutex);
+  budget_or_refuse(lock, estimate, what, advice);
 }
 
 Reservation::Reservation(double estimate, std::string_view what, std::string_view advice) {
   State& s = state();
   std::unique_lock<std::mutex> lock(s.mutex);
-  const std::uint64_t budget = budget_locked(s);
-  if (!(estimate <= static_cast<double>(budget))) {
-    const std::string text = describe_locked(s);
-    lock.unlock();
-    refuse(estimate, what, advice, text);
-  }
+  const std::uint64_t budget = budget_or_refuse(lock, estimate, what, advice);
   const auto want = static_cast<std::uint64_t>(std::ceil(std::max(estimate, 0.0)));
   // Others' reservations end as their runs do; a stop is honoured while waiting for them.
   while (s.reserved > budget - want) {

@@ -230,7 +230,7 @@ void check_executable(const AttentionProblem& p, const Schedule* schedule) {
 NumericResult execute_schedule(const Schedule& schedule, const AttentionProblem& p,
                                std::uint64_t seed, const BlockMask* blocks,
                                NumericObserver* observer) {
-  check_executable(p, &schedule);
+  check_executable(p);  // the multiply-adds; the reservation below checks the memory
   const memory_budget::Reservation held(execute_memory_bytes(schedule, p), execute_memory_what(p),
                                         kExecuteMemoryAdvice);
   Globals g;
