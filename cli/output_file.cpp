@@ -13,6 +13,7 @@
 #include <system_error>
 
 #include "sim/base/errors.hpp"
+#include "sim/base/run_control.hpp"
 #include "sim/base/text_file.hpp"
 
 namespace iosim::cli {
@@ -143,6 +144,9 @@ void write_files_atomically(const std::vector<std::pair<std::string, std::string
   };
   try {
     for (const auto& [path, text] : files) write_temp(path, text);
+    // A stop asked for while the text was built or written (explain's page of thousands of
+    // steps takes a second to serialize, with no check inside) means nothing is written.
+    run_control::check();
   } catch (...) {
     remove_temps();
     throw;

@@ -353,10 +353,10 @@ section_stops() {
   local ms=$((($(date +%s%N) - start) / 1000000))
   if [ "$rc" = 3 ] && [ "$ms" -lt 3000 ]; then ok; else bad "run --execute under SIGINT at 1 s: exit $rc after $ms ms: $(cat "$tmp/stop.err")"; fi
   start=$(date +%s%N)
-  timeout --foreground --preserve-status -s TERM -k 10 2 "$IOSIM" explain --seq 64 --head-dim 16 --batch 4 --block-q 8 --block-kv 4 --execute --pass fwdbwd --html "$tmp/stopped.html" >/dev/null 2>"$tmp/stop.err"
+  timeout --foreground --preserve-status -s TERM -k 10 1 "$IOSIM" explain --seq 64 --head-dim 16 --batch 4 --block-q 8 --block-kv 4 --execute --pass fwdbwd --html "$tmp/stopped.html" >/dev/null 2>"$tmp/stop.err"
   rc=$?
   ms=$((($(date +%s%N) - start) / 1000000))
-  if [ "$rc" = 3 ] && [ "$ms" -lt 4000 ] && [ ! -e "$tmp/stopped.html" ]; then ok; else bad "explain --execute under SIGTERM at 2 s: exit $rc after $ms ms: $(cat "$tmp/stop.err")"; fi
+  if [ "$rc" = 3 ] && [ "$ms" -lt 3000 ] && [ ! -e "$tmp/stopped.html" ]; then ok; else bad "explain --execute under SIGTERM at 1 s: exit $rc after $ms ms: $(cat "$tmp/stop.err")"; fi
   expect 2 "explain traces at most 10000 steps" -- explain --seq 64 --head-dim 16 --batch 2 --heads 2 --block-q 1 --block-kv 1 --algo flash1 --pass fwdbwd --html "$tmp/big.html"
   if [ ! -e "$tmp/big.html" ]; then ok; else bad "explain past its step limit wrote a page"; fi
   # A memory budget that holds one L2 model (about 2 MB for the H100 profile) at a time: the two
