@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Blind predictions of a suite's cases from their kernel descriptions alone, written before the
-suite is measured (issue #27: commit the predictions, then measure).
+"""Blind predictions of a suite's cases from what a user states, written before the suite is
+measured (issue #27: commit the predictions, then measure; issue #29: the sealed set).
 
 Each suite line (cuda_validate/suites/*.txt) with kernel=NAME or pass=bwd becomes the description
 its measured case will carry: dataflow, tiles and mechanisms from the line, the launch facts
@@ -10,9 +10,20 @@ run as `iosim validate` runs a case blind: the profile's own clock policy (the p
 bytes with a cold L2, time with the L2 carried over between kernels. Every other case (by suite
 order) is marked "sealed": held out of every calibration, its error only ever reported.
 
+With --builtins, the suite's other lines (the built-in schedules: flash2, flash1, standard,
+block-sparse, flash-decoding, paged) are predicted too, from the flags a user of that kernel
+would give `iosim run`: the problem, --block-q/--block-kv/--threads of the instantiation the line
+names (runner/flash_instances.hpp, block_sparse.cu, decode.cu), --splits, --kv-heads,
+--page-tokens, --pattern. Nothing measured, no clock but the profile's own policy. With
+--all-sealed every case is sealed (the sealed set of issue #29).
+
   predict_blind.py --iosim build/iosim --suite cuda_validate/suites/wg1_fwd.txt \\
       --launch cuda_validate/suites/wg1_fwd.launch.json --profiles h100-sxm5-80gb,h200-sxm-141gb \\
       --out cuda_validate/measurements/predictions/wg1_fwd_blind.json
+  predict_blind.py --iosim build/iosim --suite cuda_validate/suites/sealed.txt --builtins \
+      --all-sealed --launch cuda_validate/suites/wg1_fwd.launch.json \
+      --launch cuda_validate/suites/two_pass_bwd.launch.json \
+      --out cuda_validate/measurements/predictions/sealed_blind.json
 """
 import argparse
 import datetime
@@ -29,8 +40,7 @@ def parse_suite(path):
             continue
         words = line.split()
         kv = dict(w.split("=", 1) for w in words[1:])
-        if "kernel" not in kv and kv.get("pass") != "bwd":
-            continue
+        kv["schedule"] = words[0]
         cases.append(kv)
     return cases
 
@@ -61,8 +71,56 @@ def description(kv, launch):
     return desc, problem
 
 
-def run(iosim, profile, desc, problem, cold):
-    args = [iosim, "run", "--profile", profile, "--kernel", json.dumps(desc),
+def described(kv):
+    return "kernel" in kv or kv.get("pass") == "bwd"
+
+
+# Warps of each compiled instantiation (d, block_q, block_kv) of our built-in kernels: the
+# --threads a user of that kernel states. Decoding kernels run 4 warps.
+WARPS = {
+    "flash2": {(64, 64, 64): 4, (64, 128, 64): 4, (64, 128, 128): 8,
+               (128, 64, 64): 4, (128, 128, 64): 8, (128, 128, 128): 8},
+    "flash1": {(64, 64, 64): 4, (64, 128, 64): 4, (128, 64, 64): 4},
+    "block-sparse": {(64, 128, 64): 4, (64, 128, 128): 8, (128, 128, 64): 8},
+}
+
+
+def builtin(kv):
+    """The flags and problem of a built-in schedule's line, as a user of that kernel gives them."""
+    sched = kv["schedule"]
+    n = int(kv["N"])
+    d = int(kv["d"])
+    problem = {"batch": int(kv["B"]), "heads": int(kv["H"]), "seq": n,
+               "seq_kv": int(kv.get("Nkv", n)), "head_dim": d, "dtype": "fp16",
+               "causal": kv.get("causal", "0") == "1", "pass": "fwd"}
+    flags = ["--algo", sched]
+    if sched in WARPS:
+        bq, bkv = int(kv["bq"]), int(kv["bkv"])
+        warps = WARPS[sched].get((d, bq, bkv))
+        if warps is None:
+            sys.exit(f"predict_blind.py: {sched} has no instantiation d={d} bq={bq} bkv={bkv}")
+        flags += ["--block-q", str(bq), "--block-kv", str(bkv), "--threads", str(32 * warps)]
+    elif sched in ("flash-decoding", "paged"):
+        # The decode kernel pads a CTA's query rows to one 16-row m-tile; 4 warps.
+        flags += ["--block-q", "16", "--block-kv", kv["bkv"], "--threads", "128",
+                  "--splits", kv.get("splits", "1")]
+        if "Hkv" in kv:
+            flags += ["--kv-heads", kv["Hkv"]]
+            problem["kv_heads"] = int(kv["Hkv"])
+        if sched == "paged":
+            flags += ["--page-tokens", kv.get("page", "16")]
+            problem["page_tokens"] = int(kv.get("page", "16"))
+    elif sched != "standard":
+        sys.exit(f"predict_blind.py: unknown schedule '{sched}'")
+    if "pattern" in kv:
+        flags += ["--pattern", kv["pattern"]]
+        problem["pattern"] = kv["pattern"]
+    return flags, problem
+
+
+def run(iosim, profile, desc, problem, cold, flags=None):
+    what = flags if flags is not None else ["--kernel", json.dumps(desc)]
+    args = [iosim, "run", "--profile", profile, *what,
             "--batch", str(problem["batch"]), "--heads", str(problem["heads"]),
             "--seq", str(problem["seq"]), "--seq-kv", str(problem["seq_kv"]),
             "--head-dim", str(problem["head_dim"]), "--dtype", problem["dtype"],
@@ -81,23 +139,38 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--iosim", required=True)
     ap.add_argument("--suite", required=True)
-    ap.add_argument("--launch", required=True)
+    ap.add_argument("--launch", action="append", default=[], help="launch facts of the described kernels (needed when the "
+                    "suite has kernel=... or pass=bwd lines; may be given more than once)")
+    ap.add_argument("--builtins", action="store_true",
+                    help="predict the built-in schedules' lines too (otherwise skipped)")
+    ap.add_argument("--all-sealed", action="store_true", help="every case sealed")
     ap.add_argument("--profiles", default="h100-sxm5-80gb,h200-sxm-141gb")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
-    launch = json.load(open(a.launch))
+    launch = {}
+    for path in a.launch:
+        launch.update(json.load(open(path)))
     version = subprocess.run([a.iosim, "--version"], capture_output=True, text=True).stdout.strip()
     rows = []
-    for index, kv in enumerate(parse_suite(a.suite)):
-        desc, problem = description(kv, launch)
+    cases = [kv for kv in parse_suite(a.suite) if a.builtins or described(kv)]
+    for index, kv in enumerate(cases):
+        if described(kv):
+            desc, problem = description(kv, launch)
+            flags, what = None, {"kernel": desc}
+        else:
+            desc = None
+            flags, problem = builtin(kv)
+            what = {"flags": flags}
         for profile in a.profiles.split(","):
-            cold = run(a.iosim, profile, desc, problem, True)
+            cold = run(a.iosim, profile, desc, problem, True, flags)
             # As validate's blind: time with the L2 carried over between kernels (one kernel: the
             # cold run's), bytes with a cold L2 per kernel (what Nsight Compute counts).
-            warm = run(a.iosim, profile, desc, problem, False) if len(cold["kernels"]) > 1 else cold
+            warm = (run(a.iosim, profile, desc, problem, False, flags)
+                    if len(cold["kernels"]) > 1 else cold)
             c = cold["counters"]
-            # Every other case of the suite is sealed: no calibration may read its error.
-            rows.append({"profile": profile, "sealed": index % 2 == 1, "kernel": desc,
+            # Every other case of the suite is sealed (all with --all-sealed): no calibration may
+            # read its error.
+            rows.append({"profile": profile, "sealed": a.all_sealed or index % 2 == 1, **what,
                          "problem": problem,
                          "predicted": {"time_s": warm["time_s"],
                                        "sm_clock_mhz": warm["sm_clock_mhz"],
