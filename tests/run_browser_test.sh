@@ -17,7 +17,7 @@ REPO=$(cd "$(dirname "$0")/.." && pwd)
 screenshot=${1:-}
 
 source "$REPO/tests/browser_setup.sh"
-browser_setup "the run page" "$REPO/reports/assets" 1140,1720
+browser_setup "the run page" "$REPO/reports/assets" 1140,1440
 
 body_attr() {
   grep -o -m1 '<body [^>]*>' "$1" | grep -o "data-$2=\"[^\"]*\"" | head -1 | sed 's/^[^"]*"//; s/"$//'
