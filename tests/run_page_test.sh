@@ -20,10 +20,22 @@ check() { # NAME ARGS...: run once with --html, --svg and --format json, compare
   local out
   if out=$(python3 - "$tmp/$name" <<'PY'
 import json, re, sys
+import xml.dom.minidom
+import html as html_lib
 base = sys.argv[1]
 j = json.load(open(base + ".json"))
 html = open(base + ".html").read()
 svg = open(base + ".svg").read()
+# The SVG file, and each chart inline in the page, is well-formed XML (an inline <svg> is parsed
+# as XML-like foreign content: a stray "<" in its style or text would break it).
+try:
+    xml.dom.minidom.parseString(svg)
+    for chart in re.findall(r"<svg .*?</svg>", html, re.S):
+        xml.dom.minidom.parseString(chart)
+except Exception as e:
+    sys.exit(f"not well-formed XML: {e}")
+if len(re.findall(r"<svg ", html)) != 3:
+    sys.exit("the page has not three charts")
 c, a = j["counters"], j["achieved"]
 want = {"hbm": (c["hbm_read_bytes"], c["hbm_write_bytes"]),
         "l2": (c["l2_read_bytes"], c["l2_write_bytes"]),
@@ -49,7 +61,7 @@ for doc, text in (("page", html), ("svg", svg)):
         sys.exit(f"{doc}: refers to the network")
 rows = re.findall(r'<g class="kernel" data-kernel="([^"]*)" data-time-s="([^"]+)"', html)
 names = [k["name"] for k in j["kernels"]]
-if [r[0] for r in rows] != names:
+if [html_lib.unescape(r[0]) for r in rows] != names:
     sys.exit(f"timeline rows {rows}, kernels {names}")
 if abs(sum(float(r[1]) for r in rows) - j["time_s"]) > 1e-6 * j["time_s"]:
     sys.exit("timeline: kernel times do not add up to the run's")
@@ -67,6 +79,8 @@ check flash2_l2off --algo flash2 --seq 1024 --head-dim 64 --l2 off
 check standard --algo standard --seq 1024 --head-dim 64 --heads 4
 check decoding --algo flash-decoding --seq 1 --seq-kv 8192 --head-dim 128 --heads 16 --kv-heads 2
 check fwdbwd --algo flash2 --pass fwdbwd --seq 512 --head-dim 64 --heads 4 --causal
+# A name that needs escaping, from a kernel description.
+check escaped --kernel '{"name": "t<p&q", "dataflow": {"forward": "query_stationary"}}' --seq 512 --head-dim 64
 
 # The table says whose lower bound it prints beside the L2-on HBM figure.
 expect 0 "lower bound (two-level count, --l2 off)" -- run --seq 1024
