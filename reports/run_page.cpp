@@ -184,7 +184,7 @@ std::string decade_text(int k) {
 }
 
 struct RoofPoint {
-  std::string label, detail;
+  std::string label;
   double x, y;  // FLOPs per byte, TFLOP/s
   const char* colour;
 };
@@ -208,10 +208,7 @@ std::string roofline_chart(const Report& r) {
       return;
     }
     const double x = static_cast<double>(c.tensor_flops) / static_cast<double>(bytes);
-    points.push_back({label,
-                      fmt::format("{}: {:.4g} FLOP/B, {:.4g} TFLOP/s = {} of peak", label, x,
-                                  tflops, pct_text(tflops, peak)),
-                      x, tflops, colour});
+    points.push_back({label, x, tflops, colour});
   };
   add(fmt::format("{} per HBM byte", r.request.algorithm), "the run", r.engine.total,
       r.engine.time_s, false, "#d95f02");
