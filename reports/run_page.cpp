@@ -196,12 +196,12 @@ std::string roofline_chart(const Report& r) {
   const double peak = a.tensor_peak_tflops;
   std::vector<RoofPoint> points;
   std::vector<std::string> left_out;
+  // A point: the engine's tensor-core TFLOP/s at the intensity of its FLOPs over its bytes.
   auto add = [&](const std::string& label, const std::string& short_name, const Counters& c,
-                 double time_s, bool per_l2, const char* colour) {
+                 double tflops, bool per_l2, const char* colour) {
     const std::uint64_t bytes =
         per_l2 ? c.l2.read_total() + c.l2.write_total() : c.hbm.read_total() + c.hbm.write_total();
-    const double tflops = static_cast<double>(c.tensor_flops) / time_s / 1e12;
-    if (c.tensor_flops == 0 || bytes == 0 || !(time_s > 0)) {
+    if (c.tensor_flops == 0 || bytes == 0 || !(tflops > 0)) {
       left_out.push_back(c.tensor_flops == 0
                              ? fmt::format("{}: no tensor-core FLOPs", short_name)
                              : fmt::format("{}: no {} bytes", short_name, per_l2 ? "L2" : "HBM"));
@@ -211,15 +211,15 @@ std::string roofline_chart(const Report& r) {
     points.push_back({label, x, tflops, colour});
   };
   add(fmt::format("{} per HBM byte", r.request.algorithm), "the run", r.engine.total,
-      r.engine.time_s, false, "#d95f02");
+      a.tensor_tflops, false, "#d95f02");
   if (l2) {
     add(fmt::format("{} per L2 byte", r.request.algorithm), "the run", r.engine.total,
-        r.engine.time_s, true, "#7570b3");
+        a.tensor_tflops, true, "#7570b3");
   }
   if (r.engine.kernels.size() > 1) {
     for (const KernelResult& k : r.engine.kernels) {
-      add(fmt::format("kernel {} per HBM byte", k.spec.name), k.spec.name, k.counters, k.time_s,
-          false, "#555555");
+      add(fmt::format("kernel {} per HBM byte", k.spec.name), k.spec.name, k.counters,
+          k.achieved_tensor_tflops, false, "#555555");
     }
   }
   const double ridge_hbm = peak * 1e12 / (a.hbm_peak_gbps * 1e9);

@@ -285,6 +285,7 @@ void add_run_json(json& j, const Report& r) {
                        {"bound", k.bound},
                        {"achieved_hbm_gbps", k.achieved_hbm_gbps},
                        {"achieved_l2_gbps", k.achieved_l2_gbps},
+                       {"achieved_tensor_tflops", k.achieved_tensor_tflops},
                        {"counters", counters_json(k.counters)}});
   }
   j["kernels"] = kernels;

@@ -18,7 +18,7 @@ check() { # NAME ARGS...: run once with --html, --svg and --format json, compare
   fi
   grep -q "iosim run: wrote $tmp/$name.html" "$tmp/$name.err" || bad "$name: no 'wrote' message"
   local out
-  if out=$(python3 - "$tmp/$name" <<'PY'
+  if out=$(python3 - "$tmp/$name" 2>&1 <<'PY'
 import json, re, sys
 import xml.dom.minidom
 import html as html_lib
@@ -55,6 +55,14 @@ for doc, text in (("page", html), ("svg", svg)):
     x = c["tensor_flops"] / hbm
     if not pts or abs(float(pts[0][0]) - x) > 1e-5 * x or abs(float(pts[0][1]) - a["tensor_tflops"]) > 1e-5 * a["tensor_tflops"]:
         sys.exit(f"{doc}: first roofline point {pts[:1]}, want ({x}, {a['tensor_tflops']})")
+    # In a run of several kernels, then each kernel with tensor-core work at its own rate.
+    if len(j["kernels"]) > 1:
+        # (a kernel that moved no HBM bytes, its reads all L2 hits, has no intensity: not drawn)
+        want_k = [k["achieved_tensor_tflops"] for k in j["kernels"] if k["counters"]["tensor_flops"] > 0
+                  and k["counters"]["hbm_read_bytes"] + k["counters"]["hbm_write_bytes"] > 0]
+        got_k = [float(p[1]) for p in pts[(2 if j["l2"] == "on" else 1):]]
+        if len(got_k) != len(want_k) or any(abs(g - w) > 1e-5 * w for g, w in zip(got_k, want_k)):
+            sys.exit(f"{doc}: kernel points at {got_k} TFLOP/s, the JSON's {want_k}")
     if j["l2"] == "on" and f"hit rate {100 * a['l2_read_hit_rate']:.1f}%" not in text:
         sys.exit(f"{doc}: no 'hit rate {100 * a['l2_read_hit_rate']:.1f}%'")
     if "http://" in text.replace("http://www.w3.org/2000/svg", "") or "https://" in text:

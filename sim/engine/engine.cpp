@@ -605,6 +605,7 @@ EngineResult run_schedule(const HardwareProfile& profile, const Schedule& schedu
     kr.achieved_l2_gbps =
         static_cast<double>(kr.counters.l2.read_total() + kr.counters.l2.write_total()) /
         kr.time_s / 1e9;
+    kr.achieved_tensor_tflops = static_cast<double>(kr.counters.tensor_flops) / kr.time_s / 1e12;
     result.total += kr.counters;
     result.extrapolation += kr.extrapolation;
     result.time_s += kr.time_s;

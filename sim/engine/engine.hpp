@@ -71,8 +71,9 @@ struct KernelResult {
   std::string bound;  // "memory" | "compute" | "latency"
   double achieved_hbm_gbps = 0.0;
   double achieved_l2_gbps = 0.0;
-  double idle_sm_fraction = 0.0;  // SMs that never receive a CTA
-  Extrapolation extrapolation;    // what was simulated and what left out as repetition
+  double achieved_tensor_tflops = 0.0;  // tensor-core FLOPs per second, in 1e12
+  double idle_sm_fraction = 0.0;        // SMs that never receive a CTA
+  Extrapolation extrapolation;          // what was simulated and what left out as repetition
   // The kernel's timeline (`iosim run --html`), in seconds from its start, the launch overhead
   // counted first: the launch overhead in time_s; the tail, from the first moment a CTA slot
   // found no CTA left to start to the last CTA's end (the partial wave, and the last full one's
