@@ -136,6 +136,14 @@ Report simulate(const HardwareProfile& profile, const RunRequest& original,
     a.hbm_peak_gbps = profile.hbm.bandwidth_gbps.value;
     a.l2_gbps = static_cast<double>(t.l2.read_total() + t.l2.write_total()) / s / 1e9;
     a.l2_peak_gbps = profile.l2.bandwidth_gbps.value * at_clock;
+    a.smem_gbps = static_cast<double>(t.smem_read_bytes + t.smem_write_bytes) / s / 1e9;
+    a.smem_peak_gbps = profile.sm.smem_bandwidth_bytes_per_clk.value *
+                       static_cast<double>(profile.sm.count.value) * report.sm_clock_mhz / 1e3;
+    if (request.engine.l2_enabled && t.l2.read_total() > 0) {
+      a.l2_read_hit_rate = std::clamp(
+          1.0 - static_cast<double>(t.hbm.read_total()) / static_cast<double>(t.l2.read_total()),
+          0.0, 1.0);
+    }
   }
   if (request.execute) {
     report.numerics.executed = true;

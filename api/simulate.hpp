@@ -66,11 +66,16 @@ struct Report {
   // What a feasible run achieved against the machine at sm_clock_mhz: tensor-core FLOP/s against
   // the profile's dense tensor peak for the dtype at that clock; HBM bytes moved during the run
   // per second against the datasheet bandwidth; L2 bytes per second against the L2 bandwidth at
-  // that clock (the L2 runs in the SM clock domain). In TFLOP/s and GB/s.
+  // that clock (the L2 runs in the SM clock domain); shared-memory bytes (read and written) per
+  // second against all SMs' shared-memory bandwidth at that clock. In TFLOP/s and GB/s. The L2's
+  // hit rate of reads: the share of the bytes SMs read from the L2 that it did not fetch from HBM
+  // (with the L2 off, 0).
   struct Achieved {
     double tensor_tflops = 0, tensor_peak_tflops = 0;
     double hbm_gbps = 0, hbm_peak_gbps = 0;
     double l2_gbps = 0, l2_peak_gbps = 0;
+    double smem_gbps = 0, smem_peak_gbps = 0;
+    double l2_read_hit_rate = 0;
   } achieved;
   IoBounds bounds;
   Numerics numerics;

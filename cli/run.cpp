@@ -10,6 +10,8 @@
 #include "cli/commands.hpp"
 #include "cli/flag_options.hpp"
 #include "cli/format_flag.hpp"
+#include "cli/output_file.hpp"
+#include "reports/run_page.hpp"
 #include "reports/writers.hpp"
 #include "sim/base/errors.hpp"
 #include "sim/base/json_text.hpp"
@@ -80,11 +82,29 @@ Action add_run_command(CLI::App& app) {
   auto max_seconds = std::make_shared<double>(0.0);
   cmd->add_option("--max-seconds", *max_seconds,
                   "stop with exit 3 after this much wall time (0: no limit)");
-  return [cmd, f, format, max_seconds] {
+  auto pages = std::make_shared<std::pair<std::string, std::string>>();
+  cmd->add_option("--html", pages->first,
+                  "also write the run as a page: memory chart, roofline, kernel timeline")
+      ->check(output_file_name());
+  cmd->add_option("--svg", pages->second, "also write the memory chart and the roofline as one SVG")
+      ->check(output_file_name());
+  return [cmd, f, format, max_seconds, pages] {
     check_kernel_or_algo(*cmd);
     const std::string& chosen = format->checked();
     if (!(*max_seconds >= 0)) {
       throw ConfigError(fmt::format("--max-seconds {} must be >= 0", *max_seconds));
+    }
+    const auto& [html, svg] = *pages;
+    // The files the run reads, which --html and --svg must not replace.
+    std::vector<std::string> inputs = {f->profile, f->kernel, f->block_table};
+    if (f->pattern.rfind("file:", 0) == 0) inputs.push_back(f->pattern.substr(5));
+    for (const auto& [flag, path] : {std::pair{"--html", html}, std::pair{"--svg", svg}}) {
+      if (path.empty()) continue;
+      check_output_folder(flag, path);
+      check_not_an_input(flag, path, inputs);
+    }
+    if (!html.empty() && html == svg) {
+      throw ConfigError(fmt::format("--html and --svg both name '{}'", html));
     }
     const HardwareProfile profile = load_profile(f->profile, parse_profile_overrides(f->set));
     const RunRequest request = to_request(*f);
@@ -95,6 +115,13 @@ Action add_run_command(CLI::App& app) {
     if (!r.feasible()) {
       std::cerr << "iosim: infeasible configuration: " << r.infeasible_reason << "\n";
       return 2;
+    }
+    std::vector<std::pair<std::string, std::string>> outputs;
+    if (!html.empty()) outputs.emplace_back(html, run_html(r));
+    if (!svg.empty()) outputs.emplace_back(svg, run_svg(r));
+    write_files_atomically(outputs);
+    for (const auto& [path, text] : outputs) {
+      std::cerr << fmt::format("iosim run: wrote {}\n", path);
     }
     if (chosen == "json") {
       std::cout << json_text(report_to_json(r), 2) << "\n";

@@ -223,6 +223,13 @@ const Column kColumns[] = {
      [](const Report& r) -> json { return r.achieved.l2_gbps; }},
     {"l2_peak_fraction", "achieved", When::feasible, Csv::g6,
      [](const Report& r) -> json { return fraction(r.achieved.l2_gbps, r.achieved.l2_peak_gbps); }},
+    {"smem_gbps", "achieved", When::feasible, Csv::g6,
+     [](const Report& r) -> json { return r.achieved.smem_gbps; }},
+    {"smem_peak_fraction", "achieved", When::feasible, Csv::g6,
+     [](const Report& r)
+         -> json { return fraction(r.achieved.smem_gbps, r.achieved.smem_peak_gbps); }},
+    {"l2_read_hit_rate", "achieved", When::feasible, Csv::g6,
+     [](const Report& r) -> json { return r.achieved.l2_read_hit_rate; }},
 };
 
 bool has_value(const Column& c, const Report& r) {
@@ -273,9 +280,12 @@ void add_run_json(json& j, const Report& r) {
                        {"waves", k.waves},
                        {"idle_sm_fraction", k.idle_sm_fraction},
                        {"time_s", k.time_s},
+                       {"launch_s", k.launch_s},
+                       {"tail_s", k.tail_s},
                        {"bound", k.bound},
                        {"achieved_hbm_gbps", k.achieved_hbm_gbps},
                        {"achieved_l2_gbps", k.achieved_l2_gbps},
+                       {"achieved_tensor_tflops", k.achieved_tensor_tflops},
                        {"counters", counters_json(k.counters)}});
   }
   j["kernels"] = kernels;
@@ -410,10 +420,17 @@ std::string format_table(const Report& r) {
       a.tensor_tflops, 100 * fraction(a.tensor_tflops, a.tensor_peak_tflops), a.tensor_peak_tflops,
       r.sm_clock_mhz, a.hbm_gbps, 100 * fraction(a.hbm_gbps, a.hbm_peak_gbps), a.hbm_peak_gbps,
       a.l2_gbps, 100 * fraction(a.l2_gbps, a.l2_peak_gbps), a.l2_peak_gbps);
+  s += fmt::format(
+      "         shared memory {:.0f} GB/s = {:.1f}% of {:.0f}{}\n", a.smem_gbps,
+      100 * fraction(a.smem_gbps, a.smem_peak_gbps), a.smem_peak_gbps,
+      l2 ? fmt::format("; L2 hit rate of reads {:.1f}%", 100 * a.l2_read_hit_rate) : "");
   s += fmt::format("bounds   compulsory {}, closed form (two-level) {}\n",
                    human_bytes(static_cast<double>(r.bounds.compulsory_bytes)),
                    human_bytes(static_cast<double>(r.bounds.closed_form_bytes)));
-  s += fmt::format("         lower bound {} = max(compulsory {}, {} = {}){}\n",
+  // The bound is of the two-level model's count (HBM <-> SRAM, no L2): with the L2 on, the HBM
+  // figure above can be below it (the L2 serves reused K/V), so the line says whose bound it is.
+  s += fmt::format("         lower bound{} {} = max(compulsory {}, {} = {}){}\n",
+                   l2 ? " (two-level count, --l2 off)" : "",
                    human_bytes(static_cast<double>(r.bounds.lower_bound_bytes)),
                    human_bytes(static_cast<double>(r.bounds.compulsory_bytes)),
                    r.bounds.lower_bound_formula,

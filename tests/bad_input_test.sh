@@ -58,6 +58,7 @@ sed 's/"rows": \[/"rows": 5, "unused": [/' "$S" >"$gen/sweep_rows_number.json"
 head -c 2000 "$S" >"$gen/sweep_truncated.json"
 printf '1 2 3\n4 5 99999999999\n' >"$gen/table_big_id.txt"
 printf '1 1\n1 1\n' >"$gen/pattern_2x2.txt"
+cp "$HERE/../hwprofiles/h100-sxm5-80gb.yaml" "$gen/profile.yaml"  # an input --html must not replace
 
 pass=0
 fail=0

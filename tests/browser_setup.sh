@@ -1,4 +1,4 @@
-# Sourced by the browser tests (browser_test.sh, explain_browser_test.sh): what both need before
+# Sourced by the browser tests (browser_test.sh, explain_browser_test.sh, run_browser_test.sh): what they need before
 # they render a page. Usage, after setting REPO:
 #   source "$REPO/tests/browser_setup.sh"
 #   browser_setup "the HTML report" "$REPO/reports/assets" 1400,2600

@@ -4,6 +4,7 @@
 
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <random>
 #include <set>
 #include <utility>
@@ -192,6 +193,37 @@ TEST_CASE("runs are deterministic") {
   CHECK(a.engine.time_s == b.engine.time_s);
   CHECK(a.engine.total.hbm.read_total() == b.engine.total.hbm.read_total());
   CHECK(a.engine.total.hbm.write_total() == b.engine.total.hbm.write_total());
+}
+
+TEST_CASE("each kernel's timeline: launch first, whole waves in order, the tail at the end") {
+  // Several waves (flash2, B=4 H=16 N=4096: 2048 CTAs), several kernels (standard), steady-state
+  // extrapolation on and off: a wave end per whole wave, increasing, within the kernel's time
+  // after its launch; the tail never negative, and with the launch within the kernel's time.
+  for (const bool exact : {false, true}) {
+    for (const char* algo : {"flash2", "standard"}) {
+      RunRequest req = test::request(algo, 4, 16, 4096, 64, 128, 64);
+      req.engine.exact = exact;
+      const Report r = simulate(test::profile(), req);
+      REQUIRE(r.feasible());
+      double sum = 0;
+      for (const KernelResult& k : r.engine.kernels) {
+        CAPTURE(k.spec.name);
+        CAPTURE(exact);
+        sum += k.time_s;
+        CHECK(k.launch_s > 0);
+        CHECK(k.tail_s >= 0);
+        CHECK(k.launch_s + k.tail_s <= k.time_s);
+        CHECK(k.wave_end_s.size() == static_cast<std::size_t>(std::floor(k.waves + 1e-9)));
+        double previous = k.launch_s;
+        for (double w : k.wave_end_s) {
+          CHECK(w >= previous);
+          previous = w;
+        }
+        CHECK(previous <= k.time_s * (1 + 1e-12));
+      }
+      CHECK(sum == doctest::Approx(r.engine.time_s).epsilon(1e-12));
+    }
+  }
 }
 
 TEST_CASE("more HBM bandwidth never makes a memory-bound run slower") {

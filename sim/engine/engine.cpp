@@ -115,11 +115,9 @@ class KernelRun {
         events_.replace_top({next_stage_time(st, now), issue(), ev.slot()});
       } else {
         last_finish = std::max(last_finish, st.end);
-        if (++finished % slots == 0) {
-          run_control::wave_done(spec_.name,
-                                 finished + run_.stats->ctas_extrapolated - extrapolated_before,
-                                 run_.ctas);
-        }
+        const std::int64_t done = ++finished + run_.stats->ctas_extrapolated - extrapolated_before;
+        if (finished % slots == 0) run_control::wave_done(spec_.name, done, run_.ctas);
+        record_wave_ends(done, st.end + run_.skipped_s, slots);
         --run_.resident;
         --run_.resident_on_sm[static_cast<std::size_t>(st.sm)];
         st.cta = -1;
@@ -127,16 +125,40 @@ class KernelRun {
           for (const auto& x : extrapolators_) x->before_dispatch(st.end, run_);
           events_.replace_top(start_cta(ev.slot(), run_.next_cta++, st.sm, st.end));
         } else {
+          if (tail_start_ < 0) tail_start_ = st.end + run_.skipped_s;
           events_.pop();
         }
       }
       for (const auto& x : extrapolators_) x->after_event(now, run_);
     }
     run_.stats->ctas_simulated += run_.next_cta - run_.stats->ctas_extrapolated;
-    return last_finish + run_.skipped_s + rates_.launch_s;
+    const double end = last_finish + run_.skipped_s;
+    launch_s = rates_.launch_s;
+    tail_s = tail_start_ >= 0 ? end - tail_start_ : 0.0;
+    for (double& t : wave_end_s) t += launch_s;
+    return end + launch_s;
   }
 
+  // The timeline run() leaves (KernelResult's fields of the same names).
+  double launch_s = 0.0, tail_s = 0.0;
+  std::vector<double> wave_end_s;
+
  private:
+  // After a CTA finished at `t` (time left out included), `done` CTAs of the grid have: the
+  // whole waves (of `slots` CTAs) completed since the previous finish end at `t`, or, where CTAs
+  // were left out as repetition in between, spread evenly from the previous finish to `t`.
+  void record_wave_ends(std::int64_t done, double t, std::int64_t slots) {
+    if (run_.ctas / slots > KernelResult::kMaxWaveEnds) return;
+    t = std::max(t, wave_clock_.t);
+    for (std::int64_t b = slots * static_cast<std::int64_t>(wave_end_s.size() + 1); b <= done;
+         b += slots) {
+      wave_end_s.push_back(wave_clock_.t + (t - wave_clock_.t) *
+                                               static_cast<double>(b - wave_clock_.done) /
+                                               static_cast<double>(done - wave_clock_.done));
+    }
+    wave_clock_ = {done, t};
+  }
+
   // The next event's issue number.
   std::uint64_t issue() {
     if (seq_ == Event::kMaxIssue) [[unlikely]] {
@@ -497,6 +519,13 @@ class KernelRun {
   Repetition repetition_;
   std::vector<std::unique_ptr<detail::Extrapolator>> extrapolators_;
   detail::KernelProgress run_;
+  // The timeline: when a slot first found no CTA to start (-1: not yet); the latest finish seen
+  // by record_wave_ends().
+  double tail_start_ = -1.0;
+  struct {
+    std::int64_t done = 0;
+    double t = 0.0;
+  } wave_clock_;
 };
 
 }  // namespace
@@ -564,6 +593,9 @@ EngineResult run_schedule(const HardwareProfile& profile, const Schedule& schedu
     KernelRun run(profile, schedule, k, spec, kr.occupancy, addresses, l2 ? &*l2 : nullptr,
                   clock_mhz, options.observer, !options.exact && options.observer == nullptr);
     kr.time_s = run.run(kr.counters, kr.extrapolation);
+    kr.launch_s = run.launch_s;
+    kr.tail_s = run.tail_s;
+    kr.wave_end_s = std::move(run.wave_end_s);
     kr.counters.l2_dirty_at_end_bytes = l2 ? l2->dirty_bytes() : 0;
     kr.bound = classify_bound(profile, kr.counters, kr.time_s, clock_mhz, spec.mma_dtype,
                               spec.tensor_instruction);
@@ -573,6 +605,7 @@ EngineResult run_schedule(const HardwareProfile& profile, const Schedule& schedu
     kr.achieved_l2_gbps =
         static_cast<double>(kr.counters.l2.read_total() + kr.counters.l2.write_total()) /
         kr.time_s / 1e9;
+    kr.achieved_tensor_tflops = static_cast<double>(kr.counters.tensor_flops) / kr.time_s / 1e12;
     result.total += kr.counters;
     result.extrapolation += kr.extrapolation;
     result.time_s += kr.time_s;

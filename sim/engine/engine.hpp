@@ -30,10 +30,10 @@
 #include <vector>
 
 #include "sim/engine/counters.hpp"
+#include "sim/engine/steady_state.hpp"
 #include "sim/hardware/occupancy.hpp"
 #include "sim/hardware/profile.hpp"
 #include "sim/schedule/schedule.hpp"
-#include "sim/engine/steady_state.hpp"
 
 namespace iosim {
 
@@ -57,8 +57,8 @@ struct EngineOptions {
   // schedule's estimate for the kernels of that role (they set occupancy).
   std::map<std::string, int> registers_by_role;
   OpObserver* observer = nullptr;  // not owned; null: no one watches
-  // true: simulate every CTA and step (no steady-state extrapolation, sim/engine/steady_state.hpp). An
-  // observer also turns it off: it sees every operation.
+  // true: simulate every CTA and step (no steady-state extrapolation, sim/engine/steady_state.hpp).
+  // An observer also turns it off: it sees every operation.
   bool exact = false;
 };
 
@@ -71,8 +71,19 @@ struct KernelResult {
   std::string bound;  // "memory" | "compute" | "latency"
   double achieved_hbm_gbps = 0.0;
   double achieved_l2_gbps = 0.0;
-  double idle_sm_fraction = 0.0;  // SMs that never receive a CTA
-  Extrapolation extrapolation;    // what was simulated and what left out as repetition
+  double achieved_tensor_tflops = 0.0;  // tensor-core FLOPs per second, in 1e12
+  double idle_sm_fraction = 0.0;        // SMs that never receive a CTA
+  Extrapolation extrapolation;          // what was simulated and what left out as repetition
+  // The kernel's timeline (`iosim run --html`), in seconds from its start, the launch overhead
+  // counted first: the launch overhead in time_s; the tail, from the first moment a CTA slot
+  // found no CTA left to start to the last CTA's end (the partial wave, and the last full one's
+  // stragglers); when each whole wave's worth of CTAs had finished (CTAs left out as repetition
+  // count as finished, their time spread evenly over the time left out), only for kernels of
+  // at most kMaxWaveEnds whole waves (none beyond).
+  double launch_s = 0.0;
+  double tail_s = 0.0;
+  std::vector<double> wave_end_s;
+  static constexpr std::int64_t kMaxWaveEnds = 512;
 };
 
 struct EngineResult {

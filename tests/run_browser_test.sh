@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# The page of one run (`iosim run --html`, reports/run_page.cpp) as a reader opens it, in headless
+# Chromium (the approach of browser_test.sh): node parses reports/assets/*.js first; then the pages
+# of a run of one kernel with the L2 on and of a two-level forward and backward (four kernels) are
+# rendered (tests/run_page_test.sh checks the numbers of these and other runs without a browser).
+# Fails on any console message or script error, and unless each of the three charts (memory chart,
+# roofline, timeline) drew. Run by ctest with IOSIM set to the binary.
+#
+#   IOSIM=build/iosim bash tests/run_browser_test.sh [SCREENSHOT.png]
+#
+# With a file argument it also saves a screenshot of the first page there (docs/run_page.png: see
+# the README). Without node or Chromium the test fails and says how to install them;
+# IOSIM_SKIP_BROWSER_TEST=1 makes it an explicit skip (77).
+set -u
+IOSIM=${IOSIM:?set IOSIM to the iosim binary}
+REPO=$(cd "$(dirname "$0")/.." && pwd)
+screenshot=${1:-}
+
+source "$REPO/tests/browser_setup.sh"
+browser_setup "the run page" "$REPO/reports/assets" 1140,1440
+
+body_attr() {
+  grep -o -m1 '<body [^>]*>' "$1" | grep -o "data-$2=\"[^\"]*\"" | head -1 | sed 's/^[^"]*"//; s/"$//'
+}
+
+pages=("--algo flash2 --batch 4 --heads 16 --seq 4096 --head-dim 64"
+       "--algo flash2 --pass fwdbwd --seq 512 --head-dim 64 --l2 off")
+for i in "${!pages[@]}"; do
+  read -r -a args <<<"${pages[$i]}"
+  "$IOSIM" run "${args[@]}" --html "$tmp/page$i.html" >/dev/null 2>"$tmp/run.err" ||
+    { bad "iosim run ${pages[$i]}: $(cat "$tmp/run.err")"; continue; }
+  timeout 60 "$browser" "${flags[@]}" --user-data-dir="$tmp/profile$i" --dump-dom \
+    "file://$tmp/page$i.html" >"$tmp/dom$i.html" 2>"$tmp/log$i"
+  rc=$?
+  [ "$rc" -eq 0 ] || bad "chromium exited with $rc: $(tail -5 "$tmp/log$i")"
+  if grep -q ':CONSOLE' "$tmp/log$i"; then
+    bad "console messages on page $i:"
+    grep ':CONSOLE' "$tmp/log$i" | head -20
+  fi
+  status=$(body_attr "$tmp/dom$i.html" status)
+  expected=$(body_attr "$tmp/dom$i.html" charts-expected)
+  drawn=$(body_attr "$tmp/dom$i.html" charts-drawn)
+  errors=$(body_attr "$tmp/dom$i.html" errors)
+  echo "page $i (${pages[$i]}): status $status, charts $drawn of $expected, script errors $errors"
+  [ "$status" = ok ] || bad "page $i status '$status': $(body_attr "$tmp/dom$i.html" error-text)"
+  [ "$expected" = 3 ] && [ "$drawn" = 3 ] || bad "page $i drew $drawn of $expected charts, want 3"
+  [ "$errors" = 0 ] || bad "page $i: $errors script errors"
+done
+
+if [ -n "$screenshot" ]; then
+  timeout 60 "$browser" "${flags[@]}" --user-data-dir="$tmp/profile-shot" --hide-scrollbars \
+    --screenshot="$screenshot" "file://$tmp/page0.html" >/dev/null 2>&1 ||
+    bad "chromium could not take the screenshot"
+  [ -s "$screenshot" ] && echo "screenshot: $screenshot"
+fi
+
+[ "$fail" -eq 0 ] && echo "run browser test passed ($browser)"
+exit "$fail"
