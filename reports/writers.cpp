@@ -223,6 +223,11 @@ const Column kColumns[] = {
      [](const Report& r) -> json { return r.achieved.l2_gbps; }},
     {"l2_peak_fraction", "achieved", When::feasible, Csv::g6,
      [](const Report& r) -> json { return fraction(r.achieved.l2_gbps, r.achieved.l2_peak_gbps); }},
+    // On a profile with a power section: whether --sm-clock-mhz set the clock (else the power
+    // model chose it). `iosim report` groups a sweep's CSV rows by the clock asked for with it.
+    {"clock_given", "power", When::not_null, Csv::plain,
+     [](const Report& r)
+         -> json { return r.power ? json(r.request.engine.sm_clock_mhz > 0) : json(nullptr); }},
 };
 
 bool has_value(const Column& c, const Report& r) {
