@@ -80,6 +80,16 @@ done
 for table in best-blocks validation-summary; do
   grep -q "id=\"$table\"" "$tmp/page.html" || bad "no table '$table'"
 done
+# The time-vs-tile heatmaps (#31): one per algorithm at the selected profile and d, every shape's
+# best tile marked; the bound lines of the bytes-vs-N chart are named on it, and each roofline
+# names its fastest points.
+shown=$(body_attr "$tmp/page.html" heatmaps-shown)
+[ "$shown" = 3 ] || bad "heatmaps shown: '$shown', want 3 (one per algorithm)"
+labels=$(body_attr "$tmp/page.html" chart-labels)
+echo "chart labels: $labels"
+grep -q "compulsory;lower bound" <<<"$labels" || bad "the bytes-vs-N chart does not name its bound lines"
+[ "$(grep -o "flash2 N=[0-9]* d=[0-9]* [0-9]*x[0-9]*" <<<"$labels" | wc -l)" -ge 2 ] ||
+  bad "the rooflines do not label flash2's fastest points"
 
 render "file://$tmp/report.html#selftest" selftest
 selftest=$(body_attr "$tmp/selftest.html" selftest)
@@ -111,6 +121,17 @@ grep -q "HBM bytes per tensor at N_kv=65536 | [^|]* | logarithmic | " <<<"$info"
   bad "decode report: per-tensor bars (K/V vs partials) not on a log axis"
 # A chart against N_kv has several points per series, not one at N = 1.
 grep -q "Simulated time vs N_kv" <<<"$info" || bad "decode report: time not against N_kv"
+# A report of the sweep's CSV (#31): its profiles loaded by name, every chart drawn but the
+# per-tensor bars, which say that a CSV holds none.
+"$IOSIM" sweep "${sweep[@]}" --out "$tmp/s.csv" 2>"$tmp/sweep.err" ||
+  { echo "FAIL: iosim sweep --out CSV: $(cat "$tmp/sweep.err")"; exit 1; }
+"$IOSIM" report "$tmp/s.csv" --html "$tmp/csv_report.html" --md "$tmp/csv.md" ||
+  { echo "FAIL: iosim report of the sweep's CSV"; exit 1; }
+render "file://$tmp/csv_report.html" csv
+[ "$(body_attr "$tmp/csv.html" status)" = ok ] ||
+  bad "CSV report status: $(body_attr "$tmp/csv.html" error-text)"
+grep -q "No per-tensor bytes: the sweep file holds none" "$tmp/csv.html" ||
+  bad "CSV report: no note on the missing per-tensor bytes"
 # The validation summary in HTML has median and worst, as the Markdown.
 grep -q "<th>blind time median / worst</th>" "$tmp/page.html" || bad "HTML validation table without median / worst"
 
