@@ -369,6 +369,12 @@ ProfilePeaks csv_profile_peaks(const std::string& name, const std::string& file)
   }
   HardwareProfile p;
   try {
+    // Built-in names only: a name with a '/' would be read as a path (a profile of one's own
+    // YAML file is named by its "name", not its path, and is not found this way).
+    const std::vector<std::string> builtins = builtin_profile_names();
+    if (std::find(builtins.begin(), builtins.end(), base) == builtins.end()) {
+      throw ConfigError(fmt::format("not a built-in profile: {}", fmt::join(builtins, ", ")));
+    }
     p = load_profile(base, parse_profile_overrides(sets));
   } catch (const ConfigError& e) {
     throw ConfigError(fmt::format(

@@ -203,9 +203,7 @@ std::vector<HeatmapTable> heatmap_tables(const SweepData& data,
     const SweepRow& f = data.rows[h.best.first];
     if (h.best.feasible == 0 && inapplicable(f)) continue;  // listed under "skipped"
     std::string title = fmt::format("{}, {}, d={}", f.profile, f.algorithm, f.head_dim);
-    for (const OtherField* o : other) {
-      if (std::string(o->name) != "N") title += fmt::format(", {} {}", o->name, o->text(f));
-    }
+    for (const OtherField* o : other) title += fmt::format(", {} {}", o->name, o->text(f));
     auto [it, added] = index.emplace(title, out.size());
     if (added) out.push_back({f.profile, title, f.head_dim, {}, {}});
     HeatmapTable& t = out[it->second];
