@@ -10,7 +10,7 @@
 #   IOSIM=build/iosim bash tests/browser_test.sh [SCREENSHOT.png [REPORT.html]]
 #
 # With a file argument it also saves a screenshot there, of REPORT.html when given, else of the
-# test's report (docs/report.png: see the README's "Sweeps and reports"). Without node or Chromium
+# test's report (docs/report.png: docs/user-guide.md's "Sweeps and reports" says how it is made). Without node or Chromium
 # the test fails and says how to install it; IOSIM_SKIP_BROWSER_TEST=1 makes it an explicit skip
 # (77).
 set -u
