@@ -491,37 +491,41 @@ SweepData load_sweeps(const std::vector<fs::path>& files) {
     const std::string name = file.string();
     const std::string text = read_text_file(file, "sweep file", kMaxDataFileBytes);
     if (is_sweep_csv(text)) {
-      data.sources.push_back(name);
-      const std::vector<std::vector<std::string>> records = csv_records(text, name);
-      std::map<std::string, std::size_t> col;
-      for (std::size_t i = 0; i < records[0].size(); ++i) col.emplace(records[0][i], i);
-      std::vector<std::string> missing;
-      for (const char* c : kCsvColumns) {
-        if (!col.count(c)) missing.push_back(c);
-      }
-      if (!missing.empty()) {
-        throw ConfigError(fmt::format(
-            "{}: a sweep's CSV without the column{} {} that report reads; write it again with "
-            "this iosim (sweep --format csv), or report the sweep's JSON (sweep --out FILE.json)",
-            name, missing.size() == 1 ? "" : "s", fmt::join(missing, ", ")));
-      }
-      Coverage& cov = coverage["csv " + name];
-      cov.csv = true;
-      cov.shards.push_back(name);
-      for (std::size_t i = 1; i < records.size(); ++i) {
-        const std::string where = fmt::format("{}: line {}", name, i + 1);
-        if (records[i].size() != records[0].size()) {
-          throw ConfigError(fmt::format("{}: {} fields, but the header has {}", where,
-                                        records[i].size(), records[0].size()));
+      try {
+        data.sources.push_back(name);
+        const std::vector<std::vector<std::string>> records = csv_records(text, name);
+        std::map<std::string, std::size_t> col;
+        for (std::size_t i = 0; i < records[0].size(); ++i) col.emplace(records[0][i], i);
+        std::vector<std::string> missing;
+        for (const char* c : kCsvColumns) {
+          if (!col.count(c)) missing.push_back(c);
         }
-        const json row = csv_row_json(col, records[i], where);
-        const std::string profile = row.value("profile", std::string{});
-        if (!data.profiles.count(profile)) {
-          data.profiles.emplace(profile, csv_profile_peaks(profile, name));
+        if (!missing.empty()) {
+          throw ConfigError(fmt::format(
+              "{}: a sweep's CSV without the column{} {} that report reads; write it again with "
+              "this iosim (sweep --format csv), or report the sweep's JSON (sweep --out FILE.json)",
+              name, missing.size() == 1 ? "" : "s", fmt::join(missing, ", ")));
         }
-        add_row(row, name, i - 1, cov);
+        Coverage& cov = coverage["csv " + name];
+        cov.csv = true;
+        cov.shards.push_back(name);
+        for (std::size_t i = 1; i < records.size(); ++i) {
+          const std::string where = fmt::format("{}: line {}", name, i + 1);
+          if (records[i].size() != records[0].size()) {
+            throw ConfigError(fmt::format("{}: {} fields, but the header has {}", where,
+                                          records[i].size(), records[0].size()));
+          }
+          const json row = csv_row_json(col, records[i], where);
+          const std::string profile = row.value("profile", std::string{});
+          if (!data.profiles.count(profile)) {
+            data.profiles.emplace(profile, csv_profile_peaks(profile, name));
+          }
+          add_row(row, name, i - 1, cov);
+        }
+        continue;
+      } catch (const json::exception& e) {
+        throw ConfigError(fmt::format("{}: unexpected content: {}", name, e.what()));
       }
-      continue;
     }
     const json doc = parse_json_strictly(text, name);
     try {
