@@ -77,7 +77,7 @@
   Chart.register({
     id: 'iosimLabels',
     afterDatasetsDraw: function (chart) {
-      var ctx = chart.ctx, a = chart.chartArea, drawn = [];
+      var ctx = chart.ctx, a = chart.chartArea, drawn = [], placed = [];
       chart.data.datasets.forEach(function (ds, i) {
         var meta = chart.getDatasetMeta(i);
         if (meta.hidden || !chart.isDatasetVisible(i)) return;
@@ -86,12 +86,24 @@
           if (!v || typeof v !== 'object' || !v.lbl || !el || !isFinite(el.x) || !isFinite(el.y)) return;
           ctx.save();
           ctx.font = 'bold 11px system-ui, sans-serif';
-          var w = ctx.measureText(v.lbl).width;
-          var x = el.x + 6, y = v.lblBelow ? el.y + 15 : el.y - 7;
-          if (x + w > a.right - 2) x = el.x - 6 - w;
-          if (x < a.left + 2) x = a.left + 2;
-          if (y - 10 < a.top) y = el.y + 15;
-          if (y > a.bottom - 2) y = el.y - 7;
+          var w = ctx.measureText(v.lbl).width, h = 11;
+          // Candidate places around the point (its preferred side first); the first inside the
+          // plot area that overlaps no label drawn before wins, else the first inside it.
+          var above = el.y - 7, below = el.y + 15, right = el.x + 6, left = el.x - 6 - w;
+          var tries = (v.lblBelow ? [[right, below], [left, below], [right, above], [left, above]]
+                                  : [[right, above], [left, above], [right, below], [left, below]])
+              .concat([[right, above - 2 * h], [left, above - 2 * h], [right, below + 2 * h], [left, below + 2 * h]]);
+          var inside = tries.filter(function (t) {
+            return t[0] >= a.left + 2 && t[0] + w <= a.right - 2 && t[1] - h >= a.top && t[1] <= a.bottom - 2;
+          });
+          var free = inside.filter(function (t) {
+            return !placed.some(function (r) {
+              return t[0] < r[0] + r[2] && r[0] < t[0] + w && t[1] - h < r[1] && r[1] - h < t[1];
+            });
+          });
+          var at = free[0] || inside[0] || tries[0];
+          var x = at[0], y = at[1];
+          placed.push([x, y, w]);
           ctx.lineWidth = 3;
           ctx.strokeStyle = 'rgba(255, 255, 255, 0.9)';
           ctx.strokeText(v.lbl, x, y);
