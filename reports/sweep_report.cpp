@@ -189,6 +189,7 @@ std::string markdown_table(const std::vector<std::vector<std::string>>& t) {
 // best tile is marked and its other tiles are coloured by their time over the best's.
 struct HeatmapTable {
   std::string profile, title;
+  bool by_nkv = false;  // N_kv varies: a column of its own beside N (decoding sweeps)
   std::int64_t head_dim = 0;
   std::vector<std::int64_t> block_kv;  // ascending: the union of its heatmaps' columns
   std::vector<const TileHeatmap*> maps;
@@ -203,9 +204,16 @@ std::vector<HeatmapTable> heatmap_tables(const SweepData& data,
     const SweepRow& f = data.rows[h.best.first];
     if (h.best.feasible == 0 && inapplicable(f)) continue;  // listed under "skipped"
     std::string title = fmt::format("{}, {}, d={}", f.profile, f.algorithm, f.head_dim);
-    for (const OtherField* o : other) title += fmt::format(", {} {}", o->name, o->text(f));
+    bool by_nkv = false;
+    for (const OtherField* o : other) {
+      if (std::string_view(o->name) == "N_kv") {
+        by_nkv = true;  // a column, not a table each
+      } else {
+        title += fmt::format(", {} {}", o->name, o->text(f));
+      }
+    }
     auto [it, added] = index.emplace(title, out.size());
-    if (added) out.push_back({f.profile, title, f.head_dim, {}, {}});
+    if (added) out.push_back({f.profile, title, by_nkv, f.head_dim, {}, {}});
     HeatmapTable& t = out[it->second];
     t.maps.push_back(&h);
     for (std::int64_t kv : h.block_kv) {
@@ -235,13 +243,17 @@ std::string heatmap_markdown(const SweepData& data) {
   const std::vector<HeatmapTable> tables = heatmap_tables(data, maps);
   std::string s;
   for (const HeatmapTable& t : tables) {
-    std::vector<std::vector<std::string>> rows = {{"N", "Br \\ Bc"}};
+    std::vector<std::vector<std::string>> rows = {{"N"}};
+    if (t.by_nkv) rows[0].push_back("N_kv");
+    rows[0].push_back("Br \\ Bc");
     for (std::int64_t kv : t.block_kv) rows[0].push_back(std::to_string(kv));
     for (const TileHeatmap* h : t.maps) {
       const SweepRow& f = data.rows[h->best.first];
       const double best = h->best.feasible > 0 ? data.rows[h->best.by_time].time_s : 0.0;
       for (std::size_t q = 0; q < h->block_q.size(); ++q) {
-        std::vector<std::string> row = {std::to_string(f.seq), std::to_string(h->block_q[q])};
+        std::vector<std::string> row = {std::to_string(f.seq)};
+        if (t.by_nkv) row.push_back(std::to_string(f.seq_kv));
+        row.push_back(std::to_string(h->block_q[q]));
         for (std::int64_t kv : t.block_kv) {
           const TileCell* c = cell_at(*h, q, kv);
           if (c == nullptr) {
@@ -276,8 +288,8 @@ std::string heatmap_html(const SweepData& data) {
   for (const HeatmapTable& t : heatmap_tables(data, maps)) {
     s += fmt::format(
         "<div class=\"heatmap\" data-profile=\"{}\" data-d=\"{}\"><h3>{}</h3>\n"
-        "<table class=\"tiles\"><thead><tr><th>N</th><th>Br \\ Bc</th>",
-        html_escape(t.profile), t.head_dim, html_escape(t.title));
+        "<table class=\"tiles\"><thead><tr><th>N</th>{}<th>Br \\ Bc</th>",
+        html_escape(t.profile), t.head_dim, html_escape(t.title), t.by_nkv ? "<th>N_kv</th>" : "");
     for (std::int64_t kv : t.block_kv) s += fmt::format("<th>{}</th>", kv);
     s += "</tr></thead>\n<tbody>\n";
     for (const TileHeatmap* h : t.maps) {
@@ -286,7 +298,9 @@ std::string heatmap_html(const SweepData& data) {
       for (std::size_t q = 0; q < h->block_q.size(); ++q) {
         // The first row of each N starts a new problem: a rule above it.
         s += q == 0 ? "<tr class=\"shape\">" : "<tr>";
-        s += fmt::format("<th>{}</th><th>{}</th>", f.seq, h->block_q[q]);
+        s += fmt::format("<th>{}</th>", f.seq);
+        if (t.by_nkv) s += fmt::format("<th>{}</th>", f.seq_kv);
+        s += fmt::format("<th>{}</th>", h->block_q[q]);
         for (std::int64_t kv : t.block_kv) {
           const TileCell* c = cell_at(*h, q, kv);
           if (c == nullptr) {
@@ -466,10 +480,10 @@ std::string sweep_report_markdown(const SweepData& data, const ValidationResult*
        "the theory.\n\n";
   s += markdown_table(best_table(data));
   s += "\n## Time by tile (Br x Bc): which tile is fastest\n\n";
-  s += "Simulated time of each tile, block_q (Br) down and block_kv (Bc) across, per problem (one "
-       "N of each table); the fastest tile is **bold**, \"best\" (ties: fewer HBM bytes), and "
-       "the others say how much slower they are. \"infeasible\": the tile does not fit (see "
-       "Infeasible points); empty: not tried.\n";
+  s += "Simulated time of each tile, block_q (Br) down and block_kv (Bc) across, per problem (each "
+       "N of a table, and each N_kv where it varies); the fastest tile is **bold**, \"best\" "
+       "(ties: fewer HBM bytes), and the others say how much slower they are. \"infeasible\": the "
+       "tile does not fit (see Infeasible points); empty: not tried.\n";
   s += heatmap_markdown(data);
   if (validation != nullptr) {
     s += "\n## Predicted vs measured\n\n";
