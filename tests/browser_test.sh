@@ -110,6 +110,9 @@ grep -q "Skipped 6 points: --splits applies to --algo flash-decoding and paged, 
   "$tmp/decode.md" || bad "decode report: no note for the skipped flash2 --splits points"
 ! grep -q "none fits" "$tmp/decode.md" || bad "decode report says 'none fits' for an inapplicable flag"
 grep -q "| flash2 | 128 | 1 | 4096 |" "$tmp/decode.md" || bad "decode report: flash2 at --splits 0 missing"
+# Its heatmaps have N_kv as a column beside N, one table per algorithm and split count.
+grep -q '^| N | N_kv | Br \\ Bc | 64 |$' "$tmp/decode.md" && grep -q '^| 1 | 65536 | 128 | \*\*' "$tmp/decode.md" ||
+  bad "decode report: heatmap without an N_kv column: $(grep -A4 '^### h100-sxm5-80gb, flash2' "$tmp/decode.md")"
 render "file://$tmp/decode_report.html" decode
 [ "$(body_attr "$tmp/decode.html" status)" = ok ] ||
   bad "decode page status: $(body_attr "$tmp/decode.html" error-text)"
