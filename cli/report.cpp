@@ -21,7 +21,8 @@ Action add_report_command(CLI::App& app) {
   };
   auto f = std::make_shared<Flags>();
   cmd->add_option("sweeps", f->sweeps,
-                  "sweep JSON files (iosim sweep --out FILE.json); shards merge")
+                  "sweep files: JSON (iosim sweep --out FILE.json; shards merge) or CSV (--out "
+                  "FILE.csv: its profiles are loaded by name)")
       ->required();
   cmd->add_option("--validation", f->validation,
                   "a measurements JSON file or folder (see iosim validate): adds predicted vs "

@@ -113,8 +113,11 @@ struct SweepData {
   std::vector<std::string> coverage;  // one line per sweep: points present of points swept
 };
 
-/// Reads and merges sweep JSON files. Throws ConfigError naming the file for unreadable,
-/// malformed or non-sweep input.
+/// Reads and merges sweep files: JSON (sweep --out FILE.json) or CSV (sweep --format csv, --out
+/// FILE.csv). A CSV records no profile peaks and no sweep axes: its profiles are loaded by the
+/// name in its "profile" column (a built-in profile, with the --set overrides its name records),
+/// and its coverage line says that the points swept are unknown. Throws ConfigError naming the
+/// file for unreadable, malformed or non-sweep input, and naming what a CSV lacks.
 SweepData load_sweeps(const std::vector<std::filesystem::path>& files);
 
 /// The best tiling of one problem: rows that differ only in block sizes, threads or stages.
@@ -128,5 +131,26 @@ struct BestBlock {
 
 /// One entry per problem, ordered by profile, algorithm, head dim, N, then the other fields.
 std::vector<BestBlock> best_blocks(const SweepData& data);
+
+/// One tile (block_q x block_kv) of a problem in its time-vs-tile heatmap.
+struct TileCell {
+  bool tried = false;     // some row of the problem has this tile
+  bool feasible = false;  // some row of the tile ran
+  std::size_t row = 0;    // the tile's fastest row (ties: fewer HBM bytes), else one infeasible
+};
+
+/// The time of each tile of one problem (the rows of a BestBlock): block_q down, block_kv across.
+struct TileHeatmap {
+  BestBlock best;                     // best.by_time is the row of the best cell
+  std::vector<std::int64_t> block_q;  // ascending
+  std::vector<std::int64_t> block_kv;
+  std::vector<TileCell> cells;  // block_q.size() x block_kv.size(), row-major
+  const TileCell& at(std::size_t q, std::size_t kv) const {
+    return cells[q * block_kv.size() + kv];
+  }
+};
+
+/// One heatmap per problem, in best_blocks() order.
+std::vector<TileHeatmap> tile_heatmaps(const SweepData& data);
 
 }  // namespace iosim

@@ -8,17 +8,20 @@
 // data-charts-expected / data-charts-drawn count the canvases, data-errors the script errors.
 #include <string>
 
-#include "reports/sweep_file.hpp"
 #include "api/validation.hpp"
+#include "reports/sweep_file.hpp"
 
 namespace iosim {
 
-/// The Markdown report: sources, best block size per problem, validation summary, infeasible
-/// points. `validation` may be null.
+/// The Markdown report: sources, best block size per problem, the time of every tile of each
+/// problem (tile_heatmaps(): the fastest marked, the others as "+N%" over it, "infeasible" where
+/// the tile does not fit), validation summary, infeasible points. `validation` may be null.
 std::string sweep_report_markdown(const SweepData& data, const ValidationResult* validation);
 
 /// The HTML report. `chartjs_source` is Chart.js's UMD build (see load_chartjs()), inlined.
-/// `validation` may be null; with it the page adds predicted-vs-measured charts.
+/// The heatmaps are HTML tables (coloured by time over the problem's best, the best marked with a
+/// star; the page shows those of the selected profile and d); the charts are drawn by the page's
+/// script. `validation` may be null; with it the page adds predicted-vs-measured charts.
 std::string sweep_report_html(const SweepData& data, const ValidationResult* validation,
                               const std::string& chartjs_source);
 

@@ -230,6 +230,11 @@ const Column kColumns[] = {
          -> json { return fraction(r.achieved.smem_gbps, r.achieved.smem_peak_gbps); }},
     {"l2_read_hit_rate", "achieved", When::feasible, Csv::g6,
      [](const Report& r) -> json { return r.achieved.l2_read_hit_rate; }},
+    // On a profile with a power section: whether --sm-clock-mhz set the clock (else the power
+    // model chose it). `iosim report` groups a sweep's CSV rows by the clock asked for with it.
+    {"clock_given", "power", When::not_null, Csv::plain,
+     [](const Report& r)
+         -> json { return r.power ? json(r.request.engine.sm_clock_mhz > 0) : json(nullptr); }},
 };
 
 bool has_value(const Column& c, const Report& r) {

@@ -46,6 +46,12 @@ echo '{"format": "iosim-measurements", "version": 1, "cases": []}' >"$gen/cases_
 echo '{"format": "iosim-measurements", "version": 1, "version": 2, "cases": []}' >"$gen/key_twice.json"
 "$IOSIM" sweep --seq 128,256 --out "$gen/ok.json" 2>/dev/null
 "$IOSIM" sweep --seq 128,256 --out "$gen/ok.csv" 2>/dev/null
+C=$gen/ok.csv
+sed '1s/,clock_given$//' "$C" >"$gen/csv_old.csv"
+sed 's/^\([0-9]*\),h100-sxm5-80gb,/\1,my-gpu,/' "$C" >"$gen/csv_profile.csv"
+sed '2s/,[^,]*$//' "$C" >"$gen/csv_fields.csv"
+sed '2s/^\([0-9]*,[^,]*,[^,]*,[^,]*,[^,]*,\)[0-9]*,/\1inf,/' "$C" >"$gen/csv_number.csv"
+{ cat "$C"; echo '9,"unclosed'; } >"$gen/csv_quote.csv"
 "$IOSIM" sweep --seq 128 --shard 2/2 --out "$gen/sweep_rows_empty.json" 2>/dev/null  # "rows": []
 S=$gen/ok.json
 sed '0,/"rows": \[/s//"rows": [], "rows": [/' "$S" >"$gen/sweep_key_twice.json"

@@ -10,7 +10,7 @@
 #   IOSIM=build/iosim bash tests/browser_test.sh [SCREENSHOT.png [REPORT.html]]
 #
 # With a file argument it also saves a screenshot there, of REPORT.html when given, else of the
-# test's report (docs/report.png: see the README's "Sweeps and reports"). Without node or Chromium
+# test's report (docs/report.png: docs/user-guide.md's "Sweeps and reports" says how it is made). Without node or Chromium
 # the test fails and says how to install it; IOSIM_SKIP_BROWSER_TEST=1 makes it an explicit skip
 # (77).
 set -u
@@ -80,6 +80,16 @@ done
 for table in best-blocks validation-summary; do
   grep -q "id=\"$table\"" "$tmp/page.html" || bad "no table '$table'"
 done
+# The time-vs-tile heatmaps (#31): one per algorithm at the selected profile and d, every shape's
+# best tile marked; the bound lines of the bytes-vs-N chart are named on it, and each roofline
+# names its fastest points.
+shown=$(body_attr "$tmp/page.html" heatmaps-shown)
+[ "$shown" = 3 ] || bad "heatmaps shown: '$shown', want 3 (one per algorithm)"
+labels=$(body_attr "$tmp/page.html" chart-labels)
+echo "chart labels: $labels"
+grep -q "compulsory;lower bound" <<<"$labels" || bad "the bytes-vs-N chart does not name its bound lines"
+[ "$(grep -o "flash2 N=[0-9]* d=[0-9]* [0-9]*x[0-9]*" <<<"$labels" | wc -l)" -ge 2 ] ||
+  bad "the rooflines do not label flash2's fastest points"
 
 render "file://$tmp/report.html#selftest" selftest
 selftest=$(body_attr "$tmp/selftest.html" selftest)
@@ -100,6 +110,9 @@ grep -q "Skipped 6 points: --splits applies to --algo flash-decoding and paged, 
   "$tmp/decode.md" || bad "decode report: no note for the skipped flash2 --splits points"
 ! grep -q "none fits" "$tmp/decode.md" || bad "decode report says 'none fits' for an inapplicable flag"
 grep -q "| flash2 | 128 | 1 | 4096 |" "$tmp/decode.md" || bad "decode report: flash2 at --splits 0 missing"
+# Its heatmaps have N_kv as a column beside N, one table per algorithm and split count.
+grep -q '^| N | N_kv | Br \\ Bc | 64 |$' "$tmp/decode.md" && grep -q '^| 1 | 65536 | 128 | \*\*' "$tmp/decode.md" ||
+  bad "decode report: heatmap without an N_kv column: $(grep -A4 '^### h100-sxm5-80gb, flash2' "$tmp/decode.md")"
 render "file://$tmp/decode_report.html" decode
 [ "$(body_attr "$tmp/decode.html" status)" = ok ] ||
   bad "decode page status: $(body_attr "$tmp/decode.html" error-text)"
@@ -111,6 +124,17 @@ grep -q "HBM bytes per tensor at N_kv=65536 | [^|]* | logarithmic | " <<<"$info"
   bad "decode report: per-tensor bars (K/V vs partials) not on a log axis"
 # A chart against N_kv has several points per series, not one at N = 1.
 grep -q "Simulated time vs N_kv" <<<"$info" || bad "decode report: time not against N_kv"
+# A report of the sweep's CSV (#31): its profiles loaded by name, every chart drawn but the
+# per-tensor bars, which say that a CSV holds none.
+"$IOSIM" sweep "${sweep[@]}" --out "$tmp/s.csv" 2>"$tmp/sweep.err" ||
+  { echo "FAIL: iosim sweep --out CSV: $(cat "$tmp/sweep.err")"; exit 1; }
+"$IOSIM" report "$tmp/s.csv" --html "$tmp/csv_report.html" --md "$tmp/csv.md" ||
+  { echo "FAIL: iosim report of the sweep's CSV"; exit 1; }
+render "file://$tmp/csv_report.html" csv
+[ "$(body_attr "$tmp/csv.html" status)" = ok ] ||
+  bad "CSV report status: $(body_attr "$tmp/csv.html" error-text)"
+grep -q "No per-tensor bytes: the sweep file holds none" "$tmp/csv.html" ||
+  bad "CSV report: no note on the missing per-tensor bytes"
 # The validation summary in HTML has median and worst, as the Markdown.
 grep -q "<th>blind time median / worst</th>" "$tmp/page.html" || bad "HTML validation table without median / worst"
 

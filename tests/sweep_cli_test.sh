@@ -159,5 +159,21 @@ if [ "$(grep -c '| 2 / 2 |$' "$tmp/pw.md")" = 2 ] && ! grep -q "SM MHz" "$tmp/pw
   bad "report of a power-limited sweep does not group its block sizes: $(grep '^| h100' "$tmp/pw.md" | head -3)"
 fi
 
+# The heatmap of the same sweep: one best tile per shape (N), whatever clock each point ran at.
+[ "$(grep -c '\*\* best |' "$tmp/pw.md")" = 2 ] && ok ||
+  bad "heatmap of a power-limited sweep: want 2 best tiles, got: $(grep -A6 '^### h100' "$tmp/pw.md")"
+
+# report reads the CSV that sweep writes (#31): the same tables as the sweep's JSON gives.
+"$IOSIM" sweep --seq 512,1024 --block-q 64,128 --block-kv 64,128 --head-dim 64 --batch 4 --heads 16 \
+  --out "$tmp/pq.json" 2>/dev/null
+"$IOSIM" sweep --seq 512,1024 --block-q 64,128 --block-kv 64,128 --head-dim 64 --batch 4 --heads 16 \
+  --format csv >"$tmp/pq.csv" 2>/dev/null
+if "$IOSIM" report "$tmp/pq.csv" --md "$tmp/pqc.md" 2>"$tmp/pq.err" &&
+   "$IOSIM" report "$tmp/pq.json" --md "$tmp/pqj.md" &&
+   diff <(sed -n '/^## Best block/,$p' "$tmp/pqc.md") <(sed -n '/^## Best block/,$p' "$tmp/pqj.md") >/dev/null &&
+   grep -q "a sweep's CSV records no sweep axes" "$tmp/pqc.md"; then ok; else
+  bad "report of the sweep's CSV differs from its JSON's: $(cat "$tmp/pq.err") $(diff "$tmp/pqc.md" "$tmp/pqj.md" | head -5)"
+fi
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

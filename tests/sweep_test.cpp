@@ -8,7 +8,10 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <set>
+#include <tuple>
 
 #include "reports/sweep_file.hpp"
 #include "reports/sweep_report.hpp"
@@ -305,4 +308,161 @@ TEST_CASE("report writers: Markdown tables and one self-contained HTML page") {
 
   CHECK(config_error([] { load_chartjs("/nonexistent/chart.js"); }).find("libjs-chart.js") !=
         std::string::npos);
+}
+
+namespace {
+
+// A sweep of tiles: flash1 and flash2 over block_q x block_kv at two N on the H100 profile with
+// its default clock policy (the power model picks each point's clock), one tile too large.
+std::vector<SweepPoint> tile_points() {
+  std::vector<SweepPoint> points;
+  std::size_t i = 0;
+  for (const char* algo : {"flash1", "flash2"}) {
+    for (std::int64_t n : {256, 512}) {
+      for (std::int64_t bq : {64, 128}) {
+        for (std::int64_t bkv : {32, 64, 512}) {
+          points.push_back({i++, "h100-sxm5-80gb", test::request(algo, 1, 4, n, 64, bq, bkv)});
+        }
+      }
+    }
+  }
+  return points;
+}
+
+}  // namespace
+
+TEST_CASE("tile heatmap: each shape's best tile is the fastest row of the sweep's JSON") {
+  const std::vector<SweepPoint> points = tile_points();
+  const auto profiles = profiles_of(points);
+  const std::string text = sweep_json(description_of(points.size()), points,
+                                      run_sweep(points, profiles, {2, {}}), profiles);
+  const SweepData data = load_sweeps({temp_file("tiles.json", text)});
+  // The fastest row per (algorithm, N), read from the JSON itself (ties: fewer HBM bytes).
+  struct Fastest {
+    double time = 0, hbm = 0;
+    std::int64_t bq = 0, bkv = 0;
+    int rows = 0;
+  };
+  std::map<std::pair<std::string, std::int64_t>, Fastest> fastest;
+  std::set<std::tuple<std::string, std::int64_t, std::int64_t, std::int64_t>> infeasible;
+  const nlohmann::json doc = nlohmann::json::parse(text);
+  for (const nlohmann::json& r : doc["rows"]) {
+    const std::string algo = r["algorithm"];
+    const std::int64_t n = r["problem"]["seq"], bq = r["tiling"]["block_q"],
+                       bkv = r["tiling"]["block_kv"];
+    if (!r["feasible"].get<bool>()) {
+      infeasible.insert({algo, n, bq, bkv});
+      continue;
+    }
+    // Every point's clock was the power model's: a value, not part of the problem.
+    CHECK(r["power"]["clock_given"] == false);
+    const double t = r["time_s"], hbm = r["counters"]["hbm_total_bytes"];
+    Fastest& f = fastest[{algo, n}];
+    if (f.rows++ == 0 || t < f.time || (t == f.time && hbm < f.hbm)) f = {t, hbm, bq, bkv, f.rows};
+  }
+  REQUIRE(fastest.size() == 4);
+  REQUIRE(!infeasible.empty());  // 128 x 512 does not fit
+  const std::vector<TileHeatmap> maps = tile_heatmaps(data);
+  REQUIRE(maps.size() == 4);  // one per shape, whatever clock each point ran at
+  for (const TileHeatmap& h : maps) {
+    const SweepRow& first = data.rows[h.best.first];
+    CAPTURE(first.algorithm);
+    CAPTURE(first.seq);
+    const Fastest& f = fastest.at({first.algorithm, first.seq});
+    CHECK(h.block_q == std::vector<std::int64_t>{64, 128});
+    CHECK(h.block_kv == std::vector<std::int64_t>{32, 64, 512});
+    CHECK(h.best.tried == 6);
+    const SweepRow& best = data.rows[h.best.by_time];
+    CHECK(best.block_q == f.bq);
+    CHECK(best.block_kv == f.bkv);
+    CHECK(best.time_s == f.time);
+    int best_cells = 0;
+    for (std::size_t q = 0; q < h.block_q.size(); ++q) {
+      for (std::size_t kv = 0; kv < h.block_kv.size(); ++kv) {
+        const TileCell& c = h.at(q, kv);
+        CHECK(c.tried);
+        const SweepRow& r = data.rows[c.row];
+        CHECK(r.block_q == h.block_q[q]);
+        CHECK(r.block_kv == h.block_kv[kv]);
+        CHECK(c.feasible ==
+              !infeasible.count({first.algorithm, first.seq, h.block_q[q], h.block_kv[kv]}));
+        if (c.feasible) CHECK(r.time_s >= f.time);
+        best_cells += c.feasible && c.row == h.best.by_time;
+      }
+    }
+    CHECK(best_cells == 1);
+  }
+  // The report: one best mark per shape in both formats, infeasible tiles shown as such, and the
+  // best-block table one row per shape with no clock column.
+  const std::string md = sweep_report_markdown(data, nullptr);
+  CHECK(md.find("## Time by tile (Br x Bc): which tile is fastest") != std::string::npos);
+  CHECK(md.find("### h100-sxm5-80gb, flash2, d=64") != std::string::npos);
+  CHECK(md.find("| N | Br \\ Bc | 32 | 64 | 512 |") != std::string::npos);
+  std::size_t marks = 0;
+  for (std::size_t at = md.find("** best |"); at != std::string::npos;
+       at = md.find("** best |", at + 1))
+    ++marks;
+  CHECK(marks == 4);
+  CHECK(md.find("| infeasible |") != std::string::npos);
+  CHECK(md.find("SM MHz") == std::string::npos);
+  CHECK(md.find("| 1 / 1 |") == std::string::npos);
+  const std::string html = sweep_report_html(data, nullptr, "var Chart = {};");
+  std::size_t stars = 0;
+  for (std::size_t at = html.find("class=\"best\""); at != std::string::npos;
+       at = html.find("class=\"best\"", at + 1))
+    ++stars;
+  CHECK(stars == 4);
+  CHECK(html.find("<td class=\"infeasible\" title=\"flash2 N=256 Br x Bc = 128 x 512: ") !=
+        std::string::npos);
+}
+
+TEST_CASE("report reads a sweep's CSV: the same rows, best tiles and heatmaps as its JSON") {
+  const std::vector<SweepPoint> points = tile_points();
+  const auto profiles = profiles_of(points);
+  const std::vector<Report> reports = run_sweep(points, profiles, {2, {}});
+  const SweepData json_data = load_sweeps({temp_file(
+      "csv_twin.json", sweep_json(description_of(points.size()), points, reports, profiles))});
+  const fs::path csv = temp_file("sweep.csv", sweep_csv(points, reports));
+  const SweepData csv_data = load_sweeps({csv});
+  REQUIRE(csv_data.rows.size() == json_data.rows.size());
+  for (std::size_t i = 0; i < csv_data.rows.size(); ++i) {
+    const SweepRow &c = csv_data.rows[i], &j = json_data.rows[i];
+    CAPTURE(i);
+    CHECK(c.point == j.point);
+    CHECK(c.algorithm == j.algorithm);
+    CHECK(c.seq == j.seq);
+    CHECK(c.block_q == j.block_q);
+    CHECK(c.block_kv == j.block_kv);
+    CHECK(c.feasible == j.feasible);
+    CHECK(c.requested_clock_mhz == j.requested_clock_mhz);
+    CHECK(c.hbm_bytes() == j.hbm_bytes());
+    CHECK(c.time_s == doctest::Approx(j.time_s).epsilon(1e-8));  // 9 digits in the CSV
+    CHECK(c.lower_bound_bytes == j.lower_bound_bytes);
+  }
+  CHECK(csv_data.profiles.at("h100-sxm5-80gb").hbm_gbps ==
+        json_data.profiles.at("h100-sxm5-80gb").hbm_gbps);
+  REQUIRE(csv_data.coverage.size() == 1);
+  CHECK(csv_data.coverage[0].find("a sweep's CSV records no sweep axes") != std::string::npos);
+  const auto cb = best_blocks(csv_data), jb = best_blocks(json_data);
+  REQUIRE(cb.size() == jb.size());
+  for (std::size_t i = 0; i < cb.size(); ++i) CHECK(cb[i].by_time == jb[i].by_time);
+  // The Markdown's tables are the JSON's (the sources and coverage lines name the file).
+  const std::string cm = sweep_report_markdown(csv_data, nullptr);
+  const std::string jm = sweep_report_markdown(json_data, nullptr);
+  const std::string from = "## Best block size";
+  CHECK(cm.substr(cm.find(from)) == jm.substr(jm.find(from)));
+
+  // A CSV without a column names it; a profile it cannot load says what report needs.
+  std::string text = sweep_csv(points, reports);
+  const std::string no_clock = text.substr(0, text.find(",clock_given")) + "\n";
+  CHECK(config_error([&] {
+          load_sweeps({temp_file("old.csv", no_clock)});
+        }).find("without the column clock_given that report reads") != std::string::npos);
+  for (std::size_t at = text.find("h100-sxm5-80gb"); at != std::string::npos;
+       at = text.find("h100-sxm5-80gb", at + 1)) {
+    text.replace(at, 14, "my-gpu-0000000");
+  }
+  CHECK(config_error([&] {
+          load_sweeps({temp_file("mine.csv", text)});
+        }).find("'my-gpu-0000000' did not load") != std::string::npos);
 }

@@ -23,6 +23,10 @@
               sc.y ? sc.y.type || 'linear' : '',
               ch.data.datasets.map(function (d) { return d.label; }).join(';')].join(' | ');
     }).join(' ## ');
+    // Per chart: the text labels drawn on it (iosimLabels), joined by ';', charts by ' ## '.
+    b.dataset.chartLabels = canvases.map(function (c) { return c.dataset.labels || ''; }).join(' ## ');
+    b.dataset.heatmapsShown = Array.prototype.filter.call(document.querySelectorAll('.heatmap'),
+        function (h) { return h.style.display !== 'none'; }).length;
     b.dataset.errors = errors.length;
     if (errors.length) b.dataset.errorText = errors.join(' | ').slice(0, 1000);
     b.dataset.status = errors.length ? 'error'
@@ -64,6 +68,52 @@
       c.dataset.points = points;
       c.dataset.ink = ink;
       c.dataset.drawn = points > 0 && ink > 0 ? '1' : '0';
+    }
+  });
+
+  // Text beside the points that carry one (a data point's `lbl`; below it with `lblBelow`): the
+  // roofline's best and slowest points, the ends of the bound lines. A white halo keeps it
+  // readable over lines; it stays inside the plot area.
+  Chart.register({
+    id: 'iosimLabels',
+    afterDatasetsDraw: function (chart) {
+      var ctx = chart.ctx, a = chart.chartArea, drawn = [], placed = [];
+      chart.data.datasets.forEach(function (ds, i) {
+        var meta = chart.getDatasetMeta(i);
+        if (meta.hidden || !chart.isDatasetVisible(i)) return;
+        (ds.data || []).forEach(function (v, j) {
+          var el = meta.data[j];
+          if (!v || typeof v !== 'object' || !v.lbl || !el || !isFinite(el.x) || !isFinite(el.y)) return;
+          ctx.save();
+          ctx.font = 'bold 11px system-ui, sans-serif';
+          var w = ctx.measureText(v.lbl).width, h = 11;
+          // Candidate places around the point (its preferred side first); the first inside the
+          // plot area that overlaps no label drawn before wins, else the first inside it.
+          var above = el.y - 7, below = el.y + 15, right = el.x + 6, left = el.x - 6 - w;
+          var tries = (v.lblBelow ? [[right, below], [left, below], [right, above], [left, above]]
+                                  : [[right, above], [left, above], [right, below], [left, below]])
+              .concat([[right, above - 2 * h], [left, above - 2 * h], [right, below + 2 * h], [left, below + 2 * h]]);
+          var inside = tries.filter(function (t) {
+            return t[0] >= a.left + 2 && t[0] + w <= a.right - 2 && t[1] - h >= a.top && t[1] <= a.bottom - 2;
+          });
+          var free = inside.filter(function (t) {
+            return !placed.some(function (r) {
+              return t[0] < r[0] + r[2] && r[0] < t[0] + w && t[1] - h < r[1] && r[1] - h < t[1];
+            });
+          });
+          var at = free[0] || inside[0] || tries[0];
+          var x = at[0], y = at[1];
+          placed.push([x, y, w]);
+          ctx.lineWidth = 3;
+          ctx.strokeStyle = 'rgba(255, 255, 255, 0.9)';
+          ctx.strokeText(v.lbl, x, y);
+          ctx.fillStyle = ds.borderColor || '#000';
+          ctx.fillText(v.lbl, x, y);
+          ctx.restore();
+          drawn.push(v.lbl);
+        });
+      });
+      chart.canvas.dataset.labels = drawn.join(';');
     }
   });
 
@@ -253,10 +303,16 @@
       times.push({ label: a, data: t, borderColor: color(k), backgroundColor: color(k) });
     });
     var sortX = function (a, b) { return a.x - b.x; };
-    datasets.push({ label: 'compulsory', data: comp.sort(sortX), borderColor: '#000',
-                    backgroundColor: '#000', borderDash: [2, 3], pointRadius: 0 });
-    datasets.push({ label: 'lower bound', data: lb.sort(sortX), borderColor: '#888',
-                    backgroundColor: '#888', borderDash: [8, 4], pointRadius: 0 });
+    comp.sort(sortX);
+    lb.sort(sortX);
+    // Drawn on top of the algorithms' lines (order -1; flash2's HBM line runs along them) and
+    // named at their right end: compulsory below its line, the lower bound above.
+    if (comp.length) { comp[comp.length - 1].lbl = 'compulsory'; comp[comp.length - 1].lblBelow = true; }
+    if (lb.length) lb[lb.length - 1].lbl = 'lower bound';
+    datasets.push({ label: 'compulsory', data: comp, borderColor: '#000', backgroundColor: '#000',
+                    borderDash: [3, 3], borderWidth: 2.5, pointRadius: 0, order: -1 });
+    datasets.push({ label: 'lower bound', data: lb, borderColor: '#6a3d9a', backgroundColor: '#6a3d9a',
+                    borderDash: [10, 5], borderWidth: 2.5, pointRadius: 0, order: -2 });
     makeChart(parent, 'Bytes vs ' + XNAME + ' (log-log)', {
       type: 'line', data: { datasets: datasets },
       options: { parsing: false, scales: { x: logAxis(XTITLE, String, ns),
@@ -282,6 +338,15 @@
     });
     var names = [];
     picked.forEach(function (r) { if (r) names = names.concat(Object.keys(r.pt)); });
+    if (names.length === 0) {
+      // A report of a sweep's CSV: per-tensor counts are in the sweep's JSON only.
+      var p = document.createElement('p');
+      p.className = 'note';
+      p.textContent = 'No per-tensor bytes: the sweep file holds none (a sweep\'s CSV has only ' +
+          'the totals; report the sweep\'s JSON for them).';
+      parent.appendChild(p);
+      return;
+    }
     names = uniq(names).sort(function (a, b) {
       var ia = TENSOR_ORDER.indexOf(a), ib = TENSOR_ORDER.indexOf(b);
       return (ia < 0 ? 99 : ia) - (ib < 0 ? 99 : ib) || (a < b ? -1 : 1);
@@ -323,12 +388,23 @@
     uniq(ROWS.map(function (r) { return r.p; })).forEach(function (p) {
       var rows = ROWS.filter(function (r) { return r.p === p && r.ok && r.hbm > 0 && r.t > 0; });
       var prof = DATA.profiles[p] || {};
+      // Each point knows its algorithm, shape and tile (the tooltip); the fastest point of
+      // each algorithm (highest FLOP/s) and the slowest of the chart get a visible label.
+      var slowest = null;
       var datasets = uniq(rows.map(function (r) { return r.a; })).map(function (a, k) {
-        return { type: 'scatter', label: a, borderColor: color(k), backgroundColor: color(k),
-                 data: rows.filter(function (r) { return r.a === a; }).map(function (r) {
-                   return { x: r.fl / r.hbm, y: r.fl / r.t, N: r.N, d: r.d, bkv: r.bkv };
-                 }) };
+        var best = null;
+        var data = rows.filter(function (r) { return r.a === a; }).map(function (r) {
+          var pt = { x: r.fl / r.hbm, y: r.fl / r.t, a: a, shape: r.variant + ' ' + XNAME + '=' + r.x + ' d=' + r.d,
+                     tile: r.bq + ' x ' + r.bkv, ran: r.ran,
+                     short: a + ' ' + XNAME + '=' + r.x + ' d=' + r.d + ' ' + r.bq + 'x' + r.bkv };
+          if (best === null || pt.y > best.y) best = pt;
+          if (slowest === null || pt.y < slowest.y) slowest = pt;
+          return pt;
+        });
+        if (best) best.lbl = best.short;
+        return { type: 'scatter', label: a, borderColor: color(k), backgroundColor: color(k), data: data };
       });
+      if (slowest && !slowest.lbl) { slowest.lbl = slowest.short; slowest.lblBelow = true; }
       var xs = rows.map(function (r) { return r.fl / r.hbm; });
       var xmin = Math.min.apply(null, xs.concat([1])) / 2, xmax = Math.max.apply(null, xs.concat([10])) * 2;
       uniq(rows.map(function (r) { return r.dt; })).forEach(function (dt) {
@@ -352,8 +428,10 @@
             y: logAxis('achieved FLOP/s', flopRate) },
           plugins: { tooltip: { callbacks: { label: function (c) {
             var r = c.raw;
-            return c.dataset.label + (r.N ? ' N=' + r.N + ' d=' + r.d + ' Bc=' + r.bkv : '') +
-                ': ' + r.x.toPrecision(3) + ' FLOP/B, ' + flopRate(r.y); } } } } }
+            if (!r.a) return c.dataset.label;
+            return [r.a + ', ' + r.shape, 'tile Br x Bc = ' + r.tile,
+                    r.x.toPrecision(3) + ' FLOP/B, ' + flopRate(r.y) +
+                    (r.ran ? ' at ' + Math.round(r.ran) + ' MHz' : '')]; } } } } }
       });
     });
   }
@@ -396,6 +474,9 @@
       grid.removeChild(box);
     });
     charts = charts.filter(function (c) { return c.canvas && c.canvas.parentNode; });
+    Array.prototype.forEach.call(document.querySelectorAll('.heatmap'), function (h) {
+      h.style.display = h.dataset.profile === state.profile && h.dataset.d === state.d ? '' : 'none';
+    });
     var rows = selected();
     // Series in algorithm order, then by split count.
     var order = uniq(rows.map(function (r) { return r.a; }));
