@@ -50,7 +50,7 @@ SKIP = [
 # checked and the simulations start, but CI does not wait for them to end.
 SLOW = [
     ("docs/user-guide.md", "--seq 512:16384:x2 --head-dim 64,128 --block-kv 32,64,128,256",
-     2, "288 points up to N = 16384: minutes on 2 cores"),
+     1, "288 points up to N = 16384: minutes on 2 cores"),
 ]
 
 FENCE = re.compile(r"^\s*```\s*([A-Za-z]*)")

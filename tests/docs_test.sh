@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # ctest docs: every number and block of iosim's output that README.md and docs/*.md quote is what
 # iosim prints now (scripts/readme_tables.sh --check, which runs scripts/readme_numbers.py), and the
-# checker itself catches a drift and fixes it with --write. Run by ctest with IOSIM set to the
-# binary; runs a few hundred simulations (validate re-predicts every measured case), so it is a
+# checker itself catches a drift and fixes it with --write; every iosim command of their ```sh
+# blocks runs as written (scripts/doc_commands.py: the tutorial's exercises' answers too). Run by
+# ctest with IOSIM set to the binary; runs a few hundred simulations (validate re-predicts every measured case), so it is a
 # test of its own that can run beside the others. IOSIM_SKIP_DOC_CHECKS=1 skips the documents
 # (the checker's own test still runs).
 source "$(dirname "$0")/cli_harness.sh"
