@@ -221,6 +221,7 @@ VALUES = {
     "train.fewer_bytes_range": V("t_std", lambda j, R: "%d-%dx" % (round(min(j.counters.hbm_total_bytes / R(a).counters.hbm_total_bytes for a in ("t_f1", "t_f2"))), round(max(R("t_std_mask").counters.hbm_total_bytes / R(a).counters.hbm_total_bytes for a in ("t_f1_mask", "t_f2_mask"))))),
     "f1_fwd.block_kv": V("f1_fwd", 'tiling.block_kv'),
     "t_f1.block_kv": V("t_f1", 'tiling.block_kv'),
+    "f1_fwd.ctas_per_sm": V("f1_fwd", lambda j, R: j.kernels[0].ctas_per_sm if j.kernels[0].ctas_per_sm == R("a_f1").kernels[0].ctas_per_sm else "L2 on and off differ"),
     "t_f2.dQaccum_hbm_gb": V("t_f2", lambda j, R: f((j.counters.per_tensor.dQaccum.hbm_read_bytes + j.counters.per_tensor.dQaccum.hbm_write_bytes) / 1e9, 1)),
     "t_f2.hbm_gb": V("t_f2", lambda j, R: f(j.counters.hbm_total_bytes / 1e9, 1)),
     "t_f2.dQaccum_atomics_hbm_gb": V("t_f2", lambda j, R: f(sum(k.counters.per_tensor.dQaccum.hbm_read_bytes + k.counters.per_tensor.dQaccum.hbm_write_bytes for k in j.kernels if k.name == "flash2_bwd") / 1e9, 1)),
