@@ -17,8 +17,8 @@ What a command must do:
     in an answer is the number the command prints now.
 
 SKIP lists the commands CI does not run here and SLOW those it stops early, each with its reason;
-an entry that matches no command is an error (stale), as is a command with `...` or `[` optional parts (not runnable as
-written: write a whole command).
+an entry that matches no command is an error (stale), as is a command with `...` or `[optional]`
+parts (not runnable as written: write a whole command).
 
 Run by ctest `docs` (tests/docs_test.sh). Usage from the repository root:
   scripts/doc_commands.py [--time] IOSIM [FILE.md ...]     (default: README.md and docs/*.md)
