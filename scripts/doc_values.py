@@ -73,6 +73,10 @@ RUNS = {
     "q256": "run --algo flash2 --batch 4 --heads 16 --seq 4096 --head-dim 128 --block-q 256 --block-kv 64 --l2 off --format json",
     "dec8": "run --algo flash2 --batch 1 --heads 8 --seq 1 --seq-kv 32768 --head-dim 128 --format json",
     "f2": "run --algo flash2 --batch 4 --heads 16 --seq 4096 --head-dim 64 --block-q 128 --block-kv 64 --format json",
+    "b_f2": "run --profile a100-sxm4-40gb --algo flash2 --pass bwd --batch 64 --heads 16 --seq 1024 --head-dim 64 --l2 off --format json",
+    "b_f2_on": "run --profile a100-sxm4-40gb --algo flash2 --pass bwd --batch 64 --heads 16 --seq 1024 --head-dim 64 --format json",
+    "b_std": "run --profile a100-sxm4-40gb --algo standard --pass bwd --batch 64 --heads 16 --seq 1024 --head-dim 64 --l2 off --format json",
+    "s_std": "run --profile a100-sxm4-40gb --algo standard --batch 64 --heads 16 --seq 1024 --head-dim 64 --l2 off --format json",
 }
 
 VALUES = {
@@ -217,6 +221,7 @@ VALUES = {
     "train.fewer_bytes_range": V("t_std", lambda j, R: "%d-%dx" % (round(min(j.counters.hbm_total_bytes / R(a).counters.hbm_total_bytes for a in ("t_f1", "t_f2"))), round(max(R("t_std_mask").counters.hbm_total_bytes / R(a).counters.hbm_total_bytes for a in ("t_f1_mask", "t_f2_mask"))))),
     "f1_fwd.block_kv": V("f1_fwd", 'tiling.block_kv'),
     "t_f1.block_kv": V("t_f1", 'tiling.block_kv'),
+    "f1_fwd.ctas_per_sm": V("f1_fwd", lambda j, R: j.kernels[0].ctas_per_sm if j.kernels[0].ctas_per_sm == R("a_f1").kernels[0].ctas_per_sm else "L2 on and off differ"),
     "t_f2.dQaccum_hbm_gb": V("t_f2", lambda j, R: f((j.counters.per_tensor.dQaccum.hbm_read_bytes + j.counters.per_tensor.dQaccum.hbm_write_bytes) / 1e9, 1)),
     "t_f2.hbm_gb": V("t_f2", lambda j, R: f(j.counters.hbm_total_bytes / 1e9, 1)),
     "t_f2.dQaccum_atomics_hbm_gb": V("t_f2", lambda j, R: f(sum(k.counters.per_tensor.dQaccum.hbm_read_bytes + k.counters.per_tensor.dQaccum.hbm_write_bytes for k in j.kernels if k.name == "flash2_bwd") / 1e9, 1)),
@@ -239,5 +244,23 @@ VALUES = {
     "f2.l2_total": V("f2", lambda j, R: B(j.counters.l2_read_bytes + j.counters.l2_write_bytes)),
     "f2.hbm_read": V("f2", 'counters.hbm_read_bytes', B),
     "f2.measured_dram_read": V("f2", lambda j, R: B(measured_case("cuda_validate/measurements/h100-sxm5-80gb/measurements_2026-11-22.json", "flash2_b4_h16_n4096_nkv4096_d64_bq128_bkv64").kernels[0].metrics["dram__bytes_read.sum"])),
+    "t_std.tensor_gflops": V("t_std", lambda j, R: f(j.counters.tensor_flops / 1e9, 1)),
+    "t_std.times_paper_gflops": V("t_std", lambda j, R: f(j.counters.tensor_flops / 1e9 / 66.6, 0)),  # Figure 2's 66.6
+    "a_f2.hbm": V("a_f2", 'counters.hbm_total_bytes', B),
+    "a_f2.tensor_g": V("a_f2", lambda j, R: f(j.counters.tensor_flops / 1e9, 1) + " G"),
+    "a_f2.Q_read": V("a_f2", lambda j, R: B(j.counters.per_tensor.Q.hbm_read_bytes) if j.counters.per_tensor.Q.hbm_read_bytes == R("b_f2").counters.per_tensor.Q.hbm_read_bytes / [k.grid[0] for k in R("b_f2").kernels if k.name == "flash2_bwd"][0] else "not the backward's Q reads / K/V blocks"),
+    "a_f2.O_write": V("a_f2", 'counters.per_tensor.O.hbm_write_bytes', B),
+    "b_f2.dK_write": V("b_f2", 'counters.per_tensor.dK.hbm_write_bytes', B),
+    "b_f2.kv_blocks": V("b_f2", lambda j, R: [k.grid[0] for k in j.kernels if k.name == "flash2_bwd"][0]),
+    "b_f2.Q_read": V("b_f2", 'counters.per_tensor.Q.hbm_read_bytes', B),
+    "b_f2.dQaccum_read": V("b_f2", lambda j, R: B(j.counters.per_tensor.dQaccum.hbm_read_bytes) if j.counters.per_tensor.dQaccum.hbm_read_bytes == j.counters.per_tensor.dQaccum.hbm_write_bytes else "read and write differ"),
+    "b_f2_on.dQaccum_read": V("b_f2_on", 'counters.per_tensor.dQaccum.hbm_read_bytes', B),
+    "b_f2_on.dQaccum_write": V("b_f2_on", 'counters.per_tensor.dQaccum.hbm_write_bytes', B),
+    "b_f2_on.hbm": V("b_f2_on", 'counters.hbm_total_bytes', B),
+    "b_f2.hbm": V("b_f2", 'counters.hbm_total_bytes', B),
+    "b_std.hbm": V("b_std", 'counters.hbm_total_bytes', B),
+    "b_std.P_read": V("b_std", 'counters.per_tensor.P.hbm_read_bytes', B),
+    "b_std.P_write": V("s_std", 'counters.per_tensor.P.hbm_write_bytes', B),
+    "b_f2.more_tensor_flops": V("b_f2", lambda j, R: pct(j.counters.tensor_flops / R("b_std").counters.tensor_flops - 1, 0)),
     "f2.measured_l2_read": V("f2", lambda j, R: B(32 * measured_case("cuda_validate/measurements/h100-sxm5-80gb/measurements_2026-11-22.json", "flash2_b4_h16_n4096_nkv4096_d64_bq128_bkv64").kernels[0].metrics["l1tex__m_xbar2l1tex_read_sectors.sum"])),
 }

@@ -30,7 +30,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from doc_format import B, T, f, g, wrap  # noqa: E402
+from doc_format import B, T, comma, f, g, wrap  # noqa: E402
 from doc_values import RUNS, VALUES  # noqa: E402
 import validated  # noqa: E402
 
@@ -241,6 +241,98 @@ def bwd_table(run):
                      "L2 -> SM bytes", "time"], ["---", "---", "---:", "---:", "---:", "---:"], rows)
 
 
+# FlashAttention (Dao et al. 2022, arXiv:2205.14135), Section 3.2, Figure 2 (left): forward +
+# backward of GPT-2 medium's attention (seq. length 1024, head dim. 64, 16 heads, batch size 64) on
+# an A100, as printed in the figure's table. Constants of the paper, not iosim's output.
+PAPER_FIG2 = {"standard": {"gflops": "66.6", "hbm": "40.3", "ms": "41.7"},
+              "flash": {"gflops": "75.2", "hbm": "4.4", "ms": "7.3"}}
+
+
+def paper_fig2_table(run):
+    """Figure 2 (left) of the paper beside iosim's runs of its shape (the training table's runs):
+    a row per implementation, iosim's with the L2 off (the two-level model) and on."""
+    def j(a, m, l2):
+        return run(TRAIN.format(a=a, mask=" --mask" if m else "", l2=" --l2 off" if l2 == "off" else ""))
+
+    def cells(x):
+        return [f(x.counters.flops / 1e9, 1), f(x.counters.hbm_total_bytes / 1e9, 2), f(x.time_s * 1e3, 2)]
+
+    def ratio(a, b):
+        return [f"{a.counters.flops / b.counters.flops:.2f}x", f"{a.counters.hbm_total_bytes / b.counters.hbm_total_bytes:.1f}x",
+                f"{a.time_s / b.time_s:.1f}x"]
+
+    p_s, p_f = PAPER_FIG2["standard"], PAPER_FIG2["flash"]
+    rows = [["paper: standard", p_s["gflops"], p_s["hbm"], p_s["ms"]]]
+    for m in (False, True):
+        for l2 in ("off", "on"):
+            rows.append([f"iosim: standard{' `--mask`' if m else ''}, L2 {l2}", *cells(j("standard", m, l2))])
+    rows.append(["paper: FlashAttention", p_f["gflops"], p_f["hbm"], p_f["ms"]])
+    for a in ("flash1", "flash2"):
+        for l2 in ("off", "on"):
+            rows.append([f"iosim: {a}, L2 {l2}", *cells(j(a, False, l2))])
+    rows.append(["paper: standard / FlashAttention",
+                 *(f"{float(p_s[k]) / float(p_f[k]):.{2 if k == 'gflops' else 1}f}x" for k in ("gflops", "hbm", "ms"))])
+    for l2 in ("off", "on"):
+        rows.append([f"iosim: standard `--mask` / flash1, L2 {l2}", *ratio(j("standard", True, l2), j("flash1", False, l2))])
+    return md_table(["", "GFLOPs", "HBM R/W (GB)", "runtime (ms)"], ["---", "---:", "---:", "---:"], rows)
+
+
+FIG2_BLOCKS = ("run --profile a100-sxm4-40gb --algo flash1 --batch 64 --heads 16 --seq 1024 --head-dim 64 "
+               "--block-kv {bc}{l2} --format json")
+FIG2_BC = (64, 128, 256, 512)
+
+
+def fig2_blocks_runs():
+    return [FIG2_BLOCKS.format(bc=bc, l2=l2) for bc in FIG2_BC for l2 in ("", " --l2 off")]
+
+
+def fig2_blocks_table(run):
+    """Figure 2 (middle): flash1's forward against its K/V block size Bc."""
+    rows = []
+    for bc in FIG2_BC:
+        off, on = run(FIG2_BLOCKS.format(bc=bc, l2=" --l2 off")), run(FIG2_BLOCKS.format(bc=bc, l2=""))
+        o = off.counters.per_tensor.O
+        passes = o.hbm_write_bytes / (64 * 16 * 1024 * 64 * 2)
+        rows.append([str(bc), f"{off.tiling.block_q} x {off.tiling.block_kv}", f"{passes:.0f}",
+                     f(off.counters.hbm_total_bytes / 1e9, 2), f(off.time_s * 1e3, 2) + " ms",
+                     off.bound, f(on.counters.hbm_total_bytes / 1e9, 2), f(on.time_s * 1e3, 2) + " ms"])
+    return md_table(["`--block-kv` (Bc)", "Br x Bc", "O written (times)", "HBM GB, `--l2 off`",
+                     "time, `--l2 off`", "bound", "HBM GB, L2 on", "time, L2 on"],
+                    ["---:", "---", "---:", "---:", "---:", "---", "---:", "---:"], rows)
+
+
+THM2 = ("run --profile a100-sxm4-40gb --algo {a} --batch 64 --heads 16 --seq 1024 --head-dim 64 --l2 off "
+        "--set sm.smem_per_cta_max_bytes={m} --format json")
+THM2_M = (20864, 41728, 83456, 166912)
+
+
+def theorem2_runs():
+    return [THM2.format(a=a, m=m) for a in ("standard", "flash1") for m in THM2_M]
+
+
+def theorem2_table(run):
+    """Theorem 2's two orders, B*H heads x 2 bytes an element, beside the two-level bytes, as the
+    SRAM per CTA (M) shrinks from the A100's."""
+    n, d, heads = 1024, 64, 64 * 16
+    std_term = (n * d + n * n) * heads * 2
+    rows = []
+    for m in THM2_M:
+        f1 = run(THM2.format(a="flash1", m=m))
+        fa_term = n * n * d * d / (m / 2) * heads * 2
+        try:
+            std = run(THM2.format(a="standard", m=m))
+            std_cells = [f(std.counters.hbm_total_bytes / 1e9, 2),
+                         f"{std.counters.hbm_total_bytes / std_term:.1f}"]
+        except RuntimeError:
+            std_cells = ["does not fit", "-"]
+        rows.append([comma(m), comma(m // 2), f"{f1.tiling.block_q} x {f1.tiling.block_kv}",
+                     f(fa_term / 1e9, 3), f(f1.counters.hbm_total_bytes / 1e9, 2),
+                     f"{f1.counters.hbm_total_bytes / fa_term:.1f}", f(std_term / 1e9, 2), *std_cells])
+    return md_table(["M, bytes (`--set sm.smem_per_cta_max_bytes`)", "M, elements", "flash1 Br x Bc",
+                     "N^2 d^2 / M, GB", "flash1 HBM GB", "ratio", "Nd + N^2, GB", "standard HBM GB",
+                     "ratio"], ["---:", "---:", "---", "---:", "---:", "---:", "---:", "---:", "---:"], rows)
+
+
 GOALS = "cuda_validate/measurements/accuracy_goals.json"
 
 
@@ -262,6 +354,9 @@ TABLES = {
     "training": (train_runs, train_table),
     "block_sparse": (sparse_runs, sparse_table),
     "flash2_bwd_h200": (bwd_runs, bwd_table),
+    "paper_fig2": (train_runs, paper_fig2_table),
+    "paper_fig2_blocks": (fig2_blocks_runs, fig2_blocks_table),
+    "paper_theorem2": (theorem2_runs, theorem2_table),
 }
 
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # ctest docs: every number and block of iosim's output that README.md and docs/*.md quote is what
 # iosim prints now (scripts/readme_tables.sh --check, which runs scripts/readme_numbers.py), and the
-# checker itself catches a drift and fixes it with --write. Run by ctest with IOSIM set to the
-# binary; runs a few hundred simulations (validate re-predicts every measured case), so it is a
+# checker itself catches a drift and fixes it with --write; every iosim command of their ```sh
+# blocks runs as written (scripts/doc_commands.py: the tutorial's exercises' answers too). Run by
+# ctest with IOSIM set to the binary; runs a few hundred simulations (validate re-predicts every measured case), so it is a
 # test of its own that can run beside the others. IOSIM_SKIP_DOC_CHECKS=1 skips the documents
 # (the checker's own test still runs).
 source "$(dirname "$0")/cli_harness.sh"
@@ -42,12 +43,43 @@ if ! python3 "$REPO/scripts/validated.py" md /bin/false "$small" 2>/dev/null; th
   bad "scripts/validated.py without a kept run did not run iosim"
 fi
 
+# scripts/doc_commands.py runs a page's ```sh commands and catches one that fails, exits other than
+# its comment says, is not a command as written, or lacks a line of the ```text block quoted under it.
+cat >"$tmp/commands.md" <<'MD'
+```sh
+iosim run --seq 64 --head-dim 16 --l2 off
+```
+
+```text
+...
+problem  B=1 H=1 N=64 N_kv=64 d=16 fp16 pass=fwd
+no such line
+```
+
+```sh
+iosim run --seq 0          # exits 2: refused
+iosim run --seq 0
+iosim run ... --l2 off
+```
+MD
+out=$(cd "$REPO" && python3 scripts/doc_commands.py "$IOSIM" "$tmp/commands.md" 2>&1)
+if [ $? -eq 1 ] && grep -q "commands.md:2: the output of .* lacks the line quoted under it" <<<"$out" &&
+  grep -q "^  no such line" <<<"$out" && ! grep -q "commands.md:12" <<<"$out" &&
+  grep -q "commands.md:13: exit 2, not 0" <<<"$out" && grep -q "commands.md:14: not a command as written" <<<"$out" &&
+  grep -q "3 commands run" <<<"$out"; then ok; else bad "doc_commands.py missed a failing command: $out"; fi
+
 # The documents: README.md and every docs/*.md (the tutorial's commands, the accuracy tables, the
 # prose numbers), against what iosim prints now.
 if [ "${IOSIM_SKIP_DOC_CHECKS:-0}" = 1 ]; then
   :
 elif (cd "$REPO" && bash scripts/readme_tables.sh --check "$IOSIM"); then ok; else
   bad "README.md or docs/*.md is stale: run scripts/readme_tables.sh --write build/iosim"
+fi
+# ... and every iosim command of their ```sh blocks runs as written (the exercises' answers too).
+if [ "${IOSIM_SKIP_DOC_CHECKS:-0}" = 1 ]; then
+  :
+elif (cd "$REPO" && python3 scripts/doc_commands.py "$IOSIM"); then ok; else
+  bad "a command of README.md or docs/*.md fails (scripts/doc_commands.py names it)"
 fi
 
 echo "$pass passed, $fail failed"
