@@ -30,10 +30,10 @@
 #include <vector>
 
 #include "sim/engine/counters.hpp"
+#include "sim/engine/steady_state.hpp"
 #include "sim/hardware/occupancy.hpp"
 #include "sim/hardware/profile.hpp"
 #include "sim/schedule/schedule.hpp"
-#include "sim/engine/steady_state.hpp"
 
 namespace iosim {
 
@@ -57,8 +57,8 @@ struct EngineOptions {
   // schedule's estimate for the kernels of that role (they set occupancy).
   std::map<std::string, int> registers_by_role;
   OpObserver* observer = nullptr;  // not owned; null: no one watches
-  // true: simulate every CTA and step (no steady-state extrapolation, sim/engine/steady_state.hpp). An
-  // observer also turns it off: it sees every operation.
+  // true: simulate every CTA and step (no steady-state extrapolation, sim/engine/steady_state.hpp).
+  // An observer also turns it off: it sees every operation.
   bool exact = false;
 };
 
@@ -82,11 +82,14 @@ struct EngineResult {
   Extrapolation extrapolation;
 };
 
+struct Timeline;  // sim/engine/timeline.hpp
+
 /// Runs every kernel of `schedule` in order on `profile`. L2 contents persist from one kernel
 /// to the next unless `flush_l2_between_kernels`. Throws ConfigError when a kernel cannot be
-/// placed (one CTA does not fit on an SM).
+/// placed (one CTA does not fit on an SM). With `record`, also records the run's timeline there,
+/// to time it at other clocks (replay_timeline); record->usable says whether it could.
 EngineResult run_schedule(const HardwareProfile& profile, const Schedule& schedule,
-                          const EngineOptions& options);
+                          const EngineOptions& options, Timeline* record = nullptr);
 
 /// "memory" | "compute" | "latency" for work that took `time_s`: the larger of the memory floor
 /// (DRAM or L2 bytes at full bandwidth) and the compute floor (tensor-core + FP32 + SFU work at
