@@ -65,7 +65,7 @@ class StageTimer {
     double tensor_flops = 0, fp32_flops = 0, sfu_ops = 0, int32_ops = 0, smem_bytes = 0;
     double chain_s = 0;  // latency one warp waits through in sequence (shared-memory round trips)
     // The dependent latencies chain_s sums, counted: what a timeline records of them.
-    double round_trips = 0, chain_fp32_ops = 0, wgmma_waits = 0;
+    std::int64_t round_trips = 0, chain_fp32_ops = 0, wgmma_waits = 0;
     void add(const TileOp& op, const Rates& r) {
       tensor_flops += static_cast<double>(op.tensor_flops);
       fp32_flops += static_cast<double>(op.fp32_flops);
@@ -75,15 +75,16 @@ class StageTimer {
       chain_s += static_cast<double>(op.smem_round_trips) * r.smem_latency_s +
                  static_cast<double>(op.chain_fp32_ops) * r.fp32_latency_s +
                  static_cast<double>(op.wgmma_waits) * r.wgmma_latency_s;
-      round_trips += static_cast<double>(op.smem_round_trips);
-      chain_fp32_ops += static_cast<double>(op.chain_fp32_ops);
-      wgmma_waits += static_cast<double>(op.wgmma_waits);
+      round_trips += op.smem_round_trips;
+      chain_fp32_ops += op.chain_fp32_ops;
+      wgmma_waits += op.wgmma_waits;
     }
     // chain_s from the counts at rates `r` (a replay's; it can differ from the sum add() makes
     // op by op in the last bits).
     void time_chain(const Rates& r) {
-      chain_s = round_trips * r.smem_latency_s + chain_fp32_ops * r.fp32_latency_s +
-                wgmma_waits * r.wgmma_latency_s;
+      chain_s = static_cast<double>(round_trips) * r.smem_latency_s +
+                static_cast<double>(chain_fp32_ops) * r.fp32_latency_s +
+                static_cast<double>(wgmma_waits) * r.wgmma_latency_s;
     }
   };
 
@@ -272,12 +273,13 @@ class StageRecorder {
     }
     const StageTimer::Work& b = s.before;
     const StageTimer::Work& a = s.after;
+    auto d = [](std::int64_t n) { return static_cast<double>(n); };
     const Timeline::Shape shape = {
-        b.tensor_flops,    b.fp32_flops,        b.sfu_ops,          b.int32_ops,
-        b.smem_bytes,      b.round_trips,       b.chain_fp32_ops,   b.wgmma_waits,
-        a.tensor_flops,    a.fp32_flops,        a.sfu_ops,          a.int32_ops,
-        a.smem_bytes,      a.round_trips,       a.chain_fp32_ops,   a.wgmma_waits,
-        s.loads.requested, s.in_step.requested, s.stores.requested, s.after_in_step ? 1.0 : 0.0};
+        b.tensor_flops,    b.fp32_flops,        b.sfu_ops,           b.int32_ops,
+        b.smem_bytes,      d(b.round_trips),    d(b.chain_fp32_ops), d(b.wgmma_waits),
+        a.tensor_flops,    a.fp32_flops,        a.sfu_ops,           a.int32_ops,
+        a.smem_bytes,      d(a.round_trips),    d(a.chain_fp32_ops), d(a.wgmma_waits),
+        s.loads.requested, s.in_step.requested, s.stores.requested,  s.after_in_step ? 1.0 : 0.0};
     Slot& x = slots_[slot];
     // A CTA's stages mostly repeat the one before (every step of a K/V loop): one compare.
     if (x.last_id == kNone || std::memcmp(&x.last, &shape, sizeof(shape)) != 0) {
@@ -678,9 +680,9 @@ double replay_kernel(const HardwareProfile& profile, const KernelSpec& spec,
             .int32_ops = x[f + 3],
             .smem_bytes = x[f + 4],
             .chain_s = 0,
-            .round_trips = x[f + 5],
-            .chain_fp32_ops = x[f + 6],
-            .wgmma_waits = x[f + 7]};
+            .round_trips = static_cast<std::int64_t>(x[f + 5]),
+            .chain_fp32_ops = static_cast<std::int64_t>(x[f + 6]),
+            .wgmma_waits = static_cast<std::int64_t>(x[f + 7])};
       w->time_chain(rates);
     }
     s.loads.requested = x[16];
