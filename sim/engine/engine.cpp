@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstring>
 #include <memory>
 #include <numeric>
 #include <optional>
@@ -281,7 +282,7 @@ class StageRecorder {
         s.loads.requested, s.in_step.requested, s.stores.requested,  s.after_in_step ? 1.0 : 0.0};
     Slot& x = slots_[slot];
     // A CTA's stages mostly repeat the one before (every step of a K/V loop): one compare.
-    if (x.last_id == kNone || x.last != shape) {
+    if (x.last_id == kNone || std::memcmp(&x.last, &shape, sizeof(shape)) != 0) {
       const auto [it, added] = ids_.try_emplace(shape, static_cast<std::uint32_t>(ids_.size()));
       if (added) kernel_.shapes.push_back(shape);
       x.last = shape;
@@ -334,10 +335,15 @@ class StageRecorder {
       return static_cast<std::size_t>(h ^ (h >> 32));
     }
   };
+  struct ShapeEqual {
+    bool operator()(const Timeline::Shape& a, const Timeline::Shape& b) const {
+      return std::memcmp(&a, &b, sizeof(a)) == 0;
+    }
+  };
   Timeline& timeline_;
   Timeline::Kernel& kernel_;
   std::vector<Slot> slots_;
-  std::unordered_map<Timeline::Shape, std::uint32_t, ShapeHash> ids_;
+  std::unordered_map<Timeline::Shape, std::uint32_t, ShapeHash, ShapeEqual> ids_;
 };
 
 class KernelRun {
