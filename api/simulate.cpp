@@ -97,14 +97,15 @@ Report simulate(const HardwareProfile& profile, const RunRequest& original,
   }
   if (profile.power.present && engine.sm_clock_mhz <= 0) {
     // No clock given: the power model picks it (sim/hardware/power_model.hpp). Its trial runs are
-    // not watched; an observer sees the run at the chosen clock only. The first trial is an
-    // engine run that records its timeline; the others replay it at their clocks
-    // (sim/engine/timeline.hpp), unless it could not be recorded (steady-state extrapolation
-    // applied, or too many stages): then each is an engine run.
+    // not watched; an observer sees the run at the chosen clock only. With
+    // engine.replay_clock_trials the first trial is an engine run that records its timeline and
+    // the others replay it at their clocks (sim/engine/timeline.hpp), unless it could not be
+    // recorded (steady-state extrapolation applied, or too many stages); otherwise, and by
+    // default, each trial is an engine run.
     EngineOptions trial = engine;
     trial.observer = nullptr;
     Timeline timeline;
-    bool recorded = false;
+    bool recorded = !engine.replay_clock_trials;  // (nothing to record: every trial simulates)
     const auto at = [&](double clock_mhz) {
       if (recorded && timeline.usable) return replay_timeline(profile, timeline, clock_mhz);
       trial.sm_clock_mhz = clock_mhz;

@@ -182,6 +182,7 @@ TEST_CASE(
   for (const Case& c : cases) {
     const HardwareProfile& p = test::profile(c.profile);
     RunRequest r = c.r;
+    r.engine.replay_clock_trials = true;
     CAPTURE(r.algorithm);
     const Report solved = simulate(p, r);
     REQUIRE(solved.power);
