@@ -3,9 +3,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
+#include <cstring>
 #include <memory>
 #include <numeric>
 #include <optional>
+#include <unordered_map>
+#include <utility>
 
 #include "sim/base/errors.hpp"
 #include "sim/base/memory_budget.hpp"
@@ -15,6 +19,7 @@
 #include "sim/engine/extrapolator.hpp"
 #include "sim/engine/rates.hpp"
 #include "sim/engine/step_windows.hpp"
+#include "sim/engine/timeline.hpp"
 #include "sim/engine/waves_by_kind.hpp"
 #include "sim/memory/address_map.hpp"
 #include "sim/memory/l2_system.hpp"
@@ -44,266 +49,23 @@ struct Server {
 constexpr double kSchedulersPerSm = 4.0;
 constexpr double kWarpThreads = 32.0;
 
-class KernelRun {
+// The engine's time model of one kernel at one clock: the bandwidth servers, the SMs' pipes, and
+// what a stage's work and traffic take on them. The event loop (KernelRun) and a timeline's replay
+// (replay_timeline) time stages through it alike.
+class StageTimer {
  public:
-  KernelRun(const HardwareProfile& profile, const Schedule& schedule, std::size_t kernel_index,
-            const KernelSpec& spec, const Occupancy& occ, const AddressMap& addresses, L2System* l2,
-            double clock_mhz, OpObserver* observer, bool extrapolate)
-      : schedule_(schedule),
-        kernel_index_(kernel_index),
-        spec_(spec),
-        addresses_(addresses),
-        l2_(l2),
-        rates_(profile, clock_mhz, spec.mma_dtype, spec.tensor_instruction),
-        ctas_per_sm_(occ.ctas_per_sm),
-        warps_per_cta_((spec.threads_per_cta + 31) / 32 - spec.producer_warps),
-        ports_(static_cast<std::size_t>(rates_.sm_count)),
-        observer_(observer),
-        repetition_(extrapolate ? schedule.repetition(kernel_index) : Repetition{}) {
-    run_.resident_on_sm.assign(static_cast<std::size_t>(rates_.sm_count), 0);
-    run_.l2_on = l2 != nullptr;
-    run_.l2_bytes = static_cast<std::uint64_t>(profile.l2.size_bytes.value);
-  }
-
-  /// Simulates the kernel into `c` and returns its time; `extrapolated` says what was left out.
-  double run(Counters& c, Extrapolation& extrapolated) {
-    run_.counters = &c;
-    run_.stats = &extrapolated;
-    run_.ctas = spec_.grid.count();
-    const std::int64_t slots = std::min<std::int64_t>(
-        run_.ctas, static_cast<std::int64_t>(rates_.sm_count) * ctas_per_sm_);
-    if (repetition_.alike_run > slots && slots > 0) {
-      // Runs of alike CTAs longer than a wave: waves by kind, in place of periods, which would
-      // be whole runs and waves (sim/engine/steady_state.hpp).
-      extrapolators_.push_back(std::make_unique<detail::WavesByKind>(slots, repetition_.alike_run));
-    } else if (repetition_.cta_period > 0 && slots > 0) {
-      // Whole waves as well as whole repetitions: where waves start together, leaving out a
-      // period that is not whole waves moves the final partial wave (standard B=4 H=16 N=2048
-      // d=64 Bc=64, periods of heads rounded up to a wave: gemm_qk's time off by 5.8% after
-      // three periods that agreed within 0.1%).
-      extrapolators_.push_back(
-          std::make_unique<detail::CtaPeriods>(std::lcm(repetition_.cta_period, slots)));
-    }
-    if (repetition_.part_period > 0) {
-      extrapolators_.push_back(std::make_unique<detail::StepWindows>(repetition_.part_period));
-    }
-    if (slots >= (std::int64_t{1} << Event::kSlotBits)) {
-      throw ConfigError(
-          fmt::format("kernel '{}': {} resident CTAs, more than the engine tracks ({})", spec_.name,
-                      slots, std::int64_t{1} << Event::kSlotBits));
-    }
-    run_.states.resize(static_cast<std::size_t>(slots));
-    // First wave: breadth-first over SMs (CTA i on SM i mod #SMs).
-    for (std::int64_t s = 0; s < slots; ++s) {
-      events_.push(start_cta(static_cast<std::uint32_t>(s), run_.next_cta++,
-                             static_cast<int>(s % rates_.sm_count), 0.0));
-    }
-    double last_finish = 0.0;
-    std::int64_t finished = 0;  // CTAs simulated to their end, for run_control's progress
-    const std::int64_t extrapolated_before = run_.stats->ctas_extrapolated;
-    std::uint32_t events_run = 0;
-    while (!events_.empty()) {
-      // Stops are honoured between waves and, within a wave that runs long (a CTA of a
-      // million-token split), every 1024 events: a few microseconds each.
-      if ((++events_run & 1023u) == 0) run_control::check();
-      const Event ev = events_.top();
-      const double now = ev.t();
-      CtaState& st = run_.states[ev.slot()];
-      run_stage(st, now);
-      next_part(st);
-      if (st.pc < st.ops.size()) {
-        events_.replace_top({next_stage_time(st, now), issue(), ev.slot()});
-      } else {
-        last_finish = std::max(last_finish, st.end);
-        const std::int64_t done = ++finished + run_.stats->ctas_extrapolated - extrapolated_before;
-        if (finished % slots == 0) run_control::wave_done(spec_.name, done, run_.ctas);
-        record_wave_ends(done, st.end + run_.skipped_s, slots);
-        --run_.resident;
-        --run_.resident_on_sm[static_cast<std::size_t>(st.sm)];
-        st.cta = -1;
-        if (run_.next_cta < run_.ctas) {
-          for (const auto& x : extrapolators_) x->before_dispatch(st.end, run_);
-          events_.replace_top(start_cta(ev.slot(), run_.next_cta++, st.sm, st.end));
-        } else {
-          if (tail_start_ < 0) tail_start_ = st.end + run_.skipped_s;
-          events_.pop();
-        }
-      }
-      for (const auto& x : extrapolators_) x->after_event(now, run_);
-    }
-    run_.stats->ctas_simulated += run_.next_cta - run_.stats->ctas_extrapolated;
-    const double end = last_finish + run_.skipped_s;
-    launch_s = rates_.launch_s;
-    tail_s = tail_start_ >= 0 ? end - tail_start_ : 0.0;
-    for (double& t : wave_end_s) t += launch_s;
-    return end + launch_s;
-  }
-
-  // The timeline run() leaves (KernelResult's fields of the same names).
-  double launch_s = 0.0, tail_s = 0.0;
-  std::vector<double> wave_end_s;
-
- private:
-  // After a CTA finished at `t` (time left out included), `done` CTAs of the grid have: the
-  // whole waves (of `slots` CTAs) completed since the previous finish end at `t`, or, where CTAs
-  // were left out as repetition in between, spread evenly from the previous finish to `t`.
-  void record_wave_ends(std::int64_t done, double t, std::int64_t slots) {
-    if (run_.ctas / slots > KernelResult::kMaxWaveEnds) return;
-    t = std::max(t, wave_clock_.t);
-    for (std::int64_t b = slots * static_cast<std::int64_t>(wave_end_s.size() + 1); b <= done;
-         b += slots) {
-      wave_end_s.push_back(wave_clock_.t + (t - wave_clock_.t) *
-                                               static_cast<double>(b - wave_clock_.done) /
-                                               static_cast<double>(done - wave_clock_.done));
-    }
-    wave_clock_ = {done, t};
-  }
-
-  // The next event's issue number.
-  std::uint64_t issue() {
-    if (seq_ == Event::kMaxIssue) [[unlikely]] {
-      throw InternalError(
-          fmt::format("kernel '{}': more than {} engine events", spec_.name, Event::kMaxIssue));
-    }
-    return seq_++;
-  }
-
-  // Places CTA `cta` in `slot` on `sm` at time `t`; returns its first stage's event.
-  Event start_cta(std::uint32_t slot, std::int64_t cta, int sm, double t) {
-    CtaState& st = run_.states[slot];
-    st.cta = cta;
-    st.sm = sm;
-    st.ops.clear();
-    st.part = 0;
-    st.skip_from = ~std::size_t{0};
-    if (repetition_.part_period > 0) {
-      const PartRange steady = schedule_.steady_parts(kernel_index_, cta);
-      st.steady_first = steady.first;
-      st.steady_last = steady.last;
-    }
-    ++run_.stats->parts_simulated;
-    st.more_parts = schedule_.emit_cta_part(kernel_index_, cta, 0, st.ops);
-    st.pc = 0;
-    next_part(st);
-    st.ring = 0;
-    st.compute_end.assign(static_cast<std::size_t>(std::max(1, spec_.pipeline_stages)), t);
-    st.compute_free = t;
-    st.end = t;
-    ++run_.resident;
-    ++run_.resident_on_sm[static_cast<std::size_t>(sm)];
-    run_.at_cta_start = {run_.counters->hbm.read_total(), run_.counters->l2.write_total()};
-    return {t, issue(), slot};
-  }
-
-  // Once a CTA's operations are used up, emits its next part, skipping empty ones.
-  void next_part(CtaState& st) {
-    while (st.pc == st.ops.size() && st.more_parts) {
-      st.ops.clear();
-      st.pc = 0;
-      if (++st.part == st.skip_from) st.part = st.steady_last;  // past the parts a cut left out
-      ++run_.stats->parts_simulated;
-      st.more_parts = schedule_.emit_cta_part(kernel_index_, st.cta, st.part, st.ops);
-    }
-  }
-
-  double next_stage_time(const CtaState& st, double now) const {
-    // The next stage's buffer is the one the stage `pipeline_stages` back computed from.
-    return std::max(now, st.compute_end[st.ring]);
-  }
-
   // Moves a tile between HBM/L2 and the chip; returns {requested, missed + written back} bytes.
   struct Traffic {
     double requested = 0, dram = 0;
     bool missed = false;
   };
 
-  // The tile's runs, in order, into runs_ (with the L2 on); returns its exact bytes.
-  std::uint64_t gather_runs(const TileRef& tile) {
-    runs_.clear();
-    return addresses_.for_each_run(tile, [&](const L2System::Run& run) {
-      if (l2_ != nullptr) runs_.push_back(run);
-    });
-  }
-
-  void load(const TileOp& op, int sm, Traffic& tr) {
-    const std::size_t ti = index_of(op.tile.tensor);
-    const std::uint64_t exact = gather_runs(op.tile);
-    if (l2_ != nullptr) {
-      const L2Cache::ReadOutcome r =
-          l2_->read(runs_, op.tile.tensor, sm, run_.counters->hbm.write_bytes);
-      run_.counters->l2.read_bytes[ti] += r.requested_bytes;
-      run_.counters->hbm.read_bytes[ti] += r.miss_bytes;
-      tr.requested += static_cast<double>(r.requested_bytes);
-      tr.dram += static_cast<double>(r.miss_bytes);
-      tr.missed = tr.missed || r.miss_bytes > 0;
-    } else {
-      run_.counters->hbm.read_bytes[ti] += exact;
-      tr.requested += static_cast<double>(exact);
-      tr.dram += static_cast<double>(exact);
-      tr.missed = true;
-    }
-    if (op.on_chip == OnChip::smem) run_.counters->smem_write_bytes += exact;
-  }
-
-  void store(const TileOp& op, int sm, Traffic& tr) {
-    const std::size_t ti = index_of(op.tile.tensor);
-    const std::uint64_t exact = gather_runs(op.tile);
-    if (l2_ != nullptr) {
-      const std::uint64_t bytes =
-          l2_->write(runs_, op.tile.tensor, sm, run_.counters->hbm.write_bytes);
-      run_.counters->l2.write_bytes[ti] += bytes;
-      tr.requested += static_cast<double>(bytes);
-    } else {
-      run_.counters->hbm.write_bytes[ti] += exact;
-      tr.requested += static_cast<double>(exact);
-      tr.dram += static_cast<double>(exact);
-    }
-    if (op.on_chip == OnChip::smem) run_.counters->smem_read_bytes += exact;
-  }
-
-  // An fp32 atomic add (RED) done by the L2: the old value is read there (fetched from DRAM on
-  // a miss) and the sum kept dirty. Counted as one L2 read and one L2 write of the tile, so the
-  // three-level counts stay comparable with the two-level ones (an HBM read and write); the
-  // addends cross the SM's port once.
-  void reduce(const TileOp& op, int sm, Traffic& tr) {
-    const std::size_t ti = index_of(op.tile.tensor);
-    const std::uint64_t exact = addresses_.for_each_run(op.tile, [&](const L2System::Run& run) {
-      if (l2_ == nullptr) return;
-      // Each piece (of every block of rows) is read, then written, before the next.
-      run.for_each_piece([&](std::uint64_t a) {
-        const L2Cache::ReadOutcome r =
-            l2_->read(a, run.len, op.tile.tensor, sm, run_.counters->hbm.write_bytes);
-        run_.counters->l2.read_bytes[ti] += r.requested_bytes;
-        run_.counters->hbm.read_bytes[ti] += r.miss_bytes;
-        tr.dram += static_cast<double>(r.miss_bytes);
-        const std::uint64_t bytes =
-            l2_->write(a, run.len, op.tile.tensor, sm, run_.counters->hbm.write_bytes);
-        run_.counters->l2.write_bytes[ti] += bytes;
-        tr.requested += static_cast<double>(bytes);
-      });
-    });
-    if (l2_ == nullptr) {
-      run_.counters->hbm.read_bytes[ti] += exact;
-      run_.counters->hbm.write_bytes[ti] += exact;
-      tr.requested += static_cast<double>(exact);
-      tr.dram += 2.0 * static_cast<double>(exact);
-    }
-  }
-
-  // Time at which `bytes` requested at `t` by a CTA on `sm` have all arrived.
-  double transfer(double t, int sm, const Traffic& tr) {
-    const double hbm_done = hbm_.reserve(t, tr.dram * rates_.per.hbm_byte);
-    const double l2_done =
-        l2_ != nullptr ? l2_server_.reserve(t, tr.requested * rates_.per.l2_byte) : t;
-    const double port_done =
-        ports_[static_cast<std::size_t>(sm)].reserve(t, tr.requested * rates_.per.port_byte);
-    return std::max({hbm_done, l2_done, port_done});
-  }
-
   // The work of a run of compute ops, as the SM's pipes see it.
   struct Work {
     double tensor_flops = 0, fp32_flops = 0, sfu_ops = 0, int32_ops = 0, smem_bytes = 0;
     double chain_s = 0;  // latency one warp waits through in sequence (shared-memory round trips)
+    // The dependent latencies chain_s sums, counted: what a timeline records of them.
+    std::int64_t round_trips = 0, chain_fp32_ops = 0, wgmma_waits = 0;
     void add(const TileOp& op, const Rates& r) {
       tensor_flops += static_cast<double>(op.tensor_flops);
       fp32_flops += static_cast<double>(op.fp32_flops);
@@ -313,6 +75,16 @@ class KernelRun {
       chain_s += static_cast<double>(op.smem_round_trips) * r.smem_latency_s +
                  static_cast<double>(op.chain_fp32_ops) * r.fp32_latency_s +
                  static_cast<double>(op.wgmma_waits) * r.wgmma_latency_s;
+      round_trips += op.smem_round_trips;
+      chain_fp32_ops += op.chain_fp32_ops;
+      wgmma_waits += op.wgmma_waits;
+    }
+    // chain_s from the counts at rates `r` (a replay's; it can differ from the sum add() makes
+    // op by op in the last bits).
+    void time_chain(const Rates& r) {
+      chain_s = static_cast<double>(round_trips) * r.smem_latency_s +
+                static_cast<double>(chain_fp32_ops) * r.fp32_latency_s +
+                static_cast<double>(wgmma_waits) * r.wgmma_latency_s;
     }
   };
 
@@ -410,12 +182,423 @@ class KernelRun {
                     overlapped(warps_per_cta_) + w.chain_s);
   }
 
-  // Runs one stage: the loads the pipeline prefetches, then the computes and stores that use
-  // them, with any in-step loads (TileOp::in_step) among the computes.
-  void run_stage(CtaState& st, double t) {
+  // What one stage of a CTA moved and computed: everything its timing depends on.
+  struct Stage {
     Traffic loads, stores, in_step;
     Work before, after;  // compute before / from the first in-step load on
     bool after_in_step = false;
+  };
+
+  StageTimer(const HardwareProfile& profile, const KernelSpec& spec, double clock_mhz, bool l2_on)
+      : spec_(spec),
+        rates_(profile, clock_mhz, spec.mma_dtype, spec.tensor_instruction),
+        warps_per_cta_((spec.threads_per_cta + 31) / 32 - spec.producer_warps),
+        l2_on_(l2_on),
+        ports_(static_cast<std::size_t>(rates_.sm_count)) {}
+
+  const Rates& rates() const { return rates_; }
+
+  // Times a stage of the CTA in `st` (its traffic, and its work before and after any in-step
+  // loads), issued at `t` on an SM shared by `share` CTAs.
+  void time(CtaState& st, double t, const Traffic& loads, const Traffic& in_step,
+            const Traffic& stores, const Work& before, const Work& after, bool after_in_step,
+            double share) {
+    double copy_end = t;
+    if (loads.requested > 0) copy_end = transfer(t, st.sm, loads) + latency_of(loads);
+    const double compute_start = std::max(st.compute_free, copy_end);
+    double compute_end = compute_start + compute_time(before, share);
+    if (after_in_step) {
+      // Issued when the step starts; bandwidth is reserved now, in event order.
+      const double arrival =
+          std::max(transfer(t, st.sm, in_step), compute_start) + latency_of(in_step);
+      compute_end = std::max(compute_end, arrival) + compute_time(after, share);
+    }
+    st.compute_free = compute_end;
+    st.compute_end[st.ring] = compute_end;
+    double end = compute_end;
+    if (stores.requested > 0) {
+      // Stores drain after the compute; their bandwidth is reserved now, in event order.
+      const double drained = transfer(t, st.sm, stores);
+      end = std::max(compute_end + stores.requested * rates_.per.port_byte, drained);
+    }
+    st.end = std::max(st.end, end);
+    if (++st.ring == st.compute_end.size()) st.ring = 0;
+  }
+
+  double next_stage_time(const CtaState& st, double now) const {
+    // The next stage's buffer is the one the stage `pipeline_stages` back computed from.
+    return std::max(now, st.compute_end[st.ring]);
+  }
+
+ private:
+  // Time at which `bytes` requested at `t` by a CTA on `sm` have all arrived.
+  double transfer(double t, int sm, const Traffic& tr) {
+    const double hbm_done = hbm_.reserve(t, tr.dram * rates_.per.hbm_byte);
+    const double l2_done = l2_on_ ? l2_server_.reserve(t, tr.requested * rates_.per.l2_byte) : t;
+    const double port_done =
+        ports_[static_cast<std::size_t>(sm)].reserve(t, tr.requested * rates_.per.port_byte);
+    return std::max({hbm_done, l2_done, port_done});
+  }
+
+  double latency_of(const Traffic& tr) const {
+    return (tr.missed || !l2_on_) ? rates_.hbm_latency_s : rates_.l2_latency_s;
+  }
+
+  const KernelSpec& spec_;
+  Rates rates_;
+  double warps_per_cta_;
+  bool l2_on_;
+  Server hbm_, l2_server_;
+  std::vector<Server> ports_;
+};
+
+// Records a kernel's stages into its Timeline::Kernel (sim/engine/timeline.hpp) as the event loop
+// times them: each resident CTA's stages in its slot, moved to the kernel's record when it ends,
+// so that the record is by CTA whatever order the CTAs ran in.
+class StageRecorder {
+ public:
+  StageRecorder(Timeline& timeline, Timeline::Kernel& kernel, std::int64_t ctas, std::size_t slots)
+      : timeline_(timeline), kernel_(kernel), slots_(slots) {
+    kernel_.ctas.resize(static_cast<std::size_t>(ctas));
+  }
+
+  // (Not inlined: the event loop that calls it runs unrecorded far more often.)
+  [[gnu::noinline]] void stage(std::uint32_t slot, const StageTimer::Stage& s) {
+    if (!timeline_.usable) return;
+    if (++timeline_.stages > Timeline::kMaxStages) {  // too long to keep: simulate again instead
+      timeline_.usable = false;
+      slots_.clear();
+      slots_.shrink_to_fit();
+      return;
+    }
+    const StageTimer::Work& b = s.before;
+    const StageTimer::Work& a = s.after;
+    auto d = [](std::int64_t n) { return static_cast<double>(n); };
+    const Timeline::Shape shape = {
+        b.tensor_flops,    b.fp32_flops,        b.sfu_ops,           b.int32_ops,
+        b.smem_bytes,      d(b.round_trips),    d(b.chain_fp32_ops), d(b.wgmma_waits),
+        a.tensor_flops,    a.fp32_flops,        a.sfu_ops,           a.int32_ops,
+        a.smem_bytes,      d(a.round_trips),    d(a.chain_fp32_ops), d(a.wgmma_waits),
+        s.loads.requested, s.in_step.requested, s.stores.requested,  s.after_in_step ? 1.0 : 0.0};
+    Slot& x = slots_[slot];
+    // A CTA's stages mostly repeat the one before (every step of a K/V loop): one compare.
+    if (x.last_id == kNone || std::memcmp(&x.last, &shape, sizeof(shape)) != 0) {
+      const auto [it, added] = ids_.try_emplace(shape, static_cast<std::uint32_t>(ids_.size()));
+      if (added) kernel_.shapes.push_back(shape);
+      x.last = shape;
+      x.last_id = it->second;
+    }
+    std::uint32_t code = x.last_id << Timeline::kFlagBits;
+    if (s.loads.missed) code |= Timeline::kLoadsMissed;
+    if (s.in_step.missed) code |= Timeline::kInStepMissed;
+    if (s.loads.dram != 0) {
+      code |= Timeline::kLoadsDram;
+      x.dram.push_back(s.loads.dram);
+    }
+    if (s.in_step.dram != 0) {
+      code |= Timeline::kInStepDram;
+      x.dram.push_back(s.in_step.dram);
+    }
+    if (s.stores.dram != 0) {
+      code |= Timeline::kStoresDram;
+      x.dram.push_back(s.stores.dram);
+    }
+    x.stages.push_back(code);
+  }
+
+  [[gnu::noinline]] void cta_done(std::uint32_t slot, std::int64_t cta) {
+    if (!timeline_.usable) return;
+    Slot& x = slots_[slot];
+    Timeline::Cta& c = kernel_.ctas[static_cast<std::size_t>(cta)];
+    c.first_stage = kernel_.stages.size();
+    c.first_dram = kernel_.dram.size();
+    c.stage_count = static_cast<std::uint32_t>(x.stages.size());
+    kernel_.stages.insert(kernel_.stages.end(), x.stages.begin(), x.stages.end());
+    kernel_.dram.insert(kernel_.dram.end(), x.dram.begin(), x.dram.end());
+    x.stages.clear();
+    x.dram.clear();
+  }
+
+ private:
+  static constexpr std::uint32_t kNone = ~std::uint32_t{0};
+  struct Slot {
+    std::vector<std::uint32_t> stages;
+    std::vector<double> dram;
+    Timeline::Shape last{};
+    std::uint32_t last_id = kNone;
+  };
+  struct ShapeHash {
+    std::size_t operator()(const Timeline::Shape& shape) const {
+      std::uint64_t h = 0;
+      for (const double v : shape)
+        h = (h ^ std::bit_cast<std::uint64_t>(v)) * 0x9e3779b97f4a7c15ULL;
+      return static_cast<std::size_t>(h ^ (h >> 32));
+    }
+  };
+  struct ShapeEqual {
+    bool operator()(const Timeline::Shape& a, const Timeline::Shape& b) const {
+      return std::memcmp(&a, &b, sizeof(a)) == 0;
+    }
+  };
+  Timeline& timeline_;
+  Timeline::Kernel& kernel_;
+  std::vector<Slot> slots_;
+  std::unordered_map<Timeline::Shape, std::uint32_t, ShapeHash, ShapeEqual> ids_;
+};
+
+class KernelRun {
+ public:
+  KernelRun(const HardwareProfile& profile, const Schedule& schedule, std::size_t kernel_index,
+            const KernelSpec& spec, const Occupancy& occ, const AddressMap& addresses, L2System* l2,
+            double clock_mhz, OpObserver* observer, bool extrapolate, StageRecorder* recorder)
+      : schedule_(schedule),
+        kernel_index_(kernel_index),
+        spec_(spec),
+        addresses_(addresses),
+        l2_(l2),
+        timer_(profile, spec, clock_mhz, l2 != nullptr),
+        rates_(timer_.rates()),
+        ctas_per_sm_(occ.ctas_per_sm),
+        observer_(observer),
+        recorder_(recorder),
+        repetition_(extrapolate ? schedule.repetition(kernel_index) : Repetition{}) {
+    run_.resident_on_sm.assign(static_cast<std::size_t>(rates_.sm_count), 0);
+    run_.l2_on = l2 != nullptr;
+    run_.l2_bytes = static_cast<std::uint64_t>(profile.l2.size_bytes.value);
+  }
+
+  /// Simulates the kernel into `c` and returns its time; `extrapolated` says what was left out.
+  double run(Counters& c, Extrapolation& extrapolated) {
+    run_.counters = &c;
+    run_.stats = &extrapolated;
+    run_.ctas = spec_.grid.count();
+    const std::int64_t slots = std::min<std::int64_t>(
+        run_.ctas, static_cast<std::int64_t>(rates_.sm_count) * ctas_per_sm_);
+    if (repetition_.alike_run > slots && slots > 0) {
+      // Runs of alike CTAs longer than a wave: waves by kind, in place of periods, which would
+      // be whole runs and waves (sim/engine/steady_state.hpp).
+      extrapolators_.push_back(std::make_unique<detail::WavesByKind>(slots, repetition_.alike_run));
+    } else if (repetition_.cta_period > 0 && slots > 0) {
+      // Whole waves as well as whole repetitions: where waves start together, leaving out a
+      // period that is not whole waves moves the final partial wave (standard B=4 H=16 N=2048
+      // d=64 Bc=64, periods of heads rounded up to a wave: gemm_qk's time off by 5.8% after
+      // three periods that agreed within 0.1%).
+      extrapolators_.push_back(
+          std::make_unique<detail::CtaPeriods>(std::lcm(repetition_.cta_period, slots)));
+    }
+    if (repetition_.part_period > 0) {
+      extrapolators_.push_back(std::make_unique<detail::StepWindows>(repetition_.part_period));
+    }
+    if (slots >= (std::int64_t{1} << Event::kSlotBits)) {
+      throw ConfigError(
+          fmt::format("kernel '{}': {} resident CTAs, more than the engine tracks ({})", spec_.name,
+                      slots, std::int64_t{1} << Event::kSlotBits));
+    }
+    run_.states.resize(static_cast<std::size_t>(slots));
+    // First wave: breadth-first over SMs (CTA i on SM i mod #SMs).
+    for (std::int64_t s = 0; s < slots; ++s) {
+      events_.push(start_cta(static_cast<std::uint32_t>(s), run_.next_cta++,
+                             static_cast<int>(s % rates_.sm_count), 0.0));
+    }
+    double last_finish = 0.0;
+    std::int64_t finished = 0;  // CTAs simulated to their end, for run_control's progress
+    const std::int64_t extrapolated_before = run_.stats->ctas_extrapolated;
+    std::uint32_t events_run = 0;
+    while (!events_.empty()) {
+      // Stops are honoured between waves and, within a wave that runs long (a CTA of a
+      // million-token split), every 1024 events: a few microseconds each.
+      if ((++events_run & 1023u) == 0) run_control::check();
+      const Event ev = events_.top();
+      const double now = ev.t();
+      CtaState& st = run_.states[ev.slot()];
+      run_stage(st, now);
+      next_part(st);
+      if (st.pc < st.ops.size()) {
+        events_.replace_top({next_stage_time(st, now), issue(), ev.slot()});
+      } else {
+        last_finish = std::max(last_finish, st.end);
+        const std::int64_t done = ++finished + run_.stats->ctas_extrapolated - extrapolated_before;
+        if (finished % slots == 0) run_control::wave_done(spec_.name, done, run_.ctas);
+        record_wave_ends(done, st.end + run_.skipped_s, slots);
+        if (recorder_ != nullptr) recorder_->cta_done(ev.slot(), st.cta);
+        --run_.resident;
+        --run_.resident_on_sm[static_cast<std::size_t>(st.sm)];
+        st.cta = -1;
+        if (run_.next_cta < run_.ctas) {
+          for (const auto& x : extrapolators_) x->before_dispatch(st.end, run_);
+          events_.replace_top(start_cta(ev.slot(), run_.next_cta++, st.sm, st.end));
+        } else {
+          if (tail_start_ < 0) tail_start_ = st.end + run_.skipped_s;
+          events_.pop();
+        }
+      }
+      for (const auto& x : extrapolators_) x->after_event(now, run_);
+    }
+    run_.stats->ctas_simulated += run_.next_cta - run_.stats->ctas_extrapolated;
+    const double end = last_finish + run_.skipped_s;
+    launch_s = rates_.launch_s;
+    tail_s = tail_start_ >= 0 ? end - tail_start_ : 0.0;
+    for (double& t : wave_end_s) t += launch_s;
+    return end + launch_s;
+  }
+
+  // The timeline run() leaves (KernelResult's fields of the same names).
+  double launch_s = 0.0, tail_s = 0.0;
+  std::vector<double> wave_end_s;
+
+ private:
+  // After a CTA finished at `t` (time left out included), `done` CTAs of the grid have: the
+  // whole waves (of `slots` CTAs) completed since the previous finish end at `t`, or, where CTAs
+  // were left out as repetition in between, spread evenly from the previous finish to `t`.
+  void record_wave_ends(std::int64_t done, double t, std::int64_t slots) {
+    if (run_.ctas / slots > KernelResult::kMaxWaveEnds) return;
+    t = std::max(t, wave_clock_.t);
+    for (std::int64_t b = slots * static_cast<std::int64_t>(wave_end_s.size() + 1); b <= done;
+         b += slots) {
+      wave_end_s.push_back(wave_clock_.t + (t - wave_clock_.t) *
+                                               static_cast<double>(b - wave_clock_.done) /
+                                               static_cast<double>(done - wave_clock_.done));
+    }
+    wave_clock_ = {done, t};
+  }
+
+  // The next event's issue number.
+  std::uint64_t issue() {
+    if (seq_ == Event::kMaxIssue) [[unlikely]] {
+      throw InternalError(
+          fmt::format("kernel '{}': more than {} engine events", spec_.name, Event::kMaxIssue));
+    }
+    return seq_++;
+  }
+
+  // Places CTA `cta` in `slot` on `sm` at time `t`; returns its first stage's event.
+  Event start_cta(std::uint32_t slot, std::int64_t cta, int sm, double t) {
+    CtaState& st = run_.states[slot];
+    st.cta = cta;
+    st.sm = sm;
+    st.ops.clear();
+    st.part = 0;
+    st.skip_from = ~std::size_t{0};
+    if (repetition_.part_period > 0) {
+      const PartRange steady = schedule_.steady_parts(kernel_index_, cta);
+      st.steady_first = steady.first;
+      st.steady_last = steady.last;
+    }
+    ++run_.stats->parts_simulated;
+    st.more_parts = schedule_.emit_cta_part(kernel_index_, cta, 0, st.ops);
+    st.pc = 0;
+    next_part(st);
+    st.ring = 0;
+    st.compute_end.assign(static_cast<std::size_t>(std::max(1, spec_.pipeline_stages)), t);
+    st.compute_free = t;
+    st.end = t;
+    ++run_.resident;
+    ++run_.resident_on_sm[static_cast<std::size_t>(sm)];
+    run_.at_cta_start = {run_.counters->hbm.read_total(), run_.counters->l2.write_total()};
+    return {t, issue(), slot};
+  }
+
+  // Once a CTA's operations are used up, emits its next part, skipping empty ones.
+  void next_part(CtaState& st) {
+    while (st.pc == st.ops.size() && st.more_parts) {
+      st.ops.clear();
+      st.pc = 0;
+      if (++st.part == st.skip_from) st.part = st.steady_last;  // past the parts a cut left out
+      ++run_.stats->parts_simulated;
+      st.more_parts = schedule_.emit_cta_part(kernel_index_, st.cta, st.part, st.ops);
+    }
+  }
+
+  double next_stage_time(const CtaState& st, double now) const {
+    return timer_.next_stage_time(st, now);
+  }
+
+  using Traffic = StageTimer::Traffic;
+  using Work = StageTimer::Work;
+
+  // The tile's runs, in order, into runs_ (with the L2 on); returns its exact bytes.
+  std::uint64_t gather_runs(const TileRef& tile) {
+    runs_.clear();
+    return addresses_.for_each_run(tile, [&](const L2System::Run& run) {
+      if (l2_ != nullptr) runs_.push_back(run);
+    });
+  }
+
+  void load(const TileOp& op, int sm, Traffic& tr) {
+    const std::size_t ti = index_of(op.tile.tensor);
+    const std::uint64_t exact = gather_runs(op.tile);
+    if (l2_ != nullptr) {
+      const L2Cache::ReadOutcome r =
+          l2_->read(runs_, op.tile.tensor, sm, run_.counters->hbm.write_bytes);
+      run_.counters->l2.read_bytes[ti] += r.requested_bytes;
+      run_.counters->hbm.read_bytes[ti] += r.miss_bytes;
+      tr.requested += static_cast<double>(r.requested_bytes);
+      tr.dram += static_cast<double>(r.miss_bytes);
+      tr.missed = tr.missed || r.miss_bytes > 0;
+    } else {
+      run_.counters->hbm.read_bytes[ti] += exact;
+      tr.requested += static_cast<double>(exact);
+      tr.dram += static_cast<double>(exact);
+      tr.missed = true;
+    }
+    if (op.on_chip == OnChip::smem) run_.counters->smem_write_bytes += exact;
+  }
+
+  void store(const TileOp& op, int sm, Traffic& tr) {
+    const std::size_t ti = index_of(op.tile.tensor);
+    const std::uint64_t exact = gather_runs(op.tile);
+    if (l2_ != nullptr) {
+      const std::uint64_t bytes =
+          l2_->write(runs_, op.tile.tensor, sm, run_.counters->hbm.write_bytes);
+      run_.counters->l2.write_bytes[ti] += bytes;
+      tr.requested += static_cast<double>(bytes);
+    } else {
+      run_.counters->hbm.write_bytes[ti] += exact;
+      tr.requested += static_cast<double>(exact);
+      tr.dram += static_cast<double>(exact);
+    }
+    if (op.on_chip == OnChip::smem) run_.counters->smem_read_bytes += exact;
+  }
+
+  // An fp32 atomic add (RED) done by the L2: the old value is read there (fetched from DRAM on
+  // a miss) and the sum kept dirty. Counted as one L2 read and one L2 write of the tile, so the
+  // three-level counts stay comparable with the two-level ones (an HBM read and write); the
+  // addends cross the SM's port once.
+  void reduce(const TileOp& op, int sm, Traffic& tr) {
+    const std::size_t ti = index_of(op.tile.tensor);
+    const std::uint64_t exact = addresses_.for_each_run(op.tile, [&](const L2System::Run& run) {
+      if (l2_ == nullptr) return;
+      // Each piece (of every block of rows) is read, then written, before the next.
+      run.for_each_piece([&](std::uint64_t a) {
+        const L2Cache::ReadOutcome r =
+            l2_->read(a, run.len, op.tile.tensor, sm, run_.counters->hbm.write_bytes);
+        run_.counters->l2.read_bytes[ti] += r.requested_bytes;
+        run_.counters->hbm.read_bytes[ti] += r.miss_bytes;
+        tr.dram += static_cast<double>(r.miss_bytes);
+        const std::uint64_t bytes =
+            l2_->write(a, run.len, op.tile.tensor, sm, run_.counters->hbm.write_bytes);
+        run_.counters->l2.write_bytes[ti] += bytes;
+        tr.requested += static_cast<double>(bytes);
+      });
+    });
+    if (l2_ == nullptr) {
+      run_.counters->hbm.read_bytes[ti] += exact;
+      run_.counters->hbm.write_bytes[ti] += exact;
+      tr.requested += static_cast<double>(exact);
+      tr.dram += 2.0 * static_cast<double>(exact);
+    }
+  }
+
+  // Runs one stage: the loads the pipeline prefetches, then the computes and stores that use
+  // them, with any in-step loads (TileOp::in_step) among the computes.
+  void run_stage(CtaState& st, double t) {
+    StageTimer::Stage stage;
+    Traffic& loads = stage.loads;
+    Traffic& stores = stage.stores;
+    Traffic& in_step = stage.in_step;
+    Work& before = stage.before;  // compute before / from the first in-step load on
+    Work& after = stage.after;
+    bool& after_in_step = stage.after_in_step;
     const std::uint64_t written_back_before = l2_ != nullptr ? l2_->written_back_bytes() : 0;
     const std::uint64_t smem_before =
         run_.counters->smem_write_bytes + run_.counters->smem_read_bytes;
@@ -467,35 +650,15 @@ class KernelRun {
     }
     run_.counters->smem_read_bytes += static_cast<std::uint64_t>(compute_smem_read);
 
-    double copy_end = t;
-    if (loads.requested > 0) copy_end = transfer(t, st.sm, loads) + latency_of(loads);
-    const double share = run_.resident_on_sm[static_cast<std::size_t>(st.sm)];
-    const double compute_start = std::max(st.compute_free, copy_end);
-    double compute_end = compute_start + compute_time(before, share);
-    if (after_in_step) {
-      // Issued when the step starts; bandwidth is reserved now, in event order.
-      const double arrival =
-          std::max(transfer(t, st.sm, in_step), compute_start) + latency_of(in_step);
-      compute_end = std::max(compute_end, arrival) + compute_time(after, share);
+    timer_.time(st, t, loads, in_step, stores, before, after, after_in_step,
+                run_.resident_on_sm[static_cast<std::size_t>(st.sm)]);
+    if (recorder_ != nullptr) {
+      recorder_->stage(static_cast<std::uint32_t>(&st - run_.states.data()), stage);
     }
-    st.compute_free = compute_end;
-    st.compute_end[st.ring] = compute_end;
-    double end = compute_end;
-    if (stores.requested > 0) {
-      // Stores drain after the compute; their bandwidth is reserved now, in event order.
-      const double drained = transfer(t, st.sm, stores);
-      end = std::max(compute_end + stores.requested * rates_.per.port_byte, drained);
-    }
-    st.end = std::max(st.end, end);
-    if (++st.ring == st.compute_end.size()) st.ring = 0;
   }
 
   void observe(const CtaState& st, const TileOp& op) const {
     if (observer_ != nullptr) observer_->on_op(kernel_index_, st.cta, st.sm, op, *run_.counters);
-  }
-
-  double latency_of(const Traffic& tr) const {
-    return (tr.missed || l2_ == nullptr) ? rates_.hbm_latency_s : rates_.l2_latency_s;
   }
 
   const Schedule& schedule_;
@@ -503,17 +666,16 @@ class KernelRun {
   const KernelSpec& spec_;
   const AddressMap& addresses_;
   L2System* l2_;
-  Rates rates_;
+  StageTimer timer_;
+  Rates rates_;  // (a copy: the timer's, read in the loop without an indirection)
   int ctas_per_sm_;
-  double warps_per_cta_;
-  Server hbm_, l2_server_;
-  std::vector<Server> ports_;
   EventQueue events_;
   std::uint64_t seq_ = 0;  // events issued
   // Runs of the tile being moved: sums of per-run bytes in doubles are exact (integers far
   // below 2^53), so sending a tile's runs to the L2 together counts what run-by-run did.
   std::vector<L2System::Run> runs_;
   OpObserver* observer_;
+  StageRecorder* recorder_;  // null: no timeline is recorded
   // Steady-state extrapolation (sim/engine/steady_state.hpp): the kinds this kernel uses, and
   // the state of the run they see.
   Repetition repetition_;
@@ -527,6 +689,112 @@ class KernelRun {
     double t = 0.0;
   } wave_clock_;
 };
+
+// Times kernel `k` of a timeline at `clock_mhz`: KernelRun's event loop (dispatch, event order,
+// stage timing) over the recorded stages instead of emitted operations and L2 lookups.
+double replay_kernel(const HardwareProfile& profile, const KernelSpec& spec,
+                     const Timeline::Kernel& k, double clock_mhz, bool l2_on) {
+  StageTimer timer(profile, spec, clock_mhz, l2_on);
+  const Rates& rates = timer.rates();
+  // Each shape as a stage at these rates (its dependent latencies timed at this clock).
+  std::vector<StageTimer::Stage> shapes(k.shapes.size());
+  for (std::size_t i = 0; i < shapes.size(); ++i) {
+    const Timeline::Shape& x = k.shapes[i];
+    StageTimer::Stage& s = shapes[i];
+    for (const auto& [w, at] : {std::pair{&s.before, 0}, std::pair{&s.after, 8}}) {
+      const auto f = static_cast<std::size_t>(at);
+      *w = {.tensor_flops = x[f],
+            .fp32_flops = x[f + 1],
+            .sfu_ops = x[f + 2],
+            .int32_ops = x[f + 3],
+            .smem_bytes = x[f + 4],
+            .chain_s = 0,
+            .round_trips = static_cast<std::int64_t>(x[f + 5]),
+            .chain_fp32_ops = static_cast<std::int64_t>(x[f + 6]),
+            .wgmma_waits = static_cast<std::int64_t>(x[f + 7])};
+      w->time_chain(rates);
+    }
+    s.loads.requested = x[16];
+    s.in_step.requested = x[17];
+    s.stores.requested = x[18];
+    s.after_in_step = x[19] != 0;
+  }
+  const auto ctas = static_cast<std::int64_t>(k.ctas.size());
+  const std::int64_t slots =
+      std::min<std::int64_t>(ctas, static_cast<std::int64_t>(rates.sm_count) * k.ctas_per_sm);
+  std::vector<CtaState> states(static_cast<std::size_t>(slots));
+  struct Cursor {
+    std::uint64_t stage = 0, end = 0, dram = 0;
+  };
+  std::vector<Cursor> cursors(static_cast<std::size_t>(slots));
+  std::vector<int> resident_on_sm(static_cast<std::size_t>(rates.sm_count), 0);
+  EventQueue events;
+  std::uint64_t seq = 0;  // issue numbers as KernelRun gives them: the same order of ties
+  std::int64_t next_cta = 0;
+  const auto pipeline = static_cast<std::size_t>(std::max(1, spec.pipeline_stages));
+  auto start = [&](std::uint32_t slot, std::int64_t cta, int sm, double t) {
+    CtaState& st = states[slot];
+    st.cta = cta;
+    st.sm = sm;
+    st.ring = 0;
+    st.compute_end.assign(pipeline, t);
+    st.compute_free = t;
+    st.end = t;
+    ++resident_on_sm[static_cast<std::size_t>(sm)];
+    const Timeline::Cta& c = k.ctas[static_cast<std::size_t>(cta)];
+    cursors[slot] = {c.first_stage, c.first_stage + c.stage_count, c.first_dram};
+    return Event{t, seq++, slot};
+  };
+  for (std::int64_t s = 0; s < slots; ++s) {
+    events.push(start(static_cast<std::uint32_t>(s), next_cta++,
+                      static_cast<int>(s % rates.sm_count), 0.0));
+  }
+  double last_finish = 0.0;
+  std::uint32_t events_run = 0;
+  while (!events.empty()) {
+    if ((++events_run & 1023u) == 0) run_control::check();
+    const Event ev = events.top();
+    const double now = ev.t();
+    CtaState& st = states[ev.slot()];
+    Cursor& c = cursors[ev.slot()];
+    const std::uint32_t code = k.stages[c.stage++];
+    const StageTimer::Stage& shape = shapes[code >> Timeline::kFlagBits];
+    StageTimer::Traffic loads = shape.loads, in_step = shape.in_step, stores = shape.stores;
+    loads.missed = (code & Timeline::kLoadsMissed) != 0;
+    in_step.missed = (code & Timeline::kInStepMissed) != 0;
+    if ((code & Timeline::kLoadsDram) != 0) loads.dram = k.dram[c.dram++];
+    if ((code & Timeline::kInStepDram) != 0) in_step.dram = k.dram[c.dram++];
+    if ((code & Timeline::kStoresDram) != 0) stores.dram = k.dram[c.dram++];
+    timer.time(st, now, loads, in_step, stores, shape.before, shape.after, shape.after_in_step,
+               resident_on_sm[static_cast<std::size_t>(st.sm)]);
+    if (c.stage < c.end) {
+      events.replace_top({timer.next_stage_time(st, now), seq++, ev.slot()});
+    } else {
+      last_finish = std::max(last_finish, st.end);
+      --resident_on_sm[static_cast<std::size_t>(st.sm)];
+      st.cta = -1;
+      if (next_cta < ctas) {
+        events.replace_top(start(ev.slot(), next_cta++, st.sm, st.end));
+      } else {
+        events.pop();
+      }
+    }
+  }
+  return last_finish + rates.launch_s;
+}
+
+// A kernel's time-dependent results at `clock_mhz` from its time and counters.
+void set_rates(const HardwareProfile& profile, KernelResult& kr, double clock_mhz) {
+  kr.bound = classify_bound(profile, kr.counters, kr.time_s, clock_mhz, kr.spec.mma_dtype,
+                            kr.spec.tensor_instruction);
+  kr.achieved_hbm_gbps =
+      static_cast<double>(kr.counters.hbm.read_total() + kr.counters.hbm.write_total()) /
+      kr.time_s / 1e9;
+  kr.achieved_l2_gbps =
+      static_cast<double>(kr.counters.l2.read_total() + kr.counters.l2.write_total()) / kr.time_s /
+      1e9;
+  kr.achieved_tensor_tflops = static_cast<double>(kr.counters.tensor_flops) / kr.time_s / 1e12;
+}
 
 }  // namespace
 
@@ -548,7 +816,7 @@ std::string classify_bound(const HardwareProfile& p, const Counters& c, double t
 }
 
 EngineResult run_schedule(const HardwareProfile& profile, const Schedule& schedule,
-                          const EngineOptions& options) {
+                          const EngineOptions& options, Timeline* record) {
   const double clock_mhz =
       options.sm_clock_mhz > 0 ? options.sm_clock_mhz : profile.sm.boost_clock_mhz.value;
   const AddressMap addresses(schedule.tensors());
@@ -568,6 +836,12 @@ EngineResult run_schedule(const HardwareProfile& profile, const Schedule& schedu
 
   EngineResult result;
   const std::vector<KernelSpec> specs = schedule.kernels();
+  if (record != nullptr) {
+    *record = Timeline{};
+    record->usable = options.observer == nullptr;
+    record->l2_on = options.l2_enabled;
+    record->kernels.resize(specs.size());
+  }
   for (std::size_t k = 0; k < specs.size(); ++k) {
     KernelSpec spec = specs[k];
     if (const auto it = options.registers_by_role.find(spec.role);
@@ -590,26 +864,57 @@ EngineResult run_schedule(const HardwareProfile& profile, const Schedule& schedu
     kr.idle_sm_fraction = 1.0 - static_cast<double>(std::min<std::int64_t>(
                                     spec.grid.count(), profile.sm.count.value)) /
                                     profile.sm.count.value;
+    std::optional<StageRecorder> recorder;
+    if (record != nullptr && record->usable &&
+        static_cast<std::uint64_t>(spec.grid.count()) <= Timeline::kMaxStages) {
+      record->kernels[k].ctas_per_sm = kr.occupancy.ctas_per_sm;
+      recorder.emplace(*record, record->kernels[k], spec.grid.count(),
+                       static_cast<std::size_t>(std::min<std::int64_t>(
+                           spec.grid.count(), static_cast<std::int64_t>(profile.sm.count.value) *
+                                                  kr.occupancy.ctas_per_sm)));
+    } else if (record != nullptr) {
+      record->usable = false;
+    }
     KernelRun run(profile, schedule, k, spec, kr.occupancy, addresses, l2 ? &*l2 : nullptr,
-                  clock_mhz, options.observer, !options.exact && options.observer == nullptr);
+                  clock_mhz, options.observer, !options.exact && options.observer == nullptr,
+                  recorder ? &*recorder : nullptr);
     kr.time_s = run.run(kr.counters, kr.extrapolation);
     kr.launch_s = run.launch_s;
     kr.tail_s = run.tail_s;
     kr.wave_end_s = std::move(run.wave_end_s);
+    // A run that left work out measured what it left out at its own clock (steady_state.hpp).
+    if (record != nullptr && kr.extrapolation.applied()) record->usable = false;
     kr.counters.l2_dirty_at_end_bytes = l2 ? l2->dirty_bytes() : 0;
-    kr.bound = classify_bound(profile, kr.counters, kr.time_s, clock_mhz, spec.mma_dtype,
-                              spec.tensor_instruction);
-    kr.achieved_hbm_gbps =
-        static_cast<double>(kr.counters.hbm.read_total() + kr.counters.hbm.write_total()) /
-        kr.time_s / 1e9;
-    kr.achieved_l2_gbps =
-        static_cast<double>(kr.counters.l2.read_total() + kr.counters.l2.write_total()) /
-        kr.time_s / 1e9;
-    kr.achieved_tensor_tflops = static_cast<double>(kr.counters.tensor_flops) / kr.time_s / 1e12;
+    set_rates(profile, kr, clock_mhz);
     result.total += kr.counters;
     result.extrapolation += kr.extrapolation;
     result.time_s += kr.time_s;
     result.kernels.push_back(std::move(kr));
+  }
+  if (record != nullptr) {
+    if (record->usable) {
+      record->recorded = result;
+    } else {
+      *record = Timeline{};  // its memory back
+    }
+  }
+  return result;
+}
+
+EngineResult replay_timeline(const HardwareProfile& profile, const Timeline& timeline,
+                             double clock_mhz) {
+  if (!timeline.usable) throw InternalError("replay_timeline: the timeline is not usable");
+  EngineResult result = timeline.recorded;
+  result.time_s = 0.0;
+  for (std::size_t k = 0; k < result.kernels.size(); ++k) {
+    KernelResult& kr = result.kernels[k];
+    kr.time_s = replay_kernel(profile, kr.spec, timeline.kernels[k], clock_mhz, timeline.l2_on);
+    // The replay keeps no wave ends or tail: the recorded run's were at another clock. The
+    // launch cost does not depend on the clock.
+    kr.wave_end_s.clear();
+    kr.tail_s = 0.0;
+    set_rates(profile, kr, clock_mhz);
+    result.time_s += kr.time_s;
   }
   return result;
 }
