@@ -43,29 +43,6 @@ std::string profile_for(const fs::path& file, const json& doc) {
                                 file.string(), device));
 }
 
-// The SM clock a file's GPU ran at free (no Nsight Compute): the median of nvidia-smi's samples
-// while it drew more than 150 W (idle samples would say the idle clock); 0 when not recorded.
-double free_running_clock_mhz(const json& doc) {
-  const json::json_pointer p("/clocks/free_running_pass/sm_clock_mhz_when_power_above_150w/median");
-  return doc.contains(p) && doc.at(p).is_number() ? doc.at(p).get<double>() : 0.0;
-}
-
-// The clock a file's GPU was held at while it ran free, 0 when it was not held: the samples while
-// it drew more than 150 W sat at one value (their minimum is their median) below the boost clock.
-// The PyTorch sets of 2026-11-22 ran so, at the base clock Nsight Compute locks to (H100 1590
-// MHz, H200 1500 MHz, at most 684 W): no clock above it was possible there, whatever the power.
-double held_running_clock_mhz(const json& doc) {
-  const json::json_pointer p("/clocks/free_running_pass/sm_clock_mhz_when_power_above_150w");
-  if (!doc.contains(p) || !doc.at(p).is_object()) return 0.0;
-  const json& c = doc.at(p);
-  if (!c.contains("min") || !c.contains("median") || !c["min"].is_number() ||
-      !c["median"].is_number()) {
-    return 0.0;
-  }
-  const double lo = c["min"].get<double>(), mid = c["median"].get<double>();
-  return lo > 0 && lo == mid ? lo : 0.0;
-}
-
 // Every filesystem call here takes an error_code: the throwing forms made a symbolic link loop
 // (or a folder that cannot be searched) an internal error instead of a message naming the path.
 std::vector<fs::path> measurement_files(const fs::path& path) {
@@ -121,8 +98,6 @@ void read_measurement_document(const json& doc, const fs::path& file,
     throw ConfigError(fmt::format("{}: has no cases: 'cases' is an empty list", file.string()));
   }
   const std::string profile = profile_override.empty() ? profile_for(file, doc) : profile_override;
-  const double free_clock_mhz = free_running_clock_mhz(doc);
-  const double held_clock_mhz = held_running_clock_mhz(doc);
   for (const json& c : doc["cases"]) {
     if (!c.is_object()) {
       throw ConfigError(
@@ -150,8 +125,7 @@ void read_measurement_document(const json& doc, const fs::path& file,
       v.cases.push_back(skipped);
       continue;
     }
-    v.cases.push_back(
-        validation_detail::compare_case(c, profile, file.string(), free_clock_mhz, held_clock_mhz));
+    v.cases.push_back(validation_detail::compare_case(c, profile, file.string()));
   }
 }
 

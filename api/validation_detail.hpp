@@ -20,10 +20,9 @@ namespace validation_detail {
 
 /// One measured case (an object of a measurements file's "cases") predicted blind and as-run with
 /// profile `profile_name` (a built-in name or a file), each compared with what was measured; `file`
-/// names it in messages. `free_clock_mhz` and `held_clock_mhz`: the clocks the file's GPU ran free
-/// and was held at (0: not recorded, not held).
+/// names it in messages. Blind reads nothing measured: no clock the GPU was seen at.
 CaseResult compare_case(const nlohmann::json& c, const std::string& profile_name,
-                        const std::string& file, double free_clock_mhz, double held_clock_mhz);
+                        const std::string& file);
 
 /// Fills `v.summaries` from its compared cases.
 void summarize_cases(ValidationResult& v);

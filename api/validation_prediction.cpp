@@ -110,10 +110,20 @@ int pairs_from_smem(const json& t, std::int64_t head_dim, std::int64_t elem_byte
   return pairs >= 1 && kv_bytes - pairs * pair_bytes < pair_bytes / 8 ? static_cast<int>(pairs) : 0;
 }
 
+// A tiling read off the measured kernel's name rather than stated by the kernel's author: the
+// PyTorch and cuDNN sets record where their tiles came from in `"source"` ("parsed from the kernel
+// name: ...", "derived from the kernel name's ..."). Blind does not read it.
+bool tiling_read_from_measurement(const json& t) {
+  const auto it = t.find("source");
+  return it != t.end() && it->is_string() &&
+         it->get<std::string>().find("kernel name") != std::string::npos;
+}
+
 // The request for a case. Blind (`as_run` false): the problem and the tiling the case asked its
-// kernel for, as `iosim run`'s flags say it (--block-q, --block-kv, --threads, --splits), nothing
-// measured. As-run: also what was seen in the measured launches: the K/V buffers (from the shared
-// memory the kernel asked for) and the split count PyTorch's heuristic chose (num_splits).
+// kernel for, as `iosim run`'s flags say it (--block-q, --block-kv, --threads, --splits) or as its
+// kernel description states it, nothing measured (docs/accuracy.md lists what blind reads). As-run:
+// also what was seen in the measured launches: the K/V buffers (from the shared memory the kernel
+// asked for) and the split count PyTorch's heuristic chose (num_splits).
 RunRequest request_for(const json& c, const std::string& where, bool as_run) {
   RunRequest r;
   r.algorithm = c.at("schedule").get<std::string>();
@@ -141,6 +151,12 @@ RunRequest request_for(const json& c, const std::string& where, bool as_run) {
   // Decoding: grouped-query attention and paged K/V when the case says so.
   pr.kv_heads = p.value("kv_heads", std::int64_t{0});
   pr.page_tokens = p.value("page_tokens", std::int64_t{0});
+  // cuda_validate's runner records the page size it asked for (`page=` of its suite, a flag a
+  // user states: --page-tokens) in the tiling, not in the problem. Read only from the problem,
+  // every paged case ran at the default 16-token pages whatever its pages were.
+  if (pr.page_tokens == 0 && c.contains("tiling") && c["tiling"].is_object()) {
+    pr.page_tokens = c["tiling"].value("page_tokens", std::int64_t{0});
+  }
   // Block-sparse: the kernel's block mask, as --pattern defines it (cuda_validate's block list
   // is held to sim/schedule/block_mask.cpp by tests/block_pattern_match_test.cpp).
   if (p.contains("pattern") && p["pattern"].is_string()) {
@@ -148,7 +164,11 @@ RunRequest request_for(const json& c, const std::string& where, bool as_run) {
         std::make_shared<const BlockPattern>(parse_block_pattern(p["pattern"].get<std::string>()));
   }
   // Tiling of the measured kernel, when it is one we wrote (cuBLAS picks its own for standard).
-  if (!r.kernel && c.contains("tiling") && c["tiling"].is_object()) {
+  // Blind reads it only where it is what a user of the kernel states: a tiling read off the
+  // measured kernel's name (PyTorch's and cuDNN's kernels, `"source"` says so) was measured, and
+  // blind takes the algorithm's own default tiles instead (issue #29).
+  if (!r.kernel && c.contains("tiling") && c["tiling"].is_object() &&
+      (as_run || !tiling_read_from_measurement(c["tiling"]))) {
     const json& t = c["tiling"];
     // 0 or absent: the measured kernel's tiling does not say (the algorithm's default).
     const auto given = [](auto v) { return v != 0 ? std::optional(v) : std::nullopt; };
@@ -165,14 +185,15 @@ RunRequest request_for(const json& c, const std::string& where, bool as_run) {
       r.tiling.backward_block_q = given(t["bwd"].value("block_q", std::int64_t{0}));
       r.tiling.backward_block_kv = given(t["bwd"].value("block_kv", std::int64_t{0}));
     }
-    // Grouped-query decoding: a kernel whose CTA holds all of a K/V head's query rows
-    // (query_rows_per_cta = group x N, cuda_validate's decode kernel) packs the group at any N,
-    // as --pack-gqa on says; FlashAttention-2's rule, the default, packs at N = 1 only.
-    if (const std::int64_t rows = t.value("query_rows_per_cta", std::int64_t{0});
-        pr.seq > 1 && pr.group() > 1 && rows == pr.group() * pr.seq) {
-      pr.pack_gqa = GqaPacking::on;
-    }
     if (as_run) {
+      // Grouped-query decoding: a kernel whose CTA held all of a K/V head's query rows
+      // (query_rows_per_cta = group x N, seen in cuda_validate's decode launches) packed the
+      // group at any N, as --pack-gqa on says. Blind keeps the default, FlashAttention-2's rule
+      // (packing at N = 1 only): the count is read from the run.
+      if (const std::int64_t rows = t.value("query_rows_per_cta", std::int64_t{0});
+          pr.seq > 1 && pr.group() > 1 && rows == pr.group() * pr.seq) {
+        pr.pack_gqa = GqaPacking::on;
+      }
       r.tiling.pipeline_stages = given(t.value("pipeline_stages", 0));
       // Forward passes, and runs of both passes whose flags tile the forward: otherwise a run
       // with a backward uses the field for the backward's Q stages.
@@ -285,8 +306,7 @@ struct KernelSpreads {
 }  // namespace
 
 CaseResult validation_detail::compare_case(const json& c, const std::string& profile_name,
-                                           const std::string& file, double free_clock_mhz,
-                                           double held_clock_mhz) {
+                                           const std::string& file) {
   CaseResult out;
   out.id = c.value("id", std::string("?"));
   out.schedule = c.contains("kernel") && c["kernel"].is_object() && c["kernel"].contains("name") &&
@@ -383,34 +403,12 @@ CaseResult validation_detail::compare_case(const json& c, const std::string& pro
     out.metrics[i] = {predicted(rep, i), measured[i], std::nullopt};
 
   // Blind: bytes with a cold L2 per kernel (what the counters saw), time as `iosim run` gives it
-  // (L2 carried over between kernels, as back-to-back launches have it) against CUDA events.
-  // On a profile with a power limit the power model picks the clock from the flags alone
-  // (sim/hardware/power_model.hpp); otherwise the file's free-running clock, else the boost clock.
-  // A clock the file's GPU was held at (held_running_clock_mhz) caps the model's.
-  const auto blind_run = [&](RunRequest& q) {
-    const bool held_caps =
-        profile.power.present && held_clock_mhz > 0 && q.engine.sm_clock_mhz <= 0;
-    const auto at_held_clock = [&] {
-      q.engine.sm_clock_mhz = held_clock_mhz;
-      Report at_held = simulate(profile, q);
-      q.engine.sm_clock_mhz = 0.0;
-      return at_held;
-    };
-    if (held_caps && held_clock_mhz < profile.sm.boost_clock_mhz.value) {
-      // The power model's clock rises with the power it may draw, so when the kernel at the held
-      // clock stays within the limit, the model's clock is at or above the held one and the cap
-      // gives the held clock: one engine run instead of the model's clock search (up to six runs)
-      // and then this one again.
-      Report held = at_held_clock();
-      if (held.power && held.power->watts <= held.power->limit_w) return held;
-    }
-    Report run = simulate(profile, q);
-    if (held_caps && run.sm_clock_mhz > held_clock_mhz) run = at_held_clock();
-    return run;
-  };
-  out.blind_sm_clock_mhz = profile.power.present ? 0.0
-                           : free_clock_mhz > 0  ? free_clock_mhz
-                                                 : profile.sm.boost_clock_mhz.value;
+  // (L2 carried over between kernels, as back-to-back launches have it) against CUDA events, at the
+  // profile's own clock policy: on a profile with a power limit the power model picks the clock
+  // from the flags alone (sim/hardware/power_model.hpp), otherwise the boost clock. No clock the
+  // GPU was seen running at (nvidia-smi's samples) enters it (issue #29).
+  const auto blind_run = [&](RunRequest& q) { return simulate(profile, q); };
+  out.blind_sm_clock_mhz = profile.power.present ? 0.0 : profile.sm.boost_clock_mhz.value;
   blind.engine.sm_clock_mhz = out.blind_sm_clock_mhz;
   const Report cold = blind_run(blind);
   if (profile.power.present) out.blind_sm_clock_mhz = cold.sm_clock_mhz;

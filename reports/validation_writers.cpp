@@ -89,10 +89,10 @@ std::string validation_table(const ValidationResult& v) {
     for (int i = 0; i < kMetricCount; ++i) s += fmt::format(" {:>22}", as_run_pair(x, i));
     s += "\n";
   }
-  s +=
-      "\nblind: `iosim run` from the problem and tiling flags alone at the clock the GPU ran free, "
-      "time against CUDA events; as-run: with the kernel's measured registers, buffers, splits "
-      "and Nsight Compute's clock, against its counters and durations\n";
+  s += "\nblind: `iosim run` from what a user states (the problem, the tiles, the kernel's "
+       "description) at the profile's own clock policy, nothing measured, time against CUDA "
+       "events; as-run: also what was measured (registers, buffers, splits, packing, Nsight "
+       "Compute's clock), against its counters and durations\n";
   if (has_spreads(v)) {
     s += "spread: the measurement's own spread over its repeats (max - min over median), of the "
          "case the error is taken from (a median of an even count: the two middle cases' mean); "

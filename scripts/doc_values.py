@@ -18,6 +18,8 @@ from doc_format import *  # noqa: F401,F403 (V and the formatters)
 RUNS = {
     "v_heldout": "validate cuda_validate/measurements/h100-sxm5-80gb/heldout_2026-11-23/heldout_2026-11-23.json --format json",
     "v_heldout_h200": "validate cuda_validate/measurements/h200-sxm-141gb/heldout_2026-11-23/heldout_2026-11-23.json --format json",
+    "v_sealed_h100": "validate cuda_validate/measurements/h100-sxm5-80gb/sealed_2026-11-28/sealed_2026-11-28.json --format json",
+    "v_sealed_h200": "validate cuda_validate/measurements/h200-sxm-141gb/sealed_2026-11-28/sealed_2026-11-28.json --format json",
     "a_std": "run --profile a100-sxm4-40gb --algo standard --batch 64 --heads 16 --seq 1024 --head-dim 64 --l2 off --format json",
     "a_f1": "run --profile a100-sxm4-40gb --algo flash1 --batch 64 --heads 16 --seq 1024 --head-dim 64 --l2 off --format json",
     "a_f2": "run --profile a100-sxm4-40gb --algo flash2 --batch 64 --heads 16 --seq 1024 --head-dim 64 --l2 off --format json",
@@ -82,6 +84,16 @@ RUNS = {
 VALUES = {
     # --- README.md
     "v_heldout.cases": V("v_heldout", lambda j, R: summary(j).cases),
+    "v_sealed_h100.cases": V("v_sealed_h100", lambda j, R: summary(j).cases),
+    "v_sealed_h200.cases": V("v_sealed_h200", lambda j, R: summary(j).cases),
+    "v_sealed_h100.blind_time_median": V("v_sealed_h100", lambda j, R: pct(summary(j).blind.time.median_abs_error)),
+    "v_sealed_h100.blind_time_worst": V("v_sealed_h100", lambda j, R: pct(summary(j).blind.time.worst_abs_error)),
+    "v_sealed_h100.blind_dram_median": V("v_sealed_h100", lambda j, R: pct(summary(j).blind.dram.median_abs_error)),
+    "v_sealed_h100.blind_dram_worst": V("v_sealed_h100", lambda j, R: pct(summary(j).blind.dram.worst_abs_error)),
+    "v_sealed_h200.blind_time_median": V("v_sealed_h200", lambda j, R: pct(summary(j).blind.time.median_abs_error)),
+    "v_sealed_h200.blind_time_worst": V("v_sealed_h200", lambda j, R: pct(summary(j).blind.time.worst_abs_error)),
+    "v_sealed_h200.blind_dram_median": V("v_sealed_h200", lambda j, R: pct(summary(j).blind.dram.median_abs_error)),
+    "v_sealed_h200.blind_dram_worst": V("v_sealed_h200", lambda j, R: pct(summary(j).blind.dram.worst_abs_error)),
     "v_heldout.blind_time_median": V("v_heldout", lambda j, R: pct(summary(j).blind.time.median_abs_error)),
     "v_heldout_h200.blind_time_median": V("v_heldout_h200", lambda j, R: pct(summary(j).blind.time.median_abs_error)),
     "v_heldout.blind_dram_median": V("v_heldout", lambda j, R: pct(summary(j).blind.dram.median_abs_error)),

@@ -45,6 +45,9 @@ def parse_suite(path):
     return cases
 
 
+STATIC_SMEM_BYTES = {"wg1_tma_fwd": 1024}
+
+
 def description(kv, launch):
     bwd = kv.get("pass") == "bwd"
     name = "two_pass_bwd" if bwd else kv["kernel"]
@@ -55,14 +58,25 @@ def description(kv, launch):
     if key not in launch:
         sys.exit(f"predict_blind.py: no launch facts for '{key}' in the LAUNCH file")
     wgmma = name == "wg1_tma_fwd"
+    tiles = {"block_q": bq, "block_kv": bkv, "stages": stages}
+    if bwd:
+        # The two-pass kernel's warps hold 16 score columns at a time (kernels/two_pass_bwd.cuh
+        # kChunk), as the runner writes in its description (runner/extra_cases.cu).
+        tiles["score_chunk"] = 16
+    launch_facts = dict(launch[key])
+    # The LAUNCH files hold the dynamic shared memory the launch asked for; wg1_tma_fwd also has
+    # 1024 B of static shared memory (its mbarriers), which the runner's description adds
+    # (scripts/describe_smem_from_launch.py, CALIBRATION.md step 23). The sealed set's first
+    # predictions (predictions/sealed_blind.json) were made before these two lines.
+    launch_facts["smem_bytes_per_cta"] += STATIC_SMEM_BYTES.get(name, 0)
     desc = {
         "name": name,
         "dataflow": {"backward": "two_pass"} if bwd else {"forward": "query_stationary"},
-        "tiles": {"block_q": bq, "block_kv": bkv, "stages": stages},
+        "tiles": tiles,
         "mechanisms": {"mma": "wgmma_rs" if wgmma else "mma_sync",
                        "load": "tma" if wgmma else "cp_async",
                        "warp_roles": "uniform", "persistent": False},
-        "launch": launch[key],
+        "launch": launch_facts,
     }
     n = int(kv["N"])
     problem = {"batch": int(kv["B"]), "heads": int(kv["H"]), "seq": n,
