@@ -43,6 +43,8 @@ SKIP = [
      "reads the reader's own Nsight Compute export (ctest cli_validate runs --ncu on a fixture)"),
     ("docs/user-guide.md", "iosim report sweep.json --html r.html --md r.md",
      "reads the sweep above, which SLOW stops early (ctest sweep_cli runs report on a sweep of its own)"),
+    ("docs/user-guide.md", "iosim report h100.json --html h100.html",
+     "reads the screenshot's sweep, which SLOW stops early (ctest browser draws a report of its own)"),
 ]
 
 # (page, text of the command, seconds, reason): commands run with `--max-seconds SECONDS` added
@@ -51,6 +53,8 @@ SKIP = [
 SLOW = [
     ("docs/user-guide.md", "--seq 512:16384:x2 --head-dim 64,128 --block-kv 32,64,128,256",
      1, "288 points up to N = 16384: minutes on 2 cores"),
+    ("docs/user-guide.md", "--block-q 64,128 --block-kv 32,64,128,256 --out h100.json",
+     1, "the screenshot's 288 points (H100 alone, --block-q swept): about 25 minutes on 2 cores"),
 ]
 
 FENCE = re.compile(r"^\s*```\s*([A-Za-z]*)")
