@@ -407,10 +407,9 @@ CaseResult validation_detail::compare_case(const json& c, const std::string& pro
   // profile's own clock policy: on a profile with a power limit the power model picks the clock
   // from the flags alone (sim/hardware/power_model.hpp), otherwise the boost clock. No clock the
   // GPU was seen running at (nvidia-smi's samples) enters it (issue #29).
-  const auto blind_run = [&](RunRequest& q) { return simulate(profile, q); };
   out.blind_sm_clock_mhz = profile.power.present ? 0.0 : profile.sm.boost_clock_mhz.value;
   blind.engine.sm_clock_mhz = out.blind_sm_clock_mhz;
-  const Report cold = blind_run(blind);
+  const Report cold = simulate(profile, blind);
   if (profile.power.present) out.blind_sm_clock_mhz = cold.sm_clock_mhz;
   if (!cold.feasible()) {  // blind stays unmeasured: no relative error
     Comparison unused[kMetricCount];
@@ -420,7 +419,7 @@ CaseResult validation_detail::compare_case(const json& c, const std::string& pro
   blind.engine.flush_l2_between_kernels = false;
   double blind_time_s = cold.engine.time_s;
   if (cold.engine.kernels.size() > 1) {
-    const Report warm = blind_run(blind);
+    const Report warm = simulate(profile, blind);
     blind_time_s = warm.engine.time_s;
     if (profile.power.present) out.blind_sm_clock_mhz = warm.sm_clock_mhz;
   }

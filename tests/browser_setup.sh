@@ -5,7 +5,7 @@
 # checks that node parses every ASSETS/*.js, finds Chromium (sets `browser`), makes `tmp` (removed
 # on exit), sets `fail=0` and `bad MESSAGE`, and the headless `flags` at window size SIZE. Without
 # node or Chromium it fails and says how to install them; IOSIM_SKIP_BROWSER_TEST=1 makes that an
-# explicit skip (77).
+# explicit skip (77). Then `render URL NAME [TIMEOUT_S]` and `body_attr FILE NAME` (below).
 
 # missing TOOL PACKAGE: TOOL is not installed; fail, or skip (77) with IOSIM_SKIP_BROWSER_TEST=1.
 missing() {
@@ -38,4 +38,23 @@ browser_setup() { # WHAT ASSETS SIZE
   flags=(--headless --no-sandbox --disable-gpu --disable-background-networking
          --disable-component-update --disable-sync --no-first-run --disable-extensions
          --enable-logging=stderr --v=0 "--window-size=$3")
+}
+
+# render URL NAME [TIMEOUT_S]: the DOM after the page's scripts ran ($tmp/NAME.html) and Chromium's
+# log ($tmp/NAME.log), in a profile of its own; a Chromium failure or any console message is `bad`.
+render() {
+  timeout "${3:-120}" "$browser" "${flags[@]}" --user-data-dir="$tmp/profile-$2" --dump-dom "$1" \
+    >"$tmp/$2.html" 2>"$tmp/$2.log"
+  local rc=$?
+  if [ "$rc" -ne 0 ]; then bad "chromium exited with $rc on $1: $(tail -5 "$tmp/$2.log")"; fi
+  # Chromium logs every console message of the page as "CONSOLE"; our pages log none.
+  if grep -q ':CONSOLE' "$tmp/$2.log"; then
+    bad "console messages on $1:"
+    grep ':CONSOLE' "$tmp/$2.log" | head -20
+  fi
+}
+
+# body_attr FILE NAME: the value of data-NAME on <body> (the first <body> tag of the dump).
+body_attr() {
+  grep -o -m1 '<body [^>]*>' "$1" | grep -o "data-$2=\"[^\"]*\"" | head -1 | sed 's/^[^"]*"//; s/"$//'
 }

@@ -34,24 +34,6 @@ done
   { echo "FAIL: iosim report"; exit 1; }
 
 
-# render URL OUT: the DOM after the page's scripts ran, and Chromium's log.
-render() {
-  timeout 120 "$browser" "${flags[@]}" --user-data-dir="$tmp/profile-$2" --dump-dom "$1" \
-    >"$tmp/$2.html" 2>"$tmp/$2.log"
-  local rc=$?
-  if [ "$rc" -ne 0 ]; then bad "chromium exited with $rc on $1: $(tail -5 "$tmp/$2.log")"; fi
-  # Chromium logs every console message of the page as "CONSOLE"; the report logs none.
-  if grep -q ':CONSOLE' "$tmp/$2.log"; then
-    bad "console messages on $1:"
-    grep ':CONSOLE' "$tmp/$2.log" | head -20
-  fi
-}
-
-# body_attr FILE NAME: the value of data-NAME on <body> (the first <body> tag of the dump).
-body_attr() {
-  grep -o -m1 '<body [^>]*>' "$1" | grep -o "data-$2=\"[^\"]*\"" | head -1 | sed 's/^[^"]*"//; s/"$//'
-}
-
 render "file://$tmp/report.html" page
 status=$(body_attr "$tmp/page.html" status)
 expected=$(body_attr "$tmp/page.html" charts-expected)

@@ -20,10 +20,6 @@ shot_step=${2:-9}
 source "$REPO/tests/browser_setup.sh"
 browser_setup "the stepper page" "$REPO/teach/assets" 1400,1100
 
-body_attr() {
-  grep -o -m1 '<body [^>]*>' "$1" | grep -o "data-$2=\"[^\"]*\"" | head -1 | sed 's/^[^"]*"//; s/"$//'
-}
-
 # Two pages: a forward with its numbers, and a backward of another schedule (more kernels).
 pages=("flash2 --execute" "flash1 --pass bwd")
 for i in 0 1; do
@@ -31,14 +27,7 @@ for i in 0 1; do
   "$IOSIM" explain --seq 32 --head-dim 16 --block-q 16 --block-kv 16 --algo "${extra[@]}" \
     --html "$tmp/page$i.html" 2>"$tmp/explain.err" || { bad "iosim explain: $(cat "$tmp/explain.err")"; continue; }
   want=$(grep -o 'wrote .* (\([0-9]*\) steps)' "$tmp/explain.err" | grep -o '[0-9]* steps' | cut -d' ' -f1)
-  timeout 120 "$browser" "${flags[@]}" --user-data-dir="$tmp/profile$i" --dump-dom \
-    "file://$tmp/page$i.html#selftest" >"$tmp/dom$i.html" 2>"$tmp/log$i"
-  rc=$?
-  [ "$rc" -eq 0 ] || bad "chromium exited with $rc: $(tail -5 "$tmp/log$i")"
-  if grep -q ':CONSOLE' "$tmp/log$i"; then
-    bad "console messages on page $i:"
-    grep ':CONSOLE' "$tmp/log$i" | head -20
-  fi
+  render "file://$tmp/page$i.html#selftest" "dom$i"
   status=$(body_attr "$tmp/dom$i.html" status)
   selftest=$(body_attr "$tmp/dom$i.html" selftest)
   errors=$(body_attr "$tmp/dom$i.html" errors)
@@ -54,14 +43,7 @@ done
 # bars (one per level) for each algorithm.
 if "$IOSIM" explain --seq 32 --head-dim 16 --block-q 16 --block-kv 16 --compare standard,flash1,flash2 \
   --html "$tmp/compare.html" 2>"$tmp/explain.err"; then
-  timeout 120 "$browser" "${flags[@]}" --user-data-dir="$tmp/profile-compare" --dump-dom \
-    "file://$tmp/compare.html" >"$tmp/dom-compare.html" 2>"$tmp/log-compare"
-  rc=$?
-  [ "$rc" -eq 0 ] || bad "chromium exited with $rc on the compare page: $(tail -5 "$tmp/log-compare")"
-  if grep -q ':CONSOLE' "$tmp/log-compare"; then
-    bad "console messages on the compare page:"
-    grep ':CONSOLE' "$tmp/log-compare" | head -20
-  fi
+  render "file://$tmp/compare.html" dom-compare
   columns=$(grep -o '<th scope="col">' "$tmp/dom-compare.html" | wc -l)
   bars=$(grep -o '<rect class="bar"' "$tmp/dom-compare.html" | wc -l)
   echo "compare page: $columns algorithm columns, $bars bars"

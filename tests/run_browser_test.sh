@@ -19,24 +19,13 @@ screenshot=${1:-}
 source "$REPO/tests/browser_setup.sh"
 browser_setup "the run page" "$REPO/reports/assets" 1140,1440
 
-body_attr() {
-  grep -o -m1 '<body [^>]*>' "$1" | grep -o "data-$2=\"[^\"]*\"" | head -1 | sed 's/^[^"]*"//; s/"$//'
-}
-
 pages=("--algo flash2 --batch 4 --heads 16 --seq 4096 --head-dim 64"
        "--algo flash2 --pass fwdbwd --seq 512 --head-dim 64 --l2 off")
 for i in "${!pages[@]}"; do
   read -r -a args <<<"${pages[$i]}"
   "$IOSIM" run "${args[@]}" --html "$tmp/page$i.html" >/dev/null 2>"$tmp/run.err" ||
     { bad "iosim run ${pages[$i]}: $(cat "$tmp/run.err")"; continue; }
-  timeout 60 "$browser" "${flags[@]}" --user-data-dir="$tmp/profile$i" --dump-dom \
-    "file://$tmp/page$i.html" >"$tmp/dom$i.html" 2>"$tmp/log$i"
-  rc=$?
-  [ "$rc" -eq 0 ] || bad "chromium exited with $rc: $(tail -5 "$tmp/log$i")"
-  if grep -q ':CONSOLE' "$tmp/log$i"; then
-    bad "console messages on page $i:"
-    grep ':CONSOLE' "$tmp/log$i" | head -20
-  fi
+  render "file://$tmp/page$i.html" "dom$i" 60
   status=$(body_attr "$tmp/dom$i.html" status)
   expected=$(body_attr "$tmp/dom$i.html" charts-expected)
   drawn=$(body_attr "$tmp/dom$i.html" charts-drawn)

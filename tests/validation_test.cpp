@@ -394,7 +394,7 @@ TEST_CASE("no level of our kernels is finer than its held-out set's repeat sprea
       CAPTURE(device);
       for (const auto& f : fs::directory_iterator(kDir + "/" + device)) {
         // (A set is a folder: predictions/sealed_blind.json is no set.)
-      if (!f.is_directory() || f.path().filename().string().rfind(prefix, 0) != 0) continue;
+        if (!f.is_directory() || f.path().filename().string().rfind(prefix, 0) != 0) continue;
         const fs::path file = f.path() / (f.path().filename().string() + ".json");
         const ValidationResult& v = validated(file);
         for (const Summary& s : v.summaries) {
@@ -538,6 +538,20 @@ CaseResult blind_of_one(const std::string& device, const std::string& file, cons
   return v.cases[0];
 }
 
+// What a user of cuda_validate's decode kernel states (4 warps, query rows padded to one 16-row
+// m-tile), predicted with a cold L2 per kernel as validate's blind bytes are.
+RunRequest decode_flags(const std::string& algo, std::int64_t b, std::int64_t h, std::int64_t n,
+                        std::int64_t d, std::int64_t block_kv, std::int64_t n_kv,
+                        std::int64_t kv_heads, std::int64_t splits) {
+  RunRequest r = test::request(algo, b, h, n, d, 16, block_kv);
+  r.problem.seq_kv = n_kv;
+  r.problem.kv_heads = kv_heads;
+  r.tiling.threads = 128;
+  r.tiling.splits = splits;
+  r.engine.flush_l2_between_kernels = true;
+  return r;
+}
+
 TEST_CASE("blind reads nothing measured: no seen clock, no tiles from kernel names, no packing") {
   // Issue #29: blind had taken the clock nvidia-smi saw (all 34 H100 PyTorch cases ran blind at
   // exactly 1590 MHz), tiles parsed from the measured kernels' names, and the query rows per CTA
@@ -559,13 +573,8 @@ TEST_CASE("blind reads nothing measured: no seen clock, no tiles from kernel nam
     const CaseResult c =
         blind_of_one("h100-sxm5-80gb", "heldout_2026-11-23/heldout_2026-11-23.json",
                      "flash-decoding_b2_h32_n2_nkv12288_d128_bq16_bkv64_hkv8_s16");
-    RunRequest r = test::request("flash-decoding", 2, 32, 2, 128, 16, 64);
-    r.problem.seq_kv = 12288;
-    r.problem.kv_heads = 8;
-    r.tiling.threads = 128;
-    r.tiling.splits = 16;
-    r.engine.flush_l2_between_kernels = true;
-    const Report cold = simulate(test::profile(), r);
+    const Report cold =
+        simulate(test::profile(), decode_flags("flash-decoding", 2, 32, 2, 128, 64, 12288, 8, 16));
     REQUIRE(cold.feasible());
     CHECK(c.blind[l2r].predicted == static_cast<double>(cold.engine.total.l2.read_total()));
     // As-run keeps what the launch showed: the group packed in one CTA, 4x fewer K/V reads.
@@ -575,13 +584,8 @@ TEST_CASE("blind reads nothing measured: no seen clock, no tiles from kernel nam
     const CaseResult c =
         blind_of_one("h100-sxm5-80gb", "heldout_2026-11-23/heldout_2026-11-23.json",
                      "paged_b8_h32_n1_nkv16384_d64_bq16_bkv128_hkv4_s4_page64");
-    RunRequest r = test::request("paged", 8, 32, 1, 64, 16, 128);
-    r.problem.seq_kv = 16384;
-    r.problem.kv_heads = 4;
+    RunRequest r = decode_flags("paged", 8, 32, 1, 64, 128, 16384, 4, 4);
     r.problem.page_tokens = 64;
-    r.tiling.threads = 128;
-    r.tiling.splits = 4;
-    r.engine.flush_l2_between_kernels = true;
     const Report cold = simulate(test::profile(), r);
     REQUIRE(cold.feasible());
     CHECK(c.blind[dram].predicted == static_cast<double>(cold.engine.total.hbm.read_total() +
