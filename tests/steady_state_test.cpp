@@ -1,5 +1,5 @@
-// Steady-state extrapolation (sim/engine/steady_state.hpp) against full simulation (--exact) on every
-// schedule, with the L2 on and off: every counter within 0.5% and the time within 1% where it
+// Steady-state extrapolation (sim/engine/steady_state.hpp) against full simulation (--exact) on
+// every schedule, with the L2 on and off: every counter within 0.5% and the time within 1% where it
 // extrapolated, identical results where it did not. The L2 is shrunk to 4 MB so that CTAs stream
 // several times its capacity (the condition for leaving steps out with the L2 on) at sizes CI
 // simulates in a fraction of a second.
@@ -47,15 +47,6 @@ void require_close(const Counters& a, const Counters& e) {
               1e3 * static_cast<double>(e.hbm.write_total() + e.l2_dirty_at_end_bytes)));
 }
 
-bool identical(const Counters& a, const Counters& e) {
-  return a.hbm.read_bytes == e.hbm.read_bytes && a.hbm.write_bytes == e.hbm.write_bytes &&
-         a.l2.read_bytes == e.l2.read_bytes && a.l2.write_bytes == e.l2.write_bytes &&
-         a.smem_read_bytes == e.smem_read_bytes && a.smem_write_bytes == e.smem_write_bytes &&
-         a.tensor_flops == e.tensor_flops && a.fp32_flops == e.fp32_flops &&
-         a.sfu_ops == e.sfu_ops && a.int32_ops == e.int32_ops &&
-         a.l2_dirty_at_end_bytes == e.l2_dirty_at_end_bytes;
-}
-
 HardwareProfile small_l2() {
   HardwareProfile hw = test::profile();
   hw.l2.size_bytes.value = 4 << 20;
@@ -76,7 +67,7 @@ Extrapolation check(const HardwareProfile& hw, RunRequest r) {
   CAPTURE(x.ctas_extrapolated);
   if (!x.applied()) {
     // Nothing left out: the same simulation, to the bit.
-    CHECK(identical(fast.engine.total, exact.engine.total));
+    CHECK(test::identical(fast.engine.total, exact.engine.total));
     CHECK(fast.engine.time_s == exact.engine.time_s);
     return x;
   }

@@ -49,6 +49,17 @@ struct ShapeGen {
   bool coin() { return pick(0, 1) == 1; }
 };
 
+/// Every count of `a` equals `e`'s: bytes per level and direction, FLOPs per unit, dirty at end
+/// (what a method declared exact, as extrapolation off or a replay at the recorded clock, keeps).
+inline bool identical(const Counters& a, const Counters& e) {
+  return a.hbm.read_bytes == e.hbm.read_bytes && a.hbm.write_bytes == e.hbm.write_bytes &&
+         a.l2.read_bytes == e.l2.read_bytes && a.l2.write_bytes == e.l2.write_bytes &&
+         a.smem_read_bytes == e.smem_read_bytes && a.smem_write_bytes == e.smem_write_bytes &&
+         a.tensor_flops == e.tensor_flops && a.fp32_flops == e.fp32_flops &&
+         a.sfu_ops == e.sfu_ops && a.int32_ops == e.int32_ops &&
+         a.l2_dirty_at_end_bytes == e.l2_dirty_at_end_bytes;
+}
+
 /// |actual / expected - 1| <= rel. Use it for every time, rate or ratio: doctest's Approx scales
 /// its epsilon by max(1, |a|, |b|), so on values far below 1 (seconds) it is an absolute tolerance
 /// that passes predictions many times off. An expected value of 0 never matches.

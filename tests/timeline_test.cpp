@@ -50,15 +50,6 @@ double count_difference(const Counters& a, const Counters& e) {
   return worst;
 }
 
-bool identical(const Counters& a, const Counters& e) {
-  return a.hbm.read_bytes == e.hbm.read_bytes && a.hbm.write_bytes == e.hbm.write_bytes &&
-         a.l2.read_bytes == e.l2.read_bytes && a.l2.write_bytes == e.l2.write_bytes &&
-         a.smem_read_bytes == e.smem_read_bytes && a.smem_write_bytes == e.smem_write_bytes &&
-         a.tensor_flops == e.tensor_flops && a.fp32_flops == e.fp32_flops &&
-         a.sfu_ops == e.sfu_ops && a.int32_ops == e.int32_ops &&
-         a.l2_dirty_at_end_bytes == e.l2_dirty_at_end_bytes;
-}
-
 // A random small problem of every kind of schedule the engine times.
 RunRequest random_request(test::ShapeGen& gen) {
   const char* algos[] = {"flash2", "flash3", "standard", "flash1", "flash2", "flash3"};
@@ -90,7 +81,7 @@ TEST_CASE("timeline: a replay at the recorded clock repeats the run") {
     const EngineResult run = run_schedule(p, *planned.schedule, o, &timeline);
     REQUIRE(timeline.usable);
     const EngineResult again = replay_timeline(p, timeline, p.sm.boost_clock_mhz.value);
-    CHECK(identical(again.total, run.total));
+    CHECK(test::identical(again.total, run.total));
     // (The dependent latencies are summed op by op in the run and counted in the timeline: the
     // last bits of a stage's time may differ.)
     CHECK(test::rel_close(again.time_s, run.time_s, 1e-9));
@@ -135,10 +126,10 @@ TEST_CASE("timeline: a replay at another clock is close to simulating there") {
     REQUIRE(timeline.usable);
     const EngineResult replayed = replay_timeline(p, timeline, clock);
     const EngineResult full = run_schedule(p, *planned.schedule, options(l2, clock));
-    CHECK(identical(replayed.total, recorded.total));  // the recorded counts
+    CHECK(test::identical(replayed.total, recorded.total));  // the recorded counts
     const double counts = count_difference(replayed.total, full.total);
     CHECK(counts <= 5e-3);
-    if (!l2) CHECK(identical(replayed.total, full.total));  // no L2 state: no order effects
+    if (!l2) CHECK(test::identical(replayed.total, full.total));  // no L2 state: no order effects
     CHECK(test::rel_close(replayed.time_s, full.time_s, 0.03));
     worst_time = std::max(worst_time, std::abs(replayed.time_s / full.time_s - 1));
     worst_counts = std::max(worst_counts, counts);
