@@ -32,6 +32,9 @@ std::vector<std::string> parse_string_values(const std::string& flag, const std:
 
 /// Most points one sweep may have; more is almost certainly a typo in a range.
 inline constexpr std::size_t kMaxSweepPoints = 10'000'000;
+/// Most values one flag may list: a million points on one axis is past any sweep we know of, and
+/// checking a list for repeats stays well under a second even under the sanitizers.
+inline constexpr std::size_t kMaxAxisValues = 1'000'000;
 
 /// Number of combinations of axes with these sizes; throws ConfigError above kMaxSweepPoints.
 std::size_t combination_count(const std::vector<std::size_t>& sizes);
@@ -94,8 +97,9 @@ using SweepSink = std::function<void(std::size_t k, const SweepPoint& point, Rep
 /// run_sweep() for sweeps of any size: points k = 0 .. count-1 are made by `make(k)` when they
 /// start (twice: once to estimate their cost) instead of being held, and each report goes to
 /// `done` as soon as its point finishes (in completion order, one call at a time) instead of
-/// being kept. Memory: 16 bytes a point (the cost estimates and the order). Never throws for rejected points. Returns the threads
-/// that ran (fewer than asked when the system refuses to create more).
+/// being kept. Memory: 16 bytes a point (the cost estimates and the order). Never throws for
+/// rejected points. Returns the threads that ran (fewer than asked when the system refuses to
+/// create more).
 int run_sweep_streaming(std::size_t count, const std::function<SweepPoint(std::size_t)>& make,
                         const std::map<std::string, HardwareProfile>& profiles,
                         const SweepOptions& options, const SweepSink& done);
