@@ -96,8 +96,9 @@ std::vector<ProblemFlag> make_problem_flags() {
       {"--execute", "run the schedule numerically and report the max error", &RunFlags::execute},
       {"--seed", "seed of the random inputs, dropout and the paged block table", &RunFlags::seed},
       {"--exact",
-       "simulate every CTA and step (default: in runs estimated to take over ~1 s, repetitions "
-       "of a steady state are extrapolated)",
+       "simulate every CTA and step, and every trial of the power model's clock solve (default: "
+       "in runs estimated to take over ~1 s, repetitions of a steady state are extrapolated, and "
+       "the solve's trials replay one run's timeline at their clocks)",
        &RunFlags::exact, false, true},
   };
 }

@@ -98,14 +98,15 @@ Report simulate(const HardwareProfile& profile, const RunRequest& original,
   if (profile.power.present && engine.sm_clock_mhz <= 0) {
     // No clock given: the power model picks it (sim/hardware/power_model.hpp). Its trial runs are
     // not watched; an observer sees the run at the chosen clock only. With
-    // engine.replay_clock_trials the first trial is an engine run that records its timeline and
-    // the others replay it at their clocks (sim/engine/timeline.hpp), unless it could not be
-    // recorded (steady-state extrapolation applied, or too many stages); otherwise, and by
-    // default, each trial is an engine run.
+    // engine.replay_clock_trials (the default) the first trial is an engine run that records its
+    // timeline and the others replay it at their clocks (sim/engine/timeline.hpp), unless it could
+    // not be recorded (steady-state extrapolation applied, or too many stages) or the request
+    // asked for `exact`; otherwise each trial is an engine run.
     EngineOptions trial = engine;
     trial.observer = nullptr;
     Timeline timeline;
-    bool recorded = !engine.replay_clock_trials;  // (nothing to record: every trial simulates)
+    // (nothing to record: every trial simulates)
+    bool recorded = !engine.replay_clock_trials || request.engine.exact;
     const auto at = [&](double clock_mhz) {
       if (recorded && timeline.usable) return replay_timeline(profile, timeline, clock_mhz);
       trial.sm_clock_mhz = clock_mhz;

@@ -55,6 +55,9 @@ HardwareProfile small_l2() {
 
 // Runs `r` extrapolated and exact; checks them; returns what was extrapolated.
 Extrapolation check(const HardwareProfile& hw, RunRequest r) {
+  // Extrapolation alone: both runs simulate every trial of the power model's clock solve (`exact`
+  // does in the first; replays are timeline_test's).
+  r.engine.replay_clock_trials = false;
   r.engine.exact = true;
   const Report exact = simulate(hw, r);
   r.engine.exact = false;

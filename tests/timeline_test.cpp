@@ -87,8 +87,16 @@ TEST_CASE("timeline: a replay at the recorded clock repeats the run") {
     CHECK(test::rel_close(again.time_s, run.time_s, 1e-9));
     REQUIRE(again.kernels.size() == run.kernels.size());
     for (std::size_t k = 0; k < run.kernels.size(); ++k) {
-      CHECK(test::rel_close(again.kernels[k].time_s, run.kernels[k].time_s, 1e-9));
-      CHECK(again.kernels[k].bound == run.kernels[k].bound);
+      const KernelResult &a = again.kernels[k], &b = run.kernels[k];
+      CHECK(test::rel_close(a.time_s, b.time_s, 1e-9));
+      CHECK(a.bound == b.bound);
+      // Its waves and tail too (the run page draws them; replays kept none before).
+      CHECK(a.launch_s == b.launch_s);
+      CHECK(std::abs(a.tail_s - b.tail_s) <= 1e-9 * b.time_s);
+      REQUIRE(a.wave_end_s.size() == b.wave_end_s.size());
+      for (std::size_t w = 0; w < a.wave_end_s.size(); ++w) {
+        CHECK(std::abs(a.wave_end_s[w] - b.wave_end_s[w]) <= 1e-9 * b.time_s);
+      }
     }
   }
 }
@@ -101,7 +109,7 @@ TEST_CASE("timeline: a replay at another clock is close to simulating there") {
   test::ShapeGen gen(7);
   const char* algos[] = {"flash2", "flash3", "standard", "flash1"};
   const std::int64_t dims[] = {64, 128};
-  double worst_time = 0, worst_counts = 0;
+  double worst_time = 0, worst_counts = 0, worst_wave = 0;
   for (int i = 0; i < 40; ++i) {
     const HardwareProfile& p = test::profile(gen.coin() ? "h100-sxm5-80gb" : "h200-sxm-141gb");
     RunRequest r = test::request(gen.pick(algos), gen.pick(1, 4), gen.pick(2, 16),
@@ -131,11 +139,25 @@ TEST_CASE("timeline: a replay at another clock is close to simulating there") {
     CHECK(counts <= 5e-3);
     if (!l2) CHECK(test::identical(replayed.total, full.total));  // no L2 state: no order effects
     CHECK(test::rel_close(replayed.time_s, full.time_s, 0.03));
+    for (std::size_t k = 0; k < full.kernels.size(); ++k) {
+      // Waves and tail as the simulation at that clock has them, within the same 3% of the
+      // run's time (a kernel's waves drift more than the run's total: standard's
+      // write-backs move between its kernels).
+      const KernelResult &a = replayed.kernels[k], &b = full.kernels[k];
+      CHECK(std::abs(a.tail_s - b.tail_s) <= 0.03 * full.time_s);
+      REQUIRE(a.wave_end_s.size() == b.wave_end_s.size());
+      for (std::size_t w = 0; w < a.wave_end_s.size(); ++w) {
+        const double off = std::abs(a.wave_end_s[w] - b.wave_end_s[w]) / full.time_s;
+        CHECK(off <= 0.03);
+        worst_wave = std::max(worst_wave, off);
+      }
+    }
     worst_time = std::max(worst_time, std::abs(replayed.time_s / full.time_s - 1));
     worst_counts = std::max(worst_counts, counts);
   }
-  MESSAGE("largest differences, replay vs simulation: time " << worst_time << ", bytes "
-                                                             << worst_counts << " of their level");
+  MESSAGE("largest differences, replay vs simulation: time "
+          << worst_time << ", bytes " << worst_counts << " of their level, a wave's end "
+          << worst_wave << " of the run's time");
 }
 
 TEST_CASE("timeline: runs that leave work out are not recorded") {

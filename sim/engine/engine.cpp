@@ -346,6 +346,49 @@ class StageRecorder {
   std::unordered_map<Timeline::Shape, std::uint32_t, ShapeHash, ShapeEqual> ids_;
 };
 
+// The timeline a kernel's run leaves (KernelResult's launch_s, tail_s and wave_end_s), from its
+// CTAs' finishes in event order. The event loop and a timeline's replay record it alike, so that a
+// run whose clock the power model chose by replay keeps its waves and tail (the run page draws
+// them).
+class WaveTimeline {
+ public:
+  WaveTimeline() = default;
+  WaveTimeline(std::int64_t ctas, std::int64_t slots) : ctas_(ctas), slots_(slots) {}
+
+  // After a CTA finished at `t` (time left out included), `done` CTAs of the grid have: the
+  // whole waves (of `slots` CTAs) completed since the previous finish end at `t`, or, where CTAs
+  // were left out as repetition in between, spread evenly from the previous finish to `t`.
+  void finished(std::int64_t done, double t) {
+    if (slots_ <= 0 || ctas_ / slots_ > KernelResult::kMaxWaveEnds) return;
+    t = std::max(t, last_t_);
+    for (std::int64_t b = slots_ * static_cast<std::int64_t>(wave_end_s_.size() + 1); b <= done;
+         b += slots_) {
+      wave_end_s_.push_back(last_t_ + (t - last_t_) * static_cast<double>(b - last_done_) /
+                                          static_cast<double>(done - last_done_));
+    }
+    last_done_ = done;
+    last_t_ = t;
+  }
+  // A CTA slot found no CTA left to start at `t`: the tail starts at the first such moment.
+  void slot_idle(double t) {
+    if (tail_start_ < 0) tail_start_ = t;
+  }
+  // The kernel's last CTA ended at `end` (launch not included): sets `kr`'s timeline fields.
+  void close(double end, double launch_s, KernelResult& kr) {
+    kr.launch_s = launch_s;
+    kr.tail_s = tail_start_ >= 0 ? end - tail_start_ : 0.0;
+    kr.wave_end_s = std::move(wave_end_s_);
+    for (double& t : kr.wave_end_s) t += launch_s;
+  }
+
+ private:
+  std::int64_t ctas_ = 0, slots_ = 0;
+  std::vector<double> wave_end_s_;
+  double tail_start_ = -1.0;  // -1: no slot idle yet
+  std::int64_t last_done_ = 0;
+  double last_t_ = 0.0;
+};
+
 class KernelRun {
  public:
   KernelRun(const HardwareProfile& profile, const Schedule& schedule, std::size_t kernel_index,
@@ -367,13 +410,15 @@ class KernelRun {
     run_.l2_bytes = static_cast<std::uint64_t>(profile.l2.size_bytes.value);
   }
 
-  /// Simulates the kernel into `c` and returns its time; `extrapolated` says what was left out.
-  double run(Counters& c, Extrapolation& extrapolated) {
-    run_.counters = &c;
-    run_.stats = &extrapolated;
+  /// Simulates the kernel into `kr`'s counters and returns its time; kr.extrapolation says what
+  /// was left out; kr's launch, tail and wave ends are set.
+  double run(KernelResult& kr) {
+    run_.counters = &kr.counters;
+    run_.stats = &kr.extrapolation;
     run_.ctas = spec_.grid.count();
     const std::int64_t slots = std::min<std::int64_t>(
         run_.ctas, static_cast<std::int64_t>(rates_.sm_count) * ctas_per_sm_);
+    waves_ = WaveTimeline(run_.ctas, slots);
     if (repetition_.alike_run > slots && slots > 0) {
       // Runs of alike CTAs longer than a wave: waves by kind, in place of periods, which would
       // be whole runs and waves (sim/engine/steady_state.hpp).
@@ -419,7 +464,7 @@ class KernelRun {
         last_finish = std::max(last_finish, st.end);
         const std::int64_t done = ++finished + run_.stats->ctas_extrapolated - extrapolated_before;
         if (finished % slots == 0) run_control::wave_done(spec_.name, done, run_.ctas);
-        record_wave_ends(done, st.end + run_.skipped_s, slots);
+        waves_.finished(done, st.end + run_.skipped_s);
         if (recorder_ != nullptr) recorder_->cta_done(ev.slot(), st.cta);
         --run_.resident;
         --run_.resident_on_sm[static_cast<std::size_t>(st.sm)];
@@ -428,7 +473,7 @@ class KernelRun {
           for (const auto& x : extrapolators_) x->before_dispatch(st.end, run_);
           events_.replace_top(start_cta(ev.slot(), run_.next_cta++, st.sm, st.end));
         } else {
-          if (tail_start_ < 0) tail_start_ = st.end + run_.skipped_s;
+          waves_.slot_idle(st.end + run_.skipped_s);
           events_.pop();
         }
       }
@@ -436,32 +481,11 @@ class KernelRun {
     }
     run_.stats->ctas_simulated += run_.next_cta - run_.stats->ctas_extrapolated;
     const double end = last_finish + run_.skipped_s;
-    launch_s = rates_.launch_s;
-    tail_s = tail_start_ >= 0 ? end - tail_start_ : 0.0;
-    for (double& t : wave_end_s) t += launch_s;
-    return end + launch_s;
+    waves_.close(end, rates_.launch_s, kr);
+    return end + rates_.launch_s;
   }
-
-  // The timeline run() leaves (KernelResult's fields of the same names).
-  double launch_s = 0.0, tail_s = 0.0;
-  std::vector<double> wave_end_s;
 
  private:
-  // After a CTA finished at `t` (time left out included), `done` CTAs of the grid have: the
-  // whole waves (of `slots` CTAs) completed since the previous finish end at `t`, or, where CTAs
-  // were left out as repetition in between, spread evenly from the previous finish to `t`.
-  void record_wave_ends(std::int64_t done, double t, std::int64_t slots) {
-    if (run_.ctas / slots > KernelResult::kMaxWaveEnds) return;
-    t = std::max(t, wave_clock_.t);
-    for (std::int64_t b = slots * static_cast<std::int64_t>(wave_end_s.size() + 1); b <= done;
-         b += slots) {
-      wave_end_s.push_back(wave_clock_.t + (t - wave_clock_.t) *
-                                               static_cast<double>(b - wave_clock_.done) /
-                                               static_cast<double>(done - wave_clock_.done));
-    }
-    wave_clock_ = {done, t};
-  }
-
   // The next event's issue number.
   std::uint64_t issue() {
     if (seq_ == Event::kMaxIssue) [[unlikely]] {
@@ -681,19 +705,15 @@ class KernelRun {
   Repetition repetition_;
   std::vector<std::unique_ptr<detail::Extrapolator>> extrapolators_;
   detail::KernelProgress run_;
-  // The timeline: when a slot first found no CTA to start (-1: not yet); the latest finish seen
-  // by record_wave_ends().
-  double tail_start_ = -1.0;
-  struct {
-    std::int64_t done = 0;
-    double t = 0.0;
-  } wave_clock_;
+  WaveTimeline waves_;  // the kernel's waves and tail, as its CTAs finish
 };
 
-// Times kernel `k` of a timeline at `clock_mhz`: KernelRun's event loop (dispatch, event order,
-// stage timing) over the recorded stages instead of emitted operations and L2 lookups.
-double replay_kernel(const HardwareProfile& profile, const KernelSpec& spec,
-                     const Timeline::Kernel& k, double clock_mhz, bool l2_on) {
+// Times kernel `k` of a timeline at `clock_mhz` into kr (its time, launch, tail and wave ends):
+// KernelRun's event loop (dispatch, event order, stage timing) over the recorded stages instead of
+// emitted operations and L2 lookups.
+void replay_kernel(const HardwareProfile& profile, const Timeline::Kernel& k, double clock_mhz,
+                   bool l2_on, KernelResult& kr) {
+  const KernelSpec& spec = kr.spec;
   StageTimer timer(profile, spec, clock_mhz, l2_on);
   const Rates& rates = timer.rates();
   // Each shape as a stage at these rates (its dependent latencies timed at this clock).
@@ -750,6 +770,8 @@ double replay_kernel(const HardwareProfile& profile, const KernelSpec& spec,
                       static_cast<int>(s % rates.sm_count), 0.0));
   }
   double last_finish = 0.0;
+  std::int64_t finished = 0;
+  WaveTimeline waves(ctas, slots);
   std::uint32_t events_run = 0;
   while (!events.empty()) {
     if ((++events_run & 1023u) == 0) run_control::check();
@@ -771,16 +793,19 @@ double replay_kernel(const HardwareProfile& profile, const KernelSpec& spec,
       events.replace_top({timer.next_stage_time(st, now), seq++, ev.slot()});
     } else {
       last_finish = std::max(last_finish, st.end);
+      waves.finished(++finished, st.end);
       --resident_on_sm[static_cast<std::size_t>(st.sm)];
       st.cta = -1;
       if (next_cta < ctas) {
         events.replace_top(start(ev.slot(), next_cta++, st.sm, st.end));
       } else {
+        waves.slot_idle(st.end);
         events.pop();
       }
     }
   }
-  return last_finish + rates.launch_s;
+  waves.close(last_finish, rates.launch_s, kr);
+  kr.time_s = last_finish + rates.launch_s;
 }
 
 // A kernel's time-dependent results at `clock_mhz` from its time and counters.
@@ -878,10 +903,7 @@ EngineResult run_schedule(const HardwareProfile& profile, const Schedule& schedu
     KernelRun run(profile, schedule, k, spec, kr.occupancy, addresses, l2 ? &*l2 : nullptr,
                   clock_mhz, options.observer, !options.exact && options.observer == nullptr,
                   recorder ? &*recorder : nullptr);
-    kr.time_s = run.run(kr.counters, kr.extrapolation);
-    kr.launch_s = run.launch_s;
-    kr.tail_s = run.tail_s;
-    kr.wave_end_s = std::move(run.wave_end_s);
+    kr.time_s = run.run(kr);
     // A run that left work out measured what it left out at its own clock (steady_state.hpp).
     if (record != nullptr && kr.extrapolation.applied()) record->usable = false;
     kr.counters.l2_dirty_at_end_bytes = l2 ? l2->dirty_bytes() : 0;
@@ -908,11 +930,7 @@ EngineResult replay_timeline(const HardwareProfile& profile, const Timeline& tim
   result.time_s = 0.0;
   for (std::size_t k = 0; k < result.kernels.size(); ++k) {
     KernelResult& kr = result.kernels[k];
-    kr.time_s = replay_kernel(profile, kr.spec, timeline.kernels[k], clock_mhz, timeline.l2_on);
-    // The replay keeps no wave ends or tail: the recorded run's were at another clock. The
-    // launch cost does not depend on the clock.
-    kr.wave_end_s.clear();
-    kr.tail_s = 0.0;
+    replay_kernel(profile, timeline.kernels[k], clock_mhz, timeline.l2_on, kr);
     set_rates(profile, kr, clock_mhz);
     result.time_s += kr.time_s;
   }

@@ -63,9 +63,9 @@ struct EngineOptions {
   // true: when the power model picks the clock, its trials after the first replay the first
   // run's timeline (sim/engine/timeline.hpp) instead of simulating again: one engine run per
   // answer, its counters the boost-clock run's and its time within 1% of a full simulation at
-  // the chosen clock in the tests. Off by default: it moves some measured sets' errors past
-  // their recorded accuracy levels (docs/PERFORMANCE_HISTORY.md, issue #33).
-  bool replay_clock_trials = false;
+  // the chosen clock in the tests (issue #33; docs/PERFORMANCE_HISTORY.md). simulate() turns it
+  // off for a request with `exact` set (`--exact`: every trial simulated in full).
+  bool replay_clock_trials = true;
 };
 
 struct KernelResult {
