@@ -68,8 +68,9 @@ LayerOp gemm_op(const HardwareProfile& hw, const LayerRequest& r, Dtype dtype, s
   op.m = m;
   op.n = n;
   op.k = k;
-  op.detail = fmt::format("{}x{}x{} {}", t.bm, t.bn, t.bk,
-                          t.instruction == TensorInstruction::wgmma ? "wgmma" : "mma.sync");
+  op.detail = fmt::format("{}x{}x{} {}{}", t.bm, t.bn, t.bk,
+                          t.instruction == TensorInstruction::wgmma ? "wgmma" : "mma.sync",
+                          t.group_m > 0 ? fmt::format(" group {}", t.group_m) : "");
   return op;
 }
 

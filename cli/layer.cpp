@@ -52,6 +52,9 @@ Action add_layer_command(CLI::App& app) {
   cmd->add_option("--gemm-bm", r.gemm_tiling.bm, "GEMM output tile rows (default 128)");
   cmd->add_option("--gemm-bn", r.gemm_tiling.bn, "GEMM output tile columns (default 128)");
   cmd->add_option("--gemm-bk", r.gemm_tiling.bk, "GEMM K chunk (default 64)");
+  cmd->add_option("--gemm-group-m", r.gemm_tiling.group_m,
+                  "GEMM CTA order: walk this many M tiles, then the next N tile (default 0: the "
+                  "M tile fastest over the whole of M)");
   f->format.add_to(*cmd);
   return [f] {
     const std::string& format = f->format.checked();

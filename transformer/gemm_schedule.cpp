@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <utility>
 
 #include "algorithms/algorithm.hpp"
 #include "algorithms/standard_tiles.hpp"
@@ -34,7 +35,9 @@ class GemmSchedule final : public Schedule {
     s.name = p_.name;
     s.role = "gemm";
     s.main_loop = true;
-    s.grid = {tm_, tn_, 1};  // x (the M tile) fastest, as cuBLAS launches
+    // x (the M tile) fastest, as cuBLAS launches; a grouped order is the same grid walked in
+    // groups (tile_of).
+    s.grid = {tm_, tn_, 1};
     s.threads_per_cta = t_.threads;
     s.smem_bytes_per_cta = gemm_smem_bytes(t_, p_.dtype);
     s.registers_per_thread = standard_tiles::gemm_regs(t_.bm * t_.bn, t_.threads);
@@ -48,7 +51,7 @@ class GemmSchedule final : public Schedule {
   // Y (with the bias, loaded beside the last chunk, added in the epilogue).
   bool emit_cta_part(std::size_t /*kernel*/, std::int64_t cta, std::size_t part,
                      std::vector<TileOp>& out) const override {
-    const std::int64_t i = cta % tm_, j = cta / tm_;
+    const auto [i, j] = tile_of(cta);
     const std::int64_t m0 = i * t_.bm, mr = std::min(t_.bm, p_.m - m0);
     const std::int64_t n0 = j * t_.bn, nr = std::min(t_.bn, p_.n - n0);
     const std::int64_t c = static_cast<std::int64_t>(part);
@@ -73,6 +76,16 @@ class GemmSchedule final : public Schedule {
   }
 
  private:
+  // The (M tile, N tile) CTA `cta` computes. Ungrouped, the M tile is fastest. Grouped by G, the
+  // CTAs run through groups of G rows of tiles (the last group may be shorter), each group's
+  // tiles with its M tile fastest: a group is G x tn CTAs, then the next.
+  std::pair<std::int64_t, std::int64_t> tile_of(std::int64_t cta) const {
+    if (t_.group_m <= 0 || t_.group_m >= tm_) return {cta % tm_, cta / tm_};
+    const std::int64_t per_group = t_.group_m * tn_, first = (cta / per_group) * t_.group_m;
+    const std::int64_t rows = std::min(t_.group_m, tm_ - first), in_group = cta % per_group;
+    return {first + in_group % rows, in_group / rows};
+  }
+
   // Operand bytes the tensor cores read from shared memory for an (m x k)(k x n) chunk. wgmma
   // (one warpgroup, m64 instructions across the tile's N): every 64-row slice of X is read once
   // and the W chunk once per slice. mma.sync: warp tiles of 64 x 32, as the standard attention
@@ -105,6 +118,11 @@ GemmTiling resolve_gemm_tiling(const HardwareProfile& hw, const GemmProblem& p,
   if (req.bn != 0) t.bn = req.bn;
   if (req.bk != 0) t.bk = req.bk;
   if (req.threads != 0) t.threads = req.threads;
+  if (req.group_m < 0) {
+    throw ConfigError(
+        fmt::format("GEMM M-tile group must be 0 (none) or positive, got {}", req.group_m));
+  }
+  t.group_m = req.group_m;
   check_positive("tile rows (BM)", t.bm);
   check_positive("tile columns (BN)", t.bn);
   check_positive("K chunk (BK)", t.bk);

@@ -27,6 +27,11 @@ struct GemmTiling {
   int threads = 128;
   int pipeline_stages = 4;
   TensorInstruction instruction = TensorInstruction::wgmma;
+  // CTA order: 0, the M tile fastest over the whole of M (W is read from HBM about once, X once
+  // per column of tiles when it does not fit in L2); G > 0, grouped (the swizzle of CUTLASS and
+  // Triton, Triton's GROUP_SIZE_M): CTAs walk G M tiles, then the next N tile, so that the X rows
+  // of G tiles stay in L2 while W streams past them (X about once, W once per group).
+  std::int64_t group_m = 0;
 };
 
 /// Overrides of the default tiling; fields left out keep the default.
@@ -34,6 +39,7 @@ struct GemmTilingRequest {
   std::int64_t bm = 0, bn = 0, bk = 0;  // 0: default
   int threads = 0;
   int pipeline_stages = 0;
+  std::int64_t group_m = 0;  // 0: M tile fastest over the whole of M
 };
 
 /// The tiling a GEMM runs with on `hw`: 128 x 128 x 64 tiles, 128 threads, wgmma where the GPU has
