@@ -71,7 +71,8 @@ int main(int argc, char** argv) {
   std::vector<std::pair<CLI::App*, cli::Action>> commands;
   for (auto add : {cli::add_profiles_command, cli::add_run_command, cli::add_demo_command,
                    cli::add_validate_command, cli::add_kvcache_command, cli::add_sweep_command,
-                   cli::add_report_command, cli::add_explain_command, cli::add_kernels_command}) {
+                   cli::add_report_command, cli::add_explain_command, cli::add_kernels_command,
+                   cli::add_layer_command}) {
     cli::Action action = add(app);
     commands.emplace_back(app.get_subcommands({}).back(), std::move(action));
   }

@@ -3,7 +3,7 @@
 # so each source is compiled once; a shared module needs them position-independent. Nothing
 # interposes their symbols, so -fno-semantic-interposition keeps GCC inlining and cloning their
 # global functions as it does without -fPIC.
-set(IOSIM_PY_LIBS iosim_sim iosim_algorithms iosim_numerics iosim_api iosim_kvcache iosim_reports)
+set(IOSIM_PY_LIBS iosim_sim iosim_algorithms iosim_transformer iosim_numerics iosim_api iosim_kvcache iosim_reports)
 set_target_properties(${IOSIM_PY_LIBS} PROPERTIES POSITION_INDEPENDENT_CODE ON)
 foreach(lib IN LISTS IOSIM_PY_LIBS)
   target_compile_options(${lib} PRIVATE -fno-semantic-interposition)

@@ -133,6 +133,12 @@ std::vector<TensorId> written_by(const TileOp& op) {
       return {T::partial_O, T::partial_lse};
     case ComputeKind::combine_partial:
       return {T::O, T::m, T::l};
+    case ComputeKind::matmul:
+    case ComputeKind::matmul_accumulate:
+    case ComputeKind::norm_rows:
+    case ComputeKind::residual_add:
+    case ComputeKind::activation:
+      return {T::Y};
   }
   return {};
 }
@@ -547,6 +553,17 @@ std::string compute_words(const TileOp& op) {
       return "combine a split: m_new = max(m, lse), O and l rescaled by e^(m - m_new) and "
              "the split's e^(lse - m_new) partial_O added, " +
              rows;
+    // A layer's other ops (transformer/) are not traced by explain; worded for completeness.
+    case ComputeKind::matmul:
+      return fmt::format("Y = X W^T, rows {}:{}", t.row0, t.row0 + t.rows);
+    case ComputeKind::matmul_accumulate:
+      return fmt::format("Y += X W^T (a further chunk of K), rows {}:{}", t.row0, t.row0 + t.rows);
+    case ComputeKind::norm_rows:
+      return fmt::format("Y = norm(X) * W, rows {}:{}", t.row0, t.row0 + t.rows);
+    case ComputeKind::residual_add:
+      return fmt::format("Y = X + R, rows {}:{}", t.row0, t.row0 + t.rows);
+    case ComputeKind::activation:
+      return fmt::format("Y = act(X), rows {}:{}", t.row0, t.row0 + t.rows);
   }
   return "compute";
 }

@@ -366,6 +366,21 @@ section_stops() {
   if cmp -s "$tmp/budget1.json" "$tmp/budget2.json"; then ok; else bad "sweep --jobs 2 under --max-memory 3M differs from --jobs 1"; fi
 }
 
+# `iosim layer` (issue #32): a layer's ops beside attention, and the step; bad models, phases and
+# tensor-parallel degrees are refused with exit 2 and a message naming them.
+section_layer() {
+  expect_same 0 "gate_up_proj    gemm                 8x28672x4096" -- layer --model llama-3-8b --phase decode --batch 8 --seq 4096
+  expect_same 0 "attention       attention          flash-decoding" -- layer --model llama-3-8b --phase decode --batch 8 --seq 4096
+  expect_same 0 "step: 32 layers x" -- layer --model llama-3-8b --phase decode --batch 8 --seq 4096
+  expect 0 '"name": "qkv_proj"' -- layer --model qwen2-7b --phase prefill --seq 256 --tp 2 --format json
+  expect 0 "layer,o_proj,gemm," -- layer --model mistral-7b --phase decode --seq 1024 --format csv
+  expect 2 "unknown model 'llama-3-8'" -- layer --model llama-3-8 --seq 128
+  expect 2 "did you mean 'llama-3-8b'" -- layer --model llama-3-8 --seq 128
+  expect 2 "--tp 3 does not divide the model's attention heads (32)" -- layer --model llama-3-8b --seq 128 --tp 3
+  expect 2 "--phase train: expected prefill or decode" -- layer --model llama-3-8b --seq 128 --phase train
+  expect 2 "cannot read model configuration" -- layer --model /nonexistent/m.yaml --seq 128
+}
+
 # The documents' numbers and blocks (README.md, docs/*.md) are ctest docs: tests/docs_test.sh.
 
 # `cli_test.sh SECTION...` runs those sections (the section_* functions above), `cli_test.sh

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every kind of JSON iosim writes is valid against its schema under schemas/: run (dense, decode,
-# block-sparse, backward, executed, two-level, fp8), a sweep file (with infeasible rows), validate
-# and kvcache; and the schemas themselves are valid JSON Schema. Run by ctest with IOSIM set.
+# block-sparse, backward, executed, two-level, fp8), a sweep file (with infeasible rows), validate,
+# kvcache and layer; and the schemas themselves are valid JSON Schema. Run by ctest with IOSIM set.
 set -euo pipefail
 : "${IOSIM:?}"
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -51,6 +51,9 @@ check validate "$tmp/validate.json"
 "$IOSIM" kvcache --layers 32 --kv-heads 8 --head-dim 128 --weights-bytes 16e9 --requests 50 \
   --format json >"$tmp/kvcache.json"
 check kvcache "$tmp/kvcache.json"
+"$IOSIM" layer --model qwen2-7b --phase prefill --seq 256 --tp 2 --format json >"$tmp/layer_1.json"
+"$IOSIM" layer --model llama-3-8b --phase decode --batch 4 --seq 2048 --format json >"$tmp/layer_2.json"
+check layer "$tmp"/layer_*.json
 
 # A document that breaks its schema fails the check (the check is not vacuous).
 "$py" - "$tmp/run_1.json" "$tmp/bad.json" <<'PY'

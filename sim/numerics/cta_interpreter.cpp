@@ -216,6 +216,13 @@ void CtaInterpreter::compute(const TileOp& op) {
     case ComputeKind::convert_dq:
       backward(op);
       break;
+    // A transformer layer's other ops (transformer/) run on the engine only, never here.
+    case ComputeKind::matmul:
+    case ComputeKind::matmul_accumulate:
+    case ComputeKind::norm_rows:
+    case ComputeKind::residual_add:
+    case ComputeKind::activation:
+      ensure(false, "compute kind {} has no numeric semantics", static_cast<int>(op.compute));
   }
 }
 

@@ -39,6 +39,14 @@ enum class TensorId : std::uint8_t {
   // dK and dV shares into (FlashAttention-3's dk_accum, dv_accum), converted after the main kernel.
   dKaccum,
   dVaccum,
+  // The ops of a transformer layer around attention (transformer/): a GEMM's activations X
+  // [M][K], its weights W [N][K] (stored as nn.Linear stores them) and its output Y [M][N]; the
+  // residual stream R that an add reads beside X; a projection's bias vector [1][N].
+  X,
+  W,
+  Y,
+  R,
+  bias,
   kCount
 };
 
@@ -50,7 +58,8 @@ inline constexpr std::array<std::string_view, kTensorCount> kTensorNames = {
     "Q",         "K",           "V",           "O", "S",  "P",  "dO",
     "dQ",        "dK",          "dV",          "L", "m",  "l",  "dropout_mask",
     "partial_O", "partial_lse", "block_table", "D", "dP", "dS", "dQaccum",
-    "P_drop",    "dKaccum",     "dVaccum"};
+    "P_drop",    "dKaccum",     "dVaccum",     "X", "W",  "Y",  "R",
+    "bias"};
 
 /// The vocabulary name of a tensor ("Q", "dropout_mask", ...).
 constexpr std::string_view tensor_name(TensorId t) {

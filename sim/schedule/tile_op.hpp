@@ -54,6 +54,13 @@ enum class ComputeKind : std::uint8_t {
   combine_partial,   // one split's partial_O, partial_lse on chip: m := max(m, lse), then
                      // l := l e^(m_old - m) + e^(lse - m), O := O e^(m_old - m) + e^(lse - m)
                      // partial_O
+  // The ops of a transformer layer around attention (transformer/). The tile is the output tile.
+  // The numeric executor gives them no meaning: they never run in an attention schedule.
+  matmul,             // Y := X W^T over a chunk of K (tile: Y rows x cols)
+  matmul_accumulate,  // Y += X W^T (a further chunk of K)
+  norm_rows,          // Y := norm(X) row by row, scaled by the weight vector W
+  residual_add,       // Y := X + R
+  activation,         // Y := act(X) or, gated, SiLU(X gate half) * (X up half)
 };
 
 /// A rectangle of one matrix of a tensor: rows [row0, row0+rows), cols [col0, col0+cols).

@@ -1,0 +1,247 @@
+#include "api/layer.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "api/run_flags.hpp"
+#include "api/simulate.hpp"
+#include "sim/base/errors.hpp"
+#include "sim/engine/engine.hpp"
+#include "sim/hardware/power_model.hpp"
+#include "transformer/elementwise_schedule.hpp"
+
+namespace iosim {
+namespace {
+
+struct OpRun {
+  EngineResult engine;
+  double clock_mhz = 0.0;
+};
+
+// One op on the engine, at the clock simulate() would time an attention call at: the request's;
+// else, on a profile with a power limit, the clock the power model allows for this op (a GEMM
+// draws more power than a norm); else the boost clock.
+OpRun run_op(const HardwareProfile& hw, const Schedule& schedule, Dtype dtype,
+             const LayerRequest& r) {
+  EngineOptions engine;
+  engine.l2_enabled = r.l2_enabled;
+  engine.sm_clock_mhz = r.sm_clock_mhz;
+  OpRun out;
+  if (hw.power.present && engine.sm_clock_mhz <= 0) {
+    EngineOptions trial = engine;
+    const auto at = [&](double clock_mhz) {
+      trial.sm_clock_mhz = clock_mhz;
+      return run_schedule(hw, schedule, trial);
+    };
+    out.clock_mhz = solve_power_clock(hw, dtype, at, out.engine).clock_mhz;
+  } else {
+    out.engine = run_schedule(hw, schedule, engine);
+    out.clock_mhz = engine.sm_clock_mhz > 0 ? engine.sm_clock_mhz : hw.sm.boost_clock_mhz.value;
+  }
+  return out;
+}
+
+LayerOp from_run(std::string name, std::string kind, const OpRun& run) {
+  LayerOp op;
+  op.name = std::move(name);
+  op.kind = std::move(kind);
+  op.counters = run.engine.total;
+  op.time_s = run.engine.time_s;
+  op.sm_clock_mhz = run.clock_mhz;
+  // One kernel each: its bound is the op's.
+  op.bound = run.engine.kernels.empty() ? "latency" : run.engine.kernels.front().bound;
+  return op;
+}
+
+LayerOp gemm_op(const HardwareProfile& hw, const LayerRequest& r, Dtype dtype, std::string name,
+                std::int64_t m, std::int64_t n, std::int64_t k, bool bias) {
+  GemmProblem p;
+  p.name = name;
+  p.m = m;
+  p.n = n;
+  p.k = k;
+  p.dtype = dtype;
+  p.bias = bias;
+  const GemmTiling t = resolve_gemm_tiling(hw, p, r.gemm_tiling);
+  LayerOp op = from_run(std::move(name), "gemm", run_op(hw, *make_gemm_schedule(p, t), dtype, r));
+  op.m = m;
+  op.n = n;
+  op.k = k;
+  op.detail = fmt::format("{}x{}x{} {}{}", t.bm, t.bn, t.bk,
+                          t.instruction == TensorInstruction::wgmma ? "wgmma" : "mma.sync",
+                          t.group_m > 0 ? fmt::format(" group {}", t.group_m) : "");
+  return op;
+}
+
+LayerOp elementwise_op(const HardwareProfile& hw, const LayerRequest& r, Dtype dtype,
+                       std::string name, ElementwiseKind kind, std::int64_t rows,
+                       std::int64_t cols) {
+  ElementwiseProblem p;
+  p.name = name;
+  p.kind = kind;
+  p.rows = rows;
+  p.cols = cols;
+  p.dtype = dtype;
+  const char* k = kind == ElementwiseKind::rms_norm || kind == ElementwiseKind::layer_norm ? "norm"
+                  : kind == ElementwiseKind::residual_add ? "residual"
+                                                          : "activation";
+  LayerOp op = from_run(std::move(name), k, run_op(hw, *make_elementwise_schedule(p), dtype, r));
+  op.m = rows;
+  op.n = cols;
+  return op;
+}
+
+std::int64_t divided(std::int64_t value, std::int64_t tp, const char* what) {
+  if (value % tp != 0) {
+    throw ConfigError(fmt::format("--tp {} does not divide the model's {} ({})", tp, what, value));
+  }
+  return value / tp;
+}
+
+// Adds an op's counters to a total. Counters' += keeps the later run's dirty-at-end bytes (a state
+// of one L2), but every op here runs on an L2 of its own, so what each leaves dirty is written
+// back in the end: those bytes add up.
+void add_op(Counters& total, const Counters& op) {
+  const std::uint64_t dirty = total.l2_dirty_at_end_bytes + op.l2_dirty_at_end_bytes;
+  total += op;
+  total.l2_dirty_at_end_bytes = dirty;
+}
+
+void check_positive(const char* flag, std::int64_t v) {
+  if (v <= 0) throw ConfigError(fmt::format("{} must be positive, got {}", flag, v));
+}
+
+}  // namespace
+
+const char* layer_phase_name(LayerPhase phase) {
+  return phase == LayerPhase::prefill ? "prefill" : "decode";
+}
+
+LayerReport simulate_layer(const HardwareProfile& hw, const LayerRequest& r) {
+  check_positive("--batch", r.batch);
+  check_positive("--seq", r.seq);
+  check_positive("--tp", r.tp);
+  if (r.context < 0)
+    throw ConfigError(fmt::format("--context must be positive, got {}", r.context));
+  const ModelConfig& model = r.model;
+  const Dtype dtype = parse_dtype(r.dtype);
+  if (dtype != Dtype::fp16 && dtype != Dtype::bf16) {
+    throw ConfigError(fmt::format("--dtype {}: iosim layer models fp16 and bf16", r.dtype));
+  }
+  const std::int64_t heads = divided(model.attention_heads, r.tp, "attention heads");
+  const std::int64_t kv_heads = divided(model.kv_heads, r.tp, "K/V heads");
+  const std::int64_t inter = divided(model.intermediate_size, r.tp, "intermediate (MLP) size");
+  const std::int64_t vocab = divided(model.vocab_size, r.tp, "vocabulary");
+  const std::int64_t h = model.hidden_size, d = model.head_dim;
+  const bool prefill = r.phase == LayerPhase::prefill;
+
+  LayerReport rep;
+  rep.profile = hw.name;
+  rep.request = r;
+  rep.tokens = prefill ? r.batch * r.seq : r.batch;
+  std::int64_t seq_kv = r.context > 0 ? r.context : r.seq;
+  if (prefill && seq_kv < r.seq) {
+    throw ConfigError(
+        fmt::format("--context {} is shorter than --seq {}: a prefill's queries see "
+                    "their own keys",
+                    seq_kv, r.seq));
+  }
+  if (model.sliding_window > 0 && seq_kv > model.sliding_window) {
+    // Decode over a rolling cache attends over the window's keys only (Mistral's rolling buffer);
+    // a prefill longer than the window needs a banded mask no attention schedule here has.
+    if (prefill) {
+      throw ConfigError(fmt::format(
+          "{} attends over a sliding window of {} tokens; a prefill over {} keys needs the banded "
+          "mask, which is not modelled (use --context {} or less)",
+          model.name, model.sliding_window, seq_kv, model.sliding_window));
+    }
+    rep.notes.push_back(fmt::format("attention over the last {} keys: {}'s sliding window",
+                                    model.sliding_window, model.name));
+    seq_kv = model.sliding_window;
+  }
+  rep.seq_kv = seq_kv;
+  const std::int64_t m = rep.tokens;
+  const ElementwiseKind norm =
+      model.norm == NormKind::rms_norm ? ElementwiseKind::rms_norm : ElementwiseKind::layer_norm;
+
+  // Attention: one simulate() call, its flags checked as `iosim run`'s are.
+  RunFlags flags;
+  flags.profile = hw.name;
+  flags.algorithm = !r.algorithm.empty() ? r.algorithm : prefill ? "flash2" : "flash-decoding";
+  flags.kernel = r.kernel;
+  flags.batch = r.batch;
+  flags.heads = heads;
+  flags.kv_heads = kv_heads;
+  flags.seq = prefill ? r.seq : 1;
+  flags.seq_kv = seq_kv;
+  flags.head_dim = d;
+  flags.dtype = r.dtype;
+  flags.causal = prefill;  // a decode query sees every cached key
+  flags.l2 = r.l2_enabled ? "on" : "off";
+  flags.sm_clock_mhz = r.sm_clock_mhz;
+  const RunRequest attention_request = to_request(flags);
+  const Report attention = simulate(hw, attention_request);
+  if (!attention.feasible()) {
+    throw ConfigError(fmt::format("attention ({}) cannot run this layer: {}",
+                                  attention_request.algorithm, attention.infeasible_reason));
+  }
+
+  // The layer in execution order (Hugging Face's LlamaDecoderLayer, vLLM's fused QKV and
+  // gate/up projections).
+  rep.ops.push_back(elementwise_op(hw, r, dtype, "input_norm", norm, m, h));
+  rep.ops.push_back(
+      gemm_op(hw, r, dtype, "qkv_proj", m, (heads + 2 * kv_heads) * d, h, model.qkv_bias));
+  {
+    LayerOp op;
+    op.name = "attention";
+    op.kind = "attention";
+    op.detail = attention_request.algorithm;
+    op.counters = attention.engine.total;
+    op.time_s = attention.engine.time_s;
+    op.sm_clock_mhz = attention.sm_clock_mhz;
+    op.bound = attention.bound;
+    rep.ops.push_back(op);
+  }
+  rep.ops.push_back(gemm_op(hw, r, dtype, "o_proj", m, h, heads * d, false));
+  rep.ops.push_back(
+      elementwise_op(hw, r, dtype, "attn_residual", ElementwiseKind::residual_add, m, h));
+  rep.ops.push_back(elementwise_op(hw, r, dtype, "post_attn_norm", norm, m, h));
+  if (model.mlp == MlpKind::gated_silu) {
+    rep.ops.push_back(gemm_op(hw, r, dtype, "gate_up_proj", m, 2 * inter, h, false));
+    rep.ops.push_back(
+        elementwise_op(hw, r, dtype, "silu_mul", ElementwiseKind::gated_silu, m, inter));
+  } else {
+    rep.ops.push_back(gemm_op(hw, r, dtype, "up_proj", m, inter, h, false));
+    rep.ops.push_back(elementwise_op(hw, r, dtype, "gelu", ElementwiseKind::gelu, m, inter));
+  }
+  rep.ops.push_back(gemm_op(hw, r, dtype, "down_proj", m, h, inter, false));
+  rep.ops.push_back(
+      elementwise_op(hw, r, dtype, "mlp_residual", ElementwiseKind::residual_add, m, h));
+  for (const LayerOp& op : rep.ops) {
+    add_op(rep.layer_total, op.counters);
+    rep.layer_time_s += op.time_s;
+  }
+  for (LayerOp& op : rep.ops) op.share = rep.layer_time_s > 0 ? op.time_s / rep.layer_time_s : 0.0;
+
+  // The step's tail: the final norm and the LM head over the last position of each sequence,
+  // the only logits generation samples from (vLLM computes no others).
+  rep.tail.push_back(elementwise_op(hw, r, dtype, "final_norm", norm, r.batch, h));
+  rep.tail.push_back(gemm_op(hw, r, dtype, "lm_head", r.batch, vocab, h, false));
+  for (std::int64_t i = 0; i < model.layers; ++i) add_op(rep.step_total, rep.layer_total);
+  rep.step_time_s = static_cast<double>(model.layers) * rep.layer_time_s;
+  for (const LayerOp& op : rep.tail) {
+    add_op(rep.step_total, op.counters);
+    rep.step_time_s += op.time_s;
+  }
+  for (LayerOp& op : rep.tail) op.share = rep.step_time_s > 0 ? op.time_s / rep.step_time_s : 0.0;
+
+  rep.notes.push_back(
+      "each op runs alone with a cold L2: what one op leaves in L2 for the next "
+      "is not credited");
+  rep.notes.push_back("not modelled: rotary embeddings, the embedding lookup, sampling" +
+                      std::string(r.tp > 1 ? ", the tensor-parallel all-reduces" : ""));
+  return rep;
+}
+
+}  // namespace iosim

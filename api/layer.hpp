@@ -1,0 +1,72 @@
+#pragma once
+// One transformer layer, and the whole forward step, beside the attention in it (`iosim layer`):
+// the norms, the QKV projection, attention (any algorithm or kernel description, through
+// simulate()), the output projection, the residual adds and the MLP, each op simulated on the
+// engine at the clock the power model allows, then layers x layer + the final norm + the LM head.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/engine/counters.hpp"
+#include "sim/hardware/profile.hpp"
+#include "transformer/gemm_schedule.hpp"
+#include "transformer/model_config.hpp"
+
+namespace iosim {
+
+enum class LayerPhase { prefill, decode };
+
+struct LayerRequest {
+  ModelConfig model;
+  LayerPhase phase = LayerPhase::prefill;
+  std::int64_t batch = 1;
+  // Prefill: tokens per sequence (the queries; attention is causal over them). Decode: the
+  // context already cached, when `context` is left out.
+  std::int64_t seq = 0;
+  // Keys each query attends over, N_kv (0: `seq`). Prefill with a context longer than seq is a
+  // chunk of a longer prompt: seq new tokens over context keys, causal, bottom-right aligned.
+  std::int64_t context = 0;
+  std::int64_t tp = 1;  // tensor-parallel ranks: heads, K/V heads and the MLP width divided by it
+  std::string dtype = "bf16";
+  std::string algorithm;      // attention; empty: flash2 for prefill, flash-decoding for decode
+  std::string kernel;         // a kernel description (file, preset or inline) instead of algorithm
+  double sm_clock_mhz = 0.0;  // 0: the power model's clock (or the boost clock)
+  bool l2_enabled = true;
+  GemmTilingRequest gemm_tiling;
+};
+
+/// One op of the layer (or of the step's tail).
+struct LayerOp {
+  std::string name;                  // "input_norm", "qkv_proj", "attention", ...
+  std::string kind;                  // "norm", "gemm", "attention", "residual", "activation"
+  std::int64_t m = 0, n = 0, k = 0;  // a GEMM's sizes; elementwise ops: rows (m) and width (n)
+  std::string detail;                // attention: the algorithm; a GEMM: its tile
+  Counters counters;
+  double time_s = 0.0;
+  double sm_clock_mhz = 0.0;
+  std::string bound;
+  double share = 0.0;  // of the layer's time (ops of the step's tail: of the step's)
+};
+
+struct LayerReport {
+  std::string profile;
+  LayerRequest request;
+  std::int64_t tokens = 0;    // M: rows of every GEMM of the layer
+  std::int64_t seq_kv = 0;    // keys each query attends over
+  std::vector<LayerOp> ops;   // one layer, in execution order
+  std::vector<LayerOp> tail;  // once per step: the final norm and the LM head
+  Counters layer_total;
+  double layer_time_s = 0.0;
+  Counters step_total;  // layers x layer + tail
+  double step_time_s = 0.0;
+  std::vector<std::string> notes;  // what the model leaves out
+};
+
+/// Simulates one layer and the step. Throws ConfigError on a bad request: a size that is not
+/// positive, a tensor-parallel degree that does not divide the heads, K/V heads or MLP width, an
+/// attention algorithm that cannot run the layer's attention.
+LayerReport simulate_layer(const HardwareProfile& profile, const LayerRequest& request);
+
+const char* layer_phase_name(LayerPhase phase);
+
+}  // namespace iosim

@@ -1,0 +1,190 @@
+// The layer's GEMM schedule (transformer/gemm_schedule.*): with the L2 off it moves exactly the
+// closed form's HBM bytes (X once per column of output tiles, W once per row, Y once, ragged
+// edges exact) and does 2MNK tensor-core FLOPs, over random shapes and tiles.
+#include "transformer/gemm_schedule.hpp"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "sim/base/errors.hpp"
+#include "sim/engine/engine.hpp"
+#include "test_support.hpp"
+
+using iosim::GemmProblem;
+using iosim::GemmTiling;
+using iosim::TensorId;
+
+namespace {
+
+std::uint64_t gemm_at(const iosim::LevelTraffic& t, bool read, TensorId id) {
+  return (read ? t.read_bytes : t.write_bytes)[iosim::index_of(id)];
+}
+
+}  // namespace
+
+TEST_CASE("GEMM schedule: L2 off moves exactly the closed form's bytes, 2MNK FLOPs") {
+  iosim::test::ShapeGen gen(3201);
+  const std::int64_t tiles_m[] = {64, 128}, tiles_n[] = {64, 128, 256}, chunks[] = {32, 64};
+  for (const char* hw_name : {"h100-sxm5-80gb", "a100-sxm4-80gb"}) {
+    const iosim::HardwareProfile& hw = iosim::test::profile(hw_name);
+    for (int trial = 0; trial < 30; ++trial) {
+      GemmProblem p;
+      p.m = gen.pick(1, 700);
+      p.n = gen.pick(1, 700);
+      p.k = gen.pick(1, 600);
+      p.bias = gen.coin();
+      p.dtype = gen.coin() ? iosim::Dtype::bf16 : iosim::Dtype::fp16;
+      iosim::GemmTilingRequest req;
+      req.bm = gen.pick(tiles_m);
+      req.bn = gen.pick(tiles_n);
+      req.bk = gen.pick(chunks);
+      const GemmTiling t = iosim::resolve_gemm_tiling(hw, p, req);
+      CAPTURE(hw_name);
+      CAPTURE(p.m);
+      CAPTURE(p.n);
+      CAPTURE(p.k);
+      CAPTURE(p.bias);
+      CAPTURE(t.bm);
+      CAPTURE(t.bn);
+      CAPTURE(t.bk);
+      iosim::EngineOptions opt;
+      opt.l2_enabled = false;
+      opt.exact = true;
+      const auto sched = iosim::make_gemm_schedule(p, t);
+      const iosim::EngineResult r = iosim::run_schedule(hw, *sched, opt);
+      const iosim::GemmBytes want = iosim::gemm_closed_form(p, t);
+      CHECK(r.total.hbm.read_total() == want.read);
+      CHECK(r.total.hbm.write_total() == want.write);
+      // Per tensor, from the sizes alone (independent of gemm_closed_form).
+      const std::uint64_t eb = 2;
+      const auto u = [](std::int64_t v) { return static_cast<std::uint64_t>(v); };
+      const std::uint64_t col_tiles = u((p.n + t.bn - 1) / t.bn),
+                          row_tiles = u((p.m + t.bm - 1) / t.bm);
+      CHECK(gemm_at(r.total.hbm, true, TensorId::X) == u(p.m * p.k) * eb * col_tiles);
+      CHECK(gemm_at(r.total.hbm, true, TensorId::W) == u(p.n * p.k) * eb * row_tiles);
+      CHECK(gemm_at(r.total.hbm, false, TensorId::Y) == u(p.m * p.n) * eb);
+      CHECK(gemm_at(r.total.hbm, true, TensorId::bias) == (p.bias ? u(p.n) * eb * row_tiles : 0));
+      CHECK(r.total.tensor_flops == 2 * u(p.m) * u(p.n) * u(p.k));
+      CHECK(r.total.fp32_flops == (p.bias ? u(p.m) * u(p.n) : 0));
+      REQUIRE(r.kernels.size() == 1);
+      CHECK(r.kernels[0].spec.grid.x == static_cast<std::int64_t>(row_tiles));
+      CHECK(r.kernels[0].spec.grid.y == static_cast<std::int64_t>(col_tiles));
+      CHECK(r.time_s > 0);
+    }
+  }
+}
+
+TEST_CASE("GEMM tiling: wgmma on Hopper, mma.sync on the A100, stages to fit, bad tiles refused") {
+  GemmProblem p;
+  p.m = p.n = p.k = 1024;
+  const GemmTiling h = iosim::resolve_gemm_tiling(iosim::test::profile("h100-sxm5-80gb"), p);
+  CHECK(h.instruction == iosim::TensorInstruction::wgmma);
+  CHECK(h.bm == 128);
+  CHECK(h.bn == 128);
+  CHECK(h.bk == 64);
+  CHECK(h.pipeline_stages == 4);
+  const GemmTiling a = iosim::resolve_gemm_tiling(iosim::test::profile("a100-sxm4-80gb"), p);
+  CHECK(a.instruction == iosim::TensorInstruction::mma_sync);
+  // 256 x 256 x 64 bf16 stages are 64 KiB each: two fit in the A100's 163 KiB, not three.
+  iosim::GemmTilingRequest big;
+  big.bm = big.bn = 256;
+  const GemmTiling b = iosim::resolve_gemm_tiling(iosim::test::profile("a100-sxm4-80gb"), p, big);
+  CHECK(b.pipeline_stages == 2);
+  CHECK(iosim::gemm_smem_bytes(b, p.dtype) <=
+        iosim::test::profile("a100-sxm4-80gb").sm.smem_per_cta_max_bytes.value);
+  iosim::GemmTilingRequest huge;
+  huge.bm = huge.bn = 4096;
+  CHECK_THROWS_AS(iosim::resolve_gemm_tiling(iosim::test::profile("h100-sxm5-80gb"), p, huge),
+                  iosim::ConfigError);
+  iosim::GemmTilingRequest zero;
+  zero.bk = -1;
+  CHECK_THROWS_AS(iosim::resolve_gemm_tiling(iosim::test::profile("h100-sxm5-80gb"), p, zero),
+                  iosim::ConfigError);
+  p.m = 0;
+  CHECK_THROWS_AS(iosim::make_gemm_schedule(p, h), iosim::ConfigError);
+}
+
+TEST_CASE("GEMM: no faster than the tensor cores or HBM allow; a decode GEMM streams its weights") {
+  const iosim::HardwareProfile& hw = iosim::test::profile("h100-sxm5-80gb");
+  const auto run = [&](std::int64_t m, std::int64_t n, std::int64_t k) {
+    GemmProblem p;
+    p.m = m;
+    p.n = n;
+    p.k = k;
+    const auto sched = iosim::make_gemm_schedule(p, iosim::resolve_gemm_tiling(hw, p));
+    return iosim::run_schedule(hw, *sched, iosim::EngineOptions{});
+  };
+  // 4096^3: 137 GFLOP, at most the profile's bf16 peak.
+  const iosim::EngineResult square = run(4096, 4096, 4096);
+  const double flops = 2.0 * 4096.0 * 4096.0 * 4096.0;
+  CHECK(square.time_s >= flops / (hw.compute.tensor_bf16_tflops.value * 1e12));
+  CHECK(square.kernels.at(0).bound != "latency");
+  // Batch-4 decode through Llama-3-8B's gate/up projection: 235 MB of weights, 0.5 GFLOP. The
+  // weights are read once (the four rows fit one M tile) and the time is their stream's.
+  const iosim::EngineResult decode = run(4, 28672, 4096);
+  const double weights = 28672.0 * 4096 * 2;
+  CHECK(static_cast<double>(decode.total.hbm.read_total()) >= weights);
+  CHECK(static_cast<double>(decode.total.hbm.read_total()) < 1.01 * weights);
+  CHECK(decode.kernels.at(0).bound == "memory");
+  const double stream_s =
+      weights / (hw.hbm.bandwidth_gbps.value * hw.hbm.achievable_fraction.value * 1e9);
+  CHECK(decode.time_s >= stream_s);
+  CHECK(decode.time_s < 1.5 * stream_s);
+}
+
+TEST_CASE("GEMM CTA groups: the same bytes without L2, every tile once, fewer HBM reads with it") {
+  const iosim::HardwareProfile& hw = iosim::test::profile("h100-sxm5-80gb");
+  iosim::test::ShapeGen gen(3202);
+  for (int trial = 0; trial < 20; ++trial) {
+    GemmProblem p;
+    p.m = gen.pick(1, 1500);
+    p.n = gen.pick(1, 700);
+    p.k = gen.pick(1, 300);
+    iosim::GemmTilingRequest req;
+    req.group_m = gen.pick(1, 9);
+    const GemmTiling t = iosim::resolve_gemm_tiling(hw, p, req);
+    CAPTURE(p.m);
+    CAPTURE(p.n);
+    CAPTURE(t.group_m);
+    const auto sched = iosim::make_gemm_schedule(p, t);
+    // Every output tile is stored by exactly one CTA: Y's bytes are written once, each element
+    // once.
+    iosim::EngineOptions opt;
+    opt.l2_enabled = false;
+    opt.exact = true;
+    const iosim::EngineResult r = iosim::run_schedule(hw, *sched, opt);
+    const iosim::GemmBytes want = iosim::gemm_closed_form(p, t);
+    CHECK(r.total.hbm.read_total() == want.read);
+    CHECK(r.total.hbm.write_total() == want.write);
+    std::vector<int> stored(static_cast<std::size_t>(sched->kernels()[0].grid.count()), 0);
+    const std::int64_t tm = (p.m + t.bm - 1) / t.bm;
+    for (std::int64_t cta = 0; cta < sched->kernels()[0].grid.count(); ++cta) {
+      std::vector<iosim::TileOp> ops;
+      sched->emit_cta(0, cta, ops);
+      REQUIRE(ops.back().kind == iosim::OpKind::store);
+      const iosim::TileRef& y = ops.back().tile;
+      ++stored.at(static_cast<std::size_t>((y.col0 / t.bn) * tm + y.row0 / t.bm));
+    }
+    CHECK(std::count(stored.begin(), stored.end(), 1) ==
+          static_cast<std::ptrdiff_t>(stored.size()));
+  }
+  // Llama-3-70B's MLP up projection at 8192 tokens (tp 8): X is 128 MiB, more than the L2. Walking
+  // all 64 M tiles per N tile streams X from HBM once per N tile; groups of 8 keep it in L2.
+  GemmProblem up;
+  up.m = 8192;
+  up.n = 7168;
+  up.k = 8192;
+  const auto hbm_read = [&](std::int64_t group) {
+    iosim::GemmTilingRequest req;
+    req.group_m = group;
+    const auto sched = iosim::make_gemm_schedule(up, iosim::resolve_gemm_tiling(hw, up, req));
+    return iosim::run_schedule(hw, *sched, iosim::EngineOptions{}).total.hbm.read_total();
+  };
+  const std::uint64_t ungrouped = hbm_read(0), grouped = hbm_read(8);
+  const std::uint64_t compulsory = 2ull * (8192ull * 8192 + 7168ull * 8192);
+  CHECK(grouped >= compulsory);
+  CHECK(grouped < ungrouped / 2);
+}

@@ -1,0 +1,151 @@
+// `iosim layer`'s simulation (api/layer.*): the ops of one layer with the sizes the model and
+// the request give them, tensor parallelism dividing them, the step as layers x layer + its tail,
+// and bad requests refused.
+#include "api/layer.hpp"
+
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "sim/base/errors.hpp"
+#include "test_support.hpp"
+
+using iosim::LayerOp;
+using iosim::LayerReport;
+using iosim::LayerRequest;
+
+namespace {
+
+// A small model so that a prefill simulates in well under a second.
+iosim::ModelConfig layer_toy_model() {
+  return iosim::parse_model_config(
+      "name: toy\ndescription: toy\n"
+      "hidden_size: {value: 512, source: s}\nattention_heads: {value: 8, source: s}\n"
+      "kv_heads: {value: 2, source: s}\nhead_dim: {value: 64, source: s}\n"
+      "intermediate_size: {value: 1536, source: s}\nmlp: {value: gated_silu, source: s}\n"
+      "layers: {value: 6, source: s}\nvocab_size: {value: 4000, source: s}\n"
+      "norm: {value: rms_norm, source: s}\ntied_embeddings: {value: false, source: s}\n"
+      "qkv_bias: {value: true, source: s}\nsliding_window: {value: 0, source: s}\n",
+      "toy.yaml");
+}
+
+const LayerOp& layer_op_named(const LayerReport& rep, const std::string& name) {
+  for (const LayerOp& op : rep.ops) {
+    if (op.name == name) return op;
+  }
+  for (const LayerOp& op : rep.tail) {
+    if (op.name == name) return op;
+  }
+  FAIL("no op " << name);
+  return rep.ops.front();
+}
+
+}  // namespace
+
+TEST_CASE("layer: a prefill's ops have the model's sizes and add up to the step") {
+  LayerRequest r;
+  r.model = layer_toy_model();
+  r.batch = 2;
+  r.seq = 256;
+  r.l2_enabled = false;  // the two-level model: bytes follow from the sizes alone
+  const LayerReport rep = iosim::simulate_layer(iosim::test::profile(), r);
+  CHECK(rep.tokens == 512);
+  CHECK(rep.seq_kv == 256);
+  REQUIRE(rep.ops.size() == 10);
+  const LayerOp& qkv = layer_op_named(rep, "qkv_proj");
+  CHECK(qkv.m == 512);
+  CHECK(qkv.n == (8 + 2 * 2) * 64);
+  CHECK(qkv.k == 512);
+  CHECK(qkv.counters.tensor_flops == 2ull * 512 * 768 * 512);
+  // The bias (qkv_bias): once per row of 128-row tiles, 4 of them.
+  CHECK(qkv.counters.hbm.read_bytes[iosim::index_of(iosim::TensorId::bias)] == 4ull * 768 * 2);
+  const LayerOp& gate_up = layer_op_named(rep, "gate_up_proj");
+  CHECK(gate_up.n == 2 * 1536);
+  const LayerOp& down = layer_op_named(rep, "down_proj");
+  CHECK(down.n == 512);
+  CHECK(down.k == 1536);
+  // The activation reads the gate and up halves and writes one: 512 x 1536 bf16 out.
+  CHECK(layer_op_named(rep, "silu_mul").counters.hbm.write_total() == 512ull * 1536 * 2);
+  const LayerOp& attention = layer_op_named(rep, "attention");
+  CHECK(attention.detail == "flash2");
+  // Causal attention over 256 keys of 8 heads: the QK^T and PV products of the causal half and
+  // more (whole diagonal blocks), at most the full square.
+  const std::uint64_t full = 2ull * 2 * 2 * 8 * 256 * 256 * 64;
+  CHECK(attention.counters.tensor_flops > full / 2);
+  CHECK(attention.counters.tensor_flops < full);
+  double shares = 0.0, time = 0.0;
+  for (const LayerOp& op : rep.ops) {
+    CHECK(op.time_s > 0);
+    shares += op.share;
+    time += op.time_s;
+  }
+  CHECK(shares == doctest::Approx(1.0));
+  CHECK(rep.layer_time_s == doctest::Approx(time));
+  const LayerOp& lm = layer_op_named(rep, "lm_head");
+  CHECK(lm.m == 2);  // the last position of each sequence
+  CHECK(lm.n == 4000);
+  CHECK(rep.step_time_s == doctest::Approx(6 * rep.layer_time_s + lm.time_s +
+                                           layer_op_named(rep, "final_norm").time_s));
+  CHECK(rep.step_total.tensor_flops == 6 * rep.layer_total.tensor_flops + lm.counters.tensor_flops);
+}
+
+TEST_CASE("layer: decode attends over the context with one query per sequence; tp divides") {
+  LayerRequest r;
+  r.model = iosim::load_model_config("llama-3-8b");
+  r.phase = iosim::LayerPhase::decode;
+  r.batch = 4;
+  r.seq = 1024;
+  r.tp = 2;
+  const LayerReport rep = iosim::simulate_layer(iosim::test::profile(), r);
+  CHECK(rep.tokens == 4);
+  CHECK(rep.seq_kv == 1024);
+  CHECK(layer_op_named(rep, "attention").detail == "flash-decoding");
+  // 16 query heads, 4 K/V heads of 128 on each rank.
+  CHECK(layer_op_named(rep, "qkv_proj").n == (16 + 2 * 4) * 128);
+  CHECK(layer_op_named(rep, "gate_up_proj").n == 14336);
+  CHECK(layer_op_named(rep, "lm_head").n == 128256 / 2);
+  // Decode reads every weight: the GEMMs are memory bound at batch 4.
+  CHECK(layer_op_named(rep, "gate_up_proj").bound == "memory");
+  // Each rank's weights are read at least once: the layer reads no fewer bytes than they hold.
+  const std::uint64_t weights = 2ull * (4096ull * 3072 + 2048ull * 4096 + 3ull * 7168 * 4096);
+  CHECK(rep.layer_total.hbm.read_total() >= weights);
+
+  // Mistral's window caps a long decode's keys.
+  r.model = iosim::load_model_config("mistral-7b");
+  r.tp = 1;
+  r.seq = 8192;
+  const LayerReport windowed = iosim::simulate_layer(iosim::test::profile(), r);
+  CHECK(windowed.seq_kv == 4096);
+}
+
+TEST_CASE("layer: bad requests are refused naming what is wrong") {
+  const auto error_of = [](const LayerRequest& r) -> std::string {
+    try {
+      iosim::simulate_layer(iosim::test::profile(), r);
+    } catch (const iosim::ConfigError& e) {
+      return e.what();
+    }
+    return "<no ConfigError>";
+  };
+  LayerRequest r;
+  r.model = layer_toy_model();
+  r.seq = 128;
+  r.tp = 3;
+  CHECK(error_of(r).find("--tp 3 does not divide the model's attention heads (8)") !=
+        std::string::npos);
+  r.tp = 8;  // divides the 8 heads, not the 2 K/V heads
+  CHECK(error_of(r).find("K/V heads (2)") != std::string::npos);
+  r.tp = 1;
+  r.seq = 0;
+  CHECK(error_of(r).find("--seq must be positive") != std::string::npos);
+  r.seq = 128;
+  r.context = 64;
+  CHECK(error_of(r).find("--context 64 is shorter than --seq 128") != std::string::npos);
+  r.context = 0;
+  r.algorithm = "flsh2";
+  CHECK(error_of(r).find("did you mean 'flash2'") != std::string::npos);
+  r.algorithm.clear();
+  r.model = iosim::load_model_config("mistral-7b");
+  r.seq = 8192;
+  CHECK(error_of(r).find("sliding window of 4096 tokens") != std::string::npos);
+}

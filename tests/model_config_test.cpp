@@ -1,0 +1,190 @@
+// Model configurations (models/*.yaml, transformer/model_config.*): every shipped model loads with
+// the numbers of its published config.json, and a wrong file is refused naming the key.
+#include "transformer/model_config.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "sim/base/errors.hpp"
+
+using iosim::ConfigError;
+using iosim::ModelConfig;
+
+namespace {
+
+// The message of the ConfigError `f` throws, or a marker no check looks for.
+std::string model_error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "<no ConfigError>";
+}
+
+std::string model_parse_error(const std::string& text) {
+  return model_error_of([&] { iosim::parse_model_config(text, "m.yaml"); });
+}
+
+bool model_msg_has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// A valid model, one line a key, so that a test can replace or drop one line.
+std::string good_model_text() {
+  return "name: toy\n"
+         "description: a toy model\n"
+         "hidden_size: {value: 512, source: \"s\"}\n"
+         "attention_heads: {value: 8, source: \"s\"}\n"
+         "kv_heads: {value: 2, source: \"s\"}\n"
+         "head_dim: {value: 64, source: \"s\"}\n"
+         "intermediate_size: {value: 1536, source: \"s\"}\n"
+         "mlp: {value: gated_silu, source: \"s\"}\n"
+         "layers: {value: 4, source: \"s\"}\n"
+         "vocab_size: {value: 1000, source: \"s\"}\n"
+         "norm: {value: rms_norm, source: \"s\"}\n"
+         "tied_embeddings: {value: true, source: \"s\"}\n"
+         "qkv_bias: {value: false, source: \"s\"}\n"
+         "sliding_window: {value: 0, source: \"s\"}\n";
+}
+
+// good_model_text() with the line of `key` replaced by `line` (dropped when empty).
+std::string with_model_line(const std::string& key, const std::string& line) {
+  const std::regex re("(^|\\n)" + key + ":[^\\n]*\\n");
+  const std::string text = good_model_text();
+  std::smatch m;
+  REQUIRE(std::regex_search(text, m, re));
+  return text.substr(0, static_cast<std::size_t>(m.position(0))) + m[1].str() + line +
+         text.substr(static_cast<std::size_t>(m.position(0) + m.length(0)));
+}
+
+}  // namespace
+
+TEST_CASE("every shipped model loads with its config.json's numbers") {
+  struct Expected {
+    const char* name;
+    std::int64_t hidden, heads, kv, head_dim, inter, layers, vocab, window;
+    bool qkv_bias;
+  };
+  const std::vector<Expected> expected = {
+      {"llama-3-70b", 8192, 64, 8, 128, 28672, 80, 128256, 0, false},
+      {"llama-3-8b", 4096, 32, 8, 128, 14336, 32, 128256, 0, false},
+      {"mistral-7b", 4096, 32, 8, 128, 14336, 32, 32000, 4096, false},
+      {"qwen2-7b", 3584, 28, 4, 128, 18944, 28, 152064, 0, true},
+  };
+  std::vector<std::string> names;
+  for (const Expected& e : expected) names.emplace_back(e.name);
+  CHECK(iosim::builtin_model_names() == names);
+  for (const Expected& e : expected) {
+    CAPTURE(e.name);
+    const ModelConfig m = iosim::load_model_config(e.name);
+    CHECK(m.name == e.name);
+    CHECK(m.hidden_size == e.hidden);
+    CHECK(m.attention_heads == e.heads);
+    CHECK(m.kv_heads == e.kv);
+    CHECK(m.head_dim == e.head_dim);
+    CHECK(m.intermediate_size == e.inter);
+    CHECK(m.layers == e.layers);
+    CHECK(m.vocab_size == e.vocab);
+    CHECK(m.sliding_window == e.window);
+    CHECK(m.qkv_bias == e.qkv_bias);
+    CHECK(m.mlp == iosim::MlpKind::gated_silu);
+    CHECK(m.norm == iosim::NormKind::rms_norm);
+    CHECK_FALSE(m.tied_embeddings);
+    // The file in the source tree is what was embedded, read as a path too.
+    const ModelConfig from_path =
+        iosim::load_model_config(std::string(IOSIM_REPO_DIR) + "/models/" + e.name + ".yaml");
+    CHECK(from_path.hidden_size == m.hidden_size);
+    CHECK(from_path.vocab_size == m.vocab_size);
+  }
+}
+
+TEST_CASE("every shipped model value names its source, a Hugging Face config.json or the code") {
+  for (const std::string& name : iosim::builtin_model_names()) {
+    std::ifstream in(std::string(IOSIM_REPO_DIR) + "/models/" + name + ".yaml");
+    REQUIRE(in.good());
+    std::string line;
+    int sourced = 0;
+    while (std::getline(in, line)) {
+      if (!model_msg_has(line, "{value:")) continue;
+      ++sourced;
+      CAPTURE(line);
+      CHECK(
+          (model_msg_has(line, "https://huggingface.co/") || model_msg_has(line, "transformers")));
+    }
+    CHECK(sourced == 12);
+  }
+}
+
+TEST_CASE("a model name or file that is wrong is refused with what to do") {
+  const std::string unknown = model_error_of([] { iosim::load_model_config("llama-3-8"); });
+  CHECK(model_msg_has(unknown, "unknown model 'llama-3-8'"));
+  CHECK(model_msg_has(unknown, "did you mean 'llama-3-8b'"));
+  CHECK(model_msg_has(model_error_of([] { iosim::load_model_config("/no/such/model.yaml"); }),
+                      "/no/such/model.yaml"));
+}
+
+TEST_CASE("bad model files give a ConfigError naming the key") {
+  CHECK(iosim::parse_model_config(good_model_text(), "m.yaml").kv_heads == 2);
+
+  SUBCASE("an unknown key, with a did-you-mean") {
+    const std::string e =
+        model_parse_error(good_model_text() + "vocab_szie: {value: 1, source: s}\n");
+    CHECK(model_msg_has(e, "unknown key 'vocab_szie'"));
+    CHECK(model_msg_has(e, "did you mean 'vocab_size'"));
+  }
+  SUBCASE("every key is required") {
+    for (const char* key : {"name", "description", "hidden_size", "attention_heads", "kv_heads",
+                            "head_dim", "intermediate_size", "mlp", "layers", "vocab_size", "norm",
+                            "tied_embeddings", "qkv_bias", "sliding_window"}) {
+      CAPTURE(key);
+      CHECK(model_msg_has(model_parse_error(with_model_line(key, "")),
+                          std::string("missing required key '") + key + "'"));
+    }
+  }
+  SUBCASE("out-of-range and mistyped values") {
+    CHECK(model_msg_has(
+        model_parse_error(with_model_line("hidden_size", "hidden_size: {value: 0, source: s}\n")),
+        "hidden_size: = 0 is out of range"));
+    CHECK(model_msg_has(
+        model_parse_error(with_model_line("layers", "layers: {value: 2.5, source: s}\n")),
+        "layers: expected an integer"));
+    CHECK(model_msg_has(
+        model_parse_error(with_model_line("kv_heads", "kv_heads: {value: 3, source: s}\n")),
+        "kv_heads: = 3 does not divide attention_heads = 8"));
+    CHECK(model_msg_has(
+        model_parse_error(with_model_line("kv_heads", "kv_heads: {value: 16, source: s}\n")),
+        "kv_heads: = 16 is out of range [1, 8]"));
+    CHECK(model_msg_has(
+        model_parse_error(with_model_line("mlp", "mlp: {value: swiglu, source: s}\n")),
+        "mlp: 'swiglu' is not one of gated_silu, gelu"));
+    CHECK(model_msg_has(
+        model_parse_error(with_model_line("norm", "norm: {value: rmsnorm, source: s}\n")),
+        "did you mean 'rms_norm'"));
+    CHECK(model_msg_has(
+        model_parse_error(with_model_line("qkv_bias", "qkv_bias: {value: 1, source: s}\n")),
+        "qkv_bias: expected true or false"));
+  }
+  SUBCASE("a value without its source, or a bare number") {
+    CHECK(model_msg_has(model_parse_error(with_model_line("layers", "layers: {value: 4}\n")),
+                        "layers: missing required key 'source'"));
+    CHECK(model_msg_has(
+        model_parse_error(with_model_line("layers", "layers: {value: 4, source: \"\"}\n")),
+        "layers: source must be a non-empty string"));
+    CHECK(model_msg_has(model_parse_error(with_model_line("layers", "layers: 4\n")),
+                        "layers: expected a map {value: ..., source: \"...\"}"));
+    CHECK(model_msg_has(
+        model_parse_error(with_model_line("layers", "layers: {value: 4, source: s, unit: x}\n")),
+        "layers: unknown key 'unit'"));
+  }
+  SUBCASE("not a map at all") {
+    CHECK(model_msg_has(model_parse_error("- 1\n- 2\n"), "m.yaml: expected a map"));
+  }
+}

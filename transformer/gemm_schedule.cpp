@@ -1,0 +1,168 @@
+#include "transformer/gemm_schedule.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "algorithms/algorithm.hpp"
+#include "algorithms/standard_tiles.hpp"
+#include "sim/base/errors.hpp"
+
+namespace iosim {
+namespace {
+
+class GemmSchedule final : public Schedule {
+ public:
+  GemmSchedule(const GemmProblem& p, const GemmTiling& t)
+      : p_(p),
+        t_(t),
+        tm_(ceil_div(p.m, t.bm)),
+        tn_(ceil_div(p.n, t.bn)),
+        chunks_(ceil_div(p.k, t.bk)) {}
+
+  std::vector<TensorDecl> tensors() const override {
+    const std::int64_t eb = dtype_bytes(p_.dtype);
+    std::vector<TensorDecl> out = {{TensorId::X, 1, p_.m, p_.k, eb},
+                                   {TensorId::W, 1, p_.n, p_.k, eb},
+                                   {TensorId::Y, 1, p_.m, p_.n, eb}};
+    if (p_.bias) out.push_back({TensorId::bias, 1, 1, p_.n, eb});
+    return out;
+  }
+
+  std::vector<KernelSpec> kernels() const override {
+    KernelSpec s;
+    s.name = p_.name;
+    s.role = "gemm";
+    s.main_loop = true;
+    // x (the M tile) fastest, as cuBLAS launches; a grouped order is the same grid walked in
+    // groups (tile_of).
+    s.grid = {tm_, tn_, 1};
+    s.threads_per_cta = t_.threads;
+    s.smem_bytes_per_cta = gemm_smem_bytes(t_, p_.dtype);
+    s.registers_per_thread = standard_tiles::gemm_regs(t_.bm * t_.bn, t_.threads);
+    s.pipeline_stages = t_.pipeline_stages;
+    s.mma_dtype = p_.dtype;
+    s.tensor_instruction = t_.instruction;
+    return {s};
+  }
+
+  // Part c loads chunk c of K and multiplies it into the accumulators; the last part also stores
+  // Y (with the bias, loaded beside the last chunk, added in the epilogue).
+  bool emit_cta_part(std::size_t /*kernel*/, std::int64_t cta, std::size_t part,
+                     std::vector<TileOp>& out) const override {
+    const auto [i, j] = tile_of(cta);
+    const std::int64_t m0 = i * t_.bm, mr = std::min(t_.bm, p_.m - m0);
+    const std::int64_t n0 = j * t_.bn, nr = std::min(t_.bn, p_.n - n0);
+    const std::int64_t c = static_cast<std::int64_t>(part);
+    const std::int64_t k0 = c * t_.bk, kr = std::min(t_.bk, p_.k - k0);
+    const bool last = c + 1 == chunks_;
+    const TileRef y{TensorId::Y, 0, m0, mr, n0, nr};
+    out.push_back(TileOp::load({TensorId::X, 0, m0, mr, k0, kr}));  // sX (mr, kr)
+    out.push_back(TileOp::load({TensorId::W, 0, n0, nr, k0, kr}));  // sW (nr, kr)
+    if (last && p_.bias)
+      out.push_back(TileOp::load({TensorId::bias, 0, 0, 1, n0, nr}, OnChip::reg));
+    TileOp mma;
+    mma.kind = OpKind::compute;
+    mma.compute = c == 0 ? ComputeKind::matmul : ComputeKind::matmul_accumulate;
+    mma.tile = y;
+    mma.tensor_flops = 2 * mr * nr * kr;
+    mma.smem_read_bytes = smem_reads(mr, nr, kr);
+    if (last && p_.bias) mma.fp32_flops = mr * nr;  // one add per output in the epilogue
+    out.push_back(mma);
+    if (!last) return true;
+    out.push_back(TileOp::store(y, OnChip::smem));  // epilogue through shared memory
+    return false;
+  }
+
+ private:
+  // The (M tile, N tile) CTA `cta` computes. Ungrouped, the M tile is fastest. Grouped by G, the
+  // CTAs run through groups of G rows of tiles (the last group may be shorter), each group's
+  // tiles with its M tile fastest: a group is G x tn CTAs, then the next.
+  std::pair<std::int64_t, std::int64_t> tile_of(std::int64_t cta) const {
+    if (t_.group_m <= 0 || t_.group_m >= tm_) return {cta % tm_, cta / tm_};
+    const std::int64_t per_group = t_.group_m * tn_, first = (cta / per_group) * t_.group_m;
+    const std::int64_t rows = std::min(t_.group_m, tm_ - first), in_group = cta % per_group;
+    return {first + in_group % rows, in_group / rows};
+  }
+
+  // Operand bytes the tensor cores read from shared memory for an (m x k)(k x n) chunk. wgmma
+  // (one warpgroup, m64 instructions across the tile's N): every 64-row slice of X is read once
+  // and the W chunk once per slice. mma.sync: warp tiles of 64 x 32, as the standard attention
+  // GEMMs (algorithms/standard_tiles.hpp).
+  std::int64_t smem_reads(std::int64_t m, std::int64_t n, std::int64_t k) const {
+    const std::int64_t eb = dtype_bytes(p_.dtype);
+    if (t_.instruction == TensorInstruction::wgmma) return (m + n * ceil_div(m, 64)) * k * eb;
+    return standard_tiles::gemm_smem_reads(m, n, k, eb);
+  }
+
+  GemmProblem p_;
+  GemmTiling t_;
+  std::int64_t tm_, tn_, chunks_;
+};
+
+void check_positive(const char* what, std::int64_t v) {
+  if (v <= 0) throw ConfigError(fmt::format("GEMM {} must be positive, got {}", what, v));
+}
+
+}  // namespace
+
+std::int64_t gemm_smem_bytes(const GemmTiling& t, Dtype dtype) {
+  return t.pipeline_stages * (t.bm + t.bn) * t.bk * dtype_bytes(dtype);
+}
+
+GemmTiling resolve_gemm_tiling(const HardwareProfile& hw, const GemmProblem& p,
+                               const GemmTilingRequest& req) {
+  GemmTiling t;
+  if (req.bm != 0) t.bm = req.bm;
+  if (req.bn != 0) t.bn = req.bn;
+  if (req.bk != 0) t.bk = req.bk;
+  if (req.threads != 0) t.threads = req.threads;
+  if (req.group_m < 0) {
+    throw ConfigError(
+        fmt::format("GEMM M-tile group must be 0 (none) or positive, got {}", req.group_m));
+  }
+  t.group_m = req.group_m;
+  check_positive("tile rows (BM)", t.bm);
+  check_positive("tile columns (BN)", t.bn);
+  check_positive("K chunk (BK)", t.bk);
+  check_positive("threads per CTA", t.threads);
+  // A GPU without wgmma (Ampere: its profile gives no wgmma latency) runs mma.sync.
+  t.instruction = hw.compute.wgmma_latency_cycles.value > 0 ? TensorInstruction::wgmma
+                                                            : TensorInstruction::mma_sync;
+  const std::int64_t limit = hw.sm.smem_per_cta_max_bytes.value;
+  if (req.pipeline_stages != 0) {
+    t.pipeline_stages = req.pipeline_stages;
+    check_positive("pipeline stages", t.pipeline_stages);
+  } else {
+    // cuBLAS fills shared memory with stages; four 128 x 128 x 64 bf16 stages (128 KiB) fit on
+    // the A100 and the H100 alike.
+    while (t.pipeline_stages > 1 && gemm_smem_bytes(t, p.dtype) > limit) --t.pipeline_stages;
+  }
+  if (gemm_smem_bytes(t, p.dtype) > limit) {
+    throw ConfigError(fmt::format(
+        "GEMM {}: {} x {} x {} tiles with {} stage(s) need {} bytes of shared memory; {} allows {}",
+        p.name, t.bm, t.bn, t.bk, t.pipeline_stages, gemm_smem_bytes(t, p.dtype), hw.name, limit));
+  }
+  return t;
+}
+
+std::unique_ptr<Schedule> make_gemm_schedule(const GemmProblem& p, const GemmTiling& t) {
+  check_positive("M", p.m);
+  check_positive("N", p.n);
+  check_positive("K", p.k);
+  return std::make_unique<GemmSchedule>(p, t);
+}
+
+GemmBytes gemm_closed_form(const GemmProblem& p, const GemmTiling& t) {
+  const auto u = [](std::int64_t v) { return static_cast<std::uint64_t>(v); };
+  const std::uint64_t eb = u(dtype_bytes(p.dtype));
+  const std::uint64_t row_tiles = u(ceil_div(p.m, t.bm)), col_tiles = u(ceil_div(p.n, t.bn));
+  GemmBytes b;
+  b.read = u(p.m) * u(p.k) * eb * col_tiles + u(p.n) * u(p.k) * eb * row_tiles;
+  if (p.bias) b.read += u(p.n) * eb * row_tiles;
+  b.write = u(p.m) * u(p.n) * eb;
+  return b;
+}
+
+}  // namespace iosim

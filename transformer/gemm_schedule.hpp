@@ -1,0 +1,66 @@
+#pragma once
+// A tiled GEMM Y[M x N] = X[M x K] W[N x K]^T (+ bias), the projections and MLP of a transformer
+// layer, as a schedule on the attention engine (sim/schedule/schedule.hpp). Weights are stored
+// N x K, as torch.nn.Linear stores them. One CTA per BM x BN output tile, the M-tile index
+// fastest (cuBLAS's launch order: CTAs that run together share a W tile column); the K loop is
+// one part per BK chunk: load the X and W chunks to shared memory, one tensor-core product;
+// Y is stored once at the end.
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "sim/hardware/profile.hpp"
+#include "sim/schedule/dtype.hpp"
+#include "sim/schedule/schedule.hpp"
+
+namespace iosim {
+
+struct GemmProblem {
+  std::string name = "gemm";  // the kernel's name in reports ("qkv_proj", "down_proj", ...)
+  std::int64_t m = 0, n = 0, k = 0;
+  Dtype dtype = Dtype::bf16;
+  bool bias = false;  // the epilogue adds a bias vector of N (Qwen2's q, k, v projections)
+};
+
+struct GemmTiling {
+  std::int64_t bm = 128, bn = 128, bk = 64;
+  int threads = 128;
+  int pipeline_stages = 4;
+  TensorInstruction instruction = TensorInstruction::wgmma;
+  // CTA order: 0, the M tile fastest over the whole of M (W is read from HBM about once, X once
+  // per column of tiles when it does not fit in L2); G > 0, grouped (the swizzle of CUTLASS and
+  // Triton, Triton's GROUP_SIZE_M): CTAs walk G M tiles, then the next N tile, so that the X rows
+  // of G tiles stay in L2 while W streams past them (X about once, W once per group).
+  std::int64_t group_m = 0;
+};
+
+/// Overrides of the default tiling; fields left out keep the default.
+struct GemmTilingRequest {
+  std::int64_t bm = 0, bn = 0, bk = 0;  // 0: default
+  int threads = 0;
+  int pipeline_stages = 0;
+  std::int64_t group_m = 0;  // 0: M tile fastest over the whole of M
+};
+
+/// The tiling a GEMM runs with on `hw`: 128 x 128 x 64 tiles, 128 threads, wgmma where the GPU has
+/// it (Hopper) and mma.sync elsewhere, as many pipeline stages (up to 4) as shared memory holds.
+/// Throws ConfigError when a requested tile is not positive, or one stage does not fit.
+GemmTiling resolve_gemm_tiling(const HardwareProfile& hw, const GemmProblem& p,
+                               const GemmTilingRequest& req = {});
+
+/// Shared memory of one CTA: `pipeline_stages` buffers of an X chunk and a W chunk.
+std::int64_t gemm_smem_bytes(const GemmTiling& t, Dtype dtype);
+
+/// The schedule (one kernel). Throws ConfigError on a non-positive size.
+std::unique_ptr<Schedule> make_gemm_schedule(const GemmProblem& p, const GemmTiling& t);
+
+/// HBM bytes of the schedule in the two-level model (L2 off), written from the dataflow, not from
+/// the schedule: each output tile reads its rows of X and of W in full, so X is read once per
+/// column of tiles (ceil(N / BN)) and W once per row of tiles (ceil(M / BM)); Y is written once;
+/// the bias, once per row of tiles.
+struct GemmBytes {
+  std::uint64_t read = 0, write = 0;
+};
+GemmBytes gemm_closed_form(const GemmProblem& p, const GemmTiling& t);
+
+}  // namespace iosim
