@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""Blind predictions for the layer suite (issue #32), written before anything is measured.
+
+The suite: every GEMM of one layer of Llama-3-8B (Mistral-7B has the same shapes), Llama-3-70B and
+Qwen2-7B at four token counts (prefill of 512 and 4096 tokens, decode at batch 1 and 16), and each
+model's LM head at batch 1 and 16, deduplicated by shape; and Llama-3-8B's whole layer at prefill
+N = 4096 and decode over 8192 cached keys, batch 1 and 16. Shapes and predictions come from
+`iosim layer --format json` at the profile's own clock policy with iosim's default GEMM tiles
+(128 x 128 x 64): nothing measured enters them.
+
+Half of the GEMMs are held out of any calibration: every model's at 16 and 4096 tokens (27 of 54,
+`"set": "heldout"`); the rest (`"calibration"`, 1 and 512 tokens) may be read to change the model.
+
+Usage (repository root, after a build):
+  cuda_validate/layer/predict_blind.py build/iosim h200-sxm-141gb > cuda_validate/measurements/predictions/layer_blind_h200.json
+"""
+import json
+import subprocess
+import sys
+
+MODELS = ["llama-3-8b", "llama-3-70b", "qwen2-7b"]
+# (phase, batch, seq): tokens M = batch x seq for prefill, batch for decode.
+POINTS = [("prefill", 1, 512), ("prefill", 1, 4096), ("decode", 1, 8192), ("decode", 16, 8192)]
+LAYERS = [("prefill", 1, 4096), ("prefill", 16, 4096), ("decode", 1, 8192), ("decode", 16, 8192)]
+
+
+def layer_json(iosim, profile, model, phase, batch, seq):
+    cmd = [iosim, "layer", "--model", model, "--phase", phase, "--batch", str(batch), "--seq",
+           str(seq), "--profile", profile, "--format", "json"]
+    return json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout), cmd
+
+
+def op_prediction(op):
+    keys = ["time_s", "hbm_read_bytes", "hbm_write_bytes", "l2_read_bytes", "l2_write_bytes",
+            "flops", "sm_clock_mhz", "bound", "detail"]
+    return {k: op[k] for k in keys if k in op}
+
+
+def held_out(m):
+    return m in (16, 4096)
+
+
+def main():
+    if len(sys.argv) != 3:
+        sys.exit(__doc__)
+    iosim, profile = sys.argv[1], sys.argv[2]
+    version = subprocess.run([iosim, "--version"], capture_output=True, text=True).stdout.strip()
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    gemms, seen = [], set()
+    for model in MODELS:
+        for phase, batch, seq in POINTS:
+            doc, _ = layer_json(iosim, profile, model, phase, batch, seq)
+            bias = {}
+            for op in doc["layer"] + doc["step_tail"]:
+                if op["kind"] != "gemm":
+                    continue
+                key = (op["m"], op["n"], op["k"], op["name"] == "qkv_proj" and model == "qwen2-7b")
+                if key in seen:
+                    continue
+                seen.add(key)
+                gemms.append({
+                    "id": f"{model}_{op['name']}_m{op['m']}",
+                    "model": model, "op": op["name"], "m": op["m"], "n": op["n"], "k": op["k"],
+                    "bias": key[3], "dtype": "bf16",
+                    "set": "heldout" if held_out(op["m"]) else "calibration",
+                    "predicted": op_prediction(op)})
+    layers = []
+    for phase, batch, seq in LAYERS:
+        doc, cmd = layer_json(iosim, profile, "llama-3-8b", phase, batch, seq)
+        layers.append({
+            "id": f"llama-3-8b_{phase}_b{batch}_n{seq}", "model": "llama-3-8b", "phase": phase,
+            "batch": batch, "seq": seq, "command": " ".join(cmd[1:]),
+            "predicted": {"layer_time_s": doc["layer_total"]["time_s"],
+                          "layer_hbm_read_bytes": doc["layer_total"]["hbm_read_bytes"],
+                          "ops": {op["name"]: op_prediction(op) for op in doc["layer"]}}})
+    json.dump({"profile": profile, "iosim_version": version, "iosim_commit": commit,
+               "made_by": "cuda_validate/layer/predict_blind.py", "gemms": gemms,
+               "layers": layers}, sys.stdout, indent=1)
+    sys.stdout.write("\n")
+
+
+if __name__ == "__main__":
+    main()
