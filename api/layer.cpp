@@ -70,7 +70,8 @@ LayerOp gemm_op(const HardwareProfile& hw, const LayerRequest& r, Dtype dtype, s
   op.k = k;
   op.detail = fmt::format("{}x{}x{} {}{}", t.bm, t.bn, t.bk,
                           t.instruction == TensorInstruction::wgmma ? "wgmma" : "mma.sync",
-                          t.group_m > 0 ? fmt::format(" group {}", t.group_m) : "");
+                          t.group_m > 0 ? fmt::format(" group {}", t.group_m) : "") +
+              (t.cluster_m > 1 ? fmt::format(" cluster {} (W multicast)", t.cluster_m) : "");
   return op;
 }
 

@@ -50,8 +50,12 @@ Action add_layer_command(CLI::App& app) {
                   "time every op at this SM clock (default: the power model's clock)");
   cmd->add_option("--l2", f->l2, "on (default) or off: the two-level HBM <-> SRAM model");
   cmd->add_option("--gemm-bm", r.gemm_tiling.bm, "GEMM output tile rows (default 128)");
-  cmd->add_option("--gemm-bn", r.gemm_tiling.bn, "GEMM output tile columns (default 128)");
+  cmd->add_option("--gemm-bn", r.gemm_tiling.bn,
+                  "GEMM output tile columns (default 128; 192 for M >= 128 on Hopper)");
   cmd->add_option("--gemm-bk", r.gemm_tiling.bk, "GEMM K chunk (default 64)");
+  cmd->add_option("--gemm-cluster-m", r.gemm_tiling.cluster_m,
+                  "GEMM CTAs per cluster along M sharing each W tile by TMA multicast (default: 2 "
+                  "for M >= 128 on Hopper, else 1)");
   cmd->add_option("--gemm-group-m", r.gemm_tiling.group_m,
                   "GEMM CTA order: walk this many M tiles, then the next N tile (default 0: the "
                   "M tile fastest over the whole of M)");

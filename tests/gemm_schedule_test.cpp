@@ -41,6 +41,8 @@ TEST_CASE("GEMM schedule: L2 off moves exactly the closed form's bytes, 2MNK FLO
       req.bm = gen.pick(tiles_m);
       req.bn = gen.pick(tiles_n);
       req.bk = gen.pick(chunks);
+      const int clusters[] = {1, 2, 4};
+      req.cluster_m = gen.pick(clusters);  // W multicast to this many M tiles
       const GemmTiling t = iosim::resolve_gemm_tiling(hw, p, req);
       CAPTURE(hw_name);
       CAPTURE(p.m);
@@ -64,7 +66,10 @@ TEST_CASE("GEMM schedule: L2 off moves exactly the closed form's bytes, 2MNK FLO
       const std::uint64_t col_tiles = u((p.n + t.bn - 1) / t.bn),
                           row_tiles = u((p.m + t.bm - 1) / t.bm);
       CHECK(gemm_at(r.total.hbm, true, TensorId::X) == u(p.m * p.k) * eb * col_tiles);
-      CHECK(gemm_at(r.total.hbm, true, TensorId::W) == u(p.n * p.k) * eb * row_tiles);
+      // W once per cluster of M tiles: its members load shares that make one tile together.
+      const std::uint64_t w_reads = (row_tiles + u(t.cluster_m) - 1) / u(t.cluster_m);
+      CAPTURE(t.cluster_m);
+      CHECK(gemm_at(r.total.hbm, true, TensorId::W) == u(p.n * p.k) * eb * w_reads);
       CHECK(gemm_at(r.total.hbm, false, TensorId::Y) == u(p.m * p.n) * eb);
       CHECK(gemm_at(r.total.hbm, true, TensorId::bias) == (p.bias ? u(p.n) * eb * row_tiles : 0));
       CHECK(r.total.tensor_flops == 2 * u(p.m) * u(p.n) * u(p.k));
@@ -82,12 +87,26 @@ TEST_CASE("GEMM tiling: wgmma on Hopper, mma.sync on the A100, stages to fit, ba
   p.m = p.n = p.k = 1024;
   const GemmTiling h = iosim::resolve_gemm_tiling(iosim::test::profile("h100-sxm5-80gb"), p);
   CHECK(h.instruction == iosim::TensorInstruction::wgmma);
+  // Prefill-sized M on Hopper: cuBLAS's tiles of the layer suite's calibration half (128 x 192,
+  // clusters of 2 along M multicasting W); decode-sized M and the A100 keep 128 x 128.
   CHECK(h.bm == 128);
-  CHECK(h.bn == 128);
+  CHECK(h.bn == 192);
+  CHECK(h.cluster_m == 2);
   CHECK(h.bk == 64);
   CHECK(h.pipeline_stages == 4);
+  GemmProblem decode = p;
+  decode.m = 16;
+  const GemmTiling hd = iosim::resolve_gemm_tiling(iosim::test::profile("h100-sxm5-80gb"), decode);
+  CHECK(hd.bn == 128);
+  CHECK(hd.cluster_m == 1);
   const GemmTiling a = iosim::resolve_gemm_tiling(iosim::test::profile("a100-sxm4-80gb"), p);
   CHECK(a.instruction == iosim::TensorInstruction::mma_sync);
+  CHECK(a.bn == 128);
+  CHECK(a.cluster_m == 1);
+  iosim::GemmTilingRequest negative;
+  negative.cluster_m = -1;
+  CHECK_THROWS_AS(iosim::resolve_gemm_tiling(iosim::test::profile("h100-sxm5-80gb"), p, negative),
+                  iosim::ConfigError);
   // 256 x 256 x 64 bf16 stages are 64 KiB each: two fit in the A100's 163 KiB, not three.
   iosim::GemmTilingRequest big;
   big.bm = big.bn = 256;
@@ -180,6 +199,8 @@ TEST_CASE("GEMM CTA groups: the same bytes without L2, every tile once, fewer HB
   const auto hbm_read = [&](std::int64_t group) {
     iosim::GemmTilingRequest req;
     req.group_m = group;
+    req.bn = 128;  // 128 x 128 tiles without multicast (the prefill default moves X less)
+    req.cluster_m = 1;
     const auto sched = iosim::make_gemm_schedule(up, iosim::resolve_gemm_tiling(hw, up, req));
     return iosim::run_schedule(hw, *sched, iosim::EngineOptions{}).total.hbm.read_total();
   };

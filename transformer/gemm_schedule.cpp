@@ -44,6 +44,14 @@ class GemmSchedule final : public Schedule {
     s.pipeline_stages = t_.pipeline_stages;
     s.mma_dtype = p_.dtype;
     s.tensor_instruction = t_.instruction;
+    if (t_.instruction == TensorInstruction::wgmma) {
+      s.overlap = PipeOverlap::async_tensor;
+      s.producer_warps = 4;
+      s.consumer_warpgroups = 2;
+      s.threads_per_cta = 384;
+      const int consumer = std::min(232, standard_tiles::gemm_regs(t_.bm * t_.bn, 256));
+      s.registers_per_thread = (256 * consumer + 128 * 40 + 383) / 384;
+    }
     return {s};
   }
 
@@ -59,7 +67,16 @@ class GemmSchedule final : public Schedule {
     const bool last = c + 1 == chunks_;
     const TileRef y{TensorId::Y, 0, m0, mr, n0, nr};
     out.push_back(TileOp::load({TensorId::X, 0, m0, mr, k0, kr}));  // sX (mr, kr)
-    out.push_back(TileOp::load({TensorId::W, 0, n0, nr, k0, kr}));  // sW (nr, kr)
+    // sW (nr, kr); in a cluster, this CTA's share of it (the partners' shares arrive by
+    // multicast).
+    const std::int64_t members =
+        std::min<std::int64_t>(t_.cluster_m, tm_ - (i / t_.cluster_m) * t_.cluster_m);
+    const std::int64_t share = ceil_div(nr, members), s0 = (i % t_.cluster_m) * share;
+    if (members <= 1) {
+      out.push_back(TileOp::load({TensorId::W, 0, n0, nr, k0, kr}));
+    } else if (s0 < nr) {
+      out.push_back(TileOp::load({TensorId::W, 0, n0 + s0, std::min(share, nr - s0), k0, kr}));
+    }
     if (last && p_.bias)
       out.push_back(TileOp::load({TensorId::bias, 0, 0, 1, n0, nr}, OnChip::reg));
     TileOp mma;
@@ -114,8 +131,6 @@ std::int64_t gemm_smem_bytes(const GemmTiling& t, Dtype dtype) {
 GemmTiling resolve_gemm_tiling(const HardwareProfile& hw, const GemmProblem& p,
                                const GemmTilingRequest& req) {
   GemmTiling t;
-  if (req.bm != 0) t.bm = req.bm;
-  if (req.bn != 0) t.bn = req.bn;
   if (req.bk != 0) t.bk = req.bk;
   if (req.threads != 0) t.threads = req.threads;
   if (req.group_m < 0) {
@@ -123,13 +138,27 @@ GemmTiling resolve_gemm_tiling(const HardwareProfile& hw, const GemmProblem& p,
         fmt::format("GEMM M-tile group must be 0 (none) or positive, got {}", req.group_m));
   }
   t.group_m = req.group_m;
+  if (req.cluster_m < 0) {
+    throw ConfigError(fmt::format(
+        "GEMM cluster along M must be 0 (the default) or positive, got {}", req.cluster_m));
+  }
+  // A GPU without wgmma (Ampere: its profile gives no wgmma latency) runs mma.sync.
+  t.instruction = hw.compute.wgmma_latency_cycles.value > 0 ? TensorInstruction::wgmma
+                                                            : TensorInstruction::mma_sync;
+  if (t.instruction == TensorInstruction::wgmma && p.m >= 128) {
+    // Prefill on Hopper: cuBLAS's tiles for the calibration half of the layer suite had 128 rows
+    // of M and 112-320 columns of N (median 184), in clusters of 2 along M (8 of 12) that
+    // multicast W.
+    t.bn = 192;
+    t.cluster_m = 2;
+  }
+  if (req.bm != 0) t.bm = req.bm;
+  if (req.bn != 0) t.bn = req.bn;
+  if (req.cluster_m != 0) t.cluster_m = req.cluster_m;
   check_positive("tile rows (BM)", t.bm);
   check_positive("tile columns (BN)", t.bn);
   check_positive("K chunk (BK)", t.bk);
   check_positive("threads per CTA", t.threads);
-  // A GPU without wgmma (Ampere: its profile gives no wgmma latency) runs mma.sync.
-  t.instruction = hw.compute.wgmma_latency_cycles.value > 0 ? TensorInstruction::wgmma
-                                                            : TensorInstruction::mma_sync;
   const std::int64_t limit = hw.sm.smem_per_cta_max_bytes.value;
   if (req.pipeline_stages != 0) {
     t.pipeline_stages = req.pipeline_stages;
@@ -159,7 +188,10 @@ GemmBytes gemm_closed_form(const GemmProblem& p, const GemmTiling& t) {
   const std::uint64_t eb = u(dtype_bytes(p.dtype));
   const std::uint64_t row_tiles = u(ceil_div(p.m, t.bm)), col_tiles = u(ceil_div(p.n, t.bn));
   GemmBytes b;
-  b.read = u(p.m) * u(p.k) * eb * col_tiles + u(p.n) * u(p.k) * eb * row_tiles;
+  // W once per cluster of M tiles (its members' shares together make one tile).
+  const std::uint64_t cluster = u(std::max(1, t.cluster_m));
+  const std::uint64_t w_reads = (row_tiles + cluster - 1) / cluster;
+  b.read = u(p.m) * u(p.k) * eb * col_tiles + u(p.n) * u(p.k) * eb * w_reads;
   if (p.bias) b.read += u(p.n) * eb * row_tiles;
   b.write = u(p.m) * u(p.n) * eb;
   return b;

@@ -32,6 +32,11 @@ struct GemmTiling {
   // Triton, Triton's GROUP_SIZE_M): CTAs walk G M tiles, then the next N tile, so that the X rows
   // of G tiles stay in L2 while W streams past them (X about once, W once per group).
   std::int64_t group_m = 0;
+  // CTAs of one thread-block cluster along M (adjacent M tiles of one N tile) that share their W
+  // tile through TMA multicast, as cuBLAS's Hopper kernels do (their names' "1x2" clusters): each
+  // loads 1/cluster_m of every W chunk and the copy engine delivers it to all of them, so W is
+  // read from L2 once per cluster instead of once per CTA. 1: no multicast.
+  int cluster_m = 1;
 };
 
 /// Overrides of the default tiling; fields left out keep the default.
@@ -40,10 +45,14 @@ struct GemmTilingRequest {
   int threads = 0;
   int pipeline_stages = 0;
   std::int64_t group_m = 0;  // 0: M tile fastest over the whole of M
+  int cluster_m = 0;         // 0: the default (GemmTiling::cluster_m)
 };
 
 /// The tiling a GEMM runs with on `hw`: 128 x 128 x 64 tiles, 128 threads, wgmma where the GPU has
 /// it (Hopper) and mma.sync elsewhere, as many pipeline stages (up to 4) as shared memory holds.
+/// On Hopper with M of 128 or more (prefill), the tiles cuBLAS picked for the calibration half of
+/// the layer suite (cuda_validate/measurements/CALIBRATION.md, "GEMMs as cuBLAS runs them"):
+/// 128 rows of M by 192 of N, clusters of 2 along M sharing W by multicast.
 /// Throws ConfigError when a requested tile is not positive, or one stage does not fit.
 GemmTiling resolve_gemm_tiling(const HardwareProfile& hw, const GemmProblem& p,
                                const GemmTilingRequest& req = {});
