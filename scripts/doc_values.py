@@ -16,6 +16,8 @@ Names are RUN.WHAT by convention.
 from doc_format import *  # noqa: F401,F403 (V and the formatters)
 
 RUNS = {
+    "ly_dec1": "layer --model llama-3-8b --phase decode --batch 1 --seq 8192 --profile h100-sxm5-80gb --format json",
+    "ly_dec16": "layer --model llama-3-8b --phase decode --batch 16 --seq 8192 --profile h100-sxm5-80gb --format json",
     "v_heldout": "validate cuda_validate/measurements/h100-sxm5-80gb/heldout_2026-11-23/heldout_2026-11-23.json --format json",
     "v_heldout_h200": "validate cuda_validate/measurements/h200-sxm-141gb/heldout_2026-11-23/heldout_2026-11-23.json --format json",
     "v_sealed_h100": "validate cuda_validate/measurements/h100-sxm5-80gb/sealed_2026-11-28/sealed_2026-11-28.json --format json",
@@ -81,7 +83,25 @@ RUNS = {
     "s_std": "run --profile a100-sxm4-40gb --algo standard --batch 64 --heads 16 --seq 1024 --head-dim 64 --l2 off --format json",
 }
 
+
+
+def _attention(j):
+    return next(o for o in j.layer if o.kind == "attention")
+
+
+def _attention_step_share(j):
+    """Attention's share of the whole decode step: every layer's attention over the step."""
+    return pct(j.model.layers * _attention(j).time_s / j.step_total.time_s)
+
+
 VALUES = {
+    # --- docs/layer.md: what fraction of a Llama-3-8B decode step at 8k context is attention
+    "ly_dec1.attn_layer_share": V("ly_dec1", lambda j, R: pct(_attention(j).share)),
+    "ly_dec1.attn_step_share": V("ly_dec1", lambda j, R: _attention_step_share(j)),
+    "ly_dec16.attn_layer_share": V("ly_dec16", lambda j, R: pct(_attention(j).share)),
+    "ly_dec16.attn_step_share": V("ly_dec16", lambda j, R: _attention_step_share(j)),
+    "ly_dec1.step_us": V("ly_dec1", lambda j, R: f"{j.step_total.time_s * 1e6:.0f}"),
+    "ly_dec16.step_us": V("ly_dec16", lambda j, R: f"{j.step_total.time_s * 1e6:.0f}"),
     # --- README.md
     "v_heldout.cases": V("v_heldout", lambda j, R: summary(j).cases),
     "v_sealed_h100.cases": V("v_sealed_h100", lambda j, R: summary(j).cases),
