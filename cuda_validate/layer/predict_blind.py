@@ -11,22 +11,30 @@ N = 4096 and decode over 8192 cached keys, batch 1 and 16. Shapes and prediction
 Half of the GEMMs are held out of any calibration: every model's at 16 and 4096 tokens (27 of 54,
 `"set": "heldout"`); the rest (`"calibration"`, 1 and 512 tokens) may be read to change the model.
 
+With --tp-suite, the second suite, predicted by the model the first suite calibrated and measured
+after it, none of it calibration (`"set": "sealed"`): one tensor-parallel rank's GEMMs of
+Llama-3-70B (tp 8), Llama-3-8B (tp 2) and Qwen2-7B (tp 2) at 64 (decode at batch 64), 256, 2048
+and 8192 tokens; no whole layer.
+
 Usage (repository root, after a build):
   cuda_validate/layer/predict_blind.py build/iosim h200-sxm-141gb > cuda_validate/measurements/predictions/layer_blind_h200.json
+  cuda_validate/layer/predict_blind.py build/iosim h200-sxm-141gb --tp-suite > cuda_validate/measurements/predictions/layer_tp_blind_h200.json
 """
 import json
 import subprocess
 import sys
 
-MODELS = ["llama-3-8b", "llama-3-70b", "qwen2-7b"]
+MODELS = [("llama-3-8b", 1), ("llama-3-70b", 1), ("qwen2-7b", 1)]
+TP_MODELS = [("llama-3-70b", 8), ("llama-3-8b", 2), ("qwen2-7b", 2)]
 # (phase, batch, seq): tokens M = batch x seq for prefill, batch for decode.
 POINTS = [("prefill", 1, 512), ("prefill", 1, 4096), ("decode", 1, 8192), ("decode", 16, 8192)]
+TP_POINTS = [("decode", 64, 8192), ("prefill", 1, 256), ("prefill", 1, 2048), ("prefill", 4, 2048)]
 LAYERS = [("prefill", 1, 4096), ("prefill", 16, 4096), ("decode", 1, 8192), ("decode", 16, 8192)]
 
 
-def layer_json(iosim, profile, model, phase, batch, seq):
+def layer_json(iosim, profile, model, phase, batch, seq, tp=1):
     cmd = [iosim, "layer", "--model", model, "--phase", phase, "--batch", str(batch), "--seq",
-           str(seq), "--profile", profile, "--format", "json"]
+           str(seq), "--tp", str(tp), "--profile", profile, "--format", "json"]
     return json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout), cmd
 
 
@@ -41,15 +49,18 @@ def held_out(m):
 
 
 def main():
-    if len(sys.argv) != 3:
+    args = [a for a in sys.argv[1:] if a != "--tp-suite"]
+    tp_suite = len(args) < len(sys.argv) - 1
+    if len(args) != 2:
         sys.exit(__doc__)
-    iosim, profile = sys.argv[1], sys.argv[2]
+    iosim, profile = args
+    models, points = (TP_MODELS, TP_POINTS) if tp_suite else (MODELS, POINTS)
     version = subprocess.run([iosim, "--version"], capture_output=True, text=True).stdout.strip()
     commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
     gemms, seen = [], set()
-    for model in MODELS:
-        for phase, batch, seq in POINTS:
-            doc, _ = layer_json(iosim, profile, model, phase, batch, seq)
+    for model, tp in models:
+        for phase, batch, seq in points:
+            doc, _ = layer_json(iosim, profile, model, phase, batch, seq, tp)
             bias = {}
             for op in doc["layer"] + doc["step_tail"]:
                 if op["kind"] != "gemm":
@@ -59,13 +70,14 @@ def main():
                     continue
                 seen.add(key)
                 gemms.append({
-                    "id": f"{model}_{op['name']}_m{op['m']}",
+                    "id": f"{model}{f'_tp{tp}' if tp > 1 else ''}_{op['name']}_m{op['m']}",
                     "model": model, "op": op["name"], "m": op["m"], "n": op["n"], "k": op["k"],
                     "bias": key[3], "dtype": "bf16",
-                    "set": "heldout" if held_out(op["m"]) else "calibration",
+                    "set": "sealed" if tp_suite else
+                    "heldout" if held_out(op["m"]) else "calibration",
                     "predicted": op_prediction(op)})
     layers = []
-    for phase, batch, seq in LAYERS:
+    for phase, batch, seq in ([] if tp_suite else LAYERS):
         doc, cmd = layer_json(iosim, profile, "llama-3-8b", phase, batch, seq)
         layers.append({
             "id": f"llama-3-8b_{phase}_b{batch}_n{seq}", "model": "llama-3-8b", "phase": phase,
