@@ -4,7 +4,7 @@
 bytes read and written (Nsight Compute, L2 flushed before each kernel, median of 3 calls, summed
 over a call's kernels: cuBLAS's split-K launches a reduction beside its GEMM), with cuBLAS's tile
 from the kernel name; per layer, the time of Llama-3-8B's layer. Median and worst |error| per set
-(calibration, held out) and for all.
+(calibration, held out, or a sealed suite's) and for all.
 
 Usage: cuda_validate/layer/compare.py PREDICTIONS.json MEASURED_DIR [--json OUT.json]
                                       [--check LEVELS.json]
@@ -129,8 +129,11 @@ def main():
     print("| set | GEMMs | time median / worst | DRAM read median / worst |")
     print("| --- | ---: | ---: | ---: |")
     summary = {}
-    for name, sel in (("calibration", "calibration"), ("held out", "heldout"), ("all", None)):
+    for name, sel in (("calibration", "calibration"), ("held out", "heldout"),
+                      ("sealed", "sealed"), ("all", None)):
         rs = [r for r in rows if sel is None or r["set"] == sel]
+        if not rs:
+            continue
         tm, tw = stats(r["time_err"] for r in rs)
         dm, dw = stats(r["dram_read_err"] for r in rs)
         summary[name] = {"gemms": len(rs), "time_median": tm, "time_worst": tw,
