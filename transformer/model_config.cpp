@@ -178,27 +178,9 @@ ModelConfig parse_model_config(const std::string& yaml_text, const std::string& 
 
 std::vector<std::string> builtin_model_names() {
   const fs::path dir = builtin_model_dir();
+  if (!dir.empty()) return yaml_stems_in(dir, "model", "IOSIM_MODEL_DIR");
   std::vector<std::string> names;
-  if (dir.empty()) {
-    for (const EmbeddedModel& m : embedded_models()) names.emplace_back(m.name);
-  } else {
-    std::error_code ec;
-    if (!fs::is_directory(dir, ec)) {
-      throw ConfigError(
-          fmt::format("built-in model directory '{}' does not exist (IOSIM_MODEL_DIR overrides it)",
-                      dir.string()));
-    }
-    try {
-      for (const auto& entry : fs::directory_iterator(dir)) {
-        if (entry.is_regular_file() && entry.path().extension() == ".yaml") {
-          names.push_back(entry.path().stem().string());
-        }
-      }
-    } catch (const fs::filesystem_error& e) {
-      throw ConfigError(
-          fmt::format("cannot list built-in models in '{}': {}", dir.string(), e.what()));
-    }
-  }
+  for (const EmbeddedModel& m : embedded_models()) names.emplace_back(m.name);
   std::sort(names.begin(), names.end());
   return names;
 }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -112,6 +113,28 @@ std::optional<InputRead> read_as_input(const fs::path& path) {
     if (f.device == st.st_dev && f.inode == st.st_ino) return f.read;
   }
   return std::nullopt;
+}
+
+std::vector<std::string> yaml_stems_in(const std::filesystem::path& dir, const std::string& what,
+                                       const std::string& env) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) {
+    throw ConfigError(fmt::format("built-in {} directory '{}' does not exist ({} overrides it)",
+                                  what, dir.string(), env));
+  }
+  std::vector<std::string> names;
+  try {
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+      if (entry.is_regular_file() && entry.path().extension() == ".yaml") {
+        names.push_back(entry.path().stem().string());
+      }
+    }
+  } catch (const std::filesystem::filesystem_error& e) {
+    throw ConfigError(
+        fmt::format("cannot list built-in {}s in '{}': {}", what, dir.string(), e.what()));
+  }
+  std::sort(names.begin(), names.end());
+  return names;
 }
 
 }  // namespace iosim

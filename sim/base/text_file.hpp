@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace iosim {
 
@@ -30,5 +31,12 @@ struct InputRead {
   std::string path;
 };
 std::optional<InputRead> read_as_input(const std::filesystem::path& path);
+
+/// The stems of the `.yaml` files in `dir`, sorted: the names of the built-in profiles or models
+/// when IOSIM_PROFILE_DIR or IOSIM_MODEL_DIR (`env`) replaces the embedded ones. Throws
+/// ConfigError naming `what` ("profile", "model") and `env` when `dir` is no folder or cannot be
+/// listed.
+std::vector<std::string> yaml_stems_in(const std::filesystem::path& dir, const std::string& what,
+                                       const std::string& env);
 
 }  // namespace iosim

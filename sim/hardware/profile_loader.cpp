@@ -189,24 +189,7 @@ std::vector<std::string> builtin_profile_names() {
     std::sort(names.begin(), names.end());
     return names;
   }
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) {
-    throw ConfigError(fmt::format(
-        "built-in profile directory '{}' does not exist (IOSIM_PROFILE_DIR overrides it)",
-        dir.string()));
-  }
-  try {
-    for (const auto& entry : fs::directory_iterator(dir)) {
-      if (entry.is_regular_file() && entry.path().extension() == ".yaml") {
-        names.push_back(entry.path().stem().string());
-      }
-    }
-  } catch (const fs::filesystem_error& e) {
-    throw ConfigError(
-        fmt::format("cannot list built-in profiles in '{}': {}", dir.string(), e.what()));
-  }
-  std::sort(names.begin(), names.end());
-  return names;
+  return yaml_stems_in(dir, "profile", "IOSIM_PROFILE_DIR");
 }
 
 std::string builtin_profile_text(const std::string& name) {
