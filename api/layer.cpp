@@ -71,7 +71,8 @@ LayerOp gemm_op(const HardwareProfile& hw, const LayerRequest& r, Dtype dtype, s
   op.detail = fmt::format("{}x{}x{} {}{}", t.bm, t.bn, t.bk,
                           t.instruction == TensorInstruction::wgmma ? "wgmma" : "mma.sync",
                           t.group_m > 0 ? fmt::format(" group {}", t.group_m) : "") +
-              (t.cluster_m > 1 ? fmt::format(" cluster {} (W multicast)", t.cluster_m) : "");
+              (t.cluster_m > 1 ? fmt::format(" cluster {} (W multicast)", t.cluster_m) : "") +
+              (t.split_k > 1 ? fmt::format(" split-K {}", t.split_k) : "");
   return op;
 }
 
@@ -119,7 +120,25 @@ const char* layer_phase_name(LayerPhase phase) {
   return phase == LayerPhase::prefill ? "prefill" : "decode";
 }
 
-LayerReport simulate_layer(const HardwareProfile& hw, const LayerRequest& r) {
+const char* layer_launch_name(LayerLaunch launch) {
+  return launch == LayerLaunch::graph ? "graph" : "stream";
+}
+
+LayerReport simulate_layer(const HardwareProfile& profile, const LayerRequest& r) {
+  // The engine charges every kernel launch.kernel_overhead_us beyond its simulated work, as a
+  // stream launches it: the profile as the step's launches cost. Replayed from a CUDA graph, the
+  // gap between two kernels with work is shorter by the difference the profile's cuda_graph
+  // section measured (0.79 us on the H200: cuda_validate/measurements/h200-sxm-141gb/
+  // launch_gap_2026-11-28); the rest of the overhead (the kernel's start and drain) stays.
+  HardwareProfile hw = profile;
+  const bool graph_gap = r.launch == LayerLaunch::graph && profile.cuda_graph.present;
+  if (graph_gap) {
+    const CudaGraphSpec& g = profile.cuda_graph;
+    hw.launch.kernel_overhead_us.value =
+        std::max(0.0, profile.launch.kernel_overhead_us.value -
+                          (g.stream_kernel_gap_us.value - g.kernel_gap_us.value));
+    hw.launch.kernel_overhead_us.source = "launch.kernel_overhead_us less the graph's saving";
+  }
   check_positive("--batch", r.batch);
   check_positive("--seq", r.seq);
   check_positive("--tp", r.tp);
@@ -237,6 +256,12 @@ LayerReport simulate_layer(const HardwareProfile& hw, const LayerRequest& r) {
   }
   for (LayerOp& op : rep.tail) op.share = rep.step_time_s > 0 ? op.time_s / rep.step_time_s : 0.0;
 
+  if (r.launch == LayerLaunch::graph && !graph_gap) {
+    rep.notes.push_back(fmt::format(
+        "{} gives no CUDA graph launch gap (cuda_graph.kernel_gap_us): each kernel costs a "
+        "stream launch, {} us",
+        profile.name, profile.launch.kernel_overhead_us.value));
+  }
   rep.notes.push_back(
       "each op runs alone with a cold L2: what one op leaves in L2 for the next "
       "is not credited");

@@ -15,6 +15,9 @@
 namespace iosim {
 
 enum class LayerPhase { prefill, decode };
+/// How the step's kernels are launched: replayed from a CUDA graph (serving engines' decode
+/// steps, and the layer suite's measurements) or launched one by one from a stream.
+enum class LayerLaunch { graph, stream };
 
 struct LayerRequest {
   ModelConfig model;
@@ -32,6 +35,9 @@ struct LayerRequest {
   std::string kernel;         // a kernel description (file, preset or inline) instead of algorithm
   double sm_clock_mhz = 0.0;  // 0: the power model's clock (or the boost clock)
   bool l2_enabled = true;
+  // graph: each kernel costs the profile's cuda_graph.kernel_gap_us beyond its work (its
+  // launch.kernel_overhead_us where the profile has no cuda_graph section); stream: the launch's.
+  LayerLaunch launch = LayerLaunch::graph;
   GemmTilingRequest gemm_tiling;
 };
 
@@ -68,5 +74,6 @@ struct LayerReport {
 LayerReport simulate_layer(const HardwareProfile& profile, const LayerRequest& request);
 
 const char* layer_phase_name(LayerPhase phase);
+const char* layer_launch_name(LayerLaunch launch);
 
 }  // namespace iosim

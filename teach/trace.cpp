@@ -138,6 +138,7 @@ std::vector<TensorId> written_by(const TileOp& op) {
     case ComputeKind::norm_rows:
     case ComputeKind::residual_add:
     case ComputeKind::activation:
+    case ComputeKind::splitk_reduce:
       return {T::Y};
   }
   return {};
@@ -564,6 +565,8 @@ std::string compute_words(const TileOp& op) {
       return fmt::format("Y = X + R, rows {}:{}", t.row0, t.row0 + t.rows);
     case ComputeKind::activation:
       return fmt::format("Y = act(X), rows {}:{}", t.row0, t.row0 + t.rows);
+    case ComputeKind::splitk_reduce:
+      return fmt::format("Y = sum of the split-K partials, rows {}:{}", t.row0, t.row0 + t.rows);
   }
   return "compute";
 }

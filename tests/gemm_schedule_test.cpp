@@ -12,6 +12,7 @@
 #include "sim/base/errors.hpp"
 #include "sim/engine/engine.hpp"
 #include "test_support.hpp"
+#include "transformer/gemm_tile_choice.hpp"
 
 using iosim::GemmProblem;
 using iosim::GemmTiling;
@@ -85,20 +86,29 @@ TEST_CASE("GEMM schedule: L2 off moves exactly the closed form's bytes, 2MNK FLO
 TEST_CASE("GEMM tiling: wgmma on Hopper, mma.sync on the A100, stages to fit, bad tiles refused") {
   GemmProblem p;
   p.m = p.n = p.k = 1024;
-  const GemmTiling h = iosim::resolve_gemm_tiling(iosim::test::profile("h100-sxm5-80gb"), p);
+  const iosim::HardwareProfile& h100 = iosim::test::profile("h100-sxm5-80gb");
+  const GemmTiling h = iosim::resolve_gemm_tiling(h100, p);
   CHECK(h.instruction == iosim::TensorInstruction::wgmma);
-  // Prefill-sized M on Hopper: cuBLAS's tiles of the layer suite's calibration half (128 x 192,
-  // clusters of 2 along M multicasting W); decode-sized M and the A100 keep 128 x 128.
-  CHECK(h.bm == 128);
-  CHECK(h.bn == 192);
-  CHECK(h.cluster_m == 2);
+  // Hopper: the chosen tile (gemm_tile_choice.hpp), K chunks of 64, CTAs in groups of 8 M tiles,
+  // stages filling shared memory less 16 KiB (at most 16); the A100 keeps 128 x 128 tiles.
   CHECK(h.bk == 64);
-  CHECK(h.pipeline_stages == 4);
-  GemmProblem decode = p;
-  decode.m = 16;
-  const GemmTiling hd = iosim::resolve_gemm_tiling(iosim::test::profile("h100-sxm5-80gb"), decode);
-  CHECK(hd.bn == 128);
-  CHECK(hd.cluster_m == 1);
+  CHECK(h.group_m == 8);
+  GemmTiling one = h;
+  one.pipeline_stages = 1;
+  const std::int64_t room = h100.sm.smem_per_cta_max_bytes.value - 16 * 1024;
+  CHECK(h.pipeline_stages * iosim::gemm_smem_bytes(one, p.dtype) <= room);
+  CHECK((h.pipeline_stages == 16 ||
+         (h.pipeline_stages + 1) * iosim::gemm_smem_bytes(one, p.dtype) > room));
+  // A requested tile is kept, and the cluster and split with it.
+  iosim::GemmTilingRequest asked;
+  asked.bm = 128;
+  asked.bn = 192;
+  asked.cluster_m = 2;
+  const GemmTiling hr = iosim::resolve_gemm_tiling(h100, p, asked);
+  CHECK(hr.bm == 128);
+  CHECK(hr.bn == 192);
+  CHECK(hr.cluster_m == 2);
+  CHECK(hr.split_k == 1);
   const GemmTiling a = iosim::resolve_gemm_tiling(iosim::test::profile("a100-sxm4-80gb"), p);
   CHECK(a.instruction == iosim::TensorInstruction::mma_sync);
   CHECK(a.bn == 128);
@@ -204,8 +214,90 @@ TEST_CASE("GEMM CTA groups: the same bytes without L2, every tile once, fewer HB
     const auto sched = iosim::make_gemm_schedule(up, iosim::resolve_gemm_tiling(hw, up, req));
     return iosim::run_schedule(hw, *sched, iosim::EngineOptions{}).total.hbm.read_total();
   };
-  const std::uint64_t ungrouped = hbm_read(0), grouped = hbm_read(8);
+  // A group of all 64 M tiles is the M tile fastest over the whole of M.
+  const std::uint64_t ungrouped = hbm_read(64), grouped = hbm_read(8);
   const std::uint64_t compulsory = 2ull * (8192ull * 8192 + 7168ull * 8192);
   CHECK(grouped >= compulsory);
   CHECK(grouped < ungrouped / 2);
+}
+
+TEST_CASE("GEMM split-K: partials out and back, Y once, 2MNK FLOPs, a reduction kernel") {
+  iosim::test::ShapeGen gen(3203);
+  const iosim::HardwareProfile& hw = iosim::test::profile("h100-sxm5-80gb");
+  for (int trial = 0; trial < 25; ++trial) {
+    GemmProblem p;
+    p.m = gen.pick(1, 300);
+    p.n = gen.pick(1, 500);
+    p.k = gen.pick(128, 1200);
+    p.bias = gen.coin();
+    iosim::GemmTilingRequest req;
+    req.bm = 64;
+    req.bn = 128;
+    req.split_k = static_cast<int>(std::min<std::int64_t>(gen.pick(2, 7), (p.k + 63) / 64));
+    const GemmTiling t = iosim::resolve_gemm_tiling(hw, p, req);
+    CAPTURE(p.m);
+    CAPTURE(p.n);
+    CAPTURE(p.k);
+    CAPTURE(t.split_k);
+    // Whole chunks per split, none left empty.
+    const std::int64_t chunks = (p.k + 63) / 64, per = (chunks + req.split_k - 1) / req.split_k;
+    CHECK(t.split_k == (chunks + per - 1) / per);
+    iosim::EngineOptions opt;
+    opt.l2_enabled = false;
+    opt.exact = true;
+    const iosim::EngineResult r = iosim::run_schedule(hw, *iosim::make_gemm_schedule(p, t), opt);
+    const auto u = [](std::int64_t v) { return static_cast<std::uint64_t>(v); };
+    const std::uint64_t partials = u(t.split_k) * u(p.m) * u(p.n) * 4;
+    CHECK(gemm_at(r.total.hbm, false, TensorId::Y_partial) == partials);
+    CHECK(gemm_at(r.total.hbm, true, TensorId::Y_partial) == partials);
+    CHECK(gemm_at(r.total.hbm, false, TensorId::Y) == u(p.m * p.n) * 2);
+    CHECK(gemm_at(r.total.hbm, true, TensorId::bias) ==
+          (p.bias ? u(p.n) * 2 * u((p.m + 15) / 16) : 0));
+    const iosim::GemmBytes want = iosim::gemm_closed_form(p, t);
+    CHECK(r.total.hbm.read_total() == want.read);
+    CHECK(r.total.hbm.write_total() == want.write);
+    CHECK(r.total.tensor_flops == 2 * u(p.m) * u(p.n) * u(p.k));
+    CHECK(r.total.fp32_flops == u(t.split_k - 1 + (p.bias ? 1 : 0)) * u(p.m) * u(p.n));
+    REQUIRE(r.kernels.size() == (t.split_k > 1 ? 2u : 1u));
+  }
+  iosim::GemmTilingRequest too_many;
+  too_many.split_k = 3;
+  GemmProblem small;
+  small.m = small.n = 64;
+  small.k = 128;  // two chunks of 64
+  CHECK_THROWS_AS(iosim::resolve_gemm_tiling(hw, small, too_many), iosim::ConfigError);
+  too_many.split_k = -1;
+  CHECK_THROWS_AS(iosim::resolve_gemm_tiling(hw, small, too_many), iosim::ConfigError);
+}
+
+TEST_CASE("GEMM tile choice: decode-sized GEMMs fill the GPU, never slower than a fixed tile") {
+  const iosim::HardwareProfile& hw = iosim::test::profile("h100-sxm5-80gb");
+  iosim::test::ShapeGen gen(3204);
+  for (int trial = 0; trial < 6; ++trial) {
+    GemmProblem p;
+    p.m = gen.pick(1, 256);
+    p.n = 256 * gen.pick(4, 40);
+    p.k = 512 * gen.pick(2, 16);
+    CAPTURE(p.m);
+    CAPTURE(p.n);
+    CAPTURE(p.k);
+    const GemmTiling t = iosim::resolve_gemm_tiling(hw, p);
+    // The estimate is never under the HBM floor of the operands read once.
+    const iosim::GemmChoice c =
+        iosim::estimate_gemm_tiling(hw, p, t.bm, t.bn, t.bk, t.cluster_m, t.split_k);
+    const double floor_s = 2.0 * static_cast<double>(p.m * p.k + p.n * p.k + p.m * p.n) /
+                           (hw.hbm.bandwidth_gbps.value * hw.hbm.achievable_fraction.value * 1e9);
+    CHECK(c.estimate_s >= floor_s);
+    // Enough CTAs to draw on most SMs' ports.
+    const std::int64_t ctas = ((p.m + t.bm - 1) / t.bm) * ((p.n + t.bn - 1) / t.bn) * t.split_k;
+    CHECK(ctas >= hw.sm.count.value / 2);
+    iosim::EngineOptions boost;
+    boost.sm_clock_mhz = hw.sm.boost_clock_mhz.value;
+    const double chosen = iosim::run_schedule(hw, *iosim::make_gemm_schedule(p, t), boost).time_s;
+    iosim::GemmTilingRequest fixed;
+    fixed.bm = fixed.bn = 128;
+    fixed.cluster_m = 1;
+    const GemmTiling f = iosim::resolve_gemm_tiling(hw, p, fixed);
+    CHECK(chosen <= iosim::run_schedule(hw, *iosim::make_gemm_schedule(p, f), boost).time_s);
+  }
 }

@@ -57,8 +57,16 @@ TEST_CASE("layer: a prefill's ops have the model's sizes and add up to the step"
   CHECK(qkv.n == (8 + 2 * 2) * 64);
   CHECK(qkv.k == 512);
   CHECK(qkv.counters.tensor_flops == 2ull * 512 * 768 * 512);
-  // The bias (qkv_bias): once per row of 128-row tiles, 4 of them.
-  CHECK(qkv.counters.hbm.read_bytes[iosim::index_of(iosim::TensorId::bias)] == 4ull * 768 * 2);
+  // The bias (qkv_bias): once per row of output tiles (of the split-K reduction's 16-row tiles
+  // when split).
+  iosim::GemmProblem qkv_problem;
+  qkv_problem.m = 512;
+  qkv_problem.n = 768;
+  qkv_problem.k = 512;
+  qkv_problem.bias = true;
+  const iosim::GemmTiling t = iosim::resolve_gemm_tiling(iosim::test::profile(), qkv_problem);
+  const std::uint64_t bias_rows = t.split_k > 1 ? 512 / 16 : (512 + t.bm - 1) / t.bm;
+  CHECK(qkv.counters.hbm.read_bytes[iosim::index_of(iosim::TensorId::bias)] == bias_rows * 768 * 2);
   const LayerOp& gate_up = layer_op_named(rep, "gate_up_proj");
   CHECK(gate_up.n == 2 * 1536);
   const LayerOp& down = layer_op_named(rep, "down_proj");

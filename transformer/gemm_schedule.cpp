@@ -8,9 +8,15 @@
 #include "algorithms/algorithm.hpp"
 #include "algorithms/standard_tiles.hpp"
 #include "sim/base/errors.hpp"
+#include "sim/engine/engine.hpp"
+#include "transformer/gemm_tile_choice.hpp"
 
 namespace iosim {
 namespace {
+
+constexpr std::int64_t kReduceRows = 16, kReduceCols = 32;  // the split-K reduction's tile
+constexpr std::int64_t kEpilogueSmemBytes = 16 * 1024;      // what nvjet's stages leave free
+constexpr std::int64_t kMaxHopperStages = 16;               // the most an nvjet name shows
 
 class GemmSchedule final : public Schedule {
  public:
@@ -19,7 +25,9 @@ class GemmSchedule final : public Schedule {
         t_(t),
         tm_(ceil_div(p.m, t.bm)),
         tn_(ceil_div(p.n, t.bn)),
-        chunks_(ceil_div(p.k, t.bk)) {}
+        chunks_(ceil_div(p.k, t.bk)),
+        split_chunks_(ceil_div(chunks_, std::max(1, t.split_k))),
+        split_(ceil_div(chunks_, split_chunks_)) {}
 
   std::vector<TensorDecl> tensors() const override {
     const std::int64_t eb = dtype_bytes(p_.dtype);
@@ -27,6 +35,7 @@ class GemmSchedule final : public Schedule {
                                    {TensorId::W, 1, p_.n, p_.k, eb},
                                    {TensorId::Y, 1, p_.m, p_.n, eb}};
     if (p_.bias) out.push_back({TensorId::bias, 1, 1, p_.n, eb});
+    if (split_ > 1) out.push_back({TensorId::Y_partial, split_, p_.m, p_.n, 4});
     return out;
   }
 
@@ -37,7 +46,7 @@ class GemmSchedule final : public Schedule {
     s.main_loop = true;
     // x (the M tile) fastest, as cuBLAS launches; a grouped order is the same grid walked in
     // groups (tile_of).
-    s.grid = {tm_, tn_, 1};
+    s.grid = {tm_, tn_, split_};
     s.threads_per_cta = t_.threads;
     s.smem_bytes_per_cta = gemm_smem_bytes(t_, p_.dtype);
     s.registers_per_thread = standard_tiles::gemm_regs(t_.bm * t_.bn, t_.threads);
@@ -52,19 +61,38 @@ class GemmSchedule final : public Schedule {
       const int consumer = std::min(232, standard_tiles::gemm_regs(t_.bm * t_.bn, 256));
       s.registers_per_thread = (256 * consumer + 128 * 40 + 383) / 384;
     }
-    return {s};
+    if (split_ == 1) return {s};
+    // cuBLAS's splitKreduce_kernel: 32 x 16 threads, one output each, over a 16-row x 32-column
+    // tile of Y (its grid in the layer suite: N / 32 x M / 16).
+    KernelSpec r;
+    r.name = p_.name + "_splitk_reduce";
+    r.role = "reduce";
+    r.grid = {ceil_div(p_.n, kReduceCols), ceil_div(p_.m, kReduceRows), 1};
+    r.threads_per_cta = kReduceCols * kReduceRows;
+    r.registers_per_thread = 32;
+    r.tensor_instruction = t_.instruction;
+    r.mma_dtype = p_.dtype;
+    return {s, r};
   }
 
   // Part c loads chunk c of K and multiplies it into the accumulators; the last part also stores
   // Y (with the bias, loaded beside the last chunk, added in the epilogue).
-  bool emit_cta_part(std::size_t /*kernel*/, std::int64_t cta, std::size_t part,
+  bool emit_cta_part(std::size_t kernel, std::int64_t cta, std::size_t part,
                      std::vector<TileOp>& out) const override {
-    const auto [i, j] = tile_of(cta);
+    if (kernel == 1) {
+      emit_reduce(cta, out);
+      return false;
+    }
+    // Split s of the tile: chunks [s * split_chunks_, ...) of K.
+    const std::int64_t tiles = tm_ * tn_, s = cta / tiles;
+    const auto [i, j] = tile_of(cta % tiles);
     const std::int64_t m0 = i * t_.bm, mr = std::min(t_.bm, p_.m - m0);
     const std::int64_t n0 = j * t_.bn, nr = std::min(t_.bn, p_.n - n0);
-    const std::int64_t c = static_cast<std::int64_t>(part);
+    const std::int64_t c = s * split_chunks_ + static_cast<std::int64_t>(part);
     const std::int64_t k0 = c * t_.bk, kr = std::min(t_.bk, p_.k - k0);
-    const bool last = c + 1 == chunks_;
+    const bool last = c + 1 == std::min(chunks_, (s + 1) * split_chunks_);
+    const bool first = c == s * split_chunks_;
+    const bool bias = p_.bias && split_ == 1;  // split: the reduction adds it
     const TileRef y{TensorId::Y, 0, m0, mr, n0, nr};
     out.push_back(TileOp::load({TensorId::X, 0, m0, mr, k0, kr}));  // sX (mr, kr)
     // sW (nr, kr); in a cluster, this CTA's share of it (the partners' shares arrive by
@@ -77,22 +105,43 @@ class GemmSchedule final : public Schedule {
     } else if (s0 < nr) {
       out.push_back(TileOp::load({TensorId::W, 0, n0 + s0, std::min(share, nr - s0), k0, kr}));
     }
-    if (last && p_.bias)
-      out.push_back(TileOp::load({TensorId::bias, 0, 0, 1, n0, nr}, OnChip::reg));
+    if (last && bias) out.push_back(TileOp::load({TensorId::bias, 0, 0, 1, n0, nr}, OnChip::reg));
     TileOp mma;
     mma.kind = OpKind::compute;
-    mma.compute = c == 0 ? ComputeKind::matmul : ComputeKind::matmul_accumulate;
+    mma.compute = first ? ComputeKind::matmul : ComputeKind::matmul_accumulate;
     mma.tile = y;
     mma.tensor_flops = 2 * mr * nr * kr;
     mma.smem_read_bytes = smem_reads(mr, nr, kr);
-    if (last && p_.bias) mma.fp32_flops = mr * nr;  // one add per output in the epilogue
+    if (last && bias) mma.fp32_flops = mr * nr;  // one add per output in the epilogue
     out.push_back(mma);
     if (!last) return true;
-    out.push_back(TileOp::store(y, OnChip::smem));  // epilogue through shared memory
+    if (split_ == 1) {
+      out.push_back(TileOp::store(y, OnChip::smem));  // epilogue through shared memory
+    } else {
+      out.push_back(TileOp::store({TensorId::Y_partial, s, m0, mr, n0, nr}, OnChip::smem));
+    }
     return false;
   }
 
  private:
+  // The reduction's CTA: every split's partial of its 16 x 32 tile of Y, summed (and the bias
+  // added) in registers, then Y.
+  void emit_reduce(std::int64_t cta, std::vector<TileOp>& out) const {
+    const std::int64_t cols_tiles = ceil_div(p_.n, kReduceCols);
+    const std::int64_t m0 = (cta / cols_tiles) * kReduceRows, n0 = (cta % cols_tiles) * kReduceCols;
+    const std::int64_t mr = std::min(kReduceRows, p_.m - m0), nr = std::min(kReduceCols, p_.n - n0);
+    for (std::int64_t s = 0; s < split_; ++s)
+      out.push_back(TileOp::load({TensorId::Y_partial, s, m0, mr, n0, nr}, OnChip::reg));
+    if (p_.bias) out.push_back(TileOp::load({TensorId::bias, 0, 0, 1, n0, nr}, OnChip::reg));
+    TileOp sum;
+    sum.kind = OpKind::compute;
+    sum.compute = ComputeKind::splitk_reduce;
+    sum.tile = {TensorId::Y, 0, m0, mr, n0, nr};
+    sum.fp32_flops = (split_ - 1 + (p_.bias ? 1 : 0)) * mr * nr;
+    out.push_back(sum);
+    out.push_back(TileOp::store(sum.tile, OnChip::reg));
+  }
+
   // The (M tile, N tile) CTA `cta` computes. Ungrouped, the M tile is fastest. Grouped by G, the
   // CTAs run through groups of G rows of tiles (the last group may be shorter), each group's
   // tiles with its M tile fastest: a group is G x tn CTAs, then the next.
@@ -116,6 +165,8 @@ class GemmSchedule final : public Schedule {
   GemmProblem p_;
   GemmTiling t_;
   std::int64_t tm_, tn_, chunks_;
+  std::int64_t split_chunks_;  // K chunks per split (the last split may have fewer)
+  std::int64_t split_;         // splits of whole chunks: none is left empty
 };
 
 void check_positive(const char* what, std::int64_t v) {
@@ -128,41 +179,34 @@ std::int64_t gemm_smem_bytes(const GemmTiling& t, Dtype dtype) {
   return t.pipeline_stages * (t.bm + t.bn) * t.bk * dtype_bytes(dtype);
 }
 
-GemmTiling resolve_gemm_tiling(const HardwareProfile& hw, const GemmProblem& p,
-                               const GemmTilingRequest& req) {
-  GemmTiling t;
-  if (req.bk != 0) t.bk = req.bk;
-  if (req.threads != 0) t.threads = req.threads;
-  if (req.group_m < 0) {
-    throw ConfigError(
-        fmt::format("GEMM M-tile group must be 0 (none) or positive, got {}", req.group_m));
-  }
-  t.group_m = req.group_m;
-  if (req.cluster_m < 0) {
-    throw ConfigError(fmt::format(
-        "GEMM cluster along M must be 0 (the default) or positive, got {}", req.cluster_m));
-  }
-  // A GPU without wgmma (Ampere: its profile gives no wgmma latency) runs mma.sync.
-  t.instruction = hw.compute.wgmma_latency_cycles.value > 0 ? TensorInstruction::wgmma
-                                                            : TensorInstruction::mma_sync;
-  if (t.instruction == TensorInstruction::wgmma && p.m >= 128) {
-    // Prefill on Hopper: cuBLAS's tiles for the calibration half of the layer suite had 128 rows
-    // of M and 112-320 columns of N (median 184), in clusters of 2 along M (8 of 12) that
-    // multicast W.
-    t.bn = 192;
-    t.cluster_m = 2;
-  }
-  if (req.bm != 0) t.bm = req.bm;
-  if (req.bn != 0) t.bn = req.bn;
-  if (req.cluster_m != 0) t.cluster_m = req.cluster_m;
+namespace {
+
+// A tiling whose tile, cluster and split are set, completed: splits of whole K chunks, the
+// pipeline stages (`stages` when requested), the shared-memory check.
+GemmTiling completed(const HardwareProfile& hw, const GemmProblem& p, GemmTiling t, int stages) {
   check_positive("tile rows (BM)", t.bm);
   check_positive("tile columns (BN)", t.bn);
   check_positive("K chunk (BK)", t.bk);
   check_positive("threads per CTA", t.threads);
   const std::int64_t limit = hw.sm.smem_per_cta_max_bytes.value;
-  if (req.pipeline_stages != 0) {
-    t.pipeline_stages = req.pipeline_stages;
+  const std::int64_t chunks = ceil_div(p.k, t.bk);
+  if (t.split_k > chunks) {
+    throw ConfigError(fmt::format("GEMM {}: split-K {} exceeds the {} K chunks of {}", p.name,
+                                  t.split_k, chunks, t.bk));
+  }
+  // Splits of whole chunks: ceil(chunks / split) each, so a split that would be left with none
+  // is not one.
+  t.split_k = static_cast<int>(ceil_div(chunks, ceil_div(chunks, std::max(1, t.split_k))));
+  if (stages != 0) {
+    t.pipeline_stages = stages;
     check_positive("pipeline stages", t.pipeline_stages);
+  } else if (t.instruction == TensorInstruction::wgmma) {
+    // cuBLAS's nvjet kernels fill shared memory with stages, less an epilogue buffer: their names
+    // in the layer suites give 2-16 stages, each the most that fit in 227 KiB less 16 KiB.
+    GemmTiling one_stage = t;
+    one_stage.pipeline_stages = 1;
+    t.pipeline_stages = static_cast<int>(std::clamp<std::int64_t>(
+        (limit - kEpilogueSmemBytes) / gemm_smem_bytes(one_stage, p.dtype), 1, kMaxHopperStages));
   } else {
     // cuBLAS fills shared memory with stages; four 128 x 128 x 64 bf16 stages (128 KiB) fit on
     // the A100 and the H100 alike.
@@ -176,10 +220,66 @@ GemmTiling resolve_gemm_tiling(const HardwareProfile& hw, const GemmProblem& p,
   return t;
 }
 
+}  // namespace
+
+GemmTiling resolve_gemm_tiling(const HardwareProfile& hw, const GemmProblem& p,
+                               const GemmTilingRequest& req) {
+  GemmTiling t;
+  if (req.group_m < 0) {
+    throw ConfigError(
+        fmt::format("GEMM M-tile group must be 0 (the default) or positive, got {}", req.group_m));
+  }
+  if (req.cluster_m < 0) {
+    throw ConfigError(fmt::format(
+        "GEMM cluster along M must be 0 (the default) or positive, got {}", req.cluster_m));
+  }
+  if (req.split_k < 0) {
+    throw ConfigError(
+        fmt::format("GEMM split-K must be 0 (the default) or positive, got {}", req.split_k));
+  }
+  // A GPU without wgmma (Ampere: its profile gives no wgmma latency) runs mma.sync.
+  t.instruction = hw.compute.wgmma_latency_cycles.value > 0 ? TensorInstruction::wgmma
+                                                            : TensorInstruction::mma_sync;
+  // cuBLAS's persistent Hopper kernels walk their tiles in swizzled groups: with 8 M tiles a
+  // group, the layer suites' 8192-token GEMMs read 0.9-1.5x the DRAM bytes measured, against
+  // 1.5-3.6x with the M tile fastest over the whole of M (CALIBRATION.md, "Tiles that fill the
+  // GPU").
+  if (t.instruction == TensorInstruction::wgmma) t.group_m = 8;
+  if (req.group_m != 0) t.group_m = req.group_m;
+  if (req.bk != 0) t.bk = req.bk;
+  if (req.threads != 0) t.threads = req.threads;
+  if (req.cluster_m != 0) t.cluster_m = req.cluster_m;
+  if (t.instruction == TensorInstruction::wgmma && req.bm == 0 && req.bn == 0 && req.split_k == 0) {
+    check_positive("K chunk (BK)", t.bk);
+    const GemmTimer engine_time = [&](const GemmChoice& c) {
+      GemmTiling x = t;
+      x.bm = c.bm;
+      x.bn = c.bn;
+      x.cluster_m = req.cluster_m != 0 ? req.cluster_m : c.cluster_m;
+      x.split_k = c.split_k;
+      EngineOptions boost;
+      boost.sm_clock_mhz = hw.sm.boost_clock_mhz.value;
+      return run_schedule(hw, *make_gemm_schedule(p, completed(hw, p, x, req.pipeline_stages)),
+                          boost)
+          .time_s;
+    };
+    const GemmChoice c = choose_gemm_tiling(hw, p, t.bk, engine_time);
+    t.bm = c.bm;
+    t.bn = c.bn;
+    if (req.cluster_m == 0) t.cluster_m = c.cluster_m;
+    t.split_k = c.split_k;
+  }
+  if (req.bm != 0) t.bm = req.bm;
+  if (req.bn != 0) t.bn = req.bn;
+  if (req.split_k != 0) t.split_k = req.split_k;
+  return completed(hw, p, t, req.pipeline_stages);
+}
+
 std::unique_ptr<Schedule> make_gemm_schedule(const GemmProblem& p, const GemmTiling& t) {
   check_positive("M", p.m);
   check_positive("N", p.n);
   check_positive("K", p.k);
+  check_positive("split-K", t.split_k);
   return std::make_unique<GemmSchedule>(p, t);
 }
 
@@ -192,8 +292,21 @@ GemmBytes gemm_closed_form(const GemmProblem& p, const GemmTiling& t) {
   const std::uint64_t cluster = u(std::max(1, t.cluster_m));
   const std::uint64_t w_reads = (row_tiles + cluster - 1) / cluster;
   b.read = u(p.m) * u(p.k) * eb * col_tiles + u(p.n) * u(p.k) * eb * w_reads;
-  if (p.bias) b.read += u(p.n) * eb * row_tiles;
   b.write = u(p.m) * u(p.n) * eb;
+  const std::uint64_t chunks = u(ceil_div(p.k, t.bk));
+  const std::uint64_t per_split =
+      (chunks + u(std::max(1, t.split_k)) - 1) / u(std::max(1, t.split_k));
+  const std::uint64_t splits = (chunks + per_split - 1) / per_split;
+  if (splits == 1) {
+    if (p.bias) b.read += u(p.n) * eb * row_tiles;
+    return b;
+  }
+  // Each split's fp32 partial, written and read back by the reduction, whose 16-row tiles read
+  // the bias once each.
+  const std::uint64_t partials = splits * u(p.m) * u(p.n) * 4;
+  b.read += partials;
+  b.write += partials;
+  if (p.bias) b.read += u(p.n) * eb * u(ceil_div(p.m, kReduceRows));
   return b;
 }
 

@@ -4,7 +4,9 @@
 // N x K, as torch.nn.Linear stores them. One CTA per BM x BN output tile, the M-tile index
 // fastest (cuBLAS's launch order: CTAs that run together share a W tile column); the K loop is
 // one part per BK chunk: load the X and W chunks to shared memory, one tensor-core product;
-// Y is stored once at the end.
+// Y is stored once at the end. Split K ways (split-K), each output tile is S CTAs, each over
+// 1/S of K, that store fp32 partial tiles; a second kernel sums them into Y (cuBLAS's
+// splitKreduce_kernel).
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -37,6 +39,9 @@ struct GemmTiling {
   // loads 1/cluster_m of every W chunk and the copy engine delivers it to all of them, so W is
   // read from L2 once per cluster instead of once per CTA. 1: no multicast.
   int cluster_m = 1;
+  // CTAs per output tile, each over 1/split_k of K (at most one per K chunk); > 1 adds the
+  // reduction kernel.
+  int split_k = 1;
 };
 
 /// Overrides of the default tiling; fields left out keep the default.
@@ -46,14 +51,18 @@ struct GemmTilingRequest {
   int pipeline_stages = 0;
   std::int64_t group_m = 0;  // 0: M tile fastest over the whole of M
   int cluster_m = 0;         // 0: the default (GemmTiling::cluster_m)
+  int split_k = 0;           // 0: the default
 };
 
-/// The tiling a GEMM runs with on `hw`: 128 x 128 x 64 tiles, 128 threads, wgmma where the GPU has
-/// it (Hopper) and mma.sync elsewhere, as many pipeline stages (up to 4) as shared memory holds.
-/// On Hopper with M of 128 or more (prefill), the tiles cuBLAS picked for the calibration half of
-/// the layer suite (cuda_validate/measurements/CALIBRATION.md, "GEMMs as cuBLAS runs them"):
-/// 128 rows of M by 192 of N, clusters of 2 along M sharing W by multicast.
-/// Throws ConfigError when a requested tile is not positive, or one stage does not fit.
+/// The tiling a GEMM runs with on `hw`. Without wgmma (Ampere): 128 x 128 x 64 tiles, 128 threads,
+/// mma.sync, as many pipeline stages (up to 4) as shared memory holds, the M tile fastest.
+/// On Hopper, cuBLAS's nvjet kernels as the layer suites measured them (cuda_validate/
+/// measurements/CALIBRATION.md, "GEMMs as cuBLAS runs them", "Tiles that fill the GPU"): the
+/// tile, cluster and split-K of choose_gemm_tiling() (transformer/gemm_tile_choice.hpp) unless
+/// requested, K chunks of 64, stages filling shared memory less a 16 KiB epilogue buffer (at most
+/// 16), and CTAs walked in groups of 8 M tiles.
+/// Throws ConfigError when a requested tile is not positive, one stage does not fit, or the split
+/// exceeds the K chunks.
 GemmTiling resolve_gemm_tiling(const HardwareProfile& hw, const GemmProblem& p,
                                const GemmTilingRequest& req = {});
 
@@ -66,7 +75,8 @@ std::unique_ptr<Schedule> make_gemm_schedule(const GemmProblem& p, const GemmTil
 /// HBM bytes of the schedule in the two-level model (L2 off), written from the dataflow, not from
 /// the schedule: each output tile reads its rows of X and of W in full, so X is read once per
 /// column of tiles (ceil(N / BN)) and W once per row of tiles (ceil(M / BM)); Y is written once;
-/// the bias, once per row of tiles.
+/// the bias, once per row of tiles. Split K ways, each split writes its fp32 partial of Y and the
+/// reduction reads them all back, with the bias once per row of its 16-row tiles.
 struct GemmBytes {
   std::uint64_t read = 0, write = 0;
 };

@@ -90,9 +90,22 @@ struct LaunchSpec {
   Sourced<double> kernel_overhead_us;  // launch-to-first-CTA plus drain, per kernel
 };
 
-/// Board power as a function of the SM clock and the work per second (sim/hardware/power_model.hpp): the
-/// clock a run is timed at, when none is given, is the highest up to the boost clock whose power
-/// stays within the limit. Optional: a profile without a `power:` section has no cap.
+/// Kernels replayed from a CUDA graph (serving engines replay theirs; `iosim layer` times its ops
+/// so): the gap a kernel with work adds between its predecessor's end and its own, replayed from
+/// a graph and launched from a stream, measured with the same kernels. A graph changes only that
+/// gap (the GPU front end has the next node before the previous ends): a replayed kernel costs
+/// launch.kernel_overhead_us less the difference. Optional: without it, graph replays cost
+/// launch.kernel_overhead_us per kernel.
+struct CudaGraphSpec {
+  bool present = false;
+  Sourced<double> kernel_gap_us;
+  Sourced<double> stream_kernel_gap_us;
+};
+
+/// Board power as a function of the SM clock and the work per second
+/// (sim/hardware/power_model.hpp): the clock a run is timed at, when none is given, is the highest
+/// up to the boost clock whose power stays within the limit. Optional: a profile without a `power:`
+/// section has no cap.
 struct PowerSpec {
   bool present = false;
   Sourced<double> limit_w;   // the board's power limit (enforced by lowering the SM clock)
@@ -123,7 +136,8 @@ struct HardwareProfile {
   L2Spec l2;
   HbmSpec hbm;
   LaunchSpec launch;
-  PowerSpec power;  // power.present false: no power limit is modelled
+  PowerSpec power;           // power.present false: no power limit is modelled
+  CudaGraphSpec cuda_graph;  // cuda_graph.present false: no graph replay figure
 
   /// Peak tensor-core FLOP/s for operands of `dtype` at the boost clock.
   double tensor_flops_per_s(Dtype dtype) const;

@@ -112,6 +112,13 @@ void profile_yaml::validate(const HardwareProfile& p, Reader& reader) {
   at_most("l2.hit_latency_cycles", l2.hit_latency_cycles.value, 1e6, "a million cycles");
   at_most("hbm.latency_ns", hbm.latency_ns.value, 1e6, "a millisecond");
   at_most("launch.kernel_overhead_us", p.launch.kernel_overhead_us.value, 1e6, "a second");
+  if (p.cuda_graph.present) {
+    non_negative("cuda_graph.kernel_gap_us", p.cuda_graph.kernel_gap_us.value);
+    at_most("cuda_graph.kernel_gap_us", p.cuda_graph.kernel_gap_us.value, 1e6, "a second");
+    non_negative("cuda_graph.stream_kernel_gap_us", p.cuda_graph.stream_kernel_gap_us.value);
+    at_most("cuda_graph.stream_kernel_gap_us", p.cuda_graph.stream_kernel_gap_us.value, 1e6,
+            "a second");
+  }
   // The L2 model keeps a few bytes per sector: 1-byte sectors made 1.6 GB a point. GPUs use
   // 32-byte sectors; a line is a few of them.
   if (l2.sector_bytes.value > 0 && l2.sector_bytes.value < 16) {

@@ -72,6 +72,10 @@ HardwareProfile read_profile(const YAML::Node& root, Reader& reader) {
   read_section(reader, root, "launch", kLaunchFields, profile.launch);
   profile.power.present = root.IsMap() && root["power"].IsDefined();
   if (profile.power.present) read_section(reader, root, "power", kPowerFields, profile.power);
+  profile.cuda_graph.present = root.IsMap() && root["cuda_graph"].IsDefined();
+  if (profile.cuda_graph.present) {
+    read_section(reader, root, "cuda_graph", kCudaGraphFields, profile.cuda_graph);
+  }
   // Values are checked once every key reads: a missing or unreadable one would look like a 0.
   if (reader.ok()) validate(profile, reader);
   reader.throw_if_any();

@@ -81,6 +81,11 @@ inline const std::array<Field<LaunchSpec>, 1> kLaunchFields{{
     {"kernel_overhead_us", &LaunchSpec::kernel_overhead_us},
 }};
 
+inline const std::array<Field<CudaGraphSpec>, 2> kCudaGraphFields{{
+    {"kernel_gap_us", &CudaGraphSpec::kernel_gap_us},
+    {"stream_kernel_gap_us", &CudaGraphSpec::stream_kernel_gap_us},
+}};
+
 inline const std::array<Field<PowerSpec>, 11> kPowerFields{{
     {"limit_w", &PowerSpec::limit_w},
     {"static_w", &PowerSpec::static_w},
@@ -95,10 +100,10 @@ inline const std::array<Field<PowerSpec>, 11> kPowerFields{{
     {"hbm_pj_per_byte", &PowerSpec::hbm_pj_per_byte},
 }};
 
-inline const std::vector<std::string> kTopKeys{"name", "description", "sm",     "compute",
-                                               "l2",   "hbm",         "launch", "power"};
+inline const std::vector<std::string> kTopKeys{"name", "description", "sm",    "compute",   "l2",
+                                               "hbm",  "launch",      "power", "cuda_graph"};
 // Top-level sections a profile may leave out (all their keys then, or none).
-inline const std::vector<std::string> kOptionalTopKeys{"power"};
+inline const std::vector<std::string> kOptionalTopKeys{"power", "cuda_graph"};
 // The keys every profile has (messages about the top level name these).
 inline const std::vector<std::string> kRequiredTopKeys{"name", "description", "sm",    "compute",
                                                        "l2",   "hbm",         "launch"};
@@ -119,6 +124,7 @@ template <typename F>
 void for_each_known_section(F&& f) {
   for_each_section(f);
   f("power", kPowerFields);
+  f("cuda_graph", kCudaGraphFields);
 }
 
 template <typename Spec, typename T>

@@ -222,6 +222,7 @@ void CtaInterpreter::compute(const TileOp& op) {
     case ComputeKind::norm_rows:
     case ComputeKind::residual_add:
     case ComputeKind::activation:
+    case ComputeKind::splitk_reduce:
       ensure(false, "compute kind {} has no numeric semantics", static_cast<int>(op.compute));
   }
 }

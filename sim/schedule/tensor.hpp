@@ -47,6 +47,9 @@ enum class TensorId : std::uint8_t {
   Y,
   R,
   bias,
+  // Split-K GEMMs: the fp32 partial outputs [split][M][N] each K slice's CTAs write to a
+  // workspace, which a reduction kernel sums into Y (cuBLAS's splitKreduce).
+  Y_partial,
   kCount
 };
 
@@ -59,7 +62,7 @@ inline constexpr std::array<std::string_view, kTensorCount> kTensorNames = {
     "dQ",        "dK",          "dV",          "L", "m",  "l",  "dropout_mask",
     "partial_O", "partial_lse", "block_table", "D", "dP", "dS", "dQaccum",
     "P_drop",    "dKaccum",     "dVaccum",     "X", "W",  "Y",  "R",
-    "bias"};
+    "bias",      "Y_partial"};
 
 /// The vocabulary name of a tensor ("Q", "dropout_mask", ...).
 constexpr std::string_view tensor_name(TensorId t) {

@@ -61,6 +61,7 @@ enum class ComputeKind : std::uint8_t {
   norm_rows,          // Y := norm(X) row by row, scaled by the weight vector W
   residual_add,       // Y := X + R
   activation,         // Y := act(X) or, gated, SiLU(X gate half) * (X up half)
+  splitk_reduce,      // Y := the sum of a split-K GEMM's Y_partial slices (+ bias)
 };
 
 /// A rectangle of one matrix of a tensor: rows [row0, row0+rows), cols [col0, col0+cols).

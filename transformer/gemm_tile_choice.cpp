@@ -1,0 +1,109 @@
+#include "transformer/gemm_tile_choice.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "algorithms/algorithm.hpp"
+#include "sim/engine/rates.hpp"
+
+namespace iosim {
+namespace {
+
+constexpr std::int64_t kMaxAccumulators = 128 * 256;  // fp32 accumulators of two warpgroups
+constexpr int kMaxSplit = 16;
+constexpr double kTie = 0.01;        // candidates this close to the best estimate are equal to it
+constexpr std::size_t kTimed = 8;    // candidates timed on the engine
+constexpr double kTimedWaves = 2.0;  // ... where the best needs at most this many waves
+
+}  // namespace
+
+GemmChoice estimate_gemm_tiling(const HardwareProfile& hw, const GemmProblem& p, std::int64_t bm,
+                                std::int64_t bn, std::int64_t bk, int cluster_m, int split_k) {
+  const detail::Rates r(hw, hw.sm.boost_clock_mhz.value, p.dtype, TensorInstruction::wgmma);
+  const double eb = static_cast<double>(dtype_bytes(p.dtype));
+  const std::int64_t tm = ceil_div(p.m, bm), tn = ceil_div(p.n, bn);
+  const std::int64_t chunks = ceil_div(p.k, bk);
+  const std::int64_t per_split = ceil_div(chunks, std::max(1, split_k));
+  const std::int64_t splits = ceil_div(chunks, per_split);
+  const std::int64_t ctas = tm * tn * splits;
+  const double waves = static_cast<double>(ceil_div(ctas, static_cast<std::int64_t>(r.sm_count)));
+  const double rows = static_cast<double>(std::min(bm, p.m));
+  const double cols = static_cast<double>(std::min(bn, p.n));
+  const double kc = static_cast<double>(std::min(per_split * bk, p.k));
+  const double members = static_cast<double>(std::min<std::int64_t>(std::max(1, cluster_m), tm));
+  const double cta_bytes = (rows + cols / members) * kc * eb;
+  const double cta_time = std::max(2.0 * rows * cols * kc * r.per.tensor_flop,
+                                   cta_bytes * r.per.port_byte) +
+                          r.l2_latency_s;  // the pipeline's first chunk
+  const double l2_bytes = static_cast<double>(ctas) * cta_bytes;
+  const double m = static_cast<double>(p.m), n = static_cast<double>(p.n);
+  double hbm_bytes = (m * static_cast<double>(p.k) + n * static_cast<double>(p.k) + m * n) * eb;
+  double reduce = 0.0;
+  if (splits > 1) {
+    // The partials go out and come back through L2 (HBM where they outgrow half of it), then the
+    // reduction kernel's launch and its Y.
+    const double partials = static_cast<double>(splits) * m * n * 4.0;
+    if (partials > 0.5 * static_cast<double>(hw.l2.size_bytes.value)) hbm_bytes += 2.0 * partials;
+    reduce = (partials + m * n * eb) * r.per.l2_byte + r.l2_latency_s + r.launch_s;
+  }
+  GemmChoice c;
+  c.bm = bm;
+  c.bn = bn;
+  c.cluster_m = cluster_m;
+  c.split_k = static_cast<int>(splits);
+  c.l2_bytes = static_cast<std::uint64_t>(l2_bytes);
+  c.sm_fill = static_cast<double>(ctas) / (waves * r.sm_count);
+  c.estimate_s =
+      std::max({waves * cta_time, l2_bytes * r.per.l2_byte, hbm_bytes * r.per.hbm_byte}) +
+      r.hbm_latency_s + reduce;
+  return c;
+}
+
+GemmChoice choose_gemm_tiling(const HardwareProfile& hw, const GemmProblem& p, std::int64_t bk,
+                              const GemmTimer& time) {
+  const std::int64_t limit = hw.sm.smem_per_cta_max_bytes.value;
+  const std::int64_t eb = dtype_bytes(p.dtype);
+  const std::int64_t chunks = ceil_div(p.k, bk);
+  std::vector<GemmChoice> all;
+  for (std::int64_t bm = 8; bm <= 128; bm *= 2) {
+    if (bm / 2 >= p.m && bm > 8) break;  // a tile more than twice M's rows
+    for (std::int64_t bn = 8; bn <= 256; bn += 8) {
+      if (bm % 64 != 0 && bn % 64 != 0) continue;  // wgmma's M is 64 on one side
+      if (bm * bn > kMaxAccumulators) continue;
+      if (2 * (bm + bn) * bk * eb > limit) continue;  // two stages
+      const int cluster = ceil_div(p.m, bm) >= 2 ? 2 : 1;
+      int last_splits = 0;
+      for (int split = 1; split <= std::min<std::int64_t>(kMaxSplit, chunks); ++split) {
+        GemmChoice c = estimate_gemm_tiling(hw, p, bm, bn, bk, cluster, split);
+        if (c.split_k == last_splits) continue;  // the same whole-chunk split as the last
+        last_splits = c.split_k;
+        all.push_back(c);
+      }
+    }
+  }
+  // Ranked: estimates within kTie of the best are equal; then the fullest SMs, the fewest L2
+  // bytes, no split, the earlier candidate (a total order: the choice does not depend on sort).
+  double best = all.front().estimate_s;
+  for (const GemmChoice& c : all) best = std::min(best, c.estimate_s);
+  const auto tied = [&](const GemmChoice& c) { return c.estimate_s <= best * (1.0 + kTie); };
+  std::stable_sort(all.begin(), all.end(), [&](const GemmChoice& a, const GemmChoice& b) {
+    if (tied(a) != tied(b)) return tied(a);
+    if (!tied(a) && a.estimate_s != b.estimate_s) return a.estimate_s < b.estimate_s;
+    if (a.sm_fill != b.sm_fill) return a.sm_fill > b.sm_fill;
+    if (a.l2_bytes != b.l2_bytes) return a.l2_bytes < b.l2_bytes;
+    return a.split_k < b.split_k;
+  });
+  const double waves = static_cast<double>(
+      ceil_div(ceil_div(p.m, all.front().bm) * ceil_div(p.n, all.front().bn) * all.front().split_k,
+               static_cast<std::int64_t>(hw.sm.count.value)));
+  if (!time || waves > kTimedWaves) return all.front();
+  const std::size_t timed = std::min(kTimed, all.size());
+  for (std::size_t i = 0; i < timed; ++i) all[i].engine_s = time(all[i]);
+  std::size_t pick = 0;
+  for (std::size_t i = 1; i < timed; ++i) {
+    if (all[i].engine_s < all[pick].engine_s * (1.0 - kTie)) pick = i;
+  }
+  return all[pick];
+}
+
+}  // namespace iosim
