@@ -16,9 +16,16 @@ after it, none of it calibration (`"set": "sealed"`): one tensor-parallel rank's
 Llama-3-70B (tp 8), Llama-3-8B (tp 2) and Qwen2-7B (tp 2) at 64 (decode at batch 64), 256, 2048
 and 8192 tokens; no whole layer.
 
+With --third-suite, the third suite, predicted by the model both earlier suites calibrated
+(CALIBRATION.md, "Tiles that fill the GPU") and measured after it, none of it calibration
+(`"set": "sealed"`): one rank of Llama-3-70B, Llama-3-8B and Qwen2-7B at tp 4 and Mistral-7B
+whole, at 8 and 32 tokens (decode at batch 8 and 32), 128, 1024 and 3072 tokens (prefill of 1, 1
+and 3 sequences); no whole layer.
+
 Usage (repository root, after a build):
   cuda_validate/layer/predict_blind.py build/iosim h200-sxm-141gb > cuda_validate/measurements/predictions/layer_blind_h200.json
   cuda_validate/layer/predict_blind.py build/iosim h200-sxm-141gb --tp-suite > cuda_validate/measurements/predictions/layer_tp_blind_h200.json
+  cuda_validate/layer/predict_blind.py build/iosim h200-sxm-141gb --third-suite > cuda_validate/measurements/predictions/layer_third_blind_h200.json
 """
 import json
 import subprocess
@@ -29,6 +36,9 @@ TP_MODELS = [("llama-3-70b", 8), ("llama-3-8b", 2), ("qwen2-7b", 2)]
 # (phase, batch, seq): tokens M = batch x seq for prefill, batch for decode.
 POINTS = [("prefill", 1, 512), ("prefill", 1, 4096), ("decode", 1, 8192), ("decode", 16, 8192)]
 TP_POINTS = [("decode", 64, 8192), ("prefill", 1, 256), ("prefill", 1, 2048), ("prefill", 4, 2048)]
+THIRD_MODELS = [("llama-3-70b", 4), ("llama-3-8b", 4), ("qwen2-7b", 4), ("mistral-7b", 1)]
+THIRD_POINTS = [("decode", 8, 8192), ("decode", 32, 8192), ("prefill", 1, 128), ("prefill", 1, 1024),
+                ("prefill", 3, 1024)]
 LAYERS = [("prefill", 1, 4096), ("prefill", 16, 4096), ("decode", 1, 8192), ("decode", 16, 8192)]
 
 
@@ -49,12 +59,14 @@ def held_out(m):
 
 
 def main():
-    args = [a for a in sys.argv[1:] if a != "--tp-suite"]
-    tp_suite = len(args) < len(sys.argv) - 1
-    if len(args) != 2:
+    args = [a for a in sys.argv[1:] if a not in ("--tp-suite", "--third-suite")]
+    third = "--third-suite" in sys.argv[1:]
+    tp_suite = "--tp-suite" in sys.argv[1:] or third  # sealed, no whole layer
+    if len(args) != 2 or len(args) < len(sys.argv) - 2:
         sys.exit(__doc__)
     iosim, profile = args
-    models, points = (TP_MODELS, TP_POINTS) if tp_suite else (MODELS, POINTS)
+    models, points = ((THIRD_MODELS, THIRD_POINTS) if third else
+                      (TP_MODELS, TP_POINTS) if tp_suite else (MODELS, POINTS))
     version = subprocess.run([iosim, "--version"], capture_output=True, text=True).stdout.strip()
     commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
     gemms, seen = [], set()
