@@ -47,8 +47,13 @@ void check_kernel_or_algo(const CLI::App& cmd) {
       kernel->as<std::string>(), algo->as<std::string>()));
 }
 
-void add_kvcache_flags(CLI::App& cmd, KvCacheFlags& f) {
-  for (const KvCacheFlag& flag : kvcache_flags()) {
+namespace {
+
+// Adds the flags of `table` (entries with name, help, field, required, show_default) to `cmd`,
+// bound to `f`.
+template <class Table, class Flags>
+void add_table_flags(CLI::App& cmd, const Table& table, Flags& f) {
+  for (const auto& flag : table) {
     std::visit(
         [&](auto field) {
           CLI::Option* o = cmd.add_option(flag.name, f.*field, flag.help);
@@ -57,6 +62,16 @@ void add_kvcache_flags(CLI::App& cmd, KvCacheFlags& f) {
         },
         flag.field);
   }
+}
+
+}  // namespace
+
+void add_kvcache_flags(CLI::App& cmd, KvCacheFlags& f) {
+  add_table_flags(cmd, kvcache_flags(), f);
+}
+
+void add_layer_flags(CLI::App& cmd, LayerFlags& f) {
+  add_table_flags(cmd, layer_flags(), f);
 }
 
 }  // namespace iosim::cli
