@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
+#include "api/sweep.hpp"
 #include "sim/base/errors.hpp"
 #include "sim/hardware/profile.hpp"
 
@@ -95,6 +98,75 @@ LayerRequest to_layer_request(const LayerFlags& f, const std::set<std::string>& 
 LayerReport run_layer(const LayerFlags& f, const std::set<std::string>& given) {
   const LayerRequest req = to_layer_request(f, given);
   return simulate_layer(load_profile(f.profile), req);
+}
+
+const std::vector<std::string>& layer_axis_flags() {
+  static const std::vector<std::string> axes = {"--batch", "--seq", "--context"};
+  return axes;
+}
+
+LayerSweep layer_sweep(const LayerFlags& base, const std::map<std::string, std::string>& lists) {
+  const std::vector<std::string>& axis_flags = layer_axis_flags();
+  for (const auto& [flag, text] : lists) {
+    if (std::find(axis_flags.begin(), axis_flags.end(), flag) == axis_flags.end()) {
+      throw ConfigError(fmt::format("{} '{}': {} takes one value, not a list", flag, text, flag));
+    }
+  }
+  LayerFlags one = base;  // the axes of one value set
+  std::vector<std::int64_t LayerFlags::*> fields;
+  std::vector<std::vector<std::int64_t>> axis_values;
+  LayerSweep sweep;
+  for (const std::string& flag : axis_flags) {
+    const auto it = lists.find(flag);
+    if (it == lists.end()) continue;
+    std::vector<std::int64_t> values = parse_int_values(flag, it->second);
+    const auto entry = std::find_if(layer_flags().begin(), layer_flags().end(),
+                                    [&](const LayerFlag& f) { return f.name == flag; });
+    if (entry == layer_flags().end() ||
+        !std::holds_alternative<std::int64_t LayerFlags::*>(entry->field)) {
+      throw InternalError(
+          fmt::format("layer axis {} is not an integer flag of layer_flags()", flag));
+    }
+    const auto field = std::get<std::int64_t LayerFlags::*>(entry->field);
+    if (values.size() == 1) {
+      one.*field = values.front();
+      continue;
+    }
+    sweep.axes.push_back(flag);
+    fields.push_back(field);
+    axis_values.push_back(std::move(values));
+  }
+  std::vector<std::size_t> sizes;
+  for (const auto& v : axis_values) sizes.push_back(v.size());
+  for_each_combination(sizes, [&](const std::vector<std::size_t>& at) {
+    LayerFlags point = one;
+    std::vector<std::int64_t> values;
+    for (std::size_t a = 0; a < at.size(); ++a) {
+      point.*fields[a] = axis_values[a][at[a]];
+      values.push_back(axis_values[a][at[a]]);
+    }
+    sweep.points.push_back(point);
+    sweep.values.push_back(std::move(values));
+  });
+  return sweep;
+}
+
+LayerSweepRun run_layer_sweep(const LayerSweep& sweep, const std::set<std::string>& given) {
+  LayerSweepRun run;
+  run.axes = sweep.axes;
+  run.values = sweep.values;
+  if (sweep.points.empty()) return run;
+  // The points differ in their axes alone: one model and one profile for all.
+  const LayerRequest first = to_layer_request(sweep.points.front(), given);
+  const HardwareProfile profile = load_profile(sweep.points.front().profile);
+  for (const LayerFlags& p : sweep.points) {
+    LayerRequest req = first;
+    req.batch = p.batch;
+    req.seq = p.seq;
+    req.context = p.context;
+    run.reports.push_back(simulate_layer(profile, req));
+  }
+  return run;
 }
 
 }  // namespace iosim

@@ -3,6 +3,7 @@
 // cli/flag_options.hpp) and the Python package (python/iosim_module.cpp), so that both check and
 // default them alike.
 #include <cstdint>
+#include <map>
 #include <set>
 #include <string>
 #include <variant>
@@ -50,5 +51,32 @@ LayerRequest to_layer_request(const LayerFlags& f, const std::set<std::string>& 
 /// Checks the flags, loads the model and the profile and simulates the layer and the step
 /// (simulate_layer()). Throws ConfigError naming a bad flag.
 LayerReport run_layer(const LayerFlags& f, const std::set<std::string>& given);
+
+/// The flags of `iosim layer` that the CLI takes as lists ("512,1024", or a range as in
+/// api/sweep.hpp: "512:4096:x2"): the sweep axes, in the order the points vary (the last
+/// fastest).
+const std::vector<std::string>& layer_axis_flags();
+
+/// A sweep of `iosim layer`: one LayerFlags per point of the cartesian product of the axis
+/// flags' lists.
+struct LayerSweep {
+  std::vector<std::string> axes;                  // the flags given more than one value ("--seq")
+  std::vector<LayerFlags> points;                 // the last axis varying fastest
+  std::vector<std::vector<std::int64_t>> values;  // values[i][a]: axis a's value at point i
+};
+
+/// The points of `base` with each flag of `lists` (an axis flag -> its text) set to each of its
+/// values. Throws ConfigError naming the flag of a list with an empty value, a repeat or a value
+/// that is not a decimal integer, or of a flag that is not an axis.
+LayerSweep layer_sweep(const LayerFlags& base, const std::map<std::string, std::string>& lists);
+
+/// The layer runs of a sweep's points, reading the model and the profile once (run_layer()'s
+/// checks). `given` as for run_layer().
+struct LayerSweepRun {
+  std::vector<std::string> axes;                  // as LayerSweep's
+  std::vector<std::vector<std::int64_t>> values;  // as LayerSweep's
+  std::vector<LayerReport> reports;               // one per point, in point order
+};
+LayerSweepRun run_layer_sweep(const LayerSweep& sweep, const std::set<std::string>& given);
 
 }  // namespace iosim

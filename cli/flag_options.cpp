@@ -49,29 +49,38 @@ void check_kernel_or_algo(const CLI::App& cmd) {
 
 namespace {
 
-// Adds the flags of `table` (entries with name, help, field, required, show_default) to `cmd`,
+// Adds one flag of a table (an entry with name, help, field, required, show_default) to `cmd`,
 // bound to `f`.
-template <class Table, class Flags>
-void add_table_flags(CLI::App& cmd, const Table& table, Flags& f) {
-  for (const auto& flag : table) {
-    std::visit(
-        [&](auto field) {
-          CLI::Option* o = cmd.add_option(flag.name, f.*field, flag.help);
-          if (flag.required) o->required();
-          if (flag.show_default && !flag.required) o->capture_default_str();
-        },
-        flag.field);
-  }
+template <class Flag, class Flags>
+void add_table_flag(CLI::App& cmd, const Flag& flag, Flags& f) {
+  std::visit(
+      [&](auto field) {
+        CLI::Option* o = cmd.add_option(flag.name, f.*field, flag.help);
+        if (flag.required) o->required();
+        if (flag.show_default && !flag.required) o->capture_default_str();
+      },
+      flag.field);
 }
 
 }  // namespace
 
 void add_kvcache_flags(CLI::App& cmd, KvCacheFlags& f) {
-  add_table_flags(cmd, kvcache_flags(), f);
+  for (const KvCacheFlag& flag : kvcache_flags()) add_table_flag(cmd, flag, f);
 }
 
-void add_layer_flags(CLI::App& cmd, LayerFlags& f) {
-  add_table_flags(cmd, layer_flags(), f);
+void add_layer_flags(CLI::App& cmd, LayerFlags& f, std::map<std::string, std::string>& lists) {
+  const std::vector<std::string>& axes = layer_axis_flags();
+  for (const LayerFlag& flag : layer_flags()) {
+    if (std::find(axes.begin(), axes.end(), flag.name) == axes.end()) {
+      add_table_flag(cmd, flag, f);
+      continue;
+    }
+    CLI::Option* o =
+        cmd.add_option(flag.name, lists[flag.name],
+                       flag.help + "; a list (512,1024) or range (512:4096:x2) sweeps it");
+    o->type_name("INT[,INT...]");
+    if (flag.required) o->required();
+  }
 }
 
 }  // namespace iosim::cli

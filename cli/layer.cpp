@@ -1,12 +1,18 @@
 // `iosim layer`: one transformer layer (and the whole step) of a model, attention beside the GEMMs
-// and elementwise ops around it. The flags and the simulation are api/layer_flags.cpp's and
-// api/layer.cpp's; this file adds the output flags and writes.
+// and elementwise ops around it, at one point or over lists of --batch, --seq and --context. The
+// flags, the sweep and the simulation are api/layer_flags.cpp's and api/layer.cpp's; this file
+// adds the output flags and writes.
+#include <fmt/format.h>
+
 #include <iostream>
+#include <map>
 #include <memory>
 
 #include "cli/commands.hpp"
 #include "cli/flag_options.hpp"
 #include "cli/format_flag.hpp"
+#include "cli/output_file.hpp"
+#include "reports/layer_page.hpp"
 #include "reports/layer_writers.hpp"
 #include "sim/base/json_text.hpp"
 
@@ -15,6 +21,8 @@ namespace {
 
 struct LayerOutput {
   FormatFlag format{{"table", "json", "csv"}};
+  std::string html;
+  std::map<std::string, std::string> lists;  // the axis flags' texts, "512,1024"
 };
 
 }  // namespace
@@ -24,21 +32,42 @@ Action add_layer_command(CLI::App& app) {
       "layer", "one transformer layer and the whole step: attention beside the GEMMs around it");
   auto f = std::make_shared<LayerFlags>();
   auto out = std::make_shared<LayerOutput>();
-  add_layer_flags(*cmd, *f);
+  add_layer_flags(*cmd, *f, out->lists);
   out->format.add_to(*cmd);
+  cmd->add_option("--html", out->html,
+                  "also write a page: time per op stacked at each point, and the roofline of every "
+                  "op of every point")
+      ->check(output_file_name());
   return [f, out, cmd] {
     const std::string& format = out->format.checked();
     std::set<std::string> given;
     for (const LayerFlag& flag : layer_flags()) {
       if (cmd->count(flag.name) > 0) given.insert(flag.name);
     }
-    const LayerReport rep = run_layer(*f, given);
+    std::map<std::string, std::string> lists;
+    for (const auto& [flag, text] : out->lists) {
+      if (given.count(flag) > 0) lists.emplace(flag, text);
+    }
+    const LayerSweep sweep = layer_sweep(*f, lists);
+    if (!out->html.empty()) {
+      // The files the run reads, which --html must not replace.
+      check_output_folder("--html", out->html);
+      check_not_an_input("--html", out->html, {f->model, f->profile, f->kernel});
+    }
+    const LayerSweepRun run = run_layer_sweep(sweep, given);
+    if (!out->html.empty()) {
+      write_file_atomically(out->html, layer_sweep_html(run));
+      std::cerr << fmt::format("iosim layer: wrote {}\n", out->html);
+    }
     if (format == "json") {
-      std::cout << json_text(layer_to_json(rep), 2) << "\n";
+      // One document a point: indented for one, a line each (JSON Lines) for several.
+      for (const LayerReport& rep : run.reports) {
+        std::cout << json_text(layer_to_json(rep), run.reports.size() == 1 ? 2 : -1) << "\n";
+      }
     } else if (format == "csv") {
-      std::cout << layer_csv(rep);
+      std::cout << layer_sweep_csv(run);
     } else {
-      std::cout << layer_table(rep);
+      std::cout << layer_sweep_table(run);
     }
     return 0;
   };
