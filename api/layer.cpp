@@ -160,6 +160,8 @@ LayerReport simulate_layer(const HardwareProfile& profile, const LayerRequest& r
   rep.profile = hw.name;
   rep.request = r;
   rep.tokens = prefill ? r.batch * r.seq : r.batch;
+  rep.tensor_peak_tflops = hw.tensor_flops_per_s(dtype) / 1e12;
+  rep.hbm_peak_gbps = hw.hbm.bandwidth_gbps.value;
   std::int64_t seq_kv = r.context > 0 ? r.context : r.seq;
   if (prefill && seq_kv < r.seq) {
     throw ConfigError(

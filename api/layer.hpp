@@ -66,6 +66,9 @@ struct LayerReport {
   Counters step_total;  // layers x layer + tail
   double step_time_s = 0.0;
   std::vector<std::string> notes;  // what the model leaves out
+  // The roofs of a roofline of the ops, at the boost clock (each op runs at its own clock).
+  double tensor_peak_tflops = 0.0;  // the tensor cores' at the request's dtype
+  double hbm_peak_gbps = 0.0;
 };
 
 /// Simulates one layer and the step. Throws ConfigError on a bad request: a size that is not

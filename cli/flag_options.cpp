@@ -47,15 +47,39 @@ void check_kernel_or_algo(const CLI::App& cmd) {
       kernel->as<std::string>(), algo->as<std::string>()));
 }
 
+namespace {
+
+// Adds one flag of a table (an entry with name, help, field, required, show_default) to `cmd`,
+// bound to `f`.
+template <class Flag, class Flags>
+void add_table_flag(CLI::App& cmd, const Flag& flag, Flags& f) {
+  std::visit(
+      [&](auto field) {
+        CLI::Option* o = cmd.add_option(flag.name, f.*field, flag.help);
+        if (flag.required) o->required();
+        if (flag.show_default && !flag.required) o->capture_default_str();
+      },
+      flag.field);
+}
+
+}  // namespace
+
 void add_kvcache_flags(CLI::App& cmd, KvCacheFlags& f) {
-  for (const KvCacheFlag& flag : kvcache_flags()) {
-    std::visit(
-        [&](auto field) {
-          CLI::Option* o = cmd.add_option(flag.name, f.*field, flag.help);
-          if (flag.required) o->required();
-          if (flag.show_default && !flag.required) o->capture_default_str();
-        },
-        flag.field);
+  for (const KvCacheFlag& flag : kvcache_flags()) add_table_flag(cmd, flag, f);
+}
+
+void add_layer_flags(CLI::App& cmd, LayerFlags& f, std::map<std::string, std::string>& lists) {
+  const std::vector<std::string>& axes = layer_axis_flags();
+  for (const LayerFlag& flag : layer_flags()) {
+    if (std::find(axes.begin(), axes.end(), flag.name) == axes.end()) {
+      add_table_flag(cmd, flag, f);
+      continue;
+    }
+    CLI::Option* o =
+        cmd.add_option(flag.name, lists[flag.name],
+                       flag.help + "; a list (512,1024) or range (512:4096:x2) sweeps it");
+    o->type_name("INT[,INT...]");
+    if (flag.required) o->required();
   }
 }
 

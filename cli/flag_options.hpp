@@ -1,12 +1,14 @@
 #pragma once
-// The flag tables of api/run_flags.hpp and api/kvcache_flags.hpp as CLI11 options: what the
-// command adds to them (parsing, --help's defaults, required flags) and nothing the Python
-// package needs.
+// The flag tables of api/run_flags.hpp, api/kvcache_flags.hpp and api/layer_flags.hpp as CLI11
+// options: what the command adds to them (parsing, --help's defaults, required flags) and nothing
+// the Python package needs.
 #include <CLI/CLI.hpp>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "api/kvcache_flags.hpp"
+#include "api/layer_flags.hpp"
 #include "api/run_flags.hpp"
 
 namespace iosim::cli {
@@ -25,5 +27,9 @@ void check_kernel_or_algo(const CLI::App& cmd);
 
 /// Adds kvcache_flags() to `cmd`, bound to `f`.
 void add_kvcache_flags(CLI::App& cmd, KvCacheFlags& f);
+
+/// Adds layer_flags() to `cmd`, bound to `f`; the axis flags (layer_axis_flags()) are read as
+/// text into `lists` (flag -> text) instead, for layer_sweep().
+void add_layer_flags(CLI::App& cmd, LayerFlags& f, std::map<std::string, std::string>& lists);
 
 }  // namespace iosim::cli

@@ -1,25 +1,28 @@
 // `iosim layer`: one transformer layer (and the whole step) of a model, attention beside the GEMMs
-// and elementwise ops around it. The simulation is api/layer.cpp's; this file parses the flags
-// and writes.
-#include "api/layer.hpp"
+// and elementwise ops around it, at one point or over lists of --batch, --seq and --context. The
+// flags, the sweep and the simulation are api/layer_flags.cpp's and api/layer.cpp's; this file
+// adds the output flags and writes.
+#include <fmt/format.h>
 
 #include <iostream>
+#include <map>
 #include <memory>
 
 #include "cli/commands.hpp"
+#include "cli/flag_options.hpp"
 #include "cli/format_flag.hpp"
+#include "cli/output_file.hpp"
+#include "reports/layer_page.hpp"
 #include "reports/layer_writers.hpp"
-#include "sim/base/errors.hpp"
 #include "sim/base/json_text.hpp"
-#include "sim/hardware/profile.hpp"
 
 namespace iosim::cli {
 namespace {
 
-struct LayerFlags {
-  std::string model, phase = "prefill", profile = "h100-sxm5-80gb", l2 = "on";
-  LayerRequest request;
+struct LayerOutput {
   FormatFlag format{{"table", "json", "csv"}};
+  std::string html;
+  std::map<std::string, std::string> lists;  // the axis flags' texts, "512,1024"
 };
 
 }  // namespace
@@ -28,63 +31,43 @@ Action add_layer_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "layer", "one transformer layer and the whole step: attention beside the GEMMs around it");
   auto f = std::make_shared<LayerFlags>();
-  LayerRequest& r = f->request;
-  cmd->add_option("--model", f->model,
-                  "a built-in model (models/*.yaml: llama-3-8b, llama-3-70b, mistral-7b, "
-                  "qwen2-7b) or a model YAML file")
-      ->required();
-  cmd->add_option("--phase", f->phase, "prefill (default) or decode");
-  cmd->add_option("--batch", r.batch, "sequences (default 1)");
-  cmd->add_option("--seq", r.seq,
-                  "prefill: tokens per sequence; decode: the cached context when --context is "
-                  "left out")
-      ->required();
-  cmd->add_option("--context", r.context, "keys each query attends over (default: --seq)");
-  cmd->add_option("--tp", r.tp, "tensor-parallel ranks dividing heads, K/V heads, MLP width (1)");
-  cmd->add_option("--profile", f->profile, "hardware profile name or YAML file");
-  cmd->add_option("--algo", r.algorithm,
-                  "attention algorithm (default: flash2 for prefill, flash-decoding for decode)");
-  cmd->add_option("--kernel", r.kernel, "attention kernel description (file, preset or inline)");
-  cmd->add_option("--dtype", r.dtype, "fp16 or bf16 (default bf16)");
-  cmd->add_option("--sm-clock-mhz", r.sm_clock_mhz,
-                  "time every op at this SM clock (default: the power model's clock)");
-  cmd->add_option("--l2", f->l2, "on (default) or off: the two-level HBM <-> SRAM model");
-  cmd->add_option("--gemm-bm", r.gemm_tiling.bm, "GEMM output tile rows (default 128)");
-  cmd->add_option("--gemm-bn", r.gemm_tiling.bn,
-                  "GEMM output tile columns (default 128; 192 for M >= 128 on Hopper)");
-  cmd->add_option("--gemm-bk", r.gemm_tiling.bk, "GEMM K chunk (default 64)");
-  cmd->add_option("--gemm-cluster-m", r.gemm_tiling.cluster_m,
-                  "GEMM CTAs per cluster along M sharing each W tile by TMA multicast (default: 2 "
-                  "for M >= 128 on Hopper, else 1)");
-  cmd->add_option("--gemm-group-m", r.gemm_tiling.group_m,
-                  "GEMM CTA order: walk this many M tiles, then the next N tile (default 0: the "
-                  "M tile fastest over the whole of M)");
-  f->format.add_to(*cmd);
-  return [f] {
-    const std::string& format = f->format.checked();
-    LayerRequest req = f->request;
-    if (f->phase == "prefill") {
-      req.phase = LayerPhase::prefill;
-    } else if (f->phase == "decode") {
-      req.phase = LayerPhase::decode;
-    } else {
-      throw ConfigError("--phase " + f->phase + ": expected prefill or decode");
+  auto out = std::make_shared<LayerOutput>();
+  add_layer_flags(*cmd, *f, out->lists);
+  out->format.add_to(*cmd);
+  cmd->add_option("--html", out->html,
+                  "also write a page: time per op stacked at each point, and the roofline of every "
+                  "op of every point")
+      ->check(output_file_name());
+  return [f, out, cmd] {
+    const std::string& format = out->format.checked();
+    std::set<std::string> given;
+    for (const LayerFlag& flag : layer_flags()) {
+      if (cmd->count(flag.name) > 0) given.insert(flag.name);
     }
-    if (f->l2 != "on" && f->l2 != "off")
-      throw ConfigError("--l2 " + f->l2 + ": expected on or off");
-    req.l2_enabled = f->l2 == "on";
-    if (!req.kernel.empty() && !req.algorithm.empty()) {
-      throw ConfigError("--algo and --kernel: give one of them");
+    std::map<std::string, std::string> lists;
+    for (const auto& [flag, text] : out->lists) {
+      if (given.count(flag) > 0) lists.emplace(flag, text);
     }
-    req.model = load_model_config(f->model);
-    const HardwareProfile profile = load_profile(f->profile);
-    const LayerReport rep = simulate_layer(profile, req);
+    const LayerSweep sweep = layer_sweep(*f, lists);
+    if (!out->html.empty()) {
+      // The files the run reads, which --html must not replace.
+      check_output_folder("--html", out->html);
+      check_not_an_input("--html", out->html, {f->model, f->profile, f->kernel});
+    }
+    const LayerSweepRun run = run_layer_sweep(sweep, given);
+    if (!out->html.empty()) {
+      write_file_atomically(out->html, layer_sweep_html(run));
+      std::cerr << fmt::format("iosim layer: wrote {}\n", out->html);
+    }
     if (format == "json") {
-      std::cout << json_text(layer_to_json(rep), 2) << "\n";
+      // One document a point: indented for one, a line each (JSON Lines) for several.
+      for (const LayerReport& rep : run.reports) {
+        std::cout << json_text(layer_to_json(rep), run.reports.size() == 1 ? 2 : -1) << "\n";
+      }
     } else if (format == "csv") {
-      std::cout << layer_csv(rep);
+      std::cout << layer_sweep_csv(run);
     } else {
-      std::cout << layer_table(rep);
+      std::cout << layer_sweep_table(run);
     }
     return 0;
   };

@@ -1,10 +1,10 @@
-// The Python module iosim._iosim: run, sweep, kvcache and validate over the C++ library,
-// in-process. Flags are run's and kvcache's (the tables of api/run_flags.hpp and
-// api/kvcache_flags.hpp, which the CLI reads its flags with too, so their checks and defaults are
-// the CLI's), given as a dict keyed by the flag's name without dashes (seq_kv for --seq-kv).
-// Documents come back as the JSON text the CLI prints; python/iosim/__init__.py turns them into
-// dicts and this module's errors into iosim.ConfigError (bad input) and iosim.InternalError (a
-// bug).
+// The Python module iosim._iosim: run, sweep, kvcache, layer and validate over the C++ library,
+// in-process. Flags are run's, kvcache's and layer's (the tables of api/run_flags.hpp,
+// api/kvcache_flags.hpp and api/layer_flags.hpp, which the CLI reads its flags with too, so their
+// checks and defaults are the CLI's), given as a dict keyed by the flag's name without dashes
+// (seq_kv for --seq-kv). Documents come back as the JSON text the CLI prints;
+// python/iosim/__init__.py turns them into dicts and this module's errors into iosim.ConfigError
+// (bad input) and iosim.InternalError (a bug).
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -17,11 +17,13 @@
 #include <vector>
 
 #include "api/kvcache_flags.hpp"
+#include "api/layer_flags.hpp"
 #include "api/run_flags.hpp"
 #include "api/schema_version.hpp"
 #include "api/sweep.hpp"
 #include "api/validation.hpp"
 #include "reports/kvcache_writers.hpp"
+#include "reports/layer_writers.hpp"
 #include "reports/validation_writers.hpp"
 #include "reports/writers.hpp"
 #include "sim/base/errors.hpp"
@@ -233,6 +235,25 @@ std::string kvcache_json(const py::dict& flags) {
   return json_text(kvcache_to_json(run_kvcache(f, given)));
 }
 
+// `iosim layer --format json`'s document for the flags of `flags` ("sm_clock_mhz" ->
+// --sm-clock-mhz).
+std::string layer_json(const py::dict& flags) {
+  LayerFlags f;
+  std::set<std::string> given;
+  for (const auto& item : flags) {
+    // Not a structured binding: the lambda below cannot name one under clang 14.
+    const py::handle k = item.first;
+    const py::handle v = item.second;
+    const std::string key = py::str(k);
+    const LayerFlag& flag = find_flag(layer_flags(), key, {});
+    std::visit([&](auto field) { set_field(f, field, key, v); }, flag.field);
+    given.insert(flag.name);
+  }
+  const InterruptibleCall interruptible;
+  py::gil_scoped_release release;
+  return json_text(layer_to_json(run_layer(f, given)));
+}
+
 std::string validate_json(const std::string& path, const std::string& profile) {
   const InterruptibleCall interruptible;
   py::gil_scoped_release release;
@@ -260,6 +281,7 @@ PYBIND11_MODULE(_iosim, m) {
   m.def("sweep_json_rows", &sweep_json_rows, py::arg("points"), py::arg("jobs") = 0,
         "one run per dict of flags, on threads; each as run_json's text");
   m.def("kvcache_json", &kvcache_json, "`iosim kvcache --format json` for a dict of its flags");
+  m.def("layer_json", &layer_json, "`iosim layer --format json` for a dict of its flags");
   m.def("validate_json", &validate_json, py::arg("path"), py::arg("profile") = "",
         "`iosim validate PATH --format json`");
   m.def("profile_names", &builtin_profile_names, "the built-in profiles");

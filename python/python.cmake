@@ -9,7 +9,8 @@ foreach(lib IN LISTS IOSIM_PY_LIBS)
   target_compile_options(${lib} PRIVATE -fno-semantic-interposition)
 endforeach()
 # The flag tables it reads keyword arguments with are iosim_api's (api/run_flags.hpp,
-# api/kvcache_flags.hpp), the iosim command's too, so that the flags are checked alike.
+# api/kvcache_flags.hpp, api/layer_flags.hpp), the iosim command's too, so that the flags are
+# checked alike.
 pybind11_add_module(_iosim NO_EXTRAS  # no LTO: a quicker build
                     ${PROJECT_SOURCE_DIR}/python/iosim_module.cpp)
 target_compile_options(_iosim PRIVATE ${IOSIM_WARNINGS})

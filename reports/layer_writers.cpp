@@ -154,4 +154,46 @@ std::string layer_csv(const LayerReport& rep) {
   return out;
 }
 
+std::uint64_t layer_hbm_written(const Counters& c) {
+  return hbm_written(c);
+}
+
+std::string layer_sweep_table(const LayerSweepRun& run) {
+  std::string out;
+  for (std::size_t i = 0; i < run.reports.size(); ++i) {
+    if (!run.axes.empty()) {
+      if (i > 0) out += "\n";
+      std::string at;
+      for (std::size_t a = 0; a < run.axes.size(); ++a) {
+        at += fmt::format("{}{} {}", a > 0 ? ", " : "", run.axes[a], run.values[i][a]);
+      }
+      out += fmt::format("== point {} of {}: {}\n", i + 1, run.reports.size(), at);
+    }
+    out += layer_table(run.reports[i]);
+  }
+  return out;
+}
+
+std::string layer_sweep_csv(const LayerSweepRun& run) {
+  std::string prefix_header;
+  for (const std::string& a : run.axes) prefix_header += a.substr(2) + ",";
+  std::string out;
+  for (std::size_t i = 0; i < run.reports.size(); ++i) {
+    std::string prefix;
+    for (std::int64_t v : run.values[i]) prefix += fmt::format("{},", v);
+    const std::string rows = layer_csv(run.reports[i]);
+    // layer_csv's lines, each after the point's values; its header once, first.
+    std::size_t start = 0;
+    for (std::size_t end = rows.find('\n'); end != std::string::npos;
+         start = end + 1, end = rows.find('\n', start)) {
+      if (start == 0) {
+        if (i == 0) out += prefix_header + rows.substr(0, end + 1);
+        continue;
+      }
+      out += prefix + rows.substr(start, end + 1 - start);
+    }
+  }
+  return out;
+}
+
 }  // namespace iosim

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "reports/svg_chart.hpp"
 #include "reports/writers.hpp"
 #include "sim/base/html_text.hpp"
 
@@ -23,7 +24,7 @@ namespace iosim {
 namespace {
 
 // Width of every chart, in SVG units.
-constexpr double kWidth = 1090;
+constexpr double kWidth = kChartWidth;
 constexpr double kMemoryHeight = 250;
 constexpr double kRooflineHeight = 420;
 
@@ -46,12 +47,6 @@ std::string gbps_text(double gbps) {
 
 std::string pct_text(double part, double whole) {
   return fmt::format("{:.1f}%", 100 * share(part, whole));
-}
-
-std::string text(double x, double y, const std::string& s, const char* cls = "",
-                 const char* anchor = "middle") {
-  return fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"{}\"{}>{}</text>\n", x, y,
-                     anchor, *cls ? fmt::format(" class=\"{}\"", cls) : "", esc(s));
 }
 
 // The arrowheads of the memory chart's links.
@@ -86,7 +81,7 @@ std::string link_svg(const Link& l, double x0, double x1, double y_write, double
       "data-peak-fraction=\"{:.6g}\">\n",
       l.id, l.read_bytes, l.write_bytes, share(l.gbps, l.peak_gbps));
   if (l.bypassed) {
-    s += text(mid, (y_write + y_read) / 2 + 4, "bypassed", "small");
+    s += svg_text(mid, (y_write + y_read) / 2 + 4, "bypassed", "small");
     return s + "</g>\n";
   }
   const double width = 1.5 + 6 * std::min(1.0, share(l.gbps, l.peak_gbps));
@@ -98,12 +93,13 @@ std::string link_svg(const Link& l, double x0, double x1, double y_write, double
       "<line class=\"read\" x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" "
       "stroke-width=\"{:.1f}\" marker-end=\"url(#iosim-arrow-read)\"/>\n",
       x1 - 4, y_read, x0 + 4, y_read, width);
-  s += text(mid, y_write - 8, fmt::format("{} {}", l.write_label, bytes_text(l.write_bytes)));
-  s += text(mid, y_read + 18, fmt::format("{} {}", l.read_label, bytes_text(l.read_bytes)));
+  s += svg_text(mid, y_write - 8, fmt::format("{} {}", l.write_label, bytes_text(l.write_bytes)));
+  s += svg_text(mid, y_read + 18, fmt::format("{} {}", l.read_label, bytes_text(l.read_bytes)));
   const double middle = (y_write + y_read) / 2;
-  s += text(mid, middle - 1,
-            fmt::format("{} of {}", pct_text(l.gbps, l.peak_gbps), gbps_text(l.peak_gbps)), "pct");
-  s += text(mid, middle + 13, l.peak_name, "small");
+  s += svg_text(mid, middle - 1,
+                fmt::format("{} of {}", pct_text(l.gbps, l.peak_gbps), gbps_text(l.peak_gbps)),
+                "pct");
+  s += svg_text(mid, middle + 13, l.peak_name, "small");
   return s + "</g>\n";
 }
 
@@ -113,9 +109,9 @@ std::string box_svg(double x, double y, double w, double h, const std::string& n
       "<rect class=\"box{}\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" "
       "rx=\"6\"/>\n",
       off ? " off" : "", x, y, w, h);
-  s += text(x + w / 2, y + 24, name, "box-name");
+  s += svg_text(x + w / 2, y + 24, name, "box-name");
   for (std::size_t i = 0; i < lines.size(); ++i) {
-    s += text(x + w / 2, y + 46 + 17 * static_cast<double>(i), lines[i], "small");
+    s += svg_text(x + w / 2, y + 46 + 17 * static_cast<double>(i), lines[i], "small");
   }
   return s;
 }
@@ -128,10 +124,10 @@ std::string memory_chart(const Report& r) {
   const double box_w = 150, box_h = 120, gap = 150, top = 50;
   const double x[] = {20, 20 + box_w + gap, 20 + 2 * (box_w + gap), 20 + 3 * (box_w + gap)};
   std::string s = arrow_defs();
-  s += text(20, 24,
-            fmt::format("Memory chart: {} in {} at {:.0f} MHz", r.request.algorithm,
-                        human_seconds(r.engine.time_s), r.sm_clock_mhz),
-            "title", "start");
+  s += svg_text(20, 24,
+                fmt::format("Memory chart: {} in {} at {:.0f} MHz", r.request.algorithm,
+                            human_seconds(r.engine.time_s), r.sm_clock_mhz),
+                "title", "start");
   s += box_svg(x[0], top, box_w, box_h, "Registers",
                {"tensor cores", fmt::format("{:.4g} TFLOP/s", a.tensor_tflops),
                 fmt::format("{} of peak", pct_text(a.tensor_tflops, a.tensor_peak_tflops))});
@@ -158,29 +154,21 @@ std::string memory_chart(const Report& r) {
   for (int i = 0; i < 3; ++i) {
     s += link_svg(links[i], x[i] + box_w, x[i + 1], top + 30, top + 95);
   }
-  s += text(20, top + box_h + 40,
-            "Red: toward HBM (writes); blue: toward the registers (reads); thicker: busier. Shared "
-            "memory is written by the tiles loaded into it,",
-            "small", "start");
-  s += text(20, top + box_h + 55,
-            "read by the operands of the warps and tensor cores and by the tiles stored through "
-            "it. Each share: the link's bytes over the run's time",
-            "small", "start");
-  s += text(20, top + box_h + 70,
-            fmt::format("({}) against its bandwidth at {:.0f} MHz (HBM: the datasheet's).",
-                        human_seconds(r.engine.time_s), r.sm_clock_mhz),
-            "small", "start");
+  s += svg_text(
+      20, top + box_h + 40,
+      "Red: toward HBM (writes); blue: toward the registers (reads); thicker: busier. Shared "
+      "memory is written by the tiles loaded into it,",
+      "small", "start");
+  s +=
+      svg_text(20, top + box_h + 55,
+               "read by the operands of the warps and tensor cores and by the tiles stored through "
+               "it. Each share: the link's bytes over the run's time",
+               "small", "start");
+  s += svg_text(20, top + box_h + 70,
+                fmt::format("({}) against its bandwidth at {:.0f} MHz (HBM: the datasheet's).",
+                            human_seconds(r.engine.time_s), r.sm_clock_mhz),
+                "small", "start");
   return s;
-}
-
-// A log10 axis from 10^lo to 10^hi onto [p0, p1].
-struct LogAxis {
-  double lo, hi, p0, p1;
-  double at(double v) const { return p0 + (std::log10(v) - lo) / (hi - lo) * (p1 - p0); }
-};
-
-std::string decade_text(int k) {
-  return fmt::format("{:g}", std::pow(10.0, k));
 }
 
 struct RoofPoint {
@@ -231,46 +219,18 @@ std::string roofline_chart(const Report& r) {
     ymin = std::min(ymin, p.y);
   }
   // Half a decade beyond the points and roofs, a decade under the lowest point's FLOP/s.
-  const LogAxis ax{std::log10(xmin) - 0.5, std::log10(xmax) + 0.5, 80, 720};
-  const LogAxis ay{std::log10(ymin) - 1, std::log10(ymax) + 0.3, 380, 50};
+  const RooflinePlot plot = roofline_plot(xmin, xmax, ymin, ymax);
+  const LogAxis& ax = plot.x;
+  const LogAxis& ay = plot.y;
   std::string s =
-      text(20, 24,
-           fmt::format("Roofline at {:.0f} MHz: tensor-core FLOPs per byte against TFLOP/s",
-                       r.sm_clock_mhz),
-           "title", "start");
-  s += "<clipPath id=\"iosim-plot\"><rect x=\"80\" y=\"50\" width=\"640\" height=\"330\"/>"
-       "</clipPath>\n";
-  for (int k = static_cast<int>(std::ceil(ax.lo)); k <= static_cast<int>(std::floor(ax.hi)); ++k) {
-    const double px = ax.at(std::pow(10.0, k));
-    s += fmt::format("<line class=\"grid\" x1=\"{0:.1f}\" y1=\"50\" x2=\"{0:.1f}\" y2=\"380\"/>\n",
-                     px);
-    s += text(px, 396, decade_text(k), "axis");
-  }
-  for (int k = static_cast<int>(std::floor(ay.hi)); k >= static_cast<int>(std::ceil(ay.lo)); --k) {
-    const double py = ay.at(std::pow(10.0, k));
-    s += fmt::format("<line class=\"grid\" x1=\"80\" y1=\"{0:.1f}\" x2=\"720\" y2=\"{0:.1f}\"/>\n",
-                     py);
-    s += text(74, py + 4, decade_text(k), "axis", "end");
-  }
-  s += "<line class=\"frame\" x1=\"80\" y1=\"380\" x2=\"720\" y2=\"380\"/>\n"
-       "<line class=\"frame\" x1=\"80\" y1=\"50\" x2=\"80\" y2=\"380\"/>\n";
-  s += text(400, 414, "tensor-core FLOPs per byte (log)", "axis");
-  s += fmt::format(
-      "<text x=\"22\" y=\"215\" text-anchor=\"middle\" class=\"axis\" "
-      "transform=\"rotate(-90 22 215)\">TFLOP/s (log)</text>\n");
-  // A bandwidth roof: FLOP/s = bandwidth x intensity up to the ridge, then the compute roof.
-  auto roof = [&](const char* cls, double gbps, double ridge) {
-    const double x0 = std::pow(10.0, ax.lo);
-    return fmt::format(
-        "<polyline class=\"roof {}\" clip-path=\"url(#iosim-plot)\" "
-        "points=\"{:.1f},{:.1f} {:.1f},{:.1f} {:.1f},{:.1f}\"/>\n",
-        cls, ax.at(x0), ay.at(gbps * 1e9 * x0 / 1e12), ax.at(ridge), ay.at(peak), ax.at(ridge),
-        ay.at(peak));
-  };
-  s += roof("hbm", a.hbm_peak_gbps, ridge_hbm);
-  if (l2) s += roof("l2", a.l2_peak_gbps, ridge_l2);
-  s += fmt::format("<polyline class=\"roof compute\" points=\"{:.1f},{:.1f} {:.1f},{:.1f}\"/>\n",
-                   ax.at(std::min(ridge_hbm, ridge_l2)), ay.at(peak), 720.0, ay.at(peak));
+      svg_text(20, 24,
+               fmt::format("Roofline at {:.0f} MHz: tensor-core FLOPs per byte against TFLOP/s",
+                           r.sm_clock_mhz),
+               "title", "start");
+  s += roofline_axes(plot, "tensor-core FLOPs per byte (log)");
+  s += bandwidth_roof(plot, "hbm", a.hbm_peak_gbps, peak);
+  if (l2) s += bandwidth_roof(plot, "l2", a.l2_peak_gbps, peak);
+  s += compute_roof(plot, std::min(ridge_hbm, ridge_l2), peak);
   int n = 0;
   for (const RoofPoint& p : points) {
     const double px = ax.at(p.x), py = ay.at(p.y);
@@ -280,13 +240,13 @@ std::string roofline_chart(const Report& r) {
         px, py, p.colour, p.x, p.y);
     // A number beside each point, the legend's; labels in full would collide (kernels of one
     // run sit close together).
-    s += text(px + 8, py - 7, std::to_string(++n), "pct", "start");
+    s += svg_text(px + 8, py - 7, std::to_string(++n), "pct", "start");
   }
   // The legend: the roofs, then each point's numbers.
   double y = 60;
   const double lx = 740;
   auto legend = [&](const std::string& line, const char* cls) {
-    s += text(lx, y, line, cls, "start");
+    s += svg_text(lx, y, line, cls, "start");
     y += 17;
   };
   legend("Roofs", "box-name");
@@ -302,7 +262,7 @@ std::string roofline_chart(const Report& r) {
     // Two lines: the number and label, then the numbers.
     s += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"4\" fill=\"{}\"/>\n", lx + 4, y - 4,
                      p.colour);
-    s += text(lx + 12, y, fmt::format("{} {}", ++k, p.label), "", "start");
+    s += svg_text(lx + 12, y, fmt::format("{} {}", ++k, p.label), "", "start");
     y += 17;
     legend(fmt::format("  {:.4g} FLOP/B, {:.4g} TFLOP/s ({})", p.x, p.y, pct_text(p.y, peak)),
            "small");
@@ -318,10 +278,11 @@ std::string timeline_chart(const Report& r, double& height) {
   const double total = r.engine.time_s;
   height = top + row * static_cast<double>(r.engine.kernels.size()) + 60;
   auto at = [&](double t) { return left + (right - left) * share(t, total); };
-  std::string s = text(20, 24,
-                       fmt::format("Kernel timeline: {} kernel{} in {}", r.engine.kernels.size(),
-                                   r.engine.kernels.size() == 1 ? "" : "s", human_seconds(total)),
-                       "title", "start");
+  std::string s =
+      svg_text(20, 24,
+               fmt::format("Kernel timeline: {} kernel{} in {}", r.engine.kernels.size(),
+                           r.engine.kernels.size() == 1 ? "" : "s", human_seconds(total)),
+               "title", "start");
   double start = 0;
   double y = top;
   for (const KernelResult& k : r.engine.kernels) {
@@ -334,7 +295,7 @@ std::string timeline_chart(const Report& r, double& height) {
     };
     s += fmt::format("<g class=\"kernel\" data-kernel=\"{}\" data-time-s=\"{:.9g}\">\n",
                      esc(k.spec.name), k.time_s);
-    s += text(left - 8, y + 15, k.spec.name, "", "end");
+    s += svg_text(left - 8, y + 15, k.spec.name, "", "end");
     s += bar("launch", start, start + k.launch_s);
     s += bar("body", start + k.launch_s, end - k.tail_s);
     s += bar("tail", end - k.tail_s, end);
@@ -347,37 +308,31 @@ std::string timeline_chart(const Report& r, double& height) {
             at(start + w), y, y + 22);
       }
     }
-    s += text(left, y + 35,
-              fmt::format("{}: {:.3g} waves of {} CTAs/SM, tail {} ({}), launch {}{}",
-                          human_seconds(k.time_s), k.waves, k.occupancy.ctas_per_sm,
-                          human_seconds(k.tail_s), pct_text(k.tail_s, k.time_s),
-                          human_seconds(k.launch_s),
-                          marks || k.waves < 2 ? "" : " (too many waves to mark)"),
-              "small", "start");
+    s += svg_text(left, y + 35,
+                  fmt::format("{}: {:.3g} waves of {} CTAs/SM, tail {} ({}), launch {}{}",
+                              human_seconds(k.time_s), k.waves, k.occupancy.ctas_per_sm,
+                              human_seconds(k.tail_s), pct_text(k.tail_s, k.time_s),
+                              human_seconds(k.launch_s),
+                              marks || k.waves < 2 ? "" : " (too many waves to mark)"),
+                  "small", "start");
     s += "</g>\n";
     start = end;
     y += row;
   }
   for (int i = 0; i <= 4; ++i) {
     const double t = total * i / 4;
-    s += text(at(t), y + 14, human_seconds(t), "axis");
+    s += svg_text(at(t), y + 14, human_seconds(t), "axis");
   }
-  s += text(left, y + 34,
-            "Grey: launch overhead. Blue: CTAs running; a white mark where each whole wave's worth "
-            "of CTAs has finished.",
-            "small", "start");
-  s += text(left, y + 49,
-            "Orange: the tail, from the first CTA slot left with nothing to start to the last "
-            "CTA's end.",
-            "small", "start");
+  s += svg_text(
+      left, y + 34,
+      "Grey: launch overhead. Blue: CTAs running; a white mark where each whole wave's worth "
+      "of CTAs has finished.",
+      "small", "start");
+  s += svg_text(left, y + 49,
+                "Orange: the tail, from the first CTA slot left with nothing to start to the last "
+                "CTA's end.",
+                "small", "start");
   return s;
-}
-
-std::string svg_open(double w, double h, const char* cls) {
-  return fmt::format(
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"{}\" width=\"{:.0f}\" height=\"{:.0f}\" "
-      "viewBox=\"0 0 {:.0f} {:.0f}\">\n",
-      cls, w, h, w, h);
 }
 
 std::string headline_table(const Report& r) {

@@ -379,6 +379,45 @@ section_layer() {
   expect 2 "--tp 3 does not divide the model's attention heads (32)" -- layer --model llama-3-8b --seq 128 --tp 3
   expect 2 "--phase train: expected prefill or decode" -- layer --model llama-3-8b --seq 128 --phase train
   expect 2 "cannot read model configuration" -- layer --model /nonexistent/m.yaml --seq 128
+  # Sweeps: a list of --seq, --batch or --context is one point each, the last axis fastest; one
+  # table block, JSON line or set of CSV rows per point, CSV with a column per swept axis.
+  local sweep=(layer --model llama-3-8b --phase decode --batch 1,4 --seq 256,512,1024)
+  "$IOSIM" "${sweep[@]}" --format json >"$tmp/layer.jsonl" 2>"$tmp/layer.err" || bad "layer sweep --format json failed: $(cat "$tmp/layer.err")"
+  python3 - "$tmp/layer.jsonl" <<'PY' && ok || bad "layer sweep: not the 6 points of --batch 1,4 x --seq 256,512,1024 in order"
+import json, sys
+docs = [json.loads(line) for line in open(sys.argv[1])]
+got = [(d["request"]["batch"], d["request"]["seq"]) for d in docs]
+sys.exit(got != [(b, s) for b in (1, 4) for s in (256, 512, 1024)])
+PY
+  "$IOSIM" "${sweep[@]}" --format csv >"$tmp/layer.csv" 2>/dev/null
+  python3 - "$tmp/layer.csv" <<'PY' && ok || bad "layer sweep --format csv: no batch and seq columns, or not 6 points"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+points = sorted({(int(r["batch"]), int(r["seq"])) for r in rows})
+sys.exit(points != [(b, s) for b in (1, 4) for s in (256, 512, 1024)] or
+         len(rows) != 6 * len([r for r in rows if r["batch"] == "1" and r["seq"] == "256"]))
+PY
+  expect_same 0 "== point 6 of 6: --batch 4, --seq 1024" -- "${sweep[@]}"
+  expect_same 0 "llama-3-8b on h100-sxm5-80gb: decode layer, batch 4, 4 tokens, attention over 1024 keys" -- "${sweep[@]}"
+  # One value is no axis: the output is the single run's.
+  if cmp -s <("$IOSIM" layer --model llama-3-8b --seq 256,512 --context 512 --format csv 2>&1 | sed -n 2p | cut -d, -f2-) \
+            <("$IOSIM" layer --model llama-3-8b --seq 256 --context 512 --format csv 2>&1 | sed -n 2p); then ok; else bad "layer --seq 256,512's first CSV row is not --seq 256's"; fi
+  # --html: one bar per point, a dot per op of each point, written whole or not at all.
+  expect 0 "iosim layer: wrote $tmp/layer.html" -- layer --model llama-3-8b --seq 512,1024,2048 --html "$tmp/layer.html"
+  bars=$(grep -c '<g class="bar"' "$tmp/layer.html")
+  if [ "$bars" -eq 3 ]; then ok; else bad "layer --html over 3 points drew $bars bars"; fi
+  if grep -q 'data-point="seq 2048"' "$tmp/layer.html" && grep -q '<g class="dot" data-op="attention" data-point="3"' "$tmp/layer.html"; then ok; else bad "layer --html: no bar or roofline dot of the third point"; fi
+  if ! grep -q "<script src\|<link" "$tmp/layer.html"; then ok; else bad "layer --html is not self-contained"; fi
+  expect 2 "folder '/nonexistent' does not exist" -- layer --model llama-3-8b --seq 128 --html /nonexistent/l.html
+  expect 2 "--html '/dev/null' is a device" -- layer --model llama-3-8b --seq 128 --html /dev/null
+  cp "$tmp/layer.html" "$tmp/keep.html"
+  expect 2 "--seq must be positive, got 0" -- layer --model llama-3-8b --seq 128,0 --html "$tmp/keep.html"
+  if cmp -s "$tmp/layer.html" "$tmp/keep.html"; then ok; else bad "a failed layer sweep replaced its --html file"; fi
+  # Bad lists are refused, naming the flag.
+  expect 2 "--seq '512,512' lists 512 twice" -- layer --model llama-3-8b --seq 512,512
+  expect 2 "--batch '1,two': 'two' is not an integer" -- layer --model llama-3-8b --seq 128 --batch 1,two
+  expect 2 "--context '512,' has an empty value" -- layer --model llama-3-8b --seq 128 --context 512,
+  expect 2 "--seq '0x10': '0x10' is not an integer" -- layer --model llama-3-8b --seq 0x10
 }
 
 # The documents' numbers and blocks (README.md, docs/*.md) are ctest docs: tests/docs_test.sh.

@@ -5,8 +5,11 @@
 
 #include <doctest/doctest.h>
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
+#include "api/layer_flags.hpp"
 #include "sim/base/errors.hpp"
 #include "test_support.hpp"
 
@@ -156,4 +159,31 @@ TEST_CASE("layer: bad requests are refused naming what is wrong") {
   r.model = iosim::load_model_config("mistral-7b");
   r.seq = 8192;
   CHECK(error_of(r).find("sliding window of 4096 tokens") != std::string::npos);
+}
+
+TEST_CASE("layer: a sweep is the cartesian product of its lists, the last axis fastest") {
+  iosim::LayerFlags base;
+  base.model = "llama-3-8b";
+  const iosim::LayerSweep sweep = iosim::layer_sweep(
+      base, {{"--seq", "128,256,512"}, {"--batch", "1,4"}, {"--context", "1024"}});
+  CHECK(sweep.axes == std::vector<std::string>{"--batch", "--seq"});
+  REQUIRE(sweep.points.size() == 6);
+  REQUIRE(sweep.values.size() == 6);
+  for (std::size_t i = 0; i < 6; ++i) {
+    const std::int64_t batch = i < 3 ? 1 : 4, seq = std::int64_t{128} << (i % 3);
+    CHECK(sweep.values[i] == std::vector<std::int64_t>{batch, seq});
+    CHECK(sweep.points[i].batch == batch);
+    CHECK(sweep.points[i].seq == seq);
+    CHECK(sweep.points[i].context == 1024);  // one value: no axis
+    CHECK(sweep.points[i].model == "llama-3-8b");
+  }
+  const iosim::LayerSweep one = iosim::layer_sweep(base, {{"--seq", "64"}});
+  CHECK(one.axes.empty());
+  REQUIRE(one.points.size() == 1);
+  CHECK(one.points[0].seq == 64);
+  CHECK_THROWS_WITH_AS(iosim::layer_sweep(base, {{"--seq", "64,64"}}),
+                       "--seq '64,64' lists 64 twice", iosim::ConfigError);
+  CHECK_THROWS_WITH_AS(iosim::layer_sweep(base, {{"--batch", "1,x"}}),
+                       "--batch '1,x': 'x' is not an integer", iosim::ConfigError);
+  CHECK_THROWS_AS(iosim::layer_sweep(base, {{"--tp", "1,2"}}), iosim::ConfigError);
 }

@@ -9,6 +9,7 @@
     iosim.sweep(..., client=dask_client)      # the points on a dask.distributed cluster
     iosim.run(seq=4096, set=["l2.size_bytes=20e6"])   # what-if hardware
     iosim.kvcache(layers=32, kv_heads=8, head_dim=128, weights_bytes=16e9)  # serving KV cache
+    iosim.layer(model="llama-3-8b", phase="decode", batch=8, seq=4096)   # a transformer layer
 
 Keyword arguments are `iosim run`'s flags without dashes (seq_kv for --seq-kv; causal=True for
 --causal; set= a "KEY=VALUE" string or a list of them). Results are the dicts that
@@ -204,6 +205,16 @@ def kvcache(**flags):
         iosim.kvcache(layers=32, kv_heads=8, head_dim=128, weights_bytes=16e9, requests=300)
     """
     return json.loads(_iosim.kvcache_json(flags))
+
+
+def layer(**flags):
+    """Simulates one transformer layer of a model and the whole forward step; returns
+    `iosim layer --format json`'s document as a dict (schemas/layer.schema.json). Keyword
+    arguments are `iosim layer`'s flags without dashes, e.g.
+
+        iosim.layer(model="llama-3-8b", phase="prefill", batch=1, seq=2048, tp=2)
+    """
+    return json.loads(_iosim.layer_json(flags))
 
 
 def validate(path, profile=""):

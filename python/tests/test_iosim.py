@@ -199,6 +199,63 @@ def test_kvcache_python_only_errors():
         iosim.kvcache(**KV_MODEL, seed=-1)
 
 
+def layer_args(flags):
+    """`iosim layer`'s arguments for iosim.layer's keywords."""
+    args = ["layer"]
+    for key, value in flags.items():
+        args += ["--" + key.replace("_", "-"), str(value)]
+    return args
+
+
+@pytest.mark.skipif(not IOSIM, reason="IOSIM (the CLI binary) not set")
+@pytest.mark.parametrize("flags", [
+    dict(model="llama-3-8b", phase="decode", batch=8, seq=4096),
+    dict(model="qwen2-7b", phase="prefill", seq=256, tp=2, l2="off", dtype="fp16"),
+    dict(model="mistral-7b", phase="prefill", batch=2, seq=128, context=512, algo="flash1",
+         gemm_bm=64, gemm_bn=128, gemm_bk=32, gemm_group_m=4, sm_clock_mhz=1500.0),
+])
+def test_layer_equals_the_cli(flags):
+    doc = iosim.layer(**flags)
+    assert doc == json.loads(subprocess.run([IOSIM, *layer_args(flags), "--format", "json"],
+                                            check=True, capture_output=True, text=True).stdout)
+    assert doc["schema_version"] == iosim.schema_version
+    assert doc["request"]["seq"] == flags["seq"]
+    assert [op["name"] for op in doc["layer"]][:2] == ["input_norm", "qkv_proj"]
+
+
+@pytest.mark.parametrize("flags,message", [
+    (dict(phase="decode", seq=128), "--model is required"),
+    (dict(model="llama-3-8b"), "--seq is required"),
+    (dict(model="llama-3-8", seq=128), "did you mean 'llama-3-8b'"),
+    (dict(model="llama-3-8b", seq=128, phase="train"), "--phase train: expected prefill or decode"),
+    (dict(model="llama-3-8b", seq=128, tp=3), "--tp 3 does not divide"),
+    (dict(model="llama-3-8b", seq=0), "--seq must be positive, got 0"),
+    (dict(model="llama-3-8b", seq=128, l2="maybe"), "--l2 maybe: expected on or off"),
+])
+def test_layer_bad_input_as_the_cli(flags, message):
+    with pytest.raises(iosim.ConfigError) as e:
+        iosim.layer(**flags)
+    assert message in str(e.value)
+    if IOSIM:
+        cli = subprocess.run([IOSIM, *layer_args(flags)], capture_output=True, text=True)
+        assert cli.returncode == 2
+        assert message in cli.stderr
+
+
+def test_layer_python_only_errors():
+    with pytest.raises(iosim.ConfigError, match="seq='4096' has the wrong type: expected int, "
+                                                "got str"):
+        iosim.layer(model="llama-3-8b", seq="4096")
+    with pytest.raises(iosim.ConfigError, match="batch=2.0 has the wrong type: expected int"):
+        iosim.layer(model="llama-3-8b", seq=128, batch=2.0)
+    with pytest.raises(iosim.ConfigError, match="phase=1 has the wrong type: expected str"):
+        iosim.layer(model="llama-3-8b", seq=128, phase=1)
+    with pytest.raises(iosim.ConfigError, match="unknown flag 'sequence'"):
+        iosim.layer(model="llama-3-8b", sequence=128)
+    with pytest.raises(iosim.ConfigError, match="unknown flag 'tpp'.*did you mean 'tp'"):
+        iosim.layer(model="llama-3-8b", seq=128, tpp=2)
+
+
 KERNEL = {"name": "wg1", "dataflow": {"forward": "query_stationary"},
           "tiles": {"block_q": 128, "block_kv": 64, "stages": 3},
           "mechanisms": {"mma": "wgmma_rs", "load": "tma", "warp_roles": "uniform"}}

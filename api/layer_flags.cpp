@@ -1,0 +1,172 @@
+#include "api/layer_flags.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "api/sweep.hpp"
+#include "sim/base/errors.hpp"
+#include "sim/hardware/profile.hpp"
+
+namespace iosim {
+namespace {
+
+using F = LayerFlags;
+
+std::vector<LayerFlag> make_layer_flags() {
+  return {
+      {"--model",
+       "a built-in model (models/*.yaml: llama-3-8b, llama-3-70b, mistral-7b, qwen2-7b) or a "
+       "model YAML file",
+       &F::model, true},
+      {"--phase", "prefill (default) or decode", &F::phase, false, false},
+      {"--batch", "sequences (default 1)", &F::batch, false, false},
+      {"--seq",
+       "prefill: tokens per sequence; decode: the cached context when --context is left out",
+       &F::seq, true},
+      {"--context", "keys each query attends over (default: --seq)", &F::context, false, false},
+      {"--tp", "tensor-parallel ranks dividing heads, K/V heads, MLP width (1)", &F::tp, false,
+       false},
+      {"--profile", "hardware profile name or YAML file", &F::profile, false, false},
+      {"--algo", "attention algorithm (default: flash2 for prefill, flash-decoding for decode)",
+       &F::algo, false, false},
+      {"--kernel", "attention kernel description (file, preset or inline)", &F::kernel, false,
+       false},
+      {"--dtype", "fp16 or bf16 (default bf16)", &F::dtype, false, false},
+      {"--sm-clock-mhz", "time every op at this SM clock (default: the power model's clock)",
+       &F::sm_clock_mhz, false, false},
+      {"--l2", "on (default) or off: the two-level HBM <-> SRAM model", &F::l2, false, false},
+      {"--gemm-bm", "GEMM output tile rows (default 128)", &F::gemm_bm, false, false},
+      {"--gemm-bn", "GEMM output tile columns (default 128; 192 for M >= 128 on Hopper)",
+       &F::gemm_bn, false, false},
+      {"--gemm-bk", "GEMM K chunk (default 64)", &F::gemm_bk, false, false},
+      {"--gemm-cluster-m",
+       "GEMM CTAs per cluster along M sharing each W tile by TMA multicast (default: 2 for M >= "
+       "128 on Hopper, else 1)",
+       &F::gemm_cluster_m, false, false},
+      {"--gemm-group-m",
+       "GEMM CTA order: walk this many M tiles, then the next N tile (default 0: the M tile "
+       "fastest over the whole of M)",
+       &F::gemm_group_m, false, false},
+  };
+}
+
+}  // namespace
+
+const std::vector<LayerFlag>& layer_flags() {
+  static const std::vector<LayerFlag> flags = make_layer_flags();
+  return flags;
+}
+
+LayerRequest to_layer_request(const LayerFlags& f, const std::set<std::string>& given) {
+  // The CLI's parser checks these first; the Python package relies on this.
+  for (const LayerFlag& flag : layer_flags()) {
+    if (flag.required && given.count(flag.name) == 0) {
+      throw ConfigError(fmt::format("{} is required", flag.name));
+    }
+  }
+  LayerRequest req;
+  if (f.phase == "prefill") {
+    req.phase = LayerPhase::prefill;
+  } else if (f.phase == "decode") {
+    req.phase = LayerPhase::decode;
+  } else {
+    throw ConfigError("--phase " + f.phase + ": expected prefill or decode");
+  }
+  if (f.l2 != "on" && f.l2 != "off") throw ConfigError("--l2 " + f.l2 + ": expected on or off");
+  if (!f.kernel.empty() && !f.algo.empty()) {
+    throw ConfigError("--algo and --kernel: give one of them");
+  }
+  req.batch = f.batch;
+  req.seq = f.seq;
+  req.context = f.context;
+  req.tp = f.tp;
+  req.dtype = f.dtype;
+  req.algorithm = f.algo;
+  req.kernel = f.kernel;
+  req.sm_clock_mhz = f.sm_clock_mhz;
+  req.l2_enabled = f.l2 == "on";
+  req.gemm_tiling.bm = f.gemm_bm;
+  req.gemm_tiling.bn = f.gemm_bn;
+  req.gemm_tiling.bk = f.gemm_bk;
+  req.gemm_tiling.cluster_m = f.gemm_cluster_m;
+  req.gemm_tiling.group_m = f.gemm_group_m;
+  req.model = load_model_config(f.model);
+  return req;
+}
+
+LayerReport run_layer(const LayerFlags& f, const std::set<std::string>& given) {
+  const LayerRequest req = to_layer_request(f, given);
+  return simulate_layer(load_profile(f.profile), req);
+}
+
+const std::vector<std::string>& layer_axis_flags() {
+  static const std::vector<std::string> axes = {"--batch", "--seq", "--context"};
+  return axes;
+}
+
+LayerSweep layer_sweep(const LayerFlags& base, const std::map<std::string, std::string>& lists) {
+  const std::vector<std::string>& axis_flags = layer_axis_flags();
+  for (const auto& [flag, text] : lists) {
+    if (std::find(axis_flags.begin(), axis_flags.end(), flag) == axis_flags.end()) {
+      throw ConfigError(fmt::format("{} '{}': {} takes one value, not a list", flag, text, flag));
+    }
+  }
+  LayerFlags one = base;  // the axes of one value set
+  std::vector<std::int64_t LayerFlags::*> fields;
+  std::vector<std::vector<std::int64_t>> axis_values;
+  LayerSweep sweep;
+  for (const std::string& flag : axis_flags) {
+    const auto it = lists.find(flag);
+    if (it == lists.end()) continue;
+    std::vector<std::int64_t> values = parse_int_values(flag, it->second);
+    const auto entry = std::find_if(layer_flags().begin(), layer_flags().end(),
+                                    [&](const LayerFlag& f) { return f.name == flag; });
+    if (entry == layer_flags().end() ||
+        !std::holds_alternative<std::int64_t LayerFlags::*>(entry->field)) {
+      throw InternalError(
+          fmt::format("layer axis {} is not an integer flag of layer_flags()", flag));
+    }
+    const auto field = std::get<std::int64_t LayerFlags::*>(entry->field);
+    if (values.size() == 1) {
+      one.*field = values.front();
+      continue;
+    }
+    sweep.axes.push_back(flag);
+    fields.push_back(field);
+    axis_values.push_back(std::move(values));
+  }
+  std::vector<std::size_t> sizes;
+  for (const auto& v : axis_values) sizes.push_back(v.size());
+  for_each_combination(sizes, [&](const std::vector<std::size_t>& at) {
+    LayerFlags point = one;
+    std::vector<std::int64_t> values;
+    for (std::size_t a = 0; a < at.size(); ++a) {
+      point.*fields[a] = axis_values[a][at[a]];
+      values.push_back(axis_values[a][at[a]]);
+    }
+    sweep.points.push_back(point);
+    sweep.values.push_back(std::move(values));
+  });
+  return sweep;
+}
+
+LayerSweepRun run_layer_sweep(const LayerSweep& sweep, const std::set<std::string>& given) {
+  LayerSweepRun run;
+  run.axes = sweep.axes;
+  run.values = sweep.values;
+  if (sweep.points.empty()) return run;
+  // The points differ in their axes alone: one model and one profile for all.
+  const LayerRequest first = to_layer_request(sweep.points.front(), given);
+  const HardwareProfile profile = load_profile(sweep.points.front().profile);
+  for (const LayerFlags& p : sweep.points) {
+    LayerRequest req = first;
+    req.batch = p.batch;
+    req.seq = p.seq;
+    req.context = p.context;
+    run.reports.push_back(simulate_layer(profile, req));
+  }
+  return run;
+}
+
+}  // namespace iosim
