@@ -232,6 +232,18 @@ class L2Cache::Lookups {
 
   Lines& acquire(std::uint64_t region, std::uint64_t set, TensorId owner, PerTensor& written_back) {
     const std::uint64_t base = set * ways();
+    if (ways() <= kMaxPackedWays) {
+      // Most hits are on the set's most recent way: the CTAs of a head read each K/V tile in
+      // turn, and few other regions of its sets are looked up in between. There the search and
+      // the recency update (a no-op at position 0) are skipped: a region is held in at most one
+      // way, so the way found is find()'s, and the order is unchanged, as touch() leaves it.
+      const std::uint64_t mru = s_.order[set] & 0xF;
+      const bool narrow = region < kEmpty && !s_.wide;
+      if (s_.tags_lo[base + mru] == static_cast<std::uint32_t>(region) &&
+          (narrow || s_.tags_hi[base + mru] == static_cast<std::uint32_t>(region >> 32))) {
+        return s_.lines[base + mru];
+      }
+    }
     const std::uint64_t way = find(region, base);
     if (way != ways()) {
       touch(set, way);
