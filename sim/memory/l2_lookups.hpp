@@ -21,8 +21,8 @@ namespace iosim {
 /// the cache's own members there across the stores into its arrays (they might alias), and
 /// reloading them made up much of a lookup, the simulator's innermost loop. The counters reach
 /// the cache when the object is destroyed; use one object per cache at a time. Without kLocal
-/// the object works on the cache's own state: cheaper for a batch of one lookup, where copying
-/// the state in and out cost more than the reloads it saves.
+/// the object works on the cache's own state: cheaper for a batch of a few lookups, where
+/// copying the state in and out cost more than the reloads it saves.
 template <bool kSixteenWays, bool kLocal>
 class L2Cache::Lookups {
  public:
