@@ -307,7 +307,7 @@ class StageRecorder {
         s.loads.requested, s.in_step.requested, s.stores.requested,  s.after_in_step ? 1.0 : 0.0};
     Slot& x = slots_[slot];
     // A CTA's stages mostly repeat the one before (every step of a K/V loop): one compare.
-    if (x.last_id == kNone || std::memcmp(&x.last, &shape, sizeof(shape)) != 0) {
+    if (x.last_id == kNone || !same_bits(x.last, shape)) {
       const auto [it, added] = ids_.try_emplace(shape, static_cast<std::uint32_t>(ids_.size()));
       if (added) kernel_.shapes.push_back(shape);
       x.last = shape;
@@ -346,6 +346,15 @@ class StageRecorder {
 
  private:
   static constexpr std::uint32_t kNone = ~std::uint32_t{0};
+  // Whether two shapes are equal bit for bit, as memcmp says, inline and without branches (the
+  // library's memcmp, called for every stage recorded, was 1.5% of a default flash2 run).
+  static bool same_bits(const Timeline::Shape& a, const Timeline::Shape& b) {
+    std::uint64_t differ = 0;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      differ |= std::bit_cast<std::uint64_t>(a[i]) ^ std::bit_cast<std::uint64_t>(b[i]);
+    }
+    return differ == 0;
+  }
   struct Slot {
     std::vector<std::uint32_t> stages;
     std::vector<double> dram;
