@@ -6,7 +6,10 @@
 //    is the fixed cost of a call (its set index, the partitions' state, no look-ahead to
 //    prefetch);
 //  - flash1_pairs: one-region calls as flash1 makes them, a read and a write of each region
-//    (l2_flash1_pairs: the set memo and the most recent way hit on the second).
+//    (l2_flash1_pairs: the set memo and the most recent way hit on the second);
+//  - kv_shared: flash2's K/V reads, 16 KiB tiles (four regions a call) that the 64 CTAs of a
+//    head read in turn, four heads at once: after the first CTA's misses, hits on each set's
+//    most recent way, in batches small enough to look up on the caches' own state.
 #include <benchmark/benchmark.h>
 
 #include <vector>
@@ -62,9 +65,28 @@ void l2_flash1_pairs(benchmark::State& state) {
       static_cast<double>(2 * call), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 
+// flash2 B=4 H=16 N=8192 d=64's K/V reads: four heads' CTAs interleaved, each of the 64 CTAs of a
+// head reading the head's next 16 KiB tile in turn (a head's K is 1 MiB, 64 tiles).
+void l2_kv_shared(benchmark::State& state) {
+  L2System l2(50LL << 20, 32, 2, 0.473);
+  PerTensor written_back{};
+  std::vector<L2System::Run> runs(1);
+  std::uint64_t call = 0;
+  for (auto _ : state) {
+    const std::uint64_t head = call % 4, cta = call / 4 % 64, step = call / 256 % 64;
+    runs[0] = L2System::Run{kBase + head * (1ULL << 20) + step * (16ULL << 10), 16ULL << 10};
+    const int sm = static_cast<int>((head * 64 + cta) % 132);
+    benchmark::DoNotOptimize(l2.read(runs, TensorId::K, sm, written_back).miss_bytes);
+    ++call;
+  }
+  state.counters["s/access"] = benchmark::Counter(
+      static_cast<double>(4 * call), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+
 }  // namespace
 
 BENCHMARK(l2_flash1_pairs);
+BENCHMARK(l2_kv_shared);
 BENCHMARK_CAPTURE(l2_stream, l2_write_blocked, true, true);
 BENCHMARK_CAPTURE(l2_stream, l2_read_blocked, false, true);
 BENCHMARK_CAPTURE(l2_stream, l2_write_single, true, false);

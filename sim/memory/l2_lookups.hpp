@@ -21,8 +21,8 @@ namespace iosim {
 /// the cache's own members there across the stores into its arrays (they might alias), and
 /// reloading them made up much of a lookup, the simulator's innermost loop. The counters reach
 /// the cache when the object is destroyed; use one object per cache at a time. Without kLocal
-/// the object works on the cache's own state: cheaper for a batch of one lookup, where copying
-/// the state in and out cost more than the reloads it saves.
+/// the object works on the cache's own state: cheaper for a batch of a few lookups, where
+/// copying the state in and out cost more than the reloads it saves.
 template <bool kSixteenWays, bool kLocal>
 class L2Cache::Lookups {
  public:
@@ -232,6 +232,18 @@ class L2Cache::Lookups {
 
   Lines& acquire(std::uint64_t region, std::uint64_t set, TensorId owner, PerTensor& written_back) {
     const std::uint64_t base = set * ways();
+    if (ways() <= kMaxPackedWays) {
+      // Most hits are on the set's most recent way: the CTAs of a head read each K/V tile in
+      // turn, and few other regions of its sets are looked up in between. There the search and
+      // the recency update (a no-op at position 0) are skipped: a region is held in at most one
+      // way, so the way found is find()'s, and the order is unchanged, as touch() leaves it.
+      const std::uint64_t mru = s_.order[set] & 0xF;
+      const bool narrow = region < kEmpty && !s_.wide;
+      if (s_.tags_lo[base + mru] == static_cast<std::uint32_t>(region) &&
+          (narrow || s_.tags_hi[base + mru] == static_cast<std::uint32_t>(region >> 32))) {
+        return s_.lines[base + mru];
+      }
+    }
     const std::uint64_t way = find(region, base);
     if (way != ways()) {
       touch(set, way);
