@@ -36,18 +36,29 @@ std::vector<LayerFlag> make_layer_flags() {
       {"--sm-clock-mhz", "time every op at this SM clock (default: the power model's clock)",
        &F::sm_clock_mhz, false, false},
       {"--l2", "on (default) or off: the two-level HBM <-> SRAM model", &F::l2, false, false},
-      {"--gemm-bm", "GEMM output tile rows (default 128)", &F::gemm_bm, false, false},
-      {"--gemm-bn", "GEMM output tile columns (default 128; 192 for M >= 128 on Hopper)",
-       &F::gemm_bn, false, false},
+      {"--launch",
+       "graph (default: kernels replayed from a CUDA graph, as serving engines run a step) or "
+       "stream (each kernel launched from a stream)",
+       &F::launch, false, false},
+      {"--gemm-bm",
+       "GEMM output tile rows (default: on Hopper the tile cuBLAS's heuristic would choose, "
+       "else 128)",
+       &F::gemm_bm, false, false},
+      {"--gemm-bn", "GEMM output tile columns (default: as --gemm-bm, else 128)", &F::gemm_bn,
+       false, false},
       {"--gemm-bk", "GEMM K chunk (default 64)", &F::gemm_bk, false, false},
       {"--gemm-cluster-m",
-       "GEMM CTAs per cluster along M sharing each W tile by TMA multicast (default: 2 for M >= "
-       "128 on Hopper, else 1)",
+       "GEMM CTAs per cluster along M sharing each W tile by TMA multicast (default: with the "
+       "chosen tile on Hopper, else 1)",
        &F::gemm_cluster_m, false, false},
       {"--gemm-group-m",
-       "GEMM CTA order: walk this many M tiles, then the next N tile (default 0: the M tile "
-       "fastest over the whole of M)",
+       "GEMM CTA order: walk this many M tiles, then the next N tile (default: 8 on Hopper; "
+       "elsewhere, and any group of all M tiles, the M tile fastest over the whole of M)",
        &F::gemm_group_m, false, false},
+      {"--gemm-split-k",
+       "GEMM CTAs per output tile, each over 1/S of K, summed by a reduction kernel (default: "
+       "with the chosen tile on Hopper, else 1)",
+       &F::gemm_split_k, false, false},
   };
 }
 
@@ -74,6 +85,9 @@ LayerRequest to_layer_request(const LayerFlags& f, const std::set<std::string>& 
     throw ConfigError("--phase " + f.phase + ": expected prefill or decode");
   }
   if (f.l2 != "on" && f.l2 != "off") throw ConfigError("--l2 " + f.l2 + ": expected on or off");
+  if (f.launch != "graph" && f.launch != "stream") {
+    throw ConfigError("--launch " + f.launch + ": expected graph or stream");
+  }
   if (!f.kernel.empty() && !f.algo.empty()) {
     throw ConfigError("--algo and --kernel: give one of them");
   }
@@ -86,11 +100,13 @@ LayerRequest to_layer_request(const LayerFlags& f, const std::set<std::string>& 
   req.kernel = f.kernel;
   req.sm_clock_mhz = f.sm_clock_mhz;
   req.l2_enabled = f.l2 == "on";
+  req.launch = f.launch == "graph" ? LayerLaunch::graph : LayerLaunch::stream;
   req.gemm_tiling.bm = f.gemm_bm;
   req.gemm_tiling.bn = f.gemm_bn;
   req.gemm_tiling.bk = f.gemm_bk;
   req.gemm_tiling.cluster_m = f.gemm_cluster_m;
   req.gemm_tiling.group_m = f.gemm_group_m;
+  req.gemm_tiling.split_k = f.gemm_split_k;
   req.model = load_model_config(f.model);
   return req;
 }

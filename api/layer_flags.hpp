@@ -22,9 +22,11 @@ struct LayerFlags {
   std::string dtype = "bf16";
   double sm_clock_mhz = 0.0;
   std::string l2 = "on";
+  std::string launch = "graph";
   std::int64_t gemm_bm = 0, gemm_bn = 0, gemm_bk = 0;
   int gemm_cluster_m = 0;
   std::int64_t gemm_group_m = 0;
+  int gemm_split_k = 0;
 };
 
 /// One flag of `iosim layer`'s simulation (not of its output: --format).
