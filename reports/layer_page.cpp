@@ -162,16 +162,12 @@ std::string roofline_chart(const LayerSweepRun& run) {
     s += svg_text(px + 7, py - 6, d.label, "small", "start");
     s += "</g>\n";
   }
-  double y = 60;
-  const double lx = 740;
-  auto legend = [&](const std::string& line, const char* cls) {
-    s += svg_text(lx, y, line, cls, "start");
-    y += 17;
-  };
+  SvgLegend lg{s};
+  const auto legend = [&](const std::string& line, const char* cls) { lg.line(line, cls); };
   legend("Roofs, at the boost clock", "box-name");
   legend(fmt::format("tensor-core peak {:.4g} TFLOP/s", peak), "");
   legend(fmt::format("HBM {:.4g} GB/s, ridge {:.4g} FLOP/B", hbm_gbps, ridge), "");
-  y += 8;
+  lg.y += 8;
   legend("Points", "box-name");
   for (std::size_t i = 0; i < run.reports.size(); ++i) {
     legend(fmt::format("{}: {}", i + 1, run.axes.empty() ? "the run" : point_text(run, i)), "");

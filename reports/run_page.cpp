@@ -243,27 +243,23 @@ std::string roofline_chart(const Report& r) {
     s += svg_text(px + 8, py - 7, std::to_string(++n), "pct", "start");
   }
   // The legend: the roofs, then each point's numbers.
-  double y = 60;
-  const double lx = 740;
-  auto legend = [&](const std::string& line, const char* cls) {
-    s += svg_text(lx, y, line, cls, "start");
-    y += 17;
-  };
+  SvgLegend lg{s};
+  const auto legend = [&](const std::string& line, const char* cls) { lg.line(line, cls); };
   legend("Roofs", "box-name");
   legend(fmt::format("tensor-core peak {:.4g} TFLOP/s", peak), "");
   legend(fmt::format("HBM {}, ridge {:.4g} FLOP/B", gbps_text(a.hbm_peak_gbps), ridge_hbm), "");
   if (l2) {
     legend(fmt::format("L2 {} (dashed), ridge {:.4g}", gbps_text(a.l2_peak_gbps), ridge_l2), "");
   }
-  y += 8;
+  lg.y += 8;
   legend("Points", "box-name");
   int k = 0;
   for (const RoofPoint& p : points) {
     // Two lines: the number and label, then the numbers.
-    s += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"4\" fill=\"{}\"/>\n", lx + 4, y - 4,
-                     p.colour);
-    s += svg_text(lx + 12, y, fmt::format("{} {}", ++k, p.label), "", "start");
-    y += 17;
+    s += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"4\" fill=\"{}\"/>\n", lg.x + 4,
+                     lg.y - 4, p.colour);
+    s += svg_text(lg.x + 12, lg.y, fmt::format("{} {}", ++k, p.label), "", "start");
+    lg.y += 17;
     legend(fmt::format("  {:.4g} FLOP/B, {:.4g} TFLOP/s ({})", p.x, p.y, pct_text(p.y, peak)),
            "small");
   }

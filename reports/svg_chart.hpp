@@ -16,6 +16,17 @@ std::string svg_text(double x, double y, const std::string& s, const char* cls =
 /// The opening <svg> tag of a chart `w` x `h` with class `cls`.
 std::string svg_open(double w, double h, const char* cls);
 
+/// Lines of text down the right of a roofline chart (its legend), appended to `out`: each
+/// left-aligned at (x, y), the next 17 units lower.
+struct SvgLegend {
+  std::string& out;
+  double x = 740, y = 60;
+  void line(const std::string& text, const char* cls = "") {
+    out += svg_text(x, y, text, cls, "start");
+    y += 17;
+  }
+};
+
 /// A log10 axis from 10^lo to 10^hi onto [p0, p1].
 struct LogAxis {
   double lo, hi, p0, p1;

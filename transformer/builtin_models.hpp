@@ -1,16 +1,12 @@
 #pragma once
 #include <span>
-#include <string_view>
+
+#include "sim/base/embedded_yaml.hpp"
 
 namespace iosim {
 
-/// A model shipped in models/, embedded in the binary at build time.
-struct EmbeddedModel {
-  std::string_view name;  // the file stem, e.g. "llama-3-8b"
-  std::string_view yaml;  // the file's bytes
-};
-
-/// The embedded models (generated from models/*.yaml by CMakeLists.txt).
-std::span<const EmbeddedModel> embedded_models();
+/// The models of models/, embedded at build time, sorted by name (generated from models/*.yaml
+/// by CMakeLists.txt).
+std::span<const EmbeddedYaml> embedded_models();
 
 }  // namespace iosim

@@ -180,7 +180,7 @@ std::vector<std::string> builtin_model_names() {
   const fs::path dir = builtin_model_dir();
   if (!dir.empty()) return yaml_stems_in(dir, "model", "IOSIM_MODEL_DIR");
   std::vector<std::string> names;
-  for (const EmbeddedModel& m : embedded_models()) names.emplace_back(m.name);
+  for (const EmbeddedYaml& m : embedded_models()) names.emplace_back(m.name);
   std::sort(names.begin(), names.end());
   return names;
 }
@@ -210,7 +210,7 @@ ModelConfig load_model_config(const std::string& name_or_path) {
   if (!dir.empty()) {
     text = read_text_file(path, "model configuration", kMaxModelBytes);
   } else {
-    for (const EmbeddedModel& e : embedded_models()) {
+    for (const EmbeddedYaml& e : embedded_models()) {
       if (e.name == name_or_path) text = std::string(e.yaml);
     }
   }

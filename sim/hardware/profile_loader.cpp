@@ -189,7 +189,7 @@ std::vector<std::string> builtin_profile_names() {
   const fs::path dir = builtin_profile_dir();
   std::vector<std::string> names;
   if (dir.empty()) {
-    for (const EmbeddedProfile& p : embedded_profiles()) names.emplace_back(p.name);
+    for (const EmbeddedYaml& p : embedded_profiles()) names.emplace_back(p.name);
     std::sort(names.begin(), names.end());
     return names;
   }
@@ -205,7 +205,7 @@ std::string builtin_profile_text(const std::string& name) {
   }
   const fs::path dir = builtin_profile_dir();
   if (!dir.empty()) return read_file_text(dir / (name + ".yaml"));
-  for (const EmbeddedProfile& p : embedded_profiles()) {
+  for (const EmbeddedYaml& p : embedded_profiles()) {
     if (p.name == name) return std::string(p.yaml);
   }
   throw InternalError(fmt::format("built-in profile '{}' listed but not embedded", name));
