@@ -19,7 +19,7 @@ import time
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from measure_layer import gemm_fn  # noqa: E402
+from measure_layer import capture_graph, gemm_fn  # noqa: E402
 
 # Llama-3-8B's GEMMs at 512 tokens (the first suite's calibration half: iosim's clock 1.4-1.5 GHz,
 # 20-36% slow) and the LM head at one token (memory-bound, for contrast).
@@ -57,17 +57,7 @@ def main():
         # Calls per graph: about 2 ms of GEMMs by a first estimate at 600 TFLOP/s / 4 TB/s.
         est = max(2 * m * n * k / 600e12, 2 * (m * k + n * k + m * n) / 4.0e12)
         calls = max(8, min(2000, int(2e-3 / est)))
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            for i in range(3):
-                fn(i)
-        torch.cuda.current_stream().wait_stream(side)
-        torch.cuda.synchronize()
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            for i in range(calls):
-                fn(i)
+        graph = capture_graph(fn, calls)
         torch.cuda.synchronize()
         time.sleep(1.0)  # idle first: the clock back up
         samples, stop = [], threading.Event()

@@ -52,8 +52,9 @@ def gemm_fn(g, dev):
     return run, copies
 
 
-def graph_times(fn, calls, sets=3):
-    """Seconds per call of `calls` back-to-back calls captured in one CUDA graph, `sets` times."""
+def capture_graph(fn, calls):
+    """`calls` back-to-back calls fn(0), fn(1), ... captured in one CUDA graph, after 3 warm-up
+    calls on a side stream (as graph capture requires)."""
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
@@ -65,6 +66,12 @@ def graph_times(fn, calls, sets=3):
     with torch.cuda.graph(graph):
         for i in range(calls):
             fn(i)
+    return graph
+
+
+def graph_times(fn, calls, sets=3):
+    """Seconds per call of `calls` back-to-back calls captured in one CUDA graph, `sets` times."""
+    graph = capture_graph(fn, calls)
     graph.replay()  # warm
     torch.cuda.synchronize()
     out = []
