@@ -8,6 +8,10 @@ Subcommands (each prints JSON to --out):
                             as a serving engine replays its graphs), 3 sets; each call uses the next of
                             several weight copies so that the weights come from HBM, as in a model
                             whose layers each have their own (copies until they pass 512 MB);
+  gemm-time  PRED --out F --sustain S   the same, each GEMM's graph first replayed for S seconds
+                            so that the sets run at the clock the GPU holds under that load (the
+                            sustained regime; without it the sets follow the GEMM before, some at
+                            the boost clock), nvidia-smi's SM clock and power sampled in each set;
   gemm-ncu   PRED --out F   the body ncu profiles: per GEMM, a spin kernel (torch.cuda._sleep, the
                             delimiter), then REPEATS calls, each followed by a spin kernel; the
                             profiler range is opened with cudaProfilerStart (ncu --profile-from-start
@@ -24,7 +28,10 @@ import argparse
 import json
 import math
 import statistics
+import subprocess
 import sys
+import threading
+import time
 
 import torch
 import torch.nn.functional as F
@@ -69,21 +76,68 @@ def capture_graph(fn, calls):
     return graph
 
 
-def graph_times(fn, calls, sets=3):
-    """Seconds per call of `calls` back-to-back calls captured in one CUDA graph, `sets` times."""
+class ClockSampler:
+    """nvidia-smi's SM clock and board power every 20 ms, in a thread, for the whole run; window()
+    gives the samples between two wall times (a timed set's)."""
+
+    def __init__(self):
+        self.samples, self._stop = [], threading.Event()
+        self._proc = subprocess.Popen(
+            ["nvidia-smi", "--query-gpu=clocks.sm,power.draw", "--format=csv,noheader,nounits",
+             "-lms", "20"], stdout=subprocess.PIPE, text=True)
+        self._thread = threading.Thread(target=self._read, daemon=True)
+        self._thread.start()
+
+    def _read(self):
+        for line in self._proc.stdout:
+            parts = [x.strip() for x in line.split(",")]
+            if len(parts) == 2:
+                try:
+                    self.samples.append((time.time(), float(parts[0]), float(parts[1])))
+                except ValueError:
+                    pass
+            if self._stop.is_set():
+                break
+
+    def window(self, t0, t1):
+        return [(c, w) for t, c, w in list(self.samples) if t0 <= t <= t1]
+
+    def close(self):
+        self._stop.set()
+        self._proc.terminate()
+
+
+def graph_times(fn, calls, sets=3, sustain_s=0.0, sampler=None):
+    """Seconds per call of `calls` back-to-back calls captured in one CUDA graph, `sets` times.
+    sustain_s > 0: the graph is first replayed for that long, so that the sets run at the clock
+    the GPU holds under this load (it holds its boost clock for the first 0.13-0.15 s of load, then
+    lowers it to its power limit: clock_probe_2026-11-28/); with a sampler, also the SM clocks
+    (MHz) and board powers (W) sampled during the sets."""
     graph = capture_graph(fn, calls)
     graph.replay()  # warm
     torch.cuda.synchronize()
-    out = []
+    start_t = time.time()
+    while time.time() - start_t < sustain_s:
+        graph.replay()
+        torch.cuda.synchronize()
+    out, clocks, powers = [], [], []
     for _ in range(sets):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        t0 = time.time()
         start.record()
         graph.replay()
         end.record()
         end.synchronize()
+        t1 = time.time()
         out.append(start.elapsed_time(end) * 1e-3 / calls)
+        if sampler is not None:
+            for c, w in sampler.window(t0, t1):
+                clocks.append(c)
+                powers.append(w)
     del graph
-    return out
+    if sampler is None:
+        return out
+    return out, clocks, powers
 
 
 def kernels_of(fn):
@@ -107,22 +161,33 @@ def gemm_time(args):
     pred = json.load(open(args.pred))
     dev = torch.device("cuda")
     rows = []
+    sampler = ClockSampler() if args.sustain > 0 else None
     for g in pred["gemms"]:
         row = {"id": g["id"], "m": g["m"], "n": g["n"], "k": g["k"], "bias": g["bias"]}
         try:
             fn, copies = gemm_fn(g, dev)
             # ~40 ms of GPU per set by the prediction's time (only the count of calls), 4..400.
             calls = int(min(400, max(4, 0.04 / max(g["predicted"]["time_s"], 1e-6))))
-            row.update(copies=copies, calls=calls, time_s=graph_times(fn, calls),
-                       kernels=kernels_of(fn))
+            if sampler is None:
+                row.update(copies=copies, calls=calls, time_s=graph_times(fn, calls),
+                           kernels=kernels_of(fn))
+            else:
+                times, clocks, powers = graph_times(fn, calls, sustain_s=args.sustain,
+                                                    sampler=sampler)
+                row.update(copies=copies, calls=calls, time_s=times, sm_clock_mhz=clocks,
+                           power_w=powers)
             del fn
         except Exception as e:  # one shape's failure is recorded, not fatal
             row["error"] = repr(e)
         torch.cuda.empty_cache()
         rows.append(row)
         print(f"[gemm] {row['id']}: {row.get('time_s', row.get('error'))}", flush=True)
+    if sampler is not None:
+        sampler.close()
     json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__,
-               "cuda": torch.version.cuda, "gemms": rows}, open(args.out, "w"), indent=1)
+               "cuda": torch.version.cuda, "sustain_s": args.sustain,
+               "regime": "sustained" if args.sustain > 0 else "after the GEMM before",
+               "gemms": rows}, open(args.out, "w"), indent=1)
 
 
 def gemm_ncu(args):
@@ -232,6 +297,9 @@ def main():
         p.add_argument("pred")
         p.add_argument("--out", required=True)
         p.add_argument("--repeats", type=int, default=3)
+        p.add_argument("--sustain", type=float, default=0.0,
+                       help="gemm-time: seconds of the same load before the timed sets, the SM "
+                            "clock sampled during them")
     p = sub.add_parser("layer-time")
     p.add_argument("--out", required=True)
     args = ap.parse_args()

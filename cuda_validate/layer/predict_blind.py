@@ -22,10 +22,18 @@ With --third-suite, the third suite, predicted by the model both earlier suites 
 whole, at 8 and 32 tokens (decode at batch 8 and 32), 128, 1024 and 3072 tokens (prefill of 1, 1
 and 3 sequences); no whole layer.
 
+With --fourth-suite, the fourth suite, predicted by the model the first three calibrated and
+measured after it, half held out (`"set": "heldout"` at 24, 384 and 1536 tokens; "calibration" at
+96, 192 and 6144): one rank of Llama-3-70B and Mistral-7B at tp 2 and of Llama-3-8B at tp 8, and
+Qwen2-7B whole, at 24 and 96 tokens (decode at batch 24 and 96), 192, 384, 1536 and 6144 tokens
+(prefill of 1, 1, 2 and 2 sequences); no whole layer. It is measured both as the earlier suites
+were (each GEMM timed right after the one before) and sustained (measure_layer.py --sustain).
+
 Usage (repository root, after a build):
   cuda_validate/layer/predict_blind.py build/iosim h200-sxm-141gb > cuda_validate/measurements/predictions/layer_blind_h200.json
   cuda_validate/layer/predict_blind.py build/iosim h200-sxm-141gb --tp-suite > cuda_validate/measurements/predictions/layer_tp_blind_h200.json
   cuda_validate/layer/predict_blind.py build/iosim h200-sxm-141gb --third-suite > cuda_validate/measurements/predictions/layer_third_blind_h200.json
+  cuda_validate/layer/predict_blind.py build/iosim h200-sxm-141gb --fourth-suite > cuda_validate/measurements/predictions/layer_fourth_blind_h200.json
 """
 import json
 import subprocess
@@ -39,6 +47,10 @@ TP_POINTS = [("decode", 64, 8192), ("prefill", 1, 256), ("prefill", 1, 2048), ("
 THIRD_MODELS = [("llama-3-70b", 4), ("llama-3-8b", 4), ("qwen2-7b", 4), ("mistral-7b", 1)]
 THIRD_POINTS = [("decode", 8, 8192), ("decode", 32, 8192), ("prefill", 1, 128), ("prefill", 1, 1024),
                 ("prefill", 3, 1024)]
+FOURTH_MODELS = [("llama-3-70b", 2), ("mistral-7b", 2), ("llama-3-8b", 8), ("qwen2-7b", 1)]
+FOURTH_POINTS = [("decode", 24, 8192), ("decode", 96, 8192), ("prefill", 1, 192),
+                 ("prefill", 1, 384), ("prefill", 2, 768), ("prefill", 2, 3072)]
+FOURTH_HELD_OUT = (24, 384, 1536)
 LAYERS = [("prefill", 1, 4096), ("prefill", 16, 4096), ("decode", 1, 8192), ("decode", 16, 8192)]
 
 
@@ -59,13 +71,16 @@ def held_out(m):
 
 
 def main():
-    args = [a for a in sys.argv[1:] if a not in ("--tp-suite", "--third-suite")]
+    suites = ("--tp-suite", "--third-suite", "--fourth-suite")
+    args = [a for a in sys.argv[1:] if a not in suites]
     third = "--third-suite" in sys.argv[1:]
+    fourth = "--fourth-suite" in sys.argv[1:]
     tp_suite = "--tp-suite" in sys.argv[1:] or third  # sealed, no whole layer
     if len(args) != 2 or len(args) < len(sys.argv) - 2:
         sys.exit(__doc__)
     iosim, profile = args
-    models, points = ((THIRD_MODELS, THIRD_POINTS) if third else
+    models, points = ((FOURTH_MODELS, FOURTH_POINTS) if fourth else
+                      (THIRD_MODELS, THIRD_POINTS) if third else
                       (TP_MODELS, TP_POINTS) if tp_suite else (MODELS, POINTS))
     version = subprocess.run([iosim, "--version"], capture_output=True, text=True).stdout.strip()
     commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
@@ -86,10 +101,11 @@ def main():
                     "model": model, "op": op["name"], "m": op["m"], "n": op["n"], "k": op["k"],
                     "bias": key[3], "dtype": "bf16",
                     "set": "sealed" if tp_suite else
+                    ("heldout" if op["m"] in FOURTH_HELD_OUT else "calibration") if fourth else
                     "heldout" if held_out(op["m"]) else "calibration",
                     "predicted": op_prediction(op)})
     layers = []
-    for phase, batch, seq in ([] if tp_suite else LAYERS):
+    for phase, batch, seq in ([] if tp_suite or fourth else LAYERS):
         doc, cmd = layer_json(iosim, profile, "llama-3-8b", phase, batch, seq)
         layers.append({
             "id": f"llama-3-8b_{phase}_b{batch}_n{seq}", "model": "llama-3-8b", "phase": phase,
