@@ -7,7 +7,9 @@ from the kernel name; per layer, the time of Llama-3-8B's layer. Median and wors
 (calibration, held out, or a sealed suite's) and for all.
 
 Usage: cuda_validate/layer/compare.py PREDICTIONS.json MEASURED_DIR [--json OUT.json]
-                                      [--check LEVELS.json]
+                                      [--check LEVELS.json] [--time GEMM_TIME.json]
+--time: the GEMM times from this file instead of MEASURED_DIR/gemm_time.json (a suite timed in the
+sustained regime, measure_layer.py gemm-time --sustain; its SM clock samples are summarized too).
 Prints Markdown. --check: exit 1 when an error rises above its level in LEVELS.json
 (cuda_validate/measurements/accuracy_levels_layer.json; ctest layer_accuracy): each set's GEMM
 time and DRAM-read median and worst, and each layer's time.
@@ -87,12 +89,14 @@ def pct(x):
 
 def main():
     args = sys.argv[1:]
-    out_json = levels = None
-    for flag in ("--json", "--check"):
+    out_json = levels = time_file = None
+    for flag in ("--json", "--check", "--time"):
         if flag in args:
             i = args.index(flag)
             if flag == "--json":
                 out_json = args[i + 1]
+            elif flag == "--time":
+                time_file = args[i + 1]
             else:
                 levels = json.load(open(args[i + 1]))
             del args[i:i + 2]
@@ -100,7 +104,8 @@ def main():
         sys.exit(__doc__)
     pred = json.load(open(args[0]))
     measured = args[1]
-    times = {g["id"]: g for g in json.load(open(os.path.join(measured, "gemm_time.json")))["gemms"]}
+    times = {g["id"]: g for g in json.load(open(
+        time_file or os.path.join(measured, "gemm_time.json")))["gemms"]}
     ncu = ncu_calls(measured)
     rows = []
     for g in pred["gemms"]:
@@ -116,16 +121,20 @@ def main():
                      "dram_read": [p["hbm_read_bytes"], dr],
                      "dram_read_err": err(p["hbm_read_bytes"], dr),
                      "dram_write": [p["hbm_write_bytes"], dw],
-                     "spread_time": (max(t["time_s"]) - min(t["time_s"])) / meas_t})
+                     "spread_time": (max(t["time_s"]) - min(t["time_s"])) / meas_t,
+                     "sm_clock_mhz": [p.get("sm_clock_mhz"),
+                                      statistics.median(t["sm_clock_mhz"])
+                                      if t.get("sm_clock_mhz") else None]})
     layers = []
-    lmeas = {x["id"]: x for x in json.load(open(os.path.join(measured, "layer_time.json")))["layers"]}
+    lmeas = ({x["id"]: x for x in json.load(open(os.path.join(measured, "layer_time.json")))["layers"]}
+             if pred["layers"] else {})
     for lay in pred["layers"]:
         m = lmeas[lay["id"]]
         mt = statistics.median(m["layer_time_s"])
         layers.append({"id": lay["id"], "time_s": [lay["predicted"]["layer_time_s"], mt],
                        "time_err": err(lay["predicted"]["layer_time_s"], mt)})
     print(f"Layer suite on {pred['profile']}: blind predictions of {pred['iosim_commit'][:7]} "
-          f"against {measured}\n")
+          f"against {measured}" + (f" (times: {time_file})" if time_file else "") + "\n")
     print("| set | GEMMs | time median / worst | DRAM read median / worst |")
     print("| --- | ---: | ---: | ---: |")
     summary = {}
