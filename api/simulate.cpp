@@ -146,7 +146,7 @@ Report simulate(const HardwareProfile& profile, const RunRequest& original,
     a.hbm_gbps = static_cast<double>(t.hbm.read_total() + t.hbm.write_total()) / s / 1e9;
     a.hbm_peak_gbps = profile.hbm.bandwidth_gbps.value;
     a.l2_gbps = static_cast<double>(t.l2.read_total() + t.l2.write_total()) / s / 1e9;
-    a.l2_peak_gbps = profile.l2.bandwidth_gbps.value * at_clock;
+    a.l2_peak_gbps = profile.l2_bytes_per_s(report.sm_clock_mhz) / 1e9;
     a.smem_gbps = static_cast<double>(t.smem_read_bytes + t.smem_write_bytes) / s / 1e9;
     a.smem_peak_gbps = profile.sm.smem_bandwidth_bytes_per_clk.value *
                        static_cast<double>(profile.sm.count.value) * report.sm_clock_mhz / 1e3;

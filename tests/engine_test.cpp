@@ -244,6 +244,29 @@ TEST_CASE("a lower SM clock slows compute-bound work in proportion") {
   CHECK(half.engine.time_s > 1.5 * boost.engine.time_s);
 }
 
+TEST_CASE("an L2-bound run slows less than the SM clock where the L2 has its own clock") {
+  // Standard attention's score traffic is L2-bound; at 0.7 of the boost clock the H200 (its L2 in
+  // its own clock domain) takes less than 1/0.7 of its boost time, and the same profile with the
+  // L2 in the SM domain (the section removed) takes longer still. Counts never depend on it.
+  const HardwareProfile own = test::profile("h200-sxm-141gb");
+  REQUIRE(own.clock_domains.present);
+  HardwareProfile sm_domain = own;
+  sm_domain.clock_domains.present = false;
+  RunRequest r = test::request("standard", 2, 8, 2048, 64);
+  const double boost = own.sm.boost_clock_mhz.value;
+  r.engine.sm_clock_mhz = boost;
+  const Report fast = simulate(own, r);
+  r.engine.sm_clock_mhz = 0.7 * boost;
+  const Report own_slow = simulate(own, r);
+  const Report sm_slow = simulate(sm_domain, r);
+  CHECK(own_slow.engine.time_s < sm_slow.engine.time_s);
+  CHECK(own_slow.engine.time_s < fast.engine.time_s / 0.7);
+  CHECK(own_slow.engine.time_s >= fast.engine.time_s);
+  CHECK(own_slow.engine.total.l2.read_total() == sm_slow.engine.total.l2.read_total());
+  CHECK(own_slow.achieved.l2_peak_gbps == doctest::Approx(own.l2.bandwidth_gbps.value));
+  CHECK(sm_slow.achieved.l2_peak_gbps == doctest::Approx(0.7 * own.l2.bandwidth_gbps.value));
+}
+
 TEST_CASE("bad problems are configuration errors naming the flag") {
   RunRequest r = test::request("flash2", 1, 1, 0, 64);
   CHECK_THROWS_WITH_AS(simulate(test::profile(), r), doctest::Contains("--seq"), ConfigError);

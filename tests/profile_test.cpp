@@ -855,6 +855,43 @@ TEST_SUITE("profile") {
                    "--set 'l2.size_bytes' must be KEY=VALUE"));
   }
 
+  TEST_CASE("clock_domains: optional; when present the L2 keeps its bandwidth at any SM clock") {
+    // Without the section (the A100s: no one measured their L2 clock apart) the L2's bandwidth
+    // scales with the SM clock, as before; with it (the H100 and H200, whose L2 Nsight Compute
+    // reads at 1.68-1.71 GHz whatever the SM clock) it holds.
+    const HardwareProfile plain = iosim::parse_profile(ProfileText().str(), "t.yaml");
+    CHECK_FALSE(plain.clock_domains.present);
+    const double boost = plain.sm.boost_clock_mhz.value;
+    CHECK(plain.l2_bytes_per_s(boost) == doctest::Approx(7600e9));
+    CHECK(plain.l2_bytes_per_s(boost / 2) == doctest::Approx(3800e9));
+    const HardwareProfile own = iosim::parse_profile(
+        ProfileText().append("clock_domains:\n  l2_mhz: {value: 1705, source: \"test\"}\n").str(),
+        "t.yaml");
+    CHECK(own.clock_domains.present);
+    CHECK(own.clock_domains.l2_mhz.value == 1705);
+    for (const double f : {0.5, 0.7, 0.85, 1.0}) {
+      CHECK(own.l2_bytes_per_s(boost * f) == doctest::Approx(7600e9));
+    }
+    // Checked as every key is: a value, a source, positive, known keys only.
+    CHECK(contains(
+        parse_error_of(
+            ProfileText().append("clock_domains:\n  l2_mhz: {value: 0, source: \"t\"}\n").str()),
+        "clock_domains.l2_mhz"));
+    CHECK(contains(
+        parse_error_of(ProfileText().append("clock_domains:\n  l2_mhz: {value: 1705}\n").str()),
+        "missing required key 'clock_domains.l2_mhz.source'"));
+    CHECK(contains(
+        parse_error_of(
+            ProfileText().append("clock_domains:\n  l2_mz: {value: 1705, source: \"t\"}\n").str()),
+        "did you mean 'l2_mhz'"));
+    CHECK(iosim::load_profile("h200-sxm-141gb").clock_domains.present);
+    CHECK(iosim::load_profile("h100-sxm5-80gb").clock_domains.present);
+    CHECK_FALSE(iosim::load_profile("a100-sxm4-80gb").clock_domains.present);
+    // --set reaches it.
+    CHECK(iosim::load_profile("h200-sxm-141gb", {{"clock_domains.l2_mhz", "1500"}})
+              .clock_domains.l2_mhz.value == 1500);
+  }
+
   TEST_CASE("a missing built-in folder is a ConfigError that names it") {
     const ScopedEnv env("IOSIM_PROFILE_DIR", "/nonexistent/iosim/profiles");
     CHECK(contains(config_error_of([] { iosim::builtin_profile_names(); }),

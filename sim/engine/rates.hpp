@@ -21,7 +21,7 @@ struct Rates {
     const double ratio = clock_mhz / p.sm.boost_clock_mhz.value;
     sm_count = p.sm.count.value;
     hbm_bps = p.hbm.bandwidth_gbps.value * 1e9 * p.hbm.achievable_fraction.value;
-    l2_bps = p.l2.bandwidth_gbps.value * 1e9 * ratio;  // the L2 runs in the SM clock domain
+    l2_bps = p.l2_bytes_per_s(clock_mhz);  // its own clock, or the SM's (ClockDomainSpec)
     sm_port_bps = p.sm.l2_to_sm_bytes_per_clk.value * clock_hz;
     smem_bps_per_sm = p.sm.smem_bandwidth_bytes_per_clk.value * clock_hz;
     if (instruction == TensorInstruction::mma_sync) {

@@ -102,6 +102,17 @@ struct CudaGraphSpec {
   Sourced<double> stream_kernel_gap_us;
 };
 
+/// Clocks of units outside the SMs. Optional: without a `clock_domains:` section the L2 is taken
+/// to run in the SM clock domain (its bandwidth scales with the SM clock), as on a GPU where no one
+/// measured it apart. Nsight Compute's lts__cycles_elapsed.avg.per_second on the H100 and H200
+/// reads 1.68-1.71 GHz whatever the SM clock (1.50-1.98 GHz: cuda_validate/measurements/
+/// h200-sxm-141gb/clock_domains_2026-11-28/): their L2 keeps its bandwidth when the power limit
+/// lowers the SM clock.
+struct ClockDomainSpec {
+  bool present = false;
+  Sourced<double> l2_mhz;  // the L2's own clock; l2.bandwidth_gbps holds at any SM clock
+};
+
 /// Board power as a function of the SM clock and the work per second
 /// (sim/hardware/power_model.hpp): the clock a run is timed at, when none is given, is the highest
 /// up to the boost clock whose power stays within the limit. Optional: a profile without a `power:`
@@ -136,8 +147,16 @@ struct HardwareProfile {
   L2Spec l2;
   HbmSpec hbm;
   LaunchSpec launch;
-  PowerSpec power;           // power.present false: no power limit is modelled
-  CudaGraphSpec cuda_graph;  // cuda_graph.present false: no graph replay figure
+  PowerSpec power;                // power.present false: no power limit is modelled
+  CudaGraphSpec cuda_graph;       // cuda_graph.present false: no graph replay figure
+  ClockDomainSpec clock_domains;  // clock_domains.present false: the L2 in the SM clock domain
+
+  /// The L2's bandwidth (bytes/s) while the SMs run at `sm_clock_mhz`: l2.bandwidth_gbps in its
+  /// own clock domain, else scaled from the boost clock with the SM clock.
+  double l2_bytes_per_s(double sm_clock_mhz) const {
+    const double bps = l2.bandwidth_gbps.value * 1e9;
+    return clock_domains.present ? bps : bps * sm_clock_mhz / sm.boost_clock_mhz.value;
+  }
 
   /// Peak tensor-core FLOP/s for operands of `dtype` at the boost clock.
   double tensor_flops_per_s(Dtype dtype) const;

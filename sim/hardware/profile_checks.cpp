@@ -119,6 +119,10 @@ void profile_yaml::validate(const HardwareProfile& p, Reader& reader) {
     at_most("cuda_graph.stream_kernel_gap_us", p.cuda_graph.stream_kernel_gap_us.value, 1e6,
             "a second");
   }
+  if (p.clock_domains.present) {
+    positive("clock_domains.l2_mhz", p.clock_domains.l2_mhz.value);
+    at_most("clock_domains.l2_mhz", p.clock_domains.l2_mhz.value, 1e5, "100 GHz");
+  }
   // The L2 model keeps a few bytes per sector: 1-byte sectors made 1.6 GB a point. GPUs use
   // 32-byte sectors; a line is a few of them.
   if (l2.sector_bytes.value > 0 && l2.sector_bytes.value < 16) {

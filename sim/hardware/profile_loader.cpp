@@ -76,6 +76,10 @@ HardwareProfile read_profile(const YAML::Node& root, Reader& reader) {
   if (profile.cuda_graph.present) {
     read_section(reader, root, "cuda_graph", kCudaGraphFields, profile.cuda_graph);
   }
+  profile.clock_domains.present = root.IsMap() && root["clock_domains"].IsDefined();
+  if (profile.clock_domains.present) {
+    read_section(reader, root, "clock_domains", kClockDomainFields, profile.clock_domains);
+  }
   // Values are checked once every key reads: a missing or unreadable one would look like a 0.
   if (reader.ok()) validate(profile, reader);
   reader.throw_if_any();

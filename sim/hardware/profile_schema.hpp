@@ -86,6 +86,10 @@ inline const std::array<Field<CudaGraphSpec>, 2> kCudaGraphFields{{
     {"stream_kernel_gap_us", &CudaGraphSpec::stream_kernel_gap_us},
 }};
 
+inline const std::array<Field<ClockDomainSpec>, 1> kClockDomainFields{{
+    {"l2_mhz", &ClockDomainSpec::l2_mhz},
+}};
+
 inline const std::array<Field<PowerSpec>, 11> kPowerFields{{
     {"limit_w", &PowerSpec::limit_w},
     {"static_w", &PowerSpec::static_w},
@@ -100,10 +104,11 @@ inline const std::array<Field<PowerSpec>, 11> kPowerFields{{
     {"hbm_pj_per_byte", &PowerSpec::hbm_pj_per_byte},
 }};
 
-inline const std::vector<std::string> kTopKeys{"name", "description", "sm",    "compute",   "l2",
-                                               "hbm",  "launch",      "power", "cuda_graph"};
+inline const std::vector<std::string> kTopKeys{"name",       "description",  "sm",     "compute",
+                                               "l2",         "hbm",          "launch", "power",
+                                               "cuda_graph", "clock_domains"};
 // Top-level sections a profile may leave out (all their keys then, or none).
-inline const std::vector<std::string> kOptionalTopKeys{"power", "cuda_graph"};
+inline const std::vector<std::string> kOptionalTopKeys{"power", "cuda_graph", "clock_domains"};
 // The keys every profile has (messages about the top level name these).
 inline const std::vector<std::string> kRequiredTopKeys{"name", "description", "sm",    "compute",
                                                        "l2",   "hbm",         "launch"};
@@ -125,6 +130,7 @@ void for_each_known_section(F&& f) {
   for_each_section(f);
   f("power", kPowerFields);
   f("cuda_graph", kCudaGraphFields);
+  f("clock_domains", kClockDomainFields);
 }
 
 template <typename Spec, typename T>
