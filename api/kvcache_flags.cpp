@@ -11,42 +11,42 @@
 namespace iosim {
 namespace {
 
-using F = KvCacheFlags;
+using KvF = KvCacheFlags;
 
 std::vector<KvCacheFlag> make_kvcache_flags() {
   return {
-      {"--profile", "hardware profile whose HBM holds weights + KV cache", &F::profile},
+      {"--profile", "hardware profile whose HBM holds weights + KV cache", &KvF::profile},
       {"--weights-bytes", "model weights (and anything else) taken from the profile's HBM",
-       &F::weights_bytes, false, false},
+       &KvF::weights_bytes, false, false},
       {"--kv-budget-bytes", "KV-cache memory, instead of --profile HBM minus --weights-bytes",
-       &F::kv_budget_bytes, false, false},
-      {"--layers", "transformer layers", &F::layers, true},
-      {"--kv-heads", "key/value heads per layer", &F::kv_heads, true},
-      {"--head-dim", "head dimension", &F::head_dim, true},
-      {"--dtype", "KV element type: fp16 | bf16 | fp32 | fp8", &F::dtype},
-      {"--policy", "contiguous | paged | both", &F::policy},
-      {"--block-tokens", "paged: tokens per block", &F::block_tokens},
-      {"--requests", "requests to draw", &F::requests},
+       &KvF::kv_budget_bytes, false, false},
+      {"--layers", "transformer layers", &KvF::layers, true},
+      {"--kv-heads", "key/value heads per layer", &KvF::kv_heads, true},
+      {"--head-dim", "head dimension", &KvF::head_dim, true},
+      {"--dtype", "KV element type: fp16 | bf16 | fp32 | fp8", &KvF::dtype},
+      {"--policy", "contiguous | paged | both", &KvF::policy},
+      {"--block-tokens", "paged: tokens per block", &KvF::block_tokens},
+      {"--requests", "requests to draw", &KvF::requests},
       {"--prompt-len",
        "prompt tokens after the shared prefix: const:N | uniform:MIN,MAX | normal:MEAN,STD | "
        "lognormal:MU,SIGMA",
-       &F::prompt_len},
-      {"--output-len", "generated tokens per sample (same forms)", &F::output_len},
-      {"--arrivals", "burst | poisson:RATE (requests per step)", &F::arrivals},
+       &KvF::prompt_len},
+      {"--output-len", "generated tokens per sample (same forms)", &KvF::output_len},
+      {"--arrivals", "burst | poisson:RATE (requests per step)", &KvF::arrivals},
       {"--trace", "CSV trace arrival,prompt_len,output_len[,group] instead of drawn requests",
-       &F::trace, false, false},
-      {"--max-prompt-tokens", "prompts are clamped to this", &F::max_prompt_tokens},
+       &KvF::trace, false, false},
+      {"--max-prompt-tokens", "prompts are clamped to this", &KvF::max_prompt_tokens},
       {"--max-output-tokens", "outputs are clamped to this; contiguous reserves it per sample",
-       &F::max_output_tokens},
-      {"--samples", "parallel samples per request (share the prompt)", &F::samples},
+       &KvF::max_output_tokens},
+      {"--samples", "parallel samples per request (share the prompt)", &KvF::samples},
       {"--shared-prefix-tokens",
        "a prompt prefix common to each prompt group (paged shares its full blocks)",
-       &F::shared_prefix_tokens},
-      {"--prompt-groups", "groups the requests are spread over", &F::prompt_groups},
-      {"--max-running", "most requests running at once (0: no limit)", &F::max_running},
-      {"--watermark", "paged: fraction of blocks admission keeps free", &F::watermark},
-      {"--seed", "seed of the drawn stream", &F::seed},
-      {"--series-points", "most windows in the time series", &F::series_points},
+       &KvF::shared_prefix_tokens},
+      {"--prompt-groups", "groups the requests are spread over", &KvF::prompt_groups},
+      {"--max-running", "most requests running at once (0: no limit)", &KvF::max_running},
+      {"--watermark", "paged: fraction of blocks admission keeps free", &KvF::watermark},
+      {"--seed", "seed of the drawn stream", &KvF::seed},
+      {"--series-points", "most windows in the time series", &KvF::series_points},
   };
 }
 

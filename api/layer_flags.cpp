@@ -11,54 +11,55 @@
 namespace iosim {
 namespace {
 
-using F = LayerFlags;
+using LayerF = LayerFlags;
 
 std::vector<LayerFlag> make_layer_flags() {
   return {
       {"--model",
        "a built-in model (models/*.yaml: llama-3-8b, llama-3-70b, mistral-7b, qwen2-7b) or a "
        "model YAML file",
-       &F::model, true},
-      {"--phase", "prefill (default) or decode", &F::phase, false, false},
-      {"--batch", "sequences (default 1)", &F::batch, false, false},
+       &LayerF::model, true},
+      {"--phase", "prefill (default) or decode", &LayerF::phase, false, false},
+      {"--batch", "sequences (default 1)", &LayerF::batch, false, false},
       {"--seq",
        "prefill: tokens per sequence; decode: the cached context when --context is left out",
-       &F::seq, true},
-      {"--context", "keys each query attends over (default: --seq)", &F::context, false, false},
-      {"--tp", "tensor-parallel ranks dividing heads, K/V heads, MLP width (1)", &F::tp, false,
+       &LayerF::seq, true},
+      {"--context", "keys each query attends over (default: --seq)", &LayerF::context, false,
        false},
-      {"--profile", "hardware profile name or YAML file", &F::profile, false, false},
+      {"--tp", "tensor-parallel ranks dividing heads, K/V heads, MLP width (1)", &LayerF::tp, false,
+       false},
+      {"--profile", "hardware profile name or YAML file", &LayerF::profile, false, false},
       {"--algo", "attention algorithm (default: flash2 for prefill, flash-decoding for decode)",
-       &F::algo, false, false},
-      {"--kernel", "attention kernel description (file, preset or inline)", &F::kernel, false,
+       &LayerF::algo, false, false},
+      {"--kernel", "attention kernel description (file, preset or inline)", &LayerF::kernel, false,
        false},
-      {"--dtype", "fp16 or bf16 (default bf16)", &F::dtype, false, false},
+      {"--dtype", "fp16 or bf16 (default bf16)", &LayerF::dtype, false, false},
       {"--sm-clock-mhz", "time every op at this SM clock (default: the power model's clock)",
-       &F::sm_clock_mhz, false, false},
-      {"--l2", "on (default) or off: the two-level HBM <-> SRAM model", &F::l2, false, false},
+       &LayerF::sm_clock_mhz, false, false},
+      {"--l2", "on (default) or off: the two-level HBM <-> SRAM model", &LayerF::l2, false, false},
       {"--launch",
        "graph (default: kernels replayed from a CUDA graph, as serving engines run a step) or "
        "stream (each kernel launched from a stream)",
-       &F::launch, false, false},
+       &LayerF::launch, false, false},
       {"--gemm-bm",
        "GEMM output tile rows (default: on Hopper the tile cuBLAS's heuristic would choose, "
        "else 128)",
-       &F::gemm_bm, false, false},
-      {"--gemm-bn", "GEMM output tile columns (default: as --gemm-bm, else 128)", &F::gemm_bn,
+       &LayerF::gemm_bm, false, false},
+      {"--gemm-bn", "GEMM output tile columns (default: as --gemm-bm, else 128)", &LayerF::gemm_bn,
        false, false},
-      {"--gemm-bk", "GEMM K chunk (default 64)", &F::gemm_bk, false, false},
+      {"--gemm-bk", "GEMM K chunk (default 64)", &LayerF::gemm_bk, false, false},
       {"--gemm-cluster-m",
        "GEMM CTAs per cluster along M sharing each W tile by TMA multicast (default: with the "
        "chosen tile on Hopper, else 1)",
-       &F::gemm_cluster_m, false, false},
+       &LayerF::gemm_cluster_m, false, false},
       {"--gemm-group-m",
        "GEMM CTA order: walk this many M tiles, then the next N tile (default: 8 on Hopper; "
        "elsewhere, and any group of all M tiles, the M tile fastest over the whole of M)",
-       &F::gemm_group_m, false, false},
+       &LayerF::gemm_group_m, false, false},
       {"--gemm-split-k",
        "GEMM CTAs per output tile, each over 1/S of K, summed by a reduction kernel (default: "
        "with the chosen tile on Hopper, else 1)",
-       &F::gemm_split_k, false, false},
+       &LayerF::gemm_split_k, false, false},
   };
 }
 

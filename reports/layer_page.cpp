@@ -21,7 +21,7 @@ namespace iosim {
 namespace {
 
 constexpr double kBarsHeight = 420;
-constexpr double kRooflineHeight = 460;
+constexpr double kLayerRooflineHeight = 460;
 
 // Colours of the ops, by their position in the layer (ColorBrewer's Set1 and Dark2).
 constexpr const char* kPalette[] = {"#e41a1c", "#377eb8", "#4daf4a", "#984ea3",
@@ -195,7 +195,7 @@ std::string points_table(const LayerSweepRun& run) {
   return s + "</tbody></table>\n";
 }
 
-std::string chart_style() {
+std::string layer_chart_style() {
   return fmt::format("<style>\n{}</style>\n", assets::run_chart_css);
 }
 
@@ -223,10 +223,10 @@ std::string layer_sweep_html(const LayerSweepRun& run) {
       r.l2_enabled ? "on" : "off");
   s += "<section><h2>Points</h2>\n" + points_table(run) + "</section>\n";
   s += "<section><h2>Time per op</h2>\n";
-  s += svg_open(kChartWidth, kBarsHeight, "chart bars") + chart_style() + bars_chart(run) +
+  s += svg_open(kChartWidth, kBarsHeight, "chart bars") + layer_chart_style() + bars_chart(run) +
        "</svg>\n</section>\n";
   s += "<section><h2>Roofline</h2>\n";
-  s += svg_open(kChartWidth, kRooflineHeight, "chart roofline") + chart_style() +
+  s += svg_open(kChartWidth, kLayerRooflineHeight, "chart roofline") + layer_chart_style() +
        roofline_chart(run) + "</svg>\n";
   s += "<p class=\"note\">Arithmetic intensity counts all of an op's FLOPs (tensor-core and "
        "elementwise) per HBM byte read and written, the lines it leaves dirty in L2 included. "
