@@ -301,3 +301,32 @@ TEST_CASE("GEMM tile choice: decode-sized GEMMs fill the GPU, never slower than 
     CHECK(chosen <= iosim::run_schedule(hw, *iosim::make_gemm_schedule(p, f), boost).time_s);
   }
 }
+
+TEST_CASE("GEMM tile choice memo: each machine keeps its own answer, in either order") {
+  // resolve_gemm_tiling() remembers a choice by the profile's values: the H200 and the same
+  // profile with half its SMs (one name, other values) choose differently for decode shapes, and
+  // asking in either order gives each its own choice, equal to asking again.
+  const iosim::HardwareProfile& full = iosim::test::profile("h200-sxm-141gb");
+  iosim::HardwareProfile half = full;
+  half.sm.count.value = 66;
+  const auto tile = [](const iosim::HardwareProfile& hw, std::int64_t m, std::int64_t n) {
+    GemmProblem p;
+    p.m = m;
+    p.n = n;
+    p.k = 4096;
+    const GemmTiling t = iosim::resolve_gemm_tiling(hw, p);
+    return std::vector<std::int64_t>{t.bm, t.bn, t.cluster_m, t.split_k, t.pipeline_stages};
+  };
+  int differ = 0;
+  for (const auto& [m, n] : {std::pair<std::int64_t, std::int64_t>{16, 4096}, {16, 6144}}) {
+    CAPTURE(n);
+    const bool full_first = n == 4096;
+    const auto a = full_first ? tile(full, m, n) : tile(half, m, n);
+    const auto b = full_first ? tile(half, m, n) : tile(full, m, n);
+    const auto full_t = full_first ? a : b, half_t = full_first ? b : a;
+    differ += full_t != half_t;
+    CHECK(tile(full, m, n) == full_t);
+    CHECK(tile(half, m, n) == half_t);
+  }
+  CHECK(differ == 2);
+}

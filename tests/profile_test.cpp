@@ -892,6 +892,40 @@ TEST_SUITE("profile") {
               .clock_domains.l2_mhz.value == 1500);
   }
 
+  TEST_CASE("property: the fingerprint changes with every value and with nothing else") {
+    // Memos key on it (the GEMM tile choice): a changed value must never answer from another
+    // machine's entry; a name, a source or a reload must not miss.
+    const HardwareProfile base = iosim::load_profile("h200-sxm-141gb");
+    const std::string fp = iosim::profile_fingerprint(base);
+    CHECK(fp == iosim::profile_fingerprint(iosim::load_profile("h200-sxm-141gb")));
+    HardwareProfile renamed = base;
+    renamed.name = "other";
+    renamed.sm.count.source = "elsewhere";
+    CHECK(iosim::profile_fingerprint(renamed) == fp);
+    std::set<std::string> seen{fp};
+    for (const std::string& key : iosim::profile_keys()) {
+      CAPTURE(key);
+      // Two values, in case the profile holds one of them already.
+      std::set<std::string> fingerprints;
+      int loaded = 0;
+      for (const char* value : {"7", "11"}) {
+        try {
+          ++loaded;
+          fingerprints.insert(
+              iosim::profile_fingerprint(iosim::load_profile("h200-sxm-141gb", {{key, value}})));
+        } catch (const ConfigError&) {
+          --loaded;  // not a valid value for this key (the other cases check the refusals)
+        }
+      }
+      fingerprints.erase(fp);
+      // A value that loads and equals the profile's leaves the fingerprint; two that load cannot
+      // both.
+      CHECK(fingerprints.size() + 1 >= static_cast<std::size_t>(loaded));
+      for (const std::string& f : fingerprints) CHECK(seen.insert(f).second);
+    }
+    CHECK(seen.size() > 20);
+  }
+
   TEST_CASE("a missing built-in folder is a ConfigError that names it") {
     const ScopedEnv env("IOSIM_PROFILE_DIR", "/nonexistent/iosim/profiles");
     CHECK(contains(config_error_of([] { iosim::builtin_profile_names(); }),

@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
+#include <mutex>
+#include <tuple>
 #include <utility>
 
 #include "algorithms/algorithm.hpp"
@@ -220,6 +223,56 @@ GemmTiling completed(const HardwareProfile& hw, const GemmProblem& p, GemmTiling
   return t;
 }
 
+// The tile choice of one GEMM on one machine, remembered for the process: on Hopper a small GEMM's
+// choice times up to 8 candidates on the engine (about 0.1 s each for a decode step's GEMMs), and
+// a layer sweep over context or batch, a Python session, or the tests ask for the same GEMMs again
+// and again. The key is everything the choice reads: the profile's values (not its name), the
+// problem's sizes, type and bias, and the tiling fixed before the choice.
+class GemmChoiceMemo {
+ public:
+  using Key = std::tuple<std::string, std::int64_t, std::int64_t, std::int64_t, int, bool,
+                         std::int64_t, int, std::int64_t, int, int>;
+
+  // `cluster_m` and `stages` as requested (0: chosen with the tile, or filling shared memory).
+  static Key key(const HardwareProfile& hw, const GemmProblem& p, const GemmTiling& t,
+                 int cluster_m, int stages) {
+    return {profile_fingerprint(hw),
+            p.m,
+            p.n,
+            p.k,
+            static_cast<int>(p.dtype),
+            p.bias,
+            t.bk,
+            t.threads,
+            t.group_m,
+            cluster_m,
+            stages};
+  }
+
+  template <typename Choose>
+  GemmChoice get(const Key& k, Choose&& choose) {
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      if (const auto it = memo_.find(k); it != memo_.end()) return it->second;
+    }
+    const GemmChoice c = choose();  // outside the lock: sweeps choose on several threads
+    const std::lock_guard<std::mutex> lock(mutex_);
+    if (memo_.size() >= kMaxEntries) memo_.clear();  // a bound, not a cache policy
+    memo_.emplace(k, c);
+    return c;
+  }
+
+ private:
+  static constexpr std::size_t kMaxEntries = 4096;
+  std::mutex mutex_;
+  std::map<Key, GemmChoice> memo_;
+};
+
+GemmChoiceMemo& gemm_choice_memo() {
+  static GemmChoiceMemo memo;
+  return memo;
+}
+
 }  // namespace
 
 GemmTiling resolve_gemm_tiling(const HardwareProfile& hw, const GemmProblem& p,
@@ -263,7 +316,9 @@ GemmTiling resolve_gemm_tiling(const HardwareProfile& hw, const GemmProblem& p,
                           boost)
           .time_s;
     };
-    const GemmChoice c = choose_gemm_tiling(hw, p, t.bk, engine_time);
+    const GemmChoice c =
+        gemm_choice_memo().get(GemmChoiceMemo::key(hw, p, t, req.cluster_m, req.pipeline_stages),
+                               [&] { return choose_gemm_tiling(hw, p, t.bk, engine_time); });
     t.bm = c.bm;
     t.bn = c.bn;
     if (req.cluster_m == 0) t.cluster_m = c.cluster_m;

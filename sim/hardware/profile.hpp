@@ -181,4 +181,9 @@ HardwareProfile load_profile(const std::string& name_or_path);
 /// Parses and validates YAML text; `origin` names it in messages. Throws ConfigError.
 HardwareProfile parse_profile(const std::string& yaml_text, const std::string& origin);
 
+/// Every value of the profile (every section's, and which optional sections it has), as text:
+/// two profiles with equal fingerprints time every schedule alike, whatever their names or
+/// sources. A key for memos of answers that depend on the machine.
+std::string profile_fingerprint(const HardwareProfile& p);
+
 }  // namespace iosim

@@ -86,6 +86,14 @@ HardwareProfile read_profile(const YAML::Node& root, Reader& reader) {
   return profile;
 }
 
+template <typename Spec, std::size_t N>
+void append_values(std::string& out, const Spec& spec,
+                   const std::array<profile_yaml::Field<Spec>, N>& fields) {
+  for (const auto& f : fields) {
+    std::visit([&](auto member) { out += fmt::format("{};", (spec.*member).value); }, f.member);
+  }
+}
+
 std::string read_file_text(const fs::path& path) {
   return read_text_file(path, "profile file", kMaxProfileBytes);
 }
@@ -283,6 +291,22 @@ std::vector<std::string> profile_keys() {
     for (const auto& f : fields) keys.push_back(std::string(section) + "." + f.key);
   });
   return keys;
+}
+
+std::string profile_fingerprint(const HardwareProfile& p) {
+  std::string out;
+  append_values(out, p.sm, kSmFields);
+  append_values(out, p.compute, kComputeFields);
+  append_values(out, p.l2, kL2Fields);
+  append_values(out, p.hbm, kHbmFields);
+  append_values(out, p.launch, kLaunchFields);
+  out += p.power.present ? "power;" : "-;";
+  if (p.power.present) append_values(out, p.power, kPowerFields);
+  out += p.cuda_graph.present ? "cuda_graph;" : "-;";
+  if (p.cuda_graph.present) append_values(out, p.cuda_graph, kCudaGraphFields);
+  out += p.clock_domains.present ? "clock_domains;" : "-;";
+  if (p.clock_domains.present) append_values(out, p.clock_domains, kClockDomainFields);
+  return out;
 }
 
 std::string profile_template() {
