@@ -19,8 +19,9 @@
 namespace iosim {
 namespace {
 
-enum class Kernel { dot_do_o, dq_dk_dv, convert_dq };
-constexpr Kernel kKernels[] = {Kernel::dot_do_o, Kernel::dq_dk_dv, Kernel::convert_dq};
+enum class Flash2BwdKernel { dot_do_o, dq_dk_dv, convert_dq };
+constexpr Flash2BwdKernel kFlash2BwdKernels[] = {
+    Flash2BwdKernel::dot_do_o, Flash2BwdKernel::dq_dk_dv, Flash2BwdKernel::convert_dq};
 
 class Flash2Backward final : public WholeCtaSchedule {
  public:
@@ -33,11 +34,11 @@ class Flash2Backward final : public WholeCtaSchedule {
   std::vector<KernelSpec> kernels() const override {
     std::vector<KernelSpec> out;
     const std::int64_t tr = ceil_div(p_.seq, t_.block_q), tc = ceil_div(p_.seq_kv, t_.block_kv);
-    for (Kernel k : kKernels) {
+    for (Flash2BwdKernel k : kFlash2BwdKernels) {
       KernelSpec s;
       s.mma_dtype = p_.dtype;
       s.tensor_instruction = TensorInstruction::mma_sync;
-      if (k == Kernel::dq_dk_dv) {
+      if (k == Flash2BwdKernel::dq_dk_dv) {
         s.name = "flash2_bwd";
         s.main_loop = true;
         s.grid = {tc, p_.batch, p_.heads};
@@ -50,7 +51,7 @@ class Flash2Backward final : public WholeCtaSchedule {
         s.pipeline_stages = t_.pipeline_stages;
       } else {
         // Row-wise elementwise kernels: one thread per row chunk, operands in registers.
-        s.name = k == Kernel::dot_do_o ? "dot_do_o" : "convert_dq";
+        s.name = k == Flash2BwdKernel::dot_do_o ? "dot_do_o" : "convert_dq";
         s.grid = {tr, p_.batch, p_.heads};
         s.threads_per_cta = 128;
         s.smem_bytes_per_cta = 0;
@@ -65,12 +66,12 @@ class Flash2Backward final : public WholeCtaSchedule {
  protected:
   void emit_whole_cta(std::size_t kernel, std::int64_t cta,
                       std::vector<TileOp>& out) const override {
-    switch (kKernels[kernel]) {
-      case Kernel::dot_do_o:
+    switch (kFlash2BwdKernels[kernel]) {
+      case Flash2BwdKernel::dot_do_o:
         return emit_backward_rows(p_, t_.block_q, cta, BackwardRows::dot_do_o, out);
-      case Kernel::dq_dk_dv:
+      case Flash2BwdKernel::dq_dk_dv:
         return emit_main(cta, out);
-      case Kernel::convert_dq:
+      case Flash2BwdKernel::convert_dq:
         return emit_backward_rows(p_, t_.block_q, cta, BackwardRows::convert_dq, out);
     }
   }

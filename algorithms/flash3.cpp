@@ -27,7 +27,7 @@
 namespace iosim {
 namespace {
 
-constexpr int kWarpgroupThreads = 128;
+constexpr int kFlash3WarpgroupThreads = 128;
 
 // FlashAttention-3's backward tiles for 16-bit types on sm90 (hopper/flash_bwd_launch_template.h,
 // run_mha_bwd_hdim*): d <= 64: 128 x 128; d <= 96: 64 x 128; d <= 128: 64 x 128 causal, 80 x 128
@@ -47,7 +47,7 @@ std::string plan_backward(const AttentionProblem& p, const HardwareProfile& hw,
   bt.block_kv = req.block_kv.value_or(d <= 128 ? 128 : d <= 192 ? 96 : 80);
   bt.stages = req.pipeline_stages.value_or(d <= 128 ? 2 : 1);
   bt.consumers = 2;
-  const int cta_threads = (bt.consumers + 1) * kWarpgroupThreads;
+  const int cta_threads = (bt.consumers + 1) * kFlash3WarpgroupThreads;
   bt.threads = req.threads.value_or(cta_threads);
   // Blocks and threads apart: one message for both said "the CTA 384 threads, not 384" of a
   // block that was wrong, and named --block-q for --backward-block-q.

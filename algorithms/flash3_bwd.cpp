@@ -1,6 +1,7 @@
 // FlashAttention-3 backward (Shah et al. 2024; hopper/mainloop_bwd_sm90_tma_gmma_ws.hpp in its
-// code), as cuDNN's Hopper backward also runs it (cuda_validate/measurements/h100-sxm5-80gb/cudnn_2026-11-23/
-// NOTES.md: compute_dot_do_o, a persistent 384-thread wgmma bprop kernel, convert_dq_to_16bits):
+// code), as cuDNN's Hopper backward also runs it
+// (cuda_validate/measurements/h100-sxm5-80gb/cudnn_2026-11-23/ NOTES.md: compute_dot_do_o, a
+// persistent 384-thread wgmma bprop kernel, convert_dq_to_16bits):
 //   dot_do_o    D = rowsum(dO o O) per query row, and dQaccum := 0 (as flash2's pre-pass)
 //   flash3_bwd  one tile per (K/V block j, batch, head), taken in order by one CTA per SM (the
 //               tile scheduler; the engine dispatches the next tile to the SM that frees first).
@@ -33,18 +34,18 @@
 namespace iosim {
 namespace {
 
-constexpr int kWarpgroupThreads = 128;
+constexpr int kFlash3BwdWarpgroupThreads = 128;
 constexpr std::int64_t kBarriersPerStep = 2;
 
-enum class Kernel { dot_do_o, zero_dkv, main, convert_dq, convert_dkv };
+enum class Flash3BwdKernel { dot_do_o, zero_dkv, main, convert_dq, convert_dkv };
 
 class Flash3Backward final : public Schedule {
  public:
   Flash3Backward(const AttentionProblem& p, const Flash3BackwardTiles& t) : p_(p), t_(t) {
-    kernels_ = {Kernel::dot_do_o, Kernel::main, Kernel::convert_dq};
+    kernels_ = {Flash3BwdKernel::dot_do_o, Flash3BwdKernel::main, Flash3BwdKernel::convert_dq};
     if (p_.group() > 1) {
-      kernels_ = {Kernel::dot_do_o, Kernel::zero_dkv, Kernel::main, Kernel::convert_dq,
-                  Kernel::convert_dkv};
+      kernels_ = {Flash3BwdKernel::dot_do_o, Flash3BwdKernel::zero_dkv, Flash3BwdKernel::main,
+                  Flash3BwdKernel::convert_dq, Flash3BwdKernel::convert_dkv};
     }
   }
 
@@ -52,16 +53,16 @@ class Flash3Backward final : public Schedule {
 
   std::vector<KernelSpec> kernels() const override {
     std::vector<KernelSpec> out;
-    for (Kernel k : kernels_) {
-      if (k == Kernel::zero_dkv || k == Kernel::convert_dkv) {
+    for (Flash3BwdKernel k : kernels_) {
+      if (k == Flash3BwdKernel::zero_dkv || k == Flash3BwdKernel::convert_dkv) {
         out.push_back(backward_keys_kernel(
             p_, t_.block_kv,
-            k == Kernel::zero_dkv ? BackwardKeys::zero_dkv : BackwardKeys::convert_dkv));
+            k == Flash3BwdKernel::zero_dkv ? BackwardKeys::zero_dkv : BackwardKeys::convert_dkv));
         continue;
       }
       KernelSpec s;
       s.mma_dtype = p_.dtype;
-      if (k == Kernel::main) {
+      if (k == Flash3BwdKernel::main) {
         s.name = "flash3_bwd";
         s.main_loop = true;
         // Tiles in the scheduler's order: the K/V blocks of a head first, then batches, heads.
@@ -71,12 +72,12 @@ class Flash3Backward final : public Schedule {
         s.registers_per_thread = t_.registers;
         s.pipeline_stages = t_.stages;
         s.tensor_instruction = TensorInstruction::wgmma;
-        s.producer_warps = kWarpgroupThreads / 32;
+        s.producer_warps = kFlash3BwdWarpgroupThreads / 32;
         s.consumer_warpgroups = t_.consumers;
         s.overlap = PipeOverlap::lockstep;
       } else {
         // Row-wise elementwise kernels (flash2's), operands in registers.
-        s.name = k == Kernel::dot_do_o ? "dot_do_o" : "convert_dq";
+        s.name = k == Flash3BwdKernel::dot_do_o ? "dot_do_o" : "convert_dq";
         s.grid = {ceil_div(p_.seq, t_.block_q), p_.batch, p_.heads};
         s.threads_per_cta = 128;
         s.smem_bytes_per_cta = 0;
@@ -93,17 +94,19 @@ class Flash3Backward final : public Schedule {
   // (causal: from the first block holding a row that sees key k0); the last also writes dK, dV.
   bool emit_cta_part(std::size_t kernel, std::int64_t cta, std::size_t part,
                      std::vector<TileOp>& out) const override {
-    const Kernel k = kernels_[kernel];
-    if (k != Kernel::main) {
+    const Flash3BwdKernel k = kernels_[kernel];
+    if (k != Flash3BwdKernel::main) {
       if (part != 0) return false;
-      if (k == Kernel::dot_do_o || k == Kernel::convert_dq) {
+      if (k == Flash3BwdKernel::dot_do_o || k == Flash3BwdKernel::convert_dq) {
         emit_backward_rows(
             p_, t_.block_q, cta,
-            k == Kernel::dot_do_o ? BackwardRows::dot_do_o : BackwardRows::convert_dq, out);
+            k == Flash3BwdKernel::dot_do_o ? BackwardRows::dot_do_o : BackwardRows::convert_dq,
+            out);
       } else {
         emit_backward_keys(
             p_, t_.block_kv, cta,
-            k == Kernel::zero_dkv ? BackwardKeys::zero_dkv : BackwardKeys::convert_dkv, out);
+            k == Flash3BwdKernel::zero_dkv ? BackwardKeys::zero_dkv : BackwardKeys::convert_dkv,
+            out);
       }
       return false;
     }
@@ -167,7 +170,7 @@ class Flash3Backward final : public Schedule {
  private:
   AttentionProblem p_;
   Flash3BackwardTiles t_;
-  std::vector<Kernel> kernels_;
+  std::vector<Flash3BwdKernel> kernels_;
 };
 
 }  // namespace

@@ -23,17 +23,17 @@ using standard_tiles::ElementwiseTiling;
 using standard_tiles::kLoadChunk;
 using standard_tiles::kSmemChunk;
 
-enum class Kernel { gemm_qk, mask, softmax, dropout, gemm_pv };
+enum class StandardKernel { gemm_qk, mask, softmax, dropout, gemm_pv };
 
 class StandardSchedule final : public Schedule {
  public:
   StandardSchedule(const AttentionProblem& p, const Tiling& t)
       : p_(p), t_(t), ew_(p.seq_kv, false), rows_(ElementwiseTiling::one_row(p.seq_kv)) {
-    kernels_.push_back(Kernel::gemm_qk);
-    if (p.causal || p.mask) kernels_.push_back(Kernel::mask);
-    kernels_.push_back(Kernel::softmax);
-    if (p.dropout > 0) kernels_.push_back(Kernel::dropout);
-    kernels_.push_back(Kernel::gemm_pv);
+    kernels_.push_back(StandardKernel::gemm_qk);
+    if (p.causal || p.mask) kernels_.push_back(StandardKernel::mask);
+    kernels_.push_back(StandardKernel::softmax);
+    if (p.dropout > 0) kernels_.push_back(StandardKernel::dropout);
+    kernels_.push_back(StandardKernel::gemm_pv);
   }
 
   std::vector<TensorDecl> tensors() const override {
@@ -56,11 +56,11 @@ class StandardSchedule final : public Schedule {
     std::vector<KernelSpec> out;
     const std::int64_t eb = p_.elem_bytes();
     const std::int64_t tq = ceil_div(p_.seq, t_.block_q);
-    for (Kernel k : kernels_) {
+    for (StandardKernel k : kernels_) {
       KernelSpec s;
       s.mma_dtype = p_.dtype;
       switch (k) {
-        case Kernel::gemm_qk:
+        case StandardKernel::gemm_qk:
           s.name = s.role = "gemm_qk";
           s.main_loop = true;
           s.grid = {tq, ceil_div(p_.seq_kv, t_.block_kv), p_.bh()};
@@ -69,7 +69,7 @@ class StandardSchedule final : public Schedule {
           s.registers_per_thread = gemm_regs(t_.block_q * t_.block_kv);
           s.pipeline_stages = t_.pipeline_stages;
           break;
-        case Kernel::gemm_pv:
+        case StandardKernel::gemm_pv:
           s.name = s.role = "gemm_pv";
           s.main_loop = true;
           s.grid = {tq, 1, p_.bh()};
@@ -79,13 +79,15 @@ class StandardSchedule final : public Schedule {
           s.pipeline_stages = t_.pipeline_stages;
           break;
         default: {
-          const ElementwiseTiling& e = k == Kernel::softmax ? rows_ : ew_;
-          s.name = k == Kernel::mask ? "mask" : k == Kernel::softmax ? "softmax" : "dropout";
+          const ElementwiseTiling& e = k == StandardKernel::softmax ? rows_ : ew_;
+          s.name = k == StandardKernel::mask      ? "mask"
+                   : k == StandardKernel::softmax ? "softmax"
+                                                  : "dropout";
           s.role = s.name;
           s.grid = {ceil_div(p_.seq_kv, e.cols), ceil_div(p_.seq, e.rows), p_.bh()};
           s.threads_per_cta = 256;
           // The row-wise softmax keeps its rows in shared memory; elementwise passes need none.
-          s.smem_bytes_per_cta = k == Kernel::softmax ? e.rows * e.cols * eb : 0;
+          s.smem_bytes_per_cta = k == StandardKernel::softmax ? e.rows * e.cols * eb : 0;
           s.registers_per_thread = 32;
           s.pipeline_stages = 1;
           break;
@@ -101,12 +103,12 @@ class StandardSchedule final : public Schedule {
   Repetition repetition(std::size_t kernel) const override {
     const std::int64_t tq = ceil_div(p_.seq, t_.block_q);
     switch (kernels_.at(kernel)) {
-      case Kernel::gemm_qk:
+      case StandardKernel::gemm_qk:
         return {tq * ceil_div(p_.seq_kv, t_.block_kv) * p_.group(), 0};
-      case Kernel::gemm_pv:
+      case StandardKernel::gemm_pv:
         return {tq * p_.group(), 0};
       default: {
-        const ElementwiseTiling& e = kernels_.at(kernel) == Kernel::softmax ? rows_ : ew_;
+        const ElementwiseTiling& e = kernels_.at(kernel) == StandardKernel::softmax ? rows_ : ew_;
         return {ceil_div(p_.seq_kv, e.cols) * ceil_div(p_.seq, e.rows), 0};
       }
     }
@@ -116,7 +118,7 @@ class StandardSchedule final : public Schedule {
   // chunk of keys per part, so that the engine holds a few operations per resident CTA.
   bool emit_cta_part(std::size_t kernel, std::int64_t cta, std::size_t part,
                      std::vector<TileOp>& out) const override {
-    if (kernels_.at(kernel) == Kernel::gemm_pv) return emit_gemm_pv(cta, part, out);
+    if (kernels_.at(kernel) == StandardKernel::gemm_pv) return emit_gemm_pv(cta, part, out);
     if (part == 0) emit_whole_cta(kernel, cta, out);
     return false;
   }
@@ -132,16 +134,16 @@ class StandardSchedule final : public Schedule {
   // A whole CTA of a kernel that is not split into parts.
   void emit_whole_cta(std::size_t kernel, std::int64_t cta, std::vector<TileOp>& out) const {
     switch (kernels_.at(kernel)) {
-      case Kernel::gemm_qk:
+      case StandardKernel::gemm_qk:
         return emit_gemm_qk(cta, out);
-      case Kernel::gemm_pv:  // (emitted by parts)
+      case StandardKernel::gemm_pv:  // (emitted by parts)
         break;
-      case Kernel::mask:
-        return emit_elementwise(Kernel::mask, cta, out);
-      case Kernel::softmax:
-        return emit_elementwise(Kernel::softmax, cta, out);
-      case Kernel::dropout:
-        return emit_elementwise(Kernel::dropout, cta, out);
+      case StandardKernel::mask:
+        return emit_elementwise(StandardKernel::mask, cta, out);
+      case StandardKernel::softmax:
+        return emit_elementwise(StandardKernel::softmax, cta, out);
+      case StandardKernel::dropout:
+        return emit_elementwise(StandardKernel::dropout, cta, out);
     }
   }
 
@@ -192,25 +194,25 @@ class StandardSchedule final : public Schedule {
     return false;
   }
 
-  void emit_elementwise(Kernel k, std::int64_t cta, std::vector<TileOp>& out) const {
-    const ElementwiseTiling& e = k == Kernel::softmax ? rows_ : ew_;
+  void emit_elementwise(StandardKernel k, std::int64_t cta, std::vector<TileOp>& out) const {
+    const ElementwiseTiling& e = k == StandardKernel::softmax ? rows_ : ew_;
     const std::int64_t tc = ceil_div(p_.seq_kv, e.cols), tr = ceil_div(p_.seq, e.rows);
     const std::int64_t c = cta % tc, r = (cta / tc) % tr, bh = cta / (tc * tr);
     const std::int64_t r0 = r * e.rows, rows = std::min(e.rows, p_.seq - r0);
     const std::int64_t c0 = c * e.cols, cols = std::min(e.cols, p_.seq_kv - c0);
     auto tile = [&](TensorId t) { return TileRef{t, bh, r0, rows, c0, cols}; };
     switch (k) {
-      case Kernel::mask:
+      case StandardKernel::mask:
         out.push_back(TileOp::load(tile(TensorId::S), OnChip::reg));
         out.push_back(costs::mask(tile(TensorId::S)));
         out.push_back(TileOp::store(tile(TensorId::S)));
         break;
-      case Kernel::softmax:
+      case StandardKernel::softmax:
         out.push_back(TileOp::load(tile(TensorId::S), OnChip::smem));
         out.push_back(costs::softmax_rows(tile(TensorId::S)));
         out.push_back(TileOp::store(tile(TensorId::P)));
         break;
-      case Kernel::dropout:
+      case StandardKernel::dropout:
         out.push_back(TileOp::load(tile(TensorId::P), OnChip::reg));
         out.push_back(costs::dropout(tile(TensorId::P)));
         out.push_back(TileOp::store(tile(TensorId::P_drop)));
@@ -225,7 +227,7 @@ class StandardSchedule final : public Schedule {
   Tiling t_;
   ElementwiseTiling ew_;    // mask and dropout passes
   ElementwiseTiling rows_;  // softmax: one whole row per CTA
-  std::vector<Kernel> kernels_;
+  std::vector<StandardKernel> kernels_;
 };
 
 Planned plan_standard(const AttentionProblem& p, const HardwareProfile& hw,

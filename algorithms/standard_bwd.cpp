@@ -24,18 +24,26 @@ namespace {
 
 using namespace standard_tiles;
 
-enum class Kernel { gemm_dp, gemm_dv, dropout_bwd, softmax_bwd, mask_bwd, gemm_dq, gemm_dk };
+enum class StandardBwdKernel {
+  gemm_dp,
+  gemm_dv,
+  dropout_bwd,
+  softmax_bwd,
+  mask_bwd,
+  gemm_dq,
+  gemm_dk
+};
 
 class StandardBackward final : public WholeCtaSchedule {
  public:
   StandardBackward(const AttentionProblem& p, const Tiling& t)
       : p_(p), t_(t), ew_(p.seq_kv, false), rows_(p.seq_kv, true) {
-    kernels_ = {Kernel::gemm_dp, Kernel::gemm_dv};
-    if (p.dropout > 0) kernels_.push_back(Kernel::dropout_bwd);
-    kernels_.push_back(Kernel::softmax_bwd);
-    if (p.causal || p.mask) kernels_.push_back(Kernel::mask_bwd);
-    kernels_.push_back(Kernel::gemm_dq);
-    kernels_.push_back(Kernel::gemm_dk);
+    kernels_ = {StandardBwdKernel::gemm_dp, StandardBwdKernel::gemm_dv};
+    if (p.dropout > 0) kernels_.push_back(StandardBwdKernel::dropout_bwd);
+    kernels_.push_back(StandardBwdKernel::softmax_bwd);
+    if (p.causal || p.mask) kernels_.push_back(StandardBwdKernel::mask_bwd);
+    kernels_.push_back(StandardBwdKernel::gemm_dq);
+    kernels_.push_back(StandardBwdKernel::gemm_dk);
   }
 
   std::vector<TensorDecl> tensors() const override {
@@ -57,7 +65,7 @@ class StandardBackward final : public WholeCtaSchedule {
     std::vector<KernelSpec> out;
     const std::int64_t tq = ceil_div(p_.seq, t_.block_q), tk = ceil_div(p_.seq_kv, t_.block_kv);
     const std::int64_t eb = p_.elem_bytes(), d = p_.head_dim;
-    for (Kernel k : kernels_) {
+    for (StandardBwdKernel k : kernels_) {
       KernelSpec s;
       s.mma_dtype = p_.dtype;
       s.threads_per_cta = t_.threads;
@@ -70,27 +78,27 @@ class StandardBackward final : public WholeCtaSchedule {
         s.registers_per_thread = gemm_regs(m_tile * n_tile, t_.threads);
       };
       switch (k) {
-        case Kernel::gemm_dp:
+        case StandardBwdKernel::gemm_dp:
           gemm("gemm_dp", {tq, tk, p_.bh()}, t_.block_q, t_.block_kv);
           break;
-        case Kernel::gemm_dv:
+        case StandardBwdKernel::gemm_dv:
           gemm("gemm_dv", {tk, 1, p_.bh()}, t_.block_kv, d);
           break;
-        case Kernel::gemm_dq:
+        case StandardBwdKernel::gemm_dq:
           gemm("gemm_dq", {tq, 1, p_.bh()}, t_.block_q, d);
           break;
-        case Kernel::gemm_dk:
+        case StandardBwdKernel::gemm_dk:
           gemm("gemm_dk", {tk, 1, p_.bh()}, t_.block_kv, d);
           break;
         default: {
-          const ElementwiseTiling& e = k == Kernel::softmax_bwd ? rows_ : ew_;
-          s.name = k == Kernel::dropout_bwd   ? "dropout_bwd"
-                   : k == Kernel::softmax_bwd ? "softmax_bwd"
-                                              : "mask_bwd";
+          const ElementwiseTiling& e = k == StandardBwdKernel::softmax_bwd ? rows_ : ew_;
+          s.name = k == StandardBwdKernel::dropout_bwd   ? "dropout_bwd"
+                   : k == StandardBwdKernel::softmax_bwd ? "softmax_bwd"
+                                                         : "mask_bwd";
           s.grid = {ceil_div(p_.seq_kv, e.cols), ceil_div(p_.seq, e.rows), p_.bh()};
           s.threads_per_cta = 256;
           // The row-wise softmax gradient keeps its rows of P and dP in shared memory.
-          s.smem_bytes_per_cta = k == Kernel::softmax_bwd ? 2 * e.rows * e.cols * eb : 0;
+          s.smem_bytes_per_cta = k == StandardBwdKernel::softmax_bwd ? 2 * e.rows * e.cols * eb : 0;
           s.registers_per_thread = 32;
           s.pipeline_stages = 1;
           break;
@@ -105,17 +113,17 @@ class StandardBackward final : public WholeCtaSchedule {
   void emit_whole_cta(std::size_t kernel, std::int64_t cta,
                       std::vector<TileOp>& out) const override {
     switch (kernels_.at(kernel)) {
-      case Kernel::gemm_dp:
+      case StandardBwdKernel::gemm_dp:
         return emit_gemm_dp(cta, out);
-      case Kernel::gemm_dv:
-        return emit_gemm_kv(Kernel::gemm_dv, cta, out);
-      case Kernel::gemm_dk:
-        return emit_gemm_kv(Kernel::gemm_dk, cta, out);
-      case Kernel::gemm_dq:
+      case StandardBwdKernel::gemm_dv:
+        return emit_gemm_kv(StandardBwdKernel::gemm_dv, cta, out);
+      case StandardBwdKernel::gemm_dk:
+        return emit_gemm_kv(StandardBwdKernel::gemm_dk, cta, out);
+      case StandardBwdKernel::gemm_dq:
         return emit_gemm_dq(cta, out);
-      case Kernel::dropout_bwd:
-      case Kernel::softmax_bwd:
-      case Kernel::mask_bwd:
+      case StandardBwdKernel::dropout_bwd:
+      case StandardBwdKernel::softmax_bwd:
+      case StandardBwdKernel::mask_bwd:
         return emit_elementwise(kernels_.at(kernel), cta, out);
     }
   }
@@ -140,12 +148,12 @@ class StandardBackward final : public WholeCtaSchedule {
   }
 
   // dV = X^T dO or dK = scale dS^T Q: a block_kv x d output tile, the queries in chunks.
-  void emit_gemm_kv(Kernel k, std::int64_t cta, std::vector<TileOp>& out) const {
+  void emit_gemm_kv(StandardBwdKernel k, std::int64_t cta, std::vector<TileOp>& out) const {
     const std::int64_t tk = ceil_div(p_.seq_kv, t_.block_kv);
     const std::int64_t j = cta % tk, bh = cta / tk;
     const std::int64_t k0 = j * t_.block_kv, kr = std::min(t_.block_kv, p_.seq_kv - k0);
     const std::int64_t d = p_.head_dim;
-    const bool dv = k == Kernel::gemm_dv;
+    const bool dv = k == StandardBwdKernel::gemm_dv;
     const TileRef grad{dv ? TensorId::dV : TensorId::dK, bh, k0, kr, 0, d};  // rdV / rdK (kr, d)
     const TensorId scores = dv ? (p_.dropout > 0 ? TensorId::P_drop : TensorId::P) : TensorId::dS;
     const TensorId rows = dv ? TensorId::dO : TensorId::Q;
@@ -180,27 +188,27 @@ class StandardBackward final : public WholeCtaSchedule {
     out.push_back(TileOp::store(dq, OnChip::smem));
   }
 
-  void emit_elementwise(Kernel k, std::int64_t cta, std::vector<TileOp>& out) const {
-    const ElementwiseTiling& e = k == Kernel::softmax_bwd ? rows_ : ew_;
+  void emit_elementwise(StandardBwdKernel k, std::int64_t cta, std::vector<TileOp>& out) const {
+    const ElementwiseTiling& e = k == StandardBwdKernel::softmax_bwd ? rows_ : ew_;
     const std::int64_t tc = ceil_div(p_.seq_kv, e.cols), tr = ceil_div(p_.seq, e.rows);
     const std::int64_t c = cta % tc, r = (cta / tc) % tr, bh = cta / (tc * tr);
     const std::int64_t r0 = r * e.rows, rows = std::min(e.rows, p_.seq - r0);
     const std::int64_t c0 = c * e.cols, cols = std::min(e.cols, p_.seq_kv - c0);
     auto tile = [&](TensorId t) { return TileRef{t, bh, r0, rows, c0, cols}; };
     switch (k) {
-      case Kernel::dropout_bwd:
+      case StandardBwdKernel::dropout_bwd:
         out.push_back(TileOp::load(tile(TensorId::dP), OnChip::reg));
         out.push_back(TileOp::load(tile(TensorId::dropout_mask), OnChip::reg));
         out.push_back(costs::dropout_grad(tile(TensorId::S)));
         out.push_back(TileOp::store(tile(TensorId::dP)));
         break;
-      case Kernel::softmax_bwd:
+      case StandardBwdKernel::softmax_bwd:
         out.push_back(TileOp::load(tile(TensorId::P), OnChip::smem));
         out.push_back(TileOp::load(tile(TensorId::dP), OnChip::smem));
         out.push_back(costs::softmax_grad_rows(tile(TensorId::S)));
         out.push_back(TileOp::store(tile(TensorId::dS)));
         break;
-      case Kernel::mask_bwd:
+      case StandardBwdKernel::mask_bwd:
         out.push_back(TileOp::load(tile(TensorId::dS), OnChip::reg));
         out.push_back(costs::mask_grad(tile(TensorId::S)));
         out.push_back(TileOp::store(tile(TensorId::dS)));
@@ -214,7 +222,7 @@ class StandardBackward final : public WholeCtaSchedule {
   Tiling t_;
   ElementwiseTiling ew_;    // dropout and mask gradients
   ElementwiseTiling rows_;  // softmax gradient: whole rows
-  std::vector<Kernel> kernels_;
+  std::vector<StandardBwdKernel> kernels_;
 };
 
 }  // namespace

@@ -11,8 +11,8 @@
 namespace iosim {
 namespace {
 
-enum class Kernel { dot_do_o, main };
-constexpr Kernel kKernels[] = {Kernel::dot_do_o, Kernel::main};
+enum class TwoPassKernel { dot_do_o, main };
+constexpr TwoPassKernel kTwoPassKernels[] = {TwoPassKernel::dot_do_o, TwoPassKernel::main};
 
 // Whether query block i and key block j meet: a block holding a score the bottom-right causal
 // mask leaves visible (every pair without --causal).
@@ -65,7 +65,7 @@ class TwoPassBackward final : public WholeCtaSchedule {
  protected:
   void emit_whole_cta(std::size_t kernel, std::int64_t cta,
                       std::vector<TileOp>& out) const override {
-    if (kKernels[kernel] == Kernel::dot_do_o) return emit_dot_do_o(cta, out);
+    if (kTwoPassKernels[kernel] == TwoPassKernel::dot_do_o) return emit_dot_do_o(cta, out);
     const std::int64_t span =
         std::max(ceil_div(p_.seq, t_.block_q), ceil_div(p_.seq_kv, t_.block_kv));
     const std::int64_t x = cta % span, bh = cta / span;  // (batch, head) = bh

@@ -7,6 +7,8 @@
 # corpus (tests/fuzz/corpus/<target>/: seeds and the regression inputs of bugs found).
 # -O1 keeps the build and the tests fast on CI's two cores; -gline-tables-only gives the reports'
 # stack traces their files and lines (inlined frames too) at a tenth less compile time than -g.
+# -DIOSIM_UNITY_MODEL=ON: the model's libraries as unity builds too (a third less CPU time for
+# them), which leaves clang's numbers as they are (CMakeLists.txt, IOSIM_UNITY).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install_deps.sh build test sanitize
@@ -15,7 +17,8 @@ flags="-O1 -gline-tables-only -fno-omit-frame-pointer -fsanitize=address,undefin
 flags+=" -fno-sanitize-recover=all -fsanitize=fuzzer-no-link"
 cmake -S . -B build-sanitize -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_COMPILER=clang++ \
   -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" \
-  -DIOSIM_BUILD_CUDA=OFF -DIOSIM_BUILD_BENCH=OFF -DIOSIM_BUILD_PYTHON=OFF -DIOSIM_BUILD_FUZZERS=ON >/dev/null
+  -DIOSIM_BUILD_CUDA=OFF -DIOSIM_BUILD_BENCH=OFF -DIOSIM_BUILD_PYTHON=OFF -DIOSIM_BUILD_FUZZERS=ON \
+  -DIOSIM_UNITY_MODEL=ON >/dev/null
 targets=(iosim iosim_tests)
 for f in tests/fuzz/fuzz_*.cpp; do targets+=("$(basename "$f" .cpp)"); done
 cmake --build build-sanitize -j"$(nproc)" --target "${targets[@]}"

@@ -18,7 +18,7 @@ namespace {
 constexpr const char* kPatternForms =
     "local:W, strided:S, random:DENSITY:SEED, causal or file:PATH";
 
-std::uint64_t splitmix64(std::uint64_t x) {
+std::uint64_t mask_splitmix64(std::uint64_t x) {
   x += 0x9e3779b97f4a7c15ULL;
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
@@ -165,8 +165,8 @@ BlockMask::BlockMask(const AttentionProblem& p, std::int64_t block_q, std::int64
             break;
           case BlockPattern::Kind::random: {
             const std::uint64_t h =
-                splitmix64(splitmix64(pat->seed) ^ (static_cast<std::uint64_t>(i) << 32) ^
-                           static_cast<std::uint64_t>(j));
+                mask_splitmix64(mask_splitmix64(pat->seed) ^ (static_cast<std::uint64_t>(i) << 32) ^
+                                static_cast<std::uint64_t>(j));
             keep = static_cast<double>(h >> 11) * 0x1.0p-53 < pat->density;
             break;
           }
