@@ -318,7 +318,8 @@ TEST_CASE("GEMM tile choice memo: each machine keeps its own answer, in either o
     return std::vector<std::int64_t>{t.bm, t.bn, t.cluster_m, t.split_k, t.pipeline_stages};
   };
   int differ = 0;
-  for (const auto& [m, n] : {std::pair<std::int64_t, std::int64_t>{16, 4096}, {16, 6144}}) {
+  for (const std::int64_t n : {4096, 6144}) {
+    const std::int64_t m = 16;
     CAPTURE(n);
     const bool full_first = n == 4096;
     const auto a = full_first ? tile(full, m, n) : tile(half, m, n);
