@@ -252,7 +252,7 @@ TEST_CASE("an L2-bound run slows less than the SM clock where the L2 has its own
   REQUIRE(own.clock_domains.present);
   HardwareProfile sm_domain = own;
   sm_domain.clock_domains.present = false;
-  RunRequest r = test::request("standard", 2, 8, 2048, 64);
+  RunRequest r = test::request("standard", 1, 8, 1024, 64);
   const double boost = own.sm.boost_clock_mhz.value;
   r.engine.sm_clock_mhz = boost;
   const Report fast = simulate(own, r);

@@ -313,7 +313,7 @@ TEST_CASE("GEMM tile choice memo: each machine keeps its own answer, in either o
     GemmProblem p;
     p.m = m;
     p.n = n;
-    p.k = 4096;
+    p.k = 1024;  // short: under the sanitizers each choice times up to 8 candidates
     const GemmTiling t = iosim::resolve_gemm_tiling(hw, p);
     return std::vector<std::int64_t>{t.bm, t.bn, t.cluster_m, t.split_k, t.pipeline_stages};
   };
