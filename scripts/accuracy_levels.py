@@ -377,6 +377,23 @@ def finer_than_spread(doc):
     return bad
 
 
+def stale_spreads(recorded, now):
+    """Where the repeat spread recorded beside a level (`recorded`, a schedule's entry of a levels
+    file) is below the one iosim validate reports now (`now`, the entry levels_now() made): the
+    measurements' own resolution, which no level may claim to be finer than, was understated."""
+    bad = []
+    for metric, lv in now.items():
+        if metric == "cases":
+            continue
+        for stat in STATS:
+            spread = lv.get(stat + "_spread")
+            kept = recorded.get(metric, {}).get(stat + "_spread")
+            if spread is not None and (kept is None or kept < spread - 1e-9):
+                bad.append(f"{metric} {stat}: the recorded repeat spread {kept} is below the "
+                           f"measured {spread:.4f}; rerun scripts/accuracy_levels.py")
+    return bad
+
+
 def check():
     goals = load_goals()
     problems = []
@@ -423,10 +440,15 @@ def check_now():
             print(f"{name}: {change}", file=sys.stderr)
             failed = True
         for dev, d in new["devices"].items():
-            for sched in d["schedules"]:
-                if sched not in old.get("devices", {}).get(dev, {}).get("schedules", {}):
+            for sched, entry in d["schedules"].items():
+                recorded = old.get("devices", {}).get(dev, {}).get("schedules", {})
+                if sched not in recorded:
                     print(f"{name}: {dev} {sched} has no recorded level: add it "
                           "(scripts/accuracy_levels.py)", file=sys.stderr)
+                    failed = True
+                    continue
+                for problem in stale_spreads(recorded[sched], entry):
+                    print(f"{name}: {dev} {sched} {problem}", file=sys.stderr)
                     failed = True
     if not failed:
         print(f"accuracy now: every level of {len(FILES)} levels files holds")
@@ -447,6 +469,11 @@ def levels_now(reason, hint='rerun with --loosen "why"'):
             if measured:
                 needed.append(measured)
                 needed += [[f] for f in HELDOUT.get(name, lambda _: [])(d)]
+    # Each set once: a set several levels files read (the sealed and held-out sets: their own
+    # levels and the spreads of others) would otherwise run in two threads at once, both before
+    # either kept its report.
+    needed = list({tuple(os.path.relpath(p, ROOT) for p in paths): paths
+                   for paths in needed}.values())
     with concurrent.futures.ThreadPoolExecutor(max(1, os.cpu_count() or 1)) as pool:
         list(pool.map(validate, needed))
     failed = False

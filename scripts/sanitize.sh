@@ -30,14 +30,11 @@ jobs=$(nproc)
 # The unit suites (ctest's unit_* entries, by source file); not the accuracy levels (accuracy_now,
 # which re-predicts every measured case: a few hundred kernels, 10 CPU minutes and more under the
 # sanitizers; the same engine paths run here in every other suite). unit_measured_sets is left
-# out: its three cases re-predict whole measured sets (the
-# FA3-style kernel's FP16 and FP8 files apart and together; both GPUs' held-out sets), 680 CPU s
-# under the sanitizers against ~40 in Release; their code paths run here on small inputs: the
-# multi-file summary in "two one-case files are summarized together", the repeat spreads in "an
-# error no larger than the measurement's repeat spread..." (unit_validation), packing a query
-# group at N > 1 in decode_test's --pack-gqa case (unit_decode), validate's reading and
-# prediction of whole files in cli_validate's `iosim validate` of three cases of the H100 decode
-# file.
+# out: its case re-predicts the FA3-style kernel's FP16 and FP8 files together (120 kernels),
+# minutes under the sanitizers against ~10 s in Release; its code paths run here on small inputs
+# (the multi-file summary in "two one-case files are summarized together", unit_validation), and
+# validate's reading and prediction of whole files in cli_validate's `iosim validate` of three
+# cases of the H100 decode file.
 # All entries run $jobs at a time (tests/cli_test.sh as three entries, cli_*).
 source scripts/sanitized_entries.sh
 IOSIM_NO_ULIMIT=1 IOSIM_SKIP_DOC_CHECKS=1 IOSIM_SANITIZED=1 ctest --test-dir build-sanitize \
