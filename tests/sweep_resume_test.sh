@@ -18,10 +18,13 @@ fi
 "$IOSIM" "${SWEEP[@]}" --out "$tmp/ref.json" 2>/dev/null || bad "reference sweep failed"
 "$IOSIM" "${SWEEP[@]}" --out "$tmp/ref.csv" 2>/dev/null || bad "reference CSV sweep failed"
 
-# wait_for_rows FILE: until FILE holds a finished chunk (its header line and at least one row).
+# wait_for_rows FILE: until the journal FILE holds a finished record: a second record's header
+# ("<point> <bytes> <checksum>") is written only after the first record's row and its newline. (A
+# JSON row is ~4.5 KB over many lines and reaches the file in pieces: counting three lines once
+# let SIGKILL land inside the first row, and --resume then rightly had nothing to resume.)
 wait_for_rows() {
   for _ in $(seq 1 3000); do
-    [ -f "$1" ] && [ "$(wc -l <"$1")" -gt 2 ] && return 0
+    [ -f "$1" ] && [ "$(grep -cE '^[0-9]+ [0-9]+ [0-9a-f]+$' "$1")" -ge 2 ] && return 0
     sleep 0.01
   done
   return 1
