@@ -30,6 +30,28 @@ namespace fs = std::filesystem;
 
 const std::string kDir = std::string(IOSIM_REPO_DIR) + "/cuda_validate/measurements";
 
+// The cases of `device`'s measured file `file` that `keep` selects, validated from a copy in a
+// folder named after the device (which picks the profile, as the device's own folder does): a
+// few cases of a large file without predicting the rest.
+template <typename Keep>
+ValidationResult validate_some(const std::string& device, const std::string& file, Keep&& keep) {
+  std::ifstream in(kDir + "/" + device + "/" + file);
+  REQUIRE(in.good());
+  nlohmann::json doc = nlohmann::json::parse(in);
+  nlohmann::json kept = nlohmann::json::array();
+  for (const nlohmann::json& c : doc.at("cases"))
+    if (keep(c)) kept.push_back(c);
+  REQUIRE(!kept.empty());
+  doc["cases"] = kept;
+  const fs::path dir = fs::temp_directory_path() / "iosim_validate_some_test" / device;
+  fs::create_directories(dir);
+  std::ofstream(dir / "measurements_some.json") << doc.dump();
+  ValidationResult v = validate_measurements(dir);
+  fs::remove_all(dir.parent_path());
+  REQUIRE(v.cases.size() == kept.size());
+  return v;
+}
+
 }  // namespace
 
 // The accuracy levels themselves (every measured set's errors within
@@ -432,24 +454,11 @@ TEST_CASE("a decode case whose kernel packs the query group at N > 1 is predicte
   // file only, in a copy under the device's folder name (which picks the profile).
   for (const char* device : {"h100-sxm5-80gb", "h200-sxm-141gb"}) {
     CAPTURE(device);
-    std::ifstream in(fs::path(kDir) / device / "heldout_2026-11-23" / "heldout_2026-11-23.json");
-    REQUIRE(in.good());
-    nlohmann::json doc = nlohmann::json::parse(in);
-    nlohmann::json packed_cases = nlohmann::json::array();
-    for (const nlohmann::json& c : doc.at("cases")) {
-      if (c.at("schedule") == "flash-decoding" &&
-          c.at("id").get<std::string>().find("_n2_") != std::string::npos) {
-        packed_cases.push_back(c);
-      }
-    }
-    REQUIRE(!packed_cases.empty());
-    doc["cases"] = packed_cases;
-    const fs::path dir = fs::temp_directory_path() / "iosim_packed_decode_test" / device;
-    fs::create_directories(dir);
-    std::ofstream(dir / "measurements_packed.json") << doc.dump();
-    const ValidationResult v = validate_measurements(dir);
-    fs::remove_all(dir.parent_path());
-    REQUIRE(v.cases.size() == packed_cases.size());
+    const ValidationResult v = validate_some(
+        device, "heldout_2026-11-23/heldout_2026-11-23.json", [](const nlohmann::json& c) {
+          return c.at("schedule") == "flash-decoding" &&
+                 c.at("id").get<std::string>().find("_n2_") != std::string::npos;
+        });
     for (const CaseResult& c : v.cases) {
       CAPTURE(c.id);
       REQUIRE(c.profile == device);
@@ -464,19 +473,8 @@ TEST_CASE("a decode case whose kernel packs the query group at N > 1 is predicte
 
 // The blind prediction of a case of `file` (one-case copy validated under the device's folder).
 CaseResult blind_of_one(const std::string& device, const std::string& file, const std::string& id) {
-  std::ifstream in(kDir + "/" + device + "/" + file);
-  REQUIRE(in.good());
-  nlohmann::json doc = nlohmann::json::parse(in);
-  nlohmann::json one;
-  for (const nlohmann::json& c : doc.at("cases"))
-    if (c.at("id") == id) one = c;
-  REQUIRE(one.is_object());
-  doc["cases"] = nlohmann::json::array({one});
-  const fs::path dir = fs::temp_directory_path() / "iosim_blind_reads_test" / device;
-  fs::create_directories(dir);
-  std::ofstream(dir / "measurements_one.json") << doc.dump();
-  const ValidationResult v = validate_measurements(dir);
-  fs::remove_all(dir.parent_path());
+  const ValidationResult v =
+      validate_some(device, file, [&](const nlohmann::json& c) { return c.at("id") == id; });
   REQUIRE(v.cases.size() == 1);
   REQUIRE(v.cases[0].skipped_reason.empty());
   return v.cases[0];
