@@ -440,8 +440,8 @@ def check_now():
             print(f"{name}: {change}", file=sys.stderr)
             failed = True
         for dev, d in new["devices"].items():
+            recorded = old.get("devices", {}).get(dev, {}).get("schedules", {})
             for sched, entry in d["schedules"].items():
-                recorded = old.get("devices", {}).get(dev, {}).get("schedules", {})
                 if sched not in recorded:
                     print(f"{name}: {dev} {sched} has no recorded level: add it "
                           "(scripts/accuracy_levels.py)", file=sys.stderr)
