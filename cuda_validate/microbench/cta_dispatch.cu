@@ -19,7 +19,7 @@
 #include <cstdio>
 #include <vector>
 
-#include "check.cuh"
+#include "cta_stamps.cuh"
 
 namespace {
 
@@ -33,18 +33,6 @@ struct Stamp {
   long long g0, g1;  // %globaltimer, ns
 };
 
-__device__ __forceinline__ long long gtimer() {
-  long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-
-__device__ __forceinline__ unsigned smid() {
-  unsigned s;
-  asm volatile("mov.u32 %0, %%smid;" : "=r"(s));
-  return s;
-}
-
 template <bool kRow>
 __global__ void dispatch_kernel(const uint4* in, uint4* out, Stamp* stamps) {
   extern __shared__ float s_red[];
@@ -56,8 +44,8 @@ __global__ void dispatch_kernel(const uint4* in, uint4* out, Stamp* stamps) {
   if (kRow) {
     const size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
     uint4 v = in[i];
-    float m = __uint_as_float(v.x) + __uint_as_float(v.y) + __uint_as_float(v.z) +
-              __uint_as_float(v.w);
+    float m =
+        __uint_as_float(v.x) + __uint_as_float(v.y) + __uint_as_float(v.z) + __uint_as_float(v.w);
     for (int o = 16; o > 0; o /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
     if (threadIdx.x % 32 == 0) s_red[threadIdx.x / 32] = m;
     __syncthreads();
@@ -99,12 +87,6 @@ double median(std::vector<double> v) {
   return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
 }
 
-double percentile(std::vector<double> v, double q) {
-  if (v.empty()) return 0.0;
-  std::sort(v.begin(), v.end());
-  return v[static_cast<size_t>(q * static_cast<double>(v.size() - 1))];
-}
-
 }  // namespace
 
 int main() {
@@ -135,9 +117,6 @@ int main() {
     configs.push_back({row, 256, 200000});  // 1 per SM
     configs.push_back({row, 128, 1024});    // 16 per SM (threads)
   }
-  cudaEvent_t a, b;
-  CHECK(cudaEventCreate(&a));
-  CHECK(cudaEventCreate(&b));
   for (const Config& c : configs) {
     int resident = 0;
     CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
@@ -146,64 +125,32 @@ int main() {
       const int grid = sms * resident * waves;
       if (grid > max_grid) continue;
       // Timed, no stamps.
-      std::vector<double> per_launch_us;
-      for (int set = -1; set < kSets; ++set) {
-        CHECK(cudaEventRecord(a));
-        for (int i = 0; i < kLaunches; ++i) launch(c, grid, in, out, nullptr);
-        CHECK(cudaEventRecord(b));
-        CHECK(cudaEventSynchronize(b));
-        float ms = 0;
-        CHECK(cudaEventElapsedTime(&ms, a, b));
-        if (set >= 0) per_launch_us.push_back(ms * 1e3 / kLaunches);
-      }
+      const std::vector<double> per_launch_us =
+          timed_sets_us([&] { launch(c, grid, in, out, nullptr); }, kSets, kLaunches);
       // Traced once.
       launch(c, grid, in, out, stamps);
       CHECK(cudaDeviceSynchronize());
       std::vector<Stamp> s(static_cast<size_t>(grid));
       CHECK(cudaMemcpy(s.data(), stamps, s.size() * sizeof(Stamp), cudaMemcpyDeviceToHost));
-      std::vector<std::vector<const Stamp*>> by_sm(static_cast<size_t>(sms));
+      std::vector<CtaSpan> spans;
+      std::vector<double> lifetimes;
       for (const Stamp& x : s) {
-        if (x.smid < static_cast<unsigned>(sms)) by_sm[x.smid].push_back(&x);
+        spans.push_back({x.smid, x.c0, x.c1, x.g0, x.g1});
+        lifetimes.push_back(static_cast<double>(x.c1 - x.c0));
       }
-      std::vector<double> gaps, lifetimes, clocks_mhz;
-      for (auto& v : by_sm) {
-        if (v.empty()) continue;
-        std::sort(v.begin(), v.end(), [](const Stamp* p, const Stamp* q) { return p->c0 < q->c0; });
-        std::vector<long long> ends;  // of CTAs started so far, sorted
-        for (size_t i = 0; i < v.size(); ++i) {
-          lifetimes.push_back(static_cast<double>(v[i]->c1 - v[i]->c0));
-          if (i >= static_cast<size_t>(resident)) {
-            // The latest end on this SM before this start: the slot it took.
-            auto it = std::upper_bound(ends.begin(), ends.end(), v[i]->c0);
-            if (it != ends.begin()) gaps.push_back(static_cast<double>(v[i]->c0 - *(it - 1)));
-          }
-          ends.insert(std::upper_bound(ends.begin(), ends.end(), v[i]->c1), v[i]->c1);
-        }
-        long long c_lo = v.front()->c0, c_hi = 0, g_lo = v.front()->g0, g_hi = 0;
-        for (const Stamp* x : v) {
-          c_lo = std::min(c_lo, x->c0);
-          c_hi = std::max(c_hi, x->c1);
-          g_lo = std::min(g_lo, x->g0);
-          g_hi = std::max(g_hi, x->g1);
-        }
-        if (g_hi > g_lo) {
-          clocks_mhz.push_back(static_cast<double>(c_hi - c_lo) / static_cast<double>(g_hi - g_lo) *
-                               1e3);
-        }
-      }
+      const SlotGaps g = slot_gaps(spans, sms, resident);
       std::printf(
           "{\"kernel\": \"%s\", \"threads\": %d, \"smem\": %d, \"resident\": %d, \"waves\": %d, "
           "\"grid\": %d, \"time_us\": %.3f, \"time_us_sets\": [",
-          c.row ? "row" : "empty", c.threads, c.smem, resident, waves, grid,
-          median(per_launch_us));
+          c.row ? "row" : "empty", c.threads, c.smem, resident, waves, grid, median(per_launch_us));
       for (size_t i = 0; i < per_launch_us.size(); ++i) {
         std::printf("%s%.3f", i ? ", " : "", per_launch_us[i]);
       }
       std::printf(
           "], \"gap_cycles_median\": %.1f, \"gap_cycles_p10\": %.1f, \"gap_cycles_p90\": %.1f, "
           "\"lifetime_cycles_median\": %.1f, \"sm_clock_mhz\": %.1f, \"gaps\": %zu}\n",
-          median(gaps), percentile(gaps, 0.1), percentile(gaps, 0.9), median(lifetimes),
-          median(clocks_mhz), gaps.size());
+          median(g.gaps), percentile(g.gaps, 0.1), percentile(g.gaps, 0.9), median(lifetimes),
+          median(g.clocks_mhz), g.gaps.size());
       std::fflush(stdout);
     }
   }

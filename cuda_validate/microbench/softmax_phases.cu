@@ -18,7 +18,7 @@
 #include <cstdio>
 #include <vector>
 
-#include "check.cuh"
+#include "cta_stamps.cuh"
 
 namespace {
 
@@ -31,12 +31,6 @@ struct Stamp {
   long long c[kPhases];
   long long g0, g1;
 };
-
-__device__ __forceinline__ long long gtimer() {
-  long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
 
 __global__ void __launch_bounds__(kThreads)
     softmax_phases_kernel(const half* gS, half* gP, int seq_kv, Stamp* stamps) {
@@ -100,7 +94,7 @@ __global__ void __launch_bounds__(kThreads)
   }
   if (stamp) {
     Stamp s;
-    asm volatile("mov.u32 %0, %%smid;" : "=r"(s.smid));
+    s.smid = smid();
     s.pad = 0;
     c[4] = clock64();
     for (int i = 0; i < kPhases; ++i) s.c[i] = c[i];
@@ -108,12 +102,6 @@ __global__ void __launch_bounds__(kThreads)
     s.g1 = gtimer();
     stamps[blockIdx.x] = s;
   }
-}
-
-double pct(std::vector<double> v, double q) {
-  if (v.empty()) return 0.0;
-  std::sort(v.begin(), v.end());
-  return v[static_cast<size_t>(q * static_cast<double>(v.size() - 1))];
 }
 
 }  // namespace
@@ -133,76 +121,46 @@ int main() {
   CHECK(cudaFuncSetAttribute(softmax_phases_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              16384));
   std::printf("{\"device\": \"%s\", \"sms\": %d}\n", prop.name, sms);
-  cudaEvent_t a, b;
-  CHECK(cudaEventCreate(&a));
-  CHECK(cudaEventCreate(&b));
   struct Shape {
     int rows, cols;
   };
-  const Shape shapes[] = {{64 * 512, 512},   {64 * 1024, 1024}, {64 * 2048, 2048},
-                          {64 * 4096, 4096}, {16 * 8192, 8192}};
+  const Shape shapes[] = {
+      {64 * 512, 512}, {64 * 1024, 1024}, {64 * 2048, 2048}, {64 * 4096, 4096}, {16 * 8192, 8192}};
   for (const Shape& sh : shapes) {
     const int smem = sh.cols * 2;
     int resident = 0;
     CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, softmax_phases_kernel, kThreads,
                                                         smem));
-    std::vector<double> sets;
-    for (int set = -1; set < 5; ++set) {
-      CHECK(cudaEventRecord(a));
-      for (int i = 0; i < 10; ++i) {
-        softmax_phases_kernel<<<sh.rows, kThreads, smem>>>(s, p, sh.cols, nullptr);
-      }
-      CHECK(cudaGetLastError());
-      CHECK(cudaEventRecord(b));
-      CHECK(cudaEventSynchronize(b));
-      float ms = 0;
-      CHECK(cudaEventElapsedTime(&ms, a, b));
-      if (set >= 0) sets.push_back(ms * 1e3 / 10);
-    }
+    const std::vector<double> sets = timed_sets_us(
+        [&] { softmax_phases_kernel<<<sh.rows, kThreads, smem>>>(s, p, sh.cols, nullptr); }, 5, 10);
     softmax_phases_kernel<<<sh.rows, kThreads, smem>>>(s, p, sh.cols, stamps);
     CHECK(cudaGetLastError());
     CHECK(cudaDeviceSynchronize());
     std::vector<Stamp> st(static_cast<size_t>(sh.rows));
     CHECK(cudaMemcpy(st.data(), stamps, st.size() * sizeof(Stamp), cudaMemcpyDeviceToHost));
-    std::vector<double> phase[kPhases - 1], life, gaps, clocks;
-    std::vector<std::vector<const Stamp*>> by_sm(static_cast<size_t>(sms));
+    std::vector<double> phase[kPhases - 1], life;
+    std::vector<CtaSpan> spans;
     for (const Stamp& x : st) {
-      for (int i = 0; i + 1 < kPhases; ++i) phase[i].push_back(static_cast<double>(x.c[i + 1] - x.c[i]));
+      for (int i = 0; i + 1 < kPhases; ++i)
+        phase[i].push_back(static_cast<double>(x.c[i + 1] - x.c[i]));
       life.push_back(static_cast<double>(x.c[kPhases - 1] - x.c[0]));
-      if (x.smid < static_cast<unsigned>(sms)) by_sm[x.smid].push_back(&x);
+      spans.push_back({x.smid, x.c[0], x.c[kPhases - 1], x.g0, x.g1});
     }
-    for (auto& v : by_sm) {
-      if (v.empty()) continue;
-      std::sort(v.begin(), v.end(), [](const Stamp* u, const Stamp* w) { return u->c[0] < w->c[0]; });
-      std::vector<long long> ends;
-      long long c_lo = v.front()->c[0], c_hi = 0, g_lo = v.front()->g0, g_hi = 0;
-      for (size_t i = 0; i < v.size(); ++i) {
-        if (i >= static_cast<size_t>(resident)) {
-          auto it = std::upper_bound(ends.begin(), ends.end(), v[i]->c[0]);
-          if (it != ends.begin()) gaps.push_back(static_cast<double>(v[i]->c[0] - *(it - 1)));
-        }
-        ends.insert(std::upper_bound(ends.begin(), ends.end(), v[i]->c[kPhases - 1]),
-                    v[i]->c[kPhases - 1]);
-        c_lo = std::min(c_lo, v[i]->c[0]);
-        c_hi = std::max(c_hi, v[i]->c[kPhases - 1]);
-        g_lo = std::min(g_lo, v[i]->g0);
-        g_hi = std::max(g_hi, v[i]->g1);
-      }
-      if (g_hi > g_lo) clocks.push_back(static_cast<double>(c_hi - c_lo) / static_cast<double>(g_hi - g_lo) * 1e3);
-    }
-    std::sort(sets.begin(), sets.end());
+    const SlotGaps g = slot_gaps(spans, sms, resident);
     std::printf("{\"rows\": %d, \"cols\": %d, \"resident\": %d, \"time_us\": %.3f, ", sh.rows,
-                sh.cols, resident, sets[sets.size() / 2]);
+                sh.cols, resident, percentile(sets, 0.5));
     const char* names[kPhases - 1] = {"load_and_max", "max_reduce", "sum_pass_and_reduce",
                                       "write_pass"};
     for (int i = 0; i + 1 < kPhases; ++i) {
-      std::printf("\"%s\": [%.0f, %.0f, %.0f], ", names[i], pct(phase[i], 0.1), pct(phase[i], 0.5),
-                  pct(phase[i], 0.9));
+      std::printf("\"%s\": [%.0f, %.0f, %.0f], ", names[i], percentile(phase[i], 0.1),
+                  percentile(phase[i], 0.5), percentile(phase[i], 0.9));
     }
-    std::printf("\"lifetime\": [%.0f, %.0f, %.0f], \"gap\": [%.0f, %.0f, %.0f], "
-                "\"sm_clock_mhz\": %.1f}\n",
-                pct(life, 0.1), pct(life, 0.5), pct(life, 0.9), pct(gaps, 0.1), pct(gaps, 0.5),
-                pct(gaps, 0.9), pct(clocks, 0.5));
+    std::printf(
+        "\"lifetime\": [%.0f, %.0f, %.0f], \"gap\": [%.0f, %.0f, %.0f], "
+        "\"sm_clock_mhz\": %.1f}\n",
+        percentile(life, 0.1), percentile(life, 0.5), percentile(life, 0.9),
+        percentile(g.gaps, 0.1), percentile(g.gaps, 0.5), percentile(g.gaps, 0.9),
+        percentile(g.clocks_mhz, 0.5));
     std::fflush(stdout);
   }
   CHECK(cudaFree(s));
