@@ -65,6 +65,7 @@ class Flash3Backward final : public Schedule {
       if (k == Flash3BwdKernel::main) {
         s.name = "flash3_bwd";
         s.main_loop = true;
+        s.persistent = true;  // cuDNN's bprop kernel: a grid of one CTA per SM (measured)
         // Tiles in the scheduler's order: the K/V blocks of a head first, then batches, heads.
         s.grid = {ceil_div(p_.seq_kv, t_.block_kv), p_.batch, p_.heads};
         s.threads_per_cta = t_.threads;

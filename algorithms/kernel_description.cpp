@@ -207,6 +207,7 @@ void apply_mechanisms(KernelSpec& k, const ResolvedMechanisms& m, int consumers)
   k.tensor_instruction = m.wgmma() ? TensorInstruction::wgmma : TensorInstruction::mma_sync;
   k.producer_warps = m.warp_roles == WarpRoles::uniform ? 0 : kWarpgroupWarps;
   k.consumer_warpgroups = consumers;
+  k.persistent = m.persistent;
   if (k.overlap != PipeOverlap::lockstep) {
     k.overlap = m.warp_roles == WarpRoles::pingpong ? PipeOverlap::pingpong
                 : m.wgmma()                         ? PipeOverlap::async_tensor
@@ -405,10 +406,11 @@ const std::vector<KernelDescription>& kernel_presets() {
   using L = LoadPath;
   using W = WarpRoles;
   // What the built-in schedules model: standard's GEMMs are cuBLAS's Hopper kernels, timed at the
-  // wgmma rate with the warps overlapping the pipes; the FlashAttention-1/-2 family and the
+  // wgmma rate with the warps overlapping the pipes, persistent where the GPU has wgmma (cuBLAS
+  // launches a CTA per tile on Ampere); the FlashAttention-1/-2 family and the
   // decoding kernels are our mma.sync + cp.async kernels; flash3 is FlashAttention-3's.
   static const std::vector<KernelDescription> list = {
-      preset("standard", "unfused", "unfused", M::wgmma_ss, L::tma, W::uniform, false),
+      preset("standard", "unfused", "unfused", M::wgmma_ss, L::tma, W::uniform, true),
       preset("flash1", "kv_stationary", "kv_stationary_dq_in_hbm", M::mma_sync, L::cp_async,
              W::uniform, false),
       preset("flash2", "query_stationary", "kv_stationary_atomic_dq", M::mma_sync, L::cp_async,

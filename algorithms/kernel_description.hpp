@@ -20,8 +20,11 @@
 //    allow; plain loads go through registers, so a stage's copy waits for the previous compute
 //    (pipeline depth 1). The engine times cp.async and TMA alike (no issue cost is modelled).
 //  - stages: shared-memory buffers of the streamed operand (Tiling::pipeline_stages).
-//  - persistent: accepted and reported; the engine already gives each next tile to the SM that
-//    frees first, which is what a persistent grid's tile scheduler does, so it times the same.
+//  - persistent: the main-loop kernel's tiles are taken in turn by one resident CTA per slot
+//    (KernelSpec::persistent): the engine gives each next tile to the slot that frees first either
+//    way, but only a kernel that launches a CTA per tile pays the profile's CTA dispatch costs
+//    between them (HardwareProfile::cta_dispatch: the refill of a slot, the SM's interval between
+//    CTA starts).
 //  - launch: threads, registers per thread and shared memory per CTA replace iosim's estimates
 //    (they set occupancy).
 #include <cstdint>

@@ -208,6 +208,9 @@ std::int64_t flash1_backward_smem_bytes(const AttentionProblem& p, std::int64_t 
                                         std::int64_t block_kv);
 
 // Standard (unfused) backward (standard_bwd.cpp): GEMMs and elementwise kernels through HBM.
-std::unique_ptr<Schedule> make_standard_backward(const AttentionProblem& p, const Tiling& t);
+// `persistent_gemms`: its GEMMs are persistent kernels (KernelSpec::persistent), as cuBLAS's
+// Hopper kernels are.
+std::unique_ptr<Schedule> make_standard_backward(const AttentionProblem& p, const Tiling& t,
+                                                 bool persistent_gemms);
 
 }  // namespace iosim

@@ -27,8 +27,12 @@ enum class StandardKernel { gemm_qk, mask, softmax, dropout, gemm_pv };
 
 class StandardSchedule final : public Schedule {
  public:
-  StandardSchedule(const AttentionProblem& p, const Tiling& t)
-      : p_(p), t_(t), ew_(p.seq_kv, false), rows_(ElementwiseTiling::one_row(p.seq_kv)) {
+  StandardSchedule(const AttentionProblem& p, const Tiling& t, bool persistent_gemms)
+      : p_(p),
+        t_(t),
+        persistent_gemms_(persistent_gemms),
+        ew_(p.seq_kv, false),
+        rows_(ElementwiseTiling::one_row(p.seq_kv)) {
     kernels_.push_back(StandardKernel::gemm_qk);
     if (p.causal || p.mask) kernels_.push_back(StandardKernel::mask);
     kernels_.push_back(StandardKernel::softmax);
@@ -63,6 +67,7 @@ class StandardSchedule final : public Schedule {
         case StandardKernel::gemm_qk:
           s.name = s.role = "gemm_qk";
           s.main_loop = true;
+          s.persistent = persistent_gemms_;
           s.grid = {tq, ceil_div(p_.seq_kv, t_.block_kv), p_.bh()};
           s.threads_per_cta = t_.threads;
           s.smem_bytes_per_cta = gemm_qk_smem(p_, t_);
@@ -72,6 +77,7 @@ class StandardSchedule final : public Schedule {
         case StandardKernel::gemm_pv:
           s.name = s.role = "gemm_pv";
           s.main_loop = true;
+          s.persistent = persistent_gemms_;
           s.grid = {tq, 1, p_.bh()};
           s.threads_per_cta = t_.threads;
           s.smem_bytes_per_cta = gemm_pv_smem(p_, t_);
@@ -225,6 +231,7 @@ class StandardSchedule final : public Schedule {
 
   AttentionProblem p_;
   Tiling t_;
+  bool persistent_gemms_;   // cuBLAS's Hopper GEMMs (plan_standard)
   ElementwiseTiling ew_;    // mask and dropout passes
   ElementwiseTiling rows_;  // softmax: one whole row per CTA
   std::vector<StandardKernel> kernels_;
@@ -262,10 +269,16 @@ Planned plan_standard(const AttentionProblem& p, const HardwareProfile& hw,
         bwd ? " gradient" : "", p.seq_kv, row_bytes, hw.name, limit);
     return out;
   }
+  // cuBLAS's Hopper GEMMs are persistent (the measured nvjet kernels run a grid of one CTA per SM,
+  // cuda_validate/measurements/*/measurements_2026-11-22.json); on GPUs without wgmma it launches a
+  // CTA per tile.
+  const bool persistent = hw.compute.wgmma_latency_cycles.value > 0;
   out.schedule = for_pass(
       p.pass,
-      [&]() -> std::unique_ptr<Schedule> { return std::make_unique<StandardSchedule>(p, t); },
-      [&] { return make_standard_backward(p, t); });
+      [&]() -> std::unique_ptr<Schedule> {
+        return std::make_unique<StandardSchedule>(p, t, persistent);
+      },
+      [&] { return make_standard_backward(p, t, persistent); });
   return out;
 }
 

@@ -36,8 +36,12 @@ enum class StandardBwdKernel {
 
 class StandardBackward final : public WholeCtaSchedule {
  public:
-  StandardBackward(const AttentionProblem& p, const Tiling& t)
-      : p_(p), t_(t), ew_(p.seq_kv, false), rows_(p.seq_kv, true) {
+  StandardBackward(const AttentionProblem& p, const Tiling& t, bool persistent_gemms)
+      : p_(p),
+        t_(t),
+        persistent_gemms_(persistent_gemms),
+        ew_(p.seq_kv, false),
+        rows_(p.seq_kv, true) {
     kernels_ = {StandardBwdKernel::gemm_dp, StandardBwdKernel::gemm_dv};
     if (p.dropout > 0) kernels_.push_back(StandardBwdKernel::dropout_bwd);
     kernels_.push_back(StandardBwdKernel::softmax_bwd);
@@ -73,6 +77,7 @@ class StandardBackward final : public WholeCtaSchedule {
       auto gemm = [&](const char* name, Dim3 grid, std::int64_t m_tile, std::int64_t n_tile) {
         s.name = name;
         s.main_loop = true;  // the GEMMs carry the work; the elementwise kernels follow rows
+        s.persistent = persistent_gemms_;
         s.grid = grid;
         s.smem_bytes_per_cta = gemm_smem(m_tile, n_tile, t_.pipeline_stages, eb);
         s.registers_per_thread = gemm_regs(m_tile * n_tile, t_.threads);
@@ -220,6 +225,7 @@ class StandardBackward final : public WholeCtaSchedule {
 
   AttentionProblem p_;
   Tiling t_;
+  bool persistent_gemms_;   // cuBLAS's Hopper GEMMs (make_standard_backward)
   ElementwiseTiling ew_;    // dropout and mask gradients
   ElementwiseTiling rows_;  // softmax gradient: whole rows
   std::vector<StandardBwdKernel> kernels_;
@@ -227,8 +233,9 @@ class StandardBackward final : public WholeCtaSchedule {
 
 }  // namespace
 
-std::unique_ptr<Schedule> make_standard_backward(const AttentionProblem& p, const Tiling& t) {
-  return std::make_unique<StandardBackward>(p, t);
+std::unique_ptr<Schedule> make_standard_backward(const AttentionProblem& p, const Tiling& t,
+                                                 bool persistent_gemms) {
+  return std::make_unique<StandardBackward>(p, t, persistent_gemms);
 }
 
 }  // namespace iosim

@@ -892,6 +892,39 @@ TEST_SUITE("profile") {
               .clock_domains.l2_mhz.value == 1500);
   }
 
+  TEST_CASE("cta_dispatch: optional, read and checked as every section is") {
+    const HardwareProfile plain = iosim::parse_profile(ProfileText().str(), "t.yaml");
+    CHECK_FALSE(plain.cta_dispatch.present);
+    const HardwareProfile own = iosim::parse_profile(
+        ProfileText()
+            .append("cta_dispatch:\n  slot_refill_cycles: {value: 380, source: \"test\"}\n")
+            .str(),
+        "t.yaml");
+    CHECK(own.cta_dispatch.present);
+    CHECK(own.cta_dispatch.slot_refill_cycles.value == 380);
+    CHECK(iosim::profile_fingerprint(own) != iosim::profile_fingerprint(plain));
+    CHECK(contains(parse_error_of(ProfileText()
+                                      .append("cta_dispatch:\n  slot_refill_cycles: {value: -1, "
+                                              "source: \"t\"}\n")
+                                      .str()),
+                   "cta_dispatch.slot_refill_cycles"));
+    CHECK(contains(
+        parse_error_of(
+            ProfileText().append("cta_dispatch:\n  slot_refill_cycles: {value: 380}\n").str()),
+        "missing required key 'cta_dispatch.slot_refill_cycles.source'"));
+    CHECK(contains(parse_error_of(ProfileText()
+                                      .append("cta_dispatch:\n  slot_refil_cycles: {value: 380, "
+                                              "source: \"t\"}\n")
+                                      .str()),
+                   "did you mean 'slot_refill_cycles'"));
+    // Measured on the H200; the H100 carries its figure; no A100 was measured.
+    CHECK(iosim::load_profile("h200-sxm-141gb").cta_dispatch.present);
+    CHECK(iosim::load_profile("h100-sxm5-80gb").cta_dispatch.present);
+    CHECK_FALSE(iosim::load_profile("a100-sxm4-80gb").cta_dispatch.present);
+    CHECK(iosim::load_profile("h200-sxm-141gb", {{"cta_dispatch.slot_refill_cycles", "0"}})
+              .cta_dispatch.slot_refill_cycles.value == 0);
+  }
+
   TEST_CASE("property: the fingerprint changes with every value and with nothing else") {
     // Memos key on it (the GEMM tile choice): a changed value must never answer from another
     // machine's entry; a name, a source or a reload must not miss.

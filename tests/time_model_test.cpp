@@ -31,8 +31,8 @@ RunRequest decode_request(const std::string& algo, std::int64_t b, std::int64_t 
 // A one-kernel schedule whose CTAs each run the given ops (tensors Q, K of 1 x 4096 x 64 fp16).
 class OpsSchedule final : public WholeCtaSchedule {
  public:
-  OpsSchedule(std::vector<TileOp> ops, std::int64_t ctas, int threads)
-      : ops_(std::move(ops)), ctas_(ctas), threads_(threads) {}
+  OpsSchedule(std::vector<TileOp> ops, std::int64_t ctas, int threads, bool persistent = false)
+      : ops_(std::move(ops)), ctas_(ctas), threads_(threads), persistent_(persistent) {}
   std::vector<TensorDecl> tensors() const override {
     return {{TensorId::Q, 1, 4096, 64, 2}, {TensorId::K, 1, 4096, 64, 2}};
   }
@@ -43,6 +43,7 @@ class OpsSchedule final : public WholeCtaSchedule {
     k.threads_per_cta = threads_;
     k.smem_bytes_per_cta = 200 * 1024;  // one CTA per SM
     k.pipeline_stages = 2;
+    k.persistent = persistent_;
     return {k};
   }
   void emit_whole_cta(std::size_t, std::int64_t, std::vector<TileOp>& out) const override {
@@ -53,6 +54,7 @@ class OpsSchedule final : public WholeCtaSchedule {
   std::vector<TileOp> ops_;
   std::int64_t ctas_;
   int threads_;
+  bool persistent_;
 };
 
 double run_time(const std::vector<TileOp>& ops, int threads = 128) {
@@ -304,4 +306,38 @@ TEST_CASE("standard: the forward softmax runs one CTA per row") {
   CHECK(softmax->spec.grid.count() == 2 * 3 * 512);
   CHECK(softmax->spec.smem_bytes_per_cta == 512 * 2);
   CHECK(softmax->spec.role == "softmax");
+}
+
+TEST_CASE(
+    "property: a slot waits the profile's refill between the CTAs of a kernel that launches "
+    "one per tile; a persistent kernel's slots, and a profile without the section, do not") {
+  // CTAs of FP32 work only, one per SM: they share nothing, so each slot runs its CTAs back to
+  // back and the refill adds (CTAs per slot - 1) refills to the kernel, at the clock's cycle time.
+  const HardwareProfile& hw = test::profile();
+  REQUIRE(hw.cta_dispatch.present);
+  const double refill_cycles = hw.cta_dispatch.slot_refill_cycles.value;
+  REQUIRE(refill_cycles > 0);
+  HardwareProfile none = hw;
+  none.cta_dispatch.present = false;
+  const std::int64_t sms = hw.sm.count.value;
+  for (const double clock : {hw.sm.boost_clock_mhz.value, 1400.0}) {
+    for (const std::int64_t per_slot : {1, 2, 3, 7}) {
+      for (const std::int64_t work : {4096, 65536}) {
+        CAPTURE(clock);
+        CAPTURE(per_slot);
+        CAPTURE(work);
+        EngineOptions o;
+        o.sm_clock_mhz = clock;
+        const std::vector<TileOp> ops = {fp32_work(work)};
+        const double with = run_schedule(hw, OpsSchedule(ops, sms * per_slot, 128), o).time_s;
+        const double without = run_schedule(none, OpsSchedule(ops, sms * per_slot, 128), o).time_s;
+        const double persistent =
+            run_schedule(hw, OpsSchedule(ops, sms * per_slot, 128, true), o).time_s;
+        const double refill_s = refill_cycles / (clock * 1e6);
+        CHECK(with - without ==
+              doctest::Approx(static_cast<double>(per_slot - 1) * refill_s).epsilon(1e-9));
+        CHECK(persistent == without);
+      }
+    }
+  }
 }

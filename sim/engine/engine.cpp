@@ -423,6 +423,14 @@ class WaveTimeline {
   double last_t_ = 0.0;
 };
 
+// When a slot's next CTA starts, its last having ended at `end` (HardwareProfile::cta_dispatch,
+// measured in cuda_validate/measurements/h200-sxm-141gb/cta_dispatch_2026-11-28/): after the
+// slot's refill, unless the kernel is persistent (KernelSpec::persistent: its slots take their next
+// tile without a CTA launch). Without the profile section a CTA starts the moment its slot frees.
+double next_cta_start(const Rates& r, const KernelSpec& spec, double end) {
+  return spec.persistent ? end : end + r.cta_refill_s;
+}
+
 class KernelRun {
  public:
   KernelRun(const HardwareProfile& profile, const Schedule& schedule, std::size_t kernel_index,
@@ -505,7 +513,8 @@ class KernelRun {
         st.cta = -1;
         if (run_.next_cta < run_.ctas) {
           for (const auto& x : extrapolators_) x->before_dispatch(st.end, run_);
-          events_.replace_top(start_cta(ev.slot(), run_.next_cta++, st.sm, st.end));
+          events_.replace_top(
+              start_cta(ev.slot(), run_.next_cta++, st.sm, next_cta_start(rates_, spec_, st.end)));
         } else {
           waves_.slot_idle(st.end + run_.skipped_s);
           events_.pop();
@@ -529,7 +538,10 @@ class KernelRun {
     return seq_++;
   }
 
-  // Places CTA `cta` in `slot` on `sm` at time `t`; returns its first stage's event.
+  // Places CTA `cta` in `slot` on `sm` at time `t`; returns its first stage's event. Dispatched
+  // before `t` (a slot's refill), it already counts as resident on its SM: the refill is short
+  // beside a stage, and a stage's share of the SM's pipes is fixed when the stage starts, so
+  // counting it only from its first stage gave a neighbour's whole stage the SM to itself.
   Event start_cta(std::uint32_t slot, std::int64_t cta, int sm, double t) {
     CtaState& st = run_.states[slot];
     st.cta = cta;
@@ -831,7 +843,8 @@ void replay_kernel(const HardwareProfile& profile, const Timeline::Kernel& k, do
       --resident_on_sm[static_cast<std::size_t>(st.sm)];
       st.cta = -1;
       if (next_cta < ctas) {
-        events.replace_top(start(ev.slot(), next_cta++, st.sm, st.end));
+        events.replace_top(
+            start(ev.slot(), next_cta++, st.sm, next_cta_start(rates, spec, st.end)));
       } else {
         waves.slot_idle(st.end);
         events.pop();

@@ -5,7 +5,9 @@
 // Timing model (cycle-approximate, per CTA stage):
 //   - CTAs are dispatched in blockIdx order to the SM slot that frees first, as occupancy
 //     (shared memory, registers, threads, CTA slots) allows; the first wave fills SMs
-//     breadth-first.
+//     breadth-first. A slot's next CTA starts the profile's cta_dispatch.slot_refill_cycles after
+//     its last one ended, except in a persistent kernel (KernelSpec::persistent), whose slots
+//     take their next tile without a CTA launch.
 //   - A stage is a run of loads followed by the computes (and stores) that use them. Its loads
 //     queue on three bandwidth servers: HBM (misses and write-backs, at the achievable
 //     bandwidth), the L2 (all requested sectors) and the SM's own L2->SM port; the slowest

@@ -12,6 +12,8 @@ struct Rates {
   double hbm_bps, l2_bps, sm_port_bps, smem_bps_per_sm;
   double tensor_per_sm, fp32_per_sm, sfu_per_sm, int32_per_sm;
   double l2_latency_s, hbm_latency_s, launch_s;
+  // Between a slot's CTAs (HardwareProfile::cta_dispatch; 0 without that section).
+  double cta_refill_s;
   double smem_latency_s, fp32_latency_s, wgmma_latency_s;
   int sm_count;
 
@@ -40,6 +42,8 @@ struct Rates {
     l2_latency_s = p.l2.hit_latency_cycles.value / clock_hz;
     hbm_latency_s = p.hbm.latency_ns.value * 1e-9;
     launch_s = p.launch.kernel_overhead_us.value * 1e-6;
+    cta_refill_s =
+        p.cta_dispatch.present ? p.cta_dispatch.slot_refill_cycles.value / clock_hz : 0.0;
     per = {1.0 / hbm_bps,       1.0 / l2_bps,      1.0 / sm_port_bps, 1.0 / smem_bps_per_sm,
            1.0 / tensor_per_sm, 1.0 / fp32_per_sm, 1.0 / sfu_per_sm,  1.0 / int32_per_sm};
   }

@@ -137,6 +137,19 @@ struct PowerSpec {
                                      // the SM voltage
 };
 
+/// What a slot spends between one CTA and the next of a kernel that launches a CTA per tile
+/// (KernelSpec::persistent: not charged between a persistent kernel's tiles). Measured on the H200
+/// with empty and one-row kernels (cuda_validate/microbench/cta_dispatch.cu,
+/// cuda_validate/measurements/h200-sxm-141gb/cta_dispatch_2026-11-28/). Optional: without a
+/// `cta_dispatch:` section a slot's next CTA starts the moment the last one ends.
+/// The same measurement found an SM starting at most one CTA every ~160 cycles; that is not
+/// modelled: it staggers the first wave's CTAs on an SM, and the engine's time for a
+/// bandwidth-bound grid moves by up to 11% with that stagger (CALIBRATION.md, "CTA refill").
+struct CtaDispatchSpec {
+  bool present = false;
+  Sourced<double> slot_refill_cycles;  // a slot's last CTA's end to its next CTA's start
+};
+
 /// One GPU as iosim models it.
 struct HardwareProfile {
   std::string name;         // file stem, e.g. "h100-sxm5-80gb"
@@ -150,6 +163,7 @@ struct HardwareProfile {
   PowerSpec power;                // power.present false: no power limit is modelled
   CudaGraphSpec cuda_graph;       // cuda_graph.present false: no graph replay figure
   ClockDomainSpec clock_domains;  // clock_domains.present false: the L2 in the SM clock domain
+  CtaDispatchSpec cta_dispatch;   // cta_dispatch.present false: CTAs start without a gap
 
   /// The L2's bandwidth (bytes/s) while the SMs run at `sm_clock_mhz`: l2.bandwidth_gbps in its
   /// own clock domain, else scaled from the boost clock with the SM clock.

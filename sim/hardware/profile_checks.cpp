@@ -123,6 +123,11 @@ void profile_yaml::validate(const HardwareProfile& p, Reader& reader) {
     positive("clock_domains.l2_mhz", p.clock_domains.l2_mhz.value);
     at_most("clock_domains.l2_mhz", p.clock_domains.l2_mhz.value, 1e5, "100 GHz");
   }
+  if (p.cta_dispatch.present) {
+    non_negative("cta_dispatch.slot_refill_cycles", p.cta_dispatch.slot_refill_cycles.value);
+    at_most("cta_dispatch.slot_refill_cycles", p.cta_dispatch.slot_refill_cycles.value, 1e6,
+            "a million cycles");
+  }
   // The L2 model keeps a few bytes per sector: 1-byte sectors made 1.6 GB a point. GPUs use
   // 32-byte sectors; a line is a few of them.
   if (l2.sector_bytes.value > 0 && l2.sector_bytes.value < 16) {

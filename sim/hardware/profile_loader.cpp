@@ -80,6 +80,10 @@ HardwareProfile read_profile(const YAML::Node& root, Reader& reader) {
   if (profile.clock_domains.present) {
     read_section(reader, root, "clock_domains", kClockDomainFields, profile.clock_domains);
   }
+  profile.cta_dispatch.present = root.IsMap() && root["cta_dispatch"].IsDefined();
+  if (profile.cta_dispatch.present) {
+    read_section(reader, root, "cta_dispatch", kCtaDispatchFields, profile.cta_dispatch);
+  }
   // Values are checked once every key reads: a missing or unreadable one would look like a 0.
   if (reader.ok()) validate(profile, reader);
   reader.throw_if_any();
@@ -306,6 +310,8 @@ std::string profile_fingerprint(const HardwareProfile& p) {
   if (p.cuda_graph.present) append_values(out, p.cuda_graph, kCudaGraphFields);
   out += p.clock_domains.present ? "clock_domains;" : "-;";
   if (p.clock_domains.present) append_values(out, p.clock_domains, kClockDomainFields);
+  out += p.cta_dispatch.present ? "cta_dispatch;" : "-;";
+  if (p.cta_dispatch.present) append_values(out, p.cta_dispatch, kCtaDispatchFields);
   return out;
 }
 

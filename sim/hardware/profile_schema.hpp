@@ -90,6 +90,10 @@ inline const std::array<Field<ClockDomainSpec>, 1> kClockDomainFields{{
     {"l2_mhz", &ClockDomainSpec::l2_mhz},
 }};
 
+inline const std::array<Field<CtaDispatchSpec>, 1> kCtaDispatchFields{{
+    {"slot_refill_cycles", &CtaDispatchSpec::slot_refill_cycles},
+}};
+
 inline const std::array<Field<PowerSpec>, 11> kPowerFields{{
     {"limit_w", &PowerSpec::limit_w},
     {"static_w", &PowerSpec::static_w},
@@ -104,11 +108,12 @@ inline const std::array<Field<PowerSpec>, 11> kPowerFields{{
     {"hbm_pj_per_byte", &PowerSpec::hbm_pj_per_byte},
 }};
 
-inline const std::vector<std::string> kTopKeys{"name",       "description",  "sm",     "compute",
-                                               "l2",         "hbm",          "launch", "power",
-                                               "cuda_graph", "clock_domains"};
+inline const std::vector<std::string> kTopKeys{
+    "name",   "description", "sm",         "compute",       "l2",          "hbm",
+    "launch", "power",       "cuda_graph", "clock_domains", "cta_dispatch"};
 // Top-level sections a profile may leave out (all their keys then, or none).
-inline const std::vector<std::string> kOptionalTopKeys{"power", "cuda_graph", "clock_domains"};
+inline const std::vector<std::string> kOptionalTopKeys{"power", "cuda_graph", "clock_domains",
+                                                       "cta_dispatch"};
 // The keys every profile has (messages about the top level name these).
 inline const std::vector<std::string> kRequiredTopKeys{"name", "description", "sm",    "compute",
                                                        "l2",   "hbm",         "launch"};
@@ -131,6 +136,7 @@ void for_each_known_section(F&& f) {
   f("power", kPowerFields);
   f("cuda_graph", kCudaGraphFields);
   f("clock_domains", kClockDomainFields);
+  f("cta_dispatch", kCtaDispatchFields);
 }
 
 template <typename Spec, typename T>

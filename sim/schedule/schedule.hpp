@@ -73,6 +73,11 @@ struct KernelSpec {
   // The kernel that carries its dataflow's main loop (not a pre-pass, a conversion or a
   // reduction): a kernel description's mechanisms and launch facts apply to it.
   bool main_loop = false;
+  // A persistent grid (FlashAttention-3, cuDNN's and cuBLAS's Hopper kernels): the grid's CTAs
+  // are the tiles that one resident CTA per slot takes in turn from a tile scheduler, so a slot
+  // moves to its next tile with no CTA launch between them: the engine charges the profile's
+  // CTA dispatch costs (HardwareProfile::cta_dispatch) only to the first wave.
+  bool persistent = false;
 };
 
 /// How a kernel's work repeats, for the engine's steady-state extrapolation (sim/engine/steady_state.hpp
