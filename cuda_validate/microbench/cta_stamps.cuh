@@ -1,6 +1,7 @@
-// What the microbenchmarks that stamp their CTAs share (cta_dispatch.cu, softmax_phases.cu): the
-// SM id and the global timer read in a kernel, timed launches, and from the stamps the gap before
-// each CTA once its SM's slots are full and the SM clock the stamps saw.
+// What the microbenchmarks that stamp their CTAs share (cta_dispatch.cu, softmax_phases.cu;
+// cta_reduction.cu uses the percentile): the SM id and the global timer read in a kernel, timed
+// launches, and from the stamps the gap before each CTA once its SM's slots are full and the SM
+// clock the stamps saw.
 #pragma once
 
 #include <cuda_runtime.h>

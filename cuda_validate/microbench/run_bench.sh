@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds and runs one of the microbenchmarks that print JSON lines (cta_dispatch.cu,
-# softmax_phases.cu) on the lent GPU; writes OUT/NAME.jsonl and OUT/nvidia_smi.txt (the clocks
-# before and after).
+# cta_reduction.cu, softmax_phases.cu) on the lent GPU; writes OUT/NAME.jsonl and
+# OUT/nvidia_smi.txt (the clocks before and after).
 # Usage: run_bench.sh NAME OUT_DIR
 set -euo pipefail
 name=${1:?usage: run_bench.sh NAME OUT_DIR}
