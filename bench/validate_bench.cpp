@@ -3,8 +3,8 @@
 // run at the measured clock and registers, a blind run with a cold L2 per kernel and, for
 // schedules of several kernels, a blind run with the L2 carried over
 // (api/validation_prediction.cpp); docs/PERFORMANCE_HISTORY.md says where their time goes. One file
-// of the folder (the main set, 48 cases) is timed on its own too, a shorter figure to compare
-// binaries back to back.
+// of the folder (its main set) is timed on its own too, a shorter figure to compare binaries back
+// to back.
 #include <benchmark/benchmark.h>
 
 #include <filesystem>
