@@ -2,10 +2,13 @@
 // convention (K/V buffer pairs) and measured registers per kernel role; shared-memory reads by
 // the decode kernel's warp layout; the mask's INT32 work and block-sparse's mask on every block;
 // FlashAttention-1's in-step row statistics and O round trips; paged gathers' address
-// arithmetic; a CTA's own critical path; the softmax as one CTA per row.
+// arithmetic; a CTA's own critical path; the softmax as one CTA per row; the CTA refill between
+// the CTAs of kernels that launch one per tile, and which built-in kernels are persistent.
 #include <doctest/doctest.h>
 
 #include <nlohmann/json.hpp>
+#include <set>
+#include <string>
 
 #include "algorithms/tile_costs.hpp"
 #include "sim/schedule/block_mask.hpp"
@@ -340,4 +343,35 @@ TEST_CASE(
       }
     }
   }
+}
+
+TEST_CASE("persistent grids are the ones measured so: flash3's forward and backward main kernels, "
+          "standard's GEMMs where the GPU has wgmma (cuBLAS's Hopper kernels), none elsewhere") {
+  // What each built-in kernel declares (KernelSpec::persistent) decides whether its slots pay
+  // the profile's CTA refill between tiles; the measured kernels' grids say which are persistent
+  // (cuda_validate/measurements/*/measurements_2026-11-22.json, launch__grid_size).
+  const auto persistent_kernels = [](const std::string& profile, const std::string& algo,
+                                     Pass pass) {
+    RunRequest r = test::request(algo, 1, 4, 1024, 64);
+    r.problem.pass = pass;
+    const Report rep = simulate(test::profile(profile), r);
+    REQUIRE(rep.feasible());
+    std::set<std::string> out;
+    for (const KernelResult& k : rep.engine.kernels)
+      if (k.spec.persistent) out.insert(k.spec.name);
+    return out;
+  };
+  for (const char* hopper : {"h100-sxm5-80gb", "h200-sxm-141gb"}) {
+    CAPTURE(hopper);
+    CHECK(persistent_kernels(hopper, "standard", Pass::fwd) ==
+          std::set<std::string>{"gemm_qk", "gemm_pv"});
+    CHECK(persistent_kernels(hopper, "standard", Pass::bwd) ==
+          std::set<std::string>{"gemm_dp", "gemm_dv", "gemm_dq", "gemm_dk"});
+    CHECK(persistent_kernels(hopper, "flash3", Pass::fwd) == std::set<std::string>{"flash3_fwd"});
+    CHECK(persistent_kernels(hopper, "flash3", Pass::bwd) == std::set<std::string>{"flash3_bwd"});
+    CHECK(persistent_kernels(hopper, "flash2", Pass::fwdbwd).empty());
+    CHECK(persistent_kernels(hopper, "flash-decoding", Pass::fwd).empty());
+  }
+  // Ampere: cuBLAS launches a CTA per tile.
+  CHECK(persistent_kernels("a100-sxm4-80gb", "standard", Pass::fwdbwd).empty());
 }
