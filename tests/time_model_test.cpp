@@ -11,10 +11,10 @@
 #include <string>
 
 #include "algorithms/tile_costs.hpp"
-#include "sim/schedule/block_mask.hpp"
-#include "sim/engine/engine.hpp"
-#include "tests/test_support.hpp"
 #include "api/validation.hpp"
+#include "sim/engine/engine.hpp"
+#include "sim/schedule/block_mask.hpp"
+#include "tests/test_support.hpp"
 
 using namespace iosim;
 
@@ -345,8 +345,9 @@ TEST_CASE(
   }
 }
 
-TEST_CASE("persistent grids are the ones measured so: flash3's forward and backward main kernels, "
-          "standard's GEMMs where the GPU has wgmma (cuBLAS's Hopper kernels), none elsewhere") {
+TEST_CASE(
+    "persistent grids are the ones measured so: flash3's forward and backward main kernels, "
+    "standard's GEMMs where the GPU has wgmma (cuBLAS's Hopper kernels), none elsewhere") {
   // What each built-in kernel declares (KernelSpec::persistent) decides whether its slots pay
   // the profile's CTA refill between tiles; the measured kernels' grids say which are persistent
   // (cuda_validate/measurements/*/measurements_2026-11-22.json, launch__grid_size).
