@@ -22,9 +22,8 @@
 //  - stages: shared-memory buffers of the streamed operand (Tiling::pipeline_stages).
 //  - persistent: the main-loop kernel's tiles are taken in turn by one resident CTA per slot
 //    (KernelSpec::persistent): the engine gives each next tile to the slot that frees first either
-//    way, but only a kernel that launches a CTA per tile pays the profile's CTA dispatch costs
-//    between them (HardwareProfile::cta_dispatch: the refill of a slot, the SM's interval between
-//    CTA starts).
+//    way, but only a kernel that launches a CTA per tile pays the profile's slot refill between
+//    them (HardwareProfile::cta_dispatch).
 //  - launch: threads, registers per thread and shared memory per CTA replace iosim's estimates
 //    (they set occupancy).
 #include <cstdint>

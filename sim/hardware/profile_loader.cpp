@@ -70,20 +70,10 @@ HardwareProfile read_profile(const YAML::Node& root, Reader& reader) {
   read_section(reader, root, "l2", kL2Fields, profile.l2);
   read_section(reader, root, "hbm", kHbmFields, profile.hbm);
   read_section(reader, root, "launch", kLaunchFields, profile.launch);
-  profile.power.present = root.IsMap() && root["power"].IsDefined();
-  if (profile.power.present) read_section(reader, root, "power", kPowerFields, profile.power);
-  profile.cuda_graph.present = root.IsMap() && root["cuda_graph"].IsDefined();
-  if (profile.cuda_graph.present) {
-    read_section(reader, root, "cuda_graph", kCudaGraphFields, profile.cuda_graph);
-  }
-  profile.clock_domains.present = root.IsMap() && root["clock_domains"].IsDefined();
-  if (profile.clock_domains.present) {
-    read_section(reader, root, "clock_domains", kClockDomainFields, profile.clock_domains);
-  }
-  profile.cta_dispatch.present = root.IsMap() && root["cta_dispatch"].IsDefined();
-  if (profile.cta_dispatch.present) {
-    read_section(reader, root, "cta_dispatch", kCtaDispatchFields, profile.cta_dispatch);
-  }
+  for_each_optional_section(profile, [&](const char* section, const auto& fields, auto& spec) {
+    spec.present = root.IsMap() && root[section].IsDefined();
+    if (spec.present) read_section(reader, root, section, fields, spec);
+  });
   // Values are checked once every key reads: a missing or unreadable one would look like a 0.
   if (reader.ok()) validate(profile, reader);
   reader.throw_if_any();
@@ -304,14 +294,10 @@ std::string profile_fingerprint(const HardwareProfile& p) {
   append_values(out, p.l2, kL2Fields);
   append_values(out, p.hbm, kHbmFields);
   append_values(out, p.launch, kLaunchFields);
-  out += p.power.present ? "power;" : "-;";
-  if (p.power.present) append_values(out, p.power, kPowerFields);
-  out += p.cuda_graph.present ? "cuda_graph;" : "-;";
-  if (p.cuda_graph.present) append_values(out, p.cuda_graph, kCudaGraphFields);
-  out += p.clock_domains.present ? "clock_domains;" : "-;";
-  if (p.clock_domains.present) append_values(out, p.clock_domains, kClockDomainFields);
-  out += p.cta_dispatch.present ? "cta_dispatch;" : "-;";
-  if (p.cta_dispatch.present) append_values(out, p.cta_dispatch, kCtaDispatchFields);
+  for_each_optional_section(p, [&](const char* section, const auto& fields, const auto& spec) {
+    out += spec.present ? std::string(section) + ";" : "-;";
+    if (spec.present) append_values(out, spec, fields);
+  });
   return out;
 }
 

@@ -129,14 +129,25 @@ void for_each_section(F&& f) {
   f("launch", kLaunchFields);
 }
 
-// The same with the optional sections too (key lookups: `--set power.limit_w=...`).
+// Calls f(section, fields, spec) for each optional section of `p` (a HardwareProfile, const or
+// not): its table and its struct, whose `present` says whether the profile has it. The one list
+// of optional sections: reading a profile, its fingerprint and the key lookups below all use it.
+template <typename Profile, typename F>
+void for_each_optional_section(Profile& p, F&& f) {
+  f("power", kPowerFields, p.power);
+  f("cuda_graph", kCudaGraphFields, p.cuda_graph);
+  f("clock_domains", kClockDomainFields, p.clock_domains);
+  f("cta_dispatch", kCtaDispatchFields, p.cta_dispatch);
+}
+
+// The same tables as for_each_section, with the optional sections too (key lookups:
+// `--set power.limit_w=...`).
 template <typename F>
 void for_each_known_section(F&& f) {
   for_each_section(f);
-  f("power", kPowerFields);
-  f("cuda_graph", kCudaGraphFields);
-  f("clock_domains", kClockDomainFields);
-  f("cta_dispatch", kCtaDispatchFields);
+  static const HardwareProfile kNone;
+  for_each_optional_section(
+      kNone, [&](const char* section, const auto& fields, const auto&) { f(section, fields); });
 }
 
 template <typename Spec, typename T>
