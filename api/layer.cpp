@@ -54,6 +54,15 @@ LayerOp from_run(std::string name, std::string kind, const OpRun& run) {
   return op;
 }
 
+// The cluster in a GEMM's detail: "cluster 2 (W multicast)" as before where only W is shared,
+// "cluster 2x4 (W, X multicast)" where both are.
+std::string cluster_detail(const GemmTiling& t) {
+  if (t.cluster_m <= 1 && t.cluster_n <= 1) return "";
+  if (t.cluster_n <= 1) return fmt::format(" cluster {} (W multicast)", t.cluster_m);
+  if (t.cluster_m <= 1) return fmt::format(" cluster 1x{} (X multicast)", t.cluster_n);
+  return fmt::format(" cluster {}x{} (W, X multicast)", t.cluster_m, t.cluster_n);
+}
+
 LayerOp gemm_op(const HardwareProfile& hw, const LayerRequest& r, Dtype dtype, std::string name,
                 std::int64_t m, std::int64_t n, std::int64_t k, bool bias) {
   GemmProblem p;
@@ -71,8 +80,7 @@ LayerOp gemm_op(const HardwareProfile& hw, const LayerRequest& r, Dtype dtype, s
   op.detail = fmt::format("{}x{}x{} {}{}", t.bm, t.bn, t.bk,
                           t.instruction == TensorInstruction::wgmma ? "wgmma" : "mma.sync",
                           t.group_m > 0 ? fmt::format(" group {}", t.group_m) : "") +
-              (t.cluster_m > 1 ? fmt::format(" cluster {} (W multicast)", t.cluster_m) : "") +
-              (t.split_k > 1 ? fmt::format(" split-K {}", t.split_k) : "");
+              cluster_detail(t) + (t.split_k > 1 ? fmt::format(" split-K {}", t.split_k) : "");
   return op;
 }
 

@@ -52,6 +52,10 @@ std::vector<LayerFlag> make_layer_flags() {
        "GEMM CTAs per cluster along M sharing each W tile by TMA multicast (default: with the "
        "chosen tile on Hopper, else 1)",
        &LayerF::gemm_cluster_m, false, false},
+      {"--gemm-cluster-n",
+       "GEMM CTAs per cluster along N sharing each X tile by TMA multicast (default: with the "
+       "chosen tile on Hopper, else 1)",
+       &LayerF::gemm_cluster_n, false, false},
       {"--gemm-group-m",
        "GEMM CTA order: walk this many M tiles, then the next N tile (default: 8 on Hopper; "
        "elsewhere, and any group of all M tiles, the M tile fastest over the whole of M)",
@@ -106,6 +110,7 @@ LayerRequest to_layer_request(const LayerFlags& f, const std::set<std::string>& 
   req.gemm_tiling.bn = f.gemm_bn;
   req.gemm_tiling.bk = f.gemm_bk;
   req.gemm_tiling.cluster_m = f.gemm_cluster_m;
+  req.gemm_tiling.cluster_n = f.gemm_cluster_n;
   req.gemm_tiling.group_m = f.gemm_group_m;
   req.gemm_tiling.split_k = f.gemm_split_k;
   req.model = load_model_config(f.model);

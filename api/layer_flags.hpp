@@ -25,6 +25,7 @@ struct LayerFlags {
   std::string launch = "graph";
   std::int64_t gemm_bm = 0, gemm_bn = 0, gemm_bk = 0;
   int gemm_cluster_m = 0;
+  int gemm_cluster_n = 0;
   std::int64_t gemm_group_m = 0;
   int gemm_split_k = 0;
 };

@@ -44,6 +44,7 @@ TEST_CASE("GEMM schedule: L2 off moves exactly the closed form's bytes, 2MNK FLO
       req.bk = gen.pick(chunks);
       const int clusters[] = {1, 2, 4};
       req.cluster_m = gen.pick(clusters);  // W multicast to this many M tiles
+      req.cluster_n = gen.pick(clusters);  // X multicast to this many N tiles
       const GemmTiling t = iosim::resolve_gemm_tiling(hw, p, req);
       CAPTURE(hw_name);
       CAPTURE(p.m);
@@ -66,10 +67,13 @@ TEST_CASE("GEMM schedule: L2 off moves exactly the closed form's bytes, 2MNK FLO
       const auto u = [](std::int64_t v) { return static_cast<std::uint64_t>(v); };
       const std::uint64_t col_tiles = u((p.n + t.bn - 1) / t.bn),
                           row_tiles = u((p.m + t.bm - 1) / t.bm);
-      CHECK(gemm_at(r.total.hbm, true, TensorId::X) == u(p.m * p.k) * eb * col_tiles);
-      // W once per cluster of M tiles: its members load shares that make one tile together.
+      // X once per cluster of N tiles and W once per cluster of M tiles: a cluster's members
+      // load shares that make one tile together.
+      const std::uint64_t x_reads = (col_tiles + u(t.cluster_n) - 1) / u(t.cluster_n);
       const std::uint64_t w_reads = (row_tiles + u(t.cluster_m) - 1) / u(t.cluster_m);
       CAPTURE(t.cluster_m);
+      CAPTURE(t.cluster_n);
+      CHECK(gemm_at(r.total.hbm, true, TensorId::X) == u(p.m * p.k) * eb * x_reads);
       CHECK(gemm_at(r.total.hbm, true, TensorId::W) == u(p.n * p.k) * eb * w_reads);
       CHECK(gemm_at(r.total.hbm, false, TensorId::Y) == u(p.m * p.n) * eb);
       CHECK(gemm_at(r.total.hbm, true, TensorId::bias) == (p.bias ? u(p.n) * eb * row_tiles : 0));
@@ -104,10 +108,12 @@ TEST_CASE("GEMM tiling: wgmma on Hopper, mma.sync on the A100, stages to fit, ba
   asked.bm = 128;
   asked.bn = 192;
   asked.cluster_m = 2;
+  asked.cluster_n = 4;
   const GemmTiling hr = iosim::resolve_gemm_tiling(h100, p, asked);
   CHECK(hr.bm == 128);
   CHECK(hr.bn == 192);
   CHECK(hr.cluster_m == 2);
+  CHECK(hr.cluster_n == 4);
   CHECK(hr.split_k == 1);
   const GemmTiling a = iosim::resolve_gemm_tiling(iosim::test::profile("a100-sxm4-80gb"), p);
   CHECK(a.instruction == iosim::TensorInstruction::mma_sync);
@@ -115,6 +121,10 @@ TEST_CASE("GEMM tiling: wgmma on Hopper, mma.sync on the A100, stages to fit, ba
   CHECK(a.cluster_m == 1);
   iosim::GemmTilingRequest negative;
   negative.cluster_m = -1;
+  CHECK_THROWS_AS(iosim::resolve_gemm_tiling(iosim::test::profile("h100-sxm5-80gb"), p, negative),
+                  iosim::ConfigError);
+  negative.cluster_m = 0;
+  negative.cluster_n = -1;
   CHECK_THROWS_AS(iosim::resolve_gemm_tiling(iosim::test::profile("h100-sxm5-80gb"), p, negative),
                   iosim::ConfigError);
   // 256 x 256 x 64 bf16 stages are 64 KiB each: two fit in the A100's 163 KiB, not three.
@@ -284,7 +294,7 @@ TEST_CASE("GEMM tile choice: decode-sized GEMMs fill the GPU, never slower than 
     const GemmTiling t = iosim::resolve_gemm_tiling(hw, p);
     // The estimate is never under the HBM floor of the operands read once.
     const iosim::GemmChoice c =
-        iosim::estimate_gemm_tiling(hw, p, t.bm, t.bn, t.bk, t.cluster_m, t.split_k);
+        iosim::estimate_gemm_tiling(hw, p, t.bm, t.bn, t.bk, t.cluster_m, t.cluster_n, t.split_k);
     const double floor_s = 2.0 * static_cast<double>(p.m * p.k + p.n * p.k + p.m * p.n) /
                            (hw.hbm.bandwidth_gbps.value * hw.hbm.achievable_fraction.value * 1e9);
     CHECK(c.estimate_s >= floor_s);
@@ -300,6 +310,77 @@ TEST_CASE("GEMM tile choice: decode-sized GEMMs fill the GPU, never slower than 
     const GemmTiling f = iosim::resolve_gemm_tiling(hw, p, fixed);
     CHECK(chosen <= iosim::run_schedule(hw, *iosim::make_gemm_schedule(p, f), boost).time_s);
   }
+}
+
+TEST_CASE("property: the tile estimate's L2 bytes are the schedule's operand loads") {
+  // The estimate ranks candidates partly by L2 bytes; it once counted a smaller last cluster as
+  // a whole one (3 M tiles in clusters of 2 read W 1.5x, where the schedule reads it twice) and
+  // chose an LM head's tile that the engine timed 7% slower.
+  const iosim::HardwareProfile& hw = iosim::test::profile("h200-sxm-141gb");
+  iosim::test::ShapeGen gen(3207);
+  const std::int64_t sides[] = {16, 32, 64, 128, 192, 256};
+  const int clusters[] = {1, 2, 4};
+  for (int trial = 0; trial < 40; ++trial) {
+    GemmProblem p;
+    p.m = gen.pick(1, 1500);
+    p.n = gen.pick(8, 3000);
+    p.k = 64 * gen.pick(1, 40);
+    iosim::GemmTilingRequest req;
+    req.bm = gen.pick(sides);
+    req.bn = gen.pick(sides);
+    req.cluster_m = gen.pick(clusters);
+    req.cluster_n = gen.pick(clusters);
+    req.split_k = 1;
+    const GemmTiling t = iosim::resolve_gemm_tiling(hw, p, req);
+    CAPTURE(p.m);
+    CAPTURE(p.n);
+    CAPTURE(p.k);
+    CAPTURE(t.bm);
+    CAPTURE(t.bn);
+    CAPTURE(t.cluster_m);
+    CAPTURE(t.cluster_n);
+    const iosim::GemmChoice c =
+        iosim::estimate_gemm_tiling(hw, p, t.bm, t.bn, t.bk, t.cluster_m, t.cluster_n, 1);
+    const iosim::GemmBytes b = iosim::gemm_closed_form(p, t);  // no bias: operands only
+    CHECK(static_cast<double>(c.l2_bytes) ==
+          doctest::Approx(static_cast<double>(b.read)).epsilon(1e-9));
+  }
+}
+
+TEST_CASE("GEMM clusters of 4 run on the SMs their placement leaves") {
+  // 132 tiles of 128 x 256 on the H200 (tensor-bound): in clusters of 2 one wave of 132 SMs; in
+  // clusters of 4 (2 x 2) the measured 120 SMs, so 12 tiles wait for a second round; without the
+  // profile's clusters section, one wave again.
+  const iosim::HardwareProfile& h200 = iosim::test::profile("h200-sxm-141gb");
+  iosim::HardwareProfile anywhere = h200;
+  anywhere.clusters.present = false;
+  GemmProblem p;
+  p.m = 128 * 12;
+  p.n = 256 * 11;
+  p.k = 4096;
+  const auto run = [&](const iosim::HardwareProfile& hw, int cm, int cn) {
+    iosim::GemmTilingRequest req;
+    req.bm = 128;
+    req.bn = 256;
+    req.cluster_m = cm;
+    req.cluster_n = cn;
+    req.split_k = 1;
+    iosim::EngineOptions opt;
+    opt.sm_clock_mhz = 1980;
+    return iosim::run_schedule(
+        hw, *iosim::make_gemm_schedule(p, iosim::resolve_gemm_tiling(hw, p, req)), opt);
+  };
+  const iosim::EngineResult two = run(h200, 2, 1), four = run(h200, 2, 2),
+                            four_anywhere = run(anywhere, 2, 2);
+  REQUIRE(four.kernels.size() == 1);
+  CHECK(four.kernels[0].spec.cluster_ctas == 4);
+  CHECK(four.kernels[0].occupancy.sms == 120);
+  CHECK(four.kernels[0].waves == doctest::Approx(132.0 / 120.0));
+  CHECK(two.kernels[0].occupancy.sms == 132);
+  CHECK(four_anywhere.kernels[0].occupancy.sms == 132);
+  // The same loads and work; a second round of whole tiles takes most of another tile's time.
+  CHECK(four.total.l2.read_total() == four_anywhere.total.l2.read_total());
+  CHECK(four.time_s > 1.6 * four_anywhere.time_s);
 }
 
 TEST_CASE("GEMM tile choice memo: each machine keeps its own answer, in either order") {

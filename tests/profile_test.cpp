@@ -925,6 +925,57 @@ TEST_SUITE("profile") {
               .cta_dispatch.slot_refill_cycles.value == 0);
   }
 
+  TEST_CASE("clusters: optional, read and checked as every section is") {
+    const std::string section =
+        "clusters:\n  sms_cluster_2: {value: 132, source: \"t\"}\n"
+        "  sms_cluster_4: {value: 120, source: \"t\"}\n  sms_cluster_8: {value: 112, source: "
+        "\"t\"}\n";
+    const HardwareProfile plain = iosim::parse_profile(ProfileText().str(), "t.yaml");
+    CHECK_FALSE(plain.clusters.present);
+    const int sms = static_cast<int>(plain.sm.count.value);
+    CHECK(plain.clusters.sms_for(8, sms) == sms);  // without the section: every SM
+    const HardwareProfile own = iosim::parse_profile(ProfileText().append(section).str(), "t.yaml");
+    REQUIRE(own.clusters.present);
+    CHECK(iosim::profile_fingerprint(own) != iosim::profile_fingerprint(plain));
+    // A cluster size takes the figure of the smallest listed size that holds it.
+    const int own_sms = static_cast<int>(own.sm.count.value);
+    CHECK(own.clusters.sms_for(1, own_sms) == own_sms);
+    CHECK(own.clusters.sms_for(2, own_sms) == std::min(own_sms, 132));
+    CHECK(own.clusters.sms_for(3, own_sms) == std::min(own_sms, 120));
+    CHECK(own.clusters.sms_for(4, own_sms) == std::min(own_sms, 120));
+    CHECK(own.clusters.sms_for(8, own_sms) == std::min(own_sms, 112));
+    // More SMs than iosim allows, none, a missing source, a misspelt key.
+    std::string too_many = section;
+    too_many.replace(too_many.find("112"), 3, "9999");
+    CHECK(contains(parse_error_of(ProfileText().append(too_many).str()),
+                   "clusters.sms_cluster_8 = 9999 exceeds"));
+    // A what-if GPU with fewer SMs keeps the figures, capped at its SMs.
+    const HardwareProfile fewer = iosim::load_profile("h200-sxm-141gb", {{"sm.count", "64"}});
+    CHECK(fewer.clusters.sms_for(4, 64) == 64);
+    std::string zero = section;
+    zero.replace(zero.find("120"), 3, "0");
+    CHECK(contains(parse_error_of(ProfileText().append(zero).str()), "clusters.sms_cluster_4"));
+    std::string unsourced = section;
+    unsourced.replace(unsourced.find(", source: \"t\"}"), 14, "}");
+    CHECK(contains(parse_error_of(ProfileText().append(unsourced).str()),
+                   "missing required key 'clusters.sms_cluster_2.source'"));
+    std::string misspelt = section;
+    misspelt.replace(misspelt.find("sms_cluster_4"), 13, "sms_cluster4");
+    CHECK(contains(parse_error_of(ProfileText().append(misspelt).str()),
+                   "did you mean 'sms_cluster_4'"));
+    // Measured on the H200 (120 SMs for clusters of 4 and 8); the H100 carries its figure; the
+    // A100 has no clusters.
+    const HardwareProfile h200 = iosim::load_profile("h200-sxm-141gb");
+    REQUIRE(h200.clusters.present);
+    CHECK(h200.clusters.sms_for(2, 132) == 132);
+    CHECK(h200.clusters.sms_for(4, 132) == 120);
+    CHECK(h200.clusters.sms_for(8, 132) == 120);
+    CHECK(iosim::load_profile("h100-sxm5-80gb").clusters.present);
+    CHECK_FALSE(iosim::load_profile("a100-sxm4-80gb").clusters.present);
+    CHECK(iosim::load_profile("h200-sxm-141gb", {{"clusters.sms_cluster_4", "100"}})
+              .clusters.sms_for(4, 132) == 100);
+  }
+
   TEST_CASE("property: the fingerprint changes with every value and with nothing else") {
     // Memos key on it (the GEMM tile choice): a changed value must never answer from another
     // machine's entry; a name, a source or a reload must not miss.

@@ -60,6 +60,10 @@ class GemmSchedule final : public Schedule {
       // cuBLAS's nvjet kernels are persistent: the layer suites' grids are 120-132 CTAs
       // (cuda_validate/measurements/h200-sxm-141gb/layer_*/gemm_ncu.csv.gz, launch__grid_size).
       s.persistent = true;
+      // The cluster as launched: its CTAs along M times along N, where each side has that many
+      // tiles.
+      s.cluster_ctas = static_cast<int>(std::min<std::int64_t>(t_.cluster_m, tm_) *
+                                        std::min<std::int64_t>(t_.cluster_n, tn_));
       s.overlap = PipeOverlap::async_tensor;
       s.producer_warps = 4;
       s.consumer_warpgroups = 2;
@@ -100,17 +104,10 @@ class GemmSchedule final : public Schedule {
     const bool first = c == s * split_chunks_;
     const bool bias = p_.bias && split_ == 1;  // split: the reduction adds it
     const TileRef y{TensorId::Y, 0, m0, mr, n0, nr};
-    out.push_back(TileOp::load({TensorId::X, 0, m0, mr, k0, kr}));  // sX (mr, kr)
-    // sW (nr, kr); in a cluster, this CTA's share of it (the partners' shares arrive by
-    // multicast).
-    const std::int64_t members =
-        std::min<std::int64_t>(t_.cluster_m, tm_ - (i / t_.cluster_m) * t_.cluster_m);
-    const std::int64_t share = ceil_div(nr, members), s0 = (i % t_.cluster_m) * share;
-    if (members <= 1) {
-      out.push_back(TileOp::load({TensorId::W, 0, n0, nr, k0, kr}));
-    } else if (s0 < nr) {
-      out.push_back(TileOp::load({TensorId::W, 0, n0 + s0, std::min(share, nr - s0), k0, kr}));
-    }
+    // sX (mr, kr) and sW (nr, kr); in a cluster, this CTA's share of each operand its partners
+    // also use (their shares arrive by multicast): X along N, W along M.
+    load_share(TensorId::X, m0, mr, k0, kr, j, tn_, t_.cluster_n, out);
+    load_share(TensorId::W, n0, nr, k0, kr, i, tm_, t_.cluster_m, out);
     if (last && bias) out.push_back(TileOp::load({TensorId::bias, 0, 0, 1, n0, nr}, OnChip::reg));
     TileOp mma;
     mma.kind = OpKind::compute;
@@ -130,6 +127,23 @@ class GemmSchedule final : public Schedule {
   }
 
  private:
+  // Rows [r0, r0 + rows) of operand `id` (X or W) over K chunk [k0, k0 + kr), used alike by the
+  // CTAs of a cluster along the other side: tile `pos` of `tiles` there, `cluster` a cluster.
+  // The members split the rows evenly; the last cluster may be smaller, and a member left with
+  // no rows loads none.
+  static void load_share(TensorId id, std::int64_t r0, std::int64_t rows, std::int64_t k0,
+                         std::int64_t kr, std::int64_t pos, std::int64_t tiles, int cluster,
+                         std::vector<TileOp>& out) {
+    const std::int64_t members = std::min<std::int64_t>(cluster, tiles - (pos / cluster) * cluster);
+    if (members <= 1) {
+      out.push_back(TileOp::load({id, 0, r0, rows, k0, kr}));
+      return;
+    }
+    const std::int64_t share = ceil_div(rows, members), s0 = (pos % cluster) * share;
+    if (s0 < rows)
+      out.push_back(TileOp::load({id, 0, r0 + s0, std::min(share, rows - s0), k0, kr}));
+  }
+
   // The reduction's CTA: every split's partial of its 16 x 32 tile of Y, summed (and the bias
   // added) in registers, then Y.
   void emit_reduce(std::int64_t cta, std::vector<TileOp>& out) const {
@@ -234,11 +248,11 @@ GemmTiling completed(const HardwareProfile& hw, const GemmProblem& p, GemmTiling
 class GemmChoiceMemo {
  public:
   using Key = std::tuple<std::string, std::int64_t, std::int64_t, std::int64_t, int, bool,
-                         std::int64_t, int, std::int64_t, int, int>;
+                         std::int64_t, int, std::int64_t, int, int, int>;
 
-  // `cluster_m` and `stages` as requested (0: chosen with the tile, or filling shared memory).
+  // The cluster and `stages` as requested (0: chosen with the tile, or filling shared memory).
   static Key key(const HardwareProfile& hw, const GemmProblem& p, const GemmTiling& t,
-                 int cluster_m, int stages) {
+                 int cluster_m, int cluster_n, int stages) {
     return {profile_fingerprint(hw),
             p.m,
             p.n,
@@ -249,6 +263,7 @@ class GemmChoiceMemo {
             t.threads,
             t.group_m,
             cluster_m,
+            cluster_n,
             stages};
   }
 
@@ -289,6 +304,10 @@ GemmTiling resolve_gemm_tiling(const HardwareProfile& hw, const GemmProblem& p,
     throw ConfigError(fmt::format(
         "GEMM cluster along M must be 0 (the default) or positive, got {}", req.cluster_m));
   }
+  if (req.cluster_n < 0) {
+    throw ConfigError(fmt::format(
+        "GEMM cluster along N must be 0 (the default) or positive, got {}", req.cluster_n));
+  }
   if (req.split_k < 0) {
     throw ConfigError(
         fmt::format("GEMM split-K must be 0 (the default) or positive, got {}", req.split_k));
@@ -305,6 +324,7 @@ GemmTiling resolve_gemm_tiling(const HardwareProfile& hw, const GemmProblem& p,
   if (req.bk != 0) t.bk = req.bk;
   if (req.threads != 0) t.threads = req.threads;
   if (req.cluster_m != 0) t.cluster_m = req.cluster_m;
+  if (req.cluster_n != 0) t.cluster_n = req.cluster_n;
   if (t.instruction == TensorInstruction::wgmma && req.bm == 0 && req.bn == 0 && req.split_k == 0) {
     check_positive("K chunk (BK)", t.bk);
     const GemmTimer engine_time = [&](const GemmChoice& c) {
@@ -312,6 +332,7 @@ GemmTiling resolve_gemm_tiling(const HardwareProfile& hw, const GemmProblem& p,
       x.bm = c.bm;
       x.bn = c.bn;
       x.cluster_m = req.cluster_m != 0 ? req.cluster_m : c.cluster_m;
+      x.cluster_n = req.cluster_n != 0 ? req.cluster_n : c.cluster_n;
       x.split_k = c.split_k;
       EngineOptions boost;
       boost.sm_clock_mhz = hw.sm.boost_clock_mhz.value;
@@ -319,12 +340,13 @@ GemmTiling resolve_gemm_tiling(const HardwareProfile& hw, const GemmProblem& p,
                           boost)
           .time_s;
     };
-    const GemmChoice c =
-        gemm_choice_memo().get(GemmChoiceMemo::key(hw, p, t, req.cluster_m, req.pipeline_stages),
-                               [&] { return choose_gemm_tiling(hw, p, t.bk, engine_time); });
+    const GemmChoice c = gemm_choice_memo().get(
+        GemmChoiceMemo::key(hw, p, t, req.cluster_m, req.cluster_n, req.pipeline_stages),
+        [&] { return choose_gemm_tiling(hw, p, t.bk, engine_time); });
     t.bm = c.bm;
     t.bn = c.bn;
     if (req.cluster_m == 0) t.cluster_m = c.cluster_m;
+    if (req.cluster_n == 0) t.cluster_n = c.cluster_n;
     t.split_k = c.split_k;
   }
   if (req.bm != 0) t.bm = req.bm;
@@ -346,10 +368,11 @@ GemmBytes gemm_closed_form(const GemmProblem& p, const GemmTiling& t) {
   const std::uint64_t eb = u(dtype_bytes(p.dtype));
   const std::uint64_t row_tiles = u(ceil_div(p.m, t.bm)), col_tiles = u(ceil_div(p.n, t.bn));
   GemmBytes b;
-  // W once per cluster of M tiles (its members' shares together make one tile).
-  const std::uint64_t cluster = u(std::max(1, t.cluster_m));
-  const std::uint64_t w_reads = (row_tiles + cluster - 1) / cluster;
-  b.read = u(p.m) * u(p.k) * eb * col_tiles + u(p.n) * u(p.k) * eb * w_reads;
+  // W once per cluster of M tiles and X once per cluster of N tiles (the members' shares
+  // together make one tile).
+  const std::uint64_t cm = u(std::max(1, t.cluster_m)), cn = u(std::max(1, t.cluster_n));
+  const std::uint64_t w_reads = (row_tiles + cm - 1) / cm, x_reads = (col_tiles + cn - 1) / cn;
+  b.read = u(p.m) * u(p.k) * eb * x_reads + u(p.n) * u(p.k) * eb * w_reads;
   b.write = u(p.m) * u(p.n) * eb;
   const std::uint64_t chunks = u(ceil_div(p.k, t.bk));
   const std::uint64_t per_split =

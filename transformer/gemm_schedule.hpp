@@ -39,6 +39,11 @@ struct GemmTiling {
   // loads 1/cluster_m of every W chunk and the copy engine delivers it to all of them, so W is
   // read from L2 once per cluster instead of once per CTA. 1: no multicast.
   int cluster_m = 1;
+  // CTAs of the cluster along N (adjacent N tiles of one M tile) that share their X tile the same
+  // way (cuBLAS's "4x1" and "2x4" clusters multicast the activations to the CTAs of several weight
+  // tiles): each loads 1/cluster_n of every X chunk, so X is read from L2 once per cluster. A
+  // cluster is cluster_m x cluster_n CTAs. 1: no multicast of X.
+  int cluster_n = 1;
   // CTAs per output tile, each over 1/split_k of K (at most one per K chunk); > 1 adds the
   // reduction kernel.
   int split_k = 1;
@@ -51,6 +56,7 @@ struct GemmTilingRequest {
   int pipeline_stages = 0;
   std::int64_t group_m = 0;  // 0: M tile fastest over the whole of M
   int cluster_m = 0;         // 0: the default (GemmTiling::cluster_m)
+  int cluster_n = 0;         // 0: the default (GemmTiling::cluster_n)
   int split_k = 0;           // 0: the default
 };
 
@@ -74,7 +80,8 @@ std::unique_ptr<Schedule> make_gemm_schedule(const GemmProblem& p, const GemmTil
 
 /// HBM bytes of the schedule in the two-level model (L2 off), written from the dataflow, not from
 /// the schedule: each output tile reads its rows of X and of W in full, so X is read once per
-/// column of tiles (ceil(N / BN)) and W once per row of tiles (ceil(M / BM)); Y is written once;
+/// column of tiles (ceil(N / BN)) and W once per row of tiles (ceil(M / BM)), or once per
+/// cluster of them where a cluster multicasts it; Y is written once;
 /// the bias, once per row of tiles. Split K ways, each split writes its fp32 partial of Y and the
 /// reduction reads them all back, with the bias once per row of its 16-row tiles.
 struct GemmBytes {

@@ -25,10 +25,12 @@ namespace iosim {
 struct GemmChoice {
   std::int64_t bm = 128, bn = 128;
   int cluster_m = 1;
+  int cluster_n = 1;
   int split_k = 1;
   double estimate_s = 0.0;     // the chosen candidate's estimate
   std::uint64_t l2_bytes = 0;  // bytes its CTAs request from L2 (the tie-break)
-  double sm_fill = 0.0;        // CTAs over the SM slots of its waves
+  double waves = 0.0;          // waves of one CTA per SM it needs
+  double sm_fill = 0.0;        // CTAs over the SM slots of its waves (all of the GPU's SMs)
   double engine_s = 0.0;       // its time on the engine, when the candidates were timed
 };
 
@@ -38,7 +40,8 @@ using GemmTimer = std::function<double(const GemmChoice&)>;
 /// The estimate of one candidate (see above), in seconds, and its L2 bytes. `split_k` of whole K
 /// chunks (a split left with none is not counted).
 GemmChoice estimate_gemm_tiling(const HardwareProfile& hw, const GemmProblem& p, std::int64_t bm,
-                                std::int64_t bn, std::int64_t bk, int cluster_m, int split_k);
+                                std::int64_t bn, std::int64_t bk, int cluster_m, int cluster_n,
+                                int split_k);
 
 /// The candidate with the least estimate; candidates within 1% of it (the estimate's resolution)
 /// count as equal, and of those the one filling the most SM slots, then requesting the fewest L2
@@ -46,7 +49,9 @@ GemmChoice estimate_gemm_tiling(const HardwareProfile& hw, const GemmProblem& p,
 /// `time` is given, the 8 best so ranked are timed with it and the fastest wins (within 1%: the
 /// earlier). Candidates: BM of 8-128 (powers of two, no more than one power past M), BN of 8-256
 /// in steps of 8, one side a multiple of 64 (wgmma's M, either way round) and at most 128 x 256
-/// accumulators; clusters of 2 along M sharing W where there are two M tiles; split-K of 1-16.
+/// accumulators; clusters of 2 along M sharing W where there are two M tiles, times 1, 2 or 4
+/// along N sharing X where there are that many N tiles (cuBLAS's names show clusters of 1x2, 2x1,
+/// 4x1 and 2x4 CTAs); split-K of 1-16.
 GemmChoice choose_gemm_tiling(const HardwareProfile& hw, const GemmProblem& p, std::int64_t bk = 64,
                               const GemmTimer& time = {});
 

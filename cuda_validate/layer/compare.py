@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Blind predictions of the layer suite (predict_blind.py) against what the GPU measured
-(run_layer_suite.sh): per GEMM, time (CUDA events over CUDA graphs, median of 3 sets) and DRAM
-bytes read and written (Nsight Compute, L2 flushed before each kernel, median of 3 calls, summed
-over a call's kernels: cuBLAS's split-K launches a reduction beside its GEMM), with cuBLAS's tile
+(run_layer_suite.sh): per GEMM, time (CUDA events over CUDA graphs, median of 3 sets), DRAM
+bytes read and written and the bytes the SMs read from L2 (Nsight Compute, L2 flushed before
+each kernel, median of 3 calls, summed over a call's kernels: cuBLAS's split-K launches a
+reduction beside its GEMM), with cuBLAS's tile
 from the kernel name; per layer, the time of Llama-3-8B's layer. Median and worst |error| per set
 (calibration, held out, or a sealed suite's) and for all.
 
@@ -25,11 +26,11 @@ import sys
 TILE = re.compile(r"nvjet_sm90_tst_(\d+)x(\d+)_(\d+)x(\d+)_(\d+)x(\d+)_([hv])_bz(_coop[AB])?"
                   r"(_bias)?(_splitK)?_")
 UNIT = {"byte": 1, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "ns": 1e-9, "us": 1e-6, "ms": 1e-3,
-        "s": 1.0}
+        "s": 1.0, "sector": 32}
 
 
 def ncu_calls(measured):
-    """{gemm id: [(dram_read, dram_write, duration_s, [kernel names]) per call]}."""
+    """{gemm id: [(dram_read, dram_write, duration_s, l2_read, [kernel names]) per call]}."""
     order = json.load(open(os.path.join(measured, "gemm_ncu_order.json")))
     rows = list(csv.reader(gzip.open(os.path.join(measured, "gemm_ncu.csv.gz"), "rt")))
     hdr, units = rows[0], rows[1]
@@ -40,7 +41,7 @@ def ncu_calls(measured):
 
     name_i = hdr.index("Kernel Name")
     cols = [col("dram__bytes_read.sum"), col("dram__bytes_write.sum"),
-            col("gpu__time_duration.sum")]
+            col("gpu__time_duration.sum"), col("lts__t_sectors_srcunit_tex_op_read.sum")]
     kernels = [(r[name_i], [float(r[i].replace(",", "")) * u for i, u in cols]) for r in rows[2:]]
     out, pos = {}, 0
 
@@ -53,7 +54,7 @@ def ncu_calls(measured):
         pos += 1
         calls = []
         for _ in range(order["repeats"]):
-            names, sums = [], [0.0, 0.0, 0.0]
+            names, sums = [], [0.0, 0.0, 0.0, 0.0]
             while pos < len(kernels) and not spin(kernels[pos]):
                 names.append(kernels[pos][0])
                 sums = [a + b for a, b in zip(sums, kernels[pos][1])]
@@ -114,13 +115,16 @@ def main():
         meas_t = statistics.median(t["time_s"])
         dr = statistics.median(c[0] for c in calls)
         dw = statistics.median(c[1] for c in calls)
+        l2r = statistics.median(c[3] for c in calls)
         p = g["predicted"]
         rows.append({"id": g["id"], "set": g["set"], "m": g["m"], "n": g["n"], "k": g["k"],
-                     "cublas_tile": tile_of(calls[0][3]),
+                     "cublas_tile": tile_of(calls[0][4]),
                      "time_s": [p["time_s"], meas_t], "time_err": err(p["time_s"], meas_t),
                      "dram_read": [p["hbm_read_bytes"], dr],
                      "dram_read_err": err(p["hbm_read_bytes"], dr),
                      "dram_write": [p["hbm_write_bytes"], dw],
+                     "l2_read": [p["l2_read_bytes"], l2r],
+                     "l2_read_err": err(p["l2_read_bytes"], l2r),
                      "spread_time": (max(t["time_s"]) - min(t["time_s"])) / meas_t,
                      "sm_clock_mhz": [p.get("sm_clock_mhz"),
                                       statistics.median(t["sm_clock_mhz"])
@@ -135,8 +139,8 @@ def main():
                        "time_err": err(lay["predicted"]["layer_time_s"], mt)})
     print(f"Layer suite on {pred['profile']}: blind predictions of {pred['iosim_commit'][:7]} "
           f"against {measured}" + (f" (times: {time_file})" if time_file else "") + "\n")
-    print("| set | GEMMs | time median / worst | DRAM read median / worst |")
-    print("| --- | ---: | ---: | ---: |")
+    print("| set | GEMMs | time median / worst | DRAM read median / worst | L2 read median / worst |")
+    print("| --- | ---: | ---: | ---: | ---: |")
     summary = {}
     for name, sel in (("calibration", "calibration"), ("held out", "heldout"),
                       ("sealed", "sealed"), ("all", None)):
@@ -145,18 +149,22 @@ def main():
             continue
         tm, tw = stats(r["time_err"] for r in rs)
         dm, dw = stats(r["dram_read_err"] for r in rs)
+        lm, lw = stats(r["l2_read_err"] for r in rs)
         summary[name] = {"gemms": len(rs), "time_median": tm, "time_worst": tw,
-                         "dram_read_median": dm, "dram_read_worst": dw}
+                         "dram_read_median": dm, "dram_read_worst": dw,
+                         "l2_read_median": lm, "l2_read_worst": lw}
         print(f"| {name} | {len(rs)} | {100 * tm:.1f}% / {100 * tw:.1f}% | "
-              f"{100 * dm:.1f}% / {100 * dw:.1f}% |")
+              f"{100 * dm:.1f}% / {100 * dw:.1f}% | {100 * lm:.1f}% / {100 * lw:.1f}% |")
     print("\n| GEMM | set | M x N x K | cuBLAS tile (name) | time iosim / GPU | error | DRAM read "
-          "iosim / GPU | error |")
-    print("| --- | --- | --- | --- | ---: | ---: | ---: | ---: |")
+          "iosim / GPU | error | L2 read iosim / GPU | error |")
+    print("| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     for r in rows:
         print(f"| {r['id']} | {r['set']} | {r['m']}x{r['n']}x{r['k']} | {r['cublas_tile']} | "
               f"{r['time_s'][0] * 1e6:.1f} / {r['time_s'][1] * 1e6:.1f} us | {pct(r['time_err'])} | "
               f"{r['dram_read'][0] / 1e6:.1f} / {r['dram_read'][1] / 1e6:.1f} MB | "
-              f"{pct(r['dram_read_err'])} |")
+              f"{pct(r['dram_read_err'])} | "
+              f"{r['l2_read'][0] / 1e6:.1f} / {r['l2_read'][1] / 1e6:.1f} MB | "
+              f"{pct(r['l2_read_err'])} |")
     print("\n| Llama-3-8B layer | iosim | GPU (PyTorch, CUDA graph) | error |")
     print("| --- | ---: | ---: | ---: |")
     for lay in layers:

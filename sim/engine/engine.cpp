@@ -444,6 +444,7 @@ class KernelRun {
         timer_(profile, spec, clock_mhz, l2 != nullptr),
         rates_(timer_.rates()),
         ctas_per_sm_(occ.ctas_per_sm),
+        sms_(occ.sms),
         observer_(observer),
         recorder_(recorder),
         repetition_(extrapolate ? schedule.repetition(kernel_index) : Repetition{}) {
@@ -458,8 +459,8 @@ class KernelRun {
     run_.counters = &kr.counters;
     run_.stats = &kr.extrapolation;
     run_.ctas = spec_.grid.count();
-    const std::int64_t slots = std::min<std::int64_t>(
-        run_.ctas, static_cast<std::int64_t>(rates_.sm_count) * ctas_per_sm_);
+    const std::int64_t slots =
+        std::min<std::int64_t>(run_.ctas, static_cast<std::int64_t>(sms_) * ctas_per_sm_);
     waves_ = WaveTimeline(run_.ctas, slots);
     if (repetition_.alike_run > slots && slots > 0) {
       // Runs of alike CTAs longer than a wave: waves by kind, in place of periods, which would
@@ -485,7 +486,7 @@ class KernelRun {
     // First wave: breadth-first over SMs (CTA i on SM i mod #SMs).
     for (std::int64_t s = 0; s < slots; ++s) {
       events_.push(start_cta(static_cast<std::uint32_t>(s), run_.next_cta++,
-                             static_cast<int>(s % rates_.sm_count), 0.0));
+                             static_cast<int>(s % sms_), 0.0));
     }
     double last_finish = 0.0;
     std::int64_t finished = 0;  // CTAs simulated to their end, for run_control's progress
@@ -739,6 +740,7 @@ class KernelRun {
   StageTimer timer_;
   Rates rates_;  // (a copy: the timer's, read in the loop without an indirection)
   int ctas_per_sm_;
+  int sms_;  // the SMs that hold this kernel's CTAs (Occupancy::sms)
   EventQueue events_;
   std::uint64_t seq_ = 0;  // events issued
   // Runs of the tile being moved: sums of per-run bytes in doubles are exact (integers far
@@ -787,7 +789,7 @@ void replay_kernel(const HardwareProfile& profile, const Timeline::Kernel& k, do
   }
   const auto ctas = static_cast<std::int64_t>(k.ctas.size());
   const std::int64_t slots =
-      std::min<std::int64_t>(ctas, static_cast<std::int64_t>(rates.sm_count) * k.ctas_per_sm);
+      std::min<std::int64_t>(ctas, static_cast<std::int64_t>(k.sms) * k.ctas_per_sm);
   std::vector<CtaState> states(static_cast<std::size_t>(slots));
   struct Cursor {
     std::uint64_t stage = 0, end = 0, dram = 0;
@@ -812,8 +814,7 @@ void replay_kernel(const HardwareProfile& profile, const Timeline::Kernel& k, do
     return Event{t, seq++, slot};
   };
   for (std::int64_t s = 0; s < slots; ++s) {
-    events.push(start(static_cast<std::uint32_t>(s), next_cta++,
-                      static_cast<int>(s % rates.sm_count), 0.0));
+    events.push(start(static_cast<std::uint32_t>(s), next_cta++, static_cast<int>(s % k.sms), 0.0));
   }
   double last_finish = 0.0;
   std::int64_t finished = 0;
@@ -931,18 +932,19 @@ EngineResult run_schedule(const HardwareProfile& profile, const Schedule& schedu
       PerTensor discarded{};  // a flush's write-backs belong to no kernel
       l2->flush(discarded);
     }
-    const double slots = static_cast<double>(profile.sm.count.value) * kr.occupancy.ctas_per_sm;
+    const double slots = static_cast<double>(kr.occupancy.sms) * kr.occupancy.ctas_per_sm;
     kr.waves = static_cast<double>(spec.grid.count()) / slots;
-    kr.idle_sm_fraction = 1.0 - static_cast<double>(std::min<std::int64_t>(
-                                    spec.grid.count(), profile.sm.count.value)) /
-                                    profile.sm.count.value;
+    kr.idle_sm_fraction =
+        1.0 - static_cast<double>(std::min<std::int64_t>(spec.grid.count(), kr.occupancy.sms)) /
+                  profile.sm.count.value;
     std::optional<StageRecorder> recorder;
     if (record != nullptr && record->usable &&
         static_cast<std::uint64_t>(spec.grid.count()) <= Timeline::kMaxStages) {
       record->kernels[k].ctas_per_sm = kr.occupancy.ctas_per_sm;
+      record->kernels[k].sms = kr.occupancy.sms;
       recorder.emplace(*record, record->kernels[k], spec.grid.count(),
                        static_cast<std::size_t>(std::min<std::int64_t>(
-                           spec.grid.count(), static_cast<std::int64_t>(profile.sm.count.value) *
+                           spec.grid.count(), static_cast<std::int64_t>(kr.occupancy.sms) *
                                                   kr.occupancy.ctas_per_sm)));
     } else if (record != nullptr) {
       record->usable = false;

@@ -45,6 +45,7 @@ struct Timeline {
   };
   struct Kernel {
     int ctas_per_sm = 0;
+    int sms = 0;  // the SMs holding its CTAs (Occupancy::sms)
     std::vector<Shape> shapes;
     // By CTA, in order: shape index << kFlagBits | flags (kLoadsMissed, kInStepMissed and which
     // of the DRAM bytes below are nonzero).

@@ -42,7 +42,8 @@ Occupancy occupancy(const HardwareProfile& p, const KernelSpec& k) {
       std::min_element(std::begin(limits), std::end(limits),
                        [](const Limit& a, const Limit& b) { return a.ctas < b.ctas; });
   if (best->ctas <= 0) return {0, fmt::format("{}: not even one CTA fits on an SM", best->name)};
-  return {static_cast<int>(best->ctas), best->name};
+  return {static_cast<int>(best->ctas), best->name,
+          p.clusters.sms_for(k.cluster_ctas, static_cast<int>(sm.count.value))};
 }
 
 }  // namespace iosim

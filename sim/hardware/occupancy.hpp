@@ -12,6 +12,9 @@ namespace iosim {
 struct Occupancy {
   int ctas_per_sm = 0;
   std::string limiter;  // "shared memory", "registers", "threads", "CTA slots"
+  // SMs that hold the kernel's CTAs: every SM, or, for a kernel launched in clusters, those the
+  // placement of whole clusters in GPCs leaves (HardwareProfile::clusters).
+  int sms = 0;
 };
 
 /// CTAs per SM for `k` on `profile`; 0 when one CTA does not fit (limiter says why).

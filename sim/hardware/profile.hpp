@@ -5,6 +5,7 @@
 // Every number in a profile file carries its source, so each field below is a `Sourced<T>`:
 // the value and the citation (whitepaper table, datasheet, cudaGetDeviceProperties reading,
 // or a measurement on the lent GPU).
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -150,6 +151,29 @@ struct CtaDispatchSpec {
   Sourced<double> slot_refill_cycles;  // a slot's last CTA's end to its next CTA's start
 };
 
+/// Where a kernel launched in thread-block clusters can run. A cluster's CTAs must all be resident
+/// at once within one GPC, so a GPC whose SM count is not a multiple of the cluster size leaves
+/// SMs empty: on the H200, at one CTA per SM, 66 clusters of 2 (132 SMs), 30 of 4 and 15 of 8
+/// (120 SMs) are active at once (Nsight Compute's launch__cluster_max_active for cuBLAS's nvjet
+/// GEMMs, cuda_validate/measurements/h200-sxm-141gb/layer_*/gemm_ncu.csv.gz). Optional: without a
+/// `clusters:` section every SM holds a clustered kernel's CTAs.
+struct ClusterSpec {
+  bool present = false;
+  Sourced<double> sms_cluster_2;  // SMs holding CTAs of a kernel in clusters of 2 CTAs
+  Sourced<double> sms_cluster_4;  // ... of 3 or 4 CTAs
+  Sourced<double> sms_cluster_8;  // ... of 5 to 8 CTAs
+
+  /// SMs that hold a kernel's CTAs when it runs in clusters of `ctas` (1: not clustered), of
+  /// `sm_count`.
+  int sms_for(int ctas, int sm_count) const {
+    if (!present || ctas <= 1) return sm_count;
+    const double sms = ctas <= 2   ? sms_cluster_2.value
+                       : ctas <= 4 ? sms_cluster_4.value
+                                   : sms_cluster_8.value;
+    return std::clamp(static_cast<int>(sms), 1, sm_count);
+  }
+};
+
 /// One GPU as iosim models it.
 struct HardwareProfile {
   std::string name;         // file stem, e.g. "h100-sxm5-80gb"
@@ -164,6 +188,7 @@ struct HardwareProfile {
   CudaGraphSpec cuda_graph;       // cuda_graph.present false: no graph replay figure
   ClockDomainSpec clock_domains;  // clock_domains.present false: the L2 in the SM clock domain
   CtaDispatchSpec cta_dispatch;   // cta_dispatch.present false: CTAs start without a gap
+  ClusterSpec clusters;           // clusters.present false: clusters place on every SM
 
   /// The L2's bandwidth (bytes/s) while the SMs run at `sm_clock_mhz`: l2.bandwidth_gbps in its
   /// own clock domain, else scaled from the boost clock with the SM clock.

@@ -128,6 +128,17 @@ void profile_yaml::validate(const HardwareProfile& p, Reader& reader) {
     at_most("cta_dispatch.slot_refill_cycles", p.cta_dispatch.slot_refill_cycles.value, 1e6,
             "a million cycles");
   }
+  if (p.clusters.present) {
+    // Not checked against sm.count: a what-if `--set sm.count=64` keeps the profile's figures,
+    // and ClusterSpec::sms_for caps them at the SMs there are.
+    for (const auto& [key, v] :
+         {std::pair{"clusters.sms_cluster_2", p.clusters.sms_cluster_2.value},
+          std::pair{"clusters.sms_cluster_4", p.clusters.sms_cluster_4.value},
+          std::pair{"clusters.sms_cluster_8", p.clusters.sms_cluster_8.value}}) {
+      positive(key, v);
+      at_most(key, v, 4096, "iosim's limit on sm.count");
+    }
+  }
   // The L2 model keeps a few bytes per sector: 1-byte sectors made 1.6 GB a point. GPUs use
   // 32-byte sectors; a line is a few of them.
   if (l2.sector_bytes.value > 0 && l2.sector_bytes.value < 16) {

@@ -94,6 +94,12 @@ inline const std::array<Field<CtaDispatchSpec>, 1> kCtaDispatchFields{{
     {"slot_refill_cycles", &CtaDispatchSpec::slot_refill_cycles},
 }};
 
+inline const std::array<Field<ClusterSpec>, 3> kClusterFields{{
+    {"sms_cluster_2", &ClusterSpec::sms_cluster_2},
+    {"sms_cluster_4", &ClusterSpec::sms_cluster_4},
+    {"sms_cluster_8", &ClusterSpec::sms_cluster_8},
+}};
+
 inline const std::array<Field<PowerSpec>, 11> kPowerFields{{
     {"limit_w", &PowerSpec::limit_w},
     {"static_w", &PowerSpec::static_w},
@@ -109,11 +115,11 @@ inline const std::array<Field<PowerSpec>, 11> kPowerFields{{
 }};
 
 inline const std::vector<std::string> kTopKeys{
-    "name",   "description", "sm",         "compute",       "l2",          "hbm",
-    "launch", "power",       "cuda_graph", "clock_domains", "cta_dispatch"};
+    "name",   "description", "sm",         "compute",       "l2",           "hbm",
+    "launch", "power",       "cuda_graph", "clock_domains", "cta_dispatch", "clusters"};
 // Top-level sections a profile may leave out (all their keys then, or none).
 inline const std::vector<std::string> kOptionalTopKeys{"power", "cuda_graph", "clock_domains",
-                                                       "cta_dispatch"};
+                                                       "cta_dispatch", "clusters"};
 // The keys every profile has (messages about the top level name these).
 inline const std::vector<std::string> kRequiredTopKeys{"name", "description", "sm",    "compute",
                                                        "l2",   "hbm",         "launch"};
@@ -138,6 +144,7 @@ void for_each_optional_section(Profile& p, F&& f) {
   f("cuda_graph", kCudaGraphFields, p.cuda_graph);
   f("clock_domains", kClockDomainFields, p.clock_domains);
   f("cta_dispatch", kCtaDispatchFields, p.cta_dispatch);
+  f("clusters", kClusterFields, p.clusters);
 }
 
 // The same tables as for_each_section, with the optional sections too (key lookups:

@@ -78,6 +78,10 @@ struct KernelSpec {
   // moves to its next tile with no CTA launch between them: the engine charges the profile's
   // CTA dispatch costs (HardwareProfile::cta_dispatch) only to the first wave.
   bool persistent = false;
+  // CTAs per thread-block cluster (cuBLAS's Hopper GEMMs: 2, 4 or 8); 1, not launched in
+  // clusters. A clustered kernel's CTAs run only on the SMs the GPCs' placement of whole clusters
+  // leaves (HardwareProfile::clusters).
+  int cluster_ctas = 1;
 };
 
 /// How a kernel's work repeats, for the engine's steady-state extrapolation (sim/engine/steady_state.hpp
