@@ -29,11 +29,19 @@ Qwen2-7B whole, at 24 and 96 tokens (decode at batch 24 and 96), 192, 384, 1536 
 (prefill of 1, 1, 2 and 2 sequences); no whole layer. It is measured both as the earlier suites
 were (each GEMM timed right after the one before) and sustained (measure_layer.py --sustain).
 
+With --fifth-suite, the fifth suite, predicted by the model of CALIBRATION.md "Clusters that share
+X, and where they fit" (which the four earlier suites calibrated) and measured after it, half held
+out (`"set": "heldout"` at 48, 320 and 1280 tokens; "calibration" at 160, 640 and 2560): one rank
+of Llama-3-70B whole, of Llama-3-8B and Qwen2-7B at tp 2 and of Mistral-7B at tp 4, at 48 and 160
+tokens (decode at batch 48 and 160), 320, 640, 1280 and 2560 tokens (prefill of 1, 1, 2 and 2
+sequences): token counts no earlier suite has; no whole layer.
+
 Usage (repository root, after a build):
   cuda_validate/layer/predict_blind.py build/iosim h200-sxm-141gb > cuda_validate/measurements/predictions/layer_blind_h200.json
   cuda_validate/layer/predict_blind.py build/iosim h200-sxm-141gb --tp-suite > cuda_validate/measurements/predictions/layer_tp_blind_h200.json
   cuda_validate/layer/predict_blind.py build/iosim h200-sxm-141gb --third-suite > cuda_validate/measurements/predictions/layer_third_blind_h200.json
   cuda_validate/layer/predict_blind.py build/iosim h200-sxm-141gb --fourth-suite > cuda_validate/measurements/predictions/layer_fourth_blind_h200.json
+  cuda_validate/layer/predict_blind.py build/iosim h200-sxm-141gb --fifth-suite > cuda_validate/measurements/predictions/layer_fifth_blind_h200.json
 """
 import json
 import subprocess
@@ -51,6 +59,10 @@ FOURTH_MODELS = [("llama-3-70b", 2), ("mistral-7b", 2), ("llama-3-8b", 8), ("qwe
 FOURTH_POINTS = [("decode", 24, 8192), ("decode", 96, 8192), ("prefill", 1, 192),
                  ("prefill", 1, 384), ("prefill", 2, 768), ("prefill", 2, 3072)]
 FOURTH_HELD_OUT = (24, 384, 1536)
+FIFTH_MODELS = [("llama-3-70b", 1), ("llama-3-8b", 2), ("qwen2-7b", 2), ("mistral-7b", 4)]
+FIFTH_POINTS = [("decode", 48, 8192), ("decode", 160, 8192), ("prefill", 1, 320),
+                ("prefill", 1, 640), ("prefill", 2, 640), ("prefill", 2, 1280)]
+FIFTH_HELD_OUT = (48, 320, 1280)
 LAYERS = [("prefill", 1, 4096), ("prefill", 16, 4096), ("decode", 1, 8192), ("decode", 16, 8192)]
 
 
@@ -71,15 +83,17 @@ def held_out(m):
 
 
 def main():
-    suites = ("--tp-suite", "--third-suite", "--fourth-suite")
+    suites = ("--tp-suite", "--third-suite", "--fourth-suite", "--fifth-suite")
     args = [a for a in sys.argv[1:] if a not in suites]
     third = "--third-suite" in sys.argv[1:]
     fourth = "--fourth-suite" in sys.argv[1:]
+    fifth = "--fifth-suite" in sys.argv[1:]
     tp_suite = "--tp-suite" in sys.argv[1:] or third  # sealed, no whole layer
     if len(args) != 2 or len(args) < len(sys.argv) - 2:
         sys.exit(__doc__)
     iosim, profile = args
-    models, points = ((FOURTH_MODELS, FOURTH_POINTS) if fourth else
+    models, points = ((FIFTH_MODELS, FIFTH_POINTS) if fifth else
+                      (FOURTH_MODELS, FOURTH_POINTS) if fourth else
                       (THIRD_MODELS, THIRD_POINTS) if third else
                       (TP_MODELS, TP_POINTS) if tp_suite else (MODELS, POINTS))
     version = subprocess.run([iosim, "--version"], capture_output=True, text=True).stdout.strip()
@@ -102,10 +116,11 @@ def main():
                     "bias": key[3], "dtype": "bf16",
                     "set": "sealed" if tp_suite else
                     ("heldout" if op["m"] in FOURTH_HELD_OUT else "calibration") if fourth else
+                    ("heldout" if op["m"] in FIFTH_HELD_OUT else "calibration") if fifth else
                     "heldout" if held_out(op["m"]) else "calibration",
                     "predicted": op_prediction(op)})
     layers = []
-    for phase, batch, seq in ([] if tp_suite or fourth else LAYERS):
+    for phase, batch, seq in ([] if tp_suite or fourth or fifth else LAYERS):
         doc, cmd = layer_json(iosim, profile, "llama-3-8b", phase, batch, seq)
         layers.append({
             "id": f"llama-3-8b_{phase}_b{batch}_n{seq}", "model": "llama-3-8b", "phase": phase,
