@@ -127,6 +127,14 @@ TEST_CASE("GEMM tiling: wgmma on Hopper, mma.sync on the A100, stages to fit, ba
   negative.cluster_n = -1;
   CHECK_THROWS_AS(iosim::resolve_gemm_tiling(iosim::test::profile("h100-sxm5-80gb"), p, negative),
                   iosim::ConfigError);
+  // A tiling built by hand reaches the schedule without resolve_gemm_tiling's checks: a cluster
+  // of 0 would divide by zero in the CTA's share.
+  GemmTiling no_cluster = h;
+  no_cluster.cluster_n = 0;
+  CHECK_THROWS_AS(iosim::make_gemm_schedule(p, no_cluster), iosim::ConfigError);
+  no_cluster.cluster_n = 1;
+  no_cluster.cluster_m = 0;
+  CHECK_THROWS_AS(iosim::make_gemm_schedule(p, no_cluster), iosim::ConfigError);
   // 256 x 256 x 64 bf16 stages are 64 KiB each: two fit in the A100's 163 KiB, not three.
   iosim::GemmTilingRequest big;
   big.bm = big.bn = 256;

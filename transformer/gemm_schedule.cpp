@@ -62,8 +62,8 @@ class GemmSchedule final : public Schedule {
       s.persistent = true;
       // The cluster as launched: its CTAs along M times along N, where each side has that many
       // tiles.
-      s.cluster_ctas = static_cast<int>(std::min<std::int64_t>(t_.cluster_m, tm_) *
-                                        std::min<std::int64_t>(t_.cluster_n, tn_));
+      s.cluster_ctas =
+          static_cast<int>(cluster_members(t_.cluster_m, tm_) * cluster_members(t_.cluster_n, tn_));
       s.overlap = PipeOverlap::async_tensor;
       s.producer_warps = 4;
       s.consumer_warpgroups = 2;
@@ -360,6 +360,8 @@ std::unique_ptr<Schedule> make_gemm_schedule(const GemmProblem& p, const GemmTil
   check_positive("N", p.n);
   check_positive("K", p.k);
   check_positive("split-K", t.split_k);
+  check_positive("cluster along M", t.cluster_m);  // the CTA's share divides by them
+  check_positive("cluster along N", t.cluster_n);
   return std::make_unique<GemmSchedule>(p, t);
 }
 

@@ -7,6 +7,7 @@
 // Y is stored once at the end. Split K ways (split-K), each output tile is S CTAs, each over
 // 1/S of K, that store fp32 partial tiles; a second kernel sums them into Y (cuBLAS's
 // splitKreduce_kernel).
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -72,10 +73,16 @@ struct GemmTilingRequest {
 GemmTiling resolve_gemm_tiling(const HardwareProfile& hw, const GemmProblem& p,
                                const GemmTilingRequest& req = {});
 
+/// CTAs a cluster of `cluster` along one side holds where that side has `tiles` tiles (a cluster
+/// wider than the grid holds only its tiles; 0 counts as 1).
+inline std::int64_t cluster_members(int cluster, std::int64_t tiles) {
+  return std::min<std::int64_t>(std::max(1, cluster), tiles);
+}
+
 /// Shared memory of one CTA: `pipeline_stages` buffers of an X chunk and a W chunk.
 std::int64_t gemm_smem_bytes(const GemmTiling& t, Dtype dtype);
 
-/// The schedule (one kernel). Throws ConfigError on a non-positive size.
+/// The schedule (one kernel). Throws ConfigError on a non-positive size, split or cluster.
 std::unique_ptr<Schedule> make_gemm_schedule(const GemmProblem& p, const GemmTiling& t);
 
 /// HBM bytes of the schedule in the two-level model (L2 off), written from the dataflow, not from

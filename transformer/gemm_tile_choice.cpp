@@ -27,18 +27,17 @@ GemmChoice estimate_gemm_tiling(const HardwareProfile& hw, const GemmProblem& p,
   const std::int64_t per_split = ceil_div(chunks, std::max(1, split_k));
   const std::int64_t splits = ceil_div(chunks, per_split);
   const std::int64_t ctas = tm * tn * splits;
+  const std::int64_t members_m = cluster_members(cluster_m, tm);
+  const std::int64_t members_n = cluster_members(cluster_n, tn);
   // A cluster of more than 2 CTAs runs on the SMs its placement leaves (HardwareProfile::clusters).
   const std::int64_t sms =
-      hw.clusters.sms_for(static_cast<int>(std::min<std::int64_t>(std::max(1, cluster_m), tm) *
-                                           std::min<std::int64_t>(std::max(1, cluster_n), tn)),
-                          static_cast<int>(r.sm_count));
+      hw.clusters.sms_for(static_cast<int>(members_m * members_n), static_cast<int>(r.sm_count));
   const double waves = static_cast<double>(ceil_div(ctas, sms));
   const double rows = static_cast<double>(std::min(bm, p.m));
   const double cols = static_cast<double>(std::min(bn, p.n));
   const double kc = static_cast<double>(std::min(per_split * bk, p.k));
-  const double members_m = static_cast<double>(std::min<std::int64_t>(std::max(1, cluster_m), tm));
-  const double members_n = static_cast<double>(std::min<std::int64_t>(std::max(1, cluster_n), tn));
-  const double cta_bytes = (rows / members_n + cols / members_m) * kc * eb;
+  const double cta_bytes =
+      (rows / static_cast<double>(members_n) + cols / static_cast<double>(members_m)) * kc * eb;
   const double cta_time = std::max(2.0 * rows * cols * kc * r.per.tensor_flop,
                                    cta_bytes * r.per.port_byte) +
                           r.l2_latency_s;  // the pipeline's first chunk
