@@ -61,8 +61,10 @@ def build_suite(suite="sdpa"):
         return build_cudnn_suite()
     if suite == "cudnn_gqa":
         return build_cudnn_gqa_suite()
+    if suite == "edge":
+        return build_edge_suite()
     if suite != "sdpa":
-        raise ValueError(f"unknown suite {suite!r} (sdpa | cudnn | cudnn_gqa)")
+        raise ValueError(f"unknown suite {suite!r} (sdpa | cudnn | cudnn_gqa | edge)")
     cases = []
 
     def add(group, backend, pass_, batch, heads, seq, seq_kv, d, causal=False, upcast=False):
@@ -160,12 +162,44 @@ def build_cudnn_gqa_suite():
     return cases
 
 
+def build_edge_suite():
+    """Issue #47: the library kernels where a wave's working set meets the L2. PyTorch's flash
+    backend (FlashAttention-2) forward at N = 32k .. 128k, the issue's shapes (B 1, H 8, d 128,
+    fp16, causal, and full at 128k) and d = 64; cuDNN's fused forward with grouped-query heads at
+    N = 32k and 64k. Blind predictions were committed before this suite ran."""
+    cases = []
+
+    def add(group, backend, batch, heads, kv_heads, seq, d, causal):
+        cid = (f"{group}b{batch}_h{heads}" + (f"_hkv{kv_heads}" if kv_heads != heads else "")
+               + f"_n{seq}_nkv{seq}_d{d}" + ("_causal" if causal else ""))
+        problem = {"batch": batch, "heads": heads, "seq": seq, "seq_kv": seq, "head_dim": d,
+                   "dtype": "fp16", "causal": causal}
+        if kv_heads != heads:
+            problem["kv_heads"] = kv_heads
+        cases.append({"id": cid, "group": group, "backend": backend, "pass": "fwd",
+                      "schedule": SCHEDULE_OF_BACKEND[backend], "problem": problem,
+                      "math_reduction": None})
+
+    for n in (32768, 65536, 131072):
+        add("edge_flash_", "flash", 1, 8, 8, n, 128, True)
+    add("edge_flash_", "flash", 1, 8, 8, 131072, 128, False)
+    add("edge_flash_", "flash", 1, 8, 8, 65536, 128, False)
+    add("edge_flash_", "flash", 1, 16, 16, 65536, 64, True)
+    add("edge_flash_", "flash", 2, 8, 8, 32768, 64, True)
+    add("edge_flash_", "flash", 1, 8, 8, 131072, 64, False)
+    for causal in (True, False):
+        add("edge_cudnn_", "cudnn", 1, 32, 8, 32768, 128, causal)
+        add("edge_cudnn_", "cudnn", 1, 32, 4, 65536, 128, causal)
+    return cases
+
+
 # ncu runs one process per group, in this order; the slowest (most kernels) come last so a
 # tight budget loses the fewest cases.
 GROUPS = ["flash_fwd_", "decode_flash_", "flash_fwdbwd_", "math_fwd_", "decode_math_",
           "math_fwdbwd_"]
 GROUPS_OF_SUITE = {"sdpa": GROUPS, "cudnn": ["cudnn_fwd_", "cudnn_fwdbwd_"],
-                   "cudnn_gqa": ["cudnn_gqa_fwd_", "cudnn_gqa_fwdbwd_"]}
+                   "cudnn_gqa": ["cudnn_gqa_fwd_", "cudnn_gqa_fwdbwd_"],
+                   "edge": ["edge_flash_", "edge_cudnn_"]}
 
 # ---------------------------------------------------------------------------------------------
 # Tiling from kernel names (pure Python: also used off the device, by finalize and tests).
@@ -1034,7 +1068,7 @@ def main():
         p.add_argument("--only", default="", help="run the cases whose id starts with this")
         p.add_argument("--reps", type=int, default=10)
         p.add_argument("--device-json", default="", help="iosim_device_query output")
-        p.add_argument("--suite", default="sdpa", choices=("sdpa", "cudnn", "cudnn_gqa"))
+        p.add_argument("--suite", default="sdpa", choices=("sdpa", "cudnn", "cudnn_gqa", "edge"))
         p.add_argument("--rep-sets", type=int, default=1,
                        help="time mode: after all cases, time every case again this many times "
                             "in all (fresh inputs and warm-up each time): the sets' spread")
@@ -1049,7 +1083,7 @@ def main():
     p = sub.add_parser("list")
     p.add_argument("--groups", action="store_true")
     p.add_argument("--json", action="store_true", help="the cases as JSON (id, pass, problem)")
-    p.add_argument("--suite", default="sdpa", choices=("sdpa", "cudnn", "cudnn_gqa"))
+    p.add_argument("--suite", default="sdpa", choices=("sdpa", "cudnn", "cudnn_gqa", "edge"))
     args = ap.parse_args()
     if args.cmd == "finalize":
         return finalize(args)

@@ -47,6 +47,8 @@ def command_for(iosim, algo, profile, case):
            "--heads", str(p["heads"]), "--seq", str(p["seq"]), "--head-dim", str(p["head_dim"])]
     if p["seq_kv"] != p["seq"]:
         cmd += ["--seq-kv", str(p["seq_kv"])]
+    if "kv_heads" in p:
+        cmd += ["--kv-heads", str(p["kv_heads"])]
     if p["causal"]:
         cmd.append("--causal")
     if case["pass"] != "fwd":
@@ -61,15 +63,22 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--iosim", required=True)
     ap.add_argument("--profile", required=True)
-    ap.add_argument("--suite", default="cudnn", choices=("sdpa", "cudnn"))
-    ap.add_argument("--algo", default="flash2")
+    ap.add_argument("--suite", default="cudnn", choices=("sdpa", "cudnn", "edge"))
+    ap.add_argument("--algo", default="flash2",
+                    help="the algorithm, or 'auto': each case's own schedule (flash -> flash2, "
+                         "cudnn -> flash3)")
+    ap.add_argument("--cold-l2", action="store_true",
+                    help="bytes with a cold L2, as Nsight Compute counts them (--cold-l2)")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     repo = os.path.abspath(os.path.join(HERE, "..", ".."))
     commit, dirty, model_commit = git_commit(repo)
     cases = []
     for case in measure.build_suite(args.suite):
-        cmd = command_for(args.iosim, args.algo, args.profile, case)
+        algo = case["schedule"] if args.algo == "auto" else args.algo
+        cmd = command_for(args.iosim, algo, args.profile, case)
+        if args.cold_l2:
+            cmd.append("--cold-l2")
         res = subprocess.run(cmd, capture_output=True, text=True)
         shown = " ".join(["iosim"] + cmd[1:])
         if res.returncode != 0:
@@ -91,6 +100,7 @@ def main():
             "bound": r.get("bound"), "sm_clock_mhz": r.get("sm_clock_mhz"),
             "hbm_read_bytes": c.get("hbm_read_bytes"), "hbm_write_bytes": c.get("hbm_write_bytes"),
             "l2_read_bytes": c.get("l2_read_bytes"), "l2_write_bytes": c.get("l2_write_bytes"),
+            "l2_read_hit_rate": r.get("achieved", {}).get("l2_read_hit_rate"),
             "flops": c.get("flops"), "tiling": r.get("tiling"), "kernels": kernels,
         })
         print(f"{case['id']}: {r.get('time_s', 0) * 1e3:.3f} ms, "

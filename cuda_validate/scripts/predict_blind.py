@@ -190,7 +190,9 @@ def main():
                                        "sm_clock_mhz": warm["sm_clock_mhz"],
                                        "dram_read_bytes": c["hbm_read_bytes"],
                                        "dram_write_bytes": c["hbm_write_bytes"],
-                                       "l2_read_bytes": c["l2_read_bytes"]}})
+                                       "l2_read_bytes": c["l2_read_bytes"],
+                                       "l2_read_hit_rate": cold["achieved"].get(
+                                           "l2_read_hit_rate")}})
     doc = {"format": "iosim-blind-predictions", "iosim": version,
            "created_utc": datetime.datetime.now(datetime.timezone.utc).strftime(
                "%Y-%m-%dT%H:%M:%SZ"),

@@ -1,0 +1,191 @@
+// What the L2 keeps when many SMs re-read one buffer (issue #47): the pattern of an attention
+// kernel's K/V, which every CTA of a head streams. l2_sweep.cu gave each 16-byte chunk one
+// reader; here the reader set is chosen by SM id, and every reader may read the whole buffer.
+//
+// A CTA learns its SM (%smid) and the first CTA to arrive on an SM becomes that SM's worker
+// (an atomic per SM); the others exit. Which SMs work is the launch's "set":
+//   all   every SM                     one    SM 0 alone
+//   low   SMs 0 .. n/2 - 1             even   SMs with an even id
+// and how they read is its "mapping":
+//   shared  every worker reads the whole W-byte buffer `reps` times, in the same order
+//   own     worker k of K reads every K-th 16 KiB block of the buffer, `reps` times
+//   pair    as shared, but the footprint is two halves 128 MiB apart, read side by side: the
+//           K and V tiles of attention, whose tensors sit a power of two apart (does the
+//           address hash put such pairs in the same sets?)
+// Each launch prints one JSON line; Nsight Compute (--cache-control all: a cold L2 per launch)
+// gives its DRAM reads, from which the hit rate of sweeps 2..reps is
+//   1 - (dram_read - W) / ((reps - 1) W).
+// With "shared" the first reader of a line fetches it and the others find it, so what the sweeps
+// after the first miss is what the L2 could not keep of W between two sweeps: a knee near the
+// capacity means a line is held once, near half of it means it is held in both partitions.
+//
+// Scan phase ("scan" launches, --cache-control none, run after a flush launch): all SMs read a
+// hot set X (own mapping) twice, then stream a buffer Y of S bytes once, then read X again.
+// The DRAM bytes of the last launch say how much of X survived S bytes of streaming: an LRU
+// keeps X whole while X + S fits and nothing after; a policy that inserts new lines at low
+// priority (scan resistant) keeps X past that; random replacement loses it gradually.
+// Build: nvcc -O3 -arch=sm_90 -o l2_policy l2_policy.cu
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <cstring>
+
+#include "check.cuh"
+
+namespace {
+
+constexpr int kBlockChunks = 1024;  // 16 KiB blocks of the "own" mapping (1024 int4)
+
+enum Set { kAll = 0, kOne = 1, kLow = 2, kEven = 3 };
+const char* const kSetNames[] = {"all", "one", "low", "even"};
+
+__device__ unsigned smid() {
+  unsigned id;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(id));
+  return id;
+}
+
+__device__ bool in_set(int set, unsigned sm, unsigned sms) {
+  switch (set) {
+    case kAll: return true;
+    case kOne: return sm == 0;
+    case kLow: return sm < sms / 2;
+    default: return sm % 2 == 0;
+  }
+}
+
+// claim[sm] = 0 before the launch; rank counts the workers (0 before the launch).
+__global__ void policy_kernel(const int4* __restrict__ buf, long long chunks, int reps, int set,
+                              int shared, long long pair, unsigned sms, unsigned* claim,
+                              unsigned* rank_counter,
+                              unsigned workers, int* __restrict__ sink) {
+  __shared__ unsigned rank;
+  const unsigned sm = smid();
+  if (threadIdx.x == 0) {
+    rank = ~0u;
+    if (in_set(set, sm, sms) && atomicCAS(claim + sm, 0u, 1u) == 0u) {
+      rank = atomicAdd(rank_counter, 1u);
+    }
+  }
+  __syncthreads();
+  if (rank == ~0u) return;
+  int acc = 0;
+  for (int r = 0; r < reps; ++r) {
+    if (pair > 0) {
+      for (long long i = threadIdx.x; i < chunks / 2; i += blockDim.x) {
+        const int4 v = __ldcg(buf + i);
+        const int4 u = __ldcg(buf + pair + i);
+        acc ^= v.x ^ v.y ^ u.z ^ u.w;
+      }
+    } else if (shared) {
+      for (long long i = threadIdx.x; i < chunks; i += blockDim.x) {
+        const int4 v = __ldcg(buf + i);
+        acc ^= v.x ^ v.y ^ v.z ^ v.w;
+      }
+    } else {
+      const long long blocks = (chunks + kBlockChunks - 1) / kBlockChunks;
+      for (long long b = rank; b < blocks; b += workers) {
+        for (long long i = b * kBlockChunks + threadIdx.x;
+             i < chunks && i < (b + 1) * kBlockChunks; i += blockDim.x) {
+          const int4 v = __ldcg(buf + i);
+          acc ^= v.x ^ v.y ^ v.z ^ v.w;
+        }
+      }
+    }
+  }
+  acc = __reduce_xor_sync(0xffffffffu, acc);
+  if (threadIdx.x % 32 == 0) atomicXor(sink + sm, acc);
+}
+
+struct Bench {
+  cudaDeviceProp p{};
+  char* buf = nullptr;
+  unsigned* claim = nullptr;
+  unsigned* counter = nullptr;
+  int* sink = nullptr;
+  long long l2 = 0;
+  long long max_bytes = 0;
+  int index = 0;
+
+  unsigned workers_of(int set) const {
+    const unsigned n = static_cast<unsigned>(p.multiProcessorCount);
+    return set == kAll ? n : set == kOne ? 1 : n / 2;
+  }
+
+  // One launch: `set` SMs read [offset, offset + bytes) `reps` times. Enough CTAs that every
+  // SM receives at least one (2 of 1024 threads fit per SM; the extra ones exit at once).
+  void launch(const char* kind, int set, int shared, long long offset, long long bytes, int reps,
+              long long pair_bytes = 0) {
+    const unsigned sms = static_cast<unsigned>(p.multiProcessorCount);
+    CHECK(cudaMemset(claim, 0, sizeof(unsigned) * 1024));
+    CHECK(cudaMemset(counter, 0, sizeof(unsigned)));
+    policy_kernel<<<8 * sms, 1024>>>(reinterpret_cast<const int4*>(buf + offset), bytes / 16,
+                                     reps, set, shared, pair_bytes / 16, sms, claim, counter,
+                                     workers_of(set), sink);
+    CHECK(cudaGetLastError());
+    CHECK(cudaDeviceSynchronize());
+    unsigned workers = 0;
+    CHECK(cudaMemcpy(&workers, counter, sizeof(unsigned), cudaMemcpyDeviceToHost));
+    std::printf(
+        "{\"index\": %d, \"kind\": \"%s\", \"set\": \"%s\", \"mapping\": \"%s\", "
+        "\"offset_bytes\": %lld, \"footprint_bytes\": %lld, \"l2_bytes\": %lld, \"reps\": %d, "
+        "\"workers\": %u}\n",
+        index++, kind, kSetNames[set], pair_bytes > 0 ? "pair" : shared ? "shared" : "own", offset,
+        bytes, l2, reps,
+        workers);
+    std::fflush(stdout);
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bool scan_only = argc > 1 && std::strcmp(argv[1], "scan") == 0;
+  const bool sweeps_only = argc > 1 && std::strcmp(argv[1], "sweeps") == 0;
+  Bench b;
+  CHECK(cudaGetDeviceProperties(&b.p, 0));
+  b.l2 = b.p.l2CacheSize;
+  b.max_bytes = 5 * b.l2;
+  CHECK(cudaMalloc(&b.buf, b.max_bytes + 4096));
+  CHECK(cudaMalloc(&b.claim, sizeof(unsigned) * 1024));
+  CHECK(cudaMalloc(&b.counter, sizeof(unsigned)));
+  CHECK(cudaMalloc(&b.sink, sizeof(int) * 1024));
+  CHECK(cudaMemset(b.buf, 1, b.max_bytes + 4096));
+  CHECK(cudaMemset(b.sink, 0, sizeof(int) * 1024));
+  CHECK(cudaDeviceSynchronize());
+  std::fprintf(stderr, "device %s, L2 %lld bytes, %d SMs\n", b.p.name, b.l2,
+               b.p.multiProcessorCount);
+  auto bytes_of = [&](double f) {
+    return static_cast<long long>(f * static_cast<double>(b.l2)) / 16384 * 16384;
+  };
+  if (!scan_only) {
+    // Repeated sweeps: footprint W from 0.2 to 1.5 of the L2, per reader set and mapping.
+    const double fractions[] = {0.2, 0.3, 0.4, 0.45, 0.5, 0.55, 0.6, 0.7, 0.8, 0.9, 1.0, 1.2, 1.5};
+    struct Case {
+      int set, shared, reps;
+    };
+    const Case cases[] = {{kAll, 1, 4}, {kOne, 1, 3}, {kLow, 1, 4}, {kEven, 1, 4}, {kAll, 0, 4}};
+    for (const Case& c : cases) {
+      for (double f : fractions) b.launch("sweep", c.set, c.shared, 0, bytes_of(f), c.reps);
+    }
+    for (double f : fractions) b.launch("sweep", kAll, 1, 0, bytes_of(f), 4, 128ll << 20);
+  }
+  if (!sweeps_only) {
+    // Scan resistance: X = 0.25 of the L2 at offset 0, Y after it; a flush (1.5x the L2 read
+    // once, past Y) before each triple.
+    const long long x = bytes_of(0.25);
+    const double streams[] = {0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.75, 1.0, 1.5, 2.0, 3.0};
+    for (double s : streams) {
+      const long long y = bytes_of(s);
+      b.launch("flush", kAll, 0, x + bytes_of(3.0), bytes_of(1.5), 1);
+      b.launch("hot", kAll, 0, 0, x, 2);
+      b.launch("stream", kAll, 0, x, y, 1);
+      b.launch("reread", kAll, 0, 0, x, 1);
+    }
+  }
+  CHECK(cudaFree(b.buf));
+  CHECK(cudaFree(b.claim));
+  CHECK(cudaFree(b.counter));
+  CHECK(cudaFree(b.sink));
+  return 0;
+}
