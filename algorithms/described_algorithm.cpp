@@ -206,7 +206,7 @@ Algorithm described_algorithm(const KernelDescription& d, const HardwareProfile&
   const KernelDescription* same_preset = nullptr;
   for (const KernelDescription& p : kernel_presets()) {
     if (p.forward == d.forward && p.backward == d.backward && p.block_mask == d.block_mask &&
-        same(preset_mechanisms(p), mech)) {
+        p.kv_order == d.kv_order && same(preset_mechanisms(p), mech)) {
       same_preset = &p;
     }
   }
@@ -240,7 +240,7 @@ Algorithm described_algorithm(const KernelDescription& d, const HardwareProfile&
           desc.name.size() >= 4 && desc.name.compare(desc.name.size() - 4, 4, "_fwd") == 0;
       return plan_query_stationary_forward(p, profile, req, m, desc.name,
                                            suffixed ? desc.name : desc.name + "_fwd",
-                                           desc.block_mask);
+                                           desc.block_mask, desc.kv_order);
     }
     Planned planned = reg->get(fwd_owner->name).plan(p, profile, req);
     with_mechanisms(planned, mech, fwd_owner);

@@ -29,6 +29,8 @@ constexpr Named<MmaFamily> kMma[] = {{MmaFamily::mma_sync, "mma_sync"},
                                      {MmaFamily::wgmma_rs, "wgmma_rs"}};
 constexpr Named<LoadPath> kLoad[] = {
     {LoadPath::plain, "plain"}, {LoadPath::cp_async, "cp_async"}, {LoadPath::tma, "tma"}};
+constexpr Named<KvOrder> kKvOrder[] = {{KvOrder::ascending, "ascending"},
+                                       {KvOrder::descending, "descending"}};
 constexpr Named<WarpRoles> kRoles[] = {{WarpRoles::uniform, "uniform"},
                                        {WarpRoles::producer_consumer, "producer_consumer"},
                                        {WarpRoles::pingpong, "pingpong"}};
@@ -242,7 +244,7 @@ KernelDescription parse_kernel_description(const json& doc, const std::string& s
   if (!doc.contains("dataflow")) {
     c.problem("dataflow", "required: a map with forward and/or backward");
   } else if (const json& df = doc.at("dataflow");
-             c.object(df, "dataflow", {"forward", "backward", "block_mask"})) {
+             c.object(df, "dataflow", {"forward", "backward", "block_mask", "kv_order"})) {
     if (auto f = c.text(df, "dataflow", "forward")) {
       if (!find_dataflow(forward_dataflows(), *f)) {
         const auto valid = dataflow_names(forward_dataflows());
@@ -268,6 +270,12 @@ KernelDescription parse_kernel_description(const json& doc, const std::string& s
     }
     if (d.block_mask && !d.forward.empty() && d.forward != "query_stationary") {
       c.problem("dataflow.block_mask", "applies to the query_stationary forward only");
+    }
+    if (auto order = c.choice(df, "dataflow", "kv_order", kKvOrder)) {
+      d.kv_order = *order;
+      if (d.forward != "query_stationary") {
+        c.problem("dataflow.kv_order", "applies to the query_stationary forward only");
+      }
     }
   }
   if (doc.contains("tiles")) {
@@ -322,6 +330,7 @@ json kernel_description_json(const KernelDescription& d) {
   if (!d.forward.empty()) df["forward"] = d.forward;
   if (!d.backward.empty()) df["backward"] = d.backward;
   if (d.block_mask) df["block_mask"] = true;
+  if (d.kv_order != KvOrder::ascending) df["kv_order"] = name_of(kKvOrder, d.kv_order);
   out["dataflow"] = df;
   json tiles = json::object();
   const TilingRequest& t = d.tiles;
@@ -356,22 +365,12 @@ std::string kernel_description_yaml(const KernelDescription& d) {
     if (!j.contains(key)) return;
     s += fmt::format("{}:  # {}\n", key, comment);
     // In the order the schema lists them, not the JSON object's alphabetical one.
-    static const char* const kOrder[] = {"forward",
-                                         "backward",
-                                         "block_mask",
-                                         "block_q",
-                                         "block_kv",
-                                         "stages",
-                                         "splits",
-                                         "backward_block_q",
-                                         "backward_block_kv",
-                                         "mma",
-                                         "load",
-                                         "warp_roles",
-                                         "persistent",
-                                         "threads",
-                                         "registers_per_thread",
-                                         "smem_bytes_per_cta"};
+    static const char* const kOrder[] = {
+        "forward",           "backward",          "block_mask", "kv_order",
+        "block_q",           "block_kv",          "stages",     "splits",
+        "backward_block_q",  "backward_block_kv", "mma",        "load",
+        "warp_roles",        "persistent",        "threads",    "registers_per_thread",
+        "smem_bytes_per_cta"};
     for (const char* k : kOrder) {
       if (!j.at(key).contains(k)) continue;
       const json& v = j.at(key).at(k);

@@ -43,6 +43,14 @@ enum class MmaFamily { mma_sync, wgmma_ss, wgmma_rs };
 enum class LoadPath { plain, cp_async, tma };
 /// What the warps of a CTA do.
 enum class WarpRoles { uniform, producer_consumer, pingpong };
+/// The order in which a query-stationary CTA visits its K/V blocks. FlashAttention-2's and -3's
+/// kernels walk them from the last (under causal masking the block of the diagonal, masked
+/// first) down to block 0; a kernel written after the paper's Algorithm 1 (ours in
+/// cuda_validate/, Triton's tutorial) walks them up from 0. The bytes a CTA reads are the same;
+/// which CTAs read a block at the same time is not: walking up, the CTAs that start together
+/// stream K/V in step and share each block through the L2, walking down they start at their own
+/// diagonals and share it only as far as the L2 keeps a head's K/V (issue #47).
+enum class KvOrder { ascending, descending };
 
 /// The mechanisms of a description; a field left out takes its dataflow preset's value.
 struct Mechanisms {
@@ -79,7 +87,8 @@ struct KernelDescription {
   std::string forward;      // a forward dataflow, or "" (none: --pass fwd is refused)
   std::string backward;     // a backward dataflow, or "" (none: --pass bwd and fwdbwd are refused)
   bool block_mask = false;  // query_stationary: only a block mask's nonzero blocks (--pattern)
-  TilingRequest tiles;      // tiles and launch facts; CLI flags replace them
+  KvOrder kv_order = KvOrder::ascending;  // query_stationary: the K/V blocks' visiting order
+  TilingRequest tiles;                    // tiles and launch facts; CLI flags replace them
   std::optional<std::int64_t> smem_bytes_per_cta;  // launch fact: replaces the estimate
   Mechanisms mechanisms;
 };

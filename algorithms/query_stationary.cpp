@@ -68,19 +68,23 @@ class QueryStationaryForward final : public Schedule {
   // Heads repeat; with grouped-query heads sharing K/V (unpacked), a group of heads of every batch.
   // A CTA's K/V blocks repeat up to the first that crosses the causal diagonal, or the last,
   // which also writes O (under a block mask the blocks follow no stride: none).
+  // Walking down, the masked blocks come first and the repeating ones after them; no steady parts
+  // are declared for that order (the engine simulates every step).
   Repetition repetition(std::size_t) const override {
     Repetition r = forward_repetition(p_, view(), t_.block_q);
     if (blocks_) r.part_period = r.alike_run = 0;
+    if (descending()) r.part_period = 0;
     return r;
   }
   PartRange steady_parts(std::size_t, std::int64_t cta) const override {
-    if (blocks_) return {};
+    if (blocks_ || descending()) return {};
     const QueryView::Tile tile = view().tile(p_, t_.block_q, cta);
     return forward_steady_parts(p_, tile.q0, tile.qr, t_.block_kv);
   }
 
   // Part 0 loads Q and initializes the state; part 1 + k is the k-th K/V block the CTA computes
-  // (under a block mask, its k-th nonzero block), and the last one also writes O and L. One
+  // (under a block mask, its k-th nonzero block; with kv_order descending, counted from the
+  // last), and the last one also writes O and L. One
   // block per part keeps a few operations per resident CTA in memory instead of all of them
   // (N = 16384 with 32-key blocks: 2560 operations, 300 KB per CTA, tens of MB for a wave, which
   // the engine streamed through the CPU's caches).
@@ -108,7 +112,8 @@ class QueryStationaryForward final : public Schedule {
       return true;
     }
     const auto k = static_cast<std::int64_t>(part) - 1;
-    const std::int64_t j = blocks_ ? nonzero[static_cast<std::size_t>(k)] : k;
+    const std::int64_t visit = descending() ? count - 1 - k : k;
+    const std::int64_t j = blocks_ ? nonzero[static_cast<std::size_t>(visit)] : visit;
     const std::int64_t k0 = j * t_.block_kv;
     const std::int64_t kr = std::min(t_.block_kv, p_.seq_kv - k0);
     out.push_back(TileOp::load({TensorId::K, kv, k0, kr, 0, d}));  // gK -> sK (kr, d)
@@ -143,6 +148,8 @@ class QueryStationaryForward final : public Schedule {
   }
 
  private:
+  bool descending() const { return k_.kv_order == KvOrder::descending; }
+
   AttentionProblem p_;
   Tiling t_;
   QueryStationaryKernel k_;
@@ -160,7 +167,7 @@ std::unique_ptr<Schedule> make_query_stationary_forward(const AttentionProblem& 
 Planned plan_query_stationary_forward(const AttentionProblem& p, const HardwareProfile& hw,
                                       const TilingRequest& req, const ResolvedMechanisms& mech,
                                       const std::string& algo, const std::string& kernel_name,
-                                      bool block_sparse) {
+                                      bool block_sparse, KvOrder kv_order) {
   Planned out;
   Tiling& t = out.tiling;
   const std::int64_t eb = p.elem_bytes(), d = p.head_dim;
@@ -258,6 +265,7 @@ Planned plan_query_stationary_forward(const AttentionProblem& p, const HardwareP
   kernel.mechanisms = mech;
   kernel.smem_bytes = smem;
   kernel.registers = regs;
+  kernel.kv_order = kv_order;
   kernel.consumer_warpgroups = specialized    ? consumers
                                : mech.wgmma() ? t.threads / kWarpgroupThreads
                                               : 0;

@@ -22,6 +22,7 @@ struct QueryStationaryKernel {
   std::int64_t smem_bytes = 0;
   int registers = 0;
   int consumer_warpgroups = 0;  // wgmma: warpgroups that compute
+  KvOrder kv_order = KvOrder::ascending;
 };
 
 /// The forward schedule of the query-stationary dataflow for `kernel`'s mechanisms.
@@ -37,7 +38,7 @@ std::unique_ptr<Schedule> make_query_stationary_forward(const AttentionProblem& 
 Planned plan_query_stationary_forward(const AttentionProblem& p, const HardwareProfile& hw,
                                       const TilingRequest& req, const ResolvedMechanisms& mech,
                                       const std::string& algo, const std::string& kernel_name,
-                                      bool block_sparse);
+                                      bool block_sparse, KvOrder kv_order = KvOrder::ascending);
 
 /// The mechanisms of the flash2 preset (mma.sync, cp.async, uniform warps) and of the flash3
 /// preset (wgmma with P from registers, TMA, a producer warpgroup; consumers ping-pong or

@@ -19,11 +19,14 @@
 // after the first miss is what the L2 could not keep of W between two sweeps: a knee near the
 // capacity means a line is held once, near half of it means it is held in both partitions.
 //
-// Scan phase ("scan" launches, --cache-control none, run after a flush launch): all SMs read a
-// hot set X (own mapping) twice, then stream a buffer Y of S bytes once, then read X again.
-// The DRAM bytes of the last launch say how much of X survived S bytes of streaming: an LRU
-// keeps X whole while X + S fits and nothing after; a policy that inserts new lines at low
-// priority (scan resistant) keeps X past that; random replacement loses it gradually.
+// Scan ("scan" launches, one kernel each, cold L2): every SM's worker reads its share of a hot
+// set X twice, then of a buffer Y of S bytes once, then of X again, the phases separated by a
+// barrier of all workers. DRAM reads - X - S is what X lost to S bytes of streaming: an LRU keeps
+// X whole while X + S fits and nothing after; a policy that inserts new lines at low priority
+// (scan resistant) keeps X past that; random replacement loses it gradually. (One kernel, since
+// Nsight Compute saves and restores memory around every profiled launch, which evicts the L2
+// between launches even with --cache-control none: measured, every launch after the first
+// missed in full.)
 // Build: nvcc -O3 -arch=sm_90 -o l2_policy l2_policy.cu
 #include <cuda_runtime.h>
 
@@ -47,18 +50,21 @@ __device__ unsigned smid() {
 
 __device__ bool in_set(int set, unsigned sm, unsigned sms) {
   switch (set) {
-    case kAll: return true;
-    case kOne: return sm == 0;
-    case kLow: return sm < sms / 2;
-    default: return sm % 2 == 0;
+    case kAll:
+      return true;
+    case kOne:
+      return sm == 0;
+    case kLow:
+      return sm < sms / 2;
+    default:
+      return sm % 2 == 0;
   }
 }
 
 // claim[sm] = 0 before the launch; rank counts the workers (0 before the launch).
 __global__ void policy_kernel(const int4* __restrict__ buf, long long chunks, int reps, int set,
                               int shared, long long pair, unsigned sms, unsigned* claim,
-                              unsigned* rank_counter,
-                              unsigned workers, int* __restrict__ sink) {
+                              unsigned* rank_counter, unsigned workers, int* __restrict__ sink) {
   __shared__ unsigned rank;
   const unsigned sm = smid();
   if (threadIdx.x == 0) {
@@ -85,14 +91,70 @@ __global__ void policy_kernel(const int4* __restrict__ buf, long long chunks, in
     } else {
       const long long blocks = (chunks + kBlockChunks - 1) / kBlockChunks;
       for (long long b = rank; b < blocks; b += workers) {
-        for (long long i = b * kBlockChunks + threadIdx.x;
-             i < chunks && i < (b + 1) * kBlockChunks; i += blockDim.x) {
+        for (long long i = b * kBlockChunks + threadIdx.x; i < chunks && i < (b + 1) * kBlockChunks;
+             i += blockDim.x) {
           const int4 v = __ldcg(buf + i);
           acc ^= v.x ^ v.y ^ v.z ^ v.w;
         }
       }
     }
   }
+  acc = __reduce_xor_sync(0xffffffffu, acc);
+  if (threadIdx.x % 32 == 0) atomicXor(sink + sm, acc);
+}
+
+// Reads worker `rank`'s 16 KiB blocks (every `workers`-th) of `chunks` int4 from `buf`.
+__device__ int read_own(const int4* __restrict__ buf, long long chunks, unsigned rank,
+                        unsigned workers) {
+  int acc = 0;
+  const long long blocks = (chunks + kBlockChunks - 1) / kBlockChunks;
+  for (long long b = rank; b < blocks; b += workers) {
+    for (long long i = b * kBlockChunks + threadIdx.x; i < chunks && i < (b + 1) * kBlockChunks;
+         i += blockDim.x) {
+      const int4 v = __ldcg(buf + i);
+      acc ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
+  }
+  return acc;
+}
+
+// All `workers` workers arrive; gives up after ~2 s (an SM that never got a CTA) and flags it.
+__device__ void barrier(unsigned* count, unsigned target, int* failed) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    atomicAdd(count, 1u);
+    const long long start = clock64();
+    while (atomicAdd(count, 0u) < target) {
+      if (clock64() - start > 4000000000ll) {
+        atomicExch(failed, 1);
+        break;
+      }
+    }
+  }
+  __syncthreads();
+}
+
+// One worker per SM (claim as policy_kernel): X twice, Y once, X again, with barriers between.
+__global__ void scan_kernel(const int4* __restrict__ x, long long x_chunks,
+                            const int4* __restrict__ y, long long y_chunks, unsigned sms,
+                            unsigned* claim, unsigned* rank_counter, unsigned* arrive, int* failed,
+                            int* __restrict__ sink) {
+  __shared__ unsigned rank;
+  const unsigned sm = smid();
+  if (threadIdx.x == 0) {
+    rank = ~0u;
+    if (atomicCAS(claim + sm, 0u, 1u) == 0u) rank = atomicAdd(rank_counter, 1u);
+  }
+  __syncthreads();
+  if (rank == ~0u) return;
+  int acc = read_own(x, x_chunks, rank, sms);
+  barrier(arrive, sms, failed);
+  acc ^= read_own(x, x_chunks, rank, sms);
+  barrier(arrive, 2 * sms, failed);
+  acc ^= read_own(y, y_chunks, rank, sms);
+  barrier(arrive, 3 * sms, failed);
+  acc ^= read_own(x, x_chunks, rank, sms);
   acc = __reduce_xor_sync(0xffffffffu, acc);
   if (threadIdx.x % 32 == 0) atomicXor(sink + sm, acc);
 }
@@ -119,8 +181,8 @@ struct Bench {
     const unsigned sms = static_cast<unsigned>(p.multiProcessorCount);
     CHECK(cudaMemset(claim, 0, sizeof(unsigned) * 1024));
     CHECK(cudaMemset(counter, 0, sizeof(unsigned)));
-    policy_kernel<<<8 * sms, 1024>>>(reinterpret_cast<const int4*>(buf + offset), bytes / 16,
-                                     reps, set, shared, pair_bytes / 16, sms, claim, counter,
+    policy_kernel<<<8 * sms, 1024>>>(reinterpret_cast<const int4*>(buf + offset), bytes / 16, reps,
+                                     set, shared, pair_bytes / 16, sms, claim, counter,
                                      workers_of(set), sink);
     CHECK(cudaGetLastError());
     CHECK(cudaDeviceSynchronize());
@@ -130,9 +192,11 @@ struct Bench {
         "{\"index\": %d, \"kind\": \"%s\", \"set\": \"%s\", \"mapping\": \"%s\", "
         "\"offset_bytes\": %lld, \"footprint_bytes\": %lld, \"l2_bytes\": %lld, \"reps\": %d, "
         "\"workers\": %u}\n",
-        index++, kind, kSetNames[set], pair_bytes > 0 ? "pair" : shared ? "shared" : "own", offset,
-        bytes, l2, reps,
-        workers);
+        index++, kind, kSetNames[set],
+        pair_bytes > 0 ? "pair"
+        : shared       ? "shared"
+                       : "own",
+        offset, bytes, l2, reps, workers);
     std::fflush(stdout);
   }
 };
@@ -175,13 +239,35 @@ int main(int argc, char** argv) {
     // once, past Y) before each triple.
     const long long x = bytes_of(0.25);
     const double streams[] = {0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.75, 1.0, 1.5, 2.0, 3.0};
+    unsigned* arrive = nullptr;
+    int* failed = nullptr;
+    CHECK(cudaMalloc(&arrive, sizeof(unsigned)));
+    CHECK(cudaMalloc(&failed, sizeof(int)));
+    const unsigned sms = static_cast<unsigned>(b.p.multiProcessorCount);
     for (double s : streams) {
       const long long y = bytes_of(s);
-      b.launch("flush", kAll, 0, x + bytes_of(3.0), bytes_of(1.5), 1);
-      b.launch("hot", kAll, 0, 0, x, 2);
-      b.launch("stream", kAll, 0, x, y, 1);
-      b.launch("reread", kAll, 0, 0, x, 1);
+      CHECK(cudaMemset(b.claim, 0, sizeof(unsigned) * 1024));
+      CHECK(cudaMemset(b.counter, 0, sizeof(unsigned)));
+      CHECK(cudaMemset(arrive, 0, sizeof(unsigned)));
+      CHECK(cudaMemset(failed, 0, sizeof(int)));
+      scan_kernel<<<8 * sms, 1024>>>(reinterpret_cast<const int4*>(b.buf), x / 16,
+                                     reinterpret_cast<const int4*>(b.buf + x), y / 16, sms, b.claim,
+                                     b.counter, arrive, failed, b.sink);
+      CHECK(cudaGetLastError());
+      CHECK(cudaDeviceSynchronize());
+      int h_failed = 0;
+      unsigned workers = 0;
+      CHECK(cudaMemcpy(&h_failed, failed, sizeof(int), cudaMemcpyDeviceToHost));
+      CHECK(cudaMemcpy(&workers, b.counter, sizeof(unsigned), cudaMemcpyDeviceToHost));
+      std::printf(
+          "{\"index\": %d, \"kind\": \"scan\", \"set\": \"all\", \"mapping\": \"own\", "
+          "\"hot_bytes\": %lld, \"stream_bytes\": %lld, \"footprint_bytes\": %lld, "
+          "\"l2_bytes\": %lld, \"reps\": 1, \"workers\": %u, \"barrier_failed\": %d}\n",
+          b.index++, x, y, x + y, b.l2, workers, h_failed);
+      std::fflush(stdout);
     }
+    CHECK(cudaFree(arrive));
+    CHECK(cudaFree(failed));
   }
   CHECK(cudaFree(b.buf));
   CHECK(cudaFree(b.claim));

@@ -67,6 +67,9 @@ def main():
     ap.add_argument("--algo", default="flash2",
                     help="the algorithm, or 'auto': each case's own schedule (flash -> flash2, "
                          "cudnn -> flash3)")
+    ap.add_argument("--kernel-flash", default="",
+                    help="a kernel description file the flash backend's cases run as (--kernel) "
+                         "instead of --algo")
     ap.add_argument("--cold-l2", action="store_true",
                     help="bytes with a cold L2, as Nsight Compute counts them (--cold-l2)")
     ap.add_argument("--out", required=True)
@@ -77,6 +80,9 @@ def main():
     for case in measure.build_suite(args.suite):
         algo = case["schedule"] if args.algo == "auto" else args.algo
         cmd = command_for(args.iosim, algo, args.profile, case)
+        if args.kernel_flash and case["backend"] == "flash":
+            at = cmd.index("--algo")
+            cmd[at:at + 2] = ["--kernel", args.kernel_flash]
         if args.cold_l2:
             cmd.append("--cold-l2")
         res = subprocess.run(cmd, capture_output=True, text=True)
@@ -114,6 +120,7 @@ def main():
                                  "hwprofiles/, reports/ or CMakeLists.txt: the model these "
                                  "numbers come from",
         "profile": args.profile, "algorithm": args.algo,
+        "kernel_flash": args.kernel_flash or None,
         "inputs": "command-line flags only: no measured clock, tiling or registers; iosim's "
                   "defaults otherwise (the profile's clock, flash2's default tiles, L2 model on, "
                   "no --cold-l2)",

@@ -623,4 +623,31 @@ ExtraCase make_extra_case(const Case& c, uint32_t seed, cudaStream_t stream) {
   return make_decode_case(c, seed, stream);
 }
 
+void launch_reference_rows_ext(const half* gQ, const half* gK, const half* gV, const int* g_rows,
+                               int n_rows, int batch_heads, int heads, int seq, int seq_kv, int d,
+                               float scale, bool causal, float* ref_O, float* ref_L,
+                               cudaStream_t stream) {
+  RefExtParams rp{};
+  rp.gQ = gQ;
+  rp.gK = gK;
+  rp.gV = gV;
+  rp.g_rows = g_rows;
+  rp.n_rows = n_rows;
+  rp.heads = heads;
+  rp.kv_heads = heads;
+  rp.seq = seq;
+  rp.seq_kv = seq_kv;
+  rp.d = d;
+  rp.scale = scale;
+  rp.causal = causal;
+  rp.g_ref_O = ref_O;
+  rp.g_ref_L = ref_L;
+  const int ref_smem = (kRefExtChunk + d + kRefExtThreads) * static_cast<int>(sizeof(float));
+  IOSIM_CUDA_CHECK(cudaFuncSetAttribute(&reference_rows_ext_kernel,
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize, ref_smem));
+  reference_rows_ext_kernel<<<dim3(n_rows, static_cast<unsigned>(batch_heads)), kRefExtThreads,
+                              ref_smem, stream>>>(rp);
+  IOSIM_CUDA_CHECK(cudaGetLastError());
+}
+
 }  // namespace iosim_cuda

@@ -41,6 +41,14 @@ struct BwdTiling {
   int score_chunk = 0;           // score columns held in registers at a time (both passes)
 };
 
+// The fp32 reference of sampled query rows (dense heads, no block mask) that holds no whole score
+// row in shared memory (reference_ext.cuh): for flash1/flash2 cases whose Nkv scores do not fit
+// the shared memory reference_rows_kernel keeps them in (Nkv past ~56k: issue #47's edge suite).
+void launch_reference_rows_ext(const half* gQ, const half* gK, const half* gV, const int* g_rows,
+                               int n_rows, int batch_heads, int heads, int seq, int seq_kv, int d,
+                               float scale, bool causal, float* ref_O, float* ref_L,
+                               cudaStream_t stream);
+
 // block-sparse, flash-decoding or paged, or a backward pass (pass=bwd).
 bool is_extra_case(const Case& c);
 
