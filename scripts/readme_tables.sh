@@ -3,6 +3,10 @@
 #   <!-- validate: PATH -->  ...  <!-- /validate -->   = `iosim validate PATH --format md`
 #   <!-- iosim: ARGS -->     ...  <!-- /iosim -->      = `iosim ARGS`, in a ```text fence unless
 #                                                        ARGS ask for `--format md`
+#   <!-- script: ARGS -->    ...  <!-- /script -->     = `python3 ARGS`: a script of the repository
+#                                                        whose Markdown is a function of committed
+#                                                        files (a table of measured against
+#                                                        committed predictions), no simulation
 # ARGS are split on spaces (no quoting); pick commands whose output is deterministic (no wall time).
 # --check: exit 1 (naming the block) if a block differs from what iosim prints now (ctest docs,
 # tests/docs_test.sh);
@@ -33,6 +37,8 @@ render() { # kind args -> the block's expected text
   read -ra argv <<<"$args"
   if [[ "$kind" == validate ]]; then
     python3 "$(dirname "$0")/validated.py" md "$iosim" "${argv[@]}"
+  elif [[ "$kind" == script ]]; then
+    python3 "${argv[@]}"
   elif [[ " $args " == *" --format md "* ]]; then
     "$iosim" "${argv[@]}"
   else
@@ -65,7 +71,7 @@ for readme in "${files[@]}"; do
       continue
     fi
     printf '%s\n' "$line" >>"$out"
-    if [[ "$line" =~ ^\<!--\ (validate|iosim):\ (.+)\ --\>$ ]]; then
+    if [[ "$line" =~ ^\<!--\ (validate|iosim|script):\ (.+)\ --\>$ ]]; then
       kind=${BASH_REMATCH[1]}
       args=${BASH_REMATCH[2]}
       current=""

@@ -131,6 +131,99 @@ TEST_CASE("mechanisms change the time, never the requested bytes: query-stationa
   }
 }
 
+// The query-stationary forward with its K/V blocks visited from the last down (dataflow.kv_order).
+KernelDescription descending_description() {
+  KernelDescription d = kernel_preset("flash2");
+  d.name = "fa2_library";
+  d.source = "test";
+  d.kv_order = KvOrder::descending;
+  return d;
+}
+
+TEST_CASE("kv_order: the visiting order moves no requested byte and keeps the numerics exact") {
+  test::ShapeGen gen(46);
+  const KernelDescription asc = [] {
+    KernelDescription d = kernel_preset("flash2");
+    d.name = "fa2_library";
+    return d;
+  }();
+  const KernelDescription desc = descending_description();
+  int executed = 0;
+  for (int i = 0; i < 16; ++i) {
+    RunRequest r = random_request(gen, Pass::fwd, 600);
+    r.execute = i % 2 == 0;
+    r.seed = static_cast<std::uint64_t>(i) + 3;
+    CAPTURE(r.problem.seq);
+    CAPTURE(r.problem.seq_kv);
+    CAPTURE(r.problem.head_dim);
+    CAPTURE(r.problem.causal);
+    CAPTURE(r.engine.l2_enabled);
+    const Report a = run_kernel(asc, r, "h100-sxm5-80gb");
+    const Report b = run_kernel(desc, r, "h100-sxm5-80gb");
+    REQUIRE(a.feasible() == b.feasible());
+    if (!a.feasible()) continue;
+    // The same tiles requested from the L2, the same work, the same closed form.
+    CHECK(a.engine.total.l2.read_total() == b.engine.total.l2.read_total());
+    CHECK(a.engine.total.l2.write_total() == b.engine.total.l2.write_total());
+    CHECK(a.engine.total.tensor_flops == b.engine.total.tensor_flops);
+    CHECK(a.bounds.closed_form_bytes == b.bounds.closed_form_bytes);
+    // Without an L2 every request reaches HBM: the order cannot matter.
+    if (!r.engine.l2_enabled) {
+      CHECK(a.engine.total.hbm.read_total() == b.engine.total.hbm.read_total());
+      CHECK(a.engine.total.hbm.write_total() == b.engine.total.hbm.write_total());
+    }
+    if (r.execute) {
+      REQUIRE(b.numerics.max_abs_error.has_value());
+      CHECK(*b.numerics.max_abs_error <= 1e-4);
+      ++executed;
+    }
+  }
+  CHECK(executed >= 6);
+}
+
+// What the order changes: with causal masking, CTAs walking down start at their own diagonals,
+// so a head's K/V is re-read from DRAM once it outgrows what the L2 keeps of data every SM reads
+// (both partitions hold a copy); walking up, the CTAs that start together share each block.
+// (PyTorch's FlashAttention-2 forward on the H100: cuda_validate/measurements/h100-sxm5-80gb/
+// edge_l2_2026-12-06.) Golden: B=1, H=8, N=16384, d=128, 128 x 64 tiles, a 6 MB L2.
+TEST_CASE("golden: kv_order descending re-reads a causal head's K/V that the L2 cannot hold") {
+  RunRequest r;
+  r.problem.batch = 1;
+  r.problem.heads = 8;
+  r.problem.seq = r.problem.seq_kv = 16384;
+  r.problem.head_dim = 128;
+  r.problem.causal = true;
+  r.problem.pass = Pass::fwd;
+  r.tiling.block_q = 128;
+  r.tiling.block_kv = 64;
+  r.engine.flush_l2_between_kernels = true;
+  r.engine.sm_clock_mhz = 1755;
+  HardwareProfile hw = test::profile("h100-sxm5-80gb");
+  hw.l2.size_bytes.value = 6 * 1024 * 1024;
+  KernelDescription asc = kernel_preset("flash2");
+  asc.name = "fa2_library";
+  auto run = [&](const KernelDescription& d, const HardwareProfile& gpu) {
+    RunRequest q = r;
+    q.kernel = std::make_shared<const KernelDescription>(d);
+    return simulate(gpu, q);
+  };
+  const Report up = run(asc, hw);
+  const Report down = run(descending_description(), hw);
+  REQUIRE(up.feasible());
+  REQUIRE(down.feasible());
+  const std::uint64_t compulsory = 3 * 8 * 16384ull * 128 * 2;  // Q, K and V once
+  CHECK(up.engine.total.hbm.read_total() == 614809600);
+  CHECK(down.engine.total.hbm.read_total() == 4149284864);
+  CHECK(down.engine.total.hbm.read_total() > 6 * up.engine.total.hbm.read_total());
+  // With the profile's 50 MB a head's 8 MB of K/V (held twice: 16 MB of the 25 MB of each
+  // partition) stays: walking up reads it once, walking down a little more.
+  const Report up_full = run(asc, test::profile("h100-sxm5-80gb"));
+  const Report down_full = run(descending_description(), test::profile("h100-sxm5-80gb"));
+  CHECK(up_full.engine.total.hbm.read_total() == compulsory);
+  CHECK(down_full.engine.total.hbm.read_total() >= compulsory);
+  CHECK(down_full.engine.total.hbm.read_total() < compulsory * 12 / 10);
+}
+
 TEST_CASE("plain loads serialize the copy with the compute; asynchronous ones overlap it") {
   RunRequest r = test::request("flash2", 4, 16, 4096, 64, 128, 64);
   r.engine.sm_clock_mhz = 1755;
@@ -294,6 +387,21 @@ TEST_CASE("bad descriptions are refused with the key path and the reason") {
   CHECK(kernel_description_json(parse_kernel_description(chunk_two_pass, "k.yaml"))
             .at("tiles")
             .at("score_chunk") == 16);
+  json order_elsewhere = {{"name", "k"},
+                          {"dataflow", {{"forward", "kv_stationary"}, {"kv_order", "descending"}}}};
+  refused(order_elsewhere, "dataflow.kv_order: applies to the query_stationary forward only");
+  json order_typo = ok;
+  order_typo["dataflow"]["kv_order"] = "descend";
+  refused(order_typo, "dataflow.kv_order: unknown kv_order 'descend'");
+  json order = ok;
+  order["dataflow"]["kv_order"] = "descending";
+  CHECK(parse_kernel_description(order, "k.yaml").kv_order == KvOrder::descending);
+  CHECK(kernel_description_json(parse_kernel_description(order, "k.yaml"))
+            .at("dataflow")
+            .at("kv_order") == "descending");
+  CHECK_FALSE(kernel_description_json(parse_kernel_description(ok, "k.yaml"))
+                  .at("dataflow")
+                  .contains("kv_order"));
   json two = ok;
   two["tiles"] = {{"block_q", 0}};
   two["extra"] = 1;
@@ -347,6 +455,9 @@ TEST_CASE("every dataflow and mechanism is in the schema and in docs/kernels.md"
     }
     CHECK(df.at(key).at("enum").get<std::vector<std::string>>() == names);
   }
+  CHECK(df.at("kv_order").at("enum").get<std::vector<std::string>>() ==
+        std::vector<std::string>{"ascending", "descending"});
+  CHECK(doc.find("`dataflow.kv_order`") != std::string::npos);
   const auto& mech = schema.at("properties").at("mechanisms").at("properties");
   CHECK(mech.at("mma").at("enum").get<std::vector<std::string>>() ==
         std::vector<std::string>{mma_name(MmaFamily::mma_sync), mma_name(MmaFamily::wgmma_ss),
