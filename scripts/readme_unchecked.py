@@ -7,7 +7,7 @@ prose and tables must be listed in scripts/readme_unchecked.txt with the reason 
 checked, so that a number iosim prints cannot be quoted by hand and then drift unnoticed.
 
 Not numbers of a result, by rule (see QUANTITY below):
-  - fenced code blocks, HTML comments, <!-- iosim/validate/iosim-table --> blocks (checked there);
+  - fenced code blocks, HTML comments, <!-- iosim/validate/iosim-table/script --> blocks (checked there);
   - `code spans`: commands, flags, paths, keys the reader types (inputs);
   - names: digits glued to letters or joined by '-' to a name (H100, fp16, sxm5-80gb, Llama-2),
     paths (a token with '/' and a letter), commit hashes (7+ hex characters with a letter),
@@ -48,7 +48,7 @@ INPUT = re.compile(r"(?:\b[A-Za-z][A-Za-z]?(?:_[A-Za-z]+)?\s*(?:=|<=|>=|≤|≥)
 TOKEN_CHARS = re.compile(r"[\w.\-−+^/%~]")
 COMMENT = re.compile(r"<!--.*?-->")
 VALUE_MARKER = re.compile(r"<!-- =[A-Za-z0-9_.]+ -->")
-CHECKED_BLOCK = re.compile(r"^<!-- (iosim|validate|iosim-table):? ")
+CHECKED_BLOCK = re.compile(r"^<!-- (iosim|validate|iosim-table|script):? ")
 
 
 def token_around(line, start, end):
