@@ -122,6 +122,34 @@ void check_positive(const char* flag, std::int64_t v) {
   if (v <= 0) throw ConfigError(fmt::format("{} must be positive, got {}", flag, v));
 }
 
+// The tensor cores' K step for 16-bit types: mma.sync's m16n8k16 and wgmma's k16.
+constexpr std::int64_t kMmaK = 16;
+
+// The GEMM flags against what the GPU can run, before any op is simulated, naming the flag and
+// the values it may take (a K chunk whose stages overflow shared memory once crashed the tile
+// choice).
+void check_gemm_flags(const HardwareProfile& hw, Dtype dtype, const GemmTilingRequest& g) {
+  if (g.bk != 0) {
+    const std::int64_t hi = max_gemm_bk(hw, dtype, g) / kMmaK * kMmaK;
+    const std::string tiles =
+        g.bm == 0 && g.bn == 0 && g.split_k == 0 && hw.compute.wgmma_latency_cycles.value > 0
+            ? "two stages of the smallest tile the choice takes (8 x 64)"
+            : fmt::format("one stage of {} x {} tiles", g.bm > 0 ? g.bm : GemmTiling{}.bm,
+                          g.bn > 0 ? g.bn : GemmTiling{}.bn);
+    if (hi < kMmaK) {
+      throw ConfigError(fmt::format(
+          "--gemm-bk {}: no K chunk fits: {} exceed {}'s {} bytes of shared memory per CTA", g.bk,
+          tiles, hw.name, hw.sm.smem_per_cta_max_bytes.value));
+    }
+    if (g.bk < kMmaK || g.bk % kMmaK != 0 || g.bk > hi) {
+      throw ConfigError(fmt::format(
+          "--gemm-bk {}: the K chunk must be a multiple of {} (the tensor cores' K step) from {} "
+          "to {} on {}, where {} must fit in {} bytes of shared memory per CTA",
+          g.bk, kMmaK, kMmaK, hi, hw.name, tiles, hw.sm.smem_per_cta_max_bytes.value));
+    }
+  }
+}
+
 }  // namespace
 
 const char* layer_phase_name(LayerPhase phase) {
@@ -157,6 +185,7 @@ LayerReport simulate_layer(const HardwareProfile& profile, const LayerRequest& r
   if (dtype != Dtype::fp16 && dtype != Dtype::bf16) {
     throw ConfigError(fmt::format("--dtype {}: iosim layer models fp16 and bf16", r.dtype));
   }
+  check_gemm_flags(hw, dtype, r.gemm_tiling);
   const std::int64_t heads = divided(model.attention_heads, r.tp, "attention heads");
   const std::int64_t kv_heads = divided(model.kv_heads, r.tp, "K/V heads");
   const std::int64_t inter = divided(model.intermediate_size, r.tp, "intermediate (MLP) size");

@@ -47,7 +47,7 @@ std::vector<LayerFlag> make_layer_flags() {
        &LayerF::gemm_bm, false, false},
       {"--gemm-bn", "GEMM output tile columns (default: as --gemm-bm, else 128)", &LayerF::gemm_bn,
        false, false},
-      {"--gemm-bk", "GEMM K chunk (default 64)", &LayerF::gemm_bk, false, false},
+      {"--gemm-bk", "GEMM K chunk, a multiple of 16 (default 64)", &LayerF::gemm_bk, false, false},
       {"--gemm-cluster-m",
        "GEMM CTAs per cluster along M sharing each W tile by TMA multicast (default: with the "
        "chosen tile on Hopper, else 1)",

@@ -154,6 +154,35 @@ TEST_CASE("GEMM tiling: wgmma on Hopper, mma.sync on the A100, stages to fit, ba
   CHECK_THROWS_AS(iosim::make_gemm_schedule(p, h), iosim::ConfigError);
 }
 
+TEST_CASE("GEMM tiling: a K chunk whose stages no tile fits is refused, not chosen from nothing") {
+  // --gemm-bk 1024 on the H100 left choose_gemm_tiling() no candidate, and it ranked an empty
+  // list (a crash). The largest K chunk the choice runs with is two stages of its smallest tile
+  // (8 x 64); one more is refused, by the choice itself too.
+  GemmProblem p;
+  p.m = 128;
+  p.n = p.k = 4096;
+  for (const char* name : {"h100-sxm5-80gb", "h200-sxm-141gb"}) {
+    const iosim::HardwareProfile& hw = iosim::test::profile(name);
+    CAPTURE(name);
+    const std::int64_t most = iosim::max_chosen_gemm_bk(hw, p.dtype);
+    CHECK(2 * (8 + 64) * most * 2 <= hw.sm.smem_per_cta_max_bytes.value);
+    CHECK(2 * (8 + 64) * (most + 1) * 2 > hw.sm.smem_per_cta_max_bytes.value);
+    iosim::GemmTilingRequest req;
+    req.bk = most;
+    CHECK(iosim::resolve_gemm_tiling(hw, p, req).bk == most);
+    for (const std::int64_t bk : {most + 1, std::int64_t{1024}, std::int64_t{1} << 20}) {
+      req.bk = bk;
+      CHECK_THROWS_AS(iosim::resolve_gemm_tiling(hw, p, req), iosim::ConfigError);
+      CHECK_THROWS_AS(iosim::choose_gemm_tiling(hw, p, bk), iosim::ConfigError);
+    }
+    CHECK(iosim::max_gemm_bk(hw, p.dtype, {}) == most);
+    // A requested tile: one stage of it.
+    iosim::GemmTilingRequest tile;
+    tile.bm = tile.bn = 128;
+    CHECK(iosim::max_gemm_bk(hw, p.dtype, tile) == hw.sm.smem_per_cta_max_bytes.value / (256 * 2));
+  }
+}
+
 TEST_CASE("GEMM: no faster than the tensor cores or HBM allow; a decode GEMM streams its weights") {
   const iosim::HardwareProfile& hw = iosim::test::profile("h100-sxm5-80gb");
   const auto run = [&](std::int64_t m, std::int64_t n, std::int64_t k) {

@@ -293,6 +293,24 @@ GemmChoiceMemo& gemm_choice_memo() {
 
 }  // namespace
 
+namespace {
+
+// A GPU with wgmma (Hopper) chooses the tile, cluster and split-K as cuBLAS does unless the tile or
+// the split is requested.
+bool chooses_tile(const HardwareProfile& hw, const GemmTilingRequest& req) {
+  return hw.compute.wgmma_latency_cycles.value > 0 && req.bm == 0 && req.bn == 0 &&
+         req.split_k == 0;
+}
+
+}  // namespace
+
+std::int64_t max_gemm_bk(const HardwareProfile& hw, Dtype dtype, const GemmTilingRequest& req) {
+  if (chooses_tile(hw, req)) return max_chosen_gemm_bk(hw, dtype);
+  const GemmTiling defaults;
+  const std::int64_t bm = req.bm > 0 ? req.bm : defaults.bm, bn = req.bn > 0 ? req.bn : defaults.bn;
+  return hw.sm.smem_per_cta_max_bytes.value / ((bm + bn) * dtype_bytes(dtype));  // one stage
+}
+
 GemmTiling resolve_gemm_tiling(const HardwareProfile& hw, const GemmProblem& p,
                                const GemmTilingRequest& req) {
   GemmTiling t;
@@ -325,8 +343,15 @@ GemmTiling resolve_gemm_tiling(const HardwareProfile& hw, const GemmProblem& p,
   if (req.threads != 0) t.threads = req.threads;
   if (req.cluster_m != 0) t.cluster_m = req.cluster_m;
   if (req.cluster_n != 0) t.cluster_n = req.cluster_n;
-  if (t.instruction == TensorInstruction::wgmma && req.bm == 0 && req.bn == 0 && req.split_k == 0) {
+  if (chooses_tile(hw, req)) {
     check_positive("K chunk (BK)", t.bk);
+    if (t.bk > max_chosen_gemm_bk(hw, p.dtype)) {
+      throw ConfigError(fmt::format(
+          "GEMM {}: a K chunk (BK) of {} leaves no tile whose two stages fit in {}'s {} bytes of "
+          "shared memory per CTA (BK at most {})",
+          p.name, t.bk, hw.name, hw.sm.smem_per_cta_max_bytes.value,
+          max_chosen_gemm_bk(hw, p.dtype)));
+    }
     const GemmTimer engine_time = [&](const GemmChoice& c) {
       GemmTiling x = t;
       x.bm = c.bm;
