@@ -64,6 +64,10 @@ sed 's/"rows": \[/"rows": 5, "unused": [/' "$S" >"$gen/sweep_rows_number.json"
 head -c 2000 "$S" >"$gen/sweep_truncated.json"
 printf '1 2 3\n4 5 99999999999\n' >"$gen/table_big_id.txt"
 printf '1 1\n1 1\n' >"$gen/pattern_2x2.txt"
+N=$DATA/kernels/ncu_wg1_h100.csv  # Nsight Compute's details page: 15 fields a row, from line 3
+sed '3s/,"Metric Value"$//; 4,$s/,"[^"]*"$//' "$N" >"$gen/ncu_no_value.csv"
+sed '5s/$/,"7"/' "$N" >"$gen/ncu_ragged_long.csv"
+sed '5s/,"[^"]*"$//' "$N" >"$gen/ncu_ragged_short.csv"
 cp "$HERE/../hwprofiles/h100-sxm5-80gb.yaml" "$gen/profile.yaml"  # an input --html must not replace
 
 pass=0
