@@ -314,6 +314,13 @@ PY
   (cd "$tmp" && "$IOSIM" sweep --seq 128,256 >&- 2>"$tmp/closed.err")
   rc=$?
   if [ "$rc" = 2 ] && grep -q "stdout is closed" "$tmp/closed.err"; then ok; else bad "sweep with stdout closed: exit $rc: $(cat "$tmp/closed.err")"; fi
+  # Two outputs that are one file are refused before any work, relative names too ("o.html" and
+  # "./o.html": the page was written, then the SVG over it).
+  (cd "$tmp" && exec "$IOSIM" run --seq 128 --html ./same.html --svg same.html) >/dev/null 2>"$tmp/same.err"
+  rc=$?
+  if [ "$rc" = 2 ] && grep -q "are the same file" "$tmp/same.err" && [ ! -e "$tmp/same.html" ]; then ok; else
+    bad "run --html ./same.html --svg same.html: exit $rc: $(head -c 300 "$tmp/same.err")"
+  fi
   # Out of memory while reading a large file: exit 2 with the message and no file, or the report
   # (report under `ulimit -v 40000` aborted: nlohmann/json's destructor allocates, and a second
   # std::bad_alloc there ended in std::terminate; where the first one struck decided which).
