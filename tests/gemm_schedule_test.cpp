@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "sim/base/errors.hpp"
@@ -42,9 +43,12 @@ TEST_CASE("GEMM schedule: L2 off moves exactly the closed form's bytes, 2MNK FLO
       req.bm = gen.pick(tiles_m);
       req.bn = gen.pick(tiles_n);
       req.bk = gen.pick(chunks);
-      const int clusters[] = {1, 2, 4};
-      req.cluster_m = gen.pick(clusters);  // W multicast to this many M tiles
-      req.cluster_n = gen.pick(clusters);  // X multicast to this many N tiles
+      // W multicast to this many M tiles, X to this many N tiles: clusters are Hopper's.
+      const int clusters[] = {1, 2, 4}, none[] = {1};
+      const bool hopper = hw.compute.wgmma_latency_cycles.value > 0;
+      req.cluster_m = hopper ? gen.pick(clusters) : gen.pick(none);
+      req.cluster_n = hopper ? gen.pick(clusters) : gen.pick(none);
+      req.cluster_n = std::min(req.cluster_n, iosim::kMaxClusterCtas / req.cluster_m);
       const GemmTiling t = iosim::resolve_gemm_tiling(hw, p, req);
       CAPTURE(hw_name);
       CAPTURE(p.m);
@@ -181,6 +185,36 @@ TEST_CASE("GEMM tiling: a K chunk whose stages no tile fits is refused, not chos
     tile.bm = tile.bn = 128;
     CHECK(iosim::max_gemm_bk(hw, p.dtype, tile) == hw.sm.smem_per_cta_max_bytes.value / (256 * 2));
   }
+}
+
+TEST_CASE("GEMM clusters: Hopper's, of at most 8 CTAs") {
+  // --gemm-cluster-m 1048576 was accepted, and on the A100 (no clusters, no TMA multicast) a
+  // cluster shared its operands among CTAs all the same.
+  GemmProblem p;
+  p.m = p.n = p.k = 1024;
+  const iosim::HardwareProfile& h100 = iosim::test::profile("h100-sxm5-80gb");
+  const iosim::HardwareProfile& a100 = iosim::test::profile("a100-sxm4-80gb");
+  iosim::GemmTilingRequest req;
+  req.bm = req.bn = 128;
+  for (const auto& [cm, cn, fits] :
+       {std::tuple{2, 4, true}, std::tuple{8, 1, true}, std::tuple{1, 8, true},
+        std::tuple{4, 4, false}, std::tuple{16, 1, false}, std::tuple{1048576, 1, false}}) {
+    CAPTURE(cm);
+    CAPTURE(cn);
+    req.cluster_m = cm;
+    req.cluster_n = cn;
+    if (fits) {
+      CHECK(iosim::resolve_gemm_tiling(h100, p, req).cluster_m == cm);
+    } else {
+      CHECK_THROWS_WITH_AS(iosim::resolve_gemm_tiling(h100, p, req),
+                           doctest::Contains("a thread-block cluster holds at most 8"),
+                           iosim::ConfigError);
+    }
+    CHECK_THROWS_WITH_AS(iosim::resolve_gemm_tiling(a100, p, req),
+                         doctest::Contains("has no thread-block clusters"), iosim::ConfigError);
+  }
+  req.cluster_m = req.cluster_n = 1;
+  CHECK(iosim::resolve_gemm_tiling(a100, p, req).cluster_m == 1);
 }
 
 TEST_CASE("GEMM: no faster than the tensor cores or HBM allow; a decode GEMM streams its weights") {
@@ -366,7 +400,7 @@ TEST_CASE("property: the tile estimate's L2 bytes are the schedule's operand loa
     req.bm = gen.pick(sides);
     req.bn = gen.pick(sides);
     req.cluster_m = gen.pick(clusters);
-    req.cluster_n = gen.pick(clusters);
+    req.cluster_n = std::min(gen.pick(clusters), iosim::kMaxClusterCtas / req.cluster_m);
     req.split_k = 1;
     const GemmTiling t = iosim::resolve_gemm_tiling(hw, p, req);
     CAPTURE(p.m);

@@ -377,6 +377,20 @@ GemmTiling resolve_gemm_tiling(const HardwareProfile& hw, const GemmProblem& p,
   if (req.bm != 0) t.bm = req.bm;
   if (req.bn != 0) t.bn = req.bn;
   if (req.split_k != 0) t.split_k = req.split_k;
+  // Clusters and their TMA multicast are Hopper's: on a GPU without them each CTA loads its own
+  // operands (the schedule would share them).
+  if (t.instruction != TensorInstruction::wgmma && (t.cluster_m > 1 || t.cluster_n > 1)) {
+    throw ConfigError(fmt::format(
+        "GEMM {}: a cluster of {} x {} CTAs, but {} has no thread-block clusters (no TMA "
+        "multicast: a Hopper feature); clusters must be 1",
+        p.name, t.cluster_m, t.cluster_n, hw.name));
+  }
+  if (static_cast<std::int64_t>(t.cluster_m) * t.cluster_n > kMaxClusterCtas) {
+    throw ConfigError(fmt::format(
+        "GEMM {}: a cluster of {} x {} CTAs; a thread-block cluster holds at most {} (CUDA's "
+        "portable size)",
+        p.name, t.cluster_m, t.cluster_n, kMaxClusterCtas));
+  }
   return completed(hw, p, t, req.pipeline_stages);
 }
 

@@ -69,9 +69,15 @@ struct GemmTilingRequest {
 /// requested, K chunks of 64, stages filling shared memory less a 16 KiB epilogue buffer (at most
 /// 16), and CTAs walked in groups of 8 M tiles.
 /// Throws ConfigError when a requested tile is not positive, one stage does not fit (a chosen
-/// tile: a K chunk past max_gemm_bk()), or the split exceeds the K chunks.
+/// tile: a K chunk past max_gemm_bk()), the split exceeds the K chunks, or the cluster is more
+/// than one CTA on a GPU without clusters (no wgmma: Ampere) or more than kMaxClusterCtas.
 GemmTiling resolve_gemm_tiling(const HardwareProfile& hw, const GemmProblem& p,
                                const GemmTilingRequest& req = {});
+
+/// The most CTAs a thread-block cluster holds: CUDA's portable cluster size on Hopper. (16 needs a
+/// non-portable launch; the profiles' cluster placement, HardwareProfile::clusters, is measured
+/// up to 8.)
+inline constexpr int kMaxClusterCtas = 8;
 
 /// The largest K chunk (BK) `req` can run with on `hw`: where the tile is chosen (Hopper, no tile
 /// or split requested), two stages of the smallest candidate tile must fit in a CTA's shared
