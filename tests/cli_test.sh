@@ -67,6 +67,43 @@ section_backward() {
 
 # Bad profiles, the JSON contract and the issue's acceptance.
 section_contract() {
+  # A value past what a flag's field holds names the flag's own range (it named int64's, or CLI11
+  # said "Could not convert" for an int field).
+  local KV=(kvcache --layers 2 --kv-heads 2 --head-dim 64) big=99999999999999999999
+  expect 2 "--seq: $big is out of range: it must be in [1, 16777216]" -- run --seq "$big"
+  expect 2 "--threads: 9999999999 is out of range: it must be in [0, 1024]" -- run --seq 128 --threads 9999999999
+  expect 2 "--requests: $big is out of range: it must be in [1, 20000000]" -- "${KV[@]}" --requests "$big"
+  expect 2 "--max-running: $big is out of range: it must be in [0, 9223372036854775807]" -- "${KV[@]}" --max-running "$big"
+  expect 2 "--gemm-cluster-m: 99999999999 is out of range: it must be in [0, 8]" -- layer --model llama-3-8b --seq 128 --gemm-cluster-m 99999999999
+  expect 2 "--jobs: 9999999999 is out of range: it must be in [0, " -- sweep --seq 128 --jobs 9999999999
+  # ... and that range is the command's own: one past its end is refused by the command's check
+  # (cli/flag_options.cpp, flag_range()).
+  local hi
+  for case in "run --seq 128|--batch 1048576" "run --seq 128|--heads 65536" "run|--seq 16777216" \
+    "run --seq 128|--seq-kv 16777216" "run --seq 128|--head-dim 1024" "run --seq 128|--block-q 1048576" \
+    "run --seq 128|--block-kv 1048576" "run --seq 128|--threads 1024" \
+    "run --seq 1 --seq-kv 4096 --algo paged|--page-tokens 1048576" \
+    "run --seq 256 --algo flash3 --pass fwdbwd|--backward-block-q 1048576" \
+    "run --seq 256 --algo flash3 --pass fwdbwd|--backward-block-kv 1048576" \
+    "kvcache --kv-heads 2 --head-dim 64|--layers 1000" "kvcache --layers 2 --head-dim 64|--kv-heads 1024" \
+    "kvcache --layers 2 --kv-heads 2|--head-dim 4096" \
+    "${KV[*]}|--block-tokens 4096" "${KV[*]}|--requests 20000000" "${KV[*]}|--max-prompt-tokens 10000000" \
+    "${KV[*]}|--max-output-tokens 10000000" "${KV[*]}|--samples 64" "${KV[*]}|--prompt-groups 20000000" \
+    "${KV[*]}|--series-points 100000" "layer --model llama-3-8b --seq 128|--batch 1048576" \
+    "layer --model llama-3-8b --seq 128|--gemm-bm 256" "layer --model llama-3-8b --seq 128|--gemm-bn 256" \
+    "layer --model llama-3-8b --seq 128|--gemm-cluster-m 8" "layer --model llama-3-8b --seq 128|--gemm-cluster-n 8"; do
+    local args=${case%|*} flag=${case#*|}
+    hi=${flag#* }
+    flag=${flag% *}
+    # (The block sizes' message names both: "block sizes 1048577 x 0 are absurd (limit 1048576)".)
+    local want="$flag $((hi + 1))"
+    [ "$flag" = --block-q ] && want="$((hi + 1)) x 0"
+    [ "$flag" = --block-kv ] && want="0 x $((hi + 1))"
+    # shellcheck disable=SC2086
+    expect 2 "$want" -- $args "$flag" $((hi + 1))
+    # shellcheck disable=SC2086
+    expect 2 "$hi" -- $args "$flag" $((hi + 1))
+  done
   # Every bad profile of the corpus is refused with exit 2 and no crash.
   for f in "$DATA"/bad_profiles/*.yaml; do
     [ -e "$f" ] || continue
