@@ -228,6 +228,7 @@ LayerReport simulate_layer(const HardwareProfile& profile, const LayerRequest& r
   check_positive("--tp", r.tp);
   if (r.context < 0)
     throw ConfigError(fmt::format("--context must be positive, got {}", r.context));
+
   const ModelConfig& model = r.model;
   const Dtype dtype = parse_dtype(r.dtype);
   if (dtype != Dtype::fp16 && dtype != Dtype::bf16) {
@@ -248,6 +249,11 @@ LayerReport simulate_layer(const HardwareProfile& profile, const LayerRequest& r
   rep.tensor_peak_tflops = hw.tensor_flops_per_s(dtype) / 1e12;
   rep.hbm_peak_gbps = hw.hbm.bandwidth_gbps.value;
   std::int64_t seq_kv = r.context > 0 ? r.context : r.seq;
+  // (Past it, attention's own check named --seq-kv, a flag iosim layer does not have.)
+  if (seq_kv > kMaxSeq) {
+    throw ConfigError(fmt::format("{} {} is out of range: it must be in [1, {}]",
+                                  r.context > 0 ? "--context" : "--seq", seq_kv, kMaxSeq));
+  }
   if (prefill && seq_kv < r.seq) {
     throw ConfigError(
         fmt::format("--context {} is shorter than --seq {}: a prefill's queries see "
