@@ -180,7 +180,7 @@ void check_gemm_flags(const HardwareProfile& hw, Dtype dtype, const GemmTilingRe
   if (g.bk != 0) {
     const std::int64_t hi = max_gemm_bk(hw, dtype, g) / kMmaK * kMmaK;
     const std::string tiles =
-        g.bm == 0 && g.bn == 0 && g.split_k == 0 && hw.compute.wgmma_latency_cycles.value > 0
+        hopper && g.bm == 0 && g.bn == 0 && g.split_k == 0
             ? "two stages of the smallest tile the choice takes (8 x 64)"
             : fmt::format("one stage of {} x {} tiles", g.bm > 0 ? g.bm : GemmTiling{}.bm,
                           g.bn > 0 ? g.bn : GemmTiling{}.bn);
@@ -228,7 +228,6 @@ LayerReport simulate_layer(const HardwareProfile& profile, const LayerRequest& r
   check_positive("--tp", r.tp);
   if (r.context < 0)
     throw ConfigError(fmt::format("--context must be positive, got {}", r.context));
-
   const ModelConfig& model = r.model;
   const Dtype dtype = parse_dtype(r.dtype);
   if (dtype != Dtype::fp16 && dtype != Dtype::bf16) {
