@@ -215,6 +215,26 @@ TEST_CASE("GEMM clusters: Hopper's, of at most 8 CTAs") {
   }
   req.cluster_m = req.cluster_n = 1;
   CHECK(iosim::resolve_gemm_tiling(a100, p, req).cluster_m == 1);
+  // One side requested, the chosen other side fits the cluster beside it (--gemm-cluster-m 8
+  // with the choice's 4 along N was a cluster of 32).
+  for (const std::int64_t m : {std::int64_t{128}, std::int64_t{4096}}) {
+    for (const int side : {1, 2, 4, 8}) {
+      GemmProblem q = p;
+      q.m = m;
+      q.n = 4096;
+      q.k = 4096;
+      iosim::GemmTilingRequest one_side;
+      one_side.cluster_m = side;
+      const GemmTiling tm = iosim::resolve_gemm_tiling(h100, q, one_side);
+      CHECK(tm.cluster_m == side);
+      CHECK(tm.cluster_m * tm.cluster_n <= iosim::kMaxClusterCtas);
+      one_side.cluster_m = 0;
+      one_side.cluster_n = side;
+      const GemmTiling tn = iosim::resolve_gemm_tiling(h100, q, one_side);
+      CHECK(tn.cluster_n == side);
+      CHECK(tn.cluster_m * tn.cluster_n <= iosim::kMaxClusterCtas);
+    }
+  }
 }
 
 TEST_CASE("GEMM: no faster than the tensor cores or HBM allow; a decode GEMM streams its weights") {

@@ -352,12 +352,19 @@ GemmTiling resolve_gemm_tiling(const HardwareProfile& hw, const GemmProblem& p,
           p.name, t.bk, hw.name, hw.sm.smem_per_cta_max_bytes.value,
           max_chosen_gemm_bk(hw, p.dtype)));
     }
+    // A side of the cluster requested, the chosen other side is what a cluster leaves it
+    // (--gemm-cluster-m 8 with the choice's 4 along N was a cluster of 32 CTAs).
+    const auto side = [](int requested, int chosen, int other_requested) {
+      if (requested != 0) return requested;
+      return other_requested > 0 ? std::min(chosen, std::max(1, kMaxClusterCtas / other_requested))
+                                 : chosen;
+    };
     const GemmTimer engine_time = [&](const GemmChoice& c) {
       GemmTiling x = t;
       x.bm = c.bm;
       x.bn = c.bn;
-      x.cluster_m = req.cluster_m != 0 ? req.cluster_m : c.cluster_m;
-      x.cluster_n = req.cluster_n != 0 ? req.cluster_n : c.cluster_n;
+      x.cluster_m = side(req.cluster_m, c.cluster_m, req.cluster_n);
+      x.cluster_n = side(req.cluster_n, c.cluster_n, req.cluster_m);
       x.split_k = c.split_k;
       EngineOptions boost;
       boost.sm_clock_mhz = hw.sm.boost_clock_mhz.value;
@@ -370,8 +377,8 @@ GemmTiling resolve_gemm_tiling(const HardwareProfile& hw, const GemmProblem& p,
         [&] { return choose_gemm_tiling(hw, p, t.bk, engine_time); });
     t.bm = c.bm;
     t.bn = c.bn;
-    if (req.cluster_m == 0) t.cluster_m = c.cluster_m;
-    if (req.cluster_n == 0) t.cluster_n = c.cluster_n;
+    t.cluster_m = side(req.cluster_m, c.cluster_m, req.cluster_n);
+    t.cluster_n = side(req.cluster_n, c.cluster_n, req.cluster_m);
     t.split_k = c.split_k;
   }
   if (req.bm != 0) t.bm = req.bm;
