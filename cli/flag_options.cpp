@@ -5,67 +5,24 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
-#include <map>
 #include <optional>
 #include <type_traits>
 #include <variant>
 
 #include "cli/strict_numbers.hpp"
 #include "sim/base/errors.hpp"
-#include "sim/schedule/problem.hpp"
-#include "transformer/gemm_schedule.hpp"
 
 namespace iosim::cli {
 
 namespace {
 
-using Range = std::pair<std::int64_t, std::int64_t>;
-constexpr std::int64_t kIntMax = std::numeric_limits<int>::max();
-constexpr std::int64_t kInt64Max = std::numeric_limits<std::int64_t>::max();
-
-// The range each command checks an integer flag against, where it is a fixed one (the problem's
-// sizes: validate_problem(); the tiling: to_request(); kvcache's validate(); the layer's GEMM
-// flags), for the message of a value past what the flag's field holds (cli/strict_numbers.hpp).
-// cli_test.sh (section contract) holds each to its command's own check.
-std::optional<Range> flag_range(const std::string& command, const std::string& flag) {
-  static const std::map<std::string, Range> problem = {{"--batch", {1, kMaxBatch}},
-                                                       {"--heads", {1, kMaxHeads}},
-                                                       {"--seq", {1, kMaxSeq}},
-                                                       {"--seq-kv", {0, kMaxSeq}},
-                                                       {"--head-dim", {1, kMaxHeadDim}},
-                                                       {"--block-q", {0, 1 << 20}},
-                                                       {"--block-kv", {0, 1 << 20}},
-                                                       {"--threads", {0, 1024}},
-                                                       {"--kv-heads", {1, kMaxHeads}},
-                                                       {"--page-tokens", {1, 1 << 20}},
-                                                       {"--backward-block-q", {1, 1 << 20}},
-                                                       {"--backward-block-kv", {1, 1 << 20}},
-                                                       {"--stages", {0, kIntMax}},
-                                                       {"--splits", {0, kInt64Max}}};
-  static const std::map<std::string, Range> layer = {{"--batch", {1, kMaxBatch}},
-                                                     {"--gemm-bm", {0, 256}},
-                                                     {"--gemm-bn", {0, 256}},
-                                                     {"--gemm-cluster-m", {0, kMaxClusterCtas}},
-                                                     {"--gemm-cluster-n", {0, kMaxClusterCtas}},
-                                                     {"--gemm-group-m", {0, kInt64Max}},
-                                                     {"--gemm-split-k", {0, kIntMax}}};
-  static const std::map<std::string, Range> kvcache = {{"--layers", {1, 1000}},
-                                                       {"--kv-heads", {1, 1024}},
-                                                       {"--head-dim", {1, 4096}},
-                                                       {"--block-tokens", {1, 4096}},
-                                                       {"--requests", {1, 20'000'000}},
-                                                       {"--max-prompt-tokens", {1, 10'000'000}},
-                                                       {"--max-output-tokens", {1, 10'000'000}},
-                                                       {"--samples", {1, 64}},
-                                                       {"--shared-prefix-tokens", {0, 10'000'000}},
-                                                       {"--prompt-groups", {1, 20'000'000}},
-                                                       {"--series-points", {2, 100'000}},
-                                                       {"--max-running", {0, kInt64Max}}};
-  const std::map<std::string, Range>& table = command == "layer"     ? layer
-                                              : command == "kvcache" ? kvcache
-                                                                     : problem;
-  const auto it = table.find(flag);
-  return it == table.end() ? std::nullopt : std::optional<Range>(it->second);
+// The range a command checks an integer flag against, where it is a fixed one (api/'s flag
+// tables); cli_test.sh (section contract) holds each to its command's own check.
+std::optional<std::pair<std::int64_t, std::int64_t>> flag_range(const std::string& command,
+                                                                const std::string& flag) {
+  return command == "layer"     ? layer_flag_range(flag)
+         : command == "kvcache" ? kvcache_flag_range(flag)
+                                : problem_flag_range(flag);
 }
 
 // Declares the range of the option `o` of `cmd` bound to a field of type T (an integer field).
