@@ -77,7 +77,7 @@ section_contract() {
   expect 2 "--gemm-cluster-m: 99999999999 is out of range: it must be in [0, 8]" -- layer --model llama-3-8b --seq 128 --gemm-cluster-m 99999999999
   expect 2 "--jobs: 9999999999 is out of range: it must be in [0, " -- sweep --seq 128 --jobs 9999999999
   # ... and that range is the command's own: one past its end is refused by the command's check
-  # (cli/flag_options.cpp, flag_range()).
+  # (api/: problem_flag_range(), layer_flag_range(), kvcache_flag_range()).
   local hi
   for case in "run --seq 128|--batch 1048576" "run --seq 128|--heads 65536" "run|--seq 16777216" \
     "run --seq 128|--seq-kv 16777216" "run --seq 128|--head-dim 1024" "run --seq 128|--block-q 1048576" \
