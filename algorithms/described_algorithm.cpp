@@ -179,6 +179,34 @@ TilingRequest described_tiling(const KernelDescription& d, const TilingRequest& 
   return t;
 }
 
+void check_mechanisms_on(const std::string& what, const ResolvedMechanisms& mech,
+                         const HardwareProfile& hw, const std::string& instead) {
+  if (mech.wgmma() && hw.compute.wgmma_latency_cycles.value <= 0) {
+    throw ConfigError(fmt::format(
+        "{}: mechanisms.mma {} needs wgmma, which profile '{}' does not have (a Hopper-class "
+        "GPU; compute.wgmma_latency_cycles is 0); {}",
+        what, mma_name(mech.mma), hw.name, instead.empty() ? "use mma_sync" : instead));
+  }
+  if (mech.load == LoadPath::tma && hw.compute.wgmma_latency_cycles.value <= 0) {
+    throw ConfigError(fmt::format(
+        "{}: mechanisms.load tma needs the Tensor Memory Accelerator, which profile '{}' does not "
+        "have (a Hopper-class GPU); {}",
+        what, hw.name, instead.empty() ? "use cp_async or plain" : instead));
+  }
+}
+
+void check_preset_runs_on(const std::string& algorithm, const HardwareProfile& hw) {
+  for (const KernelDescription& p : kernel_presets()) {
+    // The unfused dataflow's GEMMs are the vendor library's (cuBLAS), which has kernels for every
+    // GPU: its wgmma and TMA describe the Hopper ones, and are no requirement.
+    if (p.name != algorithm || p.forward == "unfused") continue;
+    check_mechanisms_on(fmt::format("{} (its mechanisms: iosim kernels --show {})", p.name, p.name),
+                        preset_mechanisms(p), hw,
+                        "run an algorithm without them (flash2: mma_sync, cp_async), or a Hopper "
+                        "profile");
+  }
+}
+
 Algorithm described_algorithm(const KernelDescription& d, const HardwareProfile& hw,
                               const Registry& registry) {
   const ResolvedMechanisms mech = resolve_mechanisms(d);
@@ -210,20 +238,11 @@ Algorithm described_algorithm(const KernelDescription& d, const HardwareProfile&
       same_preset = &p;
     }
   }
-  // A mechanism the GPU lacks, unless the description is a preset's own (standard's GEMMs are
-  // timed as the vendor library runs them on any GPU).
-  if (same_preset == nullptr && mech.wgmma() && hw.compute.wgmma_latency_cycles.value <= 0) {
-    throw ConfigError(fmt::format(
-        "{}: mechanisms.mma {} needs wgmma, which profile '{}' does not have (a Hopper-class "
-        "GPU; compute.wgmma_latency_cycles is 0); use mma_sync",
-        d.source, mma_name(mech.mma), hw.name));
-  }
-  if (same_preset == nullptr && mech.load == LoadPath::tma &&
-      hw.compute.wgmma_latency_cycles.value <= 0) {
-    throw ConfigError(fmt::format(
-        "{}: mechanisms.load tma needs the Tensor Memory Accelerator, which profile '{}' does not "
-        "have (a Hopper-class GPU); use cp_async or plain",
-        d.source, hw.name));
+  // A mechanism the GPU lacks; a preset's own mechanisms are checked as its --algo is.
+  if (same_preset != nullptr) {
+    check_preset_runs_on(same_preset->name, hw);
+  } else {
+    check_mechanisms_on(d.source, mech, hw);
   }
   const KernelDescription desc = d;
   const Registry* reg = &registry;

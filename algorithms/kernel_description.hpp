@@ -124,6 +124,17 @@ ResolvedMechanisms resolve_mechanisms(const KernelDescription& d);
 Algorithm described_algorithm(const KernelDescription& d, const HardwareProfile& profile,
                               const Registry& registry);
 
+/// Throws ConfigError, `what` first, when `hw` lacks a mechanism of `mech`: wgmma or TMA on a GPU
+/// without them (an A100). `instead` says what to do (default: the mechanism to use instead).
+void check_mechanisms_on(const std::string& what, const ResolvedMechanisms& mech,
+                         const HardwareProfile& hw, const std::string& instead = "");
+
+/// The same check for the built-in algorithm `algorithm` where a preset describes it (flash3's
+/// wgmma and TMA), so that `--algo flash3` and `--kernel flash3` on an A100 are refused as a
+/// description with those mechanisms is; the unfused preset (standard: the vendor library's
+/// GEMMs, on any GPU) and algorithms without a preset pass.
+void check_preset_runs_on(const std::string& algorithm, const HardwareProfile& hw);
+
 /// The request's tiling with the description's tiles and launch facts under it: a field the
 /// request sets (a CLI flag) wins.
 TilingRequest described_tiling(const KernelDescription& d, const TilingRequest& requested);

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <limits>
+#include <map>
 
 #include "sim/base/errors.hpp"
 #include "sim/hardware/profile.hpp"
@@ -73,6 +75,26 @@ std::int64_t kv_dtype_bytes(const std::string& s) {
 const std::vector<KvCacheFlag>& kvcache_flags() {
   static const std::vector<KvCacheFlag> flags = make_kvcache_flags();
   return flags;
+}
+
+std::optional<std::pair<std::int64_t, std::int64_t>> kvcache_flag_range(const std::string& flag) {
+  // kvcache's validate() checks (kvcache/workload.cpp, kvcache/simulator.cpp; tests/cli_test.sh,
+  // section contract).
+  static const std::map<std::string, std::pair<std::int64_t, std::int64_t>> ranges = {
+      {"--layers", {1, 1000}},
+      {"--kv-heads", {1, 1024}},
+      {"--head-dim", {1, 4096}},
+      {"--block-tokens", {1, 4096}},
+      {"--requests", {1, 20'000'000}},
+      {"--max-prompt-tokens", {1, 10'000'000}},
+      {"--max-output-tokens", {1, 10'000'000}},
+      {"--samples", {1, 64}},
+      {"--shared-prefix-tokens", {0, 10'000'000}},
+      {"--prompt-groups", {1, 20'000'000}},
+      {"--series-points", {2, 100'000}},
+      {"--max-running", {0, std::numeric_limits<std::int64_t>::max()}}};
+  const auto it = ranges.find(flag);
+  return it == ranges.end() ? std::nullopt : std::optional(it->second);
 }
 
 KvCacheRun run_kvcache(const KvCacheFlags& f, const std::set<std::string>& given) {

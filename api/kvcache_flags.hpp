@@ -3,8 +3,10 @@
 // cli/flag_options.hpp) and the Python package (python/iosim_module.cpp), so that both check and
 // default them alike.
 #include <cstdint>
+#include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -67,5 +69,10 @@ struct KvCacheRun {
 /// holds the names of the flags the user gave ("--trace"), whatever their values: some exclude
 /// others. Throws ConfigError naming a bad flag.
 KvCacheRun run_kvcache(const KvCacheFlags& f, const std::set<std::string>& given);
+
+/// The fixed range its command checks integer flag `flag` against ("--seq" -> [1, 16777216]), or
+/// none where the bound depends on other flags or the GPU. The CLI and the Python package name it
+/// when a value is past what the flag's field holds (int64's range is no flag's).
+std::optional<std::pair<std::int64_t, std::int64_t>> kvcache_flag_range(const std::string& flag);
 
 }  // namespace iosim

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <tuple>
+#include <utility>
 
 #include "api/run_flags.hpp"
 #include "api/simulate.hpp"
@@ -122,6 +124,80 @@ void check_positive(const char* flag, std::int64_t v) {
   if (v <= 0) throw ConfigError(fmt::format("{} must be positive, got {}", flag, v));
 }
 
+// The tensor cores' K step for 16-bit types: mma.sync's m16n8k16 and wgmma's k16.
+constexpr std::int64_t kMmaK = 16;
+// The widest tile side: wgmma's largest N, and cuBLAS's and CUTLASS's largest tiles.
+constexpr std::int64_t kMaxTileSide = 256;
+
+// The GEMM flags against what the GPU can run, before any op is simulated, naming the flag and
+// the values it may take (a K chunk whose stages overflow shared memory once crashed the tile
+// choice).
+void check_gemm_flags(const HardwareProfile& hw, Dtype dtype, const GemmTilingRequest& g) {
+  const bool hopper = hw.compute.wgmma_latency_cycles.value > 0;
+  // Tiles whole instructions make: wgmma is 64 rows (M) by a multiple of 8 columns (N), and
+  // cuBLAS runs a tile with fewer rows as its transpose (the choice's 8-32 x 64k tiles), so one
+  // side is a multiple of 64 and both of 8; mma.sync is m16n8. (--gemm-bm 3 built 3 x 3 tiles.)
+  const std::int64_t bm = g.bm > 0 ? g.bm : GemmTiling{}.bm, bn = g.bn > 0 ? g.bn : GemmTiling{}.bn;
+  for (const auto& [flag, v, step] :
+       {std::tuple{"--gemm-bm", g.bm, hopper ? 8 : 16}, std::tuple{"--gemm-bn", g.bn, 8}}) {
+    if (v != 0 && (v < step || v > kMaxTileSide || v % step != 0)) {
+      throw ConfigError(fmt::format(
+          "{} {} must be a multiple of {} from {} to {} on {} ({})", flag, v, step, step,
+          kMaxTileSide, hw.name,
+          hopper ? "wgmma: 64 x 8k tiles, or their transpose" : "mma.sync: m16n8 tiles"));
+    }
+  }
+  if (hopper && (g.bm != 0 || g.bn != 0) && bm % 64 != 0 && bn % 64 != 0) {
+    throw ConfigError(
+        fmt::format("--gemm-bm {} --gemm-bn {}: on {} one side of a tile must be a multiple of 64 "
+                    "(wgmma's M, or its transpose's)",
+                    bm, bn, hw.name));
+  }
+  // Clusters: Hopper's, of at most kMaxClusterCtas CTAs (0: the default).
+  for (const auto& [flag, v] :
+       {std::pair{"--gemm-cluster-m", g.cluster_m}, std::pair{"--gemm-cluster-n", g.cluster_n}}) {
+    if (v == 0) continue;
+    if (!hopper && v != 1) {
+      throw ConfigError(fmt::format(
+          "{} {}: {} has no thread-block clusters (TMA multicast is a Hopper feature); give 1 "
+          "or leave it out",
+          flag, v, hw.name));
+    }
+    if (v < 1 || v > kMaxClusterCtas) {
+      throw ConfigError(
+          fmt::format("{} {} must be in [1, {}]: a thread-block cluster holds at "
+                      "most {} CTAs (CUDA's portable size)",
+                      flag, v, kMaxClusterCtas, kMaxClusterCtas));
+    }
+  }
+  if (static_cast<std::int64_t>(std::max(1, g.cluster_m)) * std::max(1, g.cluster_n) >
+      kMaxClusterCtas) {
+    throw ConfigError(fmt::format(
+        "--gemm-cluster-m {} x --gemm-cluster-n {} is {} CTAs: a thread-block cluster holds at "
+        "most {} (CUDA's portable size)",
+        g.cluster_m, g.cluster_n, g.cluster_m * g.cluster_n, kMaxClusterCtas));
+  }
+  if (g.bk != 0) {
+    const std::int64_t hi = max_gemm_bk(hw, dtype, g) / kMmaK * kMmaK;
+    const std::string tiles =
+        hopper && g.bm == 0 && g.bn == 0 && g.split_k == 0
+            ? "two stages of the smallest tile the choice takes (8 x 64)"
+            : fmt::format("one stage of {} x {} tiles", g.bm > 0 ? g.bm : GemmTiling{}.bm,
+                          g.bn > 0 ? g.bn : GemmTiling{}.bn);
+    if (hi < kMmaK) {
+      throw ConfigError(fmt::format(
+          "--gemm-bk {}: no K chunk fits: {} exceed {}'s {} bytes of shared memory per CTA", g.bk,
+          tiles, hw.name, hw.sm.smem_per_cta_max_bytes.value));
+    }
+    if (g.bk < kMmaK || g.bk % kMmaK != 0 || g.bk > hi) {
+      throw ConfigError(fmt::format(
+          "--gemm-bk {}: the K chunk must be a multiple of {} (the tensor cores' K step) from {} "
+          "to {} on {}, where {} must fit in {} bytes of shared memory per CTA",
+          g.bk, kMmaK, kMmaK, hi, hw.name, tiles, hw.sm.smem_per_cta_max_bytes.value));
+    }
+  }
+}
+
 }  // namespace
 
 const char* layer_phase_name(LayerPhase phase) {
@@ -157,6 +233,7 @@ LayerReport simulate_layer(const HardwareProfile& profile, const LayerRequest& r
   if (dtype != Dtype::fp16 && dtype != Dtype::bf16) {
     throw ConfigError(fmt::format("--dtype {}: iosim layer models fp16 and bf16", r.dtype));
   }
+  check_gemm_flags(hw, dtype, r.gemm_tiling);
   const std::int64_t heads = divided(model.attention_heads, r.tp, "attention heads");
   const std::int64_t kv_heads = divided(model.kv_heads, r.tp, "K/V heads");
   const std::int64_t inter = divided(model.intermediate_size, r.tp, "intermediate (MLP) size");
@@ -171,6 +248,11 @@ LayerReport simulate_layer(const HardwareProfile& profile, const LayerRequest& r
   rep.tensor_peak_tflops = hw.tensor_flops_per_s(dtype) / 1e12;
   rep.hbm_peak_gbps = hw.hbm.bandwidth_gbps.value;
   std::int64_t seq_kv = r.context > 0 ? r.context : r.seq;
+  // (Past it, attention's own check named --seq-kv, a flag iosim layer does not have.)
+  if (seq_kv > kMaxSeq) {
+    throw ConfigError(fmt::format("{} {} is out of range: it must be in [1, {}]",
+                                  r.context > 0 ? "--context" : "--seq", seq_kv, kMaxSeq));
+  }
   if (prefill && seq_kv < r.seq) {
     throw ConfigError(
         fmt::format("--context {} is shorter than --seq {}: a prefill's queries see "

@@ -3,10 +3,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 
 #include "api/sweep.hpp"
 #include "sim/base/errors.hpp"
 #include "sim/hardware/profile.hpp"
+#include "sim/schedule/problem.hpp"
+#include "transformer/gemm_schedule.hpp"
 
 namespace iosim {
 namespace {
@@ -47,7 +50,7 @@ std::vector<LayerFlag> make_layer_flags() {
        &LayerF::gemm_bm, false, false},
       {"--gemm-bn", "GEMM output tile columns (default: as --gemm-bm, else 128)", &LayerF::gemm_bn,
        false, false},
-      {"--gemm-bk", "GEMM K chunk (default 64)", &LayerF::gemm_bk, false, false},
+      {"--gemm-bk", "GEMM K chunk, a multiple of 16 (default 64)", &LayerF::gemm_bk, false, false},
       {"--gemm-cluster-m",
        "GEMM CTAs per cluster along M sharing each W tile by TMA multicast (default: with the "
        "chosen tile on Hopper, else 1)",
@@ -120,6 +123,23 @@ LayerRequest to_layer_request(const LayerFlags& f, const std::set<std::string>& 
 LayerReport run_layer(const LayerFlags& f, const std::set<std::string>& given) {
   const LayerRequest req = to_layer_request(f, given);
   return simulate_layer(load_profile(f.profile), req);
+}
+
+std::optional<std::pair<std::int64_t, std::int64_t>> layer_flag_range(const std::string& flag) {
+  // simulate_layer()'s checks (its GEMM flags: check_gemm_flags(); tests/cli_test.sh, section
+  // contract). --seq and --context are lists, read by layer_sweep().
+  constexpr std::int64_t kInt = std::numeric_limits<int>::max();
+  constexpr std::int64_t kInt64 = std::numeric_limits<std::int64_t>::max();
+  static const std::map<std::string, std::pair<std::int64_t, std::int64_t>> ranges = {
+      {"--batch", {1, kMaxBatch}},
+      {"--gemm-bm", {0, 256}},
+      {"--gemm-bn", {0, 256}},
+      {"--gemm-cluster-m", {0, kMaxClusterCtas}},
+      {"--gemm-cluster-n", {0, kMaxClusterCtas}},
+      {"--gemm-group-m", {0, kInt64}},
+      {"--gemm-split-k", {0, kInt}}};
+  const auto it = ranges.find(flag);
+  return it == ranges.end() ? std::nullopt : std::optional(it->second);
 }
 
 const std::vector<std::string>& layer_axis_flags() {

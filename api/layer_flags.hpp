@@ -4,8 +4,10 @@
 // default them alike.
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -44,6 +46,11 @@ struct LayerFlag {
 
 /// The flags, in --help's order.
 const std::vector<LayerFlag>& layer_flags();
+
+/// The fixed range its command checks integer flag `flag` against ("--seq" -> [1, 16777216]), or
+/// none where the bound depends on other flags or the GPU. The CLI and the Python package name it
+/// when a value is past what the flag's field holds (int64's range is no flag's).
+std::optional<std::pair<std::int64_t, std::int64_t>> layer_flag_range(const std::string& flag);
 
 /// The request the flags describe, its model loaded (a built-in name or a YAML file). `given`
 /// holds the names of the flags the user gave ("--seq"), whatever their values. Throws

@@ -137,6 +137,14 @@ std::vector<NcuKernel> read_ncu_csv(const std::string& text, const std::string& 
         origin, fmt::join(ncu_required_metrics(), ",")));
   }
   const std::vector<std::string>& header = rows[0];
+  // Every row has the header's fields: a row with more or fewer (a cut line, a stray comma outside
+  // quotes) would shift its values under other columns, or take a stray field as a value.
+  for (std::size_t r = 1; r < rows.size(); ++r) {
+    if (rows[r].size() != header.size()) {
+      throw ConfigError(fmt::format("{}:{}: {} fields, the header has {}", origin, line_of[r],
+                                    rows[r].size(), header.size()));
+    }
+  }
   const std::size_t name_col = column(header, "Kernel Name"), id_col = column(header, "ID");
   const std::size_t device_col = column(header, "Device");
   std::vector<NcuKernel> kernels;
@@ -156,13 +164,16 @@ std::vector<NcuKernel> read_ncu_csv(const std::string& text, const std::string& 
     // The details page: one row per kernel and metric.
     const std::size_t unit_col = column(header, "Metric Unit");
     const std::size_t value_col = column(header, "Metric Value");
+    // (Without it, each row's value was read past the end of the row: a crash.)
+    if (value_col == header.size()) {
+      throw ConfigError(fmt::format(
+          "{}:{}: the header has a 'Metric Name' column but no 'Metric Value' column; export "
+          "with ncu --csv --metrics {}",
+          origin, line_of[0], fmt::join(ncu_required_metrics(), ",")));
+    }
     for (std::size_t r = 1; r < rows.size(); ++r) {
       const auto& row = rows[r];
       const std::string where = fmt::format("{}:{}", origin, line_of[r]);
-      if (row.size() < header.size()) {
-        throw ConfigError(
-            fmt::format("{}: {} fields, the header has {}", where, row.size(), header.size()));
-      }
       kernel_for(row).metrics[row[metric_name]] =
           value_of(row[value_col], unit_col < row.size() ? row[unit_col] : "", where);
     }

@@ -26,7 +26,8 @@ struct NcuKernel {
 };
 
 /// The kernels of an ncu CSV export. Throws ConfigError naming `origin` and the line when the
-/// text is not such an export, a required metric is missing, or a value is not a number.
+/// text is not such an export, a row's fields are more or fewer than the header's, the details
+/// page has no Metric Value column, a required metric is missing, or a value is not a number.
 std::vector<NcuKernel> read_ncu_csv(const std::string& text, const std::string& origin);
 
 /// An iosim-measurements document holding one case: `kernel` run on `problem`, the measured

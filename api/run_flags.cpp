@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <memory>
 #include <utility>
@@ -108,6 +109,29 @@ std::vector<ProblemFlag> make_problem_flags() {
 const std::vector<ProblemFlag>& problem_flags() {
   static const std::vector<ProblemFlag> flags = make_problem_flags();
   return flags;
+}
+
+std::optional<std::pair<std::int64_t, std::int64_t>> problem_flag_range(const std::string& flag) {
+  // validate_problem()'s sizes and to_request()'s tiling (tests/cli_test.sh, section contract).
+  constexpr std::int64_t kInt = std::numeric_limits<int>::max();
+  constexpr std::int64_t kInt64 = std::numeric_limits<std::int64_t>::max();
+  static const std::map<std::string, std::pair<std::int64_t, std::int64_t>> ranges = {
+      {"--batch", {1, kMaxBatch}},
+      {"--heads", {1, kMaxHeads}},
+      {"--seq", {1, kMaxSeq}},
+      {"--seq-kv", {0, kMaxSeq}},
+      {"--head-dim", {1, kMaxHeadDim}},
+      {"--block-q", {0, 1 << 20}},
+      {"--block-kv", {0, 1 << 20}},
+      {"--threads", {0, 1024}},
+      {"--kv-heads", {1, kMaxHeads}},
+      {"--page-tokens", {1, 1 << 20}},
+      {"--backward-block-q", {1, 1 << 20}},
+      {"--backward-block-kv", {1, 1 << 20}},
+      {"--stages", {0, kInt}},
+      {"--splits", {0, kInt64}}};
+  const auto it = ranges.find(flag);
+  return it == ranges.end() ? std::nullopt : std::optional(it->second);
 }
 
 RunRequest to_request(const RunFlags& f) {

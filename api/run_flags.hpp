@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -58,6 +59,11 @@ struct ProblemFlag {
 
 /// Every problem, tiling and model flag, in the order of a sweep's axes (outermost first).
 const std::vector<ProblemFlag>& problem_flags();
+
+/// The fixed range its command checks integer flag `flag` against ("--seq" -> [1, 16777216]), or
+/// none where the bound depends on other flags or the GPU. The CLI and the Python package name it
+/// when a value is past what the flag's field holds (int64's range is no flag's).
+std::optional<std::pair<std::int64_t, std::int64_t>> problem_flag_range(const std::string& flag);
 
 /// Checks the flags and turns them into a request; throws ConfigError naming a bad flag.
 RunRequest to_request(const RunFlags& f);

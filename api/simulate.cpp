@@ -70,6 +70,9 @@ Report simulate(const HardwareProfile& profile, const RunRequest& original,
         "FP8 runs need a Hopper-class profile",
         profile.name));
   }
+  // A built-in algorithm's mechanisms, as a description's are checked (flash3's wgmma and TMA
+  // ran on an A100 where the same mechanisms in a file were refused).
+  if (!original.kernel) check_preset_runs_on(request.algorithm, profile);
   if (request.execute) check_executable(request.problem);  // before the engine runs
   Report report;
   report.profile = profile.name;

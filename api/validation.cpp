@@ -24,7 +24,10 @@ namespace fs = std::filesystem;
 
 json read_json(const fs::path& file) {
   const std::string text = read_text_file(file, "measurement file", kMaxDataFileBytes);
-  return parse_json_strictly(text, file.string());
+  return parse_json_strictly(text, file.string(),
+                             "measured files are iosim-measurements JSON; an Nsight Compute CSV "
+                             "export goes with --ncu FILE.csv --kernel K.yaml and the problem's "
+                             "flags (iosim validate --help)");
 }
 
 // The built-in profile a measurement belongs to: the folder it sits in

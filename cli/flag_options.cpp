@@ -3,13 +3,39 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <limits>
 #include <optional>
 #include <type_traits>
 #include <variant>
 
+#include "cli/strict_numbers.hpp"
 #include "sim/base/errors.hpp"
 
 namespace iosim::cli {
+
+namespace {
+
+// The range a command checks an integer flag against, where it is a fixed one (api/'s flag
+// tables); cli_test.sh (section contract) holds each to its command's own check.
+std::optional<std::pair<std::int64_t, std::int64_t>> flag_range(const std::string& command,
+                                                                const std::string& flag) {
+  return command == "layer"     ? layer_flag_range(flag)
+         : command == "kvcache" ? kvcache_flag_range(flag)
+                                : problem_flag_range(flag);
+}
+
+// Declares the range of the option `o` of `cmd` bound to a field of type T (an integer field).
+template <class T>
+void declare_range(const CLI::App& cmd, const CLI::Option* o, const std::string& flag) {
+  using V = std::conditional_t<std::is_same_v<T, std::optional<std::int64_t>>, std::int64_t, T>;
+  if constexpr (std::is_integral_v<V> && std::is_signed_v<V> && !std::is_same_v<V, bool>) {
+    declare_integer_range(o, std::numeric_limits<V>::min(), std::numeric_limits<V>::max(),
+                          flag_range(cmd.get_name(), flag));
+  }
+}
+
+}  // namespace
 
 void add_problem_flags(CLI::App& cmd, RunFlags& f, const std::vector<std::string>& names) {
   for (const ProblemFlag& flag : problem_flags()) {
@@ -24,6 +50,7 @@ void add_problem_flags(CLI::App& cmd, RunFlags& f, const std::vector<std::string
           } else {
             // Integers are read as decimal by make_numbers_strict (cli/strict_numbers.hpp).
             CLI::Option* o = cmd.add_option(flag.name, f.*field, flag.help);
+            declare_range<T>(cmd, o, flag.name);
             // A command that picks flags (demo) gives them defaults instead.
             const bool required = flag.required && names.empty();
             if (required) o->required();
@@ -56,6 +83,7 @@ void add_table_flag(CLI::App& cmd, const Flag& flag, Flags& f) {
   std::visit(
       [&](auto field) {
         CLI::Option* o = cmd.add_option(flag.name, f.*field, flag.help);
+        declare_range<std::remove_reference_t<decltype(f.*field)>>(cmd, o, flag.name);
         if (flag.required) o->required();
         if (flag.show_default && !flag.required) o->capture_default_str();
       },

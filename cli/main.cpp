@@ -2,12 +2,16 @@
 // Only this file turns errors into exit codes:
 //   0 success, 2 bad input, an infeasible configuration or output that could not be written,
 //   3 stopped by a signal or a time budget (nothing written), or an internal error (a bug).
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <iostream>
 #include <new>
 #include <string>
@@ -58,10 +62,46 @@ std::string unexpected_words(CLI::App& app) {
   return "";
 }
 
+constexpr const char* kOutOfMemory =
+    "iosim: out of memory: the input or the problem is too large for this machine\n";
+
+// Room to unwind in once memory runs out. nlohmann/json frees a document through a vector it
+// allocates inside a noexcept destructor, so a std::bad_alloc while a large file was parsed (report
+// under `ulimit -v`) was followed by a second one in that destructor and std::terminate, not by
+// the handler in main(). The first allocation that fails frees this reserve and throws; what the
+// unwinding allocates comes from the room it left. 4 MiB holds the vector of a 256 MiB file's
+// largest array (16 bytes an element).
+constexpr std::size_t kUnwindReserveBytes = std::size_t{4} << 20;
+char* g_unwind_reserve = nullptr;
+
+void out_of_memory() {
+  delete[] g_unwind_reserve;  // (null after the first time)
+  g_unwind_reserve = nullptr;
+  throw std::bad_alloc();
+}
+
+// The last resort, should a std::bad_alloc still reach std::terminate (thrown where no handler
+// can take it): the same message and exit code as main()'s, not an abort.
+[[noreturn]] void on_terminate() {
+  if (const std::exception_ptr e = std::current_exception()) {
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::bad_alloc&) {
+      (void)!::write(STDERR_FILENO, kOutOfMemory, std::strlen(kOutOfMemory));
+      std::_Exit(2);
+    } catch (...) {
+    }
+  }
+  std::abort();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace iosim;
+  std::set_terminate(on_terminate);
+  g_unwind_reserve = new (std::nothrow) char[kUnwindReserveBytes];  // (none where 4 MiB is not)
+  std::set_new_handler(out_of_memory);
   cli::occupy_closed_standard_descriptors();
   CLI::App app{"iosim: GPU memory-hierarchy simulator and IO-complexity analyzer for attention"};
   app.require_subcommand(1);
@@ -142,8 +182,7 @@ int main(int argc, char** argv) {
     std::cerr << "iosim: " << e.what() << "\n";
     return 3;
   } catch (const std::bad_alloc&) {
-    std::cerr << "iosim: out of memory: the input or the problem is too large for this "
-                 "machine\n";
+    std::cerr << kOutOfMemory;
     return 2;
   } catch (const std::exception& e) {
     std::cerr << "iosim: internal error: " << e.what() << "\n";

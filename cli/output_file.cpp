@@ -173,6 +173,39 @@ void check_not_an_input(const std::string& flag, const std::string& path,
   }
 }
 
+void check_distinct_outputs(const std::vector<std::pair<std::string, std::string>>& outputs) {
+  // Each output's file: where a write to it lands (write_target: through its links, to a target
+  // not there yet too), then one canonical path (weakly_canonical resolves the links of the part
+  // that exists and the `.` and `..` of the rest).
+  std::vector<fs::path> files;
+  for (const auto& [flag, path] : outputs) {
+    if (path.empty()) {
+      files.emplace_back();
+      continue;
+    }
+    // (Absolute first: a relative path whose first part is not there, "o.html", stays relative.)
+    std::error_code ec;
+    const fs::path target = fs::absolute(write_target(path), ec);
+    fs::path file = fs::weakly_canonical(target, ec);
+    if (ec) file = target.lexically_normal();
+    files.push_back(file);
+  }
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    for (std::size_t j = i + 1; j < outputs.size(); ++j) {
+      const auto& [flag_i, path_i] = outputs[i];
+      const auto& [flag_j, path_j] = outputs[j];
+      if (path_i.empty() || path_j.empty()) continue;
+      std::error_code ec;
+      const bool same_inode = fs::equivalent(path_i, path_j, ec);  // both exist: hard links too
+      if (files[i] == files[j] || (!ec && same_inode)) {
+        throw ConfigError(fmt::format(
+            "{} '{}' and {} '{}' are the same file ('{}'); give each output its own file", flag_i,
+            path_i, flag_j, path_j, files[i].string()));
+      }
+    }
+  }
+}
+
 void check_output_folder(const std::string& flag, const std::string& path) {
   const fs::path parent = fs::path(path).parent_path();
   std::error_code ec;

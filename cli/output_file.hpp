@@ -33,6 +33,12 @@ void write_files_atomically(const std::vector<std::pair<std::string, std::string
 void check_not_an_input(const std::string& flag, const std::string& path,
                         const std::vector<std::string>& inputs);
 
+/// Throws ConfigError naming both flags when two of `outputs` (flag, path; empty paths are not
+/// given) are one file: the same path once links, `.` and `..` are resolved, or, where both exist,
+/// one file under two names (a hard link). Each subcommand with several outputs calls it before
+/// any work: `--html o.html --svg ./o.html` wrote the page and then the SVG over it.
+void check_distinct_outputs(const std::vector<std::pair<std::string, std::string>>& outputs);
+
 /// Throws ConfigError naming `flag` when the folder `path` would be written to does not exist,
 /// or `path` is there but is not a regular file (check_regular_or_absent), so that a long run
 /// fails before it starts rather than at the end.

@@ -42,15 +42,13 @@ Action add_report_command(CLI::App& app) {
           "--validation-profile re-predicts the measurements of --validation: give "
           "--validation FILE, or leave it out");
     }
+    check_distinct_outputs({{"--md", f->md}, {"--html", f->html}});
     if (!f->html.empty()) check_output_folder("--html", f->html);
     if (!f->md.empty()) check_output_folder("--md", f->md);
     std::vector<std::string> inputs = f->sweeps;
     if (!f->validation.empty()) inputs.push_back(f->validation);
     if (!f->html.empty()) check_not_an_input("--html", f->html, inputs);
     if (!f->md.empty()) check_not_an_input("--md", f->md, inputs);
-    if (!f->md.empty() && f->md == f->html) {
-      throw ConfigError(fmt::format("--md and --html both name '{}'", f->md));
-    }
     std::vector<std::filesystem::path> files(f->sweeps.begin(), f->sweeps.end());
     const SweepData data = load_sweeps(files);
     std::optional<ValidationResult> validation;

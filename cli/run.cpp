@@ -95,6 +95,7 @@ Action add_run_command(CLI::App& app) {
       throw ConfigError(fmt::format("--max-seconds {} must be >= 0", *max_seconds));
     }
     const auto& [html, svg] = *pages;
+    check_distinct_outputs({{"--html", html}, {"--svg", svg}});
     // The files the run reads, which --html and --svg must not replace.
     std::vector<std::string> inputs = {f->profile, f->kernel, f->block_table};
     if (f->pattern.rfind("file:", 0) == 0) inputs.push_back(f->pattern.substr(5));
@@ -102,9 +103,6 @@ Action add_run_command(CLI::App& app) {
       if (path.empty()) continue;
       check_output_folder(flag, path);
       check_not_an_input(flag, path, inputs);
-    }
-    if (!html.empty() && html == svg) {
-      throw ConfigError(fmt::format("--html and --svg both name '{}'", html));
     }
     const HardwareProfile profile = load_profile(f->profile, parse_profile_overrides(f->set));
     const RunRequest request = to_request(*f);

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <functional>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -22,6 +23,7 @@
 #include "cli/flag_options.hpp"
 #include "cli/format_flag.hpp"
 #include "cli/output_file.hpp"
+#include "cli/strict_numbers.hpp"
 #include "cli/sweep_output.hpp"
 #include "reports/sweep_file.hpp"
 #include "sim/base/errors.hpp"
@@ -373,7 +375,9 @@ Action add_sweep_command(CLI::App& app) {
   cmd->add_option(
       "--set", s->set,
       std::string(kSetHelp) + "; VALUE may be a list or a range (l2.size_bytes=10e6,20e6)");
-  cmd->add_option("--jobs,-j", s->jobs, "threads (default: all cores)");
+  declare_integer_range(cmd->add_option("--jobs,-j", s->jobs, "threads (default: all cores)"),
+                        std::numeric_limits<int>::min(), std::numeric_limits<int>::max(),
+                        std::pair<std::int64_t, std::int64_t>{0, kMaxSweepJobs});
   cmd->add_option("--out,-o", s->out, "output file; .json or .csv (default: JSON on stdout)")
       ->check(output_file_name());
   s->format.add_to(*cmd, ", for stdout");

@@ -19,6 +19,13 @@ namespace {
 // arrays alone would take gigabytes.
 constexpr std::int64_t kMaxSequences = 20'000'000;
 constexpr std::int64_t kMaxTokens = 10'000'000;  // per prompt or output
+// The latest step a request may arrive at, drawn or traced: far inside an int64 step count (a
+// Poisson rate of 1e-300 drew arrivals of 1e300 steps, converted to INT64_MIN, and reported a
+// mean latency of -9.2e18 steps).
+constexpr double kMaxArrivalStep = 1e15;
+// The least Poisson rate: a mean gap of kMaxArrivalStep steps.
+constexpr double kMinPoissonRate = 1.0 / kMaxArrivalStep;
+constexpr double kMaxPoissonRate = 1e6;
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) {
@@ -200,10 +207,11 @@ ArrivalProcess parse_arrivals(std::string_view spec, std::string_view flag) {
   }
   double rate = 0.0;
   if (colon == std::string_view::npos || !parse_double(spec.substr(colon + 1), rate) ||
-      !(rate > 0.0) || rate > 1e6) {
+      !(rate >= kMinPoissonRate) || rate > kMaxPoissonRate) {
     throw ConfigError(fmt::format(
-        "{} '{}': poisson needs a rate in requests per step, > 0 and <= 1e6 (e.g. poisson:2.5)",
-        flag, spec));
+        "{} '{}': poisson needs a rate in requests per step in [{:g}, {:g}] (e.g. poisson:2.5; "
+        "the least is one request per {:g} steps, the latest step a request may arrive at)",
+        flag, spec, kMinPoissonRate, kMaxPoissonRate, kMaxArrivalStep));
   }
   a.kind = ArrivalProcess::Kind::poisson;
   a.rate_per_step = rate;
@@ -259,6 +267,13 @@ RequestStream generate_stream(const StreamSpec& spec) {
     Request& r = s.requests[i];
     if (spec.arrivals.kind == ArrivalProcess::Kind::poisson) {
       t += gap(rng);
+      // Checked before the conversion, which past int64's range is undefined.
+      if (!(t <= kMaxArrivalStep)) {
+        throw ConfigError(fmt::format(
+            "--arrivals '{}': request {} of {} arrives after step {:g}, the latest a request may "
+            "arrive at; give a higher rate or fewer --requests",
+            spec.arrivals.text, i + 1, n, kMaxArrivalStep));
+      }
       r.arrival_step = static_cast<std::int64_t>(std::ceil(t));
     }
     bool clamped = false;
@@ -306,7 +321,7 @@ RequestStream parse_trace(std::string_view text, const std::string& origin,
           where(), fields.size()));
     }
     double arrival = 0.0;
-    if (!parse_double(fields[0], arrival) || arrival < 0 || arrival > 1e15) {
+    if (!parse_double(fields[0], arrival) || arrival < 0 || arrival > kMaxArrivalStep) {
       throw ConfigError(
           fmt::format("{}: arrival '{}' is not a step number >= 0", where(), trim(fields[0])));
     }

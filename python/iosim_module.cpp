@@ -9,10 +9,14 @@
 #include <pybind11/stl.h>
 
 #include <csignal>
+#include <cstdint>
+#include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -97,7 +101,21 @@ void set_field(Flags& f, Field field, const std::string& key, const py::handle& 
   try {
     f.*field = py::cast<V>(v);
   } catch (const py::cast_error&) {
-    throw wrong();  // an int out of the field's range (a negative for an unsigned one)
+    // An int out of the field's range (a negative for an unsigned one). Where the flag has a fixed
+    // range, name it: "has the wrong type: expected int, got int" said nothing.
+    if constexpr (std::is_integral_v<V> && std::is_signed_v<V> && !std::is_same_v<V, bool>) {
+      if (py::isinstance<py::int_>(v) && !is_bool) {
+        const std::optional<std::pair<std::int64_t, std::int64_t>> range =
+            std::is_same_v<Flags, LayerFlags>     ? layer_flag_range(flag_of(key))
+            : std::is_same_v<Flags, KvCacheFlags> ? kvcache_flag_range(flag_of(key))
+                                                  : problem_flag_range(flag_of(key));
+        const auto [lo, hi] = range.value_or(std::pair<std::int64_t, std::int64_t>{
+            std::numeric_limits<V>::min(), std::numeric_limits<V>::max()});
+        throw ConfigError(fmt::format("{}={} is out of range: it must be in [{}, {}]", key,
+                                      py::cast<std::string>(py::repr(v)), lo, hi));
+      }
+    }
+    throw wrong();
   }
 }
 

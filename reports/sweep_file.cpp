@@ -527,7 +527,8 @@ SweepData load_sweeps(const std::vector<fs::path>& files) {
         throw ConfigError(fmt::format("{}: unexpected content: {}", name, e.what()));
       }
     }
-    const json doc = parse_json_strictly(text, name);
+    const json doc = parse_json_strictly(
+        text, name, "a sweep's CSV starts with the header 'point,' (iosim sweep --out FILE.csv)");
     try {
       if (!doc.is_object() || doc.value("format", std::string{}) != kFormat) {
         throw ConfigError(fmt::format(

@@ -64,6 +64,14 @@ sed 's/"rows": \[/"rows": 5, "unused": [/' "$S" >"$gen/sweep_rows_number.json"
 head -c 2000 "$S" >"$gen/sweep_truncated.json"
 printf '1 2 3\n4 5 99999999999\n' >"$gen/table_big_id.txt"
 printf '1 1\n1 1\n' >"$gen/pattern_2x2.txt"
+N=$DATA/kernels/ncu_wg1_h100.csv  # Nsight Compute's details page: 15 fields a row, from line 3
+sed '3s/,"Metric Value"$//; 4,$s/,"[^"]*"$//' "$N" >"$gen/ncu_no_value.csv"
+sed '5s/$/,"7"/' "$N" >"$gen/ncu_ragged_long.csv"
+sed '5s/,"[^"]*"$//' "$N" >"$gen/ncu_ragged_short.csv"
+echo "my notes" >"$gen/a.md"           # an output two flags name: b.md links to it,
+ln -s a.md "$gen/b.md"                  # hard_a.md is it under another name
+ln "$gen/a.md" "$gen/hard_a.md"
+ln -s "$out/o.html" "$gen/page_link.html"  # a link to an output not there yet
 cp "$HERE/../hwprofiles/h100-sxm5-80gb.yaml" "$gen/profile.yaml"  # an input --html must not replace
 
 pass=0
@@ -103,6 +111,7 @@ run_case() {
 while IFS=$'\t' read -r name want cmd; do
   [[ -z "$name" || "$name" == \#* ]] && continue
   want=${want//@G/$gen}
+  want=${want//@O/$out}
   cmd=${cmd//@D/$DATA}
   cmd=${cmd//@G/$gen}
   cmd=${cmd//@O/$out}

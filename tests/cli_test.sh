@@ -67,6 +67,43 @@ section_backward() {
 
 # Bad profiles, the JSON contract and the issue's acceptance.
 section_contract() {
+  # A value past what a flag's field holds names the flag's own range (it named int64's, or CLI11
+  # said "Could not convert" for an int field).
+  local KV=(kvcache --layers 2 --kv-heads 2 --head-dim 64) big=99999999999999999999
+  expect 2 "--seq: $big is out of range: it must be in [1, 16777216]" -- run --seq "$big"
+  expect 2 "--threads: 9999999999 is out of range: it must be in [0, 1024]" -- run --seq 128 --threads 9999999999
+  expect 2 "--requests: $big is out of range: it must be in [1, 20000000]" -- "${KV[@]}" --requests "$big"
+  expect 2 "--max-running: $big is out of range: it must be in [0, 9223372036854775807]" -- "${KV[@]}" --max-running "$big"
+  expect 2 "--gemm-cluster-m: 99999999999 is out of range: it must be in [0, 8]" -- layer --model llama-3-8b --seq 128 --gemm-cluster-m 99999999999
+  expect 2 "--jobs: 9999999999 is out of range: it must be in [0, " -- sweep --seq 128 --jobs 9999999999
+  # ... and that range is the command's own: one past its end is refused by the command's check
+  # (api/: problem_flag_range(), layer_flag_range(), kvcache_flag_range()).
+  local hi
+  for case in "run --seq 128|--batch 1048576" "run --seq 128|--heads 65536" "run|--seq 16777216" \
+    "run --seq 128|--seq-kv 16777216" "run --seq 128|--head-dim 1024" "run --seq 128|--block-q 1048576" \
+    "run --seq 128|--block-kv 1048576" "run --seq 128|--threads 1024" \
+    "run --seq 1 --seq-kv 4096 --algo paged|--page-tokens 1048576" \
+    "run --seq 256 --algo flash3 --pass fwdbwd|--backward-block-q 1048576" \
+    "run --seq 256 --algo flash3 --pass fwdbwd|--backward-block-kv 1048576" \
+    "kvcache --kv-heads 2 --head-dim 64|--layers 1000" "kvcache --layers 2 --head-dim 64|--kv-heads 1024" \
+    "kvcache --layers 2 --kv-heads 2|--head-dim 4096" \
+    "${KV[*]}|--block-tokens 4096" "${KV[*]}|--requests 20000000" "${KV[*]}|--max-prompt-tokens 10000000" \
+    "${KV[*]}|--max-output-tokens 10000000" "${KV[*]}|--samples 64" "${KV[*]}|--prompt-groups 20000000" \
+    "${KV[*]}|--series-points 100000" "layer --model llama-3-8b --seq 128|--batch 1048576" \
+    "layer --model llama-3-8b --seq 128|--gemm-bm 256" "layer --model llama-3-8b --seq 128|--gemm-bn 256" \
+    "layer --model llama-3-8b --seq 128|--gemm-cluster-m 8" "layer --model llama-3-8b --seq 128|--gemm-cluster-n 8"; do
+    local args=${case%|*} flag=${case#*|}
+    hi=${flag#* }
+    flag=${flag% *}
+    # (The block sizes' message names both: "block sizes 1048577 x 0 are absurd (limit 1048576)".)
+    local want="$flag $((hi + 1))"
+    [ "$flag" = --block-q ] && want="$((hi + 1)) x 0"
+    [ "$flag" = --block-kv ] && want="0 x $((hi + 1))"
+    # shellcheck disable=SC2086
+    expect 2 "$want" -- $args "$flag" $((hi + 1))
+    # shellcheck disable=SC2086
+    expect 2 "$hi" -- $args "$flag" $((hi + 1))
+  done
   # Every bad profile of the corpus is refused with exit 2 and no crash.
   for f in "$DATA"/bad_profiles/*.yaml; do
     [ -e "$f" ] || continue
@@ -314,6 +351,35 @@ PY
   (cd "$tmp" && "$IOSIM" sweep --seq 128,256 >&- 2>"$tmp/closed.err")
   rc=$?
   if [ "$rc" = 2 ] && grep -q "stdout is closed" "$tmp/closed.err"; then ok; else bad "sweep with stdout closed: exit $rc: $(cat "$tmp/closed.err")"; fi
+  # Two outputs that are one file are refused before any work, relative names too ("o.html" and
+  # "./o.html": the page was written, then the SVG over it).
+  (cd "$tmp" && exec "$IOSIM" run --seq 128 --html ./same.html --svg same.html) >/dev/null 2>"$tmp/same.err"
+  rc=$?
+  if [ "$rc" = 2 ] && grep -q "are the same file" "$tmp/same.err" && [ ! -e "$tmp/same.html" ]; then ok; else
+    bad "run --html ./same.html --svg same.html: exit $rc: $(head -c 300 "$tmp/same.err")"
+  fi
+  # Out of memory while reading a large file: exit 2 with the message and no file, or the report
+  # (report under `ulimit -v 40000` aborted: nlohmann/json's destructor allocates, and a second
+  # std::bad_alloc there ended in std::terminate; where the first one struck decided which).
+  # Not under AddressSanitizer, which reserves more address space than these caps.
+  if [ -z "${IOSIM_NO_ULIMIT:-}" ]; then
+    "$IOSIM" sweep --seq 128,256,512,1024 --block-kv 32,64,128 --out "$tmp/oom_rows.json" 2>/dev/null
+    python3 - "$tmp/oom_rows.json" "$tmp/oom.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["rows"] = d["rows"] * 100  # about 4 MB of JSON, some 50 MB parsed
+json.dump(d, open(sys.argv[2], "w"))
+PY
+    for kb in 20000 30000 40000 50000 60000 80000; do
+      rm -f "$tmp/oom.md"
+      (ulimit -v "$kb" && exec "$IOSIM" report "$tmp/oom.json" --md "$tmp/oom.md") >/dev/null 2>"$tmp/oom.err"
+      rc=$?
+      if { [ "$rc" = 2 ] && grep -q "iosim: out of memory" "$tmp/oom.err" && [ ! -e "$tmp/oom.md" ]; } ||
+         { [ "$rc" = 0 ] && [ -s "$tmp/oom.md" ]; }; then ok; else
+        bad "report of a large file under ulimit -v $kb: exit $rc: $(head -c 300 "$tmp/oom.err")"
+      fi
+    done
+  fi
   if [ -w /dev/full ]; then
     "$IOSIM" run --help >/dev/full 2>/dev/null
     rc=$?

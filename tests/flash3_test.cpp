@@ -416,9 +416,11 @@ TEST_CASE("flash3's consumers hold their accumulators in what register reallocat
   const Report two_over = simulate(hw, two);
   REQUIRE_FALSE(two_over.feasible());
   CHECK(two_over.infeasible_reason.find("at most 240") != std::string::npos);
-  // Without register reallocation (Ampere's profile) the check does not apply.
-  const HardwareProfile& a100 = test::profile("a100-sxm4-80gb");
-  REQUIRE(a100.sm.setmaxnreg_max_registers.value == 0);
-  const Report ampere = simulate(a100, flash3(1, 2, 2048, 64, 192, 264));
-  CHECK(ampere.infeasible_reason.find("accumulators") == std::string::npos);
+  // Without register reallocation (a profile with no setmaxnreg, as Ampere's) the check does not
+  // apply. (Ampere's profile itself refuses flash3: it has no wgmma.)
+  HardwareProfile no_setmaxnreg = hw;
+  no_setmaxnreg.sm.setmaxnreg_max_registers.value = 0;
+  REQUIRE(test::profile("a100-sxm4-80gb").sm.setmaxnreg_max_registers.value == 0);
+  const Report unpooled = simulate(no_setmaxnreg, flash3(1, 2, 2048, 64, 192, 264));
+  CHECK(unpooled.infeasible_reason.find("accumulators") == std::string::npos);
 }

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "sim/base/errors.hpp"
@@ -42,9 +43,12 @@ TEST_CASE("GEMM schedule: L2 off moves exactly the closed form's bytes, 2MNK FLO
       req.bm = gen.pick(tiles_m);
       req.bn = gen.pick(tiles_n);
       req.bk = gen.pick(chunks);
-      const int clusters[] = {1, 2, 4};
-      req.cluster_m = gen.pick(clusters);  // W multicast to this many M tiles
-      req.cluster_n = gen.pick(clusters);  // X multicast to this many N tiles
+      // W multicast to this many M tiles, X to this many N tiles: clusters are Hopper's.
+      const int clusters[] = {1, 2, 4}, none[] = {1};
+      const bool hopper = hw.compute.wgmma_latency_cycles.value > 0;
+      req.cluster_m = hopper ? gen.pick(clusters) : gen.pick(none);
+      req.cluster_n = hopper ? gen.pick(clusters) : gen.pick(none);
+      req.cluster_n = std::min(req.cluster_n, iosim::kMaxClusterCtas / req.cluster_m);
       const GemmTiling t = iosim::resolve_gemm_tiling(hw, p, req);
       CAPTURE(hw_name);
       CAPTURE(p.m);
@@ -152,6 +156,85 @@ TEST_CASE("GEMM tiling: wgmma on Hopper, mma.sync on the A100, stages to fit, ba
                   iosim::ConfigError);
   p.m = 0;
   CHECK_THROWS_AS(iosim::make_gemm_schedule(p, h), iosim::ConfigError);
+}
+
+TEST_CASE("GEMM tiling: a K chunk whose stages no tile fits is refused, not chosen from nothing") {
+  // --gemm-bk 1024 on the H100 left choose_gemm_tiling() no candidate, and it ranked an empty
+  // list (a crash). The largest K chunk the choice runs with is two stages of its smallest tile
+  // (8 x 64); one more is refused, by the choice itself too.
+  GemmProblem p;
+  p.m = 128;
+  p.n = p.k = 4096;
+  for (const char* name : {"h100-sxm5-80gb", "h200-sxm-141gb"}) {
+    const iosim::HardwareProfile& hw = iosim::test::profile(name);
+    CAPTURE(name);
+    const std::int64_t most = iosim::max_chosen_gemm_bk(hw, p.dtype);
+    CHECK(2 * (8 + 64) * most * 2 <= hw.sm.smem_per_cta_max_bytes.value);
+    CHECK(2 * (8 + 64) * (most + 1) * 2 > hw.sm.smem_per_cta_max_bytes.value);
+    iosim::GemmTilingRequest req;
+    req.bk = most;
+    CHECK(iosim::resolve_gemm_tiling(hw, p, req).bk == most);
+    for (const std::int64_t bk : {most + 1, std::int64_t{1024}, std::int64_t{1} << 20}) {
+      req.bk = bk;
+      CHECK_THROWS_AS(iosim::resolve_gemm_tiling(hw, p, req), iosim::ConfigError);
+      CHECK_THROWS_AS(iosim::choose_gemm_tiling(hw, p, bk), iosim::ConfigError);
+    }
+    CHECK(iosim::max_gemm_bk(hw, p.dtype, {}) == most);
+    // A requested tile: one stage of it.
+    iosim::GemmTilingRequest tile;
+    tile.bm = tile.bn = 128;
+    CHECK(iosim::max_gemm_bk(hw, p.dtype, tile) == hw.sm.smem_per_cta_max_bytes.value / (256 * 2));
+  }
+}
+
+TEST_CASE("GEMM clusters: Hopper's, of at most 8 CTAs") {
+  // --gemm-cluster-m 1048576 was accepted, and on the A100 (no clusters, no TMA multicast) a
+  // cluster shared its operands among CTAs all the same.
+  GemmProblem p;
+  p.m = p.n = p.k = 1024;
+  const iosim::HardwareProfile& h100 = iosim::test::profile("h100-sxm5-80gb");
+  const iosim::HardwareProfile& a100 = iosim::test::profile("a100-sxm4-80gb");
+  iosim::GemmTilingRequest req;
+  req.bm = req.bn = 128;
+  for (const auto& [cm, cn, fits] :
+       {std::tuple{2, 4, true}, std::tuple{8, 1, true}, std::tuple{1, 8, true},
+        std::tuple{4, 4, false}, std::tuple{16, 1, false}, std::tuple{1048576, 1, false}}) {
+    CAPTURE(cm);
+    CAPTURE(cn);
+    req.cluster_m = cm;
+    req.cluster_n = cn;
+    if (fits) {
+      CHECK(iosim::resolve_gemm_tiling(h100, p, req).cluster_m == cm);
+    } else {
+      CHECK_THROWS_WITH_AS(iosim::resolve_gemm_tiling(h100, p, req),
+                           doctest::Contains("a thread-block cluster holds at most 8"),
+                           iosim::ConfigError);
+    }
+    CHECK_THROWS_WITH_AS(iosim::resolve_gemm_tiling(a100, p, req),
+                         doctest::Contains("has no thread-block clusters"), iosim::ConfigError);
+  }
+  req.cluster_m = req.cluster_n = 1;
+  CHECK(iosim::resolve_gemm_tiling(a100, p, req).cluster_m == 1);
+  // One side requested, the chosen other side fits the cluster beside it (--gemm-cluster-m 8
+  // with the choice's 4 along N was a cluster of 32).
+  for (const std::int64_t m : {std::int64_t{128}, std::int64_t{4096}}) {
+    for (const int side : {1, 2, 4, 8}) {
+      GemmProblem q = p;
+      q.m = m;
+      q.n = 4096;
+      q.k = 4096;
+      iosim::GemmTilingRequest one_side;
+      one_side.cluster_m = side;
+      const GemmTiling tm = iosim::resolve_gemm_tiling(h100, q, one_side);
+      CHECK(tm.cluster_m == side);
+      CHECK(tm.cluster_m * tm.cluster_n <= iosim::kMaxClusterCtas);
+      one_side.cluster_m = 0;
+      one_side.cluster_n = side;
+      const GemmTiling tn = iosim::resolve_gemm_tiling(h100, q, one_side);
+      CHECK(tn.cluster_n == side);
+      CHECK(tn.cluster_m * tn.cluster_n <= iosim::kMaxClusterCtas);
+    }
+  }
 }
 
 TEST_CASE("GEMM: no faster than the tensor cores or HBM allow; a decode GEMM streams its weights") {
@@ -337,7 +420,7 @@ TEST_CASE("property: the tile estimate's L2 bytes are the schedule's operand loa
     req.bm = gen.pick(sides);
     req.bn = gen.pick(sides);
     req.cluster_m = gen.pick(clusters);
-    req.cluster_n = gen.pick(clusters);
+    req.cluster_n = std::min(gen.pick(clusters), iosim::kMaxClusterCtas / req.cluster_m);
     req.split_k = 1;
     const GemmTiling t = iosim::resolve_gemm_tiling(hw, p, req);
     CAPTURE(p.m);

@@ -416,6 +416,34 @@ TEST_CASE("bad descriptions are refused with the key path and the reason") {
                        ConfigError);
 }
 
+TEST_CASE("a preset's mechanisms are checked against the GPU as a description's are") {
+  // --algo flash3 and --kernel flash3 ran wgmma and TMA on the A100, where a description with the
+  // same mechanisms was refused. Every preset whose mechanisms need Hopper is refused there by
+  // either name; standard (the vendor library's GEMMs, on any GPU) runs, as the rest do.
+  const HardwareProfile& a100 = test::profile("a100-sxm4-80gb");
+  for (const KernelDescription& preset : kernel_presets()) {
+    CAPTURE(preset.name);
+    const ResolvedMechanisms m = resolve_mechanisms(preset);
+    const bool hopper = (m.wgmma() || m.load == LoadPath::tma) && preset.forward != "unfused";
+    RunRequest by_name = test::request(preset.name, 1, 2, 256, 64);
+    if (preset.name == "flash-decoding" || preset.name == "paged") by_name.problem.seq = 1;
+    if (preset.block_mask) by_name.problem.pattern = nullptr;
+    RunRequest by_kernel = by_name;
+    by_kernel.kernel = std::make_shared<const KernelDescription>(preset);
+    for (const RunRequest* r : {&by_name, &by_kernel}) {
+      if (hopper) {
+        const std::string want =
+            preset.name + " (its mechanisms: iosim kernels --show " + preset.name + "): mechanisms";
+        CHECK_THROWS_WITH_AS(simulate(a100, *r), doctest::Contains(want.c_str()), ConfigError);
+      } else {
+        CHECK_NOTHROW(check_preset_runs_on(preset.name, a100));
+      }
+    }
+    CHECK_NOTHROW(check_preset_runs_on(preset.name, test::profile("h100-sxm5-80gb")));
+  }
+  CHECK_NOTHROW(check_preset_runs_on("toy", a100));  // an algorithm without a preset
+}
+
 TEST_CASE("a description's tiles yield to the flags; launch facts set occupancy") {
   KernelDescription d = kernel_preset("flash2");
   d.name = "tiles";

@@ -86,6 +86,33 @@ TEST_CASE("kvcache: distributions and arrivals parse, and bad specs name the fla
         }).find("did you mean 'poisson'") != std::string::npos);
 }
 
+TEST_CASE("kvcache: a Poisson rate whose arrivals pass int64 steps is refused, not wrapped") {
+  // poisson:1e-300 drew arrivals of about 1e300 steps; converted to int64 they became INT64_MIN
+  // and the mean latency -9.2e18 steps.
+  for (const char* spec : {"poisson:1e-300", "poisson:1e-16", "poisson:4.9e-324"}) {
+    CAPTURE(spec);
+    CHECK(message_of([&] { parse_arrivals(spec, "--arrivals"); }).find("in [1e-15, 1e+06]") !=
+          std::string::npos);
+  }
+  CHECK(parse_arrivals("poisson:1e-15", "--arrivals").rate_per_step == 1e-15);
+  // The least rate parses; a stream whose arrivals still pass the latest step is refused when it
+  // is drawn (an ArrivalProcess made by hand, or many requests at the least rate).
+  StreamSpec s = spec_of("const:10", "const:10", 100, 100);
+  s.arrivals.kind = ArrivalProcess::Kind::poisson;
+  s.arrivals.rate_per_step = 1e-300;
+  s.arrivals.text = "poisson:1e-300";
+  CHECK(message_of([&] {
+          generate_stream(s);
+        }).find("--arrivals 'poisson:1e-300': request 1 of 100 arrives after step 1e+15") !=
+        std::string::npos);
+  s.arrivals = parse_arrivals("poisson:1e-15", "--arrivals");
+  CHECK(message_of([&] { generate_stream(s); }).find("arrives after step 1e+15") !=
+        std::string::npos);
+  s.arrivals = parse_arrivals("poisson:1e-12", "--arrivals");
+  const RequestStream ok = generate_stream(s);
+  for (const Request& r : ok.requests) CHECK(r.arrival_step > 0);
+}
+
 TEST_CASE("kvcache: drawn streams are deterministic per seed, clamped, and Poisson at the rate") {
   StreamSpec s = spec_of("lognormal:4,1.5", "normal:30,40", 20000, 100);
   s.max_prompt_tokens = 300;

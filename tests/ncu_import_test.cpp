@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/validation.hpp"
+#include "sim/base/json_reader.hpp"
 #include "test_support.hpp"
 
 namespace iosim {
@@ -94,6 +95,38 @@ TEST_CASE("malformed ncu exports are refused with the line and the reason") {
           "k.csv:2: unit 'furlong' is not one iosim knows");
   refused(header + "\"0\",\"k\",\"dram__bytes_read.sum\"\n", "k.csv:2: 3 fields, the header has 5");
   refused(header, "the export holds no kernel");
+  // A details page without its value column read each value past the end of its row (a crash).
+  refused(
+      "\"ID\",\"Kernel Name\",\"Metric Name\",\"Metric Unit\"\n"
+      "\"0\",\"k\",\"dram__bytes_read.sum\",\"byte\"\n",
+      "k.csv:1: the header has a 'Metric Name' column but no 'Metric Value' column");
+  // Ragged rows are refused, not read: a row with a stray field (the value shifted out of its
+  // column) or missing one, on either page.
+  refused(header + "\"0\",\"k\",\"dram__bytes_read.sum\",\"byte\",\"12\",\"7\"\n",
+          "k.csv:2: 6 fields, the header has 5");
+  const std::string raw =
+      "\"ID\",\"Kernel Name\",\"dram__bytes_read.sum\",\"dram__bytes_write.sum\"\n"
+      "\"\",\"\",\"byte\",\"byte\"\n";
+  refused(raw + "\"0\",\"k\",\"12\"\n", "k.csv:3: 3 fields, the header has 4");
+  refused(raw + "\"0\",\"k\",\"12\",\"13\",\"14\"\n", "k.csv:3: 5 fields, the header has 4");
+  refused("\"ID\",\"Kernel Name\",\"dram__bytes_read.sum\"\n\"\",\"\"\n",
+          "k.csv:2: 2 fields, the header has 3");
+}
+
+TEST_CASE("a CSV given where a JSON file goes is named as a CSV, not as a JSON syntax error") {
+  // `iosim validate export.csv` (the --ncu flag left out) said "not valid JSON: parse error at
+  // line 1, column 1".
+  const std::string export_csv = kData + "ncu_wg1_h100.csv";
+  CHECK_THROWS_WITH_AS(validate_measurements(export_csv, ""),
+                       doctest::Contains("ncu_wg1_h100.csv: a CSV file, not JSON; measured files "
+                                         "are iosim-measurements JSON; an Nsight Compute CSV "
+                                         "export goes with --ncu FILE.csv"),
+                       ConfigError);
+  CHECK_FALSE(looks_like_csv("{\"a\": 1,"));
+  CHECK_FALSE(looks_like_csv("[1, 2"));
+  CHECK(looks_like_csv("==PROF== note\n\"ID\",\"Kernel Name\"\n"));
+  CHECK_THROWS_WITH_AS(parse_json_strictly("{\"a\": 1,", "f.json"),
+                       doctest::Contains("f.json: not valid JSON"), ConfigError);
 }
 
 }  // namespace iosim

@@ -293,6 +293,24 @@ GemmChoiceMemo& gemm_choice_memo() {
 
 }  // namespace
 
+namespace {
+
+// A GPU with wgmma (Hopper) chooses the tile, cluster and split-K as cuBLAS does unless the tile or
+// the split is requested.
+bool chooses_tile(const HardwareProfile& hw, const GemmTilingRequest& req) {
+  return hw.compute.wgmma_latency_cycles.value > 0 && req.bm == 0 && req.bn == 0 &&
+         req.split_k == 0;
+}
+
+}  // namespace
+
+std::int64_t max_gemm_bk(const HardwareProfile& hw, Dtype dtype, const GemmTilingRequest& req) {
+  if (chooses_tile(hw, req)) return max_chosen_gemm_bk(hw, dtype);
+  const GemmTiling defaults;
+  const std::int64_t bm = req.bm > 0 ? req.bm : defaults.bm, bn = req.bn > 0 ? req.bn : defaults.bn;
+  return hw.sm.smem_per_cta_max_bytes.value / ((bm + bn) * dtype_bytes(dtype));  // one stage
+}
+
 GemmTiling resolve_gemm_tiling(const HardwareProfile& hw, const GemmProblem& p,
                                const GemmTilingRequest& req) {
   GemmTiling t;
@@ -325,14 +343,28 @@ GemmTiling resolve_gemm_tiling(const HardwareProfile& hw, const GemmProblem& p,
   if (req.threads != 0) t.threads = req.threads;
   if (req.cluster_m != 0) t.cluster_m = req.cluster_m;
   if (req.cluster_n != 0) t.cluster_n = req.cluster_n;
-  if (t.instruction == TensorInstruction::wgmma && req.bm == 0 && req.bn == 0 && req.split_k == 0) {
+  if (chooses_tile(hw, req)) {
     check_positive("K chunk (BK)", t.bk);
+    if (t.bk > max_chosen_gemm_bk(hw, p.dtype)) {
+      throw ConfigError(fmt::format(
+          "GEMM {}: a K chunk (BK) of {} leaves no tile whose two stages fit in {}'s {} bytes of "
+          "shared memory per CTA (BK at most {})",
+          p.name, t.bk, hw.name, hw.sm.smem_per_cta_max_bytes.value,
+          max_chosen_gemm_bk(hw, p.dtype)));
+    }
+    // A side of the cluster requested, the chosen other side is what a cluster leaves it
+    // (--gemm-cluster-m 8 with the choice's 4 along N was a cluster of 32 CTAs).
+    const auto side = [](int requested, int chosen, int other_requested) {
+      if (requested != 0) return requested;
+      return other_requested > 0 ? std::min(chosen, std::max(1, kMaxClusterCtas / other_requested))
+                                 : chosen;
+    };
     const GemmTimer engine_time = [&](const GemmChoice& c) {
       GemmTiling x = t;
       x.bm = c.bm;
       x.bn = c.bn;
-      x.cluster_m = req.cluster_m != 0 ? req.cluster_m : c.cluster_m;
-      x.cluster_n = req.cluster_n != 0 ? req.cluster_n : c.cluster_n;
+      x.cluster_m = side(req.cluster_m, c.cluster_m, req.cluster_n);
+      x.cluster_n = side(req.cluster_n, c.cluster_n, req.cluster_m);
       x.split_k = c.split_k;
       EngineOptions boost;
       boost.sm_clock_mhz = hw.sm.boost_clock_mhz.value;
@@ -345,13 +377,27 @@ GemmTiling resolve_gemm_tiling(const HardwareProfile& hw, const GemmProblem& p,
         [&] { return choose_gemm_tiling(hw, p, t.bk, engine_time); });
     t.bm = c.bm;
     t.bn = c.bn;
-    if (req.cluster_m == 0) t.cluster_m = c.cluster_m;
-    if (req.cluster_n == 0) t.cluster_n = c.cluster_n;
+    t.cluster_m = side(req.cluster_m, c.cluster_m, req.cluster_n);
+    t.cluster_n = side(req.cluster_n, c.cluster_n, req.cluster_m);
     t.split_k = c.split_k;
   }
   if (req.bm != 0) t.bm = req.bm;
   if (req.bn != 0) t.bn = req.bn;
   if (req.split_k != 0) t.split_k = req.split_k;
+  // Clusters and their TMA multicast are Hopper's: on a GPU without them each CTA loads its own
+  // operands (the schedule would share them).
+  if (t.instruction != TensorInstruction::wgmma && (t.cluster_m > 1 || t.cluster_n > 1)) {
+    throw ConfigError(fmt::format(
+        "GEMM {}: a cluster of {} x {} CTAs, but {} has no thread-block clusters (no TMA "
+        "multicast: a Hopper feature); clusters must be 1",
+        p.name, t.cluster_m, t.cluster_n, hw.name));
+  }
+  if (static_cast<std::int64_t>(t.cluster_m) * t.cluster_n > kMaxClusterCtas) {
+    throw ConfigError(fmt::format(
+        "GEMM {}: a cluster of {} x {} CTAs; a thread-block cluster holds at most {} (CUDA's "
+        "portable size)",
+        p.name, t.cluster_m, t.cluster_n, kMaxClusterCtas));
+  }
   return completed(hw, p, t, req.pipeline_stages);
 }
 

@@ -68,10 +68,21 @@ struct GemmTilingRequest {
 /// tile, cluster and split-K of choose_gemm_tiling() (transformer/gemm_tile_choice.hpp) unless
 /// requested, K chunks of 64, stages filling shared memory less a 16 KiB epilogue buffer (at most
 /// 16), and CTAs walked in groups of 8 M tiles.
-/// Throws ConfigError when a requested tile is not positive, one stage does not fit, or the split
-/// exceeds the K chunks.
+/// Throws ConfigError when a requested tile is not positive, one stage does not fit (a chosen
+/// tile: a K chunk past max_gemm_bk()), the split exceeds the K chunks, or the cluster is more
+/// than one CTA on a GPU without clusters (no wgmma: Ampere) or more than kMaxClusterCtas.
 GemmTiling resolve_gemm_tiling(const HardwareProfile& hw, const GemmProblem& p,
                                const GemmTilingRequest& req = {});
+
+/// The most CTAs a thread-block cluster holds: CUDA's portable cluster size on Hopper. (16 needs a
+/// non-portable launch; the profiles' cluster placement, HardwareProfile::clusters, is measured
+/// up to 8.)
+inline constexpr int kMaxClusterCtas = 8;
+
+/// The largest K chunk (BK) `req` can run with on `hw`: where the tile is chosen (Hopper, no tile
+/// or split requested), two stages of the smallest candidate tile must fit in a CTA's shared
+/// memory (max_chosen_gemm_bk()); otherwise one stage of the requested (or default) tile.
+std::int64_t max_gemm_bk(const HardwareProfile& hw, Dtype dtype, const GemmTilingRequest& req);
 
 /// CTAs a cluster of `cluster` along one side holds where that side has `tiles` tiles (a cluster
 /// wider than the grid holds only its tiles; 0 counts as 1).

@@ -1,9 +1,12 @@
 #include "transformer/gemm_tile_choice.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 
 #include "algorithms/algorithm.hpp"
+#include "sim/base/errors.hpp"
 #include "sim/engine/rates.hpp"
 
 namespace iosim {
@@ -14,8 +17,15 @@ constexpr int kMaxSplit = 16;
 constexpr double kTie = 0.01;        // candidates this close to the best estimate are equal to it
 constexpr std::size_t kTimed = 8;    // candidates timed on the engine
 constexpr double kTimedWaves = 2.0;  // ... where the best needs at most this many waves
+// The smallest candidate: 8 x 64 (or 64 x 8), one side wgmma's M.
+constexpr std::int64_t kSmallestTileRowsPlusCols = 8 + 64;
 
 }  // namespace
+
+std::int64_t max_chosen_gemm_bk(const HardwareProfile& hw, Dtype dtype) {
+  // Two stages of the smallest candidate, as the candidate loop below requires of every tile.
+  return hw.sm.smem_per_cta_max_bytes.value / (2 * kSmallestTileRowsPlusCols * dtype_bytes(dtype));
+}
 
 GemmChoice estimate_gemm_tiling(const HardwareProfile& hw, const GemmProblem& p, std::int64_t bm,
                                 std::int64_t bn, std::int64_t bk, int cluster_m, int cluster_n,
@@ -82,7 +92,7 @@ GemmChoice choose_gemm_tiling(const HardwareProfile& hw, const GemmProblem& p, s
     for (std::int64_t bn = 8; bn <= 256; bn += 8) {
       if (bm % 64 != 0 && bn % 64 != 0) continue;  // wgmma's M is 64 on one side
       if (bm * bn > kMaxAccumulators) continue;
-      if (2 * (bm + bn) * bk * eb > limit) continue;  // two stages
+      if (2 * (bm + bn) * bk * eb > limit) continue;  // two stages (max_chosen_gemm_bk)
       const int cluster_m = ceil_div(p.m, bm) >= 2 ? 2 : 1;
       for (const int cluster_n : {1, 2, 4}) {
         if (cluster_n > 1 && ceil_div(p.n, bn) < cluster_n) break;
@@ -95,6 +105,14 @@ GemmChoice choose_gemm_tiling(const HardwareProfile& hw, const GemmProblem& p, s
         }
       }
     }
+  }
+  // A K chunk past max_chosen_gemm_bk() leaves no candidate (resolve_gemm_tiling() refuses it
+  // first; --gemm-bk 1024 once reached the ranking below with none and crashed).
+  if (all.empty()) {
+    throw ConfigError(fmt::format(
+        "GEMM {}: with a K chunk (BK) of {}, no tile's two stages fit in {}'s {} bytes of shared "
+        "memory per CTA (BK at most {})",
+        p.name, bk, hw.name, limit, max_chosen_gemm_bk(hw, p.dtype)));
   }
   // Ranked: estimates within kTie of the best are equal; then the fullest SMs, the fewest L2
   // bytes, no split, the earlier candidate (a total order: the choice does not depend on sort).

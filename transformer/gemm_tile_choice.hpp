@@ -43,6 +43,10 @@ GemmChoice estimate_gemm_tiling(const HardwareProfile& hw, const GemmProblem& p,
                                 std::int64_t bn, std::int64_t bk, int cluster_m, int cluster_n,
                                 int split_k);
 
+/// The largest K chunk (BK) the choice can run with on `hw`: two stages of its smallest candidate
+/// tile, 8 x 64, fill the shared memory a CTA may have.
+std::int64_t max_chosen_gemm_bk(const HardwareProfile& hw, Dtype dtype);
+
 /// The candidate with the least estimate; candidates within 1% of it (the estimate's resolution)
 /// count as equal, and of those the one filling the most SM slots, then requesting the fewest L2
 /// bytes (the larger tile), then with no split wins. Where that one needs at most two waves and
@@ -52,6 +56,7 @@ GemmChoice estimate_gemm_tiling(const HardwareProfile& hw, const GemmProblem& p,
 /// accumulators; clusters of 2 along M sharing W where there are two M tiles, times 1, 2 or 4
 /// along N sharing X where there are that many N tiles (cuBLAS's names show clusters of 1x2, 2x1,
 /// 4x1 and 2x4 CTAs); split-K of 1-16.
+/// Throws ConfigError when `bk` leaves no candidate (past max_chosen_gemm_bk()).
 GemmChoice choose_gemm_tiling(const HardwareProfile& hw, const GemmProblem& p, std::int64_t bk = 64,
                               const GemmTimer& time = {});
 

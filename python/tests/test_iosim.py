@@ -94,6 +94,22 @@ def test_bad_arguments_are_config_errors_naming_the_type():
     assert iosim.run(seq=128, dropout=0)["problem"]["dropout"] == 0  # an int is a float's value
 
 
+def test_an_int_past_its_field_names_the_flags_range():
+    # It said "has the wrong type: expected int, got int" (issue #50, as the CLI named int64's
+    # range).
+    cases = [
+        (iosim.run, dict(seq=2**70), "seq=1180591620717411303424 is out of range: it must be in "
+                                     "[1, 16777216]"),
+        (iosim.layer, dict(model="llama-3-8b", seq=128, gemm_cluster_m=2**40),
+         "gemm_cluster_m=1099511627776 is out of range: it must be in [0, 8]"),
+        (iosim.kvcache, dict(layers=2, kv_heads=2, head_dim=64, samples=2**40),
+         "samples=1099511627776 is out of range: it must be in [1, 64]"),
+    ]
+    for call, flags, message in cases:
+        with pytest.raises(iosim.ConfigError, match=re.escape(message)):
+            call(**flags)
+
+
 def test_sweep_rows_in_product_order_with_infeasible_ones():
     rows = iosim.sweep(algo=["flash1", "flash2"], seq=[256, 512], head_dim=64,
                        block_kv=[64, 4096])

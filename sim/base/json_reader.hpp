@@ -14,9 +14,27 @@
 
 namespace iosim {
 
+/// True when `text`, which is not valid JSON, reads as a CSV table: one of its first lines holds a
+/// comma outside braces and brackets (an Nsight Compute export, whose first lines may be
+/// "==PROF==" notes, or a sweep's CSV).
+inline bool looks_like_csv(const std::string& text) {
+  std::size_t start = 0;
+  for (int line = 0; line < 8 && start < text.size(); ++line) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string l = text.substr(start, end - start);
+    start = end + 1;
+    if (l.find_first_of("{[") != std::string::npos) return false;
+    if (l.find(',') != std::string::npos) return true;
+  }
+  return false;
+}
+
 /// `text` parsed as JSON. Throws ConfigError "`where`: not valid JSON: ..." for a syntax error and
-/// "`where`: the key 'K' appears twice in one object" for a repeated key.
-inline nlohmann::json parse_json_strictly(const std::string& text, const std::string& where) {
+/// "`where`: the key 'K' appears twice in one object" for a repeated key. A CSV table given where
+/// JSON goes is named as one, with `csv_hint` (what to do with it), not as a JSON syntax error.
+inline nlohmann::json parse_json_strictly(const std::string& text, const std::string& where,
+                                          const std::string& csv_hint = "") {
   using nlohmann::json;
   std::vector<std::set<std::string>> keys;  // of each object being read, innermost last
   const json::parser_callback_t no_repeats = [&](int, json::parse_event_t event, json& parsed) {
@@ -34,6 +52,10 @@ inline nlohmann::json parse_json_strictly(const std::string& text, const std::st
   try {
     return json::parse(text, no_repeats);
   } catch (const json::exception& e) {
+    if (looks_like_csv(text)) {
+      throw ConfigError(fmt::format("{}: a CSV file, not JSON{}{}", where,
+                                    csv_hint.empty() ? "" : "; ", csv_hint));
+    }
     throw ConfigError(fmt::format("{}: not valid JSON: {}", where, e.what()));
   }
 }
