@@ -61,6 +61,21 @@ __device__ bool in_set(int set, unsigned sm, unsigned sms) {
   }
 }
 
+// Reads worker `rank`'s 16 KiB blocks (every `workers`-th) of `chunks` int4 from `buf`.
+__device__ int read_own(const int4* __restrict__ buf, long long chunks, unsigned rank,
+                        unsigned workers) {
+  int acc = 0;
+  const long long blocks = (chunks + kBlockChunks - 1) / kBlockChunks;
+  for (long long b = rank; b < blocks; b += workers) {
+    for (long long i = b * kBlockChunks + threadIdx.x; i < chunks && i < (b + 1) * kBlockChunks;
+         i += blockDim.x) {
+      const int4 v = __ldcg(buf + i);
+      acc ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
+  }
+  return acc;
+}
+
 // claim[sm] = 0 before the launch; rank counts the workers (0 before the launch).
 __global__ void policy_kernel(const int4* __restrict__ buf, long long chunks, int reps, int set,
                               int shared, long long pair, unsigned sms, unsigned* claim,
@@ -89,33 +104,11 @@ __global__ void policy_kernel(const int4* __restrict__ buf, long long chunks, in
         acc ^= v.x ^ v.y ^ v.z ^ v.w;
       }
     } else {
-      const long long blocks = (chunks + kBlockChunks - 1) / kBlockChunks;
-      for (long long b = rank; b < blocks; b += workers) {
-        for (long long i = b * kBlockChunks + threadIdx.x; i < chunks && i < (b + 1) * kBlockChunks;
-             i += blockDim.x) {
-          const int4 v = __ldcg(buf + i);
-          acc ^= v.x ^ v.y ^ v.z ^ v.w;
-        }
-      }
+      acc ^= read_own(buf, chunks, rank, workers);
     }
   }
   acc = __reduce_xor_sync(0xffffffffu, acc);
   if (threadIdx.x % 32 == 0) atomicXor(sink + sm, acc);
-}
-
-// Reads worker `rank`'s 16 KiB blocks (every `workers`-th) of `chunks` int4 from `buf`.
-__device__ int read_own(const int4* __restrict__ buf, long long chunks, unsigned rank,
-                        unsigned workers) {
-  int acc = 0;
-  const long long blocks = (chunks + kBlockChunks - 1) / kBlockChunks;
-  for (long long b = rank; b < blocks; b += workers) {
-    for (long long i = b * kBlockChunks + threadIdx.x; i < chunks && i < (b + 1) * kBlockChunks;
-         i += blockDim.x) {
-      const int4 v = __ldcg(buf + i);
-      acc ^= v.x ^ v.y ^ v.z ^ v.w;
-    }
-  }
-  return acc;
 }
 
 // All `workers` workers arrive; gives up after ~2 s (an SM that never got a CTA) and flags it.
