@@ -1,12 +1,12 @@
 // `iosim kvcache`: a serving KV cache under a memory budget, contiguous vs paged allocation, on one
 // request stream. The flags and the simulation are api/kvcache_flags.cpp's; this file adds the
 // output flags and writes.
-#include <iostream>
 #include <memory>
 
 #include "cli/commands.hpp"
 #include "cli/flag_options.hpp"
 #include "cli/format_flag.hpp"
+#include "cli/output_file.hpp"
 #include "reports/kvcache_writers.hpp"
 #include "sim/base/json_text.hpp"
 
@@ -36,11 +36,11 @@ Action add_kvcache_command(CLI::App& app) {
     }
     const KvCacheRun run = run_kvcache(*f, given);
     if (format == "json") {
-      std::cout << json_text(kvcache_to_json(run), 2) << "\n";
+      write_stdout(json_text(kvcache_to_json(run), 2) + "\n");
     } else if (format == "csv") {
-      std::cout << (out->series ? kvcache_series_csv(run) : kvcache_summary_csv(run));
+      write_stdout(out->series ? kvcache_series_csv(run) : kvcache_summary_csv(run));
     } else {
-      std::cout << kvcache_table(run, out->series);
+      write_stdout(kvcache_table(run, out->series));
     }
     return 0;
   };
