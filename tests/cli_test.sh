@@ -447,16 +447,29 @@ section_stops() {
   if [ "$rc" = 3 ] && grep -q "the time budget --max-seconds 1 s ran out" "$tmp/stop.err"; then ok; else
     bad "run --max-seconds 1 in one long wave: exit $rc after ${SECONDS} s: $(cat "$tmp/stop.err")"
   fi
-  timeout --preserve-status -s INT -k 5 2 "$IOSIM" kvcache --layers 32 --kv-heads 8 --head-dim 128 --requests 100000 --max-output-tokens 100000 --output-len const:50000 --block-tokens 1 --kv-budget-bytes 1e10 >/dev/null 2>"$tmp/stop.err"
+  timeout --foreground --preserve-status -s INT -k 5 2 "$IOSIM" kvcache --layers 32 --kv-heads 8 --head-dim 128 --requests 100000 --max-output-tokens 100000 --output-len const:50000 --block-tokens 1 --kv-budget-bytes 1e10 >/dev/null 2>"$tmp/stop.err"
   rc=$?
   if [ "$rc" = 3 ] && grep -q "stopped by SIGINT" "$tmp/stop.err"; then ok; else bad "kvcache under SIGINT: exit $rc: $(cat "$tmp/stop.err")"; fi
+  # kvcache drew 20 million requests, and took them in at a burst, with no check: SIGTERM at 1 s
+  # ended it 4 to 17 s later. --max-seconds is run's.
+  local start ms
+  start=$(date +%s%N)
+  timeout --foreground --preserve-status -s TERM -k 10 1 "$IOSIM" kvcache --layers 2 --kv-heads 2 --head-dim 64 --requests 20000000 >/dev/null 2>"$tmp/stop.err"
+  rc=$?
+  ms=$((($(date +%s%N) - start) / 1000000))
+  if [ "$rc" = 3 ] && [ "$ms" -lt 3000 ] && grep -q "stopped by SIGTERM" "$tmp/stop.err"; then ok; else bad "kvcache --requests 20000000 under SIGTERM at 1 s: exit $rc after $ms ms: $(cat "$tmp/stop.err")"; fi
+  start=$(date +%s%N)
+  timeout -k 5 10 "$IOSIM" kvcache --layers 2 --kv-heads 2 --head-dim 64 --requests 20000000 --max-seconds 1 >/dev/null 2>"$tmp/stop.err"
+  rc=$?
+  ms=$((($(date +%s%N) - start) / 1000000))
+  if [ "$rc" = 3 ] && [ "$ms" -lt 3000 ] && grep -q "the time budget --max-seconds 1 s ran out" "$tmp/stop.err"; then ok; else bad "kvcache --requests 20000000 --max-seconds 1: exit $rc after $ms ms: $(cat "$tmp/stop.err")"; fi
+  expect 2 "--max-seconds -1 must be >= 0" -- kvcache --layers 2 --kv-heads 2 --head-dim 64 --max-seconds -1
   # --execute's FP64 reference (seconds at N = 7000) and explain's page of 9,536 steps with their
   # numbers (5 s) ran to the end after SIGINT/SIGTERM (16 s late; exit 0 with the page written).
-  local start
   start=$(date +%s%N)
   timeout --foreground --preserve-status -s INT -k 10 1 "$IOSIM" run --seq 7000 --head-dim 64 --execute >/dev/null 2>"$tmp/stop.err"
   rc=$?
-  local ms=$((($(date +%s%N) - start) / 1000000))
+  ms=$((($(date +%s%N) - start) / 1000000))
   if [ "$rc" = 3 ] && [ "$ms" -lt 3000 ]; then ok; else bad "run --execute under SIGINT at 1 s: exit $rc after $ms ms: $(cat "$tmp/stop.err")"; fi
   start=$(date +%s%N)
   timeout --foreground --preserve-status -s TERM -k 10 1 "$IOSIM" explain --seq 64 --head-dim 16 --batch 4 --block-q 8 --block-kv 4 --execute --pass fwdbwd --html "$tmp/stopped.html" >/dev/null 2>"$tmp/stop.err"
