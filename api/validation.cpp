@@ -36,7 +36,9 @@ std::string profile_for(const fs::path& file, const json& doc) {
   const std::vector<std::string> names = builtin_profile_names();
   const std::string folder = file.parent_path().filename().string();
   if (std::find(names.begin(), names.end(), folder) != names.end()) return folder;
-  const std::string device = doc.value("/device/name"_json_pointer, std::string{});
+  const std::string device =
+      validation_detail::string_or(validation_detail::object_or_empty(doc, "device", file.string()),
+                                   "name", "", file.string() + ": device");
   if (device.find("H200") != std::string::npos) return "h200-sxm-141gb";
   if (device.find("H100") != std::string::npos) return "h100-sxm5-80gb";
   if (device.find("A100") != std::string::npos) {
@@ -101,27 +103,35 @@ void read_measurement_document(const json& doc, const fs::path& file,
     throw ConfigError(fmt::format("{}: has no cases: 'cases' is an empty list", file.string()));
   }
   const std::string profile = profile_override.empty() ? profile_for(file, doc) : profile_override;
+  std::size_t index = 0;
   for (const json& c : doc["cases"]) {
+    ++index;
     if (!c.is_object()) {
       throw ConfigError(
           fmt::format("{}: every case must be an object, got {}", file.string(), c.type_name()));
     }
-    const std::string schedule = c.value("schedule", std::string{});
+    // Each key by its type, named with the file, the case and the key (nlohmann::json's value()
+    // said only "type must be string, but is number").
+    using validation_detail::string_or;
+    const std::string id =
+        string_or(c, "id", "?", fmt::format("{}: case {} of 'cases'", file.string(), index));
+    const std::string where = fmt::format("{}: case '{}'", file.string(), id);
+    const std::string schedule = string_or(c, "schedule", "", where);
+    const std::string pass = string_or(c, "pass", "fwd", where);
     const std::vector<std::string> known = builtin_registry().names();
     std::string skip;
     if (c.contains("kernel")) {
       // Described by the case itself: its description says what it runs.
     } else if (std::find(known.begin(), known.end(), schedule) == known.end()) {
       skip = "no iosim schedule '" + schedule + "' yet";
-    } else if (c.value("pass", std::string("fwd")) != "fwd" &&
-               !builtin_registry().get(schedule).capabilities.backward) {
+    } else if (pass != "fwd" && !builtin_registry().get(schedule).capabilities.backward) {
       skip = "no backward of iosim's '" + schedule + "' yet";
     }
     if (!skip.empty()) {
       CaseResult skipped;
-      skipped.id = c.value("id", std::string("?"));
+      skipped.id = id;
       skipped.schedule = schedule;
-      skipped.pass = c.value("pass", std::string("fwd"));
+      skipped.pass = pass;
       skipped.profile = profile;
       skipped.source_file = file.string();
       skipped.skipped_reason = skip;

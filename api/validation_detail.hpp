@@ -2,6 +2,7 @@
 // What the files of `iosim validate` share (validation.cpp reads measured files,
 // validation_prediction.cpp predicts a case, validation_summary.cpp summarizes the cases,
 // validation_writers.cpp writes them); not part of the API, which is api/validation.hpp.
+#include <cstdint>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
 
@@ -26,6 +27,21 @@ CaseResult compare_case(const nlohmann::json& c, const std::string& profile_name
 
 /// Fills `v.summaries` from its compared cases.
 void summarize_cases(ValidationResult& v);
+
+// The optional keys of a measured file, read by type. Absent or null: `fallback` (an empty
+// object); present with another type: a ConfigError "WHERE: 'KEY' = VALUE is not a string" that
+// names the file, the case and the key's path in `where`, where nlohmann::json's value() threw
+// "[json.exception.type_error.302] type must be string, but is number", naming no key.
+std::string string_or(const nlohmann::json& obj, const char* key, const std::string& fallback,
+                      const std::string& where);
+bool bool_or(const nlohmann::json& obj, const char* key, bool fallback, const std::string& where);
+double number_or(const nlohmann::json& obj, const char* key, double fallback,
+                 const std::string& where);
+/// A whole number in [0, 2^31) (tile sizes, threads, stages, heads, pages).
+std::int64_t count_or(const nlohmann::json& obj, const char* key, std::int64_t fallback,
+                      const std::string& where);
+const nlohmann::json& object_or_empty(const nlohmann::json& obj, const char* key,
+                                      const std::string& where);
 
 }  // namespace validation_detail
 }  // namespace iosim

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -19,6 +20,14 @@ namespace iosim {
 namespace {
 
 using nlohmann::json;
+using validation_detail::bool_or;
+using validation_detail::count_or;
+using validation_detail::number_or;
+using validation_detail::object_or_empty;
+using validation_detail::string_or;
+
+// number_or()'s fallback where an absent (or null) number is told apart: no JSON number is NaN.
+constexpr double kAbsent = std::numeric_limits<double>::quiet_NaN();
 
 double number_at(const json& obj, const char* key, const std::string& where) {
   const auto it = obj.find(key);
@@ -81,10 +90,11 @@ std::map<std::string, int> registers_by_role(const json& kernels, const std::str
   std::map<std::string, int> out;
   std::set<std::string> ambiguous;
   for (const json& k : kernels) {
-    const std::string role = k.value("role", std::string{});
-    const json launch = k.value("launch", json::object());
+    const std::string role = string_or(k, "role", "", where + ": kernels");
+    const std::string kw = fmt::format("{} kernel '{}'", where, role);
+    const json& launch = object_or_empty(k, "launch", kw);
     if (!kRoles.count(role) || !launch.contains("launch__registers_per_thread")) continue;
-    const int regs = registers_at(launch, fmt::format("{} kernel '{}'", where, role));
+    const int regs = registers_at(launch, kw);
     const auto [it, inserted] = out.emplace(role, regs);
     if (!inserted && it->second != regs) ambiguous.insert(role);
   }
@@ -97,10 +107,11 @@ std::map<std::string, int> registers_by_role(const json& kernels, const std::str
 // `pipeline_stages` counts pipeline depth, which is 2 both for our decode kernel (two pairs) and
 // for FlashAttention's kernels (one pair whose K and V copies alternate with the products).
 // 0 when the tiling does not say.
-int pairs_from_smem(const json& t, std::int64_t head_dim, std::int64_t elem_bytes) {
-  const std::int64_t smem = t.value("smem_bytes_per_cta", std::int64_t{0});
-  const std::int64_t bq = t.value("block_q", std::int64_t{0});
-  const std::int64_t bkv = t.value("block_kv", std::int64_t{0});
+int pairs_from_smem(const json& t, std::int64_t head_dim, std::int64_t elem_bytes,
+                    const std::string& where) {
+  const std::int64_t smem = count_or(t, "smem_bytes_per_cta", 0, where);
+  const std::int64_t bq = count_or(t, "block_q", 0, where);
+  const std::int64_t bkv = count_or(t, "block_kv", 0, where);
   const std::int64_t row_bytes = head_dim * elem_bytes;
   if (smem <= 0 || bq <= 0 || bkv <= 0 || row_bytes <= 0) return 0;
   const std::int64_t kv_bytes = smem - bq * row_bytes;
@@ -113,10 +124,8 @@ int pairs_from_smem(const json& t, std::int64_t head_dim, std::int64_t elem_byte
 // A tiling read off the measured kernel's name rather than stated by the kernel's author: the
 // PyTorch and cuDNN sets record where their tiles came from in `"source"` ("parsed from the kernel
 // name: ...", "derived from the kernel name's ..."). Blind does not read it.
-bool tiling_read_from_measurement(const json& t) {
-  const auto it = t.find("source");
-  return it != t.end() && it->is_string() &&
-         it->get<std::string>().find("kernel name") != std::string::npos;
+bool tiling_read_from_measurement(const json& t, const std::string& where) {
+  return string_or(t, "source", "", where).find("kernel name") != std::string::npos;
 }
 
 // The request for a case. Blind (`as_run` false): the problem and the tiling the case asked its
@@ -126,7 +135,7 @@ bool tiling_read_from_measurement(const json& t) {
 // asked for) and the split count PyTorch's heuristic chose (num_splits).
 RunRequest request_for(const json& c, const std::string& where, bool as_run) {
   RunRequest r;
-  r.algorithm = c.at("schedule").get<std::string>();
+  r.algorithm = string_or(c, "schedule", "", where);
   // A case that carries its kernel's description is predicted from it alone (blind and as-run):
   // the dataflow, tiles, mechanisms and launch facts its author stated.
   if (c.contains("kernel")) {
@@ -134,7 +143,7 @@ RunRequest request_for(const json& c, const std::string& where, bool as_run) {
         parse_kernel_description(c["kernel"], where + ": kernel"));
     r.algorithm = r.kernel->name;
   }
-  const json& p = c.at("problem");
+  const json& p = object_or_empty(c, "problem", where);
   AttentionProblem& pr = r.problem;
   // validate_problem()'s limits, named by the file's keys rather than by CLI flags.
   const std::string in_problem = where + ": problem";
@@ -143,75 +152,74 @@ RunRequest request_for(const json& c, const std::string& where, bool as_run) {
   pr.seq = int_at(p, "seq", in_problem, 1, kMaxSeq);
   pr.seq_kv = int_at(p, "seq_kv", in_problem, 1, kMaxSeq);
   pr.head_dim = int_at(p, "head_dim", in_problem, 1, kMaxHeadDim);
-  pr.dtype = parse_dtype(p.value("dtype", std::string("fp16")));
-  pr.causal = p.value("causal", false);
-  pr.mask = p.value("mask", false);
-  pr.dropout = p.value("dropout", 0.0);
-  pr.pass = parse_pass(c.value("pass", std::string("fwd")));
+  pr.dtype = parse_dtype(string_or(p, "dtype", "fp16", in_problem));
+  pr.causal = bool_or(p, "causal", false, in_problem);
+  pr.mask = bool_or(p, "mask", false, in_problem);
+  pr.dropout = number_or(p, "dropout", 0.0, in_problem);
+  pr.pass = parse_pass(string_or(c, "pass", "fwd", where));
   // Decoding: grouped-query attention and paged K/V when the case says so.
-  pr.kv_heads = p.value("kv_heads", std::int64_t{0});
-  pr.page_tokens = p.value("page_tokens", std::int64_t{0});
+  pr.kv_heads = count_or(p, "kv_heads", 0, in_problem);
+  pr.page_tokens = count_or(p, "page_tokens", 0, in_problem);
+  const json& tiling = object_or_empty(c, "tiling", where);
+  const std::string in_tiling = where + ": tiling";
   // cuda_validate's runner records the page size it asked for (`page=` of its suite, a flag a
   // user states: --page-tokens) in the tiling, not in the problem. Read only from the problem,
   // every paged case ran at the default 16-token pages whatever its pages were.
-  if (pr.page_tokens == 0 && c.contains("tiling") && c["tiling"].is_object()) {
-    pr.page_tokens = c["tiling"].value("page_tokens", std::int64_t{0});
-  }
+  if (pr.page_tokens == 0) pr.page_tokens = count_or(tiling, "page_tokens", 0, in_tiling);
   // Block-sparse: the kernel's block mask, as --pattern defines it (cuda_validate's block list
   // is held to sim/schedule/block_mask.cpp by tests/block_pattern_match_test.cpp).
-  if (p.contains("pattern") && p["pattern"].is_string()) {
-    pr.pattern =
-        std::make_shared<const BlockPattern>(parse_block_pattern(p["pattern"].get<std::string>()));
+  if (const std::string pattern = string_or(p, "pattern", "", in_problem); !pattern.empty()) {
+    pr.pattern = std::make_shared<const BlockPattern>(parse_block_pattern(pattern));
   }
   // Tiling of the measured kernel, when it is one we wrote (cuBLAS picks its own for standard).
   // Blind reads it only where it is what a user of the kernel states: a tiling read off the
   // measured kernel's name (PyTorch's and cuDNN's kernels, `"source"` says so) was measured, and
   // blind takes the algorithm's own default tiles instead (issue #29).
-  if (!r.kernel && c.contains("tiling") && c["tiling"].is_object() &&
-      (as_run || !tiling_read_from_measurement(c["tiling"]))) {
-    const json& t = c["tiling"];
+  if (!r.kernel && !tiling.empty() &&
+      (as_run || !tiling_read_from_measurement(tiling, in_tiling))) {
+    const json& t = tiling;
     // 0 or absent: the measured kernel's tiling does not say (the algorithm's default).
     const auto given = [](auto v) { return v != 0 ? std::optional(v) : std::nullopt; };
-    r.tiling.block_q = given(t.value("block_q", std::int64_t{0}));
-    r.tiling.block_kv = given(t.value("block_kv", std::int64_t{0}));
-    r.tiling.threads = given(t.value("threads", 0));
+    r.tiling.block_q = given(count_or(t, "block_q", 0, in_tiling));
+    r.tiling.block_kv = given(count_or(t, "block_kv", 0, in_tiling));
+    r.tiling.threads = given(static_cast<int>(count_or(t, "threads", 0, in_tiling)));
     // Split-KV decoding: the split count the case asked its kernel for (--splits).
-    r.tiling.splits = given(t.value("splits", std::int64_t{0}));
+    r.tiling.splits = given(count_or(t, "splits", 0, in_tiling));
     const Capabilities& caps = builtin_registry().get(r.algorithm).capabilities;
     // A run of both passes whose flags tile the forward: the backward's own blocks, as the
     // measured backward kernel's tiling says ("bwd"), passed like --backward-block-q/-kv.
-    if (pr.pass == Pass::fwdbwd && caps.flags_tile_forward && t.contains("bwd") &&
-        t["bwd"].is_object()) {
-      r.tiling.backward_block_q = given(t["bwd"].value("block_q", std::int64_t{0}));
-      r.tiling.backward_block_kv = given(t["bwd"].value("block_kv", std::int64_t{0}));
+    if (const json& bwd = object_or_empty(t, "bwd", in_tiling);
+        pr.pass == Pass::fwdbwd && caps.flags_tile_forward) {
+      r.tiling.backward_block_q = given(count_or(bwd, "block_q", 0, in_tiling + ".bwd"));
+      r.tiling.backward_block_kv = given(count_or(bwd, "block_kv", 0, in_tiling + ".bwd"));
     }
     if (as_run) {
       // Grouped-query decoding: a kernel whose CTA held all of a K/V head's query rows
       // (query_rows_per_cta = group x N, seen in cuda_validate's decode launches) packed the
       // group at any N, as --pack-gqa on says. Blind keeps the default, FlashAttention-2's rule
       // (packing at N = 1 only): the count is read from the run.
-      if (const std::int64_t rows = t.value("query_rows_per_cta", std::int64_t{0});
+      if (const std::int64_t rows = count_or(t, "query_rows_per_cta", 0, in_tiling);
           pr.seq > 1 && pr.group() > 1 && rows == pr.group() * pr.seq) {
         pr.pack_gqa = GqaPacking::on;
       }
-      r.tiling.pipeline_stages = given(t.value("pipeline_stages", 0));
+      r.tiling.pipeline_stages =
+          given(static_cast<int>(count_or(t, "pipeline_stages", 0, in_tiling)));
       // Forward passes, and runs of both passes whose flags tile the forward: otherwise a run
       // with a backward uses the field for the backward's Q stages.
       const bool streams_kv = (pr.pass == Pass::fwd || caps.flags_tile_forward) &&
                               caps.forward_stages == StagesCount::kv_buffer_pairs;
-      if (const int pairs = pairs_from_smem(t, pr.head_dim, pr.elem_bytes());
+      if (const int pairs = pairs_from_smem(t, pr.head_dim, pr.elem_bytes(), in_tiling);
           streams_kv && pairs > 0) {
         r.tiling.pipeline_stages = pairs;
       }
       // The split count PyTorch's heuristic chose at run time, seen in its launches.
-      if (!r.tiling.splits) r.tiling.splits = given(t.value("num_splits", std::int64_t{0}));
+      if (!r.tiling.splits) r.tiling.splits = given(count_or(t, "num_splits", 0, in_tiling));
     }
   }
   // The arrangement the measured kernel ran (our FA3-style kernel's variants): a case measured
   // with ping-pong is predicted with ping-pong. Of a variant's fields only this one has an iosim
   // flag (--warpgroups); the copy path, intra-warpgroup overlap and a non-persistent grid do not.
-  if (c.contains("variant") && c["variant"].is_object()) {
-    const json& v = c["variant"];
+  if (const json& v = object_or_empty(c, "variant", where); !v.empty()) {
     if (v.contains("warpgroups")) {
       if (v["warpgroups"].is_string()) {
         r.tiling.warpgroups = warpgroup_arrangement(v["warpgroups"].get<std::string>());
@@ -244,9 +252,9 @@ double non_negative_spread(const json& obj, const char* key, const std::string& 
 // before the launch, so the host's dispatch (150-750 us for cuDNN's attention) was inside the
 // interval wherever it outlasted the kernels; where a case was timed again with the GPU kept busy
 // while the host enqueued (cuda_validate/pytorch_sdpa/retime.py), that time is the kernels'.
-const char* blind_time_key(const json& c) {
-  const auto it = c.find("time_queued_s");
-  return it != c.end() && it->is_number() ? "time_queued_s" : "time_free_running_s";
+const char* blind_time_key(const json& c, const std::string& where) {
+  return std::isnan(number_or(c, "time_queued_s", kAbsent, where)) ? "time_free_running_s"
+                                                                   : "time_queued_s";
 }
 
 struct KernelSpreads {
@@ -261,9 +269,10 @@ struct KernelSpreads {
                                                     "l1tex__m_xbar2l1tex_read_sectors.sum",
                                                     "lts__t_sectors_srcunit_tex_op_write.sum",
                                                     "gpu__time_duration.sum"};
-    const json sp = kernel.value("spread", json::object());
+    const json& sp = object_or_empty(kernel, "spread", where);
     for (int i = 1; i < kMetricCount; ++i) {
-      const bool known = sp.contains(kKeys[i]) && sp[kKeys[i]].is_number() &&
+      // A spread may be null (not measured), else a number.
+      const bool known = !std::isnan(number_or(sp, kKeys[i], kAbsent, where + ": spread")) &&
                          (kMetrics[i] != Metric::l2_read || l2_read_from_xbar);
       if (known) {
         weighted[i] += values[i] * non_negative_spread(sp, kKeys[i], where);
@@ -277,11 +286,12 @@ struct KernelSpreads {
   // its DRAM read and write totals ("repeats"), where recorded, replace the kernels' weighted ones.
   void apply(const json& c, const double (&measured)[kMetricCount], Comparison (&out)[kMetricCount],
              Comparison (&blind)[kMetricCount], const std::string& where) const {
-    const json cs = c.value("/repeats/spread"_json_pointer, json::object());
+    const json& cs =
+        object_or_empty(object_or_empty(c, "repeats", where), "spread", where + ": repeats");
     // Blind time is held to the case's own CUDA-event repeats, whether or not its kernels'
     // counters were repeated (PyTorch's sets: time sets only).
-    const char* time_key = blind_time_key(c);
-    if (cs.contains(time_key) && cs[time_key].is_number()) {
+    const char* time_key = blind_time_key(c, where);
+    if (!std::isnan(number_or(cs, time_key, kAbsent, where + ": repeats.spread"))) {
       blind[index_of(Metric::time)].spread = non_negative_spread(cs, time_key, where);
     }
     if (!any) return;
@@ -290,7 +300,9 @@ struct KernelSpreads {
       if (!missing[i] && measured[i] > 0) s[i] = weighted[i] / measured[i];
     }
     for (const auto& [key, i] : {std::pair{"dram_read", 1}, std::pair{"dram_write", 2}}) {
-      if (cs.contains(key) && cs[key].is_number()) s[i] = non_negative_spread(cs, key, where);
+      if (!std::isnan(number_or(cs, key, kAbsent, where + ": repeats.spread"))) {
+        s[i] = non_negative_spread(cs, key, where);
+      }
     }
     if (s[1] && s[2] && measured[0] > 0) {
       s[0] = (*s[1] * measured[1] + *s[2] * measured[2]) / measured[0];
@@ -305,22 +317,71 @@ struct KernelSpreads {
 
 }  // namespace
 
+namespace validation_detail {
+namespace {
+
+// The value of `key` when present and not null.
+const json* present(const json& obj, const char* key) {
+  if (!obj.is_object()) return nullptr;
+  const auto it = obj.find(key);
+  return it == obj.end() || it->is_null() ? nullptr : &*it;
+}
+
+ConfigError wrong_type(const std::string& where, const char* key, const json& v,
+                       const char* expected) {
+  return ConfigError(fmt::format("{}: '{}' = {} is not {}", where, key, json_text(v), expected));
+}
+
+}  // namespace
+
+std::string string_or(const json& obj, const char* key, const std::string& fallback,
+                      const std::string& where) {
+  const json* v = present(obj, key);
+  if (!v) return fallback;
+  if (!v->is_string()) throw wrong_type(where, key, *v, "a string");
+  return v->get<std::string>();
+}
+
+bool bool_or(const json& obj, const char* key, bool fallback, const std::string& where) {
+  const json* v = present(obj, key);
+  if (!v) return fallback;
+  if (!v->is_boolean()) throw wrong_type(where, key, *v, "true or false");
+  return v->get<bool>();
+}
+
+double number_or(const json& obj, const char* key, double fallback, const std::string& where) {
+  return present(obj, key) ? number_at(obj, key, where) : fallback;
+}
+
+std::int64_t count_or(const json& obj, const char* key, std::int64_t fallback,
+                      const std::string& where) {
+  return present(obj, key) ? int_at(obj, key, where, 0, (std::int64_t{1} << 31) - 1) : fallback;
+}
+
+const json& object_or_empty(const json& obj, const char* key, const std::string& where) {
+  static const json kEmpty = json::object();
+  const json* v = present(obj, key);
+  if (!v) return kEmpty;
+  if (!v->is_object()) throw wrong_type(where, key, *v, "an object");
+  return *v;
+}
+
+}  // namespace validation_detail
+
 CaseResult validation_detail::compare_case(const json& c, const std::string& profile_name,
                                            const std::string& file) {
   CaseResult out;
-  out.id = c.value("id", std::string("?"));
+  out.id = string_or(c, "id", "?", file + ": case");
+  const std::string where = fmt::format("{}: case '{}'", file, out.id);
   out.schedule = c.contains("kernel") && c["kernel"].is_object() && c["kernel"].contains("name") &&
                          c["kernel"]["name"].is_string()
                      ? c["kernel"]["name"].get<std::string>()
-                     : c.value("schedule", std::string("?"));
-  out.pass = c.value("pass", std::string("fwd"));
-  out.dtype = c.contains("problem") && c["problem"].is_object()
-                  ? c["problem"].value("dtype", std::string("fp16"))
-                  : std::string("fp16");
+                     : string_or(c, "schedule", "?", where);
+  out.pass = string_or(c, "pass", "fwd", where);
+  out.dtype = string_or(object_or_empty(c, "problem", where), "dtype", "fp16", where + ": problem");
   out.profile = profile_name;
   out.source_file = file;
-  const std::string where = fmt::format("{}: case '{}'", file, out.id);
-  if (!c.value("/check/passed"_json_pointer, false)) {
+  if (!bool_or(object_or_empty(c, "check", where), "passed", false, where + ": check")) {
     out.skipped_reason = "output check failed or missing";
     return out;
   }
@@ -342,7 +403,8 @@ CaseResult validation_detail::compare_case(const json& c, const std::string& pro
           fmt::format("{}: every kernel must be an object with a 'metrics' object", where));
     }
     const json& m = k["metrics"];
-    const std::string kw = fmt::format("{} kernel '{}'", where, k.value("role", std::string("?")));
+    const std::string kw =
+        fmt::format("{} kernel '{}'", where, string_or(k, "role", "?", where + ": kernels"));
     const double values[kMetricCount] = {
         0.0, measured_at(m, "dram__bytes_read.sum", kw, kBytes),
         measured_at(m, "dram__bytes_write.sum", kw, kBytes),
@@ -377,7 +439,7 @@ CaseResult validation_detail::compare_case(const json& c, const std::string& pro
   if (!r.kernel && !builtin_registry().get(r.algorithm).capabilities.materializes_scores &&
       c["kernels"].size() == 1) {
     // A file whose roles are not iosim's (PyTorch's "sdpa_fwd") still names its one kernel.
-    const json& launch = c["kernels"][0].value("launch", json::object());
+    const json& launch = object_or_empty(c["kernels"][0], "launch", where);
     if (launch.contains("launch__registers_per_thread")) {
       r.tiling.registers_per_thread = registers_at(launch, where);
     }
@@ -424,7 +486,7 @@ CaseResult validation_detail::compare_case(const json& c, const std::string& pro
     if (profile.power.present) out.blind_sm_clock_mhz = warm.sm_clock_mhz;
   }
   // The time blind time is held to; absent or null: not timed (0).
-  const char* time_key = blind_time_key(c);
+  const char* time_key = blind_time_key(c, where);
   const double free_s = c.contains(time_key) && !c[time_key].is_null()
                             ? measured_at(c, time_key, where, kSeconds)
                             : 0.0;
@@ -442,7 +504,7 @@ std::map<std::string, int> measured_registers_by_role(const json& kernels) {
 }
 
 int kv_buffer_pairs(const json& tiling, std::int64_t head_dim, std::int64_t elem_bytes) {
-  return pairs_from_smem(tiling, head_dim, elem_bytes);
+  return pairs_from_smem(tiling, head_dim, elem_bytes, "tiling");
 }
 
 }  // namespace iosim

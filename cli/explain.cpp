@@ -128,7 +128,9 @@ Action add_explain_command(CLI::App& app) {
                                  traces.size());
         return 0;
       }
-      teach::write_compare(std::cout, traces, options.color);
+      std::ostringstream text;
+      teach::write_compare(text, traces, options.color);
+      write_stdout(text.str());
       return 0;
     }
     const teach::Trace trace = teach::build_trace(profile, request);
@@ -139,7 +141,7 @@ Action add_explain_command(CLI::App& app) {
     }
     std::ostringstream text;  // built whole first: a bad --step writes nothing
     teach::write_trace(text, trace, options);
-    std::cout << text.str();
+    write_stdout(text.str());
     return 0;
   };
 }

@@ -1,14 +1,18 @@
 // `iosim kvcache`: a serving KV cache under a memory budget, contiguous vs paged allocation, on one
 // request stream. The flags and the simulation are api/kvcache_flags.cpp's; this file adds the
 // output flags and writes.
-#include <iostream>
+#include <fmt/format.h>
+
 #include <memory>
 
 #include "cli/commands.hpp"
 #include "cli/flag_options.hpp"
 #include "cli/format_flag.hpp"
+#include "cli/output_file.hpp"
 #include "reports/kvcache_writers.hpp"
+#include "sim/base/errors.hpp"
 #include "sim/base/json_text.hpp"
+#include "sim/base/run_control.hpp"
 
 namespace iosim::cli {
 namespace {
@@ -28,19 +32,26 @@ Action add_kvcache_command(CLI::App& app) {
   add_kvcache_flags(*cmd, *f);
   cmd->add_flag("--series", out->series, "table/csv: print the time series");
   out->format.add_to(*cmd);
-  return [f, out, cmd] {
+  auto max_seconds = std::make_shared<double>(0.0);
+  cmd->add_option("--max-seconds", *max_seconds,
+                  "stop with exit 3 after this much wall time (0: no limit)");
+  return [f, out, cmd, max_seconds] {
     const std::string& format = out->format.checked();
+    if (!(*max_seconds >= 0)) {
+      throw ConfigError(fmt::format("--max-seconds {} must be >= 0", *max_seconds));
+    }
     std::set<std::string> given;
     for (const KvCacheFlag& flag : kvcache_flags()) {
       if (cmd->count(flag.name) > 0) given.insert(flag.name);
     }
+    run_control::set_budget(*max_seconds, "--max-seconds");
     const KvCacheRun run = run_kvcache(*f, given);
     if (format == "json") {
-      std::cout << json_text(kvcache_to_json(run), 2) << "\n";
+      write_stdout(json_text(kvcache_to_json(run), 2) + "\n");
     } else if (format == "csv") {
-      std::cout << (out->series ? kvcache_series_csv(run) : kvcache_summary_csv(run));
+      write_stdout(out->series ? kvcache_series_csv(run) : kvcache_summary_csv(run));
     } else {
-      std::cout << kvcache_table(run, out->series);
+      write_stdout(kvcache_table(run, out->series));
     }
     return 0;
   };

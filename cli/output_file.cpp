@@ -2,14 +2,19 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <poll.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <climits>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <system_error>
 
 #include "sim/base/errors.hpp"
@@ -74,6 +79,37 @@ void occupy_closed_standard_descriptors() {
 
 bool stdout_was_closed() {
   return g_stdout_closed;
+}
+
+void write_stdout(std::string_view text) {
+  const auto failed = [](int why) {
+    return ConfigError(fmt::format("cannot write the output to stdout: {}",
+                                   g_stdout_closed ? "stdout is closed" : std::strerror(why)));
+  };
+  std::cout.flush();
+  if (std::fflush(stdout) != 0) throw failed(errno);
+  // A pipe or a socket may have no room for as long as its reader does not read: its bytes go
+  // PIPE_BUF at a time, each once poll() says there is room. A file or a terminal takes larger
+  // writes, which do not wait on a reader.
+  struct stat st {};
+  const bool waits_on_reader =
+      ::fstat(STDOUT_FILENO, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode));
+  const std::size_t chunk = waits_on_reader ? PIPE_BUF : std::size_t{1} << 20;
+  while (!text.empty()) {
+    run_control::check();
+    if (waits_on_reader) {
+      pollfd fd{STDOUT_FILENO, POLLOUT, 0};
+      const int ready = ::poll(&fd, 1, 100);  // (a signal ends the wait early: EINTR)
+      if (ready < 0 && errno != EINTR) throw failed(errno);
+      if (ready <= 0) continue;  // no room yet, or a signal: check again
+    }
+    const ssize_t n = ::write(STDOUT_FILENO, text.data(), std::min(text.size(), chunk));
+    if (n < 0) {
+      if (errno == EINTR || errno == EAGAIN) continue;
+      throw failed(errno);
+    }
+    text.remove_prefix(static_cast<std::size_t>(n));
+  }
 }
 
 void write_file_atomically(const std::string& path, const std::string& text) {

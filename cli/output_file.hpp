@@ -2,6 +2,7 @@
 // Output files of the CLI. A run that fails never leaves a partial file behind.
 #include <CLI/CLI.hpp>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -19,6 +20,15 @@ void occupy_closed_standard_descriptors();
 
 /// True when stdout was closed at start (the messages say so).
 bool stdout_was_closed();
+
+/// Writes `text` to stdout (after what std::cout and stdio hold), so that a stop (a signal,
+/// run_control's time budget) ends the write within about 100 ms even while nobody reads a pipe
+/// or FIFO on stdout: std::cout's write(2) that a signal interrupted after part of its bytes was
+/// called again by stdio and blocked for ever (`iosim explain ... | sleep 600` ignored SIGTERM).
+/// Waits with poll() and writes a pipe's bytes PIPE_BUF at a time (such a write does not block
+/// once poll() said the pipe has room), checking the stop between writes. Throws Stopped on a
+/// stop, ConfigError when stdout takes no more (a full disk, /dev/full, a closed stdout).
+void write_stdout(std::string_view text);
 
 /// Writes `text` to `path` through a temporary file in the same folder and a rename, so that
 /// readers see either the old file or the whole new one. Throws ConfigError naming the path.

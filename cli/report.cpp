@@ -1,7 +1,6 @@
 // `iosim report`: Markdown and a self-contained HTML page with charts from sweep files.
 #include <fmt/format.h>
 
-#include <iostream>
 #include <memory>
 #include <optional>
 
@@ -65,7 +64,7 @@ Action add_report_command(CLI::App& app) {
     if (!f->md.empty()) outputs.emplace_back(f->md, md);
     if (!f->html.empty()) outputs.emplace_back(f->html, html);
     write_files_atomically(outputs);
-    if (f->md.empty() && f->html.empty()) std::cout << md;
+    if (f->md.empty() && f->html.empty()) write_stdout(md);
     return 0;
   };
 }

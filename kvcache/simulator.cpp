@@ -243,6 +243,8 @@ struct KvCacheSim::Impl {
   void admit() {
     while (!waiting.empty() &&
            (cfg.max_running == 0 || static_cast<std::int64_t>(running.size()) < cfg.max_running)) {
+      if ((sum.admissions & 0xFFFF) == 0)
+        run_control::check();  // a burst admits millions in a step
       const std::int32_t r = waiting.front();
       const std::optional<Admitted> a = std::visit([&](auto& p) { return p.admit(r); }, policy);
       if (!a) return;
@@ -270,6 +272,8 @@ struct KvCacheSim::Impl {
   void step() {
     if (done()) return;
     while (next_arrival < s.requests.size() && s.requests[next_arrival].arrival_step <= t) {
+      // A burst of millions of requests arrives in one step: checked every 65536 of them.
+      if ((next_arrival & 0xFFFFu) == 0) run_control::check();
       const auto r = static_cast<std::int32_t>(next_arrival++);
       if (std::visit([&](const auto& p) { return p.fits_alone(r); }, policy)) {
         state[static_cast<std::size_t>(r)] = State::waiting;

@@ -34,6 +34,17 @@ edit '0,/"time_free_running_s": [0-9][0-9.e+-]*/s//"time_free_running_s": 0/' ze
 edit '0,/"batch": [0-9]*/s//"batch": 0.5/' batch_half.json
 edit '0,/"batch": [0-9]*/s//"batch": "4"/' batch_string.json
 edit '0,/"metrics": {/s//"measures": {/' no_metrics.json
+# A value of the wrong type anywhere in a case names the file, the case and the key (issue #50:
+# nlohmann::json's "type must be number, but is string" named none).
+edit '0,/"causal": false/s//"causal": false, "kv_heads": "8"/' kv_heads_string.json
+edit '0,/"causal": false/s//"causal": false, "dropout": "0.1"/' dropout_string.json
+edit '0,/"causal": false/s//"causal": "false"/' causal_string.json
+edit '0,/"block_q": 128/s//"block_q": "128"/' block_q_string.json
+edit '0,/"dram__bytes_write.sum": [0-9][0-9.e+]*/s//"dram__bytes_write.sum": "512"/' metric_string.json
+edit '0,/"metrics": {/s//"spread": {"dram__bytes_read.sum": "0.01"}, "metrics": {/' spread_string.json
+edit '0,/"role": "attention"/s//"role": 1/' role_number.json
+edit '0,/"id": "[^"]*"/s//"id": 5/' id_number.json
+edit '0,/"passed": true/s//"passed": "true"/' passed_string.json
 edit '0,/"kernels": \[/s//"kernels": {}, "old_kernels": [/' kernels_object.json
 edit 's/"cases": \[/"kases": [/' no_cases.json
 edit 's/"version": 1,/"version": 2,/' version2.json

@@ -395,6 +395,46 @@ PY
   fi
 }
 
+# stopped_while_blocked WHAT ARGS...: iosim ARGS writing to a FIFO whose reader never reads (its
+# pipe shrunk to one page, so that every command's output fills it) must end within 2 s of a
+# SIGTERM, with exit 3. std::cout's write(2) that the signal cut short was called again by stdio
+# and blocked for ever (issue #50: report, explain and kvcache --series ignored SIGTERM).
+stopped_while_blocked() {
+  local what=$1
+  shift
+  local fifo=$tmp/blocked.fifo
+  rm -f "$fifo"
+  mkfifo "$fifo"
+  python3 -c 'import fcntl, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDONLY | os.O_NONBLOCK)
+fcntl.fcntl(fd, 1031, 4096)  # F_SETPIPE_SZ
+open(sys.argv[1] + ".ready", "w").close()
+time.sleep(60)' "$fifo" &
+  local reader=$! i
+  for i in $(seq 50); do [ -e "$fifo.ready" ] && break; sleep 0.1; done
+  "$IOSIM" "$@" >"$fifo" 2>"$tmp/blocked.err" &
+  local pid=$!
+  sleep 1.5  # (each command takes a fraction of a second to build its output)
+  kill -TERM "$pid" 2>/dev/null
+  local start
+  start=$(date +%s%N)
+  for i in $(seq 40); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+  local ms=$((($(date +%s%N) - start) / 1000000))
+  if kill -0 "$pid" 2>/dev/null; then
+    kill -KILL "$pid" 2>/dev/null
+    bad "$what blocked on a full stdout ran on 2 s after SIGTERM"
+  else
+    wait "$pid"
+    local rc=$?
+    if [ "$rc" = 3 ] && grep -q "stopped by SIGTERM" "$tmp/blocked.err"; then ok; else
+      bad "$what blocked on a full stdout, SIGTERM: exit $rc after $ms ms: $(cat "$tmp/blocked.err")"
+    fi
+  fi
+  kill "$reader" 2>/dev/null
+  wait "$reader" 2>/dev/null
+  rm -f "$fifo" "$fifo.ready"
+}
+
 # Stops (issue 30): a time budget or a signal stops every command within about a second, also
 # inside one long wave (a split of 16M tokens ran 9 s past --max-seconds 1) and in kvcache (which
 # never looked); explain refuses a trace past its step limit before it fills memory (1x1 blocks
@@ -407,22 +447,39 @@ section_stops() {
   if [ "$rc" = 3 ] && grep -q "the time budget --max-seconds 1 s ran out" "$tmp/stop.err"; then ok; else
     bad "run --max-seconds 1 in one long wave: exit $rc after ${SECONDS} s: $(cat "$tmp/stop.err")"
   fi
-  timeout --preserve-status -s INT -k 5 2 "$IOSIM" kvcache --layers 32 --kv-heads 8 --head-dim 128 --requests 100000 --max-output-tokens 100000 --output-len const:50000 --block-tokens 1 --kv-budget-bytes 1e10 >/dev/null 2>"$tmp/stop.err"
+  timeout --foreground --preserve-status -s INT -k 5 2 "$IOSIM" kvcache --layers 32 --kv-heads 8 --head-dim 128 --requests 100000 --max-output-tokens 100000 --output-len const:50000 --block-tokens 1 --kv-budget-bytes 1e10 >/dev/null 2>"$tmp/stop.err"
   rc=$?
   if [ "$rc" = 3 ] && grep -q "stopped by SIGINT" "$tmp/stop.err"; then ok; else bad "kvcache under SIGINT: exit $rc: $(cat "$tmp/stop.err")"; fi
+  # kvcache drew 20 million requests, and took them in at a burst, with no check: SIGTERM at 1 s
+  # ended it 4 to 17 s later. --max-seconds is run's.
+  local start ms
+  start=$(date +%s%N)
+  timeout --foreground --preserve-status -s TERM -k 10 1 "$IOSIM" kvcache --layers 2 --kv-heads 2 --head-dim 64 --requests 20000000 >/dev/null 2>"$tmp/stop.err"
+  rc=$?
+  ms=$((($(date +%s%N) - start) / 1000000))
+  if [ "$rc" = 3 ] && [ "$ms" -lt 3000 ] && grep -q "stopped by SIGTERM" "$tmp/stop.err"; then ok; else bad "kvcache --requests 20000000 under SIGTERM at 1 s: exit $rc after $ms ms: $(cat "$tmp/stop.err")"; fi
+  start=$(date +%s%N)
+  timeout -k 5 10 "$IOSIM" kvcache --layers 2 --kv-heads 2 --head-dim 64 --requests 20000000 --max-seconds 1 >/dev/null 2>"$tmp/stop.err"
+  rc=$?
+  ms=$((($(date +%s%N) - start) / 1000000))
+  if [ "$rc" = 3 ] && [ "$ms" -lt 3000 ] && grep -q "the time budget --max-seconds 1 s ran out" "$tmp/stop.err"; then ok; else bad "kvcache --requests 20000000 --max-seconds 1: exit $rc after $ms ms: $(cat "$tmp/stop.err")"; fi
+  expect 2 "--max-seconds -1 must be >= 0" -- kvcache --layers 2 --kv-heads 2 --head-dim 64 --max-seconds -1
   # --execute's FP64 reference (seconds at N = 7000) and explain's page of 9,536 steps with their
   # numbers (5 s) ran to the end after SIGINT/SIGTERM (16 s late; exit 0 with the page written).
-  local start
   start=$(date +%s%N)
   timeout --foreground --preserve-status -s INT -k 10 1 "$IOSIM" run --seq 7000 --head-dim 64 --execute >/dev/null 2>"$tmp/stop.err"
   rc=$?
-  local ms=$((($(date +%s%N) - start) / 1000000))
+  ms=$((($(date +%s%N) - start) / 1000000))
   if [ "$rc" = 3 ] && [ "$ms" -lt 3000 ]; then ok; else bad "run --execute under SIGINT at 1 s: exit $rc after $ms ms: $(cat "$tmp/stop.err")"; fi
   start=$(date +%s%N)
   timeout --foreground --preserve-status -s TERM -k 10 1 "$IOSIM" explain --seq 64 --head-dim 16 --batch 4 --block-q 8 --block-kv 4 --execute --pass fwdbwd --html "$tmp/stopped.html" >/dev/null 2>"$tmp/stop.err"
   rc=$?
   ms=$((($(date +%s%N) - start) / 1000000))
   if [ "$rc" = 3 ] && [ "$ms" -lt 3000 ] && [ ! -e "$tmp/stopped.html" ]; then ok; else bad "explain --execute under SIGTERM at 1 s: exit $rc after $ms ms: $(cat "$tmp/stop.err")"; fi
+  "$IOSIM" sweep --seq 128:4096:128 --out "$tmp/blocked_sweep.json" 2>/dev/null
+  stopped_while_blocked "report" report "$tmp/blocked_sweep.json"
+  stopped_while_blocked "explain" explain --seq 64 --head-dim 16 --batch 4 --block-q 8 --block-kv 4
+  stopped_while_blocked "kvcache --series" kvcache --layers 2 --kv-heads 2 --head-dim 64 --requests 2000 --series
   expect 2 "explain traces at most 10000 steps" -- explain --seq 64 --head-dim 16 --batch 2 --heads 2 --block-q 1 --block-kv 1 --algo flash1 --pass fwdbwd --html "$tmp/big.html"
   if [ ! -e "$tmp/big.html" ]; then ok; else bad "explain past its step limit wrote a page"; fi
   # A memory budget that holds one L2 model (about 2 MB for the H100 profile) at a time: the two
