@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -30,7 +31,7 @@ const std::vector<std::string>& tile_axis_flags() {
 
 struct TuneFlags {
   RunFlags run;
-  std::string block_q, block_kv, stages, threads;  // lists as typed; empty: the default space
+  std::string block_q, block_kv, stages, threads;  // lists as typed; not given: the default space
   std::int64_t top = 5;
   double tie_band_pct = 3.0;
   int jobs = 0;
@@ -50,7 +51,9 @@ std::vector<int> small_ints(const std::string& flag, const std::string& text) {
   return out;
 }
 
-int run_tune_command(const TuneFlags& s) {
+// `given(flag)`: whether the command line gave the flag (an empty list given is an error, not the
+// default space).
+int run_tune_command(const TuneFlags& s, const std::function<bool(const char*)>& given) {
   const std::string& format = s.format.checked();
   if (s.top < 0) throw ConfigError(fmt::format("--top {} must be 0 (all) or more", s.top));
   if (!(s.tie_band_pct >= 0 && s.tie_band_pct <= 100)) {
@@ -67,10 +70,10 @@ int run_tune_command(const TuneFlags& s) {
   const HardwareProfile profile = load_profile(s.run.profile, parse_profile_overrides(s.run.set));
   const RunRequest base = to_request(s.run);
   TuneSpace space = default_tune_space(profile, base);
-  if (!s.block_q.empty()) space.block_q = parse_int_values("--block-q", s.block_q);
-  if (!s.block_kv.empty()) space.block_kv = parse_int_values("--block-kv", s.block_kv);
-  if (!s.stages.empty()) space.stages = small_ints("--stages", s.stages);
-  if (!s.threads.empty()) space.threads = small_ints("--threads", s.threads);
+  if (given("--block-q")) space.block_q = parse_int_values("--block-q", s.block_q);
+  if (given("--block-kv")) space.block_kv = parse_int_values("--block-kv", s.block_kv);
+  if (given("--stages")) space.stages = small_ints("--stages", s.stages);
+  if (given("--threads")) space.threads = small_ints("--threads", s.threads);
   TuneOptions options;
   options.tie_band = s.tie_band_pct / 100.0;
   options.jobs = s.jobs;
@@ -83,6 +86,11 @@ int run_tune_command(const TuneFlags& s) {
     std::cout << tune_csv(result, top);
   } else {
     std::cout << tune_table(result, top);
+  }
+  if (result.ranked.empty()) {
+    // As `iosim run` of an infeasible tiling: exit 2, the output above saying why each failed.
+    std::cerr << "iosim: infeasible configuration: no tiling of the space is feasible\n";
+    return 2;
   }
   return 0;
 }
@@ -130,7 +138,7 @@ Action add_tune_command(CLI::App& app) {
   s->format.add_to(*cmd);
   return [cmd, s] {
     check_kernel_or_algo(*cmd);
-    return run_tune_command(*s);
+    return run_tune_command(*s, [cmd](const char* flag) { return cmd->count(flag) > 0; });
   };
 }
 

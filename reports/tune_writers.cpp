@@ -42,6 +42,12 @@ std::string tile_text(std::int64_t v) {
   return v > 0 ? fmt::format("{}", v) : "-";
 }
 
+// "block_q 128 block_kv 64 stages 2 threads 128".
+std::string tiles_text(const Tiling& t) {
+  return fmt::format("block_q {} block_kv {} stages {} threads {}", tile_text(t.block_q),
+                     tile_text(t.block_kv), tile_text(t.pipeline_stages), tile_text(t.threads));
+}
+
 std::string space_text(const TuneSpace& s) {
   const auto list = [](const auto& values) {
     std::vector<std::string> out;
@@ -69,7 +75,7 @@ json point_json(const TuneResult& result, const Report& r) {
   json j = tiles_json(r.tiling);
   const KernelResult* k = longest_kernel(r);
   j["time_s"] = r.engine.time_s;
-  j["time_over_best"] = over_best(result, r);
+  j["time_over_best"] = result.ranked.empty() ? json(nullptr) : json(over_best(result, r));
   j["within_tie_band"] = result.ties_best(r.engine.time_s);
   j["bound"] = r.bound;
   j["ctas_per_sm"] = k != nullptr ? k->occupancy.ctas_per_sm : 0;
@@ -117,17 +123,16 @@ std::string tune_table(const TuneResult& result, std::size_t top) {
     s += "\nno tiling of the space is feasible\n";
   }
   const Report& d = result.algorithm_default;
-  const std::string tiles = fmt::format(
-      "{} x {}, {} stages, {} threads", tile_text(d.tiling.block_q), tile_text(d.tiling.block_kv),
-      tile_text(d.tiling.pipeline_stages), tile_text(d.tiling.threads));
+  const std::string tiles = tiles_text(d.tiling) + " (the algorithm's own)";
   if (!d.feasible()) {
     s += fmt::format("default  {}: infeasible: {}\n", tiles, d.infeasible_reason);
   } else {
-    s +=
-        fmt::format("default  {}: {}, {}{:.3f} x the best\n", tiles, human_seconds(d.engine.time_s),
-                    result.default_rank ? fmt::format("rank {}, ", *result.default_rank)
-                                        : std::string("outside the space, "),
-                    over_best(result, d));
+    s += fmt::format("default  {}: {}{}\n", tiles, human_seconds(d.engine.time_s),
+                     result.ranked.empty() ? std::string()
+                     : result.default_rank ? fmt::format(", rank {}, {:.3f} x the best",
+                                                         *result.default_rank, over_best(result, d))
+                                           : fmt::format(", outside the space, {:.3f} x the best",
+                                                         over_best(result, d)));
   }
   if (!result.infeasible.empty()) {
     const std::size_t quoted = std::min(kInfeasibleShown, result.infeasible.size());
@@ -137,10 +142,7 @@ std::string tune_table(const TuneResult& result, std::size_t top) {
                          : "");
     for (std::size_t i = 0; i < quoted; ++i) {
       const Report& r = result.infeasible[i].report;
-      s += fmt::format("  block_q {} block_kv {} stages {} threads {}: {}\n",
-                       tile_text(r.tiling.block_q), tile_text(r.tiling.block_kv),
-                       tile_text(r.tiling.pipeline_stages), tile_text(r.tiling.threads),
-                       r.infeasible_reason);
+      s += fmt::format("  {}: {}\n", tiles_text(r.tiling), r.infeasible_reason);
     }
   }
   return s;
