@@ -2,6 +2,7 @@
 #include "api/tune.hpp"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <functional>
@@ -13,6 +14,7 @@
 #include "cli/commands.hpp"
 #include "cli/flag_options.hpp"
 #include "cli/format_flag.hpp"
+#include "cli/progress_bar.hpp"
 #include "reports/tune_writers.hpp"
 #include "sim/base/errors.hpp"
 #include "sim/base/json_text.hpp"
@@ -77,6 +79,7 @@ int run_tune_command(const TuneFlags& s, const std::function<bool(const char*)>&
   TuneOptions options;
   options.tie_band = s.tie_band_pct / 100.0;
   options.jobs = s.jobs;
+  if (::isatty(STDERR_FILENO)) options.on_progress = ProgressBar();
   run_control::set_budget(s.max_seconds, "--max-seconds");
   const TuneResult result = tune(profile, base, space, options);
   const auto top = static_cast<std::size_t>(s.top);
@@ -109,14 +112,14 @@ Action add_tune_command(CLI::App& app) {
     if (std::find(axes.begin(), axes.end(), flag.name) == axes.end()) names.push_back(flag.name);
   }
   add_problem_flags(*cmd, s->run, names);
-  cmd->get_option("--seq")->required();  // picked flags are not required (add_problem_flags)
+  cmd->get_option("--seq")->required()->default_str(
+      "");  // picked flags are not required (add_problem_flags)
   cmd->add_option("--set", s->run.set, kSetHelp);
   const auto list = [&](const char* name, std::string& text, const char* space) {
-    cmd->add_option(
-           name, text,
-           fmt::format(
-               "a list (64,128) or range (64:256:+64); 0: the algorithm's choice (default: {})",
-               space))
+    cmd->add_option(name, text,
+                    fmt::format("a list (A,B,...) or a range (FROM:TO:+STEP, FROM:TO:xFACTOR); 0: "
+                                "the algorithm's choice (default: {})",
+                                space))
         ->type_name("INT[,INT...]");
   };
   list("--block-q", s->block_q, "64,128,192,256, up to the first that covers the query rows");

@@ -60,20 +60,22 @@ while read -r _ bq bkv st th t; do
   [ "$run_t" = "$t" ] && ok || bad "tune says $t s for $bq x $bkv, $st stages, $th threads; run says $run_t"
 done < <(grep '^point ' <<<"$checks")
 
-# The table: the JSON's ranking, the tie band marked, the infeasible points' reasons quoted.
-"$IOSIM" tune "${P[@]}" >"$tmp/tune.txt" 2>"$tmp/err" || bad "tune (table) failed: $(cat "$tmp/err")"
-first=$("$py" -c 'import json, sys; p = json.load(open(sys.argv[1]))["ranked"][0]; print(p["block_q"], p["block_kv"], p["stages"], p["threads"])' "$tmp/tune.json")
-grep -qE "^ +1\* +${first// / +} " "$tmp/tune.txt" && ok || bad "table rank 1 is not '$first': $(cat "$tmp/tune.txt")"
-[ "$(grep -cE '^ +[0-9]+[* ] ' "$tmp/tune.txt")" -eq 5 ] && ok || bad "table: want --top's 5 rows"
-grep -q "^infeasible: [1-9][0-9]* tilings" "$tmp/tune.txt" && grep -q "does not fit in shared memory" "$tmp/tune.txt" &&
-  ok || bad "table: the infeasible points and a reason are missing"
-
-# A small space: CSV rows, the same bytes on 1 and 3 threads.
-S=("${P[@]}" --block-q 128,256 --block-kv 64,128 --stages 2 --threads 128 --top 0 --format csv)
-"$IOSIM" tune "${S[@]}" --jobs 1 >"$tmp/j1.csv" 2>/dev/null || bad "tune --jobs 1 failed"
-"$IOSIM" tune "${S[@]}" --jobs 3 >"$tmp/j3.csv" 2>/dev/null || bad "tune --jobs 3 failed"
+# A small space (2 x 3 tilings, block_kv 1024 past shared memory): CSV rows, the same bytes on 1
+# and 3 threads, the table's ranking the CSV's.
+S=("${P[@]}" --block-q 128,256 --block-kv 64,128,1024 --stages 2 --threads 128)
+"$IOSIM" tune "${S[@]}" --top 0 --format csv --jobs 1 >"$tmp/j1.csv" 2>/dev/null || bad "tune --jobs 1 failed"
+"$IOSIM" tune "${S[@]}" --top 0 --format csv --jobs 3 >"$tmp/j3.csv" 2>/dev/null || bad "tune --jobs 3 failed"
 cmp -s "$tmp/j1.csv" "$tmp/j3.csv" && ok || bad "tune --jobs 1 and --jobs 3 differ"
-[ "$(wc -l <"$tmp/j1.csv")" -eq 5 ] && ok || bad "tune CSV: want a header and 4 rows: $(cat "$tmp/j1.csv")"
+[ "$(wc -l <"$tmp/j1.csv")" -eq 7 ] && ok || bad "tune CSV: want a header and 6 rows: $(cat "$tmp/j1.csv")"
+[ "$(grep -c ',false,.*does not fit in shared memory' "$tmp/j1.csv")" -eq 2 ] && ok ||
+  bad "tune CSV: want the 2 tilings of block_kv 1024 infeasible with their reason: $(cat "$tmp/j1.csv")"
+"$IOSIM" tune "${S[@]}" --top 3 >"$tmp/tune.txt" 2>"$tmp/err" || bad "tune (table) failed: $(cat "$tmp/err")"
+first=$(awk -F, '$1 == 1 { print $3, $4, $5, $6 }' "$tmp/j1.csv")
+grep -qE "^ +1\* +${first// / +} " "$tmp/tune.txt" && ok || bad "table rank 1 is not '$first': $(cat "$tmp/tune.txt")"
+[ "$(grep -cE '^ +[0-9]+[* ] ' "$tmp/tune.txt")" -eq 3 ] && grep -q "1 more feasible" "$tmp/tune.txt" && ok ||
+  bad "table: want --top's 3 rows and 1 more: $(cat "$tmp/tune.txt")"
+grep -q "^infeasible: 2 tilings" "$tmp/tune.txt" && grep -q "does not fit in shared memory" "$tmp/tune.txt" &&
+  ok || bad "table: the infeasible points and a reason are missing: $(cat "$tmp/tune.txt")"
 
 echo "tune_cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
