@@ -77,6 +77,12 @@ TuneResult tune(const HardwareProfile& profile, const RunRequest& base, const Tu
   const std::vector<std::size_t> sizes = {space.block_q.size(), space.block_kv.size(),
                                           space.stages.size(), space.threads.size()};
   result.points = combination_count(sizes);
+  if (result.points > kMaxTunePoints) {
+    throw ConfigError(fmt::format(
+        "the tuning space has {} tilings, more than {}: narrow the lists (iosim sweep streams a "
+        "larger space to a file)",
+        result.points, kMaxTunePoints));
+  }
 
   // Point i < points: combination i of the axes; the last point is the base request itself.
   std::vector<SweepPoint> points;

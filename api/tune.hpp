@@ -39,6 +39,9 @@ TuneSpace default_tune_space(const HardwareProfile& profile, const RunRequest& r
 /// [0, 1024]); throws ConfigError naming the axis as its flag (--block-q).
 void check_tune_space(const TuneSpace& space);
 
+/// Most tilings one tune may have: tune() holds every point's report to rank them.
+inline constexpr std::size_t kMaxTunePoints = 100'000;
+
 struct TuneOptions {
   double tie_band = 0.03;  // a point within this fraction of the best is marked as a tie
   int jobs = 0;            // threads; 0: all cores

@@ -18,6 +18,7 @@ expect 2 "--threads 2000 is out of range" -- tune "${P[@]}" --threads 128,2000
 expect 2 "--block-q -64 is out of range" -- tune "${P[@]}" --block-q -64
 expect 2 "--block-kv '64,64' lists 64 twice" -- tune "${P[@]}" --block-kv 64,64
 expect 2 "did you mean 'flash2'" -- tune --algo flsh2 --seq 128
+expect 2 "more than 100000: narrow the lists" -- tune "${P[@]}" --block-q 1:100000
 expect 2 "--tie-band 150 is out of range" -- tune "${P[@]}" --tie-band 150
 expect 2 "--top -1" -- tune "${P[@]}" --top -1
 expect 2 "--format must be table, json or csv" -- tune "${P[@]}" --format xml
