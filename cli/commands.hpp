@@ -19,5 +19,6 @@ Action add_kvcache_command(CLI::App& app);   // kvcache.cpp
 Action add_explain_command(CLI::App& app);   // explain.cpp
 Action add_kernels_command(CLI::App& app);   // kernels.cpp
 Action add_layer_command(CLI::App& app);     // layer.cpp
+Action add_tune_command(CLI::App& app);      // tune.cpp
 
 }  // namespace iosim::cli

@@ -112,7 +112,7 @@ int main(int argc, char** argv) {
   for (auto add : {cli::add_profiles_command, cli::add_run_command, cli::add_demo_command,
                    cli::add_validate_command, cli::add_kvcache_command, cli::add_sweep_command,
                    cli::add_report_command, cli::add_explain_command, cli::add_kernels_command,
-                   cli::add_layer_command}) {
+                   cli::add_layer_command, cli::add_tune_command}) {
     cli::Action action = add(app);
     commands.emplace_back(app.get_subcommands({}).back(), std::move(action));
   }
@@ -121,7 +121,8 @@ int main(int argc, char** argv) {
   std::string max_memory;
   for (auto& [cmd, action] : commands) {
     const std::string& name = cmd->get_name();
-    if (name == "run" || name == "sweep" || name == "validate" || name == "explain") {
+    if (name == "run" || name == "sweep" || name == "validate" || name == "explain" ||
+        name == "tune") {
       cmd->add_option("--max-memory", max_memory,
                       "refuse work that would take more host memory than this, e.g. 8G, 512M "
                       "(default: three quarters of what this process may use)");

@@ -23,6 +23,7 @@
 #include "cli/flag_options.hpp"
 #include "cli/format_flag.hpp"
 #include "cli/output_file.hpp"
+#include "cli/progress_bar.hpp"
 #include "cli/strict_numbers.hpp"
 #include "cli/sweep_output.hpp"
 #include "reports/sweep_file.hpp"
@@ -163,36 +164,6 @@ std::vector<Axis> make_axes(const SweepFlags& s) {
   }
   return axes;
 }
-
-// A progress bar with an ETA on stderr, redrawn at most ten times a second.
-class ProgressBar {
- public:
-  void operator()(const SweepProgress& p) {
-    const auto now = std::chrono::steady_clock::now();
-    if (p.done < p.total && now - last_ < std::chrono::milliseconds(100)) return;
-    last_ = now;
-    const double elapsed = std::chrono::duration<double>(now - start_).count();
-    const double fraction = p.total_work > 0 ? p.done_work / p.total_work : 1.0;
-    const int width = 30;
-    const int filled = static_cast<int>(fraction * width);
-    std::string eta = "--";
-    if (p.done > 0 && fraction > 0) eta = duration_text(elapsed * (1.0 - fraction) / fraction);
-    fmt::print(stderr, "\r[{}{}] {}/{} points  {:3.0f}%  elapsed {}  ETA {}   ",
-               std::string(static_cast<std::size_t>(filled), '#'),
-               std::string(static_cast<std::size_t>(width - filled), '-'), p.done, p.total,
-               fraction * 100, duration_text(elapsed), eta);
-    if (p.done == p.total) fmt::print(stderr, "\n");
-    std::fflush(stderr);
-  }
-
- private:
-  static std::string duration_text(double s) {
-    if (s < 60) return fmt::format("{:.0f}s", s);
-    return fmt::format("{:.0f}m{:02.0f}s", std::floor(s / 60), std::fmod(s, 60));
-  }
-  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
-  std::chrono::steady_clock::time_point last_{};
-};
 
 // FNV-1a of the text: a sweep's identity in its journal.
 std::string fingerprint_of(const std::string& text) {

@@ -335,16 +335,20 @@ json report_to_json(const Report& r) {
   return j;
 }
 
+std::string problem_text(const AttentionProblem& p) {
+  return fmt::format("B={} H={}{} N={} N_kv={} d={} {}{}{}{} pass={}", p.batch, p.heads,
+                     p.kv_head_count() != p.heads ? fmt::format(" H_kv={}", p.kv_head_count()) : "",
+                     p.seq, p.seq_kv, p.head_dim, dtype_name(p.dtype), p.causal ? " causal" : "",
+                     p.mask ? " mask" : "",
+                     p.dropout > 0 ? fmt::format(" dropout={}", p.dropout) : "", pass_name(p.pass));
+}
+
 std::string format_table(const Report& r) {
   const AttentionProblem& p = r.request.problem;
   std::string s =
       fmt::format("iosim: {} on {} ({}), L2 {}\n", r.request.algorithm, r.profile_description,
                   r.profile, r.request.engine.l2_enabled ? "on" : "off (two-level model)");
-  s += fmt::format("problem  B={} H={}{} N={} N_kv={} d={} {}{}{}{} pass={}\n", p.batch, p.heads,
-                   p.kv_head_count() != p.heads ? fmt::format(" H_kv={}", p.kv_head_count()) : "",
-                   p.seq, p.seq_kv, p.head_dim, dtype_name(p.dtype), p.causal ? " causal" : "",
-                   p.mask ? " mask" : "",
-                   p.dropout > 0 ? fmt::format(" dropout={}", p.dropout) : "", pass_name(p.pass));
+  s += "problem  " + problem_text(p) + "\n";
   if (p.page_tokens > 0) {
     s += fmt::format("pages    {} tokens per page, block table {}\n", p.page_tokens,
                      p.block_table ? p.block_table->source : "-");

@@ -12,6 +12,10 @@ namespace iosim {
 /// The JSON object of docs/DESIGN.md's contract (plus per-tensor and per-kernel detail).
 nlohmann::json report_to_json(const Report& r);
 
+/// The problem as the run table's "problem" line spells it: "B=4 H=16 N=4096 N_kv=4096 d=64 fp16
+/// pass=fwd".
+std::string problem_text(const AttentionProblem& p);
+
 /// A human-readable multi-section table of one run.
 std::string format_table(const Report& r);
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every kind of JSON iosim writes is valid against its schema under schemas/: run (dense, decode,
 # block-sparse, backward, executed, two-level, fp8), a sweep file (with infeasible rows), validate,
-# kvcache and layer; and the schemas themselves are valid JSON Schema. Run by ctest with IOSIM set.
+# kvcache, layer and tune; and the schemas themselves are valid JSON Schema. Run by ctest with IOSIM set.
 set -euo pipefail
 : "${IOSIM:?}"
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -54,6 +54,15 @@ check kvcache "$tmp/kvcache.json"
 "$IOSIM" layer --model qwen2-7b --phase prefill --seq 256 --tp 2 --format json >"$tmp/layer_1.json"
 "$IOSIM" layer --model llama-3-8b --phase decode --batch 4 --seq 2048 --format json >"$tmp/layer_2.json"
 check layer "$tmp"/layer_*.json
+# tune: a space with infeasible points (flash3's 64-row consumer warpgroups) and one with none
+# feasible (every block_kv past shared memory), whose default is ranked outside it.
+"$IOSIM" tune --algo flash3 --seq 1024 --head-dim 128 --block-q 64,96,128 --block-kv 64,128 \
+  --format json >"$tmp/tune_1.json"
+rc=0
+"$IOSIM" tune --algo flash2 --seq 512 --head-dim 64 --block-kv 4096 --stages 4 --format json \
+  >"$tmp/tune_2.json" 2>/dev/null || rc=$?
+[ "$rc" -eq 2 ] || { echo "FAIL: tune with no feasible tiling exited $rc, want 2" >&2; exit 1; }
+check tune "$tmp"/tune_*.json
 
 # A document that breaks its schema fails the check (the check is not vacuous).
 "$py" - "$tmp/run_1.json" "$tmp/bad.json" <<'PY'
