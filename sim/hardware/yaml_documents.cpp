@@ -144,16 +144,29 @@ std::vector<YAML::Node> load_yaml_documents(const std::string& yaml_text, const 
   // Anchors and aliases: a profile needs none, and yaml-cpp can take minutes on a few hundred
   // bytes of malformed ones (found by tests/fuzz/fuzz_profile.cpp). A '&' or '*' that starts a
   // node (after a space, '[', '{', ',' or ':' or at a line's start) outside a quoted string or a
-  // comment is refused.
+  // comment is refused. So is a double-quoted string left open at the end of its line: YAML lets
+  // it run on, so a missing closing quote swallowed the lines after it and the message named a
+  // key "missing" that the file has (issue #50); every file iosim reads keeps a string on one line.
   {
     std::size_t line = 1;
     char quote = 0, prev = '\n';
-    bool comment = false;
+    bool comment = false, escaped = false;
     for (const char c : yaml_text) {
       if (c == '\n') {
+        if (quote == '"') {
+          throw ConfigError(fmt::format(
+              "{}:{}: YAML syntax error: a double-quoted string is not closed on its line (a "
+              "closing '\"' is missing; strings in a {} stay on one line)",
+              origin, line, what));
+        }
         ++line;
         quote = 0;
         comment = false;
+        escaped = false;
+      } else if (escaped) {
+        escaped = false;
+      } else if (quote == '"' && c == '\\') {
+        escaped = true;
       } else if (!comment && quote == 0 && (c == '"' || c == '\'')) {
         quote = c;
       } else if (!comment && quote != 0 && c == quote) {
@@ -167,6 +180,12 @@ std::vector<YAML::Node> load_yaml_documents(const std::string& yaml_text, const 
                         line, c, what));
       }
       prev = c;
+    }
+    if (quote == '"') {
+      throw ConfigError(fmt::format(
+          "{}:{}: YAML syntax error: a double-quoted string is not closed (a closing '\"' is "
+          "missing)",
+          origin, line));
     }
   }
   std::vector<YAML::Node> documents;
