@@ -196,9 +196,11 @@ TEST_CASE("GEMM clusters: Hopper's, of at most 8 CTAs") {
   const iosim::HardwareProfile& a100 = iosim::test::profile("a100-sxm4-80gb");
   iosim::GemmTilingRequest req;
   req.bm = req.bn = 128;
-  for (const auto& [cm, cn, fits] :
+  for (const auto& [cluster_m, cluster_n, fits] :
        {std::tuple{2, 4, true}, std::tuple{8, 1, true}, std::tuple{1, 8, true},
         std::tuple{4, 4, false}, std::tuple{16, 1, false}, std::tuple{1048576, 1, false}}) {
+    // (Copies: clang 14 refuses a structured binding inside CAPTURE's lambda.)
+    const int cm = cluster_m, cn = cluster_n;
     CAPTURE(cm);
     CAPTURE(cn);
     req.cluster_m = cm;

@@ -113,7 +113,8 @@ std::map<double, double> measured_sweep(const std::string& set, const std::strin
 
 TEST_CASE("L2 against l2_policy: data every SM reads is held twice, so it fits half the L2") {
   const auto gpu = measured_sweep("all", "shared");
-  for (const auto& [fraction, hit] : gpu) {
+  for (const auto& point : gpu) {
+    const double fraction = point.first, hit = point.second;
     if (fraction > 1.0) continue;
     const double model = sweep_hits("all", "shared", fraction, 4);
     CAPTURE(fraction);
