@@ -6,6 +6,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/flag_options.hpp"
+#include "cli/output_file.hpp"
 #include "reports/writers.hpp"
 
 namespace iosim::cli {
@@ -34,7 +35,7 @@ Action add_demo_command(CLI::App& app) {
     fmt::print("iosim demo: attention forward on {} ({})\n", profile.description, profile.name);
     fmt::print("problem: B={} H={} N={} d={} {}{}\n\n", p.batch, p.heads, p.seq, p.head_dim,
                dtype_name(p.dtype), p.causal ? " causal" : "");
-    std::cout << format_comparison(two_level, three_level);
+    write_stdout(format_comparison(two_level, three_level));
     fmt::print(
         "\nHBM (2-level) is the FlashAttention paper's model (every load and store reaches HBM);\n"
         "HBM (L2 on) counts only L2 misses and write-backs (with the lines still dirty in L2 at "

@@ -7,6 +7,7 @@
 
 #include "algorithms/kernel_description.hpp"
 #include "cli/commands.hpp"
+#include "cli/output_file.hpp"
 #include "sim/base/errors.hpp"
 
 namespace iosim::cli {
@@ -20,7 +21,7 @@ Action add_kernels_command(CLI::App& app) {
                   "--kernel FILE)");
   return [show] {
     if (!show->empty()) {
-      std::cout << kernel_description_yaml(kernel_preset(*show));
+      write_stdout(kernel_description_yaml(kernel_preset(*show)));
       return 0;
     }
     fmt::print("{:<15} {:<17} {:<24} {:<9} {:<9} {}\n", "preset", "forward", "backward", "mma",

@@ -62,12 +62,12 @@ Action add_layer_command(CLI::App& app) {
     if (format == "json") {
       // One document a point: indented for one, a line each (JSON Lines) for several.
       for (const LayerReport& rep : run.reports) {
-        std::cout << json_text(layer_to_json(rep), run.reports.size() == 1 ? 2 : -1) << "\n";
+        write_stdout(json_text(layer_to_json(rep), run.reports.size() == 1 ? 2 : -1) + "\n");
       }
     } else if (format == "csv") {
-      std::cout << layer_sweep_csv(run);
+      write_stdout(layer_sweep_csv(run));
     } else {
-      std::cout << layer_sweep_table(run);
+      write_stdout(layer_sweep_table(run));
     }
     return 0;
   };

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "cli/commands.hpp"
+#include "cli/output_file.hpp"
 #include "reports/writers.hpp"
 #include "sim/base/errors.hpp"
 #include "sim/hardware/profile.hpp"
@@ -28,11 +29,11 @@ Action add_profiles_command(CLI::App& app) {
       throw ConfigError("--show and --template: give one of them");
     }
     if (!f->show.empty()) {
-      std::cout << builtin_profile_text(f->show);
+      write_stdout(builtin_profile_text(f->show));
       return 0;
     }
     if (f->templ) {
-      std::cout << profile_template();
+      write_stdout(profile_template());
       return 0;
     }
     for (const std::string& name : builtin_profile_names()) {

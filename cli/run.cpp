@@ -122,11 +122,11 @@ Action add_run_command(CLI::App& app) {
       std::cerr << fmt::format("iosim run: wrote {}\n", path);
     }
     if (chosen == "json") {
-      std::cout << json_text(report_to_json(r), 2) << "\n";
+      write_stdout(json_text(report_to_json(r), 2) + "\n");
     } else if (chosen == "csv") {
-      std::cout << csv_header() << "\n" << csv_row(r) << "\n";
+      write_stdout(csv_header() + "\n" + csv_row(r) + "\n");
     } else {
-      std::cout << format_table(r);
+      write_stdout(format_table(r));
     }
     return 0;
   };

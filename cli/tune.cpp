@@ -14,6 +14,7 @@
 #include "cli/commands.hpp"
 #include "cli/flag_options.hpp"
 #include "cli/format_flag.hpp"
+#include "cli/output_file.hpp"
 #include "cli/progress_bar.hpp"
 #include "reports/tune_writers.hpp"
 #include "sim/base/errors.hpp"
@@ -84,11 +85,11 @@ int run_tune_command(const TuneFlags& s, const std::function<bool(const char*)>&
   const TuneResult result = tune(profile, base, space, options);
   const auto top = static_cast<std::size_t>(s.top);
   if (format == "json") {
-    std::cout << json_text(tune_to_json(result, top), 2) << "\n";
+    write_stdout(json_text(tune_to_json(result, top), 2) + "\n");
   } else if (format == "csv") {
-    std::cout << tune_csv(result, top);
+    write_stdout(tune_csv(result, top));
   } else {
-    std::cout << tune_table(result, top);
+    write_stdout(tune_table(result, top));
   }
   if (result.ranked.empty()) {
     // As `iosim run` of an infeasible tiling: exit 2, the output above saying why each failed.

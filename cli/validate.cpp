@@ -115,13 +115,13 @@ Action add_validate_command(CLI::App& app) {
         format == "json" || !f->json_file.empty() ? validation_json(v) : std::string();
     if (!f->json_file.empty()) write_file_atomically(f->json_file, json_text);
     if (format == "json") {
-      std::cout << json_text;
+      write_stdout(json_text);
     } else if (format == "csv") {
-      std::cout << validation_csv(v);
+      write_stdout(validation_csv(v));
     } else if (format == "md") {
-      std::cout << validation_markdown(v);
+      write_stdout(validation_markdown(v));
     } else {
-      std::cout << validation_table(v);
+      write_stdout(validation_table(v));
     }
     return 0;
   };

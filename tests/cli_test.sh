@@ -480,6 +480,10 @@ section_stops() {
   stopped_while_blocked "report" report "$tmp/blocked_sweep.json"
   stopped_while_blocked "explain" explain --seq 64 --head-dim 16 --batch 4 --block-q 8 --block-kv 4
   stopped_while_blocked "kvcache --series" kvcache --layers 2 --kv-heads 2 --head-dim 64 --requests 2000 --series
+  # run, layer, validate, tune, profiles, kernels and demo wrote through std::cout too (a run's
+  # JSON and a layer's are larger than the one-page pipe)
+  stopped_while_blocked "run --format json" run --seq 1024 --format json
+  stopped_while_blocked "layer --format json" layer --model llama-3-8b --seq 128 --format json
   expect 2 "explain traces at most 10000 steps" -- explain --seq 64 --head-dim 16 --batch 2 --heads 2 --block-q 1 --block-kv 1 --algo flash1 --pass fwdbwd --html "$tmp/big.html"
   if [ ! -e "$tmp/big.html" ]; then ok; else bad "explain past its step limit wrote a page"; fi
   # A memory budget that holds one L2 model (about 2 MB for the H100 profile) at a time: the two
