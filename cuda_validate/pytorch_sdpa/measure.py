@@ -133,6 +133,19 @@ def build_cudnn_suite():
     return cases
 
 
+def grouped_case(group, backend, pass_, batch, heads, kv_heads, seq, d, causal):
+    """A case of fp16 attention over N = N_kv, with kv_heads K/V heads (grouped-query heads where
+    fewer than heads: the id says _hkv and the problem kv_heads only then)."""
+    cid = (f"{group}b{batch}_h{heads}" + (f"_hkv{kv_heads}" if kv_heads != heads else "")
+           + f"_n{seq}_nkv{seq}_d{d}" + ("_causal" if causal else ""))
+    problem = {"batch": batch, "heads": heads, "seq": seq, "seq_kv": seq, "head_dim": d,
+               "dtype": "fp16", "causal": causal}
+    if kv_heads != heads:
+        problem["kv_heads"] = kv_heads
+    return {"id": cid, "group": group, "backend": backend, "pass": pass_,
+            "schedule": SCHEDULE_OF_BACKEND[backend], "problem": problem, "math_reduction": None}
+
+
 def build_cudnn_gqa_suite():
     """cuDNN's fused attention with grouped-query heads (F.scaled_dot_product_attention(...,
     enable_gqa=True): K and V have kv_heads heads, each shared by heads / kv_heads query heads),
@@ -141,15 +154,7 @@ def build_cudnn_gqa_suite():
     cases = []
 
     def add(group, pass_, batch, heads, kv_heads, seq, d, causal):
-        cid = (f"{group}b{batch}_h{heads}_hkv{kv_heads}_n{seq}_nkv{seq}_d{d}"
-               + ("_causal" if causal else ""))
-        cases.append({
-            "id": cid, "group": group, "backend": "cudnn", "pass": pass_,
-            "schedule": SCHEDULE_OF_BACKEND["cudnn"],
-            "problem": {"batch": batch, "heads": heads, "kv_heads": kv_heads, "seq": seq,
-                        "seq_kv": seq, "head_dim": d, "dtype": "fp16", "causal": causal},
-            "math_reduction": None,
-        })
+        cases.append(grouped_case(group, "cudnn", pass_, batch, heads, kv_heads, seq, d, causal))
 
     for causal in (False, True):
         add("cudnn_gqa_fwd_", "fwd", 1, 32, 8, 8192, 128, causal)
@@ -170,15 +175,7 @@ def build_edge_suite():
     cases = []
 
     def add(group, backend, batch, heads, kv_heads, seq, d, causal):
-        cid = (f"{group}b{batch}_h{heads}" + (f"_hkv{kv_heads}" if kv_heads != heads else "")
-               + f"_n{seq}_nkv{seq}_d{d}" + ("_causal" if causal else ""))
-        problem = {"batch": batch, "heads": heads, "seq": seq, "seq_kv": seq, "head_dim": d,
-                   "dtype": "fp16", "causal": causal}
-        if kv_heads != heads:
-            problem["kv_heads"] = kv_heads
-        cases.append({"id": cid, "group": group, "backend": backend, "pass": "fwd",
-                      "schedule": SCHEDULE_OF_BACKEND[backend], "problem": problem,
-                      "math_reduction": None})
+        cases.append(grouped_case(group, backend, "fwd", batch, heads, kv_heads, seq, d, causal))
 
     for n in (32768, 65536, 131072):
         add("edge_flash_", "flash", 1, 8, 8, n, 128, True)
