@@ -1,7 +1,8 @@
 // wg1_mma_fwd: the FlashAttention-2 forward of flash2_fwd.cuh (same loop order, grid, per-warp
 // pieces from warp_tile.cuh and epilogue) with a deeper K/V pipeline: a ring of kStages
-// (2..6) shared-memory stages filled by cp.async, 4 warps (one warpgroup's worth) issuing
-// mma.sync m16n8k16 with ldmatrix operands, fp16 or bf16 (T) inputs and output, fp32 L.
+// (2..6) shared-memory stages filled by cp.async, kWarps warps (4 by default: one warpgroup's
+// worth; the tile sweep of cuda_validate/tile_sweep also runs 8) issuing mma.sync m16n8k16 with
+// ldmatrix operands, fp16 or bf16 (T) inputs and output, fp32 L.
 // issue #27 item 5c; wg1_tma_fwd.cuh is the wgmma + TMA kernel of the same loop order.
 //
 // Step j: wait until K_j/V_j have landed (cp.async groups: Q + K_0/V_0, then one per K/V block,
@@ -13,17 +14,17 @@
 
 namespace iosim_cuda {
 
-template <int kD, int kBQ, int kBKV, int kStages>
-struct Wg1MmaConfig : WarpTileConfig<kD, kBQ, kBKV, 4> {
-  using Base = WarpTileConfig<kD, kBQ, kBKV, 4>;
+template <int kD, int kBQ, int kBKV, int kStages, int kWarps = 4>
+struct Wg1MmaConfig : WarpTileConfig<kD, kBQ, kBKV, kWarps> {
+  using Base = WarpTileConfig<kD, kBQ, kBKV, kWarps>;
   // sQ + sK, sV (kStages tiles each), 16-bit elements.
   static constexpr int kSmemBytes = (Base::kQTileElems + 2 * kStages * Base::kKVTileElems) * 2;
   static_assert(kStages >= 2 && kStages <= 6, "2..6 stages");
 };
 
-template <typename T, int kD, int kBQ, int kBKV, int kStages>
-__global__ void __launch_bounds__(128) wg1_mma_fwd_kernel(const AttnParams p) {
-  using Cfg = Wg1MmaConfig<kD, kBQ, kBKV, kStages>;
+template <typename T, int kD, int kBQ, int kBKV, int kStages, int kWarps = 4>
+__global__ void __launch_bounds__(kWarps * 32) wg1_mma_fwd_kernel(const AttnParams p) {
+  using Cfg = Wg1MmaConfig<kD, kBQ, kBKV, kStages, kWarps>;
   constexpr int kThreads = Cfg::kThreads;
   constexpr int kMT = Cfg::kMT;
   constexpr int kQT = Cfg::kQTileElems;

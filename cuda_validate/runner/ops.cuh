@@ -50,6 +50,9 @@ struct RoleOp {
   // gives the two together, what the SM allocates (ncu's launch__shared_mem_per_block). Last, so
   // that the roles built field by field in order need not name it.
   int static_smem_bytes = 0;
+  // Local memory per thread (cudaFuncGetAttributes' localSizeBytes: register spills and local
+  // arrays; 0 where not asked). The runner's builds refuse spills; the tile sweep records them.
+  int local_bytes_per_thread = 0;
 };
 
 // Fills op as the role `role` of kernel<<<grid, threads, smem, stream>>>(args...), labelled

@@ -1,7 +1,7 @@
 // wg1_mma_fwd instantiations (wg1_instances.hpp), and the wg1 dispatch both kernels use.
-#include "../kernels/wg1_mma_fwd.cuh"
+#define IOSIM_WG1_NO_TMA_OP  // built for sm_90: no wgmma
 #include "wg1_instances.hpp"
-#include "wg1_ops.hpp"
+#include "wg1_op_templates.cuh"
 
 namespace iosim_cuda {
 
@@ -9,17 +9,6 @@ namespace {
 
 using fp16 = half;
 using bf16 = __nv_bfloat16;
-
-template <typename T, int kD, int kBQ, int kBKV, int kStages>
-void wg1_mma_op(const AttnParams& p, RoleOp* op, FlashTiling* tiling, int* registers) {
-  using Cfg = Wg1MmaConfig<kD, kBQ, kBKV, kStages>;
-  const char* dtype = std::is_same_v<T, bf16> ? "bf16" : "fp16";
-  wg1_attention_op(&wg1_mma_fwd_kernel<T, kD, kBQ, kBKV, kStages>,
-                   wg1_label("wg1_mma_fwd_kernel", dtype, kD, kBQ, kBKV, kStages),
-                   dim3((p.seq + kBQ - 1) / kBQ, p.batch, p.heads), Cfg::kThreads,
-                   Cfg::kSmemBytes, op, registers, p);
-  *tiling = {Cfg::kThreads, Cfg::kSmemBytes, kStages, "cp.async"};
-}
 
 }  // namespace
 
@@ -34,8 +23,8 @@ bool wg1_dispatch(const char* kernel, const std::vector<Wg1Instance>& instances,
       i.make(p, op, tiling, registers);
       return true;
     }
-    have += std::string(have.empty() ? "(" : " (") + i.dtype + ", " + std::to_string(i.d) +
-            ", " + std::to_string(i.block_q) + ", " + std::to_string(i.block_kv) + ", " +
+    have += std::string(have.empty() ? "(" : " (") + i.dtype + ", " + std::to_string(i.d) + ", " +
+            std::to_string(i.block_q) + ", " + std::to_string(i.block_kv) + ", " +
             std::to_string(i.stages) + ")";
   }
   *why = std::string(kernel) + " has no instantiation for this case; compiled (dtype, d, " +

@@ -31,23 +31,24 @@ bool wg1_dispatch(const char* kernel, const std::vector<Wg1Instance>& instances,
 
 // The role of kernel<<<grid, threads, smem, stream>>>(args...) (the dynamic shared memory
 // limit raised to smem), labelled `label`; *registers and op->static_smem_bytes from
-// cudaFuncGetAttributes.
+// cudaFuncGetAttributes (and op->local_bytes_per_thread).
 template <typename... Params, typename... Args>
-void wg1_attention_op(void (*kernel)(Params...), const std::string& label, dim3 grid,
-                      int threads, int smem, RoleOp* op, int* registers, Args... args) {
+void wg1_attention_op(void (*kernel)(Params...), const std::string& label, dim3 grid, int threads,
+                      int smem, RoleOp* op, int* registers, Args... args) {
   kernel_role_op("attention", kernel, label, grid, threads, smem, op, args...);
   cudaFuncAttributes fa{};
   IOSIM_CUDA_CHECK(cudaFuncGetAttributes(&fa, kernel));
   *registers = fa.numRegs;
   op->static_smem_bytes = static_cast<int>(fa.sharedSizeBytes);
+  op->local_bytes_per_thread = static_cast<int>(fa.localSizeBytes);
 }
 
 // "name<dtype, d, block_q, block_kv, stages>"
-inline std::string wg1_label(const char* name, const char* dtype, int d, int block_q,
-                             int block_kv, int stages) {
+inline std::string wg1_label(const char* name, const char* dtype, int d, int block_q, int block_kv,
+                             int stages) {
   return std::string(name) + "<" + dtype + ", " + std::to_string(d) + ", " +
-         std::to_string(block_q) + ", " + std::to_string(block_kv) + ", " +
-         std::to_string(stages) + ">";
+         std::to_string(block_q) + ", " + std::to_string(block_kv) + ", " + std::to_string(stages) +
+         ">";
 }
 
 }  // namespace iosim_cuda
