@@ -28,6 +28,8 @@ struct TilingRequest {
   std::optional<int> threads;               // threads per CTA of the main kernel
   std::optional<int> pipeline_stages;       // see Tiling::pipeline_stages and StagesCount
   std::optional<int> registers_per_thread;  // of the main kernel, as a compiler reported it
+  // Local memory per thread of the main kernel (register spills), as the compiler reported it.
+  std::optional<int> local_bytes_per_thread;
   std::optional<std::int64_t> splits;       // split-KV decoding: K/V chunks per query tile
   std::optional<std::int64_t> score_chunk;  // see Tiling::score_chunk
   // Warp-specialized kernels: how the consumer warpgroups share the tensor cores (--warpgroups).
@@ -65,6 +67,7 @@ struct Tiling {
   // The backward main kernel's blocks where they differ from the forward's in a run of both
   // passes (flash3: each kernel keeps FlashAttention-3's tiles); 0: block_q and block_kv.
   std::int64_t backward_block_q = 0, backward_block_kv = 0;
+  int local_bytes_per_thread = 0;  // of the main kernel: spills, as a compiler reported them
 };
 
 /// The outcome of planning: a schedule, or the reason none fits.

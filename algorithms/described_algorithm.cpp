@@ -172,6 +172,7 @@ TilingRequest described_tiling(const KernelDescription& d, const TilingRequest& 
   over(t.threads, requested.threads);
   over(t.pipeline_stages, requested.pipeline_stages);
   over(t.registers_per_thread, requested.registers_per_thread);
+  over(t.local_bytes_per_thread, requested.local_bytes_per_thread);
   over(t.splits, requested.splits);
   over(t.warpgroups, requested.warpgroups);
   over(t.backward_block_q, requested.backward_block_q);

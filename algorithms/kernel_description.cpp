@@ -306,10 +306,20 @@ KernelDescription parse_kernel_description(const json& doc, const std::string& s
   }
   if (doc.contains("launch")) {
     const json& l = doc.at("launch");
-    if (c.object(l, "launch", {"threads", "registers_per_thread", "smem_bytes_per_cta"})) {
+    if (c.object(
+            l, "launch",
+            {"threads", "registers_per_thread", "local_bytes_per_thread", "smem_bytes_per_cta"})) {
       if (auto t = c.integer(l, "launch", "threads", 32, 1024)) d.tiles.threads = int(*t);
       if (auto r = c.integer(l, "launch", "registers_per_thread", 16, 255)) {
         d.tiles.registers_per_thread = int(*r);
+      }
+      if (auto b = c.integer(l, "launch", "local_bytes_per_thread", 0, 512 * 1024)) {
+        d.tiles.local_bytes_per_thread = int(*b);
+        if (*b > 0 && (d.forward != "query_stationary" || !d.backward.empty())) {
+          // Silently ignoring the spills of another dataflow's kernel would time it as if none.
+          c.problem("launch.local_bytes_per_thread",
+                    "only the query_stationary forward models spills so far");
+        }
       }
       d.smem_bytes_per_cta = c.integer(l, "launch", "smem_bytes_per_cta", 0, 1 << 30);
     }
@@ -350,6 +360,7 @@ json kernel_description_json(const KernelDescription& d) {
   json launch = json::object();
   if (t.threads) launch["threads"] = *t.threads;
   if (t.registers_per_thread) launch["registers_per_thread"] = *t.registers_per_thread;
+  if (t.local_bytes_per_thread) launch["local_bytes_per_thread"] = *t.local_bytes_per_thread;
   if (d.smem_bytes_per_cta) launch["smem_bytes_per_cta"] = *d.smem_bytes_per_cta;
   if (!launch.empty()) out["launch"] = launch;
   return out;
@@ -365,12 +376,24 @@ std::string kernel_description_yaml(const KernelDescription& d) {
     if (!j.contains(key)) return;
     s += fmt::format("{}:  # {}\n", key, comment);
     // In the order the schema lists them, not the JSON object's alphabetical one.
-    static const char* const kOrder[] = {
-        "forward",           "backward",          "block_mask", "kv_order",
-        "block_q",           "block_kv",          "stages",     "splits",
-        "backward_block_q",  "backward_block_kv", "mma",        "load",
-        "warp_roles",        "persistent",        "threads",    "registers_per_thread",
-        "smem_bytes_per_cta"};
+    static const char* const kOrder[] = {"forward",
+                                         "backward",
+                                         "block_mask",
+                                         "kv_order",
+                                         "block_q",
+                                         "block_kv",
+                                         "stages",
+                                         "splits",
+                                         "backward_block_q",
+                                         "backward_block_kv",
+                                         "mma",
+                                         "load",
+                                         "warp_roles",
+                                         "persistent",
+                                         "threads",
+                                         "registers_per_thread",
+                                         "local_bytes_per_thread",
+                                         "smem_bytes_per_cta"};
     for (const char* k : kOrder) {
       if (!j.at(key).contains(k)) continue;
       const json& v = j.at(key).at(k);

@@ -127,6 +127,14 @@ class QueryStationaryForward final : public Schedule {
     const std::int64_t readers =
         wgmma ? ceil_div(qr, kRowsPerWarpgroup) : std::max(1, t_.threads / 32);
     out.push_back(costs::scores(s, d, (qr + readers * kr) * d * eb));
+    // A spilling kernel's wgmma are serialized by ptxas (C7512): each m64nNk16 waits for its own
+    // result. Per warpgroup: its row groups' instructions, k16 steps over d, N = kr up to 256.
+    const std::int64_t row_groups_per_warpgroup =
+        wgmma ? ceil_div(ceil_div(qr, kRowsPerWarpgroup), std::max(1, k_.consumer_warpgroups)) : 0;
+    const bool serialized = wgmma && k_.local_bytes > 0;
+    if (serialized) {
+      out.back().serialized_wgmmas = row_groups_per_warpgroup * ceil_div(d, 16) * ceil_div(kr, 256);
+    }
     const bool crosses_diagonal = p_.causal && k0 + kr - 1 > q0 + offset;
     // The causal mask and an index mask are one pass over the scores. Our block-sparse kernel
     // evaluates the mask on every block: nvcc does not hoist its uniform "this block needs a
@@ -138,9 +146,26 @@ class QueryStationaryForward final : public Schedule {
     // wgmma's accumulator gives a row to the 4 threads of a quad: its max takes 2 shuffle
     // rounds (the sum is reduced across the quad once, at the end).
     if (wgmma) out.back().smem_round_trips = 2;
+    if (k_.column_split) {
+      // Warpgroups sharing rows: the row max and the row sum of each step combine the halves
+      // through shared memory (a store, a barrier, a load: two round trips each), and P moves
+      // through shared memory into the layout the P V product reads (each warpgroup's O columns
+      // need all of P's): written once and read by every warpgroup.
+      const std::int64_t sharing = t_.threads / kWarpgroupThreads;
+      out.back().smem_round_trips += 3 * 2;
+      out.back().smem_read_bytes += (1 + sharing) * qr * kr * eb;
+    }
+    if (k_.local_bytes > 0) {
+      // Register spills: the warps store and reload their spilled registers every step, through
+      // the L1 (one SRAM with shared memory, so on its pipe).
+      out.back().smem_read_bytes += 2 * std::int64_t{k_.local_bytes} * t_.threads;
+    }
     if (p_.dropout > 0) out.push_back(costs::dropout({TensorId::P, bh, q0, qr, k0, kr}));
     const std::int64_t p_reads = k_.mechanisms.mma == MmaFamily::wgmma_ss ? qr * kr * eb : 0;
     out.push_back(costs::pv(s, d, readers * kr * d * eb + p_reads));
+    if (serialized) {
+      out.back().serialized_wgmmas = row_groups_per_warpgroup * ceil_div(kr, 16) * ceil_div(d, 256);
+    }
     if (wgmma && p_.dtype == Dtype::fp8) add_fp8_extra_ops(out.back(), s, d);
     if (k + 1 < count) return true;
     finish_forward_tile(o, d, out);  // O through shared memory
@@ -265,10 +290,20 @@ Planned plan_query_stationary_forward(const AttentionProblem& p, const HardwareP
   kernel.mechanisms = mech;
   kernel.smem_bytes = smem;
   kernel.registers = regs;
+  t.local_bytes_per_thread = req.local_bytes_per_thread.value_or(0);
+  kernel.local_bytes = t.local_bytes_per_thread;
   kernel.kv_order = kv_order;
-  kernel.consumer_warpgroups = specialized    ? consumers
-                               : mech.wgmma() ? t.threads / kWarpgroupThreads
-                                              : 0;
+  // Uniform warpgroups issuing wgmma take the tile's 64-row groups among them. Warpgroups beyond
+  // the row groups split a row group's columns instead (Triton's 8 warps on a 64-row tile): the
+  // tensor cores they share do the row group's GEMMs at the same rate whichever issues them, so
+  // they shorten no chain, and they exchange each row's statistics and P every step (below).
+  kernel.consumer_warpgroups =
+      specialized    ? consumers
+      : mech.wgmma() ? static_cast<int>(std::min<std::int64_t>(
+                           t.threads / kWarpgroupThreads, ceil_div(t.block_q, kRowsPerWarpgroup)))
+                     : 0;
+  kernel.column_split = mech.wgmma() && !specialized &&
+                        t.threads / kWarpgroupThreads > ceil_div(t.block_q, kRowsPerWarpgroup);
   out.schedule = make_query_stationary_forward(p, t, kernel, blocks);
   return out;
 }

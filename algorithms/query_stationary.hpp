@@ -21,7 +21,11 @@ struct QueryStationaryKernel {
   ResolvedMechanisms mechanisms;
   std::int64_t smem_bytes = 0;
   int registers = 0;
-  int consumer_warpgroups = 0;  // wgmma: warpgroups that compute
+  int local_bytes = 0;          // per thread: register spills (TilingRequest)
+  int consumer_warpgroups = 0;  // wgmma: warpgroups that compute, at most one per 64-row group
+  // Uniform wgmma warpgroups sharing a row group (more warpgroups than 64-row groups): they split
+  // its columns and exchange row statistics and P through shared memory every step.
+  bool column_split = false;
   KvOrder kv_order = KvOrder::ascending;
 };
 

@@ -13,7 +13,8 @@ The descriptions (what each family is; docs/kernels.md has the fields):
            every configuration issues wgmma (recorded per run), K/V through cp.async buffers of
            num_stages (num_stages 1: loads through registers, `plain`), num_warps * 32 threads
 All three are query-stationary with K/V in ascending order and uniform warp roles; launch facts
-(threads, registers per thread, shared memory = dynamic + static) are what the GPU reported.
+(threads, registers per thread, shared memory = dynamic + static, local bytes per thread: the
+spills) are what the GPU reported; --no-spills leaves the spills out, as the first blind set did.
 """
 import argparse
 import concurrent.futures as cf
@@ -24,29 +25,35 @@ import sys
 import tempfile
 
 
-def description(run):
+def description(run, spills=True):
+    """spills=False: the description without launch.local_bytes_per_thread (the blind set's)."""
     fam = run["family"]
     if fam == "wg1_tma":
         mma, load = "wgmma_rs", "tma"
         smem = run["smem_dynamic_bytes"] + run["smem_static_bytes"]
+        local = run["local_bytes_per_thread"]
     elif fam == "wg1_mma":
         mma, load = "mma_sync", "cp_async"
         smem = run["smem_dynamic_bytes"] + run["smem_static_bytes"]
+        local = run["local_bytes_per_thread"]
     elif fam == "triton":
         mma = "wgmma_rs" if run["wgmma"] else "mma_sync"
         load = "cp_async" if run["stages"] > 1 else "plain"
         smem = run["smem_bytes"]
+        local = 4 * run["spills"]  # Triton's n_spills: the local bytes the driver reports / 4
     else:
         raise SystemExit(f"unknown family {fam}")
+    launch = {"threads": run["threads"], "registers_per_thread": run["registers_per_thread"],
+              "smem_bytes_per_cta": smem}
+    if spills and local:
+        launch["local_bytes_per_thread"] = local
     return {
         "name": f"{fam}_{run['block_q']}x{run['block_kv']}_s{run['stages']}_w{run['warps']}",
         "dataflow": {"forward": "query_stationary"},
         "tiles": {"block_q": run["block_q"], "block_kv": run["block_kv"],
                   "stages": run["stages"]},
         "mechanisms": {"mma": mma, "load": load, "warp_roles": "uniform", "persistent": False},
-        "launch": {"threads": run["threads"],
-                   "registers_per_thread": run["registers_per_thread"],
-                   "smem_bytes_per_cta": smem},
+        "launch": launch,
     }
 
 
@@ -55,7 +62,7 @@ def key(run):
 
 
 def predict(args, run, tmp):
-    desc = description(run)
+    desc = description(run, spills=not args.no_spills)
     path = os.path.join(tmp, key(run).replace(" ", "_") + ".json")
     with open(path, "w") as f:
         json.dump(desc, f)  # a description may be JSON (YAML's superset)
@@ -78,6 +85,9 @@ def main():
     ap.add_argument("--profile", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--no-spills", action="store_true")
+    ap.add_argument("--what", default="iosim's blind predictions of the tile sweep (issue #46), "
+                    "made from launch facts before any configuration was timed")
     ap.add_argument("facts", nargs="+")
     args = ap.parse_args()
     runs = []
@@ -87,8 +97,7 @@ def main():
                             text=True).stdout.strip()
     with tempfile.TemporaryDirectory() as tmp, cf.ThreadPoolExecutor(args.jobs) as pool:
         preds = dict(pool.map(lambda r: predict(args, r, tmp), runs))
-    doc = {"what": "iosim's blind predictions of the tile sweep (issue #46), made from launch "
-                   "facts before any configuration was timed",
+    doc = {"what": args.what,
            "profile": args.profile, "iosim_commit": commit,
            "facts": [os.path.relpath(f) for f in args.facts], "predictions": preds}
     with open(args.out, "w") as f:

@@ -89,6 +89,7 @@ def main():
     ap.add_argument("--pred", required=True)
     ap.add_argument("--shapes", help="shapes.txt, for which shapes are sealed")
     ap.add_argument("--json", help="write the per-group statistics here")
+    ap.add_argument("--families", action="store_true", help="only the per-family table")
     ap.add_argument("times", nargs="+")
     args = ap.parse_args()
     groups, _ = load(args.pred, args.times)
@@ -100,16 +101,20 @@ def main():
                 sealed.add(f[0])
     stats = {f"{fam} {shape}": dict(group_stats(pts), sealed=shape in sealed)
              for (fam, shape), pts in sorted(groups.items())}
-    print("| family | shape | set | n | rho | regret | pairs right | time median | time worst |")
-    print("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
-    for name, s in stats.items():
+    rows = [] if args.families else list(stats.items())
+    if rows:
+        print("| family | shape | set | n | rho | regret | pairs right | time median | "
+              "time worst |")
+        print("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for name, s in rows:
         fam, shape = name.split()
         print(f"| {fam} | {shape} | {'sealed' if s['sealed'] else 'open'} | {s['n']} | "
               f"{s['rho']:.2f} | {100 * s['regret']:.1f}% | {100 * s['pairs']:.0f}% "
               f"({s['pairs_counted']}) | {100 * s['time_median']:.1f}% | "
               f"{100 * s['time_worst']:.1f}% |")
     fams = sorted({n.split()[0] for n in stats})
-    print()
+    if rows:
+        print()
     print("| family | set | rho median (min) | regret median (worst) | pairs right median | "
           "time median | time worst |")
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")

@@ -66,7 +66,7 @@ class StageTimer {
     double tensor_flops = 0, fp32_flops = 0, sfu_ops = 0, int32_ops = 0, smem_bytes = 0;
     double chain_s = 0;  // latency one warp waits through in sequence (shared-memory round trips)
     // The dependent latencies chain_s sums, counted: what a timeline records of them.
-    std::int64_t round_trips = 0, chain_fp32_ops = 0, wgmma_waits = 0;
+    std::int64_t round_trips = 0, chain_fp32_ops = 0, wgmma_waits = 0, serialized_wgmmas = 0;
     void add(const TileOp& op, const Rates& r) {
       tensor_flops += static_cast<double>(op.tensor_flops);
       fp32_flops += static_cast<double>(op.fp32_flops);
@@ -75,17 +75,20 @@ class StageTimer {
       smem_bytes += static_cast<double>(op.smem_read_bytes);
       chain_s += static_cast<double>(op.smem_round_trips) * r.smem_latency_s +
                  static_cast<double>(op.chain_fp32_ops) * r.fp32_latency_s +
-                 static_cast<double>(op.wgmma_waits) * r.wgmma_latency_s;
+                 static_cast<double>(op.wgmma_waits) * r.wgmma_latency_s +
+                 static_cast<double>(op.serialized_wgmmas) * r.wgmma_serial_gap_s;
       round_trips += op.smem_round_trips;
       chain_fp32_ops += op.chain_fp32_ops;
       wgmma_waits += op.wgmma_waits;
+      serialized_wgmmas += op.serialized_wgmmas;
     }
     // chain_s from the counts at rates `r` (a replay's; it can differ from the sum add() makes
     // op by op in the last bits).
     void time_chain(const Rates& r) {
       chain_s = static_cast<double>(round_trips) * r.smem_latency_s +
                 static_cast<double>(chain_fp32_ops) * r.fp32_latency_s +
-                static_cast<double>(wgmma_waits) * r.wgmma_latency_s;
+                static_cast<double>(wgmma_waits) * r.wgmma_latency_s +
+                static_cast<double>(serialized_wgmmas) * r.wgmma_serial_gap_s;
     }
   };
 
@@ -157,9 +160,11 @@ class StageTimer {
       };
       return std::max(share * pingpong(share * warps_per_cta_), pingpong(warps_per_cta_));
     }
-    if (spec_.consumer_warpgroups == 1 && spec_.producer_warps == 0 &&
+    if (spec_.consumer_warpgroups >= 1 && spec_.producer_warps == 0 &&
         spec_.tensor_instruction == TensorInstruction::wgmma) {
-      // CTAs of one warpgroup issuing wgmma side by side on an SM: nothing orders one CTA's
+      // Warpgroups issuing wgmma side by side on an SM, with no producer to order them: CTAs of
+      // one warpgroup, or the uniform warpgroups of one CTA (each its own 64-row groups, as
+      // Triton's 8 warps on a 128-row tile), which nothing orders either. Nothing orders one's
       // softmax against another's GEMMs, and the softmax does not run under them. Measured by
       // cuda_validate/microbench/coresident.cu (the wg1 forward's compute loop with W = 1..4
       // CTAs per SM, no memory traffic): with 2-4 CTAs a step took 0.79-0.99 (median 0.90) of
@@ -237,8 +242,8 @@ class StageTimer {
   // and compute_time() is a pure function of them, so the answer is the one it would compute.
   // Compared bit for bit (Work is doubles and 64-bit integers, no padding).
   double cached_compute_time(const Work& w, double share) {
-    static_assert(sizeof(Work) == 9 * sizeof(std::uint64_t));
-    std::array<std::uint64_t, 9> bits;
+    static_assert(sizeof(Work) == 10 * sizeof(std::uint64_t));
+    std::array<std::uint64_t, 10> bits;
     std::memcpy(bits.data(), &w, sizeof(Work));
     std::uint64_t differ = std::bit_cast<std::uint64_t>(share) ^ memo_share_;
     for (std::size_t i = 0; i < bits.size(); ++i) differ |= bits[i] ^ memo_work_[i];
@@ -271,7 +276,7 @@ class StageTimer {
   Server hbm_, l2_server_;
   std::vector<Server> ports_;
   // cached_compute_time()'s last question and answer.
-  std::array<std::uint64_t, 9> memo_work_{};
+  std::array<std::uint64_t, 10> memo_work_{};
   std::uint64_t memo_share_ = 0;
   double memo_time_ = 0.0;
   bool memo_valid_ = false;
@@ -299,12 +304,28 @@ class StageRecorder {
     const StageTimer::Work& b = s.before;
     const StageTimer::Work& a = s.after;
     auto d = [](std::int64_t n) { return static_cast<double>(n); };
-    const Timeline::Shape shape = {
-        b.tensor_flops,    b.fp32_flops,        b.sfu_ops,           b.int32_ops,
-        b.smem_bytes,      d(b.round_trips),    d(b.chain_fp32_ops), d(b.wgmma_waits),
-        a.tensor_flops,    a.fp32_flops,        a.sfu_ops,           a.int32_ops,
-        a.smem_bytes,      d(a.round_trips),    d(a.chain_fp32_ops), d(a.wgmma_waits),
-        s.loads.requested, s.in_step.requested, s.stores.requested,  s.after_in_step ? 1.0 : 0.0};
+    const Timeline::Shape shape = {b.tensor_flops,
+                                   b.fp32_flops,
+                                   b.sfu_ops,
+                                   b.int32_ops,
+                                   b.smem_bytes,
+                                   d(b.round_trips),
+                                   d(b.chain_fp32_ops),
+                                   d(b.wgmma_waits),
+                                   d(b.serialized_wgmmas),
+                                   a.tensor_flops,
+                                   a.fp32_flops,
+                                   a.sfu_ops,
+                                   a.int32_ops,
+                                   a.smem_bytes,
+                                   d(a.round_trips),
+                                   d(a.chain_fp32_ops),
+                                   d(a.wgmma_waits),
+                                   d(a.serialized_wgmmas),
+                                   s.loads.requested,
+                                   s.in_step.requested,
+                                   s.stores.requested,
+                                   s.after_in_step ? 1.0 : 0.0};
     Slot& x = slots_[slot];
     // A CTA's stages mostly repeat the one before (every step of a K/V loop): one compare.
     if (x.last_id == kNone || !same_bits(x.last, shape)) {
@@ -769,7 +790,7 @@ void replay_kernel(const HardwareProfile& profile, const Timeline::Kernel& k, do
   for (std::size_t i = 0; i < shapes.size(); ++i) {
     const Timeline::Shape& x = k.shapes[i];
     StageTimer::Stage& s = shapes[i];
-    for (const auto& [w, at] : {std::pair{&s.before, 0}, std::pair{&s.after, 8}}) {
+    for (const auto& [w, at] : {std::pair{&s.before, 0}, std::pair{&s.after, 9}}) {
       const auto f = static_cast<std::size_t>(at);
       *w = {.tensor_flops = x[f],
             .fp32_flops = x[f + 1],
@@ -779,13 +800,14 @@ void replay_kernel(const HardwareProfile& profile, const Timeline::Kernel& k, do
             .chain_s = 0,
             .round_trips = static_cast<std::int64_t>(x[f + 5]),
             .chain_fp32_ops = static_cast<std::int64_t>(x[f + 6]),
-            .wgmma_waits = static_cast<std::int64_t>(x[f + 7])};
+            .wgmma_waits = static_cast<std::int64_t>(x[f + 7]),
+            .serialized_wgmmas = static_cast<std::int64_t>(x[f + 8])};
       w->time_chain(rates);
     }
-    s.loads.requested = x[16];
-    s.in_step.requested = x[17];
-    s.stores.requested = x[18];
-    s.after_in_step = x[19] != 0;
+    s.loads.requested = x[18];
+    s.in_step.requested = x[19];
+    s.stores.requested = x[20];
+    s.after_in_step = x[21] != 0;
   }
   const auto ctas = static_cast<std::int64_t>(k.ctas.size());
   const std::int64_t slots =

@@ -1,6 +1,8 @@
 #pragma once
 // The machine's rates as the engine (sim/engine/engine.cpp) times stages and classify_bound()
 // weighs counters: a HardwareProfile's numbers at one SM clock.
+#include <algorithm>
+
 #include "sim/hardware/profile.hpp"
 #include "sim/schedule/dtype.hpp"
 #include "sim/schedule/schedule.hpp"
@@ -15,6 +17,10 @@ struct Rates {
   // Between a slot's CTAs (HardwareProfile::cta_dispatch; 0 without that section).
   double cta_refill_s;
   double smem_latency_s, fp32_latency_s, wgmma_latency_s;
+  // What a serialized wgmma (TileOp::serialized_wgmmas) waits beyond its tensor time: the
+  // profile's wgmma latency (one m64n64k16, issued and waited for) less that instruction's time at
+  // the tensor rate. On the H100, 91.5 - 32 = 59.5 cycles; m64n128k16 measured 123.5 = 64 + 59.5.
+  double wgmma_serial_gap_s;
   int sm_count;
 
   Rates(const HardwareProfile& p, double clock_mhz, Dtype mma_dtype,
@@ -44,6 +50,10 @@ struct Rates {
     launch_s = p.launch.kernel_overhead_us.value * 1e-6;
     cta_refill_s =
         p.cta_dispatch.present ? p.cta_dispatch.slot_refill_cycles.value / clock_hz : 0.0;
+    constexpr double kM64N64K16Flops = 2.0 * 64 * 64 * 16;
+    wgmma_serial_gap_s =
+        std::max(0.0, wgmma_latency_s -
+                          kM64N64K16Flops / (p.tensor_flops_per_s(Dtype::fp16) * ratio / sm_count));
     per = {1.0 / hbm_bps,       1.0 / l2_bps,      1.0 / sm_port_bps, 1.0 / smem_bps_per_sm,
            1.0 / tensor_per_sm, 1.0 / fp32_per_sm, 1.0 / sfu_per_sm,  1.0 / int32_per_sm};
   }

@@ -34,10 +34,11 @@ struct Timeline {
 
   /// A stage's work and requested bytes: the same for most stages of a CTA, so stored once.
   /// Work before the first in-step load: tensor FLOPs, FP32 FLOPs, SFU ops, INT32 ops, shared-
-  /// memory bytes, shared-memory round trips, dependent FP32 ops, wgmma waits; the same from the
+  /// memory bytes, shared-memory round trips, dependent FP32 ops, wgmma waits, serialized wgmmas;
+  /// the same from the
   /// first in-step load on; then bytes requested by the prefetched loads, the in-step loads and
   /// the stores; 1 when the stage has in-step loads.
-  using Shape = std::array<double, 20>;
+  using Shape = std::array<double, 22>;
   struct Cta {
     std::uint64_t first_stage = 0;  // into stages
     std::uint64_t first_dram = 0;   // into dram

@@ -95,6 +95,10 @@ struct TileOp {
   // Waits on the op's own wgmma result before the warpgroup can go on (wgmma.wait_group 0 on a
   // product whose accumulators the next phase reads): each the profile's wgmma latency.
   std::int64_t wgmma_waits = 0;
+  // wgmma instructions the compiler serialized: each waits for its own result before the next
+  // issues (ptxas does so when the kernel spills, warning C7512), adding the instruction's fixed
+  // latency beyond its tensor time to the warpgroup's chain (Rates::wgmma_serial_gap_s).
+  std::int64_t serialized_wgmmas = 0;
   // A load that gathers: its rows go below the tile of the same tensor already on chip instead
   // of replacing it (paged K/V: one K/V tile assembled from several pages). Counted as any load.
   bool append = false;
