@@ -10,7 +10,7 @@
 #include "api/simulate.hpp"
 #include "sim/base/errors.hpp"
 #include "sim/engine/engine.hpp"
-#include "sim/hardware/power_model.hpp"
+#include "sim/engine/power_model.hpp"
 #include "transformer/elementwise_schedule.hpp"
 
 namespace iosim {

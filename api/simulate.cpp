@@ -99,7 +99,7 @@ Report simulate(const HardwareProfile& profile, const RunRequest& original,
     engine.exact = true;
   }
   if (profile.power.present && engine.sm_clock_mhz <= 0) {
-    // No clock given: the power model picks it (sim/hardware/power_model.hpp). Its trial runs are
+    // No clock given: the power model picks it (sim/engine/power_model.hpp). Its trial runs are
     // not watched; an observer sees the run at the chosen clock only. With
     // engine.replay_clock_trials (the default) the first trial is an engine run that records its
     // timeline and the others replay it at their clocks (sim/engine/timeline.hpp), unless it could

@@ -35,10 +35,10 @@ declare -A may_include=(
   # Its own build (nvcc), includes spelled relative to its files: nothing of the simulator.
   [cuda_validate]=""
 )
-# sim/'s subfolders, bottom up: base (errors, run control), schedule (the contract), memory (the L2
-# and address map), hardware (profiles, occupancy: the L2's geometry is checked by its model),
-# engine (counts and times; the power model drives it). numerics/ replays schedules: base and
-# schedule only.
+# sim/'s subfolders, bottom up: base (errors, run control), schedule (the contract, tensors and
+# their per-tensor counts), memory (the L2 and address map), hardware (profiles, occupancy: the
+# L2's geometry is checked by its model), engine (counts and times; the power model reads its
+# results and runs it at trial clocks). numerics/ replays schedules: base and schedule only.
 declare -A sim_may_include=(
   [base]=""
   [schedule]="base"
@@ -47,13 +47,8 @@ declare -A sim_may_include=(
   [engine]="base schedule memory hardware"
   [numerics]="base schedule"
 )
-# Known back-arrows, "file -> included header" one a line, each with why it stays until it goes.
-# The power model reads the engine's counters and results and drives the engine to solve the clock;
-# the L2 writes its write-backs into the engine's per-tensor counter array (issue #48 removes both).
-known_exceptions="\
-sim/hardware/power_model.hpp -> sim/engine/counters.hpp
-sim/hardware/power_model.hpp -> sim/engine/engine.hpp
-sim/memory/l2_cache.hpp -> sim/engine/counters.hpp"
+# Known back-arrows, "file -> included header" one a line, each with why it stays: none.
+known_exceptions=""
 
 cpp_globs=(--include='*.cpp' --include='*.hpp' --include='*.h' --include='*.cc' --include='*.cu'
   --include='*.cuh')

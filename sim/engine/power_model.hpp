@@ -13,9 +13,9 @@
 #include <functional>
 
 #include "sim/engine/counters.hpp"
-#include "sim/schedule/dtype.hpp"
 #include "sim/engine/engine.hpp"
 #include "sim/hardware/profile.hpp"
+#include "sim/schedule/dtype.hpp"
 
 namespace iosim {
 

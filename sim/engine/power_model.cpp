@@ -1,4 +1,4 @@
-#include "sim/hardware/power_model.hpp"
+#include "sim/engine/power_model.hpp"
 
 #include <algorithm>
 #include <cmath>
