@@ -1,7 +1,7 @@
 // Block-sparse FlashAttention (Dao et al. 2022, section 3.3 and Proposition 4): FlashAttention-2's
 // kernels, forward and backward, over the nonzero blocks of a block_q x block_kv block mask chosen
-// with --pattern (sim/schedule/block_mask.hpp). Zero blocks are skipped entirely: no loads, no FLOPs. With
-// no --pattern every block is computed (s = 1).
+// with --pattern (sim/schedule/block_mask.hpp). Zero blocks are skipped entirely: no loads, no
+// FLOPs. With no --pattern every block is computed (s = 1).
 #include "algorithms/passes.hpp"
 
 namespace iosim {

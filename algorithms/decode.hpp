@@ -12,9 +12,9 @@
 //   reduce kernel, grid ceil(B*H*N / R): CTA r reads, for R rows, every split's lse and partial
 //     output once and writes O and L (R = 4 for d a multiple of 128, 8 of 64, else 16, as
 //     FlashAttention's combine kernel).
-// Paged: K and V are a pool of pages (sim/schedule/block_table.hpp); a split first reads its slice of the
-// block table (int32), then gathers each K/V tile from the pages it overlaps (one load per page
-// piece); the last page of a sequence may be partly filled and only its tokens are read.
+// Paged: K and V are a pool of pages (sim/schedule/block_table.hpp); a split first reads its slice
+// of the block table (int32), then gathers each K/V tile from the pages it overlaps (one load per
+// page piece); the last page of a sequence may be partly filled and only its tokens are read.
 #include <cstdint>
 
 #include "algorithms/algorithm.hpp"

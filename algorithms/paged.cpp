@@ -1,7 +1,8 @@
 // Paged attention (Kwon et al. 2023) for decoding: the split-KV schedule of decode.hpp with K/V
-// in pages of --page-tokens tokens, placed by a per-sequence block table (sim/schedule/block_table.hpp).
-// Each split reads its slice of the block table, then gathers every K/V tile from the pages it
-// overlaps; pages smaller than a K/V tile mean more, shorter runs through the L2.
+// in pages of --page-tokens tokens, placed by a per-sequence block table
+// (sim/schedule/block_table.hpp). Each split reads its slice of the block table, then gathers every
+// K/V tile from the pages it overlaps; pages smaller than a K/V tile mean more, shorter runs
+// through the L2.
 #include "algorithms/decode.hpp"
 
 namespace iosim {

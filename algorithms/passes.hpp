@@ -79,8 +79,8 @@ inline std::int64_t dense_kv_blocks(const AttentionProblem& p, std::int64_t q0, 
   return (p.causal ? std::min(tc - 1, (q0 + qr - 1 + p.seq_kv - p.seq) / block_kv) : tc - 1) + 1;
 }
 
-/// How a dense forward over `view` repeats (flash2, flash3; sim/engine/steady_state.hpp): heads, or with
-/// grouped-query heads sharing K/V unpacked, a group of heads of every batch; inside a CTA one
+/// How a dense forward over `view` repeats (flash2, flash3; sim/engine/steady_state.hpp): heads, or
+/// with grouped-query heads sharing K/V unpacked, a group of heads of every batch; inside a CTA one
 /// K/V block per part. Without causal masking every query block of a head does the same, so a
 /// head's CTAs are alike unless its last query block is ragged.
 inline Repetition forward_repetition(const AttentionProblem& p, const QueryView& view,

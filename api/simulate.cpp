@@ -6,7 +6,6 @@
 #include <chrono>
 
 #include "sim/base/errors.hpp"
-#include "sim/engine/timeline.hpp"
 #include "sim/numerics/numeric_executor.hpp"
 #include "sim/schedule/block_mask.hpp"
 #include "sim/schedule/block_table.hpp"
@@ -98,43 +97,13 @@ Report simulate(const HardwareProfile& profile, const RunRequest& original,
   if (estimated_work(algorithm, request.problem, request.tiling) < request.extrapolate_above_work) {
     engine.exact = true;
   }
-  if (profile.power.present && engine.sm_clock_mhz <= 0) {
-    // No clock given: the power model picks it (sim/hardware/power_model.hpp). Its trial runs are
-    // not watched; an observer sees the run at the chosen clock only. With
-    // engine.replay_clock_trials (the default) the first trial is an engine run that records its
-    // timeline and the others replay it at their clocks (sim/engine/timeline.hpp), unless it could
-    // not be recorded (steady-state extrapolation applied, or too many stages) or the request
-    // asked for `exact`; otherwise each trial is an engine run.
-    EngineOptions trial = engine;
-    trial.observer = nullptr;
-    Timeline timeline;
-    // (nothing to record: every trial simulates)
-    bool recorded = !engine.replay_clock_trials || request.engine.exact;
-    const auto at = [&](double clock_mhz) {
-      if (recorded && timeline.usable) return replay_timeline(profile, timeline, clock_mhz);
-      trial.sm_clock_mhz = clock_mhz;
-      const bool first = !recorded;
-      recorded = true;
-      return run_schedule(profile, *planned.schedule, trial, first ? &timeline : nullptr);
-    };
-    report.power = solve_power_clock(profile, request.problem.dtype, at, report.engine);
-    report.sm_clock_mhz = report.power->clock_mhz;
-    if (engine.observer) {
-      engine.sm_clock_mhz = report.sm_clock_mhz;
-      report.engine = run_schedule(profile, *planned.schedule, engine);
-    }
-  } else {
-    report.engine = run_schedule(profile, *planned.schedule, engine);
-    if (profile.power.present) {
-      PowerSolution given;
-      given.limit_w = profile.power.limit_w.value;
-      given.clock_mhz = report.sm_clock_mhz;
-      given.watts = board_power_w(profile, report.engine, report.engine.time_s, report.sm_clock_mhz,
-                                  request.problem.dtype);
-      given.engine_runs = 1;
-      report.power = given;
-    }
-  }
+  // A request for `exact` (`--exact`) simulates every trial of the power model's clock in full;
+  // engine.exact set for small work alone leaves them replayed.
+  if (request.engine.exact) engine.replay_clock_trials = false;
+  ClockedRun run = run_at_policy_clock(profile, *planned.schedule, engine, request.problem.dtype);
+  report.engine = std::move(run.engine);
+  report.sm_clock_mhz = run.clock_mhz;
+  report.power = run.power;
   const auto longest = std::max_element(
       report.engine.kernels.begin(), report.engine.kernels.end(),
       [](const KernelResult& a, const KernelResult& b) { return a.time_s < b.time_s; });

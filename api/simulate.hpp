@@ -10,7 +10,7 @@
 #include "algorithms/io_formulas.hpp"
 #include "algorithms/kernel_description.hpp"
 #include "sim/engine/engine.hpp"
-#include "sim/hardware/power_model.hpp"
+#include "sim/engine/power_model.hpp"
 #include "sim/hardware/profile.hpp"
 #include "sim/schedule/problem.hpp"
 

@@ -467,7 +467,7 @@ CaseResult validation_detail::compare_case(const json& c, const std::string& pro
   // Blind: bytes with a cold L2 per kernel (what the counters saw), time as `iosim run` gives it
   // (L2 carried over between kernels, as back-to-back launches have it) against CUDA events, at the
   // profile's own clock policy: on a profile with a power limit the power model picks the clock
-  // from the flags alone (sim/hardware/power_model.hpp), otherwise the boost clock. No clock the
+  // from the flags alone (sim/engine/power_model.hpp), otherwise the boost clock. No clock the
   // GPU was seen running at (nvidia-smi's samples) enters it (issue #29).
   out.blind_sm_clock_mhz = profile.power.present ? 0.0 : profile.sm.boost_clock_mhz.value;
   blind.engine.sm_clock_mhz = out.blind_sm_clock_mhz;

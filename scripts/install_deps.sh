@@ -5,7 +5,7 @@
 #          embedded into `iosim report --html` pages;
 # test:    the rest of the test suite: Google Benchmark, jsonschema (the JSON Schema check),
 #          pybind11 and pytest (the Python package and its tests), dask.distributed (the test of
-#          iosim.sweep(client=...) on a local cluster);
+#          iosim.sweep(client=...) on a local cluster), clang-format (scripts/check_format.sh);
 # python:  `pip install .` into a venv (venv, setuptools, wheel) and the notebook docs/iosim_tour.ipynb
 #          run by nbconvert (ipykernel, matplotlib, pandas); without their recommends (pandoc,
 #          scipy, ...), which neither needs;
@@ -15,7 +15,7 @@
 set -euo pipefail
 declare -A group_packages=(
   [build]="cmake g++ make git libcli11-dev libyaml-cpp-dev libfmt-dev doctest-dev nlohmann-json3-dev libeigen3-dev libjs-chart.js"
-  [test]="libbenchmark-dev python3-jsonschema pybind11-dev python3-dev python3-pytest python3-distributed"
+  [test]="libbenchmark-dev python3-jsonschema pybind11-dev python3-dev python3-pytest python3-distributed clang-format"
   [python]="python3-venv python3-setuptools python3-wheel python3-nbconvert python3-ipykernel python3-matplotlib python3-pandas"
   [sanitize]="clang libclang-rt-14-dev"
   [browser]="chromium nodejs"

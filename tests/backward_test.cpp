@@ -8,9 +8,9 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "sim/base/errors.hpp"
 #include "sim/numerics/numeric_executor.hpp"
 #include "sim/schedule/block_mask.hpp"
-#include "sim/base/errors.hpp"
 #include "tests/test_support.hpp"
 
 using namespace iosim;
@@ -371,11 +371,13 @@ TEST_CASE("bad patterns are configuration errors naming the flag, file and line"
 }
 
 TEST_CASE("flash2 backward against PyTorch's FlashAttention-2 measured on the H200") {
-  // cuda_validate/measurements/h200-sxm-141gb/pytorch_sdpa_*.json: Nsight Compute counters of PyTorch's
-  // flash backward (cold L2 per kernel, clocks locked to base). Its main kernel is compared with
-  // ours at the SM clock ncu measured: DRAM bytes, bytes the SMs received from L2, and time.
+  // cuda_validate/measurements/h200-sxm-141gb/pytorch_sdpa_*.json: Nsight Compute counters of
+  // PyTorch's flash backward (cold L2 per kernel, clocks locked to base). Its main kernel is
+  // compared with ours at the SM clock ncu measured: DRAM bytes, bytes the SMs received from L2,
+  // and time.
   const std::string path =
-      std::string(IOSIM_REPO_DIR) + "/cuda_validate/measurements/h200-sxm-141gb/pytorch_sdpa_2026-11-22.json";
+      std::string(IOSIM_REPO_DIR) +
+      "/cuda_validate/measurements/h200-sxm-141gb/pytorch_sdpa_2026-11-22.json";
   std::ifstream in(path);
   REQUIRE(in.good());
   const nlohmann::json data = nlohmann::json::parse(in);

@@ -9,9 +9,9 @@
 #include <algorithm>
 #include <memory>
 
+#include "sim/base/errors.hpp"
 #include "sim/numerics/numeric_executor.hpp"
 #include "sim/schedule/block_table.hpp"
-#include "sim/base/errors.hpp"
 #include "tests/test_support.hpp"
 
 using namespace iosim;

@@ -381,7 +381,7 @@ TEST_CASE("FlashAttention-3's headline shape: FP16 forward, d = 128, N = 16k, H1
   CHECK(test::rel_close(tflops, 775.0, 0.02));
   CHECK(test::rel_close(tflops, 740.0, 0.15));  // the issue's goal
   CHECK(rep.engine.kernels.at(0).bound == "compute");
-  // Sustained, the 700 W limit holds the clock near 1550 MHz (sim/hardware/power_model.hpp):
+  // Sustained, the 700 W limit holds the clock near 1550 MHz (sim/engine/power_model.hpp):
   // cuDNN's forward of this shape ran 3.67 ms on our H100 (cudnn_2026-11-23, CUDA events), 599
   // TFLOP/s.
   r.engine.sm_clock_mhz = 0;

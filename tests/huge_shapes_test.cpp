@@ -6,8 +6,8 @@
 
 #include <string>
 
-#include "sim/base/errors.hpp"
 #include "algorithms/io_formulas.hpp"
+#include "sim/base/errors.hpp"
 #include "sim/schedule/problem.hpp"
 
 using namespace iosim;

@@ -72,9 +72,9 @@ TEST_CASE("a cache smaller than one region is a configuration error") {
 
 // The hardware spreads consecutive lines evenly over its sets (an XOR hash of the address bits),
 // so repeated sweeps keep hitting until the footprint nears the capacity (l2_sweep
-// microbenchmark, cuda_validate/measurements/*/l2_microbench_2026-11-22: >= 98% hits at 60% of the L2 on
-// H100 and H200). A random set per region overflows some sets long before: at 16 ways and 60% of
-// the capacity it misses ~20% on reuse.
+// microbenchmark, cuda_validate/measurements/*/l2_microbench_2026-11-22: >= 98% hits at 60% of the
+// L2 on H100 and H200). A random set per region overflows some sets long before: at 16 ways and 60%
+// of the capacity it misses ~20% on reuse.
 TEST_CASE("repeated sweeps of a footprint below the capacity keep hitting") {
   for (std::int64_t capacity :
        {std::int64_t{25} << 20, std::int64_t{30} << 20, std::int64_t{3} << 20}) {

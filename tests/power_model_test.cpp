@@ -1,9 +1,9 @@
-// The power model (sim/hardware/power_model.hpp): the clock a run is timed at on a profile with a
+// The power model (sim/engine/power_model.hpp): the clock a run is timed at on a profile with a
 // power limit. Properties: power rises with the clock; the chosen clock never exceeds the boost
 // clock, equals it when the run stays under the limit, and falls (never rises) as the tensor duty
 // rises; a binding clock holds the limit. Golden: FlashAttention-3's headline shape on the H100
 // profile, and the microbenchmark point the tensor coefficient comes from.
-#include "sim/hardware/power_model.hpp"
+#include "sim/engine/power_model.hpp"
 
 #include <doctest/doctest.h>
 

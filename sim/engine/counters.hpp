@@ -1,13 +1,10 @@
 #pragma once
 // Traffic and work counters: bytes per level (hbm, l2, smem), per direction, per tensor; FLOPs.
-#include <array>
 #include <cstdint>
 
 #include "sim/schedule/tensor.hpp"
 
 namespace iosim {
-
-using PerTensor = std::array<std::uint64_t, kTensorCount>;
 
 /// Bytes moved at one level in one direction, split by tensor.
 struct LevelTraffic {

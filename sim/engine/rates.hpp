@@ -1,5 +1,5 @@
 #pragma once
-// The machine's rates as the engine (sim/engine/engine.cpp) times stages and classify_bound()
+// The machine's rates as the engine (sim/engine/stage_timer.hpp) times stages and classify_bound()
 // weighs counters: a HardwareProfile's numbers at one SM clock.
 #include <algorithm>
 
@@ -7,7 +7,15 @@
 #include "sim/schedule/dtype.hpp"
 #include "sim/schedule/schedule.hpp"
 
+namespace iosim {
+struct KernelResult;  // sim/engine/engine.hpp
+}  // namespace iosim
+
 namespace iosim::detail {
+
+/// A kernel's time-dependent results at `clock_mhz` (its bound and achieved rates) from its time
+/// and counters: after an engine run (sim/engine/engine.cpp) and a replay (replay.cpp) alike.
+void set_rates(const HardwareProfile& profile, KernelResult& kr, double clock_mhz);
 
 // Rates of one machine at one SM clock, in bytes or operations per second.
 struct Rates {

@@ -115,7 +115,7 @@ struct ClockDomainSpec {
 };
 
 /// Board power as a function of the SM clock and the work per second
-/// (sim/hardware/power_model.hpp): the clock a run is timed at, when none is given, is the highest
+/// (sim/engine/power_model.hpp): the clock a run is timed at, when none is given, is the highest
 /// up to the boost clock whose power stays within the limit. Optional: a profile without a `power:`
 /// section has no cap.
 struct PowerSpec {

@@ -5,8 +5,8 @@
 // Matrices whose rows are 4 KiB or longer (S, P and their gradients from N = 2048 in 16 bits)
 // are laid out in blocks of kBlockRows rows x kBlockChunk bytes, each block one 4 KiB L2 region,
 // instead of one region per piece of a row. The L2 model replaces whole 4 KiB regions
-// (sim/memory/l2_cache.hpp) where the GPU replaces 128-byte lines; the tiles that read and write such
-// matrices (GEMM tiles of 128 rows, 64 to 512 bytes of each) touch a short piece of many rows.
+// (sim/memory/l2_cache.hpp) where the GPU replaces 128-byte lines; the tiles that read and write
+// such matrices (GEMM tiles of 128 rows, 64 to 512 bytes of each) touch a short piece of many rows.
 // With row-major regions every piece takes a region of its own, which it fills to 1/16 to 1/64:
 // that region occupies L2 capacity the GPU would not spend, and costs a lookup per row (the
 // standard-attention sweep's dominant cost). With blocks a tile's pieces of 4 consecutive rows

@@ -20,7 +20,6 @@
 #include <cstdint>
 #include <vector>
 
-#include "sim/engine/counters.hpp"
 #include "sim/schedule/tensor.hpp"
 
 namespace iosim {

@@ -38,7 +38,8 @@ enum class TensorInstruction { mma_sync, wgmma };
 ///  - async_tensor: as warps_per_scheduler, but the tensor cores read their operands from shared
 ///    memory themselves as they go (wgmma's SS form, TMA copies): tensor-core work and the
 ///    shared-memory traffic are one pipe, timed as the busier of the two. Our wgmma
-///    microbenchmark (cuda_validate/measurements/*/wgmma_2026-11-23) runs SS at the same rate as RS.
+///    microbenchmark (cuda_validate/measurements/*/wgmma_2026-11-23) runs SS at the same rate as
+///    RS.
 ///  - pingpong: tensor-core work is asynchronous (wgmma: issued, then waited on) and the CTA's
 ///    `consumer_warpgroups` take turns on the tensor cores, so that one warpgroup's softmax
 ///    (FP32, SFU, INT32) runs while another's GEMMs do (FlashAttention-3, Shah et al. 2024,
@@ -84,8 +85,9 @@ struct KernelSpec {
   int cluster_ctas = 1;
 };
 
-/// How a kernel's work repeats, for the engine's steady-state extrapolation (sim/engine/steady_state.hpp
-/// says how it uses them). Zero: nothing declared, everything is simulated.
+/// How a kernel's work repeats, for the engine's steady-state extrapolation
+/// (sim/engine/steady_state.hpp says how it uses them). Zero: nothing declared, everything is
+/// simulated.
 struct Repetition {
   /// CTAs c and c + cta_period (linear blockIdx) emit the same operations at the same offsets in
   /// other matrices of the same tensors, and data that CTAs share (a head's K/V) is shared within

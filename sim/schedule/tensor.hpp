@@ -55,6 +55,10 @@ enum class TensorId : std::uint8_t {
 
 inline constexpr std::size_t kTensorCount = static_cast<std::size_t>(TensorId::kCount);
 
+/// A count for each tensor (bytes read, written back, ...), indexed by index_of(TensorId): what
+/// the engine's counters and the L2's write-backs are kept in.
+using PerTensor = std::array<std::uint64_t, kTensorCount>;
+
 // At namespace scope, not a local of tensor_name(): a local array would be built on every call,
 // and the engine names a tensor in the bounds check of every tile it moves.
 inline constexpr std::array<std::string_view, kTensorCount> kTensorNames = {

@@ -1,7 +1,7 @@
 // libFuzzer target: the measured-data reader of `iosim validate` (JSON -> cases -> predictions).
 // Each input gets a 0.2 s budget: a valid case with a huge shape is slow, not a bug.
-#include "tests/fuzz/fuzz_support.hpp"
 #include "api/validation.hpp"
+#include "tests/fuzz/fuzz_support.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string path = iosim::fuzz::as_file(data, size, ".json");

@@ -4,7 +4,6 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
-  return iosim::fuzz::guarded([&] {
-    iosim::kvcache::parse_trace(text, "fuzz.csv", iosim::kvcache::StreamSpec{});
-  });
+  return iosim::fuzz::guarded(
+      [&] { iosim::kvcache::parse_trace(text, "fuzz.csv", iosim::kvcache::StreamSpec{}); });
 }

@@ -1,7 +1,9 @@
-#include "sim/hardware/power_model.hpp"
+#include "sim/engine/power_model.hpp"
 
 #include <algorithm>
 #include <cmath>
+
+#include "sim/engine/timeline.hpp"
 
 namespace iosim {
 
@@ -126,6 +128,46 @@ PowerSolution solve_power_clock(const HardwareProfile& profile, Dtype dtype,
   s.watts = board_power_w(profile, result, result.time_s, s.clock_mhz, dtype);
   s.binding = s.clock_mhz < boost;
   return s;
+}
+
+ClockedRun run_at_policy_clock(const HardwareProfile& profile, const Schedule& schedule,
+                               const EngineOptions& engine, Dtype dtype) {
+  ClockedRun out;
+  out.clock_mhz = engine.sm_clock_mhz > 0 ? engine.sm_clock_mhz : profile.sm.boost_clock_mhz.value;
+  if (profile.power.present && engine.sm_clock_mhz <= 0) {
+    // The first trial that simulates records its timeline, unless replays are off (then every
+    // trial simulates) or it could not be recorded (steady-state extrapolation applied, or too
+    // many stages: timeline.usable stays false and each trial simulates).
+    EngineOptions trial = engine;
+    trial.observer = nullptr;
+    Timeline timeline;
+    bool recorded = !engine.replay_clock_trials;
+    const auto at = [&](double clock_mhz) {
+      if (recorded && timeline.usable) return replay_timeline(profile, timeline, clock_mhz);
+      trial.sm_clock_mhz = clock_mhz;
+      const bool first = !recorded;
+      recorded = true;
+      return run_schedule(profile, schedule, trial, first ? &timeline : nullptr);
+    };
+    out.power = solve_power_clock(profile, dtype, at, out.engine);
+    out.clock_mhz = out.power->clock_mhz;
+    if (engine.observer) {
+      EngineOptions watched = engine;
+      watched.sm_clock_mhz = out.clock_mhz;
+      out.engine = run_schedule(profile, schedule, watched);
+    }
+  } else {
+    out.engine = run_schedule(profile, schedule, engine);
+    if (profile.power.present) {
+      PowerSolution given;
+      given.limit_w = profile.power.limit_w.value;
+      given.clock_mhz = out.clock_mhz;
+      given.watts = board_power_w(profile, out.engine, out.engine.time_s, out.clock_mhz, dtype);
+      given.engine_runs = 1;
+      out.power = given;
+    }
+  }
+  return out;
 }
 
 }  // namespace iosim

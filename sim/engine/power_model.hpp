@@ -11,11 +11,12 @@
 // The clock of a run is one clock for all its kernels: the board's controller averages over
 // far longer than a kernel, so the run's average power is what it holds to the limit.
 #include <functional>
+#include <optional>
 
 #include "sim/engine/counters.hpp"
-#include "sim/schedule/dtype.hpp"
 #include "sim/engine/engine.hpp"
 #include "sim/hardware/profile.hpp"
+#include "sim/schedule/dtype.hpp"
 
 namespace iosim {
 
@@ -48,5 +49,22 @@ struct PowerSolution {
 PowerSolution solve_power_clock(const HardwareProfile& profile, Dtype dtype,
                                 const std::function<EngineResult(double)>& simulate_at,
                                 EngineResult& result);
+
+/// A schedule's run at the clock policy's clock, and that clock.
+struct ClockedRun {
+  EngineResult engine;
+  double clock_mhz = 0.0;
+  // On a profile with `power:`: the limit and the predicted power at clock_mhz (the solve's when
+  // the power model picked the clock, engine_runs 1 when the options gave it); else empty.
+  std::optional<PowerSolution> power;
+};
+
+/// The one clock policy, for an attention call and a layer's every op alike: `engine.sm_clock_mhz`
+/// when set; else, on a profile with a power limit, the clock solve_power_clock allows for this
+/// schedule; else the boost clock. The solve's trials after the first replay the first one's
+/// timeline when `engine.replay_clock_trials` (sim/engine/timeline.hpp), else each is an engine
+/// run. An observer in `engine` sees the run at the chosen clock only, run once more for it.
+ClockedRun run_at_policy_clock(const HardwareProfile& profile, const Schedule& schedule,
+                               const EngineOptions& engine, Dtype dtype);
 
 }  // namespace iosim

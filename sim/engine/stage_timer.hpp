@@ -1,0 +1,276 @@
+#pragma once
+// The engine's time model of one kernel at one clock (StageTimer): what a stage's work and traffic
+// take on the bandwidth servers and the SMs' pipes, and when a slot's next CTA starts. The event
+// loop (sim/engine/engine.cpp) and a timeline's replay (sim/engine/replay.cpp) time stages through
+// it alike. Header-only: it is the loop's innermost code, inlined where it is called.
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "sim/engine/extrapolator.hpp"
+#include "sim/engine/rates.hpp"
+#include "sim/hardware/profile.hpp"
+#include "sim/schedule/schedule.hpp"
+
+namespace iosim::detail {
+
+// A bandwidth resource served first come, first served. Requests arrive in non-decreasing
+// time (the event loop guarantees it), so a single "busy until" cursor is exact for FIFO.
+struct Server {
+  double busy_until = 0.0;
+  double reserve(double t, double duration) {
+    busy_until = std::max(t, busy_until) + duration;
+    return busy_until;
+  }
+};
+
+// Warp schedulers (SM sub-partitions) per SM on Ampere and Hopper: the A100 and H100
+// whitepapers' SM diagrams show four processing blocks, each with its own scheduler, issuing one
+// warp instruction per clock.
+constexpr double kSchedulersPerSm = 4.0;
+constexpr double kWarpThreads = 32.0;
+
+// The engine's time model of one kernel at one clock: the bandwidth servers, the SMs' pipes, and
+// what a stage's work and traffic take on them. The event loop (KernelRun) and a timeline's replay
+// (replay_timeline) time stages through it alike.
+class StageTimer {
+ public:
+  // Moves a tile between HBM/L2 and the chip; returns {requested, missed + written back} bytes.
+  struct Traffic {
+    double requested = 0, dram = 0;
+    bool missed = false;
+  };
+
+  // The work of a run of compute ops, as the SM's pipes see it.
+  struct Work {
+    double tensor_flops = 0, fp32_flops = 0, sfu_ops = 0, int32_ops = 0, smem_bytes = 0;
+    double chain_s = 0;  // latency one warp waits through in sequence (shared-memory round trips)
+    // The dependent latencies chain_s sums, counted: what a timeline records of them.
+    std::int64_t round_trips = 0, chain_fp32_ops = 0, wgmma_waits = 0, serialized_wgmmas = 0;
+    void add(const TileOp& op, const Rates& r) {
+      tensor_flops += static_cast<double>(op.tensor_flops);
+      fp32_flops += static_cast<double>(op.fp32_flops);
+      sfu_ops += static_cast<double>(op.sfu_ops);
+      int32_ops += static_cast<double>(op.int_ops);
+      smem_bytes += static_cast<double>(op.smem_read_bytes);
+      chain_s += static_cast<double>(op.smem_round_trips) * r.smem_latency_s +
+                 static_cast<double>(op.chain_fp32_ops) * r.fp32_latency_s +
+                 static_cast<double>(op.wgmma_waits) * r.wgmma_latency_s +
+                 static_cast<double>(op.serialized_wgmmas) * r.wgmma_serial_gap_s;
+      round_trips += op.smem_round_trips;
+      chain_fp32_ops += op.chain_fp32_ops;
+      wgmma_waits += op.wgmma_waits;
+      serialized_wgmmas += op.serialized_wgmmas;
+    }
+    // chain_s from the counts at rates `r` (a replay's; it can differ from the sum add() makes
+    // op by op in the last bits).
+    void time_chain(const Rates& r) {
+      chain_s = static_cast<double>(round_trips) * r.smem_latency_s +
+                static_cast<double>(chain_fp32_ops) * r.fp32_latency_s +
+                static_cast<double>(wgmma_waits) * r.wgmma_latency_s +
+                static_cast<double>(serialized_wgmmas) * r.wgmma_serial_gap_s;
+    }
+  };
+
+  // Time the CTA's warps take for `w` on an SM shared by `share` resident CTAs.
+  double compute_time(const Work& w, double share) const {
+    // The SM's pipes (tensor cores, FP32, SFU, INT32, shared memory) are shared by the CTAs
+    // resident on it. One warp uses them one after another (an mma waits for its ldmatrix, the
+    // softmax for the mma); other warps on the same scheduler fill the gaps. With w warps per
+    // scheduler the pipes overlap that far: all of them at once as w grows (the busiest pipe
+    // decides), none with one warp (their times add). A warp's own chain of dependent latencies
+    // is filled the same way: fully exposed with one warp per scheduler.
+    double pipes[] = {w.tensor_flops * rates_.per.tensor_flop, w.fp32_flops * rates_.per.fp32_flop,
+                      w.sfu_ops * rates_.per.sfu_op, w.int32_ops * rates_.per.int32_op,
+                      w.smem_bytes * rates_.per.smem_byte};
+    if (spec_.overlap == PipeOverlap::async_tensor || spec_.overlap == PipeOverlap::lockstep) {
+      // The tensor cores' operand reads are their own: one pipe, the busier of the two.
+      pipes[0] = std::max(pipes[0], pipes[4]);
+      pipes[4] = 0.0;
+    }
+    double busiest = 0.0, total = 0.0;
+    for (double pipe : pipes) {
+      busiest = std::max(busiest, pipe);
+      total += pipe;
+    }
+    auto overlapped = [&](double warps) {
+      const double per_scheduler = std::max(1.0, warps / kSchedulersPerSm);
+      // (x / 1 is x: no division with one warp per scheduler, as FlashAttention's 4-warp CTAs.)
+      return busiest + (per_scheduler == 1.0 ? total - busiest : (total - busiest) / per_scheduler);
+    };
+    // Warp-specialized kernels (consumer warpgroups issuing wgmma): a warpgroup's own iteration
+    // is its share of the GEMMs at the full tensor rate (one warpgroup saturates the tensor
+    // cores: cuda_validate/measurements/*/wgmma_2026-11-23), then its share of the FP32/SFU/INT32
+    // work, issued by the one warp it has on each scheduler, then its warps' other dependent
+    // latencies (TileOp::smem_round_trips, chain_fp32_ops: shuffle rounds). A warp alone on its
+    // scheduler cannot hide one instruction's latency behind another warp's work: the softmax's
+    // instructions (max, scale, exp2, sum, convert, rescale, one per element each, as the ops
+    // count them) issue one per dependent FP32 latency, while a pipe slower than that (the SFU's
+    // share) may take longer still. However the warpgroups share the tensor cores, no iteration
+    // is shorter than this chain.
+    const double groups = std::max(1, spec_.consumer_warpgroups);
+    const double warp_instructions =
+        (w.fp32_flops + w.sfu_ops + w.int32_ops) / (groups * kSchedulersPerSm * kWarpThreads);
+    const double one_warp_sync = std::max(warp_instructions * rates_.fp32_latency_s,
+                                          std::max({pipes[1], pipes[2], pipes[3]}) / groups);
+    const double warpgroup_chain = pipes[0] / groups + one_warp_sync + w.chain_s;
+    // The tensor pipe (operand reads included), then the FP32, SFU and INT32 work, which
+    // overlap one another as the warps per scheduler allow.
+    const double sync_total = pipes[1] + pipes[2] + pipes[3];
+    const double sync_busiest = std::max({pipes[1], pipes[2], pipes[3]});
+    auto lockstep = [&](double warps) {
+      const double per_scheduler = std::max(1.0, warps / kSchedulersPerSm);
+      return pipes[0] + sync_busiest + (sync_total - sync_busiest) / per_scheduler;
+    };
+    if (spec_.overlap == PipeOverlap::lockstep) {
+      return std::max(share * lockstep(share * warps_per_cta_),
+                      lockstep(warps_per_cta_) + w.chain_s);
+    }
+    if (spec_.overlap == PipeOverlap::pingpong) {
+      // wgmma runs asynchronously and reads its operands from shared memory as it goes: the
+      // tensor cores and the shared-memory pipe are the asynchronous unit. The FP32, SFU and
+      // INT32 work overlap one another as the warps per scheduler allow, as above. With W
+      // consumer warpgroups taking turns, one's softmax runs under the others' GEMMs: the stage
+      // takes the busier of the two sides, and at least one warpgroup's own chain (above).
+      const double async = std::max(pipes[0], pipes[4]);
+      auto pingpong = [&](double warps) {
+        const double per_scheduler = std::max(1.0, warps / kSchedulersPerSm);
+        const double sync = sync_busiest + (sync_total - sync_busiest) / per_scheduler;
+        return std::max({async, sync, warpgroup_chain});
+      };
+      return std::max(share * pingpong(share * warps_per_cta_), pingpong(warps_per_cta_));
+    }
+    if (spec_.consumer_warpgroups >= 1 && spec_.producer_warps == 0 &&
+        spec_.tensor_instruction == TensorInstruction::wgmma) {
+      // Warpgroups issuing wgmma side by side on an SM, with no producer to order them: CTAs of
+      // one warpgroup, or the uniform warpgroups of one CTA (each its own 64-row groups, as
+      // Triton's 8 warps on a 128-row tile), which nothing orders either. Nothing orders one's
+      // softmax against another's GEMMs, and the softmax does not run under them. Measured by
+      // cuda_validate/microbench/coresident.cu (the wg1 forward's compute loop with W = 1..4
+      // CTAs per SM, no memory traffic): with 2-4 CTAs a step took 0.79-0.99 (median 0.90) of
+      // the sum of the tensor-only loop's time and the softmax-only loop's at the same W, where
+      // hiding each pipe under the others would give 0.56-0.76 of it, alike on an H100 and an
+      // H200 (cuda_validate/measurements/*/coresident_2026-11-27). So the SM's tensor
+      // work and its FP32/SFU/INT32 work add, as under lockstep, and no step is shorter than the
+      // warpgroup's own chain. Warpgroups of one warp-specialized CTA (cuDNN's, FlashAttention-3's)
+      // are ordered by their kernel and keep the rule below: cuDNN's Hopper forward overlaps
+      // them as it says (its validated set, accuracy_levels_cudnn.json).
+      return std::max(share * lockstep(share * warps_per_cta_), warpgroup_chain);
+    }
+    if (spec_.consumer_warpgroups > 0) {
+      // Cooperative warpgroups issuing mma.sync: the SM's pipes as the warps per scheduler
+      // overlap them, and at least one warpgroup's own chain.
+      return std::max(share * overlapped(share * warps_per_cta_), warpgroup_chain);
+    }
+    // Its share of the SM's pipes, and at least its own critical path: its work with only its
+    // own warps to overlap it, plus the dependent latencies of its warps.
+    return std::max(share * overlapped(share * warps_per_cta_),
+                    overlapped(warps_per_cta_) + w.chain_s);
+  }
+
+  // What one stage of a CTA moved and computed: everything its timing depends on.
+  struct Stage {
+    Traffic loads, stores, in_step;
+    Work before, after;  // compute before / from the first in-step load on
+    bool after_in_step = false;
+  };
+
+  StageTimer(const HardwareProfile& profile, const KernelSpec& spec, double clock_mhz, bool l2_on)
+      : spec_(spec),
+        rates_(profile, clock_mhz, spec.mma_dtype, spec.tensor_instruction),
+        warps_per_cta_((spec.threads_per_cta + 31) / 32 - spec.producer_warps),
+        l2_on_(l2_on),
+        ports_(static_cast<std::size_t>(rates_.sm_count)) {}
+
+  const Rates& rates() const { return rates_; }
+
+  // Times a stage of the CTA in `st` (its traffic, and its work before and after any in-step
+  // loads), issued at `t` on an SM shared by `share` CTAs.
+  void time(CtaState& st, double t, const Traffic& loads, const Traffic& in_step,
+            const Traffic& stores, const Work& before, const Work& after, bool after_in_step,
+            double share) {
+    double copy_end = t;
+    if (loads.requested > 0) copy_end = transfer(t, st.sm, loads) + latency_of(loads);
+    const double compute_start = std::max(st.compute_free, copy_end);
+    double compute_end = compute_start + cached_compute_time(before, share);
+    if (after_in_step) {
+      // Issued when the step starts; bandwidth is reserved now, in event order.
+      const double arrival =
+          std::max(transfer(t, st.sm, in_step), compute_start) + latency_of(in_step);
+      compute_end = std::max(compute_end, arrival) + cached_compute_time(after, share);
+    }
+    st.compute_free = compute_end;
+    st.compute_end[st.ring] = compute_end;
+    double end = compute_end;
+    if (stores.requested > 0) {
+      // Stores drain after the compute; their bandwidth is reserved now, in event order.
+      const double drained = transfer(t, st.sm, stores);
+      end = std::max(compute_end + stores.requested * rates_.per.port_byte, drained);
+    }
+    st.end = std::max(st.end, end);
+    if (++st.ring == st.compute_end.size()) st.ring = 0;
+  }
+
+  double next_stage_time(const CtaState& st, double now) const {
+    // The next stage's buffer is the one the stage `pipeline_stages` back computed from.
+    return std::max(now, st.compute_end[st.ring]);
+  }
+
+ private:
+  // compute_time(w, share), remembered for the last work and share it was asked: a kernel's
+  // CTAs mostly run stages of the same work on equally shared SMs (every step of a K/V loop),
+  // and compute_time() is a pure function of them, so the answer is the one it would compute.
+  // Compared bit for bit (Work is doubles and 64-bit integers, no padding).
+  double cached_compute_time(const Work& w, double share) {
+    static_assert(sizeof(Work) == 10 * sizeof(std::uint64_t));
+    std::array<std::uint64_t, 10> bits;
+    std::memcpy(bits.data(), &w, sizeof(Work));
+    std::uint64_t differ = std::bit_cast<std::uint64_t>(share) ^ memo_share_;
+    for (std::size_t i = 0; i < bits.size(); ++i) differ |= bits[i] ^ memo_work_[i];
+    if (differ != 0 || !memo_valid_) {
+      memo_time_ = compute_time(w, share);
+      memo_work_ = bits;
+      memo_share_ = std::bit_cast<std::uint64_t>(share);
+      memo_valid_ = true;
+    }
+    return memo_time_;
+  }
+
+  // Time at which `bytes` requested at `t` by a CTA on `sm` have all arrived.
+  double transfer(double t, int sm, const Traffic& tr) {
+    const double hbm_done = hbm_.reserve(t, tr.dram * rates_.per.hbm_byte);
+    const double l2_done = l2_on_ ? l2_server_.reserve(t, tr.requested * rates_.per.l2_byte) : t;
+    const double port_done =
+        ports_[static_cast<std::size_t>(sm)].reserve(t, tr.requested * rates_.per.port_byte);
+    return std::max({hbm_done, l2_done, port_done});
+  }
+
+  double latency_of(const Traffic& tr) const {
+    return (tr.missed || !l2_on_) ? rates_.hbm_latency_s : rates_.l2_latency_s;
+  }
+
+  const KernelSpec& spec_;
+  Rates rates_;
+  double warps_per_cta_;
+  bool l2_on_;
+  Server hbm_, l2_server_;
+  std::vector<Server> ports_;
+  // cached_compute_time()'s last question and answer.
+  std::array<std::uint64_t, 10> memo_work_{};
+  std::uint64_t memo_share_ = 0;
+  double memo_time_ = 0.0;
+  bool memo_valid_ = false;
+};
+
+// When a slot's next CTA starts, its last having ended at `end` (HardwareProfile::cta_dispatch,
+// measured in cuda_validate/measurements/h200-sxm-141gb/cta_dispatch_2026-11-28/): after the
+// slot's refill, unless the kernel is persistent (KernelSpec::persistent: its slots take their next
+// tile without a CTA launch). Without the profile section a CTA starts the moment its slot frees.
+inline double next_cta_start(const Rates& r, const KernelSpec& spec, double end) {
+  return spec.persistent ? end : end + r.cta_refill_s;
+}
+
+}  // namespace iosim::detail
