@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <system_error>
@@ -14,6 +15,7 @@
 #include "api/validation_detail.hpp"
 #include "sim/base/errors.hpp"
 #include "sim/base/json_reader.hpp"
+#include "sim/base/json_text.hpp"
 #include "sim/base/text_file.hpp"
 
 namespace iosim {
@@ -84,6 +86,21 @@ std::vector<fs::path> measurement_files(const fs::path& path) {
   return files;
 }
 
+// A case's "rank_group" (FORMAT.md), "" when absent: "<family> <problem>", the family being its
+// text before the first space, which the ranking summarizes by. A text that names no family
+// would be summarized under an empty name, so it is refused.
+std::string checked_rank_group(const json& c, const std::string& where) {
+  const std::string group = validation_detail::string_or(c, "rank_group", "", where);
+  if (c.contains("rank_group") && !c["rank_group"].is_null() &&
+      (group.empty() || std::isspace(static_cast<unsigned char>(group.front())))) {
+    throw ConfigError(fmt::format(
+        "{}: 'rank_group' = {} must start with the kernel family's name (e.g. \"wg1_tma "
+        "d64_n1k_full\")",
+        where, json_text(c["rank_group"])));
+  }
+  return group;
+}
+
 // Checks one measurements document (read from `file`) and appends its cases to `v`.
 void read_measurement_document(const json& doc, const fs::path& file,
                                const std::string& profile_override, ValidationResult& v) {
@@ -118,6 +135,7 @@ void read_measurement_document(const json& doc, const fs::path& file,
     const std::string where = fmt::format("{}: case '{}'", file.string(), id);
     const std::string schedule = string_or(c, "schedule", "", where);
     const std::string pass = string_or(c, "pass", "fwd", where);
+    const std::string rank_group = checked_rank_group(c, where);
     const std::vector<std::string> known = builtin_registry().names();
     std::string skip;
     if (c.contains("kernel")) {
@@ -135,10 +153,12 @@ void read_measurement_document(const json& doc, const fs::path& file,
       skipped.profile = profile;
       skipped.source_file = file.string();
       skipped.skipped_reason = skip;
+      skipped.rank_group = rank_group;
       v.cases.push_back(skipped);
       continue;
     }
     v.cases.push_back(validation_detail::compare_case(c, profile, file.string()));
+    v.cases.back().rank_group = rank_group;
   }
 }
 

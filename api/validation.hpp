@@ -65,13 +65,17 @@ struct CaseResult {
   std::string source_file;
   double sm_clock_mhz = 0.0;
   std::string skipped_reason;  // non-empty: not compared (failed check, unknown schedule, ...)
+  /// The case's "rank_group" (cuda_validate/FORMAT.md): configurations of one kernel family on
+  /// one problem, ranked against each other by time; empty when the case names none.
+  std::string rank_group;
   Comparison metrics[kMetricCount];  // as-run, indexed like kMetrics
   double blind_sm_clock_mhz = 0.0;
   Comparison blind[kMetricCount];  // blind, indexed like kMetrics
 };
 
-/// The summary a compared case counts in: its schedule, with " <pass>" for a run with a backward
-/// ("flash3 fwdbwd": another workload than the forwards) and " fp8" for an FP8 run ("flash3 fp8").
+/// The summary a compared case counts in: its schedule (its rank group's family where it names
+/// one), with " <pass>" for a run with a backward ("flash3 fwdbwd": another workload than the
+/// forwards) and " fp8" for an FP8 run ("flash3 fp8").
 std::string summary_name(const CaseResult& c);
 
 struct Summary {
@@ -104,9 +108,59 @@ struct Summary {
 /// spread of the case it is taken from), and that spread is not 0.
 bool within_noise(const std::optional<double>& error, const std::optional<double>& spread);
 
+/// One measured configuration of a rank group: blind predicted and measured time, and the
+/// measured time's repeat spread ((max - min) / median; 0 when measured once).
+struct RankPoint {
+  double predicted = 0.0;
+  double measured = 0.0;
+  double spread = 0.0;
+};
+
+/// How well blind time orders the configurations of one rank group (a question a user asks of a
+/// tile sweep: which one is fastest), over its compared cases.
+struct RankGroup {
+  std::string name;    // the cases' "rank_group"
+  std::string family;  // its part before the first space: the kernel family
+  int cases = 0;
+  /// Spearman's rank correlation of predicted against measured time (tied values share their
+  /// average rank); none where either side has a single rank (one case, all times equal).
+  std::optional<double> rho;
+  /// Measured time of the configuration predicted fastest (the first in file order among equal
+  /// predictions) over the measured fastest, minus 1: what trusting iosim's pick costs.
+  double regret = 0.0;
+  /// Of the pairs whose measured times differ (relative to the smaller) by more than the larger
+  /// of their two repeat spreads, the share that blind time orders the same way (equal predictions
+  /// count as wrong); none where no pair differs by that much. Pairs inside the spread are noise.
+  std::optional<double> pairs_right;
+  int pairs_counted = 0;
+};
+
+/// The rank groups of one family (the text before the first space of their names).
+struct RankFamily {
+  std::string family;
+  int groups = 0;
+  std::optional<double> median_rho, min_rho;  // over the groups that have a rho
+  double median_regret = 0.0, worst_regret = 0.0;
+  std::optional<double> median_pairs_right;  // over the groups that counted a pair
+};
+
+/// Ranking accuracy of the cases that name a rank group: per group (by name) and per family.
+/// Empty when no compared case names one.
+struct RankSummary {
+  std::vector<RankGroup> groups;
+  std::vector<RankFamily> families;
+  bool empty() const { return groups.empty(); }
+};
+
+/// The statistics of one group's points, in file order (`name` and its family are copied).
+RankGroup rank_statistics(const std::string& name, const std::vector<RankPoint>& points);
+/// A family's summary of its groups.
+RankFamily rank_family(const std::string& family, const std::vector<RankGroup>& groups);
+
 struct ValidationResult {
   std::vector<CaseResult> cases;
   std::vector<Summary> summaries;  // per schedule, then "all"
+  RankSummary ranking;             // cases with a "rank_group"
 };
 
 /// Loads every measurement file at `path` (a file, or a directory searched recursively for

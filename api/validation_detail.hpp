@@ -25,8 +25,11 @@ namespace validation_detail {
 CaseResult compare_case(const nlohmann::json& c, const std::string& profile_name,
                         const std::string& file);
 
-/// Fills `v.summaries` from its compared cases.
+/// Fills `v.summaries` and `v.ranking` from its compared cases.
 void summarize_cases(ValidationResult& v);
+
+/// `v.ranking` from its compared cases that name a rank group (validation_ranking.cpp).
+RankSummary rank_cases(const std::vector<CaseResult>& cases);
 
 // The optional keys of a measured file, read by type. Absent or null: `fallback` (an empty
 // object); present with another type: a ConfigError "WHERE: 'KEY' = VALUE is not a string" that

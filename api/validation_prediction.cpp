@@ -389,7 +389,13 @@ CaseResult validation_detail::compare_case(const json& c, const std::string& pro
     throw ConfigError(fmt::format("{}: 'kernels' must be a list of kernels, got {}", where,
                                   c["kernels"].type_name()));
   }
-  if (!c.contains("kernels") || c["kernels"].empty()) {
+  // A case timed only (a tile sweep's configurations: CUDA events, no Nsight Compute counters) is
+  // compared blind, on time alone: its bytes and everything as-run stay unmeasured (no relative
+  // error), rather than the case being skipped.
+  const bool has_kernels = c.contains("kernels") && !c["kernels"].empty();
+  const bool time_only =
+      !has_kernels && !std::isnan(number_or(c, blind_time_key(c, where), kAbsent, where));
+  if (!has_kernels && !time_only) {
     out.skipped_reason = "no kernels measured";
     return out;
   }
@@ -397,7 +403,8 @@ CaseResult validation_detail::compare_case(const json& c, const std::string& pro
   double measured[kMetricCount] = {};  // indexed like kMetrics
   double clock_weighted = 0.0, time_total = 0.0;
   KernelSpreads spreads;
-  for (const json& k : c["kernels"]) {
+  static const json kNoKernels = json::array();
+  for (const json& k : has_kernels ? c["kernels"] : kNoKernels) {
     if (!k.is_object() || !k.contains("metrics") || !k["metrics"].is_object()) {
       throw ConfigError(
           fmt::format("{}: every kernel must be an object with a 'metrics' object", where));
@@ -433,23 +440,7 @@ CaseResult validation_detail::compare_case(const json& c, const std::string& pro
   } catch (const nlohmann::json::exception& e) {
     throw ConfigError(fmt::format("{}: {}", where, e.what()));
   }
-  r.engine.sm_clock_mhz = out.sm_clock_mhz;
-  // The register counts the compiler gave the measured kernels set their occupancy.
-  r.engine.registers_by_role = registers_by_role(c["kernels"], where);
-  if (!r.kernel && !builtin_registry().get(r.algorithm).capabilities.materializes_scores &&
-      c["kernels"].size() == 1) {
-    // A file whose roles are not iosim's (PyTorch's "sdpa_fwd") still names its one kernel.
-    const json& launch = object_or_empty(c["kernels"][0], "launch", where);
-    if (launch.contains("launch__registers_per_thread")) {
-      r.tiling.registers_per_thread = registers_at(launch, where);
-    }
-  }
   const HardwareProfile profile = load_profile(profile_name);
-  const Report rep = simulate(profile, r);
-  if (!rep.feasible()) {
-    out.skipped_reason = "infeasible in iosim: " + rep.infeasible_reason;
-    return out;
-  }
   const auto predicted = [](const Report& x, int i) {
     const Counters& t = x.engine.total;
     const double values[kMetricCount] = {
@@ -461,8 +452,26 @@ CaseResult validation_detail::compare_case(const json& c, const std::string& pro
         x.engine.time_s};
     return values[i];
   };
-  for (int i = 0; i < kMetricCount; ++i)
-    out.metrics[i] = {predicted(rep, i), measured[i], std::nullopt};
+  if (has_kernels) {  // as-run needs the measured kernels' clock and registers
+    r.engine.sm_clock_mhz = out.sm_clock_mhz;
+    // The register counts the compiler gave the measured kernels set their occupancy.
+    r.engine.registers_by_role = registers_by_role(c["kernels"], where);
+    if (!r.kernel && !builtin_registry().get(r.algorithm).capabilities.materializes_scores &&
+        c["kernels"].size() == 1) {
+      // A file whose roles are not iosim's (PyTorch's "sdpa_fwd") still names its one kernel.
+      const json& launch = object_or_empty(c["kernels"][0], "launch", where);
+      if (launch.contains("launch__registers_per_thread")) {
+        r.tiling.registers_per_thread = registers_at(launch, where);
+      }
+    }
+    const Report rep = simulate(profile, r);
+    if (!rep.feasible()) {
+      out.skipped_reason = "infeasible in iosim: " + rep.infeasible_reason;
+      return out;
+    }
+    for (int i = 0; i < kMetricCount; ++i)
+      out.metrics[i] = {predicted(rep, i), measured[i], std::nullopt};
+  }
 
   // Blind: bytes with a cold L2 per kernel (what the counters saw), time as `iosim run` gives it
   // (L2 carried over between kernels, as back-to-back launches have it) against CUDA events, at the
@@ -473,6 +482,10 @@ CaseResult validation_detail::compare_case(const json& c, const std::string& pro
   blind.engine.sm_clock_mhz = out.blind_sm_clock_mhz;
   const Report cold = simulate(profile, blind);
   if (profile.power.present) out.blind_sm_clock_mhz = cold.sm_clock_mhz;
+  if (!cold.feasible() && time_only) {  // nothing else to compare
+    out.skipped_reason = "infeasible in iosim: " + cold.infeasible_reason;
+    return out;
+  }
   if (!cold.feasible()) {  // blind stays unmeasured: no relative error
     Comparison unused[kMetricCount];
     spreads.apply(c, measured, out.metrics, unused, where);

@@ -1,5 +1,6 @@
 // `iosim validate`'s summaries: per schedule (or kernel description) and over all cases, the
 // median and worst errors and repeat spreads; the metrics' names and the comparisons' errors.
+// The ranking of rank groups is validation_ranking.cpp's.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -111,7 +112,11 @@ std::string summary_name(const CaseResult& c) {
   // A schedule's runs with a backward are another workload than its forwards: summarized apart,
   // so that adding them leaves the forward's accuracy as it was. FP8 runs likewise (other pipe
   // rates, another kernel).
-  std::string name = c.pass == "fwd" ? c.schedule : c.schedule + " " + c.pass;
+  // The configurations of a rank group (a tile sweep: each its own kernel description, named
+  // after its tiles) are summarized by their family, not one summary per configuration.
+  const std::string base =
+      c.rank_group.empty() ? c.schedule : c.rank_group.substr(0, c.rank_group.find(' '));
+  std::string name = c.pass == "fwd" ? base : base + " " + c.pass;
   if (c.dtype == "fp8") name += " fp8";
   return name;
 }
@@ -141,6 +146,7 @@ void validation_detail::summarize_cases(ValidationResult& v) {
   }
   for (const auto& [name, cases] : by_schedule) v.summaries.push_back(summarize(name, cases));
   v.summaries.push_back(summarize("all", all));
+  v.ranking = rank_cases(v.cases);
 }
 
 }  // namespace iosim

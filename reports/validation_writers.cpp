@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -48,6 +49,78 @@ bool has_spreads(const ValidationResult& v) {
 std::string value_text(Metric m, double v) {
   return m == Metric::time ? human_seconds(v) : human_bytes(v);
 }
+
+// The ranking's cells, as cuda_validate/tile_sweep/ranking.py prints them (rho to 2 places, regret
+// to 0.1%, pairs to 1%), so that the two can be read side by side.
+std::string rho_text(const std::optional<double>& rho) {
+  return rho ? fmt::format("{:.2f}", *rho) : "-";
+}
+std::string regret_text(double regret) {
+  return fmt::format("{:.1f}%", regret * 100);
+}
+std::string pairs_text(const std::optional<double>& share) {
+  return share ? fmt::format("{:.0f}%", *share * 100) : "-";
+}
+
+// Rows of the ranking's two tables: per group, then per family (header first), as cells.
+using Rows = std::vector<std::vector<std::string>>;
+Rows ranking_group_rows(const RankSummary& r) {
+  Rows rows = {{"rank group", "cases", "rho", "regret", "pairs right (pairs)"}};
+  for (const RankGroup& g : r.groups) {
+    rows.push_back({g.name, std::to_string(g.cases), rho_text(g.rho), regret_text(g.regret),
+                    fmt::format("{} ({})", pairs_text(g.pairs_right), g.pairs_counted)});
+  }
+  return rows;
+}
+Rows ranking_family_rows(const RankSummary& r) {
+  Rows rows = {
+      {"family", "groups", "rho median (min)", "regret median (worst)", "pairs right median"}};
+  for (const RankFamily& f : r.families) {
+    rows.push_back(
+        {f.family, std::to_string(f.groups),
+         fmt::format("{} ({})", rho_text(f.median_rho), rho_text(f.min_rho)),
+         fmt::format("{} ({})", regret_text(f.median_regret), regret_text(f.worst_regret)),
+         pairs_text(f.median_pairs_right)});
+  }
+  return rows;
+}
+
+// A table of `rows` in columns as wide as their widest cell, the first left-aligned.
+std::string aligned(const Rows& rows) {
+  std::vector<std::size_t> width(rows.front().size(), 0);
+  for (const auto& row : rows)
+    for (std::size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+  std::string s;
+  for (const auto& row : rows) {
+    for (std::size_t i = 0; i < row.size(); ++i) {
+      s += i == 0 ? fmt::format("{:<{}}", row[i], width[i])
+                  : fmt::format("  {:>{}}", row[i], width[i]);
+    }
+    s += "\n";
+  }
+  return s;
+}
+
+std::string markdown_rows(const Rows& rows) {
+  std::string s;
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    s += "|";
+    for (const std::string& cell : rows[r]) s += fmt::format(" {} |", cell);
+    s += "\n";
+    if (r == 0) {
+      s += "| ---";
+      for (std::size_t i = 1; i < rows[r].size(); ++i) s += " | ---:";
+      s += " |\n";
+    }
+  }
+  return s;
+}
+
+constexpr const char* kRankingNote =
+    "ranking: per rank group, blind time against measured time; rho: Spearman's (ties share "
+    "their average rank); regret: measured time of iosim's fastest over the measured fastest, "
+    "minus 1; pairs right: of the pairs whose measured times differ by more than the larger of "
+    "their two repeat spreads, the share iosim orders the same way (their count in brackets)";
 
 }  // namespace
 
@@ -98,10 +171,17 @@ std::string validation_table(const ValidationResult& v) {
          "case the error is taken from (a median of an even count: the two middle cases' mean); "
          "an error below it is within noise\n";
   }
+  if (!v.ranking.empty()) {
+    s += fmt::format("\nRanking\n{}\n{}\n{}\n", aligned(ranking_group_rows(v.ranking)),
+                     aligned(ranking_family_rows(v.ranking)), kRankingNote);
+  }
   return s;
 }
 
-std::string validation_markdown(const ValidationResult& v) {
+namespace {
+
+// The summary table of the Markdown (what validation_summary_table() reads back as cells).
+std::string summary_markdown(const ValidationResult& v) {
   // Files measured several times add the spread of the free-running time over the repeats (the
   // blind time's measurement) and of the DRAM bytes, beside the errors they bound.
   const bool spreads = has_spreads(v);
@@ -126,11 +206,23 @@ std::string validation_markdown(const ValidationResult& v) {
   return s;
 }
 
+}  // namespace
+
+std::string validation_markdown(const ValidationResult& v) {
+  std::string s = summary_markdown(v);
+  if (!v.ranking.empty()) {
+    // (fmt, not "\n" + a std::string: GCC 12's -Wrestrict at -O3, as in validation_table.)
+    s += fmt::format("\n{}\n{}\n*{}.*\n", markdown_rows(ranking_group_rows(v.ranking)),
+                     markdown_rows(ranking_family_rows(v.ranking)), kRankingNote);
+  }
+  return s;
+}
+
 // The Markdown table's cells (its lines that start with '|', less the alignment row): the HTML
 // report shows the same columns without keeping a second copy of them.
 std::vector<std::vector<std::string>> validation_summary_table(const ValidationResult& v) {
   std::vector<std::vector<std::string>> t;
-  std::istringstream in(validation_markdown(v));
+  std::istringstream in(summary_markdown(v));
   for (std::string line; std::getline(in, line);) {
     if (line.size() < 2 || line[0] != '|' || line.rfind("| ---", 0) == 0) continue;
     std::vector<std::string> row;
@@ -204,6 +296,33 @@ void add_spreads(json& j, const std::optional<double>& median_error,
   }
 }
 
+json optional_number(const std::optional<double>& x) {
+  return x ? json(*x) : json(nullptr);
+}
+
+json ranking_json(const RankSummary& r) {
+  json groups = json::array(), families = json::array();
+  for (const RankGroup& g : r.groups) {
+    groups.push_back({{"rank_group", g.name},
+                      {"family", g.family},
+                      {"cases", g.cases},
+                      {"rho", optional_number(g.rho)},
+                      {"regret", g.regret},
+                      {"pairs_right", optional_number(g.pairs_right)},
+                      {"pairs_counted", g.pairs_counted}});
+  }
+  for (const RankFamily& f : r.families) {
+    families.push_back({{"family", f.family},
+                        {"groups", f.groups},
+                        {"median_rho", optional_number(f.median_rho)},
+                        {"min_rho", optional_number(f.min_rho)},
+                        {"median_regret", f.median_regret},
+                        {"worst_regret", f.worst_regret},
+                        {"median_pairs_right", optional_number(f.median_pairs_right)}});
+  }
+  return {{"groups", groups}, {"families", families}};
+}
+
 }  // namespace
 
 std::string validation_json(const ValidationResult& v) {
@@ -257,10 +376,10 @@ std::string validation_json(const ValidationResult& v) {
     }
     summaries.push_back(j);
   }
-  return json_text(
-             json({{"schema_version", kSchemaVersion}, {"cases", cases}, {"summaries", summaries}}),
-             2) +
-         "\n";
+  json doc = {{"schema_version", kSchemaVersion}, {"cases", cases}, {"summaries", summaries}};
+  // Only where a case names a rank group: other files' JSON stays as it was.
+  if (!v.ranking.empty()) doc["ranking"] = ranking_json(v.ranking);
+  return json_text(doc, 2) + "\n";
 }
 
 }  // namespace iosim

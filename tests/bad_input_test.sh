@@ -46,6 +46,8 @@ edit '0,/"role": "attention"/s//"role": 1/' role_number.json
 edit '0,/"id": "[^"]*"/s//"id": 5/' id_number.json
 edit '0,/"passed": true/s//"passed": "true"/' passed_string.json
 edit '0,/"kernels": \[/s//"kernels": {}, "old_kernels": [/' kernels_object.json
+edit '0,/"id": "[^"]*"/s//&, "rank_group": ""/' rank_group_empty.json
+edit '0,/"id": "[^"]*"/s//&, "rank_group": 7/' rank_group_number.json
 edit 's/"cases": \[/"kases": [/' no_cases.json
 edit 's/"version": 1,/"version": 2,/' version2.json
 edit 's/"iosim-measurements"/"nsight-report"/' wrong_format.json
