@@ -9,7 +9,9 @@
   time    median and worst |predicted - measured| / measured.
 Configurations whose output check failed are left out.
 
-  python3 ranking.py --pred PRED.json TIME.json... [--md]
+  python3 ranking.py --pred PRED.json [--shapes shapes.txt] [--families] TIME.json...
+Several files of the same runs (repeats) pool their timing sets: the median and spread are over
+all of them.
 """
 import argparse
 import json
@@ -66,21 +68,29 @@ def group_stats(points):
 
 
 def load(pred_path, time_paths):
+    """Files of the same runs (repeats on other machines or days) pool their timing sets."""
     preds = json.load(open(pred_path))["predictions"]
-    groups = defaultdict(list)
-    uses = {}
+    runs = {}
     for path in time_paths:
         for run in json.load(open(path))["runs"]:
             if "infeasible" in run or not run["times_s"] or not run["check"]["passed"]:
                 continue
-            p = preds.get(key(run))
-            if p is None or "time_s" not in p:
-                continue
-            t = run["times_s"]
-            med = statistics.median(t)
-            spread = (max(t) - min(t)) / med
-            groups[(run["family"], run["shape"])].append((p["time_s"], med, spread))
-            uses[run["shape"]] = run.get("use")
+            k = key(run)
+            if k in runs:
+                runs[k]["times_s"] = runs[k]["times_s"] + run["times_s"]
+            else:
+                runs[k] = dict(run)
+    groups = defaultdict(list)
+    uses = {}
+    for k, run in runs.items():
+        p = preds.get(k)
+        if p is None or "time_s" not in p:
+            continue
+        t = run["times_s"]
+        med = statistics.median(t)
+        spread = (max(t) - min(t)) / med
+        groups[(run["family"], run["shape"])].append((p["time_s"], med, spread))
+        uses[run["shape"]] = run.get("use")
     return groups, uses
 
 
