@@ -36,7 +36,7 @@ struct TuneFlags {
   RunFlags run;
   std::string block_q, block_kv, stages, threads;  // lists as typed; not given: the default space
   std::int64_t top = 5;
-  double tie_band_pct = 3.0;
+  double tie_band_pct = TuneOptions{}.tie_band * 100.0;
   int jobs = 0;
   double max_seconds = 0.0;
   FormatFlag format{{"table", "json", "csv"}};

@@ -43,7 +43,7 @@ out.append("sorted" if times == sorted(times) and [p["rank"] for p in ranked] ==
 out.append("counted" if d["points"] == 96 == len(ranked) + len(infeasible) and d["feasible"] == len(ranked) else "miscounted")
 out.append("reasons" if infeasible and all(p["infeasible_reason"] for p in infeasible) else "no-reasons")
 best = times[0]
-ties = all(p["within_tie_band"] == (p["time_s"] <= best * 1.03) for p in ranked)
+ties = all(p["within_tie_band"] == (p["time_s"] <= best * (1 + d["tie_band"])) for p in ranked)
 out.append("ties" if ties and ranked[0]["time_over_best"] == 1 else "bad-ties")
 out.append("default" if d["default"]["rank"] is not None and ranked[d["default"]["rank"] - 1]["time_s"] == d["default"]["time_s"] else "bad-default")
 for p in (ranked[0], ranked[-1]):
