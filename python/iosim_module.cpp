@@ -25,9 +25,11 @@
 #include "api/run_flags.hpp"
 #include "api/schema_version.hpp"
 #include "api/sweep.hpp"
+#include "api/tune.hpp"
 #include "api/validation.hpp"
 #include "reports/kvcache_writers.hpp"
 #include "reports/layer_writers.hpp"
+#include "reports/tune_writers.hpp"
 #include "reports/validation_writers.hpp"
 #include "reports/writers.hpp"
 #include "sim/base/errors.hpp"
@@ -272,6 +274,44 @@ std::string layer_json(const py::dict& flags) {
   return json_text(layer_to_json(run_layer(f, given)));
 }
 
+// `iosim tune --format json` for `flags` (run's problem flags) and the tile lists given (an
+// empty list: the axis's default space, as a flag left out).
+std::string tune_json(const py::dict& flags, const std::vector<std::int64_t>& block_q,
+                      const std::vector<std::int64_t>& block_kv, const std::vector<int>& stages,
+                      const std::vector<int>& threads, double tie_band_pct, std::int64_t top,
+                      int jobs) {
+  for (const char* axis : {"block_q", "block_kv", "stages", "threads"}) {
+    if (flags.contains(axis)) {
+      throw ConfigError(fmt::format(
+          "tune: {} is an axis of the space: pass it as a list, {}=[...], to tune()", axis,
+          axis));
+    }
+  }
+  if (!(tie_band_pct >= 0 && tie_band_pct <= 100)) {
+    throw ConfigError(
+        fmt::format("tie_band={} is out of range: it must be in [0, 100] (percent)", tie_band_pct));
+  }
+  if (top < 0) throw ConfigError(fmt::format("top={} must be 0 (all) or more", top));
+  if (jobs < 0 || jobs > kMaxSweepJobs) {
+    throw ConfigError(fmt::format("jobs={} is out of range: it must be in [1, {}] (0: all cores)",
+                                  jobs, kMaxSweepJobs));
+  }
+  const RunFlags f = to_flags(flags);
+  const RunRequest base = to_request(f);
+  const HardwareProfile profile = load_profile(f.profile, parse_profile_overrides(f.set));
+  TuneSpace space = default_tune_space(profile, base);
+  if (!block_q.empty()) space.block_q = block_q;
+  if (!block_kv.empty()) space.block_kv = block_kv;
+  if (!stages.empty()) space.stages = stages;
+  if (!threads.empty()) space.threads = threads;
+  TuneOptions options;
+  options.tie_band = tie_band_pct / 100.0;
+  options.jobs = jobs;
+  const InterruptibleCall interruptible;
+  py::gil_scoped_release release;
+  return json_text(tune_to_json(tune(profile, base, space, options), static_cast<std::size_t>(top)));
+}
+
 std::string validate_json(const std::string& path, const std::string& profile) {
   const InterruptibleCall interruptible;
   py::gil_scoped_release release;
@@ -300,10 +340,14 @@ PYBIND11_MODULE(_iosim, m) {
         "one run per dict of flags, on threads; each as run_json's text");
   m.def("kvcache_json", &kvcache_json, "`iosim kvcache --format json` for a dict of its flags");
   m.def("layer_json", &layer_json, "`iosim layer --format json` for a dict of its flags");
+  m.def("tune_json", &tune_json, py::arg("flags"), py::arg("block_q"), py::arg("block_kv"),
+        py::arg("stages"), py::arg("threads"), py::arg("tie_band"), py::arg("top"),
+        py::arg("jobs"), "`iosim tune --format json`: flags and the tile lists");
   m.def("validate_json", &validate_json, py::arg("path"), py::arg("profile") = "",
         "`iosim validate PATH --format json`");
   m.def("profile_names", &builtin_profile_names, "the built-in profiles");
   m.attr("__version__") = std::string(version_number());
   m.attr("version_text") = std::string(version_text());
   m.attr("schema_version") = kSchemaVersion;
+  m.attr("default_tie_band_pct") = TuneOptions{}.tie_band * 100.0;
 }

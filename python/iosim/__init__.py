@@ -10,6 +10,7 @@
     iosim.run(seq=4096, set=["l2.size_bytes=20e6"])   # what-if hardware
     iosim.kvcache(layers=32, kv_heads=8, head_dim=128, weights_bytes=16e9)  # serving KV cache
     iosim.layer(model="llama-3-8b", phase="decode", batch=8, seq=4096)   # a transformer layer
+    iosim.tune(algo="flash2", seq=4096, head_dim=128, block_kv=[64, 128])  # the fastest tiles
 
 Keyword arguments are `iosim run`'s flags without dashes (seq_kv for --seq-kv; causal=True for
 --causal; set= a "KEY=VALUE" string or a list of them). Results are the dicts that
@@ -27,6 +28,7 @@ version_text = _iosim.version_text
 schema_version = _iosim.schema_version
 ConfigError = _iosim.ConfigError
 InternalError = _iosim.InternalError
+default_tie_band_pct = _iosim.default_tie_band_pct
 
 
 class InfeasibleError(ConfigError):
@@ -59,6 +61,22 @@ def run(**flags):
     if not report["feasible"]:
         raise InfeasibleError(report)
     return report
+
+
+def tune(block_q=(), block_kv=(), stages=(), threads=(), tie_band=None, top=0, jobs=0, **flags):
+    """Which tiling of one problem is fastest: `iosim tune --format json`'s document as a dict
+    (schemas/tune.schema.json). `flags` are run()'s problem flags; block_q, block_kv, stages and
+    threads are the space's lists (left out: the algorithm's default space; 0 in a list: the
+    algorithm's choice). tie_band in percent (default: tune's, 5); top: the fastest K ranked
+    points kept (0: all). Raises InfeasibleError when no tiling of the space is feasible."""
+    if tie_band is None:
+        tie_band = default_tie_band_pct
+    doc = json.loads(_iosim.tune_json(_kernel_text(flags), _as_list(block_q), _as_list(block_kv),
+                                      _as_list(stages), _as_list(threads), tie_band, top, jobs))
+    if not doc["ranked"]:
+        raise InfeasibleError({"infeasible_reason": "no tiling of the space is feasible",
+                               **doc})
+    return doc
 
 
 def _as_list(value):

@@ -398,3 +398,28 @@ def test_ctrl_c_stops_a_long_call_and_the_next_call_runs():
     assert lines[0].startswith("interrupted"), out
     assert float(lines[0].split()[1]) - sent < 1.5
     assert lines[1] == "again True"
+
+
+@pytest.mark.skipif(not IOSIM, reason="IOSIM (the CLI binary) not set")
+def test_tune_equals_the_cli():
+    flags = dict(algo="flash2", batch=2, heads=8, seq=2048, head_dim=64, causal=True)
+    doc = iosim.tune(block_q=[64, 128], block_kv=[64, 128], stages=2, top=3, **flags)
+    cli = cli_json("tune", "--algo", "flash2", "--batch", "2", "--heads", "8", "--seq", "2048",
+                   "--head-dim", "64", "--causal", "--block-q", "64,128", "--block-kv", "64,128",
+                   "--stages", "2", "--top", "3")
+    strip = lambda d: json.dumps(d, sort_keys=True).replace("simulation_wall_s", "")
+    assert [p["time_s"] for p in doc["ranked"]] == [p["time_s"] for p in cli["ranked"]]
+    assert doc["tie_band"] == cli["tie_band"] == iosim.default_tie_band_pct / 100
+    times = [p["time_s"] for p in doc["ranked"]]
+    assert times == sorted(times) and len(times) == 3
+    assert strip(doc["space"]) == strip(cli["space"])
+
+
+def test_tune_errors():
+    # A single value is a one-point axis.
+    one = iosim.tune(algo="flash2", seq=1024, block_q=64, block_kv=64, stages=2, threads=128)
+    assert one["points"] == 1 and one["ranked"][0]["block_q"] == 64
+    with pytest.raises(iosim.ConfigError, match="tie_band"):
+        iosim.tune(algo="flash2", seq=1024, tie_band=500)
+    with pytest.raises(iosim.InfeasibleError):
+        iosim.tune(algo="flash2", seq=1024, head_dim=128, block_q=[1024], block_kv=[1024])
