@@ -283,8 +283,7 @@ std::string tune_json(const py::dict& flags, const std::vector<std::int64_t>& bl
   for (const char* axis : {"block_q", "block_kv", "stages", "threads"}) {
     if (flags.contains(axis)) {
       throw ConfigError(fmt::format(
-          "tune: {} is an axis of the space: pass it as a list, {}=[...], to tune()", axis,
-          axis));
+          "tune: {} is an axis of the space: pass it as a list, {}=[...], to tune()", axis, axis));
     }
   }
   if (!(tie_band_pct >= 0 && tie_band_pct <= 100)) {
@@ -309,7 +308,8 @@ std::string tune_json(const py::dict& flags, const std::vector<std::int64_t>& bl
   options.jobs = jobs;
   const InterruptibleCall interruptible;
   py::gil_scoped_release release;
-  return json_text(tune_to_json(tune(profile, base, space, options), static_cast<std::size_t>(top)));
+  return json_text(
+      tune_to_json(tune(profile, base, space, options), static_cast<std::size_t>(top)));
 }
 
 std::string validate_json(const std::string& path, const std::string& profile) {
@@ -341,8 +341,8 @@ PYBIND11_MODULE(_iosim, m) {
   m.def("kvcache_json", &kvcache_json, "`iosim kvcache --format json` for a dict of its flags");
   m.def("layer_json", &layer_json, "`iosim layer --format json` for a dict of its flags");
   m.def("tune_json", &tune_json, py::arg("flags"), py::arg("block_q"), py::arg("block_kv"),
-        py::arg("stages"), py::arg("threads"), py::arg("tie_band"), py::arg("top"),
-        py::arg("jobs"), "`iosim tune --format json`: flags and the tile lists");
+        py::arg("stages"), py::arg("threads"), py::arg("tie_band"), py::arg("top"), py::arg("jobs"),
+        "`iosim tune --format json`: flags and the tile lists");
   m.def("validate_json", &validate_json, py::arg("path"), py::arg("profile") = "",
         "`iosim validate PATH --format json`");
   m.def("profile_names", &builtin_profile_names, "the built-in profiles");
