@@ -3,7 +3,7 @@
 iosim-measurements file (cuda_validate/FORMAT.md), so that `iosim validate` predicts every
 configuration blind and reports its ranking per (family, shape) beside the time errors:
 
-  python3 to_measurements.py --out TILE_SWEEP.json TIME.json...
+  python3 to_measurements.py --out TILE_SWEEP.json [--shapes A,B] TIME.json...
   iosim validate TILE_SWEEP.json
 
 One case per configuration that ran and passed its output check. Each carries the kernel
@@ -46,9 +46,10 @@ def case(run):
     return c
 
 
-def convert(paths):
-    """(device name, cases, configurations left out) of the timing files at `paths`."""
-    device, cases, left_out, ids = None, [], 0, set()
+def convert(paths, shapes=None):
+    """(device name, cases, configurations left out) of the timing files at `paths`: files of the
+    same configurations (repeats) pool their timing sets; `shapes` keeps those shapes only."""
+    device, runs, left_out = None, {}, 0
     for path in paths:
         with open(path) as f:
             doc = json.load(f)
@@ -62,20 +63,24 @@ def convert(paths):
             if "infeasible" in run or not run.get("times_s") or not run["check"]["passed"]:
                 left_out += 1
                 continue
-            c = case(run)
-            if c["id"] in ids:
-                raise SystemExit(f"{path}: configuration {c['id']} twice")
-            ids.add(c["id"])
-            cases.append(c)
-    return device, cases, left_out
+            if shapes and run["shape"] not in shapes:
+                continue
+            key = "{family}_{shape}_{block_q}x{block_kv}_s{stages}_w{warps}".format(**run)
+            if key in runs:
+                runs[key] = dict(runs[key], times_s=runs[key]["times_s"] + run["times_s"])
+            else:
+                runs[key] = run
+    return device, [case(r) for r in runs.values()], left_out
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", required=True, help="the iosim-measurements file to write")
+    ap.add_argument("--shapes", help="comma-separated shape names to keep (default: all)")
     ap.add_argument("times", nargs="+", help="timing files (run_tile_sweep.sh MODE=time)")
     args = ap.parse_args()
-    device, cases, left_out = convert(args.times)
+    device, cases, left_out = convert(args.times, set(args.shapes.split(",")) if args.shapes
+                                      else None)
     if not cases:
         raise SystemExit("no configuration ran and passed its check")
     doc = {
