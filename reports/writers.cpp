@@ -230,6 +230,14 @@ const Column kColumns[] = {
          -> json { return fraction(r.achieved.smem_gbps, r.achieved.smem_peak_gbps); }},
     {"l2_read_hit_rate", "achieved", When::feasible, Csv::g6,
      [](const Report& r) -> json { return r.achieved.l2_read_hit_rate; }},
+    // flash3 --pass fwdbwd: the backward's own tiles, a swept axis (--backward-block-q/-kv) that
+    // a sweep report's best tile names. Before clock_given, which older CSVs end with.
+    {"backward_block_q", "tiling", When::not_null, Csv::plain,
+     [](const Report& r)
+         -> json { return or_null(r.tiling.backward_block_q > 0, r.tiling.backward_block_q); }},
+    {"backward_block_kv", "tiling", When::not_null, Csv::plain,
+     [](const Report& r)
+         -> json { return or_null(r.tiling.backward_block_kv > 0, r.tiling.backward_block_kv); }},
     // On a profile with a power section: whether --sm-clock-mhz set the clock (else the power
     // model chose it). `iosim report` groups a sweep's CSV rows by the clock asked for with it.
     {"clock_given", "power", When::not_null, Csv::plain,
