@@ -351,6 +351,27 @@ std::string problem_text(const AttentionProblem& p) {
                      p.dropout > 0 ? fmt::format(" dropout={}", p.dropout) : "", pass_name(p.pass));
 }
 
+// --stages counts shared-memory buffers (Capabilities::forward_stages); the engine times a main
+// kernel's copies as deep as its KernelSpec::pipeline_stages, which is deeper for one K/V buffer
+// pair (kv_pipeline_depth: the K and V copies alternate with the two products). Said where it
+// differs: "--stages 1" reported as 1 beside a kernel timed 2 deep read as a flag raised behind
+// the user's back.
+std::string copy_depth_text(const Report& r) {
+  std::string s;
+  for (const KernelResult& k : r.engine.kernels) {
+    const int depth = k.spec.pipeline_stages;
+    if (!k.spec.main_loop || depth == r.tiling.pipeline_stages) continue;
+    s += fmt::format(
+        "copies   {} is timed {} tile{} deep at stages={}: {}\n", k.spec.name, depth,
+        depth == 1 ? "" : "s", r.tiling.pipeline_stages,
+        depth > r.tiling.pipeline_stages
+            ? "one K/V buffer pair, whose K and V copies alternate with the two products "
+              "(FlashAttention's), keeps the next tile in flight"
+            : "each copy waits for the compute");
+  }
+  return s;
+}
+
 std::string format_table(const Report& r) {
   const AttentionProblem& p = r.request.problem;
   std::string s =
@@ -375,6 +396,7 @@ std::string format_table(const Report& r) {
           ? fmt::format(" backward={}x{}", r.tiling.backward_block_q, r.tiling.backward_block_kv)
           : "",
       r.sram_bytes);
+  s += copy_depth_text(r);
   if (r.density) {
     s += fmt::format("blocks   pattern {}, density s = {:.4g} of the blocks computed\n",
                      p.pattern ? p.pattern->spec : "all", *r.density);
