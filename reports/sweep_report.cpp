@@ -192,7 +192,7 @@ std::vector<std::vector<std::string>> best_table(const SweepData& data) {
   for (const OtherField* f : other) header.push_back(f->name);
   for (const std::string& h :
        {fmt::format("best {} (HBM)", tile), std::string("HBM bytes (incl. dirty at end)"),
-        std::string("HBM / lower bound"), std::string("L2 bytes"),
+        std::string("HBM / two-level lower bound"), std::string("L2 bytes"),
         fmt::format("best {} (time)", tile), std::string("time"), std::string("bound"),
         std::string("feasible / tried")}) {
     header.push_back(h);
@@ -554,8 +554,12 @@ std::string sweep_report_markdown(const SweepData& data, const ValidationResult*
   s += "\n## Best block size per (N, d, profile, algorithm)\n\n";
   s += "Best by HBM bytes (ties: less time) and by simulated time (ties: fewer HBM bytes). "
        "HBM bytes count the lines still dirty in L2 at the end as written. The lower bound is, "
-       "per pass, the larger of the compulsory bytes and the two-level N N_kv d^2 / M term of "
-       "the theory.\n\n";
+       "per pass, the larger of the compulsory bytes and the N N_kv d^2 / M term of the theory: "
+       "a bound on the two-level model's HBM<->SRAM traffic (no L2), which the HBM bytes of a row "
+       "run with the L2 off never fall below. With the L2 on, HBM bytes are DRAM bytes after the "
+       "L2, which keeps on chip reuse that the two-level model sends to HBM: they may fall below "
+       "the bound (a ratio under 1x), and in a run of both passes below the compulsory bytes too "
+       "(the backward reads from the L2 what the forward left there).\n\n";
   s += markdown_table(best_table(data));
   s += "\n## Time by tile (Br x Bc): which tile is fastest\n\n";
   s += "Simulated time of each tile, block_q (Br) down and block_kv (Bc) across, per problem (each "
@@ -622,8 +626,9 @@ Gaps are infeasible block sizes. Several block_q for one block_kv: the one with 
 <div id="by-block" class="grid"></div></section>
 <section><h2>Bytes and time vs N</h2>
 <p class="note">Each algorithm at the chosen block size ("best": fewest HBM bytes for bytes, least time for time).
-Compulsory: read Q, K, V and write O once. Lower bound: per pass the larger of the compulsory bytes and the two-level N N_kv d&sup2;/M term for this GPU's SRAM.
-HBM bytes include the lines left dirty in L2 at the end, so no schedule falls below the compulsory line.</p>
+Compulsory: read Q, K, V and write O once (per pass). Two-level lower bound: per pass the larger of the compulsory bytes and the N N_kv d&sup2;/M term for this GPU's SRAM.
+Both bound the two-level model's HBM&lt;-&gt;SRAM traffic (no L2): points run with the L2 off never fall below them (HBM bytes include the lines left dirty in L2 at the end).
+With the L2 on, HBM bytes are DRAM bytes after the L2, which keeps on chip reuse that the two-level model sends to HBM: they may fall below the lower bound, and in a run of both passes below the compulsory line (the backward reads from the L2 what the forward left there).</p>
 <div id="by-n" class="grid"></div></section>
 <section><h2>Per-tensor bytes</h2>
 <p class="note">At <label>N <select id="sel-tensor-n"></select></label>, each algorithm at the chosen block size (reads + writes).</p>

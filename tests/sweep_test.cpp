@@ -338,6 +338,11 @@ TEST_CASE("report writers: Markdown tables and one self-contained HTML page") {
   CHECK(md.find("## Best block size per (N, d, profile, algorithm)") != std::string::npos);
   CHECK(md.find("| profile | algorithm | d | N |") != std::string::npos);
   CHECK(md.find("## Infeasible points (12)") != std::string::npos);
+  // The ratio's bound is the two-level model's; the L2-on bytes beside it may fall below it, and
+  // the text says so (it read "HBM / lower bound" and "no schedule falls below the compulsory
+  // line", false of L2-on DRAM bytes; issue #51).
+  CHECK(md.find("| HBM / two-level lower bound |") != std::string::npos);
+  CHECK(md.find("With the L2 on, HBM bytes are DRAM bytes after the L2") != std::string::npos);
   for (const char* algo : {"standard", "flash1", "flash2"})
     CHECK(md.find(algo) != std::string::npos);
 
@@ -350,6 +355,8 @@ TEST_CASE("report writers: Markdown tables and one self-contained HTML page") {
   CHECK(html.find("http://") == std::string::npos);  // nothing fetched: it opens offline
   CHECK(html.find("https://") == std::string::npos);
   CHECK(html.find("id=\"validation\"") == std::string::npos);  // no measurements given
+  CHECK(html.find("no schedule falls below the compulsory line") == std::string::npos);
+  CHECK(html.find("they may fall below the lower bound") != std::string::npos);
 
   CHECK(config_error([] { load_chartjs("/nonexistent/chart.js"); }).find("libjs-chart.js") !=
         std::string::npos);
