@@ -101,6 +101,9 @@ struct Capabilities {
   // own tiles (flash3); otherwise one tiling, the backward's, serves both passes.
   bool flags_tile_forward = false;
   StagesCount forward_stages = StagesCount::kv_buffer_pairs;
+  // Its copies wait for the compute (a kernel description's plain loads): one stage runs, and
+  // --stages above 1 is refused.
+  bool one_stage = false;
 };
 
 /// An attention algorithm: its name, what it accepts, how it plans a schedule, its closed-form IO,

@@ -226,6 +226,7 @@ Algorithm described_algorithm(const KernelDescription& d, const HardwareProfile&
   c.warpgroups = mech.warp_roles != WarpRoles::uniform;
   c.gqa_backward = d.backward == "kv_stationary_reduce_dq";
   c.flags_tile_forward = false;
+  c.one_stage = mech.load == LoadPath::plain;
   if (fwd_owner == nullptr && bwd_owner != nullptr) {
     c.forward_stages = registry.get(bwd_owner->name).capabilities.forward_stages;
   }
@@ -283,7 +284,7 @@ Algorithm described_algorithm(const KernelDescription& d, const HardwareProfile&
     // (tiles.backward_block_q/kv, --backward-block-q/-kv).
     c.flags_tile_forward = true;
   }
-  a.plan = [desc, preset_algorithm, plan_forward, plan_backward](
+  a.plan = [desc, mech, preset_algorithm, plan_forward, plan_backward](
                const AttentionProblem& p, const HardwareProfile& profile,
                const TilingRequest& requested) -> Planned {
     if (runs_forward(p.pass) && desc.forward.empty()) {
@@ -291,8 +292,22 @@ Algorithm described_algorithm(const KernelDescription& d, const HardwareProfile&
           fmt::format("--pass {}: {} names no forward dataflow (dataflow.forward); use --pass bwd",
                       pass_name(p.pass), desc.source));
     }
-    Planned planned = plan_described(preset_algorithm, plan_forward, plan_backward, p, profile,
-                                     described_tiling(desc, requested));
+    TilingRequest tiles = described_tiling(desc, requested);
+    // Plain loads go through registers, so each copy waits for the compute: the engine times
+    // them one stage deep (apply_mechanisms). More buffers would be shared memory asked for and
+    // never filled ahead, with occupancy lost to it: what runs is one stage, or it is refused.
+    if (mech.load == LoadPath::plain) {
+      if (tiles.pipeline_stages.value_or(1) > 1) {
+        throw ConfigError(fmt::format(
+            "--stages {} (or tiles.stages): {} loads through registers (mechanisms.load plain), "
+            "so each copy waits for the compute and it runs one stage; use --stages 1, or load "
+            "cp_async or tma for a ring of stages",
+            *tiles.pipeline_stages, desc.source));
+      }
+      tiles.pipeline_stages = 1;
+    }
+    Planned planned =
+        plan_described(preset_algorithm, plan_forward, plan_backward, p, profile, tiles);
     // A shared-memory size the author states replaces the estimate of the main-loop kernels.
     check_stated_smem(desc, profile, planned);
     if (planned.feasible() && desc.smem_bytes_per_cta) {

@@ -203,7 +203,18 @@ const char* layer_launch_name(LayerLaunch launch) {
   return launch == LayerLaunch::graph ? "graph" : "stream";
 }
 
-LayerReport simulate_layer(const HardwareProfile& profile, const LayerRequest& r) {
+LayerReport simulate_layer(const HardwareProfile& profile, const LayerRequest& request) {
+  // A decode step is one new token per sequence over the --context keys cached: --context alone
+  // says it all (it was refused, "--seq is required"), and the request then records seq 1.
+  // --seq, given instead, is the cached context (docs/layer.md).
+  LayerRequest r = request;
+  if (r.phase == LayerPhase::decode && r.seq == 0) {
+    if (r.context == 0) {
+      throw ConfigError(
+          "--phase decode needs --context: the keys cached per sequence (one new token each)");
+    }
+    r.seq = 1;
+  }
   // The engine charges every kernel launch.kernel_overhead_us beyond its simulated work, as a
   // stream launches it: the profile as the step's launches cost. Replayed from a CUDA graph, the
   // gap between two kernels with work is shorter by the difference the profile's cuda_graph

@@ -24,7 +24,7 @@ struct LayerRequest {
   LayerPhase phase = LayerPhase::prefill;
   std::int64_t batch = 1;
   // Prefill: tokens per sequence (the queries; attention is causal over them). Decode: the
-  // context already cached, when `context` is left out.
+  // context already cached, when `context` is left out; 0 with `context`: one new token.
   std::int64_t seq = 0;
   // Keys each query attends over, N_kv (0: `seq`). Prefill with a context longer than seq is a
   // chunk of a longer prompt: seq new tokens over context keys, causal, bottom-right aligned.

@@ -25,10 +25,13 @@ std::vector<LayerFlag> make_layer_flags() {
       {"--phase", "prefill (default) or decode", &LayerF::phase, false, false},
       {"--batch", "sequences (default 1)", &LayerF::batch, false, false},
       {"--seq",
-       "prefill: tokens per sequence; decode: the cached context when --context is left out",
-       &LayerF::seq, true},
-      {"--context", "keys each query attends over (default: --seq)", &LayerF::context, false,
-       false},
+       "prefill (required): tokens per sequence; decode: the cached context when --context is "
+       "left out",
+       &LayerF::seq, false, false},
+      {"--context",
+       "keys each query attends over (default: --seq); decode: the keys cached per sequence, "
+       "enough alone (one new token each)",
+       &LayerF::context, false, false},
       {"--tp", "tensor-parallel ranks dividing heads, K/V heads, MLP width (1)", &LayerF::tp, false,
        false},
       {"--profile", "hardware profile name or YAML file", &LayerF::profile, false, false},
@@ -91,6 +94,16 @@ LayerRequest to_layer_request(const LayerFlags& f, const std::set<std::string>& 
     req.phase = LayerPhase::decode;
   } else {
     throw ConfigError("--phase " + f.phase + ": expected prefill or decode");
+  }
+  // A prefill's queries are --seq tokens per sequence; a decode step's are one new token per
+  // sequence, over the --context keys cached (or --seq's, as before --context alone was taken).
+  if (req.phase == LayerPhase::prefill && given.count("--seq") == 0) {
+    throw ConfigError("--seq is required with --phase prefill: the tokens per sequence");
+  }
+  if (req.phase == LayerPhase::decode && given.count("--seq") == 0 &&
+      given.count("--context") == 0) {
+    throw ConfigError(
+        "--phase decode needs --context: the keys cached per sequence (one new token each)");
   }
   if (f.l2 != "on" && f.l2 != "off") throw ConfigError("--l2 " + f.l2 + ": expected on or off");
   if (f.launch != "graph" && f.launch != "stream") {

@@ -41,8 +41,9 @@ TuneSpace default_tune_space(const HardwareProfile& profile, const RunRequest& r
   TuneSpace s;
   s.block_q = up_to_cover({64, 128, 192, 256}, query_rows);
   s.block_kv = up_to_cover({32, 64, 128, 256}, p.seq_kv);
-  s.stages = c.forward_stages == StagesCount::q_o_stages ? std::vector<int>{1, 2, 3}
-                                                         : std::vector<int>{2, 3, 4};
+  s.stages = c.one_stage                                   ? std::vector<int>{1}
+             : c.forward_stages == StagesCount::q_o_stages ? std::vector<int>{1, 2, 3}
+                                                           : std::vector<int>{2, 3, 4};
   s.threads = c.warpgroups ? std::vector<int>{0} : std::vector<int>{128, 256};
   return s;
 }

@@ -8,7 +8,8 @@
 //            the query group when GQA packing may apply): larger tiles only add masked rows;
 //   block_kv 32, 64, 128, 256, up to the first that covers N_kv;
 //   stages   2, 3, 4 (K/V buffer pairs, GEMM operand stages); 1, 2, 3 where --stages counts Q/O
-//            tiles in flight (FlashAttention-1: its default is 1);
+//            tiles in flight (FlashAttention-1: its default is 1); 1 alone for a kernel whose
+//            copies wait for the compute (Capabilities::one_stage: plain loads);
 //   threads  128, 256 for kernels whose warps all compute (mma.sync); for warp-specialized kernels
 //            (Capabilities::warpgroups) the algorithm's own rule: one producer warpgroup and one
 //            consumer warpgroup per 64 query rows (0 in the list: the algorithm's choice).

@@ -356,9 +356,14 @@ std::string headline_table(const Report& r) {
       pct_text(a.smem_gbps, a.smem_peak_gbps));
   row("time", human_seconds(r.engine.time_s), "-", fmt::format("{}-bound", r.bound));
   row("HBM bytes (incl. dirty at end)", bytes_text(t.hbm_total_bytes()), "-", "-");
-  row("lower bound (two-level count)", bytes_text(r.bounds.lower_bound_bytes), "-",
-      fmt::format("HBM / bound {:.2f}x", share(static_cast<double>(t.hbm_total_bytes()),
-                                               static_cast<double>(r.bounds.lower_bound_bytes))));
+  // The bound is of the two-level count (HBM <-> SRAM, no L2); with the L2 on, the HBM bytes it
+  // is set against are DRAM bytes after the L2, which may fall below it: the row says so.
+  const bool l2 = r.request.engine.l2_enabled;
+  row("lower bound (two-level count, --l2 off)", bytes_text(r.bounds.lower_bound_bytes), "-",
+      fmt::format("{} / bound {:.2f}x{}", l2 ? "HBM after the L2" : "HBM",
+                  share(static_cast<double>(t.hbm_total_bytes()),
+                        static_cast<double>(r.bounds.lower_bound_bytes)),
+                  l2 ? " (may be below 1: the L2 keeps reuse on chip)" : ""));
   return s + "</tbody></table>\n";
 }
 

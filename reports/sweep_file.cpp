@@ -123,6 +123,10 @@ SweepRow parse_row(const json& j, const std::string& where) {
   r.block_kv = field<std::int64_t>(t, "block_kv", where);
   r.threads = t.value("threads", std::int64_t{0});
   r.stages = t.value("pipeline_stages", std::int64_t{0});
+  r.warpgroups = t.value("warpgroups", std::string{});
+  r.pack_gqa = t.value("pack_gqa", std::string{});
+  r.backward_block_q = t.value("backward_block_q", std::int64_t{0});
+  r.backward_block_kv = t.value("backward_block_kv", std::int64_t{0});
   if (t.contains("splits") && t["splits"].is_number_integer())
     r.splits = t["splits"].get<std::int64_t>();
   if (!r.feasible) {
@@ -318,6 +322,13 @@ json csv_row_json(const std::map<std::string, std::size_t>& col,
                  {"threads", number("threads")},
                  {"pipeline_stages", number("pipeline_stages")},
                  {"splits", number("splits")}};
+  // Tiling axes that CSVs of before their columns lack (absent: not swept).
+  for (const char* key : {"warpgroups", "pack_gqa"}) {
+    if (col.count(key) && !text(key).empty()) j["tiling"][key] = text(key);
+  }
+  for (const char* key : {"backward_block_q", "backward_block_kv"}) {
+    if (col.count(key)) j["tiling"][key] = number(key);
+  }
   const json given = boolean("clock_given");
   if (!given.is_null()) j["power"] = {{"clock_given", given}};
   if (j["feasible"] != true) {
@@ -626,6 +637,7 @@ std::vector<std::vector<std::size_t>> problem_groups(const SweepData& data) {
 BestBlock best_of(const SweepData& data, const std::vector<std::size_t>& group) {
   BestBlock b;
   b.first = group.front();
+  b.rows = group;
   for (const std::size_t i : group) {
     const SweepRow& r = data.rows[i];
     ++b.tried;

@@ -89,6 +89,8 @@ struct SweepRow {
   double requested_clock_mhz = 0.0;
   bool has_power = false;  // the row says whether its clock was given (feasible rows do)
   std::int64_t block_q = 0, block_kv = 0, threads = 0, stages = 0;  // resolved tiling
+  std::string warpgroups, pack_gqa;  // --warpgroups, --pack-gqa as given; "" when not given
+  std::int64_t backward_block_q = 0, backward_block_kv = 0;  // flash3 fwdbwd's; 0: none of its own
   bool feasible = false;
   std::string infeasible_reason;
   double hbm_read_bytes = 0, hbm_write_bytes = 0, l2_read_bytes = 0, l2_write_bytes = 0;
@@ -122,11 +124,12 @@ SweepData load_sweeps(const std::vector<std::filesystem::path>& files);
 
 /// The best tiling of one problem: rows that differ only in block sizes, threads or stages.
 struct BestBlock {
-  std::size_t first = 0;    // a row of the group (for its problem fields)
-  std::size_t by_hbm = 0;   // fewest HBM bytes (ties: less time)
-  std::size_t by_time = 0;  // least time (ties: fewer HBM bytes)
-  int tried = 0;            // rows in the group
-  int feasible = 0;         // feasible rows; by_hbm and by_time are meaningless when 0
+  std::size_t first = 0;          // a row of the group (for its problem fields)
+  std::size_t by_hbm = 0;         // fewest HBM bytes (ties: less time)
+  std::size_t by_time = 0;        // least time (ties: fewer HBM bytes)
+  int tried = 0;                  // rows in the group
+  int feasible = 0;               // feasible rows; by_hbm and by_time are meaningless when 0
+  std::vector<std::size_t> rows;  // every row of the group
 };
 
 /// One entry per problem, ordered by profile, algorithm, head dim, N, then the other fields.

@@ -116,6 +116,69 @@ std::string blocks_text(const SweepRow& r) {
   return fmt::format("{} x {}", r.block_q, r.block_kv);
 }
 
+// Tiling axes beside Br x Bc. Rows of one problem that differ in them compete for its best tile
+// (sweep_file.cpp's problem_key), so a tile names each one in which some problem's rows differ:
+// a sweep over stages that reported its best as "192 x 128" hid which stage count won.
+const OtherField kTilingFields[] = {
+    {"stages", [](const SweepRow& r) { return std::to_string(r.stages); }},
+    {"threads", [](const SweepRow& r) { return std::to_string(r.threads); }},
+    {"warpgroups",
+     [](const SweepRow& r) {
+       return r.warpgroups.empty() ? std::string("default") : r.warpgroups;
+     }},
+    {"pack-gqa",
+     [](const SweepRow& r) { return r.pack_gqa.empty() ? std::string("auto") : r.pack_gqa; }},
+    {"backward",
+     [](const SweepRow& r) {
+       return r.backward_block_q > 0
+                  ? fmt::format("{} x {}", r.backward_block_q, r.backward_block_kv)
+                  : std::string("-");
+     }},
+};
+
+// The tiling axes in which the rows of some problem differ; `feasible_only`: among the rows that
+// ran (the ones a best tile is chosen from).
+std::vector<const OtherField*> varying_tiling(const SweepData& data, bool feasible_only) {
+  const std::vector<BestBlock> problems = best_blocks(data);
+  std::vector<const OtherField*> out;
+  for (const OtherField& f : kTilingFields) {
+    for (const BestBlock& b : problems) {
+      std::set<std::string> values;
+      for (const std::size_t i : b.rows) {
+        const SweepRow& r = data.rows[i];
+        if ((r.feasible || !feasible_only) && !inapplicable(r)) values.insert(f.text(r));
+      }
+      if (values.size() > 1) {
+        out.push_back(&f);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+// Br x Bc and the other tiling axes that vary: "192 x 128, stages 3".
+std::string tile_text(const SweepRow& r, const std::vector<const OtherField*>& axes) {
+  std::string s = blocks_text(r);
+  for (const OtherField* f : axes) s += fmt::format(", {} {}", f->name, f->text(r));
+  return s;
+}
+
+// The tiling axes but Br x Bc of a heatmap's cell: " (stages 3)", or "" when none vary.
+std::string axes_suffix(const SweepRow& r, const std::vector<const OtherField*>& axes) {
+  std::string s;
+  for (const OtherField* f : axes)
+    s += fmt::format("{}{} {}", s.empty() ? "" : ", ", f->name, f->text(r));
+  return s.empty() ? s : fmt::format(" ({})", s);
+}
+
+// A table header naming the tile's axes: "Br x Bc, stages".
+std::string tile_header(const std::vector<const OtherField*>& axes) {
+  std::string s = "Br x Bc";
+  for (const OtherField* f : axes) s += fmt::format(", {}", f->name);
+  return s;
+}
+
 std::string ratio_text(double a, double b) {
   return b > 0 ? fmt::format("{:.2f}x", a / b) : std::string("-");
 }
@@ -123,10 +186,15 @@ std::string ratio_text(double a, double b) {
 // The best-block table as rows of cells; the header first.
 std::vector<std::vector<std::string>> best_table(const SweepData& data) {
   const std::vector<const OtherField*> other = varying_fields(data);
+  const std::vector<const OtherField*> axes = varying_tiling(data, true);
+  const std::string tile = tile_header(axes);
   std::vector<std::string> header = {"profile", "algorithm", "d", "N"};
   for (const OtherField* f : other) header.push_back(f->name);
-  for (const char* h : {"best Br x Bc (HBM)", "HBM bytes (incl. dirty at end)", "HBM / lower bound",
-                        "L2 bytes", "best Br x Bc (time)", "time", "bound", "feasible / tried"}) {
+  for (const std::string& h :
+       {fmt::format("best {} (HBM)", tile), std::string("HBM bytes (incl. dirty at end)"),
+        std::string("HBM / two-level lower bound"), std::string("L2 bytes"),
+        fmt::format("best {} (time)", tile), std::string("time"), std::string("bound"),
+        std::string("feasible / tried")}) {
     header.push_back(h);
   }
   std::vector<std::vector<std::string>> table = {header};
@@ -142,11 +210,11 @@ std::vector<std::vector<std::string>> best_table(const SweepData& data) {
     } else {
       const SweepRow& h = data.rows[b.by_hbm];
       const SweepRow& t = data.rows[b.by_time];
-      row.push_back(blocks_text(h));
+      row.push_back(tile_text(h, axes));
       row.push_back(human_bytes(h.hbm_bytes()));
       row.push_back(ratio_text(h.hbm_bytes(), h.lower_bound_bytes));
       row.push_back(human_bytes(h.l2_bytes()));
-      row.push_back(blocks_text(t));
+      row.push_back(tile_text(t, axes));
       row.push_back(human_seconds(t.time_s));
       row.push_back(t.bound);
     }
@@ -158,13 +226,14 @@ std::vector<std::vector<std::string>> best_table(const SweepData& data) {
 
 // Infeasible points: header first.
 std::vector<std::vector<std::string>> infeasible_table(const SweepData& data) {
+  const std::vector<const OtherField*> axes = varying_tiling(data, false);
   std::vector<std::vector<std::string>> table = {
-      {"profile", "algorithm", "B", "H", "N", "N_kv", "d", "Br x Bc", "reason"}};
+      {"profile", "algorithm", "B", "H", "N", "N_kv", "d", tile_header(axes), "reason"}};
   for (const SweepRow& r : data.rows) {
     if (r.feasible || inapplicable(r)) continue;
     table.push_back({r.profile, r.algorithm, std::to_string(r.batch), std::to_string(r.heads),
                      std::to_string(r.seq), std::to_string(r.seq_kv), std::to_string(r.head_dim),
-                     blocks_text(r), r.infeasible_reason});
+                     tile_text(r, axes), r.infeasible_reason});
   }
   return table;
 }
@@ -241,6 +310,8 @@ std::string slower_text(double t, double best) {
 std::string heatmap_markdown(const SweepData& data) {
   const std::vector<TileHeatmap> maps = tile_heatmaps(data);
   const std::vector<HeatmapTable> tables = heatmap_tables(data, maps);
+  // A cell is a tile's fastest row: the stages (threads, ...) it ran with where those vary.
+  const std::vector<const OtherField*> axes = varying_tiling(data, true);
   std::string s;
   for (const HeatmapTable& t : tables) {
     std::vector<std::vector<std::string>> rows = {{"N"}};
@@ -261,10 +332,13 @@ std::string heatmap_markdown(const SweepData& data) {
           } else if (!c->feasible) {
             row.push_back("infeasible");
           } else if (h->best.feasible > 0 && c->row == h->best.by_time) {
-            row.push_back(fmt::format("**{}** best", human_seconds(data.rows[c->row].time_s)));
+            const SweepRow& r = data.rows[c->row];
+            row.push_back(
+                fmt::format("**{}** best{}", human_seconds(r.time_s), axes_suffix(r, axes)));
           } else {
-            const double time = data.rows[c->row].time_s;
-            row.push_back(fmt::format("{} {}", human_seconds(time), slower_text(time, best)));
+            const SweepRow& r = data.rows[c->row];
+            row.push_back(fmt::format("{} {}{}", human_seconds(r.time_s),
+                                      slower_text(r.time_s, best), axes_suffix(r, axes)));
           }
         }
         rows.push_back(std::move(row));
@@ -284,6 +358,7 @@ std::string heat_colour(double t, double best) {
 
 std::string heatmap_html(const SweepData& data) {
   const std::vector<TileHeatmap> maps = tile_heatmaps(data);
+  const std::vector<const OtherField*> axes = varying_tiling(data, true);
   std::string s;
   for (const HeatmapTable& t : heatmap_tables(data, maps)) {
     s += fmt::format(
@@ -308,8 +383,8 @@ std::string heatmap_html(const SweepData& data) {
             continue;
           }
           const SweepRow& r = data.rows[c->row];
-          const std::string tile =
-              fmt::format("{} N={} Br x Bc = {} x {}", r.algorithm, r.seq, r.block_q, r.block_kv);
+          const std::string tile = fmt::format("{} N={} Br x Bc = {} x {}{}", r.algorithm, r.seq,
+                                               r.block_q, r.block_kv, axes_suffix(r, axes));
           if (!c->feasible) {
             s += fmt::format("<td class=\"infeasible\" title=\"{}: {}\">infeasible</td>",
                              html_escape(tile), html_escape(r.infeasible_reason));
@@ -319,12 +394,15 @@ std::string heatmap_html(const SweepData& data) {
           const std::string hover = fmt::format(
               "{}: {}{}, HBM {}, {}-bound, at {:.0f} MHz", tile, human_seconds(r.time_s),
               is_best ? " (best)" : "", human_bytes(r.hbm_bytes()), r.bound, r.sm_clock_mhz);
-          s += fmt::format("<td{} style=\"background:{}\" title=\"{}\">{}</td>",
-                           is_best ? " class=\"best\"" : "", heat_colour(r.time_s, best),
-                           html_escape(hover),
-                           is_best ? fmt::format("&#9733; {}", human_seconds(r.time_s))
-                                   : fmt::format("{} <small>{}</small>", human_seconds(r.time_s),
-                                                 slower_text(r.time_s, best)));
+          s += fmt::format(
+              "<td{} style=\"background:{}\" title=\"{}\">{}</td>",
+              is_best ? " class=\"best\"" : "", heat_colour(r.time_s, best), html_escape(hover),
+              is_best ? fmt::format("&#9733; {}{}", human_seconds(r.time_s),
+                                    axes.empty() ? std::string()
+                                                 : fmt::format(" <small>{}</small>",
+                                                               html_escape(axes_suffix(r, axes))))
+                      : fmt::format("{} <small>{}</small>", human_seconds(r.time_s),
+                                    slower_text(r.time_s, best)));
         }
         s += "</tr>\n";
       }
@@ -476,14 +554,20 @@ std::string sweep_report_markdown(const SweepData& data, const ValidationResult*
   s += "\n## Best block size per (N, d, profile, algorithm)\n\n";
   s += "Best by HBM bytes (ties: less time) and by simulated time (ties: fewer HBM bytes). "
        "HBM bytes count the lines still dirty in L2 at the end as written. The lower bound is, "
-       "per pass, the larger of the compulsory bytes and the two-level N N_kv d^2 / M term of "
-       "the theory.\n\n";
+       "per pass, the larger of the compulsory bytes and the N N_kv d^2 / M term of the theory: "
+       "a bound on the two-level model's HBM<->SRAM traffic (no L2), which the HBM bytes of a row "
+       "run with the L2 off never fall below. With the L2 on, HBM bytes are DRAM bytes after the "
+       "L2, which keeps on chip reuse that the two-level model sends to HBM: they may fall below "
+       "the bound (a ratio under 1x), and in a run of both passes below the compulsory bytes too "
+       "(the backward reads from the L2 what the forward left there).\n\n";
   s += markdown_table(best_table(data));
   s += "\n## Time by tile (Br x Bc): which tile is fastest\n\n";
   s += "Simulated time of each tile, block_q (Br) down and block_kv (Bc) across, per problem (each "
        "N of a table, and each N_kv where it varies); the fastest tile is **bold**, \"best\" "
-       "(ties: fewer HBM bytes), and the others say how much slower they are. \"infeasible\": the "
-       "tile does not fit (see Infeasible points); empty: not tried.\n";
+       "(ties: fewer HBM bytes), and the others say how much slower they are; where the rows of a "
+       "problem differ in stages, threads or another tiling flag, a cell is its tile's fastest "
+       "row, whose values follow in brackets. \"infeasible\": the tile does not fit (see "
+       "Infeasible points); empty: not tried.\n";
   s += heatmap_markdown(data);
   if (validation != nullptr) {
     s += "\n## Predicted vs measured\n\n";
@@ -542,8 +626,9 @@ Gaps are infeasible block sizes. Several block_q for one block_kv: the one with 
 <div id="by-block" class="grid"></div></section>
 <section><h2>Bytes and time vs N</h2>
 <p class="note">Each algorithm at the chosen block size ("best": fewest HBM bytes for bytes, least time for time).
-Compulsory: read Q, K, V and write O once. Lower bound: per pass the larger of the compulsory bytes and the two-level N N_kv d&sup2;/M term for this GPU's SRAM.
-HBM bytes include the lines left dirty in L2 at the end, so no schedule falls below the compulsory line.</p>
+Compulsory: read Q, K, V and write O once (per pass). Two-level lower bound: per pass the larger of the compulsory bytes and the N N_kv d&sup2;/M term for this GPU's SRAM.
+Both bound the two-level model's HBM&lt;-&gt;SRAM traffic (no L2): points run with the L2 off never fall below them (HBM bytes include the lines left dirty in L2 at the end).
+With the L2 on, HBM bytes are DRAM bytes after the L2, which keeps on chip reuse that the two-level model sends to HBM: they may fall below the lower bound, and in a run of both passes below the compulsory line (the backward reads from the L2 what the forward left there).</p>
 <div id="by-n" class="grid"></div></section>
 <section><h2>Per-tensor bytes</h2>
 <p class="note">At <label>N <select id="sel-tensor-n"></select></label>, each algorithm at the chosen block size (reads + writes).</p>

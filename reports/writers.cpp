@@ -230,6 +230,14 @@ const Column kColumns[] = {
          -> json { return fraction(r.achieved.smem_gbps, r.achieved.smem_peak_gbps); }},
     {"l2_read_hit_rate", "achieved", When::feasible, Csv::g6,
      [](const Report& r) -> json { return r.achieved.l2_read_hit_rate; }},
+    // flash3 --pass fwdbwd: the backward's own tiles, a swept axis (--backward-block-q/-kv) that
+    // a sweep report's best tile names. Before clock_given, which older CSVs end with.
+    {"backward_block_q", "tiling", When::not_null, Csv::plain,
+     [](const Report& r)
+         -> json { return or_null(r.tiling.backward_block_q > 0, r.tiling.backward_block_q); }},
+    {"backward_block_kv", "tiling", When::not_null, Csv::plain,
+     [](const Report& r)
+         -> json { return or_null(r.tiling.backward_block_kv > 0, r.tiling.backward_block_kv); }},
     // On a profile with a power section: whether --sm-clock-mhz set the clock (else the power
     // model chose it). `iosim report` groups a sweep's CSV rows by the clock asked for with it.
     {"clock_given", "power", When::not_null, Csv::plain,
@@ -343,6 +351,27 @@ std::string problem_text(const AttentionProblem& p) {
                      p.dropout > 0 ? fmt::format(" dropout={}", p.dropout) : "", pass_name(p.pass));
 }
 
+// --stages counts shared-memory buffers (Capabilities::forward_stages); the engine times a main
+// kernel's copies as deep as its KernelSpec::pipeline_stages, which is deeper for one K/V buffer
+// pair (kv_pipeline_depth: the K and V copies alternate with the two products). Said where it
+// differs: "--stages 1" reported as 1 beside a kernel timed 2 deep read as a flag raised behind
+// the user's back.
+std::string copy_depth_text(const Report& r) {
+  std::string s;
+  for (const KernelResult& k : r.engine.kernels) {
+    const int depth = k.spec.pipeline_stages;
+    if (!k.spec.main_loop || depth == r.tiling.pipeline_stages) continue;
+    s += fmt::format(
+        "copies   {} is timed {} tile{} deep at stages={}: {}\n", k.spec.name, depth,
+        depth == 1 ? "" : "s", r.tiling.pipeline_stages,
+        depth > r.tiling.pipeline_stages
+            ? "one K/V buffer pair, whose K and V copies alternate with the two products "
+              "(FlashAttention's), keeps the next tile in flight"
+            : "each copy waits for the compute");
+  }
+  return s;
+}
+
 std::string format_table(const Report& r) {
   const AttentionProblem& p = r.request.problem;
   std::string s =
@@ -367,6 +396,7 @@ std::string format_table(const Report& r) {
           ? fmt::format(" backward={}x{}", r.tiling.backward_block_q, r.tiling.backward_block_kv)
           : "",
       r.sram_bytes);
+  s += copy_depth_text(r);
   if (r.density) {
     s += fmt::format("blocks   pattern {}, density s = {:.4g} of the blocks computed\n",
                      p.pattern ? p.pattern->spec : "all", *r.density);

@@ -39,8 +39,6 @@ SKIP = [
      "a Slurm array task: ctest sweep_cli runs this script once per task, 1 to 3"),
     ("docs/user-guide.md", "iosim report part_1.json part_2.json part_3.json",
      "the report of the Slurm tasks' parts: ctest sweep_cli runs it after them"),
-    ("docs/kernels.md", "iosim validate --ncu my_kernel.csv",
-     "reads the reader's own Nsight Compute export (ctest cli_validate runs --ncu on a fixture)"),
     ("docs/user-guide.md", "iosim report sweep.json --html r.html --md r.md",
      "reads the sweep above, which SLOW stops early (ctest sweep_cli runs report on a sweep of its own)"),
     ("docs/user-guide.md", "iosim report h100.json --html h100.html",

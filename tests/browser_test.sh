@@ -69,7 +69,7 @@ shown=$(body_attr "$tmp/page.html" heatmaps-shown)
 [ "$shown" = 3 ] || bad "heatmaps shown: '$shown', want 3 (one per algorithm)"
 labels=$(body_attr "$tmp/page.html" chart-labels)
 echo "chart labels: $labels"
-grep -q "compulsory;lower bound" <<<"$labels" || bad "the bytes-vs-N chart does not name its bound lines"
+grep -q "compulsory;two-level lower bound" <<<"$labels" || bad "the bytes-vs-N chart does not name its bound lines"
 [ "$(grep -o "flash2 N=[0-9]* d=[0-9]* [0-9]*x[0-9]*" <<<"$labels" | wc -l)" -ge 2 ] ||
   bad "the rooflines do not label flash2's fastest points"
 

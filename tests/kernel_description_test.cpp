@@ -8,6 +8,8 @@
 #include <iterator>
 #include <nlohmann/json.hpp>
 
+#include "api/tune.hpp"
+#include "reports/writers.hpp"
 #include "test_support.hpp"
 
 namespace iosim {
@@ -237,6 +239,45 @@ TEST_CASE("plain loads serialize the copy with the compute; asynchronous ones ov
   CHECK(async.engine.kernels[0].spec.pipeline_stages == 2);
   CHECK(plain.engine.time_s > async.engine.time_s);
   CHECK(plain.engine.total.l2.read_total() == async.engine.total.l2.read_total());
+}
+
+TEST_CASE("--stages: what runs is what was asked, and the table says how deep its copies go") {
+  // --stages 1 of flash2 is one K/V buffer pair, FlashAttention-2's own kernel: shared memory for
+  // one pair, copies timed 2 deep because the K and V copies alternate with the two products.
+  // The table said stages=1 while the kernel ran 2 deep, and nothing said why.
+  RunRequest r = test::request("flash2", 2, 8, 1024, 64, 128, 64);
+  r.tiling.pipeline_stages = 1;
+  const Report one = simulate(test::profile("h100-sxm5-80gb"), r);
+  r.tiling.pipeline_stages = 2;
+  const Report two = simulate(test::profile("h100-sxm5-80gb"), r);
+  REQUIRE(one.feasible());
+  REQUIRE(two.feasible());
+  CHECK(one.tiling.pipeline_stages == 1);
+  CHECK(two.engine.kernels[0].spec.smem_bytes_per_cta -
+            one.engine.kernels[0].spec.smem_bytes_per_cta ==
+        2 * 64 * 64 * 2);  // one more K and V buffer of 64 x 64 fp16
+  CHECK(one.engine.kernels[0].spec.pipeline_stages == 2);
+  CHECK(format_table(one).find("copies   flash2_fwd is timed 2 tiles deep at stages=1: one K/V "
+                               "buffer pair") != std::string::npos);
+  CHECK(format_table(two).find("copies ") == std::string::npos);  // 2 pairs: 2 deep
+  // Plain loads wait for the compute: one stage is what runs (by default), more is refused (it
+  // ran 1 deep with the shared memory of 2, and the table said stages=2).
+  KernelDescription d = kernel_preset("flash2");
+  d.name = "plain";
+  d.source = "plain.yaml";
+  d.mechanisms.load = LoadPath::plain;
+  CHECK_THROWS_WITH_AS(run_kernel(d, r, "h100-sxm5-80gb"),
+                       doctest::Contains("--stages 2 (or tiles.stages): plain.yaml loads through "
+                                         "registers (mechanisms.load plain)"),
+                       ConfigError);
+  r.tiling.pipeline_stages.reset();
+  const Report plain = run_kernel(d, r, "h100-sxm5-80gb");
+  CHECK(plain.tiling.pipeline_stages == 1);
+  CHECK(plain.engine.kernels[0].spec.pipeline_stages == 1);
+  CHECK(format_table(plain).find("copies ") == std::string::npos);
+  // tune's default space tries the one stage such a kernel runs (2, 3, 4 were all refused).
+  r.kernel = std::make_shared<const KernelDescription>(d);
+  CHECK(default_tune_space(test::profile("h100-sxm5-80gb"), r).stages == std::vector<int>{1});
 }
 
 TEST_CASE("two-pass backward: two-level bytes equal its closed form over random shapes") {

@@ -129,6 +129,43 @@ TEST_CASE("layer: decode attends over the context with one query per sequence; t
   CHECK(windowed.seq_kv == 4096);
 }
 
+TEST_CASE("layer: decode takes --context alone, one new token per sequence") {
+  // `iosim layer --phase decode --context 8192` was refused: "--seq is required".
+  iosim::LayerFlags f;
+  f.model = "llama-3-8b";
+  f.phase = "decode";
+  f.context = 8192;
+  const iosim::LayerRequest req = iosim::to_layer_request(f, {"--model", "--phase", "--context"});
+  CHECK(req.context == 8192);
+  CHECK_THROWS_WITH_AS(iosim::to_layer_request(f, {"--model", "--phase"}),
+                       "--phase decode needs --context: the keys cached per sequence (one new "
+                       "token each)",
+                       iosim::ConfigError);
+  f.phase = "prefill";
+  CHECK_THROWS_WITH_AS(iosim::to_layer_request(f, {"--model", "--context"}),
+                       "--seq is required with --phase prefill: the tokens per sequence",
+                       iosim::ConfigError);
+
+  // The step is the one --seq gave as the context: batch tokens over --context keys.
+  LayerRequest r;
+  r.model = layer_toy_model();
+  r.phase = iosim::LayerPhase::decode;
+  r.batch = 2;
+  r.context = 512;
+  const LayerReport by_context = iosim::simulate_layer(iosim::test::profile(), r);
+  CHECK(by_context.request.seq == 1);  // what the JSON's request records
+  CHECK(by_context.tokens == 2);
+  CHECK(by_context.seq_kv == 512);
+  r.context = 0;
+  r.seq = 512;
+  const LayerReport by_seq = iosim::simulate_layer(iosim::test::profile(), r);
+  CHECK(by_seq.layer_time_s == by_context.layer_time_s);
+  CHECK(by_seq.step_time_s == by_context.step_time_s);
+  r.seq = 0;
+  CHECK_THROWS_WITH_AS(iosim::simulate_layer(iosim::test::profile(), r),
+                       doctest::Contains("--phase decode needs --context"), iosim::ConfigError);
+}
+
 TEST_CASE("layer: bad requests are refused naming what is wrong") {
   const auto error_of = [](const LayerRequest& r) -> std::string {
     try {

@@ -93,6 +93,12 @@ check escaped --kernel '{"name": "t<p&q", "dataflow": {"forward": "query_station
 # The table says whose lower bound it prints beside the L2-on HBM figure.
 expect 0 "lower bound (two-level count, --l2 off)" -- run --seq 1024
 expect 0 "L2 hit rate of reads" -- run --seq 1024
+# So does the page: its ratio set L2-on DRAM bytes against the two-level bound as "HBM / bound
+# 0.91x" (issue #51); it names both sides, and the L2-off page keeps the plain ratio.
+grep -q "HBM after the L2 / bound [0-9.]*x (may be below 1" "$tmp/fwdbwd.html" && ok ||
+  bad "the page's lower-bound row does not say its HBM bytes are after the L2"
+grep -q "<td>lower bound (two-level count, --l2 off)</td><td>[^<]*</td><td>-</td><td>HBM / bound" \
+  "$tmp/flash2_l2off.html" && ok || bad "the L2-off page's lower-bound row lost its ratio"
 # CSV: the achieved columns are the JSON's.
 hdr=$("$IOSIM" run --seq 1024 --format csv | head -1)
 for col in tensor_tflops tensor_peak_fraction hbm_gbps hbm_peak_fraction smem_peak_fraction l2_read_hit_rate; do

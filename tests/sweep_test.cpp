@@ -4,6 +4,7 @@
 #include "api/sweep.hpp"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -337,6 +338,11 @@ TEST_CASE("report writers: Markdown tables and one self-contained HTML page") {
   CHECK(md.find("## Best block size per (N, d, profile, algorithm)") != std::string::npos);
   CHECK(md.find("| profile | algorithm | d | N |") != std::string::npos);
   CHECK(md.find("## Infeasible points (12)") != std::string::npos);
+  // The ratio's bound is the two-level model's; the L2-on bytes beside it may fall below it, and
+  // the text says so (it read "HBM / lower bound" and "no schedule falls below the compulsory
+  // line", false of L2-on DRAM bytes; issue #51).
+  CHECK(md.find("| HBM / two-level lower bound |") != std::string::npos);
+  CHECK(md.find("With the L2 on, HBM bytes are DRAM bytes after the L2") != std::string::npos);
   for (const char* algo : {"standard", "flash1", "flash2"})
     CHECK(md.find(algo) != std::string::npos);
 
@@ -349,6 +355,8 @@ TEST_CASE("report writers: Markdown tables and one self-contained HTML page") {
   CHECK(html.find("http://") == std::string::npos);  // nothing fetched: it opens offline
   CHECK(html.find("https://") == std::string::npos);
   CHECK(html.find("id=\"validation\"") == std::string::npos);  // no measurements given
+  CHECK(html.find("no schedule falls below the compulsory line") == std::string::npos);
+  CHECK(html.find("they may fall below the lower bound") != std::string::npos);
 
   CHECK(config_error([] { load_chartjs("/nonexistent/chart.js"); }).find("libjs-chart.js") !=
         std::string::npos);
@@ -458,6 +466,50 @@ TEST_CASE("tile heatmap: each shape's best tile is the fastest row of the sweep'
   CHECK(stars == 4);
   CHECK(html.find("<td class=\"infeasible\" title=\"flash2 N=256 Br x Bc = 128 x 512: ") !=
         std::string::npos);
+}
+
+TEST_CASE("report: a best tile names every tiling axis its problem's rows differ in") {
+  // flash2 over block_kv x stages x threads: "best 128 x 64" alone hid which stages and threads
+  // won.
+  std::vector<SweepPoint> points;
+  for (std::int64_t bkv : {64, 128}) {
+    for (int stages : {1, 2, 3}) {
+      for (int threads : {128, 256}) {
+        RunRequest r = test::request("flash2", 1, 4, 512, 64, 128, bkv);
+        r.tiling.pipeline_stages = stages;
+        r.tiling.threads = threads;
+        points.push_back({points.size(), "h100-sxm5-80gb", r});
+      }
+    }
+  }
+  const auto profiles = profiles_of(points);
+  const std::vector<Report> reports = run_sweep(points, profiles, {2, {}});
+  for (const fs::path& f : {temp_file("axes.json", sweep_json(description_of(points.size()), points,
+                                                              reports, profiles)),
+                            temp_file("axes.csv", sweep_csv(points, reports))}) {
+    CAPTURE(f);
+    const SweepData data = load_sweeps({f});
+    const std::vector<BestBlock> best = best_blocks(data);
+    REQUIRE(best.size() == 1);
+    REQUIRE(best[0].feasible > 0);
+    const SweepRow& t = data.rows[best[0].by_time];
+    const SweepRow& h = data.rows[best[0].by_hbm];
+    const std::string md = sweep_report_markdown(data, nullptr);
+    CHECK(md.find("| best Br x Bc, stages, threads (HBM) |") != std::string::npos);
+    CHECK(md.find("| best Br x Bc, stages, threads (time) |") != std::string::npos);
+    const std::string time_cell =
+        fmt::format("| 128 x {}, stages {}, threads {} |", t.block_kv, t.stages, t.threads);
+    const std::string hbm_cell =
+        fmt::format("| 128 x {}, stages {}, threads {} |", h.block_kv, h.stages, h.threads);
+    CHECK(md.find(time_cell) != std::string::npos);
+    CHECK(md.find(hbm_cell) != std::string::npos);
+    // The heatmap's best cell says which stages and threads its time is of.
+    CHECK(md.find(fmt::format("best (stages {}, threads {}) |", t.stages, t.threads)) !=
+          std::string::npos);
+    const std::string html = sweep_report_html(data, nullptr, "var Chart = {};");
+    CHECK(html.find(fmt::format("Br x Bc = 128 x {} (stages {}, threads {})", t.block_kv, t.stages,
+                                t.threads)) != std::string::npos);
+  }
 }
 
 TEST_CASE("report reads a sweep's CSV: the same rows, best tiles and heatmaps as its JSON") {

@@ -306,12 +306,13 @@
     comp.sort(sortX);
     lb.sort(sortX);
     // Drawn on top of the algorithms' lines (order -1; flash2's HBM line runs along them) and
-    // named at their right end: compulsory below its line, the lower bound above.
+    // named at their right end: compulsory below its line, the lower bound above. The bound is the
+    // two-level model's (no L2): L2-on bytes may fall below it, so its name says whose it is.
     if (comp.length) { comp[comp.length - 1].lbl = 'compulsory'; comp[comp.length - 1].lblBelow = true; }
-    if (lb.length) lb[lb.length - 1].lbl = 'lower bound';
+    if (lb.length) lb[lb.length - 1].lbl = 'two-level lower bound';
     datasets.push({ label: 'compulsory', data: comp, borderColor: '#000', backgroundColor: '#000',
                     borderDash: [3, 3], borderWidth: 2.5, pointRadius: 0, order: -1 });
-    datasets.push({ label: 'lower bound', data: lb, borderColor: '#6a3d9a', backgroundColor: '#6a3d9a',
+    datasets.push({ label: 'two-level lower bound', data: lb, borderColor: '#6a3d9a', backgroundColor: '#6a3d9a',
                     borderDash: [10, 5], borderWidth: 2.5, pointRadius: 0, order: -2 });
     makeChart(parent, 'Bytes vs ' + XNAME + ' (log-log)', {
       type: 'line', data: { datasets: datasets },
