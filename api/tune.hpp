@@ -49,7 +49,7 @@ struct TuneOptions {
   // times differed by less than 2% iosim ordered 51% as the GPU did, 2-5%: 57%, 5-10%: 67%;
   // below 5% its order is about a coin toss.
   double tie_band = 0.05;
-  int jobs = 0;            // threads; 0: all cores
+  int jobs = 0;  // threads; 0: all cores
   std::function<void(const SweepProgress&)> on_progress;
 };
 
