@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <cstdio>
 #include <vector>
 
@@ -142,10 +143,12 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-int main() {
+int main(int argc, char** argv) {
   cudaDeviceProp p{};
   CHECK(cudaGetDeviceProperties(&p, 0));
   const int sms = p.multiProcessorCount;
+  // tma [CTAS]: the throughput part on CTAS SMs (default: all), e.g. 1 for one SM's own port.
+  const int ctas = argc > 1 ? std::min(sms, std::max(1, std::atoi(argv[1]))) : sms;
   const size_t buf_bytes = size_t{2} << 30;
   uint8_t* buf;
   CHECK(cudaMalloc(&buf, buf_bytes));
@@ -224,7 +227,7 @@ int main() {
           CHECK(cudaEventCreate(&e0));
           CHECK(cudaEventCreate(&e1));
           CHECK(cudaEventRecord(e0));
-          stream_kernel<<<sms, 128, bytes * stages * issuers>>>(
+          stream_kernel<<<ctas, 128, bytes * stages * issuers>>>(
               buf, slice, window, total, bytes, stages, issuers, d_cycles, d_ns, d_sums);
           CHECK(cudaGetLastError());
           CHECK(cudaEventRecord(e1));
@@ -233,16 +236,16 @@ int main() {
           CHECK(cudaEventElapsedTime(&ms, e0, e1));
           CHECK(cudaEventDestroy(e0));
           CHECK(cudaEventDestroy(e1));
-          std::vector<long long> cyc(sms);
-          std::vector<unsigned long long> nsv(sms);
-          std::vector<unsigned> sums(sms);
-          CHECK(cudaMemcpy(cyc.data(), d_cycles, sizeof(long long) * sms,
+          std::vector<long long> cyc(ctas);
+          std::vector<unsigned long long> nsv(ctas);
+          std::vector<unsigned> sums(ctas);
+          CHECK(cudaMemcpy(cyc.data(), d_cycles, sizeof(long long) * ctas,
                            cudaMemcpyDeviceToHost));
-          CHECK(cudaMemcpy(nsv.data(), d_ns, sizeof(unsigned long long) * sms,
+          CHECK(cudaMemcpy(nsv.data(), d_ns, sizeof(unsigned long long) * ctas,
                            cudaMemcpyDeviceToHost));
-          CHECK(cudaMemcpy(sums.data(), d_sums, sizeof(unsigned) * sms, cudaMemcpyDeviceToHost));
+          CHECK(cudaMemcpy(sums.data(), d_sums, sizeof(unsigned) * ctas, cudaMemcpyDeviceToHost));
           // Expected checksum of issuer 0's last copy in CTA b: the words fill_kernel wrote there.
-          for (int b = 0; b < sms; ++b) {
+          for (int b = 0; b < ctas; ++b) {
             const size_t last = total / issuers / bytes - 1;
             const size_t off = slice * b + (last * bytes) % (window / issuers);
             unsigned want = 0;
@@ -255,19 +258,19 @@ int main() {
             }
           }
           std::vector<double> c(cyc.begin(), cyc.end()), clk;
-          for (int b = 0; b < sms; ++b)
+          for (int b = 0; b < ctas; ++b)
             clk.push_back(1e3 * static_cast<double>(cyc[b]) / static_cast<double>(nsv[b]));
           bpc.push_back(static_cast<double>(total) / median(c));
-          gbs.push_back(static_cast<double>(total) * sms / (ms * 1e-3) / 1e9);
+          gbs.push_back(static_cast<double>(total) * ctas / (ms * 1e-3) / 1e9);
           mhz.push_back(median(clk));
         }
         std::printf("%s    {\"source\": \"%s\", \"bytes_per_copy\": %u, \"issuers\": %d, "
                     "\"copies_in_flight_per_issuer\": %d, \"copies_in_flight\": %d, "
                     "\"bytes_per_clk_per_sm\": %.2f, \"gb_per_s_all_sms_event_timed\": %.1f, "
-                    "\"sm_clock_mhz\": %.0f, \"bytes_per_cta\": %zu, \"checksums\": \"ok\"}",
+                    "\"sm_clock_mhz\": %.0f, \"bytes_per_cta\": %zu, \"ctas\": %d, \"checksums\": \"ok\"}",
                     first ? "" : ",\n", dram ? "dram" : "l2", bytes, issuers, stages,
                     issuers * stages, median(bpc),
-                    median(gbs), median(mhz), total);
+                    median(gbs), median(mhz), total, ctas);
         std::fflush(stdout);
         first = false;
       }
