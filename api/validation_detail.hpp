@@ -4,7 +4,9 @@
 // validation_writers.cpp writes them); not part of the API, which is api/validation.hpp.
 #include <cstdint>
 #include <nlohmann/json_fwd.hpp>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "api/validation.hpp"
 
@@ -27,6 +29,9 @@ CaseResult compare_case(const nlohmann::json& c, const std::string& profile_name
 
 /// Fills `v.summaries` and `v.ranking` from its compared cases.
 void summarize_cases(ValidationResult& v);
+
+// The median of `v` (the mean of the two middle values for an even count); nullopt when empty.
+std::optional<double> median(std::vector<double> v);
 
 /// `v.ranking` from its compared cases that name a rank group (validation_ranking.cpp).
 RankSummary rank_cases(const std::vector<CaseResult>& cases);

@@ -16,13 +16,6 @@
 namespace iosim {
 namespace {
 
-std::optional<double> rank_median(std::vector<double> v) {
-  if (v.empty()) return std::nullopt;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 // Ranks from 1, equal values sharing the mean of the ranks they span (Spearman's convention:
 // without it, which of two tied configurations came first in the file would move rho).
 std::vector<double> average_ranks(const std::vector<double>& values) {
@@ -102,11 +95,11 @@ RankFamily rank_family(const std::string& family, const std::vector<RankGroup>& 
     regret.push_back(g.regret);
     if (g.pairs_right) pairs.push_back(*g.pairs_right);
   }
-  f.median_rho = rank_median(rho);
+  f.median_rho = validation_detail::median(rho);
   if (!rho.empty()) f.min_rho = *std::min_element(rho.begin(), rho.end());
-  f.median_regret = rank_median(regret).value_or(0.0);
+  f.median_regret = validation_detail::median(regret).value_or(0.0);
   if (!regret.empty()) f.worst_regret = *std::max_element(regret.begin(), regret.end());
-  f.median_pairs_right = rank_median(pairs);
+  f.median_pairs_right = validation_detail::median(pairs);
   return f;
 }
 

@@ -13,12 +13,7 @@
 namespace iosim {
 namespace {
 
-std::optional<double> median(std::vector<double> v) {
-  if (v.empty()) return std::nullopt;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+using validation_detail::median;
 
 // The repeat spread of the case(s) the median and the worst of `errors` are taken from; each
 // entry is a case's |relative error| and its spread.
@@ -133,6 +128,13 @@ bool Comparison::within_noise() const {
 
 bool within_noise(const std::optional<double>& error, const std::optional<double>& spread) {
   return error && spread && *spread > 0 && *error <= *spread;
+}
+
+std::optional<double> validation_detail::median(std::vector<double> v) {
+  if (v.empty()) return std::nullopt;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 // The summaries of `v`'s compared cases: per schedule (or kernel description), then "all".
