@@ -31,6 +31,19 @@ void add_fp8_extra_ops(TileOp& pv_op, const TileRef& s, std::int64_t d) {
   pv_op.fp32_flops += 2 * s.rows * d;
 }
 
+// Warpgroups that each compute the same score tile (score_replicas, above): each issues the
+// tile's wgmma on its own operands from shared memory and runs its own softmax over it. Measured
+// on Triton 3.6's forward with 8 warps on a 64-row tile (H100, Nsight Compute,
+// cuda_validate/measurements/h100-sxm5-80gb/tile_sweep_2026-12-06/profile_triton): 1.8-1.9x the
+// instructions of 4 warps at the same tile, and no more shared-memory wavefronts (no exchange).
+void replicate(TileOp& op, std::int64_t replicas) {
+  op.tensor_flops *= replicas;
+  op.fp32_flops *= replicas;
+  op.sfu_ops *= replicas;
+  op.int_ops *= replicas;
+  op.smem_read_bytes *= replicas;
+}
+
 bool warp_specialized(const ResolvedMechanisms& m) {
   return m.warp_roles != WarpRoles::uniform;
 }
@@ -127,6 +140,8 @@ class QueryStationaryForward final : public Schedule {
     const std::int64_t readers =
         wgmma ? ceil_div(qr, kRowsPerWarpgroup) : std::max(1, t_.threads / 32);
     out.push_back(costs::scores(s, d, (qr + readers * kr) * d * eb));
+    const std::int64_t replicas = k_.score_replicas;
+    replicate(out.back(), replicas);
     // A spilling kernel's wgmma are serialized by ptxas (C7512): each m64nNk16 waits for its own
     // result. Per warpgroup: its row groups' instructions, k16 steps over d, N = kr up to 256.
     const std::int64_t row_groups_per_warpgroup =
@@ -141,20 +156,15 @@ class QueryStationaryForward final : public Schedule {
     // mask" test out of the per-score loop (its PTX predicates the compares and selects of half
     // the scores and branches per pair on the rest), where in flash2's kernel it does (one
     // branch per block, unmasked blocks only scale).
-    if (crosses_diagonal || p_.mask || blocks_) out.push_back(costs::mask(s));
+    if (crosses_diagonal || p_.mask || blocks_) {
+      out.push_back(costs::mask(s));
+      replicate(out.back(), replicas);
+    }
     out.push_back(costs::online_softmax(s, d));
+    replicate(out.back(), replicas);
     // wgmma's accumulator gives a row to the 4 threads of a quad: its max takes 2 shuffle
     // rounds (the sum is reduced across the quad once, at the end).
     if (wgmma) out.back().smem_round_trips = 2;
-    if (k_.column_split) {
-      // Warpgroups sharing rows: the row max and the row sum of each step combine the halves
-      // through shared memory (a store, a barrier, a load: two round trips each), and P moves
-      // through shared memory into the layout the P V product reads (each warpgroup's O columns
-      // need all of P's): written once and read by every warpgroup.
-      const std::int64_t sharing = t_.threads / kWarpgroupThreads;
-      out.back().smem_round_trips += 3 * 2;
-      out.back().smem_read_bytes += (1 + sharing) * qr * kr * eb;
-    }
     if (k_.local_bytes > 0) {
       // Register spills: the warps store and reload their spilled registers every step, through
       // the L1 (one SRAM with shared memory, so on its pipe).
@@ -294,16 +304,18 @@ Planned plan_query_stationary_forward(const AttentionProblem& p, const HardwareP
   kernel.local_bytes = t.local_bytes_per_thread;
   kernel.kv_order = kv_order;
   // Uniform warpgroups issuing wgmma take the tile's 64-row groups among them. Warpgroups beyond
-  // the row groups split a row group's columns instead (Triton's 8 warps on a 64-row tile): the
-  // tensor cores they share do the row group's GEMMs at the same rate whichever issues them, so
-  // they shorten no chain, and they exchange each row's statistics and P every step (below).
+  // the row groups repeat a row group's work (Triton's 8 warps on a 64-row tile: its score tile
+  // and softmax are laid out over all the warps, [8, 1], so each warpgroup holds the whole tile,
+  // and the P V product's over [4, 2], split by columns): score_replicas.
   kernel.consumer_warpgroups =
       specialized    ? consumers
       : mech.wgmma() ? static_cast<int>(std::min<std::int64_t>(
                            t.threads / kWarpgroupThreads, ceil_div(t.block_q, kRowsPerWarpgroup)))
                      : 0;
-  kernel.column_split = mech.wgmma() && !specialized &&
-                        t.threads / kWarpgroupThreads > ceil_div(t.block_q, kRowsPerWarpgroup);
+  if (mech.wgmma() && !specialized) {
+    kernel.score_replicas = std::max<std::int64_t>(
+        1, (t.threads / kWarpgroupThreads) / ceil_div(t.block_q, kRowsPerWarpgroup));
+  }
   out.schedule = make_query_stationary_forward(p, t, kernel, blocks);
   return out;
 }

@@ -23,9 +23,10 @@ struct QueryStationaryKernel {
   int registers = 0;
   int local_bytes = 0;          // per thread: register spills (TilingRequest)
   int consumer_warpgroups = 0;  // wgmma: warpgroups that compute, at most one per 64-row group
-  // Uniform wgmma warpgroups sharing a row group (more warpgroups than 64-row groups): they split
-  // its columns and exchange row statistics and P through shared memory every step.
-  bool column_split = false;
+  // Uniform wgmma warpgroups sharing a row group (more warpgroups than 64-row groups): each
+  // computes the row group's whole score tile and softmax (replicated), and they split the
+  // columns of its P V product. 1 where every warpgroup has rows of its own.
+  std::int64_t score_replicas = 1;
   KvOrder kv_order = KvOrder::ascending;
 };
 
