@@ -4,13 +4,11 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <charconv>
-#include <cmath>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <tuple>
 
 #include "api/schema_version.hpp"
+#include "reports/sweep_csv_reader.hpp"
 #include "reports/writers.hpp"
 #include "sim/base/errors.hpp"
 #include "sim/base/fnv1a.hpp"
@@ -24,6 +22,11 @@ namespace {
 
 using nlohmann::json;
 namespace fs = std::filesystem;
+using sweep_csv_reader::csv_profile;
+using sweep_csv_reader::csv_records;
+using sweep_csv_reader::csv_row_json;
+using sweep_csv_reader::is_sweep_csv;
+using sweep_csv_reader::missing_csv_columns;
 
 constexpr const char* kFormat = "iosim-sweep";
 constexpr int kVersion = 1;
@@ -177,226 +180,6 @@ ProfilePeaks parse_peaks(const json& j) {
   return p;
 }
 
-// The problem a row solves, without its tiling: rows with equal keys compete for best block.
-// A split count is not tiling here: the report shows each one (a series in the charts).
-auto problem_key(const SweepRow& r) {
-  return std::tie(r.profile, r.algorithm, r.head_dim, r.seq, r.seq_kv, r.batch, r.heads, r.dtype,
-                  r.pass, r.causal, r.mask, r.dropout, r.pattern, r.l2, r.cold_l2,
-                  r.requested_clock_mhz, r.kv_heads, r.page_tokens, r.splits);
-}
-
-// A sweep's CSV (sweep --format csv): its header starts "point,".
-bool is_sweep_csv(const std::string& text) {
-  return text.rfind("point,", 0) == 0;
-}
-
-// The records of RFC 4180 CSV text (quoted fields may hold commas, quotes and line breaks).
-std::vector<std::vector<std::string>> csv_records(const std::string& text,
-                                                  const std::string& name) {
-  std::vector<std::vector<std::string>> out;
-  std::vector<std::string> record;
-  std::string field;
-  bool quoted = false, any = false;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (quoted) {
-      if (c != '"') {
-        field += c;
-      } else if (i + 1 < text.size() && text[i + 1] == '"') {
-        field += '"';
-        ++i;
-      } else {
-        quoted = false;
-      }
-      continue;
-    }
-    if (c == '"' && field.empty()) {
-      quoted = any = true;
-    } else if (c == ',') {
-      record.push_back(std::move(field));
-      field.clear();
-      any = true;
-    } else if (c == '\n' || c == '\r') {
-      if (c == '\r' && i + 1 < text.size() && text[i + 1] == '\n') ++i;
-      if (any || !field.empty()) {
-        record.push_back(std::move(field));
-        out.push_back(std::move(record));
-      }
-      record.clear();
-      field.clear();
-      any = false;
-    } else {
-      field += c;
-      any = true;
-    }
-  }
-  if (quoted) throw ConfigError(fmt::format("{}: a quoted CSV field is not closed", name));
-  if (any || !field.empty()) {
-    record.push_back(std::move(field));
-    out.push_back(std::move(record));
-  }
-  return out;
-}
-
-// The columns a report reads from a sweep's CSV, all written by `iosim sweep --format csv`.
-constexpr const char* kCsvColumns[] = {"point",
-                                       "profile",
-                                       "algorithm",
-                                       "batch",
-                                       "heads",
-                                       "seq",
-                                       "seq_kv",
-                                       "head_dim",
-                                       "dtype",
-                                       "causal",
-                                       "mask",
-                                       "dropout",
-                                       "block_q",
-                                       "block_kv",
-                                       "l2",
-                                       "feasible",
-                                       "hbm_read_bytes",
-                                       "hbm_write_bytes",
-                                       "l2_read_bytes",
-                                       "l2_write_bytes",
-                                       "flops",
-                                       "tensor_flops",
-                                       "time_s",
-                                       "bound",
-                                       "compulsory_bytes",
-                                       "closed_form_bytes",
-                                       "lower_bound_bytes",
-                                       "infeasible_reason",
-                                       "pass",
-                                       "kv_heads",
-                                       "pattern",
-                                       "page_tokens",
-                                       "splits",
-                                       "hbm_write_dirty_at_end_bytes",
-                                       "sm_clock_mhz",
-                                       "threads",
-                                       "pipeline_stages",
-                                       "cold_l2",
-                                       "clock_given"};
-
-void drop_nulls(json& j);
-
-// One CSV record as the JSON row parse_row() reads (the JSON sweep file's layout), so that both
-// formats are checked alike. Empty fields are absent keys.
-json csv_row_json(const std::map<std::string, std::size_t>& col,
-                  const std::vector<std::string>& rec, const std::string& where) {
-  const auto text = [&](const char* key) -> const std::string& { return rec[col.at(key)]; };
-  const auto number = [&](const char* key) -> json {
-    const std::string& t = text(key);
-    if (t.empty()) return nullptr;
-    double v = 0;
-    const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
-    if (ec != std::errc() || end != t.data() + t.size() || !std::isfinite(v)) {
-      throw ConfigError(fmt::format("{}: '{}' = '{}' is not a number", where, key, t));
-    }
-    if (v == std::floor(v) && std::abs(v) < 9e15) return static_cast<std::int64_t>(v);
-    return v;
-  };
-  const auto boolean = [&](const char* key) -> json {
-    const std::string& t = text(key);
-    if (t == "true" || t == "false") return t == "true";
-    if (t.empty()) return nullptr;
-    throw ConfigError(fmt::format("{}: '{}' = '{}' is not true or false", where, key, t));
-  };
-  json j = {{"point", number("point")},
-            {"profile", text("profile")},
-            {"algorithm", text("algorithm")},
-            {"l2", text("l2")},
-            {"feasible", boolean("feasible")},
-            {"cold_l2", boolean("cold_l2")},
-            {"sm_clock_mhz", number("sm_clock_mhz")}};
-  j["problem"] = {{"batch", number("batch")},       {"heads", number("heads")},
-                  {"seq", number("seq")},           {"seq_kv", number("seq_kv")},
-                  {"head_dim", number("head_dim")}, {"dtype", text("dtype")},
-                  {"pass", text("pass")},           {"causal", boolean("causal")},
-                  {"mask", boolean("mask")},        {"dropout", number("dropout")},
-                  {"kv_heads", number("kv_heads")}, {"page_tokens", number("page_tokens")}};
-  if (!text("pattern").empty()) j["problem"]["pattern"] = text("pattern");
-  j["tiling"] = {{"block_q", number("block_q")},
-                 {"block_kv", number("block_kv")},
-                 {"threads", number("threads")},
-                 {"pipeline_stages", number("pipeline_stages")},
-                 {"splits", number("splits")}};
-  // Tiling axes that CSVs of before their columns lack (absent: not swept).
-  for (const char* key : {"warpgroups", "pack_gqa"}) {
-    if (col.count(key) && !text(key).empty()) j["tiling"][key] = text(key);
-  }
-  for (const char* key : {"backward_block_q", "backward_block_kv"}) {
-    if (col.count(key)) j["tiling"][key] = number(key);
-  }
-  const json given = boolean("clock_given");
-  if (!given.is_null()) j["power"] = {{"clock_given", given}};
-  if (j["feasible"] != true) {
-    j["infeasible_reason"] = text("infeasible_reason");
-    drop_nulls(j);
-    return j;
-  }
-  j["counters"] = json::object();
-  for (const char* k : {"hbm_read_bytes", "hbm_write_bytes", "hbm_write_dirty_at_end_bytes",
-                        "l2_read_bytes", "l2_write_bytes", "flops", "tensor_flops"}) {
-    j["counters"][k] = number(k);
-  }
-  j["bounds"] = json::object();
-  for (const char* k : {"compulsory_bytes", "closed_form_bytes", "lower_bound_bytes"}) {
-    j["bounds"][k] = number(k);
-  }
-  j["time_s"] = number("time_s");
-  j["bound"] = text("bound");
-  drop_nulls(j);
-  return j;
-}
-
-// Drops the null values (the CSV's empty fields) of `j` and its objects: absent keys, which
-// parse_row() names when they are required.
-void drop_nulls(json& j) {
-  for (auto it = j.begin(); it != j.end();) {
-    if (it->is_null()) {
-      it = j.erase(it);
-    } else {
-      if (it->is_object()) drop_nulls(*it);
-      ++it;
-    }
-  }
-}
-
-// The peaks of a profile a CSV names: loaded by name, with the --set overrides the name records
-// ("h100-sxm5-80gb[sm.count=98;l2.size_bytes=2e7]").
-ProfilePeaks csv_profile_peaks(const std::string& name, const std::string& file) {
-  std::string base = name;
-  std::vector<std::string> sets;
-  if (const std::size_t open = name.find('['); open != std::string::npos && name.back() == ']') {
-    base = name.substr(0, open);
-    const std::string inner = name.substr(open + 1, name.size() - open - 2);
-    for (std::size_t at = 0; at <= inner.size();) {
-      const std::size_t end = std::min(inner.find(';', at), inner.size());
-      sets.push_back(inner.substr(at, end - at));
-      at = end + 1;
-    }
-  }
-  HardwareProfile p;
-  try {
-    // Built-in names only: a name with a '/' would be read as a path (a profile of one's own
-    // YAML file is named by its "name", not its path, and is not found this way).
-    const std::vector<std::string> builtins = builtin_profile_names();
-    if (std::find(builtins.begin(), builtins.end(), base) == builtins.end()) {
-      throw ConfigError(fmt::format("not a built-in profile: {}", fmt::join(builtins, ", ")));
-    }
-    p = load_profile(base, parse_profile_overrides(sets));
-  } catch (const ConfigError& e) {
-    throw ConfigError(fmt::format(
-        "{}: a sweep's CSV records no profile peaks, so report loads each profile by the name in "
-        "its 'profile' column, and '{}' did not load ({}); report the sweep's JSON instead (sweep "
-        "--out FILE.json), which keeps the profiles",
-        file, name, e.what()));
-  }
-  return parse_peaks(profile_json(p));
-}
-
 }  // namespace
 
 SweepJsonFrame sweep_json_frame(const SweepDescription& description,
@@ -507,10 +290,7 @@ SweepData load_sweeps(const std::vector<fs::path>& files) {
         const std::vector<std::vector<std::string>> records = csv_records(text, name);
         std::map<std::string, std::size_t> col;
         for (std::size_t i = 0; i < records[0].size(); ++i) col.emplace(records[0][i], i);
-        std::vector<std::string> missing;
-        for (const char* c : kCsvColumns) {
-          if (!col.count(c)) missing.push_back(c);
-        }
+        const std::vector<std::string> missing = missing_csv_columns(col);
         if (!missing.empty()) {
           throw ConfigError(fmt::format(
               "{}: a sweep's CSV without the column{} {} that report reads; write it again with "
@@ -529,7 +309,7 @@ SweepData load_sweeps(const std::vector<fs::path>& files) {
           const json row = csv_row_json(col, records[i], where);
           const std::string profile = row.value("profile", std::string{});
           if (!data.profiles.count(profile)) {
-            data.profiles.emplace(profile, csv_profile_peaks(profile, name));
+            data.profiles.emplace(profile, parse_peaks(profile_json(csv_profile(profile, name))));
           }
           add_row(row, name, i - 1, cov);
         }
@@ -608,91 +388,6 @@ SweepData load_sweeps(const std::vector<fs::path>& files) {
                                         cov.points.size() < cov.total ? ", incomplete" : ""));
   }
   return data;
-}
-
-namespace {
-
-// Whether row `a` is faster than row `b` (ties: fewer HBM bytes).
-bool faster(const SweepRow& a, const SweepRow& b) {
-  return a.time_s < b.time_s || (a.time_s == b.time_s && a.hbm_bytes() < b.hbm_bytes());
-}
-
-// The rows of each problem (equal problem_key()), in best_blocks() order.
-std::vector<std::vector<std::size_t>> problem_groups(const SweepData& data) {
-  std::vector<std::size_t> order(data.rows.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    return problem_key(data.rows[a]) < problem_key(data.rows[b]);
-  });
-  std::vector<std::vector<std::size_t>> out;
-  for (std::size_t k = 0; k < order.size(); ++k) {
-    if (k == 0 || problem_key(data.rows[order[k]]) != problem_key(data.rows[order[k - 1]])) {
-      out.emplace_back();
-    }
-    out.back().push_back(order[k]);
-  }
-  return out;
-}
-
-BestBlock best_of(const SweepData& data, const std::vector<std::size_t>& group) {
-  BestBlock b;
-  b.first = group.front();
-  b.rows = group;
-  for (const std::size_t i : group) {
-    const SweepRow& r = data.rows[i];
-    ++b.tried;
-    if (!r.feasible) continue;
-    if (b.feasible++ == 0) {
-      b.by_hbm = b.by_time = i;
-      continue;
-    }
-    const SweepRow& h = data.rows[b.by_hbm];
-    if (r.hbm_bytes() < h.hbm_bytes() || (r.hbm_bytes() == h.hbm_bytes() && r.time_s < h.time_s)) {
-      b.by_hbm = i;
-    }
-    if (faster(r, data.rows[b.by_time])) b.by_time = i;
-  }
-  return b;
-}
-
-}  // namespace
-
-std::vector<BestBlock> best_blocks(const SweepData& data) {
-  std::vector<BestBlock> out;
-  for (const auto& group : problem_groups(data)) out.push_back(best_of(data, group));
-  return out;
-}
-
-std::vector<TileHeatmap> tile_heatmaps(const SweepData& data) {
-  std::vector<TileHeatmap> out;
-  for (const auto& group : problem_groups(data)) {
-    TileHeatmap h;
-    h.best = best_of(data, group);
-    std::set<std::int64_t> qs, kvs;
-    for (const std::size_t i : group) {
-      qs.insert(data.rows[i].block_q);
-      kvs.insert(data.rows[i].block_kv);
-    }
-    h.block_q.assign(qs.begin(), qs.end());
-    h.block_kv.assign(kvs.begin(), kvs.end());
-    h.cells.resize(h.block_q.size() * h.block_kv.size());
-    for (const std::size_t i : group) {
-      const SweepRow& r = data.rows[i];
-      const auto q = static_cast<std::size_t>(
-          std::lower_bound(h.block_q.begin(), h.block_q.end(), r.block_q) - h.block_q.begin());
-      const auto kv = static_cast<std::size_t>(
-          std::lower_bound(h.block_kv.begin(), h.block_kv.end(), r.block_kv) - h.block_kv.begin());
-      TileCell& c = h.cells[q * h.block_kv.size() + kv];
-      // A tile's value is its fastest feasible row (other threads or stages may not fit).
-      if (!c.tried || (r.feasible && (!c.feasible || faster(r, data.rows[c.row])))) {
-        c.row = i;
-        c.feasible = r.feasible;
-      }
-      c.tried = true;
-    }
-    out.push_back(std::move(h));
-  }
-  return out;
 }
 
 }  // namespace iosim

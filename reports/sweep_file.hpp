@@ -122,6 +122,8 @@ struct SweepData {
 /// file for unreadable, malformed or non-sweep input, and naming what a CSV lacks.
 SweepData load_sweeps(const std::vector<std::filesystem::path>& files);
 
+// The best tile and the heatmap of each problem (sweep_best_tiles.cpp).
+
 /// The best tiling of one problem: rows that differ only in block sizes, threads or stages.
 struct BestBlock {
   std::size_t first = 0;          // a row of the group (for its problem fields)

@@ -104,6 +104,8 @@ Trace build_trace(const HardwareProfile& profile, const RunRequest& request);
 /// end (they reach DRAM later; without them DRAM could be below the compulsory bytes).
 LevelBytes run_totals(const Trace& trace);
 
+// The words of a step (describe.cpp).
+
 /// The line that describes an op: "load Q rows 0-15, cols 0-15 (512 B): HBM -> shared memory".
 std::string describe(const TraceStep& step);
 
