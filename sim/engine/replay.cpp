@@ -89,6 +89,7 @@ void replay_kernel(const HardwareProfile& profile, const Timeline::Kernel& k, do
   double last_finish = 0.0;
   std::int64_t finished = 0;
   WaveTimeline waves(ctas, slots);
+  timer.place_slots(slots, k.sms);
   std::uint32_t events_run = 0;
   while (!events.empty()) {
     if ((++events_run & 1023u) == 0) run_control::check();
@@ -110,19 +111,23 @@ void replay_kernel(const HardwareProfile& profile, const Timeline::Kernel& k, do
       events.replace_top({timer.next_stage_time(st, now), seq++, ev.slot()});
     } else {
       last_finish = std::max(last_finish, st.end);
+      timer.cta_ended(st);
       waves.finished(++finished, st.end);
       --resident_on_sm[static_cast<std::size_t>(st.sm)];
       st.cta = -1;
       if (next_cta < ctas) {
-        events.replace_top(
-            start(ev.slot(), next_cta++, st.sm, next_cta_start(rates, spec, st.end)));
+        const double at = next_cta_start(rates, spec, st.end);
+        timer.refill(st, at);
+        events.replace_top(start(ev.slot(), next_cta++, st.sm, at));
       } else {
         waves.slot_idle(st.end);
+        timer.slot_idle(st);
         events.pop();
       }
     }
   }
   waves.close(last_finish, rates.launch_s, kr);
+  kr.time_attribution = timer.attribution(last_finish);
   kr.time_s = last_finish + rates.launch_s;
 }
 
@@ -133,11 +138,13 @@ EngineResult replay_timeline(const HardwareProfile& profile, const Timeline& tim
   if (!timeline.usable) throw InternalError("replay_timeline: the timeline is not usable");
   EngineResult result = timeline.recorded;
   result.time_s = 0.0;
+  result.time_attribution = TimeAttribution{};
   for (std::size_t k = 0; k < result.kernels.size(); ++k) {
     KernelResult& kr = result.kernels[k];
     replay_kernel(profile, timeline.kernels[k], clock_mhz, timeline.l2_on, kr);
-    detail::set_rates(profile, kr, clock_mhz);
+    detail::set_rates(kr);
     result.time_s += kr.time_s;
+    result.time_attribution += kr.time_attribution;
   }
   return result;
 }
