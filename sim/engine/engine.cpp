@@ -137,7 +137,8 @@ class KernelRun {
     run_.stats->ctas_simulated += run_.next_cta - run_.stats->ctas_extrapolated;
     const double end = last_finish + run_.skipped_s;
     waves_.close(end, rates_.launch_s, kr);
-    kr.time_attribution = timer_.attribution(end);
+    kr.time_attribution = timer_.attribution(end, detail::busy_s(kr.counters.hbm, rates_.per.hbm_byte),
+                                                 detail::busy_s(kr.counters.l2, rates_.per.l2_byte));
     return end + rates_.launch_s;
   }
 
@@ -182,6 +183,8 @@ class KernelRun {
     st.ring = 0;
     st.compute_end.assign(static_cast<std::size_t>(std::max(1, spec_.pipeline_stages)), t);
     st.compute_free = t;
+    st.pending.fill(0.0);
+    st.pending_from = t;
     st.end = t;
     ++run_.resident;
     ++run_.resident_on_sm[static_cast<std::size_t>(sm)];

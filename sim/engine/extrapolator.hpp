@@ -5,6 +5,7 @@
 // (step_windows.hpp). The loop calls every kind its kernel uses at each CTA dispatch and after
 // each event; a kind leaves work out through the KernelProgress it is handed (the next CTA to
 // dispatch, the resident CTAs' parts, the counters, the time).
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -34,6 +35,10 @@ struct CtaState {
   double compute_free = 0.0;
   double end = 0.0;
   TimeRow end_by = TimeRow::latency;  // what set `end` past the compute (its stores' server)
+  // The last stage's compute, not yet charged (StageTimer): from pending_from to compute_free,
+  // by TimeRow.
+  std::array<double, kTimeRows> pending{};
+  double pending_from = 0.0;
   // Steady-state extrapolation (sim/engine/steady_state.hpp): the CTA's steady parts [steady_first,
   // steady_last) as the schedule declared them; a cut leaves out parts [skip_from, steady_last),
   // so that the part after skip_from - 1 is steady_last. Its part and CTA at the last window.

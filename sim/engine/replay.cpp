@@ -77,6 +77,8 @@ void replay_kernel(const HardwareProfile& profile, const Timeline::Kernel& k, do
     st.ring = 0;
     st.compute_end.assign(pipeline, t);
     st.compute_free = t;
+    st.pending.fill(0.0);
+    st.pending_from = t;
     st.end = t;
     ++resident_on_sm[static_cast<std::size_t>(sm)];
     const Timeline::Cta& c = k.ctas[static_cast<std::size_t>(cta)];
@@ -127,7 +129,9 @@ void replay_kernel(const HardwareProfile& profile, const Timeline::Kernel& k, do
     }
   }
   waves.close(last_finish, rates.launch_s, kr);
-  kr.time_attribution = timer.attribution(last_finish);
+  kr.time_attribution =
+      timer.attribution(last_finish, detail::busy_s(kr.counters.hbm, rates.per.hbm_byte),
+                        detail::busy_s(kr.counters.l2, rates.per.l2_byte));
   kr.time_s = last_finish + rates.launch_s;
 }
 

@@ -304,18 +304,28 @@ class StageTimer {
       copy_done = transfer(t, st.sm, loads, copy_by);
       copy_end = copy_done + latency_of(loads);
     }
+    // The previous stage's compute, where this copy was in flight under it and ended after it:
+    // hidden under the copy, charged to the copy's server.
+    settle_pending(st, weight, copy_end > st.compute_free ? t : st.compute_free, copy_done,
+                   copy_by);
     const double compute_start = std::max(st.compute_free, copy_end);
     charge_wait(weight, st.compute_free, copy_done, copy_by, copy_end);
     double compute_end = compute_start + cached_compute_time(before, share);
-    charge_parts(weight, memo_parts_);
+    st.pending = memo_parts_;
+    st.pending_from = compute_start;
     if (after_in_step) {
       // Issued when the step starts; bandwidth is reserved now, in event order.
       TimeRow in_step_by = TimeRow::latency;
       const double delivered = std::max(transfer(t, st.sm, in_step, in_step_by), compute_start);
       const double arrival = delivered + latency_of(in_step);
-      charge_wait(weight, compute_end, delivered, in_step_by, arrival);
+      if (arrival > compute_end) {
+        const double bandwidth = std::max(0.0, delivered - compute_end);
+        st.pending[static_cast<std::size_t>(in_step_by)] += bandwidth;
+        st.pending[static_cast<std::size_t>(TimeRow::latency)] +=
+            arrival - std::max(delivered, compute_end);
+      }
       compute_end = std::max(compute_end, arrival) + cached_compute_time(after, share);
-      charge_parts(weight, memo_parts_);
+      for (std::size_t i = 0; i < kTimeRows; ++i) st.pending[i] += memo_parts_[i];
     }
     st.compute_free = compute_end;
     st.compute_end[st.ring] = compute_end;
@@ -348,9 +358,12 @@ class StageTimer {
       }
     }
   }
-  // The CTA in `st` ended (at st.end): the drain of its stores past its compute is charged.
-  void cta_ended(const CtaState& st) {
-    charge(st.end_by, weight_[static_cast<std::size_t>(st.sm)] * (st.end - st.compute_free));
+  // The CTA in `st` ended (at st.end): its last compute and the drain of its stores past it are
+  // charged.
+  void cta_ended(CtaState& st) {
+    const double weight = weight_[static_cast<std::size_t>(st.sm)];
+    settle_pending(st, weight, st.compute_free, st.compute_free, TimeRow::latency);
+    charge(st.end_by, weight * (st.end - st.compute_free));
   }
   // The slot of the CTA in `st` takes its next CTA at `start`: the refill is charged to launch.
   void refill(const CtaState& st, double start) {
@@ -361,29 +374,32 @@ class StageTimer {
   // `dt` of the kernel's time left out as repetition: charged as the time charged so far was.
   void skipped(double dt) {
     double busy = 0.0;
-    for (TimeRow r : kAllTimeRows) {
-      if (r != TimeRow::idle) busy += charged_[static_cast<std::size_t>(r)];
-    }
+    for (double x : charged_) busy += x;
     const double used = used_sms_;
     if (busy > 0.0) {
-      const double f = dt * used / busy;
-      for (TimeRow r : kAllTimeRows) {
-        if (r != TimeRow::idle) charged_[static_cast<std::size_t>(r)] *= 1.0 + f;
-      }
+      const double f = 1.0 + dt * used / busy;
+      for (double& x : charged_) x *= f;
     } else {
       charge(TimeRow::latency, dt * used);
     }
-    charge(TimeRow::idle, dt * (rates_.sm_count - used));
     skipped_s_ += dt;
   }
-  // The kernel's attribution: its last CTA ended at `end` (time left out included, launch not);
-  // the SMs' time averaged over the GPU's SMs, plus the launch overhead.
-  TimeAttribution attribution(double end) {
+  // The kernel's attribution: its last CTA ended at `end` (time left out included, launch not),
+  // its DRAM and L2 servers were busy `hbm_busy_s` and `l2_busy_s` of it. The SMs' time averaged
+  // over the GPU's SMs, plus the launch overhead. An SM that never holds a CTA is idle, but for
+  // the share of the time the busier memory server was busy: more CTAs there would have queued
+  // on it.
+  TimeAttribution attribution(double end, double hbm_busy_s, double l2_busy_s) {
     for (const auto& [sm, from] : idle_from_) {
       charge(TimeRow::idle, weight_[static_cast<std::size_t>(sm)] * (end - skipped_s_ - from));
     }
     idle_from_.clear();
-    charge(TimeRow::idle, (end - skipped_s_) * (rates_.sm_count - used_sms_));
+    if (const double unused = rates_.sm_count - used_sms_; unused > 0 && end > 0) {
+      const bool hbm = hbm_busy_s >= l2_busy_s;
+      const double busy = std::min(1.0, std::max(hbm_busy_s, l2_busy_s) / end);
+      charge(hbm ? TimeRow::hbm : TimeRow::l2, unused * end * busy);
+      charge(TimeRow::idle, unused * end * (1.0 - busy));
+    }
     TimeAttribution a;
     double sum = 0.0;
     for (std::size_t i = 0; i < kTimeRows; ++i) {
@@ -440,6 +456,22 @@ class StageTimer {
   }
 
   void charge(TimeRow r, double dt) { charged_[static_cast<std::size_t>(r)] += dt; }
+  // Charges the CTA's pending compute (from st.pending_from to st.compute_free, by row in
+  // st.pending): the part of it under [copy_from, copy_done), a copy that the CTA waited for
+  // after it, to the copy's server `by`; the rest as its rows say.
+  void settle_pending(CtaState& st, double weight, double copy_from, double copy_done, TimeRow by) {
+    const double span = st.compute_free - st.pending_from;
+    if (span > 0.0) {
+      const double hidden = std::clamp(std::min(st.compute_free, copy_done) -
+                                           std::max(st.pending_from, copy_from),
+                                       0.0, span);
+      const double keep = weight * (1.0 - hidden / span);
+      for (std::size_t i = 0; i < kTimeRows; ++i) charged_[i] += keep * st.pending[i];
+      charge(by, weight * hidden);
+    }
+    st.pending.fill(0.0);
+    st.pending_from = st.compute_free;
+  }
   void charge_parts(double weight, const Parts& parts) {
     for (std::size_t i = 0; i < kTimeRows; ++i) charged_[i] += weight * parts[i];
   }
@@ -477,6 +509,11 @@ class StageTimer {
   std::vector<std::pair<int, double>> idle_from_;
   double skipped_s_ = 0.0;
 };
+
+// The time a bandwidth server moving `traffic` at `per_byte` seconds a byte is busy.
+inline double busy_s(const LevelTraffic& traffic, double per_byte) {
+  return static_cast<double>(traffic.read_total() + traffic.write_total()) * per_byte;
+}
 
 // When a slot's next CTA starts, its last having ended at `end` (HardwareProfile::cta_dispatch,
 // measured in cuda_validate/measurements/h200-sxm-141gb/cta_dispatch_2026-11-28/): after the
