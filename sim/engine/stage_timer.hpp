@@ -160,11 +160,11 @@ class StageTimer {
     const double one_warp_sync = std::max(warp_instructions * rates_.fp32_latency_s,
                                           std::max({pipes[1], pipes[2], pipes[3]}) / groups);
     const double warpgroup_chain = pipes[0] / groups + one_warp_sync + w.chain_s;
+    // (The softmax's part, one_warp_sync, is FP32/SFU work however it is timed: issued one
+    // dependent latency apart or at the pipes' rate.)
     auto warpgroup_chain_parts = [&](double scale) {
       charge(row[0], scale * pipes[0] / groups);
-      const bool issue_bound = warp_instructions * rates_.fp32_latency_s >=
-                               std::max({pipes[1], pipes[2], pipes[3]}) / groups;
-      charge(issue_bound ? TimeRow::latency : TimeRow::fp32_sfu, scale * one_warp_sync);
+      charge(TimeRow::fp32_sfu, scale * one_warp_sync);
       charge(TimeRow::latency, scale * w.chain_s);
     };
     // The tensor pipe (operand reads included), then the FP32, SFU and INT32 work, which
