@@ -378,11 +378,11 @@ constexpr std::array<const char*, kTimeRows> kTimeRowColours = {
 std::string attribution_chart(const Report& r) {
   const TimeAttribution& a = r.engine.time_attribution;
   const double total = a.total();
-  std::string s = svg_text(
-      20, 24,
-      fmt::format("Where the time goes: {} by the resource that bound it ({}-bound)",
-                  human_seconds(r.engine.time_s), r.bound),
-      "title", "start");
+  std::string s =
+      svg_text(20, 24,
+               fmt::format("Where the time goes: {} by the resource that bound it ({}-bound)",
+                           human_seconds(r.engine.time_s), r.bound),
+               "title", "start");
   const double x0 = 20, width = kWidth - 40, y = 40, h = 36;
   double x = x0;
   for (TimeRow row : kAllTimeRows) {
@@ -413,8 +413,7 @@ std::string attribution_chart(const Report& r) {
 
 std::string attribution_table(const Report& r) {
   const TimeAttribution& a = r.engine.time_attribution;
-  std::string s =
-      "<table id=\"time\">\n<thead><tr><th>resource</th><th>time</th><th>share</th>";
+  std::string s = "<table id=\"time\">\n<thead><tr><th>resource</th><th>time</th><th>share</th>";
   for (const KernelResult& k : r.engine.kernels) s += fmt::format("<th>{}</th>", esc(k.spec.name));
   s += "</tr></thead>\n<tbody>\n";
   for (TimeRow row : kAllTimeRows) {

@@ -85,10 +85,10 @@ std::string time_attribution_text(const TimeAttribution& a) {
   const double total = a.total();
   std::string s = fmt::format("\n{:<22} {:>10} {:>7}\n", "where the time goes", "time", "share");
   for (TimeRow row : kAllTimeRows) {
-    s += fmt::format("{:<22} {:>10} {:>6.1f}%{}\n", time_row_label(row), human_seconds(a[row]),
-                     total > 0 ? 100.0 * a[row] / total : 0.0,
-                     row == a.largest() ? fmt::format("  <- largest: {}-bound", bound_of(row))
-                                        : std::string());
+    s += fmt::format(
+        "{:<22} {:>10} {:>6.1f}%{}\n", time_row_label(row), human_seconds(a[row]),
+        total > 0 ? 100.0 * a[row] / total : 0.0,
+        row == a.largest() ? fmt::format("  <- largest: {}-bound", bound_of(row)) : std::string());
   }
   return s;
 }

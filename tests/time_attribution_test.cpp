@@ -30,16 +30,16 @@ void require_sums(const TimeAttribution& a, double time_s) {
 
 TEST_CASE("time attribution: rows sum to each kernel's time and the run's, the bound follows") {
   test::ShapeGen gen(51);
-  const char* algos[] = {"standard", "flash1", "flash2", "flash3", "block-sparse",
-                         "flash-decoding", "paged"};
+  const char* algos[] = {"standard",     "flash1",         "flash2", "flash3",
+                         "block-sparse", "flash-decoding", "paged"};
   const Pass passes[] = {Pass::fwd, Pass::bwd, Pass::fwdbwd};
   int extrapolated = 0, runs = 0;
   for (int i = 0; i < 36; ++i) {
     const std::string algo = algos[i % 7];
     const bool decode = algo == "flash-decoding" || algo == "paged";
-    RunRequest r = test::request(algo, gen.pick(1, 4), gen.pick(1, 4) * 4,
-                                 decode ? gen.pick(1, 4) : 128 * gen.pick(1, 16),
-                                 gen.pick(0, 1) ? 64 : 128);
+    RunRequest r =
+        test::request(algo, gen.pick(1, 4), gen.pick(1, 4) * 4,
+                      decode ? gen.pick(1, 4) : 128 * gen.pick(1, 16), gen.pick(0, 1) ? 64 : 128);
     if (decode) {
       r.problem.seq_kv = 1024 * gen.pick(1, 8);
       r.problem.kv_heads = r.problem.heads / 4;
@@ -55,7 +55,8 @@ TEST_CASE("time attribution: rows sum to each kernel's time and the run's, the b
     // Some runs leave repeated work out however small (steady-state extrapolation).
     if (i % 3 == 1) r.extrapolate_above_work = 0;
     const char* profiles[] = {"h100-sxm5-80gb", "a100-sxm4-80gb", "h200-sxm-141gb"};
-    const HardwareProfile& hw = test::profile(algo == "flash3" ? "h100-sxm5-80gb" : gen.pick(profiles));
+    const HardwareProfile& hw =
+        test::profile(algo == "flash3" ? "h100-sxm5-80gb" : gen.pick(profiles));
     CAPTURE(algo);
     CAPTURE(hw.name);
     CAPTURE(pass_name(r.problem.pass));
@@ -93,8 +94,9 @@ TEST_CASE("time attribution: rows sum to each kernel's time and the run's, the b
   CHECK(extrapolated >= 1);
 }
 
-TEST_CASE("time attribution: a decode that streams the KV cache is HBM's, a prefill the tensor "
-          "pipe's") {
+TEST_CASE(
+    "time attribution: a decode that streams the KV cache is HBM's, a prefill the tensor "
+    "pipe's") {
   // Every SM holds CTAs of a decode step over an 8K-token cache: HBM delivers each K/V block
   // after the SM has computed the last one.
   RunRequest decode = test::request("flash2", 64, 32, 1, 128);

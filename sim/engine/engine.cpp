@@ -137,8 +137,9 @@ class KernelRun {
     run_.stats->ctas_simulated += run_.next_cta - run_.stats->ctas_extrapolated;
     const double end = last_finish + run_.skipped_s;
     waves_.close(end, rates_.launch_s, kr);
-    kr.time_attribution = timer_.attribution(end, detail::busy_s(kr.counters.hbm, rates_.per.hbm_byte),
-                                                 detail::busy_s(kr.counters.l2, rates_.per.l2_byte));
+    kr.time_attribution =
+        timer_.attribution(end, detail::busy_s(kr.counters.hbm, rates_.per.hbm_byte),
+                           detail::busy_s(kr.counters.l2, rates_.per.l2_byte));
     return end + rates_.launch_s;
   }
 
@@ -376,7 +377,7 @@ class KernelRun {
   Repetition repetition_;
   std::vector<std::unique_ptr<detail::Extrapolator>> extrapolators_;
   detail::KernelProgress run_;
-  WaveTimeline waves_;  // the kernel's waves and tail, as its CTAs finish
+  WaveTimeline waves_;                 // the kernel's waves and tail, as its CTAs finish
   double attributed_skipped_s_ = 0.0;  // of run_.skipped_s, what attribute_skipped() has charged
 };
 

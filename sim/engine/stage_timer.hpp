@@ -3,6 +3,8 @@
 // take on the bandwidth servers and the SMs' pipes, and when a slot's next CTA starts. The event
 // loop (sim/engine/engine.cpp) and a timeline's replay (sim/engine/replay.cpp) time stages through
 // it alike. Header-only: it is the loop's innermost code, inlined where it is called.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -11,8 +13,6 @@
 #include <cstring>
 #include <utility>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "sim/base/errors.hpp"
 #include "sim/engine/extrapolator.hpp"
@@ -118,7 +118,7 @@ class StageTimer {
                       w.smem_bytes * rates_.per.smem_byte};
     // The row each pipe's time is charged to.
     std::array<TimeRow, 5> row = {TimeRow::tensor, TimeRow::fp32_sfu, TimeRow::fp32_sfu,
-                                   TimeRow::fp32_sfu, TimeRow::smem};
+                                  TimeRow::fp32_sfu, TimeRow::smem};
     if (spec_.overlap == PipeOverlap::async_tensor || spec_.overlap == PipeOverlap::lockstep) {
       // The tensor cores' operand reads are their own: one pipe, the busier of the two.
       if (pipes[4] > pipes[0]) row[0] = TimeRow::smem;
@@ -178,7 +178,8 @@ class StageTimer {
     auto lockstep_parts = [&](double warps, double scale) {
       const double per_scheduler = std::max(1.0, warps / kSchedulersPerSm);
       charge(row[0], scale * pipes[0]);
-      charge(TimeRow::fp32_sfu, scale * (sync_busiest + (sync_total - sync_busiest) / per_scheduler));
+      charge(TimeRow::fp32_sfu,
+             scale * (sync_busiest + (sync_total - sync_busiest) / per_scheduler));
     };
     if (spec_.overlap == PipeOverlap::lockstep) {
       const double shared = share * lockstep(share * warps_per_cta_);
@@ -271,7 +272,6 @@ class StageTimer {
   }
 
  public:
-
   // What one stage of a CTA moved and computed: everything its timing depends on.
   struct Stage {
     Traffic loads, stores, in_step;
@@ -462,9 +462,8 @@ class StageTimer {
   void settle_pending(CtaState& st, double weight, double copy_from, double copy_done, TimeRow by) {
     const double span = st.compute_free - st.pending_from;
     if (span > 0.0) {
-      const double hidden = std::clamp(std::min(st.compute_free, copy_done) -
-                                           std::max(st.pending_from, copy_from),
-                                       0.0, span);
+      const double hidden = std::clamp(
+          std::min(st.compute_free, copy_done) - std::max(st.pending_from, copy_from), 0.0, span);
       const double keep = weight * (1.0 - hidden / span);
       for (std::size_t i = 0; i < kTimeRows; ++i) charged_[i] += keep * st.pending[i];
       charge(by, weight * hidden);

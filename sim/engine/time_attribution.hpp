@@ -34,16 +34,16 @@ inline constexpr std::array<TimeRow, kTimeRows> kAllTimeRows = {
 
 /// The row's key in JSON: "tensor", "fp32_sfu", "smem", "l2", "hbm", "latency", "idle", "launch".
 constexpr std::string_view time_row_key(TimeRow r) {
-  constexpr std::array<std::string_view, kTimeRows> keys = {
-      "tensor", "fp32_sfu", "smem", "l2", "hbm", "latency", "idle", "launch"};
+  constexpr std::array<std::string_view, kTimeRows> keys = {"tensor", "fp32_sfu", "smem", "l2",
+                                                            "hbm",    "latency",  "idle", "launch"};
   return keys[static_cast<std::size_t>(r)];
 }
 
 /// The row's name in tables and on the run page.
 constexpr std::string_view time_row_label(TimeRow r) {
   constexpr std::array<std::string_view, kTimeRows> labels = {
-      "tensor pipe",  "FP32/SFU (softmax)", "shared memory",         "L2",
-      "HBM",          "latency",            "idle SMs (tail/waves)", "launch"};
+      "tensor pipe", "FP32/SFU (softmax)",    "shared memory", "L2", "HBM",
+      "latency",     "idle SMs (tail/waves)", "launch"};
   return labels[static_cast<std::size_t>(r)];
 }
 
