@@ -264,6 +264,15 @@ std::string roofline_chart(const Report& r) {
     legend(fmt::format("  {:.4g} FLOP/B, {:.4g} TFLOP/s ({})", p.x, p.y, pct_text(p.y, peak)),
            "small");
   }
+  // The bound the attribution names (the "Where the time goes" bar): why the point sits where it
+  // does under the roofs.
+  if (const TimeAttribution& ta = r.engine.time_attribution; ta.total() > 0) {
+    lg.y += 8;
+    legend(fmt::format("{}-bound", r.bound), "box-name");
+    legend(fmt::format("  largest share of the time: {} {}", time_row_label(ta.largest()),
+                       pct_text(ta[ta.largest()], ta.total())),
+           "small");
+  }
   if (!left_out.empty()) legend("Not drawn:", "small");
   for (const std::string& l : left_out) legend(fmt::format("  {}", l), "small");
   return s;
