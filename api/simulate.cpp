@@ -104,10 +104,10 @@ Report simulate(const HardwareProfile& profile, const RunRequest& original,
   report.engine = std::move(run.engine);
   report.sm_clock_mhz = run.clock_mhz;
   report.power = run.power;
-  const auto longest = std::max_element(
-      report.engine.kernels.begin(), report.engine.kernels.end(),
-      [](const KernelResult& a, const KernelResult& b) { return a.time_s < b.time_s; });
-  report.bound = longest != report.engine.kernels.end() ? longest->bound : "latency";
+  // The run's bound: the class of the largest row of its time (the kernels' attributions summed).
+  report.bound = report.engine.kernels.empty()
+                     ? "latency"
+                     : std::string(bound_of(report.engine.time_attribution.largest()));
   if (report.engine.time_s > 0) {
     const Counters& t = report.engine.total;
     const double s = report.engine.time_s;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <string_view>
 #include <vector>
@@ -263,6 +264,15 @@ std::string roofline_chart(const Report& r) {
     legend(fmt::format("  {:.4g} FLOP/B, {:.4g} TFLOP/s ({})", p.x, p.y, pct_text(p.y, peak)),
            "small");
   }
+  // The bound the attribution names (the "Where the time goes" bar): why the point sits where it
+  // does under the roofs.
+  if (const TimeAttribution& ta = r.engine.time_attribution; ta.total() > 0) {
+    lg.y += 8;
+    legend(fmt::format("{}-bound", r.bound), "box-name");
+    legend(fmt::format("  largest share of the time: {} {}", time_row_label(ta.largest()),
+                       pct_text(ta[ta.largest()], ta.total())),
+           "small");
+  }
   if (!left_out.empty()) legend("Not drawn:", "small");
   for (const std::string& l : left_out) legend(fmt::format("  {}", l), "small");
   return s;
@@ -367,6 +377,66 @@ std::string headline_table(const Report& r) {
   return s + "</tbody></table>\n";
 }
 
+// Where the time goes (sim/engine/time_attribution.hpp): the run's time as one bar split by the
+// resource that bound it, each row's share, and the largest row (the run's bound) named; its table
+// below. In its own coordinates: kWidth x kAttributionHeight.
+constexpr double kAttributionHeight = 150;
+constexpr std::array<const char*, kTimeRows> kTimeRowColours = {
+    "#1b9e77", "#66a61e", "#e6ab02", "#7570b3", "#d95f02", "#a6761d", "#bbbbbb", "#666666"};
+
+std::string attribution_chart(const Report& r) {
+  const TimeAttribution& a = r.engine.time_attribution;
+  const double total = a.total();
+  std::string s =
+      svg_text(20, 24,
+               fmt::format("Where the time goes: {} by the resource that bound it ({}-bound)",
+                           human_seconds(r.engine.time_s), r.bound),
+               "title", "start");
+  const double x0 = 20, width = kWidth - 40, y = 40, h = 36;
+  double x = x0;
+  for (TimeRow row : kAllTimeRows) {
+    const double w = total > 0 ? width * a[row] / total : 0.0;
+    if (w <= 0) continue;
+    s += fmt::format(
+        "<rect class=\"share\" x=\"{:.2f}\" y=\"{:.0f}\" width=\"{:.2f}\" height=\"{:.0f}\" "
+        "fill=\"{}\" data-row=\"{}\" data-seconds=\"{:.6g}\"><title>{}: {} ({})</title></rect>\n",
+        x, y, w, h, kTimeRowColours[static_cast<std::size_t>(row)], time_row_key(row), a[row],
+        time_row_label(row), human_seconds(a[row]), pct_text(a[row], total));
+    if (w > 44) s += svg_text(x + w / 2, y + h / 2 + 4, pct_text(a[row], total), "pct", "middle");
+    x += w;
+  }
+  // The legend: two rows of four.
+  for (std::size_t i = 0; i < kTimeRows; ++i) {
+    const TimeRow row = kAllTimeRows[i];
+    const double lx = x0 + static_cast<double>(i % 4) * (width / 4);
+    const double ly = y + h + 24 + static_cast<double>(i / 4) * 20;
+    s += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"10\" height=\"10\" fill=\"{}\"/>\n",
+                     lx, ly - 9, kTimeRowColours[i]);
+    s += svg_text(lx + 14, ly,
+                  fmt::format("{} {}{}", time_row_label(row), pct_text(a[row], total),
+                              row == a.largest() ? " (largest)" : ""),
+                  row == a.largest() ? "box-name" : "small", "start");
+  }
+  return s;
+}
+
+std::string attribution_table(const Report& r) {
+  const TimeAttribution& a = r.engine.time_attribution;
+  std::string s = "<table id=\"time\">\n<thead><tr><th>resource</th><th>time</th><th>share</th>";
+  for (const KernelResult& k : r.engine.kernels) s += fmt::format("<th>{}</th>", esc(k.spec.name));
+  s += "</tr></thead>\n<tbody>\n";
+  for (TimeRow row : kAllTimeRows) {
+    s += fmt::format("<tr data-row=\"{}\"><td>{}</td><td>{}</td><td>{}</td>", time_row_key(row),
+                     esc(std::string(time_row_label(row))), human_seconds(a[row]),
+                     pct_text(a[row], a.total()));
+    for (const KernelResult& k : r.engine.kernels) {
+      s += fmt::format("<td>{}</td>", human_seconds(k.time_attribution[row]));
+    }
+    s += "</tr>\n";
+  }
+  return s + "</tbody></table>\n";
+}
+
 std::string kernel_table(const Report& r) {
   std::string s =
       "<table id=\"kernels\">\n<thead><tr><th>kernel</th><th>CTAs</th><th>CTAs/SM</th>"
@@ -424,6 +494,16 @@ std::string run_html(const Report& r) {
       r.request.engine.l2_enabled ? "on" : "off (two-level model)", r.sm_clock_mhz);
   s += "<section><h2>Achieved</h2>\n";
   s += headline_table(r);
+  s += "</section>\n<section><h2>Where the time goes</h2>\n";
+  s += svg_open(kWidth, kAttributionHeight, "chart attribution");
+  s += chart_style() + attribution_chart(r) + "</svg>\n";
+  s += attribution_table(r);
+  s += "<p class=\"note\">Every moment of every SM that holds the kernel's CTAs is charged to "
+       "what its CTA slot waited on: a pipe computing, a copy's server (HBM, the L2) and then its "
+       "latency, a CTA's launch, or nothing left to start (idle: the last wave's tail). SMs that "
+       "hold no CTA are idle but for the share of the time HBM (or the L2) was busy. The rows sum "
+       "to the run's time; the largest names the bound (docs/model.md, \"Where the time "
+       "goes\").</p>\n";
   s += "</section>\n<section><h2>Memory chart</h2>\n";
   s += svg_open(kWidth, kMemoryHeight, "chart memory");
   s += chart_style() + memory_chart(r) + "</svg>\n</section>\n";

@@ -19,8 +19,8 @@ using nlohmann::json;
 // How many infeasible points the table quotes with their reasons.
 constexpr std::size_t kInfeasibleShown = 3;
 
-// The kernel that took longest: the one whose bound is the run's (simulate()), whose occupancy
-// and waves the tune's columns show. Null for an infeasible run.
+// The kernel that took longest: the one whose occupancy and waves the tune's columns show. Null for
+// an infeasible run.
 const KernelResult* longest_kernel(const Report& r) {
   const auto& k = r.engine.kernels;
   const auto it = std::max_element(

@@ -79,6 +79,20 @@ const AttentionProblem& problem(const Report& r) {
 const Counters& total(const Report& r) {
   return r.engine.total;
 }
+// The run's time by the resource that bound it (sim/engine/time_attribution.hpp), its largest
+// row marked: the run's bound.
+std::string time_attribution_text(const TimeAttribution& a) {
+  const double total = a.total();
+  std::string s = fmt::format("\n{:<22} {:>10} {:>7}\n", "where the time goes", "time", "share");
+  for (TimeRow row : kAllTimeRows) {
+    s += fmt::format(
+        "{:<22} {:>10} {:>6.1f}%{}\n", time_row_label(row), human_seconds(a[row]),
+        total > 0 ? 100.0 * a[row] / total : 0.0,
+        row == a.largest() ? fmt::format("  <- largest: {}-bound", bound_of(row)) : std::string());
+  }
+  return s;
+}
+
 json or_null(bool given, json v) {
   return given ? v : json(nullptr);
 }
@@ -277,6 +291,13 @@ std::string csv_text(Csv style, const json& v) {
 }
 
 // What a feasible run's JSON holds beyond kColumns: its kernels, all its counters (written as
+// A time attribution as JSON: each row's seconds by its key, and the largest row's key.
+json time_attribution_json(const TimeAttribution& a) {
+  json seconds = json::object();
+  for (TimeRow row : kAllTimeRows) seconds[std::string(time_row_key(row))] = a[row];
+  return {{"seconds", seconds}, {"largest", std::string(time_row_key(a.largest()))}};
+}
+
 // each kernel's; the counter columns are among them), the rest of the bounds, ...
 void add_run_json(json& j, const Report& r) {
   json kernels = json::array();
@@ -299,6 +320,7 @@ void add_run_json(json& j, const Report& r) {
                        {"achieved_hbm_gbps", k.achieved_hbm_gbps},
                        {"achieved_l2_gbps", k.achieved_l2_gbps},
                        {"achieved_tensor_tflops", k.achieved_tensor_tflops},
+                       {"time_attribution", time_attribution_json(k.time_attribution)},
                        {"counters", counters_json(k.counters)}});
   }
   j["kernels"] = kernels;
@@ -421,6 +443,7 @@ std::string format_table(const Report& r) {
         human_bytes(static_cast<double>(c.l2.read_total())),
         human_bytes(static_cast<double>(c.l2.write_total())));
   }
+  s += time_attribution_text(r.engine.time_attribution);
   const Counters& t = r.engine.total;
   s += fmt::format("\ntotal    time {} ({}-bound), HBM {}{}, L2 {}, smem {}\n",
                    human_seconds(r.engine.time_s), r.bound,

@@ -3,8 +3,8 @@
 # Chromium (the approach of browser_test.sh): node parses reports/assets/*.js first; then the pages
 # of a run of one kernel with the L2 on and of a two-level forward and backward (four kernels) are
 # rendered (tests/run_page_test.sh checks the numbers of these and other runs without a browser).
-# Fails on any console message or script error, and unless each of the three charts (memory chart,
-# roofline, timeline) drew. Run by ctest with IOSIM set to the binary.
+# Fails on any console message or script error, and unless each of the four charts (time shares,
+# memory chart, roofline, timeline) drew. Run by ctest with IOSIM set to the binary.
 #
 #   IOSIM=build/iosim bash tests/run_browser_test.sh [SCREENSHOT.png]
 #
@@ -32,7 +32,7 @@ for i in "${!pages[@]}"; do
   errors=$(body_attr "$tmp/dom$i.html" errors)
   echo "page $i (${pages[$i]}): status $status, charts $drawn of $expected, script errors $errors"
   [ "$status" = ok ] || bad "page $i status '$status': $(body_attr "$tmp/dom$i.html" error-text)"
-  [ "$expected" = 3 ] && [ "$drawn" = 3 ] || bad "page $i drew $drawn of $expected charts, want 3"
+  [ "$expected" = 4 ] && [ "$drawn" = 4 ] || bad "page $i drew $drawn of $expected charts, want 4"
   [ "$errors" = 0 ] || bad "page $i: $errors script errors"
 done
 

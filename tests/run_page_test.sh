@@ -34,8 +34,22 @@ try:
         xml.dom.minidom.parseString(chart)
 except Exception as e:
     sys.exit(f"not well-formed XML: {e}")
-if len(re.findall(r"<svg ", html)) != 3:
-    sys.exit("the page has not three charts")
+if len(re.findall(r"<svg ", html)) != 4:
+    sys.exit("the page has not four charts")
+# Where the time goes: the bar's shares are the kernels' time_attribution summed, and they add up
+# to the run's time; the title names the run's bound.
+bar = dict(re.findall(r'<rect class="share"[^>]*data-row="(\w+)" data-seconds="([^"]+)"', html))
+rows = {}
+for k in j["kernels"]:
+    for row, v in k["time_attribution"]["seconds"].items():
+        rows[row] = rows.get(row, 0.0) + v
+if {r: v for r, v in rows.items() if v > 0}.keys() != bar.keys() or any(
+        abs(float(bar[r]) - rows[r]) > 1e-5 * rows[r] for r in bar):
+    sys.exit(f"time bar {bar}, the JSON's {rows}")
+if abs(sum(float(v) for v in bar.values()) - j["time_s"]) > 1e-5 * j["time_s"]:
+    sys.exit(f"time bar sums to {sum(float(v) for v in bar.values())}, the run took {j['time_s']}")
+if f"({j['bound']}-bound)" not in html:
+    sys.exit(f"the time bar does not name the run's bound ({j['bound']})")
 c, a = j["counters"], j["achieved"]
 want = {"hbm": (c["hbm_read_bytes"], c["hbm_write_bytes"]),
         "l2": (c["l2_read_bytes"], c["l2_write_bytes"]),

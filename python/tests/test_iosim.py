@@ -56,6 +56,16 @@ def test_run_fields():
                                     + c["hbm_write_dirty_at_end_bytes"])
     assert c["hbm_total_bytes"] >= r["bounds"]["compulsory_bytes"]
     assert r["sm_clock_mhz"] > 0
+    # Where the time goes: each kernel's rows sum to its time, the largest names the bound.
+    for k in r["kernels"]:
+        a = k["time_attribution"]
+        assert set(a["seconds"]) == {"tensor", "fp32_sfu", "smem", "l2", "hbm", "latency",
+                                     "idle", "launch"}
+        assert all(v >= 0 for v in a["seconds"].values())
+        assert abs(sum(a["seconds"].values()) - k["time_s"]) <= 1e-9 * k["time_s"]
+        assert a["largest"] == max(a["seconds"], key=a["seconds"].get)
+    assert r["kernels"][0]["time_attribution"]["largest"] == "tensor"
+    assert r["bound"] == "compute"
 
 
 def test_errors_are_typed():

@@ -88,6 +88,7 @@ class KernelRun {
                       slots, std::int64_t{1} << Event::kSlotBits));
     }
     run_.states.resize(static_cast<std::size_t>(slots));
+    timer_.place_slots(slots, sms_);
     // First wave: breadth-first over SMs (CTA i on SM i mod #SMs).
     for (std::int64_t s = 0; s < slots; ++s) {
       events_.push(start_cta(static_cast<std::uint32_t>(s), run_.next_cta++,
@@ -110,6 +111,7 @@ class KernelRun {
         events_.replace_top({next_stage_time(st, now), issue(), ev.slot()});
       } else {
         last_finish = std::max(last_finish, st.end);
+        timer_.cta_ended(st);
         const std::int64_t done = ++finished + run_.stats->ctas_extrapolated - extrapolated_before;
         if (finished % slots == 0) run_control::wave_done(spec_.name, done, run_.ctas);
         waves_.finished(done, st.end + run_.skipped_s);
@@ -119,22 +121,37 @@ class KernelRun {
         st.cta = -1;
         if (run_.next_cta < run_.ctas) {
           for (const auto& x : extrapolators_) x->before_dispatch(st.end, run_);
-          events_.replace_top(
-              start_cta(ev.slot(), run_.next_cta++, st.sm, next_cta_start(rates_, spec_, st.end)));
+          attribute_skipped();
+          const double start = next_cta_start(rates_, spec_, st.end);
+          timer_.refill(st, start);
+          events_.replace_top(start_cta(ev.slot(), run_.next_cta++, st.sm, start));
         } else {
           waves_.slot_idle(st.end + run_.skipped_s);
+          timer_.slot_idle(st);
           events_.pop();
         }
       }
       for (const auto& x : extrapolators_) x->after_event(now, run_);
+      attribute_skipped();
     }
     run_.stats->ctas_simulated += run_.next_cta - run_.stats->ctas_extrapolated;
     const double end = last_finish + run_.skipped_s;
     waves_.close(end, rates_.launch_s, kr);
+    kr.time_attribution =
+        timer_.attribution(end, detail::busy_s(kr.counters.hbm, rates_.per.hbm_byte),
+                           detail::busy_s(kr.counters.l2, rates_.per.l2_byte));
     return end + rates_.launch_s;
   }
 
  private:
+  // Time the extrapolators left out since the last call, to the attribution.
+  void attribute_skipped() {
+    if (run_.skipped_s != attributed_skipped_s_) {
+      timer_.skipped(run_.skipped_s - attributed_skipped_s_);
+      attributed_skipped_s_ = run_.skipped_s;
+    }
+  }
+
   // The next event's issue number.
   std::uint64_t issue() {
     if (seq_ == Event::kMaxIssue) [[unlikely]] {
@@ -167,6 +184,8 @@ class KernelRun {
     st.ring = 0;
     st.compute_end.assign(static_cast<std::size_t>(std::max(1, spec_.pipeline_stages)), t);
     st.compute_free = t;
+    st.pending.fill(0.0);
+    st.pending_from = t;
     st.end = t;
     ++run_.resident;
     ++run_.resident_on_sm[static_cast<std::size_t>(sm)];
@@ -358,16 +377,17 @@ class KernelRun {
   Repetition repetition_;
   std::vector<std::unique_ptr<detail::Extrapolator>> extrapolators_;
   detail::KernelProgress run_;
-  WaveTimeline waves_;  // the kernel's waves and tail, as its CTAs finish
+  WaveTimeline waves_;                 // the kernel's waves and tail, as its CTAs finish
+  double attributed_skipped_s_ = 0.0;  // of run_.skipped_s, what attribute_skipped() has charged
 };
 
 }  // namespace
 
 namespace detail {
 
-void set_rates(const HardwareProfile& profile, KernelResult& kr, double clock_mhz) {
-  kr.bound = classify_bound(profile, kr.counters, kr.time_s, clock_mhz, kr.spec.mma_dtype,
-                            kr.spec.tensor_instruction);
+void set_rates(KernelResult& kr) {
+  // The bound is the class of the largest row of the kernel's time (TimeAttribution).
+  kr.bound = std::string(bound_of(kr.time_attribution.largest()));
   kr.achieved_hbm_gbps =
       static_cast<double>(kr.counters.hbm.read_total() + kr.counters.hbm.write_total()) /
       kr.time_s / 1e9;
@@ -464,10 +484,11 @@ EngineResult run_schedule(const HardwareProfile& profile, const Schedule& schedu
     // A run that left work out measured what it left out at its own clock (steady_state.hpp).
     if (record != nullptr && kr.extrapolation.applied()) record->usable = false;
     kr.counters.l2_dirty_at_end_bytes = l2 ? l2->dirty_bytes() : 0;
-    detail::set_rates(profile, kr, clock_mhz);
+    detail::set_rates(kr);
     result.total += kr.counters;
     result.extrapolation += kr.extrapolation;
     result.time_s += kr.time_s;
+    result.time_attribution += kr.time_attribution;
     result.kernels.push_back(std::move(kr));
   }
   if (record != nullptr) {

@@ -33,6 +33,7 @@
 
 #include "sim/engine/counters.hpp"
 #include "sim/engine/steady_state.hpp"
+#include "sim/engine/time_attribution.hpp"
 #include "sim/hardware/occupancy.hpp"
 #include "sim/hardware/profile.hpp"
 #include "sim/schedule/schedule.hpp"
@@ -76,7 +77,11 @@ struct KernelResult {
   double waves = 0.0;
   double time_s = 0.0;
   Counters counters;
-  std::string bound;  // "memory" | "compute" | "latency"
+  // "compute" | "memory" | "latency": the class of time_attribution's largest row (bound_of()).
+  std::string bound;
+  // The kernel's time by the resource that bound it (sim/engine/time_attribution.hpp): the rows
+  // sum to time_s.
+  TimeAttribution time_attribution;
   double achieved_hbm_gbps = 0.0;
   double achieved_l2_gbps = 0.0;
   double achieved_tensor_tflops = 0.0;  // tensor-core FLOPs per second, in 1e12
@@ -98,6 +103,7 @@ struct EngineResult {
   std::vector<KernelResult> kernels;
   Counters total;
   double time_s = 0.0;
+  TimeAttribution time_attribution;  // the kernels' summed: its rows sum to time_s
   Extrapolation extrapolation;
 };
 
@@ -110,6 +116,7 @@ struct Timeline;  // sim/engine/timeline.hpp
 EngineResult run_schedule(const HardwareProfile& profile, const Schedule& schedule,
                           const EngineOptions& options, Timeline* record = nullptr);
 
+/// The roofline's view, kept for comparison (a kernel's `bound` is its attribution's):
 /// "memory" | "compute" | "latency" for work that took `time_s`: the larger of the memory floor
 /// (DRAM or L2 bytes at full bandwidth) and the compute floor (tensor-core + FP32 + SFU work at
 /// peak, added because a CTA issues them in turn) decides, unless both are under half the time.

@@ -5,12 +5,14 @@
 // (step_windows.hpp). The loop calls every kind its kernel uses at each CTA dispatch and after
 // each event; a kind leaves work out through the KernelProgress it is handed (the next CTA to
 // dispatch, the resident CTAs' parts, the counters, the time).
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
 #include "sim/engine/counters.hpp"
 #include "sim/engine/steady_state.hpp"
+#include "sim/engine/time_attribution.hpp"
 #include "sim/schedule/tile_op.hpp"
 
 namespace iosim::detail {
@@ -32,6 +34,11 @@ struct CtaState {
   std::vector<double> compute_end;  // ring of the last `pipeline_stages` compute ends
   double compute_free = 0.0;
   double end = 0.0;
+  TimeRow end_by = TimeRow::latency;  // what set `end` past the compute (its stores' server)
+  // The last stage's compute, not yet charged (StageTimer): from pending_from to compute_free,
+  // by TimeRow.
+  std::array<double, kTimeRows> pending{};
+  double pending_from = 0.0;
   // Steady-state extrapolation (sim/engine/steady_state.hpp): the CTA's steady parts [steady_first,
   // steady_last) as the schedule declared them; a cut leaves out parts [skip_from, steady_last),
   // so that the part after skip_from - 1 is steady_last. Its part and CTA at the last window.

@@ -13,9 +13,10 @@ struct KernelResult;  // sim/engine/engine.hpp
 
 namespace iosim::detail {
 
-/// A kernel's time-dependent results at `clock_mhz` (its bound and achieved rates) from its time
-/// and counters: after an engine run (sim/engine/engine.cpp) and a replay (replay.cpp) alike.
-void set_rates(const HardwareProfile& profile, KernelResult& kr, double clock_mhz);
+/// A kernel's time-dependent results (its bound and achieved rates) from its time, its time's
+/// attribution and its counters: after an engine run (sim/engine/engine.cpp) and a replay
+/// (replay.cpp) alike.
+void set_rates(KernelResult& kr);
 
 // Rates of one machine at one SM clock, in bytes or operations per second.
 struct Rates {

@@ -77,6 +77,8 @@ void replay_kernel(const HardwareProfile& profile, const Timeline::Kernel& k, do
     st.ring = 0;
     st.compute_end.assign(pipeline, t);
     st.compute_free = t;
+    st.pending.fill(0.0);
+    st.pending_from = t;
     st.end = t;
     ++resident_on_sm[static_cast<std::size_t>(sm)];
     const Timeline::Cta& c = k.ctas[static_cast<std::size_t>(cta)];
@@ -89,6 +91,7 @@ void replay_kernel(const HardwareProfile& profile, const Timeline::Kernel& k, do
   double last_finish = 0.0;
   std::int64_t finished = 0;
   WaveTimeline waves(ctas, slots);
+  timer.place_slots(slots, k.sms);
   std::uint32_t events_run = 0;
   while (!events.empty()) {
     if ((++events_run & 1023u) == 0) run_control::check();
@@ -110,19 +113,25 @@ void replay_kernel(const HardwareProfile& profile, const Timeline::Kernel& k, do
       events.replace_top({timer.next_stage_time(st, now), seq++, ev.slot()});
     } else {
       last_finish = std::max(last_finish, st.end);
+      timer.cta_ended(st);
       waves.finished(++finished, st.end);
       --resident_on_sm[static_cast<std::size_t>(st.sm)];
       st.cta = -1;
       if (next_cta < ctas) {
-        events.replace_top(
-            start(ev.slot(), next_cta++, st.sm, next_cta_start(rates, spec, st.end)));
+        const double at = next_cta_start(rates, spec, st.end);
+        timer.refill(st, at);
+        events.replace_top(start(ev.slot(), next_cta++, st.sm, at));
       } else {
         waves.slot_idle(st.end);
+        timer.slot_idle(st);
         events.pop();
       }
     }
   }
   waves.close(last_finish, rates.launch_s, kr);
+  kr.time_attribution =
+      timer.attribution(last_finish, detail::busy_s(kr.counters.hbm, rates.per.hbm_byte),
+                        detail::busy_s(kr.counters.l2, rates.per.l2_byte));
   kr.time_s = last_finish + rates.launch_s;
 }
 
@@ -133,11 +142,13 @@ EngineResult replay_timeline(const HardwareProfile& profile, const Timeline& tim
   if (!timeline.usable) throw InternalError("replay_timeline: the timeline is not usable");
   EngineResult result = timeline.recorded;
   result.time_s = 0.0;
+  result.time_attribution = TimeAttribution{};
   for (std::size_t k = 0; k < result.kernels.size(); ++k) {
     KernelResult& kr = result.kernels[k];
     replay_kernel(profile, timeline.kernels[k], clock_mhz, timeline.l2_on, kr);
-    detail::set_rates(profile, kr, clock_mhz);
+    detail::set_rates(kr);
     result.time_s += kr.time_s;
+    result.time_attribution += kr.time_attribution;
   }
   return result;
 }
