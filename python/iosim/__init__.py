@@ -101,6 +101,16 @@ def sweep(jobs=0, dataframe=False, client=None, progress=None, chunks=None, **fl
     this thread as each task finishes (nothing is printed). A point that fails raises the error
     it raises locally (ConfigError, ...) with "sweep point I of N (FLAGS): " before the
     message (of several, the first task to end is reported); the other tasks are cancelled."""
+    # Checked before any point runs (issue #50's probe: dataframe="x" ran the sweep, then raised
+    # ModuleNotFoundError where pandas is not installed).
+    if not isinstance(dataframe, bool):
+        raise TypeError(f"dataframe={dataframe!r}: give True or False")
+    if dataframe:
+        try:
+            import pandas  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
+        except ImportError:
+            raise ConfigError("dataframe=True needs pandas (Debian: apt-get install "
+                              "python3-pandas); leave it out for a list of dicts") from None
     names = list(flags)
     values = []
     for name in names:

@@ -129,6 +129,17 @@ def test_sweep_of_what_ifs():
     assert rows[0]["counters"]["hbm_read_bytes"] > rows[1]["counters"]["hbm_read_bytes"]
 
 
+def test_sweep_dataframe_is_checked_before_the_sweep():
+    # dataframe="x" ran the sweep, then raised ModuleNotFoundError without pandas (issue #50).
+    with pytest.raises(TypeError, match="dataframe='x': give True or False"):
+        iosim.sweep(seq=[256], head_dim=64, dataframe="x")
+    try:
+        import pandas  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
+    except ImportError:
+        with pytest.raises(iosim.ConfigError, match="dataframe=True needs pandas"):
+            iosim.sweep(seq=[256], head_dim=64, dataframe=True)
+
+
 def test_sweep_dataframe():
     pandas = pytest.importorskip("pandas")
     df = iosim.sweep(seq=[256, 512], head_dim=64, dataframe=True)
