@@ -24,6 +24,7 @@ Python 3 standard library only. Everything is written under one temporary folder
 """
 import argparse
 import concurrent.futures as cf
+import glob
 import json
 import os
 import random
@@ -31,6 +32,7 @@ import re
 import resource
 import shlex
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -42,7 +44,7 @@ INTERNAL_TEXT = re.compile(
     r"vector::_M|out_of_range|invalid_argument|yaml-cpp|YAML::|bad_any_cast|bad_variant|"
     r"Traceback \(most recent call last\)")
 SENTINEL = b"sentinel: a file that was here before the command ran\n"
-CLASSES = ["crash", "internal", "hang", "destructive"]
+CLASSES = ["crash", "internal", "hang", "destructive", "silent"]
 
 # ----------------------------------------------------------------------------- values
 
@@ -137,13 +139,16 @@ OUTPUT_FLAGS = [
 
 
 class Case:
-    def __init__(self, cid, argv=None, files=None, py=None, outputs=(), timeout=None):
+    def __init__(self, cid, argv=None, files=None, py=None, outputs=(), timeout=None, setup=None,
+                 expect="any"):
         self.id = cid
         self.argv = argv  # CLI: the arguments after 'iosim'; '{fx}' is the fixture folder
         self.files = files or {}  # name in the case's folder -> bytes
         self.py = py  # Python API: an expression using the module iosim and the folder fx
         self.outputs = list(outputs)  # names in the case folder given as outputs (sentinels)
         self.timeout = timeout
+        self.setup = setup  # (kind, name): a FIFO, folder, link loop or file made in its folder
+        self.expect = expect  # "bad": an input no command may accept (exit 0 is 'silent')
 
 
 def with_flag(base, flag, value):
@@ -156,18 +161,30 @@ def with_flag(base, flag, value):
     return argv + [flag, value]
 
 
+def int_syntax(v):
+    """True for a decimal integer that some integer flag (int64, uint64) may hold."""
+    return bool(re.fullmatch(r"[-+]?\d+", v)) and -2**63 <= int(v) < 2**64
+
+
 def gen_flags(cases):
     for sub, spec in SUBCOMMANDS.items():
         base = spec["base"]
         for flag in spec["ints"]:
             for i, v in enumerate(INT_BAD):
-                cases.append(Case(f"{sub}.num.{flag}.{i}", with_flag(base, flag, v)))
+                cases.append(Case(f"{sub}.num.{flag}.{i}", with_flag(base, flag, v),
+                                  expect="any" if int_syntax(v) or (sub in ("sweep", "tune") and
+                                                                    v == "1,2") else "bad"))
         for flag in spec["floats"]:
             for i, v in enumerate(FLOAT_BAD):
-                cases.append(Case(f"{sub}.float.{flag}.{i}", with_flag(base, flag, v)))
+                ok = re.fullmatch(r"[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d{1,3})?|[-+]?inf", v)
+                ok = ok or (sub == "sweep" and v == "0,5")  # a list of two there
+                cases.append(Case(f"{sub}.float.{flag}.{i}", with_flag(base, flag, v),
+                                  expect="any" if ok and v not in ("1e309", "-1e309") else "bad"))
         for flag in spec["words"]:
             for i, v in enumerate(WORD_BAD):
-                cases.append(Case(f"{sub}.word.{flag}.{i}", with_flag(base, flag, v)))
+                ok = v == "--help" or (sub == "sweep" and v == "on,off")  # a list there
+                cases.append(Case(f"{sub}.word.{flag}.{i}", with_flag(base, flag, v),
+                                  expect="any" if ok else "bad"))
         for flag in spec.get("lists", []):
             for i, v in enumerate(LIST_BAD):
                 cases.append(Case(f"{sub}.list.{flag}.{i}", with_flag(base, flag, v)))
@@ -188,12 +205,20 @@ def gen_combos(cases):
         for extra in (["--algo", "flash3"], ["--kernel", "flash3"], ["--dtype", "fp8"],
                       ["--algo", "flash3", "--dtype", "fp8"], ["--warpgroups", "pingpong"],
                       ["--kernel", "{fx}/wg1.yaml"], ["--algo", "flash3", "--pass", "fwdbwd"]):
-            cases.append(Case(f"{sub}.a100.{'_'.join(extra)}", base + a100 + extra))
+            # fp8 and wgmma/TMA are Hopper's; pingpong warpgroups are flash3's (refused with
+            # flash2 anywhere)
+            cases.append(Case(f"{sub}.a100.{'_'.join(extra)}", base + a100 + extra,
+                              expect="bad"))
     layer = SUBCOMMANDS["layer"]["base"]
     for extra in (["--gemm-cluster-m", "2"], ["--gemm-cluster-n", "2"], ["--algo", "flash3"],
                   ["--kernel", "flash3"], ["--gemm-bm", "64"], ["--gemm-split-k", "2"],
                   ["--kernel", "{fx}/wg1.yaml"], ["--dtype", "fp8"]):
-        cases.append(Case(f"layer.a100.{'_'.join(extra)}", layer + a100 + extra))
+        bad = extra[0] != "--gemm-bm" and extra[0] != "--gemm-split-k"  # A100 tiles, split-K
+        cases.append(Case(f"layer.a100.{'_'.join(extra)}", layer + a100 + extra,
+                          expect="bad" if bad else "any"))
+    # a list whose values past their range come after points that run (each ~1 s)
+    cases.append(Case("layer.list_late.--batch", layer + ["--batch", "1:9223372036854775807:x2"],
+                      expect="bad"))
     for flag, vals in (("--gemm-bm", ["8", "16", "63", "64", "128", "256", "264", "512"]),
                        ("--gemm-bn", ["8", "12", "256", "264", "1024"]),
                        ("--gemm-bk", ["16", "32", "48", "512", "1008", "4096"]),
@@ -252,6 +277,25 @@ def gen_outputs(cases):
                 name = "out" + ext
                 cases.append(Case(f"{sub}.out.{kind}.{flag}{ext}", table[sub] + extra + [flag, name],
                                   outputs=[name]))
+    # every output flag of a command that would succeed, over a path that is not a regular file
+    good = {"run": ["run", "--seq", "128"], "sweep": ["sweep", "--seq", "128", "-j", "1"],
+            "validate": ["validate", "{fx}/measured.json"], "explain": ["explain", "--seq", "16"],
+            "layer": ["layer", "--model", "llama-3-8b", "--phase", "decode", "--seq", "128"],
+            "report": ["report", "{fx}/sweep.json"]}
+    for sub, flag, extra in OUTPUT_FLAGS:
+        for label, setup, path in (
+                ("fifo", ("fifo", "p"), "p"), ("dir", ("dir", "d"), "d"), ("devfull", None,
+                                                                           "/dev/full"),
+                ("devnull", None, "/dev/null"), ("loop", ("loop", "l"), "l"),
+                ("nodir", None, "no/such/x.out"), ("empty", None, ""), ("dot", None, "."),
+                ("input", None, "{fx}/" + {"validate": "measured.json", "report": "sweep.json"}
+                 .get(sub, "profile.yaml")), ("filedir", ("file", "f"), "f/x.out"),
+                ("newline", None, "a\nb.out"), ("long", None, "x" * 300)):
+            argv = good[sub] + extra + [flag, path]
+            if label == "input" and sub not in ("validate", "report"):
+                argv += ["--profile", "{fx}/profile.yaml"] if sub != "layer" else [
+                    "--profile", "{fx}/profile.yaml"]
+            cases.append(Case(f"{sub}.outpath.{flag}.{label}", argv, setup=setup))
     # two outputs that are one file, in a run that would succeed
     for argv in (["run", "--seq", "128", "--html", "o.html", "--svg", "./o.html"],
                  ["report", "{fx}/sweep.json", "--md", "o.md", "--html", "./o.md"]):
@@ -341,11 +385,35 @@ FILE_ALSO = {
                 ["sweep", "--seq", "128", "-j", "1", "--profile", "F"]],
     "kernel": [["layer", "--model", "llama-3-8b", "--seq", "128", "--phase", "decode",
                 "--kernel", "F"], ["tune", "--seq", "256", "--block-q", "64", "--block-kv", "64",
-                                   "-j", "1", "--kernel", "F"]],
+                                   "-j", "1", "--kernel", "F"],
+               ["validate", "--ncu", "{fx}/ncu.csv", "--kernel", "F", "--time-us", "1616.6",
+                "--batch", "4", "--heads", "16", "--seq", "4096", "--head-dim", "128"]],
     "measured": [["report", "{fx}/sweep.json", "--validation", "F"]],
+    "pattern": [["explain", "--algo", "block-sparse", "--seq", "64", "--block-q", "16",
+                 "--block-kv", "16", "--head-dim", "16", "--pattern", "file:F"]],
+    "ncu": [["validate", "--ncu", "F", "--kernel", "{fx}/wg1.yaml", "--batch", "4", "--heads",
+             "16", "--seq", "4096", "--head-dim", "128", "--profile", "a100-sxm4-80gb"]],
     "blocktable": [["explain", "--algo", "paged", "--batch", "2", "--heads", "2", "--seq", "1",
                     "--seq-kv", "40", "--head-dim", "16", "--block-table", "F"]],
 }
+
+
+# the Python call reading each kind of file; F is the file's path
+PY_FILE = {
+    "profile": "iosim.run(seq=128, profile=F)",
+    "kernel": "iosim.run(seq=128, kernel=F)",
+    "model": "iosim.layer(model=F, phase='decode', seq=128)",
+    "measured": "iosim.validate(F)",
+    "trace": "iosim.kvcache(layers=2, kv_heads=2, head_dim=64, trace=F)",
+    "blocktable": "iosim.run(algo='paged', batch=2, heads=2, seq=1, seq_kv=40, head_dim=32, "
+                  "block_table=F)",
+    "pattern": "iosim.run(algo='block-sparse', seq=512, block_q=128, block_kv=128, "
+               "pattern='file:' + F)",
+}
+PY_FILE_LABELS = {"empty", "junk", "nul", "bom", "utf16", "badutf8", "double", "trunc10",
+                  "trunc50", "trunc90", "dropline0", "dropline1", "dupline0", "word0", "word1",
+                  "word2", "word5", "quote", "anchor", "docs", "deep", "tab", "array", "ragged",
+                  "semicolon", "crlf"}
 
 
 def make_fixtures(fx, binary, repo):
@@ -392,8 +460,14 @@ def gen_files(cases, texts, rng):
             for k, other in enumerate(FILE_ALSO.get(kind, [])):
                 if label in ("empty", "junk", "trunc50", "num0", "num3", "num6", "word1", "crlf",
                              "badutf8"):
-                    use = [a.replace("F", fname) if a == "F" else a for a in other]
+                    use = [a.replace("F", fname) if a in ("F", "file:F") else a for a in other]
                     cases.append(Case(f"file.{kind}.via{k}.{label}", use, files={fname: data}))
+        # the same file through the Python package (its own path into the readers)
+        for label, data in mutations(texts[name], rng, syntax):
+            if kind in PY_FILE and label in PY_FILE_LABELS or (kind in PY_FILE and
+                                                                 label.startswith("num")):
+                cases.append(Case(f"python.file.{kind}.{label}", py=PY_FILE[kind],
+                                  files={os.path.splitext(name)[1]: data}))
         # not a file: missing, a folder, a FIFO-less device, a link loop
         for label, path in (("missing", "nope" + os.path.splitext(name)[1]), ("folder", "."),
                             ("devnull", "/dev/null"), ("devzero", "/dev/zero")):
@@ -407,6 +481,9 @@ def gen_files(cases, texts, rng):
 PY_BAD = ["None", "''", "'x'", "-1", "0", "2**70", "-2**70", "float('nan')", "float('inf')",
           "1.5", "[1]", "[]", "{}", "True", "b'x'", "object()", "'1e309'", "'99999999999999999999'",
           "1e300", "(1, 2)", "'\\x00'", "'a'*100000"]
+# values no keyword of any function may take
+PY_NEVER = {"'x'", "float('nan')", "b'x'", "object()", "2**70", "-2**70", "'\\x00'",
+            "'a'*100000", "'1e309'", "'99999999999999999999'"}
 PY_FUNCS = {
     "run": ("seq=128", ["seq", "batch", "heads", "kv_heads", "head_dim", "block_q", "block_kv",
                         "algo", "profile", "dtype", "dropout", "sm_clock_mhz", "set", "kernel",
@@ -436,7 +513,8 @@ def gen_python(cases):
                 # the base's own keyword replaced
                 kept = ", ".join(p for p in base.split(", ") if not p.startswith(arg + "="))
                 expr = f"iosim.{fn}({kept}{', ' if kept else ''}{key})"
-                cases.append(Case(f"python.{fn}.{arg}.{i}", py=expr))
+                cases.append(Case(f"python.{fn}.{arg}.{i}", py=expr,
+                                  expect="bad" if v in PY_NEVER else "any"))
         cases.append(Case(f"python.{fn}.unknown", py=f"iosim.{fn}({base}, no_such_flag=1)"))
         cases.append(Case(f"python.{fn}.positional", py=f"iosim.{fn}(1)"))
     for label, expr in (
@@ -504,6 +582,11 @@ def snapshot(folder):
     out = {}
     for name in os.listdir(folder):
         p = os.path.join(folder, name)
+        st = os.lstat(p)
+        if not stat.S_ISREG(st.st_mode):  # a FIFO (never opened: it would block), folder, link
+            out[name] = ("mode", stat.S_IFMT(st.st_mode), os.readlink(p) if os.path.islink(p)
+                         else None)
+            continue
         try:
             with open(p, "rb") as f:
                 out[name] = f.read()
@@ -518,6 +601,18 @@ def run_cli(case, binary, root, fx, timeout):
     for name, data in case.files.items():
         with open(os.path.join(cdir, name), "wb") as f:
             f.write(data)
+    if case.setup:
+        kind, name = case.setup
+        p = os.path.join(cdir, name)
+        if kind == "fifo":
+            os.mkfifo(p)
+        elif kind == "dir":
+            os.mkdir(p)
+        elif kind == "loop":
+            os.symlink(name, p)
+        else:
+            with open(p, "wb") as f:
+                f.write(SENTINEL)
     for name in case.outputs:
         with open(os.path.join(cdir, name), "wb") as f:
             f.write(SENTINEL)
@@ -553,6 +648,8 @@ def run_cli(case, binary, root, fx, timeout):
             found.append("internal")
     elif INTERNAL_TEXT.search(err) and "crash" not in found:
         found.append("internal")
+    if rc == 0 and case.expect == "bad":
+        found.append("silent")
     if rc != 0 and not hung:
         changed = [n for n in after if n not in before or after[n] != before[n]]
         gone = [n for n in before if n not in after]
@@ -566,7 +663,17 @@ def run_cli(case, binary, root, fx, timeout):
 def run_python_batch(batch, pypath, fx, timeout):
     """Runs the Python cases of batch in one interpreter; a case that kills or hangs it is run
     again alone to find it."""
-    lines = "".join(json.dumps([c.id, c.py]) + "\n" for c in batch)
+    exprs = []
+    for c in batch:
+        expr = c.py
+        for ext, data in c.files.items():  # Python cases with a file: F is its path
+            path = os.path.join(fx + "_py", re.sub(r"[^\w.+-]", "_", c.id) + ext)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "wb") as f:
+                f.write(data)
+            expr = expr.replace("F", repr(path))
+        exprs.append(expr)
+    lines = "".join(json.dumps([c.id, e]) + "\n" for c, e in zip(batch, exprs))
     p = subprocess.Popen([sys.executable, "-c", PY_RUNNER, pypath, fx], stdin=subprocess.PIPE,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=limit_child,
                          cwd=tempfile.gettempdir())
@@ -604,6 +711,8 @@ def run_python_batch(batch, pypath, fx, timeout):
             found.append("internal")
         if kind == "error" and not msg.strip():
             found.append("internal")
+        if kind == "ok" and c.expect == "bad":
+            found.append("silent")
         results.append(dict(id=c.id, argv=c.py, rc=0 if kind == "ok" else 2, wall=0, found=found,
                             msg=(f"{typ}: {msg}" if typ else "")[:300]))
     return results
@@ -638,6 +747,10 @@ QUICK = [
     r"^run\.out\.late\.--html\.html$", r"^report\.out\.late\.--md\.md$", r"^same\.",
     r"^sweep\.list\.--seq\.(11|12)$", r"^tune\.list\.--block-q\.(6|13)$",
     r"^validate\.num\.--seq\.13$", r"^explain\.num\.--step\.13$",
+    r"^layer\.list_late\.--batch$", r"^report\.word\.--chartjs\.(1|2)$",
+    r"^python\.misc\.sweep_dataframe_bad$", r"^python\.file\.(model\.quote|measured\.trunc50)$",
+    r"^layer\.outpath\.--html\.fifo$", r"^validate\.outpath\.--json\.(fifo|input)$", r"^python\.run\.seq\.(5|7)$", r"^python\.layer\.gemm_bk\.5$",
+    r"^python\.misc\.(flash3_a100|layer_cluster_a100|validate_bad|kernel_dict_a100|validate_sweep)$",
 ]
 
 
@@ -667,6 +780,10 @@ def main():
             cases = [c for c in cases if pat.search(c.id) and (c.py is None or a.python_path)]
         if a.only:
             cases = [c for c in cases if re.search(a.only, c.id)]
+        if a.python_path and not glob.glob(os.path.join(a.python_path, "iosim", "_iosim*")):
+            print(f"probe: no built iosim package in {a.python_path}: the Python cases are "
+                  "left out", file=sys.stderr)
+            a.python_path = ""
         if not a.python_path:
             cases = [c for c in cases if c.py is None]
         if a.list:
