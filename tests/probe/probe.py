@@ -304,6 +304,11 @@ def gen_outputs(cases):
 
 # ----------------------------------------------------------------------------- files
 
+NUMBER = r"(?<![\w.])-?\d+(\.\d+)?([eE][-+]?\d+)?(?![\w.])"
+FIELD_VALUES = ["0", "-1", "1", "3", "1e9", "99999999999999999999", "1.5", "1e-300"]
+FIELD_SAMPLE = 16
+
+
 def mutations(text, rng, kind):
     """(label, bytes) variants of one valid file's text."""
     data = text.encode()
@@ -468,6 +473,20 @@ def gen_files(cases, texts, rng):
                                                                  label.startswith("num")):
                 cases.append(Case(f"python.file.{kind}.{label}", py=PY_FILE[kind],
                                   files={os.path.splitext(name)[1]: data}))
+        # each number of the file in turn (a sample of the longer files) given each of a few
+        # values: a field's range checks, wherever the field is
+        numbers = list(re.finditer(NUMBER, texts[name]))
+        picks = sorted(rng.sample(range(len(numbers)), min(len(numbers), FIELD_SAMPLE)))
+        for k in picks:
+            m = numbers[k]
+            for j, v in enumerate(FIELD_VALUES):
+                data = (texts[name][: m.start()] + v + texts[name][m.end():]).encode()
+                fname = "in" + os.path.splitext(name)[1]
+                use = [a.replace("F", fname) if a in ("F", "file:F") else a for a in argv]
+                cases.append(Case(f"field.{kind}.{k}.{j}", use, files={fname: data}))
+                if kind == "model":  # a prefill as well as a decode
+                    use = [a if a != "decode" else "prefill" for a in use]
+                    cases.append(Case(f"field.{kind}.prefill.{k}.{j}", use, files={fname: data}))
         # not a file: missing, a folder, a FIFO-less device, a link loop
         for label, path in (("missing", "nope" + os.path.splitext(name)[1]), ("folder", "."),
                             ("devnull", "/dev/null"), ("devzero", "/dev/zero")):
