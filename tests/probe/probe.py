@@ -18,6 +18,9 @@ FINDING when it
   hang         is still running at the timeout (20 s by default; every problem is small)
   destructive  fails after changing a file that was there before (every output flag of the case
                points at a file holding a sentinel) or leaves a new file behind
+  silent       accepts (exit 0, or a Python call returning) a value no flag or keyword may take:
+               'abc' or '1.5' for an integer, wgmma or fp8 on the A100, a list where one value goes
+  misleading   refuses a flag's value with a message that names neither the flag nor the value
 
 Inputs are generated from a fixed seed (--seed, default 50), so two runs try the same inputs.
 Python 3 standard library only. Everything is written under one temporary folder.
@@ -44,7 +47,7 @@ INTERNAL_TEXT = re.compile(
     r"vector::_M|out_of_range|invalid_argument|yaml-cpp|YAML::|bad_any_cast|bad_variant|"
     r"Traceback \(most recent call last\)")
 SENTINEL = b"sentinel: a file that was here before the command ran\n"
-CLASSES = ["crash", "internal", "hang", "destructive", "silent"]
+CLASSES = ["crash", "internal", "hang", "destructive", "silent", "misleading"]
 
 # ----------------------------------------------------------------------------- values
 
@@ -140,7 +143,7 @@ OUTPUT_FLAGS = [
 
 class Case:
     def __init__(self, cid, argv=None, files=None, py=None, outputs=(), timeout=None, setup=None,
-                 expect="any"):
+                 expect="any", names=()):
         self.id = cid
         self.argv = argv  # CLI: the arguments after 'iosim'; '{fx}' is the fixture folder
         self.files = files or {}  # name in the case's folder -> bytes
@@ -149,6 +152,26 @@ class Case:
         self.timeout = timeout
         self.setup = setup  # (kind, name): a FIFO, folder, link loop or file made in its folder
         self.expect = expect  # "bad": an input no command may accept (exit 0 is 'silent')
+        self.names = list(names)  # a refusal's message must hold one (else 'misleading')
+
+
+def flag_names(flag, value):
+    """What a refusal of `flag value` must name: the flag, or the value it was given."""
+    names = [flag]
+    if value:
+        names.append(f"'{value}'")
+    for part in value.split(","):  # a list: any of its values
+        if part.strip():
+            names.append(f"'{part.strip()}'")
+            if len(part.strip()) >= 2:
+                names.append(part.strip())
+    try:  # a number as iosim prints it back
+        x = float(value)
+        if x == x and abs(x) < 1e30 and x == int(x):
+            names.append(str(int(x)))
+    except ValueError:
+        pass
+    return names
 
 
 def with_flag(base, flag, value):
@@ -172,6 +195,7 @@ def gen_flags(cases):
         for flag in spec["ints"]:
             for i, v in enumerate(INT_BAD):
                 cases.append(Case(f"{sub}.num.{flag}.{i}", with_flag(base, flag, v),
+                                  names=flag_names(flag, v),
                                   expect="any" if int_syntax(v) or (sub in ("sweep", "tune") and
                                                                     v == "1,2") else "bad"))
         for flag in spec["floats"]:
@@ -179,15 +203,18 @@ def gen_flags(cases):
                 ok = re.fullmatch(r"[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d{1,3})?|[-+]?inf", v)
                 ok = ok or (sub == "sweep" and v == "0,5")  # a list of two there
                 cases.append(Case(f"{sub}.float.{flag}.{i}", with_flag(base, flag, v),
+                                  names=flag_names(flag, v),
                                   expect="any" if ok and v not in ("1e309", "-1e309") else "bad"))
         for flag in spec["words"]:
             for i, v in enumerate(WORD_BAD):
                 ok = v == "--help" or (sub == "sweep" and v == "on,off")  # a list there
                 cases.append(Case(f"{sub}.word.{flag}.{i}", with_flag(base, flag, v),
+                                  names=flag_names(flag, v),
                                   expect="any" if ok else "bad"))
         for flag in spec.get("lists", []):
             for i, v in enumerate(LIST_BAD):
-                cases.append(Case(f"{sub}.list.{flag}.{i}", with_flag(base, flag, v)))
+                cases.append(Case(f"{sub}.list.{flag}.{i}", with_flag(base, flag, v),
+                                  names=flag_names(flag, v)))
         # a flag given twice, with no value, an unknown one, a stray positional
         flags = spec["ints"] + spec["words"]
         for flag in flags[:6]:
@@ -667,6 +694,8 @@ def run_cli(case, binary, root, fx, timeout):
             found.append("internal")
     elif INTERNAL_TEXT.search(err) and "crash" not in found:
         found.append("internal")
+    if rc == 2 and case.names and not any(n in err for n in case.names):
+        found.append("misleading")
     if rc == 0 and case.expect == "bad":
         found.append("silent")
     if rc != 0 and not hung:
@@ -766,6 +795,8 @@ QUICK = [
     r"^run\.out\.late\.--html\.html$", r"^report\.out\.late\.--md\.md$", r"^same\.",
     r"^sweep\.list\.--seq\.(11|12)$", r"^tune\.list\.--block-q\.(6|13)$",
     r"^validate\.num\.--seq\.13$", r"^explain\.num\.--step\.13$",
+    r"^validate\.num\.--batch\.14$", r"^run\.num\.--block-q\.14$",
+    r"^kvcache\.float\.--kv-budget-bytes\.2$", r"^layer\.num\.--gemm-split-k\.2$",
     r"^layer\.list_late\.--batch$", r"^report\.word\.--chartjs\.(1|2)$",
     r"^python\.misc\.sweep_dataframe_bad$", r"^python\.file\.(model\.quote|measured\.trunc50)$",
     r"^layer\.outpath\.--html\.fifo$", r"^validate\.outpath\.--json\.(fifo|input)$", r"^python\.run\.seq\.(5|7)$", r"^python\.layer\.gemm_bk\.5$",
