@@ -20,6 +20,7 @@ a row with "infeasible_reason" in sweep().
 """
 import itertools
 import json
+import os
 
 from . import _iosim
 
@@ -248,4 +249,11 @@ def layer(**flags):
 def validate(path, profile=""):
     """Re-predicts measured cases (a measurements JSON file or folder); returns
     `iosim validate PATH --format json`'s document as a dict."""
-    return json.loads(_iosim.validate_json(str(path), profile))
+    # Checked here, naming the argument: validate(None) looked for a file named 'None', and
+    # profile=5 raised pybind11's "validate_json(): incompatible function arguments" (issue #50).
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path={path!r}: give a measurements JSON file or folder (a str or "
+                        "os.PathLike)")
+    if not isinstance(profile, str):
+        raise TypeError(f"profile={profile!r}: give a profile's name or YAML file as a str")
+    return json.loads(_iosim.validate_json(os.fspath(path), profile))

@@ -140,6 +140,15 @@ def test_sweep_dataframe_is_checked_before_the_sweep():
             iosim.sweep(seq=[256], head_dim=64, dataframe=True)
 
 
+def test_validate_names_an_argument_of_the_wrong_type():
+    # validate(None) looked for a file named 'None'; profile=5 raised pybind11's "validate_json():
+    # incompatible function arguments" (issue #50).
+    with pytest.raises(TypeError, match="path=None: give a measurements JSON file or folder"):
+        iosim.validate(None)
+    with pytest.raises(TypeError, match="profile=5: give a profile's name or YAML file"):
+        iosim.validate("measurements.json", profile=5)
+
+
 def test_sweep_dataframe():
     pandas = pytest.importorskip("pandas")
     df = iosim.sweep(seq=[256, 512], head_dim=64, dataframe=True)
