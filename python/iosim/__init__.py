@@ -72,12 +72,43 @@ def tune(block_q=(), block_kv=(), stages=(), threads=(), tie_band=None, top=0, j
     points kept (0: all). Raises InfeasibleError when no tiling of the space is feasible."""
     if tie_band is None:
         tie_band = default_tie_band_pct
-    doc = json.loads(_iosim.tune_json(_kernel_text(flags), _as_list(block_q), _as_list(block_kv),
-                                      _as_list(stages), _as_list(threads), tie_band, top, jobs))
+    lists = [_int_list(name, value, bits) for name, value, bits in
+             (("block_q", block_q, 64), ("block_kv", block_kv, 64), ("stages", stages, 32),
+              ("threads", threads, 32))]
+    doc = json.loads(_iosim.tune_json(_kernel_text(flags), *lists, _number("tie_band", tie_band),
+                                      _int("top", top, 64), _int("jobs", jobs, 32)))
     if not doc["ranked"]:
         raise InfeasibleError({"infeasible_reason": "no tiling of the space is feasible",
                                **doc})
     return doc
+
+
+# The arguments the library takes as C++ numbers are checked here, naming them: pybind11's
+# "tune_json(): incompatible function arguments. The following argument types are supported:
+# ..." named a function of the module and no argument (issue #50's probe: 145 calls).
+def _int(name, value, bits):
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name}={value!r} has the wrong type: expected int")
+    if not -(2 ** (bits - 1)) <= value < 2 ** (bits - 1):
+        raise ConfigError(f"{name}={value} is out of range: it must be in "
+                          f"[{-(2 ** (bits - 1))}, {2 ** (bits - 1) - 1}]")
+    return value
+
+
+def _int_list(name, value, bits):
+    values = _as_list(value)
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise TypeError(f"{name}={value!r} has the wrong type: expected an int or a list of "
+                            "ints")
+        _int(name, v, bits)
+    return values
+
+
+def _number(name, value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name}={value!r} has the wrong type: expected a number")
+    return float(value)
 
 
 def _as_list(value):
@@ -118,6 +149,9 @@ def sweep(jobs=0, dataframe=False, client=None, progress=None, chunks=None, **fl
         v = flags[name]
         if name == "set":
             # "set" takes a list itself: a list of strings is one point's overrides.
+            if not isinstance(v, (str, list, tuple)):  # set=None: "'NoneType' object is not
+                raise TypeError(f'set={v!r} has the wrong type: expected a str "KEY=VALUE" or '
+                                'a list of them')  # iterable" (issue #50)
             v = [v] if isinstance(v, str) or (v and all(isinstance(x, str) for x in v)) else v
             values.append(list(v))
         else:
@@ -127,7 +161,7 @@ def sweep(jobs=0, dataframe=False, client=None, progress=None, chunks=None, **fl
         for name, value in (("progress", progress), ("chunks", chunks)):
             if value is not None:
                 raise ConfigError(f"{name}= is for a sweep on a dask cluster: give client= too")
-        texts = _iosim.sweep_json_rows(points, jobs)
+        texts = _iosim.sweep_json_rows(points, _int("jobs", jobs, 32))
     else:
         texts = _sweep_on_cluster(client, points, jobs, progress, chunks)
     rows = [json.loads(text) for text in texts]

@@ -149,6 +149,24 @@ def test_validate_names_an_argument_of_the_wrong_type():
         iosim.validate("measurements.json", profile=5)
 
 
+def test_tune_and_sweep_name_an_argument_of_the_wrong_type():
+    # pybind11 said "tune_json(): incompatible function arguments. The following argument types
+    # are supported: ...", naming a function of the module and no argument; sweep(set=None) said
+    # "'NoneType' object is not iterable" (issue #50).
+    for kwargs, match in ((dict(top="x"), "top='x' has the wrong type: expected int"),
+                          (dict(tie_band="x"), "tie_band='x' has the wrong type"),
+                          (dict(block_q=["x"]), r"block_q=\['x'\] has the wrong type"),
+                          (dict(jobs=1.5), "jobs=1.5 has the wrong type")):
+        with pytest.raises(TypeError, match=match):
+            iosim.tune(seq=256, **kwargs)
+    with pytest.raises(iosim.ConfigError, match=r"top=1180591620717411303424 is out of range"):
+        iosim.tune(seq=256, top=2**70)
+    with pytest.raises(TypeError, match="jobs='x' has the wrong type"):
+        iosim.sweep(seq=256, jobs="x")
+    with pytest.raises(TypeError, match="set=None has the wrong type"):
+        iosim.sweep(seq=256, set=None)
+
+
 def test_sweep_dataframe():
     pandas = pytest.importorskip("pandas")
     df = iosim.sweep(seq=[256, 512], head_dim=64, dataframe=True)

@@ -45,7 +45,8 @@ INTERNAL_TEXT = re.compile(
     r"basic_string|json\.exception|nlohmann|std::|terminate called|what\(\):|internal error|"
     r"Assertion .* failed|Segmentation fault|Aborted|stoi|stod|stoul|bad_alloc|"
     r"vector::_M|out_of_range|invalid_argument|yaml-cpp|YAML::|bad_any_cast|bad_variant|"
-    r"Traceback \(most recent call last\)")
+    r"Traceback \(most recent call last\)|incompatible function arguments|NoneType|"
+    r"object is not (iterable|subscriptable|callable)|unsupported operand")
 SENTINEL = b"sentinel: a file that was here before the command ran\n"
 CLASSES = ["crash", "internal", "hang", "destructive", "silent", "misleading"]
 
@@ -801,7 +802,7 @@ QUICK = [
     r"^validate\.num\.--batch\.14$", r"^run\.num\.--block-q\.14$",
     r"^kvcache\.float\.--kv-budget-bytes\.2$", r"^layer\.num\.--gemm-split-k\.2$",
     r"^layer\.list_late\.--batch$", r"^report\.word\.--chartjs\.(1|2)$",
-    r"^python\.misc\.sweep_dataframe_bad$", r"^python\.file\.(model\.quote|measured\.trunc50)$",
+    r"^python\.misc\.sweep_dataframe_bad$", r"^python\.tune\.top\.2$", r"^python\.sweep\.set\.0$", r"^python\.file\.(model\.quote|measured\.trunc50)$",
     r"^layer\.outpath\.--html\.fifo$", r"^validate\.outpath\.--json\.(fifo|input)$", r"^python\.run\.seq\.(5|7)$", r"^python\.layer\.gemm_bk\.5$",
     r"^python\.misc\.(flash3_a100|layer_cluster_a100|validate_bad|kernel_dict_a100|validate_sweep)$",
 ]
