@@ -118,6 +118,11 @@ KvCacheRun run_kvcache(const KvCacheFlags& f, const std::set<std::string>& given
           "--kv-budget-bytes replaces --profile and --weights-bytes; give one or the other");
     }
     run.budget_bytes = to_bytes(f.kv_budget_bytes, "--kv-budget-bytes");
+    // Named by its flag ("the KV-cache budget 0 bytes must be positive" named none; issue #50).
+    if (run.budget_bytes < 1) {
+      throw ConfigError(
+          fmt::format("--kv-budget-bytes {} must be at least 1 byte", f.kv_budget_bytes));
+    }
   } else {
     const HardwareProfile hw = load_profile(f.profile);
     run.profile = hw.name;

@@ -148,6 +148,14 @@ void check_gemm_flags(const HardwareProfile& hw, Dtype dtype, const GemmTilingRe
                     "(wgmma's M, or its transpose's)",
                     bm, bn, hw.name));
   }
+  // Named by their flags ("GEMM split-K must be 0 (the default) or positive, got -1", from the
+  // tiling, named none; issue #50's probe).
+  for (const auto& [flag, v] : {std::pair{"--gemm-group-m", std::int64_t{g.group_m}},
+                                std::pair{"--gemm-split-k", std::int64_t{g.split_k}}}) {
+    if (v < 0) {
+      throw ConfigError(fmt::format("{} {} must be 0 (the default) or positive", flag, v));
+    }
+  }
   // Clusters: Hopper's, of at most kMaxClusterCtas CTAs (0: the default).
   for (const auto& [flag, v] :
        {std::pair{"--gemm-cluster-m", g.cluster_m}, std::pair{"--gemm-cluster-n", g.cluster_n}}) {

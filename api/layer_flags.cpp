@@ -175,6 +175,17 @@ LayerSweep layer_sweep(const LayerFlags& base, const std::map<std::string, std::
     const auto it = lists.find(flag);
     if (it == lists.end()) continue;
     std::vector<std::int64_t> values = parse_int_values(flag, it->second);
+    // Every value of a list is checked before any point runs: past its range, a value was
+    // refused only when its point came, after the points before it had run (issue #50:
+    // --batch 1:9223372036854775807:x2 ran 21 points, past 20 s, before refusing 2097152).
+    const std::int64_t lo = flag == "--context" ? 0 : 1;  // --context 0: --seq
+    const std::int64_t hi = flag == "--batch" ? kMaxBatch : kMaxSeq;
+    for (const std::int64_t v : values) {
+      if (v < lo) throw ConfigError(fmt::format("{} must be positive, got {}", flag, v));
+      if (v > hi) {
+        throw ConfigError(fmt::format("{} {} is out of range: it must be in [1, {}]", flag, v, hi));
+      }
+    }
     const auto entry = std::find_if(layer_flags().begin(), layer_flags().end(),
                                     [&](const LayerFlag& f) { return f.name == flag; });
     if (entry == layer_flags().end() ||

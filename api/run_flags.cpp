@@ -172,9 +172,13 @@ RunRequest to_request(const RunFlags& f) {
                          std::pair{"--stages", std::int64_t{f.stages}}}) {
     if (v < 0) throw ConfigError(fmt::format("{} {} must be positive", name, v));
   }
-  if (f.block_q > (1 << 20) || f.block_kv > (1 << 20)) {
-    throw ConfigError(
-        fmt::format("block sizes {} x {} are absurd (limit 1048576)", f.block_q, f.block_kv));
+  // Named by its flag (issue #50's probe: "block sizes 9223372036854775807 x 0 are absurd"
+  // named none).
+  for (auto [name, v] : {std::pair{"--block-q", f.block_q}, std::pair{"--block-kv", f.block_kv}}) {
+    if (v > (1 << 20)) {
+      throw ConfigError(fmt::format(
+          "{} {} is out of range: it must be in [0, 1048576] (0: the algorithm's)", name, v));
+    }
   }
   if (f.threads > 1024) throw ConfigError(fmt::format("--threads {} exceeds 1024", f.threads));
   const auto given = [](auto v) { return v > 0 ? std::optional(v) : std::nullopt; };

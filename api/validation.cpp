@@ -170,7 +170,7 @@ ValidationResult validate_document(const json& doc, const std::string& origin,
   try {
     read_measurement_document(doc, origin, profile, v);
   } catch (const json::exception& e) {
-    throw ConfigError(fmt::format("{}: unexpected content: {}", origin, e.what()));
+    throw ConfigError(fmt::format("{}: unexpected content: {}", origin, json_error_text(e)));
   }
   validation_detail::summarize_cases(v);
   return v;
@@ -193,7 +193,8 @@ ValidationResult validate_measurements(const std::vector<fs::path>& paths,
       read_measurement_document(read_json(file), file, profile_override, v);
     } catch (const json::exception& e) {
       // A key of the wrong type deep in a case: name the file rather than fail as a bug.
-      throw ConfigError(fmt::format("{}: unexpected content: {}", file.string(), e.what()));
+      throw ConfigError(
+          fmt::format("{}: unexpected content: {}", file.string(), json_error_text(e)));
     }
   }
   validation_detail::summarize_cases(v);

@@ -13,6 +13,7 @@
 #include "api/validation.hpp"
 #include "api/validation_detail.hpp"
 #include "sim/base/errors.hpp"
+#include "sim/base/json_reader.hpp"
 #include "sim/base/json_text.hpp"
 #include "sim/schedule/block_mask.hpp"
 
@@ -438,7 +439,7 @@ CaseResult validation_detail::compare_case(const json& c, const std::string& pro
     r = request_for(c, where, true);
     blind = request_for(c, where, false);
   } catch (const nlohmann::json::exception& e) {
-    throw ConfigError(fmt::format("{}: {}", where, e.what()));
+    throw ConfigError(fmt::format("{}: {}", where, json_error_text(e)));
   }
   const HardwareProfile profile = load_profile(profile_name);
   const auto predicted = [](const Report& x, int i) {

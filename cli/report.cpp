@@ -41,6 +41,13 @@ Action add_report_command(CLI::App& app) {
           "--validation-profile re-predicts the measurements of --validation: give "
           "--validation FILE, or leave it out");
     }
+    // (It was ignored without --html: any --chartjs, a file or not, gave exit 0; issue #50.)
+    if (!f->chartjs.empty() && f->html.empty()) {
+      throw ConfigError(
+          fmt::format("--chartjs '{}' is inlined in --html's page: give --html FILE, or leave "
+                      "--chartjs out",
+                      f->chartjs));
+    }
     check_distinct_outputs({{"--md", f->md}, {"--html", f->html}});
     if (!f->html.empty()) check_output_folder("--html", f->html);
     if (!f->md.empty()) check_output_folder("--md", f->md);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "api/ncu_import.hpp"
+#include "api/run_flags.hpp"
 #include "api/validation.hpp"
 #include "cli/commands.hpp"
 #include "cli/flag_options.hpp"
@@ -85,6 +86,20 @@ Action add_validate_command(CLI::App& app) {
             "--time-us {} is out of range: your kernel's CUDA-event time in microseconds must be "
             "in [{:g}, {:g}] (1 ns to about 12 days)",
             f->time_us, kMinTimeUs, kMaxTimeUs));
+      }
+      // The problem's flags are checked as run's are, naming the flag: past its range a value
+      // was blamed on the export ("F.csv: case '...': problem: 'batch' = 9223372036854775807
+      // must be a whole number in ..."; issue #50's probe).
+      const RunFlags& p = f->problem;
+      for (const auto& [name, value] :
+           {std::pair{"--batch", p.batch}, std::pair{"--heads", p.heads},
+            std::pair{"--kv-heads", p.kv_heads.value_or(1)}, std::pair{"--seq", p.seq},
+            std::pair{"--seq-kv", p.seq_kv}, std::pair{"--head-dim", p.head_dim}}) {
+        const auto range = problem_flag_range(name);
+        if (cmd->count(name) > 0 && range && (value < range->first || value > range->second)) {
+          throw ConfigError(fmt::format("{} {} is out of range: it must be in [{}, {}]", name,
+                                        value, range->first, range->second));
+        }
       }
       const RunRequest r = to_request(f->problem);
       const std::vector<NcuKernel> kernels =

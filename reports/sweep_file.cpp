@@ -315,7 +315,7 @@ SweepData load_sweeps(const std::vector<fs::path>& files) {
         }
         continue;
       } catch (const json::exception& e) {
-        throw ConfigError(fmt::format("{}: unexpected content: {}", name, e.what()));
+        throw ConfigError(fmt::format("{}: unexpected content: {}", name, json_error_text(e)));
       }
     }
     const json doc = parse_json_strictly(
@@ -346,7 +346,7 @@ SweepData load_sweeps(const std::vector<fs::path>& files) {
       for (std::size_t i = 0; i < rows.size(); ++i) add_row(rows[i], name, i, cov);
     } catch (const json::exception& e) {
       // A key of the wrong type: name the file rather than fail as a bug.
-      throw ConfigError(fmt::format("{}: unexpected content: {}", name, e.what()));
+      throw ConfigError(fmt::format("{}: unexpected content: {}", name, json_error_text(e)));
     }
   }
   // No row at all would make an empty report that looks like a success. A shard with no points

@@ -20,6 +20,7 @@ a row with "infeasible_reason" in sweep().
 """
 import itertools
 import json
+import os
 
 from . import _iosim
 
@@ -71,12 +72,43 @@ def tune(block_q=(), block_kv=(), stages=(), threads=(), tie_band=None, top=0, j
     points kept (0: all). Raises InfeasibleError when no tiling of the space is feasible."""
     if tie_band is None:
         tie_band = default_tie_band_pct
-    doc = json.loads(_iosim.tune_json(_kernel_text(flags), _as_list(block_q), _as_list(block_kv),
-                                      _as_list(stages), _as_list(threads), tie_band, top, jobs))
+    lists = [_int_list(name, value, bits) for name, value, bits in
+             (("block_q", block_q, 64), ("block_kv", block_kv, 64), ("stages", stages, 32),
+              ("threads", threads, 32))]
+    doc = json.loads(_iosim.tune_json(_kernel_text(flags), *lists, _number("tie_band", tie_band),
+                                      _int("top", top, 64), _int("jobs", jobs, 32)))
     if not doc["ranked"]:
         raise InfeasibleError({"infeasible_reason": "no tiling of the space is feasible",
                                **doc})
     return doc
+
+
+# The arguments the library takes as C++ numbers are checked here, naming them: pybind11's
+# "tune_json(): incompatible function arguments. The following argument types are supported:
+# ..." named a function of the module and no argument (issue #50's probe: 145 calls).
+def _int(name, value, bits):
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name}={value!r} has the wrong type: expected int")
+    if not -(2 ** (bits - 1)) <= value < 2 ** (bits - 1):
+        raise ConfigError(f"{name}={value} is out of range: it must be in "
+                          f"[{-(2 ** (bits - 1))}, {2 ** (bits - 1) - 1}]")
+    return value
+
+
+def _int_list(name, value, bits):
+    values = _as_list(value)
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise TypeError(f"{name}={value!r} has the wrong type: expected an int or a list of "
+                            "ints")
+        _int(name, v, bits)
+    return values
+
+
+def _number(name, value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name}={value!r} has the wrong type: expected a number")
+    return float(value)
 
 
 def _as_list(value):
@@ -101,12 +133,25 @@ def sweep(jobs=0, dataframe=False, client=None, progress=None, chunks=None, **fl
     this thread as each task finishes (nothing is printed). A point that fails raises the error
     it raises locally (ConfigError, ...) with "sweep point I of N (FLAGS): " before the
     message (of several, the first task to end is reported); the other tasks are cancelled."""
+    # Checked before any point runs (issue #50's probe: dataframe="x" ran the sweep, then raised
+    # ModuleNotFoundError where pandas is not installed).
+    if not isinstance(dataframe, bool):
+        raise TypeError(f"dataframe={dataframe!r}: give True or False")
+    if dataframe:
+        try:
+            import pandas  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
+        except ImportError:
+            raise ConfigError("dataframe=True needs pandas (Debian: apt-get install "
+                              "python3-pandas); leave it out for a list of dicts") from None
     names = list(flags)
     values = []
     for name in names:
         v = flags[name]
         if name == "set":
             # "set" takes a list itself: a list of strings is one point's overrides.
+            if not isinstance(v, (str, list, tuple)):  # set=None: "'NoneType' object is not
+                raise TypeError(f'set={v!r} has the wrong type: expected a str "KEY=VALUE" or '
+                                'a list of them')  # iterable" (issue #50)
             v = [v] if isinstance(v, str) or (v and all(isinstance(x, str) for x in v)) else v
             values.append(list(v))
         else:
@@ -116,7 +161,7 @@ def sweep(jobs=0, dataframe=False, client=None, progress=None, chunks=None, **fl
         for name, value in (("progress", progress), ("chunks", chunks)):
             if value is not None:
                 raise ConfigError(f"{name}= is for a sweep on a dask cluster: give client= too")
-        texts = _iosim.sweep_json_rows(points, jobs)
+        texts = _iosim.sweep_json_rows(points, _int("jobs", jobs, 32))
     else:
         texts = _sweep_on_cluster(client, points, jobs, progress, chunks)
     rows = [json.loads(text) for text in texts]
@@ -238,4 +283,11 @@ def layer(**flags):
 def validate(path, profile=""):
     """Re-predicts measured cases (a measurements JSON file or folder); returns
     `iosim validate PATH --format json`'s document as a dict."""
-    return json.loads(_iosim.validate_json(str(path), profile))
+    # Checked here, naming the argument: validate(None) looked for a file named 'None', and
+    # profile=5 raised pybind11's "validate_json(): incompatible function arguments" (issue #50).
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path={path!r}: give a measurements JSON file or folder (a str or "
+                        "os.PathLike)")
+    if not isinstance(profile, str):
+        raise TypeError(f"profile={profile!r}: give a profile's name or YAML file as a str")
+    return json.loads(_iosim.validate_json(os.fspath(path), profile))

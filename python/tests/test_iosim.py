@@ -139,6 +139,44 @@ def test_sweep_of_what_ifs():
     assert rows[0]["counters"]["hbm_read_bytes"] > rows[1]["counters"]["hbm_read_bytes"]
 
 
+def test_sweep_dataframe_is_checked_before_the_sweep():
+    # dataframe="x" ran the sweep, then raised ModuleNotFoundError without pandas (issue #50).
+    with pytest.raises(TypeError, match="dataframe='x': give True or False"):
+        iosim.sweep(seq=[256], head_dim=64, dataframe="x")
+    try:
+        import pandas  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
+    except ImportError:
+        with pytest.raises(iosim.ConfigError, match="dataframe=True needs pandas"):
+            iosim.sweep(seq=[256], head_dim=64, dataframe=True)
+
+
+def test_validate_names_an_argument_of_the_wrong_type():
+    # validate(None) looked for a file named 'None'; profile=5 raised pybind11's "validate_json():
+    # incompatible function arguments" (issue #50).
+    with pytest.raises(TypeError, match="path=None: give a measurements JSON file or folder"):
+        iosim.validate(None)
+    with pytest.raises(TypeError, match="profile=5: give a profile's name or YAML file"):
+        iosim.validate("measurements.json", profile=5)
+
+
+def test_tune_and_sweep_name_an_argument_of_the_wrong_type():
+    # pybind11 said "tune_json(): incompatible function arguments. The following argument types
+    # are supported: ...", naming a function of the module and no argument; sweep(set=None) said
+    # "'NoneType' object is not iterable" (issue #50).
+    for kwargs, match in ((dict(top="x"), "top='x' has the wrong type: expected int"),
+                          (dict(tie_band="x"), "tie_band='x' has the wrong type"),
+                          (dict(block_q=["x"]), r"block_q=\['x'\] has the wrong type"),
+                          (dict(jobs=1.5), "jobs=1.5 has the wrong type")):
+        with pytest.raises(TypeError, match=match):
+            iosim.tune(seq=256, **kwargs)
+    with pytest.raises(iosim.ConfigError, match=r"top=1180591620717411303424 is out of range"):
+        iosim.tune(seq=256, top=2**70)
+    with pytest.raises(TypeError, match="jobs='x' has the wrong type"):
+        iosim.sweep(seq=256, jobs="x")
+    with pytest.raises(TypeError, match="set=None has the wrong type"):
+        iosim.sweep(seq=256, set=None)
+
+
 def test_sweep_dataframe():
     pandas = pytest.importorskip("pandas")
     df = iosim.sweep(seq=[256, 512], head_dim=64, dataframe=True)

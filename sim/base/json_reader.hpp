@@ -30,6 +30,22 @@ inline bool looks_like_csv(const std::string& text) {
   return false;
 }
 
+/// What nlohmann::json's exception says, without the library's own words for it: what() is
+/// "[json.exception.parse_error.101] parse error at line 3, column 5: syntax error while parsing
+/// value - ...", of which a user's message keeps "line 3, column 5: syntax error while parsing
+/// value - ..." (issue #50: the bracketed name is an internal error's text, not a message).
+inline std::string json_error_text(const nlohmann::json::exception& e) {
+  std::string text = e.what();
+  if (text.rfind("[json.exception.", 0) == 0) {
+    const std::size_t close = text.find("] ");
+    if (close != std::string::npos) text.erase(0, close + 2);
+  }
+  for (const char* prefix : {"parse error at ", "parse error: "}) {
+    if (text.rfind(prefix, 0) == 0) text.erase(0, std::string(prefix).size());
+  }
+  return text;
+}
+
 /// `text` parsed as JSON. Throws ConfigError "`where`: not valid JSON: ..." for a syntax error and
 /// "`where`: the key 'K' appears twice in one object" for a repeated key. A CSV table given where
 /// JSON goes is named as one, with `csv_hint` (what to do with it), not as a JSON syntax error.
@@ -56,7 +72,7 @@ inline nlohmann::json parse_json_strictly(const std::string& text, const std::st
       throw ConfigError(fmt::format("{}: a CSV file, not JSON{}{}", where,
                                     csv_hint.empty() ? "" : "; ", csv_hint));
     }
-    throw ConfigError(fmt::format("{}: not valid JSON: {}", where, e.what()));
+    throw ConfigError(fmt::format("{}: not valid JSON: {}", where, json_error_text(e)));
   }
 }
 
