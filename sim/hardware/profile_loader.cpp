@@ -7,6 +7,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -14,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <system_error>
+#include <variant>
 #include <vector>
 
 #include "sim/base/errors.hpp"
@@ -135,9 +137,13 @@ std::string apply_overrides(YAML::Node& root, const std::vector<ProfileOverride>
     applied += fmt::format("{}{}={}", applied.empty() ? "" : ";", o.key, text);
     const std::size_t dot = o.key.find('.');
     YAML::Node section = root[o.key.substr(0, dot)];
-    if (root.IsMap() && !section.IsDefined() && o.key.substr(0, dot) == "power") {
-      errors.push_back(fmt::format(
-          "--set {}: the profile has no power section (no power limit is modelled on it)", o.key));
+    if (root.IsMap() && !section.IsDefined()) {  // an optional section the profile leaves out
+      for (const OptionalSection& s : kOptionalSections) {
+        if (o.key.substr(0, dot) == s.name) {
+          errors.push_back(fmt::format("--set {}: the profile has no {} section ({})", o.key,
+                                       s.name, s.without));
+        }
+      }
       continue;
     }
     if (!root.IsMap() || !section.IsMap()) continue;  // the Reader reports the broken section
@@ -289,11 +295,9 @@ std::vector<std::string> profile_keys() {
 
 std::string profile_fingerprint(const HardwareProfile& p) {
   std::string out;
-  append_values(out, p.sm, kSmFields);
-  append_values(out, p.compute, kComputeFields);
-  append_values(out, p.l2, kL2Fields);
-  append_values(out, p.hbm, kHbmFields);
-  append_values(out, p.launch, kLaunchFields);
+  for_each_section(p, [&](const char*, const auto& fields, const auto& spec) {
+    append_values(out, spec, fields);
+  });
   for_each_optional_section(p, [&](const char* section, const auto& fields, const auto& spec) {
     out += spec.present ? std::string(section) + ";" : "-;";
     if (spec.present) append_values(out, spec, fields);
@@ -315,6 +319,80 @@ std::string profile_template() {
     }
   });
   return s;
+}
+
+namespace {
+
+// A bound as the docs write it: 4096, 1e6, 1e-3, 1073741824.
+std::string bound_text(double v) {
+  if (v == std::floor(v) && std::abs(v) < 1e5) return fmt::format("{}", static_cast<long long>(v));
+  for (int k = -12; k <= 12; ++k) {
+    const std::string power = fmt::format("1e{}", k);
+    if (v == std::strtod(power.c_str(), nullptr)) return power;
+  }
+  return fmt::format("{}", v);
+}
+
+// What validate() checks of one key, in words: its bounds, then the checks across keys.
+template <typename Spec>
+std::string check_text(const Field<Spec>& f) {
+  const Bounds& b = f.bounds;
+  const bool positive = b.sign == Bounds::Sign::positive;
+  const bool non_negative = b.sign == Bounds::Sign::non_negative;
+  std::string out;
+  if (b.fraction != Bounds::Interval::none) {
+    out = b.fraction == Bounds::Interval::open_zero_one ? "in (0, 1]" : "in [0, 1]";
+  } else if (b.unit != nullptr) {
+    out = fmt::format("{}in [{}, {}]", non_negative ? "0, or " : "", bound_text(b.lo),
+                      bound_text(b.hi));
+  } else if (b.max_why != nullptr) {
+    out = fmt::format("{}{}]",
+                      positive       ? "in (0, "
+                      : non_negative ? "in [0, "
+                                     : "<= ",
+                      bound_text(b.max));
+  } else {
+    out = positive ? "> 0" : non_negative ? ">= 0" : "";
+  }
+  if (f.across != nullptr) out += (out.empty() ? "" : ", ") + std::string(f.across);
+  return out;
+}
+
+template <typename Spec, std::size_t N>
+void append_key_rows(std::string& out, const char* section,
+                     const std::array<Field<Spec>, N>& fields, bool markdown) {
+  for (const Field<Spec>& f : fields) {
+    const bool integer = std::visit([](auto m) { return integral_member(m); }, f.member);
+    const char* type = integer ? "integer" : "number";
+    if (markdown) {
+      out +=
+          fmt::format("| `{}` | {} | {} | {} | {} |\n", f.key, type, f.unit, f.doc, check_text(f));
+    } else {
+      out += fmt::format("{:<40} {:<8} {:<20} {}\n{:<40} {}\n", std::string(section) + "." + f.key,
+                         type, f.unit, check_text(f), "", f.doc);
+    }
+  }
+}
+
+}  // namespace
+
+std::string profile_key_table(const std::string& section, bool markdown) {
+  std::string out;
+  std::vector<std::string> sections;
+  for_each_known_section([&](const char* name, const auto& fields) {
+    sections.emplace_back(name);
+    if (section != "all" && section != name) return;
+    if (markdown) {
+      if (section == "all") out += fmt::format("{}### `{}`\n\n", out.empty() ? "" : "\n", name);
+      out += "| key | type | unit | meaning | check |\n| --- | --- | --- | --- | --- |\n";
+    }
+    append_key_rows(out, name, fields, markdown);
+  });
+  if (out.empty()) {
+    throw ConfigError(fmt::format("--keys {}: no such profile section; sections: all, {}{}",
+                                  section, join(sections), did_you_mean(section, sections)));
+  }
+  return out;
 }
 
 }  // namespace iosim
