@@ -19,6 +19,7 @@ Action add_profiles_command(CLI::App& app) {
     bool templ = false;
     std::string keys;
     std::string format = "text";
+    bool schema = false;
   };
   auto f = std::make_shared<Flags>();
   cmd->add_option("--show", f->show,
@@ -33,10 +34,17 @@ Action add_profiles_command(CLI::App& app) {
   cmd->add_option("--format", f->format, "--keys: text | md (hwprofiles/README.md's tables)")
       ->check(CLI::IsMember({"text", "md"}))
       ->capture_default_str();
+  cmd->add_flag("--schema", f->schema,
+                "print the JSON Schema of a profile read as JSON (schemas/profile.schema.json)");
   return [f] {
-    if (int(!f->show.empty()) + int(f->templ) + int(!f->keys.empty()) > 1) {
-      throw ConfigError(!f->keys.empty() ? "--show, --template and --keys: give one of them"
-                                         : "--show and --template: give one of them");
+    if (int(!f->show.empty()) + int(f->templ) + int(!f->keys.empty()) + int(f->schema) > 1) {
+      throw ConfigError(!f->keys.empty() || f->schema
+                            ? "--show, --template, --keys and --schema: give one of them"
+                            : "--show and --template: give one of them");
+    }
+    if (f->schema) {
+      write_stdout(profile_json_schema());
+      return 0;
     }
     if (f->format != "text" && f->keys.empty()) {
       throw ConfigError("--format: only with --keys");

@@ -24,6 +24,7 @@ section_run() {
   expect 0 "power.limit_w" -- profiles --keys all
   expect 2 "did you mean 'sm'" -- profiles --keys smm
   expect 2 "--format: only with --keys" -- profiles --format md
+  expect 0 '"$id": "https://iosim.invalid/schemas/profile.schema.json"' -- profiles --schema
   if (cd "$REPO" && bash scripts/readme_tables.sh --check "$IOSIM" hwprofiles/README.md); then ok; else
     bad "hwprofiles/README.md's key tables differ from the schema's rows: run scripts/readme_tables.sh --write build/iosim hwprofiles/README.md"
   fi

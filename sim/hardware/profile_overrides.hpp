@@ -34,6 +34,10 @@ std::vector<std::string> profile_keys();
 /// plain text, two lines a key. Throws ConfigError for a section no profile has.
 std::string profile_key_table(const std::string& section, bool markdown);
 
+/// The JSON Schema of a profile read as JSON (schemas/profile.schema.json: each key's type,
+/// bounds, unit and doc from its schema row); `iosim profiles --schema`.
+std::string profile_json_schema();
+
 /// A YAML profile with every key, values 0 and sources to fill in (`iosim profiles --template`).
 std::string profile_template();
 
