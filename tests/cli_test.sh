@@ -17,6 +17,7 @@ section_run() {
   expect 0 "kernel_overhead_us: {value: 0, source: \"\"}" -- profiles --template
   expect 0 "h100-sxm5-80gb[l2.size_bytes=20000000]" -- run --seq 1024 --set l2.size_bytes=20e6
   expect 2 "did you mean 'l2.size_bytes'" -- run --seq 1024 --set l2.sise_bytes=20e6
+  expect 2 "did you mean 'power.limit_w'" -- run --seq 1024 --set power.limit_x=300
   expect 2 "must be KEY=VALUE" -- run --seq 1024 --set l2.size_bytes
   expect 2 "the profile has no clusters section" -- run --profile a100-sxm4-40gb --seq 128 --set clusters.sms_cluster_2=100
   # hwprofiles/README.md's key tables are `profiles --keys SECTION --format md`, the schema's rows.

@@ -108,8 +108,12 @@ std::string apply_overrides(YAML::Node& root, const std::vector<ProfileOverride>
   for (const ProfileOverride& o : overrides) {
     const std::optional<bool> integer = key_is_integer(o.key);
     if (!integer) {
-      errors.push_back(fmt::format("--set {}: unknown profile key{}", o.key,
-                                   did_you_mean(o.key, profile_keys())));
+      std::vector<std::string> known;  // the optional sections' keys too (power.limit_w)
+      for_each_known_section([&](const char* section, const auto& fields) {
+        for (const auto& f : fields) known.push_back(std::string(section) + "." + f.key);
+      });
+      errors.push_back(
+          fmt::format("--set {}: unknown profile key{}", o.key, did_you_mean(o.key, known)));
       continue;
     }
     double v = 0;
