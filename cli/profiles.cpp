@@ -17,6 +17,9 @@ Action add_profiles_command(CLI::App& app) {
   struct Flags {
     std::string show;
     bool templ = false;
+    std::string keys;
+    std::string format = "text";
+    bool schema = false;
   };
   auto f = std::make_shared<Flags>();
   cmd->add_option("--show", f->show,
@@ -24,9 +27,31 @@ Action add_profiles_command(CLI::App& app) {
                   "edit");
   cmd->add_flag("--template", f->templ,
                 "print an empty profile with every key, to fill in for a GPU of your own");
+  cmd->add_option("--keys", f->keys,
+                  "print a section's keys (sm, compute, l2, hbm, launch, power, cuda_graph, "
+                  "clock_domains, cta_dispatch, clusters; all: every section): type, unit, the "
+                  "checks a value must pass, and what it is");
+  cmd->add_option("--format", f->format, "--keys: text | md (hwprofiles/README.md's tables)")
+      ->check(CLI::IsMember({"text", "md"}))
+      ->capture_default_str();
+  cmd->add_flag("--schema", f->schema,
+                "print the JSON Schema of a profile read as JSON (schemas/profile.schema.json)");
   return [f] {
-    if (!f->show.empty() && f->templ) {
-      throw ConfigError("--show and --template: give one of them");
+    if (int(!f->show.empty()) + int(f->templ) + int(!f->keys.empty()) + int(f->schema) > 1) {
+      throw ConfigError(!f->keys.empty() || f->schema
+                            ? "--show, --template, --keys and --schema: give one of them"
+                            : "--show and --template: give one of them");
+    }
+    if (f->schema) {
+      write_stdout(profile_json_schema());
+      return 0;
+    }
+    if (f->format != "text" && f->keys.empty()) {
+      throw ConfigError("--format: only with --keys");
+    }
+    if (!f->keys.empty()) {
+      write_stdout(profile_key_table(f->keys, f->format == "md"));
+      return 0;
     }
     if (!f->show.empty()) {
       write_stdout(builtin_profile_text(f->show));

@@ -17,7 +17,18 @@ section_run() {
   expect 0 "kernel_overhead_us: {value: 0, source: \"\"}" -- profiles --template
   expect 0 "h100-sxm5-80gb[l2.size_bytes=20000000]" -- run --seq 1024 --set l2.size_bytes=20e6
   expect 2 "did you mean 'l2.size_bytes'" -- run --seq 1024 --set l2.sise_bytes=20e6
+  expect 2 "did you mean 'power.limit_w'" -- run --seq 1024 --set power.limit_x=300
   expect 2 "must be KEY=VALUE" -- run --seq 1024 --set l2.size_bytes
+  expect 2 "the profile has no clusters section" -- run --profile a100-sxm4-40gb --seq 128 --set clusters.sms_cluster_2=100
+  # hwprofiles/README.md's key tables are `profiles --keys SECTION --format md`, the schema's rows.
+  expect 0 "| \`count\` | integer | SMs | SMs on the chip |" -- profiles --keys sm --format md
+  expect 0 "power.limit_w" -- profiles --keys all
+  expect 2 "did you mean 'sm'" -- profiles --keys smm
+  expect 2 "--format: only with --keys" -- profiles --format md
+  expect 0 '"$id": "https://iosim.invalid/schemas/profile.schema.json"' -- profiles --schema
+  if (cd "$REPO" && bash scripts/readme_tables.sh --check "$IOSIM" hwprofiles/README.md); then ok; else
+    bad "hwprofiles/README.md's key tables differ from the schema's rows: run scripts/readme_tables.sh --write build/iosim hwprofiles/README.md"
+  fi
   expect 2 "does not divide l2.size_bytes" -- run --seq 1024 --set l2.size_bytes=1000001
   expect 0 "a100-sxm4-40gb" -- profiles
   expect 0 "flash2_fwd" -- run --profile h100-sxm5-80gb --algo flash2 --seq 1024 --head-dim 64

@@ -23,6 +23,7 @@
 #include "sim/base/errors.hpp"
 #include "sim/base/suggest.hpp"
 #include "sim/hardware/profile_overrides.hpp"
+#include "sim/hardware/profile_schema.hpp"
 #include "sim/schedule/dtype.hpp"
 
 namespace fs = std::filesystem;
@@ -817,6 +818,45 @@ TEST_SUITE("profile") {
     }
     CHECK(std::count(message.begin(), message.end(), '\n') + 1 ==
           static_cast<std::ptrdiff_t>(keys.size()));
+  }
+
+  TEST_CASE("every key's row has a unit and a doc line; the docs' tables list every key once") {
+    std::size_t rows = 0;
+    iosim::profile_yaml::for_each_known_section([&](const char* section, const auto& fields) {
+      const std::string table = iosim::profile_key_table(section, true);
+      for (const auto& f : fields) {
+        CAPTURE(section);
+        CAPTURE(f.key);
+        CHECK(std::string(f.unit) != "");
+        CHECK(std::string(f.doc) != "");
+        CHECK(std::string(f.doc).find('|') == std::string::npos);  // a Markdown table's cell
+        CHECK(contains(table, std::string("| `") + f.key + "` | "));
+        ++rows;
+      }
+      CHECK(static_cast<std::size_t>(std::count(table.begin(), table.end(), '\n')) ==
+            fields.size() + 2);
+    });
+    const std::string all = iosim::profile_key_table("all", false);
+    CHECK(static_cast<std::size_t>(std::count(all.begin(), all.end(), '\n')) == 2 * rows);
+    for (const std::string& key : iosim::profile_keys()) CHECK(contains(all, key + " "));
+    CHECK(contains(iosim::profile_key_table("sm", true),
+                   "| `count` | integer | SMs | SMs on the chip | in (0, 4096] |\n"));
+    CHECK(contains(iosim::profile_key_table("hbm", true), "in (0, 1], at least 1e-6 |"));
+    CHECK(contains(config_error_of([] { iosim::profile_key_table("smm", true); }),
+                   "did you mean 'sm'?"));
+    // --set of an optional section's key on a profile without that section is refused (it was
+    // dropped, the run named as if applied), each with what the section's absence means.
+    for (const auto& section : iosim::profile_yaml::kOptionalSections) {
+      CAPTURE(section.name);
+      std::string key;
+      iosim::profile_yaml::for_each_known_section([&](const char* name, const auto& fields) {
+        if (std::string(name) == section.name) key = std::string(name) + "." + fields[0].key;
+      });
+      CHECK(config_error_of([&] {
+              iosim::load_profile("a100-sxm4-40gb", {{key, "1"}});
+            }) == "--set " + key + ": the profile has no " + section.name + " section (" +
+                      section.without + ")");
+    }
   }
 
   TEST_CASE("--set overrides: applied, renamed, checked as the YAML is, all errors at once") {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every kind of JSON iosim writes is valid against its schema under schemas/: run (dense, decode,
 # block-sparse, backward, executed, two-level, fp8), a sweep file (with infeasible rows), validate,
-# kvcache, layer and tune; and the schemas themselves are valid JSON Schema. Run by ctest with IOSIM set.
+# kvcache, layer and tune; the built-in profiles (read as JSON) against the profile's schema, which
+# is `iosim profiles --schema`; and the schemas themselves are valid JSON Schema. Run by ctest with IOSIM set.
 set -euo pipefail
 : "${IOSIM:?}"
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -63,6 +64,31 @@ rc=0
   >"$tmp/tune_2.json" 2>/dev/null || rc=$?
 [ "$rc" -eq 2 ] || { echo "FAIL: tune with no feasible tiling exited $rc, want 2" >&2; exit 1; }
 check tune "$tmp"/tune_*.json
+# The profile's schema is `iosim profiles --schema`, written from the profile schema's rows
+# (sim/hardware/profile_schema.hpp); every built-in profile, read as JSON, passes it, and one whose
+# sm.count is 0, with a misspelt key, fails it.
+"$IOSIM" profiles --schema >"$tmp/profile.schema.json"
+if ! cmp -s "$tmp/profile.schema.json" "$REPO/schemas/profile.schema.json"; then
+  diff "$REPO/schemas/profile.schema.json" "$tmp/profile.schema.json" | head -20 >&2
+  echo "FAIL: schemas/profile.schema.json differs from the rows: build/iosim profiles --schema > schemas/profile.schema.json" >&2
+  exit 1
+fi
+for f in "$REPO"/hwprofiles/*.yaml; do
+  "$py" -c 'import json, sys, yaml; json.dump(yaml.safe_load(open(sys.argv[1])), open(sys.argv[2], "w"))' \
+    "$f" "$tmp/profile_$(basename "$f" .yaml).json"
+done
+check profile "$tmp"/profile_*.json
+"$py" - "$tmp/profile_h100-sxm5-80gb.json" "$tmp/bad_profile.json" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+doc["sm"]["count"]["value"] = 0
+doc["l2"]["sector_byte"] = doc["l2"].pop("sector_bytes")
+json.dump(doc, open(sys.argv[2], "w"))
+PY
+if check profile "$tmp/bad_profile.json" 2>"$tmp/bad_profile.log"; then
+  echo "FAIL: a profile with sm.count 0 and l2.sector_byte passed schemas/profile.schema.json" >&2
+  exit 1
+fi
 
 # A document that breaks its schema fails the check (the check is not vacuous).
 "$py" - "$tmp/run_1.json" "$tmp/bad.json" <<'PY'

@@ -7,6 +7,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -14,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <system_error>
+#include <variant>
 #include <vector>
 
 #include "sim/base/errors.hpp"
@@ -106,8 +108,12 @@ std::string apply_overrides(YAML::Node& root, const std::vector<ProfileOverride>
   for (const ProfileOverride& o : overrides) {
     const std::optional<bool> integer = key_is_integer(o.key);
     if (!integer) {
-      errors.push_back(fmt::format("--set {}: unknown profile key{}", o.key,
-                                   did_you_mean(o.key, profile_keys())));
+      std::vector<std::string> known;  // the optional sections' keys too (power.limit_w)
+      for_each_known_section([&](const char* section, const auto& fields) {
+        for (const auto& f : fields) known.push_back(std::string(section) + "." + f.key);
+      });
+      errors.push_back(
+          fmt::format("--set {}: unknown profile key{}", o.key, did_you_mean(o.key, known)));
       continue;
     }
     double v = 0;
@@ -135,9 +141,13 @@ std::string apply_overrides(YAML::Node& root, const std::vector<ProfileOverride>
     applied += fmt::format("{}{}={}", applied.empty() ? "" : ";", o.key, text);
     const std::size_t dot = o.key.find('.');
     YAML::Node section = root[o.key.substr(0, dot)];
-    if (root.IsMap() && !section.IsDefined() && o.key.substr(0, dot) == "power") {
-      errors.push_back(fmt::format(
-          "--set {}: the profile has no power section (no power limit is modelled on it)", o.key));
+    if (root.IsMap() && !section.IsDefined()) {  // an optional section the profile leaves out
+      for (const OptionalSection& s : kOptionalSections) {
+        if (o.key.substr(0, dot) == s.name) {
+          errors.push_back(fmt::format("--set {}: the profile has no {} section ({})", o.key,
+                                       s.name, s.without));
+        }
+      }
       continue;
     }
     if (!root.IsMap() || !section.IsMap()) continue;  // the Reader reports the broken section
@@ -289,11 +299,9 @@ std::vector<std::string> profile_keys() {
 
 std::string profile_fingerprint(const HardwareProfile& p) {
   std::string out;
-  append_values(out, p.sm, kSmFields);
-  append_values(out, p.compute, kComputeFields);
-  append_values(out, p.l2, kL2Fields);
-  append_values(out, p.hbm, kHbmFields);
-  append_values(out, p.launch, kLaunchFields);
+  for_each_section(p, [&](const char*, const auto& fields, const auto& spec) {
+    append_values(out, spec, fields);
+  });
   for_each_optional_section(p, [&](const char* section, const auto& fields, const auto& spec) {
     out += spec.present ? std::string(section) + ";" : "-;";
     if (spec.present) append_values(out, spec, fields);

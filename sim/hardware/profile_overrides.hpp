@@ -28,6 +28,16 @@ HardwareProfile load_profile(const std::string& name_or_path,
 /// Every numeric key of a profile, "section.key", in file order.
 std::vector<std::string> profile_keys();
 
+/// The keys of a profile section ("sm", "power", ...; "all": every section), one row each from
+/// its schema row (profile_schema.hpp): key, type, unit, the checks validate() makes, and its doc
+/// line. `markdown`: hwprofiles/README.md's table, | key | type | unit | meaning | check |; else
+/// plain text, two lines a key. Throws ConfigError for a section no profile has.
+std::string profile_key_table(const std::string& section, bool markdown);
+
+/// The JSON Schema of a profile read as JSON (schemas/profile.schema.json: each key's type,
+/// bounds, unit and doc from its schema row); `iosim profiles --schema`.
+std::string profile_json_schema();
+
 /// A YAML profile with every key, values 0 and sources to fill in (`iosim profiles --template`).
 std::string profile_template();
 
