@@ -12,6 +12,11 @@
 //   pair    as shared, but the footprint is two halves 128 MiB apart, read side by side: the
 //           K and V tiles of attention, whose tensors sit a power of two apart (does the
 //           address hash put such pairs in the same sets?)
+//   layout  ("layout" launches) as shared, but the footprint is 4 KiB pages at the addresses a
+//           table gives: contiguous, scattered (a random permutation of pages over 4x the
+//           footprint), or strided (every 2nd or every 16th page). If the GPU's gradual knee at
+//           half the L2 came from how its address hash spreads a footprint over the sets, it
+//           would move with the layout; a replacement policy's signature would not.
 // Each launch prints one JSON line; Nsight Compute (--cache-control all: a cold L2 per launch)
 // gives its DRAM reads, from which the hit rate of sweeps 2..reps is
 //   1 - (dram_read - W) / ((reps - 1) W).
@@ -30,8 +35,12 @@
 // Build: nvcc -O3 -arch=sm_90 -o l2_policy l2_policy.cu
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <numeric>
+#include <random>
+#include <vector>
 
 #include "check.cuh"
 
@@ -105,6 +114,27 @@ __global__ void policy_kernel(const int4* __restrict__ buf, long long chunks, in
       }
     } else {
       acc ^= read_own(buf, chunks, rank, workers);
+    }
+  }
+  acc = __reduce_xor_sync(0xffffffffu, acc);
+  if (threadIdx.x % 32 == 0) atomicXor(sink + sm, acc);
+}
+
+// Every worker reads the `pages` 4 KiB pages buf + 4096 * page[p], in order, `reps` times.
+__global__ void layout_kernel(const int4* __restrict__ buf, const int* __restrict__ page,
+                              long long pages, int reps, unsigned* claim,
+                              int* __restrict__ sink) {
+  __shared__ bool worker;
+  const unsigned sm = smid();
+  if (threadIdx.x == 0) worker = atomicCAS(claim + sm, 0u, 1u) == 0u;
+  __syncthreads();
+  if (!worker) return;
+  constexpr long long kPageChunks = 256;  // 4 KiB of int4
+  int acc = 0;
+  for (int r = 0; r < reps; ++r) {
+    for (long long i = threadIdx.x; i < pages * kPageChunks; i += blockDim.x) {
+      const int4 v = __ldcg(buf + __ldg(page + i / kPageChunks) * kPageChunks + i % kPageChunks);
+      acc ^= v.x ^ v.y ^ v.z ^ v.w;
     }
   }
   acc = __reduce_xor_sync(0xffffffffu, acc);
@@ -199,10 +229,11 @@ struct Bench {
 int main(int argc, char** argv) {
   const bool scan_only = argc > 1 && std::strcmp(argv[1], "scan") == 0;
   const bool sweeps_only = argc > 1 && std::strcmp(argv[1], "sweeps") == 0;
+  const bool layout_only = argc > 1 && std::strcmp(argv[1], "layout") == 0;
   Bench b;
   CHECK(cudaGetDeviceProperties(&b.p, 0));
   b.l2 = b.p.l2CacheSize;
-  b.max_bytes = 5 * b.l2;
+  b.max_bytes = 16 * b.l2;  // the widest layout: every 16th page of 0.7 of the L2
   CHECK(cudaMalloc(&b.buf, b.max_bytes + 4096));
   CHECK(cudaMalloc(&b.claim, sizeof(unsigned) * 1024));
   CHECK(cudaMalloc(&b.counter, sizeof(unsigned)));
@@ -215,7 +246,46 @@ int main(int argc, char** argv) {
   auto bytes_of = [&](double f) {
     return static_cast<long long>(f * static_cast<double>(b.l2)) / 16384 * 16384;
   };
-  if (!scan_only) {
+  if (layout_only) {
+    // The shared mapping's knee at fine steps, per layout of the footprint's 4 KiB pages.
+    const double fractions[] = {0.40, 0.44, 0.47, 0.50, 0.53, 0.56, 0.60, 0.65, 0.70};
+    const char* const layouts[] = {"contiguous", "scattered", "stride2", "stride16"};
+    int* page = nullptr;
+    const long long max_pages = b.l2 / 4096;
+    CHECK(cudaMalloc(&page, sizeof(int) * max_pages));
+    std::vector<int> host(static_cast<std::size_t>(max_pages));
+    std::mt19937 rng(12345);
+    for (const char* layout : layouts) {
+      for (double f : fractions) {
+        const long long pages = bytes_of(f) / 4096;
+        if (std::strcmp(layout, "scattered") == 0) {
+          std::vector<int> all(static_cast<std::size_t>(4 * pages));
+          std::iota(all.begin(), all.end(), 0);
+          std::shuffle(all.begin(), all.end(), rng);
+          std::copy(all.begin(), all.begin() + pages, host.begin());
+        } else {
+          const int stride = std::strcmp(layout, "stride2") == 0    ? 2
+                             : std::strcmp(layout, "stride16") == 0 ? 16
+                                                                    : 1;
+          for (long long i = 0; i < pages; ++i) host[static_cast<std::size_t>(i)] = stride * i;
+        }
+        CHECK(cudaMemcpy(page, host.data(), sizeof(int) * pages, cudaMemcpyHostToDevice));
+        CHECK(cudaMemset(b.claim, 0, sizeof(unsigned) * 1024));
+        const unsigned sms = static_cast<unsigned>(b.p.multiProcessorCount);
+        layout_kernel<<<8 * sms, 1024>>>(reinterpret_cast<const int4*>(b.buf), page, pages, 4,
+                                         b.claim, b.sink);
+        CHECK(cudaGetLastError());
+        CHECK(cudaDeviceSynchronize());
+        std::printf(
+            "{\"index\": %d, \"kind\": \"layout\", \"set\": \"all\", \"mapping\": \"shared\", "
+            "\"layout\": \"%s\", \"footprint_bytes\": %lld, \"l2_bytes\": %lld, \"reps\": 4}\n",
+            b.index++, layout, pages * 4096, b.l2);
+        std::fflush(stdout);
+      }
+    }
+    CHECK(cudaFree(page));
+  }
+  if (!scan_only && !layout_only) {
     // Repeated sweeps: footprint W from 0.2 to 1.5 of the L2, per reader set and mapping.
     const double fractions[] = {0.2, 0.3, 0.4, 0.45, 0.5, 0.55, 0.6, 0.7, 0.8, 0.9, 1.0, 1.2, 1.5};
     struct Case {
@@ -227,7 +297,7 @@ int main(int argc, char** argv) {
     }
     for (double f : fractions) b.launch("sweep", kAll, 1, 0, bytes_of(f), 4, 128ll << 20);
   }
-  if (!sweeps_only) {
+  if (!sweeps_only && !layout_only) {
     // Scan resistance: X = 0.25 of the L2 at offset 0, Y after it; a flush (1.5x the L2 read
     // once, past Y) before each triple.
     const long long x = bytes_of(0.25);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs l2_policy.cu under Nsight Compute on the device machine (see that file for what it
 # measures): the repeated sweeps and the scans, each launch with a cold L2 (--cache-control all);
-# base clocks, one replay pass. PART (default "sweeps scan") picks the parts.
+# base clocks, one replay pass. PART (default "sweeps scan"; also "layout") picks the parts.
 # Writes $OUT/l2_policy_sweeps.csv and l2_policy_scan.csv (ncu raw pages), the launches as
 # l2_policy_sweeps.jsonl and l2_policy_scan.jsonl, and l2_policy.log.
 # Usage from the repository root: OUT=... bash cuda_validate/microbench/l2_policy.sh
