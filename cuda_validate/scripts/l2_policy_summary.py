@@ -2,7 +2,7 @@
 """Tables of microbench/l2_policy.cu's measurements (issue #47) from its committed files: the hit
 rate of repeated sweeps per reader set and mapping, and what a hot set lost to a stream.
 
-  l2_policy_summary.py DIR [--sweeps] [--scan] [--json OUT]
+  l2_policy_summary.py DIR [--sweeps] [--scan] [--layout] [--json OUT]
 
 DIR holds l2_policy_sweeps.jsonl / .csv(.gz) and l2_policy_scan.jsonl / .csv(.gz) (Nsight Compute's
 raw pages, one row per launch in launch order). Hit rate of sweeps 2..R = 1 - (DRAM read - W) /
@@ -77,11 +77,39 @@ def scan(folder):
     print("| hot set lost | " + " | ".join(f"{100 * min(1, max(0, x)):.0f}%" for x in lost) + " |")
 
 
+def layout_hits(folder):
+    """{layout: {footprint / L2: hit rate of sweeps 2..R}} of the layout part."""
+    out = {}
+    for r in launches(folder, "layout"):
+        w = r["footprint_bytes"]
+        h = 1 - (r["dram_read"] - w) / ((r["reps"] - 1) * w)
+        out.setdefault(r["layout"], {})[round(w / r["l2_bytes"], 2)] = min(1.0, max(0.0, h))
+    return out
+
+
+def layout(folder):
+    """The shared sweeps' hit rate per layout of the footprint's pages (l2_policy_layout.*)."""
+    rows = launches(folder, "layout")
+    fractions = sorted({round(r["footprint_bytes"] / r["l2_bytes"], 2) for r in rows})
+    print("| layout | " + " | ".join(f"{f:g}" for f in fractions) + " |")
+    print("| --- | " + " | ".join("---:" for _ in fractions) + " |")
+    for name in dict.fromkeys(r["layout"] for r in rows):
+        hit = {}
+        for r in rows:
+            if r["layout"] == name:
+                w = r["footprint_bytes"]
+                h = 1 - (r["dram_read"] - w) / ((r["reps"] - 1) * w)
+                hit[round(w / r["l2_bytes"], 2)] = min(1.0, max(0.0, h))
+        print(f"| {name} | " + " | ".join(f"{100 * hit[f]:.0f}%" if f in hit else "-"
+                                          for f in fractions) + " |")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("folder")
     ap.add_argument("--sweeps", action="store_true")
     ap.add_argument("--scan", action="store_true")
+    ap.add_argument("--layout", action="store_true", help="only the layout part's table")
     ap.add_argument("--json", default="", help="write the hit rates and losses to this file")
     a = ap.parse_args()
     if a.json:
@@ -90,9 +118,15 @@ def main():
                            "hits": [[f, round(h, 4)] for f, h in v.items()]}
                           for k, v in sweep_hits(a.folder).items()],
                "scan": [[s, round(x, 4)] for s, x in scan_losses(a.folder)]}
+        if os.path.exists(os.path.join(a.folder, "l2_policy_layout.jsonl")):
+            doc["layout"] = [{"layout": k, "hits": [[f, round(h, 4)] for f, h in v.items()]}
+                             for k, v in layout_hits(a.folder).items()]
         with open(a.json, "w") as f:
             json.dump(doc, f, indent=1)
             f.write("\n")
+        return
+    if a.layout:
+        layout(a.folder)
         return
     if a.sweeps or not a.scan:
         sweeps(a.folder)
