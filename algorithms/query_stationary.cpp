@@ -107,8 +107,8 @@ class QueryStationaryForward final : public Schedule {
   // the engine streamed through the CPU's caches).
   bool emit_cta_part(std::size_t, std::int64_t cta, std::size_t part,
                      std::vector<TileOp>& out) const override {
-    // The ops are built in place at the end of `out` (costs' filling forms, emplace_load): a
-    // part is a few ops and a run emits hundreds of thousands of parts.
+    // The ops are built in place at the end of `out` (emplace_op and costs' filling forms,
+    // emplace_load): a part is a few ops and a run emits hundreds of thousands of parts.
     const auto [qb, bh, kv, q0, qr] = view_.tile(p_, t_.block_q, cta);
     const std::int64_t d = p_.head_dim, eb = p_.elem_bytes();
     const std::int64_t offset = p_.seq_kv - p_.seq;  // bottom-right causal alignment
@@ -121,13 +121,13 @@ class QueryStationaryForward final : public Schedule {
     const std::int64_t count = blocks_ ? static_cast<std::int64_t>(nonzero.size())
                                        : dense_kv_blocks(p_, q0, qr, t_.block_kv);
     if (count == 0) {  // block-sparse: no nonzero block, O = 0 and L = +inf, Q unread
-      costs::init_state(out.emplace_back(), o);
+      costs::init_state(emplace_op(out), o);
       finish_forward_tile(o, d, out);
       return false;
     }
     if (part == 0) {
       emplace_load(out, {TensorId::Q, bh, q0, qr, 0, d});  // gQ -> sQ (qr, d)
-      costs::init_state(out.emplace_back(), o);
+      costs::init_state(emplace_op(out), o);
       return true;
     }
     const auto k = static_cast<std::int64_t>(part) - 1;
@@ -145,7 +145,7 @@ class QueryStationaryForward final : public Schedule {
     // from shared memory too.
     const std::int64_t readers =
         wgmma ? ceil_div(qr, kRowsPerWarpgroup) : std::max(1, t_.threads / 32);
-    TileOp& qk = costs::scores(out.emplace_back(), s, d, (qr + readers * kr) * d * eb);
+    TileOp& qk = costs::scores(emplace_op(out), s, d, (qr + readers * kr) * d * eb);
     const std::int64_t replicas = k_.score_replicas;
     replicate(qk, replicas);
     // A spilling kernel's wgmma are serialized by ptxas (C7512): each m64nNk16 waits for its own
@@ -163,9 +163,9 @@ class QueryStationaryForward final : public Schedule {
     // the scores and branches per pair on the rest), where in flash2's kernel it does (one
     // branch per block, unmasked blocks only scale).
     if (crosses_diagonal || p_.mask || blocks_) {
-      replicate(costs::mask(out.emplace_back(), s), replicas);
+      replicate(costs::mask(emplace_op(out), s), replicas);
     }
-    TileOp& softmax = costs::online_softmax(out.emplace_back(), s, d);
+    TileOp& softmax = costs::online_softmax(emplace_op(out), s, d);
     replicate(softmax, replicas);
     // wgmma's accumulator gives a row to the 4 threads of a quad: its max takes 2 shuffle
     // rounds (the sum is reduced across the quad once, at the end).
@@ -175,9 +175,9 @@ class QueryStationaryForward final : public Schedule {
       // the L1 (one SRAM with shared memory, so on its pipe).
       softmax.smem_read_bytes += 2 * std::int64_t{k_.local_bytes} * t_.threads;
     }
-    if (p_.dropout > 0) costs::dropout(out.emplace_back(), {TensorId::P, bh, q0, qr, k0, kr});
+    if (p_.dropout > 0) costs::dropout(emplace_op(out), {TensorId::P, bh, q0, qr, k0, kr});
     const std::int64_t p_reads = k_.mechanisms.mma == MmaFamily::wgmma_ss ? qr * kr * eb : 0;
-    TileOp& pv = costs::pv(out.emplace_back(), s, d, readers * kr * d * eb + p_reads);
+    TileOp& pv = costs::pv(emplace_op(out), s, d, readers * kr * d * eb + p_reads);
     if (serialized) {
       pv.serialized_wgmmas = row_groups_per_warpgroup * ceil_div(kr, 16) * ceil_div(d, 256);
     }

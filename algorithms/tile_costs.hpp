@@ -10,8 +10,8 @@
 
 namespace iosim::costs {
 
-// Each cost below comes in two forms: one fills `op`, a default TileOp (say one just constructed in
-// place at the end of a part's vector: `costs::scores(out.emplace_back(), ...)`, which builds no
+// Each cost below comes in two forms: one fills `op`, a default TileOp (say one just appended to a
+// part's vector: `costs::scores(emplace_op(out), ...)`, algorithms/passes.hpp, which builds no
 // temporary to copy) and returns it; the other returns a new op.
 
 inline TileOp& compute(TileOp& op, ComputeKind kind, const TileRef& tile) {
