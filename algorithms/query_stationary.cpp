@@ -56,7 +56,9 @@ class QueryStationaryForward final : public Schedule {
         t_(t),
         k_(std::move(kernel)),
         blocks_(std::move(blocks)),
-        view_(QueryView::of(p_, p_.packs_query_group() && !blocks_)) {}
+        view_(QueryView::of(p_, p_.packs_query_group() && !blocks_)),
+        tiles_per_head_(ceil_div(view_.rows, t_.block_q)),
+        group_(p_.group()) {}
 
   // Grouped-query attention: K/V have B*H_kv matrices; the query group is packed (QueryView)
   // except under a block mask, which is over query positions.
@@ -95,8 +97,8 @@ class QueryStationaryForward final : public Schedule {
   }
   PartRange steady_parts(std::size_t, std::int64_t cta) const override {
     if (blocks_ || descending()) return {};
-    const QueryView::Tile tile = view().tile(p_, t_.block_q, cta);
-    return forward_steady_parts(p_, tile.q0, tile.qr, t_.block_kv);
+    const QueryView::Tile at = tile(cta);
+    return forward_steady_parts(p_, at.q0, at.qr, t_.block_kv);
   }
 
   // Part 0 loads Q and initializes the state; part 1 + k is the k-th K/V block the CTA computes
@@ -109,7 +111,7 @@ class QueryStationaryForward final : public Schedule {
                      std::vector<TileOp>& out) const override {
     // The ops are built in place at the end of `out` (emplace_op and costs' filling forms,
     // emplace_load): a part is a few ops and a run emits hundreds of thousands of parts.
-    const auto [qb, bh, kv, q0, qr] = view_.tile(p_, t_.block_q, cta);
+    const auto [qb, bh, kv, q0, qr] = tile(cta);
     const std::int64_t d = p_.head_dim, eb = p_.elem_bytes();
     const std::int64_t offset = p_.seq_kv - p_.seq;  // bottom-right causal alignment
     const TileRef o{TensorId::O, bh, q0, qr, 0, d};
@@ -190,11 +192,24 @@ class QueryStationaryForward final : public Schedule {
  private:
   bool descending() const { return k_.kv_order == KvOrder::descending; }
 
+  // view().tile(p_, t_.block_q, cta) with what depends on the schedule alone divided once: two
+  // divisions a call where QueryView::tile makes six (a part's emission was a third divisions).
+  QueryView::Tile tile(std::int64_t cta) const {
+    const std::int64_t head = cta / tiles_per_head_;  // batch * heads + head's index, b fastest
+    const std::int64_t qb = cta - head * tiles_per_head_;
+    const std::int64_t h = head / p_.batch, b = head - h * p_.batch;
+    const std::int64_t q = b * view_.heads + h;
+    const std::int64_t q0 = qb * t_.block_q;
+    return {qb, q, view_.packed || group_ == 1 ? q : q / group_, q0,
+            std::min(t_.block_q, view_.rows - q0)};
+  }
+
   AttentionProblem p_;
   Tiling t_;
   QueryStationaryKernel k_;
   std::shared_ptr<const BlockMask> blocks_;  // block-sparse only
   QueryView view_;                           // view(): fixed by the problem and the mask
+  std::int64_t tiles_per_head_, group_;      // tile()'s divisors: query tiles of a head, g
 };
 
 }  // namespace
