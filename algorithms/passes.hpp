@@ -65,10 +65,37 @@ struct QueryView {
 
 /// The end of a forward query tile (flash2, flash3): O normalized and written through shared
 /// memory (coalesced 16-byte stores), L straight from registers.
+/// A default TileOp appended to `out`, to be filled in place (costs' filling forms,
+/// emplace_load, emplace_store): a dataflow's inner loop emits without a temporary op to copy. It
+/// is copied from a constant, which GCC does in vector moves, where value-initializing the
+/// 144-byte op in place (out.emplace_back()) is a `rep stos`, a third of a part's emission.
+inline constexpr TileOp kDefaultOp{};
+inline TileOp& emplace_op(std::vector<TileOp>& out) {
+  return out.emplace_back(kDefaultOp);
+}
+
+/// TileOp::load(t, dest) and TileOp::store(t, src), built in place at the end of `out`.
+inline TileOp& emplace_load(std::vector<TileOp>& out, const TileRef& t,
+                            OnChip dest = OnChip::smem) {
+  TileOp& op = emplace_op(out);
+  op.kind = OpKind::load;
+  op.tile = t;
+  op.on_chip = dest;
+  return op;
+}
+inline TileOp& emplace_store(std::vector<TileOp>& out, const TileRef& t, OnChip src = OnChip::reg) {
+  TileOp& op = emplace_op(out);
+  op.kind = OpKind::store;
+  op.tile = t;
+  op.on_chip = src;
+  return op;
+}
+
+/// (Built in place at the end of `out`.)
 inline void finish_forward_tile(const TileRef& o, std::int64_t head_dim, std::vector<TileOp>& out) {
-  out.push_back(costs::finalize(o, head_dim));
-  out.push_back(TileOp::store(o, OnChip::smem));
-  out.push_back(TileOp::store({TensorId::L, o.matrix, o.row0, o.rows, 0, 1}, OnChip::reg));
+  costs::finalize(emplace_op(out), o, head_dim);
+  emplace_store(out, o, OnChip::smem);
+  emplace_store(out, {TensorId::L, o.matrix, o.row0, o.rows, 0, 1}, OnChip::reg);
 }
 
 /// Key blocks [0, count) a dense forward tile of rows [q0, q0 + qr) computes: all of them, or under

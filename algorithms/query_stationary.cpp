@@ -52,11 +52,17 @@ class QueryStationaryForward final : public Schedule {
  public:
   QueryStationaryForward(const AttentionProblem& p, const Tiling& t, QueryStationaryKernel kernel,
                          std::shared_ptr<const BlockMask> blocks)
-      : p_(p), t_(t), k_(std::move(kernel)), blocks_(std::move(blocks)) {}
+      : p_(p),
+        t_(t),
+        k_(std::move(kernel)),
+        blocks_(std::move(blocks)),
+        view_(QueryView::of(p_, p_.packs_query_group() && !blocks_)),
+        tiles_per_head_(ceil_div(view_.rows, t_.block_q)),
+        group_(p_.group()) {}
 
   // Grouped-query attention: K/V have B*H_kv matrices; the query group is packed (QueryView)
   // except under a block mask, which is over query positions.
-  QueryView view() const { return QueryView::of(p_, p_.packs_query_group() && !blocks_); }
+  const QueryView& view() const { return view_; }
 
   std::vector<TensorDecl> tensors() const override { return view().tensors(p_); }
 
@@ -91,8 +97,8 @@ class QueryStationaryForward final : public Schedule {
   }
   PartRange steady_parts(std::size_t, std::int64_t cta) const override {
     if (blocks_ || descending()) return {};
-    const QueryView::Tile tile = view().tile(p_, t_.block_q, cta);
-    return forward_steady_parts(p_, tile.q0, tile.qr, t_.block_kv);
+    const QueryView::Tile at = tile(cta);
+    return forward_steady_parts(p_, at.q0, at.qr, t_.block_kv);
   }
 
   // Part 0 loads Q and initializes the state; part 1 + k is the k-th K/V block the CTA computes
@@ -103,7 +109,9 @@ class QueryStationaryForward final : public Schedule {
   // the engine streamed through the CPU's caches).
   bool emit_cta_part(std::size_t, std::int64_t cta, std::size_t part,
                      std::vector<TileOp>& out) const override {
-    const auto [qb, bh, kv, q0, qr] = view().tile(p_, t_.block_q, cta);
+    // The ops are built in place at the end of `out` (emplace_op and costs' filling forms,
+    // emplace_load): a part is a few ops and a run emits hundreds of thousands of parts.
+    const auto [qb, bh, kv, q0, qr] = tile(cta);
     const std::int64_t d = p_.head_dim, eb = p_.elem_bytes();
     const std::int64_t offset = p_.seq_kv - p_.seq;  // bottom-right causal alignment
     const TileRef o{TensorId::O, bh, q0, qr, 0, d};
@@ -115,13 +123,13 @@ class QueryStationaryForward final : public Schedule {
     const std::int64_t count = blocks_ ? static_cast<std::int64_t>(nonzero.size())
                                        : dense_kv_blocks(p_, q0, qr, t_.block_kv);
     if (count == 0) {  // block-sparse: no nonzero block, O = 0 and L = +inf, Q unread
-      out.push_back(costs::init_state(o));
+      costs::init_state(emplace_op(out), o);
       finish_forward_tile(o, d, out);
       return false;
     }
     if (part == 0) {
-      out.push_back(TileOp::load({TensorId::Q, bh, q0, qr, 0, d}));  // gQ -> sQ (qr, d)
-      out.push_back(costs::init_state(o));
+      emplace_load(out, {TensorId::Q, bh, q0, qr, 0, d});  // gQ -> sQ (qr, d)
+      costs::init_state(emplace_op(out), o);
       return true;
     }
     const auto k = static_cast<std::int64_t>(part) - 1;
@@ -129,9 +137,9 @@ class QueryStationaryForward final : public Schedule {
     const std::int64_t j = blocks_ ? nonzero[static_cast<std::size_t>(visit)] : visit;
     const std::int64_t k0 = j * t_.block_kv;
     const std::int64_t kr = std::min(t_.block_kv, p_.seq_kv - k0);
-    out.push_back(TileOp::load({TensorId::K, kv, k0, kr, 0, d}));  // gK -> sK (kr, d)
-    out.push_back(TileOp::load({TensorId::V, kv, k0, kr, 0, d}));  // gV -> sV (kr, d)
-    const TileRef s{TensorId::S, bh, q0, qr, k0, kr};              // rS (qr, kr)
+    emplace_load(out, {TensorId::K, kv, k0, kr, 0, d});  // gK -> sK (kr, d)
+    emplace_load(out, {TensorId::V, kv, k0, kr, 0, d});  // gV -> sV (kr, d)
+    const TileRef s{TensorId::S, bh, q0, qr, k0, kr};    // rS (qr, kr)
     const bool wgmma = k_.mechanisms.wgmma();
     // Shared-memory operand reads of the two products. mma.sync: each warp reads its own Q rows
     // and the whole K (then V) tile through ldmatrix. wgmma: the tensor cores read the B operand
@@ -139,16 +147,16 @@ class QueryStationaryForward final : public Schedule {
     // from shared memory too.
     const std::int64_t readers =
         wgmma ? ceil_div(qr, kRowsPerWarpgroup) : std::max(1, t_.threads / 32);
-    out.push_back(costs::scores(s, d, (qr + readers * kr) * d * eb));
+    TileOp& qk = costs::scores(emplace_op(out), s, d, (qr + readers * kr) * d * eb);
     const std::int64_t replicas = k_.score_replicas;
-    replicate(out.back(), replicas);
+    replicate(qk, replicas);
     // A spilling kernel's wgmma are serialized by ptxas (C7512): each m64nNk16 waits for its own
     // result. Per warpgroup: its row groups' instructions, k16 steps over d, N = kr up to 256.
     const std::int64_t row_groups_per_warpgroup =
         wgmma ? ceil_div(ceil_div(qr, kRowsPerWarpgroup), std::max(1, k_.consumer_warpgroups)) : 0;
     const bool serialized = wgmma && k_.local_bytes > 0;
     if (serialized) {
-      out.back().serialized_wgmmas = row_groups_per_warpgroup * ceil_div(d, 16) * ceil_div(kr, 256);
+      qk.serialized_wgmmas = row_groups_per_warpgroup * ceil_div(d, 16) * ceil_div(kr, 256);
     }
     const bool crosses_diagonal = p_.causal && k0 + kr - 1 > q0 + offset;
     // The causal mask and an index mask are one pass over the scores. Our block-sparse kernel
@@ -157,26 +165,25 @@ class QueryStationaryForward final : public Schedule {
     // the scores and branches per pair on the rest), where in flash2's kernel it does (one
     // branch per block, unmasked blocks only scale).
     if (crosses_diagonal || p_.mask || blocks_) {
-      out.push_back(costs::mask(s));
-      replicate(out.back(), replicas);
+      replicate(costs::mask(emplace_op(out), s), replicas);
     }
-    out.push_back(costs::online_softmax(s, d));
-    replicate(out.back(), replicas);
+    TileOp& softmax = costs::online_softmax(emplace_op(out), s, d);
+    replicate(softmax, replicas);
     // wgmma's accumulator gives a row to the 4 threads of a quad: its max takes 2 shuffle
     // rounds (the sum is reduced across the quad once, at the end).
-    if (wgmma) out.back().smem_round_trips = 2;
+    if (wgmma) softmax.smem_round_trips = 2;
     if (k_.local_bytes > 0) {
       // Register spills: the warps store and reload their spilled registers every step, through
       // the L1 (one SRAM with shared memory, so on its pipe).
-      out.back().smem_read_bytes += 2 * std::int64_t{k_.local_bytes} * t_.threads;
+      softmax.smem_read_bytes += 2 * std::int64_t{k_.local_bytes} * t_.threads;
     }
-    if (p_.dropout > 0) out.push_back(costs::dropout({TensorId::P, bh, q0, qr, k0, kr}));
+    if (p_.dropout > 0) costs::dropout(emplace_op(out), {TensorId::P, bh, q0, qr, k0, kr});
     const std::int64_t p_reads = k_.mechanisms.mma == MmaFamily::wgmma_ss ? qr * kr * eb : 0;
-    out.push_back(costs::pv(s, d, readers * kr * d * eb + p_reads));
+    TileOp& pv = costs::pv(emplace_op(out), s, d, readers * kr * d * eb + p_reads);
     if (serialized) {
-      out.back().serialized_wgmmas = row_groups_per_warpgroup * ceil_div(kr, 16) * ceil_div(d, 256);
+      pv.serialized_wgmmas = row_groups_per_warpgroup * ceil_div(kr, 16) * ceil_div(d, 256);
     }
-    if (wgmma && p_.dtype == Dtype::fp8) add_fp8_extra_ops(out.back(), s, d);
+    if (wgmma && p_.dtype == Dtype::fp8) add_fp8_extra_ops(pv, s, d);
     if (k + 1 < count) return true;
     finish_forward_tile(o, d, out);  // O through shared memory
     return false;
@@ -185,10 +192,24 @@ class QueryStationaryForward final : public Schedule {
  private:
   bool descending() const { return k_.kv_order == KvOrder::descending; }
 
+  // view().tile(p_, t_.block_q, cta) with what depends on the schedule alone divided once: two
+  // divisions a call where QueryView::tile makes six (a part's emission was a third divisions).
+  QueryView::Tile tile(std::int64_t cta) const {
+    const std::int64_t head = cta / tiles_per_head_;  // batch * heads + head's index, b fastest
+    const std::int64_t qb = cta - head * tiles_per_head_;
+    const std::int64_t h = head / p_.batch, b = head - h * p_.batch;
+    const std::int64_t q = b * view_.heads + h;
+    const std::int64_t q0 = qb * t_.block_q;
+    return {qb, q, view_.packed || group_ == 1 ? q : q / group_, q0,
+            std::min(t_.block_q, view_.rows - q0)};
+  }
+
   AttentionProblem p_;
   Tiling t_;
   QueryStationaryKernel k_;
   std::shared_ptr<const BlockMask> blocks_;  // block-sparse only
+  QueryView view_;                           // view(): fixed by the problem and the mask
+  std::int64_t tiles_per_head_, group_;      // tile()'s divisors: query tiles of a head, g
 };
 
 }  // namespace

@@ -10,20 +10,34 @@
 
 namespace iosim::costs {
 
-inline TileOp compute(ComputeKind kind, const TileRef& tile) {
-  TileOp op;
+// Each cost below comes in two forms: one fills `op`, a default TileOp (say one just appended to a
+// part's vector: `costs::scores(emplace_op(out), ...)`, algorithms/passes.hpp, which builds no
+// temporary to copy) and returns it; the other returns a new op.
+
+inline TileOp& compute(TileOp& op, ComputeKind kind, const TileRef& tile) {
   op.kind = OpKind::compute;
   op.compute = kind;
   op.tile = tile;
   return op;
 }
+inline TileOp compute(ComputeKind kind, const TileRef& tile) {
+  TileOp op;
+  compute(op, kind, tile);
+  return op;
+}
 
 /// S = scale * Q K^T over `k` of the head dimension (2 FLOPs per multiply-add).
-inline TileOp scores(const TileRef& s_tile, std::int64_t k, std::int64_t smem_read_bytes,
-                     ComputeKind kind = ComputeKind::scores) {
-  TileOp op = compute(kind, s_tile);
+inline TileOp& scores(TileOp& op, const TileRef& s_tile, std::int64_t k,
+                      std::int64_t smem_read_bytes, ComputeKind kind = ComputeKind::scores) {
+  compute(op, kind, s_tile);
   op.tensor_flops = 2 * s_tile.rows * s_tile.cols * k;
   op.smem_read_bytes = smem_read_bytes;
+  return op;
+}
+inline TileOp scores(const TileRef& s_tile, std::int64_t k, std::int64_t smem_read_bytes,
+                     ComputeKind kind = ComputeKind::scores) {
+  TileOp op;
+  scores(op, s_tile, k, smem_read_bytes, kind);
   return op;
 }
 
@@ -33,16 +47,26 @@ inline TileOp scores(const TileRef& s_tile, std::int64_t k, std::int64_t smem_re
 /// (flash1) such instructions per score besides the scaling multiply.
 inline constexpr std::int64_t kMaskIntOpsPerScore = 5;
 
-inline TileOp mask(const TileRef& s_tile) {
-  TileOp op = compute(ComputeKind::apply_mask, s_tile);
+inline TileOp& mask(TileOp& op, const TileRef& s_tile) {
+  compute(op, ComputeKind::apply_mask, s_tile);
   op.int_ops = kMaskIntOpsPerScore * s_tile.rows * s_tile.cols;
   return op;
 }
+inline TileOp mask(const TileRef& s_tile) {
+  TileOp op;
+  mask(op, s_tile);
+  return op;
+}
 
-inline TileOp online_softmax(const TileRef& s_tile, std::int64_t d) {
-  TileOp op = compute(ComputeKind::online_softmax, s_tile);
+inline TileOp& online_softmax(TileOp& op, const TileRef& s_tile, std::int64_t d) {
+  compute(op, ComputeKind::online_softmax, s_tile);
   op.fp32_flops = 4 * s_tile.rows * s_tile.cols + s_tile.rows * d + 2 * s_tile.rows;
   op.sfu_ops = s_tile.rows * s_tile.cols + s_tile.rows;
+  return op;
+}
+inline TileOp online_softmax(const TileRef& s_tile, std::int64_t d) {
+  TileOp op;
+  online_softmax(op, s_tile, d);
   return op;
 }
 
@@ -63,28 +87,46 @@ inline TileOp softmax_rows(const TileRef& s_tile, std::int64_t threads = 256) {
   return op;
 }
 
-inline TileOp dropout(const TileRef& p_tile) {
-  TileOp op = compute(ComputeKind::apply_dropout, p_tile);
+inline TileOp& dropout(TileOp& op, const TileRef& p_tile) {
+  compute(op, ComputeKind::apply_dropout, p_tile);
   op.fp32_flops = 2 * p_tile.rows * p_tile.cols;  // random draw compare + scale
+  return op;
+}
+inline TileOp dropout(const TileRef& p_tile) {
+  TileOp op;
+  dropout(op, p_tile);
   return op;
 }
 
 /// O += P V for a score tile of rows x cols and head dimension `d`.
-inline TileOp pv(const TileRef& s_tile, std::int64_t d, std::int64_t smem_read_bytes) {
-  TileOp op = compute(ComputeKind::accumulate_pv, s_tile);
+inline TileOp& pv(TileOp& op, const TileRef& s_tile, std::int64_t d, std::int64_t smem_read_bytes) {
+  compute(op, ComputeKind::accumulate_pv, s_tile);
   op.tensor_flops = 2 * s_tile.rows * s_tile.cols * d;
   op.smem_read_bytes = smem_read_bytes;
   return op;
 }
+inline TileOp pv(const TileRef& s_tile, std::int64_t d, std::int64_t smem_read_bytes) {
+  TileOp op;
+  pv(op, s_tile, d, smem_read_bytes);
+  return op;
+}
 
+inline TileOp& init_state(TileOp& op, const TileRef& o_tile) {
+  return compute(op, ComputeKind::init_state, o_tile);
+}
 inline TileOp init_state(const TileRef& o_tile) {
   return compute(ComputeKind::init_state, o_tile);
 }
 
-inline TileOp finalize(const TileRef& o_tile, std::int64_t d) {
-  TileOp op = compute(ComputeKind::finalize, o_tile);
+inline TileOp& finalize(TileOp& op, const TileRef& o_tile, std::int64_t d) {
+  compute(op, ComputeKind::finalize, o_tile);
   op.fp32_flops = o_tile.rows * d + o_tile.rows;
   op.sfu_ops = 2 * o_tile.rows;  // reciprocal and log per row
+  return op;
+}
+inline TileOp finalize(const TileRef& o_tile, std::int64_t d) {
+  TileOp op;
+  finalize(op, o_tile, d);
   return op;
 }
 

@@ -428,16 +428,21 @@ class StageTimer {
   // compute_time(w, share), remembered for the last work and share it was asked: a kernel's
   // CTAs mostly run stages of the same work on equally shared SMs (every step of a K/V loop),
   // and compute_time() is a pure function of them, so the answer is the one it would compute.
-  // Compared bit for bit (Work is doubles and 64-bit integers, no padding).
+  // Compared bit for bit (Work is doubles and 64-bit integers, no padding), a word at a time
+  // with an early exit: `w` was just summed field by field, and reading it back in wider loads
+  // (a copy of it, or a vectorized compare) waits for those stores to retire (the CPU cannot
+  // forward several stores into one load).
   double cached_compute_time(const Work& w, double share) {
     static_assert(sizeof(Work) == 10 * sizeof(std::uint64_t));
-    std::array<std::uint64_t, 10> bits;
-    std::memcpy(bits.data(), &w, sizeof(Work));
-    std::uint64_t differ = std::bit_cast<std::uint64_t>(share) ^ memo_share_;
-    for (std::size_t i = 0; i < bits.size(); ++i) differ |= bits[i] ^ memo_work_[i];
-    if (differ != 0 || !memo_valid_) {
+    bool same = memo_valid_ && std::bit_cast<std::uint64_t>(share) == memo_share_;
+    for (std::size_t i = 0; same && i < memo_work_.size(); ++i) {
+      std::uint64_t word;
+      std::memcpy(&word, reinterpret_cast<const char*>(&w) + i * sizeof(word), sizeof(word));
+      same = word == memo_work_[i];
+    }
+    if (!same) {
       memo_time_ = compute_time(w, share, memo_parts_);
-      memo_work_ = bits;
+      std::memcpy(memo_work_.data(), &w, sizeof(Work));
       memo_share_ = std::bit_cast<std::uint64_t>(share);
       memo_valid_ = true;
     }
