@@ -34,8 +34,13 @@ struct Replay {
   L2System l2{kCapacity, 32, 2, 0.473};
   PerTensor written_back{};
   std::uint64_t missed = 0;
-  void read(std::uint64_t addr, int sm) {
-    missed += l2.read(addr, kBlock, TensorId::K, sm, written_back).miss_bytes;
+  void read(std::uint64_t addr, int sm, std::uint64_t bytes = kBlock) {
+    missed += l2.read(addr, bytes, TensorId::K, sm, written_back).miss_bytes;
+  }
+  // Hit rate of sweeps 2..reps of `footprint` bytes, as the kernel computes it from DRAM reads.
+  double sweep_hits(std::uint64_t footprint, int reps) const {
+    const double w = static_cast<double>(footprint);
+    return 1.0 - (static_cast<double>(missed) - w) / (static_cast<double>(reps - 1) * w);
   }
 };
 
@@ -72,8 +77,7 @@ double sweep_hits(const std::string& set, const std::string& mapping, double fra
       read_own(r, sms, 0, w);
     }
   }
-  return 1.0 - (static_cast<double>(r.missed) - static_cast<double>(w)) /
-                   (static_cast<double>(reps - 1) * static_cast<double>(w));
+  return r.sweep_hits(w, reps);
 }
 
 // Share of a hot set (a quarter of the L2, read twice) lost to a stream of `fraction` of the L2.
@@ -135,13 +139,10 @@ double layout_hits(const std::string& layout, double fraction, int reps) {
   const std::vector<int> sms = readers("all");
   for (int rep = 0; rep < reps; ++rep) {
     for (std::uint64_t p : at) {
-      for (int sm : sms) {
-        r.missed += r.l2.read(p * kPage, kPage, TensorId::K, sm, r.written_back).miss_bytes;
-      }
+      for (int sm : sms) r.read(p * kPage, sm, kPage);
     }
   }
-  const double w = static_cast<double>(pages * kPage);
-  return 1.0 - (static_cast<double>(r.missed) - w) / (static_cast<double>(reps - 1) * w);
+  return r.sweep_hits(pages * kPage, reps);
 }
 
 }  // namespace

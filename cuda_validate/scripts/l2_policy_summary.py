@@ -30,13 +30,19 @@ def launches(folder, part):
     return rows
 
 
+def hit(r):
+    """(footprint / L2, hit rate of sweeps 2..R, clamped to [0, 1]) of one launch."""
+    w = r["footprint_bytes"]
+    h = 1 - (r["dram_read"] - w) / ((r["reps"] - 1) * w)
+    return round(w / r["l2_bytes"], 2), min(1.0, max(0.0, h))
+
+
 def sweep_hits(folder):
     """{(set, mapping): {footprint / L2: hit rate of sweeps 2..R}} in launch order."""
     out = {}
     for r in launches(folder, "sweeps"):
-        w = r["footprint_bytes"]
-        h = 1 - (r["dram_read"] - w) / ((r["reps"] - 1) * w)
-        out.setdefault((r["set"], r["mapping"]), {})[round(w / r["l2_bytes"], 2)] = min(1.0, max(0.0, h))
+        f, h = hit(r)
+        out.setdefault((r["set"], r["mapping"]), {})[f] = h
     return out
 
 
@@ -57,16 +63,11 @@ def sweeps(folder):
     fractions = sorted({round(r["footprint_bytes"] / r["l2_bytes"], 2) for r in rows})
     print("| readers | mapping | " + " | ".join(f"{f:g}" for f in fractions) + " |")
     print("| --- | --- | " + " | ".join("---:" for _ in fractions) + " |")
+    hits = sweep_hits(folder)
     for k in kinds:
-        hit = {}
-        for r in rows:
-            if (r["set"], r["mapping"]) != k:
-                continue
-            w = r["footprint_bytes"]
-            h = 1 - (r["dram_read"] - w) / ((r["reps"] - 1) * w)
-            hit[round(w / r["l2_bytes"], 2)] = min(1.0, max(0.0, h))
         print(f"| {k[0]} | {k[1]} | " +
-              " | ".join(f"{100 * hit[f]:.0f}%" if f in hit else "-" for f in fractions) + " |")
+              " | ".join(f"{100 * hits[k][f]:.0f}%" if f in hits[k] else "-" for f in fractions)
+              + " |")
 
 
 def scan(folder):
@@ -81,25 +82,18 @@ def layout_hits(folder):
     """{layout: {footprint / L2: hit rate of sweeps 2..R}} of the layout part."""
     out = {}
     for r in launches(folder, "layout"):
-        w = r["footprint_bytes"]
-        h = 1 - (r["dram_read"] - w) / ((r["reps"] - 1) * w)
-        out.setdefault(r["layout"], {})[round(w / r["l2_bytes"], 2)] = min(1.0, max(0.0, h))
+        f, h = hit(r)
+        out.setdefault(r["layout"], {})[f] = h
     return out
 
 
 def layout(folder):
     """The shared sweeps' hit rate per layout of the footprint's pages (l2_policy_layout.*)."""
-    rows = launches(folder, "layout")
-    fractions = sorted({round(r["footprint_bytes"] / r["l2_bytes"], 2) for r in rows})
+    hits = layout_hits(folder)
+    fractions = sorted({f for v in hits.values() for f in v})
     print("| layout | " + " | ".join(f"{f:g}" for f in fractions) + " |")
     print("| --- | " + " | ".join("---:" for _ in fractions) + " |")
-    for name in dict.fromkeys(r["layout"] for r in rows):
-        hit = {}
-        for r in rows:
-            if r["layout"] == name:
-                w = r["footprint_bytes"]
-                h = 1 - (r["dram_read"] - w) / ((r["reps"] - 1) * w)
-                hit[round(w / r["l2_bytes"], 2)] = min(1.0, max(0.0, h))
+    for name, hit in hits.items():
         print(f"| {name} | " + " | ".join(f"{100 * hit[f]:.0f}%" if f in hit else "-"
                                           for f in fractions) + " |")
 
