@@ -54,10 +54,19 @@ std::vector<RunRequest> compare_requests(const HardwareProfile& profile, const R
             "(a description's `name:`); give it once, or rename one description",
             r.algorithm));
       }
-      check_request(profile, r);
       requests.push_back(std::move(r));
     } catch (const ConfigError& e) {
       throw ConfigError(fmt::format("{}: {}", typed, e.what()));
+    }
+    try {
+      check_request(profile, requests.back());
+    } catch (const ConfigError& e) {
+      // Said to be shared, so that "--pattern applies to block-sparse" in a comparison of
+      // block-sparse and flash2 reads as a choice to make, not a flag dropped for one column.
+      throw ConfigError(fmt::format(
+          "{}: {} (in a comparison every flag but the kernel is shared: each kernel runs with all "
+          "of them)",
+          typed, e.what()));
     }
   }
   return requests;
