@@ -89,7 +89,7 @@ expect 2 "--kernel $tmp/missing.yaml: cannot read kernel description" -- \
 expect 2 "an empty name in the list" -- run --algo flash2, --seq 64
 expect 2 "--algo nope: unknown algorithm 'nope'" -- run --algo flash2,nope --seq 64
 expect 2 "infeasible configuration: flash2:" -- \
-  run --algo flash1,flash2 --block-kv 4096 --seq 256 --html "$page"
+  run --algo flash2,flash1 --block-kv 4096 --seq 256 --html "$page"
 expect 2 "the SVG draws one run" -- run --algo flash1,flash2 --seq 64 --svg "$tmp/never.svg"
 expect 2 "--algo flash3: flash3" -- run --algo flash2,flash3 --seq 64 --profile a100-sxm4-40gb
 [ ! -e "$page" ] && [ ! -e "$tmp/never.svg" ] && ok || bad "a refused comparison wrote a file"
