@@ -63,9 +63,7 @@ std::vector<CompareRow> compare_rows(const std::vector<Report>& reports) {
        [](R r) { return fmt::format("{}x{}", r.tiling.block_q, r.tiling.block_kv); });
   text("threads, stages",
        [](R r) { return fmt::format("{}, {}", r.tiling.threads, r.tiling.pipeline_stages); });
-  rows.push_back(quantity(
-      reports, "SRAM per CTA (M)", [](R r) { return static_cast<double>(r.sram_bytes); },
-      [](R, double v) { return human_bytes(v); }));
+  text("SRAM per CTA (M)", [](R r) { return human_bytes(static_cast<double>(r.sram_bytes)); });
   text("GPU kernels", [](R r) { return std::to_string(r.engine.kernels.size()); });
   text("SM clock", [](R r) { return fmt::format("{:.0f} MHz", r.sm_clock_mhz); });
   if (std::any_of(reports.begin(), reports.end(), [](R r) { return r.power.has_value(); })) {
