@@ -22,7 +22,7 @@ namespace {
 
 // The ConfigError message of `f()`, or "" when it does not throw one.
 template <typename F>
-std::string config_error(F f) {
+std::string comparison_refusal(F f) {
   try {
     f();
   } catch (const ConfigError& e) {
@@ -32,7 +32,7 @@ std::string config_error(F f) {
 }
 
 // A run's JSON without the one field that changes from run to run.
-nlohmann::json without_wall_time(nlohmann::json j) {
+nlohmann::json json_without_wall_s(nlohmann::json j) {
   j.erase("simulation_wall_s");
   return j;
 }
@@ -83,7 +83,7 @@ TEST_CASE("each column of a comparison is that kernel's single run") {
         CHECK(reports[i].engine.time_attribution[row] == single.engine.time_attribution[row]);
       }
       CHECK(reports[i].bound == single.bound);
-      CHECK(without_wall_time(doc["runs"][i]) == without_wall_time(report_to_json(single)));
+      CHECK(json_without_wall_s(doc["runs"][i]) == json_without_wall_s(report_to_json(single)));
       CHECK(csv.find("\n" + csv_row(single) + "\n") != std::string::npos);
     }
   }
@@ -122,7 +122,7 @@ TEST_CASE("a comparison's mistakes name the kernel, before any kernel runs") {
   RunFlags shared;
   shared.seq = 256;
   const auto refusal = [&](std::vector<ComparedKernel> kernels) {
-    return config_error([&] { compare_requests(gpu, shared, kernels); });
+    return comparison_refusal([&] { compare_requests(gpu, shared, kernels); });
   };
   CHECK(refusal({{false, "flash2"}, {false, "flash2"}}).find("'flash2' is compared twice") !=
         std::string::npos);
@@ -134,7 +134,7 @@ TEST_CASE("a comparison's mistakes name the kernel, before any kernel runs") {
   shared.pattern = "strided:2";
   CHECK(refusal({{false, "block-sparse"}, {false, "flash2"}}).find("--algo flash2: --pattern") ==
         0);
-  CHECK(config_error([] {
+  CHECK(comparison_refusal([] {
           split_kernel_list("flash2,,flash3", false);
         }).find("an empty name in the list") != std::string::npos);
 }
