@@ -38,16 +38,27 @@ std::string compare_table_html(const std::vector<Report>& reports) {
   return s + "</tbody></table>\n";
 }
 
-// The run page's tables carry ids (id="achieved"); a column's get its index, so that the page's
-// ids stay unique.
-std::string column_ids(std::string html, std::size_t column) {
-  const std::string key = "<table id=\"";
-  for (std::size_t at = html.find(key); at != std::string::npos; at = html.find(key, at)) {
-    const std::size_t end = html.find('"', at + key.size());
-    html.insert(end, fmt::format("-{}", column + 1));
-    at = end;
+// The run page's tables and charts carry ids (id="achieved", the roofline's clip path, the
+// arrowheads' markers) that a page of one run holds once; a column's are prefixed with its
+// number, and so are the references to them, so that the page's ids stay unique.
+std::string column_ids(const std::string& html, std::size_t column) {
+  const std::string prefix = fmt::format("c{}-", column + 1);
+  std::string out;
+  out.reserve(html.size() + 256);
+  for (std::size_t at = 0; at < html.size();) {
+    bool replaced = false;
+    for (const char* key : {" id=\"", "url(#"}) {
+      const std::string k(key);
+      if (html.compare(at, k.size(), k) == 0) {
+        out += k + prefix;
+        at += k.size();
+        replaced = true;
+        break;
+      }
+    }
+    if (!replaced) out += html[at++];
   }
-  return html;
+  return out;
 }
 
 // One section: `piece` of each run in its column, under the kernel's name.

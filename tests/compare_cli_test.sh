@@ -71,6 +71,8 @@ for c in charts:
 ids = re.findall(r' id="([^"]+)"', html)
 assert len(ids) == len(set(ids)), f"repeated ids: {ids}"
 assert 'id="compare"' in html and "flash3 / flash1" in html
+refs = re.findall(r'url\(#([^)]+)\)', html)
+assert refs and set(refs) <= set(ids), f"references to no id: {set(refs) - set(ids)}"
 assert html.count('data-kernel="flash2"') >= 5, "flash2 is not a column of every section"
 assert "http://" not in html.replace("http://www.w3.org/2000/svg", "")
 PY
