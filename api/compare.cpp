@@ -13,9 +13,11 @@ std::vector<ComparedKernel> split_kernel_list(const std::string& value, bool des
   const char* flag = description ? "--kernel" : "--algo";
   std::error_code ec;
   // A description inline or in a file is read whole: its text (or a file's name) may hold commas.
-  if (description && !value.empty() &&
-      (value.front() == '{' || std::filesystem::exists(value, ec))) {
-    return {{true, value}};
+  // A value without a comma is one kernel, whatever it holds: a single run's --algo "" is
+  // refused by its run as before this list was read.
+  if (value.find(',') == std::string::npos ||
+      (description && (value.front() == '{' || std::filesystem::exists(value, ec)))) {
+    return {{description, value}};
   }
   std::vector<ComparedKernel> out;
   std::size_t start = 0;
@@ -47,6 +49,8 @@ std::vector<RunRequest> compare_requests(const HardwareProfile& profile, const R
     // say which column of `--algo flash2,block-sparse --pattern ...` it stopped at.
     const std::string typed = fmt::format("{} {}", k.description ? "--kernel" : "--algo", k.text);
     try {
+      // An empty --kernel would run --algo's algorithm in its column without a word.
+      if (k.text.empty()) throw ConfigError("an empty name: give an algorithm or a description");
       RunRequest r = to_request(f);
       if (!names.insert(r.algorithm).second) {
         throw ConfigError(fmt::format(

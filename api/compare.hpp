@@ -19,7 +19,7 @@ struct ComparedKernel {
 
 /// The kernels one --algo or --kernel value names: the value split at its commas
 /// ("flash2,flash3"), except an inline description ("{...}") or an existing file, each one kernel
-/// whatever commas it holds. Throws ConfigError for an empty name ("flash2,,flash3").
+/// whatever commas it holds. Throws ConfigError for an empty name in a list ("flash2,,flash3").
 std::vector<ComparedKernel> split_kernel_list(const std::string& value, bool description);
 
 /// The requests of a comparison: `shared` with each kernel in turn in place of its --algo and

@@ -131,6 +131,7 @@ TEST_CASE("a comparison's mistakes name the kernel, before any kernel runs") {
   CHECK(refusal({{false, "flash2"}, {true, "no/such/kernel.yaml"}})
             .find("--kernel no/such/kernel.yaml: ") == 0);
   CHECK(refusal({{false, "flash2"}, {false, "nope"}}).find("--algo nope: unknown algorithm") == 0);
+  CHECK(refusal({{false, "flash2"}, {true, ""}}).find("--kernel : an empty name") == 0);
   shared.pattern = "strided:2";
   CHECK(refusal({{false, "block-sparse"}, {false, "flash2"}}).find("--algo flash2: --pattern") ==
         0);
@@ -149,4 +150,6 @@ TEST_CASE("a kernel list splits at commas, an inline description never") {
   REQUIRE(one.size() == 1);
   CHECK((one[0].text == inline_kernel && one[0].description));
   CHECK(split_kernel_list("flash2,my.yaml", true).size() == 2);
+  // One value without a comma is one kernel, even empty: its single run refuses it as before.
+  CHECK(split_kernel_list("", false).size() == 1);
 }
