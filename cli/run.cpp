@@ -146,7 +146,8 @@ int run_comparison(const RunFlags& f, const std::vector<ComparedKernel>& kernels
 }  // namespace
 
 Action add_run_command(CLI::App& app) {
-  CLI::App* cmd = app.add_subcommand("run", "simulate one attention call");
+  CLI::App* cmd = app.add_subcommand(
+      "run", "simulate one attention call, or several kernels side by side (--algo A,B)");
   auto f = std::make_shared<RunFlags>();
   add_problem_flags(*cmd, *f);
   // Several kernels run side by side: --algo and --kernel may be repeated (each occurrence kept,
