@@ -63,6 +63,19 @@ std::vector<CompareRow> compare_rows(const std::vector<Report>& reports) {
        [](R r) { return fmt::format("{}x{}", r.tiling.block_q, r.tiling.block_kv); });
   text("threads, stages",
        [](R r) { return fmt::format("{}, {}", r.tiling.threads, r.tiling.pipeline_stages); });
+  // What only some kernels have (split-KV decoding's splits, paged attention's pages), where any
+  // kernel of the comparison has it: the problem line is the first kernel's.
+  if (std::any_of(reports.begin(), reports.end(), [](R r) { return r.tiling.splits > 0; })) {
+    text("K/V splits",
+         [](R r) { return r.tiling.splits > 0 ? std::to_string(r.tiling.splits) : "-"; });
+  }
+  if (std::any_of(reports.begin(), reports.end(),
+                  [](R r) { return r.request.problem.page_tokens > 0; })) {
+    text("tokens per K/V page", [](R r) {
+      const std::int64_t t = r.request.problem.page_tokens;
+      return t > 0 ? std::to_string(t) : "-";
+    });
+  }
   text("SRAM per CTA (M)", [](R r) { return human_bytes(static_cast<double>(r.sram_bytes)); });
   text("GPU kernels", [](R r) { return std::to_string(r.engine.kernels.size()); });
   text("SM clock", [](R r) { return fmt::format("{:.0f} MHz", r.sm_clock_mhz); });
