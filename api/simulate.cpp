@@ -54,13 +54,21 @@ Report simulate(const HardwareProfile& profile, const RunRequest& request) {
   return simulate(profile, request, builtin_registry());
 }
 
-Report simulate(const HardwareProfile& profile, const RunRequest& original,
-                const Registry& registry) {
-  const auto started = std::chrono::steady_clock::now();
+namespace {
+
+// The request as simulate() plans it, with the algorithm it runs: the checks of every input made
+// before anything is planned, so that check_request() refuses what simulate() would.
+struct Checked {
+  RunRequest request;
+  Algorithm algorithm;
+};
+
+Checked checked_request(const HardwareProfile& profile, const RunRequest& original,
+                        const Registry& registry) {
   RunRequest request = original;
   request.problem = with_defaults(original.problem);
   validate_problem(request.problem);
-  const Algorithm algorithm = request_algorithm(profile, original, registry);
+  Algorithm algorithm = request_algorithm(profile, original, registry);
   if (original.kernel) request.algorithm = original.kernel->name;
   resolve_algorithm_inputs(algorithm, registry, request);
   if (request.problem.dtype == Dtype::fp8 && profile.tensor_flops_per_s(Dtype::fp8) <= 0) {
@@ -73,6 +81,21 @@ Report simulate(const HardwareProfile& profile, const RunRequest& original,
   // ran on an A100 where the same mechanisms in a file were refused).
   if (!original.kernel) check_preset_runs_on(request.algorithm, profile);
   if (request.execute) check_executable(request.problem);  // before the engine runs
+  return {std::move(request), std::move(algorithm)};
+}
+
+}  // namespace
+
+void check_request(const HardwareProfile& profile, const RunRequest& request) {
+  checked_request(profile, request, builtin_registry());
+}
+
+Report simulate(const HardwareProfile& profile, const RunRequest& original,
+                const Registry& registry) {
+  const auto started = std::chrono::steady_clock::now();
+  Checked checked = checked_request(profile, original, registry);
+  const RunRequest& request = checked.request;
+  const Algorithm& algorithm = checked.algorithm;
   Report report;
   report.profile = profile.name;
   report.profile_description = profile.description;

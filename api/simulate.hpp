@@ -98,4 +98,9 @@ Report simulate(const HardwareProfile& profile, const RunRequest& request);
 Report simulate(const HardwareProfile& profile, const RunRequest& request,
                 const Registry& registry);
 
+/// Throws the ConfigError simulate() would throw for `request` before it plans (bad sizes, an
+/// input its algorithm does not take, a preset the profile cannot run), without planning or
+/// running anything: a comparison checks every kernel before it runs the first.
+void check_request(const HardwareProfile& profile, const RunRequest& request);
+
 }  // namespace iosim

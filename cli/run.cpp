@@ -5,12 +5,17 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <memory>
+#include <vector>
 
+#include "api/compare.hpp"
 #include "cli/commands.hpp"
 #include "cli/flag_options.hpp"
 #include "cli/format_flag.hpp"
 #include "cli/output_file.hpp"
+#include "reports/compare_page.hpp"
+#include "reports/compare_writers.hpp"
 #include "reports/run_page.hpp"
 #include "reports/writers.hpp"
 #include "sim/base/errors.hpp"
@@ -70,12 +75,90 @@ class ProgressLine {
   bool shown_ = false;
 };
 
+// The kernels --algo and --kernel name, in the order given on the command line (the first is the
+// comparison's baseline): each occurrence's value (results(), one per occurrence under
+// MultiOptionPolicy::Join), each split at its commas.
+std::vector<ComparedKernel> kernels_given(const CLI::App& cmd) {
+  const CLI::Option* algo = cmd.get_option("--algo");
+  std::map<const CLI::Option*, std::size_t> seen;
+  std::vector<ComparedKernel> kernels;
+  for (const CLI::Option* o : cmd.parse_order()) {
+    if (o != algo && o != cmd.get_option("--kernel")) continue;
+    const std::size_t i = seen[o]++;
+    if (i >= o->results().size()) continue;
+    for (ComparedKernel& k : split_kernel_list(o->results()[i], o != algo)) {
+      kernels.push_back(std::move(k));
+    }
+  }
+  return kernels;
+}
+
+struct Pages {
+  std::string html, svg;
+};
+
+// Several kernels side by side: every flag of `f` but the kernel shared, each checked before the
+// first runs; nothing is written unless every kernel ran.
+int run_comparison(const RunFlags& f, const std::vector<ComparedKernel>& kernels,
+                   const std::string& format, double max_seconds, const Pages& pages) {
+  if (!pages.svg.empty()) {
+    throw ConfigError(fmt::format(
+        "--svg {}: the SVG draws one run; for {} kernels side by side use --html (one page, a "
+        "column per kernel)",
+        pages.svg, kernels.size()));
+  }
+  std::vector<std::string> inputs = {f.profile, f.block_table};
+  for (const ComparedKernel& k : kernels) {
+    if (k.description) inputs.push_back(k.text);
+  }
+  if (f.pattern.rfind("file:", 0) == 0) inputs.push_back(f.pattern.substr(5));
+  if (!pages.html.empty()) {
+    check_output_folder("--html", pages.html);
+    check_not_an_input("--html", pages.html, inputs);
+  }
+  const HardwareProfile profile = load_profile(f.profile, parse_profile_overrides(f.set));
+  const std::vector<RunRequest> requests = compare_requests(profile, f, kernels);
+  run_control::set_budget(max_seconds, "--max-seconds");
+  ProgressLine progress;
+  const std::vector<Report> reports = compare(profile, requests);
+  progress.clear();
+  for (const Report& r : reports) {
+    if (!r.feasible()) {
+      std::cerr << "iosim: infeasible configuration: " << r.request.algorithm << ": "
+                << r.infeasible_reason << "\n";
+      return 2;
+    }
+  }
+  if (!pages.html.empty()) {
+    write_file_atomically(pages.html, compare_html(reports));
+    std::cerr << fmt::format("iosim run: wrote {}\n", pages.html);
+  }
+  if (format == "json") {
+    write_stdout(json_text(compare_to_json(reports), 2) + "\n");
+  } else if (format == "csv") {
+    write_stdout(compare_csv(reports));
+  } else {
+    write_stdout(compare_table(reports));
+  }
+  return 0;
+}
+
 }  // namespace
 
 Action add_run_command(CLI::App& app) {
-  CLI::App* cmd = app.add_subcommand("run", "simulate one attention call");
+  CLI::App* cmd = app.add_subcommand(
+      "run", "simulate one attention call, or several kernels side by side (--algo A,B)");
   auto f = std::make_shared<RunFlags>();
   add_problem_flags(*cmd, *f);
+  // Several kernels run side by side: --algo and --kernel may be repeated (each occurrence kept,
+  // in order, by kernels_given()) or given comma lists.
+  for (const char* name : {"--algo", "--kernel"}) {
+    CLI::Option* o = cmd->get_option(name);
+    o->multi_option_policy(CLI::MultiOptionPolicy::Join);
+    o->description(o->get_description() +
+                   "; several (a comma list, repeated, or both flags) run side by side, every "
+                   "other flag shared");
+  }
   cmd->add_option("--set", f->set, kSetHelp);
   auto format = std::make_shared<FormatFlag>(std::vector<std::string>{"table", "json", "csv"});
   format->add_to(*cmd);
@@ -89,13 +172,14 @@ Action add_run_command(CLI::App& app) {
   cmd->add_option("--svg", pages->second, "also write the memory chart and the roofline as one SVG")
       ->check(output_file_name());
   return [cmd, f, format, max_seconds, pages] {
-    check_kernel_or_algo(*cmd);
     const std::string& chosen = format->checked();
     if (!(*max_seconds >= 0)) {
       throw ConfigError(fmt::format("--max-seconds {} must be >= 0", *max_seconds));
     }
     const auto& [html, svg] = *pages;
     check_distinct_outputs({{"--html", html}, {"--svg", svg}});
+    const std::vector<ComparedKernel> kernels = kernels_given(*cmd);
+    if (kernels.size() > 1) return run_comparison(*f, kernels, chosen, *max_seconds, {html, svg});
     // The files the run reads, which --html and --svg must not replace.
     std::vector<std::string> inputs = {f->profile, f->kernel, f->block_table};
     if (f->pattern.rfind("file:", 0) == 0) inputs.push_back(f->pattern.substr(5));

@@ -20,6 +20,7 @@
 #include <variant>
 #include <vector>
 
+#include "api/compare.hpp"
 #include "api/kvcache_flags.hpp"
 #include "api/layer_flags.hpp"
 #include "api/run_flags.hpp"
@@ -27,6 +28,7 @@
 #include "api/sweep.hpp"
 #include "api/tune.hpp"
 #include "api/validation.hpp"
+#include "reports/compare_writers.hpp"
 #include "reports/kvcache_writers.hpp"
 #include "reports/layer_writers.hpp"
 #include "reports/tune_writers.hpp"
@@ -207,6 +209,34 @@ std::string run_json(const py::dict& flags) {
   return json_text(report_to_json(simulate(profile, request)));
 }
 
+// `iosim run --format json` of several kernels side by side (`iosim run --algo A,B --kernel K`):
+// `flags` are the shared flags (no algo or kernel), `algos` and `kernels` the kernels, each
+// entry a name or a comma list as on the command line; the algorithms first, then the
+// descriptions.
+std::string compare_json(const py::dict& flags, const std::vector<std::string>& algos,
+                         const std::vector<std::string>& kernels) {
+  for (const char* key : {"algo", "kernel"}) {
+    if (flags.contains(key)) throw InternalError("compare_json: algo and kernel come as lists");
+  }
+  const RunFlags f = to_flags(flags);
+  std::vector<ComparedKernel> list;
+  for (const auto& [values, description] : {std::pair{&algos, false}, std::pair{&kernels, true}}) {
+    for (const std::string& v : *values) {
+      for (ComparedKernel& k : split_kernel_list(v, description)) list.push_back(std::move(k));
+    }
+  }
+  if (list.size() < 2) {
+    throw ConfigError(fmt::format(
+        "compare() needs two kernels or more (algo= and kernel= name {}); run() runs one",
+        list.size()));
+  }
+  const HardwareProfile profile = load_profile(f.profile, parse_profile_overrides(f.set));
+  const std::vector<RunRequest> requests = compare_requests(profile, f, list);
+  const InterruptibleCall interruptible;
+  py::gil_scoped_release release;
+  return json_text(compare_to_json(compare(profile, requests)));
+}
+
 // One report per dict of `points`, on `jobs` threads (0: all cores), in the order given.
 std::vector<std::string> sweep_json_rows(const std::vector<py::dict>& points, int jobs) {
   if (jobs < 0) {
@@ -336,6 +366,8 @@ PYBIND11_MODULE(_iosim, m) {
     }
   });
   m.def("run_json", &run_json, "one run as `iosim run --format json` prints it");
+  m.def("compare_json", &compare_json, py::arg("flags"), py::arg("algos"), py::arg("kernels"),
+        "several kernels side by side as `iosim run --algo A,B --format json` prints them");
   m.def("sweep_json_rows", &sweep_json_rows, py::arg("points"), py::arg("jobs") = 0,
         "one run per dict of flags, on threads; each as run_json's text");
   m.def("kvcache_json", &kvcache_json, "`iosim kvcache --format json` for a dict of its flags");

@@ -461,6 +461,74 @@ std::string chart_style() {
 
 }  // namespace
 
+namespace run_page_parts {
+
+const char* const kAttributionNote =
+    "Every moment of every SM that holds the kernel's CTAs is charged to "
+    "what its CTA slot waited on: a pipe computing, a copy's server (HBM, the L2) and then its "
+    "latency, a CTA's launch, or nothing left to start (idle: the last wave's tail). SMs that "
+    "hold no CTA are idle but for the share of the time HBM (or the L2) was busy. The rows sum "
+    "to the run's time; the largest names the bound (docs/model.md, \"Where the time "
+    "goes\").";
+const char* const kRooflineNote =
+    "Arithmetic intensity counts tensor-core FLOPs (the work the tensor-core "
+    "roof bounds) per HBM byte read and written during the run, and per L2 byte. "
+    "A point under the HBM roof's slope is held by HBM; one near the flat roof by the tensor "
+    "cores.";
+
+std::string page_head(const std::string& title) {
+  std::string s =
+      "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
+  s += fmt::format("<title>{}</title>\n<style>\n", esc(title));
+  s += assets::run_page_css;
+  s += "</style>\n<script>\n";
+  s += assets::error_capture_js;
+  s += "</script>\n</head>\n<body data-status=\"pending\">\n";
+  return s + fmt::format("<h1>{}</h1>\n", esc(title));
+}
+
+std::string page_tail() {
+  std::string s = "<script>\n";
+  s += assets::run_page_js;
+  return s + "</script>\n</body>\n</html>\n";
+}
+
+std::string achieved_table(const Report& r) {
+  return headline_table(r);
+}
+
+std::string attribution_svg(const Report& r) {
+  return svg_open(kWidth, kAttributionHeight, "chart attribution") + chart_style() +
+         attribution_chart(r) + "</svg>\n";
+}
+
+std::string time_table(const Report& r) {
+  return attribution_table(r);
+}
+
+std::string memory_svg(const Report& r) {
+  return svg_open(kWidth, kMemoryHeight, "chart memory") + chart_style() + memory_chart(r) +
+         "</svg>\n";
+}
+
+std::string roofline_svg(const Report& r) {
+  return svg_open(kWidth, kRooflineHeight, "chart roofline") + chart_style() + roofline_chart(r) +
+         "</svg>\n";
+}
+
+std::string timeline_svg(const Report& r) {
+  double height = 0;
+  const std::string timeline = timeline_chart(r, height);
+  return svg_open(kWidth, height, "chart timeline") + chart_style() + timeline + "</svg>\n";
+}
+
+std::string kernels_table(const Report& r) {
+  return kernel_table(r);
+}
+
+}  // namespace run_page_parts
+
 std::string run_svg(const Report& r) {
   std::string s = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   s += svg_open(kWidth, kMemoryHeight + kRooflineHeight, "chart");
@@ -473,18 +541,10 @@ std::string run_svg(const Report& r) {
 }
 
 std::string run_html(const Report& r) {
+  using namespace run_page_parts;
   const AttentionProblem& p = r.request.problem;
-  const std::string title =
-      fmt::format("iosim run: {} on {}", r.request.algorithm, r.profile_description);
   std::string s =
-      "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
-  s += fmt::format("<title>{}</title>\n<style>\n", esc(title));
-  s += assets::run_page_css;
-  s += "</style>\n<script>\n";
-  s += assets::error_capture_js;
-  s += "</script>\n</head>\n<body data-status=\"pending\">\n";
-  s += fmt::format("<h1>{}</h1>\n", esc(title));
+      page_head(fmt::format("iosim run: {} on {}", r.request.algorithm, r.profile_description));
   s += fmt::format(
       "<p class=\"meta\">B={} H={} N={} N_kv={} d={} {}{} pass={}, block_q={} block_kv={}, L2 {}, "
       "SM clock {:.0f} MHz. The table of the same run: <code>iosim run</code> without "
@@ -493,37 +553,21 @@ std::string run_html(const Report& r) {
       pass_name(p.pass), r.tiling.block_q, r.tiling.block_kv,
       r.request.engine.l2_enabled ? "on" : "off (two-level model)", r.sm_clock_mhz);
   s += "<section><h2>Achieved</h2>\n";
-  s += headline_table(r);
+  s += achieved_table(r);
   s += "</section>\n<section><h2>Where the time goes</h2>\n";
-  s += svg_open(kWidth, kAttributionHeight, "chart attribution");
-  s += chart_style() + attribution_chart(r) + "</svg>\n";
-  s += attribution_table(r);
-  s += "<p class=\"note\">Every moment of every SM that holds the kernel's CTAs is charged to "
-       "what its CTA slot waited on: a pipe computing, a copy's server (HBM, the L2) and then its "
-       "latency, a CTA's launch, or nothing left to start (idle: the last wave's tail). SMs that "
-       "hold no CTA are idle but for the share of the time HBM (or the L2) was busy. The rows sum "
-       "to the run's time; the largest names the bound (docs/model.md, \"Where the time "
-       "goes\").</p>\n";
+  s += attribution_svg(r);
+  s += time_table(r);
+  s += fmt::format("<p class=\"note\">{}</p>\n", kAttributionNote);
   s += "</section>\n<section><h2>Memory chart</h2>\n";
-  s += svg_open(kWidth, kMemoryHeight, "chart memory");
-  s += chart_style() + memory_chart(r) + "</svg>\n</section>\n";
+  s += memory_svg(r) + "</section>\n";
   s += "<section><h2>Roofline</h2>\n";
-  s += svg_open(kWidth, kRooflineHeight, "chart roofline");
-  s += chart_style() + roofline_chart(r) + "</svg>\n";
-  s += "<p class=\"note\">Arithmetic intensity counts tensor-core FLOPs (the work the tensor-core "
-       "roof bounds) per HBM byte read and written during the run, and per L2 byte. "
-       "A point under the HBM roof's slope is held by HBM; one near the flat roof by the tensor "
-       "cores.</p>\n</section>\n";
-  double timeline_height = 0;
-  const std::string timeline = timeline_chart(r, timeline_height);
+  s += roofline_svg(r);
+  s += fmt::format("<p class=\"note\">{}</p>\n</section>\n", kRooflineNote);
   s += "<section><h2>Kernel timeline</h2>\n";
-  s += svg_open(kWidth, timeline_height, "chart timeline");
-  s += chart_style() + timeline + "</svg>\n";
-  s += kernel_table(r);
-  s += "</section>\n<script>\n";
-  s += assets::run_page_js;
-  s += "</script>\n</body>\n</html>\n";
-  return s;
+  s += timeline_svg(r);
+  s += kernels_table(r);
+  s += "</section>\n";
+  return s + page_tail();
 }
 
 }  // namespace iosim

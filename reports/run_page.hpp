@@ -28,4 +28,22 @@ std::string run_svg(const Report& r);
 /// the kernel timeline. `r` must be feasible.
 std::string run_html(const Report& r);
 
+/// The pieces run_html() is made of, which the page of several kernels side by side
+/// (compare_page.hpp) sets in columns: the page's head (its style and error capture, an <h1>
+/// of `title`) and tail (the script that marks <body>'s data-status), each chart as an inline
+/// <svg class="chart ...">, and the tables. Each `r` must be feasible.
+namespace run_page_parts {
+extern const char* const kAttributionNote;  // below the time table: what the rows charge
+extern const char* const kRooflineNote;     // below the roofline: what the intensity counts
+std::string page_head(const std::string& title);
+std::string page_tail();
+std::string achieved_table(const Report& r);   // achieved rates against the peaks
+std::string attribution_svg(const Report& r);  // where the time goes, as one bar
+std::string time_table(const Report& r);       // the same by resource and kernel
+std::string memory_svg(const Report& r);
+std::string roofline_svg(const Report& r);
+std::string timeline_svg(const Report& r);
+std::string kernels_table(const Report& r);  // one row per GPU kernel
+}  // namespace run_page_parts
+
 }  // namespace iosim

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The page of one run (`iosim run --html`, reports/run_page.cpp) as a reader opens it, in headless
 # Chromium (the approach of browser_test.sh): node parses reports/assets/*.js first; then the pages
-# of a run of one kernel with the L2 on and of a two-level forward and backward (four kernels) are
+# of a run of one kernel with the L2 on, of a two-level forward and backward (four kernels) and of
+# three kernels side by side (`iosim run --algo A,B,C --html`, a column of charts each) are
 # rendered (tests/run_page_test.sh checks the numbers of these and other runs without a browser).
 # Fails on any console message or script error, and unless each of the four charts (time shares,
 # memory chart, roofline, timeline) drew. Run by ctest with IOSIM set to the binary.
@@ -19,8 +20,11 @@ screenshot=${1:-}
 source "$REPO/tests/browser_setup.sh"
 browser_setup "the run page" "$REPO/reports/assets" 1140,1440
 
+# The third: three kernels side by side (reports/compare_page.cpp), four charts each.
 pages=("--algo flash2 --batch 4 --heads 16 --seq 4096 --head-dim 64"
-       "--algo flash2 --pass fwdbwd --seq 512 --head-dim 64 --l2 off")
+       "--algo flash2 --pass fwdbwd --seq 512 --head-dim 64 --l2 off"
+       "--algo flash1,flash2,flash3 --seq 1024 --head-dim 64")
+charts=(4 4 12)
 for i in "${!pages[@]}"; do
   read -r -a args <<<"${pages[$i]}"
   "$IOSIM" run "${args[@]}" --html "$tmp/page$i.html" >/dev/null 2>"$tmp/run.err" ||
@@ -32,7 +36,8 @@ for i in "${!pages[@]}"; do
   errors=$(body_attr "$tmp/dom$i.html" errors)
   echo "page $i (${pages[$i]}): status $status, charts $drawn of $expected, script errors $errors"
   [ "$status" = ok ] || bad "page $i status '$status': $(body_attr "$tmp/dom$i.html" error-text)"
-  [ "$expected" = 4 ] && [ "$drawn" = 4 ] || bad "page $i drew $drawn of $expected charts, want 4"
+  [ "$expected" = "${charts[$i]}" ] && [ "$drawn" = "${charts[$i]}" ] ||
+    bad "page $i drew $drawn of $expected charts, want ${charts[$i]}"
   [ "$errors" = 0 ] || bad "page $i: $errors script errors"
 done
 

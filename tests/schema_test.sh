@@ -36,6 +36,10 @@ run --kernel "$REPO/docs/kernels/wg1_tma_fwd.yaml" --seq 1024 --head-dim 64
 run --kernel '{"name": "tp", "dataflow": {"forward": "query_stationary", "backward": "two_pass"}}' \
   --pass fwdbwd --seq 512 --head-dim 64
 check run "$tmp"/run_*.json
+# Several kernels side by side (their runs are each run.schema.json's).
+"$IOSIM" run --algo flash2,flash3 --kernel "$REPO/docs/kernels/wg1_tma_fwd.yaml" --seq 512 \
+  --head-dim 64 --format json >"$tmp/compare.json"
+check compare "$tmp/compare.json"
 # Each preset's description, as `iosim kernels --show` prints it (JSON is the run's copy of it).
 for preset in standard flash1 flash2 flash3 block-sparse flash-decoding paged; do
   "$IOSIM" run --kernel "$preset" --profile h100-sxm5-80gb --seq 64 --head-dim 64 --format json |

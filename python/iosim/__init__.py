@@ -11,6 +11,7 @@
     iosim.kvcache(layers=32, kv_heads=8, head_dim=128, weights_bytes=16e9)  # serving KV cache
     iosim.layer(model="llama-3-8b", phase="decode", batch=8, seq=4096)   # a transformer layer
     iosim.tune(algo="flash2", seq=4096, head_dim=128, block_kv=[64, 128])  # the fastest tiles
+    iosim.compare(algo=["flash2", "flash3"], seq=8192, batch=4, heads=16)  # side by side
 
 Keyword arguments are `iosim run`'s flags without dashes (seq_kv for --seq-kv; causal=True for
 --causal; set= a "KEY=VALUE" string or a list of them). Results are the dicts that
@@ -62,6 +63,30 @@ def run(**flags):
     if not report["feasible"]:
         raise InfeasibleError(report)
     return report
+
+
+def compare(algo=(), kernel=(), **flags):
+    """Several kernels on one problem side by side: `iosim run --algo A,B --kernel K --format
+    json`'s document as a dict, {"compare": {"kernels": names, "baseline": the first},
+    "runs": [one run()'s dict per kernel]} (schemas/compare.schema.json). algo= and kernel= are
+    each a name (a str may be a comma list, as on the command line) or a list; kernel= entries
+    may be dicts, as run()'s. The algorithms come first, then the descriptions; the first is the
+    baseline. Every other keyword is run()'s and applies to every kernel, each run as run() would
+    run it: a flag a kernel does not take raises ConfigError naming the kernel, an infeasible
+    kernel InfeasibleError with its run's dict."""
+    lists = []
+    for name, value, kinds in (("algo", algo, (str,)), ("kernel", kernel, (str, dict))):
+        values = list(value) if isinstance(value, (list, tuple)) else [value]
+        for v in values:
+            if not isinstance(v, kinds):
+                raise TypeError(f"{name}={value!r} has the wrong type: expected a "
+                                f"{' or '.join(k.__name__ for k in kinds)} or a list of them")
+        lists.append([json.dumps(v) if isinstance(v, dict) else v for v in values])
+    doc = json.loads(_iosim.compare_json(flags, lists[0], lists[1]))
+    for report in doc["runs"]:
+        if not report["feasible"]:
+            raise InfeasibleError(report)
+    return doc
 
 
 def tune(block_q=(), block_kv=(), stages=(), threads=(), tie_band=None, top=0, jobs=0, **flags):

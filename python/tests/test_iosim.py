@@ -471,3 +471,40 @@ def test_tune_errors():
         iosim.tune(algo="flash2", seq=1024, tie_band=500)
     with pytest.raises(iosim.InfeasibleError):
         iosim.tune(algo="flash2", seq=1024, head_dim=128, block_q=[1024], block_kv=[1024])
+
+
+def test_compare_columns_are_the_single_runs():
+    flags = dict(seq=256, batch=2, heads=2, head_dim=64, causal=True)
+    tp = {"name": "tp", "dataflow": {"forward": "query_stationary", "backward": "two_pass"}}
+    doc = iosim.compare(algo="flash1,flash2", kernel=["flash3", tp], **flags)
+    assert doc["schema_version"] == 1
+    assert doc["compare"] == {"kernels": ["flash1", "flash2", "flash3", "tp"],
+                              "baseline": "flash1"}
+    singles = [iosim.run(algo="flash1", **flags), iosim.run(algo="flash2", **flags),
+               iosim.run(kernel="flash3", **flags), iosim.run(kernel=tp, **flags)]
+    for run, single in zip(doc["runs"], singles):
+        assert without_wall(run) == without_wall(single)
+
+
+@pytest.mark.skipif(not IOSIM, reason="IOSIM (the CLI binary) not set")
+def test_compare_equals_the_cli():
+    doc = iosim.compare(algo=["flash2", "flash3"], seq=512, heads=4)
+    cli = cli_json("run", "--algo", "flash2,flash3", "--seq", "512", "--heads", "4")
+    assert doc["compare"] == cli["compare"]
+    assert [without_wall(r) for r in doc["runs"]] == [without_wall(r) for r in cli["runs"]]
+
+
+def test_compare_bad_input():
+    with pytest.raises(iosim.ConfigError, match="'flash2' is compared twice"):
+        iosim.compare(algo=["flash2", "flash2"], seq=64)
+    with pytest.raises(iosim.ConfigError, match="needs two kernels or more"):
+        iosim.compare(algo="flash2", seq=64)
+    with pytest.raises(iosim.ConfigError, match="--algo flash2: --pattern applies"):
+        iosim.compare(algo=["block-sparse", "flash2"], pattern="strided:2", seq=256)
+    with pytest.raises(iosim.ConfigError, match="seq is required"):
+        iosim.compare(algo=["flash1", "flash2"])
+    with pytest.raises(TypeError, match="algo=5 has the wrong type"):
+        iosim.compare(algo=5, kernel="flash3", seq=64)
+    with pytest.raises(iosim.InfeasibleError) as infeasible:
+        iosim.compare(algo=["flash2", "flash1"], block_kv=4096, seq=256)
+    assert infeasible.value.report["algorithm"] == "flash2"
