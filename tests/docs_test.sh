@@ -68,6 +68,23 @@ if [ $? -eq 1 ] && grep -q "commands.md:2: the output of .* lacks the line quote
   grep -q "commands.md:13: exit 2, not 0" <<<"$out" && grep -q "commands.md:14: not a command as written" <<<"$out" &&
   grep -q "3 commands run" <<<"$out"; then ok; else bad "doc_commands.py missed a failing command: $out"; fi
 
+# scripts/doc_shapes.py catches a sweep whose smallest point is latency-bound at ~1% of peak (one
+# head of one short sequence) and a path that names nothing, and passes a sweep that fills the GPU,
+# a link that exists and a file the page's own command writes.
+cat >"$tmp/shapes.md" <<'MD'
+```sh
+iosim sweep --algo flash2 --heads 2 --seq 128:512:x2 --block-kv 32,64
+iosim sweep --algo flash2,flash1 --batch 4 --heads 16 --seq 1024,512 --out s.json
+```
+See `docs/kernels/wg1_tma_fwd.yaml`, `docs/kernels/no_such.yaml`, [a link](shapes.md),
+[none](no_such_page.md) and `s.json`.
+MD
+out=$(cd "$REPO" && python3 scripts/doc_shapes.py "$IOSIM" "$tmp/shapes.md" 2>&1)
+if [ $? -eq 1 ] && grep -q "shapes.md:2: the sweep's smallest point is latency-bound" <<<"$out" &&
+  ! grep -q "shapes.md:3" <<<"$out" && grep -q "docs/kernels/no_such.yaml" <<<"$out" &&
+  grep -q "'no_such_page.md' does not exist" <<<"$out" && ! grep -q "wg1_tma_fwd\|'shapes.md'\|s.json" <<<"$out" &&
+  grep -q "3 sweep shapes run" <<<"$out"; then ok; else bad "doc_shapes.py missed or invented a problem: $out"; fi
+
 # The documents: README.md and every docs/*.md (the tutorial's commands, the accuracy tables, the
 # prose numbers), against what iosim prints now.
 if [ "${IOSIM_SKIP_DOC_CHECKS:-0}" = 1 ]; then
@@ -80,6 +97,14 @@ if [ "${IOSIM_SKIP_DOC_CHECKS:-0}" = 1 ]; then
   :
 elif (cd "$REPO" && python3 scripts/doc_commands.py "$IOSIM"); then ok; else
   bad "a command of README.md or docs/*.md fails (scripts/doc_commands.py names it)"
+fi
+
+# ... every sweep they show asks about a shape that keeps the GPU busy, and every path they name
+# exists.
+if [ "${IOSIM_SKIP_DOC_CHECKS:-0}" = 1 ]; then
+  :
+elif (cd "$REPO" && python3 scripts/doc_shapes.py "$IOSIM"); then ok; else
+  bad "a sweep of README.md or docs/*.md is latency-bound or a path they name does not exist (scripts/doc_shapes.py names it)"
 fi
 
 echo "$pass passed, $fail failed"
