@@ -148,6 +148,9 @@ std::string counts_text(const SweepData& data) {
 
 // The page's data: short keys because a large sweep embeds many rows.
 json page_data(const SweepData& data, const ValidationResult* validation) {
+  // A point's tile as the tables name it: a chart of a sweep over stages that labelled its pick
+  // "192x128" hid which stage count it was.
+  const std::vector<const OtherField*> axes = varying_tiling(data, true);
   json rows = json::array();
   for (const SweepRow& r : data.rows) {
     if (inapplicable(r)) continue;
@@ -169,6 +172,7 @@ json page_data(const SweepData& data, const ValidationResult* validation) {
               {"pat", r.pattern},
               {"bq", r.block_q},
               {"bkv", r.block_kv},
+              {"tile", tile_text(r, axes)},
               {"ok", r.feasible},
               {"hkv", r.kv_heads},
               {"S", r.splits},

@@ -391,6 +391,12 @@ std::string copy_depth_text(const Report& r) {
               "(FlashAttention's), keeps the next tile in flight"
             : "each copy waits for the compute");
   }
+  // --threads is one main kernel's CTA; a backward after a forward runs its own warps.
+  for (const KernelResult& k : r.engine.kernels) {
+    if (!k.spec.main_loop || k.spec.threads_per_cta == r.tiling.threads) continue;
+    s += fmt::format("threads  {} runs {} threads per CTA; threads={} is the forward's\n",
+                     k.spec.name, k.spec.threads_per_cta, r.tiling.threads);
+  }
   return s;
 }
 
@@ -405,9 +411,12 @@ std::string format_table(const Report& r) {
                      p.block_table ? p.block_table->source : "-");
   }
   s += fmt::format(
-      "tiling   block_q={} block_kv={} threads={} stages={}{}{}{}  (M = {} B of SRAM per CTA)\n",
+      "tiling   block_q={} block_kv={} threads={} stages={}{}{}{}{}  (M = {} B of SRAM per CTA)\n",
       r.tiling.block_q, r.tiling.block_kv, r.tiling.threads, r.tiling.pipeline_stages,
       r.tiling.splits > 0 ? fmt::format(" splits={}", r.tiling.splits) : "",
+      !r.request.tiling.warpgroups                            ? ""
+      : *r.request.tiling.warpgroups == PipeOverlap::pingpong ? " warpgroups=pingpong"
+                                                              : " warpgroups=cooperative",
       p.pack_gqa == GqaPacking::automatic
           ? ""
           : fmt::format(" pack-gqa={}{}", p.pack_gqa == GqaPacking::on ? "on" : "off",

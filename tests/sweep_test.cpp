@@ -509,6 +509,11 @@ TEST_CASE("report: a best tile names every tiling axis its problem's rows differ
     const std::string html = sweep_report_html(data, nullptr, "var Chart = {};");
     CHECK(html.find(fmt::format("Br x Bc = 128 x {} (stages {}, threads {})", t.block_kv, t.stages,
                                 t.threads)) != std::string::npos);
+    // The charts' data: each point's tile as the tables name it (the bytes-per-tensor chart
+    // labelled its pick "128x64", the roofline's tooltip "Br x Bc = 128 x 64").
+    CHECK(html.find(fmt::format("\"tile\":\"128 x {}, stages {}, threads {}\"", t.block_kv,
+                                t.stages, t.threads)) != std::string::npos);
+    CHECK(html.find("picked[i].tile") != std::string::npos);
   }
 }
 
