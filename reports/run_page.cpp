@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "reports/run_page_tensors.hpp"
 #include "reports/svg_chart.hpp"
 #include "reports/writers.hpp"
 #include "sim/base/html_text.hpp"
@@ -507,6 +508,7 @@ std::string run_html(const Report& r) {
   s += "</section>\n<section><h2>Memory chart</h2>\n";
   s += svg_open(kWidth, kMemoryHeight, "chart memory");
   s += chart_style() + memory_chart(r) + "</svg>\n</section>\n";
+  s += run_page_detail::tensor_bytes_section(r, chart_style());
   s += "<section><h2>Roofline</h2>\n";
   s += svg_open(kWidth, kRooflineHeight, "chart roofline");
   s += chart_style() + roofline_chart(r) + "</svg>\n";
