@@ -17,6 +17,9 @@
 
 namespace iosim {
 
+// CUDA's limit on a CTA's threads.
+constexpr int kFlash2MaxCtaThreads = 1024;
+
 ResolvedMechanisms flash2_mechanisms() {
   return resolve_mechanisms(kernel_preset("flash2"));
 }
@@ -43,7 +46,18 @@ Planned plan_flash2_family(const AttentionProblem& p, const HardwareProfile& hw,
     t.block_q = req.block_q.value_or(128);
     t.block_kv = req.block_kv.value_or((d <= 64 ? 128 : 64));
   }
-  t.threads = req.threads.value_or(128);
+  // The backward runs twice the forward's warps, as FlashAttention-2 (8 warps against 4): alone
+  // (--pass bwd) --threads is its CTA's, as asked (it ran twice what was asked); after a forward
+  // (fwdbwd) --threads is the forward's and the backward's is twice it (Flash2Backward).
+  t.threads = req.threads.value_or(p.pass == Pass::bwd ? 256 : 128);
+  if (p.pass == Pass::fwdbwd && 2 * t.threads > kFlash2MaxCtaThreads) {
+    out.infeasible_reason = fmt::format(
+        "{} --pass fwdbwd: the backward runs twice the forward's warps (FlashAttention-2's 8 "
+        "against 4), and --threads {} would make it {} threads, over a CTA's {}; use --threads "
+        "{} at most, or --pass bwd",
+        algo, t.threads, 2 * t.threads, kFlash2MaxCtaThreads, kFlash2MaxCtaThreads / 2);
+    return out;
+  }
   t.pipeline_stages = req.pipeline_stages.value_or(2);
   auto fwd_smem = [&] { return (t.block_q + 2 * t.pipeline_stages * t.block_kv) * d * eb; };
   auto need = [&] {

@@ -77,8 +77,10 @@ class Flash2Backward final : public WholeCtaSchedule {
   }
 
  private:
-  // The backward runs twice the forward's warps, as FlashAttention-2 (8 warps against 4).
-  int threads() const { return std::min(1024, 2 * t_.threads); }
+  // The backward runs twice the forward's warps, as FlashAttention-2 (8 warps against 4): after
+  // a forward, twice its threads (plan_flash2 refuses more than a CTA holds); alone, --threads is
+  // its own (the tiling's default there is 256).
+  int threads() const { return p_.pass == Pass::bwd ? t_.threads : 2 * t_.threads; }
 
   // Whether Q block i and K/V block j meet: a nonzero block (block-sparse) or, dense, a block
   // holding a score the causal mask leaves visible.

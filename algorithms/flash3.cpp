@@ -23,6 +23,7 @@
 #include "algorithms/closed_form_parts.hpp"
 #include "algorithms/passes.hpp"
 #include "algorithms/query_stationary.hpp"
+#include "sim/base/errors.hpp"
 
 namespace iosim {
 namespace {
@@ -84,6 +85,13 @@ std::string plan_backward(const AttentionProblem& p, const HardwareProfile& hw,
 
 Planned plan_flash3(const AttentionProblem& p, const HardwareProfile& hw,
                     const TilingRequest& req) {
+  // --warpgroups arranges the forward's consumers; the backward's have their own roles, so a
+  // backward alone ran the same whatever it said.
+  if (req.warpgroups && p.pass == Pass::bwd) {
+    throw ConfigError(
+        "--warpgroups arranges flash3's forward warpgroups; --pass bwd runs no forward: leave it "
+        "out, or use --pass fwd or fwdbwd");
+  }
   Planned out;
   Tiling& t = out.tiling;
   // --block-q, --block-kv, --stages, --threads and --registers tile the forward kernel, or the

@@ -309,7 +309,11 @@ KernelDescription parse_kernel_description(const json& doc, const std::string& s
     if (c.object(
             l, "launch",
             {"threads", "registers_per_thread", "local_bytes_per_thread", "smem_bytes_per_cta"})) {
-      if (auto t = c.integer(l, "launch", "threads", 32, 1024)) d.tiles.threads = int(*t);
+      if (auto t = c.integer(l, "launch", "threads", 32, 1024)) {
+        d.tiles.threads = int(*t);
+        // A CTA runs whole warps (as --threads, algorithms/registry.cpp).
+        if (*t % 32 != 0) c.problem("launch.threads", "a CTA runs whole warps: a multiple of 32");
+      }
       if (auto r = c.integer(l, "launch", "registers_per_thread", 16, 255)) {
         d.tiles.registers_per_thread = int(*r);
       }

@@ -256,6 +256,15 @@ Planned plan_query_stationary_forward(const AttentionProblem& p, const HardwareP
         algo, t.block_q, (consumers + 1) * kWarpgroupThreads, t.threads);
     return out;
   }
+  // Ping-pong is two or more consumer warpgroups taking turns on the tensor cores; one has no
+  // other to hide its softmax under (it timed faster than cooperative for nothing).
+  if (mech.warp_roles == WarpRoles::pingpong && consumers < 2) {
+    out.infeasible_reason = fmt::format(
+        "{} pingpong (--warpgroups or warp_roles) needs two consumer warpgroups to take turns, and "
+        "--block-q {} gives one (64 query rows each); use --block-q 128 or more, or cooperative",
+        algo, t.block_q);
+    return out;
+  }
   if (!specialized && mech.wgmma() &&
       (t.block_q % kRowsPerWarpgroup != 0 || t.threads % kWarpgroupThreads != 0)) {
     out.infeasible_reason = fmt::format(

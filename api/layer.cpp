@@ -111,8 +111,11 @@ std::int64_t divided(std::int64_t value, std::int64_t tp, const char* what) {
 // back in the end: those bytes add up.
 void add_op(Counters& total, const Counters& op) {
   const std::uint64_t dirty = total.l2_dirty_at_end_bytes + op.l2_dirty_at_end_bytes;
+  PerTensor by_tensor = total.l2_dirty_at_end;
+  for (std::size_t i = 0; i < kTensorCount; ++i) by_tensor[i] += op.l2_dirty_at_end[i];
   total += op;
   total.l2_dirty_at_end_bytes = dirty;
+  total.l2_dirty_at_end = by_tensor;
 }
 
 void check_positive(const char* flag, std::int64_t v) {

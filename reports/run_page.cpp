@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "reports/run_page_tensors.hpp"
 #include "reports/svg_chart.hpp"
 #include "reports/writers.hpp"
 #include "sim/base/html_text.hpp"
@@ -559,7 +560,9 @@ std::string run_html(const Report& r) {
   s += time_table(r);
   s += fmt::format("<p class=\"note\">{}</p>\n", kAttributionNote);
   s += "</section>\n<section><h2>Memory chart</h2>\n";
-  s += memory_svg(r) + "</section>\n";
+  s += memory_svg(r) + "</section>
+";
+  s += run_page_detail::tensor_bytes_section(r, chart_style());
   s += "<section><h2>Roofline</h2>\n";
   s += roofline_svg(r);
   s += fmt::format("<p class=\"note\">{}</p>\n</section>\n", kRooflineNote);

@@ -155,9 +155,10 @@ SweepRow parse_row(const json& j, const std::string& where) {
   r.lower_bound_bytes = count_field(b, "lower_bound_bytes", where);
   if (c.contains("per_tensor") && c["per_tensor"].is_object()) {
     for (const auto& [name, v] : c["per_tensor"].items()) {
-      r.per_tensor[name] = {
-          number_or_zero(v, "hbm_read_bytes"), number_or_zero(v, "hbm_write_bytes"),
-          number_or_zero(v, "l2_read_bytes"), number_or_zero(v, "l2_write_bytes")};
+      r.per_tensor[name] = {number_or_zero(v, "hbm_read_bytes"),
+                            number_or_zero(v, "hbm_write_bytes"),
+                            number_or_zero(v, "l2_read_bytes"), number_or_zero(v, "l2_write_bytes"),
+                            number_or_zero(v, "hbm_write_dirty_at_end_bytes")};
     }
   }
   return r;

@@ -98,8 +98,9 @@ struct SweepRow {
   double flops = 0, tensor_flops = 0, time_s = 0;
   std::string bound;
   double compulsory_bytes = 0, closed_form_bytes = 0, lower_bound_bytes = 0;
-  /// Per tensor: HBM read, HBM write, L2 read, L2 write bytes.
-  std::map<std::string, std::array<double, 4>> per_tensor;
+  /// Per tensor: HBM read, HBM write, L2 read, L2 write bytes, and left dirty in L2 at the end
+  /// (0 in sweeps written before it was counted by tensor).
+  std::map<std::string, std::array<double, 5>> per_tensor;
 
   /// HBM bytes with the lines dirty in L2 at the end counted as written (hbm_total_bytes).
   double hbm_bytes() const { return hbm_read_bytes + hbm_write_bytes + hbm_dirty_at_end_bytes; }

@@ -148,6 +148,9 @@ std::string counts_text(const SweepData& data) {
 
 // The page's data: short keys because a large sweep embeds many rows.
 json page_data(const SweepData& data, const ValidationResult* validation) {
+  // A point's tile as the tables name it: a chart of a sweep over stages that labelled its pick
+  // "192x128" hid which stage count it was.
+  const std::vector<const OtherField*> axes = varying_tiling(data, true);
   json rows = json::array();
   for (const SweepRow& r : data.rows) {
     if (inapplicable(r)) continue;
@@ -169,6 +172,7 @@ json page_data(const SweepData& data, const ValidationResult* validation) {
               {"pat", r.pattern},
               {"bq", r.block_q},
               {"bkv", r.block_kv},
+              {"tile", tile_text(r, axes)},
               {"ok", r.feasible},
               {"hkv", r.kv_heads},
               {"S", r.splits},
@@ -184,7 +188,9 @@ json page_data(const SweepData& data, const ValidationResult* validation) {
       j["cf"] = r.closed_form_bytes;
       j["lb"] = r.lower_bound_bytes;
       json pt = json::object();
-      for (const auto& [name, v] : r.per_tensor) pt[name] = {v[0] + v[1], v[2] + v[3]};
+      // HBM as the tables count it: with the lines left dirty in L2 at the end (the output's,
+      // often: it had no HBM bar when they were all still dirty).
+      for (const auto& [name, v] : r.per_tensor) pt[name] = {v[0] + v[1] + v[4], v[2] + v[3]};
       j["pt"] = pt;
     }
     rows.push_back(std::move(j));
@@ -329,7 +335,7 @@ Both bound the two-level model's HBM&lt;-&gt;SRAM traffic (no L2): points run wi
 With the L2 on, HBM bytes are DRAM bytes after the L2, which keeps on chip reuse that the two-level model sends to HBM: they may fall below the lower bound, and in a run of both passes below the compulsory line (the backward reads from the L2 what the forward left there).</p>
 <div id="by-n" class="grid"></div></section>
 <section><h2>Per-tensor bytes</h2>
-<p class="note">At <label>N <select id="sel-tensor-n"></select></label>, each algorithm at the chosen block size (reads + writes).</p>
+<p class="note">At <label>N <select id="sel-tensor-n"></select></label>, each algorithm at the chosen block size (reads + writes; HBM writes include each tensor's lines left dirty in L2 at the end, written back after the run, as the tables' HBM bytes do).</p>
 <div id="by-tensor" class="grid"></div></section>
 <section><h2>Roofline</h2>
 <p class="note">Every feasible point of each profile: arithmetic intensity (FLOPs per HBM byte) against achieved FLOP/s.

@@ -18,12 +18,16 @@ json counters_json(const Counters& c) {
   json per_tensor = json::object();
   for (std::size_t i = 0; i < kTensorCount; ++i) {
     const std::uint64_t v[] = {c.hbm.read_bytes[i], c.hbm.write_bytes[i], c.l2.read_bytes[i],
-                               c.l2.write_bytes[i]};
-    if (v[0] + v[1] + v[2] + v[3] == 0) continue;
-    per_tensor[std::string(tensor_name(static_cast<TensorId>(i)))] = {{"hbm_read_bytes", v[0]},
-                                                                      {"hbm_write_bytes", v[1]},
-                                                                      {"l2_read_bytes", v[2]},
-                                                                      {"l2_write_bytes", v[3]}};
+                               c.l2.write_bytes[i], c.l2_dirty_at_end[i]};
+    if (v[0] + v[1] + v[2] + v[3] + v[4] == 0) continue;
+    // The lines of a tensor still dirty in the L2 at the end are its HBM writes still to come:
+    // beside its writes during the run (which Nsight Compute's DRAM counters see), not in them.
+    per_tensor[std::string(tensor_name(static_cast<TensorId>(i)))] = {
+        {"hbm_read_bytes", v[0]},
+        {"hbm_write_bytes", v[1]},
+        {"hbm_write_dirty_at_end_bytes", v[4]},
+        {"l2_read_bytes", v[2]},
+        {"l2_write_bytes", v[3]}};
   }
   return {{"hbm_read_bytes", c.hbm.read_total()},
           {"hbm_write_bytes", c.hbm.write_total()},
@@ -391,6 +395,12 @@ std::string copy_depth_text(const Report& r) {
               "(FlashAttention's), keeps the next tile in flight"
             : "each copy waits for the compute");
   }
+  // --threads is one main kernel's CTA; a backward after a forward runs its own warps.
+  for (const KernelResult& k : r.engine.kernels) {
+    if (!k.spec.main_loop || k.spec.threads_per_cta == r.tiling.threads) continue;
+    s += fmt::format("threads  {} runs {} threads per CTA; threads={} is the forward's\n",
+                     k.spec.name, k.spec.threads_per_cta, r.tiling.threads);
+  }
   return s;
 }
 
@@ -405,9 +415,12 @@ std::string format_table(const Report& r) {
                      p.block_table ? p.block_table->source : "-");
   }
   s += fmt::format(
-      "tiling   block_q={} block_kv={} threads={} stages={}{}{}{}  (M = {} B of SRAM per CTA)\n",
+      "tiling   block_q={} block_kv={} threads={} stages={}{}{}{}{}  (M = {} B of SRAM per CTA)\n",
       r.tiling.block_q, r.tiling.block_kv, r.tiling.threads, r.tiling.pipeline_stages,
       r.tiling.splits > 0 ? fmt::format(" splits={}", r.tiling.splits) : "",
+      !r.request.tiling.warpgroups                            ? ""
+      : *r.request.tiling.warpgroups == PipeOverlap::pingpong ? " warpgroups=pingpong"
+                                                              : " warpgroups=cooperative",
       p.pack_gqa == GqaPacking::automatic
           ? ""
           : fmt::format(" pack-gqa={}{}", p.pack_gqa == GqaPacking::on ? "on" : "off",
@@ -498,16 +511,19 @@ std::string format_table(const Report& r) {
                    r.bounds.lower_bound_formula,
                    human_bytes(static_cast<double>(r.bounds.lower_bound_formula_bytes)),
                    p.pass == Pass::fwdbwd ? " per pass, summed" : "");
-  s += fmt::format("\n{:<13} {:>10} {:>10} {:>10} {:>10}\n", "tensor", "HBM read", "HBM write",
-                   "L2 read", "L2 write");
+  // dirty@end: a tensor's lines still dirty in the L2 at the end, its HBM writes to come (the
+  // output's bytes, often): the kernel table's column, by tensor.
+  s += fmt::format("\n{:<13} {:>10} {:>10} {:>10} {:>10} {:>10}\n", "tensor", "HBM read",
+                   "HBM write", "dirty@end", "L2 read", "L2 write");
   for (std::size_t i = 0; i < kTensorCount; ++i) {
-    const std::uint64_t v[] = {t.hbm.read_bytes[i], t.hbm.write_bytes[i], t.l2.read_bytes[i],
-                               t.l2.write_bytes[i]};
-    if (v[0] + v[1] + v[2] + v[3] == 0) continue;
+    const std::uint64_t v[] = {t.hbm.read_bytes[i], t.hbm.write_bytes[i], t.l2_dirty_at_end[i],
+                               t.l2.read_bytes[i], t.l2.write_bytes[i]};
+    if (v[0] + v[1] + v[2] + v[3] + v[4] == 0) continue;
     s +=
-        fmt::format("{:<13} {:>10} {:>10} {:>10} {:>10}\n", tensor_name(static_cast<TensorId>(i)),
-                    human_bytes(static_cast<double>(v[0])), human_bytes(static_cast<double>(v[1])),
-                    human_bytes(static_cast<double>(v[2])), human_bytes(static_cast<double>(v[3])));
+        fmt::format("{:<13} {:>10} {:>10} {:>10} {:>10} {:>10}\n",
+                    tensor_name(static_cast<TensorId>(i)), human_bytes(static_cast<double>(v[0])),
+                    human_bytes(static_cast<double>(v[1])), human_bytes(static_cast<double>(v[2])),
+                    human_bytes(static_cast<double>(v[3])), human_bytes(static_cast<double>(v[4])));
   }
   if (r.numerics.executed) {
     s += fmt::format("\nnumerics max |O - O_ref| and |L - L_ref|{} = {:.3g}\n",

@@ -173,8 +173,9 @@ void write_summary(std::ostream& out, const Trace& trace, const Paint& paint) {
   out << fmt::format("  compulsory (each input read once, each output written once): {} B\n",
                      thousands(b.compulsory_bytes));
   // The bound is the larger of its two terms; print both so the formula's value is not read as
-  // the bound when compulsory traffic dominates.
-  out << fmt::format("  lower bound: {} B = max(compulsory {} B, {} = {} B)\n",
+  // the bound when compulsory traffic dominates. It bounds the two-level count above it, not the
+  // L2-on DRAM bytes below, which may fall under it: the line says which.
+  out << fmt::format("  lower bound (two-level): {} B = max(compulsory {} B, {} = {} B)\n",
                      thousands(b.lower_bound_bytes), thousands(b.compulsory_bytes),
                      b.lower_bound_formula, thousands(b.lower_bound_formula_bytes));
   // DRAM traffic includes the lines still dirty in the L2 when the kernels end: they reach DRAM
@@ -260,7 +261,7 @@ std::vector<CompareRow> compare_rows(const std::vector<Trace>& traces) {
   row("closed form (two-level)", [](const Trace& t, const LevelBytes&) {
     return thousands(t.report.bounds.closed_form_bytes);
   });
-  row("lower bound", [](const Trace& t, const LevelBytes&) {
+  row("lower bound (two-level)", [](const Trace& t, const LevelBytes&) {
     return thousands(t.report.bounds.lower_bound_bytes);
   });
   return rows;

@@ -70,7 +70,7 @@ shown=$(body_attr "$tmp/page.html" heatmaps-shown)
 labels=$(body_attr "$tmp/page.html" chart-labels)
 echo "chart labels: $labels"
 grep -q "compulsory;two-level lower bound" <<<"$labels" || bad "the bytes-vs-N chart does not name its bound lines"
-[ "$(grep -o "flash2 N=[0-9]* d=[0-9]* [0-9]*x[0-9]*" <<<"$labels" | wc -l)" -ge 2 ] ||
+[ "$(grep -o "flash2 N=[0-9]* d=[0-9]* [0-9]* x [0-9]*" <<<"$labels" | wc -l)" -ge 2 ] ||
   bad "the rooflines do not label flash2's fastest points"
 
 render "file://$tmp/report.html#selftest" selftest

@@ -280,7 +280,7 @@ section_explain() {
   compulsory=$(sed -n 's/.*compulsory (each input read once.*: \([0-9,]*\) B/\1/p' <<<"$summary" | tr -d ,)
   dram=$(sed -n 's/.*DRAM \([0-9,]*\) B incl. dirty.*/\1/p' <<<"$summary" | tr -d ,)
   if [ -n "$dram" ] && [ -n "$compulsory" ] && [ "$dram" -ge "$compulsory" ]; then ok; else bad "explain's DRAM total ($dram) is below compulsory ($compulsory)"; fi
-  if grep -q "lower bound: [0-9,]* B = max(compulsory" <<<"$summary"; then ok; else bad "explain's lower bound hides its compulsory term"; fi
+  if grep -q "lower bound (two-level): [0-9,]* B = max(compulsory" <<<"$summary"; then ok; else bad "explain's lower bound hides its compulsory term"; fi
   "$IOSIM" "${EX[@]}" --html "$tmp/explain.html" 2>/dev/null
   if [ -s "$tmp/explain.html" ] && grep -q 'id="trace"' "$tmp/explain.html"; then ok; else bad "explain --html wrote no page"; fi
   "$IOSIM" "${EX[@]}" --compare standard,flash1,flash2 --html "$tmp/compare.html" 2>/dev/null

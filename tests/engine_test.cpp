@@ -9,6 +9,7 @@
 #include <set>
 #include <utility>
 
+#include "reports/writers.hpp"
 #include "sim/base/errors.hpp"
 #include "sim/engine/event_queue.hpp"
 #include "tests/test_support.hpp"
@@ -75,10 +76,43 @@ TEST_CASE("bytes are conserved between levels with L2 on") {
     // DRAM reads are misses of those requests; DRAM writes are write-backs of dirty sectors.
     CHECK(c.hbm.read_total() <= c.l2.read_total());
     CHECK(c.hbm.write_total() + c.l2_dirty_at_end_bytes <= c.l2.write_total());
+    std::uint64_t dirty = 0;
     for (std::size_t t = 0; t < kTensorCount; ++t) {
       CHECK(c.hbm.read_bytes[t] <= c.l2.read_bytes[t]);
+      // A tensor's lines dirty at the end are bytes it wrote and HBM has not received.
+      CHECK(c.hbm.write_bytes[t] + c.l2_dirty_at_end[t] <= c.l2.write_bytes[t]);
+      dirty += c.l2_dirty_at_end[t];
     }
+    CHECK(dirty == c.l2_dirty_at_end_bytes);
   }
+}
+
+TEST_CASE("per-tensor bytes: the output's lines left dirty in L2 at the end are its, and shown") {
+  // 4 heads of 1024 x 64 fit the L2: O is written to it and none of it reaches HBM during the
+  // run. "Where do the bytes go" gave O 0 B of HBM writes and no bar.
+  const Report r = simulate(test::profile(), test::request("flash2", 1, 4, 1024, 64));
+  REQUIRE(r.feasible());
+  const Counters& c = r.engine.total;
+  const std::size_t o = index_of(TensorId::O);
+  CHECK(c.hbm.write_bytes[o] == 0);
+  CHECK(c.l2_dirty_at_end[o] == c.l2.write_bytes[o]);
+  CHECK(c.l2_dirty_at_end[o] == 4 * 1024 * 64 * 2);
+  // The JSON's per-tensor counts carry it beside the writes during the run (which the accuracy
+  // tables compare with Nsight Compute's DRAM counters: unchanged), and they sum to the total.
+  const nlohmann::json j = report_to_json(r);
+  const nlohmann::json& pt = j["counters"]["per_tensor"];
+  CHECK(pt["O"]["hbm_write_bytes"] == 0);
+  CHECK(pt["O"]["hbm_write_dirty_at_end_bytes"] == c.l2_dirty_at_end[o]);
+  std::uint64_t dirty = 0;
+  for (const auto& [name, v] : pt.items())
+    dirty += v["hbm_write_dirty_at_end_bytes"].get<std::uint64_t>();
+  CHECK(dirty == j["counters"]["hbm_write_dirty_at_end_bytes"].get<std::uint64_t>());
+  // The table's per-tensor rows have the column.
+  const std::string table = format_table(r);
+  CHECK(table.find("tensor          HBM read  HBM write  dirty@end    L2 read   L2 write") !=
+        std::string::npos);
+  CHECK(table.find("O                    0 B        0 B     524 KB        0 B     524 KB") !=
+        std::string::npos);
 }
 
 TEST_CASE("wide-row matrices held in 4-row blocks still count every byte exactly") {

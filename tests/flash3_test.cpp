@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "algorithms/tile_costs.hpp"
+#include "reports/writers.hpp"
 #include "sim/base/errors.hpp"
 #include "sim/engine/engine.hpp"
 #include "tests/test_support.hpp"
@@ -423,4 +424,53 @@ TEST_CASE("flash3's consumers hold their accumulators in what register reallocat
   REQUIRE(test::profile("a100-sxm4-80gb").sm.setmaxnreg_max_registers.value == 0);
   const Report unpooled = simulate(no_setmaxnreg, flash3(1, 2, 2048, 64, 192, 264));
   CHECK(unpooled.infeasible_reason.find("accumulators") == std::string::npos);
+}
+
+TEST_CASE("--threads, --warpgroups: what is asked for is what runs, or it is refused") {
+  const HardwareProfile& hw = test::profile("h100-sxm5-80gb");
+  // A CTA runs whole warps: --threads 100 ran 4 warps' hardware while the schedule counted 3.
+  RunRequest r = test::request("flash2", 1, 4, 512, 64);
+  r.tiling.threads = 100;
+  CHECK_THROWS_WITH_AS(simulate(hw, r),
+                       "--threads 100: a CTA runs whole warps of 32 threads; use 96 or 128",
+                       ConfigError);
+  // flash2's backward alone runs the threads asked for (it ran twice them: --threads 128 was a
+  // kernel of 256), FlashAttention-2's 256 by default.
+  r.problem.pass = Pass::bwd;
+  r.tiling.threads = 128;
+  const Report bwd = simulate(hw, r);
+  REQUIRE(bwd.feasible());
+  CHECK(bwd.tiling.threads == 128);
+  for (const KernelResult& k : bwd.engine.kernels) {
+    if (k.spec.main_loop) CHECK(k.spec.threads_per_cta == 128);
+  }
+  r.tiling.threads.reset();
+  CHECK(simulate(hw, r).tiling.threads == 256);
+  // After a forward the backward runs twice the forward's warps, and the table says so; more
+  // than a CTA holds is refused (it was capped at 1024 behind the user's back).
+  r.problem.pass = Pass::fwdbwd;
+  const Report both = simulate(hw, r);
+  REQUIRE(both.feasible());
+  CHECK(format_table(both).find("threads  flash2_bwd runs 256 threads per CTA; threads=128 is the "
+                                "forward's") != std::string::npos);
+  r.tiling.threads = 1024;
+  const Report over = simulate(hw, r);
+  CHECK_FALSE(over.feasible());
+  CHECK(over.infeasible_reason.find("would make it 2048 threads, over a CTA's 1024") !=
+        std::string::npos);
+  // --warpgroups: pingpong needs two consumer warpgroups (one timed faster than cooperative for
+  // nothing), and a backward alone runs no forward to arrange (it was ignored).
+  RunRequest f = flash3(1, 4, 512, 128, 64);
+  f.tiling.warpgroups = PipeOverlap::pingpong;
+  const Report one_wg = simulate(hw, f);
+  CHECK_FALSE(one_wg.feasible());
+  CHECK(one_wg.infeasible_reason.find("needs two consumer warpgroups") != std::string::npos);
+  f.tiling.block_q = 128;
+  const Report two_wg = simulate(hw, f);
+  REQUIRE(two_wg.feasible());
+  CHECK(format_table(two_wg).find(" warpgroups=pingpong ") != std::string::npos);
+  f.problem.pass = Pass::bwd;
+  f.tiling.block_q.reset();
+  CHECK_THROWS_WITH_AS(simulate(hw, f), doctest::Contains("--pass bwd runs no forward"),
+                       ConfigError);
 }

@@ -34,8 +34,19 @@ try:
         xml.dom.minidom.parseString(chart)
 except Exception as e:
     sys.exit(f"not well-formed XML: {e}")
-if len(re.findall(r"<svg ", html)) != 4:
-    sys.exit("the page has not four charts")
+if len(re.findall(r"<svg ", html)) != 5:
+    sys.exit("the page has not five charts")
+# Where the bytes go: a bar per tensor with the JSON's HBM reads, writes during the run and lines
+# left dirty in L2 at the end (the output had no bar while its lines were all still dirty).
+bars = {m[0]: (int(m[1]), int(m[2]), int(m[3])) for m in re.findall(
+    r'<g class="tensor" data-tensor="([^"]*)" data-read-bytes="(\d+)" data-write-bytes="(\d+)" '
+    r'data-dirty-bytes="(\d+)"', html)}
+want_t = {n: (v["hbm_read_bytes"], v["hbm_write_bytes"], v["hbm_write_dirty_at_end_bytes"])
+          for n, v in j["counters"]["per_tensor"].items()}
+if {html_lib.unescape(n): v for n, v in bars.items()} != want_t:
+    sys.exit(f"tensor bars {bars}, the JSON's {want_t}")
+if sum(v[2] for v in want_t.values()) != j["counters"]["hbm_write_dirty_at_end_bytes"]:
+    sys.exit("the tensors' dirty-at-end bytes do not sum to the run's")
 # Where the time goes: the bar's shares are the kernels' time_attribution summed, and they add up
 # to the run's time; the title names the run's bound.
 bar = dict(re.findall(r'<rect class="share"[^>]*data-row="(\w+)" data-seconds="([^"]+)"', html))

@@ -290,6 +290,13 @@ TEST_CASE("sweep files: shards merge into the whole sweep; duplicates and gaps a
   CHECK(r0.hbm_bytes() == static_cast<double>(reports[0].engine.total.hbm_total_bytes()));
   CHECK(r0.hbm_bytes() > static_cast<double>(test::hbm_total(reports[0])));
   CHECK(!r0.per_tensor.empty());
+  // So do its tensors: each one's lines left dirty at the end are read back, and they sum to the
+  // row's (the report's per-tensor chart gave the output no HBM bar when they were all dirty).
+  double dirty = 0;
+  for (const auto& [name, v] : r0.per_tensor) dirty += v[4];
+  CHECK(dirty == r0.hbm_dirty_at_end_bytes);
+  CHECK(r0.per_tensor.at("O")[4] ==
+        static_cast<double>(reports[0].engine.total.l2_dirty_at_end[index_of(TensorId::O)]));
 
   CHECK(config_error([] { load_sweeps({"/nonexistent/sweep.json"}); }).find("cannot read") !=
         std::string::npos);
@@ -509,6 +516,11 @@ TEST_CASE("report: a best tile names every tiling axis its problem's rows differ
     const std::string html = sweep_report_html(data, nullptr, "var Chart = {};");
     CHECK(html.find(fmt::format("Br x Bc = 128 x {} (stages {}, threads {})", t.block_kv, t.stages,
                                 t.threads)) != std::string::npos);
+    // The charts' data: each point's tile as the tables name it (the bytes-per-tensor chart
+    // labelled its pick "128x64", the roofline's tooltip "Br x Bc = 128 x 64").
+    CHECK(html.find(fmt::format("\"tile\":\"128 x {}, stages {}, threads {}\"", t.block_kv,
+                                t.stages, t.threads)) != std::string::npos);
+    CHECK(html.find("picked[i].tile") != std::string::npos);
   }
 }
 

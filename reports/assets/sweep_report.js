@@ -375,7 +375,7 @@
       makeChart(parent, level[0] + ' bytes per tensor at ' + XNAME + '=' + n, {
         type: 'bar',
         data: { labels: algos.map(function (a, i) {
-          return picked[i] ? a + ' (' + picked[i].bq + 'x' + picked[i].bkv + ')' : a + ' (none fits)';
+          return picked[i] ? a + ' (' + picked[i].tile + ')' : a + ' (none fits)';
         }), datasets: datasets },
         options: { scales: { x: { stacked: !log }, y: y },
                    plugins: { tooltip: { callbacks: { label: function (c) {
@@ -396,8 +396,8 @@
         var best = null;
         var data = rows.filter(function (r) { return r.a === a; }).map(function (r) {
           var pt = { x: r.fl / r.hbm, y: r.fl / r.t, a: a, shape: r.variant + ' ' + XNAME + '=' + r.x + ' d=' + r.d,
-                     tile: r.bq + ' x ' + r.bkv, ran: r.ran,
-                     short: a + ' ' + XNAME + '=' + r.x + ' d=' + r.d + ' ' + r.bq + 'x' + r.bkv };
+                     tile: r.tile, ran: r.ran,
+                     short: a + ' ' + XNAME + '=' + r.x + ' d=' + r.d + ' ' + r.tile };
           if (best === null || pt.y > best.y) best = pt;
           if (slowest === null || pt.y < slowest.y) slowest = pt;
           return pt;
@@ -430,7 +430,7 @@
           plugins: { tooltip: { callbacks: { label: function (c) {
             var r = c.raw;
             if (!r.a) return c.dataset.label;
-            return [r.a + ', ' + r.shape, 'tile Br x Bc = ' + r.tile,
+            return [r.a + ', ' + r.shape, 'tile ' + r.tile,
                     r.x.toPrecision(3) + ' FLOP/B, ' + flopRate(r.y) +
                     (r.ran ? ' at ' + Math.round(r.ran) + ' MHz' : '')]; } } } } }
       });

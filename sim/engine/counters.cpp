@@ -31,6 +31,7 @@ Counters& Counters::operator+=(const Counters& o) {
   int32_ops += o.int32_ops;
   // Dirty-at-end is a state, not a flow: the later kernel's value is the one that holds.
   l2_dirty_at_end_bytes = o.l2_dirty_at_end_bytes;
+  l2_dirty_at_end = o.l2_dirty_at_end;
   return *this;
 }
 

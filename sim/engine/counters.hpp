@@ -27,6 +27,9 @@ struct Counters {
   std::uint64_t int32_ops = 0;  // INT32-pipe operations (masks' index arithmetic); not FLOPs
   std::uint64_t l2_dirty_at_end_bytes =
       0;  // dirty in L2 when the kernel ended (not yet DRAM writes)
+  // The same by tensor (they sum to l2_dirty_at_end_bytes): "where do the bytes go" gave the
+  // output no HBM write when its lines were still dirty at the end.
+  PerTensor l2_dirty_at_end{};
 
   /// HBM bytes with the lines still dirty in L2 at the end counted as written: what the run
   /// costs HBM once L2 writes them back (hbm_total_bytes in the JSON and CSV).

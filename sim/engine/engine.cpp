@@ -487,6 +487,7 @@ EngineResult run_schedule(const HardwareProfile& profile, const Schedule& schedu
     // A run that left work out measured what it left out at its own clock (steady_state.hpp).
     if (record != nullptr && kr.extrapolation.applied()) record->usable = false;
     kr.counters.l2_dirty_at_end_bytes = l2 ? l2->dirty_bytes() : 0;
+    kr.counters.l2_dirty_at_end = l2 ? l2->dirty_bytes_by_tensor() : PerTensor{};
     detail::set_rates(kr);
     result.total += kr.counters;
     result.extrapolation += kr.extrapolation;

@@ -118,6 +118,14 @@ std::uint64_t L2Cache::write(std::uint64_t addr, std::uint64_t len, TensorId own
   return bytes;
 }
 
+void L2Cache::add_dirty_bytes(PerTensor& out) const {
+  for (std::size_t i = 0; i < tags_hi_.size(); ++i) {
+    if (occupied(i)) {
+      out[index_of(owners_[i])] += l2_detail::popcount(lines_[i].dirty) * state_.sector_bytes;
+    }
+  }
+}
+
 void L2Cache::flush(PerTensor& written_back) {
   for (std::size_t i = 0; i < tags_hi_.size(); ++i) {
     if (occupied(i)) {

@@ -119,6 +119,9 @@ class L2Cache {
 
   /// Dirty bytes currently held (would reach DRAM at eviction or flush).
   std::uint64_t dirty_bytes() const { return state_.dirty_sectors * state_.sector_bytes; }
+  /// Adds the dirty bytes held to `out`, by the tensor of each region: what the run has written
+  /// and HBM has not yet received, per tensor (they sum to dirty_bytes()).
+  void add_dirty_bytes(PerTensor& out) const;
 
   /// Writes every dirty sector back (into `written_back`) and invalidates the cache: what a
   /// profiler's cache flush between kernels does.

@@ -372,6 +372,12 @@ std::uint64_t L2System::dirty_bytes() const {
   return b;
 }
 
+PerTensor L2System::dirty_bytes_by_tensor() const {
+  PerTensor out{};
+  for (const L2Cache& p : parts_) p.add_dirty_bytes(out);
+  return out;
+}
+
 void L2System::flush(PerTensor& written_back) {
   for (L2Cache& p : parts_) p.flush(written_back);
 }

@@ -73,6 +73,8 @@ class L2System {
   }
 
   std::uint64_t dirty_bytes() const;
+  /// dirty_bytes() by tensor.
+  PerTensor dirty_bytes_by_tensor() const;
   std::uint64_t written_back_bytes() const {
     // (Inline: the engine asks after every phase of every stage.)
     std::uint64_t b = parts_.front().written_back_bytes();
