@@ -87,6 +87,11 @@ echo "my notes" >"$gen/a.md"           # an output two flags name: b.md links to
 ln -s a.md "$gen/b.md"                  # hard_a.md is it under another name
 ln "$gen/a.md" "$gen/hard_a.md"
 ln -s "$out/o.html" "$gen/page_link.html"  # a link to an output not there yet
+# Kernel and model YAML read keys as profiles do: a complex key made yaml-cpp's "bad conversion"
+# and a duplicate key silently won (issue #50, I1 and S1).
+printf '? [a]\n: 1\n' >"$gen/complex_key.yaml"
+printf 'name: a\ndataflow:\n  forward: query_stationary\ndataflow:\n  forward: kv_stationary\n' >"$gen/kernel_dup.yaml"
+{ cat "$HERE/../models/llama-3-8b.yaml"; echo 'layers: {value: 1, source: "dup"}'; } >"$gen/model_dup.yaml"
 cp "$HERE/../hwprofiles/h100-sxm5-80gb.yaml" "$gen/profile.yaml"  # an input --html must not replace
 
 pass=0
