@@ -98,6 +98,9 @@ ln -s "$out/o.html" "$gen/page_link.html"  # a link to an output not there yet
 # Kernel and model YAML read keys as profiles do: a complex key made yaml-cpp's "bad conversion"
 # and a duplicate key silently won (issue #50, I1 and S1).
 printf '? [a]\n: 1\n' >"$gen/complex_key.yaml"
+# No YAML tag is read: !!str 132 ran as 132 SMs, !!binary as its text (issue #50 S10).
+sed 's/count: {value: 132/count: {value: !!str 132/' "$HERE/../hwprofiles/h100-sxm5-80gb.yaml" >"$gen/profile_tag.yaml"
+printf 'name: !!binary aGVsbG8=\ndataflow:\n  forward: query_stationary\n' >"$gen/kernel_tag.yaml"
 printf 'name: e\ndataflow:\n  forward: split_kv\ntiles:\n  splits: 2\n' >"$gen/kernel_splits.yaml"  # issue #50 M2
 printf 'name: a\ndataflow:\n  forward: query_stationary\ndataflow:\n  forward: kv_stationary\n' >"$gen/kernel_dup.yaml"
 { cat "$HERE/../models/llama-3-8b.yaml"; echo 'layers: {value: 1, source: "dup"}'; } >"$gen/model_dup.yaml"
