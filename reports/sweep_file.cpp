@@ -186,6 +186,11 @@ SweepRow parse_row(const json& j, const std::string& where) {
   r.tensor_flops = number_or_zero(c, "tensor_flops");
   r.time_s = count_field(j, "time_s", where);
   r.bound = j.value("bound", std::string{});
+  // "" on an infeasible row; else one of the schema's three (a CSV's "nan" was drawn as given).
+  if (!r.bound.empty() && r.bound != "memory" && r.bound != "compute" && r.bound != "latency") {
+    throw ConfigError(fmt::format(
+        "{}: 'bound' = \"{}\" must be \"memory\", \"compute\" or \"latency\"", where, r.bound));
+  }
   const json b = field<json>(j, "bounds", where);
   r.compulsory_bytes = count_field(b, "compulsory_bytes", where);
   r.closed_form_bytes = count_field(b, "closed_form_bytes", where);

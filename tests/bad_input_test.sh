@@ -85,6 +85,7 @@ sed '0,/"seq": 128/s//"seq": -64/' "$S" >"$gen/sweep_seq_negative.json"
 sed '0,/"dtype": "fp16"/s//"dtype": "fp64"/' "$S" >"$gen/sweep_dtype.json"
 sed '2s/,fp16,/,nan,/' "$C" >"$gen/csv_dtype_nan.csv"
 sed '2s/,on,true,/,nan,true,/' "$C" >"$gen/csv_l2_nan.csv"
+sed '2s/,latency,/,nan,/' "$C" >"$gen/csv_bound_nan.csv"
 printf '1 2 3\n4 5 99999999999\n' >"$gen/table_big_id.txt"
 printf '1 1\n1 1\n' >"$gen/pattern_2x2.txt"
 N=$DATA/kernels/ncu_wg1_h100.csv  # Nsight Compute's details page: 15 fields a row, from line 3

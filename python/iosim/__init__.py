@@ -69,6 +69,8 @@ def _limited(flags, call):
         memory = str(memory)
     if memory is not None and not isinstance(memory, str):
         raise TypeError(f"max_memory={memory!r}: give a size such as '8G', or bytes as an int")
+    if memory == "":  # as the CLI refuses --max-memory ""
+        raise ConfigError("max_memory='': an empty value; give one, or leave the keyword out")
     _iosim.set_limits(seconds, memory or "")
     try:
         return call(flags)

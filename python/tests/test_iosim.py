@@ -178,6 +178,8 @@ def test_max_seconds_and_max_memory_are_the_clis_flags_for_one_call():
         iosim.run(seq=128, max_memory="1M")
     with pytest.raises(iosim.ConfigError, match="max_memory"):
         iosim.tune(seq=128, max_memory="lots")
+    with pytest.raises(iosim.ConfigError, match="max_memory='': an empty value"):
+        iosim.run(seq=128, max_memory="")
     with pytest.raises(iosim.ConfigError, match=re.escape("max_seconds=-1 must be >= 0")):
         iosim.run(seq=128, max_seconds=-1)
     assert iosim.run(seq=128)["feasible"]
