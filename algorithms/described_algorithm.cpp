@@ -306,8 +306,18 @@ Algorithm described_algorithm(const KernelDescription& d, const HardwareProfile&
       }
       tiles.pipeline_stages = 1;
     }
-    Planned planned =
-        plan_described(preset_algorithm, plan_forward, plan_backward, p, profile, tiles);
+    Planned planned;
+    try {
+      planned = plan_described(preset_algorithm, plan_forward, plan_backward, p, profile, tiles);
+    } catch (const ConfigError& e) {
+      // The split planner names --splits; a count the file states (tiles.splits) is the file's
+      // key, not a flag the user never passed (issue #50 M2).
+      const std::string flag = fmt::format("--splits {} ", tiles.splits.value_or(0));
+      const std::string message = e.what();
+      if (requested.splits || !tiles.splits || message.rfind(flag, 0) != 0) throw;
+      throw ConfigError(fmt::format("{}: tiles.splits {} {}", desc.source, *tiles.splits,
+                                    message.substr(flag.size())));
+    }
     // A shared-memory size the author states replaces the estimate of the main-loop kernels.
     check_stated_smem(desc, profile, planned);
     if (planned.feasible() && desc.smem_bytes_per_cta) {

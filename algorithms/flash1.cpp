@@ -138,7 +138,9 @@ Planned plan_flash1(const AttentionProblem& p, const HardwareProfile& hw,
   // With a backward (Algorithm 4, eight tiles on chip) Bc shrinks until its tiles fit too; the
   // forward then runs with the same blocks.
   const std::int64_t m_elems = sram_bytes(hw) / p.elem_bytes();
-  std::int64_t bc = ceil_div(m_elems, 4 * p.head_dim);
+  // At least one column: a profile whose SRAM holds less than one element would give Bc = 0,
+  // a tile the checks below pass (0 bytes fit) and the schedule divides by (issue #50, C2).
+  std::int64_t bc = std::max<std::int64_t>(1, ceil_div(m_elems, 4 * p.head_dim));
   const bool bwd = runs_backward(p.pass);
   auto too_big = [&](std::int64_t br, std::int64_t c) {
     return flash1_smem_bytes(p, br, c) > limit ||

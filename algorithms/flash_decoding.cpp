@@ -346,7 +346,7 @@ Planned plan_split_kv(const AttentionProblem& p, const HardwareProfile& hw,
                                ceil_div(packed ? p.group() * p.seq : p.seq, t.block_q);
   if (req.splits && *req.splits > tc) {
     throw ConfigError(fmt::format(
-        "--splits {} exceeds the {} K/V blocks of --seq-kv {} at --block-kv {}: every split needs "
+        "--splits {} exceeds the {} K/V blocks of N_kv = {} at block_kv {}: every split needs "
         "at least one block",
         *req.splits, tc, p.seq_kv, t.block_kv));
   }

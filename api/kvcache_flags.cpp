@@ -110,6 +110,18 @@ KvCacheRun run_kvcache(const KvCacheFlags& f, const std::set<std::string>& given
   } else {
     policies = {kvcache::parse_policy(f.policy)};  // names the valid ones when it is wrong
   }
+  // The paged cache's flags do nothing to a contiguous one: taken and ignored, a user believed
+  // they applied (issue #50 S8), as `run --splits` with flash2 is refused.
+  if (f.policy == "contiguous") {
+    for (const char* flag : {"--block-tokens", "--watermark"}) {
+      if (given.count(flag) > 0) {
+        throw ConfigError(fmt::format(
+            "{} is for the paged cache: --policy contiguous does not use it (drop it, or use "
+            "--policy paged or both)",
+            flag));
+      }
+    }
+  }
 
   KvCacheRun run;
   if (given.count("--kv-budget-bytes") > 0) {

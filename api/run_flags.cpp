@@ -239,6 +239,9 @@ RunRequest to_request(const RunFlags& f) {
   r.engine.sm_clock_mhz = f.sm_clock_mhz;
   r.execute = f.execute;
   r.seed = f.seed;
+  // Each value's own range, before any run: a sweep makes every point's request first, so a
+  // list with one value out of range is refused whole, as the value alone is (it was a row).
+  check_problem_values(p);
   return r;
 }
 

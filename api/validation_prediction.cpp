@@ -153,11 +153,23 @@ RunRequest request_for(const json& c, const std::string& where, bool as_run) {
   pr.seq = int_at(p, "seq", in_problem, 1, kMaxSeq);
   pr.seq_kv = int_at(p, "seq_kv", in_problem, 1, kMaxSeq);
   pr.head_dim = int_at(p, "head_dim", in_problem, 1, kMaxHeadDim);
-  pr.dtype = parse_dtype(string_or(p, "dtype", "fp16", in_problem));
+  // A word the parser refuses names the file, the case and the key: parse_dtype()'s "unknown
+  // dtype 'fp64'" alone read as a bad --dtype, a flag validate was not given (issue #50 M1).
+  const auto word = [](const std::string& where_key, const char* key, const std::string& text,
+                       const auto& parse) {
+    try {
+      return parse(text);
+    } catch (const ConfigError& e) {
+      throw ConfigError(fmt::format("{}: '{}' = \"{}\": {}", where_key, key, text, e.what()));
+    }
+  };
+  pr.dtype = word(in_problem, "dtype", string_or(p, "dtype", "fp16", in_problem),
+                  [](const std::string& t) { return parse_dtype(t); });
   pr.causal = bool_or(p, "causal", false, in_problem);
   pr.mask = bool_or(p, "mask", false, in_problem);
   pr.dropout = number_or(p, "dropout", 0.0, in_problem);
-  pr.pass = parse_pass(string_or(c, "pass", "fwd", where));
+  pr.pass = word(where, "pass", string_or(c, "pass", "fwd", where),
+                 [](const std::string& t) { return parse_pass(t); });
   // Decoding: grouped-query attention and paged K/V when the case says so.
   pr.kv_heads = count_or(p, "kv_heads", 0, in_problem);
   pr.page_tokens = count_or(p, "page_tokens", 0, in_problem);
@@ -170,7 +182,9 @@ RunRequest request_for(const json& c, const std::string& where, bool as_run) {
   // Block-sparse: the kernel's block mask, as --pattern defines it (cuda_validate's block list
   // is held to sim/schedule/block_mask.cpp by tests/block_pattern_match_test.cpp).
   if (const std::string pattern = string_or(p, "pattern", "", in_problem); !pattern.empty()) {
-    pr.pattern = std::make_shared<const BlockPattern>(parse_block_pattern(pattern));
+    pr.pattern = word(in_problem, "pattern", pattern, [](const std::string& t) {
+      return std::make_shared<const BlockPattern>(parse_block_pattern(t));
+    });
   }
   // Tiling of the measured kernel, when it is one we wrote (cuBLAS picks its own for standard).
   // Blind reads it only where it is what a user of the kernel states: a tiling read off the

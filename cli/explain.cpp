@@ -135,6 +135,9 @@ Action add_explain_command(CLI::App& app) {
     }
     const teach::Trace trace = teach::build_trace(profile, request);
     if (!e->html.empty()) {
+      // The page shows every step, but a step or CTA the trace lacks is a mistake all the same:
+      // refused as the terminal refuses it, before the page (which may replace a file) is written.
+      teach::check_text_options(trace, options);
       write_file_atomically(e->html, teach::trace_html(trace));
       std::cerr << fmt::format("iosim explain: wrote {} ({} steps)\n", e->html, trace.steps.size());
       return 0;

@@ -18,6 +18,7 @@
 #include "cli/output_file.hpp"
 #include "sim/base/errors.hpp"
 #include "sim/base/fnv1a.hpp"
+#include "sim/base/run_control.hpp"
 
 namespace iosim::cli {
 namespace {
@@ -32,6 +33,10 @@ constexpr const char* kMagic = "iosim-sweep-journal 2 ";
 using File = std::unique_ptr<std::FILE, int (*)(std::FILE*)>;
 
 [[noreturn]] void write_failed(const std::string& path) {
+  // A write cut short by SIGINT or SIGTERM is the stop, not a failed write: exit 3 with the
+  // signal's name, as docs/limits.md promises (it said "Interrupted system call" and exit 2,
+  // issue #50 M3). run_control::check() throws Stopped naming the signal.
+  if (errno == EINTR) run_control::check();
   if (path == "stdout" && stdout_was_closed()) {
     throw ConfigError("cannot write the output to stdout: stdout is closed");
   }

@@ -36,6 +36,7 @@
 #include "reports/writers.hpp"
 #include "sim/base/errors.hpp"
 #include "sim/base/json_text.hpp"
+#include "sim/base/memory_budget.hpp"
 #include "sim/base/run_control.hpp"
 #include "sim/base/suggest.hpp"
 #include "sim/base/version.hpp"
@@ -75,6 +76,20 @@ constexpr const char* python_type() {
   }
 }
 
+// A str as the CLI takes a flag's text: '' is refused as `--kernel ""` is (it ran the default,
+// kernel='' a flash2 run), and a NUL byte, which no command line can hold, is refused where the C
+// string of a path or name would end at it (validate('f.json\x00junk') read f.json; issue #50
+// S4 and S6).
+void check_text(const std::string& key, const std::string& text) {
+  if (text.empty()) {
+    throw ConfigError(
+        fmt::format("{}='': an empty value; give one, or leave the keyword out", key));
+  }
+  if (text.find('\0') != std::string::npos) {
+    throw ConfigError(fmt::format("{}: the text holds a NUL byte ('\\x00')", key));
+  }
+}
+
 // Sets f.*field from the Python value `v` of keyword `key`, as strictly as the CLI reads its
 // flags: None is no value (leave the keyword out for the default), a bool is not a number
 // (seq=True was N = 1) and a number not a bool (causal=None passed as false), no float for an
@@ -97,6 +112,7 @@ void set_field(Flags& f, Field field, const std::string& key, const py::handle& 
     if (!is_bool) throw wrong();
   } else if constexpr (std::is_same_v<V, std::string>) {
     if (!py::isinstance<py::str>(v)) throw wrong();
+    check_text(key, py::cast<std::string>(v));
   } else if constexpr (std::is_floating_point_v<V>) {
     if (is_bool || !(py::isinstance<py::float_>(v) || py::isinstance<py::int_>(v))) throw wrong();
   } else {
@@ -154,6 +170,7 @@ RunFlags to_flags(const py::dict& flags) {
             fmt::format("set={} has the wrong type: expected a str \"KEY=VALUE\" or a list of them",
                         py::cast<std::string>(py::repr(v))));
       }
+      for (const std::string& o : f.set) check_text("set", o);
       continue;
     }
     const ProblemFlag& flag = find_flag(problem_flags(), key, {"set"});
@@ -343,9 +360,22 @@ std::string tune_json(const py::dict& flags, const std::vector<std::int64_t>& bl
 }
 
 std::string validate_json(const std::string& path, const std::string& profile) {
+  check_text("path", path);
+  if (!profile.empty()) check_text("profile", profile);  // '': the measurements' own profile
   const InterruptibleCall interruptible;
   py::gil_scoped_release release;
   return validation_json(validate_measurements(path, profile));
+}
+
+// run(), sweep() and tune()'s max_seconds= and max_memory=, the CLI's --max-seconds and
+// --max-memory (they were "unknown flag"s, issue #50 M4): set for one call by the package and
+// put back (0 and "": none, the default) when it ends. Process-wide, as in the CLI.
+void set_limits(double seconds, const std::string& memory) {
+  if (!(seconds >= 0)) throw ConfigError(fmt::format("max_seconds={} must be >= 0", seconds));
+  const std::uint64_t bytes =
+      memory.empty() ? 0 : memory_budget::parse_size(memory, "max_memory");  // names it
+  run_control::set_budget(seconds, "max_seconds");
+  memory_budget::set_bytes(bytes, "max_memory");
 }
 
 }  // namespace
@@ -362,7 +392,9 @@ PYBIND11_MODULE(_iosim, m) {
     } catch (const InternalError& e) {
       internal_error(e.what());
     } catch (const Stopped& e) {
-      PyErr_SetString(PyExc_KeyboardInterrupt, e.what());
+      // A spent max_seconds is not the user's Ctrl-C: TimeoutError, which Python has for it.
+      const bool budget = std::string(e.what()).rfind("stopped: the time budget", 0) == 0;
+      PyErr_SetString(budget ? PyExc_TimeoutError : PyExc_KeyboardInterrupt, e.what());
     }
   });
   m.def("run_json", &run_json, "one run as `iosim run --format json` prints it");
@@ -377,6 +409,8 @@ PYBIND11_MODULE(_iosim, m) {
         "`iosim tune --format json`: flags and the tile lists");
   m.def("validate_json", &validate_json, py::arg("path"), py::arg("profile") = "",
         "`iosim validate PATH --format json`");
+  m.def("set_limits", &set_limits, py::arg("seconds"), py::arg("memory"),
+        "max_seconds and max_memory for the calls that follow (0 and '': none)");
   m.def("profile_names", &builtin_profile_names, "the built-in profiles");
   m.attr("__version__") = std::string(version_number());
   m.attr("version_text") = std::string(version_text());

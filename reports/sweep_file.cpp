@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <tuple>
 
 #include "api/schema_version.hpp"
 #include "reports/sweep_csv_reader.hpp"
@@ -16,6 +17,7 @@
 #include "sim/base/json_text.hpp"
 #include "sim/base/text_file.hpp"
 #include "sim/hardware/profile_overrides.hpp"
+#include "sim/schedule/problem.hpp"
 
 namespace iosim {
 namespace {
@@ -86,6 +88,40 @@ double number_or_zero(const json& obj, const char* key) {
   return it != obj.end() && it->is_number() ? it->get<double>() : 0.0;
 }
 
+// A problem iosim could have run, as the count columns are checked: an edited row with seq -64,
+// dtype "fp64" or l2 "nan" was drawn as given (issue #50 S7). The limits are
+// validate_problem()'s, named by the file's keys. (The algorithm is free text: a kernel
+// description's name.)
+void check_problem_fields(const SweepRow& r, const std::string& where) {
+  const std::string in_problem = where + ": problem";
+  for (const auto& [key, v, hi] :
+       {std::tuple{"batch", r.batch, kMaxBatch}, std::tuple{"heads", r.heads, kMaxHeads},
+        std::tuple{"seq", r.seq, kMaxSeq}, std::tuple{"seq_kv", r.seq_kv, kMaxSeq},
+        std::tuple{"head_dim", r.head_dim, kMaxHeadDim}}) {
+    if (v < 1 || v > hi) {
+      throw ConfigError(fmt::format("{}: '{}' = {} is out of range: it must be in [1, {}]",
+                                    in_problem, key, v, hi));
+    }
+  }
+  if (!(r.dropout >= 0.0 && r.dropout < 1.0)) {
+    throw ConfigError(fmt::format("{}: 'dropout' = {} is out of range: it must be in [0, 1)",
+                                  in_problem, r.dropout));
+  }
+  const auto word = [&](const char* key, const std::string& text, const auto& parse) {
+    try {
+      parse(text);
+    } catch (const ConfigError& e) {
+      throw ConfigError(fmt::format("{}: '{}' = \"{}\": {}", in_problem, key, text, e.what()));
+    }
+  };
+  word("dtype", r.dtype, [](const std::string& t) { parse_dtype(t); });
+  word("pass", r.pass, [](const std::string& t) { parse_pass(t); });
+  if (r.l2 != "on" && r.l2 != "off") {
+    throw ConfigError(fmt::format("{}: 'l2' = \"{}\" must be \"on\" or \"off\"", where, r.l2));
+  }
+  if (r.algorithm.empty()) throw ConfigError(fmt::format("{}: 'algorithm' is empty", where));
+}
+
 SweepRow parse_row(const json& j, const std::string& where) {
   if (!j.is_object()) throw ConfigError(fmt::format("{}: a row is not an object", where));
   SweepRow r;
@@ -114,6 +150,7 @@ SweepRow parse_row(const json& j, const std::string& where) {
   r.causal = field<bool>(p, "causal", where);
   r.mask = field<bool>(p, "mask", where);
   r.dropout = field<double>(p, "dropout", where);
+  check_problem_fields(r, where);
   r.kv_heads = p.contains("kv_heads") && p["kv_heads"].is_number_integer()
                    ? p["kv_heads"].get<std::int64_t>()
                    : r.heads;
@@ -149,6 +186,11 @@ SweepRow parse_row(const json& j, const std::string& where) {
   r.tensor_flops = number_or_zero(c, "tensor_flops");
   r.time_s = count_field(j, "time_s", where);
   r.bound = j.value("bound", std::string{});
+  // "" on an infeasible row; else one of the schema's three (a CSV's "nan" was drawn as given).
+  if (!r.bound.empty() && r.bound != "memory" && r.bound != "compute" && r.bound != "latency") {
+    throw ConfigError(fmt::format(
+        "{}: 'bound' = \"{}\" must be \"memory\", \"compute\" or \"latency\"", where, r.bound));
+  }
   const json b = field<json>(j, "bounds", where);
   r.compulsory_bytes = count_field(b, "compulsory_bytes", where);
   r.closed_form_bytes = count_field(b, "closed_form_bytes", where);

@@ -195,7 +195,7 @@ void write_summary(std::ostream& out, const Trace& trace, const Paint& paint) {
 
 }  // namespace
 
-void write_trace(std::ostream& out, const Trace& trace, const TextOptions& o) {
+void check_text_options(const Trace& trace, const TextOptions& o) {
   const std::size_t n = trace.steps.size();
   for (const auto& [flag, k] : {std::pair{"--step", o.step}, std::pair{"--until", o.until}}) {
     if (k && (*k < 1 || *k > n)) {
@@ -212,6 +212,11 @@ void write_trace(std::ostream& out, const Trace& trace, const TextOptions& o) {
           fmt::format("--focus cta:{}: the kernels have CTAs 0 to {}", *o.focus_cta, most - 1));
     }
   }
+}
+
+void write_trace(std::ostream& out, const Trace& trace, const TextOptions& o) {
+  check_text_options(trace, o);
+  const std::size_t n = trace.steps.size();
   const Paint paint{o.color};
   write_header(out, trace, paint);
   const std::size_t first = o.step ? *o.step - 1 : 0;

@@ -22,6 +22,9 @@ struct TextOptions {
 /// options select, and a summary that holds the totals against the closed form and the bounds.
 /// Throws ConfigError when --step or --until is past the last step.
 void write_trace(std::ostream& out, const Trace& trace, const TextOptions& options);
+/// Throws ConfigError when --step, --until or --focus (in `options`) is past the trace; write_trace
+/// checks it, and `explain --html` before it writes its page (it ignored them, issue #50 S3).
+void check_text_options(const Trace& trace, const TextOptions& options);
 
 /// The header of write_trace (problem, tiling, kernels, the paper's algorithm) alone.
 void write_trace_header(std::ostream& out, const Trace& trace, bool color);

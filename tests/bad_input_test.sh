@@ -49,6 +49,9 @@ edit '0,/"kernels": \[/s//"kernels": {}, "old_kernels": [/' kernels_object.json
 edit '0,/"id": "[^"]*"/s//&, "rank_group": ""/' rank_group_empty.json
 edit '0,/"id": "[^"]*"/s//&, "rank_group": 7/' rank_group_number.json
 edit 's/"cases": \[/"kases": [/' no_cases.json
+# An unknown dtype or pass names the file, the case and the key, not a flag (issue #50 M1).
+edit '0,/"dtype": "fp16"/s//"dtype": "fp64"/' dtype_fp64.json
+edit '0,/"pass": "fwd"/s//"pass": "sideways"/' pass_sideways.json
 edit 's/"version": 1,/"version": 2,/' version2.json
 edit 's/"iosim-measurements"/"nsight-report"/' wrong_format.json
 head -c 3000 "$M" >"$gen/truncated.json"
@@ -77,6 +80,12 @@ sed '0,/"point": 0/s//"point": "zero"/' "$S" >"$gen/sweep_point_string.json"
 sed 's/"format": "iosim-sweep"/"format": "other"/' "$S" >"$gen/sweep_format.json"
 sed 's/"rows": \[/"rows": 5, "unused": [/' "$S" >"$gen/sweep_rows_number.json"
 head -c 2000 "$S" >"$gen/sweep_truncated.json"
+# A problem iosim could never have run is refused as a bad count is (issue #50 S7).
+sed '0,/"seq": 128/s//"seq": -64/' "$S" >"$gen/sweep_seq_negative.json"
+sed '0,/"dtype": "fp16"/s//"dtype": "fp64"/' "$S" >"$gen/sweep_dtype.json"
+sed '2s/,fp16,/,nan,/' "$C" >"$gen/csv_dtype_nan.csv"
+sed '2s/,on,true,/,nan,true,/' "$C" >"$gen/csv_l2_nan.csv"
+sed '2s/,latency,/,nan,/' "$C" >"$gen/csv_bound_nan.csv"
 printf '1 2 3\n4 5 99999999999\n' >"$gen/table_big_id.txt"
 printf '1 1\n1 1\n' >"$gen/pattern_2x2.txt"
 N=$DATA/kernels/ncu_wg1_h100.csv  # Nsight Compute's details page: 15 fields a row, from line 3
@@ -87,6 +96,15 @@ echo "my notes" >"$gen/a.md"           # an output two flags name: b.md links to
 ln -s a.md "$gen/b.md"                  # hard_a.md is it under another name
 ln "$gen/a.md" "$gen/hard_a.md"
 ln -s "$out/o.html" "$gen/page_link.html"  # a link to an output not there yet
+# Kernel and model YAML read keys as profiles do: a complex key made yaml-cpp's "bad conversion"
+# and a duplicate key silently won (issue #50, I1 and S1).
+printf '? [a]\n: 1\n' >"$gen/complex_key.yaml"
+# No YAML tag is read: !!str 132 ran as 132 SMs, !!binary as its text (issue #50 S10).
+sed 's/count: {value: 132/count: {value: !!str 132/' "$HERE/../hwprofiles/h100-sxm5-80gb.yaml" >"$gen/profile_tag.yaml"
+printf 'name: !!binary aGVsbG8=\ndataflow:\n  forward: query_stationary\n' >"$gen/kernel_tag.yaml"
+printf 'name: e\ndataflow:\n  forward: split_kv\ntiles:\n  splits: 2\n' >"$gen/kernel_splits.yaml"  # issue #50 M2
+printf 'name: a\ndataflow:\n  forward: query_stationary\ndataflow:\n  forward: kv_stationary\n' >"$gen/kernel_dup.yaml"
+{ cat "$HERE/../models/llama-3-8b.yaml"; echo 'layers: {value: 1, source: "dup"}'; } >"$gen/model_dup.yaml"
 cp "$HERE/../hwprofiles/h100-sxm5-80gb.yaml" "$gen/profile.yaml"  # an input --html must not replace
 
 pass=0

@@ -17,6 +17,20 @@
 using namespace iosim;
 using iosim::test::hbm_total;
 
+// A profile may reserve no shared memory per CTA (compute capability 7.x reserves none), and some
+// backward kernels use none: the shared-memory limit then divided by zero (SIGFPE, issue #50 C1).
+TEST_CASE("occupancy: no shared memory needed and none reserved is no shared-memory limit") {
+  HardwareProfile hw = test::profile();
+  hw.sm.smem_reserved_per_cta_bytes.value = 0;
+  KernelSpec k;
+  k.threads_per_cta = 128;
+  k.registers_per_thread = 32;
+  k.smem_bytes_per_cta = 0;
+  const Occupancy o = occupancy(hw, k);
+  CHECK(o.ctas_per_sm == hw.sm.max_threads_per_sm.value / 128);
+  CHECK(o.limiter.find("shared memory") == std::string::npos);
+}
+
 TEST_CASE("occupancy: shared memory at capacity fits, one byte more does not") {
   const HardwareProfile& hw = test::profile();
   KernelSpec k;

@@ -56,10 +56,34 @@ def _kernel_text(flags):
     return flags
 
 
+def _limited(flags, call):
+    """call(flags) under max_seconds= (wall seconds; TimeoutError when spent) and max_memory=
+    (a size as --max-memory takes it, "8G", or bytes), the CLI's --max-seconds and --max-memory,
+    taken out of `flags`; both are put back to none when the call ends."""
+    flags = dict(flags)
+    seconds = flags.pop("max_seconds", None)
+    memory = flags.pop("max_memory", None)
+    if seconds is None and memory is None:
+        return call(flags)
+    seconds = 0.0 if seconds is None else _number("max_seconds", seconds)
+    if isinstance(memory, int) and not isinstance(memory, bool):
+        memory = str(memory)
+    if memory is not None and not isinstance(memory, str):
+        raise TypeError(f"max_memory={memory!r}: give a size such as '8G', or bytes as an int")
+    if memory == "":  # as the CLI refuses --max-memory ""
+        raise ConfigError("max_memory='': an empty value; give one, or leave the keyword out")
+    _iosim.set_limits(seconds, memory or "")
+    try:
+        return call(flags)
+    finally:
+        _iosim.set_limits(0.0, "")
+
+
 def run(**flags):
     """Simulates one attention call; returns `iosim run --format json`'s document as a dict.
-    kernel= takes a kernel description: a dict, a YAML file's path or a preset's name."""
-    report = json.loads(_iosim.run_json(_kernel_text(flags)))
+    kernel= takes a kernel description: a dict, a YAML file's path or a preset's name.
+    max_seconds= and max_memory= are --max-seconds and --max-memory, as in sweep() and tune()."""
+    report = json.loads(_limited(flags, lambda f: _iosim.run_json(_kernel_text(f))))
     if not report["feasible"]:
         raise InfeasibleError(report)
     return report
@@ -100,8 +124,9 @@ def tune(block_q=(), block_kv=(), stages=(), threads=(), tie_band=None, top=0, j
     lists = [_int_list(name, value, bits) for name, value, bits in
              (("block_q", block_q, 64), ("block_kv", block_kv, 64), ("stages", stages, 32),
               ("threads", threads, 32))]
-    doc = json.loads(_iosim.tune_json(_kernel_text(flags), *lists, _number("tie_band", tie_band),
-                                      _int("top", top, 64), _int("jobs", jobs, 32)))
+    doc = json.loads(_limited(flags, lambda f: _iosim.tune_json(
+        _kernel_text(f), *lists, _number("tie_band", tie_band), _int("top", top, 64),
+        _int("jobs", jobs, 32))))
     if not doc["ranked"]:
         raise InfeasibleError({"infeasible_reason": "no tiling of the space is feasible",
                                **doc})
@@ -168,6 +193,8 @@ def sweep(jobs=0, dataframe=False, client=None, progress=None, chunks=None, **fl
         except ImportError:
             raise ConfigError("dataframe=True needs pandas (Debian: apt-get install "
                               "python3-pandas); leave it out for a list of dicts") from None
+    # One budget for the whole sweep, as --max-seconds is (not an axis).
+    limits = {k: flags.pop(k) for k in ("max_seconds", "max_memory") if k in flags}
     names = list(flags)
     values = []
     for name in names:
@@ -177,17 +204,24 @@ def sweep(jobs=0, dataframe=False, client=None, progress=None, chunks=None, **fl
             if not isinstance(v, (str, list, tuple)):  # set=None: "'NoneType' object is not
                 raise TypeError(f'set={v!r} has the wrong type: expected a str "KEY=VALUE" or '
                                 'a list of them')  # iterable" (issue #50)
-            v = [v] if isinstance(v, str) or (v and all(isinstance(x, str) for x in v)) else v
+            # set=[] is no what-ifs, one point, as run(set=[]) is; it gave no points (issue #50).
+            v = [v] if isinstance(v, str) or all(isinstance(x, str) for x in v) else v
             values.append(list(v))
         else:
             values.append(_as_list(v))
+            if not values[-1]:  # the product of an empty axis is no points: a silent [] (#50)
+                raise ConfigError(f"{name}={v!r}: an empty list gives no points; give one value "
+                                  "or more, or leave it out")
     points = [_kernel_text(dict(zip(names, combo))) for combo in itertools.product(*values)]
     if client is None:
         for name, value in (("progress", progress), ("chunks", chunks)):
             if value is not None:
                 raise ConfigError(f"{name}= is for a sweep on a dask cluster: give client= too")
-        texts = _iosim.sweep_json_rows(points, _int("jobs", jobs, 32))
+        texts = _limited(limits, lambda _: _iosim.sweep_json_rows(points, _int("jobs", jobs, 32)))
     else:
+        if limits:  # each worker is a process of its own: this process's budget is not theirs
+            raise ConfigError(f"{', '.join(limits)}= limit a local sweep: leave them out with "
+                              "client=")
         texts = _sweep_on_cluster(client, points, jobs, progress, chunks)
     rows = [json.loads(text) for text in texts]
     if not dataframe:

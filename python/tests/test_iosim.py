@@ -139,6 +139,52 @@ def test_sweep_of_what_ifs():
     assert rows[0]["counters"]["hbm_read_bytes"] > rows[1]["counters"]["hbm_read_bytes"]
 
 
+def test_sweep_refuses_a_bad_value_or_an_empty_list_up_front():
+    # A value out of range was an infeasible row, and an empty list returned [] (issue #50, S2
+    # and S5); set=[] is no what-ifs, one point, as in run().
+    with pytest.raises(iosim.ConfigError, match=re.escape("--seq -1 is out of range")):
+        iosim.sweep(seq=[64, -1])
+    with pytest.raises(iosim.ConfigError, match=re.escape("--dropout 1 is out of range")):
+        iosim.sweep(seq=64, dropout=[0.5, 1])
+    for flags in (dict(seq=[], head_dim=64), dict(seq=64, algo=[])):
+        with pytest.raises(iosim.ConfigError, match="an empty list gives no points"):
+            iosim.sweep(**flags)
+    assert len(iosim.sweep(seq=64, set=[])) == 1
+
+
+def test_an_empty_or_nul_text_is_refused_as_the_cli_refuses_it():
+    # '' ran the default where the CLI refuses `--kernel ""`, and a NUL byte cut a path short:
+    # validate('f.json\x00junk') read f.json (issue #50, S4 and S6).
+    calls = [(iosim.run, dict(seq=64, kernel="")), (iosim.run, dict(seq=64, pattern="")),
+             (iosim.run, dict(seq=64, pack_gqa="")), (iosim.run, dict(seq=64, block_table="")),
+             (iosim.kvcache, dict(layers=2, kv_heads=2, head_dim=64, trace="")),
+             (iosim.layer, dict(model="llama-3-8b", seq=64, kernel="")),
+             (iosim.layer, dict(model="llama-3-8b", seq=64, algo=""))]
+    for call, flags in calls:
+        with pytest.raises(iosim.ConfigError, match="an empty value; give one, or leave the"):
+            call(**flags)
+    with pytest.raises(iosim.ConfigError, match="NUL byte"):
+        iosim.validate(os.path.join(REPO, "tests/data/measurements_small.json") + "\x00junk")
+    with pytest.raises(iosim.ConfigError, match="NUL byte"):
+        iosim.run(seq=64, profile="a100-sxm4-40gb\x00x")
+
+
+def test_max_seconds_and_max_memory_are_the_clis_flags_for_one_call():
+    # They were "unknown flag"s though the guide says the keywords are the CLI's flags (issue #50
+    # M4). The budget is this call's: the next call runs without it.
+    assert iosim.run(seq=64, max_seconds=60, max_memory="8G")["feasible"]
+    assert len(iosim.sweep(seq=[64, 128], max_seconds=60)) == 2
+    with pytest.raises(iosim.ConfigError, match="would take about"):
+        iosim.run(seq=128, max_memory="1M")
+    with pytest.raises(iosim.ConfigError, match="max_memory"):
+        iosim.tune(seq=128, max_memory="lots")
+    with pytest.raises(iosim.ConfigError, match="max_memory='': an empty value"):
+        iosim.run(seq=128, max_memory="")
+    with pytest.raises(iosim.ConfigError, match=re.escape("max_seconds=-1 must be >= 0")):
+        iosim.run(seq=128, max_seconds=-1)
+    assert iosim.run(seq=128)["feasible"]
+
+
 def test_sweep_dataframe_is_checked_before_the_sweep():
     # dataframe="x" ran the sweep, then raised ModuleNotFoundError without pandas (issue #50).
     with pytest.raises(TypeError, match="dataframe='x': give True or False"):

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <iterator>
+#include <limits>
 
 namespace iosim {
 
@@ -32,8 +33,11 @@ Occupancy occupancy(const HardwareProfile& p, const KernelSpec& k) {
   // Registers are allocated per warp in units of 256.
   const std::int64_t regs_per_warp = (static_cast<std::int64_t>(regs) * 32 + 255) / 256 * 256;
   const std::int64_t warps = (k.threads_per_cta + 31) / 32;
+  // A CTA with no shared memory on a profile that reserves none (compute capability 7.x) is not
+  // limited by shared memory at all: the division would be by zero (issue #50, C1).
+  constexpr std::int64_t kUnlimited = std::numeric_limits<std::int64_t>::max();
   const Limit limits[] = {
-      {sm.smem_per_sm_bytes.value / smem_need, "shared memory"},
+      {smem_need > 0 ? sm.smem_per_sm_bytes.value / smem_need : kUnlimited, "shared memory"},
       {sm.registers_per_sm.value / (regs_per_warp * warps), "registers"},
       {sm.max_threads_per_sm.value / k.threads_per_cta, "threads"},
       {sm.max_ctas_per_sm.value, "CTA slots"},

@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <system_error>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -279,7 +280,19 @@ std::vector<ProfileOverride> parse_profile_overrides(const std::vector<std::stri
       errors.push_back(fmt::format("--set '{}' must be KEY=VALUE, e.g. l2.size_bytes=20e6", t));
       continue;
     }
-    out.push_back({t.substr(0, eq), t.substr(eq + 1)});
+    ProfileOverride o{t.substr(0, eq), t.substr(eq + 1)};
+    // A key set twice is refused as a profile file's duplicate key is: the last one won, and the
+    // title showed both values (issue #50 S9). A sweep lists a key's values in one --set.
+    const auto first = std::find_if(out.begin(), out.end(),
+                                    [&](const ProfileOverride& x) { return x.key == o.key; });
+    if (first != out.end()) {
+      errors.push_back(
+          fmt::format("--set {} is given twice ({} and {}); give it once (a sweep "
+                      "lists its values in one --set)",
+                      o.key, first->value, o.value));
+      continue;
+    }
+    out.push_back(std::move(o));
   }
   if (!errors.empty()) {
     std::string all;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <map>
 #include <sstream>
 #include <string_view>
 #include <utility>
@@ -92,21 +93,73 @@ std::pair<std::size_t, std::size_t> first_non_text(const std::string& text) {
   return {0, 0};
 }
 
+// No YAML type tag is read: `!!str 132` ran as the number 132 and `!!binary aGVsbG8=` as its
+// text, neither decoded nor refused (issue #50 S10). The tags yaml-cpp gives untagged nodes
+// ("?" plain, "!" quoted) pass. Past 64 levels the walk stops: the readers refuse such depth.
+void refuse_tags(const YAML::Node& node, const std::string& origin, int depth) {
+  if (depth > 64) return;
+  const std::string& tag = node.Tag();
+  if (!tag.empty() && tag != "?" && tag != "!") {
+    throw ConfigError(
+        fmt::format("{}:{}: a YAML tag ('{}'): iosim reads none; write the value "
+                    "without it",
+                    origin, node.Mark().line + 1, tag));
+  }
+  if (node.IsMap()) {
+    for (const auto& entry : node) {
+      refuse_tags(entry.first, origin, depth + 1);
+      refuse_tags(entry.second, origin, depth + 1);
+    }
+  } else if (node.IsSequence()) {
+    for (const auto& item : node) refuse_tags(item, origin, depth + 1);
+  }
+}
+
+// A problem at a place in the file: its message is complete (origin and line), so
+// read_yaml_json() passes it on as it is.
+struct LocatedError : ConfigError {
+  using ConfigError::ConfigError;
+};
+
+std::string where(const std::string& path) {
+  return path.empty() ? "the top level" : "'" + path + "'";
+}
+
 // A YAML node as JSON: maps as objects, sequences as arrays, scalars as numbers where they read
 // as one whole, true/false as booleans, null as null, anything else as a string.
-nlohmann::json to_json(const YAML::Node& node, int depth) {
+// Map keys are checked as the profile loader checks them (profile_reader.hpp's check_map()): a
+// key that is not a plain name ("? [a]") made yaml-cpp's "bad conversion", and a duplicate key
+// silently replaced the first (issue #50, I1 and S1).
+nlohmann::json to_json(const YAML::Node& node, int depth, const std::string& origin,
+                       const std::string& path) {
   if (depth > 32) throw ConfigError("nested deeper than 32 levels");
   switch (node.Type()) {
     case YAML::NodeType::Map: {
       nlohmann::json out = nlohmann::json::object();
+      std::map<std::string, int> lines;
       for (const auto& entry : node) {
-        out[entry.first.as<std::string>()] = to_json(entry.second, depth + 1);
+        const YAML::Node& key_node = entry.first;
+        const int line = key_node.Mark().line + 1;
+        if (!key_node.IsScalar()) {
+          throw LocatedError(fmt::format("{}:{}: keys must be plain names, got {} in {}", origin,
+                                         line, key_node.IsMap() ? "a map" : "a list", where(path)));
+        }
+        const std::string& key = key_node.Scalar();
+        const std::string full = path.empty() ? key : path + "." + key;
+        if (const auto [it, fresh] = lines.emplace(key, line); !fresh) {
+          throw LocatedError(fmt::format("{}:{}: duplicate key '{}' (first at line {})", origin,
+                                         line, full, it->second));
+        }
+        out[key] = to_json(entry.second, depth + 1, origin, full);
       }
       return out;
     }
     case YAML::NodeType::Sequence: {
       nlohmann::json out = nlohmann::json::array();
-      for (const auto& item : node) out.push_back(to_json(item, depth + 1));
+      std::size_t i = 0;
+      for (const auto& item : node) {
+        out.push_back(to_json(item, depth + 1, origin, fmt::format("{}[{}]", path, i++)));
+      }
       return out;
     }
     case YAML::NodeType::Scalar: {
@@ -195,7 +248,10 @@ std::vector<YAML::Node> load_yaml_documents(const std::string& yaml_text, const 
       throw ConfigError(
           fmt::format("{}: holds {} YAML documents; a {} is exactly one", origin, count, what));
     }
-    if (count == 1) documents.push_back(YAML::Load(yaml_text));
+    if (count == 1) {
+      documents.push_back(YAML::Load(yaml_text));
+      refuse_tags(documents.back(), origin, 0);
+    }
   } catch (const YAML::ParserException& e) {
     throw ConfigError(fmt::format("{}:{}:{}: YAML syntax error: {}", origin, e.mark.line + 1,
                                   e.mark.column + 1, e.msg));
@@ -210,7 +266,9 @@ nlohmann::json read_yaml_json(const std::string& yaml_text, const std::string& o
   const std::vector<YAML::Node> documents = load_yaml_documents(yaml_text, origin, what);
   if (documents.empty()) return nullptr;
   try {
-    return to_json(documents[0], 0);
+    return to_json(documents[0], 0, origin, "");
+  } catch (const LocatedError&) {
+    throw;
   } catch (const ConfigError& e) {
     throw ConfigError(fmt::format("{}: {}", origin, e.what()));
   } catch (const YAML::Exception& e) {

@@ -53,7 +53,7 @@ AttentionProblem with_defaults(AttentionProblem p) {
   return p;
 }
 
-void validate_problem(const AttentionProblem& given) {
+void check_problem_values(const AttentionProblem& given) {
   const AttentionProblem p = with_defaults(given);
   // Limits keep every byte count inside 64 bits and reject sizes no GPU holds.
   require_range("--batch", p.batch, 1, kMaxBatch);
@@ -61,6 +61,18 @@ void validate_problem(const AttentionProblem& given) {
   require_range("--seq", p.seq, 1, kMaxSeq);
   require_range("--seq-kv", p.seq_kv, 1, kMaxSeq);
   require_range("--head-dim", p.head_dim, 1, kMaxHeadDim);
+  // Above --heads is refused by validate_problem(), which names --heads: past kMaxHeads it is
+  // refused beside any --heads.
+  if (p.kv_heads > kMaxHeads) require_range("--kv-heads", p.kv_heads, 0, kMaxHeads);
+  require_range("--page-tokens", p.page_tokens, 0, 1 << 20);
+  if (!(p.dropout >= 0.0 && p.dropout < 1.0)) {
+    throw ConfigError(fmt::format("--dropout {} is out of range: it must be in [0, 1)", p.dropout));
+  }
+}
+
+void validate_problem(const AttentionProblem& given) {
+  const AttentionProblem p = with_defaults(given);
+  check_problem_values(p);
   // The bound is --heads, so say so: "[0, 8]" alone read as a fixed limit of iosim's.
   if (p.kv_heads < 0 || p.kv_heads > p.heads) {
     throw ConfigError(fmt::format(
@@ -82,10 +94,6 @@ void validate_problem(const AttentionProblem& given) {
                                  p.seq)
                    : std::string("--pack-gqa on cannot pack with --mask, --dropout or --pattern, "
                                  "whose values depend on the query position"));
-  }
-  require_range("--page-tokens", p.page_tokens, 0, 1 << 20);
-  if (!(p.dropout >= 0.0 && p.dropout < 1.0)) {
-    throw ConfigError(fmt::format("--dropout {} is out of range: it must be in [0, 1)", p.dropout));
   }
   if (p.causal && p.seq_kv < p.seq) {
     throw ConfigError(fmt::format(

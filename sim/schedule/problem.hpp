@@ -95,6 +95,10 @@ AttentionProblem with_defaults(AttentionProblem p);
 /// Checks sizes and flag combinations (of with_defaults(p)); throws ConfigError naming the
 /// offending flag and value.
 void validate_problem(const AttentionProblem& p);
+/// The part of validate_problem() that looks at one value at a time (each size's range, the
+/// dropout's): a value it refuses is wrong beside any other, so a sweep refuses it before any
+/// point runs (issue #50 S2), where a combination validate_problem() refuses is a point's row.
+void check_problem_values(const AttentionProblem& p);
 
 /// validate_problem()'s limits, for readers that name a file's keys instead of flags.
 inline constexpr std::int64_t kMaxBatch = std::int64_t{1} << 20;
