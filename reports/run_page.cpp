@@ -560,8 +560,7 @@ std::string run_html(const Report& r) {
   s += time_table(r);
   s += fmt::format("<p class=\"note\">{}</p>\n", kAttributionNote);
   s += "</section>\n<section><h2>Memory chart</h2>\n";
-  s += memory_svg(r) + "</section>
-";
+  s += memory_svg(r) + "</section>\n";
   s += run_page_detail::tensor_bytes_section(r, chart_style());
   s += "<section><h2>Roofline</h2>\n";
   s += roofline_svg(r);
