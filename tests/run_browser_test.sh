@@ -4,7 +4,7 @@
 # of a run of one kernel with the L2 on, of a two-level forward and backward (four kernels) and of
 # three kernels side by side (`iosim run --algo A,B,C --html`, a column of charts each) are
 # rendered (tests/run_page_test.sh checks the numbers of these and other runs without a browser).
-# Fails on any console message or script error, and unless each of the four charts (time shares,
+# Fails on any console message or script error, and unless each of the five charts (time shares, HBM bytes by tensor,
 # memory chart, roofline, timeline) drew. Run by ctest with IOSIM set to the binary.
 #
 #   IOSIM=build/iosim bash tests/run_browser_test.sh [SCREENSHOT.png]
@@ -24,7 +24,7 @@ browser_setup "the run page" "$REPO/reports/assets" 1140,1440
 pages=("--algo flash2 --batch 4 --heads 16 --seq 4096 --head-dim 64"
        "--algo flash2 --pass fwdbwd --seq 512 --head-dim 64 --l2 off"
        "--algo flash1,flash2,flash3 --seq 1024 --head-dim 64")
-charts=(4 4 12)
+charts=(5 5 12)
 for i in "${!pages[@]}"; do
   read -r -a args <<<"${pages[$i]}"
   "$IOSIM" run "${args[@]}" --html "$tmp/page$i.html" >/dev/null 2>"$tmp/run.err" ||
