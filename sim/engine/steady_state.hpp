@@ -98,6 +98,7 @@
 // turn over in every wave before a cut: 2 x 50 MB at 64 KB of K/V per step is 1600 steps of each
 // wave's CTAs simulated. With the L2 off nothing carries state from one step to the next but the
 // bandwidth servers, and the results agree to 1e-11.
+#include <array>
 #include <cstdint>
 #include <deque>
 
@@ -144,6 +145,36 @@ class RepeatDetector {
     double t;
     Counters c;
   };
+  std::deque<Snapshot> snapshots_;
+};
+
+/// Snapshots of (time, counters) taken every step of a quantity of work that grows by a constant
+/// amount from one step to the next (sim/engine/ramp_periods.hpp), compared over windows of
+/// `span` steps that slide a step at a time (a wave of CTAs: steps inside it do not repeat, the
+/// order in which its CTAs end cycles): whether the last kWindows + 1 windows lie on a line within
+/// kTolerance; the sum of the steps ahead on that line.
+class TrendDetector {
+ public:
+  explicit TrendDetector(std::size_t span) : span_(span) {}
+  void clear() { snapshots_.clear(); }
+  void push(double t, const Counters& c);
+  /// Whether the last kWindows + 1 windows lie on a line within kTolerance of their mean.
+  bool steady() const;
+  /// The time of the next `n` steps (n real: the line's integral over them), on the line.
+  double time_for(double n) const;
+  /// Adds to `c` the counters of the next `n` steps, on the line (rounded).
+  void add_counters_for(double n, Counters& c) const;
+
+ private:
+  static constexpr std::size_t kPeriods = kWindows + 1;  // windows on the line
+  using Windows = std::array<double, kPeriods>;
+  struct Snapshot {
+    double t;
+    Counters c;
+  };
+  // Sum of the next n steps of a quantity whose last windows were `d` (least-squares line).
+  double ahead(const Windows& d, double n) const;
+  std::size_t span_;
   std::deque<Snapshot> snapshots_;
 };
 
