@@ -58,6 +58,22 @@
 //     differs from the full run's only in addresses, which the argument below covers. A grid whose
 //     waves hit in what earlier waves left (K/V that fits in the L2) never records a wave, and is
 //     simulated.
+//   - Ramps (Repetition::ramp_run, when a run is at least four waves long; it takes the place of
+//     periods there). A causal head's query blocks each compute one or two K/V blocks more than
+//     the one before, so no period of CTAs repeats, and resident CTAs refilled one by one stay
+//     staggered, so no window of steps does. What repeats is growth: every step of a wave's CTAs
+//     (a quarter wave, or the largest part of it that divides the wave) the engine takes the time
+//     and the counters, and compares windows of a wave (the order in which a wave's CTAs end
+//     cycles through it: steps of a quarter wave went up and down by 15% on a line). Once the
+//     last kWindows + 1 windows lie on a line within kTolerance, the run's CTAs up to its last are
+//     left out, their time and counters the line's sum over them (TrendDetector), and each
+//     resident CTA goes on as the CTA that many later, which the full run would have resident
+//     then, from the part it is at. That CTA is longer, and would be further along in proportion
+//     (where CTAs' lengths grow on a line, a resident's progress at a dispatch grows with them), so
+//     the parts between are left out at the end of its steady range: the resident CTAs then hold
+//     the work in flight the full run would. Snapshots are taken only while every resident CTA
+//     belongs to the run being dispatched: the previous run's last CTAs, the longest, outlive the
+//     first half of the next run's and bend its line.
 //
 // When it is exact: the repeated work is the same operations on disjoint address ranges (another
 // head's matrices, the next K/V block), and it interacts with the rest only through the L2 and
