@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 #include <vector>
 
 namespace iosim {
@@ -133,8 +131,8 @@ void RepeatDetector::add_counters_for(std::int64_t n, Counters& c) const {
                  });
 }
 
-void TrendDetector::push(double t, const Counters& c) {
-  snapshots_.push_back({t, c});
+void TrendDetector::push(double t, const Counters& c, std::int64_t parts) {
+  snapshots_.push_back({t, c, parts});
   if (snapshots_.size() > kPeriods + span_) snapshots_.pop_front();
 }
 
@@ -162,7 +160,6 @@ bool TrendDetector::steady() const {
     for (std::size_t k = 0; k < kPeriods; ++k) {
       const double off = d[k] - (line.mean + line.slope * Line::x<kPeriods>(k));
       if (std::abs(off) > kTolerance * scale) {
-        if (std::getenv("IOSIM_DEBUG_RAMP")) std::fprintf(stderr, " q=%zu k=%zu off=%g scale=%g mean=%g slope=%g\n", q, k, off, scale, line.mean, line.slope);
         return false;
       }
     }
@@ -183,7 +180,6 @@ bool TrendDetector::steady() const {
         std::max(std::abs(dram) / kPeriods, 0.01 * std::abs(deltas[0][1] + deltas[0][2]));
     for (const auto& d : deltas) {
       if (std::abs(d[8 + 4 * i] - ratio * d[10 + 4 * i]) > kTolerance * scale) {
-        if (std::getenv("IOSIM_DEBUG_RAMP")) std::fprintf(stderr, " ratio i=%zu off=%g scale=%g\n", i, d[8 + 4 * i] - ratio * d[10 + 4 * i], scale);
         return false;
       }
     }
@@ -205,6 +201,14 @@ double TrendDetector::time_for(double n) const {
   Windows d{};
   for (std::size_t k = 0; k < kPeriods; ++k) {
     d[k] = snapshots_[k + span_].t - snapshots_[k].t;
+  }
+  return ahead(d, n);
+}
+
+double TrendDetector::parts_for(double n) const {
+  Windows d{};
+  for (std::size_t k = 0; k < kPeriods; ++k) {
+    d[k] = static_cast<double>(snapshots_[k + span_].parts - snapshots_[k].parts);
   }
   return ahead(d, n);
 }
@@ -245,6 +249,37 @@ void TrendDetector::add_counters_for(double n, Counters& c) const {
   for (std::size_t i = 0; i < into.size(); ++i) {
     *into[i] += static_cast<std::uint64_t>(std::llround(sums[i]));
   }
+}
+
+double TrendDetector::steps_within(double drift) const {
+  double steps = 1e300;
+  for (std::size_t i = 0; i < kTensorCount; ++i) {
+    Windows ratio{};
+    bool read = true;
+    for (std::size_t k = 0; k < kPeriods && read; ++k) {
+      const double l2 = static_cast<double>(snapshots_[k + span_].c.l2.read_bytes[i] -
+                                            snapshots_[k].c.l2.read_bytes[i]);
+      const double dram = static_cast<double>(snapshots_[k + span_].c.hbm.read_bytes[i] -
+                                              snapshots_[k].c.hbm.read_bytes[i]);
+      read = l2 > 0;
+      ratio[k] = read ? dram / l2 : 0;
+    }
+    const Line line = Line::fit(ratio);
+    // The line moves by its slope a window, a window a step apart.
+    if (read && line.slope != 0) steps = std::min(steps, drift * line.mean / std::abs(line.slope));
+  }
+  return steps;
+}
+
+bool TrendDetector::settled(double settled) const {
+  const Counters& a = snapshots_.front().c;
+  const Counters& b = snapshots_.back().c;
+  for (std::size_t i = 0; i < kTensorCount; ++i) {
+    const double l2 = static_cast<double>(b.l2.read_bytes[i] - a.l2.read_bytes[i]);
+    const double dram = static_cast<double>(b.hbm.read_bytes[i] - a.hbm.read_bytes[i]);
+    if (l2 > 0 && dram < (1 - settled) * l2) return false;
+  }
+  return true;
 }
 
 void WaveRecord::clear() {

@@ -173,13 +173,22 @@ class TrendDetector {
  public:
   explicit TrendDetector(std::size_t span) : span_(span) {}
   void clear() { snapshots_.clear(); }
-  void push(double t, const Counters& c);
+  /// A snapshot at `t`: the counters, and `parts` simulated so far.
+  void push(double t, const Counters& c, std::int64_t parts);
   /// Whether the last kWindows + 1 windows lie on a line within kTolerance of their mean.
   bool steady() const;
   /// The time of the next `n` steps (n real: the line's integral over them), on the line.
   double time_for(double n) const;
+  /// The parts the next `n` steps would simulate, on the line.
+  double parts_for(double n) const;
   /// Adds to `c` the counters of the next `n` steps, on the line (rounded).
   void add_counters_for(double n, Counters& c) const;
+  /// Steps ahead over which no tensor's ratio of DRAM to L2 reads, on the line through its
+  /// windows' ratios, moves by more than `drift` of itself (a huge number where none moves).
+  double steps_within(double drift) const;
+  /// Whether every tensor read through the L2 in the windows missed it in all but `settled` of
+  /// its reads.
+  bool settled(double settled) const;
 
  private:
   static constexpr std::size_t kPeriods = kWindows + 1;  // windows on the line
@@ -187,6 +196,7 @@ class TrendDetector {
   struct Snapshot {
     double t;
     Counters c;
+    std::int64_t parts;
   };
   // Sum of the next n steps of a quantity whose last windows were `d` (least-squares line).
   double ahead(const Windows& d, double n) const;
