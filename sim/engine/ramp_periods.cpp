@@ -24,7 +24,9 @@ void RampPeriods::before_dispatch(double t, KernelProgress& run) {
     steps_.clear();
     return;
   }
-  steps_.push(t + run.skipped_s, *run.counters, run.stats->parts_simulated);
+  // Parts left out by step windows count as done: their counters are in run.counters.
+  steps_.push(t + run.skipped_s, *run.counters,
+              run.stats->parts_simulated + run.stats->parts_extrapolated);
   // Up to the run's last CTA, which the slot being refilled takes (a CTA is dispatched there).
   std::int64_t gap = (head + 1) * ramp_run_ - 1 - c;
   if (gap < step_ || !steady_now || !steps_.steady() || !steps_.settled(kSettled)) return;
