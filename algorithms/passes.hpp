@@ -109,13 +109,17 @@ inline std::int64_t dense_kv_blocks(const AttentionProblem& p, std::int64_t q0, 
 /// How a dense forward over `view` repeats (flash2, flash3; sim/engine/steady_state.hpp): heads, or
 /// with grouped-query heads sharing K/V unpacked, a group of heads of every batch; inside a CTA one
 /// K/V block per part. Without causal masking every query block of a head does the same, so a
-/// head's CTAs are alike unless its last query block is ragged.
+/// head's CTAs are alike unless its last query block is ragged; with it, they ramp.
 inline Repetition forward_repetition(const AttentionProblem& p, const QueryView& view,
                                      std::int64_t block_q) {
   const std::int64_t tr = ceil_div(view.rows, block_q);
   const std::int64_t shared = view.packed || p.group() == 1 ? 1 : p.batch * p.group();
-  const bool alike = !p.causal && view.rows % block_q == 0;
-  return {tr * shared, 1, alike ? tr : 0};
+  const bool whole = view.rows % block_q == 0;
+  const bool alike = !p.causal && whole;
+  // Under causal masking a query block has a fixed number of K/V blocks more than the one before.
+  // (A packed query group's rows are several heads' positions: its blocks do not ramp.)
+  const bool ramp = p.causal && whole && (!view.packed || p.group() == 1);
+  return {tr * shared, 1, alike ? tr : 0, ramp ? tr : 0};
 }
 
 /// The K/V blocks of a dense forward tile of rows [q0, q0 + qr) that repeat, as parts 1 + k:

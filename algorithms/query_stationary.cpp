@@ -91,8 +91,8 @@ class QueryStationaryForward final : public Schedule {
   // are declared for that order (the engine simulates every step).
   Repetition repetition(std::size_t) const override {
     Repetition r = forward_repetition(p_, view(), t_.block_q);
-    if (blocks_) r.part_period = r.alike_run = 0;
-    if (descending()) r.part_period = 0;
+    if (blocks_) r.part_period = r.alike_run = r.ramp_run = 0;
+    if (descending()) r.part_period = r.ramp_run = 0;
     return r;
   }
   PartRange steady_parts(std::size_t, std::int64_t cta) const override {

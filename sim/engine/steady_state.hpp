@@ -58,6 +58,29 @@
 //     differs from the full run's only in addresses, which the argument below covers. A grid whose
 //     waves hit in what earlier waves left (K/V that fits in the L2) never records a wave, and is
 //     simulated.
+//   - Ramps (Repetition::ramp_run, when a run is at least 24 waves long; it takes the place of
+//     periods there). A causal head's query blocks each compute one or two K/V blocks more than
+//     the one before, so no period of CTAs repeats, and resident CTAs refilled one by one stay
+//     staggered, so no window of steps does. What repeats is growth: every step of a wave's CTAs
+//     (a quarter wave, or the largest part of it that divides the wave) the engine takes the time,
+//     the counters and the parts simulated, and compares windows of a wave that slide a step (the
+//     order in which a wave's CTAs end cycles through it: steps of a quarter wave went up and down
+//     by 15% about their line). Once the last kWindows + 1 windows lie on a line within
+//     kTolerance, every tensor's DRAM reads stay in one ratio to its L2 reads over them, and all
+//     but 2% of those reads miss (K/V far beyond the L2), the run's CTAs up to its last are left
+//     out, their time and counters the line's sum over them (TrendDetector; a tensor's DRAM reads
+//     the windows' ratio times its L2 reads ahead: a line of misses over a hit rate that still
+//     moved put flash2 causal N=1,048,576's K/V reads 12% high), at most as far as that ratio's
+//     own line moves by 0.5%. Each resident CTA goes on as the CTA that many later, which the
+//     full run would have resident then, from the part it is at; that CTA would be further along,
+//     so parts are left out at the end of the residents' steady ranges, as many as make the parts
+//     simulated and left out add up to the grid's, shared in proportion to the part each is at (a
+//     resident's progress at a dispatch grows with the CTAs' lengths). Snapshots are taken only
+//     while every resident CTA belongs to the run being dispatched: the previous run's last CTAs,
+//     the longest, outlive the first half of the next run's and bend its line. Flash2 causal B=1
+//     H=8 N=1,048,576 d=128 on the H100 (31 waves a head) leaves 41,000 of its 65,536 CTAs out,
+//     every counter within 0.1% and the time within 1e-5 of the full run; shorter runs came out
+//     beyond the tolerance (flash3 causal N=262144, 15.5 waves a head: DRAM reads 0.6% over).
 //
 // When it is exact: the repeated work is the same operations on disjoint address ranges (another
 // head's matrices, the next K/V block), and it interacts with the rest only through the L2 and
@@ -98,6 +121,7 @@
 // turn over in every wave before a cut: 2 x 50 MB at 64 KB of K/V per step is 1600 steps of each
 // wave's CTAs simulated. With the L2 off nothing carries state from one step to the next but the
 // bandwidth servers, and the results agree to 1e-11.
+#include <array>
 #include <cstdint>
 #include <deque>
 
@@ -144,6 +168,46 @@ class RepeatDetector {
     double t;
     Counters c;
   };
+  std::deque<Snapshot> snapshots_;
+};
+
+/// Snapshots of (time, counters) taken every step of a quantity of work that grows by a constant
+/// amount from one step to the next (sim/engine/ramp_periods.hpp), compared over windows of
+/// `span` steps that slide a step at a time (a wave of CTAs: steps inside it do not repeat, the
+/// order in which its CTAs end cycles): whether the last kWindows + 1 windows lie on a line within
+/// kTolerance; the sum of the steps ahead on that line.
+class TrendDetector {
+ public:
+  explicit TrendDetector(std::size_t span) : span_(span) {}
+  void clear() { snapshots_.clear(); }
+  /// A snapshot at `t`: the counters, and `parts` simulated so far.
+  void push(double t, const Counters& c, std::int64_t parts);
+  /// Whether the last kWindows + 1 windows lie on a line within kTolerance of their mean.
+  bool steady() const;
+  /// The time of the next `n` steps (n real: the line's integral over them), on the line.
+  double time_for(double n) const;
+  /// The parts the next `n` steps would simulate, on the line.
+  double parts_for(double n) const;
+  /// Adds to `c` the counters of the next `n` steps, on the line (rounded).
+  void add_counters_for(double n, Counters& c) const;
+  /// Steps ahead over which no tensor's ratio of DRAM to L2 reads, on the line through its
+  /// windows' ratios, moves by more than `drift` of itself (a huge number where none moves).
+  double steps_within(double drift) const;
+  /// Whether every tensor read through the L2 in the windows missed it in all but `settled` of
+  /// its reads.
+  bool settled(double settled) const;
+
+ private:
+  static constexpr std::size_t kPeriods = kWindows + 1;  // windows on the line
+  using Windows = std::array<double, kPeriods>;
+  struct Snapshot {
+    double t;
+    Counters c;
+    std::int64_t parts;
+  };
+  // Sum of the next n steps of a quantity whose last windows were `d` (least-squares line).
+  double ahead(const Windows& d, double n) const;
+  std::size_t span_;
   std::deque<Snapshot> snapshots_;
 };
 

@@ -101,6 +101,11 @@ struct Repetition {
   /// own rows aside (one head's query blocks over its K/V, unmasked, none ragged): a wave of CTAs
   /// that lies within one such run is any other such wave at other rows (0: none declared).
   std::int64_t alike_run = 0;
+  /// CTAs [k x ramp_run, (k + 1) x ramp_run) stream the same K/V over steady parts whose count
+  /// grows by the same number from one CTA to the next (a head's causal query blocks), and part p
+  /// of any two of them, steady in both, emits the same work on the same streamed tiles: a CTA
+  /// of the run may continue as a later one of the run from the part it is at (0: none declared).
+  std::int64_t ramp_run = 0;
 };
 
 /// Parts [first, last) of a CTA (empty: none).
