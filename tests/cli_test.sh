@@ -473,9 +473,6 @@ section_stops() {
   rc=$?
   ms=$((($(date +%s%N) - start) / 1000000))
   if [ "$rc" = 3 ] && [ "$ms" -lt 3000 ] && grep -q "the time budget --max-seconds 1 s ran out" "$tmp/stop.err"; then ok; else bad "kvcache --requests 20000000 --max-seconds 1: exit $rc after $ms ms: $(cat "$tmp/stop.err")"; fi
-  # A sweep blocked on a stdout nobody reads: SIGTERM said "Interrupted system call", exit 2 (#50 M3).
-  rc=$(python3 -c 'import subprocess as s,sys,time; p=s.Popen(sys.argv[1:],stdout=s.PIPE,stderr=s.PIPE); time.sleep(3); p.terminate(); print(p.wait(), p.stderr.read().decode())' "$IOSIM" sweep --seq 1:2000:+1 --head-dim 16 --l2 off --jobs 1)
-  if [[ "$rc" == "3 iosim: stopped by SIGTERM"* ]]; then ok; else bad "sweep blocked on stdout under SIGTERM: $rc"; fi
   # layer had no --max-seconds; 16K prefill tokens take seconds (issue #50 H1).
   timeout -k 5 10 "$IOSIM" layer --model llama-3-8b --seq 128 --batch 128 --max-seconds 0.3 >/dev/null 2>"$tmp/stop.err"
   rc=$?
