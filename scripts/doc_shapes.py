@@ -79,7 +79,7 @@ def smallest_points(argv):
 def check_shapes(iosim, repo, path, problems):
     ran = 0
     for line_no, cmd, _ in commands(os.path.join(repo, path)):
-        words = shlex.split(cmd.split("#")[0].replace("\\\n", " "))
+        words = shlex.split(cmd.split("#")[0])
         if len(words) < 2 or words[1] != "sweep":
             continue
         for argv in smallest_points(words[2:]):
@@ -91,10 +91,9 @@ def check_shapes(iosim, repo, path, problems):
                                 f"({' '.join(run[1:])}): {p.stderr.strip()[-300:]}")
                 continue
             doc = json.loads(p.stdout)
-            kernel = doc.get("kernels", [{}])[0] if "bound" not in doc else doc
             a = doc.get("achieved", {})
             peak = max(a.get("tensor_peak_fraction", 0.0), a.get("hbm_peak_fraction", 0.0))
-            bound = doc.get("bound", kernel.get("bound"))
+            bound = doc.get("bound")
             if bound == "latency" and peak < MIN_PEAK:
                 problems.append(
                     f"{path}:{line_no}: the sweep's smallest point is latency-bound at "
