@@ -26,13 +26,13 @@ const KernelDescription* owner_preset(const std::vector<DataflowInfo>& list,
 
 bool same(const ResolvedMechanisms& a, const ResolvedMechanisms& b) {
   return a.mma == b.mma && a.load == b.load && a.warp_roles == b.warp_roles &&
-         a.persistent == b.persistent;
+         a.persistent == b.persistent && a.mma_wait == b.mma_wait;
 }
 
 // The preset's own mechanisms, as it resolves them.
 ResolvedMechanisms preset_mechanisms(const KernelDescription& p) {
-  return {*p.mechanisms.mma, *p.mechanisms.load, *p.mechanisms.warp_roles,
-          *p.mechanisms.persistent};
+  return {*p.mechanisms.mma, *p.mechanisms.load, *p.mechanisms.warp_roles, *p.mechanisms.persistent,
+          *p.mechanisms.mma_wait};
 }
 
 // A schedule of another dataflow with the description's mechanisms on its main-loop kernels
@@ -159,6 +159,7 @@ ResolvedMechanisms resolve_mechanisms(const KernelDescription& d) {
   if (d.mechanisms.load) m.load = *d.mechanisms.load;
   if (d.mechanisms.warp_roles) m.warp_roles = *d.mechanisms.warp_roles;
   if (d.mechanisms.persistent) m.persistent = *d.mechanisms.persistent;
+  if (d.mechanisms.mma_wait) m.mma_wait = *d.mechanisms.mma_wait;
   return m;
 }
 
@@ -239,6 +240,13 @@ Algorithm described_algorithm(const KernelDescription& d, const HardwareProfile&
         p.kv_order == d.kv_order && same(preset_mechanisms(p), mech)) {
       same_preset = &p;
     }
+  }
+  if (mech.mma_wait == MmaWait::next_step && (!mech.wgmma() || mech.load == LoadPath::plain)) {
+    throw ConfigError(fmt::format(
+        "{}: mechanisms.mma_wait next_step holds a K/V buffer for an asynchronous MMA waited for "
+        "in the next step: it needs mma wgmma_ss or wgmma_rs and load cp_async or tma (this "
+        "description: mma {}, load {}); leave mma_wait out or set it to step",
+        d.source, mma_name(mech.mma), load_name(mech.load)));
   }
   // A mechanism the GPU lacks; a preset's own mechanisms are checked as its --algo is.
   if (same_preset != nullptr) {

@@ -34,6 +34,7 @@ constexpr Named<KvOrder> kKvOrder[] = {{KvOrder::ascending, "ascending"},
 constexpr Named<WarpRoles> kRoles[] = {{WarpRoles::uniform, "uniform"},
                                        {WarpRoles::producer_consumer, "producer_consumer"},
                                        {WarpRoles::pingpong, "pingpong"}};
+constexpr Named<MmaWait> kMmaWait[] = {{MmaWait::step, "step"}, {MmaWait::next_step, "next_step"}};
 
 template <typename E, std::size_t N>
 const char* name_of(const Named<E> (&table)[N], E value) {
@@ -216,6 +217,9 @@ void apply_mechanisms(KernelSpec& k, const ResolvedMechanisms& m, int consumers)
                                                     : PipeOverlap::warps_per_scheduler;
   }
   if (m.load == LoadPath::plain) k.pipeline_stages = 1;
+  // The buffer the step's last MMA read is free only once that MMA is waited for, in the next
+  // step: a stage's copy waits for the compute one stage further back than the ring allows.
+  if (m.mma_wait == MmaWait::next_step) k.pipeline_stages = std::max(1, k.pipeline_stages - 1);
 }
 
 const char* mma_name(MmaFamily m) {
@@ -226,6 +230,9 @@ const char* load_name(LoadPath l) {
 }
 const char* warp_roles_name(WarpRoles w) {
   return name_of(kRoles, w);
+}
+const char* mma_wait_name(MmaWait w) {
+  return name_of(kMmaWait, w);
 }
 
 KernelDescription parse_kernel_description(const json& doc, const std::string& source) {
@@ -297,11 +304,12 @@ KernelDescription parse_kernel_description(const json& doc, const std::string& s
   }
   if (doc.contains("mechanisms")) {
     const json& m = doc.at("mechanisms");
-    if (c.object(m, "mechanisms", {"mma", "load", "warp_roles", "persistent"})) {
+    if (c.object(m, "mechanisms", {"mma", "load", "warp_roles", "persistent", "mma_wait"})) {
       d.mechanisms.mma = c.choice(m, "mechanisms", "mma", kMma);
       d.mechanisms.load = c.choice(m, "mechanisms", "load", kLoad);
       d.mechanisms.warp_roles = c.choice(m, "mechanisms", "warp_roles", kRoles);
       d.mechanisms.persistent = c.boolean(m, "mechanisms", "persistent");
+      d.mechanisms.mma_wait = c.choice(m, "mechanisms", "mma_wait", kMmaWait);
     }
   }
   if (doc.contains("launch")) {
@@ -361,6 +369,9 @@ json kernel_description_json(const KernelDescription& d) {
                        {"load", load_name(m.load)},
                        {"warp_roles", warp_roles_name(m.warp_roles)},
                        {"persistent", m.persistent}};
+  // Written only where it is not the default, so that descriptions written before it read back
+  // the same.
+  if (m.mma_wait != MmaWait::step) out["mechanisms"]["mma_wait"] = mma_wait_name(m.mma_wait);
   json launch = json::object();
   if (t.threads) launch["threads"] = *t.threads;
   if (t.registers_per_thread) launch["registers_per_thread"] = *t.registers_per_thread;
@@ -394,6 +405,7 @@ std::string kernel_description_yaml(const KernelDescription& d) {
                                          "load",
                                          "warp_roles",
                                          "persistent",
+                                         "mma_wait",
                                          "threads",
                                          "registers_per_thread",
                                          "local_bytes_per_thread",
@@ -421,7 +433,7 @@ KernelDescription preset(std::string name, std::string forward, std::string back
   d.forward = std::move(forward);
   d.backward = std::move(backward);
   d.block_mask = block_mask;
-  d.mechanisms = {mma, load, roles, persistent};
+  d.mechanisms = {mma, load, roles, persistent, MmaWait::step};
   return d;
 }
 

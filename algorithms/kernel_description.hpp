@@ -43,6 +43,12 @@ enum class MmaFamily { mma_sync, wgmma_ss, wgmma_rs };
 enum class LoadPath { plain, cp_async, tma };
 /// What the warps of a CTA do.
 enum class WarpRoles { uniform, producer_consumer, pingpong };
+/// When a step waits for the last asynchronous MMA it issued. `step`: before the step ends, so the
+/// K/V buffer it read is free for the next copy at once. `next_step`: in the next step (Triton's
+/// pipelined wgmma on Hopper: the P V product of step j is waited for at step j+1's Q K^T), so
+/// that buffer stays held one step longer and copies run one tile less ahead than the stages
+/// allow (issue #46: measured in its TritonGPU IR, tile_sweep_2026-12-06/profile_triton).
+enum class MmaWait { step, next_step };
 /// The order in which a query-stationary CTA visits its K/V blocks. FlashAttention-2's and -3's
 /// kernels walk them from the last (under causal masking the block of the diagonal, masked
 /// first) down to block 0; a kernel written after the paper's Algorithm 1 (ours in
@@ -58,6 +64,7 @@ struct Mechanisms {
   std::optional<LoadPath> load;
   std::optional<WarpRoles> warp_roles;
   std::optional<bool> persistent;
+  std::optional<MmaWait> mma_wait;
 };
 
 /// Mechanisms with every field resolved.
@@ -66,6 +73,7 @@ struct ResolvedMechanisms {
   LoadPath load = LoadPath::cp_async;
   WarpRoles warp_roles = WarpRoles::uniform;
   bool persistent = false;
+  MmaWait mma_wait = MmaWait::step;
   bool wgmma() const { return mma != MmaFamily::mma_sync; }
 };
 
@@ -142,12 +150,14 @@ TilingRequest described_tiling(const KernelDescription& d, const TilingRequest& 
 /// Sets what `m` decides of kernel `k`: the tensor instruction, the producer warps (a producer
 /// warpgroup unless the roles are uniform), `consumers` warpgroups that compute, how the pipes
 /// overlap (ping-pong; with wgmma the tensor cores' asynchronous operand reads; a lockstep kernel
-/// stays lockstep) and, for plain loads, a pipeline depth of 1.
+/// stays lockstep), for plain loads a pipeline depth of 1, and with `mma_wait: next_step` one
+/// tile less of look-ahead (at least 1).
 void apply_mechanisms(KernelSpec& k, const ResolvedMechanisms& m, int consumers);
 
 /// Lower-case names as descriptions spell them.
 const char* mma_name(MmaFamily m);
 const char* load_name(LoadPath l);
 const char* warp_roles_name(WarpRoles w);
+const char* mma_wait_name(MmaWait w);
 
 }  // namespace iosim

@@ -112,7 +112,7 @@ TEST_CASE("mechanisms change the time, never the requested bytes: query-stationa
     KernelDescription mma = kernel_preset("flash2");
     mma.name = "mine";
     KernelDescription wg = mma;
-    wg.mechanisms = {MmaFamily::wgmma_rs, LoadPath::tma, WarpRoles::uniform, false};
+    wg.mechanisms = {MmaFamily::wgmma_rs, LoadPath::tma, WarpRoles::uniform, false, MmaWait::step};
     const Report a = run_kernel(mma, r, "h100-sxm5-80gb");
     const Report b = run_kernel(wg, r, "h100-sxm5-80gb");
     REQUIRE(a.feasible());
@@ -538,87 +538,9 @@ TEST_CASE("every dataflow and mechanism is in the schema and in docs/kernels.md"
         std::vector<std::string>{warp_roles_name(WarpRoles::uniform),
                                  warp_roles_name(WarpRoles::producer_consumer),
                                  warp_roles_name(WarpRoles::pingpong)});
+  CHECK(mech.at("mma_wait").at("enum").get<std::vector<std::string>>() ==
+        std::vector<std::string>{mma_wait_name(MmaWait::step), mma_wait_name(MmaWait::next_step)});
+  CHECK(doc.find("`mechanisms.mma_wait`") != std::string::npos);
 }
 
-}  // namespace iosim
-
-namespace iosim {
-namespace {
-
-// Issue #46's tile sweep: the mechanisms that separate configurations of one kernel.
-TEST_CASE("spills: a kernel that spills is slower and moves the same bytes, over random shapes") {
-  test::ShapeGen gen(46);
-  for (int i = 0; i < 8; ++i) {
-    RunRequest r = random_request(gen, Pass::fwd, 2048);
-    r.tiling.block_q = gen.coin() ? 64 : 128;
-    r.problem.batch = 2;
-    r.problem.heads = 8;
-    r.problem.head_dim = gen.coin() ? 64 : 128;
-    r.engine.sm_clock_mhz = 1755;
-    for (const MmaFamily mma : {MmaFamily::wgmma_rs, MmaFamily::mma_sync}) {
-      KernelDescription d = kernel_preset("flash2");
-      d.name = "spills";
-      d.mechanisms = {mma, LoadPath::cp_async, WarpRoles::uniform, false};
-      const Report none = run_kernel(d, r, "h100-sxm5-80gb");
-      d.tiles.local_bytes_per_thread = 256;
-      const Report spills = run_kernel(d, r, "h100-sxm5-80gb");
-      REQUIRE(none.feasible());
-      REQUIRE(spills.feasible());
-      CAPTURE(r.problem.seq);
-      CAPTURE(r.problem.head_dim);
-      CAPTURE(static_cast<int>(mma));
-      CHECK(spills.engine.time_s > none.engine.time_s);
-      CHECK(spills.engine.total.l2.read_total() == none.engine.total.l2.read_total());
-      CHECK(spills.engine.total.tensor_flops == none.engine.total.tensor_flops);
-      // Each step stores and reloads 256 bytes per thread through the L1.
-      CHECK(spills.engine.total.smem_read_bytes > none.engine.total.smem_read_bytes);
-      CHECK(spills.tiling.local_bytes_per_thread == 256);
-    }
-  }
-}
-
-// Triton's 8 warps on a 64-row tile, measured (profile_triton): each warpgroup computes the whole
-// score tile and its softmax, the P V product is split by columns; 1.9x the instructions of 4
-// warps.
-TEST_CASE("uniform wgmma warpgroups: one per 64-row group; more repeat its scores, no faster") {
-  RunRequest r = test::request("flash2", 4, 16, 2048, 64, 64, 64);
-  r.engine.sm_clock_mhz = 1755;
-  KernelDescription d = kernel_preset("flash2");
-  d.name = "warpgroups";
-  d.mechanisms = {MmaFamily::wgmma_rs, LoadPath::cp_async, WarpRoles::uniform, false};
-  d.tiles.threads = 128;
-  const Report one = run_kernel(d, r, "h100-sxm5-80gb");
-  d.tiles.threads = 256;
-  const Report split = run_kernel(d, r, "h100-sxm5-80gb");
-  REQUIRE(one.feasible());
-  REQUIRE(split.feasible());
-  CHECK(one.engine.kernels[0].spec.consumer_warpgroups == 1);
-  CHECK(split.engine.kernels[0].spec.consumer_warpgroups == 1);
-  CHECK(split.engine.time_s > one.engine.time_s);
-  CHECK(split.engine.total.l2.read_total() == one.engine.total.l2.read_total());
-  // Q K^T twice, P V once (equal FLOPs each, no mask): 3/2 of the tensor work; the softmax's
-  // exponentials twice (the final log-sum-exp once per row).
-  CHECK(2 * split.engine.total.tensor_flops == 3 * one.engine.total.tensor_flops);
-  CHECK(split.engine.total.sfu_ops > 1.9 * static_cast<double>(one.engine.total.sfu_ops));
-  CHECK(split.engine.total.sfu_ops < 2 * one.engine.total.sfu_ops);
-  // 128 rows: each warpgroup its own 64.
-  r.tiling.block_q = 128;
-  const Report rows = run_kernel(d, r, "h100-sxm5-80gb");
-  REQUIRE(rows.feasible());
-  CHECK(rows.engine.kernels[0].spec.consumer_warpgroups == 2);
-}
-
-TEST_CASE("launch.local_bytes_per_thread is refused where no spill is modelled") {
-  const json doc = {{"name", "x"},
-                    {"dataflow", {{"forward", "kv_stationary"}}},
-                    {"launch", {{"local_bytes_per_thread", 64}}}};
-  CHECK_THROWS_WITH_AS(parse_kernel_description(doc, "t.yaml"),
-                       doctest::Contains("local_bytes_per_thread"), ConfigError);
-  const json ok = {{"name", "x"},
-                   {"dataflow", {{"forward", "query_stationary"}}},
-                   {"launch", {{"local_bytes_per_thread", 64}}}};
-  CHECK(parse_kernel_description(ok, "t.yaml").tiles.local_bytes_per_thread == 64);
-}
-
-}  // namespace
 }  // namespace iosim

@@ -25,8 +25,9 @@ import sys
 import tempfile
 
 
-def description(run, spills=True):
-    """spills=False: the description without launch.local_bytes_per_thread (the blind set's)."""
+def description(run, spills=True, mma_wait_next_step=True):
+    """spills=False: the description without launch.local_bytes_per_thread (the blind set's);
+    mma_wait_next_step=False: without Triton's late wgmma wait (the blind sets before it)."""
     fam = run["family"]
     if fam == "wg1_tma":
         mma, load = "wgmma_rs", "tma"
@@ -43,6 +44,12 @@ def description(run, spills=True):
         local = 4 * run["spills"]  # Triton's n_spills: the local bytes the driver reports / 4
     else:
         raise SystemExit(f"unknown family {fam}")
+    mechanisms = {"mma": mma, "load": load, "warp_roles": "uniform", "persistent": False}
+    if fam == "triton" and mma != "mma_sync" and load != "plain" and mma_wait_next_step:
+        # Triton's pipeliner waits for the P V wgmma of step j at step j+1 (its TritonGPU IR,
+        # tile_sweep_2026-12-06/profile_triton/*.ttgir: warp_group_dot_wait of the accumulator at
+        # the next Q K^T; the next tile's copies issued after the step's products).
+        mechanisms["mma_wait"] = "next_step"
     launch = {"threads": run["threads"], "registers_per_thread": run["registers_per_thread"],
               "smem_bytes_per_cta": smem}
     if spills and local:
@@ -52,7 +59,7 @@ def description(run, spills=True):
         "dataflow": {"forward": "query_stationary"},
         "tiles": {"block_q": run["block_q"], "block_kv": run["block_kv"],
                   "stages": run["stages"]},
-        "mechanisms": {"mma": mma, "load": load, "warp_roles": "uniform", "persistent": False},
+        "mechanisms": mechanisms,
         "launch": launch,
     }
 
