@@ -16,6 +16,7 @@
 #include "cli/format_flag.hpp"
 #include "cli/output_file.hpp"
 #include "cli/progress_bar.hpp"
+#include "reports/tune_page.hpp"
 #include "reports/tune_writers.hpp"
 #include "sim/base/errors.hpp"
 #include "sim/base/json_text.hpp"
@@ -40,6 +41,7 @@ struct TuneFlags {
   int jobs = 0;
   double max_seconds = 0.0;
   FormatFlag format{{"table", "json", "csv"}};
+  std::string html;  // --html FILE: the ranking as a page, beside the --format output
 };
 
 std::vector<int> small_ints(const std::string& flag, const std::string& text) {
@@ -70,6 +72,13 @@ int run_tune_command(const TuneFlags& s, const std::function<bool(const char*)>&
   if (!(s.max_seconds >= 0)) {
     throw ConfigError(fmt::format("--max-seconds {} must be >= 0", s.max_seconds));
   }
+  if (!s.html.empty()) {
+    // Before any work: a page that cannot be written, or would replace a file the tune reads.
+    check_output_folder("--html", s.html);
+    std::vector<std::string> inputs = {s.run.profile, s.run.kernel, s.run.block_table};
+    if (s.run.pattern.rfind("file:", 0) == 0) inputs.push_back(s.run.pattern.substr(5));
+    check_not_an_input("--html", s.html, inputs);
+  }
   const HardwareProfile profile = load_profile(s.run.profile, parse_profile_overrides(s.run.set));
   const RunRequest base = to_request(s.run);
   TuneSpace space = default_tune_space(profile, base);
@@ -91,6 +100,9 @@ int run_tune_command(const TuneFlags& s, const std::function<bool(const char*)>&
   } else {
     write_stdout(tune_table(result, top));
   }
+  // No page of an empty ranking: the exit below says why, and no file is left behind.
+  if (!s.html.empty() && !result.ranked.empty())
+    write_file_atomically(s.html, tune_html(result, top));
   if (result.ranked.empty()) {
     // As `iosim run` of an infeasible tiling: exit 2, the output above saying why each failed.
     std::cerr << "iosim: infeasible configuration: no tiling of the space is feasible\n";
@@ -140,6 +152,10 @@ Action add_tune_command(CLI::App& app) {
   cmd->add_option("--max-seconds", s->max_seconds,
                   "stop with exit 3 after this much wall time (0: no limit)");
   s->format.add_to(*cmd);
+  cmd->add_option("--html", s->html,
+                  "also write the ranking as a self-contained page here: a bar per tiling, the tie "
+                  "band shaded, the table and the infeasible tilings with their reasons")
+      ->check(output_file_name());
   return [cmd, s] {
     check_kernel_or_algo(*cmd);
     return run_tune_command(*s, [cmd](const char* flag) { return cmd->count(flag) > 0; });

@@ -3,7 +3,7 @@
 # Chromium (the approach of browser_test.sh): node parses reports/assets/*.js first; then the pages
 # of a run of one kernel with the L2 on, of a two-level forward and backward (four kernels) and of
 # three kernels side by side (`iosim run --algo A,B,C --html`, a column of charts each) are
-# rendered (tests/run_page_test.sh checks the numbers of these and other runs without a browser).
+# rendered, then the page of a tune (tests/run_page_test.sh checks the numbers of these and other runs without a browser).
 # Fails on any console message or script error, and unless each of the five charts (time shares, HBM bytes by tensor,
 # memory chart, roofline, timeline) drew. Run by ctest with IOSIM set to the binary.
 #
@@ -21,14 +21,16 @@ source "$REPO/tests/browser_setup.sh"
 browser_setup "the run page" "$REPO/reports/assets" 1140,1440
 
 # The third: three kernels side by side (reports/compare_page.cpp), four charts each.
-pages=("--algo flash2 --batch 4 --heads 16 --seq 4096 --head-dim 64"
-       "--algo flash2 --pass fwdbwd --seq 512 --head-dim 64 --l2 off"
-       "--algo flash1,flash2,flash3 --seq 1024 --head-dim 64")
-charts=(5 5 12)
+# The fourth: `iosim tune --html` (reports/tune_page.cpp), one chart of bars.
+pages=("run --algo flash2 --batch 4 --heads 16 --seq 4096 --head-dim 64"
+       "run --algo flash2 --pass fwdbwd --seq 512 --head-dim 64 --l2 off"
+       "run --algo flash1,flash2,flash3 --seq 1024 --head-dim 64"
+       "tune --batch 4 --heads 16 --seq 1024 --head-dim 64 --block-q 64,128 --stages 2,3")
+charts=(5 5 12 1)
 for i in "${!pages[@]}"; do
   read -r -a args <<<"${pages[$i]}"
-  "$IOSIM" run "${args[@]}" --html "$tmp/page$i.html" >/dev/null 2>"$tmp/run.err" ||
-    { bad "iosim run ${pages[$i]}: $(cat "$tmp/run.err")"; continue; }
+  "$IOSIM" "${args[@]}" --html "$tmp/page$i.html" >/dev/null 2>"$tmp/run.err" ||
+    { bad "iosim ${pages[$i]}: $(cat "$tmp/run.err")"; continue; }
   render "file://$tmp/page$i.html" "dom$i" 60
   status=$(body_attr "$tmp/dom$i.html" status)
   expected=$(body_attr "$tmp/dom$i.html" charts-expected)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `iosim tune` as a user meets it: the ranked list sorted by time, each point's time the time of
 # `iosim run` with its tiles, the JSON valid against schemas/tune.schema.json, infeasible points
-# with their reasons, the same bytes whatever --jobs, bad input exit 2 naming the flag.
+# with their reasons, the same bytes whatever --jobs, the --html page, bad input exit 2 naming the flag.
 # Run by ctest with IOSIM set to the binary (about 10 s on 2 cores).
 source "$(dirname "$0")/cli_harness.sh"
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -77,6 +77,23 @@ grep -qE "^ +1\* +${first// / +} " "$tmp/tune.txt" && ok || bad "table rank 1 is
   bad "table: want --top's 3 rows and 1 more: $(cat "$tmp/tune.txt")"
 grep -q "^infeasible: 2 tilings" "$tmp/tune.txt" && grep -q "does not fit in shared memory" "$tmp/tune.txt" &&
   ok || bad "table: the infeasible points and a reason are missing: $(cat "$tmp/tune.txt")"
+
+# --html: the same ranking as a page, a bar per row of --top; checked before any work, and never
+# written for a space with no feasible tiling.
+"$IOSIM" tune "${S[@]}" --top 3 --html "$tmp/tune.html" >"$tmp/out.txt" 2>"$tmp/err" ||
+  bad "tune --html failed: $(cat "$tmp/err")"
+cmp -s "$tmp/out.txt" "$tmp/tune.txt" && ok || bad "tune --html changed the table on stdout"
+[ "$(grep -c '<rect class="bar' "$tmp/tune.html")" -eq 3 ] && grep -q "$first" <(sed 's/<[^>]*>/ /g' "$tmp/tune.html" | tr -s ' ') &&
+  ok || bad "tune --html: want 3 bars and rank 1's tiles in the page"
+[ "$(grep -c 'does not fit in shared memory' "$tmp/tune.html")" -eq 2 ] && ok ||
+  bad "tune --html: want both infeasible tilings with their reason"
+expect 2 "--html" -- tune "${S[@]}" --html "$tmp/no_such_folder/t.html"
+cp "$REPO/hwprofiles/h100-sxm5-80gb.yaml" "$tmp/gpu.yaml"
+expect 2 "--html" -- tune --profile "$tmp/gpu.yaml" --seq 512 --html "$tmp/gpu.yaml"
+cmp -s "$tmp/gpu.yaml" "$REPO/hwprofiles/h100-sxm5-80gb.yaml" && ok || bad "tune --html replaced its profile"
+rm -f "$tmp/none.html"
+expect 2 "no tiling of the space is feasible" -- tune --seq 512 --block-kv 4096 --stages 4 --html "$tmp/none.html"
+[ ! -e "$tmp/none.html" ] && ok || bad "tune --html wrote a page of an empty ranking"
 
 echo "tune_cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
