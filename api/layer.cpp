@@ -82,14 +82,15 @@ LayerOp gemm_op(const HardwareProfile& hw, const LayerRequest& r, Dtype dtype, s
 }
 
 LayerOp elementwise_op(const HardwareProfile& hw, const LayerRequest& r, Dtype dtype,
-                       std::string name, ElementwiseKind kind, std::int64_t rows,
-                       std::int64_t cols) {
+                       std::string name, ElementwiseKind kind, std::int64_t rows, std::int64_t cols,
+                       ElementwiseLoop loop = ElementwiseLoop::chunks) {
   ElementwiseProblem p;
   p.name = name;
   p.kind = kind;
   p.rows = rows;
   p.cols = cols;
   p.dtype = dtype;
+  p.loop = loop;
   const char* k = kind == ElementwiseKind::rms_norm || kind == ElementwiseKind::layer_norm ? "norm"
                   : kind == ElementwiseKind::residual_add ? "residual"
                                                           : "activation";
@@ -338,8 +339,21 @@ LayerReport simulate_layer(const HardwareProfile& profile, const LayerRequest& r
   rep.ops.push_back(elementwise_op(hw, r, dtype, "post_attn_norm", norm, m, h));
   if (model.mlp == MlpKind::gated_silu) {
     rep.ops.push_back(gemm_op(hw, r, dtype, "gate_up_proj", m, 2 * inter, h, false));
-    rep.ops.push_back(
-        elementwise_op(hw, r, dtype, "silu_mul", ElementwiseKind::gated_silu, m, inter));
+    if (r.fused_activation) {
+      rep.ops.push_back(
+          elementwise_op(hw, r, dtype, "silu_mul", ElementwiseKind::gated_silu, m, inter));
+    } else {
+      // PyTorch eager: F.silu(gate), then * up, each kernel through HBM. gate and up are halves
+      // of each row of the gate_up output, contiguous only for one row: past it TensorIterator
+      // launches its serial kernel (elementwise_kernel<128, 4>) for both, as measured
+      // (cuda_validate/measurements/*/layer_*/layer_time.json: the vectorized kernel at decode
+      // batch 1, elementwise_kernel<128, 4> at 16 and at prefill).
+      const ElementwiseLoop loop = m > 1 ? ElementwiseLoop::serial : ElementwiseLoop::chunks;
+      rep.ops.push_back(
+          elementwise_op(hw, r, dtype, "silu", ElementwiseKind::silu, m, inter, loop));
+      rep.ops.push_back(
+          elementwise_op(hw, r, dtype, "mul", ElementwiseKind::gate_mul, m, inter, loop));
+    }
   } else {
     rep.ops.push_back(gemm_op(hw, r, dtype, "up_proj", m, inter, h, false));
     rep.ops.push_back(elementwise_op(hw, r, dtype, "gelu", ElementwiseKind::gelu, m, inter));

@@ -38,6 +38,10 @@ struct LayerRequest {
   // graph: each kernel costs the profile's cuda_graph.kernel_gap_us beyond its work (its
   // launch.kernel_overhead_us where the profile has no cuda_graph section); stream: the launch's.
   LayerLaunch launch = LayerLaunch::graph;
+  // The MLP's SiLU(gate) * up: true, one fused kernel (vLLM's silu_and_mul); false, PyTorch
+  // eager's two kernels (F.silu, then the multiply, each through HBM), as the layer suite measured
+  // them launched (cuda_validate/measurements/CALIBRATION.md, "PyTorch eager's activation").
+  bool fused_activation = true;
   GemmTilingRequest gemm_tiling;
 };
 

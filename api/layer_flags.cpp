@@ -47,6 +47,10 @@ std::vector<LayerFlag> make_layer_flags() {
        "graph (default: kernels replayed from a CUDA graph, as serving engines run a step) or "
        "stream (each kernel launched from a stream)",
        &LayerF::launch, false, false},
+      {"--mlp-activation",
+       "fused (default: SiLU(gate) x up in one kernel, as vLLM's silu_and_mul) or eager "
+       "(PyTorch eager's F.silu and multiply, two kernels through HBM)",
+       &LayerF::mlp_activation, false, false},
       {"--gemm-bm",
        "GEMM output tile rows (default: on Hopper the tile cuBLAS's heuristic would choose, "
        "else 128)",
@@ -109,6 +113,9 @@ LayerRequest to_layer_request(const LayerFlags& f, const std::set<std::string>& 
   if (f.launch != "graph" && f.launch != "stream") {
     throw ConfigError("--launch " + f.launch + ": expected graph or stream");
   }
+  if (f.mlp_activation != "fused" && f.mlp_activation != "eager") {
+    throw ConfigError("--mlp-activation " + f.mlp_activation + ": expected fused or eager");
+  }
   if (!f.kernel.empty() && !f.algo.empty()) {
     throw ConfigError("--algo and --kernel: give one of them");
   }
@@ -122,6 +129,7 @@ LayerRequest to_layer_request(const LayerFlags& f, const std::set<std::string>& 
   req.sm_clock_mhz = f.sm_clock_mhz;
   req.l2_enabled = f.l2 == "on";
   req.launch = f.launch == "graph" ? LayerLaunch::graph : LayerLaunch::stream;
+  req.fused_activation = f.mlp_activation == "fused";
   req.gemm_tiling.bm = f.gemm_bm;
   req.gemm_tiling.bn = f.gemm_bn;
   req.gemm_tiling.bk = f.gemm_bk;

@@ -25,6 +25,7 @@ struct LayerFlags {
   double sm_clock_mhz = 0.0;
   std::string l2 = "on";
   std::string launch = "graph";
+  std::string mlp_activation = "fused";
   std::int64_t gemm_bm = 0, gemm_bn = 0, gemm_bk = 0;
   int gemm_cluster_m = 0;
   int gemm_cluster_n = 0;

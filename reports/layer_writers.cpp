@@ -98,7 +98,8 @@ nlohmann::json layer_to_json(const LayerReport& rep) {
                   {"tp", r.tp},
                   {"dtype", r.dtype},
                   {"l2", r.l2_enabled ? "on" : "off"},
-                  {"launch", layer_launch_name(r.launch)}};
+                  {"launch", layer_launch_name(r.launch)},
+                  {"mlp_activation", r.fused_activation ? "fused" : "eager"}};
   j["layer"] = nlohmann::json::array();
   for (const LayerOp& op : rep.ops) j["layer"].push_back(op_json(op));
   j["step_tail"] = nlohmann::json::array();

@@ -100,6 +100,46 @@ TEST_CASE("layer: a prefill's ops have the model's sizes and add up to the step"
   CHECK(rep.step_total.tensor_flops == 6 * rep.layer_total.tensor_flops + lm.counters.tensor_flops);
 }
 
+TEST_CASE("layer: PyTorch eager's activation is two kernels through HBM, fused is one") {
+  // The layer suite's PyTorch layer launches F.silu and the multiply apart
+  // (cuda_validate/measurements/*/layer_*/layer_time.json); --mlp-activation fused is one kernel.
+  for (const std::int64_t batch : {1, 3}) {
+    for (const bool prefill : {true, false}) {
+      LayerRequest r;
+      r.model = layer_toy_model();
+      r.batch = batch;
+      r.phase = prefill ? iosim::LayerPhase::prefill : iosim::LayerPhase::decode;
+      r.seq = prefill ? 128 : 0;
+      r.context = prefill ? 0 : 512;
+      r.l2_enabled = false;
+      CAPTURE(batch);
+      CAPTURE(prefill);
+      const LayerReport fused = iosim::simulate_layer(iosim::test::profile(), r);
+      r.fused_activation = false;
+      const LayerReport eager = iosim::simulate_layer(iosim::test::profile(), r);
+      CHECK(fused.request.fused_activation);
+      REQUIRE(eager.ops.size() == fused.ops.size() + 1);
+      const std::uint64_t out = static_cast<std::uint64_t>(eager.tokens) * 1536 * 2;
+      const LayerOp& silu = layer_op_named(eager, "silu");
+      const LayerOp& mul = layer_op_named(eager, "mul");
+      const LayerOp& silu_mul = layer_op_named(fused, "silu_mul");
+      // SiLU reads the gate half and writes its output; the multiply reads that and the up half.
+      CHECK(silu.counters.hbm.read_total() == out);
+      CHECK(silu.counters.hbm.write_total() == out);
+      CHECK(mul.counters.hbm.read_total() == 2 * out);
+      CHECK(mul.counters.hbm.write_total() == out);
+      CHECK(silu_mul.counters.hbm.read_total() == 2 * out);
+      CHECK(silu_mul.counters.hbm.write_total() == out);
+      // The round trip of SiLU's output through HBM, and a second kernel, cost time.
+      CHECK(silu.time_s + mul.time_s > silu_mul.time_s);
+      CHECK(eager.layer_total.hbm.read_total() == fused.layer_total.hbm.read_total() + out);
+      for (const LayerOp& op : fused.ops) {
+        if (op.name != "silu_mul") CHECK(layer_op_named(eager, op.name).time_s == op.time_s);
+      }
+    }
+  }
+}
+
 TEST_CASE("layer: decode attends over the context with one query per sequence; tp divides") {
   LayerRequest r;
   r.model = iosim::load_model_config("llama-3-8b");

@@ -25,25 +25,47 @@ constexpr int kThreads = 256;
 constexpr std::int64_t kReductionTrips = 5 + 1 + 1;
 constexpr std::int64_t kReductionOps = 5 + kThreads / 32;
 
+// PyTorch's TensorIterator kernel for operands that are not contiguous (elementwise_kernel<128,
+// 4>, ATen's Loops.cuh): 128 threads, each 4 elements, 128 apart.
+constexpr int kSerialThreads = 128;
+constexpr std::int64_t kSerialElemsPerThread = 4;
+
+bool reads_gate_up(ElementwiseKind k) {
+  return k == ElementwiseKind::gated_silu || k == ElementwiseKind::silu ||
+         k == ElementwiseKind::gate_mul;
+}
+
+ElementwiseTiling tiling_of(const ElementwiseProblem& p) {
+  // A norm reduces over its whole row: one row per CTA, as vLLM's and PyTorch's RMSNorm kernels
+  // launch a block per token.
+  if (is_norm(p.kind)) return ElementwiseTiling::one_row(p.cols);
+  ElementwiseTiling t(p.cols, false);  // rows x cols chunks of 8192 elements
+  if (p.loop == ElementwiseLoop::serial) {
+    // The serial kernel's CTA: 128 threads x 4 elements of the flattened output.
+    constexpr std::int64_t elems = kSerialThreads * kSerialElemsPerThread;
+    t.rows = std::max<std::int64_t>(1, elems / p.cols);
+    t.cols = std::min(p.cols, elems);
+  }
+  return t;
+}
+
 class ElementwiseSchedule final : public WholeCtaSchedule {
  public:
   explicit ElementwiseSchedule(const ElementwiseProblem& p)
       : p_(p),
-        // A norm reduces over its whole row: one row per CTA, as vLLM's and PyTorch's RMSNorm
-        // kernels launch a block per token. The others take rows x cols chunks of 8192 elements.
-        tile_(is_norm(p.kind) ? ElementwiseTiling::one_row(p.cols)
-                              : ElementwiseTiling(p.cols, false)),
+        serial_(p.loop == ElementwiseLoop::serial && !is_norm(p.kind)),
+        tile_(tiling_of(p)),
         tc_(ceil_div(p.cols, tile_.cols)),
         tr_(ceil_div(p.rows, tile_.rows)) {}
 
   std::vector<TensorDecl> tensors() const override {
     const std::int64_t eb = dtype_bytes(p_.dtype);
-    const std::int64_t in_cols = p_.kind == ElementwiseKind::gated_silu ? 2 * p_.cols : p_.cols;
+    const std::int64_t in_cols = reads_gate_up(p_.kind) ? 2 * p_.cols : p_.cols;
     std::vector<TensorDecl> out = {{TensorId::X, 1, p_.rows, in_cols, eb},
                                    {TensorId::Y, 1, p_.rows, p_.cols, eb}};
     if (is_norm(p_.kind)) out.push_back({TensorId::W, 1, 1, p_.cols, eb});
     if (p_.kind == ElementwiseKind::layer_norm) out.push_back({TensorId::bias, 1, 1, p_.cols, eb});
-    if (p_.kind == ElementwiseKind::residual_add)
+    if (p_.kind == ElementwiseKind::residual_add || p_.kind == ElementwiseKind::gate_mul)
       out.push_back({TensorId::R, 1, p_.rows, p_.cols, eb});
     return out;
   }
@@ -55,7 +77,7 @@ class ElementwiseSchedule final : public WholeCtaSchedule {
              : p_.kind == ElementwiseKind::residual_add ? "residual"
                                                         : "activation";
     s.grid = {tc_, tr_, 1};
-    s.threads_per_cta = kThreads;
+    s.threads_per_cta = serial_ ? kSerialThreads : kThreads;
     s.smem_bytes_per_cta = is_norm(p_.kind) ? (kThreads / 32) * 4 : 0;  // the warps' partial sums
     s.registers_per_thread = 32;
     s.pipeline_stages = 1;
@@ -69,9 +91,31 @@ class ElementwiseSchedule final : public WholeCtaSchedule {
     const std::int64_t c = cta % tc_, r = cta / tc_;
     const std::int64_t r0 = r * tile_.rows, rows = std::min(tile_.rows, p_.rows - r0);
     const std::int64_t c0 = c * tile_.cols, cols = std::min(tile_.cols, p_.cols - c0);
+    if (!serial_) {
+      emit_elements(r0, rows, c0, cols, out);
+      return;
+    }
+    // One element per thread at a time: the CTA's 128-element steps in order, each loaded, worked
+    // and stored before the next is loaded. (A tile of whole rows steps over its rows.)
+    if (rows == 1) {
+      for (std::int64_t s0 = c0; s0 < c0 + cols; s0 += kSerialThreads)
+        emit_elements(r0, 1, s0, std::min<std::int64_t>(kSerialThreads, c0 + cols - s0), out);
+    } else {
+      const std::int64_t step_rows = std::max<std::int64_t>(1, kSerialThreads / cols);
+      for (std::int64_t s0 = r0; s0 < r0 + rows; s0 += step_rows)
+        emit_elements(s0, std::min(step_rows, r0 + rows - s0), c0, cols, out);
+    }
+  }
+
+ private:
+  // Loads, work and store of rows x cols elements from (r0, c0).
+  void emit_elements(std::int64_t r0, std::int64_t rows, std::int64_t c0, std::int64_t cols,
+                     std::vector<TileOp>& out) const {
     const TileRef y{TensorId::Y, 0, r0, rows, c0, cols};
     const std::int64_t n = rows * cols;
-    out.push_back(TileOp::load({TensorId::X, 0, r0, rows, c0, cols}, OnChip::reg));
+    // The gate half (gated_silu, silu), the up half (gate_mul) or the whole row of X.
+    const std::int64_t x0 = p_.kind == ElementwiseKind::gate_mul ? p_.cols + c0 : c0;
+    out.push_back(TileOp::load({TensorId::X, 0, r0, rows, x0, cols}, OnChip::reg));
     TileOp op;
     op.kind = OpKind::compute;
     op.tile = y;
@@ -111,6 +155,17 @@ class ElementwiseSchedule final : public WholeCtaSchedule {
         op.fp32_flops = 3 * n;
         op.sfu_ops = 2 * n;
         break;
+      case ElementwiseKind::silu:
+        op.compute = ComputeKind::activation;
+        // g / (1 + e^-g): an add and a multiply; an exp and a reciprocal.
+        op.fp32_flops = 2 * n;
+        op.sfu_ops = 2 * n;
+        break;
+      case ElementwiseKind::gate_mul:
+        out.push_back(TileOp::load({TensorId::R, 0, r0, rows, c0, cols}, OnChip::reg));
+        op.compute = ComputeKind::activation;
+        op.fp32_flops = n;
+        break;
       case ElementwiseKind::gelu:
         op.compute = ComputeKind::activation;
         // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))): 7 multiplies and adds, one tanh.
@@ -122,8 +177,8 @@ class ElementwiseSchedule final : public WholeCtaSchedule {
     out.push_back(TileOp::store(y));
   }
 
- private:
   ElementwiseProblem p_;
+  bool serial_;
   ElementwiseTiling tile_;
   std::int64_t tc_, tr_;
 };
@@ -155,7 +210,11 @@ ElementwiseBytes elementwise_closed_form(const ElementwiseProblem& p) {
       b.read = 2 * out;  // X and R, or the gate and up halves
       break;
     case ElementwiseKind::gelu:
-      b.read = out;
+    case ElementwiseKind::silu:
+      b.read = out;  // X, or the gate half
+      break;
+    case ElementwiseKind::gate_mul:
+      b.read = 2 * out;  // the SiLU's output and the up half
       break;
   }
   return b;

@@ -20,7 +20,19 @@ enum class ElementwiseKind {
   gated_silu,    // Y = SiLU(gate) * up; X is [rows][2 cols], gate the first half, up the second
                  // (the fused gate_up projection's output, as vLLM's MergedColumnParallelLinear)
   gelu,          // Y = GELU(X) (tanh form)
+  // PyTorch eager's SiLU(gate) * up, two kernels (F.silu, then the multiply; measured
+  // launches, cuda_validate/measurements/*/layer_*/layer_time.json), each through HBM:
+  silu,      // Y = SiLU(gate), the gate half of X [rows][2 cols]
+  gate_mul,  // Y = R * up: R the SiLU's output [rows][cols], up the second half of X
 };
+
+/// How the kernel walks its elements. `chunks`: each thread loads all its elements before it
+/// computes (vLLM's and PyTorch's vectorized kernels of contiguous tensors). `serial`: PyTorch's
+/// TensorIterator kernel for an operand that is not contiguous (elementwise_kernel<128, 4>,
+/// ATen's Loops.cuh): 128 threads, 4 elements each, one after another, each element's loads,
+/// work and store before the next element's loads (the store may alias the next load, so the
+/// compiler keeps the order): one element per thread in flight.
+enum class ElementwiseLoop { chunks, serial };
 
 struct ElementwiseProblem {
   std::string name = "elementwise";  // the kernel's name in reports
@@ -28,6 +40,7 @@ struct ElementwiseProblem {
   std::int64_t rows = 0;  // tokens
   std::int64_t cols = 0;  // width of the output row
   Dtype dtype = Dtype::bf16;
+  ElementwiseLoop loop = ElementwiseLoop::chunks;
 };
 
 /// The schedule (one kernel). Throws ConfigError on a non-positive size.
