@@ -356,7 +356,9 @@ Algorithm described_algorithm(const KernelDescription& d, const HardwareProfile&
     return total;
   };
   if (fwd_owner != nullptr) a.estimated_work = registry.get(fwd_owner->name).estimated_work;
-  a.paper_step = registry.get(paper_algorithm_of(d)).paper_step;
+  // A preset's own lines (flash3's forward follows none), as its --algo explains them.
+  a.paper_step = preset_algorithm != nullptr ? preset_algorithm->paper_step
+                                             : registry.get(paper_algorithm_of(d)).paper_step;
   return a;
 }
 
