@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "algorithms/closed_form_parts.hpp"
+#include "algorithms/dataflow.hpp"
 #include "algorithms/passes.hpp"
 #include "algorithms/tile_costs.hpp"
 #include "sim/base/run_control.hpp"
@@ -253,6 +254,47 @@ Algorithm flash1_algorithm() {
     return paper::backward_kernel(kernel) ? paper::flash1_backward(op) : paper::flash1_forward(op);
   };
   return a;
+}
+
+namespace {
+
+// What both FlashAttention-1 entries share: the one planner of both passes, the closed form, the
+// lines of Algorithms 1 and 4.
+Dataflow flash1_dataflow(Pass pass, const char* name, const char* summary) {
+  const Algorithm a = flash1_algorithm();
+  Dataflow f;
+  f.name = name;
+  f.pass = pass;
+  f.summary = summary;
+  f.mechanisms =
+      ResolvedMechanisms{MmaFamily::mma_sync, LoadPath::cp_async, WarpRoles::uniform, false};
+  f.plan = [](const AttentionProblem& p, const HardwareProfile& hw, const TilingRequest& req,
+              const DataflowUse&) { return plan_flash1(p, hw, req); };
+  f.closed_form = a.closed_form;
+  f.paper_step = [paper = a.paper_step](const std::string& kernel, const TileOp& op,
+                                        const DataflowUse&) { return paper(kernel, op); };
+  f.capabilities.forward_stages = StagesCount::q_o_stages;
+  return f;
+}
+
+}  // namespace
+
+Dataflow kv_stationary_dataflow() {
+  Dataflow f = flash1_dataflow(
+      Pass::fwd, "kv_stationary",
+      "one CTA per head loops over K/V blocks, Q blocks inside; O, l, m re-read and re-written "
+      "(FlashAttention-1, Algorithm 1)");
+  f.estimated_work = flash1_algorithm().estimated_work;
+  return f;
+}
+
+Dataflow kv_stationary_dq_in_hbm_dataflow() {
+  Dataflow b = flash1_dataflow(
+      Pass::bwd, "kv_stationary_dq_in_hbm",
+      "one CTA per head, K/V outer, Q inner; dQ read, updated and written in HBM every step "
+      "(FlashAttention-1, Algorithm 4)");
+  b.fused = FusedPasses{"kv_stationary", false, false, b.plan, b.closed_form, b.paper_step};
+  return b;
 }
 
 }  // namespace iosim

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "algorithms/closed_form_parts.hpp"
+#include "algorithms/dataflow.hpp"
 #include "algorithms/passes.hpp"
 #include "algorithms/query_stationary.hpp"
 #include "sim/base/run_control.hpp"
@@ -222,6 +223,48 @@ Algorithm flash2_algorithm() {
                : paper::flash2_forward(op, "FlashAttention-2, Algorithm 1");
   };
   return a;
+}
+
+Algorithm block_sparse_algorithm();  // block_sparse.cpp
+
+PaperStep flash2_family_paper_step(const std::string& kernel, const TileOp& op,
+                                   const DataflowUse& use) {
+  static const Algorithm flash2 = flash2_algorithm(), block_sparse = block_sparse_algorithm();
+  return (use.block_mask ? block_sparse : flash2).paper_step(kernel, op);
+}
+
+Dataflow kv_stationary_atomic_dq_dataflow() {
+  Dataflow b;
+  b.name = "kv_stationary_atomic_dq";
+  b.pass = Pass::bwd;
+  b.summary =
+      "one CTA per K/V block loops over query blocks; dQ added in fp32 with atomics, converted "
+      "after (FlashAttention-2)";
+  b.mechanisms =
+      ResolvedMechanisms{MmaFamily::mma_sync, LoadPath::cp_async, WarpRoles::uniform, false};
+  b.plan = [](const AttentionProblem& p, const HardwareProfile& hw, const TilingRequest& req,
+              const DataflowUse&) { return plan_flash2_family(p, hw, req, false); };
+  b.closed_form = flash2_algorithm().closed_form;
+  // Alone (no forward), FlashAttention-2's Algorithm 2, a block mask or not.
+  b.paper_step = [paper = flash2_algorithm().paper_step](const std::string& kernel,
+                                                         const TileOp& op, const DataflowUse&) {
+    return paper(kernel, op);
+  };
+  // FlashAttention-2's kernels: its forward and backward with one tiling for both passes
+  // (the backward's), over a block mask's nonzero blocks where the description has one.
+  FusedPasses fused;
+  fused.forward = "query_stationary";
+  fused.block_mask = true;
+  fused.plan = [](const AttentionProblem& p, const HardwareProfile& hw, const TilingRequest& req,
+                  const DataflowUse& use) {
+    return plan_flash2_family(p, hw, req, use.block_mask);
+  };
+  fused.closed_form = [](const AttentionProblem& p, const Tiling& t, const BlockMask* blocks) {
+    return flash2_closed_form(p, t.block_q, t.block_kv, blocks);
+  };
+  fused.paper_step = flash2_family_paper_step;
+  b.fused = fused;
+  return b;
 }
 
 }  // namespace iosim

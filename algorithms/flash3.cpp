@@ -21,6 +21,7 @@
 #include <algorithm>
 
 #include "algorithms/closed_form_parts.hpp"
+#include "algorithms/dataflow.hpp"
 #include "algorithms/passes.hpp"
 #include "algorithms/query_stationary.hpp"
 #include "sim/base/errors.hpp"
@@ -216,6 +217,30 @@ Algorithm flash3_algorithm() {
     return paper::backward_kernel(kernel) ? paper::flash2_backward(kernel, op) : PaperStep{};
   };
   return a;
+}
+
+Dataflow kv_stationary_reduce_dq_dataflow() {
+  const Algorithm a = flash3_algorithm();
+  Dataflow b;
+  b.name = "kv_stationary_reduce_dq";
+  b.pass = Pass::bwd;
+  b.summary =
+      "one CTA per K/V block, consumer warpgroups in lockstep, dQ added with a TMA reduce-add in "
+      "fp32, converted after (FlashAttention-3)";
+  // FlashAttention-3's kernels: wgmma with P from registers, TMA, a producer warpgroup,
+  // persistent.
+  b.mechanisms =
+      ResolvedMechanisms{MmaFamily::wgmma_rs, LoadPath::tma, WarpRoles::producer_consumer, true};
+  b.plan = [](const AttentionProblem& p, const HardwareProfile& hw, const TilingRequest& req,
+              const DataflowUse&) { return plan_flash3(p, hw, req); };
+  b.closed_form = a.closed_form;
+  b.paper_step = [paper = a.paper_step](const std::string& kernel, const TileOp& op,
+                                        const DataflowUse&) { return paper(kernel, op); };
+  b.gqa_backward = true;
+  // FlashAttention-3's forward and backward: the flags tile the forward, the backward keeps its
+  // own tiles (--backward-block-q/-kv).
+  b.fused = FusedPasses{"query_stationary", false, true, b.plan, b.closed_form, b.paper_step};
+  return b;
 }
 
 }  // namespace iosim

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "algorithms/closed_form_parts.hpp"
+#include "algorithms/dataflow.hpp"
 #include "algorithms/decode.hpp"
 #include "algorithms/tile_costs.hpp"
 #include "sim/base/errors.hpp"
@@ -398,6 +399,27 @@ Algorithm flash_decoding_algorithm() {
   };
   a.paper_step = paper::split_kv;
   return a;
+}
+
+Dataflow split_kv_dataflow() {
+  const Algorithm a = flash_decoding_algorithm();
+  Dataflow f;
+  f.name = "split_kv";
+  f.pass = Pass::fwd;
+  f.summary =
+      "K/V split into chunks attended in parallel, partial O and log-sum-exp combined by a "
+      "reduce kernel (Flash-Decoding)";
+  // FlashAttention-2's split-KV kernels (ours): mma.sync, cp.async, uniform warps.
+  f.mechanisms =
+      ResolvedMechanisms{MmaFamily::mma_sync, LoadPath::cp_async, WarpRoles::uniform, false};
+  f.plan = [](const AttentionProblem& p, const HardwareProfile& hw, const TilingRequest& req,
+              const DataflowUse&) { return plan_split_kv(p, hw, req, false); };
+  f.closed_form = a.closed_form;
+  f.paper_step = [](const std::string& kernel, const TileOp& op, const DataflowUse&) {
+    return paper::split_kv(kernel, op);
+  };
+  f.capabilities = a.capabilities;
+  return f;
 }
 
 }  // namespace iosim

@@ -3,6 +3,7 @@
 // (sim/schedule/block_table.hpp). Each split reads its slice of the block table, then gathers every
 // K/V tile from the pages it overlaps; pages smaller than a K/V tile mean more, shorter runs
 // through the L2.
+#include "algorithms/dataflow.hpp"
 #include "algorithms/decode.hpp"
 
 namespace iosim {
@@ -23,6 +24,25 @@ Algorithm paged_algorithm() {
   };
   a.paper_step = paper::split_kv;
   return a;
+}
+
+Dataflow paged_dataflow() {
+  const Algorithm a = paged_algorithm();
+  Dataflow f;
+  f.name = "paged";
+  f.pass = Pass::fwd;
+  f.summary = "split-KV over a paged K/V cache gathered through a block table (PagedAttention)";
+  // FlashAttention-2's split-KV kernels (ours): mma.sync, cp.async, uniform warps.
+  f.mechanisms =
+      ResolvedMechanisms{MmaFamily::mma_sync, LoadPath::cp_async, WarpRoles::uniform, false};
+  f.plan = [](const AttentionProblem& p, const HardwareProfile& hw, const TilingRequest& req,
+              const DataflowUse&) { return plan_split_kv(p, hw, req, true); };
+  f.closed_form = a.closed_form;
+  f.paper_step = [](const std::string& kernel, const TileOp& op, const DataflowUse&) {
+    return paper::split_kv(kernel, op);
+  };
+  f.capabilities = a.capabilities;
+  return f;
 }
 
 }  // namespace iosim

@@ -2,6 +2,7 @@
 // one kernel, down to the paper lines `iosim explain` gives each operation.
 #include <doctest/doctest.h>
 
+#include "algorithms/dataflow.hpp"
 #include "sim/schedule/block_table.hpp"
 #include "test_support.hpp"
 
@@ -31,7 +32,7 @@ TEST_CASE("a preset's description explains each operation with its algorithm's p
   int compared = 0;
   for (const KernelDescription& preset : kernel_presets()) {
     const Algorithm& by_name = builtin_registry().get(preset.name);
-    const Algorithm described = described_algorithm(preset, h100, builtin_registry());
+    const Algorithm described = described_algorithm(preset, h100);
     REQUIRE(described.paper_step);
     for (const Pass pass : {Pass::fwd, Pass::bwd, Pass::fwdbwd}) {
       if (pass != Pass::fwd && preset.backward.empty()) continue;
@@ -62,6 +63,45 @@ TEST_CASE("a preset's description explains each operation with its algorithm's p
     }
   }
   CHECK(compared > 100);
+}
+
+}  // namespace iosim
+
+namespace iosim {
+
+// A preset with both passes is its backward's kernels with their forward, planned together (one
+// tiling for flash2's two passes): were its mechanisms to drift from its backward dataflow's,
+// it would be planned apart, tiled otherwise, with nothing else failing.
+TEST_CASE(
+    "every preset with both passes runs its backward's fused kernels; other mechanisms do not") {
+  int fused = 0;
+  for (const KernelDescription& preset : kernel_presets()) {
+    CAPTURE(preset.name);
+    const Dataflow* f = find_dataflow(forward_dataflows(), preset.forward);
+    const Dataflow* b = find_dataflow(backward_dataflows(), preset.backward);
+    REQUIRE(f != nullptr);
+    if (b == nullptr) {
+      CHECK(fused_passes(preset) == nullptr);
+      continue;
+    }
+    REQUIRE(fused_passes(preset) != nullptr);
+    CHECK(fused_passes(preset) == &*b->fused);
+    ++fused;
+    KernelDescription other = preset;
+    other.name = "other";
+    other.mechanisms.load = LoadPath::plain;
+    CHECK(fused_passes(other) == nullptr);
+    other = preset;
+    other.kv_order = KvOrder::descending;
+    CHECK(fused_passes(other) == nullptr);
+  }
+  CHECK(fused == 5);
+  // Each entry is in its pass's list once, under its own name.
+  for (const Dataflow& d : dataflows()) {
+    const auto& list = d.pass == Pass::fwd ? forward_dataflows() : backward_dataflows();
+    CHECK(find_dataflow(list, d.name) == &d);
+  }
+  CHECK(forward_dataflows().size() + backward_dataflows().size() == dataflows().size());
 }
 
 }  // namespace iosim
