@@ -264,18 +264,21 @@ Capabilities described_capabilities(const Described& dd, const KernelDescription
 }  // namespace
 
 Algorithm described_algorithm(const KernelDescription& d, const HardwareProfile& hw) {
-  const Described dd = describe(d);
-  const ResolvedMechanisms& mech = dd.use.mechanisms;
   // A mechanism the GPU lacks; a preset's own mechanisms are checked as its --algo is.
+  const ResolvedMechanisms mech = resolve_mechanisms(d);
   if (const KernelDescription* preset = same_preset(d, mech)) {
     check_preset_runs_on(preset->name, hw);
   } else {
     check_mechanisms_on(d.source, mech, hw);
   }
+  return described_algorithm(d);
+}
 
+Algorithm described_algorithm(const KernelDescription& d) {
+  const Described dd = describe(d);
   Algorithm a;
   a.name = d.name;
-  a.summary = fmt::format("kernel description {}", d.source);
+  a.summary = d.summary.empty() ? fmt::format("kernel description {}", d.source) : d.summary;
   a.capabilities = described_capabilities(dd, d);
   const KernelDescription desc = d;
   a.plan = [desc, dd](const AttentionProblem& p, const HardwareProfile& profile,

@@ -235,33 +235,11 @@ ReadWriteBytes flash1_closed_form(const AttentionProblem& p, std::int64_t block_
   return every_head(p, block_q, block_kv, flash1, flash1_bwd);
 }
 
-Algorithm flash1_algorithm() {
-  Algorithm a;
-  a.name = "flash1";
-  a.summary = "FlashAttention-1 (Algorithm 1): K/V outer loop, Q inner; O, l, m through HBM";
-  a.capabilities.forward_stages = StagesCount::q_o_stages;
-  a.plan = plan_flash1;
-  a.closed_form = [](const AttentionProblem& p, const Tiling& t, const BlockMask*) {
-    return flash1_closed_form(p, t.block_q, t.block_kv);
-  };
-  // Its default Br is min(Bc, d), not 128.
-  a.estimated_work = [](const AttentionProblem& p, const TilingRequest& requested) {
-    TilingRequest t = requested;
-    if (!t.block_q) t.block_q = std::min(t.block_kv.value_or(128), p.head_dim);
-    return tiled_estimated_work(p, t);
-  };
-  a.paper_step = [](const std::string& kernel, const TileOp& op) {
-    return paper::backward_kernel(kernel) ? paper::flash1_backward(op) : paper::flash1_forward(op);
-  };
-  return a;
-}
-
 namespace {
 
 // What both FlashAttention-1 entries share: the one planner of both passes, the closed form, the
 // lines of Algorithms 1 and 4.
 Dataflow flash1_dataflow(Pass pass, const char* name, const char* summary) {
-  const Algorithm a = flash1_algorithm();
   Dataflow f;
   f.name = name;
   f.pass = pass;
@@ -270,9 +248,12 @@ Dataflow flash1_dataflow(Pass pass, const char* name, const char* summary) {
       ResolvedMechanisms{MmaFamily::mma_sync, LoadPath::cp_async, WarpRoles::uniform, false};
   f.plan = [](const AttentionProblem& p, const HardwareProfile& hw, const TilingRequest& req,
               const DataflowUse&) { return plan_flash1(p, hw, req); };
-  f.closed_form = a.closed_form;
-  f.paper_step = [paper = a.paper_step](const std::string& kernel, const TileOp& op,
-                                        const DataflowUse&) { return paper(kernel, op); };
+  f.closed_form = [](const AttentionProblem& p, const Tiling& t, const BlockMask*) {
+    return flash1_closed_form(p, t.block_q, t.block_kv);
+  };
+  f.paper_step = [](const std::string& kernel, const TileOp& op, const DataflowUse&) {
+    return paper::backward_kernel(kernel) ? paper::flash1_backward(op) : paper::flash1_forward(op);
+  };
   f.capabilities.forward_stages = StagesCount::q_o_stages;
   return f;
 }
@@ -284,7 +265,12 @@ Dataflow kv_stationary_dataflow() {
       Pass::fwd, "kv_stationary",
       "one CTA per head loops over K/V blocks, Q blocks inside; O, l, m re-read and re-written "
       "(FlashAttention-1, Algorithm 1)");
-  f.estimated_work = flash1_algorithm().estimated_work;
+  // Its default Br is min(Bc, d), not 128.
+  f.estimated_work = [](const AttentionProblem& p, const TilingRequest& requested) {
+    TilingRequest t = requested;
+    if (!t.block_q) t.block_q = std::min(t.block_kv.value_or(128), p.head_dim);
+    return tiled_estimated_work(p, t);
+  };
   return f;
 }
 

@@ -206,31 +206,13 @@ ReadWriteBytes flash2_closed_form(const AttentionProblem& p, std::int64_t block_
   return out;
 }
 
-Algorithm flash2_algorithm() {
-  Algorithm a;
-  a.name = "flash2";
-  a.capabilities.packs_gqa = true;
-  a.summary = "FlashAttention-2: CTA per (Q block, batch, head), K/V streamed, O written once";
-  a.plan = [](const AttentionProblem& p, const HardwareProfile& hw, const TilingRequest& req) {
-    return plan_flash2_family(p, hw, req, false);
-  };
-  a.closed_form = [](const AttentionProblem& p, const Tiling& t, const BlockMask*) {
-    return flash2_closed_form(p, t.block_q, t.block_kv);
-  };
-  a.paper_step = [](const std::string& kernel, const TileOp& op) {
-    return paper::backward_kernel(kernel)
-               ? paper::flash2_backward(kernel, op)
-               : paper::flash2_forward(op, "FlashAttention-2, Algorithm 1");
-  };
-  return a;
-}
-
-Algorithm block_sparse_algorithm();  // block_sparse.cpp
-
 PaperStep flash2_family_paper_step(const std::string& kernel, const TileOp& op,
                                    const DataflowUse& use) {
-  static const Algorithm flash2 = flash2_algorithm(), block_sparse = block_sparse_algorithm();
-  return (use.block_mask ? block_sparse : flash2).paper_step(kernel, op);
+  if (paper::backward_kernel(kernel)) return paper::flash2_backward(kernel, op);
+  return paper::flash2_forward(
+      op, use.block_mask ? "FlashAttention-2, Algorithm 1, over the nonzero blocks only (as "
+                           "FlashAttention's Algorithm 5 skips the zero blocks)"
+                         : "FlashAttention-2, Algorithm 1");
 }
 
 Dataflow kv_stationary_atomic_dq_dataflow() {
@@ -244,11 +226,12 @@ Dataflow kv_stationary_atomic_dq_dataflow() {
       ResolvedMechanisms{MmaFamily::mma_sync, LoadPath::cp_async, WarpRoles::uniform, false};
   b.plan = [](const AttentionProblem& p, const HardwareProfile& hw, const TilingRequest& req,
               const DataflowUse&) { return plan_flash2_family(p, hw, req, false); };
-  b.closed_form = flash2_algorithm().closed_form;
+  b.closed_form = [](const AttentionProblem& p, const Tiling& t, const BlockMask*) {
+    return flash2_closed_form(p, t.block_q, t.block_kv);
+  };
   // Alone (no forward), FlashAttention-2's Algorithm 2, a block mask or not.
-  b.paper_step = [paper = flash2_algorithm().paper_step](const std::string& kernel,
-                                                         const TileOp& op, const DataflowUse&) {
-    return paper(kernel, op);
+  b.paper_step = [](const std::string& kernel, const TileOp& op, const DataflowUse&) {
+    return flash2_family_paper_step(kernel, op, {});
   };
   // FlashAttention-2's kernels: its forward and backward with one tiling for both passes
   // (the backward's), over a block mask's nonzero blocks where the description has one.

@@ -196,31 +196,7 @@ ResolvedMechanisms flash3_mechanisms(bool pingpong) {
   return m;
 }
 
-Algorithm flash3_algorithm() {
-  Algorithm a;
-  a.name = "flash3";
-  a.summary =
-      "FlashAttention-3 (Hopper): producer/consumer warpgroups, wgmma, ping-pong, persistent "
-      "tiles; backward with warpgroups of keys and a TMA reduce-add of dQ";
-  a.capabilities.warpgroups = true;
-  a.capabilities.fp8 = true;
-  a.capabilities.packs_gqa = true;
-  a.capabilities.gqa_backward = true;
-  a.capabilities.flags_tile_forward = true;
-  a.plan = plan_flash3;
-  a.closed_form = [](const AttentionProblem& p, const Tiling& t, const BlockMask*) {
-    return flash3_closed_form(p, t.block_q, t.block_kv, t.backward_block_q, t.backward_block_kv);
-  };
-  // Its backward carries out FlashAttention-2's Algorithm 2 lines (its own paper numbers none):
-  // warpgroups, TMA and the reduce-add of dQ change how, not what. Its forward follows no lines.
-  a.paper_step = [](const std::string& kernel, const TileOp& op) {
-    return paper::backward_kernel(kernel) ? paper::flash2_backward(kernel, op) : PaperStep{};
-  };
-  return a;
-}
-
 Dataflow kv_stationary_reduce_dq_dataflow() {
-  const Algorithm a = flash3_algorithm();
   Dataflow b;
   b.name = "kv_stationary_reduce_dq";
   b.pass = Pass::bwd;
@@ -233,9 +209,14 @@ Dataflow kv_stationary_reduce_dq_dataflow() {
       ResolvedMechanisms{MmaFamily::wgmma_rs, LoadPath::tma, WarpRoles::producer_consumer, true};
   b.plan = [](const AttentionProblem& p, const HardwareProfile& hw, const TilingRequest& req,
               const DataflowUse&) { return plan_flash3(p, hw, req); };
-  b.closed_form = a.closed_form;
-  b.paper_step = [paper = a.paper_step](const std::string& kernel, const TileOp& op,
-                                        const DataflowUse&) { return paper(kernel, op); };
+  b.closed_form = [](const AttentionProblem& p, const Tiling& t, const BlockMask*) {
+    return flash3_closed_form(p, t.block_q, t.block_kv, t.backward_block_q, t.backward_block_kv);
+  };
+  // Its backward carries out FlashAttention-2's Algorithm 2 lines (its own paper numbers none):
+  // warpgroups, TMA and the reduce-add of dQ change how, not what. Its forward follows no lines.
+  b.paper_step = [](const std::string& kernel, const TileOp& op, const DataflowUse&) {
+    return paper::backward_kernel(kernel) ? paper::flash2_backward(kernel, op) : PaperStep{};
+  };
   b.gqa_backward = true;
   // FlashAttention-3's forward and backward: the flags tile the forward, the backward keeps its
   // own tiles (--backward-block-q/-kv).

@@ -375,40 +375,55 @@ std::string kernel_description_yaml(const KernelDescription& d) {
 
 namespace {
 
-KernelDescription preset(std::string name, std::string forward, std::string backward, MmaFamily mma,
-                         LoadPath load, WarpRoles roles, bool persistent, bool block_mask = false) {
+// A preset: its dataflows, run by their kernels' own mechanisms unless `mechanisms` says
+// otherwise.
+KernelDescription preset(std::string name, std::string summary, std::string forward,
+                         std::string backward, bool block_mask = false,
+                         Mechanisms mechanisms = {}) {
   KernelDescription d;
   d.source = "preset " + name;
   d.name = std::move(name);
+  d.summary = std::move(summary);
   d.forward = std::move(forward);
   d.backward = std::move(backward);
   d.block_mask = block_mask;
-  d.mechanisms = {mma, load, roles, persistent};
+  d.mechanisms = mechanisms;
   return d;
 }
 
 }  // namespace
 
 const std::vector<KernelDescription>& kernel_presets() {
-  using M = MmaFamily;
-  using L = LoadPath;
-  using W = WarpRoles;
   // What the built-in schedules model: standard's GEMMs are cuBLAS's Hopper kernels, timed at the
   // wgmma rate with the warps overlapping the pipes, persistent where the GPU has wgmma (cuBLAS
-  // launches a CTA per tile on Ampere); the FlashAttention-1/-2 family and the
-  // decoding kernels are our mma.sync + cp.async kernels; flash3 is FlashAttention-3's.
+  // launches a CTA per tile on Ampere); the FlashAttention-1/-2 family and the decoding kernels
+  // are our mma.sync + cp.async kernels: each of these runs its dataflows' own mechanisms
+  // (algorithms/dataflow.hpp). flash3 is FlashAttention-3's forward (wgmma, TMA, a producer
+  // warpgroup, persistent) with its backward.
   static const std::vector<KernelDescription> list = {
-      preset("standard", "unfused", "unfused", M::wgmma_ss, L::tma, W::uniform, true),
-      preset("flash1", "kv_stationary", "kv_stationary_dq_in_hbm", M::mma_sync, L::cp_async,
-             W::uniform, false),
-      preset("flash2", "query_stationary", "kv_stationary_atomic_dq", M::mma_sync, L::cp_async,
-             W::uniform, false),
-      preset("flash3", "query_stationary", "kv_stationary_reduce_dq", M::wgmma_rs, L::tma,
-             W::producer_consumer, true),
-      preset("block-sparse", "query_stationary", "kv_stationary_atomic_dq", M::mma_sync,
-             L::cp_async, W::uniform, false, true),
-      preset("flash-decoding", "split_kv", "", M::mma_sync, L::cp_async, W::uniform, false),
-      preset("paged", "paged", "", M::mma_sync, L::cp_async, W::uniform, false),
+      preset("standard", "unfused attention: S = QK^T, softmax, PV as separate kernels through HBM",
+             "unfused", "unfused"),
+      preset("flash1",
+             "FlashAttention-1 (Algorithm 1): K/V outer loop, Q inner; O, l, m through HBM",
+             "kv_stationary", "kv_stationary_dq_in_hbm"),
+      preset("flash2",
+             "FlashAttention-2: CTA per (Q block, batch, head), K/V streamed, O written once",
+             "query_stationary", "kv_stationary_atomic_dq"),
+      preset("flash3",
+             "FlashAttention-3 (Hopper): producer/consumer warpgroups, wgmma, ping-pong, "
+             "persistent tiles; backward with warpgroups of keys and a TMA reduce-add of dQ",
+             "query_stationary", "kv_stationary_reduce_dq", false,
+             {MmaFamily::wgmma_rs, LoadPath::tma, WarpRoles::producer_consumer, true}),
+      preset("block-sparse",
+             "block-sparse FlashAttention: FlashAttention-2 over the nonzero blocks of --pattern",
+             "query_stationary", "kv_stationary_atomic_dq", true),
+      preset("flash-decoding",
+             "flash-decoding: K/V split into --splits chunks attended in parallel, then a reduce "
+             "kernel combines the partial outputs by their log-sum-exp",
+             "split_kv", ""),
+      preset("paged",
+             "paged attention: split-KV decoding that gathers K/V pages through a block table",
+             "paged", ""),
   };
   return list;
 }

@@ -4,7 +4,7 @@
 //  - the mechanisms (MMA family, load path, warp roles, pipeline depth, persistent grid, the
 //    launch facts a compiler reports) decide, with the dataflow, the time.
 // Any dataflow combines with any mechanism the engine models. The built-in algorithm names are
-// presets of descriptions (kernel_presets.cpp); a user writes the same thing as a YAML file
+// presets of descriptions (kernel_presets()); a user writes the same thing as a YAML file
 // (`--kernel FILE`, schemas/kernel.schema.json) or a Python dict (`iosim.run(kernel={...})`).
 //
 // Where each mechanism acts (docs/kernels.md says the same for users):
@@ -71,6 +71,7 @@ struct ResolvedMechanisms {
 
 struct KernelDescription {
   std::string name;         // shown as the run's algorithm
+  std::string summary;      // a preset's one line for reports; empty: "kernel description SOURCE"
   std::string source;       // where it came from (a file, "preset flash2", "the kernel dict")
   std::string forward;      // a forward dataflow, or "" (none: --pass fwd is refused)
   std::string backward;     // a backward dataflow, or "" (none: --pass bwd and fwdbwd are refused)
@@ -111,6 +112,9 @@ ResolvedMechanisms resolve_mechanisms(const KernelDescription& d);
 /// request's defaults, its paper lines its dataflows'. Checks `d` against `profile` (a mechanism
 /// the GPU lacks, such as wgmma on an A100) and throws ConfigError naming the source.
 Algorithm described_algorithm(const KernelDescription& d, const HardwareProfile& profile);
+/// The same Algorithm, unchecked: a preset's, registered as a built-in algorithm (its mechanisms
+/// are checked against a run's GPU by check_preset_runs_on).
+Algorithm described_algorithm(const KernelDescription& d);
 
 /// Throws ConfigError, `what` first, when `hw` lacks a mechanism of `mech`: wgmma or TMA on a GPU
 /// without them (an A100). `instead` says what to do (default: the mechanism to use instead).

@@ -8,26 +8,7 @@
 
 namespace iosim {
 
-Algorithm paged_algorithm() {
-  Algorithm a;
-  a.name = "paged";
-  a.summary = "paged attention: split-KV decoding that gathers K/V pages through a block table";
-  a.capabilities.splits = true;
-  a.capabilities.packs_gqa = true;
-  a.capabilities.pages = true;
-  a.capabilities.backward = false;  // an inference schedule
-  a.plan = [](const AttentionProblem& p, const HardwareProfile& hw, const TilingRequest& req) {
-    return plan_split_kv(p, hw, req, true);
-  };
-  a.closed_form = [](const AttentionProblem& p, const Tiling& t, const BlockMask*) {
-    return split_kv_closed_form(p, t.block_q, t.block_kv, t.splits, true);
-  };
-  a.paper_step = paper::split_kv;
-  return a;
-}
-
 Dataflow paged_dataflow() {
-  const Algorithm a = paged_algorithm();
   Dataflow f;
   f.name = "paged";
   f.pass = Pass::fwd;
@@ -37,11 +18,15 @@ Dataflow paged_dataflow() {
       ResolvedMechanisms{MmaFamily::mma_sync, LoadPath::cp_async, WarpRoles::uniform, false};
   f.plan = [](const AttentionProblem& p, const HardwareProfile& hw, const TilingRequest& req,
               const DataflowUse&) { return plan_split_kv(p, hw, req, true); };
-  f.closed_form = a.closed_form;
+  f.closed_form = [](const AttentionProblem& p, const Tiling& t, const BlockMask*) {
+    return split_kv_closed_form(p, t.block_q, t.block_kv, t.splits, true);
+  };
   f.paper_step = [](const std::string& kernel, const TileOp& op, const DataflowUse&) {
     return paper::split_kv(kernel, op);
   };
-  f.capabilities = a.capabilities;
+  f.capabilities.splits = true;
+  f.capabilities.packs_gqa = true;
+  f.capabilities.pages = true;
   return f;
 }
 

@@ -11,15 +11,6 @@
 
 namespace iosim {
 
-// The built-in algorithms, one file each. Adding one: write its file, add its line here.
-Algorithm standard_algorithm();        // standard.cpp
-Algorithm flash1_algorithm();          // flash1.cpp
-Algorithm flash2_algorithm();          // flash2.cpp
-Algorithm flash3_algorithm();          // flash3.cpp
-Algorithm block_sparse_algorithm();    // block_sparse.cpp
-Algorithm flash_decoding_algorithm();  // flash_decoding.cpp
-Algorithm paged_algorithm();           // paged.cpp
-
 // The dataflows, one file each (with their schedules). Adding one: write its entry in its file,
 // add its line here; its name is then a description's to use (the schema's enum and
 // docs/kernels.md name it too: tests/kernel_description_test.cpp holds them to this table).
@@ -77,10 +68,11 @@ const Dataflow* find_dataflow(const std::vector<const Dataflow*>& list, const st
   return nullptr;
 }
 
+// The built-in algorithms are the presets, descriptions of dataflows (kernel_presets()), planned
+// as any description is.
 void register_builtin_algorithms(Registry& registry) {
-  for (auto make : {standard_algorithm, flash1_algorithm, flash2_algorithm, flash3_algorithm,
-                    block_sparse_algorithm, flash_decoding_algorithm, paged_algorithm}) {
-    registry.add(make());
+  for (const KernelDescription& preset : kernel_presets()) {
+    registry.add(described_algorithm(preset));
   }
 }
 

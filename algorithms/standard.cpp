@@ -374,21 +374,6 @@ PaperStep standard_paper_step(const std::string& kernel, const TileOp&) {
 
 }  // namespace
 
-Algorithm standard_algorithm() {
-  Algorithm a;
-  a.name = "standard";
-  a.summary = "unfused attention: S = QK^T, softmax, PV as separate kernels through HBM";
-  a.capabilities.materializes_scores = true;
-  a.capabilities.forward_stages = StagesCount::gemm_operand_stages;
-  a.plan = plan_standard;
-  a.closed_form = [](const AttentionProblem& p, const Tiling& t, const BlockMask*) {
-    return standard_closed_form(p, t.block_q, t.block_kv);
-  };
-  a.estimated_work = standard_estimated_work;
-  a.paper_step = standard_paper_step;
-  return a;
-}
-
 namespace {
 
 // What both unfused entries share: the one planner of both passes, the closed form, the lines.

@@ -67,6 +67,8 @@ json summary(const Report& rep) {
 
 }  // namespace
 
+// A built-in algorithm is its preset planned as a description (registry.cpp): this holds what
+// `iosim kernels --show` prints, read back as a user's file is, to the built-in name.
 TEST_CASE("every preset's description runs exactly as its algorithm, over random shapes") {
   test::ShapeGen gen(27);
   const Pass passes[] = {Pass::fwd, Pass::bwd, Pass::fwdbwd};
