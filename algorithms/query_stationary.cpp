@@ -373,8 +373,9 @@ Dataflow query_stationary_dataflow() {
                                          suffixed ? use.name : use.name + "_fwd", use.block_mask,
                                          use.kv_order);
   };
-  f.closed_form = [](const AttentionProblem& p, const Tiling& t, const BlockMask*) {
-    return flash2_closed_form(p, t.block_q, t.block_kv);
+  // Over a block mask's nonzero blocks where the description has one (the mask the plan resolved).
+  f.closed_form = [](const AttentionProblem& p, const Tiling& t, const BlockMask* blocks) {
+    return flash2_closed_form(p, t.block_q, t.block_kv, blocks);
   };
   f.paper_step = flash2_family_paper_step;
   f.capabilities.packs_gqa = true;

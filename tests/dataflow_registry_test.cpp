@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include "algorithms/dataflow.hpp"
+#include "sim/schedule/block_mask.hpp"
 #include "sim/schedule/block_table.hpp"
 #include "test_support.hpp"
 
@@ -102,6 +103,41 @@ TEST_CASE(
     CHECK(find_dataflow(list, d.name) == &d);
   }
   CHECK(forward_dataflows().size() + backward_dataflows().size() == dataflows().size());
+}
+
+}  // namespace iosim
+
+namespace iosim {
+
+// A description with a block mask planned apart (its forward alone, or with mechanisms or a
+// backward other than block-sparse's) reported the dense closed form, while its schedule ran the
+// mask's nonzero blocks only: 4.7 MB against 2.0 MB moved for local:2 at N = 1024, d = 64.
+TEST_CASE("a block-mask description planned apart has the closed form of its blocks") {
+  test::ShapeGen gen(48);
+  const char* specs[] = {"local:2", "strided:2", "random:0.3:7", "causal"};
+  const std::int64_t dims[] = {16, 32, 64, 128};
+  const std::int64_t blocks[] = {16, 32, 64, 128};
+  for (int i = 0; i < 24; ++i) {
+    KernelDescription d;
+    d.name = "masked";
+    d.source = "test";
+    d.forward = "query_stationary";
+    d.block_mask = true;
+    const bool with_backward = gen.coin();
+    if (with_backward) d.backward = "two_pass";
+    if (gen.coin()) d.mechanisms.load = LoadPath::tma;  // not flash2's kernels either way
+    RunRequest r = test::request("flash2", gen.pick(1, 2), gen.pick(1, 3), gen.pick(1, 700),
+                                 gen.pick(dims), gen.pick(blocks), gen.pick(blocks));
+    r.problem.causal = gen.coin();
+    r.problem.pass = with_backward && gen.coin() ? Pass::fwdbwd : Pass::fwd;
+    r.problem.pattern = std::make_shared<const BlockPattern>(parse_block_pattern(gen.pick(specs)));
+    r.engine.l2_enabled = false;
+    r.kernel = std::make_shared<const KernelDescription>(d);
+    const Report rep = simulate(test::profile("h100-sxm5-80gb"), r);
+    REQUIRE(rep.feasible());
+    CAPTURE(with_backward);
+    test::require_closed_form(r, rep);
+  }
 }
 
 }  // namespace iosim
