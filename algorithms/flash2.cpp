@@ -131,7 +131,8 @@ ReadWriteBytes flash2(const AttentionProblem& p, std::int64_t bq, std::int64_t b
     const std::int64_t qr = std::min(bq, p.seq - q0);
     rw.read += 2 * visible_kv_rows(p, q0, qr, bk) * d * eb;  // K and V
   }
-  rw.write += u(p.seq) * d * eb + u(p.seq) * 4;  // O and L (fp32)
+  // O (bf16 when the inputs are fp8: a description with wgmma may run fp8) and L (fp32).
+  rw.write += u(p.seq) * d * u(p.out_elem_bytes()) + u(p.seq) * 4;
   return rw;
 }
 
@@ -165,7 +166,7 @@ ReadWriteBytes flash2_family(const AttentionProblem& p, std::int64_t bq, std::in
     if (forward && met > 0) rw.read += qr * d * eb;  // Q_i, unless the block meets no key
   }
   if (forward) {
-    rw.write += n * d * eb + n * 4;  // O and L for every row
+    rw.write += n * d * u(p.out_elem_bytes()) + n * 4;  // O and L for every row
     return rw;
   }
   for (std::int64_t j = 0; j < tc; ++j) {  // K_j, V_j once if any query block meets them
