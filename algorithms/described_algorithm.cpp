@@ -1,38 +1,23 @@
-// Planning a kernel description: its dataflows carried out by their owners' schedules (or the
-// query-stationary forward and the two-pass backward, which take the mechanisms themselves), its
-// mechanisms applied to the main-loop kernels, its tiles as the request's defaults.
+// Planning a kernel description as its dataflows' entries say (algorithms/dataflow.hpp): the
+// kernels its backward was written with where it describes exactly those, else each pass by its
+// own dataflow's planner; its mechanisms applied to the main-loop kernels (or by the planner that
+// takes them itself), its tiles as the request's defaults.
 #include <fmt/format.h>
 
 #include <functional>
 
+#include "algorithms/dataflow.hpp"
 #include "algorithms/kernel_description.hpp"
 #include "algorithms/passes.hpp"
-#include "algorithms/query_stationary.hpp"
-#include "algorithms/two_pass_backward.hpp"
 #include "sim/base/errors.hpp"
 
 namespace iosim {
 
 namespace {
 
-// The preset that carries out dataflow `name` (its owner), or null (two_pass: no built-in
-// algorithm runs it).
-const KernelDescription* owner_preset(const std::vector<DataflowInfo>& list,
-                                      const std::string& name) {
-  const DataflowInfo* info = find_dataflow(list, name);
-  if (info == nullptr || *info->owner == '\0') return nullptr;
-  return &kernel_preset(info->owner);
-}
-
 bool same(const ResolvedMechanisms& a, const ResolvedMechanisms& b) {
   return a.mma == b.mma && a.load == b.load && a.warp_roles == b.warp_roles &&
          a.persistent == b.persistent && a.mma_wait == b.mma_wait;
-}
-
-// The preset's own mechanisms, as it resolves them.
-ResolvedMechanisms preset_mechanisms(const KernelDescription& p) {
-  return {*p.mechanisms.mma, *p.mechanisms.load, *p.mechanisms.warp_roles, *p.mechanisms.persistent,
-          *p.mechanisms.mma_wait};
 }
 
 // A schedule of another dataflow with the description's mechanisms on its main-loop kernels
@@ -74,11 +59,10 @@ class WithMechanisms final : public Schedule {
   std::optional<std::int64_t> smem_;
 };
 
-// `mech` on the main-loop kernels of a planned schedule of `owner`'s dataflow, unless they are
-// the owner's own (its kernels stay as they are); every time where no preset owns the dataflow.
-void with_mechanisms(Planned& planned, const ResolvedMechanisms& mech,
-                     const KernelDescription* owner) {
-  if (!planned.feasible() || (owner != nullptr && same(mech, preset_mechanisms(*owner)))) return;
+// `mech` on the main-loop kernels of a planned schedule of dataflow `df`, unless they are the
+// ones its schedule is written with (its kernels stay as they are); every time where it has none.
+void with_mechanisms(Planned& planned, const ResolvedMechanisms& mech, const Dataflow& df) {
+  if (!planned.feasible() || (df.mechanisms && same(mech, *df.mechanisms))) return;
   planned.schedule =
       std::make_unique<WithMechanisms>(std::move(planned.schedule), mech, std::nullopt);
 }
@@ -96,33 +80,68 @@ void check_stated_smem(const KernelDescription& d, const HardwareProfile& hw, Pl
   }
 }
 
-using PassPlanner =
-    std::function<Planned(const AttentionProblem&, const HardwareProfile&, const TilingRequest&)>;
+// Pass p.pass of dataflow `df` with the description's mechanisms.
+Planned plan_pass(const Dataflow& df, const AttentionProblem& p, const HardwareProfile& profile,
+                  const TilingRequest& req, const DataflowUse& use) {
+  Planned planned = df.plan(p, profile, req, use);
+  if (!df.plans_mechanisms) with_mechanisms(planned, use.mechanisms, df);
+  return planned;
+}
 
-// The description's schedule for p.pass: the preset's own planner where the description is a
-// preset; else the forward's and the backward's dataflows planned apart and run in turn.
-Planned plan_described(const Algorithm* preset_algorithm, const PassPlanner& plan_forward,
-                       const PassPlanner& plan_backward, const AttentionProblem& p,
+// The dataflows of a description, with what they are told of it.
+struct Described {
+  const Dataflow* forward = nullptr;   // null: none
+  const Dataflow* backward = nullptr;  // null: none
+  const FusedPasses* fused = nullptr;  // the backward's kernels with their forward, where `d` is
+  DataflowUse use;
+};
+
+Described describe(const KernelDescription& d) {
+  Described out;
+  out.forward = find_dataflow(forward_dataflows(), d.forward);
+  out.backward = find_dataflow(backward_dataflows(), d.backward);
+  out.use = {d.name, resolve_mechanisms(d), d.block_mask, d.kv_order};
+  // Exactly the kernels the backward was written with: its forward, its mechanisms, K/V walked
+  // up as theirs do, a block mask only where they take one.
+  const Dataflow* b = out.backward;
+  if (out.forward != nullptr && b != nullptr && b->fused && b->mechanisms &&
+      find_dataflow(forward_dataflows(), b->fused->forward) == out.forward &&
+      same(out.use.mechanisms, *b->mechanisms) && d.kv_order == KvOrder::ascending &&
+      (!d.block_mask || b->fused->block_mask)) {
+    out.fused = &*b->fused;
+  }
+  return out;
+}
+
+// The description's schedule for p.pass: its backward's kernels with their forward where it is
+// exactly those; else the forward's and the backward's dataflows planned apart and run in turn.
+Planned plan_described(const Described& dd, const AttentionProblem& p,
                        const HardwareProfile& profile, const TilingRequest& req) {
+  const auto plan_forward = [&](const AttentionProblem& pf, const TilingRequest& r) {
+    return plan_pass(*dd.forward, pf, profile, r, dd.use);
+  };
+  const auto plan_backward = [&](const AttentionProblem& pb, const TilingRequest& r) {
+    return plan_pass(*dd.backward, pb, profile, r, dd.use);
+  };
   Planned planned;
-  if (preset_algorithm != nullptr) {
-    planned = preset_algorithm->plan(p, profile, req);
+  if (dd.fused != nullptr) {
+    planned = dd.fused->plan(p, profile, req, dd.use);
   } else if (p.pass == Pass::fwd) {
-    planned = plan_forward(p, profile, req);
+    planned = plan_forward(p, req);
   } else if (p.pass == Pass::bwd) {
-    planned = plan_backward(p, profile, req);
+    planned = plan_backward(p, req);
   } else {
     // Both passes: the forward, then the backward with its own tiles where the description
     // (or --backward-block-q/-kv) gives them, as one schedule (L2 carried over).
     AttentionProblem pf = p, pb = p;
     pf.pass = Pass::fwd;
     pb.pass = Pass::bwd;
-    Planned f = plan_forward(pf, profile, req);
+    Planned f = plan_forward(pf, req);
     if (!f.feasible()) return f;
     TilingRequest rb = req;
     if (req.backward_block_q) rb.block_q = req.backward_block_q;
     if (req.backward_block_kv) rb.block_kv = req.backward_block_kv;
-    Planned b = plan_backward(pb, profile, rb);
+    Planned b = plan_backward(pb, rb);
     if (!b.feasible()) return b;
     planned.tiling = f.tiling;
     planned.tiling.backward_block_q = b.tiling.block_q;
@@ -134,27 +153,23 @@ Planned plan_described(const Algorithm* preset_algorithm, const PassPlanner& pla
   return planned;
 }
 
-// The built-in algorithm whose paper lines `d`'s operations carry out (`iosim explain`): its
-// forward dataflow's owner, else its backward's; the two-pass backward computes FlashAttention-2's
-// Algorithm 2 lines in another loop order ("flash2").
-std::string paper_algorithm_of(const KernelDescription& d) {
-  const bool block = d.block_mask;
-  if (const KernelDescription* f = owner_preset(forward_dataflows(), d.forward)) {
-    return block ? "block-sparse" : f->name;
-  }
-  if (const KernelDescription* b = owner_preset(backward_dataflows(), d.backward)) return b->name;
-  return "flash2";
-}
-
 }  // namespace
 
+const FusedPasses* fused_passes(const KernelDescription& d) {
+  return describe(d).fused;
+}
+
 ResolvedMechanisms resolve_mechanisms(const KernelDescription& d) {
-  ResolvedMechanisms base;
-  const KernelDescription* owner = owner_preset(forward_dataflows(), d.forward);
-  if (owner == nullptr) owner = owner_preset(backward_dataflows(), d.backward);
-  if (owner != nullptr && owner != &d) base = preset_mechanisms(*owner);
-  // A dataflow no preset carries out (two_pass alone) starts from mma.sync, cp.async, uniform.
-  ResolvedMechanisms m = base;
+  // A dataflow with no mechanisms of its own (two_pass alone) starts from mma.sync, cp.async,
+  // uniform warps.
+  ResolvedMechanisms m;
+  const Dataflow* f = find_dataflow(forward_dataflows(), d.forward);
+  const Dataflow* b = find_dataflow(backward_dataflows(), d.backward);
+  if (f != nullptr && f->mechanisms) {
+    m = *f->mechanisms;
+  } else if (b != nullptr && b->mechanisms) {
+    m = *b->mechanisms;
+  }
   if (d.mechanisms.mma) m.mma = *d.mechanisms.mma;
   if (d.mechanisms.load) m.load = *d.mechanisms.load;
   if (d.mechanisms.warp_roles) m.warp_roles = *d.mechanisms.warp_roles;
@@ -199,48 +214,58 @@ void check_mechanisms_on(const std::string& what, const ResolvedMechanisms& mech
 
 void check_preset_runs_on(const std::string& algorithm, const HardwareProfile& hw) {
   for (const KernelDescription& p : kernel_presets()) {
+    if (p.name != algorithm) continue;
     // The unfused dataflow's GEMMs are the vendor library's (cuBLAS), which has kernels for every
     // GPU: its wgmma and TMA describe the Hopper ones, and are no requirement.
-    if (p.name != algorithm || p.forward == "unfused") continue;
+    const Dataflow* f = find_dataflow(forward_dataflows(), p.forward);
+    if (f != nullptr && f->runs_on_any_gpu) continue;
     check_mechanisms_on(fmt::format("{} (its mechanisms: iosim kernels --show {})", p.name, p.name),
-                        preset_mechanisms(p), hw,
+                        resolve_mechanisms(p), hw,
                         "run an algorithm without them (flash2: mma_sync, cp_async), or a Hopper "
                         "profile");
   }
 }
 
-Algorithm described_algorithm(const KernelDescription& d, const HardwareProfile& hw,
-                              const Registry& registry) {
-  const ResolvedMechanisms mech = resolve_mechanisms(d);
-  const KernelDescription* fwd_owner = owner_preset(forward_dataflows(), d.forward);
-  const KernelDescription* bwd_owner = owner_preset(backward_dataflows(), d.backward);
+namespace {
 
-  Algorithm a;
-  a.name = d.name;
-  a.summary = fmt::format("kernel description {}", d.source);
-  // What the description accepts follows its dataflows' owners.
-  Capabilities& c = a.capabilities;
-  if (fwd_owner != nullptr) c = registry.get(fwd_owner->name).capabilities;
-  if (d.block_mask) c.block_pattern = true;
-  c.backward = !d.backward.empty();
-  c.fp8 = mech.wgmma() && d.forward == "query_stationary";
-  c.warpgroups = mech.warp_roles != WarpRoles::uniform;
-  c.gqa_backward = d.backward == "kv_stationary_reduce_dq";
-  c.flags_tile_forward = false;
-  c.one_stage = mech.load == LoadPath::plain;
-  if (fwd_owner == nullptr && bwd_owner != nullptr) {
-    c.forward_stages = registry.get(bwd_owner->name).capabilities.forward_stages;
-  }
-
-  // A description whose dataflows and mechanisms are exactly one preset's is that preset (its
-  // planner picks one tiling for both passes as the algorithm does).
-  const KernelDescription* same_preset = nullptr;
+// The preset `d` describes again (its dataflows and mechanisms), or null: a mechanism the GPU
+// lacks is refused in the preset's words (its name, as --algo's).
+const KernelDescription* same_preset(const KernelDescription& d, const ResolvedMechanisms& mech) {
   for (const KernelDescription& p : kernel_presets()) {
     if (p.forward == d.forward && p.backward == d.backward && p.block_mask == d.block_mask &&
-        p.kv_order == d.kv_order && same(preset_mechanisms(p), mech)) {
-      same_preset = &p;
+        p.kv_order == d.kv_order && same(resolve_mechanisms(p), mech)) {
+      return &p;
     }
   }
+  return nullptr;
+}
+
+// What a description accepts: its forward dataflow's, and what its mechanisms and its other
+// dataflow allow.
+Capabilities described_capabilities(const Described& dd, const KernelDescription& d) {
+  const ResolvedMechanisms& mech = dd.use.mechanisms;
+  Capabilities c;
+  if (dd.forward != nullptr) c = dd.forward->capabilities;
+  if (d.block_mask) c.block_pattern = true;
+  c.backward = dd.backward != nullptr;
+  c.fp8 = mech.wgmma() && dd.forward != nullptr && dd.forward->fp8_with_wgmma;
+  c.warpgroups = mech.warp_roles != WarpRoles::uniform;
+  c.gqa_backward = dd.backward != nullptr && dd.backward->gqa_backward;
+  // Both passes planned apart: the flags tile the forward, the backward keeps its own tiles
+  // (tiles.backward_block_q/kv, --backward-block-q/-kv); planned together, as their kernels say.
+  c.flags_tile_forward = dd.fused != nullptr ? dd.fused->flags_tile_forward
+                                             : dd.forward != nullptr && dd.backward != nullptr;
+  c.one_stage = mech.load == LoadPath::plain;
+  if (dd.forward == nullptr && dd.backward != nullptr) {
+    c.forward_stages = dd.backward->capabilities.forward_stages;
+  }
+  return c;
+}
+
+}  // namespace
+
+Algorithm described_algorithm(const KernelDescription& d, const HardwareProfile& hw) {
+  const ResolvedMechanisms mech = resolve_mechanisms(d);
   if (mech.mma_wait == MmaWait::next_step && (!mech.wgmma() || mech.load == LoadPath::plain)) {
     throw ConfigError(fmt::format(
         "{}: mechanisms.mma_wait next_step holds a K/V buffer for an asynchronous MMA waited for "
@@ -249,53 +274,24 @@ Algorithm described_algorithm(const KernelDescription& d, const HardwareProfile&
         d.source, mma_name(mech.mma), load_name(mech.load)));
   }
   // A mechanism the GPU lacks; a preset's own mechanisms are checked as its --algo is.
-  if (same_preset != nullptr) {
-    check_preset_runs_on(same_preset->name, hw);
+  if (const KernelDescription* preset = same_preset(d, mech)) {
+    check_preset_runs_on(preset->name, hw);
   } else {
     check_mechanisms_on(d.source, mech, hw);
   }
+  return described_algorithm(d);
+}
+
+Algorithm described_algorithm(const KernelDescription& d) {
+  const Described dd = describe(d);
+  Algorithm a;
+  a.name = d.name;
+  a.summary = d.summary.empty() ? fmt::format("kernel description {}", d.source) : d.summary;
+  a.capabilities = described_capabilities(dd, d);
   const KernelDescription desc = d;
-  const Registry* reg = &registry;
-  auto plan_forward = [desc, mech, fwd_owner, reg](const AttentionProblem& p,
-                                                   const HardwareProfile& profile,
-                                                   const TilingRequest& req) -> Planned {
-    if (desc.forward == "query_stationary") {
-      ResolvedMechanisms m = mech;
-      if (req.warpgroups && m.warp_roles != WarpRoles::uniform) {
-        m.warp_roles = *req.warpgroups == PipeOverlap::pingpong ? WarpRoles::pingpong
-                                                                : WarpRoles::producer_consumer;
-      }
-      const bool suffixed =
-          desc.name.size() >= 4 && desc.name.compare(desc.name.size() - 4, 4, "_fwd") == 0;
-      return plan_query_stationary_forward(p, profile, req, m, desc.name,
-                                           suffixed ? desc.name : desc.name + "_fwd",
-                                           desc.block_mask, desc.kv_order);
-    }
-    Planned planned = reg->get(fwd_owner->name).plan(p, profile, req);
-    with_mechanisms(planned, mech, fwd_owner);
-    return planned;
-  };
-  auto plan_backward = [desc, mech, bwd_owner, reg](const AttentionProblem& p,
-                                                    const HardwareProfile& profile,
-                                                    const TilingRequest& req) -> Planned {
-    Planned planned = bwd_owner == nullptr ? plan_two_pass_backward(p, profile, req, desc.name)
-                                           : reg->get(bwd_owner->name).plan(p, profile, req);
-    with_mechanisms(planned, mech, bwd_owner);
-    return planned;
-  };
-  const Algorithm* preset_algorithm =
-      same_preset != nullptr ? &registry.get(same_preset->name) : nullptr;
-  if (preset_algorithm != nullptr) {
-    a.capabilities = preset_algorithm->capabilities;
-  } else if (!d.forward.empty() && !d.backward.empty()) {
-    // Both passes planned apart: the flags tile the forward, the backward keeps its own tiles
-    // (tiles.backward_block_q/kv, --backward-block-q/-kv).
-    c.flags_tile_forward = true;
-  }
-  a.plan = [desc, mech, preset_algorithm, plan_forward, plan_backward](
-               const AttentionProblem& p, const HardwareProfile& profile,
-               const TilingRequest& requested) -> Planned {
-    if (runs_forward(p.pass) && desc.forward.empty()) {
+  a.plan = [desc, dd](const AttentionProblem& p, const HardwareProfile& profile,
+                      const TilingRequest& requested) -> Planned {
+    if (runs_forward(p.pass) && dd.forward == nullptr) {
       throw ConfigError(
           fmt::format("--pass {}: {} names no forward dataflow (dataflow.forward); use --pass bwd",
                       pass_name(p.pass), desc.source));
@@ -304,7 +300,7 @@ Algorithm described_algorithm(const KernelDescription& d, const HardwareProfile&
     // Plain loads go through registers, so each copy waits for the compute: the engine times
     // them one stage deep (apply_mechanisms). More buffers would be shared memory asked for and
     // never filled ahead, with occupancy lost to it: what runs is one stage, or it is refused.
-    if (mech.load == LoadPath::plain) {
+    if (dd.use.mechanisms.load == LoadPath::plain) {
       if (tiles.pipeline_stages.value_or(1) > 1) {
         throw ConfigError(fmt::format(
             "--stages {} (or tiles.stages): {} loads through registers (mechanisms.load plain), "
@@ -316,7 +312,7 @@ Algorithm described_algorithm(const KernelDescription& d, const HardwareProfile&
     }
     Planned planned;
     try {
-      planned = plan_described(preset_algorithm, plan_forward, plan_backward, p, profile, tiles);
+      planned = plan_described(dd, p, profile, tiles);
     } catch (const ConfigError& e) {
       // The split planner names --splits; a count the file states (tiles.splits) is the file's
       // key, not a flag the user never passed (issue #50 M2).
@@ -334,19 +330,18 @@ Algorithm described_algorithm(const KernelDescription& d, const HardwareProfile&
     }
     return planned;
   };
-  // The two-level closed form: each pass's own (the forward's and the backward's tiles).
-  a.closed_form = [desc, fwd_owner, bwd_owner, reg, preset_algorithm](
-                      const AttentionProblem& p, const Tiling& t,
-                      const BlockMask* blocks) -> ReadWriteBytes {
-    if (preset_algorithm != nullptr) return preset_algorithm->closed_form(p, t, blocks);
+  // The two-level closed form: the fused kernels' own, else each pass's (the forward's and the
+  // backward's tiles).
+  a.closed_form = [dd](const AttentionProblem& p, const Tiling& t,
+                       const BlockMask* blocks) -> ReadWriteBytes {
+    if (dd.fused != nullptr) return dd.fused->closed_form(p, t, blocks);
     ReadWriteBytes total;
     if (runs_forward(p.pass)) {
       AttentionProblem pf = p;
       pf.pass = Pass::fwd;
       Tiling tf = t;
       tf.backward_block_q = tf.backward_block_kv = 0;
-      const ReadWriteBytes f = reg->get(fwd_owner->name).closed_form(pf, tf, blocks);
-      total += f;
+      total += dd.forward->closed_form(pf, tf, blocks);
     }
     if (runs_backward(p.pass)) {
       AttentionProblem pb = p;
@@ -356,15 +351,19 @@ Algorithm described_algorithm(const KernelDescription& d, const HardwareProfile&
         tb.block_q = t.backward_block_q;
         tb.block_kv = t.backward_block_kv;
       }
-      const ReadWriteBytes b = bwd_owner == nullptr
-                                   ? two_pass_backward_closed_form(pb, tb.block_q, tb.block_kv)
-                                   : reg->get(bwd_owner->name).closed_form(pb, tb, blocks);
-      total += b;
+      total += dd.backward->closed_form(pb, tb, blocks);
     }
     return total;
   };
-  if (fwd_owner != nullptr) a.estimated_work = registry.get(fwd_owner->name).estimated_work;
-  a.paper_step = registry.get(paper_algorithm_of(d)).paper_step;
+  if (dd.forward != nullptr) a.estimated_work = dd.forward->estimated_work;
+  // The paper lines: the fused kernels' (flash3's forward follows none), else the forward
+  // dataflow's (both passes' kernels), else the backward's.
+  const DataflowPaperFn& paper = dd.fused != nullptr     ? dd.fused->paper_step
+                                 : dd.forward != nullptr ? dd.forward->paper_step
+                                                         : dd.backward->paper_step;
+  a.paper_step = [paper, use = dd.use](const std::string& kernel, const TileOp& op) {
+    return paper(kernel, op, use);
+  };
   return a;
 }
 

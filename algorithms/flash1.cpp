@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "algorithms/closed_form_parts.hpp"
+#include "algorithms/dataflow.hpp"
 #include "algorithms/passes.hpp"
 #include "algorithms/tile_costs.hpp"
 #include "sim/base/run_control.hpp"
@@ -234,25 +235,52 @@ ReadWriteBytes flash1_closed_form(const AttentionProblem& p, std::int64_t block_
   return every_head(p, block_q, block_kv, flash1, flash1_bwd);
 }
 
-Algorithm flash1_algorithm() {
-  Algorithm a;
-  a.name = "flash1";
-  a.summary = "FlashAttention-1 (Algorithm 1): K/V outer loop, Q inner; O, l, m through HBM";
-  a.capabilities.forward_stages = StagesCount::q_o_stages;
-  a.plan = plan_flash1;
-  a.closed_form = [](const AttentionProblem& p, const Tiling& t, const BlockMask*) {
+namespace {
+
+// What both FlashAttention-1 entries share: the one planner of both passes, the closed form, the
+// lines of Algorithms 1 and 4.
+Dataflow flash1_dataflow(Pass pass, const char* name, const char* summary) {
+  Dataflow f;
+  f.name = name;
+  f.pass = pass;
+  f.summary = summary;
+  f.mechanisms = ResolvedMechanisms{MmaFamily::mma_sync, LoadPath::cp_async, WarpRoles::uniform,
+                                    false, MmaWait::step};
+  f.plan = [](const AttentionProblem& p, const HardwareProfile& hw, const TilingRequest& req,
+              const DataflowUse&) { return plan_flash1(p, hw, req); };
+  f.closed_form = [](const AttentionProblem& p, const Tiling& t, const BlockMask*) {
     return flash1_closed_form(p, t.block_q, t.block_kv);
   };
+  f.paper_step = [](const std::string& kernel, const TileOp& op, const DataflowUse&) {
+    return paper::backward_kernel(kernel) ? paper::flash1_backward(op) : paper::flash1_forward(op);
+  };
+  f.capabilities.forward_stages = StagesCount::q_o_stages;
+  return f;
+}
+
+}  // namespace
+
+Dataflow kv_stationary_dataflow() {
+  Dataflow f = flash1_dataflow(
+      Pass::fwd, "kv_stationary",
+      "one CTA per head loops over K/V blocks, Q blocks inside; O, l, m re-read and re-written "
+      "(FlashAttention-1, Algorithm 1)");
   // Its default Br is min(Bc, d), not 128.
-  a.estimated_work = [](const AttentionProblem& p, const TilingRequest& requested) {
+  f.estimated_work = [](const AttentionProblem& p, const TilingRequest& requested) {
     TilingRequest t = requested;
     if (!t.block_q) t.block_q = std::min(t.block_kv.value_or(128), p.head_dim);
     return tiled_estimated_work(p, t);
   };
-  a.paper_step = [](const std::string& kernel, const TileOp& op) {
-    return paper::backward_kernel(kernel) ? paper::flash1_backward(op) : paper::flash1_forward(op);
-  };
-  return a;
+  return f;
+}
+
+Dataflow kv_stationary_dq_in_hbm_dataflow() {
+  Dataflow b = flash1_dataflow(
+      Pass::bwd, "kv_stationary_dq_in_hbm",
+      "one CTA per head, K/V outer, Q inner; dQ read, updated and written in HBM every step "
+      "(FlashAttention-1, Algorithm 4)");
+  b.fused = FusedPasses{"kv_stationary", false, false, b.plan, b.closed_form, b.paper_step};
+  return b;
 }
 
 }  // namespace iosim

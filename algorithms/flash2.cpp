@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "algorithms/closed_form_parts.hpp"
+#include "algorithms/dataflow.hpp"
 #include "algorithms/passes.hpp"
 #include "algorithms/query_stationary.hpp"
 #include "sim/base/run_control.hpp"
@@ -130,7 +131,8 @@ ReadWriteBytes flash2(const AttentionProblem& p, std::int64_t bq, std::int64_t b
     const std::int64_t qr = std::min(bq, p.seq - q0);
     rw.read += 2 * visible_kv_rows(p, q0, qr, bk) * d * eb;  // K and V
   }
-  rw.write += u(p.seq) * d * eb + u(p.seq) * 4;  // O and L (fp32)
+  // O (bf16 when the inputs are fp8: a description with wgmma may run fp8) and L (fp32).
+  rw.write += u(p.seq) * d * u(p.out_elem_bytes()) + u(p.seq) * 4;
   return rw;
 }
 
@@ -164,7 +166,7 @@ ReadWriteBytes flash2_family(const AttentionProblem& p, std::int64_t bq, std::in
     if (forward && met > 0) rw.read += qr * d * eb;  // Q_i, unless the block meets no key
   }
   if (forward) {
-    rw.write += n * d * eb + n * 4;  // O and L for every row
+    rw.write += n * d * u(p.out_elem_bytes()) + n * 4;  // O and L for every row
     return rw;
   }
   for (std::int64_t j = 0; j < tc; ++j) {  // K_j, V_j once if any query block meets them
@@ -205,23 +207,48 @@ ReadWriteBytes flash2_closed_form(const AttentionProblem& p, std::int64_t block_
   return out;
 }
 
-Algorithm flash2_algorithm() {
-  Algorithm a;
-  a.name = "flash2";
-  a.capabilities.packs_gqa = true;
-  a.summary = "FlashAttention-2: CTA per (Q block, batch, head), K/V streamed, O written once";
-  a.plan = [](const AttentionProblem& p, const HardwareProfile& hw, const TilingRequest& req) {
-    return plan_flash2_family(p, hw, req, false);
-  };
-  a.closed_form = [](const AttentionProblem& p, const Tiling& t, const BlockMask*) {
+PaperStep flash2_family_paper_step(const std::string& kernel, const TileOp& op,
+                                   const DataflowUse& use) {
+  if (paper::backward_kernel(kernel)) return paper::flash2_backward(kernel, op);
+  return paper::flash2_forward(
+      op, use.block_mask ? "FlashAttention-2, Algorithm 1, over the nonzero blocks only (as "
+                           "FlashAttention's Algorithm 5 skips the zero blocks)"
+                         : "FlashAttention-2, Algorithm 1");
+}
+
+Dataflow kv_stationary_atomic_dq_dataflow() {
+  Dataflow b;
+  b.name = "kv_stationary_atomic_dq";
+  b.pass = Pass::bwd;
+  b.summary =
+      "one CTA per K/V block loops over query blocks; dQ added in fp32 with atomics, converted "
+      "after (FlashAttention-2)";
+  b.mechanisms = ResolvedMechanisms{MmaFamily::mma_sync, LoadPath::cp_async, WarpRoles::uniform,
+                                    false, MmaWait::step};
+  b.plan = [](const AttentionProblem& p, const HardwareProfile& hw, const TilingRequest& req,
+              const DataflowUse&) { return plan_flash2_family(p, hw, req, false); };
+  b.closed_form = [](const AttentionProblem& p, const Tiling& t, const BlockMask*) {
     return flash2_closed_form(p, t.block_q, t.block_kv);
   };
-  a.paper_step = [](const std::string& kernel, const TileOp& op) {
-    return paper::backward_kernel(kernel)
-               ? paper::flash2_backward(kernel, op)
-               : paper::flash2_forward(op, "FlashAttention-2, Algorithm 1");
+  // Alone (no forward), FlashAttention-2's Algorithm 2, a block mask or not.
+  b.paper_step = [](const std::string& kernel, const TileOp& op, const DataflowUse&) {
+    return flash2_family_paper_step(kernel, op, {});
   };
-  return a;
+  // FlashAttention-2's kernels: its forward and backward with one tiling for both passes
+  // (the backward's), over a block mask's nonzero blocks where the description has one.
+  FusedPasses fused;
+  fused.forward = "query_stationary";
+  fused.block_mask = true;
+  fused.plan = [](const AttentionProblem& p, const HardwareProfile& hw, const TilingRequest& req,
+                  const DataflowUse& use) {
+    return plan_flash2_family(p, hw, req, use.block_mask);
+  };
+  fused.closed_form = [](const AttentionProblem& p, const Tiling& t, const BlockMask* blocks) {
+    return flash2_closed_form(p, t.block_q, t.block_kv, blocks);
+  };
+  fused.paper_step = flash2_family_paper_step;
+  b.fused = fused;
+  return b;
 }
 
 }  // namespace iosim

@@ -21,6 +21,7 @@
 #include <algorithm>
 
 #include "algorithms/closed_form_parts.hpp"
+#include "algorithms/dataflow.hpp"
 #include "algorithms/passes.hpp"
 #include "algorithms/query_stationary.hpp"
 #include "sim/base/errors.hpp"
@@ -195,27 +196,32 @@ ResolvedMechanisms flash3_mechanisms(bool pingpong) {
   return m;
 }
 
-Algorithm flash3_algorithm() {
-  Algorithm a;
-  a.name = "flash3";
-  a.summary =
-      "FlashAttention-3 (Hopper): producer/consumer warpgroups, wgmma, ping-pong, persistent "
-      "tiles; backward with warpgroups of keys and a TMA reduce-add of dQ";
-  a.capabilities.warpgroups = true;
-  a.capabilities.fp8 = true;
-  a.capabilities.packs_gqa = true;
-  a.capabilities.gqa_backward = true;
-  a.capabilities.flags_tile_forward = true;
-  a.plan = plan_flash3;
-  a.closed_form = [](const AttentionProblem& p, const Tiling& t, const BlockMask*) {
+Dataflow kv_stationary_reduce_dq_dataflow() {
+  Dataflow b;
+  b.name = "kv_stationary_reduce_dq";
+  b.pass = Pass::bwd;
+  b.summary =
+      "one CTA per K/V block, consumer warpgroups in lockstep, dQ added with a TMA reduce-add in "
+      "fp32, converted after (FlashAttention-3)";
+  // FlashAttention-3's kernels: wgmma with P from registers, TMA, a producer warpgroup,
+  // persistent.
+  b.mechanisms = ResolvedMechanisms{MmaFamily::wgmma_rs, LoadPath::tma,
+                                    WarpRoles::producer_consumer, true, MmaWait::step};
+  b.plan = [](const AttentionProblem& p, const HardwareProfile& hw, const TilingRequest& req,
+              const DataflowUse&) { return plan_flash3(p, hw, req); };
+  b.closed_form = [](const AttentionProblem& p, const Tiling& t, const BlockMask*) {
     return flash3_closed_form(p, t.block_q, t.block_kv, t.backward_block_q, t.backward_block_kv);
   };
   // Its backward carries out FlashAttention-2's Algorithm 2 lines (its own paper numbers none):
   // warpgroups, TMA and the reduce-add of dQ change how, not what. Its forward follows no lines.
-  a.paper_step = [](const std::string& kernel, const TileOp& op) {
+  b.paper_step = [](const std::string& kernel, const TileOp& op, const DataflowUse&) {
     return paper::backward_kernel(kernel) ? paper::flash2_backward(kernel, op) : PaperStep{};
   };
-  return a;
+  b.gqa_backward = true;
+  // FlashAttention-3's forward and backward: the flags tile the forward, the backward keeps its
+  // own tiles (--backward-block-q/-kv).
+  b.fused = FusedPasses{"query_stationary", false, true, b.plan, b.closed_form, b.paper_step};
+  return b;
 }
 
 }  // namespace iosim

@@ -1,5 +1,5 @@
 // Flash-decoding (split-KV) and paged attention: the schedule algorithms/decode.hpp describes,
-// and the `flash-decoding` algorithm. Paged attention's Algorithm lives in paged.cpp.
+// and the `split_kv` dataflow. The `paged` dataflow's entry lives in paged.cpp.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "algorithms/closed_form_parts.hpp"
+#include "algorithms/dataflow.hpp"
 #include "algorithms/decode.hpp"
 #include "algorithms/tile_costs.hpp"
 #include "sim/base/errors.hpp"
@@ -381,23 +382,27 @@ ReadWriteBytes split_kv_closed_form(const AttentionProblem& p, std::int64_t bloc
   return split_kv(p, block_q, block_kv, std::max<std::int64_t>(splits, 1), paged);
 }
 
-Algorithm flash_decoding_algorithm() {
-  Algorithm a;
-  a.name = "flash-decoding";
-  a.summary =
-      "flash-decoding: K/V split into --splits chunks attended in parallel, then a reduce kernel "
-      "combines the partial outputs by their log-sum-exp";
-  a.capabilities.splits = true;
-  a.capabilities.packs_gqa = true;
-  a.capabilities.backward = false;  // an inference schedule
-  a.plan = [](const AttentionProblem& p, const HardwareProfile& hw, const TilingRequest& req) {
-    return plan_split_kv(p, hw, req, false);
-  };
-  a.closed_form = [](const AttentionProblem& p, const Tiling& t, const BlockMask*) {
+Dataflow split_kv_dataflow() {
+  Dataflow f;
+  f.name = "split_kv";
+  f.pass = Pass::fwd;
+  f.summary =
+      "K/V split into chunks attended in parallel, partial O and log-sum-exp combined by a "
+      "reduce kernel (Flash-Decoding)";
+  // FlashAttention-2's split-KV kernels (ours): mma.sync, cp.async, uniform warps.
+  f.mechanisms = ResolvedMechanisms{MmaFamily::mma_sync, LoadPath::cp_async, WarpRoles::uniform,
+                                    false, MmaWait::step};
+  f.plan = [](const AttentionProblem& p, const HardwareProfile& hw, const TilingRequest& req,
+              const DataflowUse&) { return plan_split_kv(p, hw, req, false); };
+  f.closed_form = [](const AttentionProblem& p, const Tiling& t, const BlockMask*) {
     return split_kv_closed_form(p, t.block_q, t.block_kv, t.splits, false);
   };
-  a.paper_step = paper::split_kv;
-  return a;
+  f.paper_step = [](const std::string& kernel, const TileOp& op, const DataflowUse&) {
+    return paper::split_kv(kernel, op);
+  };
+  f.capabilities.splits = true;
+  f.capabilities.packs_gqa = true;
+  return f;
 }
 
 }  // namespace iosim

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <map>
 
+#include "algorithms/dataflow.hpp"
 #include "sim/base/errors.hpp"
 #include "sim/base/json_text.hpp"
 #include "sim/base/suggest.hpp"
@@ -51,9 +52,9 @@ std::vector<std::string> names_of(const Named<E> (&table)[N]) {
   return out;
 }
 
-std::vector<std::string> dataflow_names(const std::vector<DataflowInfo>& list) {
+std::vector<std::string> dataflow_names(const std::vector<const Dataflow*>& list) {
   std::vector<std::string> out;
-  for (const auto& d : list) out.emplace_back(d.name);
+  for (const Dataflow* d : list) out.emplace_back(d->name);
   return out;
 }
 
@@ -161,50 +162,6 @@ constexpr std::int64_t kMaxBlock = 1 << 16;
 
 }  // namespace
 
-const DataflowInfo* find_dataflow(const std::vector<DataflowInfo>& list, const std::string& name) {
-  for (const auto& d : list) {
-    if (name == d.name) return &d;
-  }
-  return nullptr;
-}
-
-const std::vector<DataflowInfo>& forward_dataflows() {
-  static const std::vector<DataflowInfo> list = {
-      {"unfused", "standard",
-       "S = Q K^T and P = softmax(S) through HBM: a GEMM, the softmax (and mask) kernels, a GEMM"},
-      {"kv_stationary", "flash1",
-       "one CTA per head loops over K/V blocks, Q blocks inside; O, l, m re-read and re-written "
-       "(FlashAttention-1, Algorithm 1)"},
-      {"query_stationary", "flash2",
-       "one CTA per query block streams K/V, O and L written once (FlashAttention-2, -3)"},
-      {"split_kv", "flash-decoding",
-       "K/V split into chunks attended in parallel, partial O and log-sum-exp combined by a "
-       "reduce kernel (Flash-Decoding)"},
-      {"paged", "paged",
-       "split-KV over a paged K/V cache gathered through a block table (PagedAttention)"},
-  };
-  return list;
-}
-
-const std::vector<DataflowInfo>& backward_dataflows() {
-  static const std::vector<DataflowInfo> list = {
-      {"unfused", "standard", "autograd over the unfused forward: one kernel per step, all in HBM"},
-      {"kv_stationary_dq_in_hbm", "flash1",
-       "one CTA per head, K/V outer, Q inner; dQ read, updated and written in HBM every step "
-       "(FlashAttention-1, Algorithm 4)"},
-      {"kv_stationary_atomic_dq", "flash2",
-       "one CTA per K/V block loops over query blocks; dQ added in fp32 with atomics, converted "
-       "after (FlashAttention-2)"},
-      {"kv_stationary_reduce_dq", "flash3",
-       "one CTA per K/V block, consumer warpgroups in lockstep, dQ added with a TMA reduce-add in "
-       "fp32, converted after (FlashAttention-3)"},
-      {"two_pass", "",
-       "one kernel, two passes per CTA: dK, dV of a key block looping over queries, then dQ of a "
-       "query block looping over keys; no atomics, no fp32 dQ in HBM"},
-  };
-  return list;
-}
-
 void apply_mechanisms(KernelSpec& k, const ResolvedMechanisms& m, int consumers) {
   constexpr int kWarpgroupWarps = 4;
   k.tensor_instruction = m.wgmma() ? TensorInstruction::wgmma : TensorInstruction::mma_sync;
@@ -246,6 +203,9 @@ KernelDescription parse_kernel_description(const json& doc, const std::string& s
     c.finish();
   }
   if (!c.object(doc, "", {"name", "dataflow", "tiles", "mechanisms", "launch"})) c.finish();
+  // The dataflows' entries say what else a description of them may state.
+  const Dataflow* forward = nullptr;
+  const Dataflow* backward = nullptr;
   d.name = c.text(doc, "", "name").value_or("");
   if (!doc.contains("name")) c.problem("name", "required: the kernel's name");
   if (!doc.contains("dataflow")) {
@@ -253,7 +213,8 @@ KernelDescription parse_kernel_description(const json& doc, const std::string& s
   } else if (const json& df = doc.at("dataflow");
              c.object(df, "dataflow", {"forward", "backward", "block_mask", "kv_order"})) {
     if (auto f = c.text(df, "dataflow", "forward")) {
-      if (!find_dataflow(forward_dataflows(), *f)) {
+      forward = find_dataflow(forward_dataflows(), *f);
+      if (forward == nullptr) {
         const auto valid = dataflow_names(forward_dataflows());
         c.problem("dataflow.forward", fmt::format("unknown forward dataflow '{}'{}; one of {}", *f,
                                                   did_you_mean(*f, valid), fmt::join(valid, ", ")));
@@ -262,7 +223,8 @@ KernelDescription parse_kernel_description(const json& doc, const std::string& s
       }
     }
     if (auto b = c.text(df, "dataflow", "backward")) {
-      if (!find_dataflow(backward_dataflows(), *b)) {
+      backward = find_dataflow(backward_dataflows(), *b);
+      if (backward == nullptr) {
         const auto valid = dataflow_names(backward_dataflows());
         c.problem("dataflow.backward",
                   fmt::format("unknown backward dataflow '{}'{}; one of {}", *b,
@@ -275,12 +237,12 @@ KernelDescription parse_kernel_description(const json& doc, const std::string& s
     if (!df.contains("forward") && !df.contains("backward")) {
       c.problem("dataflow", "names no dataflow: give forward, backward or both");
     }
-    if (d.block_mask && !d.forward.empty() && d.forward != "query_stationary") {
+    if (d.block_mask && forward != nullptr && !forward->block_mask) {
       c.problem("dataflow.block_mask", "applies to the query_stationary forward only");
     }
     if (auto order = c.choice(df, "dataflow", "kv_order", kKvOrder)) {
       d.kv_order = *order;
-      if (d.forward != "query_stationary") {
+      if (forward == nullptr || !forward->kv_order) {
         c.problem("dataflow.kv_order", "applies to the query_stationary forward only");
       }
     }
@@ -299,7 +261,7 @@ KernelDescription parse_kernel_description(const json& doc, const std::string& s
       d.tiles.backward_block_kv = c.integer(t, "tiles", "backward_block_kv", 1, kMaxBlock);
     }
   }
-  if (d.tiles.score_chunk && d.backward != "two_pass") {
+  if (d.tiles.score_chunk && (backward == nullptr || !backward->score_chunk)) {
     c.problem("tiles.score_chunk", "applies to the two_pass backward only");
   }
   if (doc.contains("mechanisms")) {
@@ -327,7 +289,7 @@ KernelDescription parse_kernel_description(const json& doc, const std::string& s
       }
       if (auto b = c.integer(l, "launch", "local_bytes_per_thread", 0, 512 * 1024)) {
         d.tiles.local_bytes_per_thread = int(*b);
-        if (*b > 0 && (d.forward != "query_stationary" || !d.backward.empty())) {
+        if (*b > 0 && (forward == nullptr || !forward->spills || !d.backward.empty())) {
           // Silently ignoring the spills of another dataflow's kernel would time it as if none.
           c.problem("launch.local_bytes_per_thread",
                     "only the query_stationary forward models spills so far");
@@ -425,40 +387,56 @@ std::string kernel_description_yaml(const KernelDescription& d) {
 
 namespace {
 
-KernelDescription preset(std::string name, std::string forward, std::string backward, MmaFamily mma,
-                         LoadPath load, WarpRoles roles, bool persistent, bool block_mask = false) {
+// A preset: its dataflows, run by their kernels' own mechanisms unless `mechanisms` says
+// otherwise.
+KernelDescription preset(std::string name, std::string summary, std::string forward,
+                         std::string backward, bool block_mask = false,
+                         Mechanisms mechanisms = {}) {
   KernelDescription d;
   d.source = "preset " + name;
   d.name = std::move(name);
+  d.summary = std::move(summary);
   d.forward = std::move(forward);
   d.backward = std::move(backward);
   d.block_mask = block_mask;
-  d.mechanisms = {mma, load, roles, persistent, MmaWait::step};
+  d.mechanisms = mechanisms;
   return d;
 }
 
 }  // namespace
 
 const std::vector<KernelDescription>& kernel_presets() {
-  using M = MmaFamily;
-  using L = LoadPath;
-  using W = WarpRoles;
   // What the built-in schedules model: standard's GEMMs are cuBLAS's Hopper kernels, timed at the
   // wgmma rate with the warps overlapping the pipes, persistent where the GPU has wgmma (cuBLAS
-  // launches a CTA per tile on Ampere); the FlashAttention-1/-2 family and the
-  // decoding kernels are our mma.sync + cp.async kernels; flash3 is FlashAttention-3's.
+  // launches a CTA per tile on Ampere); the FlashAttention-1/-2 family and the decoding kernels
+  // are our mma.sync + cp.async kernels: each of these runs its dataflows' own mechanisms
+  // (algorithms/dataflow.hpp). flash3 is FlashAttention-3's forward (wgmma, TMA, a producer
+  // warpgroup, persistent) with its backward.
   static const std::vector<KernelDescription> list = {
-      preset("standard", "unfused", "unfused", M::wgmma_ss, L::tma, W::uniform, true),
-      preset("flash1", "kv_stationary", "kv_stationary_dq_in_hbm", M::mma_sync, L::cp_async,
-             W::uniform, false),
-      preset("flash2", "query_stationary", "kv_stationary_atomic_dq", M::mma_sync, L::cp_async,
-             W::uniform, false),
-      preset("flash3", "query_stationary", "kv_stationary_reduce_dq", M::wgmma_rs, L::tma,
-             W::producer_consumer, true),
-      preset("block-sparse", "query_stationary", "kv_stationary_atomic_dq", M::mma_sync,
-             L::cp_async, W::uniform, false, true),
-      preset("flash-decoding", "split_kv", "", M::mma_sync, L::cp_async, W::uniform, false),
-      preset("paged", "paged", "", M::mma_sync, L::cp_async, W::uniform, false),
+      preset("standard", "unfused attention: S = QK^T, softmax, PV as separate kernels through HBM",
+             "unfused", "unfused"),
+      preset("flash1",
+             "FlashAttention-1 (Algorithm 1): K/V outer loop, Q inner; O, l, m through HBM",
+             "kv_stationary", "kv_stationary_dq_in_hbm"),
+      preset("flash2",
+             "FlashAttention-2: CTA per (Q block, batch, head), K/V streamed, O written once",
+             "query_stationary", "kv_stationary_atomic_dq"),
+      preset(
+          "flash3",
+          "FlashAttention-3 (Hopper): producer/consumer warpgroups, wgmma, ping-pong, "
+          "persistent tiles; backward with warpgroups of keys and a TMA reduce-add of dQ",
+          "query_stationary", "kv_stationary_reduce_dq", false,
+          {MmaFamily::wgmma_rs, LoadPath::tma, WarpRoles::producer_consumer, true, std::nullopt}),
+      preset("block-sparse",
+             "block-sparse FlashAttention: FlashAttention-2 over the nonzero blocks of --pattern",
+             "query_stationary", "kv_stationary_atomic_dq", true),
+      preset("flash-decoding",
+             "flash-decoding: K/V split into --splits chunks attended in parallel, then a reduce "
+             "kernel combines the partial outputs by their log-sum-exp",
+             "split_kv", ""),
+      preset("paged",
+             "paged attention: split-KV decoding that gathers K/V pages through a block table",
+             "paged", ""),
   };
   return list;
 }

@@ -4,7 +4,7 @@
 //  - the mechanisms (MMA family, load path, warp roles, pipeline depth, persistent grid, the
 //    launch facts a compiler reports) decide, with the dataflow, the time.
 // Any dataflow combines with any mechanism the engine models. The built-in algorithm names are
-// presets of descriptions (kernel_presets.cpp); a user writes the same thing as a YAML file
+// presets of descriptions (kernel_presets()); a user writes the same thing as a YAML file
 // (`--kernel FILE`, schemas/kernel.schema.json) or a Python dict (`iosim.run(kernel={...})`).
 //
 // Where each mechanism acts (docs/kernels.md says the same for users):
@@ -77,20 +77,9 @@ struct ResolvedMechanisms {
   bool wgmma() const { return mma != MmaFamily::mma_sync; }
 };
 
-/// The dataflows a description may name, forward and backward (docs/kernels.md describes each).
-/// Each is carried out by a built-in schedule; the name of the preset that owns it is `owner`.
-struct DataflowInfo {
-  const char* name;
-  const char* owner;    // the built-in algorithm whose schedule carries it out
-  const char* summary;  // one line for `iosim kernels`
-};
-const std::vector<DataflowInfo>& forward_dataflows();
-/// The dataflow of `list` called `name`, or null.
-const DataflowInfo* find_dataflow(const std::vector<DataflowInfo>& list, const std::string& name);
-const std::vector<DataflowInfo>& backward_dataflows();
-
 struct KernelDescription {
   std::string name;         // shown as the run's algorithm
+  std::string summary;      // a preset's one line for reports; empty: "kernel description SOURCE"
   std::string source;       // where it came from (a file, "preset flash2", "the kernel dict")
   std::string forward;      // a forward dataflow, or "" (none: --pass fwd is refused)
   std::string backward;     // a backward dataflow, or "" (none: --pass bwd and fwdbwd are refused)
@@ -121,16 +110,19 @@ const std::vector<KernelDescription>& kernel_presets();
 /// The preset called `name`; throws ConfigError listing the presets otherwise.
 const KernelDescription& kernel_preset(const std::string& name);
 
-/// The mechanisms `d` resolves to: its own where given, else its forward (or backward) dataflow
-/// owner preset's.
+/// The mechanisms `d` resolves to: its own where given, else those its forward dataflow's
+/// schedule is written with (else its backward's; algorithms/dataflow.hpp).
 ResolvedMechanisms resolve_mechanisms(const KernelDescription& d);
 
-/// An Algorithm that plans `d` (described_algorithm.cpp): its dataflows carried out by their
-/// owners' schedules, its mechanisms applied, its tiles as the request's defaults, its paper lines
-/// those of the built-in algorithm whose dataflow it follows. Checks `d` against `profile` (a
-/// mechanism the GPU lacks, such as wgmma on an A100) and throws ConfigError naming the source.
-Algorithm described_algorithm(const KernelDescription& d, const HardwareProfile& profile,
-                              const Registry& registry);
+/// An Algorithm that plans `d` (described_algorithm.cpp) as its dataflows' entries say
+/// (algorithms/dataflow.hpp): the kernels its backward was written with where `d` is exactly those
+/// (FusedPasses), else each pass by its own dataflow; its mechanisms applied, its tiles as the
+/// request's defaults, its paper lines its dataflows'. Checks `d` against `profile` (a mechanism
+/// the GPU lacks, such as wgmma on an A100) and throws ConfigError naming the source.
+Algorithm described_algorithm(const KernelDescription& d, const HardwareProfile& profile);
+/// The same Algorithm, unchecked: a preset's, registered as a built-in algorithm (its mechanisms
+/// are checked against a run's GPU by check_preset_runs_on).
+Algorithm described_algorithm(const KernelDescription& d);
 
 /// Throws ConfigError, `what` first, when `hw` lacks a mechanism of `mech`: wgmma or TMA on a GPU
 /// without them (an A100). `instead` says what to do (default: the mechanism to use instead).

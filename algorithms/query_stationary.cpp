@@ -350,4 +350,40 @@ Planned plan_query_stationary_forward(const AttentionProblem& p, const HardwareP
   return out;
 }
 
+Dataflow query_stationary_dataflow() {
+  Dataflow f;
+  f.name = "query_stationary";
+  f.pass = Pass::fwd;
+  f.summary = "one CTA per query block streams K/V, O and L written once (FlashAttention-2, -3)";
+  // FlashAttention-2's kernel (ours): mma.sync, cp.async, uniform warps.
+  f.mechanisms = ResolvedMechanisms{MmaFamily::mma_sync, LoadPath::cp_async, WarpRoles::uniform,
+                                    false, MmaWait::step};
+  f.plans_mechanisms = true;
+  f.plan = [](const AttentionProblem& p, const HardwareProfile& hw, const TilingRequest& req,
+              const DataflowUse& use) {
+    // --warpgroups arranges the consumer warpgroups of a warp-specialized kernel.
+    ResolvedMechanisms m = use.mechanisms;
+    if (req.warpgroups && m.warp_roles != WarpRoles::uniform) {
+      m.warp_roles = *req.warpgroups == PipeOverlap::pingpong ? WarpRoles::pingpong
+                                                              : WarpRoles::producer_consumer;
+    }
+    const bool suffixed =
+        use.name.size() >= 4 && use.name.compare(use.name.size() - 4, 4, "_fwd") == 0;
+    return plan_query_stationary_forward(p, hw, req, m, use.name,
+                                         suffixed ? use.name : use.name + "_fwd", use.block_mask,
+                                         use.kv_order);
+  };
+  // Over a block mask's nonzero blocks where the description has one (the mask the plan resolved).
+  f.closed_form = [](const AttentionProblem& p, const Tiling& t, const BlockMask* blocks) {
+    return flash2_closed_form(p, t.block_q, t.block_kv, blocks);
+  };
+  f.paper_step = flash2_family_paper_step;
+  f.capabilities.packs_gqa = true;
+  f.fp8_with_wgmma = true;
+  f.block_mask = true;
+  f.kv_order = true;
+  f.spills = true;
+  return f;
+}
+
 }  // namespace iosim

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "algorithms/algorithm.hpp"
+#include "algorithms/dataflow.hpp"
 #include "algorithms/kernel_description.hpp"
 
 namespace iosim {
@@ -50,5 +51,10 @@ Planned plan_query_stationary_forward(const AttentionProblem& p, const HardwareP
 /// cooperate), as kernel_presets() states them.
 ResolvedMechanisms flash2_mechanisms();
 ResolvedMechanisms flash3_mechanisms(bool pingpong);
+
+/// The lines of FlashAttention-2's Algorithms 1 and 2 each operation of its kernels carries out
+/// (flash2.cpp); under a block mask, block-sparse FlashAttention's.
+PaperStep flash2_family_paper_step(const std::string& kernel, const TileOp& op,
+                                   const DataflowUse& use);
 
 }  // namespace iosim

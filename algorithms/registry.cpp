@@ -5,24 +5,74 @@
 #include <cmath>
 
 #include "algorithms/algorithm.hpp"
+#include "algorithms/dataflow.hpp"
 #include "sim/base/errors.hpp"
 #include "sim/base/suggest.hpp"
 
 namespace iosim {
 
-// The built-in algorithms, one file each. Adding one: write its file, add its line here.
-Algorithm standard_algorithm();        // standard.cpp
-Algorithm flash1_algorithm();          // flash1.cpp
-Algorithm flash2_algorithm();          // flash2.cpp
-Algorithm flash3_algorithm();          // flash3.cpp
-Algorithm block_sparse_algorithm();    // block_sparse.cpp
-Algorithm flash_decoding_algorithm();  // flash_decoding.cpp
-Algorithm paged_algorithm();           // paged.cpp
+// The dataflows, one file each (with their schedules). Adding one: write its entry in its file,
+// add its line here; its name is then a description's to use (the schema's enum and
+// docs/kernels.md name it too: tests/kernel_description_test.cpp holds them to this table).
+Dataflow unfused_forward_dataflow();          // standard.cpp
+Dataflow kv_stationary_dataflow();            // flash1.cpp
+Dataflow query_stationary_dataflow();         // query_stationary.cpp
+Dataflow split_kv_dataflow();                 // flash_decoding.cpp
+Dataflow paged_dataflow();                    // paged.cpp
+Dataflow unfused_backward_dataflow();         // standard.cpp
+Dataflow kv_stationary_dq_in_hbm_dataflow();  // flash1.cpp
+Dataflow kv_stationary_atomic_dq_dataflow();  // flash2.cpp
+Dataflow kv_stationary_reduce_dq_dataflow();  // flash3.cpp
+Dataflow two_pass_dataflow();                 // two_pass_backward.cpp
 
+const std::vector<Dataflow>& dataflows() {
+  static const std::vector<Dataflow> table = [] {
+    std::vector<Dataflow> t;
+    for (auto make : {unfused_forward_dataflow, kv_stationary_dataflow, query_stationary_dataflow,
+                      split_kv_dataflow, paged_dataflow, unfused_backward_dataflow,
+                      kv_stationary_dq_in_hbm_dataflow, kv_stationary_atomic_dq_dataflow,
+                      kv_stationary_reduce_dq_dataflow, two_pass_dataflow}) {
+      t.push_back(make());
+    }
+    return t;
+  }();
+  return table;
+}
+
+namespace {
+
+std::vector<const Dataflow*> dataflows_of(Pass pass) {
+  std::vector<const Dataflow*> out;
+  for (const Dataflow& d : dataflows()) {
+    if (d.pass == pass) out.push_back(&d);
+  }
+  return out;
+}
+
+}  // namespace
+
+const std::vector<const Dataflow*>& forward_dataflows() {
+  static const std::vector<const Dataflow*> list = dataflows_of(Pass::fwd);
+  return list;
+}
+
+const std::vector<const Dataflow*>& backward_dataflows() {
+  static const std::vector<const Dataflow*> list = dataflows_of(Pass::bwd);
+  return list;
+}
+
+const Dataflow* find_dataflow(const std::vector<const Dataflow*>& list, const std::string& name) {
+  for (const Dataflow* d : list) {
+    if (name == d->name) return d;
+  }
+  return nullptr;
+}
+
+// The built-in algorithms are the presets, descriptions of dataflows (kernel_presets()), planned
+// as any description is.
 void register_builtin_algorithms(Registry& registry) {
-  for (auto make : {standard_algorithm, flash1_algorithm, flash2_algorithm, flash3_algorithm,
-                    block_sparse_algorithm, flash_decoding_algorithm, paged_algorithm}) {
-    registry.add(make());
+  for (const KernelDescription& preset : kernel_presets()) {
+    registry.add(described_algorithm(preset));
   }
 }
 

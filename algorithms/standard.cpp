@@ -12,6 +12,7 @@
 #include <algorithm>
 
 #include "algorithms/closed_form_parts.hpp"
+#include "algorithms/dataflow.hpp"
 #include "algorithms/passes.hpp"
 #include "algorithms/standard_tiles.hpp"
 #include "algorithms/tile_costs.hpp"
@@ -363,22 +364,57 @@ ReadWriteBytes standard_closed_form(const AttentionProblem& p, std::int64_t bloc
   return every_head(p, block_q, block_kv, standard, standard_bwd);
 }
 
-Algorithm standard_algorithm() {
-  Algorithm a;
-  a.name = "standard";
-  a.summary = "unfused attention: S = QK^T, softmax, PV as separate kernels through HBM";
-  a.capabilities.materializes_scores = true;
-  a.capabilities.forward_stages = StagesCount::gemm_operand_stages;
-  a.plan = plan_standard;
-  a.closed_form = [](const AttentionProblem& p, const Tiling& t, const BlockMask*) {
+namespace {
+
+// FlashAttention's Algorithm 0 and its backward, Algorithm 3: a line per kernel.
+PaperStep standard_paper_step(const std::string& kernel, const TileOp&) {
+  return paper::backward_kernel(kernel) ? paper::standard_backward(kernel)
+                                        : paper::standard_forward(kernel);
+}
+
+}  // namespace
+
+namespace {
+
+// What both unfused entries share: the one planner of both passes, the closed form, the lines.
+Dataflow unfused_dataflow(Pass pass, const char* summary) {
+  Dataflow f;
+  f.name = "unfused";
+  f.pass = pass;
+  f.summary = summary;
+  // cuBLAS's Hopper GEMMs, timed at the wgmma rate, persistent (on a GPU without wgmma the
+  // planner launches a CTA per tile, as cuBLAS does there).
+  f.mechanisms = ResolvedMechanisms{MmaFamily::wgmma_ss, LoadPath::tma, WarpRoles::uniform, true,
+                                    MmaWait::step};
+  f.runs_on_any_gpu = true;
+  f.plan = [](const AttentionProblem& p, const HardwareProfile& hw, const TilingRequest& req,
+              const DataflowUse&) { return plan_standard(p, hw, req); };
+  f.closed_form = [](const AttentionProblem& p, const Tiling& t, const BlockMask*) {
     return standard_closed_form(p, t.block_q, t.block_kv);
   };
-  a.estimated_work = standard_estimated_work;
-  a.paper_step = [](const std::string& kernel, const TileOp&) {
-    return paper::backward_kernel(kernel) ? paper::standard_backward(kernel)
-                                          : paper::standard_forward(kernel);
+  f.paper_step = [](const std::string& kernel, const TileOp& op, const DataflowUse&) {
+    return standard_paper_step(kernel, op);
   };
-  return a;
+  f.capabilities.forward_stages = StagesCount::gemm_operand_stages;
+  return f;
+}
+
+}  // namespace
+
+Dataflow unfused_forward_dataflow() {
+  Dataflow f = unfused_dataflow(
+      Pass::fwd,
+      "S = Q K^T and P = softmax(S) through HBM: a GEMM, the softmax (and mask) kernels, a GEMM");
+  f.estimated_work = standard_estimated_work;
+  f.capabilities.materializes_scores = true;
+  return f;
+}
+
+Dataflow unfused_backward_dataflow() {
+  Dataflow b = unfused_dataflow(
+      Pass::bwd, "autograd over the unfused forward: one kernel per step, all in HBM");
+  b.fused = FusedPasses{"unfused", false, false, b.plan, b.closed_form, b.paper_step};
+  return b;
 }
 
 }  // namespace iosim

@@ -6,6 +6,7 @@
 
 #include "algorithms/closed_form_parts.hpp"
 #include "algorithms/passes.hpp"
+#include "algorithms/query_stationary.hpp"
 #include "algorithms/tile_costs.hpp"
 
 namespace iosim {
@@ -263,6 +264,28 @@ ReadWriteBytes two_pass_backward_closed_form(const AttentionProblem& p, std::int
   out.read = head.read * u(p.bh());
   out.write = head.write * u(p.bh());
   return out;
+}
+
+Dataflow two_pass_dataflow() {
+  Dataflow b;
+  b.name = "two_pass";
+  b.pass = Pass::bwd;
+  b.summary =
+      "one kernel, two passes per CTA: dK, dV of a key block looping over queries, then dQ of a "
+      "query block looping over keys; no atomics, no fp32 dQ in HBM";
+  // No kernels of its own: the description's mechanisms (by default mma.sync, cp.async, uniform
+  // warps) on its main kernel.
+  b.plan = [](const AttentionProblem& p, const HardwareProfile& hw, const TilingRequest& req,
+              const DataflowUse& use) { return plan_two_pass_backward(p, hw, req, use.name); };
+  b.closed_form = [](const AttentionProblem& p, const Tiling& t, const BlockMask*) {
+    return two_pass_backward_closed_form(p, t.block_q, t.block_kv);
+  };
+  // FlashAttention-2's Algorithm 2 lines, in another loop order.
+  b.paper_step = [](const std::string& kernel, const TileOp& op, const DataflowUse&) {
+    return flash2_family_paper_step(kernel, op, {});
+  };
+  b.score_chunk = true;
+  return b;
 }
 
 }  // namespace iosim

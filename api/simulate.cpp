@@ -46,7 +46,7 @@ void resolve_algorithm_inputs(const Algorithm& algorithm, const Registry& regist
 Algorithm request_algorithm(const HardwareProfile& profile, const RunRequest& request,
                             const Registry& registry) {
   // A description plans with its dataflows' schedules and its own mechanisms.
-  return request.kernel ? described_algorithm(*request.kernel, profile, registry)
+  return request.kernel ? described_algorithm(*request.kernel, profile)
                         : registry.get(request.algorithm);
 }
 

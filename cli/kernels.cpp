@@ -5,6 +5,7 @@
 #include <iostream>
 #include <memory>
 
+#include "algorithms/dataflow.hpp"
 #include "algorithms/kernel_description.hpp"
 #include "cli/commands.hpp"
 #include "cli/output_file.hpp"
@@ -34,11 +35,10 @@ Action add_kernels_command(CLI::App& app) {
                  d.block_mask ? " (block mask)" : "");
     }
     fmt::print("\nforward dataflows:\n");
-    for (const DataflowInfo& f : forward_dataflows())
-      fmt::print("  {:<24} {}\n", f.name, f.summary);
+    for (const Dataflow* f : forward_dataflows()) fmt::print("  {:<24} {}\n", f->name, f->summary);
     fmt::print("backward dataflows:\n");
-    for (const DataflowInfo& b : backward_dataflows()) {
-      fmt::print("  {:<24} {}\n", b.name, b.summary);
+    for (const Dataflow* b : backward_dataflows()) {
+      fmt::print("  {:<24} {}\n", b->name, b->summary);
     }
     fmt::print(
         "mechanisms: mma mma_sync | wgmma_ss | wgmma_rs; load plain | cp_async | tma; warp_roles "

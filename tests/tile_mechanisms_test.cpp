@@ -177,9 +177,8 @@ TEST_CASE("mma_wait: read and written as descriptions spell it; refused where no
     j["mechanisms"] = mech;
     CAPTURE(mech.dump());
     const KernelDescription k = parse_kernel_description(j, "t.yaml");
-    CHECK_THROWS_WITH_AS(
-        described_algorithm(k, test::profile("h100-sxm5-80gb"), builtin_registry()),
-        doctest::Contains("mma_wait next_step"), ConfigError);
+    CHECK_THROWS_WITH_AS(described_algorithm(k, test::profile("h100-sxm5-80gb")),
+                         doctest::Contains("mma_wait next_step"), ConfigError);
   }
 }
 }  // namespace
