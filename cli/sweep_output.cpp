@@ -10,7 +10,6 @@
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
-#include <iostream>
 #include <string_view>
 #include <system_error>
 #include <utility>
@@ -215,10 +214,8 @@ void SweepOutput::finish(const std::string& head, const std::string& separator,
              "sweep journal: cannot seek");
     }
   }
-  const auto write_all = [&](std::FILE* to, const std::string& name) {
-    const auto put = [&](const char* s, std::size_t n) {
-      if (std::fwrite(s, 1, n, to) != n) write_failed(name);
-    };
+  // `put` takes the output piece by piece: fwrite to a file, write_stdout for stdout.
+  const auto write_all = [&](const auto& put) {
     if (points_.count == 0) {
       put(empty.data(), empty.size());
       return;
@@ -242,9 +239,20 @@ void SweepOutput::finish(const std::string& head, const std::string& separator,
     put(tail.data(), tail.size());
   };
   if (out_.empty()) {
-    std::cout.flush();
-    write_all(stdout, "stdout");
-    if (std::fflush(stdout) != 0) write_failed("stdout");
+    // Through write_stdout, a batch at a time: stdio's fwrite blocked for ever on a pipe nobody
+    // read once a stop had come while it copied (a SIGTERM before the pipe filled, or a spent
+    // --max-seconds: no signal came again to interrupt the write; issue #50's third probe).
+    // write_stdout checks the stop before each write and while it waits for room.
+    std::string batch;
+    constexpr std::size_t kBatch = std::size_t{64} << 10;
+    write_all([&](const char* s, std::size_t n) {
+      batch.append(s, n);
+      if (batch.size() >= kBatch) {
+        write_stdout(batch);
+        batch.clear();
+      }
+    });
+    write_stdout(batch);
     return;
   }
   check_regular_or_absent("--out", out_);  // (again: made while the sweep ran)
@@ -253,7 +261,9 @@ void SweepOutput::finish(const std::string& head, const std::string& separator,
   try {
     File to(std::fopen(tmp.c_str(), "wb"), &std::fclose);
     if (!to) write_failed(out_);
-    write_all(to.get(), out_);
+    write_all([&](const char* s, std::size_t n) {
+      if (std::fwrite(s, 1, n, to.get()) != n) write_failed(out_);
+    });
     if (std::fclose(to.release()) != 0) write_failed(out_);
     std::error_code ec;
     fs::rename(tmp, target, ec);

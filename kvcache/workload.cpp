@@ -3,10 +3,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <random>
 #include <sstream>
+#include <string_view>
 
 #include "sim/base/errors.hpp"
 #include "sim/base/run_control.hpp"
@@ -303,6 +305,7 @@ RequestStream parse_trace(std::string_view text, const std::string& origin,
   s.origin = origin;
   std::int64_t line_no = 0;
   bool seen_data = false;
+  std::size_t header_fields = 0;  // the fields the header names; 0: no header
   std::size_t start = 0;
   while (start <= text.size()) {
     std::size_t end = text.find('\n', start);
@@ -315,10 +318,34 @@ RequestStream parse_trace(std::string_view text, const std::string& origin,
     const auto where = [&] { return fmt::format("trace '{}' line {}", origin, line_no); };
     const auto fields = split(line, ',');
     if (!seen_data && !fields.empty() && trim(fields[0]) == "arrival") {
-      seen_data = true;  // the header
+      // The header must name the documented columns in their order, and then no row has more
+      // fields than it names: a header `arrival,output_len,prompt_len` was read as if it were
+      // prompt_len,output_len, and rows with a group under a header without one were taken
+      // (issue #50's third probe).
+      static constexpr std::array<std::string_view, 4> kColumns = {"arrival", "prompt_len",
+                                                                   "output_len", "group"};
+      bool named = fields.size() == 3 || fields.size() == 4;
+      for (std::size_t k = 0; named && k < fields.size(); ++k)
+        named = trim(fields[k]) == kColumns[k];
+      if (!named) {
+        throw ConfigError(fmt::format(
+            "{}: the header '{}' must be arrival,prompt_len,output_len or "
+            "arrival,prompt_len,output_len,group",
+            where(),
+            line.size() > 80 ? std::string(line.substr(0, 80)) + "..." : std::string(line)));
+      }
+      header_fields = fields.size();
+      seen_data = true;
       continue;
     }
     seen_data = true;
+    // (A row may leave the group out under a header that names it: group 0.)
+    if (header_fields != 0 && fields.size() > header_fields) {
+      throw ConfigError(fmt::format("{}: {} comma-separated fields, where the header names {} ({})",
+                                    where(), fields.size(), header_fields,
+                                    header_fields == 3 ? "arrival,prompt_len,output_len"
+                                                       : "arrival,prompt_len,output_len,group"));
+    }
     if (fields.size() != 3 && fields.size() != 4) {
       throw ConfigError(fmt::format(
           "{}: expected 3 or 4 comma-separated fields (arrival,prompt_len,output_len[,group]), "

@@ -7,8 +7,12 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <iterator>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
+#include "reports/writers.hpp"
 #include "sim/base/errors.hpp"
 #include "sim/hardware/profile_overrides.hpp"
 
@@ -67,6 +71,74 @@ void drop_nulls(json& j) {
     } else {
       if (it->is_object()) drop_nulls(*it);
       ++it;
+    }
+  }
+}
+
+// What a field of each column the sweep's CSV writes may hold (empty: no value), for the
+// columns report does not read as well as those it does: `.nan`, `null` or `true` in
+// hbm_total_bytes, and `true` in warpgroups, were taken without a word (issue #50's third
+// probe). Every column of csv_header() not named here holds a finite number.
+constexpr const char* kBooleanColumns[] = {"causal",  "mask",     "feasible",
+                                           "cold_l2", "executed", "clock_given"};
+constexpr const char* kTextColumns[] = {"profile", "algorithm",   "infeasible_reason",
+                                        "pattern", "block_table", "bound"};
+struct Choice {
+  const char* column;
+  std::vector<std::string> values;
+};
+const std::vector<Choice>& choice_columns() {
+  // (dtype, l2 and pass are read, and checked, by parse_row())
+  static const std::vector<Choice> choices = {{"warpgroups", {"pingpong", "cooperative"}},
+                                              {"pack_gqa", {"on", "off"}}};
+  return choices;
+}
+
+bool is_finite_number(const std::string& t) {
+  double v = 0;
+  const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+  return ec == std::errc() && end == t.data() + t.size() && std::isfinite(v);
+}
+
+// Throws ConfigError naming the column and value of the first field of `rec` that its column
+// cannot hold. Columns the writer does not write (a spreadsheet's own) are left alone.
+void check_fields(const std::map<std::string, std::size_t>& col,
+                  const std::vector<std::string>& rec, const std::string& where) {
+  static const std::vector<std::string> written = [] {
+    std::vector<std::string> names = {"point"};
+    const std::string header = csv_header();
+    for (std::size_t at = 0; at <= header.size();) {
+      const std::size_t end = std::min(header.find(',', at), header.size());
+      names.push_back(header.substr(at, end - at));
+      at = end + 1;
+    }
+    return names;
+  }();
+  const auto named = [](const auto& list, const std::string& c) {
+    return std::any_of(std::begin(list), std::end(list), [&](const char* n) { return c == n; });
+  };
+  for (const std::string& c : written) {
+    const auto at = col.find(c);
+    if (at == col.end() || rec[at->second].empty()) continue;
+    const std::string& t = rec[at->second];
+    if (named(kTextColumns, c) || c == "dtype" || c == "l2" || c == "pass") continue;
+    if (named(kBooleanColumns, c)) {
+      if (t != "true" && t != "false") {
+        throw ConfigError(fmt::format("{}: '{}' = '{}' is not true or false", where, c, t));
+      }
+      continue;
+    }
+    const auto choice = std::find_if(choice_columns().begin(), choice_columns().end(),
+                                     [&](const Choice& ch) { return c == ch.column; });
+    if (choice != choice_columns().end()) {
+      if (std::find(choice->values.begin(), choice->values.end(), t) == choice->values.end()) {
+        throw ConfigError(fmt::format("{}: '{}' = '{}' is not one of {}", where, c, t,
+                                      fmt::join(choice->values, ", ")));
+      }
+      continue;
+    }
+    if (!is_finite_number(t)) {
+      throw ConfigError(fmt::format("{}: '{}' = '{}' is not a number", where, c, t));
     }
   }
 }
@@ -138,6 +210,7 @@ std::vector<std::string> missing_csv_columns(const std::map<std::string, std::si
 // formats are checked alike. Empty fields are absent keys.
 json csv_row_json(const std::map<std::string, std::size_t>& col,
                   const std::vector<std::string>& rec, const std::string& where) {
+  check_fields(col, rec, where);
   const auto text = [&](const char* key) -> const std::string& { return rec[col.at(key)]; };
   const auto number = [&](const char* key) -> json {
     const std::string& t = text(key);

@@ -6,6 +6,7 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "kvcache/block_pool.hpp"
 #include "kvcache/contiguous_arena.hpp"
@@ -165,6 +166,44 @@ TEST_CASE("kvcache: traces parse, sort by arrival, and malformed lines name file
   CHECK(message_of([&] {
           load_trace("/nonexistent/trace.csv", s);
         }).find("cannot read trace file") != std::string::npos);
+}
+
+// Issue #50's third probe: `arrival,output_len,prompt_len` was read as prompt_len,output_len, and
+// a fourth field under a header of three columns was taken as the group.
+TEST_CASE("kvcache: a trace's header names the documented columns and bounds its rows") {
+  StreamSpec s;
+  const std::vector<std::string> columns = {"arrival", "prompt_len", "output_len", "group"};
+  for (const std::size_t n : {std::size_t{3}, std::size_t{4}}) {
+    std::vector<std::string> cols(columns.begin(), columns.begin() + static_cast<long>(n));
+    std::sort(cols.begin(), cols.end());
+    do {  // every order of the columns: only the documented one is read
+      std::string header;
+      for (const auto& c : cols) header += (header.empty() ? "" : ",") + c;
+      const std::string text = header + (n == 3 ? "\n0,10,3\n" : "\n0,10,3,1\n");
+      const bool documented = std::equal(cols.begin(), cols.end(), columns.begin());
+      if (documented) {
+        const RequestStream t = parse_trace(text, "t.csv", s);
+        CHECK(t.requests[0].prompt_tokens == 10);
+        CHECK(t.output(0, 0) == 3);
+      } else if (cols[0] == "arrival") {
+        CHECK(message_of([&] {
+                parse_trace(text, "t.csv", s);
+              }).find("t.csv' line 1: the header '" + header + "' must be") != std::string::npos);
+      }
+    } while (std::next_permutation(cols.begin(), cols.end()));
+  }
+  // A row with more fields than the header names is refused; one without the group is group 0.
+  for (const char* row : {"0,10,3,1", "0,10,3,1,9"}) {
+    CHECK(message_of([&] {
+            parse_trace(std::string("arrival,prompt_len,output_len\n") + row + "\n", "t.csv", s);
+          }).find("line 2: ") != std::string::npos);
+  }
+  CHECK(message_of([&] {
+          parse_trace("arrival,prompt,foo\n0,10,3\n", "t.csv", s);
+        }).find("the header 'arrival,prompt,foo' must be") != std::string::npos);
+  CHECK(
+      parse_trace("arrival,prompt_len,output_len,group\n0,10,3\n", "t.csv", s).requests[0].group ==
+      0);
 }
 
 TEST_CASE("kvcache: the contiguous arena places first-fit and merges neighbours") {

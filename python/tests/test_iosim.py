@@ -169,6 +169,21 @@ def test_an_empty_or_nul_text_is_refused_as_the_cli_refuses_it():
         iosim.run(seq=64, profile="a100-sxm4-40gb\x00x")
 
 
+def test_a_file_of_any_bytes_gives_a_config_error_naming_it(tmp_path):
+    # A block table, trace or pattern holding bytes that are not UTF-8 (0xff): the message that
+    # quoted them could not be decoded (UnicodeDecodeError, or a ConfigError with no text; issue
+    # #50's third probe). Each such byte is now written \xNN.
+    for junk in (b"\xff", b"\xfe\xc3", b"\xc0\xaf", b"\xed\xa0\x80", b"\x80"):
+        table = tmp_path / "bt.txt"
+        table.write_bytes(b"0 1 2 3\n4 5 6 " + junk + b"7\n")
+        with pytest.raises(iosim.ConfigError, match=r"bt\.txt' line 2: .*\\x[0-9a-f]{2}"):
+            iosim.run(algo="paged", batch=2, seq=1, seq_kv=64, block_table=str(table))
+        trace = tmp_path / "t.csv"
+        trace.write_bytes(b"arrival,prompt_len,output_len\n0," + junk + b",3\n")
+        with pytest.raises(iosim.ConfigError, match=r"t\.csv' line 2: prompt_len"):
+            iosim.kvcache(layers=2, kv_heads=2, head_dim=64, trace=str(trace))
+
+
 def test_max_seconds_and_max_memory_are_the_clis_flags_for_one_call():
     # They were "unknown flag"s though the guide says the keywords are the CLI's flags (issue #50
     # M4). The budget is this call's: the next call runs without it.
