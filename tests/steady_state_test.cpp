@@ -285,8 +285,8 @@ TEST_CASE("steady-state extrapolation: alike causal heads, the middle ones left 
   // windows repeat the second's at the same query blocks, the heads up to the last are left out
   // as that period of work (RampPeriods::alike_runs), so that the work a grid simulates stops
   // growing with its heads: 5 to 7 heads simulate about what 3 do (ramps alone, 5/3 to 7/3 of
-  // it), within the bounds of full simulation (check). Where the third head is cut before its
-  // windows agree (the L2 on, at some clocks), the fourth is compared with it, and so on.
+  // it), within the bounds of full simulation (check). Where the third head's reads do not settle
+  // before the second's cut (the L2 on at some clocks) every head ramps on its own.
   test::ShapeGen gen(4949);
   int left_out = 0, cases = 0;
   for (int i = 0; i < 6; ++i) {

@@ -40,9 +40,9 @@ void RampPeriods::before_dispatch(double t, KernelProgress& run) {
     held_ = 0;
     return;
   }
-  // A run of runs alike that may be the reference goes on until the next can be compared with it
-  // over as many steps (alike_runs): their windows agree only once both settled.
-  if (runs_alike_ && !runs_left_out_ && head >= 1 && run.ctas / ramp_run_ - head >= 3 &&
+  // The second of runs alike goes on until the third can be compared with it over as many steps
+  // (alike_runs): the third's windows agree with the second's only once both settled.
+  if (runs_alike_ && !runs_left_out_ && head == 1 && run.ctas / ramp_run_ >= 4 &&
       ++held_ <= static_cast<std::int64_t>(kWindows + span_)) {
     return;
   }
@@ -73,21 +73,14 @@ void RampPeriods::before_dispatch(double t, KernelProgress& run) {
 // is one run's, moved along. The runs up to the last are left out with that period's time and
 // counters; each resident CTA goes on as the one that many runs later, at the same part (the
 // same CTA of its run: the same steady parts), and the last run is simulated from there, its
-// ramp's windows those the third run took, moved along. Where the third run is cut before its
-// windows agree, it is the reference for the fourth, and so on.
+// ramp's windows those the third run took, moved along.
 bool RampPeriods::alike_runs(std::int64_t run_index, std::size_t j, const Mark& m,
                              KernelProgress& run) {
-  if (run_index == ref_ + 2) {
-    // The compared run was cut before it agreed: it is the reference for the next.
-    first_ = std::move(second_);
-    second_.clear();
-    ++ref_;
-  }
-  if (run_index < ref_ || run_index > ref_ + 1 || cut_run_ == run_index) return false;
-  std::vector<Mark>& marks = run_index == ref_ ? first_ : second_;
+  if (run_index < 1 || run_index > 2 || cut_run_ == run_index) return false;
+  std::vector<Mark>& marks = run_index == 1 ? first_ : second_;
   if (marks.size() <= j) marks.resize(j + 1);
   marks[j] = m;
-  if (run_index == ref_) return false;
+  if (run_index == 1) return false;
   const std::size_t back = kWindows + span_;  // steps the windows cover
   if (j < back || first_.size() <= j) return false;
   for (std::size_t k = j - back; k <= j; ++k) {

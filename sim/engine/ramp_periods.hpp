@@ -48,9 +48,9 @@ class RampPeriods : public Extrapolator {
   std::size_t kernel_;
   std::size_t span_;
   TrendDetector steps_;
-  // Runs alike: the reference run's marks and the next one's, by step of the run (taken while no
-  // cut had been made in that run), and whether runs were left out; the run last cut.
-  std::int64_t cut_run_ = -1, ref_ = 1;  // the reference run: the second, or a later one
+  // Runs alike: the second run's marks and the third's, by step of the run (taken while no cut
+  // had been made in that run), and whether runs were left out; the run last cut.
+  std::int64_t cut_run_ = -1;
   std::vector<Mark> first_, second_;
   bool runs_left_out_ = false;
   std::int64_t held_ = 0;  // steps the second run's cut has waited
