@@ -90,8 +90,7 @@
 //     the L2 (as for a cut), the third run goes on as the second did, and so would every later
 //     one: the runs up to the last are left out, each the period from the second run's step to
 //     the third's, the resident CTAs relabelled that many runs on, the last run simulated from
-//     there. Where the third run is cut before its windows agree, it is the reference for the
-//     fourth, and so on (each possible reference's cut waits). After the previous run's CTAs drain,
+//     there. After the previous run's CTAs drain,
 //     the two runs' windows agreed to 1e-12 in time and parts (the dispatch order repeats); their
 //     DRAM reads, where the L2 still hits, differed by up to 6% (which partition and set holds a
 //     line depends on its address), and converged once the reads missed. So a grid of alike heads
