@@ -279,3 +279,41 @@ TEST_CASE("steady-state extrapolation: causal heads ramp, random shapes, L2 on a
   MESSAGE(ramps, " of ", cases, " causal cases left CTAs out");
   CHECK(ramps >= cases * 3 / 4);
 }
+
+TEST_CASE("steady-state extrapolation: alike causal heads, the middle ones left out") {
+  // Heads alike up to an address offset (Repetition::cta_period = ramp_run): once the third head's
+  // windows repeat the second's at the same query blocks, the heads up to the last are left out
+  // as that period of work (RampPeriods::alike_runs), so that the work a grid simulates stops
+  // growing with its heads: 5 to 7 heads simulate about what 3 do (ramps alone, 5/3 to 7/3 of
+  // it), within the bounds of full simulation (check). Where the third head's reads do not settle
+  // before the second's cut (the L2 on at some clocks) every head ramps on its own.
+  test::ShapeGen gen(4949);
+  int left_out = 0, cases = 0;
+  for (int i = 0; i < 6; ++i) {
+    HardwareProfile hw = small_l2();
+    hw.sm.count.value = static_cast<int>(gen.pick({8, 12}));
+    const std::string algo = i % 2 == 0 ? "flash2" : "flash3";
+    const std::int64_t seq = gen.pick({81920, 98304});
+    const std::int64_t heads = gen.pick(5, 7);
+    CAPTURE(hw.sm.count.value);
+    for (const bool l2 : {true, false}) {
+      RunRequest r = test::request(algo, 1, heads, seq, 128);
+      r.problem.causal = true;
+      r.engine.l2_enabled = l2;
+      CAPTURE(algo);
+      CAPTURE(seq);
+      CAPTURE(heads);
+      CAPTURE(l2);
+      const std::int64_t parts = check(hw, r).parts_simulated;
+      r.problem.heads = 3;
+      r.engine.replay_clock_trials = false;
+      r.extrapolate_above_work = 0;
+      const std::int64_t three = simulate(hw, r).engine.extrapolation.parts_simulated;
+      MESSAGE(algo, " on ", hw.sm.count.value, " SMs, N=", seq, " H=", heads, " L2 ", l2, ": ",
+              parts, " parts simulated, ", three, " at H=3");
+      ++cases;
+      left_out += static_cast<double>(parts) <= 1.5 * static_cast<double>(three);
+    }
+  }
+  CHECK(left_out >= cases / 2);
+}

@@ -86,9 +86,9 @@ class KernelRun {
       // needs and a gap: in place of periods of the grid, which would be whole runs and waves.
       std::int64_t span = kRampStepsAWave;
       while (slots % span != 0) --span;
-      extrapolators_.push_back(
-          std::make_unique<detail::RampPeriods>(slots / span, static_cast<std::size_t>(span),
-                                                repetition_.ramp_run, schedule_, kernel_index_));
+      extrapolators_.push_back(std::make_unique<detail::RampPeriods>(
+          slots / span, static_cast<std::size_t>(span), repetition_.ramp_run,
+          repetition_.cta_period == repetition_.ramp_run, schedule_, kernel_index_));
     } else if (repetition_.cta_period > 0 && slots > 0) {
       // Whole waves as well as whole repetitions: where waves start together, leaving out a
       // period that is not whole waves moves the final partial wave (standard B=4 H=16 N=2048

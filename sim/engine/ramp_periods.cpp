@@ -10,9 +10,18 @@ namespace iosim::detail {
 // of its first ones and bend its line); once the last periods lie on a line, the CTAs up to the
 // run's end are left out.
 void RampPeriods::before_dispatch(double t, KernelProgress& run) {
-  const std::int64_t c = run.next_cta;
-  if (c % step_ != 0) return;
-  const std::int64_t head = c / ramp_run_;
+  // Steps counted from each run's first CTA, so that two runs' steps are the same CTAs of a run.
+  std::int64_t c = run.next_cta;
+  if (c % ramp_run_ % step_ != 0) return;
+  std::int64_t head = c / ramp_run_;
+  // Parts left out by step windows count as done: their counters are in run.counters.
+  const Mark m{t + run.skipped_s, *run.counters,
+               run.stats->parts_simulated + run.stats->parts_extrapolated};
+  if (runs_alike_ && !runs_left_out_ &&
+      alike_runs(head, static_cast<std::size_t>(c % ramp_run_ / step_), m, run)) {
+    c = run.next_cta;
+    head = c / ramp_run_;
+  }
   bool inside = c % ramp_run_ != 0;
   bool steady_now = true;  // every resident CTA in its steady parts or before them
   for (const CtaState& st : run.states) {
@@ -24,12 +33,19 @@ void RampPeriods::before_dispatch(double t, KernelProgress& run) {
     steps_.clear();
     return;
   }
-  // Parts left out by step windows count as done: their counters are in run.counters.
-  steps_.push(t + run.skipped_s, *run.counters,
-              run.stats->parts_simulated + run.stats->parts_extrapolated);
+  steps_.push(m.t, m.c, m.parts);
   // Up to the run's last CTA, which the slot being refilled takes (a CTA is dispatched there).
   std::int64_t gap = (head + 1) * ramp_run_ - 1 - c;
-  if (gap < step_ || !steady_now || !steps_.steady() || !steps_.settled(kSettled)) return;
+  if (gap < step_ || !steady_now || !steps_.steady() || !steps_.settled(kSettled)) {
+    held_ = 0;
+    return;
+  }
+  // The second of runs alike goes on until the third can be compared with it over as many steps
+  // (alike_runs): the third's windows agree with the second's only once both settled.
+  if (runs_alike_ && !runs_left_out_ && head == 1 && run.ctas / ramp_run_ >= 4 &&
+      ++held_ <= static_cast<std::int64_t>(kWindows + span_)) {
+    return;
+  }
   // Where the L2's hit rate still moves, only as far as it moves by kRatioDrift: the DRAM reads
   // ahead take the windows' ratio (TrendDetector::add_counters_for). Flash3 causal B=1 H=8
   // N=262144 d=128 on the H100 (K/V of a head 2.6 L2 sizes), cut to each head's last CTA, had
@@ -43,6 +59,57 @@ void RampPeriods::before_dispatch(double t, KernelProgress& run) {
   run.skip(steps_.time_for(n));
   leave_out(gap, parts, run);
   steps_.clear();
+  cut_run_ = head;
+}
+
+// Runs alike up to an address offset (heads). The first run starts on idle SMs and an empty L2,
+// every later one among the previous run's last CTAs, the longest, which outlive its first ones:
+// the second run is the first that starts as the later ones do, so its marks (at every step of
+// the run, up to its cut) are the reference, and the third run's are compared with them at the
+// same steps. Once the third run's last kWindows + 1 windows of a wave agree with the second's at
+// the same CTAs and its reads miss the L2 (all but kSettled: what the L2 holds, the previous
+// addresses' lines, matters no more than the ramps allow), the third run goes on as the second
+// did from there, and so does every later one: the work from the second run's mark to the third's
+// is one run's, moved along. The runs up to the last are left out with that period's time and
+// counters; each resident CTA goes on as the one that many runs later, at the same part (the
+// same CTA of its run: the same steady parts), and the last run is simulated from there, its
+// ramp's windows those the third run took, moved along.
+bool RampPeriods::alike_runs(std::int64_t run_index, std::size_t j, const Mark& m,
+                             KernelProgress& run) {
+  if (run_index < 1 || run_index > 2 || cut_run_ == run_index) return false;
+  std::vector<Mark>& marks = run_index == 1 ? first_ : second_;
+  if (marks.size() <= j) marks.resize(j + 1);
+  marks[j] = m;
+  if (run_index == 1) return false;
+  const std::size_t back = kWindows + span_;  // steps the windows cover
+  if (j < back || first_.size() <= j) return false;
+  for (std::size_t k = j - back; k <= j; ++k) {
+    if (!first_[k].taken() || !second_[k].taken()) return false;
+  }
+  if (!settled(second_[j - back], m, kSettled)) return false;
+  for (std::size_t k = j - kWindows; k <= j; ++k) {
+    if (!windows_alike(second_[k - span_], second_[k], first_[k - span_], first_[k])) {
+      return false;
+    }
+  }
+  const std::int64_t n = run.ctas / ramp_run_ - run_index - 1;
+  if (n < 1) return false;
+  const Mark& from = first_[j];
+  const double dt = m.t - from.t;
+  const std::int64_t parts = m.parts - from.parts;
+  add_times(n, m.c, from.c, *run.counters);
+  run.skip(static_cast<double>(n) * dt);
+  steps_.shift(n, dt, m.c, from.c, parts);
+  run.stats->parts_extrapolated += n * parts;
+  run.stats->ctas_extrapolated += n * ramp_run_;
+  run.next_cta += n * ramp_run_;
+  for (CtaState& st : run.states) {
+    if (st.cta >= 0) st.cta += n * ramp_run_;
+  }
+  runs_left_out_ = true;
+  first_.clear();
+  second_.clear();
+  return true;
 }
 
 // Leaves the run's next `ctas` CTAs out, `parts` parts on the line: each resident CTA goes on as

@@ -1,8 +1,11 @@
 #pragma once
 // Steady-state extrapolation, ramps (sim/engine/steady_state.hpp, Repetition::ramp_run): the CTAs
 // of a run whose steps grow by a constant number from one CTA to the next (a head's causal query
-// blocks) left out once the last periods' work grows on a line.
+// blocks) left out once the last periods' work grows on a line; and where runs are alike up to an
+// address offset (Repetition::cta_period, a head), the runs between the third and the last left
+// out once the third's windows repeat the second's at the same CTAs of the run.
 #include <cstdint>
+#include <vector>
 
 #include "sim/engine/extrapolator.hpp"
 #include "sim/engine/steady_state.hpp"
@@ -13,14 +16,23 @@ namespace iosim::detail {
 class RampPeriods : public Extrapolator {
  public:
   /// Steps of `step` CTAs, compared over windows of `span` steps (a wave), inside runs of
-  /// `ramp_run` CTAs of kernel `kernel` of `schedule`.
-  RampPeriods(std::int64_t step, std::size_t span, std::int64_t ramp_run, const Schedule& schedule,
-              std::size_t kernel)
-      : step_(step), ramp_run_(ramp_run), schedule_(schedule), kernel_(kernel), steps_(span) {}
+  /// `ramp_run` CTAs of kernel `kernel` of `schedule`; runs alike when `runs_alike`.
+  RampPeriods(std::int64_t step, std::size_t span, std::int64_t ramp_run, bool runs_alike,
+              const Schedule& schedule, std::size_t kernel)
+      : step_(step),
+        ramp_run_(ramp_run),
+        runs_alike_(runs_alike),
+        schedule_(schedule),
+        kernel_(kernel),
+        span_(span),
+        steps_(span) {}
   void before_dispatch(double t, KernelProgress& run) override;
 
  private:
   void leave_out(std::int64_t ctas, double parts, KernelProgress& run);
+  // Records `m`, taken at step `j` of run `run_index`; leaves runs out when the third run's
+  // windows repeat the second's (returns whether it did).
+  bool alike_runs(std::int64_t run_index, std::size_t j, const Mark& m, KernelProgress& run);
 
   // How far the ratio of a tensor's DRAM to L2 reads may move over the CTAs left out at once.
   static constexpr double kRatioDrift = 0.005;
@@ -31,9 +43,17 @@ class RampPeriods : public Extrapolator {
   static constexpr double kSettled = 0.02;
 
   std::int64_t step_, ramp_run_;
+  bool runs_alike_;
   const Schedule& schedule_;
   std::size_t kernel_;
+  std::size_t span_;
   TrendDetector steps_;
+  // Runs alike: the second run's marks and the third's, by step of the run (taken while no cut
+  // had been made in that run), and whether runs were left out; the run last cut.
+  std::int64_t cut_run_ = -1;
+  std::vector<Mark> first_, second_;
+  bool runs_left_out_ = false;
+  std::int64_t held_ = 0;  // steps the second run's cut has waited
 };
 
 }  // namespace iosim::detail

@@ -272,14 +272,57 @@ double TrendDetector::steps_within(double drift) const {
 }
 
 bool TrendDetector::settled(double settled) const {
-  const Counters& a = snapshots_.front().c;
-  const Counters& b = snapshots_.back().c;
+  return detail::settled(Mark{snapshots_.front().t, snapshots_.front().c, 0},
+                         Mark{snapshots_.back().t, snapshots_.back().c, 0}, settled);
+}
+
+bool settled(const Mark& a0, const Mark& a1, double settled) {
+  const Counters& a = a0.c;
+  const Counters& b = a1.c;
   for (std::size_t i = 0; i < kTensorCount; ++i) {
     const double l2 = static_cast<double>(b.l2.read_bytes[i] - a.l2.read_bytes[i]);
     const double dram = static_cast<double>(b.hbm.read_bytes[i] - a.hbm.read_bytes[i]);
     if (l2 > 0 && dram < (1 - settled) * l2) return false;
   }
   return true;
+}
+
+void TrendDetector::shift(std::int64_t n, double dt, const Counters& newer, const Counters& older,
+                          std::int64_t parts) {
+  for (Snapshot& s : snapshots_) {
+    s.t += static_cast<double>(n) * dt;
+    add_times(n, newer, older, s.c);
+    s.parts += n * parts;
+  }
+}
+
+bool windows_alike(const Mark& a0, const Mark& a1, const Mark& b0, const Mark& b1) {
+  const auto a = compared(a1.t, a1.c), a_from = compared(a0.t, a0.c);
+  const auto b = compared(b1.t, b1.c), b_from = compared(b0.t, b0.c);
+  std::array<double, kCompared> da{}, db{};
+  for (std::size_t q = 0; q < kCompared; ++q) {
+    da[q] = a[q] - a_from[q];
+    db[q] = b[q] - b_from[q];
+  }
+  if (db[0] <= 0) return false;
+  for (std::size_t q = 0; q < kCompared; ++q) {
+    double level = db[q];
+    const bool hbm = q == 1 || q == 2 || (q >= 8 && (q - 8) % 4 < 2);
+    const bool l2 = q == 3 || q == 4 || (q >= 8 && (q - 8) % 4 >= 2);
+    if (hbm) level = db[1] + db[2];
+    if (l2) level = db[3] + db[4];
+    const double scale = std::max(std::abs(db[q]), 0.01 * std::abs(level));
+    if (std::abs(da[q] - db[q]) > kTolerance * scale) return false;
+  }
+  const double pa = static_cast<double>(a1.parts - a0.parts);
+  const double pb = static_cast<double>(b1.parts - b0.parts);
+  return std::abs(pa - pb) <= kTolerance * pb;
+}
+
+void add_times(std::int64_t n, const Counters& newer, const Counters& older, Counters& c) {
+  for_each_field(c, newer, older, [n](std::uint64_t& into, std::uint64_t nw, std::uint64_t old) {
+    into += static_cast<std::uint64_t>(n) * (nw - old);
+  });
 }
 
 void WaveRecord::clear() {

@@ -81,6 +81,20 @@
 //     H=8 N=1,048,576 d=128 on the H100 (31 waves a head) leaves 41,000 of its 65,536 CTAs out,
 //     every counter within 0.1% and the time within 1e-5 of the full run; shorter runs came out
 //     beyond the tolerance (flash3 causal N=262144, 15.5 waves a head: DRAM reads 0.6% over).
+//     Where the runs are also alike up to an address offset (Repetition::cta_period = ramp_run:
+//     heads), whole runs are left out too (RampPeriods::alike_runs). The first run starts on idle
+//     SMs, every later one among the previous run's longest CTAs, so the second run is the
+//     reference: its time and counters are kept at every step of the run up to its cut (which
+//     waits two waves more for it), and the third run's windows are compared with them at the
+//     same steps. Once its last kWindows + 1 windows agree within kTolerance and its reads miss
+//     the L2 (as for a cut), the third run goes on as the second did, and so would every later
+//     one: the runs up to the last are left out, each the period from the second run's step to
+//     the third's, the resident CTAs relabelled that many runs on, the last run simulated from
+//     there. After the previous run's CTAs drain,
+//     the two runs' windows agreed to 1e-12 in time and parts (the dispatch order repeats); their
+//     DRAM reads, where the L2 still hits, differed by up to 6% (which partition and set holds a
+//     line depends on its address), and converged once the reads missed. So a grid of alike heads
+//     costs about two heads' ramps however many it has.
 //
 // When it is exact: the repeated work is the same operations on disjoint address ranges (another
 // head's matrices, the next K/V block), and it interacts with the rest only through the L2 and
@@ -182,6 +196,8 @@ class TrendDetector {
   void clear() { snapshots_.clear(); }
   /// A snapshot at `t`: the counters, and `parts` simulated so far.
   void push(double t, const Counters& c, std::int64_t parts);
+  /// Whether it holds the snapshots of kWindows + 1 windows.
+  bool full() const { return snapshots_.size() >= kPeriods + span_; }
   /// Whether the last kWindows + 1 windows lie on a line within kTolerance of their mean.
   bool steady() const;
   /// The time of the next `n` steps (n real: the line's integral over them), on the line.
@@ -196,6 +212,10 @@ class TrendDetector {
   /// Whether every tensor read through the L2 in the windows missed it in all but `settled` of
   /// its reads.
   bool settled(double settled) const;
+  /// Moves every snapshot on by `n` periods of work that took `dt`, moved `newer - older` and did
+  /// `parts` parts (a stretch left out between two snapshots), so that the windows stay as taken.
+  void shift(std::int64_t n, double dt, const Counters& newer, const Counters& older,
+             std::int64_t parts);
 
  private:
   static constexpr std::size_t kPeriods = kWindows + 1;  // windows on the line
@@ -210,6 +230,26 @@ class TrendDetector {
   std::size_t span_;
   std::deque<Snapshot> snapshots_;
 };
+
+/// The time, the counters and the parts done (simulated and left out) at one moment of a run.
+struct Mark {
+  double t = -1.0;  // < 0: not taken
+  Counters c{};
+  std::int64_t parts = 0;
+  bool taken() const { return t >= 0.0; }
+};
+
+/// Whether the windows a0 -> a1 and b0 -> b1 agree: their durations and every quantity a
+/// RepeatDetector compares within kTolerance of b's (with its floor of a hundredth of the level's
+/// traffic).
+bool windows_alike(const Mark& a0, const Mark& a1, const Mark& b0, const Mark& b1);
+
+/// Whether every tensor read through the L2 from a0 to a1 missed it in all but `settled` of its
+/// reads.
+bool settled(const Mark& a0, const Mark& a1, double settled);
+
+/// Adds to `c` n times (newer - older), field by field.
+void add_times(std::int64_t n, const Counters& newer, const Counters& older, Counters& c);
 
 /// The waves of one kind (sim/engine/waves_by_kind.hpp), each the time and counters from its first
 /// CTA's dispatch to the next wave's, strung end to end so that a RepeatDetector compares the last
