@@ -52,7 +52,10 @@ TEST_CASE("a preset's description explains each operation with its algorithm's p
       CAPTURE(pass_name(pass));
       const Planned planned = by_name.plan(with_defaults(p), h100, TilingRequest{});
       REQUIRE(planned.feasible());
-      for (const auto& [kernel, op] : cta0_ops(*planned.schedule)) {
+      for (const auto& kernel_op : cta0_ops(*planned.schedule)) {
+        // Not a structured binding: CAPTURE's lambda may not capture one before C++20 (clang).
+        const auto& kernel = kernel_op.first;
+        const auto& op = kernel_op.second;
         CAPTURE(kernel);
         const PaperStep want = by_name.paper_step(kernel, op);
         const PaperStep got = described.paper_step(kernel, op);
