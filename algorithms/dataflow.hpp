@@ -15,6 +15,11 @@
 
 namespace iosim {
 
+/// The mechanisms of our FlashAttention-2-family kernels (flash1, flash2, split-KV, paged):
+/// mma.sync, cp.async, uniform warps, a CTA per tile, each MMA waited for in its step.
+inline constexpr ResolvedMechanisms kOurMmaSyncMechanisms{MmaFamily::mma_sync, LoadPath::cp_async,
+                                                          WarpRoles::uniform, false, MmaWait::step};
+
 /// What a dataflow's hooks are told of the kernel that carries it out: a description's.
 struct DataflowUse {
   std::string name;               // the description's name (its kernels are "<name>_fwd", ...)

@@ -244,8 +244,7 @@ Dataflow flash1_dataflow(Pass pass, const char* name, const char* summary) {
   f.name = name;
   f.pass = pass;
   f.summary = summary;
-  f.mechanisms = ResolvedMechanisms{MmaFamily::mma_sync, LoadPath::cp_async, WarpRoles::uniform,
-                                    false, MmaWait::step};
+  f.mechanisms = kOurMmaSyncMechanisms;
   f.plan = [](const AttentionProblem& p, const HardwareProfile& hw, const TilingRequest& req,
               const DataflowUse&) { return plan_flash1(p, hw, req); };
   f.closed_form = [](const AttentionProblem& p, const Tiling& t, const BlockMask*) {

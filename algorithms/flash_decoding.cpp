@@ -389,9 +389,7 @@ Dataflow split_kv_dataflow() {
   f.summary =
       "K/V split into chunks attended in parallel, partial O and log-sum-exp combined by a "
       "reduce kernel (Flash-Decoding)";
-  // FlashAttention-2's split-KV kernels (ours): mma.sync, cp.async, uniform warps.
-  f.mechanisms = ResolvedMechanisms{MmaFamily::mma_sync, LoadPath::cp_async, WarpRoles::uniform,
-                                    false, MmaWait::step};
+  f.mechanisms = kOurMmaSyncMechanisms;
   f.plan = [](const AttentionProblem& p, const HardwareProfile& hw, const TilingRequest& req,
               const DataflowUse&) { return plan_split_kv(p, hw, req, false); };
   f.closed_form = [](const AttentionProblem& p, const Tiling& t, const BlockMask*) {

@@ -13,9 +13,7 @@ Dataflow paged_dataflow() {
   f.name = "paged";
   f.pass = Pass::fwd;
   f.summary = "split-KV over a paged K/V cache gathered through a block table (PagedAttention)";
-  // FlashAttention-2's split-KV kernels (ours): mma.sync, cp.async, uniform warps.
-  f.mechanisms = ResolvedMechanisms{MmaFamily::mma_sync, LoadPath::cp_async, WarpRoles::uniform,
-                                    false, MmaWait::step};
+  f.mechanisms = kOurMmaSyncMechanisms;
   f.plan = [](const AttentionProblem& p, const HardwareProfile& hw, const TilingRequest& req,
               const DataflowUse&) { return plan_split_kv(p, hw, req, true); };
   f.closed_form = [](const AttentionProblem& p, const Tiling& t, const BlockMask*) {

@@ -355,9 +355,7 @@ Dataflow query_stationary_dataflow() {
   f.name = "query_stationary";
   f.pass = Pass::fwd;
   f.summary = "one CTA per query block streams K/V, O and L written once (FlashAttention-2, -3)";
-  // FlashAttention-2's kernel (ours): mma.sync, cp.async, uniform warps.
-  f.mechanisms = ResolvedMechanisms{MmaFamily::mma_sync, LoadPath::cp_async, WarpRoles::uniform,
-                                    false, MmaWait::step};
+  f.mechanisms = kOurMmaSyncMechanisms;
   f.plans_mechanisms = true;
   f.plan = [](const AttentionProblem& p, const HardwareProfile& hw, const TilingRequest& req,
               const DataflowUse& use) {
