@@ -1,17 +1,14 @@
 #!/usr/bin/env bash
 # ctest tile_ranking (issue #46): iosim's ranking of tile configurations within the recorded levels
-# (cuda_validate/measurements/ranking_levels.json): `iosim validate` of the H100 tile sweep's
-# levels subset (two shapes, three families, 171 configurations; about 5 s), its "ranking" per
-# family against each level. Then the check itself: a level tightened past today's value must fail.
+# (cuda_validate/measurements/ranking_levels.json for the H100, ranking_levels_h200.json for the
+# H200): `iosim validate` of each GPU's tile sweep levels subset (two shapes, three families, 171
+# configurations; about 5 s each) on that GPU's profile, its "ranking" per family against each
+# level. Then the check itself: a level tightened past today's value must fail.
 set -u
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 : "${IOSIM:?set IOSIM to the iosim binary}"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-levels=$REPO/cuda_validate/measurements/ranking_levels.json
-file=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['file'])" "$levels")
-"$IOSIM" validate "$REPO/$file" --profile h100-sxm5-80gb --format json >"$tmp/v.json" ||
-  { echo "FAIL: iosim validate $file"; exit 1; }
 check() {  # check LEVELS: 0 when every family holds its levels
   python3 - "$1" "$tmp/v.json" <<'PY'
 import json, sys
@@ -34,15 +31,23 @@ for b in bad:
 sys.exit(1 if bad else 0)
 PY
 }
-check "$levels" || exit 1
-python3 - "$levels" "$tmp/tight.json" <<'PY'
+for levels in "$REPO"/cuda_validate/measurements/ranking_levels.json \
+  "$REPO"/cuda_validate/measurements/ranking_levels_h200.json; do
+  read -r file profile < <(python3 -c "import json, sys
+d = json.load(open(sys.argv[1]))
+print(d['file'], d['profile'])" "$levels")
+  echo "== $file on $profile"
+  "$IOSIM" validate "$REPO/$file" --profile "$profile" --format json >"$tmp/v.json" ||
+    { echo "FAIL: iosim validate $file"; exit 1; }
+  check "$levels" || { echo "FAIL: $levels"; exit 1; }
+  python3 -c '
 import json, sys
 d = json.load(open(sys.argv[1]))
 d["families"]["wg1_tma"]["median_rho_at_least"] = 0.99
-json.dump(d, open(sys.argv[2], "w"))
-PY
-if check "$tmp/tight.json" >/dev/null; then
-  echo "FAIL: a level tightened past today's value did not fail"
-  exit 1
-fi
-echo "tile_ranking: every family within its levels; a tightened level fails"
+json.dump(d, open(sys.argv[2], "w"))' "$levels" "$tmp/tight.json"
+  if check "$tmp/tight.json" >/dev/null; then
+    echo "FAIL: a level tightened past today's value did not fail ($levels)"
+    exit 1
+  fi
+done
+echo "tile_ranking: every family within its levels on both GPUs; a tightened level fails"
