@@ -1,8 +1,9 @@
 # Sourced by scripts/sanitize.sh and scripts/test.sh: which ctest entries run under the sanitizers.
-# The unit suites but the whole measured sets (scripts/sanitize.sh says why),
+# The unit suites but the whole measured sets and the alike-heads property (scripts/sanitize.sh
+# and CMakeLists.txt say why),
 # the CLI tests, sweep_cli, bad_inputs, sweep_resume and determinism:
 SANITIZED_ENTRIES='^(unit_.*|cli_.*|sweep_cli|bad_inputs|sweep_resume|determinism)$'
-SANITIZED_EXCEPT='^unit_measured_sets$'
+SANITIZED_EXCEPT='^unit_(measured_sets|alike_heads)$'
 # Of those, the entries whose sanitized run checks everything their Release run does. .ci/run runs
 # them once, sanitized (scripts/test.sh with IOSIM_CI_SANITIZED_ONCE=1). Not bad_inputs (its
 # memory limit, ulimit -v, is off under ASan) nor sweep_resume (a shorter sweep there).
