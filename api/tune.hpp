@@ -43,12 +43,14 @@ void check_tune_space(const TuneSpace& space);
 /// Most tilings one tune may have: tune() holds every point's report to rank them.
 inline constexpr std::size_t kMaxTunePoints = 100'000;
 
+// A point within this fraction of the best is marked as a tie (`tune`, and the sweep report's
+// best tiles). 5%: on the H100 tile sweep (docs/accuracy.md, "Which tile is fastest"), of the
+// pairs of configurations whose predicted times differed by less than 2% iosim ordered 51% as the
+// GPU did, 2-5%: 57%, 5-10%: 67%; below 5% its order is about a coin toss.
+inline constexpr double kTieBand = 0.05;
+
 struct TuneOptions {
-  // A point within this fraction of the best is marked as a tie. 5%: on the H100 tile sweep
-  // (docs/accuracy.md, "Which tile is fastest"), of the pairs of configurations whose predicted
-  // times differed by less than 2% iosim ordered 51% as the GPU did, 2-5%: 57%, 5-10%: 67%;
-  // below 5% its order is about a coin toss.
-  double tie_band = 0.05;
+  double tie_band = kTieBand;
   int jobs = 0;  // threads; 0: all cores
   std::function<void(const SweepProgress&)> on_progress;
 };

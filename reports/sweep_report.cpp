@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 
+#include "api/tune.hpp"
 #include "reports/sweep_report_detail.hpp"
 #include "reports/validation_writers.hpp"
 #include "reports/writers.hpp"
@@ -55,6 +56,32 @@ std::string ratio_text(double a, double b) {
   return b > 0 ? fmt::format("{:.2f}x", a / b) : std::string("-");
 }
 
+// The other feasible tilings of a problem within the tie band of its fastest (tune's kTieBand,
+// iosim's own measured ranking error), fastest first: "none", or "128 x 64 (+2.1%), ..." (at most
+// three named, then how many more). iosim cannot tell these apart from the best on a GPU.
+std::string ties_text(const SweepData& data, const BestBlock& b,
+                      const std::vector<const OtherField*>& axes) {
+  const double best = data.rows[b.by_time].time_s;
+  std::vector<std::size_t> ties;
+  for (const std::size_t i : b.rows) {
+    const SweepRow& r = data.rows[i];
+    if (i != b.by_time && r.feasible && r.time_s <= best * (1.0 + kTieBand)) ties.push_back(i);
+  }
+  std::stable_sort(ties.begin(), ties.end(), [&](std::size_t x, std::size_t y) {
+    return data.rows[x].time_s < data.rows[y].time_s;
+  });
+  if (ties.empty()) return "none";
+  std::string s;
+  const std::size_t named = std::min<std::size_t>(ties.size(), 3);
+  for (std::size_t k = 0; k < named; ++k) {
+    const SweepRow& r = data.rows[ties[k]];
+    s += fmt::format("{}{} (+{:.1f}%)", k == 0 ? "" : ", ", tile_text(r, axes),
+                     best > 0 ? 100 * (r.time_s / best - 1) : 0.0);
+  }
+  if (ties.size() > named) s += fmt::format(", and {} more", ties.size() - named);
+  return s;
+}
+
 // The best-block table as rows of cells; the header first.
 std::vector<std::vector<std::string>> best_table(const SweepData& data) {
   const std::vector<const OtherField*> other = varying_fields(data);
@@ -66,6 +93,7 @@ std::vector<std::vector<std::string>> best_table(const SweepData& data) {
        {fmt::format("best {} (HBM)", tile), std::string("HBM bytes (incl. dirty at end)"),
         std::string("HBM / two-level lower bound"), std::string("L2 bytes"),
         fmt::format("best {} (time)", tile), std::string("time"), std::string("bound"),
+        fmt::format("also within {:g}% (tie band)", 100 * kTieBand),
         std::string("feasible / tried")}) {
     header.push_back(h);
   }
@@ -78,7 +106,7 @@ std::vector<std::vector<std::string>> best_table(const SweepData& data) {
     for (const OtherField* o : other) row.push_back(o->text(f));
     if (b.feasible == 0) {
       row.push_back("none fits");
-      for (int i = 0; i < 6; ++i) row.push_back("-");
+      for (int i = 0; i < 7; ++i) row.push_back("-");
     } else {
       const SweepRow& h = data.rows[b.by_hbm];
       const SweepRow& t = data.rows[b.by_time];
@@ -89,6 +117,7 @@ std::vector<std::vector<std::string>> best_table(const SweepData& data) {
       row.push_back(tile_text(t, axes));
       row.push_back(human_seconds(t.time_s));
       row.push_back(t.bound);
+      row.push_back(ties_text(data, b, axes));
     }
     row.push_back(fmt::format("{} / {}", b.feasible, b.tried));
     table.push_back(std::move(row));
@@ -263,7 +292,12 @@ std::string sweep_report_markdown(const SweepData& data, const ValidationResult*
        "run with the L2 off never fall below. With the L2 on, HBM bytes are DRAM bytes after the "
        "L2, which keeps on chip reuse that the two-level model sends to HBM: they may fall below "
        "the bound (a ratio under 1x), and in a run of both passes below the compulsory bytes too "
-       "(the backward reads from the L2 what the forward left there).\n\n";
+       "(the backward reads from the L2 what the forward left there). ";
+  s += fmt::format(
+      "\"Also within {0:g}% (tie band)\": the other tilings whose time is within {0:g}% of the "
+      "best's, which iosim cannot order on a GPU (on the measured tile sweeps it ordered such "
+      "pairs about as a coin toss; `iosim tune` marks the same band).\n\n",
+      100 * kTieBand);
   s += markdown_table(best_table(data));
   s += "\n## Time by tile (Br x Bc): which tile is fastest\n\n";
   s += "Simulated time of each tile, block_q (Br) down and block_kv (Bc) across, per problem (each "

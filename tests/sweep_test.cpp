@@ -475,6 +475,74 @@ TEST_CASE("tile heatmap: each shape's best tile is the fastest row of the sweep'
         std::string::npos);
 }
 
+TEST_CASE("best tiles: the report names every other tiling within the tie band, and no other") {
+  // Issue #46: the sweep report ranks as `tune` does; a tile within kTieBand (5%) of the fastest
+  // is one iosim cannot order against it on a GPU, so the report must name them all. Over every
+  // problem of a sweep of tiles: the row's tie cell names exactly the feasible rows within the
+  // band (three at most by tile, the rest counted), fastest first, each above the best's time.
+  const std::vector<SweepPoint> points = tile_points();
+  const auto profiles = profiles_of(points);
+  const SweepData data = load_sweeps({temp_file(
+      "ties.json", sweep_json(description_of(points.size()), points,
+                              run_sweep(points, profiles, {2, {}}), profiles))});
+  const std::string md = sweep_report_markdown(data, nullptr);
+  const std::string header = "also within 5% (tie band)";
+  REQUIRE(md.find(header) != std::string::npos);
+  // The best table's rows, in best_blocks() order: its cells split on " | ".
+  const std::size_t table = md.find("| profile | algorithm | d | N |");
+  REQUIRE(table != std::string::npos);
+  std::vector<std::vector<std::string>> rows;
+  for (std::size_t at = table; at < md.size() && md[at] == '|';) {
+    const std::size_t end = md.find('\n', at);
+    std::vector<std::string> cells;
+    std::string line = md.substr(at + 2, end - at - 4);
+    for (std::size_t c = 0, next = 0; next != std::string::npos; c = next + 3) {
+      next = line.find(" | ", c);
+      cells.push_back(line.substr(c, next == std::string::npos ? std::string::npos : next - c));
+    }
+    rows.push_back(cells);
+    at = end + 1;
+  }
+  const std::size_t col = static_cast<std::size_t>(
+      std::find(rows[0].begin(), rows[0].end(), header) - rows[0].begin());
+  REQUIRE(col < rows[0].size());
+  const std::vector<BestBlock> best = best_blocks(data);
+  REQUIRE(rows.size() == best.size() + 2);  // header, separator
+  int with_ties = 0;
+  for (std::size_t k = 0; k < best.size(); ++k) {
+    const std::string& cell = rows[k + 2][col];
+    CAPTURE(cell);
+    const double t = data.rows[best[k].by_time].time_s;
+    std::vector<double> within;
+    for (const std::size_t i : best[k].rows) {
+      const SweepRow& r = data.rows[i];
+      if (i != best[k].by_time && r.feasible && r.time_s <= t * 1.05) within.push_back(r.time_s);
+    }
+    if (within.empty()) {
+      CHECK(cell == "none");
+      continue;
+    }
+    ++with_ties;
+    // "+x.y%" per named tile, then "and n more": as many as there are rows in the band.
+    std::size_t named = 0;
+    double last = 0;
+    for (std::size_t at = cell.find("(+"); at != std::string::npos; at = cell.find("(+", at + 1)) {
+      const double pct = std::stod(cell.substr(at + 2));
+      CHECK(pct >= last);  // fastest first
+      CHECK(pct <= 5.0 + 0.05);
+      last = pct;
+      ++named;
+    }
+    const std::size_t more = cell.find("and ") == std::string::npos
+                                 ? 0
+                                 : std::stoul(cell.substr(cell.find("and ") + 4));
+    CHECK(named == std::min<std::size_t>(within.size(), 3));
+    CHECK(named + more == within.size());
+  }
+  MESSAGE(with_ties, " of ", best.size(), " problems have tiles within the tie band");
+  CHECK(with_ties > 0);
+}
+
 TEST_CASE("report: a best tile names every tiling axis its problem's rows differ in") {
   // flash2 over block_kv x stages x threads: "best 128 x 64" alone hid which stages and threads
   // won.
