@@ -482,9 +482,9 @@ TEST_CASE("best tiles: the report names every other tiling within the tie band, 
   // band (three at most by tile, the rest counted), fastest first, each above the best's time.
   const std::vector<SweepPoint> points = tile_points();
   const auto profiles = profiles_of(points);
-  const SweepData data = load_sweeps({temp_file(
-      "ties.json", sweep_json(description_of(points.size()), points,
-                              run_sweep(points, profiles, {2, {}}), profiles))});
+  const SweepData data = load_sweeps(
+      {temp_file("ties.json", sweep_json(description_of(points.size()), points,
+                                         run_sweep(points, profiles, {2, {}}), profiles))});
   const std::string md = sweep_report_markdown(data, nullptr);
   const std::string header = "also within 5% (tie band)";
   REQUIRE(md.find(header) != std::string::npos);
@@ -503,8 +503,8 @@ TEST_CASE("best tiles: the report names every other tiling within the tie band, 
     rows.push_back(cells);
     at = end + 1;
   }
-  const std::size_t col = static_cast<std::size_t>(
-      std::find(rows[0].begin(), rows[0].end(), header) - rows[0].begin());
+  const std::size_t col =
+      static_cast<std::size_t>(std::find(rows[0].begin(), rows[0].end(), header) - rows[0].begin());
   REQUIRE(col < rows[0].size());
   const std::vector<BestBlock> best = best_blocks(data);
   REQUIRE(rows.size() == best.size() + 2);  // header, separator
@@ -533,9 +533,8 @@ TEST_CASE("best tiles: the report names every other tiling within the tie band, 
       last = pct;
       ++named;
     }
-    const std::size_t more = cell.find("and ") == std::string::npos
-                                 ? 0
-                                 : std::stoul(cell.substr(cell.find("and ") + 4));
+    const std::size_t more =
+        cell.find("and ") == std::string::npos ? 0 : std::stoul(cell.substr(cell.find("and ") + 4));
     CHECK(named == std::min<std::size_t>(within.size(), 3));
     CHECK(named + more == within.size());
   }
