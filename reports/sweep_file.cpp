@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "api/schema_version.hpp"
+#include "reports/json_schema.hpp"
 #include "reports/sweep_csv_reader.hpp"
 #include "reports/writers.hpp"
 #include "sim/base/errors.hpp"
@@ -387,6 +388,16 @@ SweepData load_sweeps(const std::vector<fs::path>& files) {
       const json rows = field<json>(doc, "rows", name);
       if (!rows.is_array()) throw ConfigError(fmt::format("{}: 'rows' is not an array", name));
       for (std::size_t i = 0; i < rows.size(); ++i) add_row(rows[i], name, i, cov);
+      // Then every key against the schema the file was written by, the ones this report does not
+      // read too (after the rows' own checks, whose messages say more of the keys they know): a
+      // value of the wrong type anywhere means the file is not what iosim wrote.
+      if (const std::string e = JsonSchemas::embedded().first_error(doc, "sweep.schema.json");
+          !e.empty()) {
+        throw ConfigError(fmt::format(
+            "{}: {} (schemas/sweep.schema.json): not a sweep file as iosim writes it; write it "
+            "again with iosim sweep --out FILE.json",
+            name, e));
+      }
     } catch (const json::exception& e) {
       // A key of the wrong type: name the file rather than fail as a bug.
       throw ConfigError(fmt::format("{}: unexpected content: {}", name, json_error_text(e)));
