@@ -218,10 +218,7 @@ TEST_CASE("narrow tiles of a wide-row matrix do not crowd the L2 (4-row x 1 KiB 
   const std::uint64_t q_bytes = 2ULL * 8192 * 64 * 2;
   const std::uint64_t q_dram = qk.counters.hbm.read_bytes[index_of(TensorId::Q)];
   CHECK(q_dram >= q_bytes);
-  // (Up to a fifth over: S's row pieces, 4 regions apart, spread over the sets as at random since
-  // the set index folds a 64 KiB block's low bits, and crowd a few sets: 2.38 MB of Q, 2.26 MB
-  // before the fold.)
-  CHECK(q_dram <= q_bytes + q_bytes / 5);
+  CHECK(q_dram <= q_bytes + q_bytes / 10);
   // The row pieces' bytes are counted exactly all the same: S is written once, in full.
   CHECK(qk.counters.l2.write_bytes[index_of(TensorId::S)] == 2ULL * 8192 * 8192 * 2);
 }

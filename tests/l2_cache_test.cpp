@@ -4,9 +4,7 @@
 
 #include <doctest/doctest.h>
 
-#include <algorithm>
 #include <random>
-#include <vector>
 
 #include "sim/base/errors.hpp"
 
@@ -165,12 +163,11 @@ TEST_CASE("regions past 16 TiB keep exact tags") {
 namespace {
 
 // Calls f(geometry) for the set counts the set-cursor tests cover: 400 sets (an H100
-// partition), 50 (an eighth of it: no multiple of the 16 regions the set index folds), a power of
-// two, one set.
+// partition), a power of two, one set.
 template <typename F>
 void for_each_cursor_geometry(F&& f) {
-  for (std::int64_t capacity : {std::int64_t{25} << 20, std::int64_t{3276800},
-                                std::int64_t{1} << 20, std::int64_t{64} << 10}) {
+  for (std::int64_t capacity :
+       {std::int64_t{25} << 20, std::int64_t{1} << 20, std::int64_t{64} << 10}) {
     const L2Cache l2(capacity, 32);
     f(l2.geometry());
   }
@@ -229,57 +226,4 @@ TEST_CASE("stepping the set cursor gives every region of a strided sequence its 
       }
     }
   });
-}
-
-TEST_CASE("every window of consecutive regions takes each set once") {
-  // What keeps a contiguous footprint whole up to the capacity (l2_policy's contiguous layout:
-  // all kept to half the L2, where the two partitions' copies fill it), with the set index's
-  // 64 KiB blocks folded or not (a window of 50 sets ends in a partial block).
-  std::mt19937_64 rng(3);
-  for_each_cursor_geometry([&](const L2Cache::Geometry& g) {
-    const std::uint64_t sets = g.sets.divisor();
-    for (int trial = 0; trial < 50; ++trial) {
-      const std::uint64_t window = rng() % (std::uint64_t{1} << 30);
-      std::vector<int> taken(sets, 0);
-      for (std::uint64_t p = 0; p < sets; ++p) ++taken[g.set_of(window * sets + p)];
-      CAPTURE(sets);
-      CAPTURE(window);
-      CHECK(std::count(taken.begin(), taken.end(), 1) == static_cast<std::ptrdiff_t>(sets));
-    }
-  });
-}
-
-TEST_CASE("every 2nd or 16th region spreads over the sets as at random, set by set") {
-  // l2_policy's layout part: a footprint of every 2nd or every 16th 4 KiB page loses its hits as
-  // gradually as scattered pages do (82% kept at 0.4 of the L2, 49% at 0.5, 11% at 0.7), so
-  // how many of its regions a set receives varies from set to set as independent placements
-  // would make it (variance about mean x (1 - 1 / stride)). Without the fold, a window's regions
-  // `stride` apart take sets `stride` apart, and all the sets of one residue class hold the same
-  // number: they overflow together, a sharp knee.
-  for (std::int64_t capacity : {std::int64_t{25} << 20, std::int64_t{20} << 20}) {  // H100, A100
-    const L2Cache l2(capacity, 32);
-    const L2Cache::Geometry& g = l2.geometry();
-    const std::uint64_t sets = g.sets.divisor();
-    for (std::uint64_t stride : {2, 4, 16}) {
-      const double mean = 16;  // regions per set: the footprint fills the capacity
-      std::vector<double> load(sets, 0);
-      for (std::uint64_t i = 0; i < 16 * sets; ++i) load[g.set_of(12345 + stride * i)] += 1;
-      // The variance within each residue class of the sets modulo `stride`, averaged.
-      double within = 0;
-      for (std::uint64_t c = 0; c < stride; ++c) {
-        double sum = 0, squares = 0, n = 0;
-        for (std::uint64_t s = c; s < sets; s += stride) {
-          sum += load[s];
-          squares += load[s] * load[s];
-          n += 1;
-        }
-        within += (squares / n - (sum / n) * (sum / n)) / static_cast<double>(stride);
-      }
-      CAPTURE(sets);
-      CAPTURE(stride);
-      CAPTURE(within);
-      CHECK(within > 0.5 * mean * (1.0 - 1.0 / static_cast<double>(stride)));
-      CHECK(within < 1.5 * mean);
-    }
-  }
 }

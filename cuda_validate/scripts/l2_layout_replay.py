@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """l2_policy's layout part replayed on one L2 partition, for set indices and replacement policies
-the simulator does not have: what decided between a folded set index and tree-PLRU (issue #47,
-cuda_validate/measurements/CALIBRATION.md, "The L2's set index folds a page's low bits").
+the simulator does not have: a folded set index and tree-PLRU, the two candidates for the GPU's
+gradual knee (issue #47; cuda_validate/measurements/CALIBRATION.md, "The L2's gradual knee: a
+folded set index and tree-PLRU, tried").
 
 Every SM reads the whole footprint, so each partition holds its own copy and sees the whole sweep
 in order: one partition of the H100 (400 sets of 16 ways, 4 KiB regions as the simulator keeps
@@ -29,12 +30,13 @@ def mix(x):
 
 
 def rotation(r):
-    """The set index before the fold: the place in the window, rotated by a hash of the window."""
+    """Geometry::set_of: the place in the window, rotated by a hash of the window."""
     return (r % SETS + mix(r // SETS)) % SETS
 
 
 def folded(r):
-    """Geometry::set_of now: the place's low 4 bits XORed with a hash of its 64 KiB block."""
+    """The candidate (not in the simulator): the place's low 4 bits XORed with a hash of its 64 KiB
+    block, a permutation of each block, so a window still takes each set once."""
     p = r % SETS
     if p - p % 16 + 16 <= SETS:
         p ^= mix((r - p % 16) ^ 0x5bd1e9955bd1e995) & 15

@@ -4,7 +4,7 @@
 // The cache is modelled at two granularities. Presence and dirtiness are exact per sector (32
 // bytes: the unit in which SMs request data and DRAM traffic is counted). Placement and
 // replacement work on regions of 128 consecutive sectors (4 KiB), kept in a set-associative
-// array (16 ways, consecutive regions in distinct sets, LRU within a set). Tiles are contiguous
+// array (16 ways, consecutive regions in consecutive sets, LRU within a set). Tiles are contiguous
 // runs of hundreds of sectors touched together, so the lines of a region share nearly the same
 // recency; tracking regions instead of 128-byte lines costs one set lookup per 4 KiB, which is what
 // keeps B=4, H=16, N=16384 runs in seconds. What it approximates: the real L2's line-granular sets
@@ -252,40 +252,6 @@ inline std::uint64_t mix(std::uint64_t x) {
   return x ^ (x >> 33);
 }
 
-// Blocks of this many regions (64 KiB) have their positions in a window XORed with a hash of the
-// block (see Geometry::set_of).
-constexpr std::uint64_t kFoldRegions = 16;
-
-// The bits a block (its first region) XORs into its positions. (The salt keeps them apart from
-// the rotation of the window numbered as the block's first region.)
-inline std::uint64_t fold_bits(std::uint64_t block) {
-  return mix(block ^ 0x5bd1e9955bd1e995ULL) & (kFoldRegions - 1);
-}
-
-// The last block folded and its bits: a set cursor's regions mostly stay in one block for
-// several lookups, and a hash per region cost standard attention's simulation a fifth more time.
-struct FoldMemo {
-  std::uint64_t block = ~std::uint64_t{0};
-  std::uint64_t bits = fold_bits(~std::uint64_t{0});
-};
-
-// `position` (of `region` in its window of `sets` regions) with its low 4 bits XORed with
-// fold_bits of its block of kFoldRegions positions, where the whole block lies in the window (the
-// last, partial block of a window whose size is no multiple of 16 keeps its positions): a
-// permutation of each block, and so of each window. `memo` (if given) holds the last block's bits.
-inline std::uint64_t fold(std::uint64_t position, std::uint64_t region, std::uint64_t sets,
-                          FoldMemo* memo = nullptr) {
-  const std::uint64_t offset = position & (kFoldRegions - 1);
-  if (position - offset + kFoldRegions > sets) return position;
-  const std::uint64_t block = region - offset;
-  if (memo == nullptr) return position ^ fold_bits(block);
-  if (block != memo->block) {
-    memo->block = block;
-    memo->bits = fold_bits(block);
-  }
-  return position ^ memo->bits;
-}
-
 // Mask of the `n` lowest 4-bit fields (n <= 15).
 inline std::uint64_t low_fields(std::uint64_t n) {
   return (std::uint64_t{1} << (4 * n)) - 1;
@@ -293,24 +259,17 @@ inline std::uint64_t low_fields(std::uint64_t n) {
 
 }  // namespace l2_detail
 
-// Set index: the region's position within an aligned window of `sets` consecutive regions, its
-// low 4 bits XORed with a hash of its 64 KiB block (l2_detail::fold), rotated by a hash of the
-// window. So a window's regions fill the sets evenly and windows land at pseudo-random offsets:
-// the structure of the GPU's XOR address hash (low address bits pick the set, higher bits are
-// hashed in). It reproduces how repeated sweeps of a growing footprint stop hitting (l2_sweep
-// microbenchmark, cuda_validate/measurements/*/l2_microbench_2026-11-22: >= 98% hits up to 60% of
-// the L2, a sharp fall between 70% and 90%): a random set per region spreads unevenly and misses
-// from 40% (binomial occupancy), a plain modulo fills every set alike and thrashes all of them at
-// once. The fold is what makes a footprint of every 2nd or every 16th 4 KiB page spread as
-// unevenly as scattered pages (l2_policy microbenchmark, layout part,
-// cuda_validate/measurements/h100-sxm5-80gb/edge_l2_2026-12-06: 82% kept at 0.4 of the L2, 49% at
-// 0.5, 11% at 0.7): without it a window's every 2nd region takes every 2nd set, all those sets
-// equally loaded, and they overflow together. (The sum wraps around 2^64 as in any unsigned
-// arithmetic.)
+// Set index: the region's position within an aligned window of `sets` consecutive regions,
+// rotated by a hash of the window. So a window's regions fill the sets evenly and windows land
+// at pseudo-random offsets: the structure of the GPU's XOR address hash (low address bits pick
+// the set, higher bits are hashed in). It reproduces how repeated sweeps of a growing footprint
+// stop hitting (l2_sweep microbenchmark, cuda_validate/measurements/*/l2_microbench_2026-11-22: >=
+// 98% hits up to 60% of the L2, a sharp fall between 70% and 90%): a random set per region spreads
+// unevenly and misses from 40% (binomial occupancy), a plain modulo fills every set alike and
+// thrashes all of them at once. (The sum wraps around 2^64 as in any unsigned arithmetic.)
 inline std::uint64_t L2Cache::Geometry::set_of(std::uint64_t region) const {
   const std::uint64_t position = sets(region);
-  return sets(l2_detail::fold(position, region, sets.divisor()) +
-              l2_detail::mix(sets.quotient(region, position)));
+  return sets(position + l2_detail::mix(sets.quotient(region, position)));
 }
 
 /// set_of() for a sequence of regions that mostly move forward by less than a window of
@@ -332,7 +291,6 @@ class L2Cache::Geometry::SetCursor {
     const std::uint64_t step_position = sets_(step);
     const std::uint64_t step_windows = sets_.quotient(step, step_position);
     std::uint64_t hash = 0, hash_remainder = 0;
-    l2_detail::FoldMemo memo;
     // Whether position + hash can pass 2^64 in this window: for one window in about 2^64 / sets,
     // so the loop tests a flag and leaves the exact correction to combine().
     bool may_wrap = false;
@@ -344,11 +302,10 @@ class L2Cache::Geometry::SetCursor {
     enter();
     std::uint64_t region = first;
     for (std::uint64_t k = 0;;) {
-      const std::uint64_t folded = l2_detail::fold(position, region, count_, &memo);
-      std::uint64_t set = folded + hash_remainder;
+      std::uint64_t set = position + hash_remainder;
       if (set >= count_) set -= count_;
       if (may_wrap) [[unlikely]]
-        set = combine(folded, hash, hash_remainder);
+        set = combine(position, hash, hash_remainder);
       f(region, set);
       if (++k == count) return;
       region += step;
@@ -384,7 +341,7 @@ class L2Cache::Geometry::SetCursor {
       hash_ = l2_detail::mix(window_);
       hash_remainder_ = sets_(hash_);
     }
-    return combine(l2_detail::fold(position_, region, count_, &memo_), hash_, hash_remainder_);
+    return combine(position_, hash_, hash_remainder_);
   }
 
  private:
@@ -402,7 +359,6 @@ class L2Cache::Geometry::SetCursor {
   std::uint64_t wrap_;   // 2^64 % sets
   bool started_ = false;
   std::uint64_t region_ = 0, position_ = 0, window_ = 0, hash_ = 0, hash_remainder_ = 0;
-  l2_detail::FoldMemo memo_;
 };
 
 template <typename Visit>
