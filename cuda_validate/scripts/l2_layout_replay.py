@@ -13,6 +13,7 @@ fraction of the L2 and the largest distance from the GPU's.
   l2_layout_replay.py [cuda_validate/measurements/h100-sxm5-80gb/edge_l2_2026-12-06/l2_policy/l2_policy_summary.json]
 """
 import json
+import os
 import random
 import sys
 
@@ -104,8 +105,9 @@ def hits(set_of, policy, layout, fraction, reps=4):
 
 
 def main():
-    path = sys.argv[1] if len(sys.argv) > 1 else (
-        "cuda_validate/measurements/h100-sxm5-80gb/edge_l2_2026-12-06/l2_policy/l2_policy_summary.json")
+    path = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "..", "measurements", "h100-sxm5-80gb",
+        "edge_l2_2026-12-06", "l2_policy", "l2_policy_summary.json")
     gpu = {l["layout"]: l["hits"] for l in json.load(open(path))["layout"]}
     models = [("rotation, LRU", rotation, Lru), ("rotation, tree-PLRU", rotation, TreePlru),
               ("folded, LRU", folded, Lru)]
