@@ -232,7 +232,7 @@ class StageTimer {
       // (the wg1 forward's compute loop with W = 1..4 CTAs per SM, no memory traffic;
       // cuda_validate/measurements/*/coresident_2026-11-27): per SM, a step takes
       // P + L / W, P the SM's pipes for one CTA's step and L the latency of a CTA's own chain
-      // beyond them (fitted per tile on the clean rows within 4%; d = 64, 64 x 64: 894, 585, 498,
+      // beyond them (fitted per tile on the clean rows within 5%; d = 64, 64 x 64: 894, 585, 498,
       // 479 cycles at W = 1..4). Each CTA's step is its own chain plus the pipe time of the
       // W - 1 others' steps, which its chain does not overlap: the latency is hidden once per
       // round of the W CTAs, not once per CTA. P: the busier of the tensor pipe and the FP32,
@@ -240,7 +240,9 @@ class StageTimer {
       // against 80 + 260, W = 3; the full loop runs the two sides under each other's CTAs). The
       // chain is the warpgroups' GEMMs, all of them (warpgroups of one CTA start a step
       // together: one's GEMM does not run under another's softmax), then one warpgroup's
-      // softmax and its dependent latencies.
+      // softmax and its dependent latencies. (That chain is 1.2-1.4x the microbenchmark's loop
+      // at W = 1, and the tile sweep's kernels at one CTA per SM take about as much beyond their
+      // loop: cuda_validate/measurements/CALIBRATION.md, issue #46.)
       const double chain = pipes[0] + one_warp_sync + w.chain_s;
       const double round = std::max(pipes[0], sync_total);
       const double exposed = std::max(0.0, chain - round);
