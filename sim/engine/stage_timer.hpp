@@ -228,24 +228,35 @@ class StageTimer {
         spec_.tensor_instruction == TensorInstruction::wgmma) {
       // Warpgroups issuing wgmma side by side on an SM, with no producer to order them: CTAs of
       // one warpgroup, or the uniform warpgroups of one CTA (each its own 64-row groups, as
-      // Triton's 8 warps on a 128-row tile), which nothing orders either. Nothing orders one's
-      // softmax against another's GEMMs, and the softmax does not run under them. Measured by
-      // cuda_validate/microbench/coresident.cu (the wg1 forward's compute loop with W = 1..4
-      // CTAs per SM, no memory traffic): with 2-4 CTAs a step took 0.79-0.99 (median 0.90) of
-      // the sum of the tensor-only loop's time and the softmax-only loop's at the same W, where
-      // hiding each pipe under the others would give 0.56-0.76 of it, alike on an H100 and an
-      // H200 (cuda_validate/measurements/*/coresident_2026-11-27). So the SM's tensor
-      // work and its FP32/SFU/INT32 work add, as under lockstep, and no step is shorter than the
-      // warpgroup's own chain. Warpgroups of one warp-specialized CTA (cuDNN's, FlashAttention-3's)
-      // are ordered by their kernel and keep the rule below: cuDNN's Hopper forward overlaps
-      // them as it says (its validated set, accuracy_levels_cudnn.json).
-      const double shared = share * lockstep(share * warps_per_cta_);
-      if (shared >= warpgroup_chain) {
-        lockstep_parts(share * warps_per_cta_, share);
+      // Triton's 8 warps on a 128-row tile). cuda_validate/microbench/coresident.cu measured them
+      // (the wg1 forward's compute loop with W = 1..4 CTAs per SM, no memory traffic;
+      // cuda_validate/measurements/*/coresident_2026-11-27): per SM, a step takes
+      // P + L / W, P the SM's pipes for one CTA's step and L the latency of a CTA's own chain
+      // beyond them (fitted per tile on the clean rows within 5%; d = 64, 64 x 64: 894, 585, 498,
+      // 479 cycles at W = 1..4). Each CTA's step is its own chain plus the pipe time of the
+      // W - 1 others' steps, which its chain does not overlap: the latency is hidden once per
+      // round of the W CTAs, not once per CTA. P: the busier of the tensor pipe and the FP32,
+      // SFU and INT32 pipes together (the softmax-only loop saturates at their sum: 330 cycles
+      // against 80 + 260, W = 3; the full loop runs the two sides under each other's CTAs). The
+      // chain is the warpgroups' GEMMs, all of them (warpgroups of one CTA start a step
+      // together: one's GEMM does not run under another's softmax), then one warpgroup's
+      // softmax and its dependent latencies. (That chain is 1.2-1.4x the microbenchmark's loop
+      // at W = 1, and the tile sweep's kernels at one CTA per SM take about as much beyond their
+      // loop: cuda_validate/measurements/CALIBRATION.md, issue #46.)
+      const double chain = pipes[0] + one_warp_sync + w.chain_s;
+      const double round = std::max(pipes[0], sync_total);
+      const double exposed = std::max(0.0, chain - round);
+      if (pipes[0] >= sync_total) {
+        charge(row[0], share * round);
       } else {
-        warpgroup_chain_parts(1.0);
+        charge(TimeRow::fp32_sfu, share * round);
       }
-      return std::max(shared, warpgroup_chain);
+      if (exposed > 0.0) {
+        const double softmax = std::min(exposed, one_warp_sync);
+        charge(TimeRow::fp32_sfu, softmax);
+        charge(TimeRow::latency, exposed - softmax);
+      }
+      return share * round + exposed;
     }
     if (spec_.consumer_warpgroups > 0) {
       // Cooperative warpgroups issuing mma.sync: the SM's pipes as the warps per scheduler
