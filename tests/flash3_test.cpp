@@ -78,15 +78,16 @@ TEST_CASE("lockstep warpgroups add their GEMMs and their elementwise work; waits
   const double alone = wg_time({gemm}, PipeOverlap::lockstep);
   // Lockstep: the exps wait for the GEMM and the GEMM for the exps.
   CHECK(wg_time({gemm, exps}, PipeOverlap::lockstep) - alone ==
-        doctest::Approx(exp_s).epsilon(1e-6));
+        doctest::Approx(exp_s).epsilon(1e-6).scale(0));
   // Cooperative: 2 consumer warps per scheduler hide half of them under the GEMM.
   CHECK(wg_time({gemm, exps}, PipeOverlap::async_tensor) - alone ==
-        doctest::Approx(exp_s / 2).epsilon(1e-6));
+        doctest::Approx(exp_s / 2).epsilon(1e-6).scale(0));
   // A wait on the GEMM's result exposes the profile's wgmma latency.
   TileOp waited = gemm;
   waited.wgmma_waits = 3;
-  CHECK(wg_time({waited}, PipeOverlap::lockstep) - alone ==
-        doctest::Approx(3 * hw.compute.wgmma_latency_cycles.value / clock_hz).epsilon(1e-6));
+  CHECK(
+      wg_time({waited}, PipeOverlap::lockstep) - alone ==
+      doctest::Approx(3 * hw.compute.wgmma_latency_cycles.value / clock_hz).epsilon(1e-6).scale(0));
 }
 
 TEST_CASE("one-warpgroup CTAs side by side hide one CTA's softmax per round on the SM") {

@@ -611,7 +611,8 @@ TEST_CASE("report reads a sweep's CSV: the same rows, best tiles and heatmaps as
     CHECK(c.feasible == j.feasible);
     CHECK(c.requested_clock_mhz == j.requested_clock_mhz);
     CHECK(c.hbm_bytes() == j.hbm_bytes());
-    CHECK(c.time_s == doctest::Approx(j.time_s).epsilon(1e-8));  // 9 digits in the CSV
+    // 9 digits in the CSV; the scale a picosecond, not Approx's default 1 s
+    CHECK(c.time_s == doctest::Approx(j.time_s).epsilon(1e-8).scale(1e-12));
     CHECK(c.lower_bound_bytes == j.lower_bound_bytes);
   }
   CHECK(csv_data.profiles.at("h100-sxm5-80gb").hbm_gbps ==
