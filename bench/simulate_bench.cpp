@@ -139,7 +139,8 @@ namespace {
 // Issue #49's causal goal (flash2 causal B=1 H=8 N=1,048,576 d=128 in 10 s of CPU on the
 // project's 2-core machine): a head's CTAs ramp (sim/engine/ramp_periods.hpp) and the alike heads
 // between the third and the last are left out. With no clock the power model picks it from engine
-// runs (an extrapolated run's timeline is not replayed); power_trials counts them.
+// runs (an extrapolated run's timeline is not replayed), the first a clock probe
+// (EngineOptions::clock_probe); power_trials counts them.
 void run_causal(benchmark::State& state, const char* algo, std::int64_t h, std::int64_t n,
                 double clock_mhz) {
   const HardwareProfile hw = load_profile("h100-sxm5-80gb");

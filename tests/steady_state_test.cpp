@@ -318,3 +318,47 @@ TEST_CASE("steady-state extrapolation: alike causal heads, the middle ones left 
   }
   CHECK(left_out >= cases / 2);
 }
+
+TEST_CASE("steady-state extrapolation: the clock probe's ramp cuts steer the solve, never answer") {
+  // The power model's first trial, at the boost clock, is a clock probe (EngineOptions::
+  // clock_probe): a causal head's ramp may be cut there where its reads still hit the L2 and its
+  // windows' times scatter about their line (RampPeriods::kProbeTimeTolerance), as a memory-bound
+  // ramp's do at that clock (here: HBM per SM as the H100's). The probe only steers the solve:
+  // where the limit binds, the answer (a later trial, its cuts the usual ones) is within the
+  // bounds of full simulation of every trial (check); where it does not, so that the probe would
+  // be the answer, the answer is the run at the boost clock without it, to the bit.
+  // One shape, its solve simulated in full by check (costly under the sanitizers).
+  test::ShapeGen gen(4951);
+  int probe_cuts = 0;
+  for (int i = 0; i < 1; ++i) {
+    HardwareProfile hw = small_l2();
+    hw.sm.count.value = 8;
+    hw.hbm.bandwidth_gbps.value = 25.4 * hw.sm.count.value;
+    const double boost = hw.sm.boost_clock_mhz.value;
+    RunRequest r = test::request("flash2", 1, gen.pick(3, 4), 81920, 128);
+    r.problem.causal = true;
+    r.extrapolate_above_work = 0;
+    CAPTURE(hw.sm.count.value);
+    CAPTURE(r.problem.heads);
+    CAPTURE(r.problem.seq);
+    r.engine.sm_clock_mhz = boost;
+    r.engine.clock_probe = true;
+    const Report probe = simulate(hw, r);
+    probe_cuts += probe.engine.extrapolation.probe_cuts;
+    r.engine.clock_probe = false;
+    const Report given = simulate(hw, r);
+    r.engine.sm_clock_mhz = 0;  // the power model's clock
+    hw.power.limit_w.value = 1e6;
+    const Report solved = simulate(hw, r);
+    CHECK(solved.sm_clock_mhz == boost);
+    CHECK_FALSE(solved.engine.extrapolation.probe_cuts);
+    CHECK(test::identical(solved.engine.total, given.engine.total));
+    CHECK(solved.engine.time_s == given.engine.time_s);
+    hw.power.limit_w.value = 0.8 * given.power->watts;  // binds
+    const Extrapolation x = check(hw, r);
+    MESSAGE("probe on ", hw.sm.count.value, " SMs, N=", r.problem.seq, " H=", r.problem.heads,
+            ": probe cuts ", probe.engine.extrapolation.probe_cuts, ", ", x.ctas_extrapolated,
+            " CTAs left out at the solved clock");
+  }
+  CHECK(probe_cuts >= 1);
+}

@@ -49,7 +49,8 @@ class KernelRun {
  public:
   KernelRun(const HardwareProfile& profile, const Schedule& schedule, std::size_t kernel_index,
             const KernelSpec& spec, const Occupancy& occ, const AddressMap& addresses, L2System* l2,
-            double clock_mhz, OpObserver* observer, bool extrapolate, StageRecorder* recorder)
+            double clock_mhz, OpObserver* observer, bool extrapolate, bool clock_probe,
+            StageRecorder* recorder)
       : schedule_(schedule),
         kernel_index_(kernel_index),
         spec_(spec),
@@ -61,6 +62,7 @@ class KernelRun {
         sms_(occ.sms),
         observer_(observer),
         recorder_(recorder),
+        clock_probe_(clock_probe),
         repetition_(extrapolate ? schedule.repetition(kernel_index) : Repetition{}) {
     run_.resident_on_sm.assign(static_cast<std::size_t>(rates_.sm_count), 0);
     run_.l2_on = l2 != nullptr;
@@ -88,7 +90,7 @@ class KernelRun {
       while (slots % span != 0) --span;
       extrapolators_.push_back(std::make_unique<detail::RampPeriods>(
           slots / span, static_cast<std::size_t>(span), repetition_.ramp_run,
-          repetition_.cta_period == repetition_.ramp_run, schedule_, kernel_index_));
+          repetition_.cta_period == repetition_.ramp_run, clock_probe_, schedule_, kernel_index_));
     } else if (repetition_.cta_period > 0 && slots > 0) {
       // Whole waves as well as whole repetitions: where waves start together, leaving out a
       // period that is not whole waves moves the final partial wave (standard B=4 H=16 N=2048
@@ -395,6 +397,7 @@ class KernelRun {
   StageRecorder* recorder_;  // null: no timeline is recorded
   // Steady-state extrapolation (sim/engine/steady_state.hpp): the kinds this kernel uses, and
   // the state of the run they see.
+  bool clock_probe_;  // EngineOptions::clock_probe
   Repetition repetition_;
   std::vector<std::unique_ptr<detail::Extrapolator>> extrapolators_;
   detail::KernelProgress run_;
@@ -500,7 +503,7 @@ EngineResult run_schedule(const HardwareProfile& profile, const Schedule& schedu
     }
     KernelRun run(profile, schedule, k, spec, kr.occupancy, addresses, l2 ? &*l2 : nullptr,
                   clock_mhz, options.observer, !options.exact && options.observer == nullptr,
-                  recorder ? &*recorder : nullptr);
+                  options.clock_probe, recorder ? &*recorder : nullptr);
     kr.time_s = run.run(kr);
     // A run that left work out measured what it left out at its own clock (steady_state.hpp).
     if (record != nullptr && kr.extrapolation.applied()) record->usable = false;

@@ -69,6 +69,12 @@ struct EngineOptions {
   // the chosen clock in the tests (issue #33; docs/PERFORMANCE_HISTORY.md). simulate() turns it
   // off for a request with `exact` set (`--exact`: every trial simulated in full).
   bool replay_clock_trials = true;
+  // true: a trial of the power model's clock solve that steers the solve and is no answer
+  // (run_at_policy_clock() sets it on the first, at the boost clock): a causal head's ramp
+  // (sim/engine/ramp_periods.hpp) may be cut where its windows' times scatter about their line
+  // within kProbeTimeTolerance and its reads still hit the L2, as they do at the boost clock;
+  // Extrapolation::probe_cuts says whether it was.
+  bool clock_probe = false;
 };
 
 struct KernelResult {

@@ -142,7 +142,15 @@ ClockedRun run_at_policy_clock(const HardwareProfile& profile, const Schedule& s
     trial.observer = nullptr;
     Timeline timeline;
     bool recorded = !engine.replay_clock_trials;
+    // The first trial, at the boost clock, is a clock probe (EngineOptions::clock_probe): it is
+    // the answer only where the limit does not bind, and is then run again without where it
+    // took a probe's cut. Its counts and time steer the solve (the energy, the first step, the
+    // exponent fitted to the next trial): a rough probe moves the clock the solve lands on a
+    // little (tests/steady_state_test.cpp holds the answer within the bounds of --exact's).
+    bool probed = false;
     const auto at = [&](double clock_mhz) {
+      trial.clock_probe = !probed;
+      probed = true;
       if (recorded && timeline.usable) return replay_timeline(profile, timeline, clock_mhz);
       trial.sm_clock_mhz = clock_mhz;
       const bool first = !recorded;
@@ -151,6 +159,14 @@ ClockedRun run_at_policy_clock(const HardwareProfile& profile, const Schedule& s
     };
     out.power = solve_power_clock(profile, dtype, at, out.engine);
     out.clock_mhz = out.power->clock_mhz;
+    if (out.engine.extrapolation.probe_cuts) {
+      trial.clock_probe = false;
+      trial.sm_clock_mhz = out.clock_mhz;
+      out.engine = run_schedule(profile, schedule, trial);
+      out.power->watts =
+          board_power_w(profile, out.engine, out.engine.time_s, out.clock_mhz, dtype);
+      ++out.power->engine_runs;
+    }
     if (engine.observer) {
       EngineOptions watched = engine;
       watched.sm_clock_mhz = out.clock_mhz;

@@ -63,7 +63,9 @@ struct ClockedRun {
 /// when set; else, on a profile with a power limit, the clock solve_power_clock allows for this
 /// schedule; else the boost clock. The solve's trials after the first replay the first one's
 /// timeline when `engine.replay_clock_trials` (sim/engine/timeline.hpp), else each is an engine
-/// run. An observer in `engine` sees the run at the chosen clock only, run once more for it.
+/// run. The first trial is a clock probe (EngineOptions::clock_probe), run again without where it
+/// took a probe's cut and is the answer (the limit does not bind). An observer in `engine` sees
+/// the run at the chosen clock only, run once more for it.
 ClockedRun run_at_policy_clock(const HardwareProfile& profile, const Schedule& schedule,
                                const EngineOptions& engine, Dtype dtype);
 

@@ -36,7 +36,9 @@ void RampPeriods::before_dispatch(double t, KernelProgress& run) {
   steps_.push(m.t, m.c, m.parts);
   // Up to the run's last CTA, which the slot being refilled takes (a CTA is dispatched there).
   std::int64_t gap = (head + 1) * ramp_run_ - 1 - c;
-  if (gap < step_ || !steady_now || !steps_.steady() || !steps_.settled(kSettled)) {
+  // A clock probe also cuts where only its looser test holds (kProbeTimeTolerance), and says so.
+  const bool strict = steady_now && steps_.steady() && steps_.settled(kSettled);
+  if (gap < step_ || !(strict || (probe_ && steady_now && steps_.steady(kProbeTimeTolerance)))) {
     held_ = 0;
     return;
   }
@@ -53,6 +55,7 @@ void RampPeriods::before_dispatch(double t, KernelProgress& run) {
   const double reach = steps_.steps_within(kRatioDrift) * static_cast<double>(step_);
   if (reach < static_cast<double>(gap)) gap = static_cast<std::int64_t>(reach);
   if (gap < step_) return;
+  if (!strict) run.stats->probe_cuts = true;
   const double n = static_cast<double>(gap) / static_cast<double>(step_);
   steps_.add_counters_for(n, *run.counters);
   const double parts = steps_.parts_for(n);
@@ -86,7 +89,8 @@ bool RampPeriods::alike_runs(std::int64_t run_index, std::size_t j, const Mark& 
   for (std::size_t k = j - back; k <= j; ++k) {
     if (!first_[k].taken() || !second_[k].taken()) return false;
   }
-  if (!settled(second_[j - back], m, kSettled)) return false;
+  const bool reads_settled = settled(second_[j - back], m, kSettled);
+  if (!reads_settled && !probe_) return false;
   for (std::size_t k = j - kWindows; k <= j; ++k) {
     if (!windows_alike(second_[k - span_], second_[k], first_[k - span_], first_[k])) {
       return false;
@@ -94,6 +98,7 @@ bool RampPeriods::alike_runs(std::int64_t run_index, std::size_t j, const Mark& 
   }
   const std::int64_t n = run.ctas / ramp_run_ - run_index - 1;
   if (n < 1) return false;
+  if (!reads_settled) run.stats->probe_cuts = true;
   const Mark& from = first_[j];
   const double dt = m.t - from.t;
   const std::int64_t parts = m.parts - from.parts;

@@ -13,6 +13,7 @@ Extrapolation& Extrapolation::operator+=(const Extrapolation& o) {
   parts_simulated += o.parts_simulated;
   parts_extrapolated += o.parts_extrapolated;
   time_extrapolated_s += o.time_extrapolated_s;
+  probe_cuts = probe_cuts || o.probe_cuts;
   return *this;
 }
 
@@ -136,7 +137,7 @@ void TrendDetector::push(double t, const Counters& c, std::int64_t parts) {
   if (snapshots_.size() > kPeriods + span_) snapshots_.pop_front();
 }
 
-bool TrendDetector::steady() const {
+bool TrendDetector::steady(double time_tolerance) const {
   if (snapshots_.size() < kPeriods + span_) return false;
   std::array<std::array<double, kCompared>, kPeriods> deltas{};
   for (std::size_t w = 0; w < kPeriods; ++w) {
@@ -159,7 +160,7 @@ bool TrendDetector::steady() const {
     const double scale = std::max(std::abs(line.mean), 0.01 * std::abs(level));
     for (std::size_t k = 0; k < kPeriods; ++k) {
       const double off = d[k] - (line.mean + line.slope * Line::x<kPeriods>(k));
-      if (std::abs(off) > kTolerance * scale) {
+      if (std::abs(off) > (q == 0 ? time_tolerance : kTolerance) * scale) {
         return false;
       }
     }

@@ -95,6 +95,11 @@
 //     DRAM reads, where the L2 still hits, differed by up to 6% (which partition and set holds a
 //     line depends on its address), and converged once the reads missed. So a grid of alike heads
 //     costs about two heads' ramps however many it has.
+//     The power model's first trial, at the boost clock, is a clock probe
+//     (EngineOptions::clock_probe): there a memory-bound ramp's reads still hit the L2 and its
+//     windows' times scatter about their line (RampPeriods::kProbeTimeTolerance), so that no cut
+//     above would be taken and its heads would all be simulated; the probe cuts there too, and
+//     is run again without where it would be the answer (the limit does not bind).
 //
 // When it is exact: the repeated work is the same operations on disjoint address ranges (another
 // head's matrices, the next K/V block), and it interacts with the rest only through the L2 and
@@ -150,6 +155,9 @@ struct Extrapolation {
   std::int64_t parts_simulated = 0;
   std::int64_t parts_extrapolated = 0;  // steps of CTAs, in steady windows and periods left out
   double time_extrapolated_s = 0.0;
+  // Cuts that only a clock probe takes (EngineOptions::clock_probe): such a result steers the
+  // power model's solve and is no answer.
+  bool probe_cuts = false;
   bool applied() const { return ctas_extrapolated > 0 || parts_extrapolated > 0; }
   Extrapolation& operator+=(const Extrapolation& o);
 };
@@ -198,8 +206,9 @@ class TrendDetector {
   void push(double t, const Counters& c, std::int64_t parts);
   /// Whether it holds the snapshots of kWindows + 1 windows.
   bool full() const { return snapshots_.size() >= kPeriods + span_; }
-  /// Whether the last kWindows + 1 windows lie on a line within kTolerance of their mean.
-  bool steady() const;
+  /// Whether the last kWindows + 1 windows lie on a line within kTolerance of their mean (the
+  /// windows' durations within `time_tolerance`).
+  bool steady(double time_tolerance = kTolerance) const;
   /// The time of the next `n` steps (n real: the line's integral over them), on the line.
   double time_for(double n) const;
   /// The parts the next `n` steps would simulate, on the line.
