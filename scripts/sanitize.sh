@@ -34,9 +34,10 @@ jobs=$(nproc)
 # minutes under the sanitizers against ~10 s in Release; its code paths run here on small inputs
 # (the multi-file summary in "two one-case files are summarized together", unit_validation), and
 # validate's reading and prediction of whole files in cli_validate's `iosim validate` of three
-# cases of the H100 decode file. unit_alike_heads is left out too: its property holds 5-7 causal
-# heads of N = 80k-98k against --exact (6 s in Release, two minutes and more here); the ramp
-# periods it extrapolates run here in unit_decode's ramp property on smaller heads.
+# cases of the H100 decode file. unit_alike_heads is left out too: its properties hold 5-7 causal
+# heads of N = 80k-98k against --exact, and the clock probe's cuts through the power model's solve
+# (10 s in Release, three minutes and more here); the ramp periods they extrapolate run here in
+# unit_decode's ramp property on smaller heads.
 # All entries run $jobs at a time (tests/cli_test.sh as three entries, cli_*).
 source scripts/sanitized_entries.sh
 IOSIM_NO_ULIMIT=1 IOSIM_SKIP_DOC_CHECKS=1 IOSIM_SANITIZED=1 ctest --test-dir build-sanitize \
