@@ -14,6 +14,7 @@ namespace iosim {
 namespace assets {
 extern const std::string_view run_schema_json;
 extern const std::string_view sweep_schema_json;
+extern const std::string_view kernel_schema_json;
 }  // namespace assets
 
 namespace {
@@ -53,7 +54,9 @@ const std::set<std::string>& known_keywords() {
                                               "$id",
                                               "$schema",
                                               "$defs",
-                                              "examples"};
+                                              "examples",
+                                              "minProperties",
+                                              "maxProperties"};
   return known;
 }
 
@@ -184,6 +187,12 @@ class Checker {
 
   std::string object(const json& v, const json& s, const std::string& doc,
                      const std::string& path) const {
+    if (s.contains("minProperties") && v.size() < s["minProperties"].get<std::size_t>()) {
+      return at(path, fmt::format("must have at least {} keys", s["minProperties"].dump()));
+    }
+    if (s.contains("maxProperties") && v.size() > s["maxProperties"].get<std::size_t>()) {
+      return at(path, fmt::format("must have at most {} keys", s["maxProperties"].dump()));
+    }
     for (const json& key : s.value("required", json::array())) {
       if (!v.contains(key.get<std::string>())) {
         return at(path, fmt::format("lacks the key \"{}\"", key.get<std::string>()));
@@ -246,6 +255,17 @@ class Checker {
   const std::map<std::string, json>& documents_;
 };
 
+void collect_refs(const json& s, std::vector<std::string>& out) {
+  if (s.is_object()) {
+    for (const auto& [key, value] : s.items()) {
+      if (key == "$ref" && value.is_string()) out.push_back(value.get<std::string>());
+      collect_refs(value, out);
+    }
+  } else if (s.is_array()) {
+    for (const json& one : s) collect_refs(one, out);
+  }
+}
+
 void collect_unknown(const json& s, std::set<std::string>& out, bool in_properties) {
   if (!s.is_object()) return;
   for (const auto& [key, value] : s.items()) {
@@ -274,7 +294,8 @@ JsonSchemas::JsonSchemas(const std::map<std::string, std::string>& documents) {
 const JsonSchemas& JsonSchemas::embedded() {
   static const JsonSchemas schemas(std::map<std::string, std::string>{
       {"run.schema.json", std::string(assets::run_schema_json)},
-      {"sweep.schema.json", std::string(assets::sweep_schema_json)}});
+      {"sweep.schema.json", std::string(assets::sweep_schema_json)},
+      {"kernel.schema.json", std::string(assets::kernel_schema_json)}});
   return schemas;
 }
 
@@ -290,6 +311,22 @@ std::string JsonSchemas::unknown_keywords(const std::string& schema) const {
   std::set<std::string> out;
   collect_unknown(d->second, out, false);
   return fmt::format("{}", fmt::join(out, ", "));
+}
+
+std::string JsonSchemas::unresolved_refs(const std::string& schema) const {
+  const auto d = documents_.find(schema);
+  ensure(d != documents_.end(), "JSON schema {} is not embedded", schema);
+  std::vector<std::string> refs, bad;
+  collect_refs(d->second, refs);
+  for (const std::string& ref : refs) {
+    const std::size_t hash = ref.find('#');
+    const auto target = documents_.find(hash == 0 ? schema : ref.substr(0, hash));
+    const std::string pointer = hash == std::string::npos ? "" : ref.substr(hash + 1);
+    if (target == documents_.end() || !target->second.contains(json::json_pointer(pointer))) {
+      bad.push_back(ref);
+    }
+  }
+  return fmt::format("{}", fmt::join(bad, ", "));
 }
 
 }  // namespace iosim

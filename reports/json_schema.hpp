@@ -5,11 +5,12 @@
 // a sweep row whose per-tensor bytes read `null` or `"12"` was accepted).
 //
 // The subset of JSON Schema (2020-12) our schemas use: type, enum, const, properties, required,
-// additionalProperties, items, minItems, maxItems, minimum, maximum, exclusiveMinimum,
-// exclusiveMaximum, minLength, maxLength, pattern, allOf, anyOf, oneOf, not, if/then/else and
-// $ref (within a document, or `other.schema.json#/pointer` to another of the set). Annotations
-// (description, title, format, default, $id, $schema, $defs) are not checked. A keyword outside
-// this list is an error of the schema, found by the test that checks every schema is covered.
+// additionalProperties, minProperties, maxProperties, items, minItems, maxItems, minimum, maximum,
+// exclusiveMinimum, exclusiveMaximum, minLength, maxLength, pattern, allOf, anyOf, oneOf, not,
+// if/then/else and $ref (within a document, or `other.schema.json#/pointer` to another of the set).
+// Annotations (description, title, format, default, $id, $schema, $defs) are not checked. A keyword
+// outside this list is an error of the schema, found by the test that checks every schema is
+// covered.
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -21,8 +22,8 @@ class JsonSchemas {
   /// `documents`: file name (run.schema.json) -> its text.
   explicit JsonSchemas(const std::map<std::string, std::string>& documents);
 
-  /// The schemas iosim writes its files by (schemas/run.schema.json, sweep.schema.json),
-  /// embedded at build time.
+  /// The schemas iosim writes its files by (schemas/run.schema.json, sweep.schema.json and the
+  /// kernel.schema.json a run's kernel description refers to), embedded at build time.
   static const JsonSchemas& embedded();
 
   /// "" when `value` conforms to the schema of file `schema` (e.g. "sweep.schema.json"); else the
@@ -33,6 +34,10 @@ class JsonSchemas {
   /// Every keyword that `schema` uses and this checker does not know ("" when none): the test
   /// that keeps the embedded schemas within the subset above.
   std::string unknown_keywords(const std::string& schema) const;
+
+  /// Every `$ref` of `schema` that names a document not in this set or a pointer not in its
+  /// document ("" when all resolve): a schema that refers to another must embed it too.
+  std::string unresolved_refs(const std::string& schema) const;
 
  private:
   std::map<std::string, nlohmann::json> documents_;

@@ -12,6 +12,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 
+#include "algorithms/kernel_description.hpp"
 #include "api/sweep.hpp"
 #include "reports/sweep_file.hpp"
 #include "sim/base/errors.hpp"
@@ -35,7 +36,7 @@ const JsonSchemas& small_schemas() {
       "v": {"type": "array", "items": {"$ref": "b.schema.json#/$defs/pos"}, "maxItems": 2},
       "o": {"oneOf": [{"type": "integer"}, {"type": "number", "minimum": 10}]},
       "k": {"if": {"const": 0}, "then": true, "else": {"minimum": 5}},
-      "m": {"not": {"required": ["bad"]}}
+      "m": {"not": {"required": ["bad"]}, "minProperties": 1}
     }})"},
                                          {"b.schema.json", R"({"$defs": {"pos": {"type": "number",
                                        "minimum": 0}}})"}});
@@ -72,13 +73,21 @@ TEST_CASE("JSON schema: each keyword of the subset, golden cases") {
   CHECK(err(R"({"n": 1, "k": 0})").empty());
   CHECK(err(R"({"n": 1, "k": 2})") == "k must be at least 5");
   CHECK(err(R"({"n": 1, "m": {"bad": 1}})") == "m must not match {\"required\":[\"bad\"]}");
+  CHECK(err(R"({"n": 1, "m": {}})") == "m must have at least 1 keys");
 }
 
 TEST_CASE("JSON schema: the embedded schemas use only the keywords the checker knows") {
-  for (const char* schema : {"run.schema.json", "sweep.schema.json"}) {
+  for (const std::string schema : {"run.schema.json", "sweep.schema.json", "kernel.schema.json"}) {
     CAPTURE(schema);
     CHECK(JsonSchemas::embedded().unknown_keywords(schema) == "");
+    // Every document a schema refers to is embedded too (run.schema.json's kernel description is
+    // kernel.schema.json: a sweep of --kernel FILE was an internal error without it).
+    CHECK(JsonSchemas::embedded().unresolved_refs(schema) == "");
   }
+  CHECK(small_schemas().unresolved_refs("a.schema.json") == "");
+  const JsonSchemas dangling(std::map<std::string, std::string>{
+      {"d.schema.json", R"({"items": {"$ref": "e.schema.json#/x"}, "not": {"$ref": "#/nope"}})"}});
+  CHECK(dangling.unresolved_refs("d.schema.json") == "e.schema.json#/x, #/nope");
   CHECK(small_schemas().unknown_keywords("a.schema.json") == "");
   const JsonSchemas odd(std::map<std::string, std::string>{
       {"c.schema.json", R"({"properties": {"a": {"patternProperties": {}}}})"}});
@@ -86,7 +95,7 @@ TEST_CASE("JSON schema: the embedded schemas use only the keywords the checker k
 }
 
 TEST_CASE("sweep files: a value of the wrong type at any key of a row is refused, by its path") {
-  // A sweep of forward, backward, decode and grouped-query points, so that the rows carry every
+  // A sweep of forward, decode, grouped-query and described points, so that the rows carry every
   // optional block the writer emits; each leaf in turn gets a value of another JSON type.
   std::vector<SweepPoint> points;
   std::size_t i = 0;
@@ -96,6 +105,11 @@ TEST_CASE("sweep files: a value of the wrong type at any key of a row is refused
     if (std::string(algo) == "flash2") r.problem.kv_heads = 2;
     points.push_back({i++, "h100-sxm5-80gb", r});
   }
+  // And a kernel description (its own schema, kernel.schema.json, which run.schema.json refers to).
+  RunRequest described = test::request("flash2", 1, 4, 256, 64);
+  described.kernel = std::make_shared<const KernelDescription>(
+      load_kernel_description(std::string(IOSIM_REPO_DIR) + "/docs/kernels/wg1_tma_fwd.yaml"));
+  points.push_back({i++, "h100-sxm5-80gb", described});
   std::map<std::string, HardwareProfile> profiles = {
       {"h100-sxm5-80gb", test::profile("h100-sxm5-80gb")}};
   const SweepDescription description{{{"--algo", {"standard", "flash2"}}}, points.size(), {}};
