@@ -51,21 +51,6 @@ double sm_cycles_per_step(const detail::StageTimer& timer, const detail::StageTi
   return timer.compute_time(w, share) / share * clock_hz;
 }
 
-// A kernel whose every CTA runs `ops`.
-class CtaOps final : public WholeCtaSchedule {
- public:
-  CtaOps(std::vector<TileOp> ops, KernelSpec spec) : ops_(std::move(ops)), spec_(std::move(spec)) {}
-  std::vector<TensorDecl> tensors() const override { return {{TensorId::Q, 1, 64, 64, 2}}; }
-  std::vector<KernelSpec> kernels() const override { return {spec_}; }
-  void emit_whole_cta(std::size_t, std::int64_t, std::vector<TileOp>& out) const override {
-    out.insert(out.end(), ops_.begin(), ops_.end());
-  }
-
- private:
-  std::vector<TileOp> ops_;
-  KernelSpec spec_;
-};
-
 }  // namespace
 
 TEST_CASE("co-resident uniform wgmma CTAs: more of them never slow the SM, never beat its pipes") {
@@ -127,13 +112,13 @@ TEST_CASE("co-resident uniform wgmma CTAs: the microbenchmark's loop, per SM, ag
   const detail::StageTimer::Work w = forward_step(timer.rates(), 64, 64, 64);
   const double hz = clock * 1e6;
   const double alone = sm_cycles_per_step(timer, w, 1, hz);
-  CHECK(alone == doctest::Approx(1090).epsilon(0.01).scale(0));
+  CHECK(test::rel_close(alone, 1090, 0.01));
   const double measured[] = {894.1, 1170.3 / 2, 1494.5 / 3, 1917.4 / 4};
   for (int share = 2; share <= 4; ++share) {
     const double model = sm_cycles_per_step(timer, w, share, hz) / alone;
     const double gpu = measured[share - 1] / measured[0];
     CAPTURE(share);
-    CHECK(model == doctest::Approx(gpu).epsilon(0.12).scale(0));  // relative: scale 0
+    CHECK(test::rel_close(model, gpu, 0.12));
   }
 }
 
@@ -155,7 +140,7 @@ TEST_CASE("co-resident uniform wgmma CTAs: counts do not depend on how many shar
     // Shared memory lets exactly `share` CTAs on an SM; 12 per SM in all.
     KernelSpec k = uniform_wgmma(1, hw.sm.smem_per_sm_bytes.value / (share + 1) + 1024);
     k.grid = {12 * sms, 1, 1};
-    const EngineResult r = run_schedule(hw, CtaOps(ops, k), EngineOptions{});
+    const EngineResult r = run_schedule(hw, test::CtaOps(ops, k), EngineOptions{});
     CAPTURE(share);
     REQUIRE(r.kernels.front().occupancy.ctas_per_sm == share);
     if (share == 1) {

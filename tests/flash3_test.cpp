@@ -21,21 +21,6 @@ RunRequest flash3(std::int64_t b, std::int64_t h, std::int64_t n, std::int64_t d
   return test::request("flash3", b, h, n, d, bq, bkv);
 }
 
-// A kernel whose every CTA runs `ops`, launched as `spec` says.
-class CtaOps final : public WholeCtaSchedule {
- public:
-  CtaOps(std::vector<TileOp> ops, KernelSpec spec) : ops_(std::move(ops)), spec_(std::move(spec)) {}
-  std::vector<TensorDecl> tensors() const override { return {{TensorId::Q, 1, 64, 64, 2}}; }
-  std::vector<KernelSpec> kernels() const override { return {spec_}; }
-  void emit_whole_cta(std::size_t, std::int64_t, std::vector<TileOp>& out) const override {
-    out.insert(out.end(), ops_.begin(), ops_.end());
-  }
-
- private:
-  std::vector<TileOp> ops_;
-  KernelSpec spec_;
-};
-
 // One CTA of a warp-specialized kernel (a producer and two consumer warpgroups) that runs `ops`
 // under the given arrangement of its pipes.
 double wg_time(const std::vector<TileOp>& ops, PipeOverlap overlap) {
@@ -47,7 +32,7 @@ double wg_time(const std::vector<TileOp>& ops, PipeOverlap overlap) {
   k.producer_warps = 4;
   k.consumer_warpgroups = 2;
   k.overlap = overlap;
-  return run_schedule(test::profile(), CtaOps(ops, k), EngineOptions{}).time_s;
+  return run_schedule(test::profile(), test::CtaOps(ops, k), EngineOptions{}).time_s;
 }
 
 // CTAs of one warpgroup issuing wgmma (a kernel description's uniform warp roles), two per SM
@@ -61,7 +46,7 @@ double one_warpgroup_ctas_time(const std::vector<TileOp>& ops) {
   k.smem_bytes_per_cta = 100 * 1024;
   k.consumer_warpgroups = 1;
   k.overlap = PipeOverlap::async_tensor;
-  return run_schedule(test::profile(), CtaOps(ops, k), EngineOptions{}).time_s;
+  return run_schedule(test::profile(), test::CtaOps(ops, k), EngineOptions{}).time_s;
 }
 
 }  // namespace
@@ -77,17 +62,14 @@ TEST_CASE("lockstep warpgroups add their GEMMs and their elementwise work; waits
   const double exp_s = 1000 / clock_hz;
   const double alone = wg_time({gemm}, PipeOverlap::lockstep);
   // Lockstep: the exps wait for the GEMM and the GEMM for the exps.
-  CHECK(wg_time({gemm, exps}, PipeOverlap::lockstep) - alone ==
-        doctest::Approx(exp_s).epsilon(1e-6).scale(0));
+  CHECK(test::rel_close(wg_time({gemm, exps}, PipeOverlap::lockstep) - alone, exp_s, 1e-6));
   // Cooperative: 2 consumer warps per scheduler hide half of them under the GEMM.
-  CHECK(wg_time({gemm, exps}, PipeOverlap::async_tensor) - alone ==
-        doctest::Approx(exp_s / 2).epsilon(1e-6).scale(0));
+  CHECK(test::rel_close(wg_time({gemm, exps}, PipeOverlap::async_tensor) - alone, exp_s / 2, 1e-6));
   // A wait on the GEMM's result exposes the profile's wgmma latency.
   TileOp waited = gemm;
   waited.wgmma_waits = 3;
-  CHECK(
-      wg_time({waited}, PipeOverlap::lockstep) - alone ==
-      doctest::Approx(3 * hw.compute.wgmma_latency_cycles.value / clock_hz).epsilon(1e-6).scale(0));
+  CHECK(test::rel_close(wg_time({waited}, PipeOverlap::lockstep) - alone,
+                        3 * hw.compute.wgmma_latency_cycles.value / clock_hz, 1e-6));
 }
 
 TEST_CASE("one-warpgroup CTAs side by side hide one CTA's softmax per round on the SM") {
@@ -102,9 +84,8 @@ TEST_CASE("one-warpgroup CTAs side by side hide one CTA's softmax per round on t
   TileOp exps = costs::recompute_p({TensorId::S, 0, 0, 64, 0, 64});
   exps.fp32_flops = 0;
   exps.sfu_ops = static_cast<std::int64_t>(hw.compute.sfu_ops_per_clk_per_sm.value) * 1000;
-  // (scale 0: relative to the value, not to 1 + the value, which seconds always pass.)
-  CHECK(one_warpgroup_ctas_time({gemm, exps}) - one_warpgroup_ctas_time({gemm}) ==
-        doctest::Approx(1000 / clock_hz).epsilon(1e-6).scale(0));
+  CHECK(test::rel_close(one_warpgroup_ctas_time({gemm, exps}) - one_warpgroup_ctas_time({gemm}),
+                        1000 / clock_hz, 1e-6));
   // A warp-specialized CTA's two consumer warpgroups still hide half of them (test above).
 }
 

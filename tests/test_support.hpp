@@ -5,8 +5,10 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "api/iosim.hpp"
+#include "sim/schedule/schedule.hpp"  // WholeCtaSchedule, for CtaOps
 
 namespace iosim::test {
 
@@ -86,5 +88,20 @@ inline std::uint64_t dense_compulsory_bytes(const AttentionProblem& p) {
 inline std::uint64_t hbm_total(const Report& r) {
   return r.engine.total.hbm.read_total() + r.engine.total.hbm.write_total();
 }
+
+// A kernel whose every CTA runs `ops`, launched as `spec` says.
+class CtaOps final : public WholeCtaSchedule {
+ public:
+  CtaOps(std::vector<TileOp> ops, KernelSpec spec) : ops_(std::move(ops)), spec_(std::move(spec)) {}
+  std::vector<TensorDecl> tensors() const override { return {{TensorId::Q, 1, 64, 64, 2}}; }
+  std::vector<KernelSpec> kernels() const override { return {spec_}; }
+  void emit_whole_cta(std::size_t, std::int64_t, std::vector<TileOp>& out) const override {
+    out.insert(out.end(), ops_.begin(), ops_.end());
+  }
+
+ private:
+  std::vector<TileOp> ops_;
+  KernelSpec spec_;
+};
 
 }  // namespace iosim::test

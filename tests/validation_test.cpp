@@ -262,9 +262,9 @@ TEST_CASE("validate predicts each flash3 case with the warpgroup arrangement it 
   };
   const double pingpong = direct(PipeOverlap::pingpong), cooperative = direct(std::nullopt);
   REQUIRE(pingpong != cooperative);  // else the test could not tell them apart
-  CHECK(v.cases[0].metrics[time].predicted == doctest::Approx(pingpong).epsilon(1e-12).scale(0));
-  CHECK(v.cases[1].metrics[time].predicted == doctest::Approx(cooperative).epsilon(1e-12).scale(0));
-  CHECK(v.cases[2].metrics[time].predicted == doctest::Approx(cooperative).epsilon(1e-12).scale(0));
+  CHECK(test::rel_close(v.cases[0].metrics[time].predicted, pingpong, 1e-12));
+  CHECK(test::rel_close(v.cases[1].metrics[time].predicted, cooperative, 1e-12));
+  CHECK(test::rel_close(v.cases[2].metrics[time].predicted, cooperative, 1e-12));
   fs::remove(file);
 }
 
