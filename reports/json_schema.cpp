@@ -92,6 +92,14 @@ std::string article(const std::string& type) {
   return (type == "integer" || type == "array" || type == "object" ? "an " : "a ") + type;
 }
 
+// s[key], or an empty array where `s` has no such key: the schema's own value, not a copy of it
+// (the checks run for every key of every row of a file).
+const json& member_or_empty(const json& s, const char* key) {
+  static const json empty = json::array();
+  const auto it = s.find(key);
+  return it == s.end() ? empty : *it;
+}
+
 std::string child(const std::string& path, const std::string& key) {
   return path.empty() ? key : path + "." + key;
 }
@@ -193,12 +201,12 @@ class Checker {
     if (s.contains("maxProperties") && v.size() > s["maxProperties"].get<std::size_t>()) {
       return at(path, fmt::format("must have at most {} keys", s["maxProperties"].dump()));
     }
-    for (const json& key : s.value("required", json::array())) {
+    for (const json& key : member_or_empty(s, "required")) {
       if (!v.contains(key.get<std::string>())) {
         return at(path, fmt::format("lacks the key \"{}\"", key.get<std::string>()));
       }
     }
-    const json props = s.value("properties", json::object());
+    const json& props = member_or_empty(s, "properties");
     for (const auto& [key, value] : v.items()) {
       if (const auto p = props.find(key); p != props.end()) {
         if (std::string e = check(value, *p, doc, child(path, key)); !e.empty()) return e;
@@ -214,7 +222,7 @@ class Checker {
 
   std::string combinators(const json& v, const json& s, const std::string& doc,
                           const std::string& path) const {
-    for (const json& one : s.value("allOf", json::array())) {
+    for (const json& one : member_or_empty(s, "allOf")) {
       if (std::string e = check(v, one, doc, path); !e.empty()) return e;
     }
     for (const char* key : {"anyOf", "oneOf"}) {
