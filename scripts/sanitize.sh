@@ -3,7 +3,7 @@
 # clang, AddressSanitizer and UndefinedBehaviorSanitizer (float-cast-overflow included; every
 # report is fatal: -fno-sanitize-recover=all) into build-sanitize/, runs the unit suites (doctest),
 # the CLI, bad-input, resume and determinism tests there, then each fuzz target for FUZZ_SECONDS
-# (default 18; six targets, as many at a time as there are cores: under a minute on two) from its
+# (default 12; eight targets, as many at a time as there are cores: under a minute on two) from its
 # corpus (tests/fuzz/corpus/<target>/: seeds and the regression inputs of bugs found).
 # -O1 keeps the build and the tests fast on CI's two cores; -gline-tables-only gives the reports'
 # stack traces their files and lines (inlined frames too) at a tenth less compile time than -g.
@@ -12,7 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install_deps.sh build test sanitize
-fuzz_seconds=${FUZZ_SECONDS:-18}
+fuzz_seconds=${FUZZ_SECONDS:-12}
 flags="-O1 -gline-tables-only -fno-omit-frame-pointer -fsanitize=address,undefined,float-cast-overflow"
 flags+=" -fno-sanitize-recover=all -fsanitize=fuzzer-no-link"
 cmake -S . -B build-sanitize -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_COMPILER=clang++ \

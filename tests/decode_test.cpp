@@ -67,10 +67,11 @@ std::uint64_t hbm_read(const Report& r, TensorId t) {
 
 }  // namespace
 
-TEST_CASE("flash-decoding and paged compute exact attention over random decode shapes") {
+TEST_CASE("flash-decoding and paged compute exact attention over random decode shapes" *
+          doctest::test_suite("long")) {
   test::ShapeGen gen(4);
   for (const char* algo : {"flash-decoding", "paged"}) {
-    for (int i = 0; i < 40; ++i) {
+    for (int i = 0; i < test::cases(40); ++i) {
       RunRequest r = random_decode(gen, algo);
       r.seed = static_cast<std::uint64_t>(i) + 1;
       CAPTURE(algo);

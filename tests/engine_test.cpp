@@ -68,11 +68,11 @@ TEST_CASE("an infeasible tile is a result with the bytes needed and available") 
   CHECK(r.infeasible_reason.find("232448") != std::string::npos);
 }
 
-TEST_CASE("bytes are conserved between levels with L2 on") {
+TEST_CASE("bytes are conserved between levels with L2 on" * doctest::test_suite("long")) {
   test::ShapeGen gen(99);
   const char* algos[] = {"standard", "flash1", "flash2"};
   const std::int64_t dims[] = {64, 128};
-  for (int i = 0; i < 24; ++i) {
+  for (int i = 0; i < test::cases(24); ++i) {
     RunRequest r = test::request(gen.pick(algos), gen.pick(1, 4), gen.pick(1, 8),
                                  64 * gen.pick(1, 24), gen.pick(dims));
     r.problem.causal = gen.coin();

@@ -88,7 +88,8 @@ TEST_CASE("flash3 fp8: FlashAttention-3's FP8 tiles, 1-byte Q/K/V and a bf16 O")
   }
 }
 
-TEST_CASE("flash3 fp8: FP8's error against FP64, bounded from e4m3's unit roundoff") {
+TEST_CASE("flash3 fp8: FP8's error against FP64, bounded from e4m3's unit roundoff" *
+          doctest::test_suite("long")) {
   // Bound, with u = 2^-4 and A = max |x| over the Q, K and V inputs (unit normal draws):
   // - V's rounding: each element of V changes by at most u |v| (block scale: the block's largest
   //   value maps to 448, so values are normal down to 2^-6 / 448 of it), and O is a convex
@@ -106,7 +107,7 @@ TEST_CASE("flash3 fp8: FP8's error against FP64, bounded from e4m3's unit roundo
   // assumption), which also covers L's u. Measured: 0.03 (d = 64, N = 512) down to 0.016
   // (d = 128, N = 4096) without a mask, up to 0.19 causal, where the first rows average few keys.
   test::ShapeGen gen(8);
-  for (int i = 0; i < 10; ++i) {
+  for (int i = 0; i < test::cases(10); ++i) {
     RunRequest r =
         fp8_request(gen.pick(1, 2), gen.pick(1, 2), gen.pick(64, 700), gen.pick({64, 128, 256}));
     r.problem.seq_kv = gen.coin() ? r.problem.seq : r.problem.seq + gen.pick(0, 200);

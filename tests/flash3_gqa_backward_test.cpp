@@ -53,9 +53,10 @@ TEST_CASE("flash3 GQA backward: two-level bytes equal the closed form over many 
   CHECK(checked > 140);
 }
 
-TEST_CASE("flash3 GQA backward computes dK and dV summed over the group exactly (--execute)") {
+TEST_CASE("flash3 GQA backward computes dK and dV summed over the group exactly (--execute)" *
+          doctest::test_suite("long")) {
   test::ShapeGen gen(1314);
-  for (int i = 0; i < 20; ++i) {
+  for (int i = 0; i < test::cases(20); ++i) {
     const std::int64_t group = gen.pick({2, 4, 8});
     RunRequest r = gqa_backward(gen.pick(1, 2), group * gen.pick(1, 2), group, gen.pick(1, 200),
                                 gen.pick({64, 128}));

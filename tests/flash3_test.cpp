@@ -192,10 +192,10 @@ TEST_CASE(
   CHECK(checked > 110);
 }
 
-TEST_CASE("flash3's backward computes exact gradients (--execute)") {
+TEST_CASE("flash3's backward computes exact gradients (--execute)" * doctest::test_suite("long")) {
   test::ShapeGen gen(113);
   const Pass passes[] = {Pass::bwd, Pass::fwdbwd};
-  for (int i = 0; i < 24; ++i) {
+  for (int i = 0; i < test::cases(24); ++i) {
     const Pass pass = gen.pick(passes);
     RunRequest r =
         flash3(gen.pick(1, 2), gen.pick(1, 3), gen.pick(1, 260), gen.pick({16, 32, 64, 128}),

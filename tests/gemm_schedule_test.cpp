@@ -267,10 +267,11 @@ TEST_CASE("GEMM: no faster than the tensor cores or HBM allow; a decode GEMM str
   CHECK(decode.time_s < 1.5 * stream_s);
 }
 
-TEST_CASE("GEMM CTA groups: the same bytes without L2, every tile once, fewer HBM reads with it") {
+TEST_CASE("GEMM CTA groups: the same bytes without L2, every tile once, fewer HBM reads with it" *
+          doctest::test_suite("long")) {
   const iosim::HardwareProfile& hw = iosim::test::profile("h100-sxm5-80gb");
   iosim::test::ShapeGen gen(3202);
-  for (int trial = 0; trial < 20; ++trial) {
+  for (int trial = 0; trial < iosim::test::cases(20); ++trial) {
     GemmProblem p;
     p.m = gen.pick(1, 1500);
     p.n = gen.pick(1, 700);

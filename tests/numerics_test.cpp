@@ -22,12 +22,13 @@ double executed_error(RunRequest r) {
 
 }  // namespace
 
-TEST_CASE("every schedule computes exact attention over random shapes") {
+TEST_CASE("every schedule computes exact attention over random shapes" *
+          doctest::test_suite("long")) {
   test::ShapeGen gen(7);
   const char* algos[] = {"standard", "flash1", "flash2"};
   const std::int64_t dims[] = {8, 16, 32, 64, 128};
   const std::int64_t blocks[] = {16, 32, 48, 64, 128};
-  for (int i = 0; i < 60; ++i) {
+  for (int i = 0; i < test::cases(60); ++i) {
     RunRequest r = test::request(gen.pick(algos), gen.pick(1, 2), gen.pick(1, 2), gen.pick(1, 300),
                                  gen.pick(dims), gen.pick(blocks), gen.pick(blocks));
     r.problem.seq_kv = r.problem.seq + (gen.coin() ? 0 : gen.pick(0, 200));

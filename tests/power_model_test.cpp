@@ -100,11 +100,12 @@ TEST_CASE("power: the clock never exceeds the boost clock and falls as the tenso
   }
 }
 
-TEST_CASE("power: runs over many shapes keep within the limit, at or below the boost clock") {
+TEST_CASE("power: runs over many shapes keep within the limit, at or below the boost clock" *
+          doctest::test_suite("long")) {
   test::ShapeGen gen(13);
   const char* algos[] = {"flash3", "flash2", "standard"};
   const std::int64_t dims[] = {64, 128};
-  for (int i = 0; i < 12; ++i) {
+  for (int i = 0; i < test::cases(12); ++i) {
     const char* profile = gen.coin() ? "h100-sxm5-80gb" : "h200-sxm-141gb";
     const HardwareProfile& p = test::profile(profile);
     RunRequest r = test::request(gen.pick(algos), gen.pick(1, 4), gen.pick(1, 16),

@@ -106,10 +106,12 @@ std::pair<std::int64_t, std::int64_t> ctas_left_out(const HardwareProfile& hw, R
 
 }  // namespace
 
-TEST_CASE("steady-state extrapolation: within 0.5% (counters) and 1% (time) of full simulation") {
+TEST_CASE("steady-state extrapolation: within 0.5% (counters) and 1% (time) of full simulation" *
+          doctest::test_suite("long")) {
   const HardwareProfile hw = small_l2();
-  int applied = 0, cases = 0, l2_steps = 0;
+  int applied = 0, cases = 0, l2_steps = 0, entry = 0;
   auto run = [&](RunRequest r) {
+    if (!test::kept(entry++)) return;
     for (const bool l2 : {true, false}) {
       r.engine.l2_enabled = l2;
       CAPTURE(r.algorithm);
@@ -169,10 +171,13 @@ TEST_CASE("steady-state extrapolation: within 0.5% (counters) and 1% (time) of f
   // wave once put its final partial wave elsewhere: 5.8% on gemm_qk's time).
   const HardwareProfile& h100 = test::profile();
   for (const std::int64_t bkv : {32, 64}) {
+    if (!test::kept(entry++)) continue;
     RunRequest s = test::request("standard", 4, 16, 2048, 64, 0, bkv);
     CAPTURE(bkv);
     if (check(h100, s).applied()) ++applied;
   }
+  // What the whole corpus exercises (the Release run: the sanitized one keeps a sixth of it).
+  if (test::kSanitized) return;
   CHECK(applied >= 4);  // the corpus exercises extrapolation, not only its fallback
   // Steps left out with the L2 on (CTAs in lockstep on equally shared SMs, after the L2 turned
   // over): flash2 dense, masked with dropout, grouped-query and decoding.

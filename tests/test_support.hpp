@@ -1,5 +1,6 @@
 #pragma once
 // Shared helpers of the doctest suites: profiles, request builders, a seeded shape generator.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <optional>
@@ -36,6 +37,34 @@ void require_closed_form(const RunRequest& r, const Report& rep);
 
 RunRequest request(const std::string& algo, std::int64_t b, std::int64_t h, std::int64_t n,
                    std::int64_t d, std::int64_t block_q = 0, std::int64_t block_kv = 0);
+
+/// True in a build under AddressSanitizer (scripts/sanitize.sh's): clang's __has_feature, g++'s
+/// __SANITIZE_ADDRESS__.
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr bool kSanitized = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+inline constexpr bool kSanitized = true;
+#else
+inline constexpr bool kSanitized = false;
+#endif
+#else
+inline constexpr bool kSanitized = false;
+#endif
+
+/// How many random shapes a long property (doctest suite "long", ctest entry unit_long) draws:
+/// all `n` in Release, a sixth of them (at least 2) under the sanitizers. unit_long runs in both
+/// of CI's builds: the property's statistics come from the Release run, the memory and
+/// undefined-behaviour checks of the same code from the sanitized one, which is 10-30x slower.
+inline int cases(int n) {
+  return kSanitized ? std::max(2, (n + 5) / 6) : n;
+}
+
+/// For a long case's fixed corpus: whether its `i`-th entry runs (every one in Release, every
+/// sixth under the sanitizers, the first included).
+inline bool kept(int i) {
+  return !kSanitized || i % 6 == 0;
+}
 
 /// Random but reproducible problem shapes for property tests.
 struct ShapeGen {

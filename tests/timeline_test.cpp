@@ -101,7 +101,8 @@ TEST_CASE("timeline: a replay at the recorded clock repeats the run") {
   }
 }
 
-TEST_CASE("timeline: a replay at another clock is close to simulating there") {
+TEST_CASE("timeline: a replay at another clock is close to simulating there" *
+          doctest::test_suite("long")) {
   // At another clock the event order changes, and with it which CTA's access hits in the L2: the
   // replay times the recorded outcomes. Most shapes come out identical (every flash2 and flash3
   // one here); memory-bound standard attention, whose write-backs depend most on the order,
@@ -110,7 +111,7 @@ TEST_CASE("timeline: a replay at another clock is close to simulating there") {
   const char* algos[] = {"flash2", "flash3", "standard", "flash1"};
   const std::int64_t dims[] = {64, 128};
   double worst_time = 0, worst_counts = 0, worst_wave = 0;
-  for (int i = 0; i < 40; ++i) {
+  for (int i = 0; i < test::cases(40); ++i) {
     const HardwareProfile& p = test::profile(gen.coin() ? "h100-sxm5-80gb" : "h200-sxm-141gb");
     RunRequest r = test::request(gen.pick(algos), gen.pick(1, 4), gen.pick(2, 16),
                                  512 * gen.pick(1, 8), gen.pick(dims));
