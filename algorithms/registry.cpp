@@ -223,6 +223,16 @@ void check_applicable(const Algorithm& algorithm, const AttentionProblem& p,
   if ((p.page_tokens > 0 || p.block_table) && !c.pages) {
     not_applicable("--page-tokens and --block-table", algorithm, registry, &Capabilities::pages);
   }
+  if (p.window > 0 && !c.window) {
+    not_applicable("--window", algorithm, registry, &Capabilities::window);
+  }
+  if (p.window > 0 && p.pass != Pass::fwd && !c.window_backward) {
+    throw ConfigError(fmt::format(
+        "--window with --pass {}: {}'s backward does not model a sliding window (with one: {}); "
+        "use --pass fwd",
+        pass_name(p.pass), algorithm.name,
+        fmt::join(names_with(registry, &Capabilities::window_backward), ", ")));
+  }
 }
 
 }  // namespace iosim

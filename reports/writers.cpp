@@ -261,6 +261,9 @@ const Column kColumns[] = {
     {"clock_given", "power", When::not_null, Csv::plain,
      [](const Report& r)
          -> json { return r.power ? json(r.request.engine.sm_clock_mhz > 0) : json(nullptr); }},
+    // --window W, when given (a sweep axis of models with local layers).
+    {"window", "problem", When::not_null, Csv::plain,
+     [](const Report& r) -> json { return or_null(problem(r).window > 0, problem(r).window); }},
 };
 
 bool has_value(const Column& c, const Report& r) {
@@ -370,10 +373,10 @@ json report_to_json(const Report& r) {
 }
 
 std::string problem_text(const AttentionProblem& p) {
-  return fmt::format("B={} H={}{} N={} N_kv={} d={} {}{}{}{} pass={}", p.batch, p.heads,
+  return fmt::format("B={} H={}{} N={} N_kv={} d={} {}{}{}{}{} pass={}", p.batch, p.heads,
                      p.kv_head_count() != p.heads ? fmt::format(" H_kv={}", p.kv_head_count()) : "",
                      p.seq, p.seq_kv, p.head_dim, dtype_name(p.dtype), p.causal ? " causal" : "",
-                     p.mask ? " mask" : "",
+                     p.window > 0 ? fmt::format(" window={}", p.window) : "", p.mask ? " mask" : "",
                      p.dropout > 0 ? fmt::format(" dropout={}", p.dropout) : "", pass_name(p.pass));
 }
 
