@@ -256,14 +256,14 @@ const Column kColumns[] = {
     {"backward_block_kv", "tiling", When::not_null, Csv::plain,
      [](const Report& r)
          -> json { return or_null(r.tiling.backward_block_kv > 0, r.tiling.backward_block_kv); }},
+    // --window W, when given (a sweep axis of models with local layers). Before clock_given too.
+    {"window", "problem", When::not_null, Csv::plain,
+     [](const Report& r) -> json { return or_null(problem(r).window > 0, problem(r).window); }},
     // On a profile with a power section: whether --sm-clock-mhz set the clock (else the power
     // model chose it). `iosim report` groups a sweep's CSV rows by the clock asked for with it.
     {"clock_given", "power", When::not_null, Csv::plain,
      [](const Report& r)
          -> json { return r.power ? json(r.request.engine.sm_clock_mhz > 0) : json(nullptr); }},
-    // --window W, when given (a sweep axis of models with local layers).
-    {"window", "problem", When::not_null, Csv::plain,
-     [](const Report& r) -> json { return or_null(problem(r).window > 0, problem(r).window); }},
 };
 
 bool has_value(const Column& c, const Report& r) {
