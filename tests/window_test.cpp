@@ -175,6 +175,7 @@ TEST_CASE("window: --execute matches the FP64 reference with the window applied"
   test::ShapeGen gen(52);
   const std::int64_t blocks[] = {16, 32, 64};
   const char* algos[] = {"flash2", "flash3"};
+  std::vector<RunRequest> runs;
   for (int i = 0; i < 12; ++i) {
     const std::string algo = gen.pick(algos);
     RunRequest r = windowed(algo, gen.pick(1, 160), 32, gen.pick(1, 80), gen.coin(),
@@ -183,6 +184,22 @@ TEST_CASE("window: --execute matches the FP64 reference with the window applied"
     r.problem.mask = gen.pick(0, 2) == 0;
     if (algo == "flash2") r.problem.pass = gen.coin() ? Pass::fwd : Pass::fwdbwd;
     if (!r.problem.causal) r.problem.window += r.problem.seq;  // every row sees a key
+    runs.push_back(r);
+  }
+  // Windows that start past the first key block of most query blocks, over a longer context
+  // (key blocks no query meets), causal and a band: each CTA must start at its own first block.
+  for (bool causal : {true, false}) {
+    RunRequest r = windowed("flash2", 160, 32, 24, causal, 32, 16);
+    r.problem.seq_kv = 230;
+    r.problem.pass = Pass::fwdbwd;
+    runs.push_back(r);
+    r = windowed("flash3", 192, 32, 40, causal, 64, 32);
+    r.problem.seq_kv = 256;
+    runs.push_back(r);
+  }
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    RunRequest& r = runs[i];
+    const std::string& algo = r.algorithm;
     r.execute = true;
     r.engine.l2_enabled = false;
     r.seed = static_cast<std::uint64_t>(i) + 1;
