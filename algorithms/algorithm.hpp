@@ -97,6 +97,10 @@ struct Capabilities {
   bool fp8 = false;                  // --dtype fp8: an e4m3 forward (FP8 tensor cores)
   bool packs_gqa = false;     // --pack-gqa: its forward can pack a query group (packs_query_group)
   bool gqa_backward = false;  // --kv-heads < --heads with --pass bwd or fwdbwd
+  // --window: a token-exact sliding window, K/V blocks wholly outside it skipped, its edge
+  // blocks computed whole and masked: in the forward, and with window_backward in the backward.
+  bool window = false;
+  bool window_backward = false;
   // In a run of both passes the tiling flags tile the forward kernel and the backward keeps its
   // own tiles (flash3); otherwise one tiling, the backward's, serves both passes.
   bool flags_tile_forward = false;
@@ -163,8 +167,8 @@ double estimated_work(const Algorithm& algorithm, const AttentionProblem& p,
                       const TilingRequest& requested);
 
 /// Throws ConfigError when the request uses an input `algorithm` does not accept (--pattern,
-/// --splits, --page-tokens, --block-table, --dtype fp8), naming the flag and the algorithms that
-/// accept it, or gives a tiling value that is not positive.
+/// --splits, --page-tokens, --block-table, --dtype fp8, --window), naming the flag and the
+/// algorithms that accept it, or gives a tiling value that is not positive.
 void check_applicable(const Algorithm& algorithm, const AttentionProblem& p,
                       const TilingRequest& requested, const Registry& registry);
 

@@ -21,24 +21,29 @@ inline u64 u(std::int64_t v) {
   return static_cast<u64>(v);
 }
 
-// Rows of K/V visible to query block [q0, q0 + qr) under bottom-right causal masking, counted in
-// whole K/V blocks (a block is loaded when any of its keys is visible).
+// Rows of K/V visible to query block [q0, q0 + qr) under bottom-right causal masking and a
+// sliding window, counted in whole K/V blocks (a block is loaded when any of its keys is
+// visible): from the block of the first row's first key to that of the last row's last key.
 inline u64 visible_kv_rows(const AttentionProblem& p, std::int64_t q0, std::int64_t qr,
                            std::int64_t bc) {
-  if (!p.causal) return u(p.seq_kv);
-  const std::int64_t last_key = q0 + qr - 1 + (p.seq_kv - p.seq);
-  const std::int64_t blocks = std::min<std::int64_t>(last_key / bc + 1, (p.seq_kv + bc - 1) / bc);
-  return u(std::min(blocks * bc, p.seq_kv));
+  if (!p.causal && p.window == 0) return u(p.seq_kv);
+  const std::int64_t first_block = visible_keys(p, q0).first / bc;
+  const std::int64_t last_block = visible_keys(p, q0 + qr - 1).last / bc;
+  return u(std::min((last_block + 1) * bc, p.seq_kv) - first_block * bc);
 }
 
-// The dense causal rule, or a block mask: whether query block i (rows [q0, q0 + qr)) meets key
-// block j.
+// The dense causal and window rule, or a block mask: whether query block i (rows
+// [q0, q0 + qr)) meets key block j.
 struct MeetsBlock {
   const AttentionProblem& p;
   std::int64_t block_kv;
   const BlockMask* blocks;
   bool operator()(std::int64_t i, std::int64_t q0, std::int64_t qr, std::int64_t j) const {
     if (blocks) return blocks->at(i, j);
+    if (p.window > 0) {
+      return j * block_kv <= visible_keys(p, q0 + qr - 1).last &&
+             std::min(p.seq_kv, (j + 1) * block_kv) - 1 >= visible_keys(p, q0).first;
+    }
     return !p.causal || j * block_kv <= q0 + qr - 1 + (p.seq_kv - p.seq);
   }
 };

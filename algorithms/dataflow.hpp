@@ -70,8 +70,9 @@ struct Dataflow {
   // description: backward, fp8, warpgroups, ...). Backward: forward_stages, for a description
   // with no forward.
   Capabilities capabilities;
-  bool fp8_with_wgmma = false;  // forward: --dtype fp8 where the description's MMA is wgmma
-  bool gqa_backward = false;    // backward: Capabilities::gqa_backward
+  bool fp8_with_wgmma = false;   // forward: --dtype fp8 where the description's MMA is wgmma
+  bool gqa_backward = false;     // backward: Capabilities::gqa_backward
+  bool window_backward = false;  // backward: Capabilities::window_backward
   // Its own mechanisms describe a vendor library's kernels, which exist for every GPU (unfused:
   // cuBLAS), so they are no requirement on the GPU.
   bool runs_on_any_gpu = false;

@@ -251,6 +251,9 @@ Capabilities described_capabilities(const Described& dd, const KernelDescription
   c.fp8 = mech.wgmma() && dd.forward != nullptr && dd.forward->fp8_with_wgmma;
   c.warpgroups = mech.warp_roles != WarpRoles::uniform;
   c.gqa_backward = dd.backward != nullptr && dd.backward->gqa_backward;
+  // A window skips blocks by position; a block mask is its own choice of blocks.
+  if (d.block_mask) c.window = false;
+  c.window_backward = c.window && dd.backward != nullptr && dd.backward->window_backward;
   // Both passes planned apart: the flags tile the forward, the backward keeps its own tiles
   // (tiles.backward_block_q/kv, --backward-block-q/-kv); planned together, as their kernels say.
   c.flags_tile_forward = dd.fused != nullptr ? dd.fused->flags_tile_forward

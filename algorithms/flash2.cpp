@@ -224,6 +224,7 @@ Dataflow kv_stationary_atomic_dq_dataflow() {
       "one CTA per K/V block loops over query blocks; dQ added in fp32 with atomics, converted "
       "after (FlashAttention-2)";
   b.mechanisms = kOurMmaSyncMechanisms;
+  b.window_backward = true;
   b.plan = [](const AttentionProblem& p, const HardwareProfile& hw, const TilingRequest& req,
               const DataflowUse&) { return plan_flash2_family(p, hw, req, false); };
   b.closed_form = [](const AttentionProblem& p, const Tiling& t, const BlockMask*) {

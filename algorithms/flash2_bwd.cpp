@@ -83,12 +83,13 @@ class Flash2Backward final : public WholeCtaSchedule {
   int threads() const { return p_.pass == Pass::bwd ? t_.threads : 2 * t_.threads; }
 
   // Whether Q block i and K/V block j meet: a nonzero block (block-sparse) or, dense, a block
-  // holding a score the causal mask leaves visible.
+  // holding a score the causal mask and the sliding window leave visible.
   bool computed(std::int64_t i, std::int64_t j) const {
     if (blocks_) return blocks_->at(i, j);
-    if (!p_.causal) return true;
-    const std::int64_t q_last = std::min(p_.seq, (i + 1) * t_.block_q) - 1;
-    return j * t_.block_kv <= q_last + (p_.seq_kv - p_.seq);
+    if (!p_.causal && p_.window == 0) return true;
+    const std::int64_t q0 = i * t_.block_q, q_last = std::min(p_.seq, q0 + t_.block_q) - 1;
+    const std::int64_t k0 = j * t_.block_kv, k_last = std::min(p_.seq_kv, k0 + t_.block_kv) - 1;
+    return k0 <= visible_keys(p_, q_last).last && k_last >= visible_keys(p_, q0).first;
   }
 
   void emit_main(std::int64_t cta, std::vector<TileOp>& out) const {
@@ -97,14 +98,14 @@ class Flash2Backward final : public WholeCtaSchedule {
     const std::int64_t j = tile.j, bh = tile.q, k0 = tile.k0, kr = tile.kr;
     const std::int64_t d = p_.head_dim, eb = p_.elem_bytes();
     const std::int64_t warps = std::max(1, threads() / 32);
-    const std::int64_t offset = p_.seq_kv - p_.seq;
     // One K/V head per query head: grouped-query heads are refused for this schedule
     // (Capabilities::gqa_backward), so tile.kv == bh.
     const TileRef dk{TensorId::dK, tile.kv, k0, kr, 0, d}, dv{TensorId::dV, tile.kv, k0, kr, 0, d};
 
     bool any = false;
     for (std::int64_t i = 0; i < tr && !any; ++i) any = computed(i, j);
-    // A K/V block no query block meets (block-sparse) is not loaded; its gradients are zero.
+    // A K/V block no query block meets (block-sparse, a window over a longer context) is not
+    // loaded; its gradients are zero.
     if (any) {
       out.push_back(TileOp::load({TensorId::K, tile.kv, k0, kr, 0, d}));  // gK -> sK (kr, d)
       out.push_back(TileOp::load({TensorId::V, tile.kv, k0, kr, 0, d}));  // gV -> sV (kr, d)
@@ -124,8 +125,7 @@ class Flash2Backward final : public WholeCtaSchedule {
         return costs::warp_tiled_smem_bytes(m, n, k, warps, eb);
       };
       out.push_back(costs::scores(s, d, smem(qr, d, kr)));  // S = scale Q K^T
-      const bool crosses_diagonal = p_.causal && k0 + kr - 1 > q0 + offset;
-      if (crosses_diagonal || p_.mask) out.push_back(costs::mask(s));
+      if (tile_hides_scores(p_, q0, qr, k0, kr) || p_.mask) out.push_back(costs::mask(s));
       out.push_back(costs::recompute_p(s));
       if (p_.dropout > 0) out.push_back(costs::dropout({TensorId::P, bh, q0, qr, k0, kr}));
       out.push_back(costs::grad_matmul(ComputeKind::accumulate_dv, s, d,

@@ -218,6 +218,7 @@ Dataflow kv_stationary_reduce_dq_dataflow() {
     return paper::backward_kernel(kernel) ? paper::flash2_backward(kernel, op) : PaperStep{};
   };
   b.gqa_backward = true;
+  b.window_backward = true;
   // FlashAttention-3's forward and backward: the flags tile the forward, the backward keeps its
   // own tiles (--backward-block-q/-kv).
   b.fused = FusedPasses{"query_stationary", false, true, b.plan, b.closed_form, b.paper_step};

@@ -27,6 +27,7 @@
 // through a step's phases together (PipeOverlap::lockstep), joined by two named barriers per step
 // (dS complete in shared memory before dQ = dS K reads it; the dQ staging tile free again).
 #include <algorithm>
+#include <utility>
 
 #include "algorithms/passes.hpp"
 #include "algorithms/tile_costs.hpp"
@@ -92,7 +93,9 @@ class Flash3Backward final : public Schedule {
   }
 
   // Main kernel: part 0 loads K_j and V_j; part 1 + k is the k-th query block the tile meets
-  // (causal: from the first block holding a row that sees key k0); the last also writes dK, dV.
+  // (causal: from the first block holding a row that sees key k0; a window: up to the last
+  // holding a row that sees its last key); the last also writes dK, dV. A tile no query block
+  // meets (a window over a longer context) loads nothing and writes zero gradients.
   bool emit_cta_part(std::size_t kernel, std::int64_t cta, std::size_t part,
                      std::vector<TileOp>& out) const override {
     const Flash3BwdKernel k = kernels_[kernel];
@@ -111,21 +114,19 @@ class Flash3Backward final : public Schedule {
       }
       return false;
     }
-    const std::int64_t tr = ceil_div(p_.seq, t_.block_q);
     const KvBlockTile tile = KvBlockTile::of(p_, t_.block_kv, cta);
     const std::int64_t bh = tile.q, k0 = tile.k0, kr = tile.kr;
     const std::int64_t d = p_.head_dim, eb = p_.elem_bytes();
-    const std::int64_t offset = p_.seq_kv - p_.seq;  // bottom-right causal alignment
     const TileRef dk{TensorId::dK, tile.kv, k0, kr, 0, d}, dv{TensorId::dV, tile.kv, k0, kr, 0, d};
-    // Causal: query block i meets key block j when its last row sees key k0.
-    const std::int64_t first =
-        p_.causal ? std::max<std::int64_t>(0, (k0 - offset) / t_.block_q) : 0;
+    const auto [first, last] = met_query_blocks(k0, kr);
     if (part == 0) {
-      out.push_back(TileOp::load({TensorId::K, tile.kv, k0, kr, 0, d}));  // TMA: sK (kr, d)
-      out.push_back(TileOp::load({TensorId::V, tile.kv, k0, kr, 0, d}));  // TMA: sV (kr, d)
-      out.push_back(costs::zero_grad(dk));                                // rdK (kr, d) fp32
-      out.push_back(costs::zero_grad(dv));                                // rdV (kr, d) fp32
-      if (first < tr) return true;
+      if (first <= last) {
+        out.push_back(TileOp::load({TensorId::K, tile.kv, k0, kr, 0, d}));  // TMA: sK (kr, d)
+        out.push_back(TileOp::load({TensorId::V, tile.kv, k0, kr, 0, d}));  // TMA: sV (kr, d)
+      }
+      out.push_back(costs::zero_grad(dk));  // rdK (kr, d) fp32
+      out.push_back(costs::zero_grad(dv));  // rdV (kr, d) fp32
+      if (first <= last) return true;
       finish_kv_tile(p_, tile, out);  // no query block: zero gradients
       return false;
     }
@@ -144,8 +145,7 @@ class Flash3Backward final : public Schedule {
     // P), dP (for dS) and dQ (for its staging store); dV and dK accumulate across steps.
     out.push_back(costs::scores(s, d, ss_scores));  // S^T = scale K Q^T
     out.back().wgmma_waits = 1;
-    const bool crosses_diagonal = p_.causal && k0 + kr - 1 > q0 + offset;
-    if (crosses_diagonal || p_.mask) out.push_back(costs::mask(s));
+    if (tile_hides_scores(p_, q0, qr, k0, kr) || p_.mask) out.push_back(costs::mask(s));
     out.push_back(costs::recompute_p(s));
     if (p_.dropout > 0) out.push_back(costs::dropout({TensorId::P, bh, q0, qr, k0, kr}));
     out.push_back(costs::grad_matmul(ComputeKind::accumulate_dv, s, d, w * qr * d * eb));  // RS
@@ -163,12 +163,27 @@ class Flash3Backward final : public Schedule {
     out.back().wgmma_waits = 1;
     out.push_back(TileOp::reduce({TensorId::dQaccum, bh, q0, qr, 0, d}));  // (qr, d) fp32
     out.push_back(costs::grad_matmul(ComputeKind::accumulate_dk, s, d, w * qr * d * eb));  // RS
-    if (i + 1 < tr) return true;
+    if (i < last) return true;
     finish_kv_tile(p_, tile, out);  // TMA store (or reduce-add) from shared memory
     return false;
   }
 
  private:
+  // The query blocks [first, last] holding a row that sees a key of [k0, k0 + kr) (first > last:
+  // none). Row r's keys end at r + N_kv - N under the causal mask (r + N_kv - N + W - 1 under a
+  // band) and start at r + N_kv - N - W + 1 under a window.
+  std::pair<std::int64_t, std::int64_t> met_query_blocks(std::int64_t k0, std::int64_t kr) const {
+    const std::int64_t offset = p_.seq_kv - p_.seq;  // bottom-right alignment
+    std::int64_t row_first = 0, row_last = p_.seq - 1;
+    if (p_.causal) row_first = std::max<std::int64_t>(0, k0 - offset);
+    if (p_.window > 0) {
+      if (!p_.causal) row_first = std::max<std::int64_t>(0, k0 - offset - p_.window + 1);
+      row_last = std::min(row_last, k0 + kr - 1 - offset + p_.window - 1);
+    }
+    if (row_first > row_last) return {1, 0};
+    return {row_first / t_.block_q, row_last / t_.block_q};
+  }
+
   AttentionProblem p_;
   Flash3BackwardTiles t_;
   std::vector<Flash3BwdKernel> kernels_;

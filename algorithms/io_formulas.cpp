@@ -50,6 +50,18 @@ IoBounds io_bounds(const AttentionProblem& p, const ReadWriteBytes& closed_form,
     }
     covered =
         static_cast<double>(scores) / (static_cast<double>(p.seq) * static_cast<double>(p.seq_kv));
+  } else if (p.window > 0) {
+    // A sliding window: the keys some row sees (one interval, the ends of a row's keys moving
+    // right with the row), and the fraction of the scores inside the window as a block mask's s
+    // (every row sees a key: validate_problem()).
+    kv_rows = u(visible_keys(p, p.seq - 1).last - visible_keys(p, 0).first + 1);
+    u64 scores = 0;
+    for (std::int64_t i = 0; i < p.seq; ++i) {
+      const KeyRange keys = visible_keys(p, i);
+      scores += u(keys.last - keys.first + 1);
+    }
+    covered =
+        static_cast<double>(scores) / (static_cast<double>(p.seq) * static_cast<double>(p.seq_kv));
   }
   const u64 n = u(p.seq), nk = u(p.seq_kv);
   // K and V (and, backward, dK and dV) once per K/V head.
@@ -66,10 +78,10 @@ IoBounds io_bounds(const AttentionProblem& p, const ReadWriteBytes& closed_form,
   double elems;
   if (m >= dd * dd) {
     elems = covered * nd * nkd * dd * dd / m;
-    b.lower_bound_formula = blocks ? "s*N*N_kv*d^2/M" : "N*N_kv*d^2/M";
+    b.lower_bound_formula = blocks || p.window > 0 ? "s*N*N_kv*d^2/M" : "N*N_kv*d^2/M";
   } else {
     elems = covered * nd * nkd * dd / std::sqrt(m);
-    b.lower_bound_formula = blocks ? "s*N*N_kv*d/sqrt(M)" : "N*N_kv*d/sqrt(M)";
+    b.lower_bound_formula = blocks || p.window > 0 ? "s*N*N_kv*d/sqrt(M)" : "N*N_kv*d/sqrt(M)";
   }
   const u64 pass_bound = static_cast<u64>(elems * static_cast<double>(bh * eb));
   if (fwd) {

@@ -5,10 +5,12 @@
 // closed_form_parts.hpp); the bounds, the same for every algorithm, are io_formulas.cpp's.
 //
 // closed form: the exact two-level (HBM <-> SRAM) bytes each schedule moves for its block sizes,
-//   ragged last blocks and causal block skipping included. `iosim run --l2 off` must equal it.
-//   With a backward (--pass bwd | fwdbwd) the passes add: fwdbwd = forward + backward.
+//   ragged last blocks, causal and sliding-window block skipping included. `iosim run --l2 off`
+//   must equal it. With a backward (--pass bwd | fwdbwd) the passes add: fwdbwd = forward +
+//   backward.
 // compulsory : forward: read Q, K, V once and write O once; backward: read Q, K, V, dO once and
-//   write dQ, dK, dV once (block-sparse: only the Q and K/V rows a nonzero block touches). With
+//   write dQ, dK, dV once (block-sparse: only the Q and K/V rows a nonzero block touches; a
+//   sliding window: only the K/V rows some query row sees). With
 //   grouped-query attention K and V count once per K/V head.
 // decode (flash-decoding, paged): per query tile and split, Q, the split's K/V rows (and, paged,
 //   its slice of the int32 block table), then either O and L (one split) or an fp32 partial O and
@@ -18,7 +20,8 @@
 // lower bound: Dao et al. Prop. 3 / Saha & Ye 2024: Omega(N N_kv d^2 / M) for M >= d^2 and
 //   Omega(N N_kv d / sqrt(M)) below, M = SRAM in elements, per (batch, head); constants taken as
 //   1, and never below the compulsory bytes; per pass (Theorem 5: the backward has the same
-//   order); block-sparse scales it by the fraction of scores inside nonzero blocks (Prop. 4).
+//   order); block-sparse scales it by the fraction of scores inside nonzero blocks (Prop. 4), a
+//   sliding window by the fraction of scores inside the window (its s, as a block mask's).
 #include <cstdint>
 #include <string>
 

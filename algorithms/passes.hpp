@@ -98,12 +98,28 @@ inline void finish_forward_tile(const TileRef& o, std::int64_t head_dim, std::ve
   emplace_store(out, {TensorId::L, o.matrix, o.row0, o.rows, 0, 1}, OnChip::reg);
 }
 
-/// Key blocks [0, count) a dense forward tile of rows [q0, q0 + qr) computes: all of them, or under
-/// bottom-right causal masking those up to the block of its last row's diagonal key.
-inline std::int64_t dense_kv_blocks(const AttentionProblem& p, std::int64_t q0, std::int64_t qr,
+/// Key blocks [first, last] a dense forward tile of rows [q0, q0 + qr) computes: every block
+/// holding a key one of its rows sees (visible_keys): all of them, or under bottom-right causal
+/// masking those up to the block of its last row's diagonal key, and with a sliding window from
+/// the block of its first row's first key.
+struct KvBlockRange {
+  std::int64_t first = 0, last = -1;
+  std::int64_t count() const { return last - first + 1; }
+};
+inline KvBlockRange dense_kv_blocks(const AttentionProblem& p, std::int64_t q0, std::int64_t qr,
                                     std::int64_t block_kv) {
   const std::int64_t tc = ceil_div(p.seq_kv, block_kv);
-  return (p.causal ? std::min(tc - 1, (q0 + qr - 1 + p.seq_kv - p.seq) / block_kv) : tc - 1) + 1;
+  if (!p.causal && p.window == 0) return {0, tc - 1};
+  return {visible_keys(p, q0).first / block_kv, visible_keys(p, q0 + qr - 1).last / block_kv};
+}
+
+/// Whether the tile of rows [q0, q0 + qr) and keys [k0, k0 + kr) holds a score the causal mask
+/// or the window hides: a key past its first row's last, or before its last row's first (both
+/// ends of a row's keys move right with the row). Such a tile is computed whole and masked.
+inline bool tile_hides_scores(const AttentionProblem& p, std::int64_t q0, std::int64_t qr,
+                              std::int64_t k0, std::int64_t kr) {
+  if (!p.causal && p.window == 0) return false;
+  return k0 + kr - 1 > visible_keys(p, q0).last || k0 < visible_keys(p, q0 + qr - 1).first;
 }
 
 /// How a dense forward over `view` repeats (flash2, flash3; sim/engine/steady_state.hpp): heads, or
@@ -115,10 +131,12 @@ inline Repetition forward_repetition(const AttentionProblem& p, const QueryView&
   const std::int64_t tr = ceil_div(view.rows, block_q);
   const std::int64_t shared = view.packed || p.group() == 1 ? 1 : p.batch * p.group();
   const bool whole = view.rows % block_q == 0;
-  const bool alike = !p.causal && whole;
+  // Under a sliding window a head's query blocks read different K/V and, past the first window,
+  // the same number of blocks: neither alike nor a ramp (none declared).
+  const bool alike = !p.causal && whole && p.window == 0;
   // Under causal masking a query block has a fixed number of K/V blocks more than the one before.
   // (A packed query group's rows are several heads' positions: its blocks do not ramp.)
-  const bool ramp = p.causal && whole && (!view.packed || p.group() == 1);
+  const bool ramp = p.causal && whole && (!view.packed || p.group() == 1) && p.window == 0;
   return {tr * shared, 1, alike ? tr : 0, ramp ? tr : 0};
 }
 
@@ -127,7 +145,7 @@ inline Repetition forward_repetition(const AttentionProblem& p, const QueryView&
 /// block that crosses the diagonal (masked).
 inline PartRange forward_steady_parts(const AttentionProblem& p, std::int64_t q0, std::int64_t qr,
                                       std::int64_t block_kv) {
-  std::int64_t blocks = dense_kv_blocks(p, q0, qr, block_kv) - 1;
+  std::int64_t blocks = dense_kv_blocks(p, q0, qr, block_kv).count() - 1;
   if (p.causal) {
     // Blocks whose last key row q0 sees: (k + 1) * block_kv - 1 <= q0 + seq_kv - seq.
     const std::int64_t seen = q0 + p.seq_kv - p.seq + 1;

@@ -91,12 +91,13 @@ class QueryStationaryForward final : public Schedule {
   // are declared for that order (the engine simulates every step).
   Repetition repetition(std::size_t) const override {
     Repetition r = forward_repetition(p_, view(), t_.block_q);
-    if (blocks_) r.part_period = r.alike_run = r.ramp_run = 0;
+    // A window's first blocks are masked too: no steady parts declared (as under a block mask).
+    if (blocks_ || p_.window > 0) r.part_period = r.alike_run = r.ramp_run = 0;
     if (descending()) r.part_period = r.ramp_run = 0;
     return r;
   }
   PartRange steady_parts(std::size_t, std::int64_t cta) const override {
-    if (blocks_ || descending()) return {};
+    if (blocks_ || descending() || p_.window > 0) return {};
     const QueryView::Tile at = tile(cta);
     return forward_steady_parts(p_, at.q0, at.qr, t_.block_kv);
   }
@@ -113,15 +114,15 @@ class QueryStationaryForward final : public Schedule {
     // emplace_load): a part is a few ops and a run emits hundreds of thousands of parts.
     const auto [qb, bh, kv, q0, qr] = tile(cta);
     const std::int64_t d = p_.head_dim, eb = p_.elem_bytes();
-    const std::int64_t offset = p_.seq_kv - p_.seq;  // bottom-right causal alignment
     const TileRef o{TensorId::O, bh, q0, qr, 0, d};
 
-    // The blocks computed: up to the last key any row of this block sees (causal), or the
-    // nonzero blocks of a block mask (zero past the diagonal with --causal).
+    // The blocks computed: those holding a key some row of this block sees (causal: up to the
+    // diagonal; a window: from its first row's first key), or the nonzero blocks of a block mask
+    // (zero past the diagonal with --causal).
     const std::span<const std::int64_t> nonzero =
         blocks_ ? blocks_->row_blocks(qb) : std::span<const std::int64_t>{};
-    const std::int64_t count = blocks_ ? static_cast<std::int64_t>(nonzero.size())
-                                       : dense_kv_blocks(p_, q0, qr, t_.block_kv);
+    const KvBlockRange dense = blocks_ ? KvBlockRange{} : dense_kv_blocks(p_, q0, qr, t_.block_kv);
+    const std::int64_t count = blocks_ ? static_cast<std::int64_t>(nonzero.size()) : dense.count();
     if (count == 0) {  // block-sparse: no nonzero block, O = 0 and L = +inf, Q unread
       costs::init_state(emplace_op(out), o);
       finish_forward_tile(o, d, out);
@@ -134,7 +135,7 @@ class QueryStationaryForward final : public Schedule {
     }
     const auto k = static_cast<std::int64_t>(part) - 1;
     const std::int64_t visit = descending() ? count - 1 - k : k;
-    const std::int64_t j = blocks_ ? nonzero[static_cast<std::size_t>(visit)] : visit;
+    const std::int64_t j = blocks_ ? nonzero[static_cast<std::size_t>(visit)] : dense.first + visit;
     const std::int64_t k0 = j * t_.block_kv;
     const std::int64_t kr = std::min(t_.block_kv, p_.seq_kv - k0);
     emplace_load(out, {TensorId::K, kv, k0, kr, 0, d});  // gK -> sK (kr, d)
@@ -158,9 +159,10 @@ class QueryStationaryForward final : public Schedule {
     if (serialized) {
       qk.serialized_wgmmas = row_groups_per_warpgroup * ceil_div(d, 16) * ceil_div(kr, 256);
     }
-    const bool crosses_diagonal = p_.causal && k0 + kr - 1 > q0 + offset;
-    // The causal mask and an index mask are one pass over the scores. Our block-sparse kernel
-    // evaluates the mask on every block: nvcc does not hoist its uniform "this block needs a
+    // A block the causal diagonal or a window's edge passes through, computed whole and masked.
+    const bool crosses_diagonal = tile_hides_scores(p_, q0, qr, k0, kr);
+    // The causal mask, the window and an index mask are one pass over the scores. Our block-sparse
+    // kernel evaluates the mask on every block: nvcc does not hoist its uniform "this block needs a
     // mask" test out of the per-score loop (its PTX predicates the compares and selects of half
     // the scores and branches per pair on the rest), where in flash2's kernel it does (one
     // branch per block, unmasked blocks only scale).
@@ -377,6 +379,7 @@ Dataflow query_stationary_dataflow() {
   };
   f.paper_step = flash2_family_paper_step;
   f.capabilities.packs_gqa = true;
+  f.capabilities.window = true;
   f.fp8_with_wgmma = true;
   f.block_mask = true;
   f.kv_order = true;

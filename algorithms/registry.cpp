@@ -119,8 +119,12 @@ double tiled_estimated_work(const AttentionProblem& p, const TilingRequest& requ
   const auto at_least_1 = [](std::int64_t v) {
     return static_cast<double>(std::max<std::int64_t>(v, 1));
   };
-  const double bh = at_least_1(p.bh()), n = at_least_1(p.seq), n_kv = at_least_1(p.seq_kv);
+  const double bh = at_least_1(p.bh()), n = at_least_1(p.seq);
   const std::int64_t block_kv = requested.block_kv.value_or(128);
+  // A sliding window's rows each visit the blocks of about W keys (2 W without --causal), and
+  // one block more at each edge.
+  const std::int64_t window_keys = (p.causal ? 1 : 2) * p.window + 2 * block_kv;
+  const double n_kv = at_least_1(p.window > 0 ? std::min(p.seq_kv, window_keys) : p.seq_kv);
   const std::int64_t block_q = requested.block_q.value_or(128);
   const double passes = p.pass == Pass::fwd ? 1.0 : p.pass == Pass::bwd ? 3.0 : 4.0;
   return passes * 20.0 * bh * std::ceil(n / static_cast<double>(block_q)) *
@@ -222,6 +226,16 @@ void check_applicable(const Algorithm& algorithm, const AttentionProblem& p,
   }
   if ((p.page_tokens > 0 || p.block_table) && !c.pages) {
     not_applicable("--page-tokens and --block-table", algorithm, registry, &Capabilities::pages);
+  }
+  if (p.window > 0 && !c.window) {
+    not_applicable("--window", algorithm, registry, &Capabilities::window);
+  }
+  if (p.window > 0 && p.pass != Pass::fwd && !c.window_backward) {
+    throw ConfigError(fmt::format(
+        "--window with --pass {}: {}'s backward does not model a sliding window (with one: {}); "
+        "use --pass fwd",
+        pass_name(p.pass), algorithm.name,
+        fmt::join(names_with(registry, &Capabilities::window_backward), ", ")));
   }
 }
 

@@ -277,15 +277,16 @@ LayerReport simulate_layer(const HardwareProfile& profile, const LayerRequest& r
                     "their own keys",
                     seq_kv, r.seq));
   }
-  if (model.sliding_window > 0 && seq_kv > model.sliding_window) {
-    // Decode over a rolling cache attends over the window's keys only (Mistral's rolling buffer);
-    // a prefill longer than the window needs a banded mask no attention schedule here has.
-    if (prefill) {
-      throw ConfigError(fmt::format(
-          "{} attends over a sliding window of {} tokens; a prefill over {} keys needs the banded "
-          "mask, which is not modelled (use --context {} or less)",
-          model.name, model.sliding_window, seq_kv, model.sliding_window));
-    }
+  // A prefill over more keys than the model's sliding window attends over the window's band
+  // (--window, causal): each query sees its last W keys.
+  const bool windowed_prefill =
+      prefill && model.sliding_window > 0 && seq_kv > model.sliding_window;
+  if (windowed_prefill) {
+    rep.notes.push_back(fmt::format("attention over a sliding window of {} keys: {}'s",
+                                    model.sliding_window, model.name));
+  }
+  if (!prefill && model.sliding_window > 0 && seq_kv > model.sliding_window) {
+    // Decode over a rolling cache attends over the window's keys only (Mistral's rolling buffer).
     rep.notes.push_back(fmt::format("attention over the last {} keys: {}'s sliding window",
                                     model.sliding_window, model.name));
     seq_kv = model.sliding_window;
@@ -308,9 +309,19 @@ LayerReport simulate_layer(const HardwareProfile& profile, const LayerRequest& r
   flags.head_dim = d;
   flags.dtype = r.dtype;
   flags.causal = prefill;  // a decode query sees every cached key
+  if (windowed_prefill) flags.window = model.sliding_window;
   flags.l2 = r.l2_enabled ? "on" : "off";
   flags.sm_clock_mhz = r.sm_clock_mhz;
   const RunRequest attention_request = to_request(flags);
+  if (windowed_prefill &&
+      !request_algorithm(hw, attention_request, builtin_registry()).capabilities.window) {
+    throw ConfigError(fmt::format(
+        "{} attends over a sliding window of {} tokens, and a prefill over {} keys needs an "
+        "attention that skips by the window: {} does not (flash2 and flash3 do; or use --context "
+        "{} or less)",
+        model.name, model.sliding_window, seq_kv, attention_request.algorithm,
+        model.sliding_window));
+  }
   const Report attention = simulate(hw, attention_request);
   if (!attention.feasible()) {
     throw ConfigError(fmt::format("attention ({}) cannot run this layer: {}",

@@ -91,6 +91,11 @@ std::vector<ProblemFlag> make_problem_flags() {
        &RunFlags::backward_block_q, false, true},
       {"--backward-block-kv", "flash3 --pass fwdbwd: key/value rows per tile of the backward",
        &RunFlags::backward_block_kv, false, true},
+      {"--window",
+       "sliding window of W keys: with --causal query i sees keys i-W < j <= i (Mistral's), "
+       "without it |j - i| < W (bottom-right aligned); K/V blocks outside it skipped, its edge "
+       "blocks masked (flash2, flash3; default: none)",
+       &RunFlags::window, false, true},
       {"--causal", "causal mask (bottom-right aligned), masked blocks skipped", &RunFlags::causal},
       {"--mask", "an elementwise mask computed from indices", &RunFlags::mask},
       {"--cold-l2", "flush the L2 before every kernel, as Nsight Compute does", &RunFlags::cold_l2},
@@ -126,6 +131,7 @@ std::optional<std::pair<std::int64_t, std::int64_t>> problem_flag_range(const st
       {"--threads", {0, 1024}},
       {"--kv-heads", {1, kMaxHeads}},
       {"--page-tokens", {1, 1 << 20}},
+      {"--window", {1, kMaxSeq}},
       {"--backward-block-q", {1, 1 << 20}},
       {"--backward-block-kv", {1, 1 << 20}},
       {"--stages", {0, kInt}},
@@ -194,6 +200,13 @@ RunRequest to_request(const RunFlags& f) {
     throw ConfigError(fmt::format("--splits {} must be 0 (the heuristic) or more", *f.splits));
   }
   if (f.kv_heads) p.kv_heads = *f.kv_heads;
+  // The problem's 0 is "no window"; a window of no key is a mistake, not a way to say none.
+  if (f.window && *f.window < 1) {
+    throw ConfigError(fmt::format(
+        "--window {} must be at least 1 (the keys a query sees); leave it out for no window",
+        *f.window));
+  }
+  if (f.window) p.window = *f.window;
   // 0 asks for the default, FlashAttention's heuristic, as --block-kv 0 asks for the default
   // tiles: so a sweep can put the heuristic beside fixed split counts (--splits 0,2,8).
   r.tiling.splits = f.splits && *f.splits > 0 ? f.splits : std::nullopt;

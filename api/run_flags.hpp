@@ -33,8 +33,9 @@ struct RunFlags {
   std::uint64_t seed = 1;
   // Decoding; left out: the default applies.
   std::optional<std::int64_t> kv_heads, splits, page_tokens;
-  std::string block_table;       // --block-table FILE (paged)
-  std::string pack_gqa;          // --pack-gqa auto|on|off (empty: auto)
+  std::optional<std::int64_t> window;  // --window W: sliding window of W keys (left out: none)
+  std::string block_table;             // --block-table FILE (paged)
+  std::string pack_gqa;                // --pack-gqa auto|on|off (empty: auto)
   std::string warpgroups;        // --warpgroups pingpong|cooperative (flash3; empty: its default)
   std::vector<std::string> set;  // --set KEY=VALUE: profile what-ifs (load_profile's overrides)
   // flash3 --pass fwdbwd: the backward's blocks (left out: FlashAttention-3's).

@@ -255,6 +255,8 @@ json csv_row_json(const std::map<std::string, std::size_t>& col,
   for (const char* key : {"backward_block_q", "backward_block_kv"}) {
     if (col.count(key)) j["tiling"][key] = number(key);
   }
+  // A problem axis that CSVs of before its column lack (absent or empty: no window).
+  if (col.count("window") && !text("window").empty()) j["problem"]["window"] = number("window");
   const json given = boolean("clock_given");
   if (!given.is_null()) j["power"] = {{"clock_given", given}};
   if (j["feasible"] != true) {

@@ -157,6 +157,8 @@ SweepRow parse_row(const json& j, const std::string& where) {
                    : r.heads;
   if (p.contains("page_tokens") && p["page_tokens"].is_number_integer())
     r.page_tokens = p["page_tokens"].get<std::int64_t>();
+  if (p.contains("window") && p["window"].is_number_integer())
+    r.window = p["window"].get<std::int64_t>();
   if (p.contains("pattern") && p["pattern"].is_string())
     r.pattern = p["pattern"].get<std::string>();
   const json t = field<json>(j, "tiling", where);

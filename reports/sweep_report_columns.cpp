@@ -29,6 +29,8 @@ const OtherField kOtherFields[] = {
     {"dtype", [](const SweepRow& r) { return r.dtype; }},
     {"pass", [](const SweepRow& r) { return r.pass; }},
     {"causal", [](const SweepRow& r) { return std::string(r.causal ? "yes" : "no"); }},
+    {"window",
+     [](const SweepRow& r) { return r.window > 0 ? std::to_string(r.window) : std::string("-"); }},
     {"mask", [](const SweepRow& r) { return std::string(r.mask ? "yes" : "no"); }},
     {"dropout", [](const SweepRow& r) { return fmt::format("{}", r.dropout); }},
     {"pattern",

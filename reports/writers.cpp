@@ -256,6 +256,9 @@ const Column kColumns[] = {
     {"backward_block_kv", "tiling", When::not_null, Csv::plain,
      [](const Report& r)
          -> json { return or_null(r.tiling.backward_block_kv > 0, r.tiling.backward_block_kv); }},
+    // --window W, when given (a sweep axis of models with local layers). Before clock_given too.
+    {"window", "problem", When::not_null, Csv::plain,
+     [](const Report& r) -> json { return or_null(problem(r).window > 0, problem(r).window); }},
     // On a profile with a power section: whether --sm-clock-mhz set the clock (else the power
     // model chose it). `iosim report` groups a sweep's CSV rows by the clock asked for with it.
     {"clock_given", "power", When::not_null, Csv::plain,
@@ -370,10 +373,10 @@ json report_to_json(const Report& r) {
 }
 
 std::string problem_text(const AttentionProblem& p) {
-  return fmt::format("B={} H={}{} N={} N_kv={} d={} {}{}{}{} pass={}", p.batch, p.heads,
+  return fmt::format("B={} H={}{} N={} N_kv={} d={} {}{}{}{}{} pass={}", p.batch, p.heads,
                      p.kv_head_count() != p.heads ? fmt::format(" H_kv={}", p.kv_head_count()) : "",
                      p.seq, p.seq_kv, p.head_dim, dtype_name(p.dtype), p.causal ? " causal" : "",
-                     p.mask ? " mask" : "",
+                     p.window > 0 ? fmt::format(" window={}", p.window) : "", p.mask ? " mask" : "",
                      p.dropout > 0 ? fmt::format(" dropout={}", p.dropout) : "", pass_name(p.pass));
 }
 

@@ -30,6 +30,7 @@ std::string problem_line(const Report& r) {
   if (p.seq_kv != p.seq) s += fmt::format(" N_kv={}", p.seq_kv);
   s += fmt::format(" d={} {}", p.head_dim, dtype_name(p.dtype));
   if (p.causal) s += " causal";
+  if (p.window > 0) s += fmt::format(" window={}", p.window);
   if (p.mask) s += " mask";
   if (p.dropout > 0) s += fmt::format(" dropout={}", p.dropout);
   return s;

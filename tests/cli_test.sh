@@ -258,6 +258,8 @@ section_explain() {
   expect 0 "max |O - exact| over this tile" -- "${EX[@]}" --algo standard --execute
   expect 0 "[FlashAttention-2, Algorithm 2, line 11]" -- "${EX[@]}" --pass bwd
   expect 0 "step 5/" -- "${EX[@]}" --step 5
+  # A sliding window traced and executed: its edge blocks masked, its bytes the closed form.
+  expect 0 "= the closed form for these blocks" -- explain --causal --window 24 --seq 64 --head-dim 16 --block-q 32 --block-kv 16 --execute
   expect 0 "Theorem 2" -- explain --compare standard,flash2 --seq 64
   expect 2 "--seq 128 is larger than the 64 allowed" -- explain --seq 128
   expect 2 "--head-dim 64 is larger than the 16 allowed" -- explain --seq 32 --head-dim 64

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "api/layer_flags.hpp"
+#include "api/run_flags.hpp"
 #include "sim/base/errors.hpp"
 #include "test_support.hpp"
 
@@ -168,6 +169,29 @@ TEST_CASE("layer: decode attends over the context with one query per sequence; t
   r.seq = 8192;
   const LayerReport windowed = iosim::simulate_layer(iosim::test::profile(), r);
   CHECK(windowed.seq_kv == 4096);
+
+  // A prefill chunk over more keys than the window attends over the window's band: its
+  // attention is `iosim run --causal --window 4096` of the same shape, fewer FLOPs than full.
+  // (4 tokens, as the decode above: its GEMM tilings are chosen already.)
+  r.phase = iosim::LayerPhase::prefill;
+  r.batch = 1;
+  r.seq = 4;
+  r.context = 4608;
+  const LayerReport chunk = iosim::simulate_layer(iosim::test::profile(), r);
+  iosim::RunFlags f;
+  f.algorithm = "flash2";
+  f.heads = 32;
+  f.kv_heads = 8;
+  f.seq = 4;
+  f.seq_kv = 4608;
+  f.head_dim = 128;
+  f.causal = true;
+  f.window = 4096;
+  const iosim::Report run = iosim::simulate(iosim::test::profile(), iosim::to_request(f));
+  CHECK(layer_op_named(chunk, "attention").counters.tensor_flops == run.engine.total.tensor_flops);
+  f.window.reset();
+  const iosim::Report full = iosim::simulate(iosim::test::profile(), iosim::to_request(f));
+  CHECK(run.engine.total.tensor_flops < full.engine.total.tensor_flops);
 }
 
 TEST_CASE("layer: decode takes --context alone, one new token per sequence") {
@@ -236,7 +260,10 @@ TEST_CASE("layer: bad requests are refused naming what is wrong") {
   r.algorithm.clear();
   r.model = iosim::load_model_config("mistral-7b");
   r.seq = 8192;
-  CHECK(error_of(r).find("sliding window of 4096 tokens") != std::string::npos);
+  r.algorithm = "standard";  // a prefill past the window needs an attention that skips by it
+  CHECK(error_of(r).find("mistral-7b attends over a sliding window of 4096 tokens, and a prefill "
+                         "over 8192 keys needs an attention that skips by the window: standard "
+                         "does not") != std::string::npos);
 }
 
 TEST_CASE("layer: a sweep is the cartesian product of its lists, the last axis fastest") {

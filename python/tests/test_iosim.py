@@ -42,6 +42,9 @@ def test_version_and_schema():
     (dict(algo="flash2", seq=200, head_dim=32, causal=True, execute=True, l2="off"),
      ["--algo", "flash2", "--seq", "200", "--head-dim", "32", "--causal", "--execute",
       "--l2", "off"]),
+    (dict(algo="flash2", seq=200, head_dim=32, causal=True, window=48, execute=True, l2="off"),
+     ["--algo", "flash2", "--seq", "200", "--head-dim", "32", "--causal", "--window", "48",
+      "--execute", "--l2", "off"]),
     (dict(seq=1024, set=["l2.size_bytes=20e6", "sm.count=100"]),
      ["--seq", "1024", "--set", "l2.size_bytes=20e6", "--set", "sm.count=100"]),
 ])

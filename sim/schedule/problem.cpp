@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "sim/base/errors.hpp"
@@ -65,6 +66,8 @@ void check_problem_values(const AttentionProblem& given) {
   // refused beside any --heads.
   if (p.kv_heads > kMaxHeads) require_range("--kv-heads", p.kv_heads, 0, kMaxHeads);
   require_range("--page-tokens", p.page_tokens, 0, 1 << 20);
+  // 0 is the problem's "no window" (to_request() refuses --window 0 itself).
+  if (p.window != 0) require_range("--window", p.window, 1, kMaxSeq);
   if (!(p.dropout >= 0.0 && p.dropout < 1.0)) {
     throw ConfigError(fmt::format("--dropout {} is out of range: it must be in [0, 1)", p.dropout));
   }
@@ -85,6 +88,11 @@ void validate_problem(const AttentionProblem& given) {
         "--kv-heads {} must divide --heads {}: each K/V head serves a whole group of query heads",
         p.kv_heads, p.heads));
   }
+  if (p.window > 0 && p.pack_gqa == GqaPacking::on && p.group() > 1) {
+    throw ConfigError(
+        "--pack-gqa on cannot pack with --window: the window's keys depend on the query "
+        "position");
+  }
   if (p.pack_gqa == GqaPacking::on && !p.can_pack_query_group()) {
     throw ConfigError(
         p.group() == 1
@@ -100,6 +108,16 @@ void validate_problem(const AttentionProblem& given) {
         "--causal needs --seq-kv >= --seq (got seq {} and seq-kv {}): with bottom-right "
         "alignment the first {} query rows would see no key",
         p.seq, p.seq_kv, p.seq - p.seq_kv));
+  }
+  // Without the causal mask the window is a band around each row's diagonal key; with
+  // --seq-kv below --seq the first rows' diagonals lie before key 0, and a narrow band would
+  // leave them no key (the causal case is refused above).
+  if (p.window > 0 && !p.causal && p.seq - p.seq_kv >= p.window) {
+    throw ConfigError(fmt::format(
+        "--window {} without --causal: query row 0's diagonal key is {} (bottom-right aligned, "
+        "--seq {} and --seq-kv {}), so its band of keys within {} of it holds none; use "
+        "--window {} or more",
+        p.window, p.seq_kv - p.seq, p.seq, p.seq_kv, p.window - 1, p.seq - p.seq_kv + 1));
   }
   const double qkv_bytes = static_cast<double>(p.bh()) * static_cast<double>(p.seq + 2 * p.seq_kv) *
                            static_cast<double>(p.head_dim) * static_cast<double>(p.elem_bytes());
@@ -126,8 +144,23 @@ void validate_problem(const AttentionProblem& given) {
   }
 }
 
+KeyRange visible_keys(const AttentionProblem& p, std::int64_t i) {
+  const std::int64_t diagonal = i + (p.seq_kv - p.seq);  // bottom-right aligned
+  KeyRange r{0, p.seq_kv - 1};
+  if (p.causal) r.last = std::min(r.last, diagonal);
+  if (p.window > 0) {
+    r.first = std::max<std::int64_t>(0, diagonal - p.window + 1);
+    if (!p.causal) r.last = std::min(r.last, diagonal + p.window - 1);
+  }
+  return r;
+}
+
 bool score_visible(const AttentionProblem& p, std::int64_t i, std::int64_t j) {
   if (p.causal && j > i + (p.seq_kv - p.seq)) return false;
+  if (p.window > 0) {
+    const KeyRange keys = visible_keys(p, i);
+    if (j < keys.first || j > keys.last) return false;
+  }
   if (p.mask && j != 0) {
     // About one score in ten is hidden; key 0 never is, so no row is fully masked.
     const auto h =

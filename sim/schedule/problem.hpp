@@ -37,8 +37,13 @@ struct AttentionProblem {
   std::int64_t seq_kv = 0;     // N_kv, key/value length; 0 (left out): N, by with_defaults()
   std::int64_t head_dim = 64;  // d
   Dtype dtype = Dtype::fp16;
-  bool causal = false;   // bottom-right aligned: query i sees key j iff j <= i + (N_kv - N)
-  bool mask = false;     // an elementwise mask computed from indices (see README)
+  bool causal = false;  // bottom-right aligned: query i sees key j iff j <= i + (N_kv - N)
+  bool mask = false;    // an elementwise mask computed from indices (see README)
+  // Sliding window (--window W; 0: none): query i sees key j only within W positions of its
+  // diagonal key c = i + (N_kv - N): with causal c - W < j <= c (Mistral's: the W keys up to
+  // itself), without it c - W < j < c + W (a symmetric band of 2 W - 1 keys). A window of N_kv or
+  // more hides nothing.
+  std::int64_t window = 0;
   double dropout = 0.0;  // drop probability
   Pass pass = Pass::fwd;
   // Block sparsity (--pattern, block-sparse only): which blocks are computed; null: all.
@@ -69,8 +74,11 @@ struct AttentionProblem {
   /// mask or dropout (whose values depend on the query position), nor block sparsity (its block
   /// mask is over query positions; FlashAttention's block-sparse kernels never pack), nor causal
   /// masking past one query position (the packed rows are then different positions).
+  /// Nor a sliding window, whose visible keys move with the query position (and packed rows
+  /// would take the window's keys of the wrong position).
   bool can_pack_query_group() const {
-    return group() > 1 && !mask && dropout == 0.0 && !pattern && (seq == 1 || !causal);
+    return group() > 1 && !mask && dropout == 0.0 && !pattern && window == 0 &&
+           (seq == 1 || !causal);
   }
   /// Whether the forward kernels pack the query group: at seq 1 by default, as FlashAttention's
   /// decode path (seqlenq_ngroups_swapped) does; at any N with --pack-gqa on.
@@ -108,7 +116,18 @@ inline constexpr std::int64_t kMaxHeadDim = 1024;
 /// The largest count (bytes or FLOPs) validate_problem() lets a problem reach: 2^64 - 1.
 inline constexpr long double kMaxCount = 18446744073709551615.0L;
 
-/// True when query row `i` may attend to key `j` under the problem's causal and index mask.
+/// Keys [first, last] of a query row: an interval, empty when first > last.
+struct KeyRange {
+  std::int64_t first = 0, last = -1;
+};
+/// The keys query row `i` sees under the causal mask and the sliding window (every key without
+/// them; the index mask aside). Both ends never decrease with `i`, so rows [i0, i1] see keys
+/// between visible_keys(i0).first and visible_keys(i1).last, and a tile of them hides a score
+/// only where its keys pass the first row's last or precede the last row's first.
+KeyRange visible_keys(const AttentionProblem& p, std::int64_t i);
+
+/// True when query row `i` may attend to key `j` under the problem's causal mask, sliding window
+/// and index mask.
 bool score_visible(const AttentionProblem& p, std::int64_t i, std::int64_t j);
 
 /// Whether dropout keeps score (bh, i, j); deterministic in `seed` so references can replay it.
