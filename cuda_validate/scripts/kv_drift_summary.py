@@ -6,10 +6,12 @@ For each trace (PREFIX.json + PREFIX.bin, or PREFIX.bin.gz) under the folders gi
   stats  -- step times, the first wave's spread, each CTA's lead over lockstep, and the LRU
             miss curve of the K/V reads in time order (the tool's `stats`);
   replay -- the model's L2 (sim/memory's L2System, H100) fed the trace's order: DRAM bytes read;
-            for GPU traces also with each CTA's steps made even (`--uniform`).
+            for GPU traces also with each CTA's steps made even (`--uniform`), and with every
+            CTA at the median step time from its own start (`--lockstep`).
 The GPU's own DRAM bytes come from the Nsight Compute CSV next to a `_ncu` trace.
 
 Usage: kv_drift_summary.py --tool build/iosim_kv_drift --dir DIR [--dir DIR ...] --out FILE.json
+       [--profile NAME]
 Prints a Markdown table; writes every number to FILE.json.
 """
 import argparse
@@ -41,8 +43,8 @@ def ncu_dram_read(csv_path):
 
 
 def tool(cmd, prefix, *extra):
-    out = subprocess.run([cmd[0], cmd[1], "--trace", prefix, *extra], capture_output=True,
-                         text=True, check=True).stdout
+    out = subprocess.run([*cmd, "--trace", prefix, *extra], capture_output=True, text=True,
+                         check=True).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
@@ -59,7 +61,10 @@ def main():
     ap.add_argument("--tool", required=True)
     ap.add_argument("--dir", action="append", required=True)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--profile", default="h100-sxm5-80gb", help="the L2 the replays use")
     a = ap.parse_args()
+    stats = [a.tool, "stats"]
+    replay = [a.tool, "replay", "--profile", a.profile]
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for folder in a.dir:
@@ -77,11 +82,12 @@ def main():
                        "shape": f"b{meta['batch']} h{meta['heads']} n{meta['seq'] // 1024}k "
                                 f"{'causal' if meta['causal'] else 'full'}",
                        "event_ms": meta["event_ms"],
-                       "stats": tool([a.tool, "stats"], local),
-                       "replay": tool([a.tool, "replay"], local)}
+                       "stats": tool(stats, local),
+                       "replay": tool(replay, local)}
                 if gpu:
-                    row["stats_uniform"] = tool([a.tool, "stats"], local, "--uniform")
-                    row["replay_uniform"] = tool([a.tool, "replay"], local, "--uniform")
+                    for how in ("uniform", "lockstep"):
+                        row["stats_" + how] = tool(stats, local, "--" + how)
+                        row["replay_" + how] = tool(replay, local, "--" + how)
                     row["ncu_dram_read_gb"] = None
                     dram = ncu_dram_read(prefix + ".csv")
                     if dram is not None:
@@ -91,7 +97,7 @@ def main():
     json.dump(rows, open(a.out, "w"), indent=1)
     print("| trace | kernel ms | step ns (cv) | first wave p10-p90 at its median length (steps) "
           "| lead p10 / p90 at 1/2 (steps) | LRU miss at 24 / 28 / 32 MiB | replay DRAM GB "
-          "(uniform) | ncu DRAM GB |")
+          "(uniform, lockstep) | ncu DRAM GB |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for r in rows:
         st = r["stats"]
@@ -100,7 +106,8 @@ def main():
         lru = st["lru_miss_by_mib"]
         rep = f"{r['replay']['dram_read_gb']:.3f}"
         if "replay_uniform" in r:
-            rep += f" ({r['replay_uniform']['dram_read_gb']:.3f})"
+            rep += (f" ({r['replay_uniform']['dram_read_gb']:.3f}, "
+                    f"{r['replay_lockstep']['dram_read_gb']:.3f})")
         ncu = r.get("ncu_dram_read_gb")
         print(f"| {r['trace']} | {st['kernel_ms']:.2f} | {st['step_ns_median']:.0f} "
               f"({st['step_ns_cv']:.3f}) | {w['p10']:.1f}-{w['p90']:.1f} of {w['at_steps']} "

@@ -9,12 +9,14 @@
 //     order of its K/V loads (each stage is one step of one CTA): a load's time is the engine's
 //     kernel time times its place among all the kernel's K/V loads, which is time where the
 //     steps run at one rate, as they do in the engine's waves.
-//   kv_drift_tool replay --trace PREFIX [--uniform]
+//   kv_drift_tool replay --trace PREFIX [--uniform | --lockstep] [--profile NAME]
 //     replays a trace through the model's L2 (sim/memory's L2System, the H100 profile's size,
 //     sectors and partitions): each CTA reads Q at its start, K and V block j at its step j - 1
 //     (block 0 with Q), the time of a step between two stamps linearly interpolated, and writes
 //     O at its end; prints the DRAM bytes read, by tensor. --uniform replaces every CTA's stamps
-//     by steps of one length between its start and end (what drift within a CTA adds).
+//     by steps of one length between its start and end (what drift within a CTA adds);
+//     --lockstep also gives every CTA the median step time from its own start (what is left is
+//     the order and times of the starts).
 //
 // Built on request: cmake --build build --target iosim_kv_drift (not part of `all`).
 #include <fmt/format.h>
@@ -35,7 +37,7 @@
 namespace {
 
 constexpr int kD = 128, kBQ = 128, kBKV = 64, kWarps = 8, kEvery = 32;
-constexpr const char* kProfile = "h100-sxm5-80gb";
+constexpr const char* kProfile = "h100-sxm5-80gb";  // --profile names another
 
 struct Shape {
   int batch = 1, heads = 8, seq = 65536, every = kEvery;
@@ -128,7 +130,8 @@ int run_engine(int argc, char** argv) {
   s.causal = flag(argc, argv, "--causal");
   const std::string out = arg(argc, argv, "--out", "");
   if (out.empty()) return 2;
-  const iosim::HardwareProfile profile = iosim::load_profile(kProfile);
+  const iosim::HardwareProfile profile =
+      iosim::load_profile(arg(argc, argv, "--profile", kProfile));
   iosim::RunRequest r;
   r.algorithm = "flash2";
   r.problem.batch = s.batch;
@@ -234,7 +237,15 @@ bool load(int argc, char** argv, Shape& s, std::vector<Cta>& ctas) {
     std::fprintf(stderr, "kv_drift_tool: cannot read trace %s\n", prefix.c_str());
     return false;
   }
-  if (flag(argc, argv, "--uniform")) {
+  if (flag(argc, argv, "--lockstep")) {
+    // Every CTA at the median step time from its own start: the GPU's dispatch alone.
+    std::vector<double> step;
+    for (const Cta& c : ctas) step.push_back((c.end - c.start) / c.steps);
+    std::nth_element(step.begin(), step.begin() + static_cast<std::ptrdiff_t>(step.size() / 2),
+                     step.end());
+    for (Cta& c : ctas) c.end = c.start + step[step.size() / 2] * c.steps;
+  }
+  if (flag(argc, argv, "--uniform") || flag(argc, argv, "--lockstep")) {
     for (Cta& c : ctas) {
       for (std::size_t k = 0; k < c.stamps.size(); ++k) {
         c.stamps[k] = c.start + (c.end - c.start) * static_cast<double>(k) * s.every / c.steps;
@@ -248,7 +259,8 @@ int run_replay(int argc, char** argv) {
   Shape s;
   std::vector<Cta> ctas;
   if (!load(argc, argv, s, ctas)) return 2;
-  const iosim::HardwareProfile profile = iosim::load_profile(kProfile);
+  const iosim::HardwareProfile profile =
+      iosim::load_profile(arg(argc, argv, "--profile", kProfile));
   iosim::L2System l2(profile.l2.size_bytes.value, profile.l2.sector_bytes.value,
                      profile.l2.partitions.value, profile.l2.max_dirty_fraction.value);
   const std::uint64_t mat = static_cast<std::uint64_t>(s.seq) * kD * 2;  // bytes of one head
@@ -292,8 +304,11 @@ int run_replay(int argc, char** argv) {
   std::printf(
       "{\"uniform\": %s, \"dram_read_gb\": %.4f, \"kv_gb\": %.4f, \"q_gb\": %.4f, "
       "\"kv_miss_by_tenth\": [%s]}\n",
-      flag(argc, argv, "--uniform") ? "true" : "false", static_cast<double>(dram_q + dram_kv) / 1e9,
-      static_cast<double>(dram_kv) / 1e9, static_cast<double>(dram_q) / 1e9, tenths.c_str());
+      flag(argc, argv, "--lockstep")  ? "\"lockstep\""
+      : flag(argc, argv, "--uniform") ? "true"
+                                      : "false",
+      static_cast<double>(dram_q + dram_kv) / 1e9, static_cast<double>(dram_kv) / 1e9,
+      static_cast<double>(dram_q) / 1e9, tenths.c_str());
   return 0;
 }
 
@@ -423,8 +438,11 @@ int run_stats(int argc, char** argv) {
       "{\"uniform\": %s, \"ctas\": %zu, \"kernel_ms\": %.3f, \"step_ns_median\": %.1f, "
       "\"step_ns_cv\": %.4f, \"first_wave\": [%s], \"lead_steps\": [%s], "
       "\"lru_miss_by_mib\": {%s}}\n",
-      flag(argc, argv, "--uniform") ? "true" : "false", ctas.size(), t_end / 1e6, median_step,
-      std::sqrt(sq) / mean, wave.c_str(), lead.c_str(), curve.c_str());
+      flag(argc, argv, "--lockstep")  ? "\"lockstep\""
+      : flag(argc, argv, "--uniform") ? "true"
+                                      : "false",
+      ctas.size(), t_end / 1e6, median_step, std::sqrt(sq) / mean, wave.c_str(), lead.c_str(),
+      curve.c_str());
   return 0;
 }
 
