@@ -2,7 +2,9 @@
 """Issue #47's K/V drift: the GPU's stamped K/V loops (microbench/kv_drift.cu) against iosim's
 engine (tests/tools/kv_drift_tool.cpp, `engine`), summarized by the same tool.
 
-For each trace (PREFIX.json + PREFIX.bin, or PREFIX.bin.gz) under the folders given:
+For each trace (PREFIX.json + PREFIX.bin, or PREFIX.dbin.xz: the same words with each CTA's end
+and stamps as differences from the time before them, xz-compressed, as committed; --pack DIR
+writes them from a folder of .bin) under the folders given:
   stats  -- step times, the first wave's spread, each CTA's lead over lockstep, and the LRU
             miss curve of the K/V reads in time order (the tool's `stats`);
   replay -- the model's L2 (sim/memory's L2System, H100) fed the trace's order: DRAM bytes read;
@@ -12,17 +14,62 @@ The GPU's own DRAM bytes come from the Nsight Compute CSV next to a `_ncu` trace
 
 Usage: kv_drift_summary.py --tool build/iosim_kv_drift --dir DIR [--dir DIR ...] --out FILE.json
        [--profile NAME]
+       kv_drift_summary.py --pack DIR
 Prints a Markdown table; writes every number to FILE.json.
 """
 import argparse
 import csv
-import gzip
 import json
+import lzma
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
+
+EVERY_KEY = "every"
+
+
+def ctas_of(words, every):
+    """(sm, steps, start, end, stamps) per CTA of a trace's words."""
+    i = 0
+    while i + 4 <= len(words):
+        sm, steps, start, end = words[i:i + 4]
+        n = (steps + every - 1) // every
+        yield sm, steps, start, end, words[i + 4:i + 4 + n]
+        i += 4 + n
+
+
+def pack(words, every):
+    """Stamps and end as differences (mod 2^32) from the time before each: small, regular."""
+    out = []
+    for sm, steps, start, end, stamps in ctas_of(words, every):
+        out += [sm, steps, start]
+        prev = start
+        for t in stamps:
+            out.append((t - prev) & 0xffffffff)
+            prev = t
+        out.append((end - prev) & 0xffffffff)
+    return lzma.compress(struct.pack(f"<{len(out)}I", *out))
+
+
+def unpack(data, every):
+    """The trace's words (the tool's .bin) from pack()'s bytes."""
+    raw = lzma.decompress(data)
+    d = struct.unpack(f"<{len(raw) // 4}I", raw)
+    words, i = [], 0
+    while i + 3 <= len(d):
+        sm, steps, start = d[i:i + 3]
+        n = (steps + every - 1) // every
+        t, stamps = start, []
+        for x in d[i + 3:i + 3 + n]:
+            t = (t + x) & 0xffffffff
+            stamps.append(t)
+        end = (t + d[i + 3 + n]) & 0xffffffff
+        words += [sm, steps, start, end, *stamps]
+        i += 4 + n
+    return struct.pack(f"<{len(words)}I", *words)
 
 
 def ncu_dram_read(csv_path):
@@ -52,17 +99,29 @@ def traces(folder):
     for name in sorted(os.listdir(folder)):
         if name.endswith(".json") and not name.endswith("summary.json"):
             prefix = os.path.join(folder, name[:-5])
-            if os.path.exists(prefix + ".bin") or os.path.exists(prefix + ".bin.gz"):
+            if os.path.exists(prefix + ".bin") or os.path.exists(prefix + ".dbin.xz"):
                 yield prefix
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--tool", required=True)
-    ap.add_argument("--dir", action="append", required=True)
-    ap.add_argument("--out", required=True)
+    ap.add_argument("--tool")
+    ap.add_argument("--dir", action="append", default=[])
+    ap.add_argument("--out")
+    ap.add_argument("--pack", help="write PREFIX.dbin.xz beside every PREFIX.bin of this folder")
     ap.add_argument("--profile", default="h100-sxm5-80gb", help="the L2 the replays use")
     a = ap.parse_args()
+    if a.pack:
+        for prefix in traces(a.pack):
+            if os.path.exists(prefix + ".bin"):
+                every = json.load(open(prefix + ".json"))[EVERY_KEY]
+                words = open(prefix + ".bin", "rb").read()
+                packed = pack(struct.unpack(f"<{len(words) // 4}I", words), every)
+                assert unpack(packed, every) == words
+                open(prefix + ".dbin.xz", "wb").write(packed)
+        return
+    if not (a.tool and a.dir and a.out):
+        ap.error("--tool, --dir and --out are needed (or --pack)")
     stats = [a.tool, "stats"]
     replay = [a.tool, "replay", "--profile", a.profile]
     rows = []
@@ -75,8 +134,8 @@ def main():
                 if os.path.exists(prefix + ".bin"):
                     shutil.copy(prefix + ".bin", local + ".bin")
                 else:
-                    with gzip.open(prefix + ".bin.gz") as src, open(local + ".bin", "wb") as dst:
-                        shutil.copyfileobj(src, dst)
+                    with open(local + ".bin", "wb") as dst:
+                        dst.write(unpack(open(prefix + ".dbin.xz", "rb").read(), meta[EVERY_KEY]))
                 gpu = "engine" not in meta["gpu"]
                 row = {"trace": os.path.relpath(prefix), "source": meta["gpu"],
                        "shape": f"b{meta['batch']} h{meta['heads']} n{meta['seq'] // 1024}k "
