@@ -1,6 +1,7 @@
 // Issue #47's K/V drift, on the host: what iosim's engine does with the CTAs of a wave in their
-// K/V loops, and what the model's L2 makes of any order of those loops. Two commands, both on
-// our flash2 forward as the edge_l2 suite runs it (d 128, 128 x 64 tiles, 8 warps):
+// K/V loops, and what the model's L2 makes of any order of those loops. Three commands, all on
+// our flash2 forward as the edge_l2 suite runs it (d 128, 128 x 64 tiles, 8 warps; the H100
+// profile unless --profile names another):
 //
 //   kv_drift_tool engine --batch B --heads H --seq N [--causal] --out PREFIX
 //     runs the engine (every CTA simulated, the profile's boost clock) and writes the trace that
@@ -10,13 +11,15 @@
 //     kernel time times its place among all the kernel's K/V loads, which is time where the
 //     steps run at one rate, as they do in the engine's waves.
 //   kv_drift_tool replay --trace PREFIX [--uniform | --lockstep] [--profile NAME]
-//     replays a trace through the model's L2 (sim/memory's L2System, the H100 profile's size,
+//     replays a trace through the model's L2 (sim/memory's L2System, the profile's size,
 //     sectors and partitions): each CTA reads Q at its start, K and V block j at its step j - 1
 //     (block 0 with Q), the time of a step between two stamps linearly interpolated, and writes
 //     O at its end; prints the DRAM bytes read, by tensor. --uniform replaces every CTA's stamps
 //     by steps of one length between its start and end (what drift within a CTA adds);
 //     --lockstep also gives every CTA the median step time from its own start (what is left is
 //     the order and times of the starts).
+//   kv_drift_tool stats --trace PREFIX [--uniform | --lockstep] [--slots 132]
+//     the spread of the trace's CTAs and the LRU miss curve of its K/V reads (run_stats below).
 //
 // Built on request: cmake --build build --target iosim_kv_drift (not part of `all`).
 #include <fmt/format.h>
