@@ -14,6 +14,16 @@
 
 #include "warp_tile.cuh"
 
+// Timing hooks, empty unless a microbenchmark defines them before including this file
+// (microbench/kv_drift.cu stamps each CTA's start, end and every few K/V steps, to see how far
+// the CTAs of a wave drift apart in their K/V loops). No validated build defines them, so the
+// kernels the suites measure compile to the same code.
+#ifndef IOSIM_FLASH2_STAMP_BEGIN
+#define IOSIM_FLASH2_STAMP_BEGIN(n_kv_blocks)
+#define IOSIM_FLASH2_STAMP_STEP(j)
+#define IOSIM_FLASH2_STAMP_END()
+#endif
+
 namespace iosim_cuda {
 
 template <int kD, int kBQ, int kBKV, int kWarps>
@@ -52,6 +62,7 @@ __global__ void __launch_bounds__(kWarps * 32) flash2_fwd_kernel(const AttnParam
     const int q_last = min(q0 + kBQ, p.seq) - 1;
     n_kv_blocks = min(n_kv_blocks_all, (q_last + causal_offset) / kBKV + 1);
   }
+  IOSIM_FLASH2_STAMP_BEGIN(n_kv_blocks);
 
   load_tile_async<kBQ, kD, kThreads>(sQ, gQ, q0, p.seq);
   load_tile_async<kBKV, kD, kThreads>(sK, gK, 0, p.seq_kv);
@@ -66,6 +77,7 @@ __global__ void __launch_bounds__(kWarps * 32) flash2_fwd_kernel(const AttnParam
   warp_init_state<kD, kMT>(rO, row_m, row_l);
 
   for (int j = 0; j < n_kv_blocks; ++j) {
+    IOSIM_FLASH2_STAMP_STEP(j);
     const int stage = j & 1;
     if (j + 1 < n_kv_blocks) {
       // Stage (j+1)&1 was last read in step j-1, which ended with a barrier.
@@ -122,6 +134,7 @@ __global__ void __launch_bounds__(kWarps * 32) flash2_fwd_kernel(const AttnParam
   warp_write_o<kD, kMT>(rO, row_m, row_l, sQ, gL, q0, q_row0, p.seq, lane);
   __syncthreads();
   store_tile<kBQ, kD, kThreads>(gO, sQ, q0, p.seq);
+  IOSIM_FLASH2_STAMP_END();
 }
 
 }  // namespace iosim_cuda
