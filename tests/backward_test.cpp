@@ -131,7 +131,7 @@ TEST_CASE("every backward computes exact gradients over random shapes" *
     CHECK(error <= 1e-4);
     ++executed;
   }
-  CHECK(executed > (test::kSanitized ? 0 : 36));  // the sanitized run draws a sixth of the shapes
+  CHECK(executed > (test::kSanitized ? 0 : 36));  // the sanitized run draws a tenth of the shapes
 }
 
 TEST_CASE("a backward that drops a Q block's dQ share is caught by execution") {

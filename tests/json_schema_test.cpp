@@ -130,7 +130,7 @@ TEST_CASE("sweep files: a value of the wrong type at any key of a row is refused
   };
   REQUIRE(load(doc).empty());
   // Every leaf of every row: its JSON pointer and a value of another type, against the schema
-  // load_sweeps() checks a file by (every sixth leaf under the sanitizers: test::kept).
+  // load_sweeps() checks a file by (every tenth leaf under the sanitizers: test::kept).
   int leaves = 0, checked = 0, refused = 0;
   std::function<void(const json&, const std::string&, const std::string&)> walk =
       [&](const json& v, const std::string& pointer, const std::string& path) {

@@ -176,7 +176,7 @@ TEST_CASE("steady-state extrapolation: within 0.5% (counters) and 1% (time) of f
     CAPTURE(bkv);
     if (check(h100, s).applied()) ++applied;
   }
-  // What the whole corpus exercises (the Release run: the sanitized one keeps a sixth of it).
+  // What the whole corpus exercises (the Release run: the sanitized one keeps a tenth of it).
   if (test::kSanitized) return;
   CHECK(applied >= 4);  // the corpus exercises extrapolation, not only its fallback
   // Steps left out with the L2 on (CTAs in lockstep on equally shared SMs, after the L2 turned

@@ -6,8 +6,8 @@ source "$(dirname "$0")/cli_harness.sh"
 
 S=(sweep --profile h100-sxm5-80gb,a100-sxm4-80gb --algo standard,flash1,flash2 --batch 4
    --heads 16 --seq 512:1024:x2 --head-dim 64,128 --block-kv 32,64,1024)
-# The same 72 points at B = 1, H = 1 (a sixth of S's work under the sanitizers): what --jobs and
-# the output's form must not change is checked on these.
+# The same 72 points at B = 1, H = 1 (much less work: this entry runs under the sanitizers): what
+# --jobs and the output's form must not change is checked on these.
 S1=(sweep --profile h100-sxm5-80gb,a100-sxm4-80gb --algo standard,flash1,flash2
     --seq 512:1024:x2 --head-dim 64,128 --block-kv 32,64,1024)
 

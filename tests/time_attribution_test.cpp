@@ -80,7 +80,7 @@ TEST_CASE("time attribution: rows sum to each kernel's time and the run's, the b
     require_sums(rep.engine.time_attribution, rep.engine.time_s);
     CHECK(rep.bound == bound_of(rep.engine.time_attribution.largest()));
   }
-  CHECK(runs >= (test::kSanitized ? 1 : 30));  // the sanitized run draws a sixth of the shapes
+  CHECK(runs >= (test::kSanitized ? 1 : 30));  // the sanitized run draws a tenth of the shapes
   // Time left out as repetition is charged too (as the time simulated before it was).
   for (const bool l2 : {false, true}) {
     RunRequest r = test::request("flash2", 2, 4, 16384, 64);

@@ -83,14 +83,15 @@ TEST_CASE("window: a row sees the W keys up to its own (causal) or within W of i
   CHECK(visible_keys(p, 19).last == 27);
 }
 
-TEST_CASE("window: two-level bytes equal the closed form, FLOPs the visited tiles, over shapes") {
+TEST_CASE("window: two-level bytes equal the closed form, FLOPs the visited tiles, over shapes" *
+          doctest::test_suite("long")) {
   test::ShapeGen gen(20261207);
   const char* algos[] = {"flash2", "flash3"};
   const std::int64_t dims[] = {16, 32, 64, 128};
   const std::int64_t blocks[] = {0, 16, 32, 64, 128};
   const Pass passes[] = {Pass::fwd, Pass::fwd, Pass::bwd, Pass::fwdbwd};
   int checked = 0;
-  for (int i = 0; i < 120; ++i) {
+  for (int i = 0; i < test::cases(120); ++i) {
     const std::string algo = gen.pick(algos);
     // flash3's consumer warpgroups take 64 query rows each.
     const std::int64_t wgmma_rows[] = {0, 64, 128};
@@ -175,12 +176,13 @@ TEST_CASE("window: N_kv keys or more with --causal hides nothing: the causal run
   }
 }
 
-TEST_CASE("window: --execute matches the FP64 reference with the window applied") {
+TEST_CASE("window: --execute matches the FP64 reference with the window applied" *
+          doctest::test_suite("long")) {
   test::ShapeGen gen(52);
   const std::int64_t blocks[] = {16, 32, 64};
   const char* algos[] = {"flash2", "flash3"};
   std::vector<RunRequest> runs;
-  for (int i = 0; i < 12; ++i) {
+  for (int i = 0; i < test::cases(12); ++i) {
     const std::string algo = gen.pick(algos);
     RunRequest r = windowed(algo, gen.pick(1, 160), 32, gen.pick(1, 80), gen.coin(),
                             algo == "flash3" ? 64 : gen.pick(blocks), gen.pick(blocks));
