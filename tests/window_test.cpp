@@ -263,7 +263,8 @@ TEST_CASE("window: bad combinations are refused with the flag named") {
 
 // iosim validate reads a measured case's problem.window (cuda_validate's window=W cases, issue #52
 // item 3): the windowed copy of a measured causal flash2 case is predicted with the window (fewer
-// DRAM bytes than the causal case), and a window of N_kv keys predicts the causal case's bytes.
+// L2 -> SM bytes than the causal case: its K/V blocks; DRAM reads stay the compulsory bytes here),
+// and a window of N_kv keys predicts the causal case's bytes.
 TEST_CASE("window: validate predicts a measured case with its problem.window") {
   std::ifstream in(std::string(IOSIM_REPO_DIR) +
                    "/cuda_validate/measurements/h100-sxm5-80gb/measurements_2026-11-22.json");
@@ -283,8 +284,9 @@ TEST_CASE("window: validate predicts a measured case with its problem.window") {
   const ValidationResult v = validate_document(doc, "window_test", "h100-sxm5-80gb");
   REQUIRE(v.cases.size() == 3);
   for (const CaseResult& c : v.cases) REQUIRE(c.skipped_reason.empty());
-  const int read = static_cast<int>(Metric::dram_read);
+  const int read = static_cast<int>(Metric::l2_read);
   const double none = v.cases[0].metrics[read].predicted;
-  CHECK(v.cases[1].metrics[read].predicted < 0.4 * none);  // ~1k of ~2k keys on average per row
+  // A 128-row block reads 10-11 K/V blocks of 64 under the window, 32.5 on average without.
+  CHECK(v.cases[1].metrics[read].predicted < 0.35 * none);
   CHECK(v.cases[2].metrics[read].predicted == doctest::Approx(none).epsilon(1e-12));
 }
