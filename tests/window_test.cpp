@@ -2,6 +2,7 @@
 // closed form and against block counts made here from score_visible() alone, the lower bound, a
 // window that hides nothing, exact numerics against the FP64 reference, and the refusals.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <cstdlib>
 #include <fstream>
@@ -277,7 +278,7 @@ TEST_CASE("window: validate predicts a measured case with its problem.window") {
   doc["cases"] = nlohmann::json::array();
   for (const std::int64_t window : {0, 512, 4096}) {
     nlohmann::json c = causal;
-    c["id"] = "w" + std::to_string(window);
+    c["id"] = fmt::format("w{}", window);  // "w" + std::to_string: GCC 12's -Wrestrict misfires
     if (window > 0) c["problem"]["window"] = window;
     doc["cases"].push_back(c);
   }
