@@ -168,6 +168,8 @@ RunRequest request_for(const json& c, const std::string& where, bool as_run) {
   pr.causal = bool_or(p, "causal", false, in_problem);
   pr.mask = bool_or(p, "mask", false, in_problem);
   pr.dropout = number_or(p, "dropout", 0.0, in_problem);
+  // A sliding window (--window W; absent or 0: none), cuda_validate's window=W cases.
+  pr.window = count_or(p, "window", 0, in_problem);
   pr.pass = word(where, "pass", string_or(c, "pass", "fwd", where),
                  [](const std::string& t) { return parse_pass(t); });
   // Decoding: grouped-query attention and paged K/V when the case says so.

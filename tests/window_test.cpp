@@ -2,10 +2,14 @@
 // closed form and against block counts made here from score_visible() alone, the lower bound, a
 // window that hides nothing, exact numerics against the FP64 reference, and the refusals.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <vector>
 
+#include "api/validation.hpp"
 #include "sim/base/errors.hpp"
 #include "tests/test_support.hpp"
 
@@ -258,4 +262,34 @@ TEST_CASE("window: bad combinations are refused with the flag named") {
   packed.problem.kv_heads = 1;
   packed.problem.pack_gqa = GqaPacking::on;
   CHECK(refused(packed).find("--pack-gqa on cannot pack with --window") == 0);
+}
+
+// iosim validate reads a measured case's problem.window (cuda_validate's window=W cases, issue #52
+// item 3): the windowed copy of a measured causal flash2 case is predicted with the window (fewer
+// L2 -> SM bytes than the causal case: its K/V blocks; DRAM reads stay the compulsory bytes here),
+// and a window of N_kv keys predicts the causal case's bytes.
+TEST_CASE("window: validate predicts a measured case with its problem.window") {
+  std::ifstream in(std::string(IOSIM_REPO_DIR) +
+                   "/cuda_validate/measurements/h100-sxm5-80gb/measurements_2026-11-22.json");
+  REQUIRE(in.good());
+  nlohmann::json doc = nlohmann::json::parse(in);
+  nlohmann::json causal;
+  for (const nlohmann::json& c : doc.at("cases"))
+    if (c.at("id") == "flash2_b4_h16_n4096_nkv4096_d64_bq128_bkv64_causal") causal = c;
+  REQUIRE(causal.is_object());
+  doc["cases"] = nlohmann::json::array();
+  for (const std::int64_t window : {0, 512, 4096}) {
+    nlohmann::json c = causal;
+    c["id"] = fmt::format("w{}", window);  // "w" + std::to_string: GCC 12's -Wrestrict misfires
+    if (window > 0) c["problem"]["window"] = window;
+    doc["cases"].push_back(c);
+  }
+  const ValidationResult v = validate_document(doc, "window_test", "h100-sxm5-80gb");
+  REQUIRE(v.cases.size() == 3);
+  for (const CaseResult& c : v.cases) REQUIRE(c.skipped_reason.empty());
+  const int read = static_cast<int>(Metric::l2_read);
+  const double none = v.cases[0].metrics[read].predicted;
+  // A 128-row block reads 10-11 K/V blocks of 64 under the window, 32.5 on average without.
+  CHECK(v.cases[1].metrics[read].predicted < 0.35 * none);
+  CHECK(v.cases[2].metrics[read].predicted == doctest::Approx(none).epsilon(1e-12));
 }

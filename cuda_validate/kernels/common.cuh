@@ -194,6 +194,9 @@ struct AttnParams {
   int seq_kv;  // Nkv
   float scale;
   bool causal;  // bottom-right aligned: query i sees key j iff j <= i + (Nkv - N)
+  // flash2 only, with causal: a sliding window of W keys (iosim's --window), query i sees key j
+  // iff i + (Nkv - N) - W < j <= i + (Nkv - N); 0: no window.
+  int window;
 };
 
 }  // namespace iosim_cuda

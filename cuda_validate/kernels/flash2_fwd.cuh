@@ -10,6 +10,12 @@
 // tile j is used); S = Q_i K_j^T and P stay in registers; the running max m,
 // sum l and the output O live in registers; O (fp16) and L = m + log(l) (fp32)
 // are written once at the end.
+//
+// kWindow (a causal sliding window of p.window keys, iosim's --window): the CTA starts at the
+// K/V block holding its first row's first visible key, skipping every block wholly below the
+// window of all its rows, and masks the edge blocks that some row's window cuts, as the causal
+// diagonal's blocks are masked: iosim's query-stationary dataflow under --window. A template
+// flag, so the windowless instantiation (the committed flash2 data's kernel) compiles as before.
 #pragma once
 
 #include "warp_tile.cuh"
@@ -34,7 +40,7 @@ struct Flash2Config : WarpTileConfig<kD, kBQ, kBKV, kWarps> {
   static constexpr int kSmemBytes = (Base::kQTileElems + 2 * kStages * Base::kKVTileElems) * 2;
 };
 
-template <int kD, int kBQ, int kBKV, int kWarps>
+template <int kD, int kBQ, int kBKV, int kWarps, bool kWindow = false>
 __global__ void __launch_bounds__(kWarps * 32) flash2_fwd_kernel(const AttnParams p) {
   using Cfg = Flash2Config<kD, kBQ, kBKV, kWarps>;
   constexpr int kThreads = Cfg::kThreads;
@@ -62,11 +68,16 @@ __global__ void __launch_bounds__(kWarps * 32) flash2_fwd_kernel(const AttnParam
     const int q_last = min(q0 + kBQ, p.seq) - 1;
     n_kv_blocks = min(n_kv_blocks_all, (q_last + causal_offset) / kBKV + 1);
   }
-  IOSIM_FLASH2_STAMP_BEGIN(n_kv_blocks);
+  // First K/V block: that of the first row's first visible key (every later row's window starts
+  // further right). Rows whose window has not started in a block see -inf there (m stays -inf,
+  // exp gives 0), as under the causal mask.
+  int j_first = 0;
+  if constexpr (kWindow) j_first = max(0, q0 + causal_offset - p.window + 1) / kBKV;
+  IOSIM_FLASH2_STAMP_BEGIN(n_kv_blocks - j_first);
 
   load_tile_async<kBQ, kD, kThreads>(sQ, gQ, q0, p.seq);
-  load_tile_async<kBKV, kD, kThreads>(sK, gK, 0, p.seq_kv);
-  load_tile_async<kBKV, kD, kThreads>(sV, gV, 0, p.seq_kv);
+  load_tile_async<kBKV, kD, kThreads>(sK + (j_first & 1) * kKVT, gK, j_first * kBKV, p.seq_kv);
+  load_tile_async<kBKV, kD, kThreads>(sV + (j_first & 1) * kKVT, gV, j_first * kBKV, p.seq_kv);
   cp_async_commit();
 
   const float scale_log2 = p.scale * kLog2e;
@@ -76,8 +87,8 @@ __global__ void __launch_bounds__(kWarps * 32) flash2_fwd_kernel(const AttnParam
   float row_l[kMT][2];                          // running sum, this lane's part
   warp_init_state<kD, kMT>(rO, row_m, row_l);
 
-  for (int j = 0; j < n_kv_blocks; ++j) {
-    IOSIM_FLASH2_STAMP_STEP(j);
+  for (int j = j_first; j < n_kv_blocks; ++j) {
+    IOSIM_FLASH2_STAMP_STEP(j - j_first);
     const int stage = j & 1;
     if (j + 1 < n_kv_blocks) {
       // Stage (j+1)&1 was last read in step j-1, which ended with a barrier.
@@ -96,10 +107,12 @@ __global__ void __launch_bounds__(kWarps * 32) flash2_fwd_kernel(const AttnParam
     warp_qk<kD, kBKV, kMT>(rS, sQ, sKj, q_row0, lane);
 
     const int kv0 = j * kBKV;
-    const bool need_mask =
-        (kv0 + kBKV > p.seq_kv) || (p.causal && kv0 + kBKV - 1 > q0 + causal_offset);
-    warp_scale_mask<kBKV, kMT>(rS, scale_log2, need_mask, kv0, q0 + q_row0, p.seq_kv, causal_offset,
-                               p.causal, lane);
+    bool need_mask = (kv0 + kBKV > p.seq_kv) || (p.causal && kv0 + kBKV - 1 > q0 + causal_offset);
+    // The window's edge: a block whose first key lies below the last row's window (the row with
+    // the rightmost window start) is masked; blocks inside every row's window are not.
+    if constexpr (kWindow) need_mask = need_mask || kv0 <= q0 + kBQ - 1 + causal_offset - p.window;
+    warp_scale_mask<kBKV, kMT, kWindow>(rS, scale_log2, need_mask, kv0, q0 + q_row0, p.seq_kv,
+                                        causal_offset, p.causal, lane, causal_offset - p.window);
 
     float blk_max[kMT][2];
     warp_row_max<kBKV, kMT>(rS, blk_max);

@@ -30,10 +30,12 @@ constexpr int kRefThreads = 256;
 
 // fp32 attention for sampled query rows. grid (n_rows, B*H); dynamic shared
 // memory (Nkv + d + kRefThreads) floats. ref_O (B*H, n_rows, d), ref_L (B*H, n_rows).
+// window > 0 (causal only): the row also hides the keys W or more below its own (iosim's
+// --window: row i sees i - W < j <= i, bottom-right aligned); 0: no window.
 __global__ void __launch_bounds__(kRefThreads)
     reference_rows_kernel(const half* gQ, const half* gK, const half* gV, const int* g_rows,
                           int n_rows, int seq, int seq_kv, int d, float scale, bool causal,
-                          float* g_ref_O, float* g_ref_L) {
+                          int window, float* g_ref_O, float* g_ref_L) {
   extern __shared__ float s_ref[];
   float* sS = s_ref;        // (Nkv) scores, then probabilities
   float* sq = sS + seq_kv;  // (d)
@@ -47,6 +49,7 @@ __global__ void __launch_bounds__(kRefThreads)
   const half* K = gK + bh * seq_kv * d;
   const half* V = gV + bh * seq_kv * d;
   const int last_visible = causal ? row + (seq_kv - seq) : seq_kv - 1;
+  const int first_visible = window > 0 ? last_visible - window + 1 : 0;
   const int warp = threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
 
@@ -55,7 +58,7 @@ __global__ void __launch_bounds__(kRefThreads)
   float m = -INFINITY;
   for (int j = threadIdx.x; j < seq_kv; j += kRefThreads) {
     float s = -INFINITY;
-    if (j <= last_visible) {
+    if (j <= last_visible && j >= first_visible) {
       s = 0.f;
       for (int k = 0; k < d; ++k) s += sq[k] * __half2float(K[static_cast<int64_t>(j) * d + k]);
       s *= scale;

@@ -68,11 +68,13 @@ __device__ __forceinline__ void warp_qk(float (&rS)[kMT][kBKV / 8][4], const hal
 // rS *= scale * log2(e) (so softmax uses exp2), and masked entries become -inf.
 // Masking runs only when the block needs it (ragged last K/V block, or a block
 // that crosses the causal diagonal): it is uniform across the CTA.
-template <int kBKV, int kMT>
+// kWindow: also the keys col <= row + window_offset (a sliding window's lower edge, offset =
+// Nkv - N - W), in the same pass (a second pass spilled flash2's d = 128, 64 x 64 instance).
+template <int kBKV, int kMT, bool kWindow = false>
 __device__ __forceinline__ void warp_scale_mask(float (&rS)[kMT][kBKV / 8][4], float scale_log2,
                                                 bool need_mask, int kv0, int q_row_global0,
                                                 int seq_kv, int causal_offset, bool causal,
-                                                int lane) {
+                                                int lane, int window_offset = 0) {
 #pragma unroll
   for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
@@ -84,6 +86,8 @@ __device__ __forceinline__ void warp_scale_mask(float (&rS)[kMT][kBKV / 8][4], f
           const int col = kv0 + nt * 8 + (lane % 4) * 2 + (e & 1);
           const int row = q_row_global0 + mt * 16 + lane / 4 + (e >> 1) * 8;
           if (col >= seq_kv || (causal && col > row + causal_offset)) s = -INFINITY;
+          if constexpr (kWindow)
+            if (col <= row + window_offset) s = -INFINITY;
         }
         rS[mt][nt][e] = s;
       }

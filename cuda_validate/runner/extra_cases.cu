@@ -555,7 +555,7 @@ ExtraCase make_two_pass_bwd_case(const Case& c, uint32_t seed, cudaStream_t stre
 
   const float scale = 1.f / std::sqrt(static_cast<float>(d));
   const AttnParams fp{gQ,      gK,      gV,    gO,       gL,    nullptr, nullptr,
-                      c.batch, c.heads, c.seq, c.seq_kv, scale, c.causal};
+                      c.batch, c.heads, c.seq, c.seq_kv, scale, c.causal, 0};
   RoleOp fwd;
   FlashTiling ft;
   std::string why;

@@ -22,9 +22,13 @@ void flash2_op(Instance<kD, kBQ, kBKV, kWarps>, const AttnParams& p, RoleOp* op,
                FlashTiling* tiling) {
   using Cfg = Flash2Config<kD, kBQ, kBKV, kWarps>;
   const dim3 grid((p.seq + kBQ - 1) / kBQ, p.batch, p.heads);
-  kernel_role_op("attention", &flash2_fwd_kernel<kD, kBQ, kBKV, kWarps>,
-                 kernel_label<kD, kBQ, kBKV, kWarps>("flash2_fwd_kernel"), grid, Cfg::kThreads,
-                 Cfg::kSmemBytes, op, p);
+  const bool window = p.window > 0;
+  kernel_role_op("attention",
+                 window ? &flash2_fwd_kernel<kD, kBQ, kBKV, kWarps, true>
+                        : &flash2_fwd_kernel<kD, kBQ, kBKV, kWarps>,
+                 kernel_label<kD, kBQ, kBKV, kWarps>(window ? "flash2_fwd_kernel_window"
+                                                            : "flash2_fwd_kernel"),
+                 grid, Cfg::kThreads, Cfg::kSmemBytes, op, p);
   *tiling = {Cfg::kThreads, Cfg::kSmemBytes, Cfg::kStages, "cp.async"};
 }
 

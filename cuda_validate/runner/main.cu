@@ -191,6 +191,7 @@ std::string problem_json(const Case& c) {
       .add("head_dim", json_int(c.head_dim))
       .add("dtype", json_str(c.dtype))
       .add("causal", json_bool(c.causal));
+  if (c.window > 0) o.add("window", json_int(c.window));
   if (!c.pattern.empty()) o.add("pattern", json_str(c.pattern));
   if (c.schedule == "flash-decoding" || c.schedule == "paged")
     o.add("kv_heads", json_int(c.kv_heads));
@@ -451,6 +452,7 @@ class Runner {
     p.seq_kv = c.seq_kv;
     p.scale = 1.f / std::sqrt(static_cast<float>(d));
     p.causal = c.causal;
+    p.window = c.window;
 
     std::vector<RoleOp> ops;
     FlashTiling tiling;
@@ -619,6 +621,8 @@ class Runner {
     const std::size_t sample = bh * n_rows * d;
     DeviceBuffer<float> ref_O(sample), ref_L(bh * n_rows), got_O(sample), got_L(bh * n_rows);
     const int ref_smem = (c.seq_kv + d + kRefThreads) * static_cast<int>(sizeof(float));
+    if (ref_smem > kRefRowSmemLimit && c.window > 0)
+      throw std::runtime_error("window=... is checked by reference_rows_kernel only (Nkv <= ~50k)");
     if (ref_smem > kRefRowSmemLimit) {  // a score row too long for shared memory
       launch_reference_rows_ext(gQ, gK, gV, g_rows.ptr, n_rows, static_cast<int>(bh), c.heads,
                                 c.seq, c.seq_kv, d, p.scale, c.causal, ref_O.ptr, ref_L.ptr,
@@ -628,7 +632,7 @@ class Runner {
                                             cudaFuncAttributeMaxDynamicSharedMemorySize, ref_smem));
       reference_rows_kernel<<<dim3(n_rows, static_cast<unsigned>(bh)), kRefThreads, ref_smem,
                               stream_>>>(gQ, gK, gV, g_rows.ptr, n_rows, c.seq, c.seq_kv, d,
-                                         p.scale, c.causal, ref_O.ptr, ref_L.ptr);
+                                         p.scale, c.causal, c.window, ref_O.ptr, ref_L.ptr);
       IOSIM_CUDA_CHECK(cudaGetLastError());
     }
     const bool has_lse = c.schedule == "flash2";

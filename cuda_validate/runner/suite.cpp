@@ -41,6 +41,7 @@ std::string default_case_id(const Case& c) {
   if (c.page_tokens > 0) id << "_page" << c.page_tokens;
   if (!c.kernel.empty()) id << "_" << c.kernel << "_st" << c.stages << "_" << c.dtype;
   if (c.causal) id << "_causal";
+  if (c.window > 0) id << "_w" << c.window;
   return id.str();
 }
 
@@ -79,7 +80,8 @@ std::vector<Case> load_suite(const std::string& path) {
       else if (key == "causal") {
         if (value != "0" && value != "1") throw SuiteError(at + ": expected 0 or 1");
         c.causal = value == "1";
-      } else if (key == "id") c.id = value;
+      } else if (key == "window") c.window = parse_positive_int(value, at);
+      else if (key == "id") c.id = value;
       else if (key == "pattern") c.pattern = value;
       else if (key == "Hkv") c.kv_heads = parse_positive_int(value, at);
       else if (key == "splits") c.splits = parse_positive_int(value, at);
@@ -93,7 +95,7 @@ std::vector<Case> load_suite(const std::string& path) {
       else if (key == "dtype") c.dtype = value;
       else
         throw SuiteError(where + ": unknown key '" + key +
-                         "' (valid: B H N Nkv d bq bkv causal id pattern Hkv splits page pass "
+                         "' (valid: B H N Nkv d bq bkv causal window id pattern Hkv splits page pass "
                          "kernel stages dtype)");
     }
     if (c.batch == 0 || c.heads == 0 || c.seq == 0 || c.head_dim == 0)
@@ -136,6 +138,10 @@ std::vector<Case> load_suite(const std::string& path) {
       throw SuiteError(where + ": dtype must be fp16 or bf16");
     if (c.causal && c.seq_kv < c.seq)
       throw SuiteError(where + ": causal (bottom-right aligned) needs Nkv >= N");
+    // The window runs in flash2_fwd_kernel's causal forward only (iosim also has the symmetric
+    // band without causal; this kernel does not).
+    if (c.window > 0 && (c.schedule != "flash2" || !c.kernel.empty() || c.pass != "fwd" || !c.causal))
+      throw SuiteError(where + ": window=... is for flash2's own forward (no kernel=...) with causal=1");
     if (c.id.empty()) c.id = default_case_id(c);
     if (!ids.insert(c.id).second) throw SuiteError(where + ": duplicate case id '" + c.id + "'");
     cases.push_back(c);

@@ -22,6 +22,7 @@ struct Case {
   int block_q = 0;   // flash only
   int block_kv = 0;  // flash only
   bool causal = false;
+  int window = 0;       // flash2 forward with causal: a sliding window of W keys (iosim's --window)
   std::string pattern;  // block-sparse: local:W | strided:S | random:DENSITY:SEED | causal
   int splits = 0;       // flash-decoding (> 1), paged (1: no reduce kernel)
   int page_tokens = 0;  // paged: tokens per page (default 16)
@@ -41,7 +42,7 @@ class SuiteError : public std::runtime_error {
 };
 
 // Parses a suite file. Format: one case per line, `schedule key=value ...`
-// with keys B H N Nkv d bq bkv causal id, and pattern (block-sparse), Hkv, splits,
+// with keys B H N Nkv d bq bkv causal id, window (flash2's causal forward), and pattern (block-sparse), Hkv, splits,
 // page (decoding), pass (fwd | bwd), kernel, stages, dtype (flash2's wg1 kernels); '#' starts a
 // comment. Unknown keys, missing keys and duplicate ids
 // are errors.

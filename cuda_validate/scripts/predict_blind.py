@@ -14,7 +14,7 @@ With --builtins, the suite's other lines (the built-in schedules: flash2, flash1
 block-sparse, flash-decoding, paged) are predicted too, from the flags a user of that kernel
 would give `iosim run`: the problem, --block-q/--block-kv/--threads of the instantiation the line
 names (runner/flash_instances.hpp, block_sparse.cu, decode.cu), --splits, --kv-heads,
---page-tokens, --pattern. Nothing measured, no clock but the profile's own policy. With
+--page-tokens, --pattern, --window. Nothing measured, no clock but the profile's own policy. With
 --all-sealed every case is sealed (the sealed set of issue #29).
 
   predict_blind.py --iosim build/iosim --suite cuda_validate/suites/wg1_fwd.txt \\
@@ -129,6 +129,9 @@ def builtin(kv):
     if "pattern" in kv:
         flags += ["--pattern", kv["pattern"]]
         problem["pattern"] = kv["pattern"]
+    if "window" in kv:  # flash2's causal sliding window (iosim's --window)
+        flags += ["--window", kv["window"]]
+        problem["window"] = int(kv["window"])
     return flags, problem
 
 

@@ -8,7 +8,10 @@ Per schedule (the kernel's name for described kernels) and for all: median and w
 time (against time_queued_s where the case has it, else time_free_running_s, as iosim validate's
 blind), DRAM read + write, DRAM read and DRAM write (against the summed kernels' counters).
 
-  prediction_errors.py PREDICTIONS MEASURED PROFILE [--format md|json]
+With --by-seal the rows are the calibration half and the sealed half (the predictions' "sealed"
+marks) instead of the schedules.
+
+  prediction_errors.py PREDICTIONS MEASURED PROFILE [--format md|json] [--by-seal]
 """
 import argparse
 import json
@@ -39,6 +42,7 @@ def main():
     ap.add_argument("measured")
     ap.add_argument("profile")
     ap.add_argument("--format", choices=("md", "json"), default="md")
+    ap.add_argument("--by-seal", action="store_true", help="rows: calibration half, sealed half")
     a = ap.parse_args()
     rows = [r for r in json.load(open(a.predictions))["cases"] if r["profile"] == a.profile]
     cases = json.load(open(a.measured))["cases"]
@@ -50,9 +54,13 @@ def main():
         for key in ("batch", "heads", "seq", "seq_kv", "head_dim"):
             if p[key] != m[key]:
                 sys.exit(f"prediction_errors.py: case {case['id']}: {key} {p[key]} != {m[key]}")
+        if p.get("window", 0) != m.get("window", 0):
+            sys.exit(f"prediction_errors.py: case {case['id']}: window differs")
         if not case.get("check", {}).get("passed", False):
             continue
         name = row["kernel"]["name"] if "kernel" in row else case["schedule"]
+        if a.by_seal:
+            name = "sealed" if row["sealed"] else "calibration"
         pred, meas = predicted_of(row), measured_of(case)
         err = {k: abs(pred[k] / meas[k] - 1) for k in METRICS if meas[k] > 0}
         for g in (name, "all"):
@@ -67,10 +75,10 @@ def main():
         json.dump(out, sys.stdout, indent=1)
         print()
         return
-    print("| schedule | cases | blind time median / worst | DRAM median / worst | "
+    print(f"| {'half' if a.by_seal else 'schedule'} | cases | blind time median / worst | DRAM median / worst | "
           "DRAM read median / worst | DRAM write median / worst |")
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
-    for g in sorted(out, key=lambda x: (x == "all", x)):
+    for g in sorted(out, key=lambda x: (x == "all", x)):  # calibration before sealed
         cells = [f"{100 * out[g][k]['median']:.1f}% / {100 * out[g][k]['worst']:.1f}%"
                  if out[g][k] else "-" for k in METRICS]
         print(f"| {g} | {out[g]['cases']} | " + " | ".join(cells) + " |")

@@ -149,7 +149,7 @@ int main(int argc, char** argv) {
         ref.push_back(reference_row(hq, hk, hv, sh.seq, sh.d, scale, sh.causal, r));
 
       AttnParams p{q,        k,        v,      o,      l,     nullptr,  nullptr,
-                   sh.batch, sh.heads, sh.seq, sh.seq, scale, sh.causal};
+                   sh.batch, sh.heads, sh.seq, sh.seq, scale, sh.causal, 0};
       struct Entry {
         const SweepKernel* k;
         RoleOp op;
