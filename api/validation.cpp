@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <system_error>
 
+#include "api/json_schema.hpp"
 #include "api/validation_detail.hpp"
 #include "sim/base/errors.hpp"
 #include "sim/base/json_reader.hpp"
@@ -162,6 +163,18 @@ void read_measurement_document(const json& doc, const fs::path& file,
   }
 }
 
+// The whole file against schemas/measurements.schema.json, after the reader's own checks (whose
+// messages say more: a range, a unit, the case's id): a key of the wrong type that the reader
+// does not use, or uses only in some cases, was accepted (issue #50, S1).
+void check_measurement_schema(const json& doc, const fs::path& file) {
+  const std::string e = JsonSchemas::embedded().first_error(doc, "measurements.schema.json");
+  if (!e.empty()) {
+    throw ConfigError(fmt::format(
+        "{}: {} (schemas/measurements.schema.json; cuda_validate/FORMAT.md describes the format)",
+        file.string(), e));
+  }
+}
+
 }  // namespace
 
 ValidationResult validate_document(const json& doc, const std::string& origin,
@@ -189,13 +202,17 @@ ValidationResult validate_measurements(const std::vector<fs::path>& paths,
   }
   ValidationResult v;
   for (const fs::path& file : files) {
+    const json doc = read_json(file);
     try {
-      read_measurement_document(read_json(file), file, profile_override, v);
+      read_measurement_document(doc, file, profile_override, v);
     } catch (const json::exception& e) {
-      // A key of the wrong type deep in a case: name the file rather than fail as a bug.
+      // A key of the wrong type deep in a case: the schema names its path where it can,
+      // nlohmann::json's message names no key; either names the file rather than fail as a bug.
+      check_measurement_schema(doc, file);
       throw ConfigError(
           fmt::format("{}: unexpected content: {}", file.string(), json_error_text(e)));
     }
+    check_measurement_schema(doc, file);
   }
   validation_detail::summarize_cases(v);
   return v;

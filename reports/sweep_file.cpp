@@ -8,8 +8,8 @@
 #include <set>
 #include <tuple>
 
+#include "api/json_schema.hpp"
 #include "api/schema_version.hpp"
-#include "reports/json_schema.hpp"
 #include "reports/sweep_csv_reader.hpp"
 #include "reports/writers.hpp"
 #include "sim/base/errors.hpp"

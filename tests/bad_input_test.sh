@@ -49,6 +49,12 @@ edit '0,/"kernels": \[/s//"kernels": {}, "old_kernels": [/' kernels_object.json
 edit '0,/"id": "[^"]*"/s//&, "rank_group": ""/' rank_group_empty.json
 edit '0,/"id": "[^"]*"/s//&, "rank_group": 7/' rank_group_number.json
 edit 's/"cases": \[/"kases": [/' no_cases.json
+# A key the reader does not use, of the wrong type, is refused by schemas/measurements.schema.json
+# with its path (issue #50 S1: it was accepted).
+edit '0,/"reference": "[^"]*"/s//"reference": 7/' reference_number.json
+edit '0,/"ecc_enabled": true/s//"ecc_enabled": "yes"/' ecc_string.json
+edit '0,/"print_units": "base"/s//"print_units": null/' print_units_null.json
+edit '0,/"launcher": "[^"]*"/s//"launcher": ["flash2"]/' launcher_array.json
 # An unknown dtype or pass names the file, the case and the key, not a flag (issue #50 M1).
 edit '0,/"dtype": "fp16"/s//"dtype": "fp64"/' dtype_fp64.json
 edit '0,/"pass": "fwd"/s//"pass": "sideways"/' pass_sideways.json

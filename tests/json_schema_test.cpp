@@ -1,8 +1,10 @@
-// Sweep files read back against the schema they were written by (reports/json_schema.hpp, issue
-// #50's S2: a row's keys that the report does not use took values of any type). The checker's
-// keywords on small schemas, the embedded schemas within its subset, and a property over every
-// leaf of real sweep rows: a value of the wrong type anywhere is refused, naming its path.
-#include "reports/json_schema.hpp"
+// Sweep files read back against the schema they were written by (api/json_schema.hpp, issue
+// #50's S2: a row's keys that the report does not use took values of any type), and measured
+// files against schemas/measurements.schema.json (S1). The checker's keywords on small schemas,
+// the embedded schemas within its subset, every committed measured file within its schema, and a
+// property over every leaf of real sweep rows and measured files: a value of the wrong type
+// anywhere is refused, naming its path.
+#include "api/json_schema.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
@@ -10,10 +12,12 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <nlohmann/json.hpp>
 
 #include "algorithms/kernel_description.hpp"
 #include "api/sweep.hpp"
+#include "api/validation.hpp"
 #include "reports/sweep_file.hpp"
 #include "sim/base/errors.hpp"
 #include "tests/test_support.hpp"
@@ -47,6 +51,31 @@ std::string err(const std::string& text) {
   return small_schemas().first_error(json::parse(text), "a.schema.json");
 }
 
+// Calls `bad(pointer, path, value)` for every leaf (not an object or array) of `v`, its JSON
+// pointer and its path as the checker writes it (`cases[0].problem.batch`).
+void each_leaf(const json& v, const std::string& pointer, const std::string& path,
+               const std::function<void(const std::string&, const std::string&, const json&)>& f) {
+  if (v.is_object()) {
+    for (const auto& [k, c] : v.items()) each_leaf(c, pointer + "/" + k, path + "." + k, f);
+  } else if (v.is_array()) {
+    for (std::size_t k = 0; k < v.size(); ++k)
+      each_leaf(v[k], fmt::format("{}/{}", pointer, k), fmt::format("{}[{}]", path, k), f);
+  } else {
+    f(pointer, path, v);
+  }
+}
+
+// A string where a number was, a number where a string, an array where a null: no schema here
+// takes both (a nullable string takes "7" for null).
+json wrong_type(const json& v) {
+  return v.is_string() ? json(7) : v.is_null() ? json::array({7}) : json("7");
+}
+
+json read_json_file(const fs::path& file) {
+  std::ifstream in(file);
+  return json::parse(in);
+}
+
 }  // namespace
 
 TEST_CASE("JSON schema: each keyword of the subset, golden cases") {
@@ -77,7 +106,8 @@ TEST_CASE("JSON schema: each keyword of the subset, golden cases") {
 }
 
 TEST_CASE("JSON schema: the embedded schemas use only the keywords the checker knows") {
-  for (const std::string schema : {"run.schema.json", "sweep.schema.json", "kernel.schema.json"}) {
+  for (const std::string schema :
+       {"run.schema.json", "sweep.schema.json", "kernel.schema.json", "measurements.schema.json"}) {
     CAPTURE(schema);
     CHECK(JsonSchemas::embedded().unknown_keywords(schema) == "");
     // Every document a schema refers to is embedded too (run.schema.json's kernel description is
@@ -169,5 +199,86 @@ TEST_CASE("sweep files: a value of the wrong type at any key of a row is refused
   const std::string e = load(bad);
   CHECK(e.find(file.string()) != std::string::npos);
   CHECK(e.find("rows[1].counters.per_tensor.O.l2_write_bytes must be an integer, not a string") !=
+        std::string::npos);
+}
+
+TEST_CASE("measured files: every committed one conforms to measurements.schema.json" *
+          doctest::test_suite("long")) {
+  // Every iosim-measurements file under cuda_validate/measurements/ (those `iosim validate DIR`
+  // reads and those it does not take yet: PyTorch, cuDNN, repeats) and the tests' own; parsed
+  // and checked only, not predicted (every sixth under the sanitizers: 14 MB of JSON).
+  int files = 0;
+  for (const char* dir : {"cuda_validate/measurements", "tests/data", "tests/fuzz/corpus"}) {
+    for (const auto& entry : fs::recursive_directory_iterator(fs::path(IOSIM_REPO_DIR) / dir)) {
+      if (entry.path().extension() != ".json" || !entry.is_regular_file()) continue;
+      std::ifstream in(entry.path());
+      const std::string text((std::istreambuf_iterator<char>(in)),
+                             std::istreambuf_iterator<char>());
+      if (text.find("\"iosim-measurements\"") == std::string::npos) continue;  // parse only these
+      const json doc = json::parse(text, nullptr, false);
+      if (!doc.is_object() || doc.value("format", json()) != "iosim-measurements") continue;
+      if (!test::kept(files++)) continue;
+      CAPTURE(entry.path().string());
+      CHECK(JsonSchemas::embedded().first_error(doc, "measurements.schema.json") == "");
+    }
+  }
+  CHECK(files >= 60);
+}
+
+TEST_CASE("measured files: a value of the wrong type at any key is refused, by its path" *
+          doctest::test_suite("long")) {
+  // The flash/standard forward cases with ncu counters, clocks, settings and device
+  // (measurements_small.json), and cases carrying a kernel description and a rank group
+  // (measurements_ranked.json): each leaf in turn gets a value of another JSON type.
+  const fs::path data = fs::path(IOSIM_REPO_DIR) / "tests/data";
+  int leaves = 0, checked = 0, refused = 0;
+  for (const char* name : {"measurements_small.json", "measurements_ranked.json"}) {
+    const json doc = read_json_file(data / name);
+    REQUIRE(JsonSchemas::embedded().first_error(doc, "measurements.schema.json") == "");
+    each_leaf(doc, "", "", [&](const std::string& pointer, const std::string& path, const json& v) {
+      if (!test::kept(leaves++)) return;
+      json bad = doc;
+      bad[json::json_pointer(pointer)] = wrong_type(v);
+      const std::string e = JsonSchemas::embedded().first_error(bad, "measurements.schema.json");
+      ++checked;
+      CAPTURE(name);
+      CAPTURE(path);
+      CAPTURE(e);
+      CHECK(e.find(path.substr(1)) != std::string::npos);
+      refused += !e.empty();
+    });
+  }
+  MESSAGE(refused, " of ", checked, " leaves refused with a value of the wrong type");
+  CHECK(leaves > 500);
+  CHECK(refused == checked);
+}
+
+TEST_CASE("measured files: iosim validate refuses a key of the wrong type it does not read") {
+  // check.reference and settings.ncu.metrics are not read by the prediction: they were accepted
+  // with any type. The message names the file and the key's path.
+  const fs::path dir = fs::temp_directory_path() / "iosim_json_schema_test";
+  fs::create_directories(dir);
+  json doc = read_json_file(fs::path(IOSIM_REPO_DIR) / "tests/data/measurements_small.json");
+  doc["cases"] = json::array({doc["cases"][0]});  // one case to predict: fast under sanitizers
+  const auto message = [&](const std::string& pointer, const json& value) {
+    json bad = doc;
+    bad[json::json_pointer(pointer)] = value;
+    const fs::path file = dir / "measurements_bad.json";
+    std::ofstream(file) << bad.dump();
+    try {
+      validate_measurements(file, "");
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  const std::string e = message("/cases/0/check/reference", 7);
+  CHECK(e.find("measurements_bad.json") != std::string::npos);
+  CHECK(e.find("cases[0].check.reference must be a string, not an integer") != std::string::npos);
+  CHECK(message("/settings/ncu/metrics/0", json::array()).find("settings.ncu.metrics[0] must be") !=
+        std::string::npos);
+  // The reader's own message stays first where it has one (a range and a unit).
+  CHECK(message("/cases/0/kernels/0/metrics/gpu__time_duration.sum", 0)
+            .find("'gpu__time_duration.sum' = 0 must be in (0, 1000000000000] ns") !=
         std::string::npos);
 }

@@ -2,7 +2,9 @@
 # Every kind of JSON iosim writes is valid against its schema under schemas/: run (dense, decode,
 # block-sparse, backward, executed, two-level, fp8), a sweep file (with infeasible rows), validate,
 # kvcache, layer and tune; the built-in profiles (read as JSON) against the profile's schema, which
-# is `iosim profiles --schema`; and the schemas themselves are valid JSON Schema. Run by ctest with IOSIM set.
+# is `iosim profiles --schema`; measured files (what `iosim validate` reads, checked against
+# measurements.schema.json by iosim too) of each kind; and the schemas themselves are valid JSON
+# Schema. Run by ctest with IOSIM set.
 set -euo pipefail
 : "${IOSIM:?}"
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -53,6 +55,22 @@ check kernel "$tmp"/kernel_*.json
 check sweep "$tmp/sweep.json"
 "$IOSIM" validate "$REPO/cuda_validate/measurements/h100-sxm5-80gb" --format json >"$tmp/validate.json"
 check validate "$tmp/validate.json"
+# Measured files of each kind (runner, decode, PyTorch, cuDNN, kernel descriptions, rank groups);
+# the unit test "measured files: every committed one ..." checks all of them with iosim's checker.
+M=$REPO/cuda_validate/measurements/h100-sxm5-80gb
+check measurements "$REPO"/tests/data/measurements_*.json "$M"/measurements_*.json \
+  "$M"/pytorch_sdpa_2026-11-22.json "$M"/cudnn_gqa_2026-11-24/cudnn_gqa_2026-11-24.json \
+  "$M"/kernels_outside_catalog_2026-11-27/outside_two_pass_bwd.json
+"$py" - "$REPO/tests/data/measurements_small.json" "$tmp/bad_measurements.json" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+doc["cases"][0]["check"]["reference"] = 7
+json.dump(doc, open(sys.argv[2], "w"))
+PY
+if check measurements "$tmp/bad_measurements.json" 2>"$tmp/bad_measurements.log"; then
+  echo "FAIL: a measured file whose check.reference is 7 passed schemas/measurements.schema.json" >&2
+  exit 1
+fi
 "$IOSIM" kvcache --layers 32 --kv-heads 8 --head-dim 128 --weights-bytes 16e9 --requests 50 \
   --format json >"$tmp/kvcache.json"
 check kvcache "$tmp/kvcache.json"

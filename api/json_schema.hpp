@@ -2,7 +2,8 @@
 // Checks a JSON document read back from a file against the JSON Schema that describes it
 // (schemas/*.schema.json, embedded in the binary), so that a value of the wrong type is refused
 // with its key's path wherever it sits, not only in the keys a reader happens to use (issue #50:
-// a sweep row whose per-tensor bytes read `null` or `"12"` was accepted).
+// a sweep row whose per-tensor bytes read `null` or `"12"` was accepted; a measured file's keys
+// that `iosim validate` does not read took any type).
 //
 // The subset of JSON Schema (2020-12) our schemas use: type, enum, const, properties, required,
 // additionalProperties, minProperties, maxProperties, items, minItems, maxItems, minimum, maximum,
@@ -22,8 +23,9 @@ class JsonSchemas {
   /// `documents`: file name (run.schema.json) -> its text.
   explicit JsonSchemas(const std::map<std::string, std::string>& documents);
 
-  /// The schemas iosim writes its files by (schemas/run.schema.json, sweep.schema.json and the
-  /// kernel.schema.json a run's kernel description refers to), embedded at build time.
+  /// The schemas of the files iosim reads back (schemas/run.schema.json, sweep.schema.json, the
+  /// kernel.schema.json a run's kernel description refers to, and measurements.schema.json of
+  /// `iosim validate`'s measured files), embedded at build time.
   static const JsonSchemas& embedded();
 
   /// "" when `value` conforms to the schema of file `schema` (e.g. "sweep.schema.json"); else the

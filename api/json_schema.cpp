@@ -1,4 +1,4 @@
-#include "reports/json_schema.hpp"
+#include "api/json_schema.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -15,6 +15,7 @@ namespace assets {
 extern const std::string_view run_schema_json;
 extern const std::string_view sweep_schema_json;
 extern const std::string_view kernel_schema_json;
+extern const std::string_view measurements_schema_json;
 }  // namespace assets
 
 namespace {
@@ -303,7 +304,8 @@ const JsonSchemas& JsonSchemas::embedded() {
   static const JsonSchemas schemas(std::map<std::string, std::string>{
       {"run.schema.json", std::string(assets::run_schema_json)},
       {"sweep.schema.json", std::string(assets::sweep_schema_json)},
-      {"kernel.schema.json", std::string(assets::kernel_schema_json)}});
+      {"kernel.schema.json", std::string(assets::kernel_schema_json)},
+      {"measurements.schema.json", std::string(assets::measurements_schema_json)}});
   return schemas;
 }
 
