@@ -25,13 +25,15 @@ build() {  # build D,BQ,BKV,WARPS
 }
 export -f build
 export nvcc here bin
-printf '%s\n' "${tiles[@]}" | xargs -P "$(nproc)" -I{} bash -c 'build {}'
+# A tile that fails to build is named on stderr and left out; the others still run.
+printf '%s\n' "${tiles[@]}" | xargs -P "$(nproc)" -I{} bash -c 'build {}' || true
 cat "$bin"/ptxas_*.txt >"$out/ptxas.txt"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,power.limit,temperature.gpu \
   --format=csv >"$out/nvidia_smi.txt" 2>&1 || true
 : >"$out/coresident_mma.json"
 for t in "${tiles[@]}"; do
   IFS=, read -r d bq bkv w <<<"$t"
+  [[ -x "$bin/cr_$d-$bq-$bkv-$w" ]] || continue
   "$bin/cr_$d-$bq-$bkv-$w" >>"$out/coresident_mma.json"
 done
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,power.limit,temperature.gpu \
