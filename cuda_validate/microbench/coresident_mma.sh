@@ -3,7 +3,8 @@
 # tile sweep's wg1_mma family (cuda_validate/tile_sweep/sweep_instances.hpp), one binary per tile,
 # compiled in parallel. Writes OUT/coresident_mma.json (the measurements, one object per row),
 # OUT/ptxas.txt (registers and spills per instantiation) and OUT/nvidia_smi.txt.
-# Usage: coresident_mma.sh OUT_DIR
+# Usage: coresident_mma.sh OUT_DIR; then coresident_mma_compare.py OUT_DIR/coresident_mma.json
+# cuda_validate/measurements/predictions/coresident_mma_blind_h100.json (measured against blind).
 set -euo pipefail
 out=${1:?usage: coresident_mma.sh OUT_DIR}
 mkdir -p "$out"
