@@ -1,0 +1,216 @@
+// How far the work of one mma.sync CTA runs under that of other CTAs on the same SM (issue #46:
+// the co-resident overlap of wg1_mma_fwd's CTAs, which coresident.cu measured for wgmma only).
+//
+// The kernel is the compute loop of kernels/wg1_mma_fwd.cuh (kWarps warps, each owning
+// kBQ / kWarps query rows: S = Q K^T by ldmatrix + mma.sync m16n8k16, the scale, the online
+// softmax in registers, P rounded to fp16 as the A fragments, O += P V by ldmatrix.trans +
+// mma.sync), the same per-warp pieces (kernels/warp_tile.cuh), over Q, K and V tiles that stay in
+// shared memory: no cp.async, no global memory in the loop, the kernel's per-step __syncthreads
+// kept. So what it times is the SM's pipes and the warps' chains alone. Three modes of the loop:
+//   full     the loop as the attention kernel runs it (an unmasked step);
+//   gemm     the two products and the packing of S into P, no scale and no softmax;
+//   softmax  the scale, softmax and packing, no mma (S refreshed by one FFMA per element from O,
+//            P consumed by one add per element of O instead of the product);
+// each with W = 1..5 CTAs resident on every SM (grid W x #SMs; dynamic shared memory padded so
+// that no more than W fit; __launch_bounds__(threads, W) as coresident.cu: the registers
+// reported per row, and local bytes where ptxas spilled to fit W; W beyond what registers allow
+// is skipped). Every CTA reads clock64 around its loop of `iters` steps; the line printed per
+// (tile, warps, mode, W) holds the median, min and max SM cycles per step over the CTAs.
+// One tile per binary (its instantiations compile in parallel): -DCR_D, -DCR_BQ, -DCR_BKV,
+// -DCR_WARPS. Data are small fp16 values; results are not checked (the pieces are the ones
+// wg1_mma_fwd's output checks pass with).
+// Build (coresident_mma.sh builds and runs every tile of the sweep):
+//   nvcc -O3 -std=c++17 -arch=sm_90 -DCR_D=64 -DCR_BQ=128 -DCR_BKV=32 -DCR_WARPS=8
+//   coresident_mma.cu
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <vector>
+
+#include "../kernels/common.cuh"
+#include "../kernels/warp_tile.cuh"
+#include "check.cuh"
+
+#ifndef CR_D
+#define CR_D 64
+#endif
+#ifndef CR_BQ
+#define CR_BQ 64
+#endif
+#ifndef CR_BKV
+#define CR_BKV 64
+#endif
+#ifndef CR_WARPS
+#define CR_WARPS 4
+#endif
+
+namespace {
+
+using namespace iosim_cuda;
+
+enum Mode { kFull = 0, kGemm = 1, kSoftmax = 2 };
+const char* mode_name(int m) {
+  return m == kFull ? "full" : m == kGemm ? "gemm" : "softmax";
+}
+
+template <int kD, int kBQ, int kBKV, int kWarps, int kMode, int kMinBlocks>
+__global__ void __launch_bounds__(kWarps * 32, kMinBlocks)
+    coresident_mma_kernel(int iters, long long* cycles, float* sink) {
+  using Cfg = WarpTileConfig<kD, kBQ, kBKV, kWarps>;
+  constexpr int kMT = Cfg::kMT;
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  half* sQ = reinterpret_cast<half*>(smem_raw);
+  half* sK = sQ + Cfg::kQTileElems;
+  half* sV = sK + Cfg::kKVTileElems;
+  const int n_halves = Cfg::kQTileElems + 2 * Cfg::kKVTileElems;
+  for (int i = threadIdx.x; i < n_halves; i += blockDim.x)
+    sQ[i] = __float2half(0.01f * static_cast<float>((i * 7 + blockIdx.x) % 13) - 0.06f);
+  __syncthreads();
+
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int q_row0 = warp * Cfg::kRowsPerWarp;
+  const float scale_log2 = 0.125f * kLog2e;
+  float rO[kMT][kD / 8][4];
+  float row_m[kMT][2], row_l[kMT][2];
+  warp_init_state<kD, kMT>(rO, row_m, row_l);
+  __syncthreads();
+  const long long t0 = clock64();
+  for (int j = 0; j < iters; ++j) {
+    if (j > 0) __syncthreads();  // as the kernel's per-step barrier before refilling a stage
+    float rS[kMT][kBKV / 8][4];
+    if constexpr (kMode != kSoftmax) {
+      warp_qk<kD, kBKV, kMT, half>(rS, sQ, sK, q_row0, lane);
+    } else {
+#pragma unroll
+      for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < kBKV / 8; ++nt)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) rS[mt][nt][e] = fmaf(rO[mt][nt % (kD / 8)][e], 0.5f, 0.25f);
+    }
+    if constexpr (kMode != kGemm) {
+      warp_scale_mask<kBKV, kMT>(rS, scale_log2, false, 0, 0, 1 << 30, 0, false, lane);
+      warp_online_softmax<kD, kBKV, kMT>(rS, row_m, row_l, rO);
+    }
+    if constexpr (kMode != kSoftmax) {
+      warp_pv<kD, kBKV, kMT, half>(rO, rS, sV, lane);
+    } else {
+      // P packed as warp_pv packs it, consumed by one add per element of O.
+#pragma unroll
+      for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+        for (int dt = 0; dt < kD / 8; ++dt) {
+          const int nt = dt % (kBKV / 8);
+          const uint32_t p0 = pack2<half>(rS[mt][nt][0], rS[mt][nt][1]);
+          const uint32_t p1 = pack2<half>(rS[mt][nt][2], rS[mt][nt][3]);
+          rO[mt][dt][0] += __uint_as_float(p0 & 0x3f800000u);
+          rO[mt][dt][1] += __uint_as_float(p0 & 0x3f000000u);
+          rO[mt][dt][2] += __uint_as_float(p1 & 0x3f800000u);
+          rO[mt][dt][3] += __uint_as_float(p1 & 0x3f000000u);
+        }
+    }
+  }
+  const long long t1 = clock64();
+  float acc = 0.f;
+#pragma unroll
+  for (int mt = 0; mt < kMT; ++mt) {
+    acc += row_l[mt][0] + row_l[mt][1];
+#pragma unroll
+    for (int dt = 0; dt < kD / 8; ++dt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc += rO[mt][dt][e];
+  }
+  if (acc == 1234.5f) sink[blockIdx.x] = acc;  // keeps the work; practically never stores
+  if (threadIdx.x == 0) cycles[blockIdx.x] = t1 - t0;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+struct Env {
+  int sms = 0;
+  int smem_per_sm = 0;
+  int reserved = 0;
+  long long* cycles = nullptr;
+  float* sink = nullptr;
+};
+
+// W CTAs per SM, the kernel compiled for W (__launch_bounds__(threads, W)).
+template <int kD, int kBQ, int kBKV, int kWarps, int kMode, int w>
+void run_w(Env& env, int iters) {
+  constexpr int kThreads = kWarps * 32;
+  constexpr int kMT = kBQ / kWarps / 16;
+  // Left out where O and S alone (plus ~24 registers of addresses and softmax state) would not
+  // fit the registers W CTAs get: ptxas refuses such a budget.
+  constexpr int kLive = kMT * (kD / 2 + kBKV / 2) + 24;
+  if constexpr (kLive > 65536 / (kThreads * w) || kThreads * w > 2048) {
+    return;
+  } else {
+    auto kernel = coresident_mma_kernel<kD, kBQ, kBKV, kWarps, kMode, w>;
+    const int need = (kBQ + 2 * kBKV) * kD * 2;
+    cudaFuncAttributes attr{};
+    CHECK(cudaFuncGetAttributes(&attr, kernel));
+    // At most w CTAs per SM by shared memory: w (s + reserved) fits, w + 1 do not.
+    const int smem = std::max(need, env.smem_per_sm / w - env.reserved - 64);
+    if (smem > 232448) return;
+    CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    int occ = 0;
+    CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kernel, kThreads, smem));
+    if (occ != w) return;  // registers (or the tiles) allow fewer than w
+    const int grid = w * env.sms;
+    for (int rep = 0; rep < 2; ++rep) {  // the first launch warms up; the second is kept
+      kernel<<<grid, kThreads, smem>>>(iters, env.cycles, env.sink);
+      CHECK(cudaGetLastError());
+      CHECK(cudaDeviceSynchronize());
+    }
+    std::vector<long long> cyc(grid);
+    CHECK(cudaMemcpy(cyc.data(), env.cycles, sizeof(long long) * grid, cudaMemcpyDeviceToHost));
+    std::vector<double> cpi;
+    for (long long c : cyc) cpi.push_back(static_cast<double>(c) / iters);
+    std::printf(
+        "{\"d\": %d, \"block_q\": %d, \"block_kv\": %d, \"warps\": %d, \"mode\": \"%s\", "
+        "\"ctas_per_sm\": %d, \"registers_per_thread\": %d, \"local_bytes\": %d, "
+        "\"smem_bytes_per_cta\": %d, \"iters\": %d, \"cycles_per_step_median\": %.1f, "
+        "\"cycles_per_step_min\": %.1f, \"cycles_per_step_max\": %.1f}\n",
+        kD, kBQ, kBKV, kWarps, mode_name(kMode), w, attr.numRegs,
+        static_cast<int>(attr.localSizeBytes), smem, iters, median(cpi),
+        *std::min_element(cpi.begin(), cpi.end()), *std::max_element(cpi.begin(), cpi.end()));
+    std::fflush(stdout);
+  }
+}
+
+template <int kMode>
+void run(Env& env, int iters) {
+  run_w<CR_D, CR_BQ, CR_BKV, CR_WARPS, kMode, 1>(env, iters);
+  run_w<CR_D, CR_BQ, CR_BKV, CR_WARPS, kMode, 2>(env, iters);
+  run_w<CR_D, CR_BQ, CR_BKV, CR_WARPS, kMode, 3>(env, iters);
+  run_w<CR_D, CR_BQ, CR_BKV, CR_WARPS, kMode, 4>(env, iters);
+  run_w<CR_D, CR_BQ, CR_BKV, CR_WARPS, kMode, 5>(env, iters);
+}
+
+}  // namespace
+
+int main() {
+  Env env;
+  int dev = 0;
+  CHECK(cudaGetDevice(&dev));
+  cudaDeviceProp prop{};
+  CHECK(cudaGetDeviceProperties(&prop, dev));
+  env.sms = prop.multiProcessorCount;
+  env.smem_per_sm = static_cast<int>(prop.sharedMemPerMultiprocessor);
+  env.reserved = static_cast<int>(prop.reservedSharedMemPerBlock);
+  CHECK(cudaMalloc(&env.cycles, sizeof(long long) * 5 * env.sms));
+  CHECK(cudaMalloc(&env.sink, sizeof(float) * 5 * env.sms));
+  const int iters = 2048;
+  run<kFull>(env, iters);
+  run<kGemm>(env, iters);
+  run<kSoftmax>(env, iters);
+  CHECK(cudaFree(env.cycles));
+  CHECK(cudaFree(env.sink));
+  return 0;
+}
