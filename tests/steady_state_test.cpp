@@ -292,14 +292,18 @@ TEST_CASE("steady-state extrapolation: alike causal heads, the middle ones left 
   // as that period of work (RampPeriods::alike_runs), so that the work a grid simulates stops
   // growing with its heads: 5 to 7 heads simulate about what 3 do (ramps alone, 5/3 to 7/3 of
   // it), within the bounds of full simulation (check). Where the third head's reads do not settle
-  // before the second's cut (the L2 on at some clocks) every head ramps on its own.
+  // before the second's cut, or its first CTAs hit the L2 otherwise than the second's (what the L2
+  // holds as a head starts depends on its addresses), every head ramps on its own: with the L2 on
+  // these heads mostly do; with it off at least half leave heads out. N = 57344-65536 (fewer
+  // waves a head) came out beyond the bounds before both (flash2 causal B=1 H=5 N=57344 on 8 SMs:
+  // DRAM reads 0.55-0.67% below --exact's).
   test::ShapeGen gen(4949);
   int left_out = 0, cases = 0;
   for (int i = 0; i < 6; ++i) {
     HardwareProfile hw = small_l2();
     hw.sm.count.value = static_cast<int>(gen.pick({8, 12}));
     const std::string algo = i % 2 == 0 ? "flash2" : "flash3";
-    const std::int64_t seq = gen.pick({81920, 98304});
+    const std::int64_t seq = gen.pick({57344, 65536, 81920, 98304});
     const std::int64_t heads = gen.pick(5, 7);
     CAPTURE(hw.sm.count.value);
     for (const bool l2 : {true, false}) {
@@ -317,6 +321,7 @@ TEST_CASE("steady-state extrapolation: alike causal heads, the middle ones left 
       const std::int64_t three = simulate(hw, r).engine.extrapolation.parts_simulated;
       MESSAGE(algo, " on ", hw.sm.count.value, " SMs, N=", seq, " H=", heads, " L2 ", l2, ": ",
               parts, " parts simulated, ", three, " at H=3");
+      if (l2) continue;
       ++cases;
       left_out += static_cast<double>(parts) <= 1.5 * static_cast<double>(three);
     }

@@ -32,6 +32,8 @@ class RampPeriods : public Extrapolator {
 
  private:
   void leave_out(std::int64_t ctas, double parts, KernelProgress& run);
+  // The parts CTA `cta` of the kernel has in all.
+  std::size_t parts_of(std::int64_t cta);
   // Records `m`, taken at step `j` of run `run_index`; leaves runs out when the third run's
   // windows repeat the second's (returns whether it did).
   bool alike_runs(std::int64_t run_index, std::size_t j, const Mark& m, KernelProgress& run);
@@ -66,7 +68,8 @@ class RampPeriods : public Extrapolator {
   std::int64_t cut_run_ = -1;
   std::vector<Mark> first_, second_;
   bool runs_left_out_ = false;
-  std::int64_t held_ = 0;  // steps the second run's cut has waited
+  std::int64_t held_ = 0;    // steps the second run's cut has waited
+  std::vector<TileOp> ops_;  // parts_of's emission
 };
 
 }  // namespace iosim::detail

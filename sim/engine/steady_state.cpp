@@ -320,6 +320,22 @@ bool windows_alike(const Mark& a0, const Mark& a1, const Mark& b0, const Mark& b
   return std::abs(pa - pb) <= kTolerance * pb;
 }
 
+bool hits_alike(const Mark& a0, const Mark& a1, const Mark& b0, const Mark& b1, const Mark& p0,
+                const Mark& p1) {
+  const auto hits = [](const Mark& from, const Mark& to, std::size_t i) {
+    return static_cast<double>(to.c.l2.read_bytes[i] - from.c.l2.read_bytes[i]) -
+           static_cast<double>(to.c.hbm.read_bytes[i] - from.c.hbm.read_bytes[i]);
+  };
+  const double dram = static_cast<double>(p1.c.hbm.read_total() - p0.c.hbm.read_total());
+  for (std::size_t i = 0; i < kTensorCount; ++i) {
+    if (p1.c.l2.read_bytes[i] == p0.c.l2.read_bytes[i]) continue;  // not read through the L2
+    const double reads = static_cast<double>(p1.c.hbm.read_bytes[i] - p0.c.hbm.read_bytes[i]);
+    const double scale = std::max(reads, 0.01 * dram);
+    if (std::abs(hits(a0, a1, i) - hits(b0, b1, i)) > kTolerance * scale) return false;
+  }
+  return true;
+}
+
 void add_times(std::int64_t n, const Counters& newer, const Counters& older, Counters& c) {
   for_each_field(c, newer, older, [n](std::uint64_t& into, std::uint64_t nw, std::uint64_t old) {
     into += static_cast<std::uint64_t>(n) * (nw - old);

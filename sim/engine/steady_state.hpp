@@ -86,20 +86,28 @@
 //     SMs, every later one among the previous run's longest CTAs, so the second run is the
 //     reference: its time and counters are kept at every step of the run up to its cut (which
 //     waits two waves more for it), and the third run's windows are compared with them at the
-//     same steps. Once its last kWindows + 1 windows agree within kTolerance and its reads miss
-//     the L2 (as for a cut), the third run goes on as the second did, and so would every later
-//     one: the runs up to the last are left out, each the period from the second run's step to
-//     the third's, the resident CTAs relabelled that many runs on, the last run simulated from
-//     there. After the previous run's CTAs drain,
-//     the two runs' windows agreed to 1e-12 in time and parts (the dispatch order repeats); their
-//     DRAM reads, where the L2 still hits, differed by up to 6% (which partition and set holds a
-//     line depends on its address), and converged once the reads missed. So a grid of alike heads
-//     costs about two heads' ramps however many it has.
-//     The power model's first trial, at the boost clock, is a clock probe
-//     (EngineOptions::clock_probe): there a memory-bound ramp's reads still hit the L2 and its
-//     windows' times scatter about their line (RampPeriods::kProbeTimeTolerance), so that no cut
-//     above would be taken and its heads would all be simulated; the probe cuts there too, and
-//     is run again without where it would be the answer (the limit does not bind).
+//     same steps. Once its last kWindows + 1 windows agree within kTolerance, its reads miss
+//     the L2 (as for a cut) and its first CTAs hit the L2 as the second's did (within kTolerance
+//     of a run's DRAM reads; see below), the third run goes on as the second did, and so would
+//     every later one: the runs up to the last are left out, each the period from the second run's
+//     step to the third's, the resident CTAs relabelled that many runs on, the last run simulated
+//     from there. After the previous run's CTAs drain, the two runs' windows agreed to 1e-12 in
+//     time and parts (the dispatch order repeats); their DRAM reads, where the L2 still hits,
+//     differed by up to 6% (which partition and set holds a line depends on its address), and
+//     converged once the reads missed. The windows compared lie where every read misses, so they
+//     cannot tell heads whose L2 hits differ: those come where two heads meet (the previous head's
+//     longest CTAs and the next one's first), and what the L2 holds there depends on the heads'
+//     addresses. Flash2 causal B=1 H=5 N=57344 d=128 on 8 SMs with a 4 MB L2 had its heads' K reads
+//     that hit vary from 3.1e7 to 4.8e7 bytes (of 3.25e9) under --exact, and the third head's first
+//     CTAs hit 6.6e7 bytes against the second's 4.6e7: a period of the second head stood for every
+//     later one with its DRAM reads 0.4% below theirs (0.67% in all, the bound 0.5%). So the first
+//     CTAs' hits are compared too (hits_alike), over the whole run up to the step. A grid of alike
+//     heads whose hits agree costs about two heads' ramps however many it has. The power model's
+//     first trial, at the boost clock, is a clock probe (EngineOptions::clock_probe): there a
+//     memory-bound ramp's reads still hit the L2 and its windows' times scatter about their line
+//     (RampPeriods::kProbeTimeTolerance), so that no cut above would be taken and its heads would
+//     all be simulated; the probe cuts there too, and is run again without where it would be the
+//     answer (the limit does not bind).
 //
 // When it is exact: the repeated work is the same operations on disjoint address ranges (another
 // head's matrices, the next K/V block), and it interacts with the rest only through the L2 and
@@ -252,6 +260,12 @@ struct Mark {
 /// RepeatDetector compares within kTolerance of b's (with its floor of a hundredth of the level's
 /// traffic).
 bool windows_alike(const Mark& a0, const Mark& a1, const Mark& b0, const Mark& b1);
+
+/// Whether every tensor read through the L2 hit it (its L2 reads less its DRAM reads) as often
+/// from a0 to a1 as from b0 to b1, within kTolerance of its DRAM reads from p0 to p1 (with a
+/// floor of a hundredth of all DRAM reads there).
+bool hits_alike(const Mark& a0, const Mark& a1, const Mark& b0, const Mark& b1, const Mark& p0,
+                const Mark& p1);
 
 /// Whether every tensor read through the L2 from a0 to a1 missed it in all but `settled` of its
 /// reads.
