@@ -1,7 +1,7 @@
 // The model's SM cycles per CTA step of coresident_mma.cu's loop, per (tile, warps, mode, W): the
 // blind predictions (measurements/predictions/coresident_mma_blind_h100.json) were written by it
 // before the loop was measured. Not part of the build; from the repository root, after a build:
-//   g++ -std=c++20 -O1 -I. cuda_validate/microbench/coresident_mma_predict.cpp \
+//   g++ -std=c++20 -O1 -I. tests/tools/coresident_mma_predict.cpp \
 //     build/libiosim_sim.a -lfmt -lyaml-cpp -o /tmp/predict_mma && /tmp/predict_mma
 #include <cstdio>
 
