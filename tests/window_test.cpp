@@ -138,7 +138,7 @@ TEST_CASE("window: two-level bytes equal the closed form, FLOPs the visited tile
           eb * d * (bh * 2 * static_cast<std::uint64_t>(p.seq) + bh_kv * 2 * v.kv_rows));
     ++checked;
   }
-  CHECK(checked > 80);
+  CHECK(checked > (test::kSanitized ? 0 : 80));  // the sanitized run draws a tenth of the shapes
 }
 
 TEST_CASE("golden: flash2 causal window 128, N=512, d=64, 128x128 blocks") {
