@@ -29,16 +29,13 @@
 #include "../kernels/common.cuh"
 #include "../kernels/wg1_tma_fwd.cuh"
 #include "check.cuh"
+#include "coresident_harness.cuh"
 
 namespace {
 
 using namespace iosim_cuda;
 using namespace iosim_hopper;
-
-enum Mode { kFull = 0, kGemm = 1, kSoftmax = 2 };
-const char* mode_name(int m) {
-  return m == kFull ? "full" : m == kGemm ? "gemm" : "softmax";
-}
+using namespace coresident_harness;
 
 template <int kD, int kBQ, int kBKV, int kMode, int kMinBlocks>
 __global__ void __launch_bounds__(128, kMinBlocks)
@@ -110,20 +107,6 @@ __global__ void __launch_bounds__(128, kMinBlocks)
   if (threadIdx.x == 0) cycles[blockIdx.x] = t1 - t0;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v[v.size() / 2];
-}
-
-struct Env {
-  int sms = 0;
-  int smem_per_sm = 0;
-  int reserved = 0;
-  long long* cycles = nullptr;
-  float* sink = nullptr;
-  bool first = true;
-};
-
 // W CTAs per SM, the kernel compiled for W (__launch_bounds__(128, W): ptxas fits its registers
 // to W CTAs, as a kernel's author does when tuning occupancy).
 template <int kD, int kBQ, int kBKV, int kMode, int w>
@@ -138,36 +121,20 @@ void run_w(Env& env, int iters) {
     const int need = 1024 + (kBQ + 2 * kBKV) * kD * 2;
     cudaFuncAttributes attr{};
     CHECK(cudaFuncGetAttributes(&attr, kernel));
-    {
-      // At most w CTAs per SM by shared memory: w (s + reserved) fits, w + 1 do not.
-      const int smem = std::max(need, env.smem_per_sm / w - env.reserved - 64);
-      if (smem > 232448) return;
-      CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-      int occ = 0;
-      CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kernel, 128, smem));
-      if (occ != w) return;  // registers (or the tiles) allow fewer than w
-      const int grid = w * env.sms;
-      std::vector<double> cpi;
-      for (int rep = 0; rep < 2; ++rep) {  // the first launch warms up; the second is kept
-        kernel<<<grid, 128, smem>>>(iters, env.cycles, env.sink);
-        CHECK(cudaGetLastError());
-        CHECK(cudaDeviceSynchronize());
-      }
-      std::vector<long long> cyc(grid);
-      CHECK(cudaMemcpy(cyc.data(), env.cycles, sizeof(long long) * grid, cudaMemcpyDeviceToHost));
-      for (long long c : cyc) cpi.push_back(static_cast<double>(c) / iters);
-      std::printf(
-          "%s{\"d\": %d, \"block_q\": %d, \"block_kv\": %d, \"mode\": \"%s\", "
-          "\"ctas_per_sm\": %d, \"registers_per_thread\": %d, \"local_bytes\": %d, "
-          "\"smem_bytes_per_cta\": %d, "
-          "\"iters\": %d, \"cycles_per_step_median\": %.1f, \"cycles_per_step_min\": %.1f, "
-          "\"cycles_per_step_max\": %.1f}",
-          env.first ? "" : ",\n", kD, kBQ, kBKV, mode_name(kMode), w, attr.numRegs,
-          static_cast<int>(attr.localSizeBytes), smem, iters, median(cpi),
-          *std::min_element(cpi.begin(), cpi.end()), *std::max_element(cpi.begin(), cpi.end()));
-      std::fflush(stdout);
-      env.first = false;
-    }
+    int smem = 0;
+    const std::vector<double> cpi = cycles_per_step(kernel, 128, need, w, env, iters, &smem);
+    if (cpi.empty()) return;
+    std::printf(
+        "%s{\"d\": %d, \"block_q\": %d, \"block_kv\": %d, \"mode\": \"%s\", "
+        "\"ctas_per_sm\": %d, \"registers_per_thread\": %d, \"local_bytes\": %d, "
+        "\"smem_bytes_per_cta\": %d, "
+        "\"iters\": %d, \"cycles_per_step_median\": %.1f, \"cycles_per_step_min\": %.1f, "
+        "\"cycles_per_step_max\": %.1f}",
+        env.first ? "" : ",\n", kD, kBQ, kBKV, mode_name(kMode), w, attr.numRegs,
+        static_cast<int>(attr.localSizeBytes), smem, iters, median(cpi),
+        *std::min_element(cpi.begin(), cpi.end()), *std::max_element(cpi.begin(), cpi.end()));
+    std::fflush(stdout);
+    env.first = false;
   }
 }
 
@@ -190,16 +157,8 @@ void run_modes(Env& env) {
 }  // namespace
 
 int main() {
-  Env env;
-  int dev = 0;
-  CHECK(cudaGetDevice(&dev));
   cudaDeviceProp prop{};
-  CHECK(cudaGetDeviceProperties(&prop, dev));
-  env.sms = prop.multiProcessorCount;
-  env.smem_per_sm = static_cast<int>(prop.sharedMemPerMultiprocessor);
-  env.reserved = static_cast<int>(prop.reservedSharedMemPerBlock);
-  CHECK(cudaMalloc(&env.cycles, sizeof(long long) * 4 * env.sms));
-  CHECK(cudaMalloc(&env.sink, sizeof(float) * 4 * env.sms));
+  Env env = open_env(4, &prop);
   std::printf("{\"device\": \"%s\", \"sms\": %d, \"results\": [\n", prop.name, env.sms);
   run_modes<64, 128, 64>(env);
   run_modes<64, 64, 64>(env);
@@ -209,7 +168,6 @@ int main() {
   run_modes<128, 64, 64>(env);
   run_modes<128, 64, 128>(env);
   std::printf("\n]}\n");
-  CHECK(cudaFree(env.cycles));
-  CHECK(cudaFree(env.sink));
+  close_env(env);
   return 0;
 }

@@ -33,6 +33,7 @@
 #include "../kernels/common.cuh"
 #include "../kernels/warp_tile.cuh"
 #include "check.cuh"
+#include "coresident_harness.cuh"
 
 #ifndef CR_D
 #define CR_D 64
@@ -50,11 +51,7 @@
 namespace {
 
 using namespace iosim_cuda;
-
-enum Mode { kFull = 0, kGemm = 1, kSoftmax = 2 };
-const char* mode_name(int m) {
-  return m == kFull ? "full" : m == kGemm ? "gemm" : "softmax";
-}
+using namespace coresident_harness;
 
 template <int kD, int kBQ, int kBKV, int kWarps, int kMode, int kMinBlocks>
 __global__ void __launch_bounds__(kWarps * 32, kMinBlocks)
@@ -127,19 +124,6 @@ __global__ void __launch_bounds__(kWarps * 32, kMinBlocks)
   if (threadIdx.x == 0) cycles[blockIdx.x] = t1 - t0;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v[v.size() / 2];
-}
-
-struct Env {
-  int sms = 0;
-  int smem_per_sm = 0;
-  int reserved = 0;
-  long long* cycles = nullptr;
-  float* sink = nullptr;
-};
-
 // W CTAs per SM, the kernel compiled for W (__launch_bounds__(threads, W)).
 template <int kD, int kBQ, int kBKV, int kWarps, int kMode, int w>
 void run_w(Env& env, int iters) {
@@ -155,23 +139,9 @@ void run_w(Env& env, int iters) {
     const int need = (kBQ + 2 * kBKV) * kD * 2;
     cudaFuncAttributes attr{};
     CHECK(cudaFuncGetAttributes(&attr, kernel));
-    // At most w CTAs per SM by shared memory: w (s + reserved) fits, w + 1 do not.
-    const int smem = std::max(need, env.smem_per_sm / w - env.reserved - 64);
-    if (smem > 232448) return;
-    CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-    int occ = 0;
-    CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kernel, kThreads, smem));
-    if (occ != w) return;  // registers (or the tiles) allow fewer than w
-    const int grid = w * env.sms;
-    for (int rep = 0; rep < 2; ++rep) {  // the first launch warms up; the second is kept
-      kernel<<<grid, kThreads, smem>>>(iters, env.cycles, env.sink);
-      CHECK(cudaGetLastError());
-      CHECK(cudaDeviceSynchronize());
-    }
-    std::vector<long long> cyc(grid);
-    CHECK(cudaMemcpy(cyc.data(), env.cycles, sizeof(long long) * grid, cudaMemcpyDeviceToHost));
-    std::vector<double> cpi;
-    for (long long c : cyc) cpi.push_back(static_cast<double>(c) / iters);
+    int smem = 0;
+    const std::vector<double> cpi = cycles_per_step(kernel, kThreads, need, w, env, iters, &smem);
+    if (cpi.empty()) return;
     std::printf(
         "{\"d\": %d, \"block_q\": %d, \"block_kv\": %d, \"warps\": %d, \"mode\": \"%s\", "
         "\"ctas_per_sm\": %d, \"registers_per_thread\": %d, \"local_bytes\": %d, "
@@ -196,21 +166,12 @@ void run(Env& env, int iters) {
 }  // namespace
 
 int main() {
-  Env env;
-  int dev = 0;
-  CHECK(cudaGetDevice(&dev));
   cudaDeviceProp prop{};
-  CHECK(cudaGetDeviceProperties(&prop, dev));
-  env.sms = prop.multiProcessorCount;
-  env.smem_per_sm = static_cast<int>(prop.sharedMemPerMultiprocessor);
-  env.reserved = static_cast<int>(prop.reservedSharedMemPerBlock);
-  CHECK(cudaMalloc(&env.cycles, sizeof(long long) * 5 * env.sms));
-  CHECK(cudaMalloc(&env.sink, sizeof(float) * 5 * env.sms));
+  Env env = open_env(5, &prop);
   const int iters = 2048;
   run<kFull>(env, iters);
   run<kGemm>(env, iters);
   run<kSoftmax>(env, iters);
-  CHECK(cudaFree(env.cycles));
-  CHECK(cudaFree(env.sink));
+  close_env(env);
   return 0;
 }
