@@ -63,8 +63,11 @@ def build_suite(suite="sdpa"):
         return build_cudnn_gqa_suite()
     if suite == "edge":
         return build_edge_suite()
+    if suite == "varlen":
+        import varlen_suite
+        return varlen_suite.build_varlen_suite()
     if suite != "sdpa":
-        raise ValueError(f"unknown suite {suite!r} (sdpa | cudnn | cudnn_gqa | edge)")
+        raise ValueError(f"unknown suite {suite!r} (sdpa | cudnn | cudnn_gqa | edge | varlen)")
     cases = []
 
     def add(group, backend, pass_, batch, heads, seq, seq_kv, d, causal=False, upcast=False):
@@ -196,7 +199,7 @@ GROUPS = ["flash_fwd_", "decode_flash_", "flash_fwdbwd_", "math_fwd_", "decode_m
           "math_fwdbwd_"]
 GROUPS_OF_SUITE = {"sdpa": GROUPS, "cudnn": ["cudnn_fwd_", "cudnn_fwdbwd_"],
                    "cudnn_gqa": ["cudnn_gqa_fwd_", "cudnn_gqa_fwdbwd_"],
-                   "edge": ["edge_flash_", "edge_cudnn_"]}
+                   "edge": ["edge_flash_", "edge_cudnn_"], "varlen": ["varlen_"]}
 
 # ---------------------------------------------------------------------------------------------
 # Tiling from kernel names (pure Python: also used off the device, by finalize and tests).
@@ -812,6 +815,22 @@ class CaseRun:
                 "dv": self._grad_entry(errors(torch.stack(got_dv), torch.stack(ref_dv)), where)}
 
 
+def causal_alignment(problem):
+    if not problem["causal"]:
+        return None
+    if "seq_lens" in problem:
+        return "bottom-right within each sequence (FlashAttention-2's varlen kernel), as iosim's"
+    return "top-left (PyTorch's is_causal); equal to iosim's bottom-right here because N == Nkv"
+
+
+def make_run(case, index):
+    """The case's CaseRun; a packed (varlen) batch's is varlen_suite.VarlenCaseRun."""
+    if "seq_lens" in case["problem"]:
+        import varlen_suite
+        return varlen_suite.VarlenCaseRun(case, index)
+    return CaseRun(case, index)
+
+
 def median(v):
     v = sorted(v)
     n = len(v)
@@ -906,7 +925,7 @@ def extra_rep_sets(args, cases, all_ids, out_cases, dev):
                 break
             run = None
             try:
-                run = CaseRun(case, all_ids.index(case["id"]))
+                run = make_run(case, all_ids.index(case["id"]))
                 with run.context():
                     run.run_all()
                     run.run_all()
@@ -963,14 +982,15 @@ def run_cases(args):
         rec["sdpa"] = {"backend": case["backend"],
                        "sdpa_kernel": SDPA_KERNEL_TEXT[case["backend"]],
                        "math_reduction": case["math_reduction"], "scale": "default (1/sqrt(d))",
-                       "layout": "(B, H, N, d) contiguous", "dropout_p": 0.0,
+                       "layout": ("packed (total tokens, H, d), cumulative sequence lengths: "
+                                  "aten._flash_attention_forward (varlen)"
+                                  if "seq_lens" in case["problem"] else "(B, H, N, d) contiguous"),
+                       "dropout_p": 0.0,
                        "is_causal": case["problem"]["causal"],
-                       "causal_alignment": "top-left (PyTorch's is_causal); equal to iosim's "
-                                           "bottom-right here because N == Nkv"
-                                           if case["problem"]["causal"] else None}
+                       "causal_alignment": causal_alignment(case["problem"])}
         run = None
         try:
-            run = CaseRun(case, index)
+            run = make_run(case, index)
             rec["sdpa"]["math_setting"] = run.math_setting
             roles = run.roles()
             with warnings.catch_warnings(record=True) as caught:
@@ -1065,7 +1085,7 @@ def main():
         p.add_argument("--only", default="", help="run the cases whose id starts with this")
         p.add_argument("--reps", type=int, default=10)
         p.add_argument("--device-json", default="", help="iosim_device_query output")
-        p.add_argument("--suite", default="sdpa", choices=("sdpa", "cudnn", "cudnn_gqa", "edge"))
+        p.add_argument("--suite", default="sdpa", choices=("sdpa", "cudnn", "cudnn_gqa", "edge", "varlen"))
         p.add_argument("--rep-sets", type=int, default=1,
                        help="time mode: after all cases, time every case again this many times "
                             "in all (fresh inputs and warm-up each time): the sets' spread")
@@ -1080,7 +1100,7 @@ def main():
     p = sub.add_parser("list")
     p.add_argument("--groups", action="store_true")
     p.add_argument("--json", action="store_true", help="the cases as JSON (id, pass, problem)")
-    p.add_argument("--suite", default="sdpa", choices=("sdpa", "cudnn", "cudnn_gqa", "edge"))
+    p.add_argument("--suite", default="sdpa", choices=("sdpa", "cudnn", "cudnn_gqa", "edge", "varlen"))
     args = ap.parse_args()
     if args.cmd == "finalize":
         return finalize(args)

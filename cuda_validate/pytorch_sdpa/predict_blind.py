@@ -45,7 +45,11 @@ def command_for(iosim, algo, profile, case):
     p = case["problem"]
     cmd = [iosim, "run", "--algo", algo, "--profile", profile, "--batch", str(p["batch"]),
            "--heads", str(p["heads"]), "--seq", str(p["seq"]), "--head-dim", str(p["head_dim"])]
-    if p["seq_kv"] != p["seq"]:
+    if "seq_lens" in p:  # a packed batch (varlen_suite.py): its lengths, not B and N
+        cmd = cmd[:6] + ["--heads", str(p["heads"]), "--head-dim", str(p["head_dim"]),
+                         "--seq-lens", ",".join(map(str, p["seq_lens"])),
+                         "--seq-kv-lens", ",".join(map(str, p["seq_kv_lens"]))]
+    elif p["seq_kv"] != p["seq"]:
         cmd += ["--seq-kv", str(p["seq_kv"])]
     if "kv_heads" in p:
         cmd += ["--kv-heads", str(p["kv_heads"])]
@@ -63,7 +67,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--iosim", required=True)
     ap.add_argument("--profile", required=True)
-    ap.add_argument("--suite", default="cudnn", choices=("sdpa", "cudnn", "edge"))
+    ap.add_argument("--suite", default="cudnn", choices=("sdpa", "cudnn", "edge", "varlen"))
     ap.add_argument("--algo", default="flash2",
                     help="the algorithm, or 'auto': each case's own schedule (flash -> flash2, "
                          "cudnn -> flash3)")
