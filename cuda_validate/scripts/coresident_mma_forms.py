@@ -92,6 +92,27 @@ def form_dispatch(p, warps, w):
     return max(w * (t + f + x), (w - 1) * s + max(t, s) + f + x) / w
 
 
+# pipes_2026-11-22.json, mma.sync m16n8k16 (4096 FLOP): one warp, one chain (ilp1), 170.2 FLOP/clk,
+# so 24.1 cycles from issue to a dependent mma; 4 warps at ilp4 (one per scheduler) 2617, the
+# saturated 2719 FLOP/clk/SM giving a scheduler one mma each 6.0 cycles.
+MMA_LATENCY = 4096 / 170.2
+MMA_ISSUE = 4096 / (2719 / 4)
+
+
+def form_dispatch_kslices(p, warps, w, shape):
+    """form_dispatch, plus a warp's dependent k-slices: each m-tile's accumulators take one mma per
+    k-slice (d / 16 of Q K^T, block_kv / 16 of P V), one mma latency apart, of which the issue of
+    the warp's other mma hides MMA_ISSUE. A count the engine does not have (a TileOp field would
+    carry it); shown to size the W = 1 chain, not implemented."""
+    t, s, f, x = p
+    d, bq, bkv = shape
+    if t == 0:
+        return form_dispatch(p, warps, w)
+    mt = bq // warps // 16
+    chain = mt * (d // 16 + bkv // 16) * (MMA_LATENCY - MMA_ISSUE)
+    return max(w * (t + f + x), (w - 1) * s + max(t, s) + chain + f + x) / w
+
+
 FORMS = {
     "today": form_today,
     "tried W(max(T,S)+F+X)": form_tried,
@@ -100,6 +121,7 @@ FORMS = {
     "P+L/W P=max(S,T+F+X)": form_pl,
     "P+L/W P=max(T,S,F+X)": form_pl_sx,
     "max(W(T+F+X),(W-1)S+C)/W": form_dispatch,
+    "  + k-slice mma latency": form_dispatch_kslices,
 }
 
 
@@ -122,7 +144,8 @@ def main():
         p = pipes(d, bq, bkv, warps, mode)
         cells = []
         for name, fn in FORMS.items():
-            pred = fn(p, warps, w)
+            pred = (fn(p, warps, w, (d, bq, bkv)) if fn is form_dispatch_kslices
+                    else fn(p, warps, w))
             if name == "today":
                 assert abs(pred - blind[key]) < 1.0, (key, pred, blind[key])
             e = pred / meas - 1
