@@ -4,8 +4,9 @@
 Every form is built from the model's own per-CTA-step pipe times (the profile's measured rates, the
 work algorithms/tile_costs.hpp emits for one unmasked step, as coresident_mma_predict.cpp builds
 it): T tensor (mma.sync, 2719 FLOP/clk/SM), S ldmatrix bytes (128 B/clk/SM), F FP32 (256/clk/SM),
-X SFU (16/clk/SM); nothing is fitted to the rows. Prints each form's error (predicted / measured - 1)
-per mode: median |error|, worst |error|, and the signed range, over every row without spills.
+X SFU (16/clk/SM); nothing is fitted to the rows. Prints each form's error (predicted /
+measured - 1) per mode: median |error|, worst |error|, and the signed range, over every row
+without spills.
 
   python3 cuda_validate/scripts/coresident_mma_forms.py \
       cuda_validate/measurements/h100-sxm5-80gb/coresident_mma_2026-12-07/coresident_mma.json \
@@ -56,7 +57,7 @@ def form_pl(p, warps, w):
     math dispatch, one after another."""
     t, s, f, x = p
     chain = max(t, s) + f + x
-    rnd = max(s, t + f + x) if warps / 4 <= 1 else max(s, t + f + x)
+    rnd = max(s, t + f + x)
     return rnd + max(0.0, chain - rnd) / w
 
 
@@ -84,7 +85,8 @@ def form_d(p, warps, w):
 
 
 def form_dispatch(p, warps, w):
-    """The form implemented (stage_timer.hpp, mma.sync CTAs): per CTA step at W CTAs per SM, the
+    """The form tried in StageTimer (commit adb1bef, reverted: CALIBRATION.md, "Co-resident
+    mma.sync CTAs: the forms"): per CTA step at W CTAs per SM, the
     larger of the math dispatch serving every CTA's mma.sync, FP32 and SFU work one after another,
     W (T + F + X), and the CTA's own chain (its ldmatrix and mma overlapping, max(T, S), then its
     softmax F + X) behind the other CTAs' ldmatrix traffic, (W - 1) S; per SM divided by W."""

@@ -269,36 +269,6 @@ class StageTimer {
       }
       return std::max(shared, warpgroup_chain);
     }
-    if (spec_.tensor_instruction == TensorInstruction::mma_sync &&
-        spec_.overlap == PipeOverlap::warps_per_scheduler && pipes[0] > 0.0) {
-      // CTAs issuing mma.sync, ldmatrix and their softmax from the same warps (wg1_mma_fwd,
-      // FlashAttention-2's kernels). cuda_validate/microbench/coresident_mma.cu measured such a
-      // loop at W = 1..5 CTAs per SM (measurements/*/coresident_mma_2026-12-07; the forms
-      // compared by cuda_validate/scripts/coresident_mma_forms.py): within one warp the next
-      // k-slice's ldmatrix runs under the current mma (the products alone take max(tensor,
-      // ldmatrix) from W = 2 on, not their sum), while the FP32 and SFU work adds to the tensor
-      // side at every W (the softmax alone saturates at FP32 + SFU, and with the products at
-      // tensor + FP32 + SFU where the tensor pipe is the busier) but runs under other CTAs'
-      // ldmatrix traffic. So a CTA's step is the larger of the math dispatch serving the W CTAs'
-      // mma.sync, FP32, SFU and INT32 work, and its own chain (its products, then its softmax and
-      // dependent latencies) behind the other CTAs' ldmatrix reads.
-      const double math = pipes[0] + pipes[1] + pipes[2] + pipes[3];
-      const double softmax = pipes[1] + pipes[2] + pipes[3];
-      const double products = std::max(pipes[0], pipes[4]);
-      const double dispatch = share * math;
-      const double others = std::max(0.0, share - 1.0) * pipes[4];
-      const double own = others + products + softmax + w.chain_s;
-      if (dispatch >= own) {
-        charge(row[0], share * pipes[0]);
-        charge(TimeRow::fp32_sfu, share * softmax);
-      } else {
-        charge(TimeRow::smem, others);
-        charge(pipes[4] > pipes[0] ? TimeRow::smem : row[0], products);
-        charge(TimeRow::fp32_sfu, softmax);
-        charge(TimeRow::latency, w.chain_s);
-      }
-      return std::max(dispatch, own);
-    }
     // Its share of the SM's pipes, and at least its own critical path: its work with only its
     // own warps to overlap it, plus the dependent latencies of its warps.
     const double shared = share * overlapped(share * warps_per_cta_);
