@@ -45,6 +45,10 @@ def test_version_and_schema():
     (dict(algo="flash2", seq=200, head_dim=32, causal=True, window=48, execute=True, l2="off"),
      ["--algo", "flash2", "--seq", "200", "--head-dim", "32", "--causal", "--window", "48",
       "--execute", "--l2", "off"]),
+    (dict(algo="flash2", seq_lens=[1, 37, 300], seq_kv_lens=[900, 60, 300], heads=4, kv_heads=2,
+          causal=True, l2="off"),
+     ["--algo", "flash2", "--seq-lens", "1,37,300", "--seq-kv-lens", "900,60,300", "--heads", "4",
+      "--kv-heads", "2", "--causal", "--l2", "off"]),
     (dict(seq=1024, set=["l2.size_bytes=20e6", "sm.count=100"]),
      ["--seq", "1024", "--set", "l2.size_bytes=20e6", "--set", "sm.count=100"]),
 ])
