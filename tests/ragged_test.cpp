@@ -252,3 +252,42 @@ TEST_CASE("ragged: what it does not model is refused with the flag named") {
   CHECK(refused(pack).find("--pack-gqa on with --seq-lens") == 0);
   CHECK(refused(ragged("flash3", {10, 20}, {10, 20}, 1, 64)) == "accepted");
 }
+
+// iosim validate reads a measured case's problem.seq_lens / seq_kv_lens (the lead's FA2 varlen
+// cases): a ragged copy of a measured causal flash2 case with equal lengths predicts the batched
+// case's bytes, shorter sequences fewer, and lists that disagree with batch or seq are refused.
+TEST_CASE("ragged: validate predicts a measured case with its problem.seq_lens") {
+  std::ifstream in(std::string(IOSIM_REPO_DIR) +
+                   "/cuda_validate/measurements/h100-sxm5-80gb/measurements_2026-11-22.json");
+  REQUIRE(in.good());
+  nlohmann::json doc = nlohmann::json::parse(in);
+  nlohmann::json causal;
+  for (const nlohmann::json& c : doc.at("cases"))
+    if (c.at("id") == "flash2_b4_h16_n4096_nkv4096_d64_bq128_bkv64_causal") causal = c;
+  REQUIRE(causal.is_object());
+  doc["cases"] = nlohmann::json::array();
+  for (int i = 0; i < 3; ++i) {
+    nlohmann::json c = causal;
+    c["id"] = fmt::format("r{}", i);
+    if (i == 1) c["problem"]["seq_lens"] = {4096, 4096, 4096, 4096};
+    if (i == 2) {
+      c["problem"]["seq_lens"] = {4096, 1024, 1, 2048};
+      c["problem"]["seq_kv_lens"] = {4096, 4096, 4096, 2048};
+    }
+    doc["cases"].push_back(c);
+  }
+  const ValidationResult v = validate_document(doc, "ragged_test", "h100-sxm5-80gb");
+  REQUIRE(v.cases.size() == 3);
+  for (const CaseResult& c : v.cases) REQUIRE(c.skipped_reason.empty());
+  const int read = static_cast<int>(Metric::l2_read);
+  const double batched = v.cases[0].metrics[read].predicted;
+  CHECK(v.cases[1].metrics[read].predicted == doctest::Approx(batched).epsilon(1e-9));
+  CHECK(v.cases[2].metrics[read].predicted < 0.6 * batched);
+  nlohmann::json bad = causal;
+  bad["problem"]["seq_lens"] = {4096, 100};
+  doc["cases"] = nlohmann::json::array({bad});
+  CHECK_THROWS_WITH_AS(validate_document(doc, "ragged_test", "h100-sxm5-80gb"),
+                       doctest::Contains("a ragged batch ('seq_lens') needs 'batch' 2 (its count), "
+                                         "'seq' 4096 and 'seq_kv' 4096"),
+                       ConfigError);
+}
