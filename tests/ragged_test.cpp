@@ -83,6 +83,8 @@ TEST_CASE("ragged: counts are the sum of the sequences' own runs (many shapes)")
     // Grouped-query heads: a divisor of H.
     r.problem.kv_heads = heads % 2 == 0 && gen.coin() ? heads / 2 : 0;
     if (gen.pick(0, 3) == 0) r.problem.window = gen.pick(1, 400) + (causal ? 0 : 3000);
+    r.problem.mask = gen.pick(0, 4) == 0;
+    r.problem.dropout = gen.pick(0, 4) == 0 ? 0.1 : 0.0;
     r.engine.l2_enabled = gen.coin();
     CAPTURE(algo);
     CAPTURE(fmt::format("{}", fmt::join(q, ",")));
@@ -92,6 +94,8 @@ TEST_CASE("ragged: counts are the sum of the sequences' own runs (many shapes)")
     CAPTURE(r.problem.head_dim);
     CAPTURE(causal);
     CAPTURE(r.problem.window);
+    CAPTURE(r.problem.mask);
+    CAPTURE(r.problem.dropout);
     CAPTURE(r.engine.l2_enabled);
     const Report rep = simulate(test::profile(), r);
     REQUIRE(rep.feasible());
