@@ -56,6 +56,23 @@ def test_run_equals_the_cli(flags, args):
     assert without_wall(iosim.run(**flags)) == without_wall(cli_json("run", *args))
 
 
+def test_ragged_batch():
+    # seq_lens= as run(): the lists in the problem block, decode rows beside a prefill chunk.
+    r = iosim.run(seq_lens=[1, 1, 512], seq_kv_lens=[4096, 2000, 8192], causal=True, heads=8,
+                  kv_heads=2, l2="off")
+    assert r["problem"]["seq_lens"] == [1, 1, 512]
+    assert r["problem"]["seq_kv_lens"] == [4096, 2000, 8192]
+    assert r["problem"]["batch"] == 3 and r["problem"]["seq"] == 512
+    assert r["counters"]["hbm_read_bytes"] + r["counters"]["hbm_write_bytes"] == \
+        r["bounds"]["closed_form_bytes"]
+    with pytest.raises(iosim.ConfigError, match="a ragged batch is modelled for the forward only"):
+        iosim.run(seq_lens=[10, 20], **{"pass": "bwd"})
+    with pytest.raises(iosim.ConfigError, match="expected a list of ints"):
+        iosim.run(seq_lens=[10, "x"])
+    with pytest.raises(iosim.ConfigError, match="sweep\\(\\) does not sweep ragged batches"):
+        iosim.sweep(seq_lens=[10, 20])
+
+
 def test_run_fields():
     r = iosim.run(algo="flash2", batch=4, heads=16, seq=4096, head_dim=64)
     c = r["counters"]
