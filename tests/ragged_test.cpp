@@ -11,6 +11,7 @@
 #include <memory>
 #include <vector>
 
+#include "algorithms/kernel_description.hpp"
 #include "sim/base/errors.hpp"
 #include "tests/test_support.hpp"
 
@@ -63,9 +64,13 @@ std::uint64_t computed_scores(const AttentionProblem& p, std::int64_t block_q,
 // About 0.1 s in Release: in the default suites (test::cases keeps a tenth under the sanitizers).
 TEST_CASE("ragged: counts are the sum of the sequences' own runs (many shapes)") {
   test::ShapeGen gen(55);
-  const char* algos[] = {"flash2", "flash3"};
+  // flash2, flash3 and a description of the query-stationary forward (docs/kernels/'s wgmma
+  // kernel with TMA loads).
+  const char* algos[] = {"flash2", "flash3", "wg1_tma_fwd"};
+  const auto described = std::make_shared<const KernelDescription>(
+      load_kernel_description(std::string(IOSIM_REPO_DIR) + "/docs/kernels/wg1_tma_fwd.yaml"));
   const std::int64_t dims[] = {64, 128};
-  int checked = 0;
+  int checked = 0, described_runs = 0;
   for (int i = 0; i < test::cases(40); ++i) {
     const std::string algo = gen.pick(algos);
     const std::int64_t heads = gen.pick(1, 4);
@@ -79,6 +84,10 @@ TEST_CASE("ragged: counts are the sum of the sequences' own runs (many shapes)")
       kv.push_back(gen.coin() ? n : n + gen.pick(0, 1000) * (causal ? 1 : 0) + gen.pick(0, 200));
     }
     RunRequest r = ragged(algo, q, kv, heads, gen.pick(dims));
+    if (algo == described->name) {
+      r.kernel = described;
+      ++described_runs;
+    }
     r.problem.causal = causal;
     // Grouped-query heads: a divisor of H.
     r.problem.kv_heads = heads % 2 == 0 && gen.coin() ? heads / 2 : 0;
@@ -121,6 +130,7 @@ TEST_CASE("ragged: counts are the sum of the sequences' own runs (many shapes)")
     ++checked;
   }
   CHECK(checked == test::cases(40));
+  if (!test::kSanitized) CHECK(described_runs > 5);
 }
 
 TEST_CASE("ragged: equal lengths are the batched run, counters and time") {
