@@ -253,7 +253,7 @@ RunRequest request_for(const json& c, const std::string& where, bool as_run) {
       // group at any N, as --pack-gqa on says. Blind keeps the default, FlashAttention-2's rule
       // (packing at N = 1 only): the count is read from the run.
       if (const std::int64_t rows = count_or(t, "query_rows_per_cta", 0, in_tiling);
-          pr.seq > 1 && pr.group() > 1 && rows == pr.group() * pr.seq) {
+          !pr.ragged() && pr.seq > 1 && pr.group() > 1 && rows == pr.group() * pr.seq) {
         pr.pack_gqa = GqaPacking::on;
       }
       r.tiling.pipeline_stages =
