@@ -25,14 +25,16 @@ class RaggedForward final : public Schedule {
         t_(t),
         plans_(std::move(plans)),
         plan_of_(std::move(plan_of)),
-        tiles_(ceil_div(p.seq, t.block_q)) {}
+        view_(QueryView::of(p, sequence_problem(p, 0).packs_query_group())),
+        tiles_(ceil_div(view_.rows, t.block_q)) {}
 
-  // Padded (B, H, max N, d) and (B, H_kv, max N_kv, d): see AttentionProblem::seq_lens.
-  std::vector<TensorDecl> tensors() const override { return QueryView::of(p_, false).tensors(p_); }
+  // Padded (B, H, max N, d) and (B, H_kv, max N_kv, d): see AttentionProblem::seq_lens. Packed
+  // decode rows (every sequence one row): (B, H_kv, g, d), as a batched run at N = 1.
+  std::vector<TensorDecl> tensors() const override { return view_.tensors(p_); }
 
   std::vector<KernelSpec> kernels() const override {
     KernelSpec k = plans_.front()->kernels().front();
-    k.grid = QueryView::of(p_, false).grid(p_, t_.block_q);
+    k.grid = view_.grid(p_, t_.block_q);
     return {k};
   }
 
@@ -42,13 +44,14 @@ class RaggedForward final : public Schedule {
     const std::int64_t qb = cta % tiles_, b = (cta / tiles_) % p_.batch;
     const std::int64_t h = cta / (tiles_ * p_.batch);
     const auto sb = static_cast<std::size_t>(b);
-    const std::int64_t own_tiles = ceil_div((*p_.seq_lens)[sb], t_.block_q);
+    const std::int64_t rows = (*p_.seq_lens)[sb] * (view_.packed ? p_.group() : 1);
+    const std::int64_t own_tiles = ceil_div(rows, t_.block_q);
     if (qb >= own_tiles) return false;  // past its sequence's end: an empty CTA
-    // The batch-1 schedule's grid is (own_tiles, 1, H): head h's query block qb.
+    // The batch-1 schedule's grid is (own_tiles, 1, view heads): head h's query block qb.
     const std::size_t first = out.size();
     const bool more = plans_[plan_of_[sb]]->emit_cta_part(0, h * own_tiles + qb, part, out);
     // Its tensors' matrices are sequence 0's: move them to sequence b's.
-    const std::int64_t q_shift = b * p_.heads, kv_shift = b * p_.kv_head_count();
+    const std::int64_t q_shift = b * view_.heads, kv_shift = b * p_.kv_head_count();
     for (std::size_t i = first; i < out.size(); ++i) {
       TileRef& r = out[i].tile;
       r.matrix += r.tensor == TensorId::K || r.tensor == TensorId::V ? kv_shift : q_shift;
@@ -61,6 +64,7 @@ class RaggedForward final : public Schedule {
   Tiling t_;
   std::vector<std::unique_ptr<Schedule>> plans_;
   std::vector<std::size_t> plan_of_;  // sequence -> its lengths' plan
+  QueryView view_;                    // the query matrices: per query head, or packed per K/V head
   std::int64_t tiles_;                // query blocks of the longest sequence
 };
 
@@ -119,8 +123,9 @@ Planned plan_ragged(const Algorithm& algorithm, const AttentionProblem& p,
       return out;
     }
     const std::vector<KernelSpec> kernels = planned.schedule->kernels();
+    const QueryView view = QueryView::of(one, one.packs_query_group());
     ensure(kernels.size() == 1 &&
-               kernels.front().grid.count() == ceil_div(one.seq, out.tiling.block_q) * one.heads,
+               kernels.front().grid.count() == ceil_div(view.rows, out.tiling.block_q) * view.heads,
            "ragged: {}'s forward is not one kernel of a CTA per (query block, head)",
            algorithm.name);
     plans.push_back(std::move(planned.schedule));

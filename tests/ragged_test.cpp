@@ -32,12 +32,11 @@ RunRequest ragged(const std::string& algo, const Lengths& q, const Lengths& kv, 
   return r;
 }
 
-// Sequence b's own run: batch 1, its lengths.
+// Sequence b's own run: batch 1, its lengths (its decode rows' query heads packed only where
+// every sequence is one, as FlashAttention-2's varlen kernel packs them).
 RunRequest sequence_run(const RunRequest& r, std::size_t b) {
   RunRequest one = r;
   one.problem = sequence_problem(r.problem, b);
-  one.problem.pack_gqa = GqaPacking::automatic;  // as a user's batch-1 run (unpacked: N > 1)
-  if (one.problem.seq == 1) one.problem.pack_gqa = GqaPacking::off;  // the varlen kernel's
   return one;
 }
 
@@ -79,7 +78,8 @@ TEST_CASE("ragged: counts are the sum of the sequences' own runs (many shapes)")
     Lengths q, kv;
     for (std::size_t b = 0; b < count; ++b) {
       // Short and long sequences, decode rows among them; causal needs N_kv >= N.
-      const std::int64_t n = gen.coin() ? gen.pick(1, 300) : gen.pick(1, 3000);
+      // One batch in eight is all decode rows (their query groups packed).
+      const std::int64_t n = i % 8 == 3 ? 1 : gen.coin() ? gen.pick(1, 300) : gen.pick(1, 3000);
       q.push_back(n);
       kv.push_back(gen.coin() ? n : n + gen.pick(0, 1000) * (causal ? 1 : 0) + gen.pick(0, 200));
     }
@@ -134,6 +134,22 @@ TEST_CASE("ragged: counts are the sum of the sequences' own runs (many shapes)")
 }
 
 TEST_CASE("ragged: equal lengths are the batched run, counters and time") {
+  // Decode rows alone: FlashAttention-2's varlen kernel packs each K/V head's query heads, as a
+  // batched run at N = 1 does (seqlenq_ngroups_swapped).
+  for (const char* algo : {"flash2", "flash3"}) {
+    RunRequest r = ragged(algo, {1, 1, 1, 1, 1}, {3000, 3000, 3000, 3000, 3000}, 8, 128);
+    r.problem.kv_heads = 2;
+    r.engine.exact = true;
+    RunRequest batched = r;
+    batched.problem.seq_lens.reset();
+    batched.problem.seq_kv_lens.reset();
+    CAPTURE(algo);
+    const Report a = simulate(test::profile(), r), e = simulate(test::profile(), batched);
+    REQUIRE(a.feasible());
+    CHECK(a.engine.kernels.front().spec.grid.z == 2);  // per K/V head
+    CHECK(test::identical(a.engine.total, e.engine.total));
+    CHECK(a.engine.time_s == e.engine.time_s);
+  }
   for (const char* algo : {"flash2", "flash3"}) {
     for (bool causal : {false, true}) {
       RunRequest r = ragged(algo, {700, 700, 700}, {900, 900, 900}, 4, 64);
@@ -263,7 +279,8 @@ TEST_CASE("ragged: what it does not model is refused with the flag named") {
   RunRequest pack = ragged("flash2", {1, 20}, {10, 20}, 4, 64);
   pack.problem.kv_heads = 2;
   pack.problem.pack_gqa = GqaPacking::on;
-  CHECK(refused(pack).find("--pack-gqa on with --seq-lens") == 0);
+  CHECK(refused(pack).find("--pack-gqa on with --seq-lens: a ragged batch packs a K/V head's "
+                           "query heads only where every sequence is one decode row") == 0);
   CHECK(refused(ragged("flash3", {10, 20}, {10, 20}, 1, 64)) == "accepted");
 }
 

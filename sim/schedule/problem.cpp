@@ -64,7 +64,11 @@ AttentionProblem sequence_problem(const AttentionProblem& given, std::size_t b) 
   p.seq_kv = (*p.seq_kv_lens)[b];
   p.seq_lens.reset();
   p.seq_kv_lens.reset();
-  p.pack_gqa = GqaPacking::off;  // as the varlen kernel: its rows are never packed
+  // FlashAttention-2's varlen forward packs a K/V head's query heads only where every sequence
+  // is one decode row (seqlenq_ngroups_swapped, max_seqlen_q == 1): as a batched run at N = 1.
+  if (*std::max_element(given.seq_lens->begin(), given.seq_lens->end()) > 1) {
+    p.pack_gqa = GqaPacking::off;
+  }
   return p;
 }
 
@@ -147,8 +151,9 @@ void validate_problem(const AttentionProblem& given) {
     check_ragged(p);
     if (p.pack_gqa == GqaPacking::on) {
       throw ConfigError(
-          "--pack-gqa on with --seq-lens: a ragged batch's query heads are not packed (each "
-          "sequence's rows are its own positions, as in FlashAttention-2's varlen kernel)");
+          "--pack-gqa on with --seq-lens: a ragged batch packs a K/V head's query heads only "
+          "where every sequence is one decode row, as FlashAttention-2's varlen kernel does "
+          "(--pack-gqa auto)");
     }
     // Each sequence is a problem of its own (causal alignment, a window's band).
     for (std::size_t b = 0; b < p.seq_lens->size(); ++b) {

@@ -84,8 +84,9 @@ struct AttentionProblem {
   /// mask is over query positions; FlashAttention's block-sparse kernels never pack), nor causal
   /// masking past one query position (the packed rows are then different positions).
   /// Nor a sliding window, whose visible keys move with the query position (and packed rows
-  /// would take the window's keys of the wrong position). Nor a ragged batch (varlen kernels
-  /// do not pack; its sequences are planned unpacked, sequence_problem()).
+  /// would take the window's keys of the wrong position). Nor a ragged batch as such (its
+  /// sequences are planned as problems of their own, sequence_problem(), which packs where every
+  /// sequence is one decode row, as FlashAttention-2's varlen kernel does).
   bool can_pack_query_group() const {
     return group() > 1 && !mask && dropout == 0.0 && !pattern && window == 0 && !seq_lens &&
            (seq == 1 || !causal);
