@@ -2,9 +2,7 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <cmath>
-#include <vector>
 
 #include "api/schema_version.hpp"
 #include "sim/base/csv_field.hpp"
@@ -372,43 +370,23 @@ json report_to_json(const Report& r) {
     (*c.object != '\0' ? j[c.object] : j)[c.name] = std::move(v);
   }
   // A ragged batch's lengths (JSON only: a sweep, whose CSV has a column per field, refuses one).
-  const AttentionProblem& p = r.request.problem;
-  if (p.ragged()) {
+  if (const AttentionProblem p = with_defaults(r.request.problem); p.ragged()) {
     j["problem"]["seq_lens"] = *p.seq_lens;
-    j["problem"]["seq_kv_lens"] = p.seq_kv_lens ? *p.seq_kv_lens : *p.seq_lens;
+    j["problem"]["seq_kv_lens"] = *p.seq_kv_lens;
   }
   return j;
 }
 
-namespace {
-
-// "4 sequences, 1..3000 tokens (5000 in all)" (queries, then keys).
-std::string ragged_text(const std::vector<std::int64_t>& lens, const char* what) {
-  const auto [lo, hi] = std::minmax_element(lens.begin(), lens.end());
-  std::int64_t total = 0;
-  for (const std::int64_t v : lens) total += v;
-  return fmt::format("{}..{} {} ({} in all)", *lo, *hi, what, total);
-}
-
-}  // namespace
-
 std::string problem_text(const AttentionProblem& p) {
-  if (p.ragged()) {
-    // The padded sizes (N, N_kv: the longest) said as the ragged batch they hold.
-    const std::vector<std::int64_t>& kv = p.seq_kv_lens ? *p.seq_kv_lens : *p.seq_lens;
-    return fmt::format(
-        "ragged batch: {} sequences, {}, {}; H={}{} d={} {}{}{}{}{} pass={}", p.batch,
-        ragged_text(*p.seq_lens, "query tokens"), ragged_text(kv, "keys"), p.heads,
-        p.kv_head_count() != p.heads ? fmt::format(" H_kv={}", p.kv_head_count()) : "", p.head_dim,
-        dtype_name(p.dtype), p.causal ? " causal" : "",
-        p.window > 0 ? fmt::format(" window={}", p.window) : "", p.mask ? " mask" : "",
-        p.dropout > 0 ? fmt::format(" dropout={}", p.dropout) : "", pass_name(p.pass));
-  }
-  return fmt::format("B={} H={}{} N={} N_kv={} d={} {}{}{}{}{} pass={}", p.batch, p.heads,
-                     p.kv_head_count() != p.heads ? fmt::format(" H_kv={}", p.kv_head_count()) : "",
-                     p.seq, p.seq_kv, p.head_dim, dtype_name(p.dtype), p.causal ? " causal" : "",
-                     p.window > 0 ? fmt::format(" window={}", p.window) : "", p.mask ? " mask" : "",
-                     p.dropout > 0 ? fmt::format(" dropout={}", p.dropout) : "", pass_name(p.pass));
+  // A ragged batch named by its sequences (its N and N_kv, the longest, are a padded layout's).
+  return fmt::format(
+      "{} H={}{}{} d={} {}{}{}{}{} pass={}",
+      p.ragged() ? "ragged batch: " + ragged_batch_text(p) + ";" : fmt::format("B={}", p.batch),
+      p.heads, p.kv_head_count() != p.heads ? fmt::format(" H_kv={}", p.kv_head_count()) : "",
+      p.ragged() ? "" : fmt::format(" N={} N_kv={}", p.seq, p.seq_kv), p.head_dim,
+      dtype_name(p.dtype), p.causal ? " causal" : "",
+      p.window > 0 ? fmt::format(" window={}", p.window) : "", p.mask ? " mask" : "",
+      p.dropout > 0 ? fmt::format(" dropout={}", p.dropout) : "", pass_name(p.pass));
 }
 
 // --stages counts shared-memory buffers (Capabilities::forward_stages); the engine times a main

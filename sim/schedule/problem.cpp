@@ -87,6 +87,18 @@ std::int64_t total_seq_kv(const AttentionProblem& given) {
   return n;
 }
 
+std::string ragged_batch_text(const AttentionProblem& given) {
+  const AttentionProblem p = with_defaults(given);
+  const auto text = [](const std::vector<std::int64_t>& lens, const char* what) {
+    const auto [lo, hi] = std::minmax_element(lens.begin(), lens.end());
+    std::int64_t total = 0;
+    for (const std::int64_t v : lens) total += v;
+    return fmt::format("{}..{} {} ({} in all)", *lo, *hi, what, total);
+  };
+  return fmt::format("{} sequences, {}, {}", p.seq_lens->size(), text(*p.seq_lens, "query tokens"),
+                     text(*p.seq_kv_lens, "keys"));
+}
+
 namespace {
 
 // A ragged batch's lists against each other and the sizes they set (to_request() and the Python

@@ -116,6 +116,9 @@ AttentionProblem sequence_problem(const AttentionProblem& p, std::size_t b);
 /// The query rows (and keys) of every sequence, summed: the packed total.
 std::int64_t total_seq(const AttentionProblem& p);
 std::int64_t total_seq_kv(const AttentionProblem& p);
+/// A ragged batch in words: "4 sequences, 1..3000 query tokens (5000 in all), 900..8192 keys
+/// (12000 in all)".
+std::string ragged_batch_text(const AttentionProblem& p);
 
 /// Checks sizes and flag combinations (of with_defaults(p)); throws ConfigError naming the
 /// offending flag and value.
