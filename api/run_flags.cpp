@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <limits>
 #include <map>
@@ -61,6 +62,12 @@ std::vector<ProblemFlag> make_problem_flags() {
       {"--head-dim", "head dimension d", &RunFlags::head_dim},
       {"--seq", "query length N", &RunFlags::seq, true},
       {"--seq-kv", "key/value length (0: --seq)", &RunFlags::seq_kv},
+      {"--seq-lens",
+       "a ragged (varlen) batch: query tokens per sequence, e.g. 512,1024,3000 (--batch is their "
+       "count, --seq if given their sum); forward, flash2, flash3 and query_stationary kernels",
+       &RunFlags::seq_lens, false, true},
+      {"--seq-kv-lens", "a ragged batch: keys per sequence (default: --seq-lens)",
+       &RunFlags::seq_kv_lens, false, true},
       {"--block-q", "query rows per tile Br (0: the algorithm's)", &RunFlags::block_q},
       {"--block-kv", "key/value rows per tile Bc (0: the algorithm's)", &RunFlags::block_kv},
       {"--splits",
@@ -140,6 +147,79 @@ std::optional<std::pair<std::int64_t, std::int64_t>> problem_flag_range(const st
   return it == ranges.end() ? std::nullopt : std::optional(it->second);
 }
 
+namespace {
+
+// "512,1024,3000" as lengths; each must be a decimal integer (its range is validate_problem()'s).
+std::shared_ptr<const std::vector<std::int64_t>> parse_lengths(const std::string& flag,
+                                                               const std::string& text) {
+  auto out = std::make_shared<std::vector<std::int64_t>>();
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t comma = text.find(',', start);
+    const std::string item = text.substr(start, comma == std::string::npos ? comma : comma - start);
+    std::size_t used = 0;
+    std::int64_t v = 0;
+    try {
+      v = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (item.empty() || used != item.size()) {
+      throw ConfigError(fmt::format(
+          "{} '{}': '{}' is not a length; give one integer per sequence, e.g. 512,1024,3000", flag,
+          text, item));
+    }
+    if (v < 1 || v > kMaxSeq) {
+      throw ConfigError(
+          fmt::format("{}: length {} is out of range: it must be in [1, {}]", flag, v, kMaxSeq));
+    }
+    out->push_back(v);
+    if (comma == std::string::npos) return out;
+    start = comma + 1;
+  }
+}
+
+// --seq-lens and --seq-kv-lens into the problem: batch their count, seq and seq_kv their largest
+// (the padded layout, AttentionProblem::seq_lens). --batch and --seq, when given, must agree.
+void set_ragged(const RunFlags& f, AttentionProblem& p) {
+  if (f.seq_lens.empty()) {
+    if (!f.seq_kv_lens.empty()) throw ConfigError("--seq-kv-lens needs --seq-lens");
+    return;
+  }
+  p.seq_lens = parse_lengths("--seq-lens", f.seq_lens);
+  p.seq_kv_lens =
+      f.seq_kv_lens.empty() ? p.seq_lens : parse_lengths("--seq-kv-lens", f.seq_kv_lens);
+  const std::vector<std::int64_t>& q = *p.seq_lens;
+  const std::vector<std::int64_t>& kv = *p.seq_kv_lens;
+  if (kv.size() != q.size()) {
+    throw ConfigError(
+        fmt::format("--seq-kv-lens gives {} lengths and --seq-lens {}: one key length per sequence",
+                    kv.size(), q.size()));
+  }
+  const auto count = static_cast<std::int64_t>(q.size());
+  if (f.batch != 1 && f.batch != count) {
+    throw ConfigError(fmt::format(
+        "--batch {} with --seq-lens of {} sequences: the batch is their count (leave --batch out)",
+        f.batch, count));
+  }
+  std::int64_t total = 0;
+  for (const std::int64_t v : q) total += v;
+  if (f.seq != 0 && f.seq != total) {
+    throw ConfigError(fmt::format(
+        "--seq {} with --seq-lens: --seq is then the packed total of the query tokens, {} (leave "
+        "it out)",
+        f.seq, total));
+  }
+  if (f.seq_kv != 0) {
+    throw ConfigError("--seq-kv with --seq-lens: give each sequence's keys with --seq-kv-lens");
+  }
+  p.batch = count;
+  p.seq = *std::max_element(q.begin(), q.end());
+  p.seq_kv = *std::max_element(kv.begin(), kv.end());
+}
+
+}  // namespace
+
 RunRequest to_request(const RunFlags& f) {
   RunRequest r;
   r.algorithm = f.algorithm;
@@ -207,6 +287,7 @@ RunRequest to_request(const RunFlags& f) {
         *f.window));
   }
   if (f.window) p.window = *f.window;
+  set_ragged(f, p);
   // 0 asks for the default, FlashAttention's heuristic, as --block-kv 0 asks for the default
   // tiles: so a sweep can put the heuristic beside fixed split counts (--splits 0,2,8).
   r.tiling.splits = f.splits && *f.splits > 0 ? f.splits : std::nullopt;

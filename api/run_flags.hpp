@@ -35,7 +35,10 @@ struct RunFlags {
   std::optional<std::int64_t> kv_heads, splits, page_tokens;
   std::optional<std::int64_t> window;  // --window W: sliding window of W keys (left out: none)
   std::string block_table;             // --block-table FILE (paged)
-  std::string pack_gqa;                // --pack-gqa auto|on|off (empty: auto)
+  // A ragged batch (--seq-lens 512,1024,3000; --seq-kv-lens, default --seq-lens): one length per
+  // sequence, as typed (empty: none).
+  std::string seq_lens, seq_kv_lens;
+  std::string pack_gqa;          // --pack-gqa auto|on|off (empty: auto)
   std::string warpgroups;        // --warpgroups pingpong|cooperative (flash3; empty: its default)
   std::vector<std::string> set;  // --set KEY=VALUE: profile what-ifs (load_profile's overrides)
   // flash3 --pass fwdbwd: the backward's blocks (left out: FlashAttention-3's).

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include "algorithms/kernel_description.hpp"
+#include "algorithms/ragged.hpp"
 #include "sim/base/errors.hpp"
 #include "sim/numerics/numeric_executor.hpp"
 #include "sim/schedule/block_mask.hpp"
@@ -80,6 +82,10 @@ Checked checked_request(const HardwareProfile& profile, const RunRequest& origin
   // A built-in algorithm's mechanisms, as a description's are checked (flash3's wgmma and TMA
   // ran on an A100 where the same mechanisms in a file were refused).
   if (!original.kernel) check_preset_runs_on(request.algorithm, profile);
+  if (request.problem.ragged()) {
+    check_ragged_kernel(request.problem,
+                        original.kernel ? *original.kernel : kernel_preset(request.algorithm));
+  }
   if (request.execute) check_executable(request.problem);  // before the engine runs
   return {std::move(request), std::move(algorithm)};
 }
@@ -103,7 +109,9 @@ Report simulate(const HardwareProfile& profile, const RunRequest& original,
   report.sram_bytes = sram_bytes(profile);
   report.sm_clock_mhz = request.engine.sm_clock_mhz > 0 ? request.engine.sm_clock_mhz
                                                         : profile.sm.boost_clock_mhz.value;
-  Planned planned = algorithm.plan(request.problem, profile, request.tiling);
+  const AttentionProblem& problem = request.problem;
+  Planned planned = problem.ragged() ? plan_ragged(algorithm, problem, profile, request.tiling)
+                                     : algorithm.plan(problem, profile, request.tiling);
   report.tiling = planned.tiling;
   if (!planned.feasible()) {
     report.infeasible_reason = planned.infeasible_reason;
@@ -113,9 +121,10 @@ Report simulate(const HardwareProfile& profile, const RunRequest& original,
   // Block-sparse runs are bounded, and executed, under the block mask the plan resolved.
   const BlockMask* mask = planned.blocks.get();
   if (mask) report.density = mask->density();
-  report.bounds =
-      io_bounds(request.problem, algorithm.closed_form(request.problem, report.tiling, mask),
-                report.sram_bytes, mask);
+  report.bounds = problem.ragged()
+                      ? ragged_io_bounds(algorithm, problem, report.tiling, report.sram_bytes)
+                      : io_bounds(problem, algorithm.closed_form(problem, report.tiling, mask),
+                                  report.sram_bytes, mask);
   EngineOptions engine = request.engine;
   if (estimated_work(algorithm, request.problem, request.tiling) < request.extrapolate_above_work) {
     engine.exact = true;
@@ -151,7 +160,21 @@ Report simulate(const HardwareProfile& profile, const RunRequest& original,
           0.0, 1.0);
     }
   }
-  if (request.execute) {
+  if (request.execute && problem.ragged()) {
+    // Each sequence's batch-1 schedule, executed against its own reference: the ragged launch's
+    // CTAs emit exactly its operations (the executor's reference and masks are per problem, not
+    // per sequence of one). The worst error over the sequences.
+    report.numerics.executed = true;
+    double worst = 0.0;
+    for (std::size_t b = 0; b < problem.seq_lens->size(); ++b) {
+      const AttentionProblem one = sequence_problem(problem, b);
+      const Planned own = algorithm.plan(one, profile, request.tiling);
+      worst = std::max(worst, execute_schedule(*own.schedule, one, request.seed, nullptr,
+                                               request.numeric_observer)
+                                  .max_abs_error());
+    }
+    report.numerics.max_abs_error = worst;
+  } else if (request.execute) {
     report.numerics.executed = true;
     report.numerics.max_abs_error = execute_schedule(*planned.schedule, request.problem,
                                                      request.seed, mask, request.numeric_observer)

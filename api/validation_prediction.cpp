@@ -7,8 +7,10 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <vector>
 
 #include "api/validation.hpp"
 #include "api/validation_detail.hpp"
@@ -75,6 +77,40 @@ std::int64_t int_at(const json& obj, const char* key, const std::string& where, 
                                   obj.at(key).dump(), lo, hi));
   }
   return static_cast<std::int64_t>(v);
+}
+
+// A ragged (varlen) batch's lengths, `seq_lens` and `seq_kv_lens` (default: seq_lens), as
+// `iosim run --format json` writes them: `batch` their count, `seq` and `seq_kv` the longest.
+void read_ragged(const json& p, const std::string& where, AttentionProblem& pr) {
+  if (!p.contains("seq_lens")) {
+    if (p.contains("seq_kv_lens")) {
+      throw ConfigError(fmt::format("{}: 'seq_kv_lens' needs 'seq_lens'", where));
+    }
+    return;
+  }
+  const auto lengths = [&](const char* key) {
+    const json& list = p.at(key);
+    if (!list.is_array() || list.empty()) {
+      throw ConfigError(fmt::format("{}: '{}' must be a non-empty list of lengths", where, key));
+    }
+    auto out = std::make_shared<std::vector<std::int64_t>>();
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const json one = {{key, list[i]}};
+      out->push_back(int_at(one, key, fmt::format("{} ({}[{}])", where, key, i), 1, kMaxSeq));
+    }
+    return out;
+  };
+  pr.seq_lens = lengths("seq_lens");
+  pr.seq_kv_lens = p.contains("seq_kv_lens") ? lengths("seq_kv_lens") : pr.seq_lens;
+  const std::int64_t longest = *std::max_element(pr.seq_lens->begin(), pr.seq_lens->end());
+  const std::int64_t longest_kv = *std::max_element(pr.seq_kv_lens->begin(), pr.seq_kv_lens->end());
+  const auto count = static_cast<std::int64_t>(pr.seq_lens->size());
+  if (pr.batch != count || pr.seq != longest || pr.seq_kv != longest_kv) {
+    throw ConfigError(fmt::format(
+        "{}: a ragged batch ('seq_lens') needs 'batch' {} (its count), 'seq' {} and 'seq_kv' {} "
+        "(the longest lengths, as iosim run's JSON writes them), not {}, {} and {}",
+        where, count, longest, longest_kv, pr.batch, pr.seq, pr.seq_kv));
+  }
 }
 
 // Registers per thread a measured kernel launched with: 1 to 255 on every NVIDIA GPU so far.
@@ -170,6 +206,7 @@ RunRequest request_for(const json& c, const std::string& where, bool as_run) {
   pr.dropout = number_or(p, "dropout", 0.0, in_problem);
   // A sliding window (--window W; absent or 0: none), cuda_validate's window=W cases.
   pr.window = count_or(p, "window", 0, in_problem);
+  read_ragged(p, in_problem, pr);
   pr.pass = word(where, "pass", string_or(c, "pass", "fwd", where),
                  [](const std::string& t) { return parse_pass(t); });
   // Decoding: grouped-query attention and paged K/V when the case says so.
@@ -216,7 +253,7 @@ RunRequest request_for(const json& c, const std::string& where, bool as_run) {
       // group at any N, as --pack-gqa on says. Blind keeps the default, FlashAttention-2's rule
       // (packing at N = 1 only): the count is read from the run.
       if (const std::int64_t rows = count_or(t, "query_rows_per_cta", 0, in_tiling);
-          pr.seq > 1 && pr.group() > 1 && rows == pr.group() * pr.seq) {
+          !pr.ragged() && pr.seq > 1 && pr.group() > 1 && rows == pr.group() * pr.seq) {
         pr.pack_gqa = GqaPacking::on;
       }
       r.tiling.pipeline_stages =

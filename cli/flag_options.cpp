@@ -61,6 +61,16 @@ void add_problem_flags(CLI::App& cmd, RunFlags& f, const std::vector<std::string
         },
         flag.field);
   }
+  seq_not_required_with_lens(cmd);
+}
+
+void seq_not_required_with_lens(CLI::App& cmd) {
+  // An option's callback runs before CLI11 checks the required ones.
+  CLI::Option* seq = cmd.get_option_no_throw("--seq");
+  CLI::Option* lens = cmd.get_option_no_throw("--seq-lens");
+  if (seq != nullptr && lens != nullptr && seq->get_required()) {
+    lens->each([seq](const std::string&) { seq->required(false); });
+  }
 }
 
 void check_kernel_or_algo(const CLI::App& cmd) {

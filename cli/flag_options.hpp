@@ -20,6 +20,9 @@ inline constexpr const char* kSetHelp =
 
 /// Adds the flags of problem_flags() named in `names` (all when empty) to `cmd`, bound to `f`.
 void add_problem_flags(CLI::App& cmd, RunFlags& f, const std::vector<std::string>& names = {});
+/// Makes `cmd`'s required --seq optional when --seq-lens is given (a ragged batch's lengths say
+/// it; to_request() checks --seq against their sum).
+void seq_not_required_with_lens(CLI::App& cmd);
 
 /// Refuses --kernel given with --algo (ConfigError): the description runs in place of --algo, so
 /// one of the two would be dropped without a word. Call in the action of a command that has both.

@@ -120,6 +120,12 @@ std::vector<Axis> make_axes(const SweepFlags& s) {
   for (const ProblemFlag& flag : problem_flags()) {
     if (is_scalar(flag)) continue;
     const std::string& text = s.text.at(flag.name);
+    if (!text.empty() && (flag.name == "--seq-lens" || flag.name == "--seq-kv-lens")) {
+      throw ConfigError(fmt::format(
+          "{}: iosim sweep does not sweep ragged batches yet (its lists are axes); run each "
+          "batch with iosim run",
+          flag.name));
+    }
     if (text.empty() && flag.unrecorded_when_absent) {
       axes.push_back({flag.name, {""}, [](RunFlags&, std::size_t) {}, false});
       continue;

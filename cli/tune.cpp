@@ -127,6 +127,7 @@ Action add_tune_command(CLI::App& app) {
   add_problem_flags(*cmd, s->run, names);
   cmd->get_option("--seq")->required()->default_str(
       "");  // picked flags are not required (add_problem_flags)
+  seq_not_required_with_lens(*cmd);
   cmd->add_option("--set", s->run.set, kSetHelp);
   const auto list = [&](const char* name, std::string& text, const char* space) {
     cmd->add_option(name, text,

@@ -173,6 +173,21 @@ RunFlags to_flags(const py::dict& flags) {
       for (const std::string& o : f.set) check_text("set", o);
       continue;
     }
+    if ((key == "seq_lens" || key == "seq_kv_lens") &&
+        (py::isinstance<py::list>(v) || py::isinstance<py::tuple>(v))) {
+      // A ragged batch's lengths as a list of ints, typed as the CLI's comma list.
+      std::string text;
+      for (const py::handle x : v) {
+        if (py::isinstance<py::bool_>(x) || !py::isinstance<py::int_>(x)) {
+          throw ConfigError(fmt::format("{}={} has the wrong type: expected a list of ints", key,
+                                        py::cast<std::string>(py::repr(v))));
+        }
+        if (!text.empty()) text += ',';
+        text += py::cast<std::string>(py::str(x));
+      }
+      (key == "seq_lens" ? f.seq_lens : f.seq_kv_lens) = text.empty() ? "," : text;
+      continue;
+    }
     const ProblemFlag& flag = find_flag(problem_flags(), key, {"set"});
     std::visit([&](auto field) { set_field(f, field, key, v); }, flag.field);
   }
@@ -184,8 +199,10 @@ RunFlags to_flags(const py::dict& flags) {
         f.algorithm));
   }
   // As the CLI's --seq (it said "--seq 0 is out of range" when left out).
-  if (!flags.contains("seq")) {
-    throw ConfigError("seq is required: the query length N (e.g. seq=4096)");
+  if (!flags.contains("seq") && !flags.contains("seq_lens")) {
+    throw ConfigError(
+        "seq is required: the query length N (e.g. seq=4096), or seq_lens=[...] for a ragged "
+        "batch");
   }
   return f;
 }

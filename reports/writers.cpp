@@ -369,15 +369,24 @@ json report_to_json(const Report& r) {
     if (c.when == When::not_null && v.is_null()) continue;
     (*c.object != '\0' ? j[c.object] : j)[c.name] = std::move(v);
   }
+  // A ragged batch's lengths (JSON only: a sweep, whose CSV has a column per field, refuses one).
+  if (const AttentionProblem p = with_defaults(r.request.problem); p.ragged()) {
+    j["problem"]["seq_lens"] = *p.seq_lens;
+    j["problem"]["seq_kv_lens"] = *p.seq_kv_lens;
+  }
   return j;
 }
 
 std::string problem_text(const AttentionProblem& p) {
-  return fmt::format("B={} H={}{} N={} N_kv={} d={} {}{}{}{}{} pass={}", p.batch, p.heads,
-                     p.kv_head_count() != p.heads ? fmt::format(" H_kv={}", p.kv_head_count()) : "",
-                     p.seq, p.seq_kv, p.head_dim, dtype_name(p.dtype), p.causal ? " causal" : "",
-                     p.window > 0 ? fmt::format(" window={}", p.window) : "", p.mask ? " mask" : "",
-                     p.dropout > 0 ? fmt::format(" dropout={}", p.dropout) : "", pass_name(p.pass));
+  // A ragged batch named by its sequences (its N and N_kv, the longest, are a padded layout's).
+  return fmt::format(
+      "{} H={}{}{} d={} {}{}{}{}{} pass={}",
+      p.ragged() ? "ragged batch: " + ragged_batch_text(p) + ";" : fmt::format("B={}", p.batch),
+      p.heads, p.kv_head_count() != p.heads ? fmt::format(" H_kv={}", p.kv_head_count()) : "",
+      p.ragged() ? "" : fmt::format(" N={} N_kv={}", p.seq, p.seq_kv), p.head_dim,
+      dtype_name(p.dtype), p.causal ? " causal" : "",
+      p.window > 0 ? fmt::format(" window={}", p.window) : "", p.mask ? " mask" : "",
+      p.dropout > 0 ? fmt::format(" dropout={}", p.dropout) : "", pass_name(p.pass));
 }
 
 // --stages counts shared-memory buffers (Capabilities::forward_stages); the engine times a main

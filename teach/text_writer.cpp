@@ -28,6 +28,11 @@ std::string problem_line(const Report& r) {
   const AttentionProblem& p = r.request.problem;
   std::string s = fmt::format("B={} H={} N={}", p.batch, p.heads, p.seq);
   if (p.seq_kv != p.seq) s += fmt::format(" N_kv={}", p.seq_kv);
+  // A ragged batch: B sequences of their own lengths, N and N_kv the longest.
+  if (p.ragged()) {
+    s += fmt::format(" (ragged: --seq-lens {} --seq-kv-lens {})", fmt::join(*p.seq_lens, ","),
+                     fmt::join(p.seq_kv_lens ? *p.seq_kv_lens : *p.seq_lens, ","));
+  }
   s += fmt::format(" d={} {}", p.head_dim, dtype_name(p.dtype));
   if (p.causal) s += " causal";
   if (p.window > 0) s += fmt::format(" window={}", p.window);

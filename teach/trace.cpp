@@ -354,6 +354,13 @@ void check_explainable(const RunRequest& r) {
   if (p.seq_kv > kMaxSeq) refuse("--seq-kv", p.seq_kv, kMaxSeq);
   if (p.head_dim > kMaxHeadDim) refuse("--head-dim", p.head_dim, kMaxHeadDim);
   if (p.bh() > kMaxMatrices) refuse("--batch x --heads", p.bh(), kMaxMatrices);
+  // A ragged run executes each sequence's own schedule (api/simulate.cpp), whose tiles are not
+  // the traced launch's: the per-tile errors would be put on the wrong steps.
+  if (p.ragged() && r.execute) {
+    throw ConfigError(
+        "explain --execute with --seq-lens: a ragged batch is executed per sequence, not step by "
+        "step; trace it without --execute, or run it with iosim run --execute");
+  }
 }
 
 Trace build_trace(const HardwareProfile& profile, const RunRequest& request) {

@@ -84,7 +84,7 @@ TEST_CASE("each column of a comparison is that kernel's single run") {
       }
       CHECK(reports[i].bound == single.bound);
       CHECK(json_without_wall_s(doc["runs"][i]) == json_without_wall_s(report_to_json(single)));
-      CHECK(csv.find("\n" + csv_row(single) + "\n") != std::string::npos);
+      CHECK(csv.find(fmt::format("\n{}\n", csv_row(single))) != std::string::npos);
     }
   }
 }

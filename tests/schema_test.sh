@@ -34,6 +34,7 @@ run --algo block-sparse --pattern strided:4 --seq 1024 --head-dim 64 --block-q 6
 run --algo flash2 --pass fwdbwd --seq 200 --head-dim 32 --causal --execute --cold-l2
 run --algo standard --seq 512 --head-dim 64 --mask --dropout 0.1 --l2 off --sm-clock-mhz 1410
 run --algo flash3 --profile h100-sxm5-80gb --seq 512 --head-dim 128 --dtype fp8 --warpgroups pingpong
+run --algo flash2 --seq-lens 1,37,300 --seq-kv-lens 900,60,300 --heads 4 --kv-heads 2 --causal --execute
 run --kernel "$REPO/docs/kernels/wg1_tma_fwd.yaml" --seq 1024 --head-dim 64
 run --kernel '{"name": "tp", "dataflow": {"forward": "query_stationary", "backward": "two_pass"}}' \
   --pass fwdbwd --seq 512 --head-dim 64

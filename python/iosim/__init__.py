@@ -193,6 +193,11 @@ def sweep(jobs=0, dataframe=False, client=None, progress=None, chunks=None, **fl
         except ImportError:
             raise ConfigError("dataframe=True needs pandas (Debian: apt-get install "
                               "python3-pandas); leave it out for a list of dicts") from None
+    # A ragged batch's lists would be taken for axes (each length a point), as on the command line.
+    for name in ("seq_lens", "seq_kv_lens"):
+        if name in flags:
+            raise ConfigError(f"{name}: sweep() does not sweep ragged batches yet; call run() for "
+                              "each batch")
     # One budget for the whole sweep, as --max-seconds is (not an axis).
     limits = {k: flags.pop(k) for k in ("max_seconds", "max_memory") if k in flags}
     names = list(flags)

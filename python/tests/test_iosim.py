@@ -45,11 +45,32 @@ def test_version_and_schema():
     (dict(algo="flash2", seq=200, head_dim=32, causal=True, window=48, execute=True, l2="off"),
      ["--algo", "flash2", "--seq", "200", "--head-dim", "32", "--causal", "--window", "48",
       "--execute", "--l2", "off"]),
+    (dict(algo="flash2", seq_lens=[1, 37, 300], seq_kv_lens=[900, 60, 300], heads=4, kv_heads=2,
+          causal=True, l2="off"),
+     ["--algo", "flash2", "--seq-lens", "1,37,300", "--seq-kv-lens", "900,60,300", "--heads", "4",
+      "--kv-heads", "2", "--causal", "--l2", "off"]),
     (dict(seq=1024, set=["l2.size_bytes=20e6", "sm.count=100"]),
      ["--seq", "1024", "--set", "l2.size_bytes=20e6", "--set", "sm.count=100"]),
 ])
 def test_run_equals_the_cli(flags, args):
     assert without_wall(iosim.run(**flags)) == without_wall(cli_json("run", *args))
+
+
+def test_ragged_batch():
+    # seq_lens= as run(): the lists in the problem block, decode rows beside a prefill chunk.
+    r = iosim.run(seq_lens=[1, 1, 512], seq_kv_lens=[4096, 2000, 8192], causal=True, heads=8,
+                  kv_heads=2, l2="off")
+    assert r["problem"]["seq_lens"] == [1, 1, 512]
+    assert r["problem"]["seq_kv_lens"] == [4096, 2000, 8192]
+    assert r["problem"]["batch"] == 3 and r["problem"]["seq"] == 512
+    assert r["counters"]["hbm_read_bytes"] + r["counters"]["hbm_write_bytes"] == \
+        r["bounds"]["closed_form_bytes"]
+    with pytest.raises(iosim.ConfigError, match="a ragged batch is modelled for the forward only"):
+        iosim.run(seq_lens=[10, 20], **{"pass": "bwd"})
+    with pytest.raises(iosim.ConfigError, match="expected a list of ints"):
+        iosim.run(seq_lens=[10, "x"])
+    with pytest.raises(iosim.ConfigError, match="sweep\\(\\) does not sweep ragged batches"):
+        iosim.sweep(seq_lens=[10, 20])
 
 
 def test_run_fields():

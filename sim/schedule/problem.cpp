@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "sim/base/errors.hpp"
 
@@ -51,8 +52,90 @@ double AttentionProblem::scale() const {
 
 AttentionProblem with_defaults(AttentionProblem p) {
   if (p.seq_kv == 0) p.seq_kv = p.seq;
+  if (p.seq_lens && !p.seq_kv_lens) p.seq_kv_lens = p.seq_lens;
   return p;
 }
+
+AttentionProblem sequence_problem(const AttentionProblem& given, std::size_t b) {
+  AttentionProblem p = with_defaults(given);
+  if (!p.ragged()) return p;
+  p.batch = 1;
+  p.seq = (*p.seq_lens)[b];
+  p.seq_kv = (*p.seq_kv_lens)[b];
+  p.seq_lens.reset();
+  p.seq_kv_lens.reset();
+  // FlashAttention-2's varlen forward packs a K/V head's query heads only where every sequence
+  // is one decode row (seqlenq_ngroups_swapped, max_seqlen_q == 1): as a batched run at N = 1.
+  if (*std::max_element(given.seq_lens->begin(), given.seq_lens->end()) > 1) {
+    p.pack_gqa = GqaPacking::off;
+  }
+  return p;
+}
+
+std::int64_t total_seq(const AttentionProblem& p) {
+  if (!p.seq_lens) return p.batch * p.seq;
+  std::int64_t n = 0;
+  for (const std::int64_t v : *p.seq_lens) n += v;
+  return n;
+}
+
+std::int64_t total_seq_kv(const AttentionProblem& given) {
+  const AttentionProblem p = with_defaults(given);
+  if (!p.seq_kv_lens) return p.batch * p.seq_kv;
+  std::int64_t n = 0;
+  for (const std::int64_t v : *p.seq_kv_lens) n += v;
+  return n;
+}
+
+std::string ragged_batch_text(const AttentionProblem& given) {
+  const AttentionProblem p = with_defaults(given);
+  const auto text = [](const std::vector<std::int64_t>& lens, const char* what) {
+    const auto [lo, hi] = std::minmax_element(lens.begin(), lens.end());
+    std::int64_t total = 0;
+    for (const std::int64_t v : lens) total += v;
+    return fmt::format("{}..{} {} ({} in all)", *lo, *hi, what, total);
+  };
+  return fmt::format("{} sequences, {}, {}", p.seq_lens->size(), text(*p.seq_lens, "query tokens"),
+                     text(*p.seq_kv_lens, "keys"));
+}
+
+namespace {
+
+// A ragged batch's lists against each other and the sizes they set (to_request() and the Python
+// binding set batch, seq and seq_kv from them; a caller building the problem itself may not).
+void check_ragged(const AttentionProblem& p) {
+  const std::vector<std::int64_t>& q = *p.seq_lens;
+  const std::vector<std::int64_t>& kv = *p.seq_kv_lens;
+  if (q.empty()) throw ConfigError("--seq-lens needs at least one length");
+  if (p.pattern) {
+    throw ConfigError("--pattern with --seq-lens: a ragged batch has no block-sparse kernel here");
+  }
+  if (kv.size() != q.size()) {
+    throw ConfigError(
+        fmt::format("--seq-kv-lens gives {} lengths and --seq-lens {}: one key length per sequence",
+                    kv.size(), q.size()));
+  }
+  for (std::size_t b = 0; b < q.size(); ++b) {
+    for (auto [flag, v] : {std::pair{"--seq-lens", q[b]}, std::pair{"--seq-kv-lens", kv[b]}}) {
+      if (v < 1 || v > kMaxSeq) {
+        throw ConfigError(
+            fmt::format("{}: sequence {}'s length {} is out of range: it must be in [1, {}]", flag,
+                        b, v, kMaxSeq));
+      }
+    }
+  }
+  if (p.batch != static_cast<std::int64_t>(q.size()) ||
+      p.seq != *std::max_element(q.begin(), q.end()) ||
+      p.seq_kv != *std::max_element(kv.begin(), kv.end())) {
+    throw ConfigError(fmt::format(
+        "a ragged batch of {} sequences needs batch {}, seq {} and seq_kv {} (its count and "
+        "longest lengths), not {}, {} and {}",
+        q.size(), q.size(), *std::max_element(q.begin(), q.end()),
+        *std::max_element(kv.begin(), kv.end()), p.batch, p.seq, p.seq_kv));
+  }
+}
+
+}  // namespace
 
 void check_problem_values(const AttentionProblem& given) {
   const AttentionProblem p = with_defaults(given);
@@ -76,6 +159,26 @@ void check_problem_values(const AttentionProblem& given) {
 void validate_problem(const AttentionProblem& given) {
   const AttentionProblem p = with_defaults(given);
   check_problem_values(p);
+  if (p.ragged()) {
+    check_ragged(p);
+    if (p.pack_gqa == GqaPacking::on) {
+      throw ConfigError(
+          "--pack-gqa on with --seq-lens: a ragged batch packs a K/V head's query heads only "
+          "where every sequence is one decode row, as FlashAttention-2's varlen kernel does "
+          "(--pack-gqa auto)");
+    }
+    // Each sequence is a problem of its own (causal alignment, a window's band).
+    for (std::size_t b = 0; b < p.seq_lens->size(); ++b) {
+      try {
+        validate_problem(sequence_problem(p, b));
+      } catch (const ConfigError& e) {
+        throw ConfigError(
+            fmt::format("sequence {} of the ragged batch (--seq-lens {}, "
+                        "--seq-kv-lens {}): {}",
+                        b, (*p.seq_lens)[b], (*p.seq_kv_lens)[b], e.what()));
+      }
+    }
+  }
   // The bound is --heads, so say so: "[0, 8]" alone read as a fixed limit of iosim's.
   if (p.kv_heads < 0 || p.kv_heads > p.heads) {
     throw ConfigError(fmt::format(

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "sim/schedule/dtype.hpp"
 
@@ -61,7 +62,15 @@ struct AttentionProblem {
   // the rows allow it (FlashAttention-3's PackGQA, our own decode kernel: cuda_validate's
   // decode_fwd.cuh packs the group at every N); off never packs.
   GqaPacking pack_gqa = GqaPacking::automatic;
+  // A ragged (varlen) batch (--seq-lens, --seq-kv-lens; FlashAttention's cu_seqlens): sequence b
+  // has seq_lens[b] query rows and seq_kv_lens[b] keys, each masked on its own (causal: bottom-
+  // right aligned in its own sequence). batch is their count, seq and seq_kv their largest: the
+  // tensors are laid out padded, (B, H, max N, d), and only a sequence's own rows are touched, so
+  // the bytes are exact; the packed (total, H, d) layout's page placement is not modelled. Null:
+  // every sequence has seq and seq_kv (both set or neither).
+  std::shared_ptr<const std::vector<std::int64_t>> seq_lens, seq_kv_lens;
 
+  bool ragged() const { return seq_lens != nullptr; }
   std::int64_t bh() const { return batch * heads; }
   /// H_kv: K/V heads (= heads unless grouped-query attention).
   std::int64_t kv_head_count() const { return kv_heads > 0 ? kv_heads : heads; }
@@ -75,9 +84,11 @@ struct AttentionProblem {
   /// mask is over query positions; FlashAttention's block-sparse kernels never pack), nor causal
   /// masking past one query position (the packed rows are then different positions).
   /// Nor a sliding window, whose visible keys move with the query position (and packed rows
-  /// would take the window's keys of the wrong position).
+  /// would take the window's keys of the wrong position). Nor a ragged batch as such (its
+  /// sequences are planned as problems of their own, sequence_problem(), which packs where every
+  /// sequence is one decode row, as FlashAttention-2's varlen kernel does).
   bool can_pack_query_group() const {
-    return group() > 1 && !mask && dropout == 0.0 && !pattern && window == 0 &&
+    return group() > 1 && !mask && dropout == 0.0 && !pattern && window == 0 && !seq_lens &&
            (seq == 1 || !causal);
   }
   /// Whether the forward kernels pack the query group: at seq 1 by default, as FlashAttention's
@@ -99,6 +110,15 @@ struct AttentionProblem {
 /// entry points of api/ call it before anything reads the problem, so that a caller who sets only
 /// seq gets N_kv = N; the schedules, closed forms and executor below them read N_kv as given.
 AttentionProblem with_defaults(AttentionProblem p);
+
+/// Sequence b of a ragged batch as a problem of its own: batch 1, its lengths, no lists.
+AttentionProblem sequence_problem(const AttentionProblem& p, std::size_t b);
+/// The query rows (and keys) of every sequence, summed: the packed total.
+std::int64_t total_seq(const AttentionProblem& p);
+std::int64_t total_seq_kv(const AttentionProblem& p);
+/// A ragged batch in words: "4 sequences, 1..3000 query tokens (5000 in all), 900..8192 keys
+/// (12000 in all)".
+std::string ragged_batch_text(const AttentionProblem& p);
 
 /// Checks sizes and flag combinations (of with_defaults(p)); throws ConfigError naming the
 /// offending flag and value.
