@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds and runs coresident_mma.cu on the lent GPU for every (d, block_q, block_kv, warps) of the
 # tile sweep's wg1_mma family (cuda_validate/tile_sweep/sweep_instances.hpp), one binary per tile,
-# compiled in parallel. Writes OUT/coresident_mma.json (the measurements, one object per row),
+# compiled in parallel; each binary runs twice, the modes full, gemm, softmax of every tile first,
+# then ring and ring_gemm (the wg1_mma_fwd K/V cp.async ring; issue #46). Writes
+# OUT/coresident_mma.json (the measurements, one object per row),
 # OUT/ptxas.txt (registers and spills per instantiation) and OUT/nvidia_smi.txt.
 # Usage: coresident_mma.sh OUT_DIR; then coresident_mma_compare.py OUT_DIR/coresident_mma.json
 # cuda_validate/measurements/predictions/coresident_mma_blind_h100.json (measured against blind).
@@ -36,6 +38,12 @@ for t in "${tiles[@]}"; do
   IFS=, read -r d bq bkv w <<<"$t"
   [[ -x "$bin/cr_$d-$bq-$bkv-$w" ]] || continue
   "$bin/cr_$d-$bq-$bkv-$w" >>"$out/coresident_mma.json"
+done
+# The K/V ring modes (ring, ring_gemm) after every tile's first three, as their own pass.
+for t in "${tiles[@]}"; do
+  IFS=, read -r d bq bkv w <<<"$t"
+  [[ -x "$bin/cr_$d-$bq-$bkv-$w" ]] || continue
+  "$bin/cr_$d-$bq-$bkv-$w" ring >>"$out/coresident_mma.json"
 done
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,power.limit,temperature.gpu \
   --format=csv,noheader >>"$out/nvidia_smi.txt" 2>&1 || true

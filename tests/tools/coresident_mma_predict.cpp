@@ -3,13 +3,64 @@
 // before the loop was measured. Not part of the build; from the repository root, after a build:
 //   g++ -std=c++20 -O1 -I. tests/tools/coresident_mma_predict.cpp \
 //     build/libiosim_sim.a -lfmt -lyaml-cpp -o /tmp/predict_mma && /tmp/predict_mma
+// `/tmp/predict_mma ring`: the rows of the ring modes (ring: full's work, ring_gemm: gemm's, each
+// step also copying the next K and V tiles, L2 hits, through a 2-stage ring), both with the
+// copies as the engine times them (StageTimer::time() of every CTA of the grid, W per SM, each
+// step's K + V bytes a load that hits the L2, pipeline_stages 2, in event order) and the compute
+// alone; measurements/predictions/coresident_mma_ring_blind_h100.json was written from them
+// (scripts/coresident_mma_ring_predict.py adds the candidate form) before the ring was measured.
 #include <cstdio>
+#include <cstring>
+#include <queue>
+#include <vector>
 
 #include "algorithms/tile_costs.hpp"
 #include "sim/engine/stage_timer.hpp"
 #include "sim/hardware/profile.hpp"
 using namespace iosim;
-int main() {
+
+// SM cycles per CTA step, per SM, of `w` with W CTAs on every SM, each step loading `bytes` (L2
+// hits) one stage ahead: the engine's stage timing run over the whole grid, steps 64..256 kept.
+double ring_cycles(detail::StageTimer& timer, const detail::StageTimer::Work& w, int W,
+                   double bytes, double clock) {
+  const int sms = timer.rates().sm_count;
+  const int ctas = sms * W;
+  timer.place_slots(ctas, sms);
+  std::vector<detail::CtaState> st(static_cast<std::size_t>(ctas));
+  using Event = std::pair<double, int>;
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> q;
+  for (int c = 0; c < ctas; ++c) {
+    st[c].cta = c;
+    st[c].sm = c % sms;
+    st[c].compute_end.assign(2, 0.0);
+    q.emplace(0.0, c);
+  }
+  constexpr int kFrom = 64, kTo = 256;
+  std::vector<int> step(static_cast<std::size_t>(ctas), 0);
+  std::vector<double> at_from(static_cast<std::size_t>(ctas), 0.0);
+  double sum = 0.0;
+  detail::StageTimer::Traffic load;
+  load.requested = bytes;
+  const detail::StageTimer::Traffic none;
+  const detail::StageTimer::Work nothing;
+  while (!q.empty()) {
+    const auto [t, c] = q.top();
+    q.pop();
+    auto& s = st[static_cast<std::size_t>(c)];
+    timer.time(s, t, load, none, none, w, nothing, false, W);
+    const int n = ++step[static_cast<std::size_t>(c)];
+    if (n == kFrom) at_from[static_cast<std::size_t>(c)] = s.compute_free;
+    if (n == kTo) {
+      sum += (s.compute_free - at_from[static_cast<std::size_t>(c)]) / (kTo - kFrom);
+      continue;
+    }
+    q.emplace(timer.next_stage_time(s, t), c);
+  }
+  return sum / ctas / W * clock * 1e6;
+}
+
+int main(int argc, char** argv) {
+  const bool ring = argc > 1 && std::strcmp(argv[1], "ring") == 0;
   const HardwareProfile hw = load_profile("h100-sxm5-80gb");
   const double clock = hw.sm.boost_clock_mhz.value;
   const char* modes[] = {"full", "gemm", "softmax"};
@@ -33,7 +84,8 @@ int main() {
       k.consumer_warpgroups = 0;
       k.tensor_instruction = TensorInstruction::mma_sync;
       k.overlap = PipeOverlap::warps_per_scheduler;
-      const detail::StageTimer timer(hw, k, clock, true);
+      k.pipeline_stages = 2;
+      detail::StageTimer timer(hw, k, clock, true);
       const auto& r = timer.rates();
       const TileRef s{TensorId::S, 0, 0, bq, 0, bkv};
       for (int mode = 0; mode < 3; ++mode) {
@@ -41,6 +93,22 @@ int main() {
         if (mode != 2) w.add(costs::scores(s, d, (bq + warps * bkv) * d * 2), r);
         if (mode != 1) w.add(costs::online_softmax(s, d), r);
         if (mode != 2) w.add(costs::pv(s, d, warps * bkv * d * 2), r);
+        if (ring) {
+          if (mode == 2) continue;
+          const double bytes = 2.0 * bkv * d * 2;  // the next K and V tiles
+          for (int W = 1; W <= 5; ++W) {
+            const double alone = timer.compute_time(w, W) / W * clock * 1e6;
+            const double with = ring_cycles(timer, w, W, bytes, clock);
+            std::printf(
+                "%s{\"d\": %d, \"block_q\": %d, \"block_kv\": %d, \"warps\": %d, "
+                "\"mode\": \"%s\", \"ctas_per_sm\": %d, \"sm_cycles_per_step\": %.1f, "
+                "\"sm_cycles_per_step_compute\": %.1f}",
+                first ? "" : ",\n", d, bq, bkv, warps, mode == 0 ? "ring" : "ring_gemm", W, with,
+                alone);
+            first = false;
+          }
+          continue;
+        }
         for (int W = 1; W <= 5; ++W) {
           const double t = timer.compute_time(w, W) / W * clock * 1e6;
           std::printf(
