@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "api/run_flags.hpp"
 #include "api/sweep.hpp"
 #include "sim/base/errors.hpp"
 #include "sim/hardware/profile.hpp"
@@ -32,6 +33,15 @@ std::vector<LayerFlag> make_layer_flags() {
        "keys each query attends over (default: --seq); decode: the keys cached per sequence, "
        "enough alone (one new token each)",
        &LayerF::context, false, false},
+      {"--seq-lens",
+       "a mixed step (continuous batching: decode rows beside prefill chunks): query tokens of "
+       "each sequence this step, as --seq per sequence (1,1,512); the GEMMs run over their sum, "
+       "attention is one ragged causal launch; not with --phase, --batch, --seq, --context",
+       &LayerF::seq_lens, false, false},
+      {"--context-lens",
+       "a mixed step: keys each sequence attends over, cached + new, as --context per sequence "
+       "(default: --seq-lens)",
+       &LayerF::context_lens, false, false},
       {"--tp", "tensor-parallel ranks dividing heads, K/V heads, MLP width (1)", &LayerF::tp, false,
        false},
       {"--profile", "hardware profile name or YAML file", &LayerF::profile, false, false},
@@ -92,7 +102,26 @@ LayerRequest to_layer_request(const LayerFlags& f, const std::set<std::string>& 
     }
   }
   LayerRequest req;
-  if (f.phase == "prefill") {
+  const bool mixed = given.count("--seq-lens") > 0 || given.count("--context-lens") > 0;
+  if (mixed) {
+    // A step of per-sequence lengths is neither prefill nor decode (LayerPhase::mixed), and its
+    // lists say what --batch, --seq and --context would (its sweeps take no lists of lists).
+    if (given.count("--seq-lens") == 0) {
+      throw ConfigError("--context-lens needs --seq-lens: the query tokens of each sequence");
+    }
+    for (const char* flag : {"--phase", "--batch", "--seq", "--context"}) {
+      if (given.count(flag) > 0) {
+        throw ConfigError(fmt::format(
+            "{} with --seq-lens: a mixed step's lists give each sequence's queries and keys "
+            "(the batch is their count, the phase mixed); leave {} out",
+            flag, flag));
+      }
+    }
+    req.phase = LayerPhase::mixed;
+    req.seq_lens = *parse_lengths("--seq-lens", f.seq_lens);
+    if (!f.context_lens.empty())
+      req.context_lens = *parse_lengths("--context-lens", f.context_lens);
+  } else if (f.phase == "prefill") {
     req.phase = LayerPhase::prefill;
   } else if (f.phase == "decode") {
     req.phase = LayerPhase::decode;
@@ -102,7 +131,9 @@ LayerRequest to_layer_request(const LayerFlags& f, const std::set<std::string>& 
   // A prefill's queries are --seq tokens per sequence; a decode step's are one new token per
   // sequence, over the --context keys cached (or --seq's, as before --context alone was taken).
   if (req.phase == LayerPhase::prefill && given.count("--seq") == 0) {
-    throw ConfigError("--seq is required with --phase prefill: the tokens per sequence");
+    throw ConfigError(
+        "--seq is required with --phase prefill: the tokens per sequence (or --seq-lens: one "
+        "length per sequence, a mixed step)");
   }
   if (req.phase == LayerPhase::decode && given.count("--seq") == 0 &&
       given.count("--context") == 0) {
