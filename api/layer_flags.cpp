@@ -131,9 +131,7 @@ LayerRequest to_layer_request(const LayerFlags& f, const std::set<std::string>& 
   // A prefill's queries are --seq tokens per sequence; a decode step's are one new token per
   // sequence, over the --context keys cached (or --seq's, as before --context alone was taken).
   if (req.phase == LayerPhase::prefill && given.count("--seq") == 0) {
-    throw ConfigError(
-        "--seq is required with --phase prefill: the tokens per sequence (or --seq-lens: one "
-        "length per sequence, a mixed step)");
+    throw ConfigError("--seq is required with --phase prefill: the tokens per sequence");
   }
   if (req.phase == LayerPhase::decode && given.count("--seq") == 0 &&
       given.count("--context") == 0) {
