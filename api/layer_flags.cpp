@@ -119,8 +119,9 @@ LayerRequest to_layer_request(const LayerFlags& f, const std::set<std::string>& 
     }
     req.phase = LayerPhase::mixed;
     req.seq_lens = *parse_lengths("--seq-lens", f.seq_lens);
-    if (!f.context_lens.empty())
+    if (given.count("--context-lens") > 0) {
       req.context_lens = *parse_lengths("--context-lens", f.context_lens);
+    }
   } else if (f.phase == "prefill") {
     req.phase = LayerPhase::prefill;
   } else if (f.phase == "decode") {
