@@ -45,7 +45,9 @@ std::vector<LayerFlag> make_layer_flags() {
       {"--tp", "tensor-parallel ranks dividing heads, K/V heads, MLP width (1)", &LayerF::tp, false,
        false},
       {"--profile", "hardware profile name or YAML file", &LayerF::profile, false, false},
-      {"--algo", "attention algorithm (default: flash2 for prefill, flash-decoding for decode)",
+      {"--algo",
+       "attention algorithm (default: flash2 for prefill and a mixed step, flash-decoding for "
+       "decode)",
        &LayerF::algo, false, false},
       {"--kernel", "attention kernel description (file, preset or inline)", &LayerF::kernel, false,
        false},
