@@ -166,6 +166,34 @@ TEST_CASE("layer mixed: GEMMs over the packed total, attention as run's ragged l
         "3 decode rows over 64 to 2000 keys, 1 prefill chunk of 300 over 1500");
 }
 
+TEST_CASE("layer mixed: a sliding-window model's attention is run's ragged launch with --window") {
+  LayerRequest r = mixed({1, 1, 200}, {500, 90, 700});
+  r.model.sliding_window = 128;
+  const LayerReport m = iosim::simulate_layer(a100(), r);
+  iosim::RunFlags flags;
+  flags.profile = "a100-sxm4-80gb";
+  flags.algorithm = "flash2";
+  flags.heads = 8;
+  flags.kv_heads = 2;
+  flags.head_dim = 64;
+  flags.causal = true;
+  flags.window = 128;
+  flags.seq_lens = "1,1,200";
+  flags.seq_kv_lens = "500,90,700";
+  const iosim::Report run = iosim::simulate(a100(), iosim::to_request(flags));
+  CHECK(m.ops[2].counters.flops() == run.engine.total.flops());
+  CHECK(m.ops[2].time_s == run.engine.time_s);
+  // Fewer than without the window: the band skips the keys before it.
+  flags.window.reset();
+  CHECK(iosim::simulate(a100(), iosim::to_request(flags)).engine.total.flops() >
+        m.ops[2].counters.flops());
+  // flash1 skips no key by the window: refused, as for a windowed prefill.
+  r.algorithm = "flash1";
+  CHECK_THROWS_WITH_AS(iosim::simulate_layer(a100(), r),
+                       doctest::Contains("needs an attention that skips by the window"),
+                       iosim::ConfigError);
+}
+
 TEST_CASE("layer mixed: the flags and lengths it refuses, naming them") {
   iosim::LayerFlags f;
   f.model = "llama-3-8b";
