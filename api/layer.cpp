@@ -1,6 +1,7 @@
 #include "api/layer.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <tuple>
@@ -205,10 +206,86 @@ void check_gemm_flags(const HardwareProfile& hw, Dtype dtype, const GemmTilingRe
   }
 }
 
+// "512,1024": a list as run's --seq-lens reads it.
+std::string joined(const std::vector<std::int64_t>& v) {
+  return fmt::format("{}", fmt::join(v, ","));
+}
+
+std::string range_text(std::int64_t lo, std::int64_t hi) {
+  return lo == hi ? std::to_string(lo) : fmt::format("{} to {}", lo, hi);
+}
+
+// A mixed step's lengths checked, and the request's batch (their count), seq (the longest query)
+// and context (the longest context) set from them, which the report and the step's tail use.
+void resolve_mixed(LayerRequest& r) {
+  if (r.seq_lens.empty()) throw ConfigError("a mixed step needs --seq-lens");
+  if (r.context_lens.empty()) r.context_lens = r.seq_lens;
+  if (r.context_lens.size() != r.seq_lens.size()) {
+    throw ConfigError(
+        fmt::format("--context-lens gives {} lengths and --seq-lens {}: one context per sequence",
+                    r.context_lens.size(), r.seq_lens.size()));
+  }
+  if (r.seq_lens.size() > static_cast<std::size_t>(kMaxBatch)) {
+    throw ConfigError(
+        fmt::format("--seq-lens gives {} sequences: at most {}", r.seq_lens.size(), kMaxBatch));
+  }
+  for (std::size_t b = 0; b < r.seq_lens.size(); ++b) {
+    const std::int64_t q = r.seq_lens[b], kv = r.context_lens[b];
+    if (q < 1 || q > kMaxSeq || kv < 1 || kv > kMaxSeq) {
+      throw ConfigError(
+          fmt::format("--seq-lens and --context-lens: sequence {} has {} and {}; "
+                      "each length must be in [1, {}]",
+                      b, q, kv, kMaxSeq));
+    }
+    if (kv < q) {
+      throw ConfigError(fmt::format(
+          "--context-lens: sequence {} of {} attends over {} keys, fewer than its {} queries "
+          "(--seq-lens): a context counts the cached keys and the new ones",
+          b + 1, r.seq_lens.size(), kv, q));
+    }
+  }
+  r.batch = static_cast<std::int64_t>(r.seq_lens.size());
+  r.seq = *std::max_element(r.seq_lens.begin(), r.seq_lens.end());
+  r.context = *std::max_element(r.context_lens.begin(), r.context_lens.end());
+}
+
 }  // namespace
 
 const char* layer_phase_name(LayerPhase phase) {
-  return phase == LayerPhase::prefill ? "prefill" : "decode";
+  return phase == LayerPhase::prefill  ? "prefill"
+         : phase == LayerPhase::decode ? "decode"
+                                       : "mixed";
+}
+
+std::string mixed_step_text(const std::vector<std::int64_t>& seq_lens,
+                            const std::vector<std::int64_t>& context_lens) {
+  // Decode rows (one query each) and prefill chunks (the rest), each group's lengths as a range.
+  std::int64_t rows = 0, chunks = 0;
+  std::int64_t row_lo = kMaxSeq, row_hi = 0, q_lo = kMaxSeq, q_hi = 0, kv_lo = kMaxSeq, kv_hi = 0;
+  for (std::size_t b = 0; b < seq_lens.size(); ++b) {
+    const std::int64_t q = seq_lens[b], kv = b < context_lens.size() ? context_lens[b] : q;
+    if (q == 1) {
+      ++rows;
+      row_lo = std::min(row_lo, kv);
+      row_hi = std::max(row_hi, kv);
+    } else {
+      ++chunks;
+      q_lo = std::min(q_lo, q);
+      q_hi = std::max(q_hi, q);
+      kv_lo = std::min(kv_lo, kv);
+      kv_hi = std::max(kv_hi, kv);
+    }
+  }
+  std::string s;
+  if (rows > 0) {
+    s = fmt::format("{} decode row{} over {} keys", rows, rows == 1 ? "" : "s",
+                    range_text(row_lo, row_hi));
+  }
+  if (chunks > 0) {
+    s += fmt::format("{}{} prefill chunk{} of {} over {}", s.empty() ? "" : ", ", chunks,
+                     chunks == 1 ? "" : "s", range_text(q_lo, q_hi), range_text(kv_lo, kv_hi));
+  }
+  return s;
 }
 
 const char* layer_launch_name(LayerLaunch launch) {
@@ -220,6 +297,8 @@ LayerReport simulate_layer(const HardwareProfile& profile, const LayerRequest& r
   // says it all (it was refused, "--seq is required"), and the request then records seq 1.
   // --seq, given instead, is the cached context (docs/layer.md).
   LayerRequest r = request;
+  const bool mixed = r.phase == LayerPhase::mixed;
+  if (mixed) resolve_mixed(r);
   if (r.phase == LayerPhase::decode && r.seq == 0) {
     if (r.context == 0) {
       throw ConfigError(
@@ -263,6 +342,12 @@ LayerReport simulate_layer(const HardwareProfile& profile, const LayerRequest& r
   rep.profile = hw.name;
   rep.request = r;
   rep.tokens = prefill ? r.batch * r.seq : r.batch;
+  // A mixed step's GEMMs see the packed total of its query tokens, as the serving engine packs
+  // them.
+  if (mixed) {
+    rep.tokens = 0;
+    for (const std::int64_t q : r.seq_lens) rep.tokens += q;
+  }
   rep.tensor_peak_tflops = hw.tensor_flops_per_s(dtype) / 1e12;
   rep.hbm_peak_gbps = hw.hbm.bandwidth_gbps.value;
   std::int64_t seq_kv = r.context > 0 ? r.context : r.seq;
@@ -280,7 +365,7 @@ LayerReport simulate_layer(const HardwareProfile& profile, const LayerRequest& r
   // A prefill over more keys than the model's sliding window attends over the window's band
   // (--window, causal): each query sees its last W keys.
   const bool windowed_prefill =
-      prefill && model.sliding_window > 0 && seq_kv > model.sliding_window;
+      (prefill || mixed) && model.sliding_window > 0 && seq_kv > model.sliding_window;
   if (windowed_prefill) {
     rep.notes.push_back(fmt::format("attention over a sliding window of {} keys: {}'s",
                                     model.sliding_window, model.name));
@@ -299,7 +384,10 @@ LayerReport simulate_layer(const HardwareProfile& profile, const LayerRequest& r
   // Attention: one simulate() call, its flags checked as `iosim run`'s are.
   RunFlags flags;
   flags.profile = hw.name;
-  flags.algorithm = !r.algorithm.empty() ? r.algorithm : prefill ? "flash2" : "flash-decoding";
+  // A mixed step takes flash2 too: flash-decoding has no ragged forward here.
+  flags.algorithm = !r.algorithm.empty() ? r.algorithm
+                    : prefill || mixed   ? "flash2"
+                                         : "flash-decoding";
   flags.kernel = r.kernel;
   flags.batch = r.batch;
   flags.heads = heads;
@@ -308,7 +396,16 @@ LayerReport simulate_layer(const HardwareProfile& profile, const LayerRequest& r
   flags.seq_kv = seq_kv;
   flags.head_dim = d;
   flags.dtype = r.dtype;
-  flags.causal = prefill;  // a decode query sees every cached key
+  flags.causal = prefill || mixed;  // a decode query sees every cached key
+  if (mixed) {
+    // One ragged launch (run's --seq-lens, --seq-kv-lens): causal bottom-right, so a decode row
+    // sees its whole context and a chunk is causal within itself.
+    flags.batch = 1;
+    flags.seq = 0;
+    flags.seq_kv = 0;
+    flags.seq_lens = joined(r.seq_lens);
+    flags.seq_kv_lens = joined(r.context_lens);
+  }
   if (windowed_prefill) flags.window = model.sliding_window;
   flags.l2 = r.l2_enabled ? "on" : "off";
   flags.sm_clock_mhz = r.sm_clock_mhz;
@@ -322,7 +419,18 @@ LayerReport simulate_layer(const HardwareProfile& profile, const LayerRequest& r
         model.name, model.sliding_window, seq_kv, attention_request.algorithm,
         model.sliding_window));
   }
-  const Report attention = simulate(hw, attention_request);
+  // The ragged launch's refusal names run's --seq-lens; the flag of this command is the
+  // algorithm's.
+  const std::string algo_flag = r.kernel.empty() ? "--algo" : "--kernel";
+  const Report attention = [&] {
+    if (!mixed) return simulate(hw, attention_request);
+    try {
+      return simulate(hw, attention_request);
+    } catch (const ConfigError& e) {
+      throw ConfigError(fmt::format("{} {} (the mixed step's ragged attention): {}", algo_flag,
+                                    r.kernel.empty() ? flags.algorithm : r.kernel, e.what()));
+    }
+  }();
   if (!attention.feasible()) {
     throw ConfigError(fmt::format("attention ({}) cannot run this layer: {}",
                                   attention_request.algorithm, attention.infeasible_reason));

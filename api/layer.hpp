@@ -14,7 +14,9 @@
 
 namespace iosim {
 
-enum class LayerPhase { prefill, decode };
+// mixed: a continuous-batching server's step (vLLM's, SGLang's), each sequence its own query and
+// key lengths (LayerRequest::seq_lens): decode rows beside prefill chunks, packed into one batch.
+enum class LayerPhase { prefill, decode, mixed };
 /// How the step's kernels are launched: replayed from a CUDA graph (serving engines' decode
 /// steps, and the layer suite's measurements) or launched one by one from a stream.
 enum class LayerLaunch { graph, stream };
@@ -29,10 +31,16 @@ struct LayerRequest {
   // Keys each query attends over, N_kv (0: `seq`). Prefill with a context longer than seq is a
   // chunk of a longer prompt: seq new tokens over context keys, causal, bottom-right aligned.
   std::int64_t context = 0;
+  // A mixed step (phase mixed; --seq-lens, --context-lens): the query tokens of each sequence this
+  // step and the keys each attends over (cached + new; empty: seq_lens). The GEMMs run over their
+  // packed total, the attention is one ragged causal launch (bottom-right aligned: a decode row
+  // sees its whole context, a chunk is causal within itself); batch, seq and context unused.
+  std::vector<std::int64_t> seq_lens, context_lens;
   std::int64_t tp = 1;  // tensor-parallel ranks: heads, K/V heads and the MLP width divided by it
   std::string dtype = "bf16";
-  std::string algorithm;      // attention; empty: flash2 for prefill, flash-decoding for decode
-  std::string kernel;         // a kernel description (file, preset or inline) instead of algorithm
+  std::string
+      algorithm;       // attention; empty: flash2 for prefill and mixed, flash-decoding for decode
+  std::string kernel;  // a kernel description (file, preset or inline) instead of algorithm
   double sm_clock_mhz = 0.0;  // 0: the power model's clock (or the boost clock)
   bool l2_enabled = true;
   // graph: each kernel costs the profile's cuda_graph.kernel_gap_us beyond its work (its
@@ -81,6 +89,11 @@ struct LayerReport {
 LayerReport simulate_layer(const HardwareProfile& profile, const LayerRequest& request);
 
 const char* layer_phase_name(LayerPhase phase);
+
+/// A mixed step's lengths in words: "4 decode rows over 1000 to 8000 keys, 1 prefill chunk of 512
+/// over 8192".
+std::string mixed_step_text(const std::vector<std::int64_t>& seq_lens,
+                            const std::vector<std::int64_t>& context_lens);
 const char* layer_launch_name(LayerLaunch launch);
 
 }  // namespace iosim

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "api/run_flags.hpp"
 #include "api/sweep.hpp"
 #include "sim/base/errors.hpp"
 #include "sim/hardware/profile.hpp"
@@ -32,10 +33,21 @@ std::vector<LayerFlag> make_layer_flags() {
        "keys each query attends over (default: --seq); decode: the keys cached per sequence, "
        "enough alone (one new token each)",
        &LayerF::context, false, false},
+      {"--seq-lens",
+       "a mixed step (continuous batching: decode rows beside prefill chunks): query tokens of "
+       "each sequence this step, as --seq per sequence (1,1,512); the GEMMs run over their sum, "
+       "attention is one ragged causal launch; not with --phase, --batch, --seq, --context",
+       &LayerF::seq_lens, false, false},
+      {"--context-lens",
+       "a mixed step: keys each sequence attends over, cached + new, as --context per sequence "
+       "(default: --seq-lens)",
+       &LayerF::context_lens, false, false},
       {"--tp", "tensor-parallel ranks dividing heads, K/V heads, MLP width (1)", &LayerF::tp, false,
        false},
       {"--profile", "hardware profile name or YAML file", &LayerF::profile, false, false},
-      {"--algo", "attention algorithm (default: flash2 for prefill, flash-decoding for decode)",
+      {"--algo",
+       "attention algorithm (default: flash2 for prefill and a mixed step, flash-decoding for "
+       "decode)",
        &LayerF::algo, false, false},
       {"--kernel", "attention kernel description (file, preset or inline)", &LayerF::kernel, false,
        false},
@@ -92,7 +104,27 @@ LayerRequest to_layer_request(const LayerFlags& f, const std::set<std::string>& 
     }
   }
   LayerRequest req;
-  if (f.phase == "prefill") {
+  const bool mixed = given.count("--seq-lens") > 0 || given.count("--context-lens") > 0;
+  if (mixed) {
+    // A step of per-sequence lengths is neither prefill nor decode (LayerPhase::mixed), and its
+    // lists say what --batch, --seq and --context would (its sweeps take no lists of lists).
+    if (given.count("--seq-lens") == 0) {
+      throw ConfigError("--context-lens needs --seq-lens: the query tokens of each sequence");
+    }
+    for (const char* flag : {"--phase", "--batch", "--seq", "--context"}) {
+      if (given.count(flag) > 0) {
+        throw ConfigError(fmt::format(
+            "{} with --seq-lens: a mixed step's lists give each sequence's queries and keys "
+            "(the batch is their count, the phase mixed); leave {} out",
+            flag, flag));
+      }
+    }
+    req.phase = LayerPhase::mixed;
+    req.seq_lens = *parse_lengths("--seq-lens", f.seq_lens);
+    if (given.count("--context-lens") > 0) {
+      req.context_lens = *parse_lengths("--context-lens", f.context_lens);
+    }
+  } else if (f.phase == "prefill") {
     req.phase = LayerPhase::prefill;
   } else if (f.phase == "decode") {
     req.phase = LayerPhase::decode;

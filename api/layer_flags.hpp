@@ -19,6 +19,7 @@ struct LayerFlags {
   std::string model;
   std::string phase = "prefill";
   std::int64_t batch = 1, seq = 0, context = 0, tp = 1;
+  std::string seq_lens, context_lens;  // a mixed step: "1,1,512", one length per sequence
   std::string profile = "h100-sxm5-80gb";
   std::string algo, kernel;
   std::string dtype = "bf16";

@@ -147,8 +147,6 @@ std::optional<std::pair<std::int64_t, std::int64_t>> problem_flag_range(const st
   return it == ranges.end() ? std::nullopt : std::optional(it->second);
 }
 
-namespace {
-
 // "512,1024,3000" as lengths; each must be a decimal integer (its range is validate_problem()'s).
 std::shared_ptr<const std::vector<std::int64_t>> parse_lengths(const std::string& flag,
                                                                const std::string& text) {
@@ -178,6 +176,8 @@ std::shared_ptr<const std::vector<std::int64_t>> parse_lengths(const std::string
     start = comma + 1;
   }
 }
+
+namespace {
 
 // --seq-lens and --seq-kv-lens into the problem: batch their count, seq and seq_kv their largest
 // (the padded layout, AttentionProblem::seq_lens). --batch and --seq, when given, must agree.

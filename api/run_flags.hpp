@@ -4,6 +4,7 @@
 // the table to its options (cli/flag_options.hpp) and the Python package to keyword arguments
 // (python/iosim_module.cpp), so that both check and default a run alike.
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -68,6 +69,11 @@ const std::vector<ProblemFlag>& problem_flags();
 /// none where the bound depends on other flags or the GPU. The CLI and the Python package name it
 /// when a value is past what the flag's field holds (int64's range is no flag's).
 std::optional<std::pair<std::int64_t, std::int64_t>> problem_flag_range(const std::string& flag);
+
+/// "512,1024,3000" as one length per sequence (--seq-lens's list; `iosim layer`'s too). Throws
+/// ConfigError naming `flag` for an item that is not a decimal integer or is past [1, kMaxSeq].
+std::shared_ptr<const std::vector<std::int64_t>> parse_lengths(const std::string& flag,
+                                                               const std::string& text);
 
 /// Checks the flags and turns them into a request; throws ConfigError naming a bad flag.
 RunRequest to_request(const RunFlags& f);

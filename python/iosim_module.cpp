@@ -152,6 +152,25 @@ const typename Table::value_type& find_flag(const Table& table, const std::strin
   throw ConfigError(fmt::format("unknown flag '{}'{}", key, did_you_mean(key, known)));
 }
 
+bool is_list(const py::handle v) {
+  return py::isinstance<py::list>(v) || py::isinstance<py::tuple>(v);
+}
+
+// A ragged batch's lengths (run's seq_lens, layer's seq_lens and context_lens) as a list of
+// ints, typed as the CLI's comma list ("," for an empty list, which the parser refuses).
+std::string lengths_text(const std::string& key, const py::handle v) {
+  std::string text;
+  for (const py::handle x : v) {
+    if (py::isinstance<py::bool_>(x) || !py::isinstance<py::int_>(x)) {
+      throw ConfigError(fmt::format("{}={} has the wrong type: expected a list of ints", key,
+                                    py::cast<std::string>(py::repr(v))));
+    }
+    if (!text.empty()) text += ',';
+    text += py::cast<std::string>(py::str(x));
+  }
+  return text.empty() ? "," : text;
+}
+
 // Sets the RunFlags field of each key of `flags` ("seq_kv" -> --seq-kv); "set" is the list of
 // --set KEY=VALUE texts.
 RunFlags to_flags(const py::dict& flags) {
@@ -173,19 +192,8 @@ RunFlags to_flags(const py::dict& flags) {
       for (const std::string& o : f.set) check_text("set", o);
       continue;
     }
-    if ((key == "seq_lens" || key == "seq_kv_lens") &&
-        (py::isinstance<py::list>(v) || py::isinstance<py::tuple>(v))) {
-      // A ragged batch's lengths as a list of ints, typed as the CLI's comma list.
-      std::string text;
-      for (const py::handle x : v) {
-        if (py::isinstance<py::bool_>(x) || !py::isinstance<py::int_>(x)) {
-          throw ConfigError(fmt::format("{}={} has the wrong type: expected a list of ints", key,
-                                        py::cast<std::string>(py::repr(v))));
-        }
-        if (!text.empty()) text += ',';
-        text += py::cast<std::string>(py::str(x));
-      }
-      (key == "seq_lens" ? f.seq_lens : f.seq_kv_lens) = text.empty() ? "," : text;
+    if ((key == "seq_lens" || key == "seq_kv_lens") && is_list(v)) {
+      (key == "seq_lens" ? f.seq_lens : f.seq_kv_lens) = lengths_text(key, v);
       continue;
     }
     const ProblemFlag& flag = find_flag(problem_flags(), key, {"set"});
@@ -330,8 +338,13 @@ std::string layer_json(const py::dict& flags) {
     const py::handle v = item.second;
     const std::string key = py::str(k);
     const LayerFlag& flag = find_flag(layer_flags(), key, {});
-    std::visit([&](auto field) { set_field(f, field, key, v); }, flag.field);
     given.insert(flag.name);
+    // A mixed step's lengths: a list of ints as run's seq_lens, or the CLI's comma text.
+    if ((key == "seq_lens" || key == "context_lens") && is_list(v)) {
+      (key == "seq_lens" ? f.seq_lens : f.context_lens) = lengths_text(key, v);
+      continue;
+    }
+    std::visit([&](auto field) { set_field(f, field, key, v); }, flag.field);
   }
   const InterruptibleCall interruptible;
   py::gil_scoped_release release;

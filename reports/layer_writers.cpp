@@ -100,6 +100,11 @@ nlohmann::json layer_to_json(const LayerReport& rep) {
                   {"l2", r.l2_enabled ? "on" : "off"},
                   {"launch", layer_launch_name(r.launch)},
                   {"mlp_activation", r.fused_activation ? "fused" : "eager"}};
+  // A mixed step: its lists (batch their count, seq and seq_kv their longest).
+  if (r.phase == LayerPhase::mixed) {
+    j["request"]["seq_lens"] = r.seq_lens;
+    j["request"]["context_lens"] = r.context_lens;
+  }
   j["layer"] = nlohmann::json::array();
   for (const LayerOp& op : rep.ops) j["layer"].push_back(op_json(op));
   j["step_tail"] = nlohmann::json::array();
@@ -113,9 +118,14 @@ nlohmann::json layer_to_json(const LayerReport& rep) {
 std::string layer_table(const LayerReport& rep) {
   const LayerRequest& r = rep.request;
   std::string out =
-      fmt::format("{} on {}: {} layer, batch {}, {} tokens, attention over {} keys, tp {}, {}\n\n",
-                  r.model.name, rep.profile, layer_phase_name(r.phase), r.batch, rep.tokens,
-                  rep.seq_kv, r.tp, r.dtype);
+      r.phase == LayerPhase::mixed
+          ? fmt::format("{} on {}: mixed step: {}; {} tokens, tp {}, {}\n\n", r.model.name,
+                        rep.profile, mixed_step_text(r.seq_lens, r.context_lens), rep.tokens, r.tp,
+                        r.dtype)
+          : fmt::format(
+                "{} on {}: {} layer, batch {}, {} tokens, attention over {} keys, tp {}, {}\n\n",
+                r.model.name, rep.profile, layer_phase_name(r.phase), r.batch, rep.tokens,
+                rep.seq_kv, r.tp, r.dtype);
   out += fmt::format("{:<15} {:<10} {:>22} {:>10} {:>10} {:>10} {:>10} {:>10} {:>9} {:<8} {:>7}\n",
                      "op", "kind", "M x N x K", "HBM rd MiB", "HBM wr MiB", "L2 MiB", "GFLOP",
                      "clock MHz", "time us", "bound", "share");

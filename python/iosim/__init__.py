@@ -340,6 +340,10 @@ def layer(**flags):
     arguments are `iosim layer`'s flags without dashes, e.g.
 
         iosim.layer(model="llama-3-8b", phase="prefill", batch=1, seq=2048, tp=2)
+
+    A mixed serving step (decode rows beside prefill chunks) takes lists, as run's ragged batch:
+
+        iosim.layer(model="llama-3-8b", seq_lens=[1, 1, 512], context_lens=[4096, 2000, 8192])
     """
     return json.loads(_iosim.layer_json(flags))
 

@@ -405,6 +405,25 @@ def test_layer_python_only_errors():
         iosim.layer(model="llama-3-8b", seq=128, tpp=2)
 
 
+@pytest.mark.skipif(not IOSIM, reason="IOSIM (the CLI binary) not set")
+def test_layer_mixed_step_takes_lists_as_the_cli():
+    # A mixed serving step: seq_lens and context_lens as lists of ints (as run's ragged batch) or
+    # the CLI's comma text, the same document as `iosim layer --seq-lens ... --context-lens ...`.
+    model = dict(model="llama-3-8b", profile="a100-sxm4-80gb")
+    doc = iosim.layer(**model, seq_lens=[1, 1, 1, 512], context_lens=(4096, 2000, 8000, 8192))
+    assert doc == cli_json("layer", "--model", "llama-3-8b", "--profile", "a100-sxm4-80gb",
+                           "--seq-lens", "1,1,1,512", "--context-lens", "4096,2000,8000,8192")
+    assert doc == iosim.layer(**model, seq_lens="1,1,1,512", context_lens="4096,2000,8000,8192")
+    r = doc["request"]
+    assert (r["phase"], r["batch"], r["tokens"]) == ("mixed", 4, 515)
+    assert (r["seq_lens"], r["context_lens"]) == ([1, 1, 1, 512], [4096, 2000, 8000, 8192])
+    assert doc["layer"][1]["m"] == 515  # qkv_proj: the packed total of the query tokens
+    with pytest.raises(iosim.ConfigError, match="seq_lens=\\[1, '2'\\] has the wrong type"):
+        iosim.layer(**model, seq_lens=[1, "2"])
+    with pytest.raises(iosim.ConfigError, match="--batch with --seq-lens"):
+        iosim.layer(**model, seq_lens=[1, 512], batch=2)
+
+
 KERNEL = {"name": "wg1", "dataflow": {"forward": "query_stationary"},
           "tiles": {"block_q": 128, "block_kv": 64, "stages": 3},
           "mechanisms": {"mma": "wgmma_rs", "load": "tma", "warp_roles": "uniform"}}
