@@ -253,14 +253,7 @@ TEST_CASE("ragged: --execute matches the FP64 reference in every sequence") {
 }
 
 TEST_CASE("ragged: what it does not model is refused with the flag named") {
-  const auto refused = [](RunRequest r) -> std::string {
-    try {
-      (void)simulate(test::profile(), r);
-    } catch (const ConfigError& e) {
-      return e.what();
-    }
-    return "accepted";
-  };
+  const auto refused = test::refusal;
   RunRequest bwd = ragged("flash2", {10, 20}, {10, 20}, 1, 64);
   bwd.problem.pass = Pass::fwdbwd;
   CHECK(refused(bwd).find("--seq-lens with --pass fwdbwd: a ragged batch is modelled for the "

@@ -114,6 +114,16 @@ inline std::uint64_t dense_compulsory_bytes(const AttentionProblem& p) {
   return bytes;
 }
 
+/// The ConfigError message simulate() refuses `r` with on the default profile, or "accepted".
+inline std::string refusal(const RunRequest& r) {
+  try {
+    (void)simulate(profile(), r);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "accepted";
+}
+
 inline std::uint64_t hbm_total(const Report& r) {
   return r.engine.total.hbm.read_total() + r.engine.total.hbm.write_total();
 }

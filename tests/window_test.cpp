@@ -227,14 +227,7 @@ TEST_CASE("window: --execute matches the FP64 reference with the window applied"
 }
 
 TEST_CASE("window: bad combinations are refused with the flag named") {
-  const auto refused = [](RunRequest r) -> std::string {
-    try {
-      (void)simulate(test::profile(), r);
-    } catch (const ConfigError& e) {
-      return e.what();
-    }
-    return "accepted";
-  };
+  const auto refused = test::refusal;
   CHECK(refused(windowed("standard", 64, 32, 8, true)) ==
         "--window applies to --algo flash2 and flash3, not 'standard'");
   RunRequest sparse = windowed("block-sparse", 64, 32, 8, true);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <utility>
 
 #include "sim/base/errors.hpp"
@@ -74,17 +75,13 @@ AttentionProblem sequence_problem(const AttentionProblem& given, std::size_t b) 
 
 std::int64_t total_seq(const AttentionProblem& p) {
   if (!p.seq_lens) return p.batch * p.seq;
-  std::int64_t n = 0;
-  for (const std::int64_t v : *p.seq_lens) n += v;
-  return n;
+  return std::accumulate(p.seq_lens->begin(), p.seq_lens->end(), std::int64_t{0});
 }
 
 std::int64_t total_seq_kv(const AttentionProblem& given) {
   const AttentionProblem p = with_defaults(given);
   if (!p.seq_kv_lens) return p.batch * p.seq_kv;
-  std::int64_t n = 0;
-  for (const std::int64_t v : *p.seq_kv_lens) n += v;
-  return n;
+  return std::accumulate(p.seq_kv_lens->begin(), p.seq_kv_lens->end(), std::int64_t{0});
 }
 
 std::string ragged_batch_text(const AttentionProblem& given) {
