@@ -14,6 +14,7 @@
 #include "api/layer_flags.hpp"
 #include "api/run_flags.hpp"
 #include "api/simulate.hpp"
+#include "layer_toy_model.hpp"
 #include "sim/base/errors.hpp"
 #include "test_support.hpp"
 
@@ -23,26 +24,24 @@ using iosim::LayerRequest;
 
 namespace {
 
+// `iosim run`'s flags for the toy model's attention on the A100 (flash2, its heads and head_dim).
+iosim::RunFlags toy_attention_flags() {
+  iosim::RunFlags flags;
+  flags.profile = "a100-sxm4-80gb";
+  flags.algorithm = "flash2";
+  flags.heads = 8;
+  flags.kv_heads = 2;
+  flags.head_dim = 64;
+  return flags;
+}
+
 const iosim::HardwareProfile& a100() {
   return iosim::test::profile("a100-sxm4-80gb");
 }
 
-// A small model so that every step simulates in well under a second (layer_test.cpp's).
-iosim::ModelConfig mixed_toy_model() {
-  return iosim::parse_model_config(
-      "name: toy\ndescription: toy\n"
-      "hidden_size: {value: 512, source: s}\nattention_heads: {value: 8, source: s}\n"
-      "kv_heads: {value: 2, source: s}\nhead_dim: {value: 64, source: s}\n"
-      "intermediate_size: {value: 1536, source: s}\nmlp: {value: gated_silu, source: s}\n"
-      "layers: {value: 6, source: s}\nvocab_size: {value: 4000, source: s}\n"
-      "norm: {value: rms_norm, source: s}\ntied_embeddings: {value: false, source: s}\n"
-      "qkv_bias: {value: true, source: s}\nsliding_window: {value: 0, source: s}\n",
-      "toy.yaml");
-}
-
 LayerRequest mixed(std::vector<std::int64_t> q, std::vector<std::int64_t> kv) {
   LayerRequest r;
-  r.model = mixed_toy_model();
+  r.model = layer_toy_model();
   r.phase = iosim::LayerPhase::mixed;
   r.seq_lens = std::move(q);
   r.context_lens = std::move(kv);
@@ -70,7 +69,7 @@ void check_same_ops(const std::vector<LayerOp>& a, const std::vector<LayerOp>& b
 
 TEST_CASE("layer mixed: equal lengths are the prefill step of that length") {
   LayerRequest prefill;
-  prefill.model = mixed_toy_model();
+  prefill.model = layer_toy_model();
   prefill.batch = 2;
   prefill.seq = 256;
   const LayerReport p = iosim::simulate_layer(a100(), prefill);
@@ -93,7 +92,7 @@ TEST_CASE("layer mixed: all-ones lengths are the decode step over the same conte
   // Decode defaults to flash-decoding, which has no ragged forward: both run flash2 here. A
   // causal query bottom-right aligned sees every key, as a decode query does.
   LayerRequest decode;
-  decode.model = mixed_toy_model();
+  decode.model = layer_toy_model();
   decode.phase = iosim::LayerPhase::decode;
   decode.batch = 4;
   decode.context = 1000;
@@ -121,7 +120,7 @@ TEST_CASE("layer mixed: GEMMs over the packed total, attention as run's ragged l
   CHECK(m.seq_kv == 2000);
   // The GEMMs and the elementwise ops see M = 303 rows, as a prefill of one 303-token sequence.
   LayerRequest packed;
-  packed.model = mixed_toy_model();
+  packed.model = layer_toy_model();
   packed.seq = 303;
   const LayerReport p = iosim::simulate_layer(a100(), packed);
   REQUIRE(m.ops.size() == p.ops.size());
@@ -137,12 +136,7 @@ TEST_CASE("layer mixed: GEMMs over the packed total, attention as run's ragged l
 
   // The attention: `iosim run --seq-lens 1,1,1,300 --seq-kv-lens 700,2000,64,1500 --causal`
   // with the model's heads.
-  iosim::RunFlags flags;
-  flags.profile = "a100-sxm4-80gb";
-  flags.algorithm = "flash2";
-  flags.heads = 8;
-  flags.kv_heads = 2;
-  flags.head_dim = 64;
+  iosim::RunFlags flags = toy_attention_flags();
   flags.dtype = "bf16";
   flags.causal = true;
   flags.seq_lens = "1,1,1,300";
@@ -170,12 +164,7 @@ TEST_CASE("layer mixed: a sliding-window model's attention is run's ragged launc
   LayerRequest r = mixed({1, 1, 200}, {500, 90, 700});
   r.model.sliding_window = 128;
   const LayerReport m = iosim::simulate_layer(a100(), r);
-  iosim::RunFlags flags;
-  flags.profile = "a100-sxm4-80gb";
-  flags.algorithm = "flash2";
-  flags.heads = 8;
-  flags.kv_heads = 2;
-  flags.head_dim = 64;
+  iosim::RunFlags flags = toy_attention_flags();
   flags.causal = true;
   flags.window = 128;
   flags.seq_lens = "1,1,200";

@@ -11,6 +11,7 @@
 
 #include "api/layer_flags.hpp"
 #include "api/run_flags.hpp"
+#include "layer_toy_model.hpp"
 #include "sim/base/errors.hpp"
 #include "test_support.hpp"
 
@@ -19,19 +20,6 @@ using iosim::LayerReport;
 using iosim::LayerRequest;
 
 namespace {
-
-// A small model so that a prefill simulates in well under a second.
-iosim::ModelConfig layer_toy_model() {
-  return iosim::parse_model_config(
-      "name: toy\ndescription: toy\n"
-      "hidden_size: {value: 512, source: s}\nattention_heads: {value: 8, source: s}\n"
-      "kv_heads: {value: 2, source: s}\nhead_dim: {value: 64, source: s}\n"
-      "intermediate_size: {value: 1536, source: s}\nmlp: {value: gated_silu, source: s}\n"
-      "layers: {value: 6, source: s}\nvocab_size: {value: 4000, source: s}\n"
-      "norm: {value: rms_norm, source: s}\ntied_embeddings: {value: false, source: s}\n"
-      "qkv_bias: {value: true, source: s}\nsliding_window: {value: 0, source: s}\n",
-      "toy.yaml");
-}
 
 const LayerOp& layer_op_named(const LayerReport& rep, const std::string& name) {
   for (const LayerOp& op : rep.ops) {

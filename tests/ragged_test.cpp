@@ -281,13 +281,9 @@ TEST_CASE("ragged: what it does not model is refused with the flag named") {
 // cases): a ragged copy of a measured causal flash2 case with equal lengths predicts the batched
 // case's bytes, shorter sequences fewer, and lists that disagree with batch or seq are refused.
 TEST_CASE("ragged: validate predicts a measured case with its problem.seq_lens") {
-  std::ifstream in(std::string(IOSIM_REPO_DIR) +
-                   "/cuda_validate/measurements/h100-sxm5-80gb/measurements_2026-11-22.json");
-  REQUIRE(in.good());
-  nlohmann::json doc = nlohmann::json::parse(in);
-  nlohmann::json causal;
-  for (const nlohmann::json& c : doc.at("cases"))
-    if (c.at("id") == "flash2_b4_h16_n4096_nkv4096_d64_bq128_bkv64_causal") causal = c;
+  nlohmann::json doc = test::measured_document();
+  const nlohmann::json causal =
+      test::measured_case(doc, "flash2_b4_h16_n4096_nkv4096_d64_bq128_bkv64_causal");
   REQUIRE(causal.is_object());
   doc["cases"] = nlohmann::json::array();
   for (int i = 0; i < 3; ++i) {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
 #include <string>
@@ -112,6 +114,20 @@ inline std::uint64_t dense_compulsory_bytes(const AttentionProblem& p) {
     bytes += eb * (q + 2 * kv) + static_cast<std::uint64_t>(p.out_elem_bytes()) * q;
   if (runs_backward(p.pass)) bytes += eb * (2 * q + 2 * kv) + eb * (q + 2 * kv);  // in, out
   return bytes;
+}
+
+/// A committed measured file (FORMAT.md), by its path under cuda_validate/measurements/.
+inline nlohmann::json measured_document(
+    const std::string& file = "h100-sxm5-80gb/measurements_2026-11-22.json") {
+  std::ifstream in(std::string(IOSIM_REPO_DIR) + "/cuda_validate/measurements/" + file);
+  return nlohmann::json::parse(in);
+}
+
+/// The case of `doc` with id `id`, or null.
+inline nlohmann::json measured_case(const nlohmann::json& doc, const std::string& id) {
+  for (const nlohmann::json& c : doc.at("cases"))
+    if (c.at("id") == id) return c;
+  return nullptr;
 }
 
 /// The ConfigError message simulate() refuses `r` with on the default profile, or "accepted".

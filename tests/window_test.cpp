@@ -262,13 +262,9 @@ TEST_CASE("window: bad combinations are refused with the flag named") {
 // L2 -> SM bytes than the causal case: its K/V blocks; DRAM reads stay the compulsory bytes here),
 // and a window of N_kv keys predicts the causal case's bytes.
 TEST_CASE("window: validate predicts a measured case with its problem.window") {
-  std::ifstream in(std::string(IOSIM_REPO_DIR) +
-                   "/cuda_validate/measurements/h100-sxm5-80gb/measurements_2026-11-22.json");
-  REQUIRE(in.good());
-  nlohmann::json doc = nlohmann::json::parse(in);
-  nlohmann::json causal;
-  for (const nlohmann::json& c : doc.at("cases"))
-    if (c.at("id") == "flash2_b4_h16_n4096_nkv4096_d64_bq128_bkv64_causal") causal = c;
+  nlohmann::json doc = test::measured_document();
+  const nlohmann::json causal =
+      test::measured_case(doc, "flash2_b4_h16_n4096_nkv4096_d64_bq128_bkv64_causal");
   REQUIRE(causal.is_object());
   doc["cases"] = nlohmann::json::array();
   for (const std::int64_t window : {0, 512, 4096}) {
