@@ -11,17 +11,9 @@
 # them), which leaves clang's numbers as they are (CMakeLists.txt, IOSIM_UNITY).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install_deps.sh build test sanitize
 fuzz_seconds=${FUZZ_SECONDS:-12}
-flags="-O1 -gline-tables-only -fno-omit-frame-pointer -fsanitize=address,undefined,float-cast-overflow"
-flags+=" -fno-sanitize-recover=all -fsanitize=fuzzer-no-link"
-cmake -S . -B build-sanitize -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_COMPILER=clang++ \
-  -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" \
-  -DIOSIM_BUILD_CUDA=OFF -DIOSIM_BUILD_BENCH=OFF -DIOSIM_BUILD_PYTHON=OFF -DIOSIM_BUILD_FUZZERS=ON \
-  -DIOSIM_UNITY_MODEL=ON >/dev/null
-targets=(iosim iosim_tests)
-for f in tests/fuzz/fuzz_*.cpp; do targets+=("$(basename "$f" .cpp)"); done
-cmake --build build-sanitize -j"$(nproc)" --target "${targets[@]}"
+# The build (.ci/run starts it early, beside the Release build and tests; then this is a no-op).
+scripts/sanitize_build.sh
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
