@@ -7,10 +7,10 @@
 #include <map>
 #include <utility>
 
+#include "numerics/numeric_executor.hpp"
 #include "sim/base/errors.hpp"
 #include "sim/base/memory_budget.hpp"
 #include "sim/base/run_control.hpp"
-#include "sim/numerics/numeric_executor.hpp"
 
 namespace iosim::teach {
 namespace {
@@ -83,7 +83,7 @@ class EngineRecorder final : public OpObserver {
   std::map<Key, std::size_t> next_index_;
 };
 
-// The buffers a compute writes (sim/numerics/numeric_executor.cpp gives each kind its meaning).
+// The buffers a compute writes (numerics/numeric_executor.cpp gives each kind its meaning).
 std::vector<TensorId> written_by(const TileOp& op) {
   using T = TensorId;
   switch (op.compute) {

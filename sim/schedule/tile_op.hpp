@@ -1,6 +1,6 @@
 #pragma once
 // The operations a schedule emits for one CTA, in program order. The engine turns them into
-// traffic and time; the numeric executor (sim/numerics/numeric_executor.hpp) turns the same
+// traffic and time; the numeric executor (numerics/numeric_executor.hpp) turns the same
 // stream into arithmetic, which proves the emitted loads carry what the math needs.
 #include <cstdint>
 

@@ -1,4 +1,4 @@
-#include "sim/numerics/cta_interpreter.hpp"
+#include "numerics/cta_interpreter.hpp"
 
 #include <algorithm>
 #include <cmath>
