@@ -1,7 +1,8 @@
 #pragma once
 // One CTA's op stream run numerically, for execute_schedule() (numerics/numeric_executor.cpp):
 // the global tensors in FP32, the CTA's on-chip buffers named by tensor, and what each op and each
-// ComputeKind computes. Internal to numerics/.
+// ComputeKind computes (the kinds whose rows in algorithms/compute_ops.cpp give them a numeric
+// meaning). Internal to numerics/.
 #include <Eigen/Dense>
 #include <array>
 #include <cstdint>

@@ -7,6 +7,7 @@
 #include <map>
 #include <utility>
 
+#include "algorithms/compute_ops.hpp"
 #include "numerics/numeric_executor.hpp"
 #include "sim/base/errors.hpp"
 #include "sim/base/memory_budget.hpp"
@@ -83,67 +84,6 @@ class EngineRecorder final : public OpObserver {
   std::map<Key, std::size_t> next_index_;
 };
 
-// The buffers a compute writes (numerics/numeric_executor.cpp gives each kind its meaning).
-std::vector<TensorId> written_by(const TileOp& op) {
-  using T = TensorId;
-  switch (op.compute) {
-    case ComputeKind::init_state:
-      return {T::O, T::m, T::l};
-    case ComputeKind::scores:
-    case ComputeKind::scores_accumulate:
-    case ComputeKind::apply_mask:
-      return {T::S};
-    case ComputeKind::softmax_rows:
-    case ComputeKind::recompute_p:
-    case ComputeKind::recompute_p_ml:
-      return {T::P};
-    case ComputeKind::apply_dropout:
-      return {T::P_drop, T::dropout_mask};
-    case ComputeKind::online_softmax:
-      return {T::m, T::l, T::P, T::O};
-    case ComputeKind::accumulate_pv:
-      return {T::O};
-    case ComputeKind::finalize:
-      return {T::O, T::L};
-    case ComputeKind::flash1_update:
-      return {T::m, T::l, T::O};
-    case ComputeKind::zero_grad:
-      return {op.tile.tensor};
-    case ComputeKind::row_dot:
-      return {T::D};
-    case ComputeKind::accumulate_dv:
-      return {T::dV};
-    case ComputeKind::grad_p:
-    case ComputeKind::grad_p_accumulate:
-    case ComputeKind::dropout_grad:
-      return {T::dP};
-    case ComputeKind::grad_s:
-    case ComputeKind::softmax_grad_rows:
-    case ComputeKind::mask_grad:
-      return {T::dS};
-    case ComputeKind::accumulate_dq:
-      return {T::dQ};
-    case ComputeKind::convert_dq:
-      return {op.tile.tensor};
-    case ComputeKind::dq_partial:
-      return {T::dQaccum};
-    case ComputeKind::accumulate_dk:
-      return {T::dK};
-    case ComputeKind::finalize_partial:
-      return {T::partial_O, T::partial_lse};
-    case ComputeKind::combine_partial:
-      return {T::O, T::m, T::l};
-    case ComputeKind::matmul:
-    case ComputeKind::matmul_accumulate:
-    case ComputeKind::norm_rows:
-    case ComputeKind::residual_add:
-    case ComputeKind::activation:
-    case ComputeKind::splitk_reduce:
-      return {T::Y};
-  }
-  return {};
-}
-
 // The global region a buffer written by `op` corresponds to: score tiles (query rows x key
 // columns) for S-shaped results, the query rows for per-row results, the key rows for dK, dV.
 TileRef region_of(TensorId t, const TileOp& op, std::int64_t head_dim) {
@@ -204,15 +144,12 @@ class NumberRecorder final : public NumericObserver {
     std::vector<double>& m_before = m_[{kernel, cta}];
     if (index == 0) m_before.clear();
     if (op.kind == OpKind::compute) {
-      const bool rescales = op.compute == ComputeKind::online_softmax ||
-                            op.compute == ComputeKind::flash1_update ||
-                            op.compute == ComputeKind::combine_partial;
-      const bool trivial =
-          op.compute == ComputeKind::init_state || op.compute == ComputeKind::zero_grad;
+      const ComputeOpDef& def = compute_op_def(op.compute);
+      const bool rescales = def.rescales;
       if (rescales) {
         s.numbers.push_back(mark_unseen(tile("m before", m_before, m_now.rows, 1), m_before));
       }
-      for (TensorId t : trivial ? std::vector<TensorId>{} : written_by(op)) {
+      for (TensorId t : def.fills_constants ? std::vector<TensorId>{} : written_by(op)) {
         const MatrixView v = on_chip(t);
         NumberTile written = tile(std::string(tensor_name(t)), v);
         if (t == TensorId::m) {

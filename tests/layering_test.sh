@@ -22,8 +22,8 @@ declare -A may_include=(
   [sim]=""
   [algorithms]="sim"
   # The numeric executor replays a schedule's ops: sim/'s errors, run control and the schedule
-  # contract only, never the engine's counts.
-  [numerics]="sim/base sim/schedule"
+  # contract only, never the engine's counts; what each compute op means is algorithms/' table.
+  [numerics]="sim/base sim/schedule algorithms"
   [transformer]="sim algorithms"
   [kvcache]="sim/base"
   [api]="$below_api"
