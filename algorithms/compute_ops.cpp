@@ -149,7 +149,7 @@ constexpr ComputeOpDef kDefs[] = {
      .name = "convert_dq",
      .formula = "dQ := dQaccum, dK := dKaccum, dV := dVaccum (fp32 to the element type; tile: "
                 "the gradient's rows)",
-     .narration = "dQ := dQaccum (fp32 to the element type), {rows}",
+     .narration = "{tensor} := {tensor}accum (fp32 to the element type), {rows}",
      .writes = {},
      .writes_own_tile = true},
     // Split-KV decoding (flash-decoding, paged).
