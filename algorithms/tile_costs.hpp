@@ -147,7 +147,7 @@ inline TileOp flash1_update(const TileRef& s_tile, std::int64_t d, std::int64_t 
 }
 
 // Backward pass. Matrix products count 2 FLOPs per multiply-add; elementwise steps one FP32
-// instruction per element per operation named in the ComputeKind's formula.
+// instruction per element per operation named in the kind's formula (algorithms/compute_ops.cpp).
 
 inline TileOp zero_grad(const TileRef& grad_tile) {
   return compute(ComputeKind::zero_grad, grad_tile);

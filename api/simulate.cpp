@@ -7,8 +7,8 @@
 
 #include "algorithms/kernel_description.hpp"
 #include "algorithms/ragged.hpp"
+#include "numerics/numeric_executor.hpp"
 #include "sim/base/errors.hpp"
-#include "sim/numerics/numeric_executor.hpp"
 #include "sim/schedule/block_mask.hpp"
 #include "sim/schedule/block_table.hpp"
 

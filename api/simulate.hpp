@@ -16,7 +16,7 @@
 
 namespace iosim {
 
-class NumericObserver;  // sim/numerics/numeric_executor.hpp
+class NumericObserver;  // numerics/numeric_executor.hpp
 
 struct RunRequest {
   std::string algorithm = "flash2";

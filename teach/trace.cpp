@@ -7,10 +7,11 @@
 #include <map>
 #include <utility>
 
+#include "algorithms/compute_ops.hpp"
+#include "numerics/numeric_executor.hpp"
 #include "sim/base/errors.hpp"
 #include "sim/base/memory_budget.hpp"
 #include "sim/base/run_control.hpp"
-#include "sim/numerics/numeric_executor.hpp"
 
 namespace iosim::teach {
 namespace {
@@ -83,67 +84,6 @@ class EngineRecorder final : public OpObserver {
   std::map<Key, std::size_t> next_index_;
 };
 
-// The buffers a compute writes (sim/numerics/numeric_executor.cpp gives each kind its meaning).
-std::vector<TensorId> written_by(const TileOp& op) {
-  using T = TensorId;
-  switch (op.compute) {
-    case ComputeKind::init_state:
-      return {T::O, T::m, T::l};
-    case ComputeKind::scores:
-    case ComputeKind::scores_accumulate:
-    case ComputeKind::apply_mask:
-      return {T::S};
-    case ComputeKind::softmax_rows:
-    case ComputeKind::recompute_p:
-    case ComputeKind::recompute_p_ml:
-      return {T::P};
-    case ComputeKind::apply_dropout:
-      return {T::P_drop, T::dropout_mask};
-    case ComputeKind::online_softmax:
-      return {T::m, T::l, T::P, T::O};
-    case ComputeKind::accumulate_pv:
-      return {T::O};
-    case ComputeKind::finalize:
-      return {T::O, T::L};
-    case ComputeKind::flash1_update:
-      return {T::m, T::l, T::O};
-    case ComputeKind::zero_grad:
-      return {op.tile.tensor};
-    case ComputeKind::row_dot:
-      return {T::D};
-    case ComputeKind::accumulate_dv:
-      return {T::dV};
-    case ComputeKind::grad_p:
-    case ComputeKind::grad_p_accumulate:
-    case ComputeKind::dropout_grad:
-      return {T::dP};
-    case ComputeKind::grad_s:
-    case ComputeKind::softmax_grad_rows:
-    case ComputeKind::mask_grad:
-      return {T::dS};
-    case ComputeKind::accumulate_dq:
-      return {T::dQ};
-    case ComputeKind::convert_dq:
-      return {op.tile.tensor};
-    case ComputeKind::dq_partial:
-      return {T::dQaccum};
-    case ComputeKind::accumulate_dk:
-      return {T::dK};
-    case ComputeKind::finalize_partial:
-      return {T::partial_O, T::partial_lse};
-    case ComputeKind::combine_partial:
-      return {T::O, T::m, T::l};
-    case ComputeKind::matmul:
-    case ComputeKind::matmul_accumulate:
-    case ComputeKind::norm_rows:
-    case ComputeKind::residual_add:
-    case ComputeKind::activation:
-    case ComputeKind::splitk_reduce:
-      return {T::Y};
-  }
-  return {};
-}
-
 // The global region a buffer written by `op` corresponds to: score tiles (query rows x key
 // columns) for S-shaped results, the query rows for per-row results, the key rows for dK, dV.
 TileRef region_of(TensorId t, const TileOp& op, std::int64_t head_dim) {
@@ -165,7 +105,12 @@ TileRef region_of(TensorId t, const TileOp& op, std::int64_t head_dim) {
       return {t, s.matrix, s.row0, s.rows, 0, 1};
     case T::dK:
     case T::dV:
-      if (op.compute == ComputeKind::zero_grad) return {t, s.matrix, s.row0, s.rows, 0, head_dim};
+      // An op that writes its own tile's tensor (zeroing or converting a gradient) holds that
+      // tile, the gradient's rows; the others' tile is the score tile, whose key columns are dK's
+      // and dV's rows.
+      if (compute_op_def(op.compute).writes_own_tile) {
+        return {t, s.matrix, s.row0, s.rows, 0, head_dim};
+      }
       return {t, s.matrix, s.col0, s.cols, 0, head_dim};
     default:
       return {t, s.matrix, s.row0, s.rows, 0, head_dim};
@@ -190,10 +135,38 @@ class NumberRecorder final : public NumericObserver {
     std::int64_t cols = 0;
   };
   std::map<std::pair<TensorId, std::int64_t>, Reference> reference;  // (tensor, bh)
+  // Rows of each matrix of O as the schedule declares it: N, or a packed group's g x N (the
+  // reference is per query head, N rows; both lie in one flat row space).
+  std::int64_t o_rows_per_matrix = 0;
 
   void on_reference(TensorId t, std::int64_t bh, const std::vector<double>& values, std::int64_t,
                     std::int64_t cols) override {
     reference[{t, bh}] = {values, cols};
+  }
+
+  // The exact value of element (row, col) of matrix `matrix` of output `t`, or none where no
+  // reference holds it.
+  std::optional<double> exact(TensorId t, std::int64_t matrix, std::int64_t row,
+                              std::int64_t col) const {
+    std::int64_t bh = matrix;
+    if (t == TensorId::O && o_rows_per_matrix > 0) {
+      const auto first = reference.find({t, 0});
+      if (first == reference.end() || first->second.cols == 0) return std::nullopt;
+      const std::int64_t head_rows =
+          static_cast<std::int64_t>(first->second.values.size()) / first->second.cols;
+      if (head_rows == 0) return std::nullopt;
+      const std::int64_t flat = matrix * o_rows_per_matrix + row;
+      bh = flat / head_rows;
+      row = flat % head_rows;
+    }
+    const auto ref = reference.find({t, bh});
+    if (ref == reference.end()) return std::nullopt;
+    const Reference& r = ref->second;
+    const std::int64_t at = row * r.cols + col;
+    if (row < 0 || col < 0 || col >= r.cols || at >= static_cast<std::int64_t>(r.values.size())) {
+      return std::nullopt;
+    }
+    return r.values[static_cast<std::size_t>(at)];
   }
 
   void on_op(std::size_t kernel, std::int64_t cta, std::size_t index, const TileOp& op,
@@ -204,15 +177,12 @@ class NumberRecorder final : public NumericObserver {
     std::vector<double>& m_before = m_[{kernel, cta}];
     if (index == 0) m_before.clear();
     if (op.kind == OpKind::compute) {
-      const bool rescales = op.compute == ComputeKind::online_softmax ||
-                            op.compute == ComputeKind::flash1_update ||
-                            op.compute == ComputeKind::combine_partial;
-      const bool trivial =
-          op.compute == ComputeKind::init_state || op.compute == ComputeKind::zero_grad;
+      const ComputeOpDef& def = compute_op_def(op.compute);
+      const bool rescales = def.rescales;
       if (rescales) {
         s.numbers.push_back(mark_unseen(tile("m before", m_before, m_now.rows, 1), m_before));
       }
-      for (TensorId t : trivial ? std::vector<TensorId>{} : written_by(op)) {
+      for (TensorId t : def.fills_constants ? std::vector<TensorId>{} : written_by(op)) {
         const MatrixView v = on_chip(t);
         NumberTile written = tile(std::string(tensor_name(t)), v);
         if (t == TensorId::m) {
@@ -242,22 +212,23 @@ class NumberRecorder final : public NumericObserver {
     const TensorId out = op.tile.tensor;
     if (op.kind == OpKind::store && is_checked_output(out)) {
       const MatrixView v = on_chip(out);
-      const auto ref = reference.find({out, op.tile.matrix});
-      if (ref != reference.end() && v.rows == op.tile.rows && v.cols == op.tile.cols) {
-        const Reference& r = ref->second;
-        std::vector<double> exact;
-        double err = 0.0;
-        for (std::int64_t i = 0; i < op.tile.rows; ++i) {
-          for (std::int64_t j = 0; j < op.tile.cols; ++j) {
-            const double x =
-                r.values[static_cast<std::size_t>((op.tile.row0 + i) * r.cols + op.tile.col0 + j)];
-            exact.push_back(x);
-            err = std::max(err, std::fabs(static_cast<double>(v.at(i, j)) - x));
-          }
+      std::vector<double> exact_values;
+      double err = 0.0;
+      bool all_known = v.rows == op.tile.rows && v.cols == op.tile.cols;
+      for (std::int64_t i = 0; all_known && i < op.tile.rows; ++i) {
+        for (std::int64_t j = 0; all_known && j < op.tile.cols; ++j) {
+          const std::optional<double> x =
+              exact(out, op.tile.matrix, op.tile.row0 + i, op.tile.col0 + j);
+          all_known = x.has_value();
+          if (!all_known) break;
+          exact_values.push_back(*x);
+          err = std::max(err, std::fabs(static_cast<double>(v.at(i, j)) - *x));
         }
+      }
+      if (all_known) {
         const std::string name(tensor_name(out));
         s.numbers.push_back(tile(name, v));
-        s.numbers.push_back(tile(name + " exact (FP64)", exact, op.tile.rows, op.tile.cols));
+        s.numbers.push_back(tile(name + " exact (FP64)", exact_values, op.tile.rows, op.tile.cols));
         s.max_error = err;
       }
     }
@@ -368,6 +339,9 @@ Trace build_trace(const HardwareProfile& profile, const RunRequest& request) {
   const bool l2_on = request.engine.l2_enabled;
   EngineRecorder main_run(l2_on), other_run(!l2_on);
   NumberRecorder numbers;
+  const AttentionProblem& problem = request.problem;
+  numbers.o_rows_per_matrix =
+      problem.packs_query_group() ? problem.group() * problem.seq : problem.seq;
   RunRequest main_request = request;
   main_request.engine.observer = &main_run;
   main_request.numeric_observer = &numbers;

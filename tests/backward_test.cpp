@@ -8,8 +8,8 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "numerics/numeric_executor.hpp"
 #include "sim/base/errors.hpp"
-#include "sim/numerics/numeric_executor.hpp"
 #include "sim/schedule/block_mask.hpp"
 #include "tests/test_support.hpp"
 

@@ -9,8 +9,8 @@
 #include <algorithm>
 #include <memory>
 
+#include "numerics/numeric_executor.hpp"
 #include "sim/base/errors.hpp"
-#include "sim/numerics/numeric_executor.hpp"
 #include "sim/schedule/block_table.hpp"
 #include "tests/test_support.hpp"
 

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <map>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -163,6 +164,62 @@ TEST_CASE("explain --execute: final O (and dQ, dK, dV) tiles match FP64; online 
   }
   CHECK(rescales == 4);  // 2 CTAs x 2 K/V blocks
   CHECK(firsts == 2);    // the first of each CTA
+}
+
+TEST_CASE("explain --execute: each O row is checked against its own head, whatever O's layout") {
+  // Several heads: O as [B*H][N][d], a packed group's [B*H_kv][g*N][d] (decoding at N = 1,
+  // --pack-gqa on) or the reduce kernel's flat [1][B*H*N][d]. The reference is per query head:
+  // a store of rows past one head's N once read past its end.
+  struct Case {
+    const char* algo;
+    std::int64_t seq;
+    GqaPacking pack;
+  };
+  for (const Case& c : {Case{"flash-decoding", 2, GqaPacking::automatic},
+                        Case{"flash-decoding", 1, GqaPacking::automatic},
+                        Case{"paged", 2, GqaPacking::automatic}, Case{"paged", 1, GqaPacking::on},
+                        Case{"flash2", 24, GqaPacking::on}, Case{"flash2", 24, GqaPacking::off}}) {
+    CAPTURE(c.algo);
+    CAPTURE(c.seq);
+    RunRequest r = test::request(c.algo, 1, 4, c.seq, 16, 16, 16);
+    r.problem.kv_heads = 2;
+    r.problem.seq_kv = 40;
+    r.problem.pack_gqa = c.pack;
+    r.execute = true;
+    const teach::Trace t = teach::build_trace(test::profile(), r);
+    REQUIRE(t.max_error);
+    CHECK(*t.max_error < 1e-5);
+    std::int64_t checked_rows = 0;
+    for (const teach::TraceStep& s : t.steps) {
+      if (!s.max_error) continue;
+      CHECK(*s.max_error < 1e-5);
+      checked_rows += s.op.tile.rows;
+    }
+    CHECK(checked_rows == 4 * c.seq);  // every row of every head's O, once
+  }
+}
+
+TEST_CASE("explain: a gradient's conversion from fp32 names its own tensor and holds its rows") {
+  // FlashAttention-3's grouped-query backward converts dQ, dK and dV (convert_dq, convert_dkv).
+  RunRequest r = test::request("flash3", 1, 2, 64, 16, 64, 32);
+  r.problem.kv_heads = 1;
+  r.problem.pass = Pass::bwd;
+  const teach::Trace t = teach::build_trace(test::profile(), r);
+  std::set<TensorId> converted;
+  for (const teach::TraceStep& s : t.steps) {
+    if (s.op.kind != OpKind::compute || s.op.compute != ComputeKind::convert_dq) continue;
+    const std::string grad(tensor_name(s.op.tile.tensor));
+    CAPTURE(grad);
+    converted.insert(s.op.tile.tensor);
+    CHECK(teach::describe(s).rfind(grad + " := " + grad + "accum", 0) == 0);
+    const auto held =
+        std::find_if(s.on_chip.begin(), s.on_chip.end(),
+                     [&](const teach::OnChipTile& h) { return h.tile.tensor == s.op.tile.tensor; });
+    REQUIRE(held != s.on_chip.end());
+    CHECK(held->tile.row0 == s.op.tile.row0);
+    CHECK(held->tile.rows == s.op.tile.rows);
+  }
+  CHECK(converted == std::set<TensorId>{TensorId::dQ, TensorId::dK, TensorId::dV});
 }
 
 TEST_CASE("explain: refuses problems past the largest it traces, naming the limit") {

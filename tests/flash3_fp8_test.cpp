@@ -7,8 +7,8 @@
 #include <cmath>
 #include <random>
 
+#include "numerics/numeric_executor.hpp"
 #include "sim/base/errors.hpp"
-#include "sim/numerics/numeric_executor.hpp"
 #include "tests/test_support.hpp"
 
 using namespace iosim;

@@ -17,10 +17,13 @@ status=0
 # folders below (reports/ reaches sim/ through api/, so it may include sim/'s headers itself).
 # A path names a folder or one subfolder (kvcache/ uses sim/base/'s errors and run control only).
 # Every top-level folder that holds C++ must be here, so a new one is placed before it is used.
-below_api="sim algorithms transformer kvcache"
+below_api="sim algorithms numerics transformer kvcache"
 declare -A may_include=(
   [sim]=""
   [algorithms]="sim"
+  # The numeric executor replays a schedule's ops: sim/'s errors, run control and the schedule
+  # contract only, never the engine's counts; what each compute op means is algorithms/' table.
+  [numerics]="sim/base sim/schedule algorithms"
   [transformer]="sim algorithms"
   [kvcache]="sim/base"
   [api]="$below_api"
@@ -38,14 +41,13 @@ declare -A may_include=(
 # sim/'s subfolders, bottom up: base (errors, run control), schedule (the contract, tensors and
 # their per-tensor counts), memory (the L2 and address map), hardware (profiles, occupancy: the
 # L2's geometry is checked by its model), engine (counts and times; the power model reads its
-# results and runs it at trial clocks). numerics/ replays schedules: base and schedule only.
+# results and runs it at trial clocks).
 declare -A sim_may_include=(
   [base]=""
   [schedule]="base"
   [memory]="base schedule"
   [hardware]="base schedule memory"
   [engine]="base schedule memory hardware"
-  [numerics]="base schedule"
 )
 # Known back-arrows, "file -> included header" one a line, each with why it stays: none.
 known_exceptions=""

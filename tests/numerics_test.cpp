@@ -2,8 +2,8 @@
 // an FP64 reference), over many shapes: ragged last blocks, causal, masks, dropout, N != N_kv.
 #include <doctest/doctest.h>
 
+#include "numerics/numeric_executor.hpp"
 #include "sim/base/errors.hpp"
-#include "sim/numerics/numeric_executor.hpp"
 #include "tests/test_support.hpp"
 
 using namespace iosim;

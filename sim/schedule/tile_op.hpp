@@ -1,7 +1,8 @@
 #pragma once
 // The operations a schedule emits for one CTA, in program order. The engine turns them into
-// traffic and time; the numeric executor (sim/numerics/numeric_executor.hpp) turns the same
+// traffic and time; the numeric executor (numerics/numeric_executor.hpp) turns the same
 // stream into arithmetic, which proves the emitted loads carry what the math needs.
+#include <cstddef>
 #include <cstdint>
 
 #include "sim/schedule/tensor.hpp"
@@ -17,52 +18,51 @@ enum class OpKind : std::uint8_t { load, store, compute, reduce };
 /// Where a loaded tile lands on chip (or a stored tile comes from).
 enum class OnChip : std::uint8_t { smem, reg };
 
-/// What a compute op does to the CTA's on-chip buffers (named by TensorId). The numeric
-/// executor defines the exact semantics; counts come from the op's FLOP fields.
+/// What a compute op does to the CTA's on-chip buffers (named by TensorId). sim/ carries the kind
+/// as a tag: the engine times an op from its FLOP fields and never asks what it computes. Each
+/// kind's meaning (its formula, the buffers it writes, what explain says of it, whether the numeric
+/// executor carries it out) is its row in algorithms/compute_ops.cpp, the one place it is written.
 enum class ComputeKind : std::uint8_t {
-  init_state,         // O := 0, m := -inf, l := 0 for the tile's query rows
-  scores,             // S := scale * Q K^T
-  scores_accumulate,  // S += scale * Q K^T (a further chunk of the head dimension)
-  apply_mask,         // S := -inf where the causal / index mask hides a score
-  softmax_rows,       // P := softmax(S) over complete rows (unfused kernel)
-  apply_dropout,      // P_drop := P * keep / (1 - p); also fills the dropout_mask buffer
-  online_softmax,     // FA2: m, l updated; P := exp(S - m_new); O rescaled
-  accumulate_pv,      // O += X V (X: P_drop with dropout, else P)
-  finalize,           // FA2: O := O / l; L := m + log l
-  flash1_update,      // FA1 Algorithm 1 lines 9-13: combine (O, l, m) with this K/V block
-  // Backward pass. The tile is the score tile (query rows x key columns) unless said otherwise.
-  // With dropout, X below is P_drop (P o keep / (1 - p)), else P.
-  zero_grad,          // buffer of the tile's tensor := 0, tile.rows x d (dQ, dK, dV, dQaccum)
-  row_dot,            // D := rowsum(dO o O) for the tile's query rows (tile: O rows)
-  recompute_p,        // P := exp(S - L) (FA2: from the saved log-sum-exp)
-  recompute_p_ml,     // P := exp(S - m) / l (FA1 Algorithm 4: from the saved max and sum)
-  accumulate_dv,      // dV += X^T dO
-  grad_p,             // dP := dO V^T (over the head-dimension chunk on chip)
-  grad_p_accumulate,  // dP += dO V^T (a further chunk of the head dimension)
-  dropout_grad,       // dP := dP o keep / (1 - p), keep from the mask on chip or regenerated
-  grad_s,             // dS := P o (dP - D) (D from the pre-pass or computed on chip)
-  softmax_grad_rows,  // dS := P o (dP - rowsum(P o dP)) over complete rows (unfused kernel)
-  mask_grad,          // dS := 0 where the causal / index mask hides a score
-  accumulate_dq,      // dQ += scale * dS K
-  dq_partial,         // dQaccum := scale * dS K (this K/V block's share, fp32, for a reduce)
-  accumulate_dk,      // dK += scale * dS^T Q
-  convert_dq,         // dQ := dQaccum, dK := dKaccum, dV := dVaccum (fp32 to the element type;
-                      // tile: the gradient's rows)
-  // Split-KV decoding (flash-decoding, paged). The tile is the O tile (query rows x d).
-  finalize_partial,  // partial_O := O / l, partial_lse := m + log l (a split that saw no key: 0,
-                     // -inf)
-  combine_partial,   // one split's partial_O, partial_lse on chip: m := max(m, lse), then
-                     // l := l e^(m_old - m) + e^(lse - m), O := O e^(m_old - m) + e^(lse - m)
-                     // partial_O
-  // The ops of a transformer layer around attention (transformer/). The tile is the output tile.
-  // The numeric executor gives them no meaning: they never run in an attention schedule.
-  matmul,             // Y := X W^T over a chunk of K (tile: Y rows x cols)
-  matmul_accumulate,  // Y += X W^T (a further chunk of K)
-  norm_rows,          // Y := norm(X) row by row, scaled by the weight vector W
-  residual_add,       // Y := X + R
-  activation,         // Y := act(X) or, gated, SiLU(X gate half) * (X up half)
-  splitk_reduce,      // Y := the sum of a split-K GEMM's Y_partial slices (+ bias)
+  init_state,
+  scores,
+  scores_accumulate,
+  apply_mask,
+  softmax_rows,
+  apply_dropout,
+  online_softmax,
+  accumulate_pv,
+  finalize,
+  flash1_update,
+  // Backward pass.
+  zero_grad,
+  row_dot,
+  recompute_p,
+  recompute_p_ml,
+  accumulate_dv,
+  grad_p,
+  grad_p_accumulate,
+  dropout_grad,
+  grad_s,
+  softmax_grad_rows,
+  mask_grad,
+  accumulate_dq,
+  dq_partial,
+  accumulate_dk,
+  convert_dq,
+  // Split-KV decoding (flash-decoding, paged).
+  finalize_partial,
+  combine_partial,
+  // The ops of a transformer layer around attention (transformer/).
+  matmul,
+  matmul_accumulate,
+  norm_rows,
+  residual_add,
+  activation,
+  splitk_reduce,
+  kCount  // not a kind: their number
 };
+
+inline constexpr std::size_t kComputeKindCount = static_cast<std::size_t>(ComputeKind::kCount);
 
 /// A rectangle of one matrix of a tensor: rows [row0, row0+rows), cols [col0, col0+cols).
 /// For compute ops it carries the coordinates of the score tile: query rows and key columns.

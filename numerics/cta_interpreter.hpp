@@ -1,14 +1,15 @@
 #pragma once
-// One CTA's op stream run numerically, for execute_schedule() (sim/numerics/numeric_executor.cpp):
+// One CTA's op stream run numerically, for execute_schedule() (numerics/numeric_executor.cpp):
 // the global tensors in FP32, the CTA's on-chip buffers named by tensor, and what each op and each
-// ComputeKind computes. Internal to sim/numerics/.
+// ComputeKind computes (the kinds whose rows in algorithms/compute_ops.cpp give them a numeric
+// meaning). Internal to numerics/.
 #include <Eigen/Dense>
 #include <array>
 #include <cstdint>
 #include <vector>
 
+#include "numerics/numeric_executor.hpp"
 #include "sim/base/errors.hpp"
-#include "sim/numerics/numeric_executor.hpp"
 #include "sim/schedule/problem.hpp"
 #include "sim/schedule/schedule.hpp"
 

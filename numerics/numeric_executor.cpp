@@ -1,4 +1,4 @@
-#include "sim/numerics/numeric_executor.hpp"
+#include "numerics/numeric_executor.hpp"
 
 #include <fmt/format.h>
 
@@ -9,10 +9,10 @@
 #include <random>
 #include <vector>
 
+#include "numerics/cta_interpreter.hpp"
 #include "sim/base/errors.hpp"
 #include "sim/base/memory_budget.hpp"
 #include "sim/base/run_control.hpp"
-#include "sim/numerics/cta_interpreter.hpp"
 #include "sim/schedule/block_mask.hpp"
 #include "sim/schedule/block_table.hpp"
 

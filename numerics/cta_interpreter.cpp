@@ -1,4 +1,4 @@
-#include "sim/numerics/cta_interpreter.hpp"
+#include "numerics/cta_interpreter.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -6,6 +6,7 @@
 #include <limits>
 #include <utility>
 
+#include "algorithms/compute_ops.hpp"
 #include "sim/base/run_control.hpp"
 
 namespace iosim::numerics {
@@ -95,8 +96,13 @@ Mat& CtaInterpreter::operand(TensorId t, Eigen::Index rows, Eigen::Index cols) {
 }
 
 void CtaInterpreter::compute(const TileOp& op) {
+  const ComputeOpDef& def = compute_op_def(op.compute);
+  ensure(def.numeric == NumericMeaning::executed,
+         "compute op {} has no numeric meaning (algorithms/compute_ops.cpp)", def.name);
   const TileRef& t = op.tile;
   const Eigen::Index r = t.rows, c = t.cols, d = p_.head_dim;
+  // The arithmetic of each kind its row gives a numeric meaning: this switch is where it is
+  // written. The row says what the case writes (its `writes`, which explain shows).
   switch (op.compute) {
     case ComputeKind::init_state:
       buf(TensorId::O) = Mat::Zero(r, d);
@@ -216,14 +222,16 @@ void CtaInterpreter::compute(const TileOp& op) {
     case ComputeKind::convert_dq:
       backward(op);
       break;
-    // A transformer layer's other ops (transformer/) run on the engine only, never here.
+    // A transformer layer's other ops (transformer/) run on the engine only: their rows give
+    // them no numeric meaning, refused above.
     case ComputeKind::matmul:
     case ComputeKind::matmul_accumulate:
     case ComputeKind::norm_rows:
     case ComputeKind::residual_add:
     case ComputeKind::activation:
     case ComputeKind::splitk_reduce:
-      ensure(false, "compute kind {} has no numeric semantics", static_cast<int>(op.compute));
+    case ComputeKind::kCount:
+      break;
   }
 }
 
@@ -326,7 +334,7 @@ void CtaInterpreter::backward(const TileOp& op) {
       buf(t.tensor) = operand(accumulator_of(t.tensor), r, d);
       break;
     default:
-      ensure(false, "compute kind {} has no numeric semantics", static_cast<int>(op.compute));
+      ensure(false, "compute op {} is not a backward op", compute_op_def(op.compute).name);
   }
 }
 
