@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "algorithms/kernel_description.hpp"
+#include "api/validation.hpp"
 #include "sim/base/errors.hpp"
 #include "tests/test_support.hpp"
 
