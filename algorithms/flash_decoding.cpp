@@ -347,9 +347,9 @@ Planned plan_split_kv(const AttentionProblem& p, const HardwareProfile& hw,
         "{} tile does not fit in shared memory: Q {}x{} plus {} buffer pair(s) of K and V {}x{} "
         "({}) need {} bytes, {} allows {} bytes per CTA",
         algo, t.block_q, d, kv_buffers, t.block_kv, d,
-        p.kv_converted() ? fmt::format("Q {}, K and V {}", dtype_name(p.dtype),
-                                       dtype_name(p.kv_type()))
-                         : std::string(dtype_name(p.dtype)),
+        p.kv_converted()
+            ? fmt::format("Q {}, K and V {}", dtype_name(p.dtype), dtype_name(p.kv_type()))
+            : std::string(dtype_name(p.dtype)),
         smem, hw.name, limit);
     return out;
   }

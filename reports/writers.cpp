@@ -390,10 +390,10 @@ std::string problem_text(const AttentionProblem& p) {
       "{} H={}{}{} d={} {}{}{}{}{} pass={}",
       p.ragged() ? "ragged batch: " + ragged_batch_text(p) + ";" : fmt::format("B={}", p.batch),
       p.heads, p.kv_head_count() != p.heads ? fmt::format(" H_kv={}", p.kv_head_count()) : "",
-      p.ragged() ? "" : fmt::format(" N={} N_kv={}", p.seq, p.seq_kv), p.head_dim,
-      dtype_text(p), p.causal ? " causal" : "",
-      p.window > 0 ? fmt::format(" window={}", p.window) : "", p.mask ? " mask" : "",
-      p.dropout > 0 ? fmt::format(" dropout={}", p.dropout) : "", pass_name(p.pass));
+      p.ragged() ? "" : fmt::format(" N={} N_kv={}", p.seq, p.seq_kv), p.head_dim, dtype_text(p),
+      p.causal ? " causal" : "", p.window > 0 ? fmt::format(" window={}", p.window) : "",
+      p.mask ? " mask" : "", p.dropout > 0 ? fmt::format(" dropout={}", p.dropout) : "",
+      pass_name(p.pass));
 }
 
 // --stages counts shared-memory buffers (Capabilities::forward_stages); the engine times a main

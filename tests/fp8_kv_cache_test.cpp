@@ -178,8 +178,7 @@ TEST_CASE("execution on an fp8 K/V cache is exact against a reference of the sam
     for (int i = 0; i < test::cases(12); ++i) {
       RunRequest r = with_fp8_cache(random_fp8_decode(gen, algo));
       r.problem.seq_kv = std::min<std::int64_t>(r.problem.seq_kv, 300);
-      const std::int64_t blocks =
-          (r.problem.seq_kv + *r.tiling.block_kv - 1) / *r.tiling.block_kv;
+      const std::int64_t blocks = (r.problem.seq_kv + *r.tiling.block_kv - 1) / *r.tiling.block_kv;
       r.tiling.splits = std::min<std::int64_t>(1 + i % 2, blocks);
       r.execute = true;
       r.engine.l2_enabled = false;

@@ -84,9 +84,9 @@ TEST_CASE("layer: a prefill's ops have the model's sizes and add up to the step"
   const LayerOp& lm = layer_op_named(rep, "lm_head");
   CHECK(lm.m == 2);  // the last position of each sequence
   CHECK(lm.n == 4000);
-  CHECK(iosim::test::rel_close(rep.step_time_s,
-                        6 * rep.layer_time_s + lm.time_s + layer_op_named(rep, "final_norm").time_s,
-                        1e-5));
+  CHECK(iosim::test::rel_close(
+      rep.step_time_s, 6 * rep.layer_time_s + lm.time_s + layer_op_named(rep, "final_norm").time_s,
+      1e-5));
   CHECK(rep.step_total.tensor_flops == 6 * rep.layer_total.tensor_flops + lm.counters.tensor_flops);
 }
 

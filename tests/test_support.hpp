@@ -103,7 +103,8 @@ inline bool rel_close(double actual, double expected, double rel) {
 /// The bytes a pass must move at least once, from the tensors' shapes alone (written apart from
 /// io_formulas.cpp's compulsory bytes so that the tests hold one against the other): a forward
 /// reads Q, K, V and writes O (O in its own element size, K and V in their stored one); a
-/// backward reads Q, K, V, dO and writes dQ, dK, dV. Dense problems only (block-sparse may skip rows no block touches).
+/// backward reads Q, K, V, dO and writes dQ, dK, dV. Dense problems only (block-sparse may skip
+/// rows no block touches).
 inline std::uint64_t dense_compulsory_bytes(const AttentionProblem& p) {
   const std::uint64_t eb = static_cast<std::uint64_t>(p.elem_bytes());
   const std::uint64_t q = static_cast<std::uint64_t>(p.batch * p.heads * p.seq * p.head_dim);
