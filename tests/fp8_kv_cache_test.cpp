@@ -2,7 +2,8 @@
 // while Q and O stay fp16 or bf16. Properties over random decode shapes: K and V move half the
 // bytes of a 16-bit cache and nothing else changes in HBM, the closed form equals the engine, the
 // on-chip conversion is FP32-pipe work of every K/V element a warp reads; execution on quantized
-// K/V is exact against a reference of the same values; the refusals name the flag.
+// K/V is exact against a reference of the same values; the refusals name the flag; a serving
+// cache (`iosim kvcache --kv-dtype fp8`) holds twice the tokens.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -10,10 +11,12 @@
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "algorithms/tile_costs.hpp"
+#include "api/kvcache_flags.hpp"
 #include "sim/base/errors.hpp"
 #include "sim/numerics/numeric_executor.hpp"
 #include "tests/test_support.hpp"
@@ -268,4 +271,41 @@ TEST_CASE("--kv-dtype left out or equal to --dtype changes nothing") {
   CHECK(same.engine.time_s == base.engine.time_s);
   CHECK(same.bounds.closed_form_bytes == base.bounds.closed_form_bytes);
   CHECK(same.bounds.lower_bound_bytes == base.bounds.lower_bound_bytes);
+}
+
+TEST_CASE("kvcache --kv-dtype fp8 holds twice the tokens of fp16 in the same budget") {
+  KvCacheFlags f;
+  f.kv_budget_bytes = 4e9;
+  f.layers = 32;
+  f.kv_heads = 8;
+  f.head_dim = 128;
+  f.requests = 50;
+  const std::set<std::string> given = {"--kv-budget-bytes", "--layers", "--kv-heads",
+                                       "--head-dim", "--requests"};
+  const KvCacheRun fp16 = run_kvcache(f, given);
+  f.kv_dtype = "fp8";
+  std::set<std::string> with_kv = given;
+  with_kv.insert("--kv-dtype");
+  const KvCacheRun fp8 = run_kvcache(f, with_kv);
+  CHECK(fp8.dtype == "fp8");
+  REQUIRE(fp8.results.size() == fp16.results.size());
+  for (std::size_t i = 0; i < fp8.results.size(); ++i) {
+    const kvcache::KvCacheResult &a = fp16.results[i], &b = fp8.results[i];
+    CHECK(2 * b.config.model.bytes_per_token() == a.config.model.bytes_per_token());
+    // Whole blocks (paged) or token slots (contiguous) of the same budget: twice as many, to the
+    // one slot a rounded division loses.
+    CHECK(b.capacity_tokens >= 2 * a.capacity_tokens);
+    CHECK(b.capacity_tokens <= 2 * a.capacity_tokens + 16);
+  }
+  // --kv-dtype is --dtype by run's name: the same run either way, and both given must agree.
+  f.kv_dtype.clear();
+  f.dtype = "fp8";
+  std::set<std::string> with_dtype = given;
+  with_dtype.insert("--dtype");
+  CHECK(run_kvcache(f, with_dtype).results.front().capacity_tokens ==
+        fp8.results.front().capacity_tokens);
+  f.dtype = "fp16";
+  f.kv_dtype = "fp8";
+  with_dtype.insert("--kv-dtype");
+  CHECK_THROWS_WITH_AS(run_kvcache(f, with_dtype), doctest::Contains("give one"), ConfigError);
 }
