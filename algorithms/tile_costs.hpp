@@ -107,7 +107,9 @@ inline TileOp dropout(const TileRef& p_tile) {
 /// = 4 per element. (bf16 has no direct e4m3 conversion on sm_90; kernels go through f16x2 and
 /// bit manipulation, at least as many instructions: the same count is a floor.) The per-tensor
 /// scale is folded into the softmax scale (K) and the output (V), as vLLM and FlashInfer do: no
-/// per-element multiply.
+/// per-element multiply. The count is Hopper's (and Ada's) ratio; Ampere has no e4m3 conversion
+/// instruction (cvt's .e4m3x2 needs sm_89) and converts with integer and FP16 bit operations, at
+/// half the FP32 lanes per SM: there it is an estimate, not derived. Not yet measured on our GPUs.
 inline constexpr std::int64_t kFp8ConvertFp32OpsPerElement = 4;
 
 /// The FP32-pipe work of converting `elements` fp8 values on chip (see above), added to the
