@@ -280,8 +280,8 @@ TEST_CASE("kvcache --kv-dtype fp8 holds twice the tokens of fp16 in the same bud
   f.kv_heads = 8;
   f.head_dim = 128;
   f.requests = 50;
-  const std::set<std::string> given = {"--kv-budget-bytes", "--layers", "--kv-heads",
-                                       "--head-dim", "--requests"};
+  const std::set<std::string> given = {"--kv-budget-bytes", "--layers", "--kv-heads", "--head-dim",
+                                       "--requests"};
   const KvCacheRun fp16 = run_kvcache(f, given);
   f.kv_dtype = "fp8";
   std::set<std::string> with_kv = given;
