@@ -3,7 +3,8 @@
 // bytes of a 16-bit cache and nothing else changes in HBM, the closed form equals the engine, the
 // on-chip conversion is FP32-pipe work of every K/V element a warp reads; execution on quantized
 // K/V is exact against a reference of the same values; the refusals name the flag; a serving
-// cache (`iosim kvcache --kv-dtype fp8`) holds twice the tokens.
+// cache (`iosim kvcache --kv-dtype fp8`) holds twice the tokens; a decode layer's attention
+// (`iosim layer --kv-dtype fp8`) reads half the cache.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -17,6 +18,7 @@
 
 #include "algorithms/tile_costs.hpp"
 #include "api/kvcache_flags.hpp"
+#include "api/layer.hpp"
 #include "sim/base/errors.hpp"
 #include "sim/numerics/numeric_executor.hpp"
 #include "tests/test_support.hpp"
@@ -308,4 +310,38 @@ TEST_CASE("kvcache --kv-dtype fp8 holds twice the tokens of fp16 in the same bud
   f.kv_dtype = "fp8";
   with_dtype.insert("--kv-dtype");
   CHECK_THROWS_WITH_AS(run_kvcache(f, with_dtype), doctest::Contains("give one"), ConfigError);
+}
+
+TEST_CASE(
+    "layer --phase decode --kv-dtype fp8: the attention reads half the cache, the GEMMs as "
+    "before") {
+  LayerRequest r;
+  r.model = load_model_config("llama-3-8b");
+  r.phase = LayerPhase::decode;
+  r.batch = 4;
+  r.seq = 2048;
+  r.l2_enabled = false;
+  const LayerReport fp16 = simulate_layer(test::profile(), r);
+  r.kv_dtype = "fp8";
+  const LayerReport fp8 = simulate_layer(test::profile(), r);
+  REQUIRE(fp8.ops.size() == fp16.ops.size());
+  for (std::size_t i = 0; i < fp8.ops.size(); ++i) {
+    const LayerOp &a = fp16.ops[i], &b = fp8.ops[i];
+    CAPTURE(a.name);
+    if (a.kind != "attention") {
+      CHECK(b.counters.hbm.read_total() == a.counters.hbm.read_total());
+      continue;
+    }
+    for (TensorId t : {TensorId::K, TensorId::V}) {
+      CHECK(a.counters.hbm.read_bytes[index_of(t)] == 2 * b.counters.hbm.read_bytes[index_of(t)]);
+      // 4 sequences x 8 K/V heads x 2048 keys x 128, one byte each.
+      CHECK(b.counters.hbm.read_bytes[index_of(t)] == 4u * 8 * 2048 * 128);
+    }
+    CHECK(b.time_s < a.time_s);
+  }
+  // A prefill's attention (flash2) reads no fp8 cache: refused with the flag named.
+  r.phase = LayerPhase::prefill;
+  r.seq = 256;
+  CHECK_THROWS_WITH_AS(simulate_layer(test::profile(), r), doctest::Contains("--kv-dtype fp8"),
+                       ConfigError);
 }
