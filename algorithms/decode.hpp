@@ -15,6 +15,10 @@
 // Paged: K and V are a pool of pages (sim/schedule/block_table.hpp); a split first reads its slice
 // of the block table (int32), then gathers each K/V tile from the pages it overlaps (one load per
 // page piece); the last page of a sequence may be partly filled and only its tokens are read.
+// An FP8 K/V cache (--kv-dtype fp8, AttentionProblem::kv_dtype): K and V are copied to shared
+// memory as stored, one byte an element (HBM, L2 and shared-memory bytes halve), and each warp
+// converts the K/V elements it reads to fp16/bf16 in registers before Q K^T and P V (FP32-pipe
+// work, costs::convert_fp8_operand); Q, O, L and the fp32 partials are as without it.
 #include <cstdint>
 
 #include "algorithms/algorithm.hpp"

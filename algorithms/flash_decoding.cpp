@@ -62,6 +62,7 @@ class SplitKvSchedule final : public Schedule {
 
   std::vector<TensorDecl> tensors() const override {
     const std::int64_t eb = p_.elem_bytes(), d = p_.head_dim, rows = p_.bh() * p_.seq;
+    const std::int64_t kv_eb = p_.kv_elem_bytes();  // K and V as stored (--kv-dtype)
     // Q, O and L as one matrix of B*H*N rows: a CTA's rows are contiguous whether it holds one
     // head's query block or a packed group, and the reduce kernel's rows may span heads.
     std::vector<TensorDecl> out = {
@@ -69,12 +70,12 @@ class SplitKvSchedule final : public Schedule {
     if (paged_) {
       const BlockTable& bt = *p_.block_table;
       const std::int64_t pool = bt.pool_pages * p_.kv_head_count();
-      out.push_back({TensorId::K, pool, p_.page_tokens, d, eb});
-      out.push_back({TensorId::V, pool, p_.page_tokens, d, eb});
+      out.push_back({TensorId::K, pool, p_.page_tokens, d, kv_eb});
+      out.push_back({TensorId::V, pool, p_.page_tokens, d, kv_eb});
       out.push_back({TensorId::block_table, 1, bt.sequences, bt.pages_per_seq, 4});
     } else {
-      out.push_back({TensorId::K, p_.bh_kv(), p_.seq_kv, d, eb});
-      out.push_back({TensorId::V, p_.bh_kv(), p_.seq_kv, d, eb});
+      out.push_back({TensorId::K, p_.bh_kv(), p_.seq_kv, d, kv_eb});
+      out.push_back({TensorId::V, p_.bh_kv(), p_.seq_kv, d, kv_eb});
     }
     if (t_.splits > 1) {
       out.push_back({TensorId::partial_O, t_.splits, rows, d, 4});
@@ -156,7 +157,7 @@ class SplitKvSchedule final : public Schedule {
 
   bool emit_split_part(std::int64_t cta, std::int64_t part, std::vector<TileOp>& out) const {
     const SplitCta c = split_cta(cta);
-    const std::int64_t d = p_.head_dim, eb = p_.elem_bytes();
+    const std::int64_t d = p_.head_dim, eb = p_.elem_bytes(), kv_eb = p_.kv_elem_bytes();
     const std::int64_t warps = std::max(1, t_.threads / 32);
     const std::int64_t offset = p_.seq_kv - p_.seq;     // bottom-right causal alignment
     const TileRef o{TensorId::O, 0, c.r0, c.qr, 0, d};  // rO (qr, d)
@@ -192,12 +193,22 @@ class SplitKvSchedule final : public Schedule {
       const std::int64_t row_warps = std::min(warps, m_tiles);
       const std::int64_t key_warps = std::max<std::int64_t>(1, warps / row_warps);
       const std::int64_t q_reads = key_warps * m_tiles * 16 * d * eb;
-      const std::int64_t kv_reads = row_warps * kr * d * eb;  // each of K and V
-      out.push_back(costs::scores(s, d, q_reads + kv_reads));
+      // K and V stay in their stored type in shared memory (an fp8 cache is copied as is).
+      const std::int64_t kv_reads = row_warps * kr * d * kv_eb;  // each of K and V
+      TileOp qk = costs::scores(s, d, q_reads + kv_reads);
+      TileOp pv = costs::pv(s, d, kv_reads);
+      if (p_.kv_converted()) {
+        // An fp8 cache: each warp converts the K (V) elements it read to --dtype in registers
+        // before Q K^T (P V); the mma.sync takes fp16/bf16 operands. The per-tensor scales fold
+        // into the softmax scale and the output, at no per-element cost.
+        costs::convert_fp8_operand(qk, row_warps * kr * d);
+        costs::convert_fp8_operand(pv, row_warps * kr * d);
+      }
+      out.push_back(qk);
       const bool crosses_diagonal = p_.causal && k0 + kr - 1 > c.q0 + offset;
       if (crosses_diagonal || p_.mask) out.push_back(costs::mask(s));
       out.push_back(costs::online_softmax(s, d));
-      out.push_back(costs::pv(s, d, kv_reads));
+      out.push_back(pv);
     }
     if (to < c.je) return true;
     if (t_.splits > 1) {
@@ -226,7 +237,7 @@ class SplitKvSchedule final : public Schedule {
       const std::int64_t page = p_.block_table->at(b, tok / pt);
       const TileRef piece{t, page * hkv + hk, off, n, 0, d};  // (n, d) of one page
       TileOp op = tok == k0 ? TileOp::load(piece) : TileOp::gather(piece);
-      op.int_ops = kPagedAddressOpsPerChunk * ceil_div(n * d * p_.elem_bytes(), 16);
+      op.int_ops = kPagedAddressOpsPerChunk * ceil_div(n * d * p_.kv_elem_bytes(), 16);
       out.push_back(op);
       tok += n;
     }
@@ -273,7 +284,7 @@ using closed_form_parts::u64;
 // With S > 1 the reduce kernel reads all S partials of every row once and writes O and L.
 ReadWriteBytes split_kv(const AttentionProblem& p, std::int64_t bq, std::int64_t bk,
                         std::int64_t splits, bool paged) {
-  const u64 eb = u(p.elem_bytes()), d = u(p.head_dim);
+  const u64 eb = u(p.elem_bytes()), kv_eb = u(p.kv_elem_bytes()), d = u(p.head_dim);
   const bool packed = p.packs_query_group();
   const u64 tiles_per_row = u(p.batch * (packed ? p.kv_head_count() : p.heads));
   const std::int64_t rows = packed ? p.group() * p.seq : p.seq;
@@ -291,7 +302,7 @@ ReadWriteBytes split_kv(const AttentionProblem& p, std::int64_t bq, std::int64_t
       const std::int64_t end = std::min({tc, first + per_split, reach});
       if (first < end) {
         const std::int64_t k_begin = first * bk, k_end = std::min(end * bk, p.seq_kv);
-        one.read += qr * d * eb + 2 * u(k_end - k_begin) * d * eb;
+        one.read += qr * d * eb + 2 * u(k_end - k_begin) * d * kv_eb;  // K, V as stored
         if (paged) one.read += 4 * u((k_end - 1) / p.page_tokens - k_begin / p.page_tokens + 1);
       }
       one.write += splits > 1 ? qr * d * 4 + qr * 4 : qr * d * eb + qr * 4;
@@ -320,7 +331,7 @@ Planned plan_split_kv(const AttentionProblem& p, const HardwareProfile& hw,
   }
   Planned out;
   Tiling& t = out.tiling;
-  const std::int64_t eb = p.elem_bytes(), d = p.head_dim;
+  const std::int64_t eb = p.elem_bytes(), kv_eb = p.kv_elem_bytes(), d = p.head_dim;
   // FlashAttention-2's split-KV kernel: 64 query rows, 256/128/64 K/V rows for d <= 64/128/above.
   t.block_q = req.block_q.value_or(64);
   t.block_kv = req.block_kv.value_or((d <= 64 ? 256 : (d <= 128 ? 128 : 64)));
@@ -329,13 +340,17 @@ Planned plan_split_kv(const AttentionProblem& p, const HardwareProfile& hw,
   // still overlap the products, kv_pipeline_depth); our measured decode kernel has two.
   t.pipeline_stages = req.pipeline_stages.value_or(1);
   const std::int64_t kv_buffers = t.pipeline_stages;
-  const std::int64_t smem = (t.block_q + 2 * kv_buffers * t.block_kv) * d * eb;
+  const std::int64_t smem = (t.block_q * eb + 2 * kv_buffers * t.block_kv * kv_eb) * d;
   const std::int64_t limit = hw.sm.smem_per_cta_max_bytes.value;
   if (smem > limit) {
     out.infeasible_reason = fmt::format(
         "{} tile does not fit in shared memory: Q {}x{} plus {} buffer pair(s) of K and V {}x{} "
         "({}) need {} bytes, {} allows {} bytes per CTA",
-        algo, t.block_q, d, kv_buffers, t.block_kv, d, dtype_name(p.dtype), smem, hw.name, limit);
+        algo, t.block_q, d, kv_buffers, t.block_kv, d,
+        p.kv_converted()
+            ? fmt::format("Q {}, K and V {}", dtype_name(p.dtype), dtype_name(p.kv_type()))
+            : std::string(dtype_name(p.dtype)),
+        smem, hw.name, limit);
     return out;
   }
   const int regs = accumulator_registers(t, d, req);
@@ -400,6 +415,7 @@ Dataflow split_kv_dataflow() {
   };
   f.capabilities.splits = true;
   f.capabilities.packs_gqa = true;
+  f.capabilities.kv_dtype = true;  // --kv-dtype fp8: an FP8 K/V cache (decode.hpp)
   return f;
 }
 

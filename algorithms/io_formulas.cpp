@@ -19,6 +19,7 @@ IoBounds io_bounds(const AttentionProblem& p, const ReadWriteBytes& closed_form,
                    std::int64_t sram_bytes, const BlockMask* blocks) {
   const bool fwd = runs_forward(p.pass), bwd = runs_backward(p.pass);
   const u64 bh = u(p.bh()), bh_kv = u(p.bh_kv()), eb = u(p.elem_bytes()), d = u(p.head_dim);
+  const u64 kv_eb = u(p.kv_elem_bytes());  // K and V as stored (--kv-dtype; else eb)
   IoBounds b;
   b.closed_form_read_bytes = closed_form.read;
   b.closed_form_write_bytes = closed_form.write;
@@ -64,15 +65,18 @@ IoBounds io_bounds(const AttentionProblem& p, const ReadWriteBytes& closed_form,
         static_cast<double>(scores) / (static_cast<double>(p.seq) * static_cast<double>(p.seq_kv));
   }
   const u64 n = u(p.seq), nk = u(p.seq_kv);
-  // K and V (and, backward, dK and dV) once per K/V head.
+  // K and V (and, backward, dK and dV) once per K/V head, K and V in their stored type.
   // O in its own element size (bf16 for an fp8 forward).
   const u64 fwd_compulsory =
-      eb * d * (bh * q_rows + bh_kv * 2 * kv_rows) + u(p.out_elem_bytes()) * d * bh * n;
+      eb * d * bh * q_rows + kv_eb * d * bh_kv * 2 * kv_rows + u(p.out_elem_bytes()) * d * bh * n;
   const u64 bwd_compulsory = eb * d * (bh * (q_rows + n + n) + bh_kv * (2 * kv_rows + 2 * nk));
 
   // Lower bound per pass (Theorem 5: the backward has the forward's order), on the computed
-  // fraction of the scores for block-sparse (Proposition 4's s).
-  const double m = static_cast<double>(sram_bytes) / static_cast<double>(eb);  // elements
+  // fraction of the scores for block-sparse (Proposition 4's s). Its elements are one size; with
+  // K/V stored narrower than Q (--kv-dtype fp8) the narrower size, which gives the smaller bound
+  // (SRAM holds more elements, each moves fewer bytes): still a bound on either operand's traffic.
+  const u64 lb_eb = std::min(eb, kv_eb);
+  const double m = static_cast<double>(sram_bytes) / static_cast<double>(lb_eb);  // elements
   const double nd = static_cast<double>(p.seq), nkd = static_cast<double>(p.seq_kv);
   const double dd = static_cast<double>(p.head_dim);
   double elems;
@@ -83,7 +87,7 @@ IoBounds io_bounds(const AttentionProblem& p, const ReadWriteBytes& closed_form,
     elems = covered * nd * nkd * dd / std::sqrt(m);
     b.lower_bound_formula = blocks || p.window > 0 ? "s*N*N_kv*d/sqrt(M)" : "N*N_kv*d/sqrt(M)";
   }
-  const u64 pass_bound = static_cast<u64>(elems * static_cast<double>(bh * eb));
+  const u64 pass_bound = static_cast<u64>(elems * static_cast<double>(bh * lb_eb));
   if (fwd) {
     b.lower_bound_formula_bytes += pass_bound;
     b.compulsory_bytes += fwd_compulsory;

@@ -24,6 +24,7 @@ Dataflow paged_dataflow() {
   };
   f.capabilities.splits = true;
   f.capabilities.packs_gqa = true;
+  f.capabilities.kv_dtype = true;  // --kv-dtype fp8: an FP8 K/V cache (decode.hpp)
   f.capabilities.pages = true;
   return f;
 }

@@ -157,6 +157,23 @@ std::vector<std::string> names_with(const Registry& registry, bool Capabilities:
                                 algorithm.name));
 }
 
+// --kv-dtype beside an algorithm that reads K/V in --dtype's type: the built-in algorithms and
+// the dataflows (a kernel description's dataflow.forward) that convert on chip.
+[[noreturn]] void kv_dtype_not_applicable(const AttentionProblem& p, const Algorithm& algorithm,
+                                          const Registry& registry) {
+  std::vector<std::string> flows;
+  for (const Dataflow* d : forward_dataflows()) {
+    if (d->capabilities.kv_dtype) flows.push_back(d->name);
+  }
+  throw ConfigError(fmt::format(
+      "--kv-dtype {} (K and V stored in another type than --dtype {}) applies to --algo {} (a "
+      "kernel description's dataflow.forward {}), not '{}': only a decode kernel converts its "
+      "K/V tiles on chip; leave --kv-dtype out",
+      dtype_name(p.kv_type()), dtype_name(p.dtype),
+      fmt::join(names_with(registry, &Capabilities::kv_dtype), " and "), fmt::join(flows, " or "),
+      algorithm.name));
+}
+
 }  // namespace
 
 void check_applicable(const Algorithm& algorithm, const AttentionProblem& p,
@@ -194,6 +211,13 @@ void check_applicable(const Algorithm& algorithm, const AttentionProblem& p,
   }
   if (p.dtype == Dtype::fp8 && p.dropout > 0) {
     throw ConfigError("--dtype fp8 with --dropout: FlashAttention-3's FP8 forward has no dropout");
+  }
+  if (p.kv_converted() && !c.kv_dtype) kv_dtype_not_applicable(p, algorithm, registry);
+  if (p.kv_converted() && p.pass != Pass::fwd) {
+    throw ConfigError(fmt::format(
+        "--kv-dtype {} with --pass {}: a K/V cache in another type is read by a decode forward "
+        "only; use --pass fwd",
+        dtype_name(p.kv_type()), pass_name(p.pass)));
   }
   if (requested.backward_block_q || requested.backward_block_kv) {
     if (!c.flags_tile_forward) {

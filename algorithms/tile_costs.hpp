@@ -98,6 +98,28 @@ inline TileOp dropout(const TileRef& p_tile) {
   return op;
 }
 
+/// FP32-pipe operations a warp spends per fp8 (e4m3) element it converts to fp16 or bf16 in
+/// registers before an MMA (a K/V cache stored in fp8, --kv-dtype fp8). cvt.rn.f16x2.e4m3x2
+/// converts two elements per lane, and the CUDA C++ Programming Guide's throughput table
+/// (arithmetic instructions, compute capability 8.9 and 9.0) gives "all other type conversions"
+/// 16 results per clock per SM against 128 for FP32 add and multiply: one conversion takes the
+/// issue slots of 8 FP32 instructions, which the ops here count as one fp32 flop each, so 8 / 2
+/// = 4 per element. (bf16 has no direct e4m3 conversion on sm_90; kernels go through f16x2 and
+/// bit manipulation, at least as many instructions: the same count is a floor.) The per-tensor
+/// scale is folded into the softmax scale (K) and the output (V), as vLLM and FlashInfer do: no
+/// per-element multiply. The count is Hopper's (and Ada's) ratio; Ampere has no e4m3 conversion
+/// instruction (cvt's .e4m3x2 needs sm_89) and converts with integer and FP16 bit operations, at
+/// half the FP32 lanes per SM: there it is an estimate, not derived. Not yet measured on our GPUs.
+inline constexpr std::int64_t kFp8ConvertFp32OpsPerElement = 4;
+
+/// The FP32-pipe work of converting `elements` fp8 values on chip (see above), added to the
+/// fp32_flops of the MMA op that consumes them: the conversion runs on the FP pipe beside the
+/// softmax, not on the tensor cores, and the engine times it as any FP32 work of that op.
+inline TileOp& convert_fp8_operand(TileOp& op, std::int64_t elements) {
+  op.fp32_flops += kFp8ConvertFp32OpsPerElement * elements;
+  return op;
+}
+
 /// O += P V for a score tile of rows x cols and head dimension `d`.
 inline TileOp& pv(TileOp& op, const TileRef& s_tile, std::int64_t d, std::int64_t smem_read_bytes) {
   compute(op, ComputeKind::accumulate_pv, s_tile);

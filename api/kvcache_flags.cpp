@@ -26,6 +26,10 @@ std::vector<KvCacheFlag> make_kvcache_flags() {
       {"--kv-heads", "key/value heads per layer", &KvF::kv_heads, true},
       {"--head-dim", "head dimension", &KvF::head_dim, true},
       {"--dtype", "KV element type: fp16 | bf16 | fp32 | fp8", &KvF::dtype},
+      {"--kv-dtype",
+       "the same as --dtype, by the name `iosim run` gives the K/V cache's type (--kv-dtype fp8: "
+       "one byte a value, twice the tokens of fp16)",
+       &KvF::kv_dtype, false, false},
       {"--policy", "contiguous | paged | both", &KvF::policy},
       {"--block-tokens", "paged: tokens per block", &KvF::block_tokens},
       {"--requests", "requests to draw", &KvF::requests},
@@ -61,11 +65,11 @@ std::int64_t to_bytes(double v, const char* flag) {
 }
 
 // KV caches are also kept in 8-bit formats, so fp8 is accepted here beside the attention dtypes.
-std::int64_t kv_dtype_bytes(const std::string& s) {
+std::int64_t kv_dtype_bytes(const std::string& s, bool kv_flag) {
   if (s == "fp8") return 1;
   if (s != "fp16" && s != "bf16" && s != "fp32") {
-    throw ConfigError(
-        fmt::format("--dtype '{}': valid KV-cache dtypes are fp16, bf16, fp32, fp8", s));
+    throw ConfigError(fmt::format("{} '{}': valid KV-cache dtypes are fp16, bf16, fp32, fp8",
+                                  kv_flag ? "--kv-dtype" : "--dtype", s));
   }
   return dtype_bytes(parse_dtype(s));
 }
@@ -146,7 +150,15 @@ KvCacheRun run_kvcache(const KvCacheFlags& f, const std::set<std::string>& given
                                     run.weights_bytes, hw.name, run.hbm_bytes));
     }
   }
-  run.dtype = f.dtype;
+  // --kv-dtype is --dtype by run's name: both given, they must agree.
+  if (given.count("--kv-dtype") > 0 && given.count("--dtype") > 0 && f.kv_dtype != f.dtype) {
+    throw ConfigError(fmt::format(
+        "--kv-dtype {} and --dtype {}: both set the K/V cache's element type here; give one",
+        f.kv_dtype, f.dtype));
+  }
+  const std::string& dtype = given.count("--kv-dtype") > 0 ? f.kv_dtype : f.dtype;
+  const std::int64_t value_bytes = kv_dtype_bytes(dtype, given.count("--kv-dtype") > 0);
+  run.dtype = dtype;
 
   kvcache::StreamSpec& spec = run.spec;
   spec.samples = f.samples;
@@ -174,7 +186,7 @@ KvCacheRun run_kvcache(const KvCacheFlags& f, const std::set<std::string>& given
   run.stream = kvcache::describe(stream);
 
   kvcache::CacheConfig base;
-  base.model = {f.layers, f.kv_heads, f.head_dim, kv_dtype_bytes(f.dtype)};
+  base.model = {f.layers, f.kv_heads, f.head_dim, value_bytes};
   base.budget_bytes = run.budget_bytes;
   base.block_tokens = f.block_tokens;
   base.max_running = f.max_running;

@@ -20,6 +20,7 @@ struct KvCacheFlags {
   double weights_bytes = 0, kv_budget_bytes = 0;
   std::int64_t layers = 0, kv_heads = 0, head_dim = 0;
   std::string dtype = "fp16";
+  std::string kv_dtype;  // --kv-dtype: --dtype by run's name for it (empty: not given)
   std::string policy = "both";
   std::int64_t block_tokens = 16;
   std::int64_t requests = 1000;

@@ -396,6 +396,7 @@ LayerReport simulate_layer(const HardwareProfile& profile, const LayerRequest& r
   flags.seq_kv = seq_kv;
   flags.head_dim = d;
   flags.dtype = r.dtype;
+  flags.kv_dtype = r.kv_dtype;
   flags.causal = prefill || mixed;  // a decode query sees every cached key
   if (mixed) {
     // One ragged launch (run's --seq-lens, --seq-kv-lens): causal bottom-right, so a decode row

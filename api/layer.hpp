@@ -38,6 +38,9 @@ struct LayerRequest {
   std::vector<std::int64_t> seq_lens, context_lens;
   std::int64_t tp = 1;  // tensor-parallel ranks: heads, K/V heads and the MLP width divided by it
   std::string dtype = "bf16";
+  // The attention's K/V cache type (run's --kv-dtype; empty: dtype): what the attention kernel
+  // reads. The projections write K and V in dtype; the cache's quantizing write is not modelled.
+  std::string kv_dtype;
   std::string
       algorithm;       // attention; empty: flash2 for prefill and mixed, flash-decoding for decode
   std::string kernel;  // a kernel description (file, preset or inline) instead of algorithm

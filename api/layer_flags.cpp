@@ -52,6 +52,10 @@ std::vector<LayerFlag> make_layer_flags() {
       {"--kernel", "attention kernel description (file, preset or inline)", &LayerF::kernel, false,
        false},
       {"--dtype", "fp16 or bf16 (default bf16)", &LayerF::dtype, false, false},
+      {"--kv-dtype",
+       "decode: the K/V cache's type, fp8 (e4m3, converted on chip by the attention kernel; "
+       "flash-decoding, paged) or --dtype's (the default); the GEMMs keep --dtype",
+       &LayerF::kv_dtype, false, false},
       {"--sm-clock-mhz", "time every op at this SM clock (default: the power model's clock)",
        &LayerF::sm_clock_mhz, false, false},
       {"--l2", "on (default) or off: the two-level HBM <-> SRAM model", &LayerF::l2, false, false},
@@ -156,6 +160,7 @@ LayerRequest to_layer_request(const LayerFlags& f, const std::set<std::string>& 
   req.context = f.context;
   req.tp = f.tp;
   req.dtype = f.dtype;
+  req.kv_dtype = f.kv_dtype;
   req.algorithm = f.algo;
   req.kernel = f.kernel;
   req.sm_clock_mhz = f.sm_clock_mhz;

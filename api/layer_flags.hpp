@@ -23,6 +23,7 @@ struct LayerFlags {
   std::string profile = "h100-sxm5-80gb";
   std::string algo, kernel;
   std::string dtype = "bf16";
+  std::string kv_dtype;  // --kv-dtype: the attention's K/V cache type (empty: --dtype)
   double sm_clock_mhz = 0.0;
   std::string l2 = "on";
   std::string launch = "graph";

@@ -47,6 +47,10 @@ std::vector<ProblemFlag> make_problem_flags() {
        "or a preset's name (iosim kernels), run in place of --algo",
        &RunFlags::kernel, false, true},
       {"--dtype", "fp16 | bf16 | fp32 | fp8 (e4m3, --algo flash3 forward)", &RunFlags::dtype},
+      {"--kv-dtype",
+       "the type K and V are stored in: fp8 (an e4m3 K/V cache, converted on chip to --dtype fp16 "
+       "or bf16; flash-decoding, paged) | --dtype's (the default)",
+       &RunFlags::kv_dtype, false, true},
       {"--pass", "fwd | bwd | fwdbwd", &RunFlags::pass},
       {"--pattern",
        "block-sparse blocks: local:W | strided:S | random:DENSITY:SEED | causal | file:PATH "
@@ -246,6 +250,13 @@ RunRequest to_request(const RunFlags& f) {
   if (f.seq_kv < 0) throw ConfigError(fmt::format("--seq-kv {} must be positive", f.seq_kv));
   p.head_dim = f.head_dim;
   p.dtype = parse_dtype(f.dtype);
+  if (!f.kv_dtype.empty()) {
+    try {
+      p.kv_dtype = parse_dtype(f.kv_dtype);
+    } catch (const ConfigError& e) {
+      throw ConfigError(fmt::format("--kv-dtype: {}", e.what()));
+    }
+  }
   p.causal = f.causal;
   p.mask = f.mask;
   p.dropout = f.dropout;

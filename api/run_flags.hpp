@@ -21,6 +21,7 @@ struct RunFlags {
   std::string kernel;  // --kernel FILE|PRESET: a kernel description, in place of --algo
   std::int64_t batch = 1, heads = 1, seq = 0, seq_kv = 0, head_dim = 64;
   std::string dtype = "fp16";
+  std::string kv_dtype;  // --kv-dtype: K/V's stored type (empty: --dtype's)
   // Tiling as typed: 0 is the CLI's spelling of "the algorithm's default" (sweep lists use it).
   std::int64_t block_q = 0, block_kv = 0;
   int threads = 0, stages = 0;

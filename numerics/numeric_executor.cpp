@@ -163,6 +163,23 @@ std::vector<bool> used_pool_matrices(const AttentionProblem& p, std::int64_t mat
   return used;
 }
 
+// An FP8 K/V cache (--kv-dtype fp8): every matrix of K (or V) stored as e4m3 with one scale for
+// the tensor, amax / 448 over all its values (vLLM's and FlashInfer's per-tensor k_scale and
+// v_scale), kept here dequantized: scale * e4m3(x / scale). Both the schedule and the reference
+// read these values, so the run stays exact against its reference: what the cache loses to FP8 is
+// the cache's, not the kernel's. Empty matrices (unused pool pages) stay empty.
+void quantize_tensor_e4m3(std::vector<Mat>& mats) {
+  float amax = 0.0f;
+  for (const Mat& m : mats) {
+    if (m.size() > 0) amax = std::max(amax, m.cwiseAbs().maxCoeff());
+  }
+  if (amax == 0.0f || !std::isfinite(amax)) return;
+  const float scale = amax / kE4m3Max;
+  for (Mat& m : mats) {
+    m = m.unaryExpr([scale](float v) { return scale * round_e4m3(v / scale); }).eval();
+  }
+}
+
 }  // namespace
 
 float round_e4m3(float x) {
@@ -262,6 +279,10 @@ NumericResult execute_schedule(const Schedule& schedule, const AttentionProblem&
         for (std::int64_t c = 0; c < bt.pages_per_seq; ++c)
           mats[0](b, c) = static_cast<float>(bt.at(b, c));
     }
+  }
+  if (p.kv_converted()) {  // validate_problem(): the only other stored type is fp8
+    quantize_tensor_e4m3(g.of(TensorId::K));
+    quantize_tensor_e4m3(g.of(TensorId::V));
   }
   const bool grads = has_backward(p.pass);
   ensure(!grads || g.declared[index_of(TensorId::dO)], "a backward schedule without dO");

@@ -85,6 +85,9 @@ void check_executable(const AttentionProblem& p, const Schedule* schedule = null
 /// converted to e4m3 before P V as FA3 does: e4m3(2^8 P) / 2^8 (FA3's Max_offset = 8 puts P in
 /// [0, 256] so that small probabilities stay normal; l sums the unconverted P). Everything else
 /// is FP32; O is not rounded to bf16 (nor, for 16-bit runs, to fp16).
+/// With --kv-dtype fp8 (an FP8 K/V cache under an fp16 or bf16 decode) K and V are stored
+/// quantized, one scale per tensor (amax / 448), and the reference reads the same dequantized
+/// values: the error reported is the schedule's alone, as for 16-bit runs.
 /// With `observer`, tells it every op's buffers and the reference output.
 NumericResult execute_schedule(const Schedule& schedule, const AttentionProblem& problem,
                                std::uint64_t seed, const BlockMask* blocks = nullptr,

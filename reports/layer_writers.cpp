@@ -100,6 +100,7 @@ nlohmann::json layer_to_json(const LayerReport& rep) {
                   {"l2", r.l2_enabled ? "on" : "off"},
                   {"launch", layer_launch_name(r.launch)},
                   {"mlp_activation", r.fused_activation ? "fused" : "eager"}};
+  if (!r.kv_dtype.empty()) j["request"]["kv_dtype"] = r.kv_dtype;  // --kv-dtype, when given
   // A mixed step: its lists (batch their count, seq and seq_kv their longest).
   if (r.phase == LayerPhase::mixed) {
     j["request"]["seq_lens"] = r.seq_lens;
@@ -117,15 +118,17 @@ nlohmann::json layer_to_json(const LayerReport& rep) {
 
 std::string layer_table(const LayerReport& rep) {
   const LayerRequest& r = rep.request;
+  const std::string types =
+      r.kv_dtype.empty() || r.kv_dtype == r.dtype ? r.dtype : r.dtype + ", K/V cache " + r.kv_dtype;
   std::string out =
       r.phase == LayerPhase::mixed
           ? fmt::format("{} on {}: mixed step: {}; {} tokens, tp {}, {}\n\n", r.model.name,
                         rep.profile, mixed_step_text(r.seq_lens, r.context_lens), rep.tokens, r.tp,
-                        r.dtype)
+                        types)
           : fmt::format(
                 "{} on {}: {} layer, batch {}, {} tokens, attention over {} keys, tp {}, {}\n\n",
                 r.model.name, rep.profile, layer_phase_name(r.phase), r.batch, rep.tokens,
-                rep.seq_kv, r.tp, r.dtype);
+                rep.seq_kv, r.tp, types);
   out += fmt::format("{:<15} {:<10} {:>22} {:>10} {:>10} {:>10} {:>10} {:>10} {:>9} {:<8} {:>7}\n",
                      "op", "kind", "M x N x K", "HBM rd MiB", "HBM wr MiB", "L2 MiB", "GFLOP",
                      "clock MHz", "time us", "bound", "share");

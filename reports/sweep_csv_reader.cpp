@@ -121,7 +121,9 @@ void check_fields(const std::map<std::string, std::size_t>& col,
     const auto at = col.find(c);
     if (at == col.end() || rec[at->second].empty()) continue;
     const std::string& t = rec[at->second];
-    if (named(kTextColumns, c) || c == "dtype" || c == "l2" || c == "pass") continue;
+    if (named(kTextColumns, c) || c == "dtype" || c == "kv_dtype" || c == "l2" || c == "pass") {
+      continue;  // (the types are read, and checked, by parse_row())
+    }
     if (named(kBooleanColumns, c)) {
       if (t != "true" && t != "false") {
         throw ConfigError(fmt::format("{}: '{}' = '{}' is not true or false", where, c, t));
@@ -257,6 +259,9 @@ json csv_row_json(const std::map<std::string, std::size_t>& col,
   }
   // A problem axis that CSVs of before its column lack (absent or empty: no window).
   if (col.count("window") && !text("window").empty()) j["problem"]["window"] = number("window");
+  if (col.count("kv_dtype") && !text("kv_dtype").empty()) {
+    j["problem"]["kv_dtype"] = text("kv_dtype");
+  }
   const json given = boolean("clock_given");
   if (!given.is_null()) j["power"] = {{"clock_given", given}};
   if (j["feasible"] != true) {

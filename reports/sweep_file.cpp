@@ -159,6 +159,15 @@ SweepRow parse_row(const json& j, const std::string& where) {
     r.page_tokens = p["page_tokens"].get<std::int64_t>();
   if (p.contains("window") && p["window"].is_number_integer())
     r.window = p["window"].get<std::int64_t>();
+  if (p.contains("kv_dtype") && p["kv_dtype"].is_string()) {
+    r.kv_dtype = p["kv_dtype"].get<std::string>();
+    try {
+      parse_dtype(r.kv_dtype);
+    } catch (const ConfigError& e) {
+      throw ConfigError(
+          fmt::format("{}: problem: 'kv_dtype' = \"{}\": {}", where, r.kv_dtype, e.what()));
+    }
+  }
   if (p.contains("pattern") && p["pattern"].is_string())
     r.pattern = p["pattern"].get<std::string>();
   const json t = field<json>(j, "tiling", where);

@@ -27,6 +27,8 @@ const OtherField kOtherFields[] = {
        return r.page_tokens > 0 ? std::to_string(r.page_tokens) : std::string("-");
      }},
     {"dtype", [](const SweepRow& r) { return r.dtype; }},
+    {"K/V dtype",
+     [](const SweepRow& r) { return r.kv_dtype.empty() ? std::string("-") : r.kv_dtype; }},
     {"pass", [](const SweepRow& r) { return r.pass; }},
     {"causal", [](const SweepRow& r) { return std::string(r.causal ? "yes" : "no"); }},
     {"window",

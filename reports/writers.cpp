@@ -259,6 +259,13 @@ const Column kColumns[] = {
     // --window W, when given (a sweep axis of models with local layers). Before clock_given too.
     {"window", "problem", When::not_null, Csv::plain,
      [](const Report& r) -> json { return or_null(problem(r).window > 0, problem(r).window); }},
+    // --kv-dtype, when given: the type K and V are stored in (an FP8 K/V cache). Before
+    // clock_given too.
+    {"kv_dtype", "problem", When::not_null, Csv::plain,
+     [](const Report& r) -> json {
+       const auto& t = problem(r).kv_dtype;
+       return t ? json(std::string(dtype_name(*t))) : json(nullptr);
+     }},
     // On a profile with a power section: whether --sm-clock-mhz set the clock (else the power
     // model chose it). `iosim report` groups a sweep's CSV rows by the clock asked for with it.
     {"clock_given", "power", When::not_null, Csv::plain,
@@ -383,10 +390,10 @@ std::string problem_text(const AttentionProblem& p) {
       "{} H={}{}{} d={} {}{}{}{}{} pass={}",
       p.ragged() ? "ragged batch: " + ragged_batch_text(p) + ";" : fmt::format("B={}", p.batch),
       p.heads, p.kv_head_count() != p.heads ? fmt::format(" H_kv={}", p.kv_head_count()) : "",
-      p.ragged() ? "" : fmt::format(" N={} N_kv={}", p.seq, p.seq_kv), p.head_dim,
-      dtype_name(p.dtype), p.causal ? " causal" : "",
-      p.window > 0 ? fmt::format(" window={}", p.window) : "", p.mask ? " mask" : "",
-      p.dropout > 0 ? fmt::format(" dropout={}", p.dropout) : "", pass_name(p.pass));
+      p.ragged() ? "" : fmt::format(" N={} N_kv={}", p.seq, p.seq_kv), p.head_dim, dtype_text(p),
+      p.causal ? " causal" : "", p.window > 0 ? fmt::format(" window={}", p.window) : "",
+      p.mask ? " mask" : "", p.dropout > 0 ? fmt::format(" dropout={}", p.dropout) : "",
+      pass_name(p.pass));
 }
 
 // --stages counts shared-memory buffers (Capabilities::forward_stages); the engine times a main

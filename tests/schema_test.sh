@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every kind of JSON iosim writes is valid against its schema under schemas/: run (dense, decode,
-# block-sparse, backward, executed, two-level, fp8), a sweep file (with infeasible rows), validate,
+# block-sparse, backward, executed, two-level, fp8, an fp8 K/V cache), a sweep file (with infeasible rows), validate,
 # kvcache, layer and tune; the built-in profiles (read as JSON) against the profile's schema, which
 # is `iosim profiles --schema`; measured files (what `iosim validate` reads, checked against
 # measurements.schema.json by iosim too) of each kind; and the schemas themselves are valid JSON
@@ -29,6 +29,7 @@ run() { # iosim run ARGS... --format json > run_N.json
 run --algo flash2 --seq 1024 --head-dim 64
 run --algo flash-decoding --seq 1 --seq-kv 8192 --head-dim 128 --kv-heads 2 --heads 16
 run --algo paged --seq 1 --seq-kv 4096 --head-dim 128 --page-tokens 16
+run --algo paged --seq 1 --seq-kv 4096 --head-dim 128 --kv-heads 2 --heads 8 --kv-dtype fp8 --dtype bf16
 run --algo flash-decoding --seq 2 --seq-kv 4096 --head-dim 128 --kv-heads 2 --heads 8 --pack-gqa on
 run --algo block-sparse --pattern strided:4 --seq 1024 --head-dim 64 --block-q 64 --block-kv 64
 run --algo flash2 --pass fwdbwd --seq 200 --head-dim 32 --causal --execute --cold-l2
@@ -77,6 +78,7 @@ fi
 check kvcache "$tmp/kvcache.json"
 "$IOSIM" layer --model qwen2-7b --phase prefill --seq 256 --tp 2 --format json >"$tmp/layer_1.json"
 "$IOSIM" layer --model llama-3-8b --phase decode --batch 4 --seq 2048 --format json >"$tmp/layer_2.json"
+"$IOSIM" layer --model llama-3-8b --phase decode --batch 4 --seq 2048 --kv-dtype fp8 --format json >"$tmp/layer_3.json"
 check layer "$tmp"/layer_*.json
 # tune: a space with infeasible points (flash3's 64-row consumer warpgroups) and one with none
 # feasible (every block_kv past shared memory), whose default is ranked outside it.

@@ -642,3 +642,37 @@ TEST_CASE("report reads a sweep's CSV: the same rows, best tiles and heatmaps as
           load_sweeps({temp_file("mine.csv", text)});
         }).find("'my-gpu-0000000' did not load") != std::string::npos);
 }
+
+TEST_CASE("report: an fp8 K/V cache is a problem of its own, from the sweep's JSON and its CSV") {
+  // Two block sizes of each K/V type, flash-decoding at the same shape: two problems, each
+  // with its two tiles, whose rows keep their --kv-dtype (given: fp16 is named too).
+  std::vector<SweepPoint> points;
+  std::size_t i = 0;
+  for (const Dtype kv : {Dtype::fp16, Dtype::fp8}) {
+    for (std::int64_t bkv : {64, 128}) {
+      RunRequest r = test::request("flash-decoding", 1, 8, 1, 128, 0, bkv);
+      r.problem.seq_kv = 4096;
+      r.problem.kv_heads = 2;
+      r.problem.kv_dtype = kv;
+      r.tiling.splits = 2;  // the heuristic's count differs by tile: a problem field of the report
+      points.push_back({i++, "h100-sxm5-80gb", r});
+    }
+  }
+  const auto profiles = profiles_of(points);
+  const std::vector<Report> reports = run_sweep(points, profiles, {2, {}});
+  const SweepDescription d = {
+      {{"--kv-dtype", {"fp16", "fp8"}}, {"--block-kv", {"64", "128"}}}, points.size(), {}};
+  for (const fs::path& f : {temp_file("kv.json", sweep_json(d, points, reports, profiles)),
+                            temp_file("kv.csv", sweep_csv(points, reports))}) {
+    CAPTURE(f);
+    const SweepData data = load_sweeps({f});
+    REQUIRE(data.rows.size() == 4);
+    for (std::size_t r = 0; r < 4; ++r) CHECK(data.rows[r].kv_dtype == (r < 2 ? "fp16" : "fp8"));
+    const std::vector<BestBlock> best = best_blocks(data);
+    REQUIRE(best.size() == 2);
+    for (const BestBlock& b : best) {
+      CHECK(b.tried == 2);
+      CHECK(data.rows[b.rows[0]].kv_dtype == data.rows[b.rows[1]].kv_dtype);
+    }
+  }
+}

@@ -51,6 +51,10 @@ def test_version_and_schema():
       "--kv-heads", "2", "--causal", "--l2", "off"]),
     (dict(seq=1024, set=["l2.size_bytes=20e6", "sm.count=100"]),
      ["--seq", "1024", "--set", "l2.size_bytes=20e6", "--set", "sm.count=100"]),
+    (dict(algo="paged", seq=1, seq_kv=4096, head_dim=128, heads=32, kv_heads=8, kv_dtype="fp8",
+          dtype="bf16"),
+     ["--algo", "paged", "--seq", "1", "--seq-kv", "4096", "--head-dim", "128", "--heads", "32",
+      "--kv-heads", "8", "--kv-dtype", "fp8", "--dtype", "bf16"]),
 ])
 def test_run_equals_the_cli(flags, args):
     assert without_wall(iosim.run(**flags)) == without_wall(cli_json("run", *args))
@@ -306,6 +310,29 @@ def test_kvcache_equals_the_cli(flags):
     assert doc == json.loads(subprocess.run([IOSIM, *kvcache_args(flags), "--format", "json"],
                                             check=True, capture_output=True, text=True).stdout)
     assert doc["schema_version"] == iosim.schema_version
+
+
+def test_kvcache_fp8_cache_holds_twice_the_tokens():
+    # --kv-dtype is --dtype by run's name: one byte a cached value against fp16's two.
+    fp16 = iosim.kvcache(**KV_MODEL, kv_budget_bytes=4e9, requests=50, policy="paged")
+    fp8 = iosim.kvcache(**KV_MODEL, kv_budget_bytes=4e9, requests=50, policy="paged",
+                        kv_dtype="fp8")
+    assert fp8 == iosim.kvcache(**KV_MODEL, kv_budget_bytes=4e9, requests=50, policy="paged",
+                                dtype="fp8")
+    assert fp8["model"]["bytes_per_token"] * 2 == fp16["model"]["bytes_per_token"]
+
+
+def test_run_fp8_kv_cache_halves_the_cache_reads():
+    decode = dict(algo="flash-decoding", seq=1, seq_kv=8192, head_dim=128, heads=32, kv_heads=8,
+                  splits=4, l2="off")
+    fp16, fp8 = iosim.run(**decode), iosim.run(**decode, kv_dtype="fp8")
+    assert "kv_dtype" not in fp16["problem"] and fp8["problem"]["kv_dtype"] == "fp8"
+    for t in ("K", "V"):
+        assert (fp16["counters"]["per_tensor"][t]["hbm_read_bytes"]
+                == 2 * fp8["counters"]["per_tensor"][t]["hbm_read_bytes"])
+    with pytest.raises(iosim.ConfigError, match="--kv-dtype fp8 .* applies to --algo "
+                                                "flash-decoding and paged"):
+        iosim.run(algo="flash2", seq=1, seq_kv=8192, head_dim=128, kv_dtype="fp8")
 
 
 def test_kvcache_paged_fits_more():

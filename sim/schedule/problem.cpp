@@ -57,6 +57,12 @@ AttentionProblem with_defaults(AttentionProblem p) {
   return p;
 }
 
+std::string dtype_text(const AttentionProblem& p) {
+  std::string s(dtype_name(p.dtype));
+  if (p.kv_converted()) s += fmt::format(" kv_dtype={}", dtype_name(p.kv_type()));
+  return s;
+}
+
 AttentionProblem sequence_problem(const AttentionProblem& given, std::size_t b) {
   AttentionProblem p = with_defaults(given);
   if (!p.ragged()) return p;
@@ -202,6 +208,17 @@ void validate_problem(const AttentionProblem& given) {
                                  p.seq)
                    : std::string("--pack-gqa on cannot pack with --mask, --dropout or --pattern, "
                                  "whose values depend on the query position"));
+  }
+  // A K/V cache in another type is fp8 converted on chip to the MMA's fp16 or bf16 (vLLM's,
+  // TensorRT-LLM's and FlashInfer's FP8 KV cache); a 16-bit cache read by a kernel of the other
+  // 16-bit type, or an fp32 attention reading an fp8 cache, is no kernel modelled here.
+  if (p.kv_converted() &&
+      (p.kv_type() != Dtype::fp8 || (p.dtype != Dtype::fp16 && p.dtype != Dtype::bf16))) {
+    throw ConfigError(fmt::format(
+        "--kv-dtype {} with --dtype {}: a K/V cache is read in --dtype's type, or in fp8 (e4m3) "
+        "converted on chip for an fp16 or bf16 attention (--kv-dtype fp8 with --dtype fp16 or "
+        "bf16)",
+        dtype_name(p.kv_type()), dtype_name(p.dtype)));
   }
   if (p.causal && p.seq_kv < p.seq) {
     throw ConfigError(fmt::format(

@@ -2,6 +2,7 @@
 // The attention problem a user asks about, independent of any schedule or GPU.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,12 @@ struct AttentionProblem {
   std::int64_t seq_kv = 0;     // N_kv, key/value length; 0 (left out): N, by with_defaults()
   std::int64_t head_dim = 64;  // d
   Dtype dtype = Dtype::fp16;
+  // The element type K and V are stored and loaded in (--kv-dtype), when given: a serving
+  // stack's K/V cache kept in fp8 (e4m3, one scale per tensor) while Q and O stay fp16 or bf16
+  // (vLLM's kv_cache_dtype, TensorRT-LLM's and FlashInfer's FP8 KV cache); the decode kernel
+  // converts each K/V element on chip to dtype before its MMAs. nullopt: dtype. Only the
+  // dataflows with Capabilities::kv_dtype read a type other than dtype.
+  std::optional<Dtype> kv_dtype;
   bool causal = false;  // bottom-right aligned: query i sees key j iff j <= i + (N_kv - N)
   bool mask = false;    // an elementwise mask computed from indices (see README)
   // Sliding window (--window W; 0: none): query i sees key j only within W positions of its
@@ -98,7 +105,14 @@ struct AttentionProblem {
     return seq == 1 || pack_gqa == GqaPacking::on;
   }
   /// Bytes per element of Q, K, V (and of every other input and output but O, L and the stats).
+  /// K and V are kv_elem_bytes() where --kv-dtype sets another type.
   std::int64_t elem_bytes() const { return dtype_bytes(dtype); }
+  /// The type K and V are stored in: --kv-dtype, else dtype.
+  Dtype kv_type() const { return kv_dtype.value_or(dtype); }
+  /// Whether K and V are stored in another type than Q (--kv-dtype fp8 with fp16 or bf16).
+  bool kv_converted() const { return kv_type() != dtype; }
+  /// Bytes per element of K and V as stored in HBM (and in shared memory before conversion).
+  std::int64_t kv_elem_bytes() const { return dtype_bytes(kv_type()); }
   /// Bytes per element of O: as the inputs, except that an fp8 (e4m3) forward writes O in bf16, as
   /// FlashAttention-3's FP8 forward does (its output tensor is bf16 for e4m3 inputs).
   std::int64_t out_elem_bytes() const { return dtype == Dtype::fp8 ? 2 : elem_bytes(); }
@@ -110,6 +124,9 @@ struct AttentionProblem {
 /// entry points of api/ call it before anything reads the problem, so that a caller who sets only
 /// seq gets N_kv = N; the schedules, closed forms and executor below them read N_kv as given.
 AttentionProblem with_defaults(AttentionProblem p);
+
+/// The element types in words: "fp16", or with K/V stored in another type "fp16 kv_dtype=fp8".
+std::string dtype_text(const AttentionProblem& p);
 
 /// Sequence b of a ragged batch as a problem of its own: batch 1, its lengths, no lists.
 AttentionProblem sequence_problem(const AttentionProblem& p, std::size_t b);
