@@ -19,8 +19,8 @@
 #include "algorithms/tile_costs.hpp"
 #include "api/kvcache_flags.hpp"
 #include "api/layer.hpp"
+#include "numerics/numeric_executor.hpp"
 #include "sim/base/errors.hpp"
-#include "sim/numerics/numeric_executor.hpp"
 #include "tests/test_support.hpp"
 
 using namespace iosim;
