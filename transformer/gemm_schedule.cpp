@@ -20,6 +20,8 @@ namespace {
 constexpr std::int64_t kReduceRows = 16, kReduceCols = 32;  // the split-K reduction's tile
 constexpr std::int64_t kEpilogueSmemBytes = 16 * 1024;      // what nvjet's stages leave free
 constexpr std::int64_t kMaxHopperStages = 16;               // the most an nvjet name shows
+// Parts past the pipeline's prologue before a K loop runs at its own pace (steady_parts()).
+constexpr std::int64_t kSettleParts = 8;
 
 class GemmSchedule final : public Schedule {
  public:
@@ -85,6 +87,53 @@ class GemmSchedule final : public Schedule {
     return {s, r};
   }
 
+  // The K loop repeats (sim/engine/steady_state.hpp, steps): part c + 1 loads the next K chunk of
+  // the same X rows and W rows and accumulates the same product, so one part is a period, and a
+  // cut that leaves out a CTA's last steady chunks leaves every remaining part as it was (each
+  // names its own chunk). The CTAs that share a chunk of X or W (a row or column of tiles, the
+  // members of a cluster) are those of one split with the same chunks; a cut leaves out the same
+  // chunks of each, so they still meet on every chunk in the same order. Split-K and clusters
+  // keep this: a split is a CTA over its own run of chunks, a member's share is the same rows
+  // every chunk. Nothing of the grid repeats as whole CTAs: every group of M tiles (or column of
+  // tiles, ungrouped) reads the same W (or X) as the others, so no period of CTAs holds the
+  // data it shares (Repetition::cta_period, alike_run: 0). The reduction kernel is one part a
+  // CTA.
+  Repetition repetition(std::size_t kernel) const override {
+    Repetition r;
+    if (kernel == 0) r.part_period = 1;
+    return r;
+  }
+  // The chunks once the pipeline is full, but the last (a ragged K, the bias and the store of Y
+  // or the partial). The first `pipeline_stages` chunks' loads are issued together as the CTA
+  // starts (the prologue), so that their parts are emitted in a burst, not at the pace of the
+  // loop: windows of the burst agree with one another (a part each, almost no time) and a cut on
+  // them left the K loop out at that pace (16 stages: 4.5-6% under full simulation's time on
+  // small grids with the L2 off; 4 stages, whose burst is too short for the windows a cut needs,
+  // within 1e-15). Steady from there, the first chunk's product (which initializes the
+  // accumulators) among the left-out ones never.
+  //
+  // A CTA that loads less a chunk than the grid's full tiles (the last row or column of tiles
+  // where M or N is not a multiple of the tile; a member of a cluster cut short, which loads a
+  // share of another size) declares no steady part, so that no window is cut while one is
+  // resident: it advances at its own pace beside the others, and a cut while their paces agreed
+  // for a few windows left the K loop out at the wrong one (M = 195 in 64-row tiles, the last
+  // tile 3 rows: 1.2% under full simulation's time with the L2 off, 6% with 2 x 2 clusters).
+  PartRange steady_parts(std::size_t kernel, std::int64_t cta) const override {
+    if (kernel != 0) return {};
+    const std::int64_t tiles = tm_ * tn_, s = cta / tiles;
+    const auto [i, j] = tile_of(cta % tiles);
+    if (!full_share(i, tm_, t_.bm, p_.m, t_.cluster_m) ||
+        !full_share(j, tn_, t_.bn, p_.n, t_.cluster_n) ||
+        t_.bn % cluster_members(t_.cluster_m, tm_) != 0 ||
+        t_.bm % cluster_members(t_.cluster_n, tn_) != 0) {
+      return {};  // (the last two: a cluster's members' shares of a tile unequal)
+    }
+    const std::int64_t parts = std::min(chunks_, (s + 1) * split_chunks_) - s * split_chunks_;
+    const std::int64_t first = 1;
+    if (parts - 1 <= first) return {};
+    return {static_cast<std::size_t>(first), static_cast<std::size_t>(parts - 1)};
+  }
+
   // Part c loads chunk c of K and multiplies it into the accumulators; the last part also stores
   // Y (with the bias, loaded beside the last chunk, added in the epilogue).
   bool emit_cta_part(std::size_t kernel, std::int64_t cta, std::size_t part,
@@ -142,6 +191,16 @@ class GemmSchedule final : public Schedule {
     const std::int64_t share = ceil_div(rows, members), s0 = (pos % cluster) * share;
     if (s0 < rows)
       out.push_back(TileOp::load({id, 0, r0 + s0, std::min(share, rows - s0), k0, kr}));
+  }
+
+  // Whether tile `pos` of `tiles` along a side of `size` in tiles of `tile` is a whole tile, and
+  // in a cluster of `cluster` along it, one of a whole cluster (whose members' shares of the
+  // other operand are all alike: load_share()).
+  static bool full_share(std::int64_t pos, std::int64_t tiles, std::int64_t tile, std::int64_t size,
+                         int cluster) {
+    if ((pos + 1) * tile > size) return false;
+    if (cluster <= 1 || tiles <= 1) return true;
+    return (pos / cluster + 1) * cluster <= tiles;
   }
 
   // The reduction's CTA: every split's partial of its 16 x 32 tile of Y, summed (and the bias
@@ -368,6 +427,9 @@ GemmTiling resolve_gemm_tiling(const HardwareProfile& hw, const GemmProblem& p,
       x.split_k = c.split_k;
       EngineOptions boost;
       boost.sm_clock_mhz = hw.sm.boost_clock_mhz.value;
+      // Simulated in full: candidates within 1% count as equal, and the extrapolation of their
+      // K loops may move a time by up to that much, which would change the tile chosen.
+      boost.exact = true;
       return run_schedule(hw, *make_gemm_schedule(p, completed(hw, p, x, req.pipeline_stages)),
                           boost)
           .time_s;
