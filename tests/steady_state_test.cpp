@@ -397,12 +397,12 @@ TEST_CASE("steady-state extrapolation: the clock probe's ramp cuts steer the sol
 }
 
 TEST_CASE("steady-state extrapolation: GEMM K loops, random shapes and tilings, L2 on and off") {
-  // A GEMM CTA's K loop is one part a K chunk (Repetition::part_period = 1, transformer/
-  // gemm_schedule.cpp): whatever the tile, the CTA order (grouped or not), the cluster and its
-  // multicast shares, or split-K, the windows of steps left out keep every counter within 0.5%
-  // and the time within 1% of full simulation. K of 4096-8192 on the 4 MB L2: a wave's CTAs
-  // stream the L2's capacity twice over before their K loops end (the condition for leaving steps
-  // out with the L2 on).
+  // A GEMM CTA's K loop is one part a K chunk, a period the chunks of an L2 region's width
+  // (Repetition::part_period, transformer/gemm_schedule.cpp): whatever the tile, the CTA order
+  // (grouped or not), the cluster and its multicast shares, or split-K, the windows of steps left
+  // out keep every counter within 0.5% and the time within 1% of full simulation. K of 4096-8192 on
+  // the 4 MB L2: a wave's CTAs stream the L2's capacity twice over before their K loops end (the
+  // condition for leaving steps out with the L2 on).
   const HardwareProfile hw = small_l2();
   test::ShapeGen gen(4949);
   int cases = 0, l2_steps = 0, steps = 0;
@@ -414,7 +414,9 @@ TEST_CASE("steady-state extrapolation: GEMM K loops, random shapes and tilings, 
     // Whole tiles mostly (a ragged tile's CTAs declare no steady part), a ragged side in a quarter.
     p.m = req.bm * gen.pick(1, 12) - (gen.pick(0, 3) == 0 ? gen.pick(1, req.bm - 1) : 0);
     p.n = req.bn * gen.pick(1, 8) - (gen.pick(0, 3) == 0 ? gen.pick(1, req.bn - 1) : 0);
-    p.k = gen.pick(4096, 8192);
+    // K of whole L2 blocks mostly (rows of a multiple of 1 KiB: the K loop's period is the
+    // chunks of a block's width), any K in a quarter (no period: simulated in full).
+    p.k = gen.pick(0, 3) == 0 ? gen.pick(4096, 8192) : 512 * gen.pick(8, 16);
     p.bias = gen.coin();
     req.bk = gen.pick({32, 64});
     req.group_m = gen.pick({0, 2, 4});

@@ -12,6 +12,7 @@
 #include "algorithms/standard_tiles.hpp"
 #include "sim/base/errors.hpp"
 #include "sim/engine/engine.hpp"
+#include "sim/memory/address_map.hpp"
 #include "transformer/gemm_tile_choice.hpp"
 
 namespace iosim {
@@ -20,8 +21,6 @@ namespace {
 constexpr std::int64_t kReduceRows = 16, kReduceCols = 32;  // the split-K reduction's tile
 constexpr std::int64_t kEpilogueSmemBytes = 16 * 1024;      // what nvjet's stages leave free
 constexpr std::int64_t kMaxHopperStages = 16;               // the most an nvjet name shows
-// Parts past the pipeline's prologue before a K loop runs at its own pace (steady_parts()).
-constexpr std::int64_t kSettleParts = 8;
 
 class GemmSchedule final : public Schedule {
  public:
@@ -88,38 +87,40 @@ class GemmSchedule final : public Schedule {
   }
 
   // The K loop repeats (sim/engine/steady_state.hpp, steps): part c + 1 loads the next K chunk of
-  // the same X rows and W rows and accumulates the same product, so one part is a period, and a
-  // cut that leaves out a CTA's last steady chunks leaves every remaining part as it was (each
-  // names its own chunk). The CTAs that share a chunk of X or W (a row or column of tiles, the
-  // members of a cluster) are those of one split with the same chunks; a cut leaves out the same
-  // chunks of each, so they still meet on every chunk in the same order. Split-K and clusters
-  // keep this: a split is a CTA over its own run of chunks, a member's share is the same rows
-  // every chunk. Nothing of the grid repeats as whole CTAs: every group of M tiles (or column of
-  // tiles, ungrouped) reads the same W (or X) as the others, so no period of CTAs holds the
-  // data it shares (Repetition::cta_period, alike_run: 0). The reduction kernel is one part a
-  // CTA.
+  // the same X rows and W rows and accumulates the same product, and a cut that leaves out a
+  // CTA's last steady chunks leaves every remaining part as it was (each names its own chunk).
+  // The CTAs that share a chunk of X or W (a row or column of tiles, the members of a cluster)
+  // are those of one split with the same chunks; a cut leaves out the same chunks of each, so
+  // they still meet on every chunk in the same order. Split-K and clusters keep this: a split is
+  // a CTA over its own run of chunks, a member's share is the same rows every chunk.
+  //
+  // The period is the chunks that fill the width of one L2 region of X and W: rows of 4 KiB or
+  // more, a multiple of 1 KiB, are laid out in blocks of 4 rows x 1 KiB (sim/memory/
+  // address_map.hpp), so that 8 chunks of 64 bf16 columns share each region. A cut of whole
+  // regions moves what the L2 holds by whole regions, as a K/V block does; a cut of one chunk
+  // moved where the chunks fall in their regions, and with them which reads hit (on the 4 MB L2:
+  // X's and W's DRAM reads up to 2% off full simulation's). Where the chunks do not tile the
+  // regions (rows shorter than 4 KiB, or not of whole blocks, or a chunk that does not divide
+  // 1 KiB), nothing is declared.
+  //
+  // Nothing of the grid repeats as whole CTAs: every group of M tiles (or column of tiles,
+  // ungrouped) reads the same W (or X) as the others, so no period of CTAs holds the data it
+  // shares (Repetition::cta_period, alike_run: 0). The reduction kernel is one part a CTA.
   Repetition repetition(std::size_t kernel) const override {
     Repetition r;
-    if (kernel == 0) r.part_period = 1;
+    if (kernel == 0) r.part_period = region_parts();
     return r;
   }
-  // The chunks once the pipeline is full, but the last (a ragged K, the bias and the store of Y
-  // or the partial). The first `pipeline_stages` chunks' loads are issued together as the CTA
-  // starts (the prologue), so that their parts are emitted in a burst, not at the pace of the
-  // loop: windows of the burst agree with one another (a part each, almost no time) and a cut on
-  // them left the K loop out at that pace (16 stages: 4.5-6% under full simulation's time on
-  // small grids with the L2 off; 4 stages, whose burst is too short for the windows a cut needs,
-  // within 1e-15). Steady from there, the first chunk's product (which initializes the
-  // accumulators) among the left-out ones never.
+  // The chunks after the first (whose product initializes the accumulators) but the last (the
+  // bias and the store of Y or the partial).
   //
   // A CTA that loads less a chunk than the grid's full tiles (the last row or column of tiles
   // where M or N is not a multiple of the tile; a member of a cluster cut short, which loads a
   // share of another size) declares no steady part, so that no window is cut while one is
-  // resident: it advances at its own pace beside the others, and a cut while their paces agreed
-  // for a few windows left the K loop out at the wrong one (M = 195 in 64-row tiles, the last
-  // tile 3 rows: 1.2% under full simulation's time with the L2 off, 6% with 2 x 2 clusters).
+  // resident: it advances at its own pace beside the others, which only a window that every
+  // resident CTA's pace sets may stand for.
   PartRange steady_parts(std::size_t kernel, std::int64_t cta) const override {
-    if (kernel != 0) return {};
+    if (kernel != 0 || region_parts() == 0) return {};
     const std::int64_t tiles = tm_ * tn_, s = cta / tiles;
     const auto [i, j] = tile_of(cta % tiles);
     if (!full_share(i, tm_, t_.bm, p_.m, t_.cluster_m) ||
@@ -129,9 +130,8 @@ class GemmSchedule final : public Schedule {
       return {};  // (the last two: a cluster's members' shares of a tile unequal)
     }
     const std::int64_t parts = std::min(chunks_, (s + 1) * split_chunks_) - s * split_chunks_;
-    const std::int64_t first = 1;
-    if (parts - 1 <= first) return {};
-    return {static_cast<std::size_t>(first), static_cast<std::size_t>(parts - 1)};
+    if (parts < 3) return {};
+    return {1, static_cast<std::size_t>(parts - 1)};
   }
 
   // Part c loads chunk c of K and multiplies it into the accumulators; the last part also stores
@@ -191,6 +191,18 @@ class GemmSchedule final : public Schedule {
     const std::int64_t share = ceil_div(rows, members), s0 = (pos % cluster) * share;
     if (s0 < rows)
       out.push_back(TileOp::load({id, 0, r0 + s0, std::min(share, rows - s0), k0, kr}));
+  }
+
+  // K chunks a period of the K loop (repetition()): those that fill the width of an L2 region
+  // of X's and W's rows, blocked as sim/memory/address_map.hpp lays them out; 0 where they do not
+  // tile it.
+  std::int64_t region_parts() const {
+    using Map = detail::AddressMap;
+    const auto block = static_cast<std::int64_t>(Map::kBlockChunk);
+    const std::int64_t pitch = p_.k * dtype_bytes(p_.dtype), chunk = t_.bk * dtype_bytes(p_.dtype);
+    const bool blocked =
+        pitch >= static_cast<std::int64_t>(Map::kBlockRows) * block && pitch % block == 0;
+    return blocked && block % chunk == 0 ? block / chunk : 0;
   }
 
   // Whether tile `pos` of `tiles` along a side of `size` in tiles of `tile` is a whole tile, and
