@@ -90,16 +90,23 @@ class GemmSchedule final : public Schedule {
   // the same X rows and W rows and accumulates the same product, and a cut that leaves out a
   // CTA's last steady chunks leaves every remaining part as it was (each names its own chunk).
   // The CTAs that share a chunk of X or W (a row or column of tiles, the members of a cluster)
-  // are those of one split with the same chunks; a cut leaves out the same chunks of each, so
-  // they still meet on every chunk in the same order. Split-K and clusters keep this: a split is
-  // a CTA over its own run of chunks, a member's share is the same rows every chunk.
+  // read it at the same part; a cut leaves out the same chunks of each, so they still meet on
+  // every chunk in the same order. A cluster's member loads the same share every chunk. CTAs of
+  // ragged tiles, and members of clusters cut short, load less or more a chunk and go at their
+  // own pace: step windows are cut only where every resident CTA advanced a period in each
+  // window, and DRAM's queue stayed the same (sim/engine/step_windows.hpp), which both catch.
+  //
+  // Split-K declares nothing: its reduction kernel reads the partials back through the L2 the
+  // main kernel leaves, and a cut moves what that holds (128 x 768 x 16384 in 3 splits on the
+  // 4 MB L2: the reduction's DRAM writes and dirty bytes beyond 0.5% of full simulation's). Its
+  // GEMMs are decode steps' and small: short to simulate in full.
   //
   // The period is the chunks that fill the width of one L2 region of X and W: rows of 4 KiB or
   // more, a multiple of 1 KiB, are laid out in blocks of 4 rows x 1 KiB (sim/memory/
   // address_map.hpp), so that 8 chunks of 64 bf16 columns share each region. A cut of whole
   // regions moves what the L2 holds by whole regions, as a K/V block does; a cut of one chunk
   // moved where the chunks fall in their regions, and with them which reads hit (on the 4 MB L2:
-  // X's and W's DRAM reads up to 2% off full simulation's). Where the chunks do not tile the
+  // X's or W's DRAM reads beyond 0.5% of full simulation's). Where the chunks do not tile the
   // regions (rows shorter than 4 KiB, or not of whole blocks, or a chunk that does not divide
   // 1 KiB), nothing is declared.
   //
@@ -108,30 +115,14 @@ class GemmSchedule final : public Schedule {
   // shares (Repetition::cta_period, alike_run: 0). The reduction kernel is one part a CTA.
   Repetition repetition(std::size_t kernel) const override {
     Repetition r;
-    if (kernel == 0) r.part_period = region_parts();
+    if (kernel == 0 && split_ == 1) r.part_period = region_parts();
     return r;
   }
   // The chunks after the first (whose product initializes the accumulators) but the last (the
-  // bias and the store of Y or the partial).
-  //
-  // A CTA that loads less a chunk than the grid's full tiles (the last row or column of tiles
-  // where M or N is not a multiple of the tile; a member of a cluster cut short, which loads a
-  // share of another size) declares no steady part, so that no window is cut while one is
-  // resident: it advances at its own pace beside the others, which only a window that every
-  // resident CTA's pace sets may stand for.
-  PartRange steady_parts(std::size_t kernel, std::int64_t cta) const override {
-    if (kernel != 0 || region_parts() == 0) return {};
-    const std::int64_t tiles = tm_ * tn_, s = cta / tiles;
-    const auto [i, j] = tile_of(cta % tiles);
-    if (!full_share(i, tm_, t_.bm, p_.m, t_.cluster_m) ||
-        !full_share(j, tn_, t_.bn, p_.n, t_.cluster_n) ||
-        t_.bn % cluster_members(t_.cluster_m, tm_) != 0 ||
-        t_.bm % cluster_members(t_.cluster_n, tn_) != 0) {
-      return {};  // (the last two: a cluster's members' shares of a tile unequal)
-    }
-    const std::int64_t parts = std::min(chunks_, (s + 1) * split_chunks_) - s * split_chunks_;
-    if (parts < 3) return {};
-    return {1, static_cast<std::size_t>(parts - 1)};
+  // bias and the store of Y).
+  PartRange steady_parts(std::size_t kernel, std::int64_t /*cta*/) const override {
+    if (kernel != 0 || split_ > 1 || region_parts() == 0 || chunks_ < 3) return {};
+    return {1, static_cast<std::size_t>(chunks_ - 1)};
   }
 
   // Part c loads chunk c of K and multiplies it into the accumulators; the last part also stores
@@ -203,16 +194,6 @@ class GemmSchedule final : public Schedule {
     const bool blocked =
         pitch >= static_cast<std::int64_t>(Map::kBlockRows) * block && pitch % block == 0;
     return blocked && block % chunk == 0 ? block / chunk : 0;
-  }
-
-  // Whether tile `pos` of `tiles` along a side of `size` in tiles of `tile` is a whole tile, and
-  // in a cluster of `cluster` along it, one of a whole cluster (whose members' shares of the
-  // other operand are all alike: load_share()).
-  static bool full_share(std::int64_t pos, std::int64_t tiles, std::int64_t tile, std::int64_t size,
-                         int cluster) {
-    if ((pos + 1) * tile > size) return false;
-    if (cluster <= 1 || tiles <= 1) return true;
-    return (pos / cluster + 1) * cluster <= tiles;
   }
 
   // The reduction's CTA: every split's partial of its 16 x 32 tile of Y, summed (and the bias
