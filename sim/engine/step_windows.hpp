@@ -34,8 +34,9 @@ class StepWindows : public Extrapolator {
   // CTAs' pipelines, refilled as a wave starts with the servers idle, run at their compute's
   // pace, faster than DRAM delivers, while the queue grows by the same amount each window, until
   // their stages of slack are used up and DRAM sets the pace (a GEMM's 8-stage K loop, a second
-  // wave of 64 CTAs: 18 windows of 0.259 us, then 0.326 us to the end; cut on the first ones,
-  // its time came out 5% short).
+  // wave of 64 CTAs with the L2 off: 18 steps of 0.259 us, then 0.326 us to the end; cut on the
+  // first ones, its time came out 5% short; tests/steady_state_test.cpp holds one, with the L2
+  // on, that came out 1.65% short).
   bool queue_steady() const;
 
   std::int64_t part_period_;
