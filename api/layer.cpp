@@ -30,6 +30,7 @@ OpRun run_op(const HardwareProfile& hw, const Schedule& schedule, Dtype dtype,
   EngineOptions engine;
   engine.l2_enabled = r.l2_enabled;
   engine.sm_clock_mhz = r.sm_clock_mhz;
+  engine.exact = r.exact;
   // The one difference left from simulate(): every trial of the power model's clock is an engine
   // run, as since the layer was written (its copy of the policy left out the replays of issue
   // #33). Replaying, as an attention call does, changes the power-solved GEMMs' HBM bytes (the
@@ -410,6 +411,7 @@ LayerReport simulate_layer(const HardwareProfile& profile, const LayerRequest& r
   if (windowed_prefill) flags.window = model.sliding_window;
   flags.l2 = r.l2_enabled ? "on" : "off";
   flags.sm_clock_mhz = r.sm_clock_mhz;
+  flags.exact = r.exact;
   const RunRequest attention_request = to_request(flags);
   if (windowed_prefill &&
       !request_algorithm(hw, attention_request, builtin_registry()).capabilities.window) {

@@ -46,6 +46,9 @@ struct LayerRequest {
   std::string kernel;  // a kernel description (file, preset or inline) instead of algorithm
   double sm_clock_mhz = 0.0;  // 0: the power model's clock (or the boost clock)
   bool l2_enabled = true;
+  // Every op simulated in full: no steady-state extrapolation (sim/engine/steady_state.hpp), as
+  // `iosim run --exact`; the GEMMs' K loops and the attention's repetitions otherwise are.
+  bool exact = false;
   // graph: each kernel costs the profile's cuda_graph.kernel_gap_us beyond its work (its
   // launch.kernel_overhead_us where the profile has no cuda_graph section); stream: the launch's.
   LayerLaunch launch = LayerLaunch::graph;

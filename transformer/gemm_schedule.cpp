@@ -12,6 +12,7 @@
 #include "algorithms/standard_tiles.hpp"
 #include "sim/base/errors.hpp"
 #include "sim/engine/engine.hpp"
+#include "sim/memory/address_map.hpp"
 #include "transformer/gemm_tile_choice.hpp"
 
 namespace iosim {
@@ -85,6 +86,45 @@ class GemmSchedule final : public Schedule {
     return {s, r};
   }
 
+  // The K loop repeats (sim/engine/steady_state.hpp, steps): part c + 1 loads the next K chunk of
+  // the same X rows and W rows and accumulates the same product, and a cut that leaves out a
+  // CTA's last steady chunks leaves every remaining part as it was (each names its own chunk).
+  // The CTAs that share a chunk of X or W (a row or column of tiles, the members of a cluster)
+  // read it at the same part; a cut leaves out the same chunks of each, so they still meet on
+  // every chunk in the same order. A cluster's member loads the same share every chunk. CTAs of
+  // ragged tiles, and members of clusters cut short, load less or more a chunk and go at their
+  // own pace: step windows are cut only where every resident CTA advanced a period in each
+  // window, and DRAM's queue stayed the same (sim/engine/step_windows.hpp), which both catch.
+  //
+  // Split-K declares nothing: its reduction kernel reads the partials back through the L2 the
+  // main kernel leaves, and a cut moves what that holds (128 x 768 x 16384 in 3 splits on the
+  // 4 MB L2: the reduction's DRAM writes and dirty bytes beyond 0.5% of full simulation's). Its
+  // GEMMs are decode steps' and small: short to simulate in full.
+  //
+  // The period is the chunks that fill the width of one L2 region of X and W: rows of 4 KiB or
+  // more, a multiple of 1 KiB, are laid out in blocks of 4 rows x 1 KiB (sim/memory/
+  // address_map.hpp), so that 8 chunks of 64 bf16 columns share each region. A cut of whole
+  // regions moves what the L2 holds by whole regions, as a K/V block does; a cut of one chunk
+  // moved where the chunks fall in their regions, and with them which reads hit (on the 4 MB L2:
+  // X's or W's DRAM reads beyond 0.5% of full simulation's). Where the chunks do not tile the
+  // regions (rows shorter than 4 KiB, or not of whole blocks, or a chunk that does not divide
+  // 1 KiB), nothing is declared.
+  //
+  // Nothing of the grid repeats as whole CTAs: every group of M tiles (or column of tiles,
+  // ungrouped) reads the same W (or X) as the others, so no period of CTAs holds the data it
+  // shares (Repetition::cta_period, alike_run: 0). The reduction kernel is one part a CTA.
+  Repetition repetition(std::size_t kernel) const override {
+    Repetition r;
+    if (kernel == 0 && split_ == 1) r.part_period = region_parts();
+    return r;
+  }
+  // The chunks after the first (whose product initializes the accumulators) but the last (the
+  // bias and the store of Y).
+  PartRange steady_parts(std::size_t kernel, std::int64_t /*cta*/) const override {
+    if (kernel != 0 || split_ > 1 || region_parts() == 0 || chunks_ < 3) return {};
+    return {1, static_cast<std::size_t>(chunks_ - 1)};
+  }
+
   // Part c loads chunk c of K and multiplies it into the accumulators; the last part also stores
   // Y (with the bias, loaded beside the last chunk, added in the epilogue).
   bool emit_cta_part(std::size_t kernel, std::int64_t cta, std::size_t part,
@@ -142,6 +182,18 @@ class GemmSchedule final : public Schedule {
     const std::int64_t share = ceil_div(rows, members), s0 = (pos % cluster) * share;
     if (s0 < rows)
       out.push_back(TileOp::load({id, 0, r0 + s0, std::min(share, rows - s0), k0, kr}));
+  }
+
+  // K chunks a period of the K loop (repetition()): those that fill the width of an L2 region
+  // of X's and W's rows, blocked as sim/memory/address_map.hpp lays them out; 0 where they do not
+  // tile it.
+  std::int64_t region_parts() const {
+    using Map = detail::AddressMap;
+    const auto block = static_cast<std::int64_t>(Map::kBlockChunk);
+    const std::int64_t pitch = p_.k * dtype_bytes(p_.dtype), chunk = t_.bk * dtype_bytes(p_.dtype);
+    const bool blocked =
+        pitch >= static_cast<std::int64_t>(Map::kBlockRows) * block && pitch % block == 0;
+    return blocked && block % chunk == 0 ? block / chunk : 0;
   }
 
   // The reduction's CTA: every split's partial of its 16 x 32 tile of Y, summed (and the bias
@@ -368,6 +420,9 @@ GemmTiling resolve_gemm_tiling(const HardwareProfile& hw, const GemmProblem& p,
       x.split_k = c.split_k;
       EngineOptions boost;
       boost.sm_clock_mhz = hw.sm.boost_clock_mhz.value;
+      // Simulated in full: candidates within 1% count as equal, and the extrapolation of their
+      // K loops may move a time by up to that much, which would change the tile chosen.
+      boost.exact = true;
       return run_schedule(hw, *make_gemm_schedule(p, completed(hw, p, x, req.pipeline_stages)),
                           boost)
           .time_s;

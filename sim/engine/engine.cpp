@@ -151,6 +151,7 @@ class KernelRun {
           events_.pop();
         }
       }
+      run_.booked_until = timer_.servers_booked_until();
       for (const auto& x : extrapolators_) x->after_event(now, run_);
       attribute_skipped();
     }

@@ -64,6 +64,9 @@ struct KernelProgress {
     std::uint64_t hbm_read = 0, l2_written = 0;
   } at_cta_start;
   double skipped_s = 0.0;  // time of the windows, periods and waves left out
+  // The time up to which the transfers requested so far keep DRAM or the L2 busy (at the event
+  // just run): past it, the queue a window leaves behind.
+  double booked_until = 0.0;
 
   /// DRAM bytes read and written so far.
   std::uint64_t dram_bytes() const {

@@ -283,6 +283,9 @@ class StageTimer {
   }
 
  public:
+  /// The time up to which transfers already requested keep DRAM or the L2 busy.
+  double servers_booked_until() const { return std::max(hbm_.busy_until, l2_server_.busy_until); }
+
   // What one stage of a CTA moved and computed: everything its timing depends on.
   struct Stage {
     Traffic loads, stores, in_step;

@@ -18,7 +18,13 @@
 //     time m times their mean duration. The CTAs go on from where they are, with what they would
 //     have read next after the cut at their addresses minus the cut's blocks, so the CTAs that
 //     share a K/V block still meet on it in the same order, and the L2 holds the blocks just
-//     before the ones they read next, as it would have.
+//     before the ones they read next, as it would have. The windows must also leave the same
+//     queue on DRAM and the L2 (the time up to which the transfers requested are booked, past the
+//     window's end): windows of the same time and counters can be a transient in which deep
+//     pipelines, refilled with the servers idle, run at their compute's pace while DRAM's queue
+//     grows by as much each window, until their stages of slack are spent and DRAM sets a slower
+//     pace (GEMM K loops of 8-16 stages: cut there, a second wave's time came out 5% short with
+//     the L2 off, and one with the L2 on, on the 4 MB test L2, 1.65% short).
 //   - CTAs (Repetition::cta_period). At every dispatch of CTA k x P (P: the least common multiple
 //     of cta_period and the resident CTAs, so that periods are whole waves) the engine takes the
 //     time and the counters. When the last kWindows periods agree within kTolerance, it leaves n

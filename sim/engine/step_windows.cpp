@@ -44,9 +44,19 @@ void StepWindows::end_of_window(double now, KernelProgress& run) {
   }
   window_events_ = 0;
   window_length_ = static_cast<std::int64_t>(run.resident) * part_period_;
-  if (!uniform) windows_.clear();
+  if (!uniform) {
+    windows_.clear();
+    queues_.clear();
+  }
   windows_.push(now + run.skipped_s, *run.counters);
-  if (uniform && windows_.steady()) cut_windows(now, run);
+  queues_.push_back(std::max(0.0, run.booked_until - now));
+  if (queues_.size() > static_cast<std::size_t>(kWindows) + 1) queues_.pop_front();
+  if (uniform && windows_.steady() && queue_steady()) cut_windows(now, run);
+}
+
+bool StepWindows::queue_steady() const {
+  const auto [lo, hi] = std::minmax_element(queues_.begin(), queues_.end());
+  return *hi - *lo <= kTolerance * windows_.time_for(1);
 }
 
 // Leaves m windows out of the time line: each resident CTA m x part_period parts at the end of
@@ -70,6 +80,7 @@ void StepWindows::cut_windows(double now, KernelProgress& run) {
   }
   windows_.clear();
   windows_.push(now + run.skipped_s, *run.counters);
+  queues_.assign(1, std::max(0.0, run.booked_until - now));
 }
 
 }  // namespace iosim::detail
