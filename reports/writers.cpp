@@ -384,18 +384,6 @@ json report_to_json(const Report& r) {
   return j;
 }
 
-std::string problem_text(const AttentionProblem& p) {
-  // A ragged batch named by its sequences (its N and N_kv, the longest, are a padded layout's).
-  return fmt::format(
-      "{} H={}{}{} d={} {}{}{}{}{} pass={}",
-      p.ragged() ? "ragged batch: " + ragged_batch_text(p) + ";" : fmt::format("B={}", p.batch),
-      p.heads, p.kv_head_count() != p.heads ? fmt::format(" H_kv={}", p.kv_head_count()) : "",
-      p.ragged() ? "" : fmt::format(" N={} N_kv={}", p.seq, p.seq_kv), p.head_dim, dtype_text(p),
-      p.causal ? " causal" : "", p.window > 0 ? fmt::format(" window={}", p.window) : "",
-      p.mask ? " mask" : "", p.dropout > 0 ? fmt::format(" dropout={}", p.dropout) : "",
-      pass_name(p.pass));
-}
-
 // --stages counts shared-memory buffers (Capabilities::forward_stages); the engine times a main
 // kernel's copies as deep as its KernelSpec::pipeline_stages, which is deeper for one K/V buffer
 // pair (kv_pipeline_depth: the K and V copies alternate with the two products). Said where it
