@@ -54,6 +54,20 @@ std::string first_match(const std::string& text, const char* pattern) {
   return std::regex_search(text, m, std::regex(pattern)) ? m[1].str() : "";
 }
 
+// A trace run with --execute: its largest error and every step that checked a final tile against
+// FP64 within 1e-5; the rows those steps checked, in all.
+std::int64_t rows_checked_exact(const teach::Trace& t) {
+  REQUIRE(t.max_error);
+  CHECK(*t.max_error < 1e-5);
+  std::int64_t rows = 0;
+  for (const teach::TraceStep& s : t.steps) {
+    if (!s.max_error) continue;
+    CHECK(*s.max_error < 1e-5);
+    rows += s.op.tile.rows;
+  }
+  return rows;
+}
+
 }  // namespace
 
 TEST_CASE("explain: the trace's steps add up to the run's totals at every level") {
@@ -111,14 +125,7 @@ TEST_CASE("explain --execute: final O (and dQ, dK, dV) tiles match FP64; online 
     RunRequest r = test::request(algo, 1, 1, 40, 16, 16, 16);
     r.execute = true;
     const teach::Trace t = teach::build_trace(test::profile(), r);
-    REQUIRE(t.max_error);
-    CHECK(*t.max_error < 1e-5);
-    std::int64_t checked_rows = 0;
-    for (const teach::TraceStep& s : t.steps) {
-      if (!s.max_error) continue;
-      CHECK(*s.max_error < 1e-5);
-      checked_rows += s.op.tile.rows;
-    }
+    const std::int64_t checked_rows = rows_checked_exact(t);
     CHECK(checked_rows == 40);  // every row of O is checked once, where it is final
   }
   for (const char* algo : {"standard", "flash1", "flash2"}) {
@@ -187,14 +194,7 @@ TEST_CASE("explain --execute: each O row is checked against its own head, whatev
     r.problem.pack_gqa = c.pack;
     r.execute = true;
     const teach::Trace t = teach::build_trace(test::profile(), r);
-    REQUIRE(t.max_error);
-    CHECK(*t.max_error < 1e-5);
-    std::int64_t checked_rows = 0;
-    for (const teach::TraceStep& s : t.steps) {
-      if (!s.max_error) continue;
-      CHECK(*s.max_error < 1e-5);
-      checked_rows += s.op.tile.rows;
-    }
+    const std::int64_t checked_rows = rows_checked_exact(t);
     CHECK(checked_rows == 4 * c.seq);  // every row of every head's O, once
   }
 }
