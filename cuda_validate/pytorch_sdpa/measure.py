@@ -66,8 +66,12 @@ def build_suite(suite="sdpa"):
     if suite == "varlen":
         import varlen_suite
         return varlen_suite.build_varlen_suite()
+    if suite == "chunked":
+        import varlen_suite
+        return varlen_suite.build_chunked_suite()
     if suite != "sdpa":
-        raise ValueError(f"unknown suite {suite!r} (sdpa | cudnn | cudnn_gqa | edge | varlen)")
+        raise ValueError(f"unknown suite {suite!r} (sdpa | cudnn | cudnn_gqa | edge | varlen | "
+                         "chunked)")
     cases = []
 
     def add(group, backend, pass_, batch, heads, seq, seq_kv, d, causal=False, upcast=False):
@@ -199,7 +203,7 @@ GROUPS = ["flash_fwd_", "decode_flash_", "flash_fwdbwd_", "math_fwd_", "decode_m
           "math_fwdbwd_"]
 GROUPS_OF_SUITE = {"sdpa": GROUPS, "cudnn": ["cudnn_fwd_", "cudnn_fwdbwd_"],
                    "cudnn_gqa": ["cudnn_gqa_fwd_", "cudnn_gqa_fwdbwd_"],
-                   "edge": ["edge_flash_", "edge_cudnn_"], "varlen": ["varlen_"]}
+                   "edge": ["edge_flash_", "edge_cudnn_"], "varlen": ["varlen_"], "chunked": ["chunked_"]}
 
 # ---------------------------------------------------------------------------------------------
 # Tiling from kernel names (pure Python: also used off the device, by finalize and tests).
@@ -1085,7 +1089,8 @@ def main():
         p.add_argument("--only", default="", help="run the cases whose id starts with this")
         p.add_argument("--reps", type=int, default=10)
         p.add_argument("--device-json", default="", help="iosim_device_query output")
-        p.add_argument("--suite", default="sdpa", choices=("sdpa", "cudnn", "cudnn_gqa", "edge", "varlen"))
+        p.add_argument("--suite", default="sdpa", choices=("sdpa", "cudnn", "cudnn_gqa", "edge", "varlen",
+                                                             "chunked"))
         p.add_argument("--rep-sets", type=int, default=1,
                        help="time mode: after all cases, time every case again this many times "
                             "in all (fresh inputs and warm-up each time): the sets' spread")
@@ -1100,7 +1105,8 @@ def main():
     p = sub.add_parser("list")
     p.add_argument("--groups", action="store_true")
     p.add_argument("--json", action="store_true", help="the cases as JSON (id, pass, problem)")
-    p.add_argument("--suite", default="sdpa", choices=("sdpa", "cudnn", "cudnn_gqa", "edge", "varlen"))
+    p.add_argument("--suite", default="sdpa", choices=("sdpa", "cudnn", "cudnn_gqa", "edge", "varlen",
+                                                             "chunked"))
     args = ap.parse_args()
     if args.cmd == "finalize":
         return finalize(args)

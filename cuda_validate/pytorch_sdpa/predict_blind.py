@@ -67,7 +67,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--iosim", required=True)
     ap.add_argument("--profile", required=True)
-    ap.add_argument("--suite", default="cudnn", choices=("sdpa", "cudnn", "edge", "varlen"))
+    ap.add_argument("--suite", default="cudnn", choices=("sdpa", "cudnn", "edge", "varlen", "chunked"))
     ap.add_argument("--algo", default="flash2",
                     help="the algorithm, or 'auto': each case's own schedule (flash -> flash2, "
                          "cudnn -> flash3)")

@@ -19,16 +19,16 @@ import math
 import measure
 
 
-def varlen_case(name, heads, kv_heads, seq_lens, seq_kv_lens, d, causal):
+def varlen_case(name, heads, kv_heads, seq_lens, seq_kv_lens, d, causal, prefix="varlen"):
     problem = {"batch": len(seq_lens), "heads": heads, "seq": max(seq_lens),
                "seq_kv": max(seq_kv_lens), "seq_lens": list(seq_lens),
                "seq_kv_lens": list(seq_kv_lens), "head_dim": d, "dtype": "fp16",
                "causal": causal}
     if kv_heads != heads:
         problem["kv_heads"] = kv_heads
-    cid = (f"varlen_{name}_h{heads}" + (f"_hkv{kv_heads}" if kv_heads != heads else "")
+    cid = (f"{prefix}_{name}_h{heads}" + (f"_hkv{kv_heads}" if kv_heads != heads else "")
            + f"_d{d}" + ("_causal" if causal else ""))
-    return {"id": cid, "group": "varlen_", "backend": "flash", "pass": "fwd",
+    return {"id": cid, "group": f"{prefix}_", "backend": "flash", "pass": "fwd",
             "schedule": "flash2", "problem": problem, "math_reduction": None}
 
 
@@ -50,6 +50,30 @@ def build_varlen_suite():
         c("many_short", 16, 16, [512, 256, 384, 448, 320, 500, 64, 200] * 4,
           [512, 256, 384, 448, 320, 500, 64, 200] * 4, 128, True),
         c("gqa_long", 8, 2, [16384, 4096], [16384, 4096], 64, True),
+    ]
+
+
+def build_chunked_suite():
+    """Chunked prefill (issue #52): a chunk of a prompt's queries over the keys already cached
+    for it plus its own, causal within the chunk (bottom-right), as serving stacks run a long
+    prompt in pieces through the same varlen forward. One chunk, or a few chunks of different
+    requests in one launch; contexts from 4k to 64k keys (the last at the L2's edge: one K/V head
+    of 64k keys at d 128 is 32 MB), d 64 and 128, grouped-query heads in half. Each launch fills
+    the 132 SMs (query blocks x sequences x heads >= 128). The blind predictions are committed
+    before the suite runs; the even-numbered cases (second, fourth, ...) are sealed."""
+    def c(name, heads, kv_heads, chunks, contexts, d):
+        return varlen_case(name, heads, kv_heads, chunks,
+                           [n + ctx for n, ctx in zip(chunks, contexts)], d, True,
+                           prefix="chunked")
+    return [
+        c("c512_ctx8k", 32, 32, [512], [8192], 128),
+        c("c1024_ctx16k", 32, 8, [1024], [16384], 128),
+        c("c2048_ctx4k", 32, 32, [2048], [4096], 64),
+        c("c256_ctx32k", 64, 8, [256], [32768], 128),
+        c("c512x4_mixed", 32, 8, [512] * 4, [2048, 6144, 12288, 30000], 128),
+        c("c1024_ctx64k", 32, 8, [1024], [65536], 128),
+        c("c2048x2_ctx", 16, 16, [2048, 2048], [8192, 24576], 64),
+        c("c768_ctx12k", 48, 48, [768], [12288], 64),
     ]
 
 
