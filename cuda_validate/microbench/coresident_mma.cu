@@ -22,7 +22,10 @@
 //              SM's side (issue, wait, barrier, the copies' shared-memory writes and L2 port),
 //              not the HBM's;
 //   ring_gemm  gemm's step with the same ring;
-// each with W = 1..5 CTAs resident on every SM (grid W x #SMs; dynamic shared memory padded so
+// and a third pass, `spill`: ring's step at W = 1 and 2 compiled for W + 1 .. W + 4 CTAs per SM
+// (__launch_bounds__), so that ptxas spills the same loop by as much as the bound forces (rows
+// with "launch_bound_ctas"; against the W-bound ring rows: what spills alone cost at a fixed W);
+// the first two passes with W = 1..5 CTAs resident on every SM (grid W x #SMs; dynamic shared memory padded so
 // that no more than W fit; __launch_bounds__(threads, W) as coresident.cu: the registers
 // reported per row, and local bytes where ptxas spilled to fit W; W beyond what registers allow
 // is skipped). Every CTA reads clock64 around its loop of `iters` steps; the line printed per
@@ -40,6 +43,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "../kernels/common.cuh"
@@ -222,23 +226,27 @@ __global__ void __launch_bounds__(kWarps * 32, kMinBlocks)
   if (threadIdx.x == 0) cycles[blockIdx.x] = t1 - t0;
 }
 
-// W CTAs per SM, the kernel compiled for W (__launch_bounds__(threads, W)).
-template <int kD, int kBQ, int kBKV, int kWarps, int kMode, int w>
+// W CTAs per SM, the kernel compiled for kBound CTAs per SM (__launch_bounds__(threads,
+// kBound)): kBound = W as the kernels are built; kBound > W (the `spill` pass) squeezes the
+// registers so that ptxas spills the same loop, at the same W, by as much as the bound forces.
+template <int kD, int kBQ, int kBKV, int kWarps, int kMode, int w, int kBound = w>
 void run_w(Env& env, int iters) {
   constexpr int kThreads = kWarps * 32;
   constexpr int kMT = kBQ / kWarps / 16;
   // Left out where O and S alone (plus ~24 registers of addresses and softmax state) would not
-  // fit the registers W CTAs get: ptxas refuses such a budget.
+  // fit the registers kBound CTAs get (the spill pass: by more than half again): ptxas refuses
+  // such a budget, or spills the accumulators themselves.
   constexpr int kLive = kMT * (kD / 2 + kBKV / 2) + 24;
-  if constexpr (kLive > 65536 / (kThreads * w) || kThreads * w > 2048) {
+  constexpr int kAllowed = 65536 / (kThreads * kBound) * (kBound == w ? 2 : 3) / 2;
+  if constexpr (kLive > kAllowed || kThreads * kBound > 2048) {
     return;
   } else {
     constexpr bool kRingMode = kMode == kRing || kMode == kRingGemm;
     auto kernel = [] {  // only the one kernel of the mode instantiated
       if constexpr (kRingMode)
-        return coresident_mma_ring_kernel<kD, kBQ, kBKV, kWarps, kMode, w>;
+        return coresident_mma_ring_kernel<kD, kBQ, kBKV, kWarps, kMode, kBound>;
       else
-        return coresident_mma_kernel<kD, kBQ, kBKV, kWarps, kMode, w>;
+        return coresident_mma_kernel<kD, kBQ, kBKV, kWarps, kMode, kBound>;
     }();
     const int need = (kBQ + (kRingMode ? 4 : 2) * kBKV) * kD * 2;
     cudaFuncAttributes attr{};
@@ -250,10 +258,11 @@ void run_w(Env& env, int iters) {
         "{\"d\": %d, \"block_q\": %d, \"block_kv\": %d, \"warps\": %d, \"mode\": \"%s\", "
         "\"ctas_per_sm\": %d, \"registers_per_thread\": %d, \"local_bytes\": %d, "
         "\"smem_bytes_per_cta\": %d, \"iters\": %d, \"cycles_per_step_median\": %.1f, "
-        "\"cycles_per_step_min\": %.1f, \"cycles_per_step_max\": %.1f}\n",
+        "\"cycles_per_step_min\": %.1f, \"cycles_per_step_max\": %.1f%s}\n",
         kD, kBQ, kBKV, kWarps, row_mode_name(kMode), w, attr.numRegs,
         static_cast<int>(attr.localSizeBytes), smem, iters, median(cpi),
-        *std::min_element(cpi.begin(), cpi.end()), *std::max_element(cpi.begin(), cpi.end()));
+        *std::min_element(cpi.begin(), cpi.end()), *std::max_element(cpi.begin(), cpi.end()),
+        kBound == w ? "" : (", \"launch_bound_ctas\": " + std::to_string(kBound)).c_str());
     std::fflush(stdout);
   }
 }
@@ -267,16 +276,36 @@ void run(Env& env, int iters) {
   run_w<CR_D, CR_BQ, CR_BKV, CR_WARPS, kMode, 5>(env, iters);
 }
 
+// The ring loop at W = 1 and 2, compiled for W + 1 .. W + 4 CTAs per SM: the same step with the
+// registers squeezed, so that its rows against the W-bound rows of the `ring` pass give what the
+// spills alone cost at a fixed W (issue #46: the tile sweep's spilling configurations run far
+// slower than their loop predicts, most at one CTA per SM).
+void run_spill(Env& env, int iters) {
+  run_w<CR_D, CR_BQ, CR_BKV, CR_WARPS, kRing, 1, 2>(env, iters);
+  run_w<CR_D, CR_BQ, CR_BKV, CR_WARPS, kRing, 1, 3>(env, iters);
+  run_w<CR_D, CR_BQ, CR_BKV, CR_WARPS, kRing, 1, 4>(env, iters);
+  run_w<CR_D, CR_BQ, CR_BKV, CR_WARPS, kRing, 1, 5>(env, iters);
+  run_w<CR_D, CR_BQ, CR_BKV, CR_WARPS, kRing, 2, 3>(env, iters);
+  run_w<CR_D, CR_BQ, CR_BKV, CR_WARPS, kRing, 2, 4>(env, iters);
+}
+
 }  // namespace
 
 // No argument: full, gemm, softmax; `ring`: ring, ring_gemm (coresident_mma.sh runs every tile's
-// first, then every tile's second, so the first rows are measured as before the ring existed).
+// first, then every tile's second, so the first rows are measured as before the ring existed);
+// `spill`: the ring loop with squeezed registers (run_spill), a third pass.
 int main(int argc, char** argv) {
   const bool ring = argc > 1 && std::strcmp(argv[1], "ring") == 0;
+  const bool spill = argc > 1 && std::strcmp(argv[1], "spill") == 0;
   cudaDeviceProp prop{};
   Env env = open_env(5, &prop);
   const int iters = 2048;
-  if (!ring) {
+  if (spill) {
+    fill_ring<<<env.sms, 256>>>();
+    CHECK(cudaGetLastError());
+    CHECK(cudaDeviceSynchronize());
+    run_spill(env, iters);
+  } else if (!ring) {
     run<kFull>(env, iters);
     run<kGemm>(env, iters);
     run<kSoftmax>(env, iters);

@@ -2,7 +2,9 @@
 # Builds and runs coresident_mma.cu on the lent GPU for every (d, block_q, block_kv, warps) of the
 # tile sweep's wg1_mma family (cuda_validate/tile_sweep/sweep_instances.hpp), one binary per tile,
 # compiled in parallel; each binary runs twice, the modes full, gemm, softmax of every tile first,
-# then ring and ring_gemm (the wg1_mma_fwd K/V cp.async ring; issue #46). Writes
+# then ring and ring_gemm (the wg1_mma_fwd K/V cp.async ring; issue #46), then the spill pass (the
+# ring loop compiled for more CTAs per SM than run, at W = 1 and 2: rows with
+# "launch_bound_ctas"). Writes
 # OUT/coresident_mma.json (the measurements, one object per row),
 # OUT/ptxas.txt (registers and spills per instantiation) and OUT/nvidia_smi.txt.
 # Usage: coresident_mma.sh OUT_DIR; then coresident_mma_compare.py OUT_DIR/coresident_mma.json
@@ -44,6 +46,13 @@ for t in "${tiles[@]}"; do
   IFS=, read -r d bq bkv w <<<"$t"
   [[ -x "$bin/cr_$d-$bq-$bkv-$w" ]] || continue
   "$bin/cr_$d-$bq-$bkv-$w" ring >>"$out/coresident_mma.json"
+done
+# The spill pass (the ring loop compiled for more CTAs per SM than run: its spills alone at a
+# fixed W), last, so that the passes above are measured as before it existed.
+for t in "${tiles[@]}"; do
+  IFS=, read -r d bq bkv w <<<"$t"
+  [[ -x "$bin/cr_$d-$bq-$bkv-$w" ]] || continue
+  "$bin/cr_$d-$bq-$bkv-$w" spill >>"$out/coresident_mma.json"
 done
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,power.limit,temperature.gpu \
   --format=csv,noheader >>"$out/nvidia_smi.txt" 2>&1 || true

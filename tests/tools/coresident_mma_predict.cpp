@@ -9,6 +9,11 @@
 // step's K + V bytes a load that hits the L2, pipeline_stages 2, in event order) and the compute
 // alone; measurements/predictions/coresident_mma_ring_blind_h100.json was written from them
 // (scripts/coresident_mma_ring_predict.py adds the candidate form) before the ring was measured.
+// `/tmp/predict_mma spill`: the ring mode's rows at W = 1 and 2 for a grid of spilled bytes per
+// thread, the spills charged as the query_stationary forward charges them (each step stores and
+// reloads them through the L1, on the shared-memory pipe: 2 x bytes x threads);
+// measurements/predictions/coresident_mma_spill_blind_h100.json was written from them before the
+// microbenchmark's spill pass was measured (its rows are interpolated between the grid's bytes).
 #include <cstdio>
 #include <cstring>
 #include <queue>
@@ -60,7 +65,8 @@ double ring_cycles(detail::StageTimer& timer, const detail::StageTimer::Work& w,
 }
 
 int main(int argc, char** argv) {
-  const bool ring = argc > 1 && std::strcmp(argv[1], "ring") == 0;
+  const bool spill = argc > 1 && std::strcmp(argv[1], "spill") == 0;
+  const bool ring = spill || (argc > 1 && std::strcmp(argv[1], "ring") == 0);
   const HardwareProfile hw = load_profile("h100-sxm5-80gb");
   const double clock = hw.sm.boost_clock_mhz.value;
   const char* modes[] = {"full", "gemm", "softmax"};
@@ -93,6 +99,23 @@ int main(int argc, char** argv) {
         if (mode != 2) w.add(costs::scores(s, d, (bq + warps * bkv) * d * 2), r);
         if (mode != 1) w.add(costs::online_softmax(s, d), r);
         if (mode != 2) w.add(costs::pv(s, d, warps * bkv * d * 2), r);
+        if (spill) {
+          if (mode != 0) continue;
+          const double bytes = 2.0 * bkv * d * 2;
+          for (int W = 1; W <= 2; ++W)
+            for (int local : {0, 16, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536}) {
+              detail::StageTimer::Work ws = w;
+              ws.smem_bytes += 2.0 * local * k.threads_per_cta;
+              std::printf(
+                  "%s{\"d\": %d, \"block_q\": %d, \"block_kv\": %d, \"warps\": %d, "
+                  "\"mode\": \"ring\", \"ctas_per_sm\": %d, \"local_bytes\": %d, "
+                  "\"sm_cycles_per_step\": %.1f}",
+                  first ? "" : ",\n", d, bq, bkv, warps, W, local,
+                  ring_cycles(timer, ws, W, bytes, clock));
+              first = false;
+            }
+          continue;
+        }
         if (ring) {
           if (mode == 2) continue;
           const double bytes = 2.0 * bkv * d * 2;  // the next K and V tiles
