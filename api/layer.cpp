@@ -1,7 +1,6 @@
 #include "api/layer.hpp"
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <tuple>
@@ -12,6 +11,7 @@
 #include "sim/base/errors.hpp"
 #include "sim/engine/engine.hpp"
 #include "sim/engine/power_model.hpp"
+#include "transformer/decoder_layer.hpp"
 #include "transformer/elementwise_schedule.hpp"
 
 namespace iosim {
@@ -62,20 +62,12 @@ std::string cluster_detail(const GemmTiling& t) {
   return fmt::format(" cluster {}x{} (W, X multicast)", t.cluster_m, t.cluster_n);
 }
 
-LayerOp gemm_op(const HardwareProfile& hw, const LayerRequest& r, Dtype dtype, std::string name,
-                std::int64_t m, std::int64_t n, std::int64_t k, bool bias) {
-  GemmProblem p;
-  p.name = name;
-  p.m = m;
-  p.n = n;
-  p.k = k;
-  p.dtype = dtype;
-  p.bias = bias;
+LayerOp gemm_op(const HardwareProfile& hw, const LayerRequest& r, const GemmProblem& p) {
   const GemmTiling t = resolve_gemm_tiling(hw, p, r.gemm_tiling);
-  LayerOp op = from_run(std::move(name), "gemm", run_op(hw, *make_gemm_schedule(p, t), dtype, r));
-  op.m = m;
-  op.n = n;
-  op.k = k;
+  LayerOp op = from_run(p.name, "gemm", run_op(hw, *make_gemm_schedule(p, t), p.dtype, r));
+  op.m = p.m;
+  op.n = p.n;
+  op.k = p.k;
   op.detail = fmt::format("{}x{}x{} {}{}", t.bm, t.bn, t.bk,
                           t.instruction == TensorInstruction::wgmma ? "wgmma" : "mma.sync",
                           t.group_m > 0 ? fmt::format(" group {}", t.group_m) : "") +
@@ -83,30 +75,13 @@ LayerOp gemm_op(const HardwareProfile& hw, const LayerRequest& r, Dtype dtype, s
   return op;
 }
 
-LayerOp elementwise_op(const HardwareProfile& hw, const LayerRequest& r, Dtype dtype,
-                       std::string name, ElementwiseKind kind, std::int64_t rows, std::int64_t cols,
-                       ElementwiseLoop loop = ElementwiseLoop::chunks) {
-  ElementwiseProblem p;
-  p.name = name;
-  p.kind = kind;
-  p.rows = rows;
-  p.cols = cols;
-  p.dtype = dtype;
-  p.loop = loop;
-  const char* k = kind == ElementwiseKind::rms_norm || kind == ElementwiseKind::layer_norm ? "norm"
-                  : kind == ElementwiseKind::residual_add ? "residual"
-                                                          : "activation";
-  LayerOp op = from_run(std::move(name), k, run_op(hw, *make_elementwise_schedule(p), dtype, r));
-  op.m = rows;
-  op.n = cols;
+LayerOp elementwise_op(const HardwareProfile& hw, const LayerRequest& r,
+                       const ElementwiseProblem& p, LayerOpKind kind) {
+  LayerOp op = from_run(p.name, layer_op_kind_name(kind),
+                        run_op(hw, *make_elementwise_schedule(p), p.dtype, r));
+  op.m = p.rows;
+  op.n = p.cols;
   return op;
-}
-
-std::int64_t divided(std::int64_t value, std::int64_t tp, const char* what) {
-  if (value % tp != 0) {
-    throw ConfigError(fmt::format("--tp {} does not divide the model's {} ({})", tp, what, value));
-  }
-  return value / tp;
 }
 
 // Adds an op's counters to a total. Counters' += keeps the later run's dirty-at-end bytes (a state
@@ -119,10 +94,6 @@ void add_op(Counters& total, const Counters& op) {
   total += op;
   total.l2_dirty_at_end_bytes = dirty;
   total.l2_dirty_at_end = by_tensor;
-}
-
-void check_positive(const char* flag, std::int64_t v) {
-  if (v <= 0) throw ConfigError(fmt::format("{} must be positive, got {}", flag, v));
 }
 
 // The tensor cores' K step for 16-bit types: mma.sync's m16n8k16 and wgmma's k16.
@@ -207,56 +178,11 @@ void check_gemm_flags(const HardwareProfile& hw, Dtype dtype, const GemmTilingRe
   }
 }
 
-// "512,1024": a list as run's --seq-lens reads it.
-std::string joined(const std::vector<std::int64_t>& v) {
-  return fmt::format("{}", fmt::join(v, ","));
-}
-
 std::string range_text(std::int64_t lo, std::int64_t hi) {
   return lo == hi ? std::to_string(lo) : fmt::format("{} to {}", lo, hi);
 }
 
-// A mixed step's lengths checked, and the request's batch (their count), seq (the longest query)
-// and context (the longest context) set from them, which the report and the step's tail use.
-void resolve_mixed(LayerRequest& r) {
-  if (r.seq_lens.empty()) throw ConfigError("a mixed step needs --seq-lens");
-  if (r.context_lens.empty()) r.context_lens = r.seq_lens;
-  if (r.context_lens.size() != r.seq_lens.size()) {
-    throw ConfigError(
-        fmt::format("--context-lens gives {} lengths and --seq-lens {}: one context per sequence",
-                    r.context_lens.size(), r.seq_lens.size()));
-  }
-  if (r.seq_lens.size() > static_cast<std::size_t>(kMaxBatch)) {
-    throw ConfigError(
-        fmt::format("--seq-lens gives {} sequences: at most {}", r.seq_lens.size(), kMaxBatch));
-  }
-  for (std::size_t b = 0; b < r.seq_lens.size(); ++b) {
-    const std::int64_t q = r.seq_lens[b], kv = r.context_lens[b];
-    if (q < 1 || q > kMaxSeq || kv < 1 || kv > kMaxSeq) {
-      throw ConfigError(
-          fmt::format("--seq-lens and --context-lens: sequence {} has {} and {}; "
-                      "each length must be in [1, {}]",
-                      b, q, kv, kMaxSeq));
-    }
-    if (kv < q) {
-      throw ConfigError(fmt::format(
-          "--context-lens: sequence {} of {} attends over {} keys, fewer than its {} queries "
-          "(--seq-lens): a context counts the cached keys and the new ones",
-          b + 1, r.seq_lens.size(), kv, q));
-    }
-  }
-  r.batch = static_cast<std::int64_t>(r.seq_lens.size());
-  r.seq = *std::max_element(r.seq_lens.begin(), r.seq_lens.end());
-  r.context = *std::max_element(r.context_lens.begin(), r.context_lens.end());
-}
-
 }  // namespace
-
-const char* layer_phase_name(LayerPhase phase) {
-  return phase == LayerPhase::prefill  ? "prefill"
-         : phase == LayerPhase::decode ? "decode"
-                                       : "mixed";
-}
 
 std::string mixed_step_text(const std::vector<std::int64_t>& seq_lens,
                             const std::vector<std::int64_t>& context_lens) {
@@ -294,19 +220,22 @@ const char* layer_launch_name(LayerLaunch launch) {
 }
 
 LayerReport simulate_layer(const HardwareProfile& profile, const LayerRequest& request) {
-  // A decode step is one new token per sequence over the --context keys cached: --context alone
-  // says it all (it was refused, "--seq is required"), and the request then records seq 1.
-  // --seq, given instead, is the cached context (docs/layer.md).
+  // The step's sizes as its phase implies them (transformer/decoder_layer.hpp), recorded in the
+  // report's request: a mixed step's batch, seq and context from its lists, a decode step's seq 1.
   LayerRequest r = request;
-  const bool mixed = r.phase == LayerPhase::mixed;
-  if (mixed) resolve_mixed(r);
-  if (r.phase == LayerPhase::decode && r.seq == 0) {
-    if (r.context == 0) {
-      throw ConfigError(
-          "--phase decode needs --context: the keys cached per sequence (one new token each)");
-    }
-    r.seq = 1;
-  }
+  LayerStep step;
+  step.phase = r.phase;
+  step.batch = r.batch;
+  step.seq = r.seq;
+  step.context = r.context;
+  step.seq_lens = r.seq_lens;
+  step.context_lens = r.context_lens;
+  step.tp = r.tp;
+  step = resolve_layer_step(std::move(step));
+  r.batch = step.batch;
+  r.seq = step.seq;
+  r.context = step.context;
+  r.context_lens = step.context_lens;
   // The engine charges every kernel launch.kernel_overhead_us beyond its simulated work, as a
   // stream launches it: the profile as the step's launches cost. Replayed from a CUDA graph, the
   // gap between two kernels with work is shorter by the difference the profile's cuda_graph
@@ -321,105 +250,50 @@ LayerReport simulate_layer(const HardwareProfile& profile, const LayerRequest& r
                           (g.stream_kernel_gap_us.value - g.kernel_gap_us.value));
     hw.launch.kernel_overhead_us.source = "launch.kernel_overhead_us less the graph's saving";
   }
-  check_positive("--batch", r.batch);
-  check_positive("--seq", r.seq);
-  check_positive("--tp", r.tp);
-  if (r.context < 0)
-    throw ConfigError(fmt::format("--context must be positive, got {}", r.context));
   const ModelConfig& model = r.model;
   const Dtype dtype = parse_dtype(r.dtype);
   if (dtype != Dtype::fp16 && dtype != Dtype::bf16) {
     throw ConfigError(fmt::format("--dtype {}: iosim layer models fp16 and bf16", r.dtype));
   }
   check_gemm_flags(hw, dtype, r.gemm_tiling);
-  const std::int64_t heads = divided(model.attention_heads, r.tp, "attention heads");
-  const std::int64_t kv_heads = divided(model.kv_heads, r.tp, "K/V heads");
-  const std::int64_t inter = divided(model.intermediate_size, r.tp, "intermediate (MLP) size");
-  const std::int64_t vocab = divided(model.vocab_size, r.tp, "vocabulary");
-  const std::int64_t h = model.hidden_size, d = model.head_dim;
-  const bool prefill = r.phase == LayerPhase::prefill;
+  // The layer as data, in execution order; what follows runs it.
+  const DecoderLayer layer = decoder_layer(model, step, dtype, r.fused_activation);
 
   LayerReport rep;
   rep.profile = hw.name;
   rep.request = r;
-  rep.tokens = prefill ? r.batch * r.seq : r.batch;
-  // A mixed step's GEMMs see the packed total of its query tokens, as the serving engine packs
-  // them.
-  if (mixed) {
-    rep.tokens = 0;
-    for (const std::int64_t q : r.seq_lens) rep.tokens += q;
-  }
+  rep.tokens = layer.tokens;
   rep.tensor_peak_tflops = hw.tensor_flops_per_s(dtype) / 1e12;
   rep.hbm_peak_gbps = hw.hbm.bandwidth_gbps.value;
-  std::int64_t seq_kv = r.context > 0 ? r.context : r.seq;
-  // (Past it, attention's own check named --seq-kv, a flag iosim layer does not have.)
-  if (seq_kv > kMaxSeq) {
-    throw ConfigError(fmt::format("{} {} is out of range: it must be in [1, {}]",
-                                  r.context > 0 ? "--context" : "--seq", seq_kv, kMaxSeq));
-  }
-  if (prefill && seq_kv < r.seq) {
-    throw ConfigError(
-        fmt::format("--context {} is shorter than --seq {}: a prefill's queries see "
-                    "their own keys",
-                    seq_kv, r.seq));
-  }
-  // A prefill over more keys than the model's sliding window attends over the window's band
-  // (--window, causal): each query sees its last W keys.
-  const bool windowed_prefill =
-      (prefill || mixed) && model.sliding_window > 0 && seq_kv > model.sliding_window;
-  if (windowed_prefill) {
-    rep.notes.push_back(fmt::format("attention over a sliding window of {} keys: {}'s",
-                                    model.sliding_window, model.name));
-  }
-  if (!prefill && model.sliding_window > 0 && seq_kv > model.sliding_window) {
-    // Decode over a rolling cache attends over the window's keys only (Mistral's rolling buffer).
-    rep.notes.push_back(fmt::format("attention over the last {} keys: {}'s sliding window",
-                                    model.sliding_window, model.name));
-    seq_kv = model.sliding_window;
-  }
-  rep.seq_kv = seq_kv;
-  const std::int64_t m = rep.tokens;
-  const ElementwiseKind norm =
-      model.norm == NormKind::rms_norm ? ElementwiseKind::rms_norm : ElementwiseKind::layer_norm;
+  rep.seq_kv = layer.seq_kv;
+  rep.notes = layer.notes;
 
-  // Attention: one simulate() call, its flags checked as `iosim run`'s are.
-  RunFlags flags;
-  flags.profile = hw.name;
+  // Attention first, so that one it refuses fails before any GEMM runs: one simulate() call, its
+  // request built typed from the layer's problem and checked as `iosim run`'s (to_request()'s
+  // checks of the values: the K/V type, the clock, the sizes).
+  const bool mixed = r.phase == LayerPhase::mixed;
+  RunRequest attention_request;
   // A mixed step takes flash2 too: flash-decoding has no ragged forward here.
-  flags.algorithm = !r.algorithm.empty() ? r.algorithm
-                    : prefill || mixed   ? "flash2"
-                                         : "flash-decoding";
-  flags.kernel = r.kernel;
-  flags.batch = r.batch;
-  flags.heads = heads;
-  flags.kv_heads = kv_heads;
-  flags.seq = prefill ? r.seq : 1;
-  flags.seq_kv = seq_kv;
-  flags.head_dim = d;
-  flags.dtype = r.dtype;
-  flags.kv_dtype = r.kv_dtype;
-  flags.causal = prefill || mixed;  // a decode query sees every cached key
-  if (mixed) {
-    // One ragged launch (run's --seq-lens, --seq-kv-lens): causal bottom-right, so a decode row
-    // sees its whole context and a chunk is causal within itself.
-    flags.batch = 1;
-    flags.seq = 0;
-    flags.seq_kv = 0;
-    flags.seq_lens = joined(r.seq_lens);
-    flags.seq_kv_lens = joined(r.context_lens);
+  attention_request.algorithm = !r.algorithm.empty()            ? r.algorithm
+                                : r.phase != LayerPhase::decode ? "flash2"
+                                                                : "flash-decoding";
+  if (!r.kernel.empty()) {
+    attention_request.kernel = kernel_flag_description(r.kernel);
+    attention_request.algorithm = attention_request.kernel->name;
   }
-  if (windowed_prefill) flags.window = model.sliding_window;
-  flags.l2 = r.l2_enabled ? "on" : "off";
-  flags.sm_clock_mhz = r.sm_clock_mhz;
-  flags.exact = r.exact;
-  const RunRequest attention_request = to_request(flags);
-  if (windowed_prefill &&
+  attention_request.problem = layer.attention;
+  if (!r.kv_dtype.empty()) attention_request.problem.kv_dtype = parse_kv_dtype(r.kv_dtype);
+  attention_request.engine.l2_enabled = r.l2_enabled;
+  attention_request.engine.exact = r.exact;
+  attention_request.engine.sm_clock_mhz = r.sm_clock_mhz;
+  check_request_values(attention_request);
+  if (layer.attention.window > 0 &&
       !request_algorithm(hw, attention_request, builtin_registry()).capabilities.window) {
     throw ConfigError(fmt::format(
         "{} attends over a sliding window of {} tokens, and a prefill over {} keys needs an "
         "attention that skips by the window: {} does not (flash2 and flash3 do; or use --context "
         "{} or less)",
-        model.name, model.sliding_window, seq_kv, attention_request.algorithm,
+        model.name, model.sliding_window, layer.seq_kv, attention_request.algorithm,
         model.sliding_window));
   }
   // The ragged launch's refusal names run's --seq-lens; the flag of this command is the
@@ -431,7 +305,8 @@ LayerReport simulate_layer(const HardwareProfile& profile, const LayerRequest& r
       return simulate(hw, attention_request);
     } catch (const ConfigError& e) {
       throw ConfigError(fmt::format("{} {} (the mixed step's ragged attention): {}", algo_flag,
-                                    r.kernel.empty() ? flags.algorithm : r.kernel, e.what()));
+                                    r.kernel.empty() ? attention_request.algorithm : r.kernel,
+                                    e.what()));
     }
   }();
   if (!attention.feasible()) {
@@ -439,60 +314,28 @@ LayerReport simulate_layer(const HardwareProfile& profile, const LayerRequest& r
                                   attention_request.algorithm, attention.infeasible_reason));
   }
 
-  // The layer in execution order (Hugging Face's LlamaDecoderLayer, vLLM's fused QKV and
-  // gate/up projections).
-  rep.ops.push_back(elementwise_op(hw, r, dtype, "input_norm", norm, m, h));
-  rep.ops.push_back(
-      gemm_op(hw, r, dtype, "qkv_proj", m, (heads + 2 * kv_heads) * d, h, model.qkv_bias));
-  {
+  // Each op of the layer, then of the step's tail, on the engine (the attention's run above).
+  const auto run = [&](const DecoderLayerOp& o) {
+    if (o.kind == LayerOpKind::gemm) return gemm_op(hw, r, o.gemm);
+    if (o.kind != LayerOpKind::attention) return elementwise_op(hw, r, o.elementwise, o.kind);
     LayerOp op;
-    op.name = "attention";
-    op.kind = "attention";
+    op.name = o.name;
+    op.kind = layer_op_kind_name(o.kind);
     op.detail = attention_request.algorithm;
     op.counters = attention.engine.total;
     op.time_s = attention.engine.time_s;
     op.sm_clock_mhz = attention.sm_clock_mhz;
     op.bound = attention.bound;
-    rep.ops.push_back(op);
-  }
-  rep.ops.push_back(gemm_op(hw, r, dtype, "o_proj", m, h, heads * d, false));
-  rep.ops.push_back(
-      elementwise_op(hw, r, dtype, "attn_residual", ElementwiseKind::residual_add, m, h));
-  rep.ops.push_back(elementwise_op(hw, r, dtype, "post_attn_norm", norm, m, h));
-  if (model.mlp == MlpKind::gated_silu) {
-    rep.ops.push_back(gemm_op(hw, r, dtype, "gate_up_proj", m, 2 * inter, h, false));
-    if (r.fused_activation) {
-      rep.ops.push_back(
-          elementwise_op(hw, r, dtype, "silu_mul", ElementwiseKind::gated_silu, m, inter));
-    } else {
-      // PyTorch eager: F.silu(gate), then * up, each kernel through HBM. gate and up are halves
-      // of each row of the gate_up output, contiguous only for one row: past it TensorIterator
-      // launches its serial kernel (elementwise_kernel<128, 4>) for both, as measured
-      // (cuda_validate/measurements/*/layer_*/layer_time.json: the vectorized kernel at decode
-      // batch 1, elementwise_kernel<128, 4> at 16 and at prefill).
-      const ElementwiseLoop loop = m > 1 ? ElementwiseLoop::serial : ElementwiseLoop::chunks;
-      rep.ops.push_back(
-          elementwise_op(hw, r, dtype, "silu", ElementwiseKind::silu, m, inter, loop));
-      rep.ops.push_back(
-          elementwise_op(hw, r, dtype, "mul", ElementwiseKind::gate_mul, m, inter, loop));
-    }
-  } else {
-    rep.ops.push_back(gemm_op(hw, r, dtype, "up_proj", m, inter, h, false));
-    rep.ops.push_back(elementwise_op(hw, r, dtype, "gelu", ElementwiseKind::gelu, m, inter));
-  }
-  rep.ops.push_back(gemm_op(hw, r, dtype, "down_proj", m, h, inter, false));
-  rep.ops.push_back(
-      elementwise_op(hw, r, dtype, "mlp_residual", ElementwiseKind::residual_add, m, h));
+    return op;
+  };
+  for (const DecoderLayerOp& o : layer.ops) rep.ops.push_back(run(o));
   for (const LayerOp& op : rep.ops) {
     add_op(rep.layer_total, op.counters);
     rep.layer_time_s += op.time_s;
   }
   for (LayerOp& op : rep.ops) op.share = rep.layer_time_s > 0 ? op.time_s / rep.layer_time_s : 0.0;
 
-  // The step's tail: the final norm and the LM head over the last position of each sequence,
-  // the only logits generation samples from (vLLM computes no others).
-  rep.tail.push_back(elementwise_op(hw, r, dtype, "final_norm", norm, r.batch, h));
-  rep.tail.push_back(gemm_op(hw, r, dtype, "lm_head", r.batch, vocab, h, false));
+  for (const DecoderLayerOp& o : layer.tail) rep.tail.push_back(run(o));
   for (std::int64_t i = 0; i < model.layers; ++i) add_op(rep.step_total, rep.layer_total);
   rep.step_time_s = static_cast<double>(model.layers) * rep.layer_time_s;
   for (const LayerOp& op : rep.tail) {
@@ -510,8 +353,7 @@ LayerReport simulate_layer(const HardwareProfile& profile, const LayerRequest& r
   rep.notes.push_back(
       "each op runs alone with a cold L2: what one op leaves in L2 for the next "
       "is not credited");
-  rep.notes.push_back("not modelled: rotary embeddings, the embedding lookup, sampling" +
-                      std::string(r.tp > 1 ? ", the tensor-parallel all-reduces" : ""));
+  rep.notes.push_back(layer.not_modelled);
   return rep;
 }
 

@@ -3,20 +3,22 @@
 // the norms, the QKV projection, attention (any algorithm or kernel description, through
 // simulate()), the output projection, the residual adds and the MLP, each op simulated on the
 // engine at the clock the power model allows, then layers x layer + the final norm + the LM head.
+// What the layer holds, in which order and with which sizes, is transformer/decoder_layer.hpp's
+// (decoder_layer()); this runs its list.
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "sim/engine/counters.hpp"
 #include "sim/hardware/profile.hpp"
+#include "transformer/decoder_layer.hpp"
 #include "transformer/gemm_schedule.hpp"
 #include "transformer/model_config.hpp"
 
 namespace iosim {
 
-// mixed: a continuous-batching server's step (vLLM's, SGLang's), each sequence its own query and
-// key lengths (LayerRequest::seq_lens): decode rows beside prefill chunks, packed into one batch.
-enum class LayerPhase { prefill, decode, mixed };
+// LayerPhase (prefill, decode, mixed) and layer_phase_name() are the layer's composition's:
+// transformer/decoder_layer.hpp.
 /// How the step's kernels are launched: replayed from a CUDA graph (serving engines' decode
 /// steps, and the layer suite's measurements) or launched one by one from a stream.
 enum class LayerLaunch { graph, stream };
@@ -93,8 +95,6 @@ struct LayerReport {
 /// positive, a tensor-parallel degree that does not divide the heads, K/V heads or MLP width, an
 /// attention algorithm that cannot run the layer's attention.
 LayerReport simulate_layer(const HardwareProfile& profile, const LayerRequest& request);
-
-const char* layer_phase_name(LayerPhase phase);
 
 /// A mixed step's lengths in words: "4 decode rows over 1000 to 8000 keys, 1 prefill chunk of 512
 /// over 8192".

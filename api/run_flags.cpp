@@ -228,18 +228,7 @@ RunRequest to_request(const RunFlags& f) {
   RunRequest r;
   r.algorithm = f.algorithm;
   if (!f.kernel.empty()) {
-    // A description inline ("{...}": YAML's flow map, JSON, what the Python package passes for a
-    // dict), a file, or else the name of a built-in preset.
-    std::error_code ec;
-    if (f.kernel.front() == '{') {
-      r.kernel = std::make_shared<const KernelDescription>(parse_kernel_description(
-          read_yaml_json(f.kernel, "--kernel", "kernel description"), "the kernel given inline"));
-    } else if (std::filesystem::exists(f.kernel, ec) || f.kernel.find('/') != std::string::npos ||
-               f.kernel.find('.') != std::string::npos) {
-      r.kernel = std::make_shared<const KernelDescription>(load_kernel_description(f.kernel));
-    } else {
-      r.kernel = std::make_shared<const KernelDescription>(kernel_preset(f.kernel));
-    }
+    r.kernel = kernel_flag_description(f.kernel);
     r.algorithm = r.kernel->name;
   }
   AttentionProblem& p = r.problem;
@@ -250,13 +239,7 @@ RunRequest to_request(const RunFlags& f) {
   if (f.seq_kv < 0) throw ConfigError(fmt::format("--seq-kv {} must be positive", f.seq_kv));
   p.head_dim = f.head_dim;
   p.dtype = parse_dtype(f.dtype);
-  if (!f.kv_dtype.empty()) {
-    try {
-      p.kv_dtype = parse_dtype(f.kv_dtype);
-    } catch (const ConfigError& e) {
-      throw ConfigError(fmt::format("--kv-dtype: {}", e.what()));
-    }
-  }
+  if (!f.kv_dtype.empty()) p.kv_dtype = parse_kv_dtype(f.kv_dtype);
   p.causal = f.causal;
   p.mask = f.mask;
   p.dropout = f.dropout;
@@ -335,19 +318,47 @@ RunRequest to_request(const RunFlags& f) {
   r.engine.l2_enabled = f.l2 == "on";
   r.engine.flush_l2_between_kernels = f.cold_l2;
   r.engine.exact = f.exact;
-  // 0 means the profile's clock; anything else is a clock a GPU can run at (NaN fails too).
-  if (!(f.sm_clock_mhz == 0 || (f.sm_clock_mhz >= 1 && f.sm_clock_mhz <= 1e4))) {
-    throw ConfigError(fmt::format(
-        "--sm-clock-mhz {} is out of range: it must be 0 (the profile's clock) or in [1, 10000]",
-        f.sm_clock_mhz));
-  }
   r.engine.sm_clock_mhz = f.sm_clock_mhz;
   r.execute = f.execute;
   r.seed = f.seed;
+  check_request_values(r);
+  return r;
+}
+
+std::shared_ptr<const KernelDescription> kernel_flag_description(const std::string& text) {
+  // A description inline ("{...}": YAML's flow map, JSON, what the Python package passes for a
+  // dict), a file, or else the name of a built-in preset.
+  std::error_code ec;
+  if (text.front() == '{') {
+    return std::make_shared<const KernelDescription>(parse_kernel_description(
+        read_yaml_json(text, "--kernel", "kernel description"), "the kernel given inline"));
+  }
+  if (std::filesystem::exists(text, ec) || text.find('/') != std::string::npos ||
+      text.find('.') != std::string::npos) {
+    return std::make_shared<const KernelDescription>(load_kernel_description(text));
+  }
+  return std::make_shared<const KernelDescription>(kernel_preset(text));
+}
+
+Dtype parse_kv_dtype(const std::string& text) {
+  try {
+    return parse_dtype(text);
+  } catch (const ConfigError& e) {
+    throw ConfigError(fmt::format("--kv-dtype: {}", e.what()));
+  }
+}
+
+void check_request_values(const RunRequest& r) {
+  // 0 means the profile's clock; anything else is a clock a GPU can run at (NaN fails too).
+  const double clock = r.engine.sm_clock_mhz;
+  if (!(clock == 0 || (clock >= 1 && clock <= 1e4))) {
+    throw ConfigError(fmt::format(
+        "--sm-clock-mhz {} is out of range: it must be 0 (the profile's clock) or in [1, 10000]",
+        clock));
+  }
   // Each value's own range, before any run: a sweep makes every point's request first, so a
   // list with one value out of range is refused whole, as the value alone is (it was a row).
-  check_problem_values(p);
-  return r;
+  check_problem_values(r.problem);
 }
 
 }  // namespace iosim

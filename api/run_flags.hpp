@@ -79,4 +79,16 @@ std::shared_ptr<const std::vector<std::int64_t>> parse_lengths(const std::string
 /// Checks the flags and turns them into a request; throws ConfigError naming a bad flag.
 RunRequest to_request(const RunFlags& f);
 
+/// The kernel description --kernel names: inline ("{...}"), a file (anything that exists or
+/// contains '/' or '.'), or else a built-in preset's name. Throws ConfigError as their readers do.
+std::shared_ptr<const KernelDescription> kernel_flag_description(const std::string& text);
+
+/// --kv-dtype's type; throws ConfigError "--kv-dtype: ..." for a name that is no dtype.
+Dtype parse_kv_dtype(const std::string& text);
+
+/// The checks to_request() makes last, of the request's values: the SM clock's range and each
+/// problem size's (check_problem_values()). A request built typed (`iosim layer`'s attention)
+/// runs them as one built from flags does, so that both refuse a value alike.
+void check_request_values(const RunRequest& r);
+
 }  // namespace iosim

@@ -1,6 +1,6 @@
 #pragma once
 // A transformer model's shape, as its published configuration gives it (models/*.yaml, each value
-// with its source). `iosim layer` builds one layer's operations from it (api/layer.hpp).
+// with its source). decoder_layer() builds one layer's operations from it (decoder_layer.hpp).
 #include <cstdint>
 #include <filesystem>
 #include <string>
