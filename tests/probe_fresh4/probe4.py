@@ -171,11 +171,14 @@ class Files:
 
 
 # An Nsight Compute --csv export (ncu --csv --page raw style): header, units row, one kernel.
-NCU_CSV = ('"ID","Kernel Name","Block Size","Grid Size","dram__bytes_read.sum",'
-           '"dram__bytes_write.sum","gpu__time_duration.sum","lts__t_sectors_srcunit_tex_op_read.sum"\n'
-           '"","","","","byte","byte","ns","sector"\n'
-           '"0","wg1_fwd_kernel","(128, 1, 1)","(32, 64, 1)","67108864","33554432","1616600",'
-           '"4194304"\n')
+NCU_CSV = (
+    '"ID","Device","Kernel Name","Block Size","Grid Size","dram__bytes_read.sum",'
+    '"dram__bytes_write.sum","l1tex__m_xbar2l1tex_read_sectors.sum",'
+    '"lts__t_sectors_srcunit_tex_op_write.sum","gpu__time_duration.sum",'
+    '"sm__cycles_elapsed.avg.per_second"\n'
+    '"","","","","","byte","byte","sector","sector","nsecond","cycle/second"\n'
+    '"0","NVIDIA H100 80GB HBM3","wg1_fwd_kernel","(128, 1, 1)","(32, 64, 1)","67108864",'
+    '"33554432","8388608","1048576","1616600","1755000000"\n')
 
 
 def mutations(text, rng, name):
@@ -621,6 +624,41 @@ def cli_cases(F, rng):
                  note=f"two outputs alias ({how})"))
     # a successful command over an existing user file is the user's choice (no check), but the
     # output must be whole: run it and check the result parses
+    # --- environment: profile folder and Chart.js from the environment
+    bad_pd = os.path.join(F.root, "bad_profiles")
+    os.makedirs(bad_pd, exist_ok=True)
+    with open(os.path.join(bad_pd, "h100-sxm5-80gb.yaml"), "w") as f:
+        f.write(F.base["h100.yaml"][: len(F.base["h100.yaml"]) // 3])
+    os.symlink(F.p("FIFO"), os.path.join(bad_pd, "fifo.yaml")) if not os.path.lexists(
+        os.path.join(bad_pd, "fifo.yaml")) else None
+    for pd in (F.p("nonexistent"), F.p("DIR"), bad_pd, F.p("EMPTY"), F.p("LOOP"), ""):
+        for argv in (["run"] + SMALL, ["profiles"], ["layer"] + LAYER, ["sweep", "--seq", "256"]):
+            add(Case("cli", argv, bad=None, env={"IOSIM_PROFILE_DIR": pd},
+                     note=f"IOSIM_PROFILE_DIR={pd}"))
+    for cj in (F.p("FIFO"), F.p("HUGE"), F.p("DIR"), F.p("nonexistent"), F.p("EMPTY"),
+               F.p("BIN"), F.p("LOOP"), F.p("DEVZERO")):
+        o = os.path.join(odir, f"cj{abs(hash(cj)) % 10000}.html")
+        add(Case("cli", ["report", F.p("sweep.json"), "--html", o], bad=True,
+                 env={"IOSIM_CHARTJS": cj}, outputs=[o], note=f"IOSIM_CHARTJS={cj}"))
+        add(Case("cli", ["report", F.p("sweep.json"), "--html", o, "--chartjs", cj], bad=True,
+                 flag="--chartjs", value=cj, outputs=[o], note="--chartjs"))
+    # sweep output names and report inputs
+    for o in ("x.txt", "x", "x.JSON", "x.csv.json", ".json", "x.json/"):
+        add(Case("cli", ["sweep", "--seq", "256", "--out", os.path.join(odir, o)], bad=None,
+                 note=f"sweep --out {o}"))
+    for argv in (["report", F.p("sweep.json"), F.p("sweep.json")],
+                 ["report", F.p("sweep.json"), F.p("sweep.csv")],
+                 ["report", F.p("sweep.csv"), F.p("sweep.csv")],
+                 ["report", F.p("meas.json")], ["report", F.p("profile.yaml")],
+                 ["report", F.p("journal")], ["report", F.p("sweep.json"), "--validation",
+                                              F.p("sweep.json")],
+                 ["report", F.p("sweep.json"), "--validation-profile", "nosuch"],
+                 ["report", F.p("sweep.json"), "--validation-profile", "a100-sxm4-40gb"],
+                 ["validate", F.p("sweep.json")], ["validate"], ["validate", F.p("DIR")],
+                 ["validate", F.p("meas.json"), F.p("meas.json")],
+                 ["validate", F.p("meas.json"), "--profile", "a100-sxm4-40gb"],
+                 ["validate", F.p("meas.json"), "--format", "md", "--ncu", F.p("ncu.csv")]):
+        add(Case("cli", argv, bad=None, note="report/validate inputs"))
     # --- determinism
     det = [["run"] + SMALL + ["--format", "json"], ["run"] + DECODE + ["--algo", "paged",
                                                                        "--format", "json"],
@@ -901,6 +939,9 @@ def run_case(c, args, F):
     env = dict(os.environ)
     env["PROBE_PYPATH"] = args.python_path
     env.pop("IOSIM_PROFILE_DIR", None)
+    env.pop("IOSIM_CHARTJS", None)
+    if c.env:
+        env.update(c.env)
     if c.kind == "cli":
         argv = [args.bin] + c.cmd
     else:
@@ -1103,6 +1144,7 @@ def main():
     ap.add_argument("--timeout", type=float, default=TIMEOUT)
     ap.add_argument("--out", default="/tmp/probe4_results.jsonl")
     ap.add_argument("--work", default="")
+    ap.add_argument("--count", action="store_true", help="print the number of inputs and exit")
     args = ap.parse_args()
     args.bin = os.path.abspath(args.bin)
     args.python_path = os.path.abspath(args.python_path)
@@ -1113,6 +1155,14 @@ def main():
     cases = cli_cases(F, rng) + py_cases(F, rng)
     for i, c in enumerate(cases):
         c.id = i
+    if args.count:
+        kinds = {}
+        for c in cases:
+            key = (c.kind, "signal" if c.sig else "mem" if c.mem_mb else "det" if c.det else
+                   "other")
+            kinds[key] = kinds.get(key, 0) + 1
+        print(len(cases), kinds)
+        return 0
     if args.limit:
         rng2 = random.Random(1)
         cases = rng2.sample(cases, min(args.limit, len(cases)))
