@@ -276,8 +276,9 @@ def cli_cases(F, rng):
     for sub, (base, ints, floats) in num_flags.items():
         pre = [sub] if sub != "validate" else [sub]
         for flag in ints:
-            for v in BAD_INTS:
-                add(Case("cli", pre + with_flag(base, flag, v), bad=True, flag=flag, value=v))
+            for v in BAD_INTS + (["18446744073709551616"] if flag == "--seed" else []):
+                bad = None if (flag == "--seed" and v == "9223372036854775808") else True
+                add(Case("cli", pre + with_flag(base, flag, v), bad=bad, flag=flag, value=v))
             for v in ["0", "1", "2147483647", "4294967297", "65536"]:
                 # unknown validity: crash/hang/internal still count
                 extra = ["--max-seconds", "8"] if sub in ("run", "sweep", "tune", "layer",
@@ -289,7 +290,7 @@ def cli_cases(F, rng):
         for flag in floats:
             for v in BAD_FLOATS + ["-1", "-0.5"]:
                 bad = True
-                if v in ("1e-400",):
+                if v in ("1e-400",) or (flag == "--max-seconds" and v in ("inf",)):
                     bad = None
                 if v in ("-1", "-0.5") and flag in ("--tie-band",):
                     bad = True
@@ -359,6 +360,8 @@ def cli_cases(F, rng):
                     bad = None
                 if flag == "--max-memory" and v in ("1e999",):
                     bad = None
+                if sub == "sweep" and v in ("on,off", "fp8,fp16"):
+                    bad = None
                 if flag == "--profile" and v == F.p("DEVNULL"):
                     bad = True
                 extra = ["--max-seconds", "8"] if sub in ("run", "sweep", "tune", "layer",
@@ -373,19 +376,22 @@ def cli_cases(F, rng):
                       ("validate", [F.p("meas.json")])):
         for extra in (["--nosuch"], ["--seq-len", "5"], ["-x"], ["--"], ["junk"],
                       ["--format=json=x"], ["--help", "--nosuch"], ["-"], ["--fromat", "json"]):
-            add(Case("cli", [sub] + base + extra, bad=None if extra == ["--"] else True,
-                     flag=extra[0], value=extra[0]))
+            add(Case("cli", [sub] + base + extra,
+                     bad=None if extra in (["--"], ["--help", "--nosuch"]) else True,
+                     flag=extra[0].split("=")[0], value=extra[0].split("=", 1)[-1]))
         rep = {"run": "--seq", "sweep": "--seq", "tune": "--seq", "explain": "--seq",
                "layer": "--seq", "kvcache": "--layers", "demo": "--seq"}.get(sub)
         if rep:
             v2 = "128" if sub != "kvcache" else "8"
-            add(Case("cli", [sub] + base + [rep, v2], bad=True, flag=rep, value=v2,
+            b2 = base if rep in base else base + [rep, "256"]
+            add(Case("cli", [sub] + b2 + [rep, v2], bad=True, flag=rep, value=v2,
                      note="repeated flag"))
             add(Case("cli", [sub] + base + [rep], bad=True, flag=rep, value=rep,
                      note="flag without its value"))
-    for c in (["rn"], ["RUN"], [""], ["run", "run"], ["--version", "x"], ["help"], ["-h", "x"],
-              ["--nosuch"]):
+    for c in (["rn"], ["RUN"], [""], ["run", "run"], ["help"], ["--nosuch"]):
         add(Case("cli", c, bad=True))
+    for c in (["--version", "x"], ["-h", "x"]):
+        add(Case("cli", c, bad=None))
     # combinations an A100 profile cannot run
     for a100 in ("a100-sxm4-40gb", "a100-sxm4-80gb", F.p("profile.yaml")):
         for extra in (["--algo", "flash3"], ["--dtype", "fp8", "--algo", "flash3"],
@@ -533,8 +539,12 @@ def cli_cases(F, rng):
             add(Case("cli", failing + [flag, s], bad=True, watch=[s], note="fail over user file"))
             s = sentinel()
             failing2 = list(base)
-            if base[0] in ("run", "tune", "explain"):
-                failing2 += ["--block-q", "7", "--block-kv", "3"]
+            if base[0] in ("run", "tune"):
+                failing2 += ["--head-dim", "256", "--block-q", "256", "--block-kv", "256",
+                             "--stages", "4"]
+            elif base[0] == "explain":
+                failing2 += ["--block-q", "64", "--block-kv", "64", "--seq", "64",
+                             "--head-dim", "16", "--heads", "5"]
             elif base[0] == "layer":
                 failing2 += ["--tp", "3"]
             elif base[0] == "sweep":
@@ -777,6 +787,11 @@ def py_cases(F, rng):
                     bad = True
                 if v == "True" and key in ("dataframe",):
                     bad = None
+                if v == "None" and key in ("max_seconds", "max_memory", "tie_band", "chunks",
+                                           "progress"):
+                    bad = False
+                if v == "2**63" and key == "seed":
+                    bad = None
                 kv = split_kwargs(base)
                 kv[key] = v
                 args = ", ".join(f"{a}={b}" for a, b in kv.items())
@@ -844,6 +859,10 @@ def py_cases(F, rng):
         # sweep: an infeasible point is a row with its reason (documented)
         cases.append(Case("py", py=call, bad=None if "sweep" in call else True,
                           note="hopper-only on A100"))
+    cases.append(Case("py", py="iosim.tune(seq=256, head_dim=64, max_memory=1)", bad=True,
+                      flag="max_memory", value="max_memory=1", note="budget in tune"))
+    cases.append(Case("py", py="iosim.tune(seq=256, head_dim=64, max_memory='1K')", bad=True,
+                      flag="max_memory", value="max_memory='1K'", note="budget in tune"))
     # determinism through Python
     for call in ("iosim.run(" + run_base + ")", "iosim.sweep(seq=[256, 512], algo=['flash1', "
                  "'flash2'])", "iosim.kvcache(layers=4, kv_heads=2, head_dim=64, requests=50, "
