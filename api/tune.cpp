@@ -7,6 +7,8 @@
 #include <utility>
 
 #include "sim/base/errors.hpp"
+#include "sim/base/memory_budget.hpp"
+#include "sim/engine/engine.hpp"
 
 namespace iosim {
 namespace {
@@ -101,6 +103,13 @@ TuneResult tune(const HardwareProfile& profile, const RunRequest& base, const Tu
   }
   points.push_back(SweepPoint{result.points, kTuneProfileKey, base});
 
+  // The L2 model's memory is the profile's, not a tiling's: a budget it cannot fit is refused as
+  // run refuses it, naming --max-memory, before any point (issue #50's fourth probe: every tiling
+  // came back "infeasible" for the host's budget, and tune blamed the space).
+  if (base.engine.l2_enabled) {
+    const L2ModelMemory m = l2_model_memory(profile);
+    memory_budget::check(m.bytes, m.what, m.advice);
+  }
   const std::map<std::string, HardwareProfile> profiles = {{kTuneProfileKey, profile}};
   SweepOptions sweep_options;
   sweep_options.jobs = options.jobs;

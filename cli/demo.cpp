@@ -19,7 +19,12 @@ Action add_demo_command(CLI::App& app) {
   f->seq = 4096;
   add_problem_flags(
       *cmd, *f, {"--profile", "--batch", "--heads", "--seq", "--head-dim", "--dtype", "--causal"});
-  return [f] {
+  // Six engine runs: at --seq 65536 the standard schedule's alone take minutes (issue #50's fourth
+  // probe), and a script needs a bound it can state, as run's.
+  auto max_seconds = std::make_shared<MaxSecondsFlag>();
+  max_seconds->add_to(*cmd);
+  return [f, max_seconds] {
+    max_seconds->apply();
     const HardwareProfile profile = load_profile(f->profile);
     std::vector<Report> two_level, three_level;
     RunFlags flags = *f;

@@ -11,6 +11,7 @@
 
 #include "cli/strict_numbers.hpp"
 #include "sim/base/errors.hpp"
+#include "sim/base/run_control.hpp"
 
 namespace iosim::cli {
 
@@ -119,6 +120,16 @@ void add_layer_flags(CLI::App& cmd, LayerFlags& f, std::map<std::string, std::st
     o->type_name("INT[,INT...]");
     if (flag.required) o->required();
   }
+}
+
+void MaxSecondsFlag::add_to(CLI::App& cmd) {
+  cmd.add_option("--max-seconds", seconds,
+                 "stop with exit 3 after this much wall time (0: no limit)");
+}
+
+void MaxSecondsFlag::apply() const {
+  if (!(seconds >= 0)) throw ConfigError(fmt::format("--max-seconds {} must be >= 0", seconds));
+  run_control::set_budget(seconds, "--max-seconds");
 }
 
 }  // namespace iosim::cli

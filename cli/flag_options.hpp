@@ -28,6 +28,15 @@ void seq_not_required_with_lens(CLI::App& cmd);
 /// one of the two would be dropped without a word. Call in the action of a command that has both.
 void check_kernel_or_algo(const CLI::App& cmd);
 
+/// `--max-seconds`: a wall-time budget (exit 3 when it runs out; 0, the default, none), as run,
+/// sweep, tune, layer, kvcache, validate and demo take it. add_to() adds the option; apply()
+/// checks the value and sets run_control's budget, in the command's action, before its work.
+struct MaxSecondsFlag {
+  double seconds = 0.0;
+  void add_to(CLI::App& cmd);
+  void apply() const;
+};
+
 /// Adds kvcache_flags() to `cmd`, bound to `f`.
 void add_kvcache_flags(CLI::App& cmd, KvCacheFlags& f);
 

@@ -12,7 +12,6 @@
 #include "reports/kvcache_writers.hpp"
 #include "sim/base/errors.hpp"
 #include "sim/base/json_text.hpp"
-#include "sim/base/run_control.hpp"
 
 namespace iosim::cli {
 namespace {
@@ -32,19 +31,15 @@ Action add_kvcache_command(CLI::App& app) {
   add_kvcache_flags(*cmd, *f);
   cmd->add_flag("--series", out->series, "table/csv: print the time series");
   out->format.add_to(*cmd);
-  auto max_seconds = std::make_shared<double>(0.0);
-  cmd->add_option("--max-seconds", *max_seconds,
-                  "stop with exit 3 after this much wall time (0: no limit)");
+  auto max_seconds = std::make_shared<MaxSecondsFlag>();
+  max_seconds->add_to(*cmd);
   return [f, out, cmd, max_seconds] {
     const std::string& format = out->format.checked();
-    if (!(*max_seconds >= 0)) {
-      throw ConfigError(fmt::format("--max-seconds {} must be >= 0", *max_seconds));
-    }
+    max_seconds->apply();
     std::set<std::string> given;
     for (const KvCacheFlag& flag : kvcache_flags()) {
       if (cmd->count(flag.name) > 0) given.insert(flag.name);
     }
-    run_control::set_budget(*max_seconds, "--max-seconds");
     const KvCacheRun run = run_kvcache(*f, given);
     if (format == "json") {
       write_stdout(json_text(kvcache_to_json(run), 2) + "\n");

@@ -16,7 +16,6 @@
 #include "reports/layer_writers.hpp"
 #include "sim/base/errors.hpp"
 #include "sim/base/json_text.hpp"
-#include "sim/base/run_control.hpp"
 
 namespace iosim::cli {
 namespace {
@@ -42,14 +41,11 @@ Action add_layer_command(CLI::App& app) {
       ->check(output_file_name());
   // As run's, sweep's, tune's and kvcache's: a list of large prefills takes tens of seconds
   // (issue #50 H1), and a script needs a bound it can state.
-  auto max_seconds = std::make_shared<double>(0.0);
-  cmd->add_option("--max-seconds", *max_seconds,
-                  "stop with exit 3 after this much wall time (0: no limit)");
+  auto max_seconds = std::make_shared<MaxSecondsFlag>();
+  max_seconds->add_to(*cmd);
   return [f, out, cmd, max_seconds] {
     const std::string& format = out->format.checked();
-    if (!(*max_seconds >= 0)) {
-      throw ConfigError(fmt::format("--max-seconds {} must be >= 0", *max_seconds));
-    }
+    max_seconds->apply();
     std::set<std::string> given;
     for (const LayerFlag& flag : layer_flags()) {
       if (cmd->count(flag.name) > 0) given.insert(flag.name);
@@ -64,7 +60,6 @@ Action add_layer_command(CLI::App& app) {
       check_output_folder("--html", out->html);
       check_not_an_input("--html", out->html, {f->model, f->profile, f->kernel});
     }
-    run_control::set_budget(*max_seconds, "--max-seconds");
     const LayerSweepRun run = run_layer_sweep(sweep, given);
     if (!out->html.empty()) {
       write_file_atomically(out->html, layer_sweep_html(run));

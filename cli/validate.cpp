@@ -35,6 +35,7 @@ Action add_validate_command(CLI::App& app) {
     std::string ncu;
     double time_us = 0.0;
     RunFlags problem;
+    MaxSecondsFlag max_seconds;
   };
   auto f = std::make_shared<Flags>();
   cmd->add_option("measured", f->paths,
@@ -52,12 +53,17 @@ Action add_validate_command(CLI::App& app) {
       "--head-dim", "--dtype", "--pass",  "--causal",   "--mask"};
   add_problem_flags(*cmd, f->problem, kNcuProblemFlags);
   f->format.add_to(*cmd);
+  // Each case is an engine run or more, and --ncu's problem may be as large as run's: a bound a
+  // script can state (issue #50's fourth probe: `--ncu ... --batch 65536` ran for minutes).
+  MaxSecondsFlag& max_seconds = f->max_seconds;
+  max_seconds.add_to(*cmd);
   cmd->add_option("--json", f->json_file,
                   "also write the JSON report (what --format json prints) to this file, so that "
                   "one run gives a table to read and a file to keep")
       ->check(output_file_name());
   return [f, cmd] {
     const std::string& format = f->format.checked();
+    f->max_seconds.apply();
     if (!f->json_file.empty()) {
       // Refused before the predictions run, not after: a wrong path costs nothing.
       check_output_folder("--json", f->json_file);

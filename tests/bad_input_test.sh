@@ -94,10 +94,15 @@ sed '2s/,on,true,/,nan,true,/' "$C" >"$gen/csv_l2_nan.csv"
 sed '2s/,latency,/,nan,/' "$C" >"$gen/csv_bound_nan.csv"
 printf '1 2 3\n4 5 99999999999\n' >"$gen/table_big_id.txt"
 printf '1 1\n1 1\n' >"$gen/pattern_2x2.txt"
+# A NUL byte in any input file (issue #50's fourth probe: it cut the readers' quotes short).
+printf '1 0\n1\0 1\n' >"$gen/pattern_nul.txt"
+printf '0 1\0 2\n' >"$gen/table_nul.txt"
+printf 'arrival,prompt_len,output_len\n0,3\0002,16\n' >"$gen/trace_nul.csv"
 N=$DATA/kernels/ncu_wg1_h100.csv  # Nsight Compute's details page: 15 fields a row, from line 3
 sed '3s/,"Metric Value"$//; 4,$s/,"[^"]*"$//' "$N" >"$gen/ncu_no_value.csv"
 sed '5s/$/,"7"/' "$N" >"$gen/ncu_ragged_long.csv"
 sed '5s/,"[^"]*"$//' "$N" >"$gen/ncu_ragged_short.csv"
+sed '3s/Kernel Name/Kernel\x00Name/' "$N" >"$gen/ncu_nul_header.csv"
 echo "my notes" >"$gen/a.md"           # an output two flags name: b.md links to it,
 ln -s a.md "$gen/b.md"                  # hard_a.md is it under another name
 ln "$gen/a.md" "$gen/hard_a.md"

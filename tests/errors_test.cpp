@@ -1,10 +1,15 @@
-// ConfigError's message is well-formed UTF-8 whatever bytes it quotes (sim/base/errors.hpp).
+// ConfigError's message is well-formed UTF-8 whatever bytes it quotes (sim/base/errors.hpp), and
+// an input file's bytes reach no message cut short (sim/base/text_file.hpp).
 #include "sim/base/errors.hpp"
 
 #include <doctest/doctest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <random>
 #include <string>
+
+#include "sim/base/text_file.hpp"
 
 using namespace iosim;
 
@@ -83,4 +88,47 @@ TEST_CASE("errors: a ConfigError's message is well-formed UTF-8, valid text kept
   CHECK(valid_utf8("\xf4\x90\x80\x80") == "\\xf4\\x90\\x80\\x80");  // past U+10FFFF
   CHECK(valid_utf8("caf\xc3\xa9 \xe2\x82\xac") == "caf\xc3\xa9 \xe2\x82\xac");
   CHECK(valid_utf8("cut \xe2\x82") == "cut \\xe2\\x82");  // a sequence cut short
+}
+
+// Issue #50's fourth probe: a NUL byte inside a value cut the readers' messages off before their
+// cause ("iosim: n.csv:3: '67108"), and one in a column no reader reads passed into a report.
+TEST_CASE(
+    "text files: a NUL byte anywhere is refused by line and column; others read as they are") {
+  const std::filesystem::path file =
+      std::filesystem::temp_directory_path() / "iosim_errors_test_nul.txt";
+  std::mt19937 rng(51);
+  for (int trial = 0; trial < 300; ++trial) {
+    std::string text;
+    for (auto n = rng() % 200; n > 0; --n) {
+      text += rng() % 8 == 0 ? '\n' : static_cast<char>('0' + rng() % 10);
+    }
+    const auto write = [&](const std::string& bytes) {
+      std::ofstream(file, std::ios::binary) << bytes;
+    };
+    write(text);
+    CHECK(read_text_file(file, "pattern file", kMaxDataFileBytes) == text);
+    const std::size_t at = rng() % (text.size() + 1);
+    std::string with = text;
+    with.insert(at, 1, '\0');
+    write(with);
+    // Line and column of byte `at`, counted here on their own.
+    std::size_t line = 1, column = 1;
+    for (std::size_t i = 0; i < at; ++i) {
+      if (text[i] == '\n') {
+        ++line;
+        column = 1;
+      } else {
+        ++column;
+      }
+    }
+    try {
+      read_text_file(file, "pattern file", kMaxDataFileBytes);
+      FAIL("a NUL byte was read");
+    } catch (const ConfigError& e) {
+      CHECK(std::string(e.what()) ==
+            "pattern file '" + file.string() + "' holds a NUL byte (line " + std::to_string(line) +
+                ", column " + std::to_string(column) + "): not a text file; is it the right file?");
+    }
+  }
+  std::filesystem::remove(file);
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "sim/base/errors.hpp"
+#include "sim/base/memory_budget.hpp"
 #include "tests/test_support.hpp"
 
 using namespace iosim;
@@ -113,4 +114,27 @@ TEST_CASE("tune: the space's checks name the flag") {
   CHECK_THROWS_AS(tune(test::profile("h100-sxm5-80gb"), tune_request("flash2", 128, 64),
                        TuneSpace{{64}, {64}, {2}, {128}}, options),
                   ConfigError);
+}
+
+TEST_CASE("tune: a memory budget the L2 model cannot fit is refused as run refuses it") {
+  // Issue #50's fourth probe: `tune --max-memory 1` listed every tiling as infeasible and blamed
+  // the space; the budget is the host's and the L2 model's size the profile's.
+  struct DefaultBudgetAfter {
+    ~DefaultBudgetAfter() { memory_budget::set_bytes(0, ""); }
+  } restore;
+  memory_budget::set_bytes(1, "--max-memory");
+  const HardwareProfile hw = test::profile("h100-sxm5-80gb");
+  const TuneSpace space{{64, 128}, {64}, {2}, {128}};
+  try {
+    tune(hw, tune_request("flash2", 256, 64), space, TuneOptions{});
+    FAIL("a 1-byte budget was accepted");
+  } catch (const ConfigError& e) {
+    const std::string m = e.what();
+    CHECK(m.find("the L2 model of h100-sxm5-80gb") == 0);
+    CHECK(m.find("--max-memory") != std::string::npos);
+  }
+  // Without the L2 model there is nothing to refuse: the tilings run.
+  RunRequest off = tune_request("flash2", 256, 64);
+  off.engine.l2_enabled = false;
+  CHECK(tune(hw, off, space, TuneOptions{}).ranked.size() == 2);
 }

@@ -18,8 +18,9 @@ inline constexpr std::size_t kMaxDataFileBytes = std::size_t{1} << 28;
 
 /// The bytes of `path`. Throws ConfigError naming `what` ("profile file") and the path when it
 /// does not exist, is a folder, a FIFO, a socket or a device (never opened, so a FIFO with no
-/// writer cannot block), cannot be read, or holds more than `max_bytes` bytes (read at most
-/// max_bytes + 1: a file that grows while read is refused too).
+/// writer cannot block), cannot be read, holds more than `max_bytes` bytes (read at most
+/// max_bytes + 1: a file that grows while read is refused too), or holds a NUL byte (no input
+/// iosim reads is binary; the message names its line and column).
 std::string read_text_file(const std::filesystem::path& path, const std::string& what,
                            std::size_t max_bytes);
 

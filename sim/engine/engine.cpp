@@ -441,6 +441,16 @@ std::string classify_bound(const HardwareProfile& p, const Counters& c, double t
   return t_memory >= t_compute ? "memory" : "compute";
 }
 
+L2ModelMemory l2_model_memory(const HardwareProfile& profile) {
+  // The L2 model's arrays grow with the profile's L2 size over its sector size; a what-if L2
+  // (--set l2.size_bytes=...) can ask for more than the machine has.
+  return {L2System::memory_bytes(profile.l2.size_bytes.value, profile.l2.sector_bytes.value,
+                                 profile.l2.partitions.value),
+          fmt::format("the L2 model of {} ({} bytes in {}-byte sectors)", profile.name,
+                      profile.l2.size_bytes.value, profile.l2.sector_bytes.value),
+          "use a smaller l2.size_bytes or larger l2.sector_bytes, or raise --max-memory"};
+}
+
 EngineResult run_schedule(const HardwareProfile& profile, const Schedule& schedule,
                           const EngineOptions& options, Timeline* record) {
   const double clock_mhz =
@@ -449,13 +459,8 @@ EngineResult run_schedule(const HardwareProfile& profile, const Schedule& schedu
   std::optional<memory_budget::Reservation> held;
   std::optional<L2System> l2;
   if (options.l2_enabled) {
-    // The L2 model's arrays grow with the profile's L2 size over its sector size; a what-if L2
-    // (--set l2.size_bytes=...) can ask for more than the machine has.
-    held.emplace(L2System::memory_bytes(profile.l2.size_bytes.value, profile.l2.sector_bytes.value,
-                                        profile.l2.partitions.value),
-                 fmt::format("the L2 model of {} ({} bytes in {}-byte sectors)", profile.name,
-                             profile.l2.size_bytes.value, profile.l2.sector_bytes.value),
-                 "use a smaller l2.size_bytes or larger l2.sector_bytes, or raise --max-memory");
+    const L2ModelMemory m = l2_model_memory(profile);
+    held.emplace(m.bytes, m.what, m.advice);
     l2.emplace(profile.l2.size_bytes.value, profile.l2.sector_bytes.value,
                profile.l2.partitions.value, profile.l2.max_dirty_fraction.value);
   }

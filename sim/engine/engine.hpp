@@ -115,6 +115,15 @@ struct EngineResult {
 
 struct Timeline;  // sim/engine/timeline.hpp
 
+/// The host memory the L2 model of `profile` takes, as run_schedule() reserves it from the memory
+/// budget (sim/base/memory_budget.hpp): its estimate, what it is in a message, and what to change.
+struct L2ModelMemory {
+  double bytes = 0.0;
+  std::string what;
+  std::string advice;
+};
+L2ModelMemory l2_model_memory(const HardwareProfile& profile);
+
 /// Runs every kernel of `schedule` in order on `profile`. L2 contents persist from one kernel
 /// to the next unless `flush_l2_between_kernels`. Throws ConfigError when a kernel cannot be
 /// placed (one CTA does not fit on an SM). With `record`, also records the run's timeline there,
