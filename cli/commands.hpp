@@ -20,5 +20,6 @@ Action add_explain_command(CLI::App& app);   // explain.cpp
 Action add_kernels_command(CLI::App& app);   // kernels.cpp
 Action add_layer_command(CLI::App& app);     // layer.cpp
 Action add_tune_command(CLI::App& app);      // tune.cpp
+Action add_models_command(CLI::App& app);    // models.cpp
 
 }  // namespace iosim::cli

@@ -112,7 +112,7 @@ int main(int argc, char** argv) {
   for (auto add : {cli::add_profiles_command, cli::add_run_command, cli::add_demo_command,
                    cli::add_validate_command, cli::add_kvcache_command, cli::add_sweep_command,
                    cli::add_report_command, cli::add_explain_command, cli::add_kernels_command,
-                   cli::add_layer_command, cli::add_tune_command}) {
+                   cli::add_layer_command, cli::add_tune_command, cli::add_models_command}) {
     cli::Action action = add(app);
     commands.emplace_back(app.get_subcommands({}).back(), std::move(action));
   }

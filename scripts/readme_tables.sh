@@ -13,15 +13,16 @@
 # --write: rewrite them in place (after a model change or new measurements).
 # Then scripts/readme_numbers.py, same mode and files: the tables made from several runs and the
 # numbers quoted in prose (<!-- iosim-table --> and <!-- =NAME --> markers, scripts/doc_values.py).
-# Without FILEs: README.md, every docs/*.md and hwprofiles/README.md (its key tables are
-# `iosim profiles --keys SECTION --format md`, the profile schema's rows).
+# Without FILEs: README.md, every docs/*.md, hwprofiles/README.md (its key tables are
+# `iosim profiles --keys SECTION --format md`, the profile schema's rows) and models/README.md (its
+# key table is `iosim models --keys --format md`, the model schema's rows).
 # Usage from the repository root: scripts/readme_tables.sh --check|--write [IOSIM] [FILE.md ...]
 set -euo pipefail
 mode=${1:?--check or --write}
 iosim=${2:-build/iosim}
 shift $(($# < 2 ? $# : 2))
 files=("$@")
-[[ ${#files[@]} -gt 0 ]] || files=(README.md docs/*.md hwprofiles/README.md)
+[[ ${#files[@]} -gt 0 ]] || files=(README.md docs/*.md hwprofiles/README.md models/README.md)
 status=0
 
 # The validate blocks' runs are kept for readme_numbers.py, which reads the same `iosim validate`s'

@@ -1,7 +1,7 @@
 """Validates iosim's JSON outputs (and the measured files it reads) against schemas/*.schema.json.
 
 Usage: check_schema.py SCHEMA_DIR KIND FILE...   (KIND: run, compare, sweep, validate, kvcache, layer,
-                                                tune, profile, measurements)
+                                                tune, profile, model, measurements)
        check_schema.py SCHEMA_DIR --meta          (every schema against its meta-schema)
 Exit 1 naming the file, the failing value's path and the rule it broke. Uses Debian's
 python3-jsonschema; the schemas refer to each other by file name (their $id is

@@ -29,6 +29,16 @@ section_run() {
   if (cd "$REPO" && bash scripts/readme_tables.sh --check "$IOSIM" hwprofiles/README.md); then ok; else
     bad "hwprofiles/README.md's key tables differ from the schema's rows: run scripts/readme_tables.sh --write build/iosim hwprofiles/README.md"
   fi
+  # models/README.md's key table is `models --keys --format md`, the model schema's rows.
+  expect 0 "Meta Llama 3 8B" -- models
+  expect 0 "| \`kv_heads\` | integer | key/value heads" -- models --keys --format md
+  expect 0 "num_hidden_layers" -- models --keys
+  expect 2 "--format: only with --keys" -- models --format md
+  expect 2 "--keys and --schema: give one of them" -- models --keys --schema
+  expect 0 '"$id": "https://iosim.invalid/schemas/model.schema.json"' -- models --schema
+  if (cd "$REPO" && bash scripts/readme_tables.sh --check "$IOSIM" models/README.md); then ok; else
+    bad "models/README.md's key table differs from the schema's rows: run scripts/readme_tables.sh --write build/iosim models/README.md"
+  fi
   expect 2 "does not divide l2.size_bytes" -- run --seq 1024 --set l2.size_bytes=1000001
   expect 0 "a100-sxm4-40gb" -- profiles
   expect 0 "flash2_fwd" -- run --profile h100-sxm5-80gb --algo flash2 --seq 1024 --head-dim 64

@@ -3,16 +3,20 @@
 #include "transformer/model_config.hpp"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <regex>
 #include <string>
 #include <vector>
 
 #include "sim/base/errors.hpp"
+#include "transformer/model_schema.hpp"
 
 using iosim::ConfigError;
 using iosim::ModelConfig;
@@ -55,14 +59,19 @@ std::string good_model_text() {
          "sliding_window: {value: 0, source: \"s\"}\n";
 }
 
-// good_model_text() with the line of `key` replaced by `line` (dropped when empty).
-std::string with_model_line(const std::string& key, const std::string& line) {
+// `text` with the line of `key` replaced by `line` (dropped when empty).
+std::string replace_model_line(const std::string& text, const std::string& key,
+                               const std::string& line) {
   const std::regex re("(^|\\n)" + key + ":[^\\n]*\\n");
-  const std::string text = good_model_text();
   std::smatch m;
   REQUIRE(std::regex_search(text, m, re));
   return text.substr(0, static_cast<std::size_t>(m.position(0))) + m[1].str() + line +
          text.substr(static_cast<std::size_t>(m.position(0) + m.length(0)));
+}
+
+// good_model_text() with the line of `key` replaced by `line` (dropped when empty).
+std::string with_model_line(const std::string& key, const std::string& line) {
+  return replace_model_line(good_model_text(), key, line);
 }
 
 }  // namespace
@@ -141,6 +150,12 @@ TEST_CASE("bad model files give a ConfigError naming the key") {
     CHECK(model_msg_has(e, "did you mean 'vocab_size'"));
   }
   SUBCASE("every key is required") {
+    // An independent list of the keys the reader must require: the rows must be these.
+    const std::vector<std::string> required = {
+        "name",     "description",       "hidden_size", "attention_heads", "kv_heads",
+        "head_dim", "intermediate_size", "mlp",         "layers",          "vocab_size",
+        "norm",     "tied_embeddings",   "qkv_bias",    "sliding_window"};
+    CHECK(iosim::model_yaml::key_names() == required);
     for (const char* key : {"name", "description", "hidden_size", "attention_heads", "kv_heads",
                             "head_dim", "intermediate_size", "mlp", "layers", "vocab_size", "norm",
                             "tied_embeddings", "qkv_bias", "sliding_window"}) {
@@ -187,4 +202,127 @@ TEST_CASE("bad model files give a ConfigError naming the key") {
   SUBCASE("not a map at all") {
     CHECK(model_msg_has(model_parse_error("- 1\n- 2\n"), "m.yaml: expected a map"));
   }
+}
+
+namespace {
+
+// The line of key `k` with value text `value`: a {value, source} map, or the plain string.
+std::string model_line(const iosim::model_yaml::Key& k, const std::string& value) {
+  if (!iosim::model_yaml::sourced(k)) return std::string(k.key) + ": " + value + "\n";
+  return std::string(k.key) + ": {value: " + value + ", source: s}\n";
+}
+
+}  // namespace
+
+TEST_CASE("every model key's row is what the reader holds a file to") {
+  using iosim::model_yaml::Key;
+  using iosim::model_yaml::kModelKeys;
+  const ModelConfig good = iosim::parse_model_config(good_model_text(), "m.yaml");
+  // The upper bound of an integer row in good_model_text(): its own, or its at_most key's value.
+  const auto upper = [&](const Key& k) {
+    std::int64_t hi = k.hi;
+    if (k.at_most != nullptr) {
+      for (const Key& other : kModelKeys) {
+        if (std::string(other.key) == k.at_most) {
+          hi = std::min(hi, good.*std::get<std::int64_t ModelConfig::*>(other.member));
+        }
+      }
+    }
+    return hi;
+  };
+  // good_model_text() with every key bounded by another at its lowest, so that any key's own
+  // bounds are accepted there (attention_heads = 1 with kv_heads = 1).
+  std::string lowest = good_model_text();
+  for (const Key& k : kModelKeys) {
+    if (k.at_most != nullptr) {
+      lowest = replace_model_line(lowest, k.key, model_line(k, std::to_string(k.lo)));
+    }
+  }
+  for (const Key& k : kModelKeys) {
+    CAPTURE(k.key);
+    const std::string key = k.key;
+    CHECK(std::string(k.doc).size() > 0);
+    // Missing: refused naming the key.
+    CHECK(model_parse_error(with_model_line(key, "")) ==
+          "m.yaml: missing required key '" + key + "'");
+    // Misspelt (its last two letters swapped): refused, with this key as the guess.
+    std::string typo = key;
+    std::swap(typo[typo.size() - 1], typo[typo.size() - 2]);
+    const std::string twice = model_parse_error(good_model_text() + model_line(k, "1"));
+    const std::string misspelt =
+        model_parse_error(good_model_text() + (typo + ": {value: 1, source: s}\n"));
+    CHECK(model_msg_has(misspelt, "m.yaml: unknown key '" + typo + "' (did you mean '" + key +
+                                      "'?); valid keys: name, description,"));
+    // Given twice (the YAML reader's refusal, with the line), not read as the last one.
+    CHECK(model_msg_has(twice, "duplicate key '" + key + "'"));
+    const std::string type = iosim::model_yaml::type_name(k);
+    if (!iosim::model_yaml::sourced(k)) {
+      CHECK(model_msg_has(model_parse_error(with_model_line(key, key + ": 5\n")),
+                          "m.yaml: " + key + ": expected a non-empty string, got number 5"));
+      continue;
+    }
+    // A sourced key given bare, or without its source, names the key.
+    CHECK(model_msg_has(model_parse_error(with_model_line(key, key + ": 4\n")),
+                        "m.yaml: " + key + ": expected a map {value: ..., source: \"...\"}"));
+    CHECK(model_parse_error(with_model_line(key, key + ": {value: 4}\n")) ==
+          "m.yaml: " + key + ": missing required key 'source'");
+    if (!iosim::model_yaml::choices(k).empty()) {
+      // Every name is read as the enum at its position; a near miss is refused with a guess.
+      for (const char* name : iosim::model_yaml::choices(k)) {
+        CHECK_NOTHROW(iosim::parse_model_config(with_model_line(key, model_line(k, name)), "m"));
+      }
+      const std::string first = iosim::model_yaml::choices(k)[0];
+      const std::string near = first.substr(0, first.size() - 1);
+      CHECK(model_msg_has(model_parse_error(with_model_line(key, model_line(k, near))),
+                          "m.yaml: " + key + ": '" + near + "' is not one of " + first + ", "));
+      CHECK(model_msg_has(model_parse_error(with_model_line(key, model_line(k, near))),
+                          "(did you mean '" + first + "'?)"));
+    } else if (type == "boolean") {
+      CHECK(model_parse_error(with_model_line(key, model_line(k, "1"))) ==
+            "m.yaml: " + key + ": expected true or false, got number 1");
+    } else {
+      REQUIRE(type == "integer");
+      const std::int64_t hi = upper(k);
+      REQUIRE(k.lo <= hi);
+      const std::string range = fmt::format("[{}, {}]", k.lo, hi);
+      // The bounds are accepted (a key bounded by another in good_model_text(), whose 8 query
+      // heads its bounds 1 and 8 divide; any other in `lowest`), one past either is refused
+      // naming the key.
+      for (const std::int64_t v : {k.lo, hi}) {
+        const std::string text = k.at_most != nullptr ? good_model_text() : lowest;
+        CHECK_NOTHROW(iosim::parse_model_config(
+            replace_model_line(text, key, model_line(k, std::to_string(v))), "m.yaml"));
+      }
+      for (const std::int64_t v : {k.lo - 1, hi + 1}) {
+        CHECK(model_parse_error(with_model_line(key, model_line(k, std::to_string(v)))) ==
+              fmt::format("m.yaml: {}: = {} is out of range {}", key, v, range));
+      }
+      CHECK(model_msg_has(model_parse_error(with_model_line(key, model_line(k, "\"8\""))),
+                          "m.yaml: " + key + ": expected an integer, got the string '8'"));
+    }
+  }
+}
+
+TEST_CASE("the model key table and schema are written from the rows (golden)") {
+  const std::string md = iosim::model_key_table(true);
+  CHECK(model_msg_has(md, "| key | type | meaning (config.json key) | check |\n"));
+  CHECK(model_msg_has(md,
+                      "| `kv_heads` | integer | key/value heads (`num_key_value_heads`) | 1 to "
+                      "`attention_heads`, dividing it |\n"));
+  CHECK(model_msg_has(md,
+                      "| `norm` | string | `rms_norm` or `layer_norm` | one of `rms_norm`, "
+                      "`layer_norm` |\n"));
+  CHECK(model_msg_has(md,
+                      "| `name` | string | the model's name; for a built-in model, equal to "
+                      "the file stem | non-empty |\n"));
+  // One line a key besides the header's two.
+  CHECK(std::count(md.begin(), md.end(), '\n') ==
+        static_cast<std::ptrdiff_t>(iosim::model_yaml::kModelKeys.size() + 2));
+  const std::string schema = iosim::model_json_schema();
+  CHECK(model_msg_has(schema, "\"$id\": \"https://iosim.invalid/schemas/model.schema.json\""));
+  CHECK(model_msg_has(schema, "\"enum\": [\n            \"gated_silu\",\n            \"gelu\"\n"));
+  CHECK(std::string(iosim::mlp_kind_name(iosim::MlpKind::gelu)) == "gelu");
+  CHECK(std::string(iosim::norm_kind_name(iosim::NormKind::layer_norm)) == "layer_norm");
+  CHECK(model_parse_error(with_model_line("kv_heads", "kv_heads: {value: 3, source: s}\n")) ==
+        "m.yaml: kv_heads: = 3 does not divide attention_heads = 8");
 }

@@ -2,7 +2,8 @@
 # Every kind of JSON iosim writes is valid against its schema under schemas/: run (dense, decode,
 # block-sparse, backward, executed, two-level, fp8, an fp8 K/V cache), a sweep file (with infeasible rows), validate,
 # kvcache, layer and tune; the built-in profiles (read as JSON) against the profile's schema, which
-# is `iosim profiles --schema`; measured files (what `iosim validate` reads, checked against
+# is `iosim profiles --schema`, and the built-in models against the model's, `iosim models
+# --schema`; measured files (what `iosim validate` reads, checked against
 # measurements.schema.json by iosim too) of each kind; and the schemas themselves are valid JSON
 # Schema. Run by ctest with IOSIM set.
 set -euo pipefail
@@ -94,7 +95,7 @@ check tune "$tmp"/tune_*.json
 # sm.count is 0, with a misspelt key, fails it.
 "$IOSIM" profiles --schema >"$tmp/profile.schema.json"
 if ! cmp -s "$tmp/profile.schema.json" "$REPO/schemas/profile.schema.json"; then
-  diff "$REPO/schemas/profile.schema.json" "$tmp/profile.schema.json" | head -20 >&2
+  { diff "$REPO/schemas/profile.schema.json" "$tmp/profile.schema.json" || true; } | head -20 >&2
   echo "FAIL: schemas/profile.schema.json differs from the rows: build/iosim profiles --schema > schemas/profile.schema.json" >&2
   exit 1
 fi
@@ -114,6 +115,38 @@ if check profile "$tmp/bad_profile.json" 2>"$tmp/bad_profile.log"; then
   echo "FAIL: a profile with sm.count 0 and l2.sector_byte passed schemas/profile.schema.json" >&2
   exit 1
 fi
+
+# The model's schema is `iosim models --schema`, written from the model schema's rows
+# (transformer/model_schema.hpp); every built-in model, read as JSON, passes it, and one whose
+# kv_heads is 0, with a misspelt key and an mlp not in the list, fails it.
+"$IOSIM" models --schema >"$tmp/model.schema.json"
+if ! cmp -s "$tmp/model.schema.json" "$REPO/schemas/model.schema.json"; then
+  { diff "$REPO/schemas/model.schema.json" "$tmp/model.schema.json" || true; } | head -20 >&2
+  echo "FAIL: schemas/model.schema.json differs from the rows: build/iosim models --schema > schemas/model.schema.json" >&2
+  exit 1
+fi
+for f in "$REPO"/models/*.yaml; do
+  "$py" -c 'import json, sys, yaml; json.dump(yaml.safe_load(open(sys.argv[1])), open(sys.argv[2], "w"))' \
+    "$f" "$tmp/model_$(basename "$f" .yaml).json"
+done
+check model "$tmp"/model_*.json
+"$py" - "$tmp/model_llama-3-8b.json" "$tmp/bad_model.json" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+doc["kv_heads"]["value"] = 0
+doc["mlp"]["value"] = "swiglu"
+doc["vocab_szie"] = doc.pop("vocab_size")
+json.dump(doc, open(sys.argv[2], "w"))
+PY
+if check model "$tmp/bad_model.json" 2>"$tmp/bad_model.log"; then
+  echo "FAIL: a model with kv_heads 0, mlp swiglu and vocab_szie passed schemas/model.schema.json" >&2
+  exit 1
+fi
+grep -q "kv_heads" "$tmp/bad_model.log" && grep -q "swiglu" "$tmp/bad_model.log" || {
+  cat "$tmp/bad_model.log" >&2
+  echo "FAIL: the bad model's errors do not name kv_heads and mlp" >&2
+  exit 1
+}
 
 # A document that breaks its schema fails the check (the check is not vacuous).
 "$py" - "$tmp/run_1.json" "$tmp/bad.json" <<'PY'

@@ -5,14 +5,17 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <limits>
 #include <nlohmann/json.hpp>
+#include <span>
+#include <type_traits>
+#include <variant>
 
 #include "sim/base/errors.hpp"
 #include "sim/base/suggest.hpp"
 #include "sim/base/text_file.hpp"
 #include "sim/base/yaml_reader.hpp"
 #include "transformer/builtin_models.hpp"
+#include "transformer/model_schema.hpp"
 
 namespace iosim {
 namespace {
@@ -20,17 +23,19 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-// Every key is required: a model whose MLP width or vocabulary silently took a default would
-// give a layer of the wrong size without a word.
-const std::vector<std::string> kKeys = {
-    "name",     "description",       "hidden_size", "attention_heads", "kv_heads",
-    "head_dim", "intermediate_size", "mlp",         "layers",          "vocab_size",
-    "norm",     "tied_embeddings",   "qkv_bias",    "sliding_window"};
 const std::vector<std::string> kValueKeys = {"value", "source"};
 
 std::string describe(const json& v) {
   if (v.is_string()) return fmt::format("the string '{}'", v.get<std::string>());
   return fmt::format("{} {}", v.type_name(), v.dump());
+}
+
+// The value `m` holds for integer key `key` (a row's `at_most`).
+std::int64_t integer_value(const ModelConfig& m, const std::string& key) {
+  for (const model_yaml::Key& k : model_yaml::kModelKeys) {
+    if (key == k.key) return m.*std::get<std::int64_t ModelConfig::*>(k.member);
+  }
+  throw InternalError("model_schema.hpp: no integer key '" + key + "'");
 }
 
 class Reader {
@@ -86,21 +91,40 @@ class Reader {
     return v.get<bool>();
   }
 
-  template <typename Enum>
-  Enum choice(const std::string& key,
-              const std::vector<std::pair<std::string, Enum>>& options) const {
+  // The position in `names` of the key's value.
+  std::size_t choice(const std::string& key, std::span<const char* const> options) const {
     const json& v = sourced(key);
-    std::vector<std::string> names;
-    for (const auto& [name, unused] : options) names.push_back(name);
+    const std::vector<std::string> names(options.begin(), options.end());
     if (!v.is_string()) {
       fail(key, fmt::format("expected one of {}, got {}", fmt::join(names, ", "), describe(v)));
     }
     const std::string s = v.get<std::string>();
-    for (const auto& [name, e] : options) {
-      if (name == s) return e;
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      if (names[i] == s) return i;
     }
     fail(key,
          fmt::format("'{}' is not one of {}{}", s, fmt::join(names, ", "), did_you_mean(s, names)));
+  }
+
+  // Reads row `k` into its member of `m`; an integer's upper bound is also the value of its
+  // `at_most` key, read before it.
+  void read(const model_yaml::Key& k, ModelConfig& m) const {
+    std::visit(
+        [&](auto member) {
+          using T = std::remove_reference_t<decltype(m.*member)>;
+          if constexpr (std::is_same_v<T, std::string>) {
+            m.*member = plain_string(k.key);
+          } else if constexpr (std::is_same_v<T, std::int64_t>) {
+            std::int64_t hi = k.hi;
+            if (k.at_most != nullptr) hi = std::min(hi, integer_value(m, k.at_most));
+            m.*member = integer(k.key, k.lo, hi);
+          } else if constexpr (std::is_same_v<T, bool>) {
+            m.*member = boolean(k.key);
+          } else {
+            m.*member = static_cast<T>(choice(k.key, model_yaml::choice_names(member)));
+          }
+        },
+        k.member);
   }
 
  private:
@@ -126,53 +150,43 @@ constexpr std::size_t kMaxModelBytes = kMaxProfileBytes;
 }  // namespace
 
 const char* mlp_kind_name(MlpKind kind) {
-  return kind == MlpKind::gated_silu ? "gated_silu" : "gelu";
+  return model_yaml::kMlpKindNames.at(static_cast<std::size_t>(kind));
 }
 
 const char* norm_kind_name(NormKind kind) {
-  return kind == NormKind::rms_norm ? "rms_norm" : "layer_norm";
+  return model_yaml::kNormKindNames.at(static_cast<std::size_t>(kind));
 }
 
 ModelConfig parse_model_config(const std::string& yaml_text, const std::string& origin) {
+  const std::vector<std::string> keys = model_yaml::key_names();
   const json root = read_yaml_json(yaml_text, origin, "model configuration");
   if (!root.is_object()) {
     throw ConfigError(fmt::format("{}: expected a map with keys {}, got {}", origin,
-                                  fmt::join(kKeys, ", "), root.type_name()));
+                                  fmt::join(keys, ", "), root.type_name()));
   }
   for (const auto& [key, unused] : root.items()) {
-    if (std::find(kKeys.begin(), kKeys.end(), key) == kKeys.end()) {
+    if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
       throw ConfigError(fmt::format("{}: unknown key '{}'{}; valid keys: {}", origin, key,
-                                    did_you_mean(key, kKeys), fmt::join(kKeys, ", ")));
+                                    did_you_mean(key, keys), fmt::join(keys, ", ")));
     }
   }
-  for (const std::string& key : kKeys) {
+  for (const std::string& key : keys) {
     if (!root.contains(key)) {
       throw ConfigError(fmt::format("{}: missing required key '{}'", origin, key));
     }
   }
   const Reader r(root, origin);
   ModelConfig m;
-  m.name = r.plain_string("name");
-  m.description = r.plain_string("description");
-  // The bounds are far beyond any published model and keep every product of them (a layer's
-  // weights, tokens x vocabulary) well inside 64 bits.
-  m.hidden_size = r.integer("hidden_size", 1, 1 << 20);
-  m.attention_heads = r.integer("attention_heads", 1, 4096);
-  m.kv_heads = r.integer("kv_heads", 1, m.attention_heads);
-  if (m.attention_heads % m.kv_heads != 0) {
-    r.fail("kv_heads",
-           fmt::format("= {} does not divide attention_heads = {}", m.kv_heads, m.attention_heads));
+  for (const model_yaml::Key& k : model_yaml::kModelKeys) {
+    r.read(k, m);
+    // The checks across keys (the rows' `across`), each as soon as its key is read, so that a
+    // file with several faults is refused for the first, in the rows' order.
+    if (k.member == model_yaml::Member(&ModelConfig::kv_heads) &&
+        m.attention_heads % m.kv_heads != 0) {
+      r.fail("kv_heads", fmt::format("= {} does not divide attention_heads = {}", m.kv_heads,
+                                     m.attention_heads));
+    }
   }
-  m.head_dim = r.integer("head_dim", 1, 1024);
-  m.intermediate_size = r.integer("intermediate_size", 1, 1 << 22);
-  m.mlp = r.choice<MlpKind>("mlp", {{"gated_silu", MlpKind::gated_silu}, {"gelu", MlpKind::gelu}});
-  m.layers = r.integer("layers", 1, 1024);
-  m.vocab_size = r.integer("vocab_size", 1, 1 << 24);
-  m.norm = r.choice<NormKind>(
-      "norm", {{"rms_norm", NormKind::rms_norm}, {"layer_norm", NormKind::layer_norm}});
-  m.tied_embeddings = r.boolean("tied_embeddings");
-  m.qkv_bias = r.boolean("qkv_bias");
-  m.sliding_window = r.integer("sliding_window", 0, std::numeric_limits<std::int32_t>::max());
   return m;
 }
 
