@@ -6,7 +6,9 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 
+#include "sim/base/sourced_schema.hpp"
 #include "transformer/model_config.hpp"
 #include "transformer/model_schema.hpp"
 
@@ -79,12 +81,7 @@ Json key_schema(const Key& k) {
   std::string description = k.doc;
   if (k.at_most != nullptr) description += fmt::format("; also at most {}", k.at_most);
   if (k.across != nullptr) description += fmt::format(", {}", k.across);
-  return Json{
-      {"type", "object"},
-      {"description", description},
-      {"required", Json::array({"value", "source"})},
-      {"additionalProperties", false},
-      {"properties", {{"value", value}, {"source", {{"type", "string"}, {"minLength", 1}}}}}};
+  return sourced_value_schema(std::move(description), std::move(value));
 }
 
 }  // namespace

@@ -10,10 +10,12 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
 #include "sim/base/errors.hpp"
+#include "sim/base/sourced_schema.hpp"
 #include "sim/base/suggest.hpp"
 #include "sim/hardware/profile_overrides.hpp"
 #include "sim/hardware/profile_schema.hpp"
@@ -132,12 +134,7 @@ Json key_schema(const Field<Spec>& f) {
   }
   std::string description = fmt::format("{} ({})", f.doc, f.unit);
   if (f.across != nullptr) description += fmt::format("; also {}", f.across);
-  return Json{
-      {"type", "object"},
-      {"description", description},
-      {"required", Json::array({"value", "source"})},
-      {"additionalProperties", false},
-      {"properties", {{"value", value}, {"source", {{"type", "string"}, {"minLength", 1}}}}}};
+  return sourced_value_schema(std::move(description), std::move(value));
 }
 
 }  // namespace
