@@ -69,7 +69,11 @@ TEST_CASE("decoder_layer: ops in execution order, rows the step's tokens, over e
             {step_of(LayerPhase::prefill, 1, 256, 6000, tp), 256},
             {step_of(LayerPhase::decode, 16, 0, 8192, tp), 16},
             {iosim::resolve_layer_step(mixed), 302}};
-        for (const auto& [step, tokens] : steps) {
+        for (const auto& entry : steps) {
+          // Not a structured binding: clang (the sanitize build) does not let doctest's CAPTURE
+          // lambda refer to one.
+          const LayerStep& step = entry.first;
+          const std::int64_t tokens = entry.second;
           CAPTURE(name);
           CAPTURE(tp);
           CAPTURE(fused);
