@@ -93,17 +93,23 @@ check tune "$tmp"/tune_*.json
 # The profile's schema is `iosim profiles --schema`, written from the profile schema's rows
 # (sim/hardware/profile_schema.hpp); every built-in profile, read as JSON, passes it, and one whose
 # sm.count is 0, with a misspelt key, fails it.
-"$IOSIM" profiles --schema >"$tmp/profile.schema.json"
-if ! cmp -s "$tmp/profile.schema.json" "$REPO/schemas/profile.schema.json"; then
-  { diff "$REPO/schemas/profile.schema.json" "$tmp/profile.schema.json" || true; } | head -20 >&2
-  echo "FAIL: schemas/profile.schema.json differs from the rows: build/iosim profiles --schema > schemas/profile.schema.json" >&2
-  exit 1
-fi
-for f in "$REPO"/hwprofiles/*.yaml; do
-  "$py" -c 'import json, sys, yaml; json.dump(yaml.safe_load(open(sys.argv[1])), open(sys.argv[2], "w"))' \
-    "$f" "$tmp/profile_$(basename "$f" .yaml).json"
-done
-check profile "$tmp"/profile_*.json
+# rows_schema KIND COMMAND FOLDER: schemas/KIND.schema.json is what `iosim COMMAND --schema` writes
+# from the rows, and every YAML file of FOLDER, read as JSON (as $tmp/KIND_NAME.json), passes it.
+rows_schema() {
+  local kind=$1 command=$2 folder=$3
+  "$IOSIM" "$command" --schema >"$tmp/$kind.schema.json"
+  if ! cmp -s "$tmp/$kind.schema.json" "$REPO/schemas/$kind.schema.json"; then
+    { diff "$REPO/schemas/$kind.schema.json" "$tmp/$kind.schema.json" || true; } | head -20 >&2
+    echo "FAIL: schemas/$kind.schema.json differs from the rows: build/iosim $command --schema > schemas/$kind.schema.json" >&2
+    exit 1
+  fi
+  for f in "$REPO/$folder"/*.yaml; do
+    "$py" -c 'import json, sys, yaml; json.dump(yaml.safe_load(open(sys.argv[1])), open(sys.argv[2], "w"))' \
+      "$f" "$tmp/${kind}_$(basename "$f" .yaml).json"
+  done
+  check "$kind" "$tmp/${kind}"_*.json
+}
+rows_schema profile profiles hwprofiles
 "$py" - "$tmp/profile_h100-sxm5-80gb.json" "$tmp/bad_profile.json" <<'PY'
 import json, sys
 doc = json.load(open(sys.argv[1]))
@@ -119,17 +125,7 @@ fi
 # The model's schema is `iosim models --schema`, written from the model schema's rows
 # (transformer/model_schema.hpp); every built-in model, read as JSON, passes it, and one whose
 # kv_heads is 0, with a misspelt key and an mlp not in the list, fails it.
-"$IOSIM" models --schema >"$tmp/model.schema.json"
-if ! cmp -s "$tmp/model.schema.json" "$REPO/schemas/model.schema.json"; then
-  { diff "$REPO/schemas/model.schema.json" "$tmp/model.schema.json" || true; } | head -20 >&2
-  echo "FAIL: schemas/model.schema.json differs from the rows: build/iosim models --schema > schemas/model.schema.json" >&2
-  exit 1
-fi
-for f in "$REPO"/models/*.yaml; do
-  "$py" -c 'import json, sys, yaml; json.dump(yaml.safe_load(open(sys.argv[1])), open(sys.argv[2], "w"))' \
-    "$f" "$tmp/model_$(basename "$f" .yaml).json"
-done
-check model "$tmp"/model_*.json
+rows_schema model models models
 "$py" - "$tmp/model_llama-3-8b.json" "$tmp/bad_model.json" <<'PY'
 import json, sys
 doc = json.load(open(sys.argv[1]))
