@@ -93,21 +93,14 @@ std::string model_json_schema() {
     properties[k.key] = key_schema(k);
     required.push_back(k.key);
   }
-  const Json schema{
-      {"$schema", "https://json-schema.org/draft/2020-12/schema"},
-      {"$id", "https://iosim.invalid/schemas/model.schema.json"},
-      {"title", "iosim model configuration (models/*.yaml, read as JSON)"},
-      {"description",
-       "Written by `iosim models --schema` from the rows of transformer/model_schema.hpp "
-       "(tests/schema_test.sh fails when this file differs). Every key is required; name and "
-       "description are plain strings, every other key is {value, source}. The reader checks "
-       "more than a schema can say: the checks across keys (each key's description names "
-       "them), duplicate keys, a built-in model's name equal to its file stem."},
-      {"type", "object"},
-      {"required", required},
-      {"additionalProperties", false},
-      {"properties", properties}};
-  return schema.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+  return rows_schema_text(
+      "model", "iosim model configuration (models/*.yaml, read as JSON)",
+      "Written by `iosim models --schema` from the rows of transformer/model_schema.hpp "
+      "(tests/schema_test.sh fails when this file differs). Every key is required; name and "
+      "description are plain strings, every other key is {value, source}. The reader checks "
+      "more than a schema can say: the checks across keys (each key's description names "
+      "them), duplicate keys, a built-in model's name equal to its file stem.",
+      std::move(required), std::move(properties));
 }
 
 }  // namespace iosim

@@ -1,7 +1,8 @@
 #pragma once
-// The JSON Schema of one key of a profile or model file: every number there is a map of exactly
-// `value` and `source` (where the value comes from). Written once for both schemas
-// (sim/hardware/profile_docs.cpp, transformer/model_docs.cpp).
+// The JSON Schemas of profile and model files, written from their rows
+// (sim/hardware/profile_docs.cpp, transformer/model_docs.cpp): every number there is a map of
+// exactly `value` and `source` (where the value comes from), and the document around the keys is
+// the same for both.
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
@@ -18,6 +19,23 @@ inline nlohmann::ordered_json sourced_value_schema(std::string description,
       {"additionalProperties", false},
       {"properties",
        {{"value", std::move(value)}, {"source", {{"type", "string"}, {"minLength", 1}}}}}};
+}
+
+/// schemas/NAME.schema.json's text: a closed object of `required` keys and `properties`, with its
+/// title and description, as `iosim profiles --schema` and `iosim models --schema` print it.
+inline std::string rows_schema_text(const std::string& name, std::string title,
+                                    std::string description, nlohmann::ordered_json required,
+                                    nlohmann::ordered_json properties) {
+  const nlohmann::ordered_json schema{
+      {"$schema", "https://json-schema.org/draft/2020-12/schema"},
+      {"$id", "https://iosim.invalid/schemas/" + name + ".schema.json"},
+      {"title", std::move(title)},
+      {"description", std::move(description)},
+      {"type", "object"},
+      {"required", std::move(required)},
+      {"additionalProperties", false},
+      {"properties", std::move(properties)}};
+  return schema.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace iosim

@@ -165,22 +165,15 @@ std::string profile_json_schema() {
     optional +=
         fmt::format("{}{} (without it, {})", optional.empty() ? "" : "; ", s.name, s.without);
   }
-  const Json schema{
-      {"$schema", "https://json-schema.org/draft/2020-12/schema"},
-      {"$id", "https://iosim.invalid/schemas/profile.schema.json"},
-      {"title", "iosim hardware profile (hwprofiles/*.yaml, read as JSON)"},
-      {"description",
-       "Written by `iosim profiles --schema` from the rows of sim/hardware/profile_schema.hpp "
-       "(tests/schema_test.sh fails when this file differs). Each number is {value, source}. "
-       "The loader checks more than a schema can say: the checks across keys (each key's "
-       "description names them), duplicate keys, a quoted number. Optional sections, all their "
-       "keys or none: " +
-           optional + "."},
-      {"type", "object"},
-      {"required", required},
-      {"additionalProperties", false},
-      {"properties", properties}};
-  return schema.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+  return rows_schema_text(
+      "profile", "iosim hardware profile (hwprofiles/*.yaml, read as JSON)",
+      "Written by `iosim profiles --schema` from the rows of sim/hardware/profile_schema.hpp "
+      "(tests/schema_test.sh fails when this file differs). Each number is {value, source}. "
+      "The loader checks more than a schema can say: the checks across keys (each key's "
+      "description names them), duplicate keys, a quoted number. Optional sections, all their "
+      "keys or none: " +
+          optional + ".",
+      std::move(required), std::move(properties));
 }
 
 }  // namespace iosim
