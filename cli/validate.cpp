@@ -55,8 +55,7 @@ Action add_validate_command(CLI::App& app) {
   f->format.add_to(*cmd);
   // Each case is an engine run or more, and --ncu's problem may be as large as run's: a bound a
   // script can state (issue #50's fourth probe: `--ncu ... --batch 65536` ran for minutes).
-  MaxSecondsFlag& max_seconds = f->max_seconds;
-  max_seconds.add_to(*cmd);
+  f->max_seconds.add_to(*cmd);
   cmd->add_option("--json", f->json_file,
                   "also write the JSON report (what --format json prints) to this file, so that "
                   "one run gives a table to read and a file to keep")
