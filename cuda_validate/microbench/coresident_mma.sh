@@ -9,6 +9,13 @@
 # OUT/ptxas.txt (registers and spills per instantiation) and OUT/nvidia_smi.txt.
 # Usage: coresident_mma.sh OUT_DIR; then coresident_mma_compare.py OUT_DIR/coresident_mma.json
 # cuda_validate/measurements/predictions/coresident_mma_blind_h100.json (measured against blind).
+# PASSES (default "plain ring spill") picks the passes; BASE_PASSES (default none; e.g. "plain ring")
+# runs those passes again under Nsight Compute with its clock control at base (the SMs held at their
+# base clock, the L2 on its own clock), into OUT/coresident_mma_base.json, with ncu's reading of
+# each kernel's SM and L2 clocks in OUT/ncu_base_*.csv: which of a step's cycles follow the SM
+# clock and which a clock of their own (issue #46: the cp.async ring's wait).
+PASSES=${PASSES:-plain ring spill}
+BASE_PASSES=${BASE_PASSES:-}
 set -euo pipefail
 out=${1:?usage: coresident_mma.sh OUT_DIR}
 mkdir -p "$out"
@@ -35,25 +42,32 @@ printf '%s\n' "${tiles[@]}" | xargs -P "$(nproc)" -I{} bash -c 'build {}' || tru
 cat "$bin"/ptxas_*.txt >"$out/ptxas.txt"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,power.limit,temperature.gpu \
   --format=csv >"$out/nvidia_smi.txt" 2>&1 || true
+# One pass over every tile: $1 the pass (plain: full, gemm, softmax; ring: ring, ring_gemm; spill),
+# $2 the JSON file its rows are appended to, $3 "base" to run each binary under ncu at base clocks.
+run_pass() {
+  local arg=$1
+  [[ "$arg" == plain ]] && arg=""
+  for t in "${tiles[@]}"; do
+    IFS=, read -r d bq bkv w <<<"$t"
+    [[ -x "$bin/cr_$d-$bq-$bkv-$w" ]] || continue
+    if [[ "${3:-}" == base ]]; then
+      ncu --clock-control base -k regex:coresident_mma --metrics \
+        sm__cycles_elapsed.avg.per_second,lts__cycles_elapsed.avg.per_second --csv \
+        --log-file "$out/ncu_base_${1}_$d-$bq-$bkv-$w.csv" "$bin/cr_$d-$bq-$bkv-$w" $arg >>"$2"
+    else
+      "$bin/cr_$d-$bq-$bkv-$w" $arg >>"$2"
+    fi
+  done
+}
+# The modes full, gemm, softmax of every tile first; then the K/V ring modes (ring, ring_gemm) as
+# their own pass; then the spill pass (the ring loop compiled for more CTAs per SM than run: its
+# spills alone at a fixed W), last, so that the passes before are measured as before it existed.
 : >"$out/coresident_mma.json"
-for t in "${tiles[@]}"; do
-  IFS=, read -r d bq bkv w <<<"$t"
-  [[ -x "$bin/cr_$d-$bq-$bkv-$w" ]] || continue
-  "$bin/cr_$d-$bq-$bkv-$w" >>"$out/coresident_mma.json"
-done
-# The K/V ring modes (ring, ring_gemm) after every tile's first three, as their own pass.
-for t in "${tiles[@]}"; do
-  IFS=, read -r d bq bkv w <<<"$t"
-  [[ -x "$bin/cr_$d-$bq-$bkv-$w" ]] || continue
-  "$bin/cr_$d-$bq-$bkv-$w" ring >>"$out/coresident_mma.json"
-done
-# The spill pass (the ring loop compiled for more CTAs per SM than run: its spills alone at a
-# fixed W), last, so that the passes above are measured as before it existed.
-for t in "${tiles[@]}"; do
-  IFS=, read -r d bq bkv w <<<"$t"
-  [[ -x "$bin/cr_$d-$bq-$bkv-$w" ]] || continue
-  "$bin/cr_$d-$bq-$bkv-$w" spill >>"$out/coresident_mma.json"
-done
+for p in $PASSES; do run_pass "$p" "$out/coresident_mma.json"; done
+if [[ -n "$BASE_PASSES" ]]; then
+  : >"$out/coresident_mma_base.json"
+  for p in $BASE_PASSES; do run_pass "$p" "$out/coresident_mma_base.json" base; done
+fi
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,power.limit,temperature.gpu \
   --format=csv,noheader >>"$out/nvidia_smi.txt" 2>&1 || true
 rm -rf "$bin"
