@@ -336,6 +336,21 @@ section_outputs() {
   echo "my notes" >"$tmp/s.json.partial"
   expect 2 "'$tmp/s.json.partial' is there and is not a sweep journal of iosim's" -- sweep --seq 128 --head-dim 64 --out "$tmp/s.json"
   if [ "$(cat "$tmp/s.json.partial")" = "my notes" ] && [ ! -e "$tmp/s.json" ]; then ok; else bad "sweep overwrote a .partial it did not write"; fi
+  # A file or a link already at the temporary file's name (OUT.tmp-PID: `exec` keeps the shell's
+  # pid) is left as it is: the output went through such a link into the user's file, and such a
+  # file was renamed over OUT (issue #50's fifth probe).
+  echo "my notes" >"$tmp/notes.txt"
+  for args in "run --seq 128 --html" "sweep --seq 128 --out" "validate $small --json"; do
+    rm -f "$tmp/t.json" "$tmp"/t.json.tmp-* "$tmp/t2.json" "$tmp"/t2.json.tmp-*
+    # shellcheck disable=SC2016,SC2086
+    (cd "$tmp" && bash -c 'ln -s notes.txt t.json.tmp-$$ && exec "$0" "$@" t.json' "$IOSIM" $args) >/dev/null 2>&1
+    # shellcheck disable=SC2016,SC2086
+    (cd "$tmp" && bash -c 'echo mine >t2.json.tmp-$$ && exec "$0" "$@" t2.json' "$IOSIM" $args) >/dev/null 2>&1
+    if [ "$(cat "$tmp/notes.txt")" = "my notes" ] && [ "$(cat "$tmp"/t2.json.tmp-*)" = "mine" ] &&
+       [ -s "$tmp/t.json" ] && [ ! -L "$tmp/t.json" ]; then ok; else
+      bad "iosim $args over a file or link at the temporary file's name changed it"
+    fi
+  done
   # An output that is one of the command's own inputs is refused and the input kept (sweep -o
   # over its profile, explain --html over its pattern replaced them, exit 0).
   cp "$REPO/hwprofiles/h100-sxm5-80gb.yaml" "$tmp/prof.json"
