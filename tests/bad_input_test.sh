@@ -122,6 +122,11 @@ printf 'name: a\ndataflow:\n  forward: query_stationary\ndataflow:\n  forward: k
 printf "name: a\ndataflow:\n  forward: query_stationary\nx: [it's, &q 5]\ny: [it's, *q]\n" >"$gen/kernel_alias_quote.yaml"
 { cat "$HERE/../hwprofiles/h100-sxm5-80gb.yaml"; printf "x: [it's, &q 5]\n"; } >"$gen/profile_alias_quote.yaml"
 { cat "$HERE/../models/llama-3-8b.yaml"; printf "x: [it's, &q 5]\n"; } >"$gen/model_alias_quote.yaml"
+# A control character from an escape ("\0", "\u0000") went on into names and reports, where the
+# raw byte is refused (issue #50's fifth probe).
+printf 'name: "a\\0b"\ndataflow:\n  forward: query_stationary\n' >"$gen/kernel_nul_escape.yaml"
+sed '0,/"dtype": "fp16"/s//"dtype": "fp\\u000016"/' "$S" >"$gen/sweep_u0000.json"
+edit '0,/"dtype": "fp16"/s//"dtype": "fp\\u000116"/' measured_u0001.json
 cp "$HERE/../hwprofiles/h100-sxm5-80gb.yaml" "$gen/profile.yaml"  # an input --html must not replace
 
 pass=0

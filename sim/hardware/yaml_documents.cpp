@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "sim/base/errors.hpp"
+#include "sim/base/text_file.hpp"
 #include "sim/base/yaml_reader.hpp"
 
 namespace iosim {
@@ -36,8 +37,16 @@ class DocumentCounter final : public YAML::EventHandler {
   // walks (no exit, issue #50's fifth probe).
   void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override { refuse(mark, 1, '*'); }
   void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
-                const std::string&) override {
+                const std::string& value) override {
     refuse(mark, anchor);
+    // A control character from an escape ("a\0b", "\x01"): the raw byte is refused as not text,
+    // the escaped one went on into names and tables (issue #50's fifth probe).
+    if (const int c = first_control_character(value); c >= 0) {
+      throw ConfigError(fmt::format(
+          "{}:{}: a string holds the control character U+{:04X} (from an escape such as \\0, "
+          "\\x00 or \\u0000): not text; a {} holds none",
+          origin_, mark.line + 1, c, what_));
+    }
   }
   void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
                        YAML::EmitterStyle::value) override {
