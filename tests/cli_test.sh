@@ -316,6 +316,26 @@ section_kernels() {
   "$IOSIM" sweep --kernel "$REPO/docs/kernels/wg1_tma_fwd.yaml,flash2" --seq 1024,2048 --head-dim 64 --stages 2,3 --out "$tmp/k.csv" 2>/dev/null
   if [ "$(grep -c ',wg1_tma_fwd,' "$tmp/k.csv")" = 4 ] && [ "$(grep -c ',flash2,' "$tmp/k.csv")" = 4 ]; then ok; else bad "sweep --kernel FILE,PRESET: $(cut -c1-80 "$tmp/k.csv" 2>/dev/null | head -3)"; fi
   expect 0 "wg1_tma_fwd b4 h16 n4096 nkv4096 d128" -- validate --ncu "$REPO/tests/data/kernels/ncu_wg1_h100.csv" --kernel "$REPO/tests/data/kernels/wg1_tma_case.yaml" --time-us 1616.6 --batch 4 --heads 16 --seq 4096 --head-dim 128
+  # A built-in folder (IOSIM_PROFILE_DIR, IOSIM_MODEL_DIR) that cannot be listed is named with the
+  # cause, not in the library's words ("filesystem error: directory iterator cannot open
+  # directory"; issue #50's fifth probe). Root reads any folder: as root, run as nobody.
+  local open_dir as_user=()
+  open_dir=$(mktemp -d)
+  chmod 755 "$open_dir"
+  mkdir "$open_dir/locked"
+  chmod 000 "$open_dir/locked"
+  if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then as_user=(setpriv --reuid=65534 --regid=65534 --clear-groups); fi
+  for args in "IOSIM_PROFILE_DIR profiles" "IOSIM_MODEL_DIR models"; do
+    # shellcheck disable=SC2086
+    set -- $args
+    out=$(env "$1=$open_dir/locked" "${as_user[@]}" "$IOSIM" "$2" 2>&1)
+    rc=$?
+    if [ "$rc" = 2 ] && [[ "$out" == "iosim: cannot list built-in "*"Permission denied"* ]] && [[ "$out" != *"filesystem error"* ]]; then ok; else
+      bad "$1 a folder that cannot be listed: exit $rc: $out"
+    fi
+  done
+  chmod 755 "$open_dir/locked"
+  rm -rf "$open_dir"
 }
 
 # Outputs (issue 30): iosim writes only regular files, refusing a FIFO before it runs (a temporary
