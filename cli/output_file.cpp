@@ -158,6 +158,15 @@ void check_regular_or_absent(const std::string& flag, const std::string& path) {
             "give another output name",
             flag, path, input->what, input->path));
       }
+      // A file its owner made read-only is not replaced, as the shell's `>` does not replace it:
+      // the rename into place needs only the folder's permission, and replaced it without a
+      // word (issue #50's fifth probe). (Root may write any file, as with `>`.)
+      if (::access(path.c_str(), W_OK) != 0 && errno == EACCES) {
+        throw ConfigError(fmt::format(
+            "{} '{}' is read-only (its permissions forbid writing it); iosim does not replace "
+            "it: make it writable, remove it, or give another name",
+            flag, path));
+      }
       return;
     case fs::file_type::directory:
       throw ConfigError(fmt::format("{} '{}' is a folder; give a file name", flag, path));

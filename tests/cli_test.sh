@@ -371,6 +371,25 @@ section_outputs() {
       bad "iosim $args over a file or link at the temporary file's name changed it"
     fi
   done
+  # A read-only file of the user's is not replaced (the rename needs only the folder's
+  # permission; issue #50's fifth probe). Root may write any file, as the shell's `>`: as root,
+  # run as nobody.
+  local ro_dir as_user=()
+  ro_dir=$(mktemp -d)
+  chmod 777 "$ro_dir"
+  if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then as_user=(setpriv --reuid=65534 --regid=65534 --clear-groups); fi
+  for args in "run --seq 128 --html" "sweep --seq 128 --out" "validate $small --json"; do
+    echo "read-only notes" >"$ro_dir/ro.json"
+    chmod 444 "$ro_dir/ro.json"
+    # shellcheck disable=SC2086
+    out=$("${as_user[@]}" "$IOSIM" $args "$ro_dir/ro.json" 2>&1 >/dev/null)
+    rc=$?
+    if [ "$rc" = 2 ] && [[ "$out" == *"ro.json' is read-only"* ]] && [ "$(cat "$ro_dir/ro.json")" = "read-only notes" ]; then ok; else
+      bad "iosim $args over a read-only file: exit $rc: $out"
+    fi
+    rm -f "$ro_dir/ro.json"
+  done
+  rm -rf "$ro_dir"
   # An output that is one of the command's own inputs is refused and the input kept (sweep -o
   # over its profile, explain --html over its pattern replaced them, exit 0).
   cp "$REPO/hwprofiles/h100-sxm5-80gb.yaml" "$tmp/prof.json"
