@@ -142,6 +142,20 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  // `--batch=` is an empty value, refused as `--batch ""` is; CLI11 took the next word for the
+  // value instead (`sweep --seq 128 --batch= --max-seconds 8` said only "The following argument
+  // was not expected: 8"; issue #50's fifth probe).
+  for (int i = 1; i < argc; ++i) {
+    const std::string word = argv[i];
+    if (word == "--") break;
+    if (word.size() > 3 && word.rfind("--", 0) == 0 && word.back() == '=' &&
+        word.find('=') == word.size() - 1) {
+      std::cerr << "iosim: " << word
+                << " has an empty value; give one, or leave the flag out\nRun 'iosim --help' for "
+                   "usage.\n";
+      return 2;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

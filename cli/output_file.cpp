@@ -27,21 +27,20 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string temp_name(const std::string& path) {
-  return fmt::format("{}.tmp-{}", path, static_cast<long>(::getpid()));
-}
-
-// Writes `text` to the temporary file of `path`; removes it and throws ConfigError on failure.
-void write_temp(const std::string& path, const std::string& text) {
-  const std::string tmp = temp_name(path);
-  std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-  if (out) out.write(text.data(), static_cast<std::streamsize>(text.size()));
-  out.close();
-  if (!out) {
+// Writes `text` to a new temporary file beside `path` and returns its name; removes it and
+// throws ConfigError on failure.
+std::string write_temp(const std::string& path, const std::string& text) {
+  TempFile tmp = create_temp_beside(path);
+  const bool written = std::fwrite(text.data(), 1, text.size(), tmp.file.get()) == text.size();
+  const int why = errno;
+  const bool closed = std::fclose(tmp.file.release()) == 0;
+  if (!written || !closed) {
     std::error_code ignored;
-    fs::remove(tmp, ignored);
-    throw ConfigError(fmt::format("cannot write '{}'", path));
+    fs::remove(tmp.name, ignored);
+    throw ConfigError(
+        fmt::format("cannot write '{}': {}", path, std::strerror(written ? errno : why)));
   }
+  return tmp.name;
 }
 
 }  // namespace
@@ -112,6 +111,33 @@ void write_stdout(std::string_view text) {
   }
 }
 
+TempFile create_temp_beside(const std::string& path) {
+  // O_EXCL: a name that is taken is never opened, so a link or a file already there (a guessed
+  // PATH.tmp-PID: `ln -s ~/notes o.html.tmp-$$; exec iosim run ... --html o.html` had the page
+  // written into ~/notes, and a file of that name was renamed over o.html) is left as it is.
+  const long pid = static_cast<long>(::getpid());
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    std::string name = attempt == 0 ? fmt::format("{}.tmp-{}", path, pid)
+                                    : fmt::format("{}.tmp-{}-{}", path, pid, attempt);
+    const int fd = ::open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0 && errno == EEXIST) continue;
+    if (fd < 0) {
+      // The cause: a folder not writable said only "cannot write 'ro/o.html'".
+      throw ConfigError(fmt::format("cannot write '{}': {}", path, std::strerror(errno)));
+    }
+    std::FILE* file = ::fdopen(fd, "wb");
+    if (file == nullptr) {
+      const int why = errno;
+      ::close(fd);
+      ::unlink(name.c_str());
+      throw ConfigError(fmt::format("cannot write '{}': {}", path, std::strerror(why)));
+    }
+    return TempFile{std::move(name), {file, &std::fclose}};
+  }
+  throw ConfigError(fmt::format("cannot write '{}': 100 files named '{}.tmp-{}*' are already there",
+                                path, path, pid));
+}
+
 void write_file_atomically(const std::string& path, const std::string& text) {
   write_files_atomically({{path, text}});
 }
@@ -131,6 +157,15 @@ void check_regular_or_absent(const std::string& flag, const std::string& path) {
             "{} '{}' is the {} '{}' this command read; iosim does not overwrite its inputs: "
             "give another output name",
             flag, path, input->what, input->path));
+      }
+      // A file its owner made read-only is not replaced, as the shell's `>` does not replace it:
+      // the rename into place needs only the folder's permission, and replaced it without a
+      // word (issue #50's fifth probe). (Root may write any file, as with `>`.)
+      if (::access(path.c_str(), W_OK) != 0 && errno == EACCES) {
+        throw ConfigError(fmt::format(
+            "{} '{}' is read-only (its permissions forbid writing it); iosim does not replace "
+            "it: make it writable, remove it, or give another name",
+            flag, path));
       }
       return;
     case fs::file_type::directory:
@@ -174,12 +209,13 @@ void write_files_atomically(const std::vector<std::pair<std::string, std::string
     check_regular_or_absent("output", path);
     files.emplace_back(write_target(path), text);
   }
+  std::vector<std::string> temps;  // (only the files this call made are removed)
   const auto remove_temps = [&] {
     std::error_code ignored;
-    for (const auto& f : files) fs::remove(temp_name(f.first), ignored);
+    for (const std::string& t : temps) fs::remove(t, ignored);
   };
   try {
-    for (const auto& [path, text] : files) write_temp(path, text);
+    for (const auto& [path, text] : files) temps.push_back(write_temp(path, text));
     // A stop asked for while the text was built or written (explain's page of thousands of
     // steps takes a second to serialize, with no check inside) means nothing is written.
     run_control::check();
@@ -187,9 +223,10 @@ void write_files_atomically(const std::vector<std::pair<std::string, std::string
     remove_temps();
     throw;
   }
-  for (const auto& [path, text] : files) {
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    const std::string& path = files[i].first;
     std::error_code ec;
-    fs::rename(temp_name(path), path, ec);
+    fs::rename(temps[i], path, ec);
     if (ec) {
       remove_temps();
       throw ConfigError(fmt::format("cannot write '{}': {}", path, ec.message()));

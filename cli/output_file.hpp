@@ -1,6 +1,8 @@
 #pragma once
 // Output files of the CLI. A run that fails never leaves a partial file behind.
 #include <CLI/CLI.hpp>
+#include <cstdio>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -29,6 +31,17 @@ bool stdout_was_closed();
 /// once poll() said the pipe has room), checking the stop between writes. Throws Stopped on a
 /// stop, ConfigError when stdout takes no more (a full disk, /dev/full, a closed stdout).
 void write_stdout(std::string_view text);
+
+/// A new file beside `path` that its text is written to before the rename into place.
+struct TempFile {
+  std::string name;
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file{nullptr, &std::fclose};
+};
+
+/// Creates `path`'s temporary file, PATH.tmp-PID (PATH.tmp-PID-K where that name is taken), with
+/// O_EXCL: a file or a symbolic link already at the name is neither written through nor
+/// replaced. Throws ConfigError naming `path` and the cause (a folder not writable).
+TempFile create_temp_beside(const std::string& path);
 
 /// Writes `text` to `path` through a temporary file in the same folder and a rename, so that
 /// readers see either the old file or the whole new one. Throws ConfigError naming the path.

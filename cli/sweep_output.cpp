@@ -257,10 +257,10 @@ void SweepOutput::finish(const std::string& head, const std::string& separator,
   }
   check_regular_or_absent("--out", out_);  // (again: made while the sweep ran)
   const std::string target = write_target(out_);
-  const std::string tmp = fmt::format("{}.tmp-{}", target, static_cast<long>(::getpid()));
+  TempFile temp = create_temp_beside(target);
+  const std::string tmp = temp.name;
   try {
-    File to(std::fopen(tmp.c_str(), "wb"), &std::fclose);
-    if (!to) write_failed(out_);
+    File to = std::move(temp.file);
     write_all([&](const char* s, std::size_t n) {
       if (std::fwrite(s, 1, n, to.get()) != n) write_failed(out_);
     });

@@ -19,8 +19,10 @@
 namespace iosim::cli {
 
 namespace {
-// --time-us: a kernel's time from 1 ns to about 12 days (1e12 us).
-constexpr double kMinTimeUs = 1e-3, kMaxTimeUs = 1e12;
+// --time-us: a kernel's time from 1 ns to 1000 s, the bound a measured time is held to
+// (kSeconds, api/validation_prediction.cpp): past it (the flag took up to 1e12 us), the refusal
+// named the export's case and 'time_free_running_s', not the flag (issue #50's fifth probe).
+constexpr double kMinTimeUs = 1e-3, kMaxTimeUs = 1e9;
 }  // namespace
 
 Action add_validate_command(CLI::App& app) {
@@ -89,7 +91,7 @@ Action add_validate_command(CLI::App& app) {
       if (!(f->time_us >= kMinTimeUs && f->time_us <= kMaxTimeUs)) {
         throw ConfigError(fmt::format(
             "--time-us {} is out of range: your kernel's CUDA-event time in microseconds must be "
-            "in [{:g}, {:g}] (1 ns to about 12 days)",
+            "in [{:g}, {:g}] (1 ns to 1000 s)",
             f->time_us, kMinTimeUs, kMaxTimeUs));
       }
       // The problem's flags are checked as run's are, naming the flag: past its range a value

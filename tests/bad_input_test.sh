@@ -116,6 +116,17 @@ printf 'name: !!binary aGVsbG8=\ndataflow:\n  forward: query_stationary\n' >"$ge
 printf 'name: e\ndataflow:\n  forward: split_kv\ntiles:\n  splits: 2\n' >"$gen/kernel_splits.yaml"  # issue #50 M2
 printf 'name: a\ndataflow:\n  forward: query_stationary\ndataflow:\n  forward: kv_stationary\n' >"$gen/kernel_dup.yaml"
 { cat "$HERE/../models/llama-3-8b.yaml"; echo 'layers: {value: 1, source: "dup"}'; } >"$gen/model_dup.yaml"
+# An anchor or alias the text check missed: after an apostrophe in a plain scalar (`[it's, *a]`
+# was taken for a quoted string), and nine such lines made 10^9 nodes (no exit; issue #50's
+# fifth probe). The parser's own events refuse them.
+printf "name: a\ndataflow:\n  forward: query_stationary\nx: [it's, &q 5]\ny: [it's, *q]\n" >"$gen/kernel_alias_quote.yaml"
+{ cat "$HERE/../hwprofiles/h100-sxm5-80gb.yaml"; printf "x: [it's, &q 5]\n"; } >"$gen/profile_alias_quote.yaml"
+{ cat "$HERE/../models/llama-3-8b.yaml"; printf "x: [it's, &q 5]\n"; } >"$gen/model_alias_quote.yaml"
+# A control character from an escape ("\0", "\u0000") went on into names and reports, where the
+# raw byte is refused (issue #50's fifth probe).
+printf 'name: "a\\0b"\ndataflow:\n  forward: query_stationary\n' >"$gen/kernel_nul_escape.yaml"
+sed '0,/"dtype": "fp16"/s//"dtype": "fp\\u000016"/' "$S" >"$gen/sweep_u0000.json"
+edit '0,/"dtype": "fp16"/s//"dtype": "fp\\u000116"/' measured_u0001.json
 cp "$HERE/../hwprofiles/h100-sxm5-80gb.yaml" "$gen/profile.yaml"  # an input --html must not replace
 
 pass=0

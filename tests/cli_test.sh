@@ -316,6 +316,26 @@ section_kernels() {
   "$IOSIM" sweep --kernel "$REPO/docs/kernels/wg1_tma_fwd.yaml,flash2" --seq 1024,2048 --head-dim 64 --stages 2,3 --out "$tmp/k.csv" 2>/dev/null
   if [ "$(grep -c ',wg1_tma_fwd,' "$tmp/k.csv")" = 4 ] && [ "$(grep -c ',flash2,' "$tmp/k.csv")" = 4 ]; then ok; else bad "sweep --kernel FILE,PRESET: $(cut -c1-80 "$tmp/k.csv" 2>/dev/null | head -3)"; fi
   expect 0 "wg1_tma_fwd b4 h16 n4096 nkv4096 d128" -- validate --ncu "$REPO/tests/data/kernels/ncu_wg1_h100.csv" --kernel "$REPO/tests/data/kernels/wg1_tma_case.yaml" --time-us 1616.6 --batch 4 --heads 16 --seq 4096 --head-dim 128
+  # A built-in folder (IOSIM_PROFILE_DIR, IOSIM_MODEL_DIR) that cannot be listed is named with the
+  # cause, not in the library's words ("filesystem error: directory iterator cannot open
+  # directory"; issue #50's fifth probe). Root reads any folder: as root, run as nobody.
+  local open_dir as_user=()
+  open_dir=$(mktemp -d)
+  chmod 755 "$open_dir"
+  mkdir "$open_dir/locked"
+  chmod 000 "$open_dir/locked"
+  if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then as_user=(setpriv --reuid=65534 --regid=65534 --clear-groups); fi
+  for args in "IOSIM_PROFILE_DIR profiles" "IOSIM_MODEL_DIR models"; do
+    # shellcheck disable=SC2086
+    set -- $args
+    out=$(env "$1=$open_dir/locked" "${as_user[@]}" "$IOSIM" "$2" 2>&1)
+    rc=$?
+    if [ "$rc" = 2 ] && [[ "$out" == "iosim: cannot list built-in "*"Permission denied"* ]] && [[ "$out" != *"filesystem error"* ]]; then ok; else
+      bad "$1 a folder that cannot be listed: exit $rc: $out"
+    fi
+  done
+  chmod 755 "$open_dir/locked"
+  rm -rf "$open_dir"
 }
 
 # Outputs (issue 30): iosim writes only regular files, refusing a FIFO before it runs (a temporary
@@ -336,6 +356,40 @@ section_outputs() {
   echo "my notes" >"$tmp/s.json.partial"
   expect 2 "'$tmp/s.json.partial' is there and is not a sweep journal of iosim's" -- sweep --seq 128 --head-dim 64 --out "$tmp/s.json"
   if [ "$(cat "$tmp/s.json.partial")" = "my notes" ] && [ ! -e "$tmp/s.json" ]; then ok; else bad "sweep overwrote a .partial it did not write"; fi
+  # A file or a link already at the temporary file's name (OUT.tmp-PID: `exec` keeps the shell's
+  # pid) is left as it is: the output went through such a link into the user's file, and such a
+  # file was renamed over OUT (issue #50's fifth probe).
+  echo "my notes" >"$tmp/notes.txt"
+  for args in "run --seq 128 --html" "sweep --seq 128 --out" "validate $small --json"; do
+    rm -f "$tmp/t.json" "$tmp"/t.json.tmp-* "$tmp/t2.json" "$tmp"/t2.json.tmp-*
+    # shellcheck disable=SC2016,SC2086
+    (cd "$tmp" && bash -c 'ln -s notes.txt t.json.tmp-$$ && exec "$0" "$@" t.json' "$IOSIM" $args) >/dev/null 2>&1
+    # shellcheck disable=SC2016,SC2086
+    (cd "$tmp" && bash -c 'echo mine >t2.json.tmp-$$ && exec "$0" "$@" t2.json' "$IOSIM" $args) >/dev/null 2>&1
+    if [ "$(cat "$tmp/notes.txt")" = "my notes" ] && [ "$(cat "$tmp"/t2.json.tmp-*)" = "mine" ] &&
+       [ -s "$tmp/t.json" ] && [ ! -L "$tmp/t.json" ]; then ok; else
+      bad "iosim $args over a file or link at the temporary file's name changed it"
+    fi
+  done
+  # A read-only file of the user's is not replaced (the rename needs only the folder's
+  # permission; issue #50's fifth probe). Root may write any file, as the shell's `>`: as root,
+  # run as nobody.
+  local ro_dir as_user=()
+  ro_dir=$(mktemp -d)
+  chmod 777 "$ro_dir"
+  if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then as_user=(setpriv --reuid=65534 --regid=65534 --clear-groups); fi
+  for args in "run --seq 128 --html" "sweep --seq 128 --out" "validate $small --json"; do
+    echo "read-only notes" >"$ro_dir/ro.json"
+    chmod 444 "$ro_dir/ro.json"
+    # shellcheck disable=SC2086
+    out=$("${as_user[@]}" "$IOSIM" $args "$ro_dir/ro.json" 2>&1 >/dev/null)
+    rc=$?
+    if [ "$rc" = 2 ] && [[ "$out" == *"ro.json' is read-only"* ]] && [ "$(cat "$ro_dir/ro.json")" = "read-only notes" ]; then ok; else
+      bad "iosim $args over a read-only file: exit $rc: $out"
+    fi
+    rm -f "$ro_dir/ro.json"
+  done
+  rm -rf "$ro_dir"
   # An output that is one of the command's own inputs is refused and the input kept (sweep -o
   # over its profile, explain --html over its pattern replaced them, exit 0).
   cp "$REPO/hwprofiles/h100-sxm5-80gb.yaml" "$tmp/prof.json"

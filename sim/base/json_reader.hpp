@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "sim/base/errors.hpp"
+#include "sim/base/text_file.hpp"
 
 namespace iosim {
 
@@ -53,7 +54,22 @@ inline nlohmann::json parse_json_strictly(const std::string& text, const std::st
                                           const std::string& csv_hint = "") {
   using nlohmann::json;
   std::vector<std::set<std::string>> keys;  // of each object being read, innermost last
+  std::string last_key;
   const json::parser_callback_t no_repeats = [&](int, json::parse_event_t event, json& parsed) {
+    // A control character from an escape ("\u0000"): raw, JSON refuses it; escaped, it went on
+    // into names and reports (issue #50's fifth probe).
+    if ((event == json::parse_event_t::key || event == json::parse_event_t::value) &&
+        parsed.is_string()) {
+      if (const int c = first_control_character(parsed.get_ref<const std::string&>()); c >= 0) {
+        throw ConfigError(fmt::format(
+            "{}: {} holds the control character U+{:04X} (written \\u{:04x}): not text", where,
+            event == json::parse_event_t::key ? std::string("a key")
+            : last_key.empty()                ? std::string("a string")
+                                              : "the value of '" + last_key + "'",
+            c, c));
+      }
+      if (event == json::parse_event_t::key) last_key = parsed.get<std::string>();
+    }
     if (event == json::parse_event_t::object_start) {
       keys.emplace_back();
     } else if (event == json::parse_event_t::object_end) {

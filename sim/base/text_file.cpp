@@ -132,21 +132,31 @@ std::optional<InputRead> read_as_input(const fs::path& path) {
 std::vector<std::string> yaml_stems_in(const std::filesystem::path& dir, const std::string& what,
                                        const std::string& env) {
   std::error_code ec;
-  if (!std::filesystem::is_directory(dir, ec)) {
+  const bool is_dir = std::filesystem::is_directory(dir, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory) {
+    throw ConfigError(fmt::format("cannot read built-in {} directory '{}' ({} names it): {}", what,
+                                  dir.string(), env, ec.message()));
+  }
+  if (!is_dir) {
     throw ConfigError(fmt::format("built-in {} directory '{}' does not exist ({} overrides it)",
                                   what, dir.string(), env));
   }
+  // With error codes: the exception's text was the library's ("filesystem error: directory
+  // iterator cannot open directory: Permission denied [DIR]"; issue #50's fifth probe).
   std::vector<std::string> names;
-  try {
-    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-      if (entry.is_regular_file() && entry.path().extension() == ".yaml") {
-        names.push_back(entry.path().stem().string());
-      }
-    }
-  } catch (const std::filesystem::filesystem_error& e) {
+  const auto refuse = [&] {
     throw ConfigError(
-        fmt::format("cannot list built-in {}s in '{}': {}", what, dir.string(), e.what()));
+        fmt::format("cannot list built-in {}s in '{}': {}", what, dir.string(), ec.message()));
+  };
+  std::filesystem::directory_iterator it(dir, ec);
+  if (ec) refuse();
+  for (; it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    std::error_code type_ec;
+    if (it->is_regular_file(type_ec) && it->path().extension() == ".yaml") {
+      names.push_back(it->path().stem().string());
+    }
   }
+  if (ec) refuse();
   std::sort(names.begin(), names.end());
   return names;
 }

@@ -6,9 +6,22 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace iosim {
+
+/// The first control character of `s` that no text iosim reads holds (U+0000 to U+001F but tab,
+/// line feed and carriage return, and U+007F), or -1. Raw, such a byte is refused with its file
+/// (read_text_file, the YAML reader); this finds the ones a parser made of an escape (YAML's
+/// "\0" or "\x00", JSON's "\u0000"), which passed on into names and reports.
+inline int first_control_character(std::string_view s) {
+  for (const char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f) return c;
+  }
+  return -1;
+}
 
 /// Largest profile file (YAML) iosim reads; the built-in ones are about 10 KiB.
 inline constexpr std::size_t kMaxProfileBytes = std::size_t{1} << 20;
