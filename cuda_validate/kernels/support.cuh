@@ -120,4 +120,19 @@ __global__ void iosim_hold_gpu_kernel(long long cycles) {
   }
 }
 
+// The SM clock at the moment it runs (the runner's sustain mode): one thread spins `cycles` SM
+// clocks and writes them with the %globaltimer nanoseconds they took; cycles / ns is the clock
+// in GHz (the globaltimer ticks in ns on Hopper, updated every 32 ns or so: spins of ~10 us keep
+// that under 0.5%).
+__global__ void iosim_clock_probe_kernel(long long cycles, long long* out) {
+  unsigned long long t0, t1;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  const long long start = clock64();
+  long long now = start;
+  while (now - start < cycles) now = clock64();
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t1));
+  out[0] = now - start;
+  out[1] = static_cast<long long>(t1 - t0);
+}
+
 }  // namespace iosim_cuda

@@ -3,7 +3,7 @@
 //
 //   iosim_cuda_runner --suite FILE --out FILE.json [--mode time|ncu|cupti] [--reps N]
 //                     [--only SUBSTRING] [--cupti-flush discard|normal|evict-first]
-//                     [--cupti-flush-l2x K] [--hold-us US]
+//                     [--cupti-flush-l2x K] [--hold-us US] [--seconds S]
 //
 // time mode: per case, random inputs; one warm-up run; the output is poisoned
 //   with NaN and the case runs again; the sampled rows are compared with an
@@ -19,10 +19,18 @@
 //   range by CUPTI's Range Profiler (../cupti/range_profiler.hpp), user replay,
 //   with a clean L2 flush (../cupti/l2_flush.cuh) before every pass; the counters
 //   go to --out (scripts/cupti_vs_ncu.py compares them with ncu's).
+// sustain mode: per case, the check of time mode, then the SM clock a kernel runs at, alone and
+//   kept running: --reps single runs of the case's roles, each right after a clock probe
+//   (iosim_clock_probe_kernel, ~100 us: the clock the run starts at, and the hold of time mode);
+//   then the roles back to back for --seconds, in batches of ~20 ms between CUDA events, each
+//   batch followed by a probe (the clock the load has set). Each batch's host wall-clock start
+//   and end (epoch ms) go to --out, so that nvidia-smi samples taken meanwhile can be matched
+//   (scripts/sustain_summary.py): board power and the reasons the clock is held down.
 #include <cuda_profiler_api.h>
 #include <nvtx3/nvToolsExt.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -58,13 +66,14 @@ struct Options {
   int cupti_flush_l2x = 3;              // flush buffer, in multiples of the L2 size
   int reps = 10;
   int hold_us = 200;  // GPU kept busy before each timed repetition (iosim_hold_gpu_kernel)
+  double seconds = 2.0;  // sustain mode: how long each case runs back to back
 };
 
 void usage() {
   std::fprintf(stderr,
                "usage: iosim_cuda_runner --suite FILE --out FILE.json [--mode time|ncu|cupti] "
                "[--reps N] [--only SUBSTRING] [--cupti-flush discard|normal|evict-first] "
-               "[--cupti-flush-l2x K] [--hold-us US]\n");
+               "[--cupti-flush-l2x K] [--hold-us US] [--seconds S]\n");
 }
 
 bool parse_args(int argc, char** argv, Options* o) {
@@ -99,6 +108,11 @@ bool parse_args(int argc, char** argv, Options* o) {
       if (!next(&us)) return false;
       o->hold_us = std::atoi(us.c_str());
       if (o->hold_us < 0 || o->hold_us > 100000) return false;
+    } else if (a == "--seconds") {
+      std::string sec;
+      if (!next(&sec)) return false;
+      o->seconds = std::atof(sec.c_str());
+      if (!(o->seconds > 0.0 && o->seconds <= 600.0)) return false;
     } else if (a == "--reps") {
       if (!next(&reps)) return false;
       o->reps = std::atoi(reps.c_str());
@@ -108,7 +122,8 @@ bool parse_args(int argc, char** argv, Options* o) {
     }
   }
   return !o->suite.empty() && !o->out.empty() &&
-         (o->mode == "time" || o->mode == "ncu" || o->mode == "cupti") && o->reps >= 1;
+         (o->mode == "time" || o->mode == "ncu" || o->mode == "cupti" || o->mode == "sustain") &&
+         o->reps >= 1;
 }
 
 // Device-memory buffer freed on scope exit (a failing case must not leak).
@@ -541,6 +556,11 @@ class Runner {
     }
 
     out->add("check", check_json());
+    if (opt_.mode == "sustain") {
+      out->add("roles", roles_json(ops, {}, {}));
+      out->add("sustain", sustain(ops));
+      return;
+    }
     std::vector<double> warm_s(ops.size()), cold_s(ops.size());
     for (std::size_t r = 0; r < ops.size(); ++r) {
       std::vector<double> warm, cold;
@@ -558,6 +578,71 @@ class Runner {
     out->add("roles", roles_json(ops, warm_s, cold_s));
     out->add("time_free_running_s", json_num(median(total)));
     out->add("reps", json_int(opt_.reps));
+  }
+
+  static double epoch_ms() {
+    return std::chrono::duration<double, std::milli>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  }
+
+  // Sustain mode (the header says what and why). The probe's result is read after the stream
+  // has drained, so it is the clock at the probe's moment: right before a single run, right
+  // after a batch of back-to-back runs.
+  std::string sustain(const std::vector<RoleOp>& ops) {
+    constexpr long long kProbeCycles = 200000;  // ~100 us at 2 GHz: globaltimer's steps < 1%
+    DeviceBuffer<long long> probe(2);
+    auto probe_mhz = [&] {
+      long long h[2] = {0, 0};
+      IOSIM_CUDA_CHECK(cudaMemcpy(h, probe.ptr, sizeof h, cudaMemcpyDeviceToHost));
+      return h[1] > 0 ? 1e3 * static_cast<double>(h[0]) / static_cast<double>(h[1]) : 0.0;
+    };
+    auto elapsed_s = [&] {
+      float ms = 0.f;
+      IOSIM_CUDA_CHECK(cudaEventElapsedTime(&ms, ev_start_, ev_stop_));
+      return ms * 1e-3;
+    };
+    std::vector<double> single_s, single_mhz;
+    for (int k = 0; k < opt_.reps; ++k) {
+      iosim_clock_probe_kernel<<<1, 1, 0, stream_>>>(kProbeCycles, probe.ptr);
+      IOSIM_CUDA_CHECK(cudaGetLastError());
+      IOSIM_CUDA_CHECK(cudaEventRecord(ev_start_, stream_));
+      run_all(ops);
+      IOSIM_CUDA_CHECK(cudaEventRecord(ev_stop_, stream_));
+      IOSIM_CUDA_CHECK(cudaEventSynchronize(ev_stop_));
+      single_s.push_back(elapsed_s());
+      single_mhz.push_back(probe_mhz());
+    }
+    const double one = std::max(median(single_s), 1e-7);
+    const long long runs = std::clamp<long long>(std::llround(0.02 / one), 1, 200000);
+    std::vector<std::string> batches;
+    const double start_ms = epoch_ms();
+    while (epoch_ms() - start_ms < opt_.seconds * 1e3) {
+      const double b0 = epoch_ms();
+      IOSIM_CUDA_CHECK(cudaEventRecord(ev_start_, stream_));
+      for (long long k = 0; k < runs; ++k) run_all(ops);
+      IOSIM_CUDA_CHECK(cudaEventRecord(ev_stop_, stream_));
+      iosim_clock_probe_kernel<<<1, 1, 0, stream_>>>(kProbeCycles, probe.ptr);
+      IOSIM_CUDA_CHECK(cudaGetLastError());
+      IOSIM_CUDA_CHECK(cudaStreamSynchronize(stream_));
+      const double b1 = epoch_ms();
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "[%.1f, %.1f, %.6g, %.1f]", b0, b1, elapsed_s() / runs,
+                    probe_mhz());
+      batches.push_back(buf);
+    }
+    std::vector<std::string> sm, ss;
+    for (double x : single_mhz) sm.push_back(json_num(x));
+    for (double x : single_s) ss.push_back(json_num(x));
+    JsonObject o;
+    o.add("seconds", json_num(opt_.seconds))
+        .add("runs_per_batch", json_int(runs))
+        .add("single_s", json_array(ss))
+        .add("single_probe_mhz", json_array(sm))
+        .add("batch_fields",
+             json_str("host start epoch ms, host end epoch ms, seconds per run, probe MHz after"))
+        .add("batches", json_array(batches));
+    return o.str();
   }
 
   std::string roles_json(const std::vector<RoleOp>& ops, const std::vector<double>& warm_s,
@@ -732,6 +817,7 @@ int run(const Options& opt) {
               .add("suite", json_str(opt.suite))
               .add("reps", json_int(opt.reps))
               .add("hold_us", json_int(opt.hold_us))
+              .add("seconds", json_num(opt.seconds))
               .add("l2_flush_bytes", json_int(static_cast<long long>(runner.flush_bytes())))
               .str())
       .add("device", device_json(0))

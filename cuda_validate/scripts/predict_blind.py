@@ -195,7 +195,10 @@ def main():
                                        "dram_write_bytes": c["hbm_write_bytes"],
                                        "l2_read_bytes": c["l2_read_bytes"],
                                        "l2_read_hit_rate": cold["achieved"].get(
-                                           "l2_read_hit_rate")}})
+                                           "l2_read_hit_rate"),
+                                       # The power model's board power and whether the limit
+                                       # binds (sustain mode compares them, sustain_summary.py).
+                                       "power": warm.get("power")}})
     doc = {"format": "iosim-blind-predictions", "iosim": version,
            "created_utc": datetime.datetime.now(datetime.timezone.utc).strftime(
                "%Y-%m-%dT%H:%M:%SZ"),
