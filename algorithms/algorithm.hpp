@@ -30,8 +30,9 @@ struct TilingRequest {
   std::optional<int> registers_per_thread;  // of the main kernel, as a compiler reported it
   // Local memory per thread of the main kernel (register spills), as the compiler reported it.
   std::optional<int> local_bytes_per_thread;
-  std::optional<std::int64_t> splits;       // split-KV decoding: K/V chunks per query tile
-  std::optional<std::int64_t> score_chunk;  // see Tiling::score_chunk
+  std::optional<std::int64_t> splits;                // split-KV decoding: K/V chunks per query tile
+  std::optional<std::int64_t> score_chunk;           // see Tiling::score_chunk
+  std::optional<std::int64_t> query_step, key_step;  // see Tiling::query_step
   // Warp-specialized kernels: how the consumer warpgroups share the tensor cores (--warpgroups).
   std::optional<PipeOverlap> warpgroups;
   // The backward main kernel's blocks in a run of both passes whose flags tile the forward
@@ -64,6 +65,11 @@ struct Tiling {
   // chunk re-reads the warp's rows of the tile's row operand from shared memory (0: the whole
   // tile at once, the row operand read once per step).
   std::int64_t score_chunk = 0;
+  // The two-pass backward: rows of the tile each pass streams past the block it keeps: query
+  // rows a step in pass 1 (past a key block of block_kv rows), key rows a step in pass 2 (past a
+  // query block of block_q rows). Resolved to block_q and block_kv where a description leaves
+  // them out; a kernel may keep 128-row blocks and stream 32-row steps in both passes.
+  std::int64_t query_step = 0, key_step = 0;
   // The backward main kernel's blocks where they differ from the forward's in a run of both
   // passes (flash3: each kernel keeps FlashAttention-3's tiles); 0: block_q and block_kv.
   std::int64_t backward_block_q = 0, backward_block_kv = 0;

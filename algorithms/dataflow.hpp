@@ -81,6 +81,7 @@ struct Dataflow {
   bool kv_order = false;             // dataflow.kv_order
   bool spills = false;               // launch.local_bytes_per_thread (alone: no other dataflow)
   bool score_chunk = false;          // tiles.score_chunk
+  bool pass_steps = false;           // tiles.query_step, tiles.key_step
   std::optional<FusedPasses> fused;  // backward: the forward it was written with
 };
 

@@ -250,19 +250,27 @@ KernelDescription parse_kernel_description(const json& doc, const std::string& s
   if (doc.contains("tiles")) {
     const json& t = doc.at("tiles");
     if (c.object(t, "tiles",
-                 {"block_q", "block_kv", "stages", "splits", "score_chunk", "backward_block_q",
-                  "backward_block_kv"})) {
+                 {"block_q", "block_kv", "stages", "splits", "score_chunk", "query_step",
+                  "key_step", "backward_block_q", "backward_block_kv"})) {
       d.tiles.block_q = c.integer(t, "tiles", "block_q", 1, kMaxBlock);
       d.tiles.block_kv = c.integer(t, "tiles", "block_kv", 1, kMaxBlock);
       if (auto s = c.integer(t, "tiles", "stages", 1, 64)) d.tiles.pipeline_stages = int(*s);
       d.tiles.splits = c.integer(t, "tiles", "splits", 1, 1 << 20);
       d.tiles.score_chunk = c.integer(t, "tiles", "score_chunk", 1, kMaxBlock);
+      d.tiles.query_step = c.integer(t, "tiles", "query_step", 1, kMaxBlock);
+      d.tiles.key_step = c.integer(t, "tiles", "key_step", 1, kMaxBlock);
       d.tiles.backward_block_q = c.integer(t, "tiles", "backward_block_q", 1, kMaxBlock);
       d.tiles.backward_block_kv = c.integer(t, "tiles", "backward_block_kv", 1, kMaxBlock);
     }
   }
   if (d.tiles.score_chunk && (backward == nullptr || !backward->score_chunk)) {
     c.problem("tiles.score_chunk", "applies to the two_pass backward only");
+  }
+  for (const auto& [key, step] :
+       {std::pair{"query_step", d.tiles.query_step}, std::pair{"key_step", d.tiles.key_step}}) {
+    if (step && (backward == nullptr || !backward->pass_steps)) {
+      c.problem(std::string("tiles.") + key, "applies to the two_pass backward only");
+    }
   }
   if (doc.contains("mechanisms")) {
     const json& m = doc.at("mechanisms");
@@ -323,6 +331,8 @@ json kernel_description_json(const KernelDescription& d) {
   if (t.pipeline_stages) tiles["stages"] = *t.pipeline_stages;
   if (t.splits) tiles["splits"] = *t.splits;
   if (t.score_chunk) tiles["score_chunk"] = *t.score_chunk;
+  if (t.query_step) tiles["query_step"] = *t.query_step;
+  if (t.key_step) tiles["key_step"] = *t.key_step;
   if (t.backward_block_q) tiles["backward_block_q"] = *t.backward_block_q;
   if (t.backward_block_kv) tiles["backward_block_kv"] = *t.backward_block_kv;
   if (!tiles.empty()) out["tiles"] = tiles;

@@ -27,7 +27,11 @@ bool meets(const AttentionProblem& p, std::int64_t block_q, std::int64_t block_k
 class TwoPassBackward final : public WholeCtaSchedule {
  public:
   TwoPassBackward(const AttentionProblem& p, const Tiling& t, std::string name)
-      : p_(p), t_(t), name_(std::move(name)) {}
+      : p_(p), t_(t), name_(std::move(name)) {
+    // Steps left at 0 (a Tiling made elsewhere) are the blocks, as the planner resolves them.
+    if (t_.query_step <= 0) t_.query_step = t_.block_q;
+    if (t_.key_step <= 0) t_.key_step = t_.block_kv;
+  }
 
   // The forward's Q, K, V, O, L, the incoming dO, D and the gradients: no dQaccum.
   std::vector<TensorDecl> tensors() const override {
@@ -125,10 +129,10 @@ class TwoPassBackward final : public WholeCtaSchedule {
     out.push_back(costs::grad_s(s));
   }
 
-  // Pass 1: dK and dV of key block x, looping over the query blocks that meet it.
+  // Pass 1: dK and dV of key block x, looping over the query steps that meet it.
   void emit_key_pass(std::int64_t x, std::int64_t bh, std::vector<TileOp>& out) const {
-    const std::int64_t tr = ceil_div(p_.seq, t_.block_q), tc = ceil_div(p_.seq_kv, t_.block_kv);
-    if (x >= tc) return;
+    const std::int64_t steps = ceil_div(p_.seq, t_.query_step);
+    if (x >= ceil_div(p_.seq_kv, t_.block_kv)) return;
     const std::int64_t d = p_.head_dim;
     const std::int64_t k0 = x * t_.block_kv, kr = std::min(t_.block_kv, p_.seq_kv - k0);
     const TileRef dk{TensorId::dK, bh, k0, kr, 0, d}, dv{TensorId::dV, bh, k0, kr, 0, d};
@@ -136,9 +140,9 @@ class TwoPassBackward final : public WholeCtaSchedule {
     out.push_back(TileOp::load({TensorId::V, bh, k0, kr, 0, d}));  // gV -> sV (kr, d)
     out.push_back(costs::zero_grad(dk));                           // rdK (kr, d) fp32
     out.push_back(costs::zero_grad(dv));                           // rdV (kr, d) fp32
-    for (std::int64_t i = 0; i < tr; ++i) {
-      if (!meets(p_, t_.block_q, t_.block_kv, i, x)) continue;
-      const std::int64_t q0 = i * t_.block_q, qr = std::min(t_.block_q, p_.seq - q0);
+    for (std::int64_t i = 0; i < steps; ++i) {
+      if (!meets(p_, t_.query_step, t_.block_kv, i, x)) continue;
+      const std::int64_t q0 = i * t_.query_step, qr = std::min(t_.query_step, p_.seq - q0);
       out.push_back(TileOp::load({TensorId::Q, bh, q0, qr, 0, d}));               // sQ (qr, d)
       out.push_back(TileOp::load({TensorId::dO, bh, q0, qr, 0, d}));              // sdO (qr, d)
       out.push_back(TileOp::load({TensorId::L, bh, q0, qr, 0, 1}, OnChip::reg));  // rL (qr)
@@ -154,10 +158,10 @@ class TwoPassBackward final : public WholeCtaSchedule {
     out.push_back(TileOp::store(dv, OnChip::smem));
   }
 
-  // Pass 2: dQ of query block x, looping over the key blocks that meet it.
+  // Pass 2: dQ of query block x, looping over the key steps that meet it.
   void emit_query_pass(std::int64_t x, std::int64_t bh, std::vector<TileOp>& out) const {
-    const std::int64_t tr = ceil_div(p_.seq, t_.block_q), tc = ceil_div(p_.seq_kv, t_.block_kv);
-    if (x >= tr) return;
+    const std::int64_t steps = ceil_div(p_.seq_kv, t_.key_step);
+    if (x >= ceil_div(p_.seq, t_.block_q)) return;
     const std::int64_t d = p_.head_dim;
     const std::int64_t q0 = x * t_.block_q, qr = std::min(t_.block_q, p_.seq - q0);
     const TileRef dq{TensorId::dQ, bh, q0, qr, 0, d};
@@ -166,9 +170,9 @@ class TwoPassBackward final : public WholeCtaSchedule {
     out.push_back(TileOp::load({TensorId::L, bh, q0, qr, 0, 1}, OnChip::reg));  // rL (qr)
     out.push_back(TileOp::load({TensorId::D, bh, q0, qr, 0, 1}, OnChip::reg));  // rD (qr)
     out.push_back(costs::zero_grad(dq));                                        // rdQ (qr, d) fp32
-    for (std::int64_t j = 0; j < tc; ++j) {
-      if (!meets(p_, t_.block_q, t_.block_kv, x, j)) continue;
-      const std::int64_t k0 = j * t_.block_kv, kr = std::min(t_.block_kv, p_.seq_kv - k0);
+    for (std::int64_t j = 0; j < steps; ++j) {
+      if (!meets(p_, t_.block_q, t_.key_step, x, j)) continue;
+      const std::int64_t k0 = j * t_.key_step, kr = std::min(t_.key_step, p_.seq_kv - k0);
       out.push_back(TileOp::load({TensorId::K, bh, k0, kr, 0, d}));  // sK (kr, d)
       out.push_back(TileOp::load({TensorId::V, bh, k0, kr, 0, d}));  // sV (kr, d)
       const TileRef s{TensorId::S, bh, q0, qr, k0, kr};
@@ -194,11 +198,14 @@ using closed_form_parts::u64;
 
 std::int64_t two_pass_backward_smem_bytes(const AttentionProblem& p, const Tiling& t) {
   const std::int64_t s = t.pipeline_stages, bq = t.block_q, bk = t.block_kv;
-  // Pass 1: K_x, V_x and `s` stages of Q_i, dO_i; pass 2: Q_x, dO_x and `s` stages of K_j, V_j;
-  // the passes reuse one buffer. Then `s` stages of a query block's L and D (fp32). P and dS
-  // stay in registers (TwoPassBackward::step_reads).
-  const std::int64_t keys = 2 * bk + 2 * s * bq, queries = 2 * bq + 2 * s * bk;
-  return std::max(keys, queries) * p.head_dim * p.elem_bytes() + s * 2 * bq * 4;
+  const std::int64_t qs = t.query_step > 0 ? t.query_step : bq;
+  const std::int64_t ks = t.key_step > 0 ? t.key_step : bk;
+  // Pass 1: K_x, V_x and `s` stages of a query step's Q, dO; pass 2: Q_x, dO_x and `s` stages
+  // of a key step's K, V; the passes reuse one buffer. Then `s` stages of a query step's L and D
+  // (fp32; pass 2 keeps its block's in registers). P and dS stay in registers
+  // (TwoPassBackward::step_reads).
+  const std::int64_t keys = 2 * bk + 2 * s * qs, queries = 2 * bq + 2 * s * ks;
+  return std::max(keys, queries) * p.head_dim * p.elem_bytes() + s * 2 * qs * 4;
 }
 
 Planned plan_two_pass_backward(const AttentionProblem& p, const HardwareProfile& hw,
@@ -210,22 +217,30 @@ Planned plan_two_pass_backward(const AttentionProblem& p, const HardwareProfile&
   t.block_kv = req.block_kv.value_or(128);
   t.pipeline_stages = req.pipeline_stages.value_or(2);
   t.threads = req.threads.value_or(128);
-  t.score_chunk = std::min(req.score_chunk.value_or(0), std::max(t.block_q, t.block_kv));
+  t.query_step = req.query_step.value_or(t.block_q);
+  t.key_step = req.key_step.value_or(t.block_kv);
+  t.score_chunk = std::min(req.score_chunk.value_or(0),
+                           std::max({t.block_q, t.block_kv, t.query_step, t.key_step}));
   const std::int64_t smem = two_pass_backward_smem_bytes(p, t);
   const std::int64_t limit = hw.sm.smem_per_cta_max_bytes.value;
   if (smem > limit) {
+    const bool own_steps = t.query_step != t.block_q || t.key_step != t.block_kv;
     out.infeasible_reason = fmt::format(
         "{} two-pass backward tile does not fit in shared memory: Q, dO {}x{} and K, V {}x{} "
-        "({}) with {} stage(s) of the streamed pair and of L, D need {} bytes, {} allows {} "
+        "({}) with {} stage(s) of the streamed pair{} and of L, D need {} bytes, {} allows {} "
         "bytes per CTA",
-        name, t.block_q, d, t.block_kv, d, dtype_name(p.dtype), t.pipeline_stages, smem, hw.name,
-        limit);
+        name, t.block_q, d, t.block_kv, d, dtype_name(p.dtype), t.pipeline_stages,
+        own_steps
+            ? fmt::format(" (query steps of {} rows, key steps of {})", t.query_step, t.key_step)
+            : "",
+        smem, hw.name, limit);
     return out;
   }
   // The larger pass's fp32 accumulators (dK and dV of a key block, or dQ of a query block) and
-  // the S / dP fragments of one tile pair, over the CTA's threads, plus about 40.
-  const std::int64_t acc =
-      (std::max(2 * t.block_kv * d, t.block_q * d) + t.block_q * t.block_kv) / t.threads;
+  // the larger pass's S / dP fragments of one step, over the CTA's threads, plus about 40.
+  const std::int64_t acc = (std::max(2 * t.block_kv * d, t.block_q * d) +
+                            std::max(t.query_step * t.block_kv, t.block_q * t.key_step)) /
+                           t.threads;
   t.registers_per_thread =
       req.registers_per_thread.value_or(static_cast<int>(std::min<std::int64_t>(acc + 40, 255)));
   out.schedule = std::make_unique<TwoPassBackward>(p, t, name);
@@ -233,12 +248,16 @@ Planned plan_two_pass_backward(const AttentionProblem& p, const HardwareProfile&
 }
 
 ReadWriteBytes two_pass_backward_closed_form(const AttentionProblem& p, std::int64_t block_q,
-                                             std::int64_t block_kv) {
+                                             std::int64_t block_kv, std::int64_t query_step,
+                                             std::int64_t key_step) {
   // Per (batch, head), every load and store reaching HBM, as the header lists them.
   const u64 eb = u(p.elem_bytes()), d = u(p.head_dim);
-  const MeetsBlock meets{p, block_kv, nullptr};
+  if (query_step <= 0) query_step = block_q;
+  if (key_step <= 0) key_step = block_kv;
   const auto tr = static_cast<std::int64_t>(cdiv(p.seq, block_q));
   const auto tc = static_cast<std::int64_t>(cdiv(p.seq_kv, block_kv));
+  const auto query_steps = static_cast<std::int64_t>(cdiv(p.seq, query_step));
+  const auto key_steps = static_cast<std::int64_t>(cdiv(p.seq_kv, key_step));
   ReadWriteBytes head;
   head.read += 2 * u(p.seq) * d * eb;  // pre-pass: O, dO
   head.write += u(p.seq) * 4;          // D
@@ -247,17 +266,25 @@ ReadWriteBytes two_pass_backward_closed_form(const AttentionProblem& p, std::int
     head.read += 2 * kr * d * eb;   // K_j, V_j
     head.write += 2 * kr * d * eb;  // dK_j, dV_j
   }
+  // Pass 1 streams each query step that meets key block j past it: Q, dO, L, D of its rows.
+  const MeetsBlock key_block{p, block_kv, nullptr};
+  for (std::int64_t i = 0; i < query_steps; ++i) {
+    const std::int64_t sr = std::min(query_step, p.seq - i * query_step);
+    for (std::int64_t j = 0; j < tc; ++j) {
+      if (key_block(i, i * query_step, sr, j)) head.read += 2 * u(sr) * d * eb + 2 * u(sr) * 4;
+    }
+  }
+  // Pass 2 reads query block i's Q, dO, L, D once, writes its dQ, and streams each key step
+  // that meets the block past it: K, V of its rows.
+  const MeetsBlock key_of_step{p, key_step, nullptr};
   for (std::int64_t i = 0; i < tr; ++i) {
     const std::int64_t qr_i = std::min(block_q, p.seq - i * block_q);
     const u64 qr = u(qr_i);
-    const u64 query_tiles = 2 * qr * d * eb + 2 * qr * 4;  // Q_i, dO_i, L_i, D_i
-    head.read += query_tiles;                              // pass 2, once
-    head.write += qr * d * eb;                             // dQ_i
-    for (std::int64_t j = 0; j < tc; ++j) {
-      if (!meets(i, i * block_q, qr_i, j)) continue;
-      const u64 kr = u(std::min(block_kv, p.seq_kv - j * block_kv));
-      head.read += query_tiles;      // pass 1 streams query block i past key block j
-      head.read += 2 * kr * d * eb;  // pass 2 streams key block j past query block i
+    head.read += 2 * qr * d * eb + 2 * qr * 4;  // Q_i, dO_i, L_i, D_i
+    head.write += qr * d * eb;                  // dQ_i
+    for (std::int64_t j = 0; j < key_steps; ++j) {
+      if (!key_of_step(i, i * block_q, qr_i, j)) continue;
+      head.read += 2 * u(std::min(key_step, p.seq_kv - j * key_step)) * d * eb;
     }
   }
   ReadWriteBytes out;
@@ -278,13 +305,14 @@ Dataflow two_pass_dataflow() {
   b.plan = [](const AttentionProblem& p, const HardwareProfile& hw, const TilingRequest& req,
               const DataflowUse& use) { return plan_two_pass_backward(p, hw, req, use.name); };
   b.closed_form = [](const AttentionProblem& p, const Tiling& t, const BlockMask*) {
-    return two_pass_backward_closed_form(p, t.block_q, t.block_kv);
+    return two_pass_backward_closed_form(p, t.block_q, t.block_kv, t.query_step, t.key_step);
   };
   // FlashAttention-2's Algorithm 2 lines, in another loop order.
   b.paper_step = [](const std::string& kernel, const TileOp& op, const DataflowUse&) {
     return flash2_family_paper_step(kernel, op, {});
   };
   b.score_chunk = true;
+  b.pass_steps = true;
   return b;
 }
 

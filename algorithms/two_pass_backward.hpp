@@ -27,10 +27,11 @@ std::int64_t two_pass_backward_smem_bytes(const AttentionProblem& p, const Tilin
 
 /// The closed form (algorithms/io_formulas.hpp) of the two-pass backward (p.pass == bwd), per
 /// (batch, head): a pre-pass reads O and dO and writes D; pass 1 reads each key block's K and V
-/// once and, per query block meeting it, that block's Q, dO (element type) and L, D (fp32), and
-/// writes dK, dV once; pass 2 reads each query block's Q, dO, L, D once and, per key block meeting
-/// it, K and V, and writes dQ once.
+/// once and, per query step (query_step rows) meeting it, that step's Q, dO (element type) and L,
+/// D (fp32), and writes dK, dV once; pass 2 reads each query block's Q, dO, L, D once and, per key
+/// step (key_step rows) meeting it, K and V, and writes dQ once. Steps of 0 are the blocks.
 ReadWriteBytes two_pass_backward_closed_form(const AttentionProblem& p, std::int64_t block_q,
-                                             std::int64_t block_kv);
+                                             std::int64_t block_kv, std::int64_t query_step,
+                                             std::int64_t key_step);
 
 }  // namespace iosim

@@ -402,6 +402,80 @@ TEST_CASE("golden: two-pass shared-memory reads of 16-column score chunks") {
         (2 * 64 + 2 * 2 * 128) * 64 * 2 + 2 * 2 * 64 * 4);
 }
 
+TEST_CASE("two-pass backward with steps of its own: its closed form, the same FLOPs, exact" *
+          doctest::test_suite("long")) {
+  // Over random shapes and steps (pass 1's query rows, pass 2's key rows a step, apart from the
+  // blocks each pass keeps): two-level bytes equal the closed form; the FLOPs outside the masked
+  // diagonal's blocks are the steps' business only where the mask cuts them, so without a mask
+  // they equal the run without steps; the gradients are exact.
+  test::ShapeGen gen(4409);
+  const std::int64_t steps[] = {16, 32, 64, 128};
+  int checked = 0, executed = 0;
+  for (int i = 0; i < test::cases(40); ++i) {
+    RunRequest r = random_request(gen, Pass::bwd, 300);
+    r.engine.l2_enabled = false;
+    r.execute = i % 4 == 0;
+    KernelDescription d = two_pass_description();
+    d.tiles.query_step = gen.pick(steps);
+    d.tiles.key_step = gen.pick(steps);
+    CAPTURE(r.problem.seq);
+    CAPTURE(r.problem.seq_kv);
+    CAPTURE(r.problem.causal);
+    CAPTURE(*d.tiles.query_step);
+    CAPTURE(*d.tiles.key_step);
+    const Report rep = run_kernel(d, r, "h100-sxm5-80gb");
+    const Report blocks = run_kernel(two_pass_description(), r, "h100-sxm5-80gb");
+    if (!rep.feasible() || !blocks.feasible()) continue;
+    test::require_closed_form(r, rep);
+    CHECK(rep.engine.kernels[1].spec.grid.count() == blocks.engine.kernels[1].spec.grid.count());
+    if (!r.problem.causal) {
+      CHECK(rep.engine.kernels[1].counters.flops() == blocks.engine.kernels[1].counters.flops());
+    }
+    if (r.execute) {
+      REQUIRE(rep.numerics.max_abs_error.has_value());
+      CHECK(*rep.numerics.max_abs_error <= 1e-4);
+      ++executed;
+    }
+    ++checked;
+  }
+  CHECK(checked >= (test::kSanitized ? 2 : 25));
+  CHECK(executed >= (test::kSanitized ? 0 : 5));
+}
+
+TEST_CASE("golden: a two-pass backward keeping 128-row blocks and streaming 32-row steps") {
+  // One head, N = 256, d = 64, fp16, L2 off. Pre-pass: O, dO read (65536), D written (1024).
+  // Pass 1: K, V of both key blocks once (65536) and, per key block, the 8 query steps' Q, dO
+  // (2 x 32 x 64 x 2) and L, D (2 x 32 x 4): 16 x 8448 = 135168. Pass 2: both query blocks' Q,
+  // dO, L, D once (2 x 33792 = 67584) and, per query block, the 8 key steps' K, V (2 x 32 x 64 x
+  // 2): 16 x 8192 = 131072. Writes: dK, dV (65536), dQ (32768), D (1024).
+  RunRequest r = test::request("flash2", 1, 1, 256, 64, 128, 128);
+  r.problem.pass = Pass::bwd;
+  r.engine.l2_enabled = false;
+  KernelDescription d = two_pass_description();
+  d.tiles.query_step = 32;
+  d.tiles.key_step = 32;
+  const Report rep = run_kernel(d, r, "h100-sxm5-80gb");
+  REQUIRE(rep.feasible());
+  CHECK(rep.engine.total.hbm.read_total() == 65536 + 65536 + 135168 + 67584 + 131072);
+  CHECK(rep.engine.total.hbm.write_total() == 65536 + 32768 + 1024);
+  CHECK(rep.engine.kernels[1].spec.grid.x == 2);  // one CTA a kept 128-row block
+  // Shared memory: 128 kept rows of two operands and 2 stages of a 32-row step's two (pass 1
+  // and pass 2 alike: 384 rows), and 2 stages of a step's L, D.
+  CHECK(rep.engine.kernels[1].spec.smem_bytes_per_cta ==
+        (2 * 128 + 2 * 2 * 32) * 64 * 2 + 2 * 2 * 32 * 4);
+  // At d = 128 and 3 stages the 128-row blocks fit only with their 32-row steps: as whole
+  // streamed blocks they would need 265216 bytes, more than an H100 CTA may have.
+  RunRequest wide = test::request("flash2", 4, 16, 4096, 128, 128, 128);
+  wide.problem.pass = Pass::bwd;
+  wide.tiling.pipeline_stages = 3;
+  KernelDescription whole = two_pass_description();
+  const Report refused = run_kernel(whole, wide, "h100-sxm5-80gb");
+  CHECK_FALSE(refused.feasible());
+  CHECK(refused.infeasible_reason.find("265216 bytes") != std::string::npos);
+  const Report stepped = run_kernel(d, wide, "h100-sxm5-80gb");
+  CHECK(stepped.feasible());
+}
+
 TEST_CASE("bad descriptions are refused with the key path and the reason") {
   const auto refused = [](const json& doc, const std::string& needle) {
     CAPTURE(doc.dump());
@@ -430,6 +504,19 @@ TEST_CASE("bad descriptions are refused with the key path and the reason") {
   json chunk_two_pass = {
       {"name", "k"}, {"dataflow", {{"backward", "two_pass"}}}, {"tiles", {{"score_chunk", 16}}}};
   CHECK(parse_kernel_description(chunk_two_pass, "k.yaml").tiles.score_chunk == 16);
+  json step_forward = ok;
+  step_forward["tiles"] = {{"query_step", 32}};
+  refused(step_forward, "tiles.query_step: applies to the two_pass backward only");
+  json key_step_bad = {
+      {"name", "k"}, {"dataflow", {{"backward", "two_pass"}}}, {"tiles", {{"key_step", 0}}}};
+  refused(key_step_bad, "tiles.key_step: 0 is out of range");
+  json steps_two_pass = {{"name", "k"},
+                         {"dataflow", {{"backward", "two_pass"}}},
+                         {"tiles", {{"query_step", 32}, {"key_step", 16}}}};
+  const KernelDescription stepped = parse_kernel_description(steps_two_pass, "k.yaml");
+  CHECK(stepped.tiles.query_step == 32);
+  CHECK(stepped.tiles.key_step == 16);
+  CHECK(kernel_description_json(stepped).at("tiles").at("key_step") == 16);
   CHECK(kernel_description_json(parse_kernel_description(chunk_two_pass, "k.yaml"))
             .at("tiles")
             .at("score_chunk") == 16);
