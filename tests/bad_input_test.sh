@@ -198,6 +198,10 @@ done <"$DATA/bad_profiles/EXPECTED.tsv"
 
 echo "bad-input corpus: $pass passed, $fail failed$([ "$memory_only" = 1 ] &&
   echo ", $skipped not asking for memory left to the sanitized pass")"
+if [ "$memory_only" = 1 ] && [ $((pass + fail)) -eq 0 ]; then
+  echo "FAIL: IOSIM_BAD_INPUTS_MEMORY_ONLY=1 and no input's name matches MEMORY_CASES"
+  exit 1
+fi
 # docs/limits.md states the corpus size through a marker that ctest docs checks
 # (scripts/readme_numbers.py, bad_input_corpus_size(): the same two files as here).
 [ "$fail" -eq 0 ]
