@@ -3,15 +3,17 @@
 # clang, AddressSanitizer and UndefinedBehaviorSanitizer (float-cast-overflow included; every
 # report is fatal: -fno-sanitize-recover=all) into build-sanitize/, runs the unit suites (doctest),
 # the CLI, bad-input, resume and determinism tests there, then each fuzz target for FUZZ_SECONDS
-# (default 12; eight targets, as many at a time as there are cores: under a minute on two) from its
-# corpus (tests/fuzz/corpus/<target>/: seeds and the regression inputs of bugs found).
+# (default 8; eight targets, as many at a time as there are cores: about half a minute on two) from
+# its corpus (tests/fuzz/corpus/<target>/: seeds and the regression inputs of bugs found, small
+# files that libFuzzer runs whole before it mutates; the seconds buy random mutations: fewer
+# seconds, fewer executions, each target's count printed below; docs/CI_TIMES.md).
 # -O1 keeps the build and the tests fast on CI's two cores; -gline-tables-only gives the reports'
 # stack traces their files and lines (inlined frames too) at a tenth less compile time than -g.
 # -DIOSIM_UNITY_MODEL=ON: the model's libraries as unity builds too (a third less CPU time for
 # them), which leaves clang's numbers as they are (CMakeLists.txt, IOSIM_UNITY).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-fuzz_seconds=${FUZZ_SECONDS:-12}
+fuzz_seconds=${FUZZ_SECONDS:-8}
 # The build (.ci/run starts it early, beside the Release build and tests; then this is a no-op).
 scripts/sanitize_build.sh
 
