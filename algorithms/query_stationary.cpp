@@ -248,8 +248,14 @@ Planned plan_query_stationary_forward(const AttentionProblem& p, const HardwareP
   }
   t.pipeline_stages = req.pipeline_stages.value_or(2);
   const int consumers = static_cast<int>(ceil_div(t.block_q, kRowsPerWarpgroup));
-  t.threads =
-      req.threads.value_or(specialized ? (consumers + 1) * kWarpgroupThreads : kWarpgroupThreads);
+  // Without warp specialization, 4 warps, or 8 where 4 could not hold the fp32 O and S tiles in
+  // the registers a thread may have (the check below): FlashAttention-2's own choice, 8 warps
+  // for d = 192 and 256 at 128 x 64.
+  const bool eight_warps =
+      t.block_q * (d + t.block_kv) / kWarpgroupThreads > hw.sm.max_registers_per_thread.value;
+  t.threads = req.threads.value_or(specialized   ? (consumers + 1) * kWarpgroupThreads
+                                   : eight_warps ? 2 * kWarpgroupThreads
+                                                 : kWarpgroupThreads);
   if (specialized &&
       (t.block_q % kRowsPerWarpgroup != 0 || t.threads != (consumers + 1) * kWarpgroupThreads)) {
     out.infeasible_reason = fmt::format(
@@ -319,6 +325,23 @@ Planned plan_query_stationary_forward(const AttentionProblem& p, const HardwareP
       }
     }
   } else {
+    // Without a compiler's report (a preset, tune's space): a thread's share of the O and S
+    // accumulators in fp32 is live through every step, so where it alone is more than a thread
+    // may have, ptxas spills (our kernels pick their warps to keep it under 255:
+    // cuda_validate/runner/flash_instances.hpp; the tile sweep's spilling configurations ran
+    // 1.5-3x slower, CALIBRATION.md), and how much only the compiler can say.
+    const std::int64_t accumulators = t.block_q * (d + t.block_kv) / t.threads;
+    if (!req.registers_per_thread && !req.local_bytes_per_thread &&
+        accumulators > hw.sm.max_registers_per_thread.value) {
+      out.infeasible_reason = fmt::format(
+          "{} with {} threads: the O ({}x{}) and S ({}x{}) accumulators in fp32 alone take {} "
+          "registers a thread, {} allows {}; such a kernel spills, which iosim times from the "
+          "compiler's report (launch.registers_per_thread and local_bytes_per_thread in a kernel "
+          "description), or use more --threads or smaller blocks",
+          algo, t.threads, t.block_q, d, t.block_q, t.block_kv, accumulators, hw.name,
+          hw.sm.max_registers_per_thread.value);
+      return out;
+    }
     regs = row_split_registers(t, d, eb, req);
   }
   t.registers_per_thread = regs;

@@ -137,6 +137,11 @@ TEST_CASE("a block-mask description planned apart has the closed form of its blo
     r.engine.l2_enabled = false;
     r.kernel = std::make_shared<const KernelDescription>(d);
     const Report rep = simulate(test::profile("h100-sxm5-80gb"), r);
+    // A tile whose fp32 accumulators alone pass a thread's 255 registers would spill: refused
+    // without a compiler's report (tile_mechanisms_test.cpp), and no closed form to compare.
+    if (!rep.feasible() && rep.infeasible_reason.find("registers a thread") != std::string::npos) {
+      continue;
+    }
     REQUIRE(rep.feasible());
     CAPTURE(with_backward);
     test::require_closed_form(r, rep);
@@ -170,6 +175,9 @@ TEST_CASE("an fp8 description's closed form writes O in bf16, as its schedule do
     r.engine.l2_enabled = false;
     r.kernel = std::make_shared<const KernelDescription>(d);
     const Report rep = simulate(test::profile("h100-sxm5-80gb"), r);
+    if (!rep.feasible() && rep.infeasible_reason.find("registers a thread") != std::string::npos) {
+      continue;  // spills: refused without a compiler's report, as in the case above
+    }
     REQUIRE(rep.feasible());
     CAPTURE(d.block_mask);
     test::require_closed_form(r, rep);

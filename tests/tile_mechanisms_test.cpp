@@ -2,6 +2,7 @@
 // one kernel (spills, uniform wgmma warpgroups, a late wgmma wait), as properties over random
 // shapes and golden structure: each moves the time and never the bytes a CTA requests.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
 
@@ -61,6 +62,52 @@ TEST_CASE("spills: a kernel that spills is slower and moves the same bytes, over
       CHECK(spills.tiling.local_bytes_per_thread == 256);
     }
   }
+}
+
+TEST_CASE("accumulators past the register file: refused without a compiler's report") {
+  // Over random tiles and warps: a query-stationary kernel whose thread's share of the fp32 O and
+  // S tiles alone is over 255 registers spills, by an amount only the compiler knows. Without
+  // its report the run is refused and says so; with it (registers, or spilled bytes) it runs.
+  test::ShapeGen gen(4611);
+  const std::int64_t blocks[] = {64, 128, 192, 256};
+  const std::int64_t kv_blocks[] = {32, 64, 128, 256};
+  int refused = 0, ran = 0;
+  for (int i = 0; i < 40; ++i) {
+    RunRequest r = random_forward(gen);
+    r.tiling.block_q = gen.pick(blocks);
+    r.tiling.block_kv = gen.pick(kv_blocks);
+    r.tiling.threads = gen.coin() ? 128 : 256;
+    r.algorithm = "flash2";
+    const std::int64_t d = r.problem.head_dim;
+    const std::int64_t accumulators =
+        *r.tiling.block_q * (d + *r.tiling.block_kv) / *r.tiling.threads;
+    CAPTURE(*r.tiling.block_q);
+    CAPTURE(*r.tiling.block_kv);
+    CAPTURE(*r.tiling.threads);
+    CAPTURE(d);
+    const Report preset = simulate(test::profile("h100-sxm5-80gb"), r);
+    if (accumulators > 255) {
+      CHECK_FALSE(preset.feasible());
+      if (preset.infeasible_reason.find("shared memory") == std::string::npos) {  // checked first
+        CHECK(preset.infeasible_reason.find(fmt::format("alone take {} registers", accumulators)) !=
+              std::string::npos);
+      }
+      KernelDescription d_facts = kernel_preset("flash2");
+      d_facts.tiles.registers_per_thread = 255;
+      d_facts.tiles.local_bytes_per_thread = 4 * static_cast<int>(accumulators - 255);
+      const Report stated = run_described(d_facts, r, "h100-sxm5-80gb");
+      if (stated.infeasible_reason.find("shared memory") == std::string::npos) {
+        CHECK(stated.feasible());
+      }
+      ++refused;
+    } else if (preset.feasible()) {
+      ++ran;
+    } else {
+      CHECK(preset.infeasible_reason.find("registers a thread") == std::string::npos);
+    }
+  }
+  CHECK(refused >= 8);
+  CHECK(ran >= 8);
 }
 
 // Triton's 8 warps on a 64-row tile, measured (profile_triton): each warpgroup computes the whole

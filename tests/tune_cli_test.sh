@@ -63,13 +63,19 @@ done < <(grep '^point ' <<<"$checks")
 
 # A small space (2 x 3 tilings, block_kv 1024 past shared memory): CSV rows, the same bytes on 1
 # and 3 threads, the table's ranking the CSV's.
-S=("${P[@]}" --block-q 128,256 --block-kv 64,128,1024 --stages 2 --threads 128)
+S=("${P[@]}" --block-q 128,256 --block-kv 64,128,1024 --stages 2 --threads 256)
 "$IOSIM" tune "${S[@]}" --top 0 --format csv --jobs 1 >"$tmp/j1.csv" 2>/dev/null || bad "tune --jobs 1 failed"
 "$IOSIM" tune "${S[@]}" --top 0 --format csv --jobs 3 >"$tmp/j3.csv" 2>/dev/null || bad "tune --jobs 3 failed"
 cmp -s "$tmp/j1.csv" "$tmp/j3.csv" && ok || bad "tune --jobs 1 and --jobs 3 differ"
 [ "$(wc -l <"$tmp/j1.csv")" -eq 7 ] && ok || bad "tune CSV: want a header and 6 rows: $(cat "$tmp/j1.csv")"
 [ "$(grep -c ',false,.*does not fit in shared memory' "$tmp/j1.csv")" -eq 2 ] && ok ||
   bad "tune CSV: want the 2 tilings of block_kv 1024 infeasible with their reason: $(cat "$tmp/j1.csv")"
+# On 128 threads the 256-row tilings' fp32 O and S alone take 256 and 384 registers a thread, past
+# the 255 a thread may have: infeasible (they would spill; algorithms/query_stationary.cpp).
+"$IOSIM" tune "${P[@]}" --block-q 128,256 --block-kv 64,128 --stages 2 --threads 128 --top 0 \
+  --format csv >"$tmp/regs.csv" 2>/dev/null || bad "tune on 128 threads failed"
+[ "$(grep -c ',false,.*alone take [0-9]* registers a thread' "$tmp/regs.csv")" -eq 2 ] && ok ||
+  bad "tune CSV: want the 2 tilings of block_q 256 on 128 threads refused for registers: $(cat "$tmp/regs.csv")"
 "$IOSIM" tune "${S[@]}" --top 3 >"$tmp/tune.txt" 2>"$tmp/err" || bad "tune (table) failed: $(cat "$tmp/err")"
 first=$(awk -F, '$1 == 1 { print $3, $4, $5, $6 }' "$tmp/j1.csv")
 grep -qE "^ +1\* +${first// / +} " "$tmp/tune.txt" && ok || bad "table rank 1 is not '$first': $(cat "$tmp/tune.txt")"
