@@ -75,7 +75,7 @@ RUNS = {
     "bs": "run --profile a100-sxm4-40gb --algo block-sparse --pass fwdbwd --batch 4 --heads 16 --seq 16384 --head-dim 64 --l2 off --format json",
     "ex_std": "explain --algo standard --seq 32 --block-q 16 --block-kv 16 --until 4",
     "ex_f1": "explain --algo flash1 --seq 32 --block-q 16 --block-kv 16 --execute --step 24",
-    "big_q": "run --algo flash2 --batch 4 --heads 16 --seq 4096 --head-dim 128 --block-q 1024 --block-kv 64 --l2 off --set sm.smem_per_sm_bytes=500000 --set sm.smem_per_cta_max_bytes=400000 --format json",
+    "big_q": "run --algo flash2 --batch 4 --heads 16 --seq 4096 --head-dim 128 --block-q 1024 --block-kv 64 --l2 off --set sm.smem_per_sm_bytes=500000 --set sm.smem_per_cta_max_bytes=400000 --set sm.max_registers_per_thread=1024 --format json",
     "q256": "run --algo flash2 --batch 4 --heads 16 --seq 4096 --head-dim 128 --block-q 256 --block-kv 64 --l2 off --format json",
     "dec8": "run --algo flash2 --batch 1 --heads 8 --seq 1 --seq-kv 32768 --head-dim 128 --format json",
     "f2": "run --algo flash2 --batch 4 --heads 16 --seq 4096 --head-dim 64 --block-q 128 --block-kv 64 --format json",
