@@ -27,6 +27,7 @@ import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TIMEOUT = 20
+PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
 LEAKS = re.compile(r"json\.exception|std::|basic_string|terminate called|what\(\)|stoi|stod|stoul|"
                    r"bad_alloc|vector::|map::at|nlohmann|YAML::|yaml-cpp|bad conversion|"
                    r"incompatible function|Unable to cast|Traceback|Segmentation|core dumped|"
@@ -35,7 +36,8 @@ LEAKS = re.compile(r"json\.exception|std::|basic_string|terminate called|what\(\
                    r"Could not convert|ValidationError", re.I)
 
 FINDINGS = []   # dicts: class, where, input, detail
-COUNT = {"cli": 0, "python": 0, "files": 0, "outputs": 0, "signals": 0}
+COUNT = {"cli": 0, "python": 0, "files": 0, "outputs": 0, "signals": 0, "whatif": 0,
+         "budget": 0}
 
 
 def finding(cls, where, inp, detail):
@@ -118,7 +120,7 @@ RUN_TXT = {
     "--warpgroups": ["none", "", "pingpong,pingpong"],
     "--pack-gqa": ["maybe", "", "1"],
     "--seq-lens": ["", ",", "1,,2", "-1", "0", "0,0", "abc", "1;2", "1 2", "99999999999999999999",
-                   ",".join(["1"] * 100000), "1e3", "1.5,2"],
+                   ",".join(["1"] * 60000), "1e3", "1.5,2"],
     "--seq-kv-lens": ["", "1", "1,2,3,4", "abc", "-5,5"],
     "--block-table": ["/nonexistent", "/etc", "/dev/null", "", "/dev/zero"],
     "--profile": ["", "nope", "/etc", "/dev/null", "/dev/zero", "h100", "H100-SXM5-80GB",
@@ -708,6 +710,183 @@ def signal_cases(cli, tmp):
                         finding("destructive", where, inp, f"rc={rc}, left {left}")
 
 
+# ---------------------------------------------------------------------------- what-ifs
+def profile_keys(cli):
+    """(key, integer?, extreme values within and just past its bounds) from `profiles --keys`."""
+    out = subprocess.run([cli.bin, "profiles", "--keys", "all"], capture_output=True,
+                         text=True).stdout
+    keys = []
+    for line in out.splitlines():
+        m = re.match(r"^(\w+\.\w+)\s+(integer|number)\s+.*?\s{2,}(.*)$", line)
+        if not m:
+            continue
+        key, kind, bounds = m.groups()
+        nums = re.findall(r"-?\d+(?:\.\d+)?(?:e-?\d+)?", bounds)
+        vals = {"1", "0", "1e-6", "4096", "1e6", "2147483647", "4294967296", "1e12", "1e-300"}
+        for n in nums:
+            v = float(n)
+            vals.update({repr(v), repr(v * 2), repr(v / 2)})
+            if kind == "integer":
+                vals.update({str(int(v)), str(int(v) + 1), str(max(int(v) - 1, 0))})
+        if kind == "integer":
+            vals = {v for v in vals if re.fullmatch(r"-?\d+", v)} | {"9223372036854775807"}
+        keys.append((key, kind, sorted(vals)))
+    return keys
+
+
+def sane_report(text):
+    """A problem with a run's JSON that exited 0: not a finite, positive time, or a negative
+    counter."""
+    try:
+        doc = json.loads(text)
+    except ValueError as e:
+        return f"stdout is not JSON: {e}"
+    runs = doc.get("runs", [doc]) if isinstance(doc, dict) else []
+    for r in runs:
+        if not r.get("feasible", True):
+            continue
+        t = r.get("time_s")
+        if not isinstance(t, (int, float)) or not t > 0 or t != t or t == float("inf"):
+            return f"time_s={t!r}"
+        for k, v in (r.get("counters") or {}).items():
+            if isinstance(v, (int, float)) and (v < 0 or v != v):
+                return f"counters.{k}={v}"
+            if v is None:
+                return f"counters.{k}=null"
+        for k, v in (r.get("achieved") or {}).items():
+            if v is None or (isinstance(v, float) and (v != v or v < 0)):
+                return f"achieved.{k}={v}"
+        p = r.get("power") or {}
+        for k, v in p.items():
+            if v is None or (isinstance(v, float) and (v != v or v < 0)):
+                return f"power.{k}={v}"
+    return None
+
+
+def whatif_cases(cli, rnd):
+    keys = profile_keys(cli)
+    algos = [["--algo", "flash2"], ["--algo", "flash3", "--head-dim", "128"],
+             ["--algo", "flash-decoding", "--seq", "1", "--seq-kv", "4096"],
+             ["--algo", "paged", "--seq", "1", "--seq-kv", "2048", "--batch", "4"],
+             ["--algo", "standard", "--pass", "bwd"], ["--algo", "flash2", "--pass", "fwdbwd",
+                                                      "--causal"],
+             ["--algo", "block-sparse", "--pattern", "local:2"]]
+    cases = []
+    for key, kind, vals in keys:
+        for v in vals:
+            a = rnd.choice(algos)
+            cases.append(["run", "--seq", "2048", "--batch", "2", "--heads", "4"] + a
+                         + ["--set", f"{key}={v}", "--format", "json", "--max-seconds", "5"])
+    for _ in range(300):
+        a = rnd.choice(algos)
+        sets = []
+        for key, kind, vals in rnd.sample(keys, rnd.randint(2, 5)):
+            sets += ["--set", f"{key}={rnd.choice(vals)}"]
+        cases.append(["run", "--seq", rnd.choice(["256", "2048", "8192"]), "--batch", "2",
+                      "--heads", "4"] + a + sets + ["--format", "json", "--max-seconds", "5"])
+    return cases
+
+
+def run_whatif(cli, args):
+    rc, out, err, el = cli.call(args)
+    COUNT["whatif"] = COUNT.get("whatif", 0) + 1
+    c = classify_cli(args, rc, out, err, el, "any")
+    if c:
+        finding(c[0], "whatif", " ".join(args), c[1])
+    elif rc == 0:
+        bad = sane_report(out)
+        if bad:
+            finding("silent", "whatif", " ".join(args), f"exit 0 with {bad}")
+    if rc is not None and el > 9:
+        finding("hang", "whatif", " ".join(args), f"--max-seconds 5 ran {el:.1f}s")
+
+
+# ---------------------------------------------------------------------------- budgets
+def budget_cases():
+    """Large but accepted work under --max-seconds 2 (or --max-memory): each must end (exit 0,
+    2 or 3) within a few seconds of its limit, and not be killed by the memory it takes."""
+    lim = ["--max-seconds", "2"]
+    big = [
+        ["run", "--seq", "1048576", "--batch", "64", "--heads", "64", "--exact"],
+        ["run", "--seq", "1048576", "--algo", "block-sparse", "--pattern", "random:0.5:1"],
+        ["run", "--seq", "1048576", "--algo", "block-sparse", "--pattern", "strided:3"],
+        ["run", "--seq", "262144", "--algo", "standard"],
+        ["run", "--seq", "262144", "--algo", "standard", "--pass", "bwd"],
+        ["run", "--seq", "1", "--seq-kv", "16777216", "--algo", "paged", "--page-tokens", "1",
+         "--batch", "64"],
+        ["run", "--seq", "1", "--seq-kv", "16777216", "--algo", "flash-decoding", "--splits",
+         "65536"],
+        ["run", "--seq", "1048576", "--window", "1", "--causal"],
+        ["run", "--seq", "4096", "--execute", "--batch", "8", "--heads", "8"],
+        ["run", "--seq", "65536", "--execute"],
+        ["run", "--seq", "1", "--seq-lens", ",".join(["65536"] * 2000)],
+        ["run", "--seq", "1", "--seq-lens", ",".join(["1"] * 60000)],
+        ["run", "--seq", "1", "--seq-lens", ",".join(["1"] * 30000), "--algo", "paged"],
+        ["run", "--seq", "65536", "--algo", "flash1,flash2,flash3,standard", "--batch", "16"],
+        ["run", "--seq", "1048576", "--html", "x.html", "--exact"],
+        ["tune", "--seq", "65536", "--block-q", "16:4096:+16", "--block-kv", "16:4096:+16",
+         "-j", "1"],
+        ["tune", "--seq", "65536", "--stages", "1:100000:+1", "-j", "1"],
+        ["sweep", "--seq", "1:1000000:+1", "-j", "1", "-o", "s.json"],
+        ["sweep", "--seq", "1:100000:+1", "--batch", "1:100000:+1", "-j", "1"],
+        ["layer", "--model", "llama-3-70b", "--seq", "1048576", "--batch", "1024"],
+        ["layer", "--model", "llama-3-8b", "--seq", "1:100000:+1"],
+        ["layer", "--model", "llama-3-8b", "--phase", "decode", "--seq", "1048576",
+         "--batch", "4096"],
+        ["layer", "--model", "llama-3-8b", "--seq-lens", ",".join(["1"] * 15000),
+         "--context-lens", ",".join(["100000"] * 15000)],
+        ["kvcache", "--layers", "1", "--kv-heads", "1", "--head-dim", "16", "--requests",
+         "2147483647", "--kv-budget-bytes", "1e15"],
+        ["kvcache", "--layers", "1", "--kv-heads", "1", "--head-dim", "16", "--requests",
+         "1000000", "--block-tokens", "1", "--max-prompt-tokens", "2147483647",
+         "--prompt-len", "const:2000000000", "--kv-budget-bytes", "1e18"],
+        ["kvcache", "--layers", "1", "--kv-heads", "1", "--head-dim", "16", "--samples",
+         "2147483647", "--requests", "10"],
+        ["kvcache", "--layers", "1", "--kv-heads", "1", "--head-dim", "16", "--series-points",
+         "2147483647", "--requests", "100000", "--format", "json"],
+        ["kvcache", "--layers", "1", "--kv-heads", "1", "--head-dim", "16", "--prompt-groups",
+         "2147483647", "--shared-prefix-tokens", "2000"],
+        ["explain", "--seq", "64", "--head-dim", "16", "--batch", "4", "--block-q", "16",
+         "--block-kv", "16", "--html", "e.html"],
+        ["explain", "--seq", "64", "--head-dim", "16", "--compare", ",".join(
+            ["flash1", "flash2", "standard", "flash3"] * 10)],
+        ["demo", "--seq", "1048576", "--batch", "64", "--heads", "64"],
+    ]
+    cases = [c + lim for c in big]
+    cases += [c + ["--max-memory", "64M", "--max-seconds", "5"] for c in big
+              if c[0] in ("run", "tune", "sweep", "explain")]
+    return cases
+
+
+def run_budget(cli, args, tmp):
+    d = tempfile.mkdtemp(dir=tmp)
+    t = time.time()
+    try:
+        p = subprocess.run(["/usr/bin/time", "-f", "MAXRSS %M", cli.bin] + args,
+                           capture_output=True, timeout=TIMEOUT, cwd=d)
+        rc, err = p.returncode, p.stderr.decode("utf-8", "replace")
+    except subprocess.TimeoutExpired:
+        rc, err = None, ""
+    el = time.time() - t
+    COUNT["budget"] = COUNT.get("budget", 0) + 1
+    m = re.search(r"MAXRSS (\d+)", err)
+    err = re.sub(r"(Command exited with non-zero status \d+\n)?MAXRSS \d+\n?", "", err)
+    c = classify_cli(args, rc, "", err, el, "any")
+    if c:
+        finding(c[0], "budget", " ".join(args)[:300], c[1])
+    limit = float(args[args.index("--max-seconds") + 1]) if "--max-seconds" in args else 0
+    if rc is not None and limit and el > limit + 6:
+        finding("hang", "budget", " ".join(args)[:300], f"--max-seconds {limit:g} ran {el:.1f}s "
+                f"(rc {rc})")
+    if m and int(m.group(1)) > 4_000_000:
+        finding("crash" if rc and rc < 0 else "internal", "budget", " ".join(args)[:300],
+                f"peak RSS {int(m.group(1)) / 1e6:.1f} GB")
+    if "--max-memory" in args and m and int(m.group(1)) > 400_000:
+        finding("silent", "budget", " ".join(args)[:300],
+                f"--max-memory 64M, peak RSS {int(m.group(1)) / 1e3:.0f} MB (rc {rc})")
+    shutil.rmtree(d, ignore_errors=True)
+
+
 # ---------------------------------------------------------------------------- python
 PY_BAD = ["None", "float('nan')", "float('inf')", "-float('inf')", "2**70", "-2**70", "-1", "0",
           "'abc'", "''", "[]", "{}", "object()", "b'64'", "True", "1.5", "[1, 2]", "(1,)",
@@ -769,7 +948,7 @@ def gen_python(rnd, tmp):
     ]:
         for kw in kws:
             for v in PY_BAD:
-                b = ", ".join(x for x in base.split(", ") if not x.startswith(kw + "="))
+                b = ", ".join(x for x in re.split(r", (?=\w+=)", base) if not x.startswith(kw + "="))
                 calls.append((f"py:{fn}:{kw}", f"iosim.{fn}({b}, {kw}={v})", "bad"))
     for v in PY_BAD + ["'/nonexistent'", "'/etc'", "'/dev/null'", "'/dev/zero'",
                        f"'{tmp}'", "os.devnull", "__import__('pathlib').Path('/nonexistent')"]:
@@ -826,7 +1005,7 @@ def classify_py(res, expect):
 
 def run_python(pypath, calls, tmp):
     def start():
-        return subprocess.Popen([sys.executable, "-c", PY_WORKER, pypath], stdin=subprocess.PIPE,
+        return subprocess.Popen([PYTHON, "-c", PY_WORKER, pypath], stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp,
                                 bufsize=1)
     import selectors
@@ -880,7 +1059,8 @@ def main():
     binary = os.path.abspath(a.bin)
     tmp = tempfile.mkdtemp(prefix="iosim_probe6_")
     cli = Cli(binary, tmp)
-    only = set(a.only.split(",")) if a.only else {"cli", "files", "outputs", "signals", "python"}
+    only = set(a.only.split(",")) if a.only else {"cli", "files", "outputs", "signals",
+                                                            "python", "whatif", "budget"}
     t0 = time.time()
     if "cli" in only:
         cases = gen_cli_flags(rnd)
@@ -899,6 +1079,16 @@ def main():
         calls = gen_python(rnd, tmp)
         run_python(os.path.abspath(a.python_path), calls, tmp)
         print(f"python: {len(calls)} calls, {time.time() - t0:.0f}s", file=sys.stderr)
+    if "whatif" in only:
+        cases = whatif_cases(cli, rnd)
+        with cf.ThreadPoolExecutor(a.jobs) as ex:
+            list(ex.map(lambda c: run_whatif(cli, c), cases))
+        print(f"whatif: {len(cases)} cases, {time.time() - t0:.0f}s", file=sys.stderr)
+    if "budget" in only:
+        cases = budget_cases()
+        with cf.ThreadPoolExecutor(a.jobs) as ex:
+            list(ex.map(lambda c: run_budget(cli, c, tmp), cases))
+        print(f"budget: {len(cases)} cases, {time.time() - t0:.0f}s", file=sys.stderr)
     if "signals" in only:
         signal_cases(cli, tmp)
         print(f"signals done, {time.time() - t0:.0f}s", file=sys.stderr)
