@@ -399,7 +399,8 @@ std::string validate_json(const std::string& path, const std::string& profile) {
 
 // run(), sweep() and tune()'s max_seconds= and max_memory=, the CLI's --max-seconds and
 // --max-memory (they were "unknown flag"s, issue #50 M4): set for one call by the package and
-// put back (0 and "": none, the default) when it ends. Process-wide, as in the CLI.
+// put back (0 and "": none, the default) when it ends. The calling thread's (run_control,
+// memory_budget): a call on another thread neither shares nor clears them.
 void set_limits(double seconds, const std::string& memory) {
   if (!(seconds >= 0)) throw ConfigError(fmt::format("max_seconds={} must be >= 0", seconds));
   const std::uint64_t bytes =

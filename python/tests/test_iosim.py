@@ -228,6 +228,45 @@ def test_max_seconds_and_max_memory_are_the_clis_flags_for_one_call():
     assert iosim.run(seq=128)["feasible"]
 
 
+def test_max_seconds_is_each_threads_own():
+    # One process-wide budget: a call's max_seconds was cleared when a call on another thread
+    # ended, and the call ran on for ever; a call without one could be stopped by another's
+    # (issue #50's sixth probe).
+    import threading
+    import time
+    out = {}
+
+    def long_call():
+        start = time.monotonic()
+        try:
+            iosim.sweep(seq=[1048576, 1048577], batch=64, heads=64, exact=True, jobs=2,
+                        max_seconds=0.5)
+            out["long"] = "returned"
+        except TimeoutError:
+            out["long"] = time.monotonic() - start
+
+    def short_calls(**limits):
+        errors = []
+        end = time.monotonic() + 1.5
+        while time.monotonic() < end:
+            try:
+                iosim.run(seq=64, **limits)
+            except Exception as e:  # pylint: disable=broad-except
+                errors.append(repr(e))
+        out[str(limits)] = errors
+
+    threads = [threading.Thread(target=long_call, daemon=True),
+               threading.Thread(target=short_calls, kwargs={"max_seconds": 100}, daemon=True),
+               threading.Thread(target=short_calls, daemon=True)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert not any(t.is_alive() for t in threads), out
+    assert isinstance(out["long"], float) and out["long"] < 3, out
+    assert out["{'max_seconds': 100}"] == [] and out["{}"] == [], out
+
+
 def test_sweep_dataframe_is_checked_before_the_sweep():
     # dataframe="x" ran the sweep, then raised ModuleNotFoundError without pandas (issue #50).
     with pytest.raises(TypeError, match="dataframe='x': give True or False"):
