@@ -763,6 +763,16 @@ def sane_report(text):
     return None
 
 
+def shape(algo_args, seq):
+    """An algorithm's flags with the problem's sizes it leaves out."""
+    base = ["--heads", "4"]
+    if "--batch" not in algo_args:
+        base += ["--batch", "2"]
+    if "--seq" not in algo_args:
+        base += ["--seq", seq]
+    return algo_args + base
+
+
 def whatif_cases(cli, rnd):
     keys = profile_keys(cli)
     algos = [["--algo", "flash2"], ["--algo", "flash3", "--head-dim", "128"],
@@ -775,15 +785,15 @@ def whatif_cases(cli, rnd):
     for key, kind, vals in keys:
         for v in vals:
             a = rnd.choice(algos)
-            cases.append(["run", "--seq", "2048", "--batch", "2", "--heads", "4"] + a
-                         + ["--set", f"{key}={v}", "--format", "json", "--max-seconds", "5"])
+            cases.append(["run"] + shape(a, "2048") + ["--set", f"{key}={v}", "--format", "json",
+                                                       "--max-seconds", "5"])
     for _ in range(300):
         a = rnd.choice(algos)
         sets = []
         for key, kind, vals in rnd.sample(keys, rnd.randint(2, 5)):
             sets += ["--set", f"{key}={rnd.choice(vals)}"]
-        cases.append(["run", "--seq", rnd.choice(["256", "2048", "8192"]), "--batch", "2",
-                      "--heads", "4"] + a + sets + ["--format", "json", "--max-seconds", "5"])
+        cases.append(["run"] + shape(a, rnd.choice(["256", "2048", "8192"])) + sets
+                     + ["--format", "json", "--max-seconds", "5"])
     return cases
 
 
