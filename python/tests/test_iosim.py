@@ -3,6 +3,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 
 import pytest
 
@@ -265,6 +266,23 @@ def test_max_seconds_is_each_threads_own():
     assert not any(t.is_alive() for t in threads), out
     assert isinstance(out["long"], float) and out["long"] < 3, out
     assert out["{'max_seconds': 100}"] == [] and out["{}"] == [], out
+
+
+def test_exit_while_daemon_threads_run_calls():
+    # Python ends a daemon thread that takes the GIL back at exit by unwinding it; through a
+    # call's C++ frames that was std::terminate: "terminate called without an active exception"
+    # and an abort, in about 2 exits of 5 (issue #50's sixth probe).
+    script = ("import threading, time, iosim\n"
+              "def calls():\n"
+              "    while True:\n"
+              "        iosim.run(seq=64)\n"
+              "for _ in range(4):\n"
+              "    threading.Thread(target=calls, daemon=True).start()\n"
+              "time.sleep(0.3)\n")
+    for _ in range(6):
+        p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                           timeout=60)
+        assert p.returncode == 0 and p.stderr == "", (p.returncode, p.stderr[-500:])
 
 
 def test_sweep_dataframe_is_checked_before_the_sweep():
