@@ -165,7 +165,8 @@ def gen_cli_flags(rnd):
         for flag in RUN_FLT:
             for v in FLT_BAD:
                 cases.append((f"cli:{sub}:{flag}", [sub] + without(base, flag) + [flag, v],
-                              "any" if sub == "sweep" and v == "1,5" else "bad"))
+                              "any" if (sub == "sweep" and v == "1,5")
+                              or (flag == "--max-seconds" and v == "inf") else "bad"))  # no budget
             for v in FLT_ODD:
                 cases.append((f"cli:{sub}:{flag}", [sub] + without(base, flag) + [flag, v], "any"))
         for flag, vals in RUN_TXT.items():
