@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "sim/base/errors.hpp"
+#include "sim/base/memory_budget.hpp"
 #include "sim/base/run_control.hpp"
 
 namespace iosim {
@@ -252,7 +253,13 @@ int run_sweep_streaming(std::size_t count, const std::function<SweepPoint(std::s
   std::size_t failure_k = count;
   SweepProgress progress{0, count, 0.0, std::accumulate(work.begin(), work.end(), 0.0)};
 
+  // The pool's threads work for this one: its time and memory budgets are theirs (a Python
+  // call's max_seconds and max_memory are its thread's).
+  const run_control::Budget time_budget = run_control::current_budget();
+  const memory_budget::Budget memory = memory_budget::current_budget();
   auto worker = [&] {
+    const run_control::Adopt adopt_time(time_budget);
+    const memory_budget::Adopt adopt_memory(memory);
     while (!stop.load()) {
       const std::size_t i = next.fetch_add(1);
       if (i >= order.size()) return;

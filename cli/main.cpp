@@ -170,6 +170,19 @@ int main(int argc, char** argv) {
     std::cerr << "iosim: " << e.what() << unexpected_words(app)
               << "\nRun 'iosim --help' for usage.\n";
     return 2;
+  } catch (const CLI::ArgumentMismatch& e) {
+    // A flag given twice: CLI11 said "--seq: At Most 1 required but received 2", as if a value
+    // were missing (issue #50's sixth probe).
+    const std::string what = e.what();
+    const std::string::size_type at = what.find(": At Most 1 required but received ");
+    if (at != std::string::npos) {
+      std::cerr << "iosim: " << what.substr(0, at) << " is given "
+                << what.substr(at + std::string(": At Most 1 required but received ").size())
+                << " times; give it once\nRun 'iosim --help' for usage.\n";
+    } else {
+      std::cerr << "iosim: " << what << "\nRun 'iosim --help' for usage.\n";
+    }
+    return 2;
   } catch (const CLI::ParseError& e) {
     std::cerr << "iosim: " << e.what() << "\nRun 'iosim --help' for usage.\n";
     return 2;

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -78,6 +80,24 @@ CLI::Validator decimal_float() {
       "", "decimal number");
 }
 
+// A switch's value (`--causal=VALUE`): a boolean word only. CLI11 read any integer, so
+// `--causal=2` and `--causal=99999999999999999999` were on and `--causal=-1` off, without a word
+// (issue #50's sixth probe); what a bare switch stores is "true".
+CLI::Validator switch_value() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        std::string word = text;
+        std::transform(word.begin(), word.end(), word.begin(),
+                       [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+        for (const char* ok : {"true", "false", "on", "off", "yes", "no", "1", "0"}) {
+          if (word == ok) return "";
+        }
+        return fmt::format(
+            "'{}' is not a switch's value: give the switch alone (on), or true or false", text);
+      },
+      "");  // (no name: --help shows the switch as it did)
+}
+
 }  // namespace
 
 void declare_integer_range(const CLI::Option* o, std::int64_t field_lo, std::int64_t field_hi,
@@ -94,6 +114,8 @@ void make_numbers_strict(CLI::App& app) {
       o->transform(decimal_integer<std::uint64_t>(o));
     } else if (type == "FLOAT") {
       o->transform(decimal_float());
+    } else if (o->get_expected_max() == 0 && o->get_type_name().empty()) {
+      o->check(switch_value());  // a switch, --causal
     }
   }
   for (CLI::App* sub : app.get_subcommands({})) make_numbers_strict(*sub);

@@ -14,7 +14,8 @@ namespace iosim::cli {
 /// Every integer option of `app` and of its subcommands (CLI11's type names INT and UINT) is read
 /// as a whole decimal number in range ("010" is 10; "0x10", "12abc", "1e3" are refused, the
 /// message echoing what was typed); every FLOAT option refuses NaN and anything but a decimal
-/// number. Call once every option is added.
+/// number; every switch (`--causal`) takes a boolean word as its value or none (`--causal=2` is
+/// refused). Call once every option is added.
 void make_numbers_strict(CLI::App& app);
 
 /// The valid values of an integer option `o`: its flag's range where `flag_lo`..`flag_hi` is given

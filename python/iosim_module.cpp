@@ -8,6 +8,8 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <atomic>
+#include <chrono>
 #include <csignal>
 #include <cstdint>
 #include <limits>
@@ -15,6 +17,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <utility>
 #include <variant>
@@ -215,24 +218,53 @@ RunFlags to_flags(const py::dict& flags) {
   return f;
 }
 
+// The calls running now (their library work, the GIL released) and whether the interpreter is
+// exiting. At exit Python ends a daemon thread that takes the GIL back by unwinding it, and an
+// unwinding through a call's C++ frames (the destructor that takes the GIL back) called
+// std::terminate: "terminate called without an active exception", an abort and a core dump, for
+// a script that ended (Ctrl-C included) while a daemon thread ran iosim (issue #50's sixth probe).
+// close_for_exit(), called at exit before that (atexit), stops those calls, waits for them to
+// hand the GIL back, and refuses new ones; each ends its thread with SystemExit, which the thread
+// ends on without a traceback, as a daemon thread ends at exit.
+std::atomic<int> g_calls{0};
+std::atomic<bool> g_closing{false};
+
+void close_for_exit() {
+  g_closing.store(true);
+  if (g_calls.load() == 0) return;
+  run_control::request_stop(0);
+  const py::gil_scoped_release release;  // (they take it back as they end)
+  for (int waited_ms = 0; g_calls.load() > 0 && waited_ms < 10000; waited_ms += 10) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
 // Ctrl-C during a long call. Python's own SIGINT handler only sets a flag that Python reads once
 // the call returns, so a run of minutes ignored it. While a call made on the main thread runs,
 // SIGINT asks iosim's runs to stop instead (run_control), which ends the call with
 // KeyboardInterrupt within about a second; Python's handler is put back when the call ends.
 // Other threads (a Dask worker's) leave the handlers alone: signals reach the main thread.
+// Made with the GIL held, and ended after the call has taken it back (it outlives the call's
+// gil_scoped_release): what close_for_exit() counts.
 class InterruptibleCall {
  public:
   InterruptibleCall() {
+    if (g_closing.load()) {
+      throw Stopped("the Python interpreter is exiting: iosim takes no more calls");
+    }
     run_control::clear_stop();  // a stop of an earlier call is not this call's
     const py::module_ threading = py::module_::import("threading");
-    if (!threading.attr("current_thread")().is(threading.attr("main_thread")())) return;
-    struct sigaction stop {};
-    stop.sa_handler = [](int sig) { run_control::request_stop(sig); };
-    sigemptyset(&stop.sa_mask);
-    installed_ = sigaction(SIGINT, &stop, &previous_) == 0;
+    if (threading.attr("current_thread")().is(threading.attr("main_thread")())) {
+      struct sigaction stop {};
+      stop.sa_handler = [](int sig) { run_control::request_stop(sig); };
+      sigemptyset(&stop.sa_mask);
+      installed_ = sigaction(SIGINT, &stop, &previous_) == 0;
+    }
+    g_calls.fetch_add(1);  // last: a constructor that throws has no destructor call
   }
   ~InterruptibleCall() {
     if (installed_) sigaction(SIGINT, &previous_, nullptr);
+    g_calls.fetch_sub(1);
   }
   InterruptibleCall(const InterruptibleCall&) = delete;
   InterruptibleCall& operator=(const InterruptibleCall&) = delete;
@@ -399,7 +431,8 @@ std::string validate_json(const std::string& path, const std::string& profile) {
 
 // run(), sweep() and tune()'s max_seconds= and max_memory=, the CLI's --max-seconds and
 // --max-memory (they were "unknown flag"s, issue #50 M4): set for one call by the package and
-// put back (0 and "": none, the default) when it ends. Process-wide, as in the CLI.
+// put back (0 and "": none, the default) when it ends. The calling thread's (run_control,
+// memory_budget): a call on another thread neither shares nor clears them.
 void set_limits(double seconds, const std::string& memory) {
   if (!(seconds >= 0)) throw ConfigError(fmt::format("max_seconds={} must be >= 0", seconds));
   const std::uint64_t bytes =
@@ -423,8 +456,12 @@ PYBIND11_MODULE(_iosim, m) {
       internal_error(e.what());
     } catch (const Stopped& e) {
       // A spent max_seconds is not the user's Ctrl-C: TimeoutError, which Python has for it.
+      // At exit: SystemExit (close_for_exit()).
       const bool budget = std::string(e.what()).rfind("stopped: the time budget", 0) == 0;
-      PyErr_SetString(budget ? PyExc_TimeoutError : PyExc_KeyboardInterrupt, e.what());
+      PyErr_SetString(g_closing.load() ? PyExc_SystemExit
+                      : budget         ? PyExc_TimeoutError
+                                       : PyExc_KeyboardInterrupt,
+                      e.what());
     }
   });
   m.def("run_json", &run_json, "one run as `iosim run --format json` prints it");
@@ -441,6 +478,8 @@ PYBIND11_MODULE(_iosim, m) {
         "`iosim validate PATH --format json`");
   m.def("set_limits", &set_limits, py::arg("seconds"), py::arg("memory"),
         "max_seconds and max_memory for the calls that follow (0 and '': none)");
+  m.def("close_for_exit", &close_for_exit,
+        "at exit: stop the calls running on other threads, wait for them, refuse new ones");
   m.def("profile_names", &builtin_profile_names, "the built-in profiles");
   m.attr("__version__") = std::string(version_number());
   m.attr("version_text") = std::string(version_text());

@@ -97,6 +97,17 @@ section_contract() {
   expect 2 "--max-running: $big is out of range: it must be in [0, 9223372036854775807]" -- "${KV[@]}" --max-running "$big"
   expect 2 "--gemm-cluster-m: 99999999999 is out of range: it must be in [0, 8]" -- layer --model llama-3-8b --seq 128 --gemm-cluster-m 99999999999
   expect 2 "--jobs: 9999999999 is out of range: it must be in [0, " -- sweep --seq 128 --jobs 9999999999
+  # A switch takes a boolean word or no value: CLI11 read any integer, --causal=2 on and
+  # --causal=-1 off without a word; and a flag given twice is named as such (CLI11: "--seq: At
+  # Most 1 required but received 2"; issue #50's sixth probe).
+  for v in 2 -1 "$big" maybe; do
+    expect 2 "--causal: '$v' is not a switch's value: give the switch alone (on), or true or false" -- run --seq 128 "--causal=$v"
+  done
+  expect 2 "--execute: '3' is not a switch's value" -- sweep --seq 128 --execute=3
+  expect 2 "--series: '-1' is not a switch's value" -- "${KV[@]}" --series=-1
+  expect 0 "" -- run --seq 128 --causal=false
+  expect 2 "--seq is given 2 times; give it once" -- run --seq 128 --seq 256
+  expect 2 "--profile is given 2 times; give it once" -- kvcache --layers 2 --kv-heads 2 --head-dim 64 --profile a --profile b
   # ... and that range is the command's own: one past its end is refused by the command's check
   # (api/: problem_flag_range(), layer_flag_range(), kvcache_flag_range()).
   local hi

@@ -88,7 +88,9 @@ TEST_CASE("a reservation waits while others hold the budget, and runs once they 
   std::thread second;
   {
     const memory_budget::Reservation first(800, "first", "");
-    second = std::thread([&] {
+    // (A sweep's thread: it works under the budget of the thread that started it.)
+    second = std::thread([&, budget = memory_budget::current_budget()] {
+      const memory_budget::Adopt adopt(budget);
       const memory_budget::Reservation r(500, "second", "");
       got = true;
     });
@@ -99,6 +101,27 @@ TEST_CASE("a reservation waits while others hold the budget, and runs once they 
   second.join();
   CHECK(got.load());
   CHECK(memory_budget::reserved_bytes() == 0);
+}
+
+TEST_CASE("a memory budget is its thread's: another thread neither shares it nor resets it") {
+  // One process-wide budget: a Python call's max_memory went back to the default when another
+  // thread's call ended (issue #50's sixth probe).
+  const DefaultBudgetAfter restore;
+  memory_budget::set_bytes(1000, "--max-memory");
+  std::uint64_t other = 0;
+  std::thread([&] {
+    other = memory_budget::bytes();   // the default: no budget of its own
+    memory_budget::set_bytes(0, "");  // its call ends: it resets its own
+  }).join();
+  CHECK(other != 1000);
+  CHECK(memory_budget::bytes() == 1000);
+  CHECK_THROWS_AS(memory_budget::check(1001, "x", "y"), ConfigError);
+  std::uint64_t adopted = 0;
+  std::thread([&, budget = memory_budget::current_budget()] {
+    const memory_budget::Adopt adopt(budget);  // a sweep's thread, working for this one
+    adopted = memory_budget::bytes();
+  }).join();
+  CHECK(adopted == 1000);
 }
 
 TEST_CASE("a reservation waiting for memory honours a stop") {

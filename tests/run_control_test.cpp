@@ -22,3 +22,33 @@ TEST_CASE("a time budget past a billion seconds, or infinite, is no budget") {
   run_control::set_budget(0.0, "--max-seconds");  // none, for the tests after this one
   CHECK_FALSE(run_control::stop_requested());
 }
+
+TEST_CASE("a time budget is its thread's: another thread neither shares it nor clears it") {
+  // One process-wide budget: a Python call's max_seconds was replaced, or cleared when another
+  // thread's call ended, and the call ran on for ever (issue #50's sixth probe).
+  run_control::set_budget(1e-6, "--max-seconds");
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  bool other_stopped = true;
+  std::thread other([&] {
+    other_stopped = run_control::stop_requested();  // no budget of its own
+    run_control::set_budget(0.0, "max_seconds");    // its call ends: it clears its own
+  });
+  other.join();
+  CHECK_FALSE(other_stopped);
+  CHECK(run_control::stop_requested());  // this thread's budget is still spent
+  // A thread working for this one (a sweep's) adopts its budget, and gives it back.
+  bool adopted_stopped = false;
+  bool after_stopped = true;
+  std::thread worker([&, budget = run_control::current_budget()] {
+    {
+      const run_control::Adopt adopt(budget);
+      adopted_stopped = run_control::stop_requested();
+    }
+    after_stopped = run_control::stop_requested();
+  });
+  worker.join();
+  CHECK(adopted_stopped);
+  CHECK_FALSE(after_stopped);
+  run_control::set_budget(0.0, "--max-seconds");  // none, for the tests after this one
+  CHECK_FALSE(run_control::stop_requested());
+}

@@ -19,11 +19,16 @@ Keyword arguments are `iosim run`'s flags without dashes (seq_kv for --seq-kv; c
 ValueError) with the CLI's message; an infeasible tiling raises InfeasibleError from run() and is
 a row with "infeasible_reason" in sweep().
 """
+import atexit
 import itertools
 import json
 import os
 
 from . import _iosim
+
+# At exit, calls still running on daemon threads are stopped and waited for before Python ends
+# those threads (it aborted the process: python/iosim_module.cpp, close_for_exit).
+atexit.register(_iosim.close_for_exit)
 
 __version__ = _iosim.__version__
 version_text = _iosim.version_text

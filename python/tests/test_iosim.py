@@ -3,6 +3,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 
 import pytest
 
@@ -226,6 +227,62 @@ def test_max_seconds_and_max_memory_are_the_clis_flags_for_one_call():
     with pytest.raises(iosim.ConfigError, match=re.escape("max_seconds=-1 must be >= 0")):
         iosim.run(seq=128, max_seconds=-1)
     assert iosim.run(seq=128)["feasible"]
+
+
+def test_max_seconds_is_each_threads_own():
+    # One process-wide budget: a call's max_seconds was cleared when a call on another thread
+    # ended, and the call ran on for ever; a call without one could be stopped by another's
+    # (issue #50's sixth probe).
+    import threading
+    import time
+    out = {}
+
+    def long_call():
+        start = time.monotonic()
+        try:
+            iosim.sweep(seq=[1048576, 1048577], batch=64, heads=64, exact=True, jobs=2,
+                        max_seconds=0.5)
+            out["long"] = "returned"
+        except TimeoutError:
+            out["long"] = time.monotonic() - start
+
+    def short_calls(**limits):
+        errors = []
+        end = time.monotonic() + 1.5
+        while time.monotonic() < end:
+            try:
+                iosim.run(seq=64, **limits)
+            except Exception as e:  # pylint: disable=broad-except
+                errors.append(repr(e))
+        out[str(limits)] = errors
+
+    threads = [threading.Thread(target=long_call, daemon=True),
+               threading.Thread(target=short_calls, kwargs={"max_seconds": 100}, daemon=True),
+               threading.Thread(target=short_calls, daemon=True)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert not any(t.is_alive() for t in threads), out
+    assert isinstance(out["long"], float) and out["long"] < 3, out
+    assert out["{'max_seconds': 100}"] == [] and out["{}"] == [], out
+
+
+def test_exit_while_daemon_threads_run_calls():
+    # Python ends a daemon thread that takes the GIL back at exit by unwinding it; through a
+    # call's C++ frames that was std::terminate: "terminate called without an active exception"
+    # and an abort, in about 2 exits of 5 (issue #50's sixth probe).
+    script = ("import threading, time, iosim\n"
+              "def calls():\n"
+              "    while True:\n"
+              "        iosim.run(seq=64)\n"
+              "for _ in range(4):\n"
+              "    threading.Thread(target=calls, daemon=True).start()\n"
+              "time.sleep(0.3)\n")
+    for _ in range(6):
+        p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                           timeout=60)
+        assert p.returncode == 0 and p.stderr == "", (p.returncode, p.stderr[-500:])
 
 
 def test_sweep_dataframe_is_checked_before_the_sweep():

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <limits>
 #include <mutex>
+#include <utility>
 
 #include "sim/base/errors.hpp"
 #include "sim/base/human_units.hpp"
@@ -43,13 +44,15 @@ std::uint64_t rlimit_bytes(int resource) {
   return static_cast<std::uint64_t>(r.rlim_cur);
 }
 
+// The reservations of every thread.
 struct State {
   std::mutex mutex;
   std::condition_variable freed;
-  std::uint64_t budget = 0;  // 0: not set yet (the default)
-  std::string origin;
   std::uint64_t reserved = 0;
 };
+
+// The calling thread's budget (the header says why not the process's).
+thread_local Budget t_budget;
 
 State& state() {
   static State s;
@@ -60,13 +63,16 @@ std::uint64_t default_bytes() {
   return machine_bytes() / 4 * 3;
 }
 
-// The budget and its description under the state's lock.
-std::uint64_t budget_locked(const State& s) {
-  return s.budget ? s.budget : default_bytes();
+// The calling thread's budget and its description.
+std::uint64_t budget_bytes() {
+  return t_budget.bytes ? t_budget.bytes : default_bytes();
 }
 
-std::string describe_locked(const State& s) {
-  if (s.budget) return fmt::format("{} ({})", human_bytes(static_cast<double>(s.budget)), s.origin);
+std::string describe_budget() {
+  if (t_budget.bytes) {
+    return fmt::format("{} ({})", human_bytes(static_cast<double>(t_budget.bytes)),
+                       t_budget.origin);
+  }
   return fmt::format("{} (three quarters of the {} this process may use; --max-memory sets it)",
                      human_bytes(static_cast<double>(default_bytes())),
                      human_bytes(static_cast<double>(machine_bytes())));
@@ -76,10 +82,9 @@ std::string describe_locked(const State& s) {
 // `estimate` bytes for `what` could never fit in it.
 std::uint64_t budget_or_refuse(std::unique_lock<std::mutex>& lock, double estimate,
                                std::string_view what, std::string_view advice) {
-  const State& s = state();
-  const std::uint64_t budget = budget_locked(s);
+  const std::uint64_t budget = budget_bytes();
   if (estimate <= static_cast<double>(budget)) return budget;
-  const std::string text = describe_locked(s);
+  const std::string text = describe_budget();
   lock.unlock();
   throw ConfigError(
       fmt::format("{} would take about {} of memory, more than the memory budget of {}; {}", what,
@@ -100,22 +105,26 @@ std::uint64_t machine_bytes() {
 }
 
 void set_bytes(std::uint64_t bytes, const std::string& origin) {
-  State& s = state();
-  std::lock_guard<std::mutex> lock(s.mutex);
-  s.budget = bytes;
-  s.origin = origin;
+  t_budget.bytes = bytes;
+  t_budget.origin = origin;
+}
+
+Budget current_budget() {
+  return t_budget;
+}
+
+Adopt::Adopt(Budget budget) : previous_(std::exchange(t_budget, std::move(budget))) {}
+
+Adopt::~Adopt() {
+  t_budget = std::move(previous_);
 }
 
 std::uint64_t bytes() {
-  State& s = state();
-  std::lock_guard<std::mutex> lock(s.mutex);
-  return budget_locked(s);
+  return budget_bytes();
 }
 
 std::string describe() {
-  State& s = state();
-  std::lock_guard<std::mutex> lock(s.mutex);
-  return describe_locked(s);
+  return describe_budget();
 }
 
 void check(double estimate, std::string_view what, std::string_view advice) {

@@ -4,9 +4,13 @@
 // L2 size and sector), `--execute`'s tensors and FP64 reference, explain's trace. Each asks here
 // first; one that would not fit is refused with its estimate in the message (ConfigError,
 // exit 2) instead of growing until the machine swaps or the kernel kills the process.
-// Process-wide, like run_control: a sweep's points run on several threads, and each reservation
+// The reservations are process-wide: a sweep's points run on several threads, and each reservation
 // waits while the memory the others hold leaves no room for it, so `--jobs` never takes the
 // process past the budget (the points still run, in fewer at a time; the results do not change).
+// The budget itself is the calling thread's, adopted by the threads a sweep starts for it (Adopt),
+// as run_control's time budget: calls on several threads of one process (the Python package's)
+// each keep their own max_memory, which another thread's call ending used to put back to the
+// default (issue #50's sixth probe).
 // In sim/base/ because the engine, the executor and explain all reserve through it.
 #include <cstdint>
 #include <string>
@@ -18,10 +22,32 @@ namespace iosim::memory_budget {
 /// (memory.max) or the process's address-space or data limit (ulimit -v, -d) is lower.
 std::uint64_t machine_bytes();
 
-/// Sets the budget to `bytes` (0: the default, three quarters of machine_bytes()); `origin`
-/// names where it came from in messages ("--max-memory"). A budget over machine_bytes() is
-/// allowed: the user knows what else the machine holds.
+/// Sets the calling thread's budget to `bytes` (0: the default, three quarters of
+/// machine_bytes()); `origin` names where it came from in messages ("--max-memory"). A budget
+/// over machine_bytes() is allowed: the user knows what else the machine holds.
 void set_bytes(std::uint64_t bytes, const std::string& origin);
+
+/// A thread's budget, as set_bytes() left it.
+struct Budget {
+  std::uint64_t bytes = 0;  // 0: the default
+  std::string origin;
+};
+
+/// The calling thread's budget.
+Budget current_budget();
+
+/// While it lives, the calling thread reserves under `budget` (a thread working for another, a
+/// sweep's); the thread's own budget is put back after.
+class Adopt {
+ public:
+  explicit Adopt(Budget budget);
+  ~Adopt();
+  Adopt(const Adopt&) = delete;
+  Adopt& operator=(const Adopt&) = delete;
+
+ private:
+  Budget previous_;
+};
 
 /// The budget in bytes.
 std::uint64_t bytes();

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <csignal>
 #include <mutex>
+#include <utility>
 
 namespace iosim::run_control {
 namespace {
@@ -15,21 +16,21 @@ using Clock = std::chrono::steady_clock;
 std::atomic<int> g_stop_signal{-1};  // -1: no stop asked for; else the signal (0: none named)
 static_assert(std::atomic<int>::is_always_lock_free);
 
-struct Budget {
+// The progress display of single runs (the CLI's): process-wide.
+struct Progress {
   std::mutex mutex;
-  Clock::time_point start = Clock::now();
-  double seconds = 0.0;
-  std::string flag;
   ProgressHook hook;
 };
 
-Budget& budget() {
-  static Budget b;
-  return b;
+Progress& progress() {
+  static Progress p;
+  return p;
 }
 
-std::atomic<std::int64_t> g_deadline_ns{0};  // steady_clock ns since epoch; 0: none
 std::atomic<bool> g_has_hook{false};
+
+// The calling thread's time budget (the header says why not the process's).
+thread_local Budget t_budget;
 
 std::string signal_name(int sig) {
   switch (sig) {
@@ -60,27 +61,29 @@ void set_budget(double seconds, const std::string& flag) {
   // since the clock's epoch in 64 bits, overflowed past ~9.2e9 s and lay in the past, stopping
   // the run at once (`--max-seconds inf`, exit 3).
   if (!(seconds < kUnboundedSeconds)) seconds = 0.0;
-  Budget& b = budget();
-  std::lock_guard<std::mutex> lock(b.mutex);
-  b.start = Clock::now();
-  b.seconds = seconds;
-  b.flag = flag;
-  g_deadline_ns.store(
+  const Clock::time_point start = Clock::now();
+  t_budget.seconds = seconds;
+  t_budget.flag = flag;
+  t_budget.deadline_ns =
       seconds > 0 ? std::chrono::duration_cast<std::chrono::nanoseconds>(
-                        (b.start + std::chrono::duration<double>(seconds)).time_since_epoch())
+                        (start + std::chrono::duration<double>(seconds)).time_since_epoch())
                         .count()
-                  : 0);
+                  : 0;
 }
 
-double elapsed_s() {
-  Budget& b = budget();
-  std::lock_guard<std::mutex> lock(b.mutex);
-  return std::chrono::duration<double>(Clock::now() - b.start).count();
+Budget current_budget() {
+  return t_budget;
+}
+
+Adopt::Adopt(Budget budget) : previous_(std::exchange(t_budget, std::move(budget))) {}
+
+Adopt::~Adopt() {
+  t_budget = std::move(previous_);
 }
 
 bool stop_requested() {
   if (g_stop_signal.load(std::memory_order_relaxed) >= 0) return true;
-  const std::int64_t deadline = g_deadline_ns.load(std::memory_order_relaxed);
+  const std::int64_t deadline = t_budget.deadline_ns;
   return deadline != 0 &&
          std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
                  .count() >= deadline;
@@ -90,13 +93,12 @@ void check() {
   if (!stop_requested()) return;
   const int sig = g_stop_signal.load();
   if (sig >= 0) throw Stopped(fmt::format("stopped by {}", signal_name(sig)));
-  Budget& b = budget();
-  std::lock_guard<std::mutex> lock(b.mutex);
-  throw Stopped(fmt::format("stopped: the time budget {} {} s ran out", b.flag, b.seconds));
+  throw Stopped(
+      fmt::format("stopped: the time budget {} {} s ran out", t_budget.flag, t_budget.seconds));
 }
 
 void set_progress_hook(ProgressHook hook) {
-  Budget& b = budget();
+  Progress& b = progress();
   std::lock_guard<std::mutex> lock(b.mutex);
   b.hook = std::move(hook);
   g_has_hook.store(static_cast<bool>(b.hook));
@@ -105,7 +107,7 @@ void set_progress_hook(ProgressHook hook) {
 void wave_done(const std::string& kernel, std::int64_t done, std::int64_t total) {
   check();
   if (!g_has_hook.load(std::memory_order_relaxed)) return;
-  Budget& b = budget();
+  Progress& b = progress();
   ProgressHook hook;
   {
     std::lock_guard<std::mutex> lock(b.mutex);

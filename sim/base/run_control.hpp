@@ -3,7 +3,11 @@
 // the run to stop; the engine calls wave_done() once per wave of CTAs, which throws Stopped when
 // a stop was asked for and feeds the progress display; within a long wave the engine, and between
 // their own steps the numeric executor, explain's recorders and kvcache's loop, call check().
-// Process-wide: a sweep's threads all stop. In sim/base/ because every command's loops use it.
+// A signal's stop is process-wide: a sweep's threads all stop. The time budget is the calling
+// thread's, adopted by the threads a sweep starts for it (Adopt), so that calls on several
+// threads of one process (the Python package's) each keep their own: one process-wide budget let
+// a call's max_seconds be replaced, or cleared when another thread's call ended, and that call
+// ran on for ever (issue #50's sixth probe). In sim/base/ because every command's loops use it.
 #include <cstdint>
 #include <functional>
 #include <stdexcept>
@@ -30,18 +34,38 @@ void clear_stop() noexcept;
 /// Budgets of this many seconds or more (and infinity) are no budget.
 inline constexpr double kUnboundedSeconds = 1e9;
 
-/// Stops runs `seconds` of wall time from now (<= 0 or >= kUnboundedSeconds: no budget). `flag`
-/// names it in messages.
+/// Stops the calling thread's runs `seconds` of wall time from now (<= 0 or >= kUnboundedSeconds:
+/// no budget). `flag` names it in messages.
 void set_budget(double seconds, const std::string& flag);
+
+/// A thread's time budget, as set_budget() left it.
+struct Budget {
+  std::int64_t deadline_ns = 0;  // steady_clock ns since its epoch; 0: none
+  double seconds = 0.0;
+  std::string flag;
+};
+
+/// The calling thread's budget.
+Budget current_budget();
+
+/// While it lives, the calling thread runs under `budget` (a thread working for another, a
+/// sweep's); the thread's own budget is put back after.
+class Adopt {
+ public:
+  explicit Adopt(Budget budget);
+  ~Adopt();
+  Adopt(const Adopt&) = delete;
+  Adopt& operator=(const Adopt&) = delete;
+
+ private:
+  Budget previous_;
+};
 
 /// Throws Stopped when a stop was asked for or the budget is spent.
 void check();
 
 /// True once check() would throw.
 bool stop_requested();
-
-/// Seconds since the budget or the process's first check started counting.
-double elapsed_s();
 
 /// Called with the kernel's name, its CTAs finished and its CTAs in all, at most once a wave.
 using ProgressHook =
