@@ -122,8 +122,8 @@ __global__ void iosim_hold_gpu_kernel(long long cycles) {
 
 // The SM clock at the moment it runs (the runner's sustain mode): one thread spins `cycles` SM
 // clocks and writes them with the %globaltimer nanoseconds they took; cycles / ns is the clock
-// in GHz (the globaltimer ticks in ns on Hopper, updated every 32 ns or so: spins of ~10 us keep
-// that under 0.5%).
+// in GHz. The global timer counts ns but advances in steps of microseconds (100 us spins read up
+// to 5% high on an H100), so the runner spins ~1 ms.
 __global__ void iosim_clock_probe_kernel(long long cycles, long long* out) {
   unsigned long long t0, t1;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));

@@ -21,7 +21,7 @@
 //   go to --out (scripts/cupti_vs_ncu.py compares them with ncu's).
 // sustain mode: per case, the check of time mode, then the SM clock a kernel runs at, alone and
 //   kept running: --reps single runs of the case's roles, each right after a clock probe
-//   (iosim_clock_probe_kernel, ~100 us: the clock the run starts at, and the hold of time mode);
+//   (iosim_clock_probe_kernel, ~1 ms: the clock the run starts at, and the hold of time mode);
 //   then the roles back to back for --seconds, in batches of ~20 ms between CUDA events, each
 //   batch followed by a probe (the clock the load has set). Each batch's host wall-clock start
 //   and end (epoch ms) go to --out, so that nvidia-smi samples taken meanwhile can be matched
@@ -590,7 +590,10 @@ class Runner {
   // has drained, so it is the clock at the probe's moment: right before a single run, right
   // after a batch of back-to-back runs.
   std::string sustain(const std::vector<RoleOp>& ops) {
-    constexpr long long kProbeCycles = 200000;  // ~100 us at 2 GHz: globaltimer's steps < 1%
+    // ~1 ms at 2 GHz: %globaltimer advances in steps (100 us probes read 1979, 2040, 2069 and
+    // 2084 MHz where nvidia-smi read 1980: sustain_clock_2026-12-07/NOTES.md); at 1 ms a few us
+    // of step are under 0.5%.
+    constexpr long long kProbeCycles = 2000000;
     DeviceBuffer<long long> probe(2);
     auto probe_mhz = [&] {
       long long h[2] = {0, 0};
