@@ -1,6 +1,7 @@
 #include "api/layer_flags.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <limits>
@@ -11,18 +12,29 @@
 #include "sim/hardware/profile.hpp"
 #include "sim/schedule/problem.hpp"
 #include "transformer/gemm_schedule.hpp"
+#include "transformer/model_config.hpp"
 
 namespace iosim {
 namespace {
 
 using LayerF = LayerFlags;
 
+// --model's help names the built-in models as `iosim models` lists them (a model added to
+// models/ appears here too); where their folder cannot be read (IOSIM_MODEL_DIR), only the way to
+// list them: `iosim layer` then says what is wrong with the folder.
+std::string model_help() {
+  std::string names;
+  try {
+    names = fmt::format("{}", fmt::join(builtin_model_names(), ", "));
+  } catch (const ConfigError&) {
+  }
+  return fmt::format("a built-in model (`iosim models`{}) or a model YAML file",
+                     names.empty() ? "" : ": " + names);
+}
+
 std::vector<LayerFlag> make_layer_flags() {
   return {
-      {"--model",
-       "a built-in model (models/*.yaml: llama-3-8b, llama-3-70b, mistral-7b, qwen2-7b) or a "
-       "model YAML file",
-       &LayerF::model, true},
+      {"--model", model_help(), &LayerF::model, true},
       {"--phase", "prefill (default) or decode", &LayerF::phase, false, false},
       {"--batch", "sequences (default 1)", &LayerF::batch, false, false},
       {"--seq",

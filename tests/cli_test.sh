@@ -598,6 +598,15 @@ section_layer() {
   expect 2 "unknown model 'llama-3-8'" -- layer --model llama-3-8 --seq 128
   expect 2 "did you mean 'llama-3-8b'" -- layer --model llama-3-8 --seq 128
   expect 2 "--tp 3 does not divide the model's attention heads (32)" -- layer --model llama-3-8b --seq 128 --tp 3
+  # --model's help names the built-in models as `iosim models` finds them (it named four by hand):
+  # a model folder with one more lists it too.
+  local model_dir
+  model_dir=$(mktemp -d)
+  cp "$REPO"/models/*.yaml "$model_dir/"
+  sed 's/^name: .*/name: my-model/' "$REPO/models/llama-3-8b.yaml" >"$model_dir/my-model.yaml"
+  out=$(IOSIM_MODEL_DIR=$model_dir "$IOSIM" layer --help 2>&1)
+  if [[ "$out" == *"llama-3-8b, mistral-7b, my-model, qwen2-7b)"* ]]; then ok; else bad "layer --help with a model added: $(grep -A1 -- --model <<<"$out")"; fi
+  rm -rf "$model_dir"
   expect 2 "--phase train: expected prefill or decode" -- layer --model llama-3-8b --seq 128 --phase train
   expect 2 "cannot read model configuration" -- layer --model /nonexistent/m.yaml --seq 128
   # Sweeps: a list of --seq, --batch or --context is one point each, the last axis fastest; one
