@@ -52,3 +52,30 @@ TEST_CASE("a time budget is its thread's: another thread neither shares it nor c
   run_control::set_budget(0.0, "--max-seconds");  // none, for the tests after this one
   CHECK_FALSE(run_control::stop_requested());
 }
+
+TEST_CASE("a stop stays with the runs it was asked of: another thread's fresh start keeps it") {
+  // Process-wide, a Python call starting on another thread (clear_stop, so that its run starts
+  // afresh) cancelled a Ctrl-C still on its way to the main thread's call, which then ran to its
+  // end (issue #50's sixth probe).
+  run_control::clear_stop();
+  CHECK_FALSE(run_control::stop_requested());
+  run_control::request_stop(2);  // SIGINT, as the Python module's handler asks
+  bool other_stopped_after_clear = true;
+  bool worker_stopped = false;
+  std::thread other([&] {
+    run_control::clear_stop();  // another thread's call starts
+    other_stopped_after_clear = run_control::stop_requested();
+  });
+  other.join();
+  CHECK_FALSE(other_stopped_after_clear);
+  CHECK(run_control::stop_requested());  // this thread's run still stops
+  CHECK_THROWS_AS(run_control::check(), Stopped);
+  std::thread worker([&, budget = run_control::current_budget()] {
+    const run_control::Adopt adopt(budget);  // a sweep's thread working for this one
+    worker_stopped = run_control::stop_requested();
+  });
+  worker.join();
+  CHECK(worker_stopped);
+  run_control::clear_stop();  // this thread's next run starts afresh
+  CHECK_FALSE(run_control::stop_requested());
+}

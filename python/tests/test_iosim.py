@@ -636,6 +636,50 @@ def test_ctrl_c_stops_a_long_call_and_the_next_call_runs():
     assert lines[1] == "again True"
 
 
+def test_ctrl_c_is_not_lost_to_a_call_starting_on_another_thread():
+    # Each call forgets earlier stops as it starts; process-wide, a call starting on another
+    # thread between a Ctrl-C and the main thread's next check cancelled it, and the main call
+    # ran on (issue #50's sixth probe). Here another thread starts calls all the while.
+    import signal
+    import sys
+    import textwrap
+    import time
+
+    child = textwrap.dedent("""
+        import threading, time
+        import iosim
+        done = threading.Event()
+        def calls():
+            while not done.is_set():
+                try:
+                    iosim.run(seq=64)
+                except BaseException:
+                    pass
+        threading.Thread(target=calls, daemon=True).start()
+        print("ready", flush=True)
+        try:
+            iosim.run(seq=1048576, batch=64, heads=64, head_dim=256, exact=True)
+            print("finished", flush=True)
+        except KeyboardInterrupt:
+            print("interrupted", time.monotonic(), flush=True)
+        done.set()
+    """)
+    p = subprocess.Popen([sys.executable, "-c", child], stdout=subprocess.PIPE, text=True,
+                         env=dict(os.environ))
+    assert p.stdout.readline().strip() == "ready"
+    time.sleep(1.5)
+    sent = time.monotonic()
+    p.send_signal(signal.SIGINT)
+    try:
+        out, _ = p.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        raise AssertionError("the main thread's call ran on after Ctrl-C")
+    lines = out.split("\n")
+    assert lines[0].startswith("interrupted"), out
+    assert float(lines[0].split()[1]) - sent < 3
+
+
 @pytest.mark.skipif(not IOSIM, reason="IOSIM (the CLI binary) not set")
 def test_tune_equals_the_cli():
     flags = dict(algo="flash2", batch=2, heads=8, seq=2048, head_dim=64, causal=True)

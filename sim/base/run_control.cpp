@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -13,8 +14,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::atomic<int> g_stop_signal{-1};  // -1: no stop asked for; else the signal (0: none named)
+std::atomic<int> g_stop_signal{-1};  // the latest stop's signal (0: none named)
 static_assert(std::atomic<int>::is_always_lock_free);
+// Stops asked for so far; a thread's runs stop on those past its budget's stops_seen.
+std::atomic<std::uint64_t> g_stops{0};
+static_assert(std::atomic<std::uint64_t>::is_always_lock_free);
 
 // The progress display of single runs (the CLI's): process-wide.
 struct Progress {
@@ -30,7 +34,14 @@ Progress& progress() {
 std::atomic<bool> g_has_hook{false};
 
 // The calling thread's time budget (the header says why not the process's).
-thread_local Budget t_budget;
+// A thread's runs ignore the stops asked for before its first (a thread started later for a new
+// call is not that call's); one working for another adopts that one's (Adopt).
+Budget fresh_budget() {
+  Budget b;
+  b.stops_seen = g_stops.load();
+  return b;
+}
+thread_local Budget t_budget = fresh_budget();
 
 std::string signal_name(int sig) {
   switch (sig) {
@@ -48,12 +59,12 @@ std::string signal_name(int sig) {
 }  // namespace
 
 void request_stop(int signal) noexcept {
-  int expected = -1;
-  g_stop_signal.compare_exchange_strong(expected, signal);
+  g_stop_signal.store(signal);
+  g_stops.fetch_add(1);
 }
 
 void clear_stop() noexcept {
-  g_stop_signal.store(-1);
+  t_budget.stops_seen = g_stops.load();
 }
 
 void set_budget(double seconds, const std::string& flag) {
@@ -82,7 +93,7 @@ Adopt::~Adopt() {
 }
 
 bool stop_requested() {
-  if (g_stop_signal.load(std::memory_order_relaxed) >= 0) return true;
+  if (g_stops.load(std::memory_order_relaxed) > t_budget.stops_seen) return true;
   const std::int64_t deadline = t_budget.deadline_ns;
   return deadline != 0 &&
          std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
@@ -91,8 +102,9 @@ bool stop_requested() {
 
 void check() {
   if (!stop_requested()) return;
-  const int sig = g_stop_signal.load();
-  if (sig >= 0) throw Stopped(fmt::format("stopped by {}", signal_name(sig)));
+  if (g_stops.load() > t_budget.stops_seen) {
+    throw Stopped(fmt::format("stopped by {}", signal_name(std::max(0, g_stop_signal.load()))));
+  }
   throw Stopped(
       fmt::format("stopped: the time budget {} {} s ran out", t_budget.flag, t_budget.seconds));
 }

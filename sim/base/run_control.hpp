@@ -23,12 +23,15 @@ class Stopped : public std::runtime_error {
 
 namespace run_control {
 
-/// Asks every run to stop at its next check; `signal` names the reason (0: none given).
-/// Async-signal-safe: it only stores to lock-free atomics.
+/// Asks every run going on now to stop at its next check; `signal` names the reason (0: none
+/// given). Async-signal-safe: it only stores to lock-free atomics.
 void request_stop(int signal) noexcept;
 
-/// Forgets a stop asked for earlier, so that the next run starts afresh: for a process that
-/// goes on after a stopped run (the Python module: KeyboardInterrupt, then another call).
+/// Forgets, for the calling thread's runs (and the threads that adopt its budget), the stops
+/// asked for until now, so that its next run starts afresh: for a process that goes on after a
+/// stopped run (the Python module: KeyboardInterrupt, then another call). Other threads' stops
+/// stay: process-wide, a call starting on one thread cancelled a Ctrl-C still on its way to the
+/// main thread's call (issue #50's sixth probe).
 void clear_stop() noexcept;
 
 /// Budgets of this many seconds or more (and infinity) are no budget.
@@ -43,6 +46,7 @@ struct Budget {
   std::int64_t deadline_ns = 0;  // steady_clock ns since its epoch; 0: none
   double seconds = 0.0;
   std::string flag;
+  std::uint64_t stops_seen = 0;  // request_stop() calls its runs ignore (clear_stop)
 };
 
 /// The calling thread's budget.
