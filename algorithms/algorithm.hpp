@@ -193,12 +193,19 @@ constexpr int kv_pipeline_depth(int kv_buffer_pairs) {
   return kv_buffer_pairs < 2 ? 2 : kv_buffer_pairs;
 }
 
+/// A thread's share of the O (block_q x d) and S (block_q x block_kv) tiles accumulated in FP32
+/// registers spread over `threads`, in registers.
+inline std::int64_t fp32_accumulator_registers(std::int64_t block_q, std::int64_t block_kv,
+                                               std::int64_t head_dim, std::int64_t threads) {
+  return (block_q * head_dim + block_q * block_kv) / threads;
+}
+
 /// Registers per thread of a kernel whose O (block_q x d) and S (block_q x block_kv) tiles
 /// accumulate in FP32 registers spread over the CTA's threads, plus about 40 for addresses and
 /// fragments, at most 255; a compiler's report (`requested`) wins.
 inline int accumulator_registers(const Tiling& t, std::int64_t head_dim,
                                  const TilingRequest& requested) {
-  const std::int64_t acc = (t.block_q * head_dim + t.block_q * t.block_kv) / t.threads;
+  const std::int64_t acc = fp32_accumulator_registers(t.block_q, t.block_kv, head_dim, t.threads);
   return requested.registers_per_thread.value_or(
       static_cast<int>(std::min<std::int64_t>(acc + 40, 255)));
 }

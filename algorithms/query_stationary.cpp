@@ -251,8 +251,8 @@ Planned plan_query_stationary_forward(const AttentionProblem& p, const HardwareP
   // Without warp specialization, 4 warps, or 8 where 4 could not hold the fp32 O and S tiles in
   // the registers a thread may have (the check below): FlashAttention-2's own choice, 8 warps
   // for d = 192 and 256 at 128 x 64.
-  const bool eight_warps =
-      t.block_q * (d + t.block_kv) / kWarpgroupThreads > hw.sm.max_registers_per_thread.value;
+  const bool eight_warps = fp32_accumulator_registers(t.block_q, t.block_kv, d, kWarpgroupThreads) >
+                           hw.sm.max_registers_per_thread.value;
   t.threads = req.threads.value_or(specialized   ? (consumers + 1) * kWarpgroupThreads
                                    : eight_warps ? 2 * kWarpgroupThreads
                                                  : kWarpgroupThreads);
@@ -330,7 +330,8 @@ Planned plan_query_stationary_forward(const AttentionProblem& p, const HardwareP
     // may have, ptxas spills (our kernels pick their warps to keep it under 255:
     // cuda_validate/runner/flash_instances.hpp; the tile sweep's spilling configurations ran
     // 1.5-3x slower, CALIBRATION.md), and how much only the compiler can say.
-    const std::int64_t accumulators = t.block_q * (d + t.block_kv) / t.threads;
+    const std::int64_t accumulators =
+        fp32_accumulator_registers(t.block_q, t.block_kv, d, t.threads);
     if (!req.registers_per_thread && !req.local_bytes_per_thread &&
         accumulators > hw.sm.max_registers_per_thread.value) {
       out.infeasible_reason = fmt::format(

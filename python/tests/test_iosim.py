@@ -603,16 +603,34 @@ def test_sweep_client_errors():
         iosim.sweep(seq=[128], progress=print)
 
 
-def test_ctrl_c_stops_a_long_call_and_the_next_call_runs():
-    # Python's SIGINT handler only sets a flag read when the call returns: a run of minutes went
-    # on 9 s and more after Ctrl-C. Now the call ends with KeyboardInterrupt within about a
-    # second, and the process can call again.
+def ctrl_c_child(child, timeout_s):
+    """Runs `child` (Python source that prints "ready" once its long call is under way) in a
+    process, sends it SIGINT 1.5 s later (well inside the call: its --exact takes hours) and
+    returns its output lines and when the signal was sent (time.monotonic())."""
     import signal
     import sys
     import textwrap
     import time
 
-    child = textwrap.dedent("""
+    p = subprocess.Popen([sys.executable, "-c", textwrap.dedent(child)], stdout=subprocess.PIPE,
+                         text=True, env=dict(os.environ))
+    assert p.stdout.readline().strip() == "ready"
+    time.sleep(1.5)
+    sent = time.monotonic()
+    p.send_signal(signal.SIGINT)
+    try:
+        out, _ = p.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        raise AssertionError("the call ran on after Ctrl-C")
+    return out.split("\n"), sent
+
+
+def test_ctrl_c_stops_a_long_call_and_the_next_call_runs():
+    # Python's SIGINT handler only sets a flag read when the call returns: a run of minutes went
+    # on 9 s and more after Ctrl-C. Now the call ends with KeyboardInterrupt within about a
+    # second, and the process can call again.
+    lines, sent = ctrl_c_child("""
         import sys, time
         import iosim
         print("ready", flush=True)
@@ -622,16 +640,8 @@ def test_ctrl_c_stops_a_long_call_and_the_next_call_runs():
         except KeyboardInterrupt:
             print("interrupted", time.monotonic(), flush=True)
         print("again", iosim.run(seq=128)["feasible"], flush=True)
-    """)
-    p = subprocess.Popen([sys.executable, "-c", child], stdout=subprocess.PIPE, text=True,
-                         env=dict(os.environ))
-    assert p.stdout.readline().strip() == "ready"
-    time.sleep(1.5)  # well inside the run (its --exact takes hours)
-    sent = time.monotonic()
-    p.send_signal(signal.SIGINT)
-    out, _ = p.communicate(timeout=60)
-    lines = out.split("\n")
-    assert lines[0].startswith("interrupted"), out
+    """, timeout_s=60)
+    assert lines[0].startswith("interrupted"), lines
     assert float(lines[0].split()[1]) - sent < 1.5
     assert lines[1] == "again True"
 
@@ -640,12 +650,7 @@ def test_ctrl_c_is_not_lost_to_a_call_starting_on_another_thread():
     # Each call forgets earlier stops as it starts; process-wide, a call starting on another
     # thread between a Ctrl-C and the main thread's next check cancelled it, and the main call
     # ran on (issue #50's sixth probe). Here another thread starts calls all the while.
-    import signal
-    import sys
-    import textwrap
-    import time
-
-    child = textwrap.dedent("""
+    lines, sent = ctrl_c_child("""
         import threading, time
         import iosim
         done = threading.Event()
@@ -663,20 +668,8 @@ def test_ctrl_c_is_not_lost_to_a_call_starting_on_another_thread():
         except KeyboardInterrupt:
             print("interrupted", time.monotonic(), flush=True)
         done.set()
-    """)
-    p = subprocess.Popen([sys.executable, "-c", child], stdout=subprocess.PIPE, text=True,
-                         env=dict(os.environ))
-    assert p.stdout.readline().strip() == "ready"
-    time.sleep(1.5)
-    sent = time.monotonic()
-    p.send_signal(signal.SIGINT)
-    try:
-        out, _ = p.communicate(timeout=30)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        raise AssertionError("the main thread's call ran on after Ctrl-C")
-    lines = out.split("\n")
-    assert lines[0].startswith("interrupted"), out
+    """, timeout_s=30)
+    assert lines[0].startswith("interrupted"), lines
     assert float(lines[0].split()[1]) - sent < 3
 
 
