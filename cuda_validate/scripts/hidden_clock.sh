@@ -5,8 +5,10 @@
 # 700 W model cannot give. This call maps it: microbench/traffic_power (built here) over tensor
 # duty for each instruction (mma.sync, wgmma fp16, wgmma e4m3), beside L2 traffic, and a pass of
 # short launches (does the drop act within 100 ms?). Two passes, each through traffic_power.sh:
-#   $OUT/long/   2 s a point (SECONDS_LONG), the duty sweeps in rising order, repeats at the end
-#   $OUT/short/  0.1 s a point (SECONDS_SHORT), each after an idle point
+#   long/   2 s a point (SECONDS_LONG), the duty sweeps in rising order, repeats at the end
+#   short/  0.1 s a point (SECONDS_SHORT), each after an idle point
+# $OUT receives hidden_clock.tar.gz (both folders), long_summary.txt and short_summary.txt (the
+# device tool returns few files).
 # Usage from the repository root: OUT=... bash cuda_validate/scripts/hidden_clock.sh
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -36,6 +38,11 @@ LONG="$IDLE
   mma/0.4/idle/none/0 f16/0.3/idle/none/0 e4m3/0.3/idle/none/0 mma/0.2/idle/none/0"
 SHORT="$IDLE mma/0.4/idle/none/0 $IDLE mma/0.7/idle/none/0 $IDLE f16/0.3/idle/none/0
   $IDLE e4m3/0.3/idle/none/0 $IDLE mma/1/idle/none/0 $IDLE"
-mkdir -p "$OUT/long" "$OUT/short"
-(OUT=$OUT/long POINTS="$LONG" bash "$H/traffic_power.sh" "$SECONDS_LONG") 2>&1 | tail -45
-(OUT=$OUT/short POINTS="$SHORT" bash "$H/traffic_power.sh" "$SECONDS_SHORT") 2>&1 | tail -15
+W=$H/work
+mkdir -p "$W/long" "$W/short"
+(OUT=$W/long POINTS="$LONG" bash "$H/traffic_power.sh" "$SECONDS_LONG") 2>&1 | tail -45
+(OUT=$W/short POINTS="$SHORT" bash "$H/traffic_power.sh" "$SECONDS_SHORT") 2>&1 | tail -15
+cp "$W/long/summary.txt" "$OUT/long_summary.txt"
+cp "$W/short/summary.txt" "$OUT/short_summary.txt"
+mv "$OUT/build.log" "$OUT/gpu.txt" "$W/"
+tar czf "$OUT/hidden_clock.tar.gz" -C "$H" work
