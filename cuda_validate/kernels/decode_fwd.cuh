@@ -282,7 +282,9 @@ constexpr int kReduceThreads = 128;
 constexpr int kReduceMaxSplits = 256;
 
 // Threads per output row of decode_reduce_kernel<kD>, and rows per CTA.
-__host__ __device__ constexpr int decode_reduce_lanes(int d) { return d / 4 < 32 ? d / 4 : 32; }
+__host__ __device__ constexpr int decode_reduce_lanes(int d) {
+  return d / 4 < 32 ? d / 4 : 32;
+}
 __host__ __device__ constexpr int decode_reduce_rows_per_cta(int d) {
   return kReduceThreads / decode_reduce_lanes(d);
 }
@@ -330,8 +332,8 @@ __global__ void __launch_bounds__(kReduceThreads) decode_reduce_kernel(const Dec
     const float w = __expf(s_lse[r_local][s] - m_use) * inv_sum;
 #pragma unroll
     for (int v = 0; v < kVecs; ++v) {
-      const float4 x = *reinterpret_cast<const float4*>(o_row + static_cast<int64_t>(s) * p.seq * kD +
-                                                        (v * kLanes + lane) * 4);
+      const float4 x = *reinterpret_cast<const float4*>(
+          o_row + static_cast<int64_t>(s) * p.seq * kD + (v * kLanes + lane) * 4);
       acc[v].x += w * x.x;
       acc[v].y += w * x.y;
       acc[v].z += w * x.z;

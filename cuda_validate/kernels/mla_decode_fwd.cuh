@@ -83,9 +83,9 @@ struct MlaDecodeConfig {
 // key loop (255 registers and spills at kBKV = 64). A warp copies 4 whole 128-byte row pieces
 // per instruction.
 template <int kBKV, int kD, bool kPaged>
-__device__ __forceinline__ void mla_load_k_tile(half* s_tile, const half* g_seq,
-                                                const int* s_table, int first_page, int kv0,
-                                                int kv_end, int page_tokens) {
+__device__ __forceinline__ void mla_load_k_tile(half* s_tile, const half* g_seq, const int* s_table,
+                                                int first_page, int kv0, int kv_end,
+                                                int page_tokens) {
   static_assert(kBKV % 16 == 0 && kD % 64 == 0, "16-row passes of 64-column groups");
   const int sub = threadIdx.x % 8;
   const int r16 = threadIdx.x / 8;  // 0..15
@@ -145,8 +145,8 @@ __device__ __forceinline__ void mla_warp_qk(float (&rS)[1][kKW / 8][4], const ha
 // rO (kCW/8, 4) += P V for O columns [col0, col0 + kCW): P is the (16, kBKV) fp16 tile at sP
 // (row pitch kPPitch halves), V the first columns of the swizzled (kBKV, kD) K tile at sV.
 template <int kD, int kBKV, int kPPitch, int kCW>
-__device__ __forceinline__ void mla_warp_pv(float (&rO)[kCW / 8][4], const half* sP,
-                                            const half* sV, int col0, int lane) {
+__device__ __forceinline__ void mla_warp_pv(float (&rO)[kCW / 8][4], const half* sP, const half* sV,
+                                            int col0, int lane) {
   constexpr uint32_t kRowBytes = kD * 2;
   constexpr uint32_t kPRowBytes = kPPitch * 2;
   // P's A fragment of keys 16kk..16kk+15: matrices (rows 0-7, keys 0-7), (rows 8-15, keys 0-7),
@@ -185,11 +185,11 @@ __global__ void __launch_bounds__(128) mla_decode_split_kernel(const DecodeParam
   constexpr int kPPitch = Cfg::kPPitch;
 
   extern __shared__ __align__(128) unsigned char smem_raw[];
-  half* sQ = reinterpret_cast<half*>(smem_raw);          // (16, kD) swizzled
-  half* sK = sQ + Cfg::kQTileElems;                      // (2, kBKV, kD) swizzled
-  half* sP = sK + Cfg::kStages * kKT;                    // (16, kPPitch)
+  half* sQ = reinterpret_cast<half*>(smem_raw);                // (16, kD) swizzled
+  half* sK = sQ + Cfg::kQTileElems;                            // (2, kBKV, kD) swizzled
+  half* sP = sK + Cfg::kStages * kKT;                          // (16, kPPitch)
   float* s_max = reinterpret_cast<float*>(sP + Cfg::kPElems);  // (kWarps, 16)
-  float* s_sum = s_max + kWarps * 16;                    // (kWarps, 16)
+  float* s_sum = s_max + kWarps * 16;                          // (kWarps, 16)
   int* s_table = reinterpret_cast<int*>(s_sum + kWarps * 16);  // paged only
 
   const int split = blockIdx.x;

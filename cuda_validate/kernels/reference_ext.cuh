@@ -23,7 +23,7 @@ inline int reference_ext_smem_bytes(int d, int dv) {
 struct RefExtParams {
   const half* gQ;  // (B, H, N, d)
   const half* gK;  // (B, Hkv, Nkv, d): the logical, contiguous cache
-  const half* gV;     // rows of v_pitch halves, the first dv used (MLA: gV = gK)
+  const half* gV;  // rows of v_pitch halves, the first dv used (MLA: gV = gK)
   const int* g_rows;  // sampled query rows
   int n_rows;
   int heads;

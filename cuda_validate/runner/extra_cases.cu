@@ -326,8 +326,8 @@ half* make_page_pool(Arena* arena, const half* src, int batch, int kv_heads, int
   IOSIM_CUDA_CHECK(
       cudaMemcpyAsync(*g_table, table.data(), pool_pages * 4, cudaMemcpyHostToDevice, stream));
   IOSIM_CUDA_CHECK(cudaMemsetAsync(pool, 0xff, pool_elems * 2, stream));
-  scatter_to_pages_kernel<<<1024, 256, 0, stream>>>(src, pool, *g_table, batch, kv_heads, seq_kv,
-                                                    d, page_tokens, pages_per_seq);
+  scatter_to_pages_kernel<<<1024, 256, 0, stream>>>(src, pool, *g_table, batch, kv_heads, seq_kv, d,
+                                                    page_tokens, pages_per_seq);
   IOSIM_CUDA_CHECK(cudaGetLastError());
   IOSIM_CUDA_CHECK(cudaStreamSynchronize(stream));  // `table` goes out of scope
   return pool;
@@ -361,10 +361,9 @@ ExtraCase make_mla_decode_case(const Case& c, uint32_t seed, cudaStream_t stream
   fill_uniform(gQ, q_elems, seed + 1, stream);
   fill_uniform(gK, kv_elems, seed + 2, stream);
   int* g_table = nullptr;
-  half* gK_pool =
-      paged ? make_page_pool(arena.get(), gK, c.batch, 1, c.seq_kv, d, page_tokens, seed, &g_table,
-                             stream)
-            : nullptr;
+  half* gK_pool = paged ? make_page_pool(arena.get(), gK, c.batch, 1, c.seq_kv, d, page_tokens,
+                                         seed, &g_table, stream)
+                        : nullptr;
 
   DecodeParams p{};
   p.gQ = gQ;

@@ -52,9 +52,9 @@ std::vector<std::array<int, 3>> mla_decode_instances() {
 
 bool make_mla_decode_ops(int d, int dv, int block_kv, bool paged, const DecodeParams& p,
                          std::vector<RoleOp>* ops, FlashTiling* tiling, std::string* why) {
-#define IOSIM_TRY(D, DV, BKV)                                                          \
-  if (d == D && dv == DV && block_kv == BKV)                                           \
-    return paged ? mla_ops<D, DV, BKV, true>(p, ops, tiling, why)                      \
+#define IOSIM_TRY(D, DV, BKV)                                     \
+  if (d == D && dv == DV && block_kv == BKV)                      \
+    return paged ? mla_ops<D, DV, BKV, true>(p, ops, tiling, why) \
                  : mla_ops<D, DV, BKV, false>(p, ops, tiling, why);
   IOSIM_MLA_DECODE_INSTANCES(IOSIM_TRY)
 #undef IOSIM_TRY
@@ -62,7 +62,8 @@ bool make_mla_decode_ops(int d, int dv, int block_kv, bool paged, const DecodePa
   msg << (paged ? "paged" : "flash-decoding") << " with latent=" << dv
       << " has no instantiation for d=" << d << " block_kv=" << block_kv
       << "; compiled (d, latent, block_kv):";
-  for (const auto& i : mla_decode_instances()) msg << " (" << i[0] << "," << i[1] << "," << i[2] << ")";
+  for (const auto& i : mla_decode_instances())
+    msg << " (" << i[0] << "," << i[1] << "," << i[2] << ")";
   *why = msg.str();
   return false;
 }
