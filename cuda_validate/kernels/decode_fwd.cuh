@@ -275,16 +275,27 @@ __global__ void __launch_bounds__(kWarps * 32) decode_split_kernel(const DecodeP
 }
 
 // Reduce: O(b, h, n) = sum_s exp(lse_s - lse) * partial_O_s, lse = log sum_s exp(lse_s).
-// kD / 4 threads per row (16-byte fp32 loads); 128 threads per CTA; grid
-// ceil(B * H * N / rows per CTA). Each row's split lse values go through shared memory.
+// min(kD / 4, 32) threads per row, each with kD / 4 / that many 16-byte fp32 loads per split
+// (one at kD = 64 and 128; four at kD = 512, mla_decode_fwd.cuh's O); 128 threads per CTA;
+// grid ceil(B * H * N / rows per CTA). Each row's split lse values go through shared memory.
 constexpr int kReduceThreads = 128;
 constexpr int kReduceMaxSplits = 256;
 
+// Threads per output row of decode_reduce_kernel<kD>, and rows per CTA.
+__host__ __device__ constexpr int decode_reduce_lanes(int d) {
+  return d / 4 < 32 ? d / 4 : 32;
+}
+__host__ __device__ constexpr int decode_reduce_rows_per_cta(int d) {
+  return kReduceThreads / decode_reduce_lanes(d);
+}
+
 template <int kD>
 __global__ void __launch_bounds__(kReduceThreads) decode_reduce_kernel(const DecodeParams p) {
-  constexpr int kLanes = kD / 4;  // threads per row
-  constexpr int kRows = kReduceThreads / kLanes;
+  constexpr int kLanes = decode_reduce_lanes(kD);  // threads per row
+  constexpr int kVecs = kD / 4 / kLanes;           // float4 columns per thread
+  constexpr int kRows = decode_reduce_rows_per_cta(kD);
   static_assert(kLanes <= 32 && 32 % kLanes == 0, "a row's threads sit in one warp");
+  static_assert(kVecs * kLanes * 4 == kD, "whole float4 columns");
   __shared__ float s_lse[kRows][kReduceMaxSplits];
   const int r_local = threadIdx.x / kLanes;
   const int lane = threadIdx.x % kLanes;
@@ -314,21 +325,29 @@ __global__ void __launch_bounds__(kReduceThreads) decode_reduce_kernel(const Dec
   for (int o = kLanes / 2; o > 0; o /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, o);
   __syncwarp();
   const float inv_sum = sum > 0.f ? 1.f / sum : 0.f;
-  float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+  float4 acc[kVecs];
+#pragma unroll
+  for (int v = 0; v < kVecs; ++v) acc[v] = make_float4(0.f, 0.f, 0.f, 0.f);
   for (int s = 0; s < splits; ++s) {
     const float w = __expf(s_lse[r_local][s] - m_use) * inv_sum;
-    const float4 v =
-        *reinterpret_cast<const float4*>(o_row + static_cast<int64_t>(s) * p.seq * kD + lane * 4);
-    acc.x += w * v.x;
-    acc.y += w * v.y;
-    acc.z += w * v.z;
-    acc.w += w * v.w;
+#pragma unroll
+    for (int v = 0; v < kVecs; ++v) {
+      const float4 x = *reinterpret_cast<const float4*>(
+          o_row + static_cast<int64_t>(s) * p.seq * kD + (v * kLanes + lane) * 4);
+      acc[v].x += w * x.x;
+      acc[v].y += w * x.y;
+      acc[v].z += w * x.z;
+      acc[v].w += w * x.w;
+    }
   }
   if (!active) return;
-  uint2 packed;
-  packed.x = pack_half2(acc.x, acc.y);
-  packed.y = pack_half2(acc.z, acc.w);
-  *reinterpret_cast<uint2*>(p.gO + row * kD + lane * 4) = packed;
+#pragma unroll
+  for (int v = 0; v < kVecs; ++v) {
+    uint2 packed;
+    packed.x = pack_half2(acc[v].x, acc[v].y);
+    packed.y = pack_half2(acc[v].z, acc[v].w);
+    *reinterpret_cast<uint2*>(p.gO + row * kD + (v * kLanes + lane) * 4) = packed;
+  }
   if (lane == 0) p.gL[row] = sum > 0.f ? m + logf(sum) : -INFINITY;
 }
 

@@ -26,22 +26,7 @@ void decode_ops(const DecodeParams& p, std::vector<RoleOp>* ops, FlashTiling* ti
                  decode_label("decode_split_kernel", kD, kBKV, kWarps, kPaged), grid, Cfg::kThreads,
                  smem, &split, p);
   ops->push_back(split);
-  if (p.splits > 1) {
-    constexpr int kRowsPerCta = kReduceThreads / (kD / 4);
-    const long long rows = static_cast<long long>(p.batch) * p.heads * p.seq;
-    const dim3 rgrid(static_cast<unsigned>((rows + kRowsPerCta - 1) / kRowsPerCta));
-    RoleOp reduce;
-    reduce.role = "reduce";
-    reduce.kernel = "decode_reduce_kernel<" + std::to_string(kD) + ">";
-    reduce.grid = {static_cast<int>(rgrid.x), 1, 1};
-    reduce.block = {kReduceThreads, 1, 1};
-    reduce.smem_bytes = 0;
-    reduce.launch = [rgrid, p](cudaStream_t stream) {
-      decode_reduce_kernel<kD><<<rgrid, kReduceThreads, 0, stream>>>(p);
-      IOSIM_CUDA_CHECK(cudaGetLastError());
-    };
-    ops->push_back(reduce);
-  }
+  if (p.splits > 1) ops->push_back(decode_reduce_role_op<kD>(p));
   *tiling = {Cfg::kThreads, smem, Cfg::kStages, "cp.async"};
 }
 

@@ -59,7 +59,7 @@ void fill_uniform(half* p, std::size_t n, uint32_t seed, cudaStream_t stream) {
 struct CheckInputs {
   const half* gQ;
   const half* gK;  // logical, contiguous (B, Hkv, Nkv, d)
-  const half* gV;
+  const half* gV;  // (B, Hkv, Nkv, d), or gK for a latent cache (its first dv columns)
   half* gO;
   float* gL;
   int batch, heads, kv_heads, seq, seq_kv, d;
@@ -68,6 +68,7 @@ struct CheckInputs {
   const unsigned char* g_block_mask;  // null: no block mask
   int block_q, block_kv, mask_cols;
   std::string reference;
+  int dv = 0;  // O and V columns of a latent (MLA) case; 0: d, V its own tensor
 };
 
 // A device counter (in `a`) of the non-finite values in the given fp16 tensors, filled on
@@ -107,7 +108,8 @@ ErrorStats compare_outputs(const std::vector<float>& got, const std::vector<floa
 std::string run_check(const CheckInputs& in, const std::vector<RoleOp>& ops, cudaStream_t stream,
                       bool* passed) {
   const std::size_t bh = static_cast<std::size_t>(in.batch) * in.heads;
-  const std::size_t o_elems = bh * in.seq * in.d;
+  const int dv = in.dv > 0 ? in.dv : in.d;  // O's columns
+  const std::size_t o_elems = bh * in.seq * dv;
   IOSIM_CUDA_CHECK(cudaMemsetAsync(in.gO, 0xff, o_elems * sizeof(half), stream));
   IOSIM_CUDA_CHECK(cudaMemsetAsync(in.gL, 0xff, bh * in.seq * sizeof(float), stream));
   for (const auto& op : ops) op.launch(stream);
@@ -120,7 +122,7 @@ std::string run_check(const CheckInputs& in, const std::vector<RoleOp>& ops, cud
   int* g_rows = a.alloc<int>(rows.size());
   IOSIM_CUDA_CHECK(cudaMemcpyAsync(g_rows, rows.data(), rows.size() * sizeof(int),
                                    cudaMemcpyHostToDevice, stream));
-  const std::size_t sample = bh * n_rows * in.d;
+  const std::size_t sample = bh * n_rows * dv;
   float* ref_O = a.alloc<float>(sample);
   float* ref_L = a.alloc<float>(bh * n_rows);
   float* got_O = a.alloc<float>(sample);
@@ -136,6 +138,8 @@ std::string run_check(const CheckInputs& in, const std::vector<RoleOp>& ops, cud
   rp.seq = in.seq;
   rp.seq_kv = in.seq_kv;
   rp.d = in.d;
+  rp.dv = dv;
+  rp.v_pitch = in.dv > 0 ? in.d : dv;  // a latent cache's V rows are K's rows
   rp.scale = in.scale;
   rp.causal = in.causal;
   rp.g_block_mask = in.g_block_mask;
@@ -144,13 +148,13 @@ std::string run_check(const CheckInputs& in, const std::vector<RoleOp>& ops, cud
   rp.mask_cols = in.mask_cols;
   rp.g_ref_O = ref_O;
   rp.g_ref_L = ref_L;
-  const int ref_smem = (kRefExtChunk + in.d + kRefExtThreads) * static_cast<int>(sizeof(float));
+  const int ref_smem = reference_ext_smem_bytes(in.d, dv);
   IOSIM_CUDA_CHECK(cudaFuncSetAttribute(&reference_rows_ext_kernel,
                                         cudaFuncAttributeMaxDynamicSharedMemorySize, ref_smem));
   reference_rows_ext_kernel<<<dim3(n_rows, static_cast<unsigned>(bh)), kRefExtThreads, ref_smem,
                               stream>>>(rp);
   IOSIM_CUDA_CHECK(cudaGetLastError());
-  gather_rows_kernel<<<256, 256, 0, stream>>>(in.gO, in.gL, g_rows, n_rows, in.seq, in.d,
+  gather_rows_kernel<<<256, 256, 0, stream>>>(in.gO, in.gL, g_rows, n_rows, in.seq, dv,
                                               static_cast<int64_t>(bh), got_O, got_L);
   IOSIM_CUDA_CHECK(cudaGetLastError());
 
@@ -288,17 +292,12 @@ ExtraCase make_block_sparse_case(const Case& c, uint32_t seed, cudaStream_t stre
   return x;
 }
 
-ExtraCase make_decode_case(const Case& c, uint32_t seed, cudaStream_t stream) {
-  const int d = c.head_dim;
-  const bool paged = c.schedule == "paged";
-  const int group = c.heads / c.kv_heads;
-  if (group * c.seq > 16)
-    throw std::runtime_error("(H / Hkv) * N = " + std::to_string(group * c.seq) +
-                             " query rows per CTA; the decode kernel takes at most 16");
+// Keys per split of a decode case: whole BLOCK_KV tiles; a split count that leaves a split empty
+// (or more splits than the reduce takes) is refused.
+int decode_split_tokens(const Case& c) {
   if (c.splits > kReduceMaxSplits)
     throw std::runtime_error("splits " + std::to_string(c.splits) + " > " +
                              std::to_string(kReduceMaxSplits));
-  // Splits of whole BLOCK_KV tiles; a split count that leaves a split empty is refused.
   const int tiles = (c.seq_kv + c.block_kv - 1) / c.block_kv;
   const int split_tokens = (tiles + c.splits - 1) / c.splits * c.block_kv;
   const int splits_used = (c.seq_kv + split_tokens - 1) / split_tokens;
@@ -306,6 +305,154 @@ ExtraCase make_decode_case(const Case& c, uint32_t seed, cudaStream_t stream) {
     throw std::runtime_error("splits=" + std::to_string(c.splits) + " of " + std::to_string(tiles) +
                              " tiles of " + std::to_string(c.block_kv) + " keys leaves only " +
                              std::to_string(splits_used) + " non-empty splits");
+  return split_tokens;
+}
+
+// A random permutation of the pool's pages as the block table (B, pages_per_seq), copied to the
+// device (in `arena`), and the contiguous cache src (B, Hkv, Nkv, d) scattered into a new pool
+// (pages, Hkv, page_tokens, d) whose slots past each sequence's end hold NaN (a kernel reading
+// them fails its check). Returns the pool; *g_table gets the table.
+half* make_page_pool(Arena* arena, const half* src, int batch, int kv_heads, int seq_kv, int d,
+                     int page_tokens, uint32_t seed, int** g_table, cudaStream_t stream) {
+  const int pages_per_seq = (seq_kv + page_tokens - 1) / page_tokens;
+  const std::size_t pool_pages = static_cast<std::size_t>(batch) * pages_per_seq;
+  const std::size_t pool_elems = pool_pages * kv_heads * page_tokens * d;
+  std::vector<int> table(pool_pages);
+  for (std::size_t i = 0; i < pool_pages; ++i) table[i] = static_cast<int>(i);
+  std::mt19937_64 rng(seed);
+  std::shuffle(table.begin(), table.end(), rng);
+  *g_table = arena->alloc<int>(pool_pages);
+  half* pool = arena->alloc<half>(pool_elems);
+  IOSIM_CUDA_CHECK(
+      cudaMemcpyAsync(*g_table, table.data(), pool_pages * 4, cudaMemcpyHostToDevice, stream));
+  IOSIM_CUDA_CHECK(cudaMemsetAsync(pool, 0xff, pool_elems * 2, stream));
+  scatter_to_pages_kernel<<<1024, 256, 0, stream>>>(src, pool, *g_table, batch, kv_heads, seq_kv, d,
+                                                    page_tokens, pages_per_seq);
+  IOSIM_CUDA_CHECK(cudaGetLastError());
+  IOSIM_CUDA_CHECK(cudaStreamSynchronize(stream));  // `table` goes out of scope
+  return pool;
+}
+
+// Latent-KV (MLA) decoding (c.latent > 0, Hkv = 1): Q (B, H, N, d), one cache (B, Nkv, d) or its
+// page pool, no V tensor; O (B, H, N, latent). The H * N query rows of a sequence are packed 16
+// to a CTA (mla_decode_fwd.cuh).
+ExtraCase make_mla_decode_case(const Case& c, uint32_t seed, cudaStream_t stream) {
+  const int d = c.head_dim, dv = c.latent;
+  const bool paged = c.schedule == "paged";
+  const int split_tokens = decode_split_tokens(c);
+  const std::size_t bh = static_cast<std::size_t>(c.batch) * c.heads;
+  const std::size_t q_elems = bh * c.seq * d, o_elems = bh * c.seq * dv;
+  const std::size_t kv_elems = static_cast<std::size_t>(c.batch) * c.seq_kv * d;
+  const int page_tokens = paged ? c.page_tokens : 0;
+  const int pages_per_seq = paged ? (c.seq_kv + page_tokens - 1) / page_tokens : 0;
+  const std::size_t pool_pages = static_cast<std::size_t>(c.batch) * pages_per_seq;
+  const std::size_t pool_elems = pool_pages * page_tokens * d;
+  const std::size_t partial_rows = c.splits > 1 ? bh * c.splits * c.seq : 0;
+  require_device_memory((q_elems + o_elems + kv_elems + pool_elems) * 2 + bh * c.seq * 4 +
+                        partial_rows * (dv + 1) * 4 + pool_pages * 4);
+
+  auto arena = std::make_shared<Arena>();
+  half* gQ = arena->alloc<half>(q_elems);
+  half* gK = arena->alloc<half>(kv_elems);
+  half* gO = arena->alloc<half>(o_elems);
+  float* gL = arena->alloc<float>(bh * c.seq);
+  float* g_pO = arena->alloc<float>(partial_rows * dv);
+  float* g_plse = arena->alloc<float>(partial_rows);
+  fill_uniform(gQ, q_elems, seed + 1, stream);
+  fill_uniform(gK, kv_elems, seed + 2, stream);
+  int* g_table = nullptr;
+  half* gK_pool = paged ? make_page_pool(arena.get(), gK, c.batch, 1, c.seq_kv, d, page_tokens,
+                                         seed, &g_table, stream)
+                        : nullptr;
+
+  DecodeParams p{};
+  p.gQ = gQ;
+  p.gK = paged ? gK_pool : gK;
+  p.gV = nullptr;  // V is the first dv columns of the cache's rows
+  p.g_block_table = g_table;
+  p.gO = gO;
+  p.gL = gL;
+  p.g_partial_O = g_pO;
+  p.g_partial_lse = g_plse;
+  p.batch = c.batch;
+  p.heads = c.heads;
+  p.kv_heads = 1;
+  p.seq = c.seq;
+  p.seq_kv = c.seq_kv;
+  p.splits = c.splits;
+  p.split_tokens = split_tokens;
+  p.page_tokens = paged ? page_tokens : 1;
+  p.pages_per_seq = pages_per_seq;
+  p.scale = 1.f / std::sqrt(static_cast<float>(d));
+
+  ExtraCase x;
+  FlashTiling t;
+  std::string why;
+  if (!make_mla_decode_ops(d, dv, c.block_kv, paged, p, &x.ops, &t, &why))
+    throw std::runtime_error(why);
+  JsonObject tj;
+  tiling_common(c, t, &tj);
+  const int rows = c.heads * c.seq;
+  tj.add("splits", json_int(c.splits))
+      .add("split_tokens", json_int(split_tokens))
+      .add("query_rows_per_cta", json_int(std::min(rows, 16)))
+      .add("query_row_blocks", json_int((rows + 15) / 16))
+      .add("latent", json_int(dv))
+      .add("layout", json_str("Q (B, H, N, d), cache (B, Nkv, d): K = all d columns, V = the "
+                              "first latent columns of the same rows; O (B, H, N, latent)"));
+  if (c.splits > 1)
+    tj.add("reduce", JsonObject()
+                         .add("threads", json_int(kReduceThreads))
+                         .add("rows_per_cta", json_int(decode_reduce_rows_per_cta(dv)))
+                         .str())
+        .add("partial_layout", json_str("partial_O (B, H, splits, N, latent) fp32, normalized; "
+                                        "partial_lse (B, H, splits, N) fp32, natural log"));
+  if (paged)
+    tj.add("page_tokens", json_int(page_tokens))
+        .add("pages_per_seq", json_int(pages_per_seq))
+        .add("pool_pages", json_int(static_cast<long long>(pool_pages)))
+        .add("pool_layout", json_str("(pages, 1, page_tokens, d) fp16"))
+        .add("block_table", json_str("(B, pages_per_seq) int32, a random permutation of the "
+                                     "pool; each split CTA reads its slice once"));
+  x.tiling_json = tj.str();
+  CheckInputs in{gQ,
+                 gK,
+                 gK,
+                 gO,
+                 gL,
+                 c.batch,
+                 c.heads,
+                 1,
+                 c.seq,
+                 c.seq_kv,
+                 d,
+                 p.scale,
+                 false,
+                 nullptr,
+                 1,
+                 1,
+                 0,
+                 paged ? "fp32 naive CUDA kernel, O = softmax(scale Q K^T) K[:, :latent], over "
+                         "the contiguous cache the pool was scattered from, sampled rows, all "
+                         "(b, h)"
+                       : "fp32 naive CUDA kernel, O = softmax(scale Q K^T) K[:, :latent], "
+                         "sampled rows, all (b, h)",
+                 dv};
+  const std::vector<RoleOp> ops = x.ops;
+  x.check = [in, ops](cudaStream_t s, bool* passed) { return run_check(in, ops, s, passed); };
+  x.storage = arena;
+  return x;
+}
+
+ExtraCase make_decode_case(const Case& c, uint32_t seed, cudaStream_t stream) {
+  if (c.latent > 0) return make_mla_decode_case(c, seed, stream);
+  const int d = c.head_dim;
+  const bool paged = c.schedule == "paged";
+  const int group = c.heads / c.kv_heads;
+  if (group * c.seq > 16)
+    throw std::runtime_error("(H / Hkv) * N = " + std::to_string(group * c.seq) +
+                             " query rows per CTA; the decode kernel takes at most 16");
+  const int split_tokens = decode_split_tokens(c);
 
   const std::size_t bh = static_cast<std::size_t>(c.batch) * c.heads;
   const std::size_t kv_bh = static_cast<std::size_t>(c.batch) * c.kv_heads;
@@ -384,7 +531,7 @@ ExtraCase make_decode_case(const Case& c, uint32_t seed, cudaStream_t stream) {
   if (c.splits > 1)
     tj.add("reduce", JsonObject()
                          .add("threads", json_int(kReduceThreads))
-                         .add("rows_per_cta", json_int(kReduceThreads / (d / 4)))
+                         .add("rows_per_cta", json_int(decode_reduce_rows_per_cta(d)))
                          .str())
         .add("partial_layout", json_str("partial_O (B, H, splits, N, d) fp32, normalized; "
                                         "partial_lse (B, H, splits, N) fp32, natural log"));
@@ -614,7 +761,8 @@ bool is_extra_case(const Case& c) {
 }
 
 ExtraCase make_extra_case(const Case& c, uint32_t seed, cudaStream_t stream) {
-  if (c.head_dim % 8 != 0 || c.head_dim > 256)
+  // A latent cache's d (576) is past the other kernels' 256; its kernel names what it compiles.
+  if (c.head_dim % 8 != 0 || (c.head_dim > 256 && c.latent == 0))
     throw std::runtime_error("head_dim must be a multiple of 8, <= 256");
   if (c.pass == "bwd") return make_two_pass_bwd_case(c, seed, stream);
   if (c.schedule == "block-sparse") return make_block_sparse_case(c, seed, stream);

@@ -16,6 +16,7 @@
 
 #include "../kernels/block_sparse_fwd.cuh"
 #include "../kernels/decode_fwd.cuh"
+#include "../kernels/mla_decode_fwd.cuh"
 #include "../kernels/two_pass_bwd.cuh"
 #include "ops.cuh"
 #include "suite.hpp"
@@ -67,6 +68,34 @@ bool make_block_sparse_op(int d, int block_q, int block_kv, const BlockSparsePar
 // when no instantiation matches (d, block_kv).
 bool make_decode_ops(int d, int block_kv, bool paged, const DecodeParams& p,
                      std::vector<RoleOp>* ops, FlashTiling* tiling, std::string* why);
+
+// The reduce role of a split decode (splits > 1): decode_reduce_kernel<kD> over the partial
+// outputs of p (kD: the output columns, d, or the latent width of an MLA case).
+template <int kD>
+RoleOp decode_reduce_role_op(const DecodeParams& p) {
+  constexpr int kRowsPerCta = decode_reduce_rows_per_cta(kD);
+  const long long rows = static_cast<long long>(p.batch) * p.heads * p.seq;
+  const dim3 rgrid(static_cast<unsigned>((rows + kRowsPerCta - 1) / kRowsPerCta));
+  RoleOp reduce;
+  reduce.role = "reduce";
+  reduce.kernel = "decode_reduce_kernel<" + std::to_string(kD) + ">";
+  reduce.grid = {static_cast<int>(rgrid.x), 1, 1};
+  reduce.block = {kReduceThreads, 1, 1};
+  reduce.smem_bytes = 0;
+  reduce.launch = [rgrid, p](cudaStream_t stream) {
+    decode_reduce_kernel<kD><<<rgrid, kReduceThreads, 0, stream>>>(p);
+    IOSIM_CUDA_CHECK(cudaGetLastError());
+  };
+  return reduce;
+}
+
+// Latent-KV (MLA) decoding, mla_decode_fwd.cuh (mla_decode.cu): the split kernel (role "split",
+// or "attention" when splits == 1 and it writes O itself) over the (B, Nkv, d) cache or its page
+// pool, and decode_reduce_kernel<dv> (role "reduce"). p.kv_heads is 1. False with `why` when no
+// instantiation matches (d, dv, block_kv) or the launch's shared memory is too large.
+bool make_mla_decode_ops(int d, int dv, int block_kv, bool paged, const DecodeParams& p,
+                         std::vector<RoleOp>* ops, FlashTiling* tiling, std::string* why);
+std::vector<std::array<int, 3>> mla_decode_instances();  // (d, dv, block_kv)
 
 // The instantiated tuples, for errors and the README: block-sparse (d, block_q, block_kv,
 // warps); decode (d, block_kv, warps).

@@ -210,6 +210,8 @@ std::string problem_json(const Case& c) {
   if (!c.pattern.empty()) o.add("pattern", json_str(c.pattern));
   if (c.schedule == "flash-decoding" || c.schedule == "paged")
     o.add("kv_heads", json_int(c.kv_heads));
+  // A latent cache (MLA): V is the first `latent` of the head_dim columns of each cached row.
+  if (c.latent > 0) o.add("latent", json_int(c.latent));
   return o.str();
 }
 

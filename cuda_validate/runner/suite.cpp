@@ -39,6 +39,7 @@ std::string default_case_id(const Case& c) {
   }
   if (c.splits > 0) id << "_s" << c.splits;
   if (c.page_tokens > 0) id << "_page" << c.page_tokens;
+  if (c.latent > 0) id << "_latent" << c.latent;
   if (!c.kernel.empty()) id << "_" << c.kernel << "_st" << c.stages << "_" << c.dtype;
   if (c.causal) id << "_causal";
   if (c.window > 0) id << "_w" << c.window;
@@ -86,6 +87,7 @@ std::vector<Case> load_suite(const std::string& path) {
       else if (key == "Hkv") c.kv_heads = parse_positive_int(value, at);
       else if (key == "splits") c.splits = parse_positive_int(value, at);
       else if (key == "page") c.page_tokens = parse_positive_int(value, at);
+      else if (key == "latent") c.latent = parse_positive_int(value, at);
       else if (key == "pass") {
         if (value != "fwd" && value != "bwd") throw SuiteError(at + ": expected fwd or bwd");
         c.pass = value;
@@ -95,7 +97,7 @@ std::vector<Case> load_suite(const std::string& path) {
       else if (key == "dtype") c.dtype = value;
       else
         throw SuiteError(where + ": unknown key '" + key +
-                         "' (valid: B H N Nkv d bq bkv causal window id pattern Hkv splits page pass "
+                         "' (valid: B H N Nkv d bq bkv causal window id pattern Hkv splits page latent pass "
                          "kernel stages dtype)");
     }
     if (c.batch == 0 || c.heads == 0 || c.seq == 0 || c.head_dim == 0)
@@ -117,6 +119,15 @@ std::vector<Case> load_suite(const std::string& path) {
       if (c.block_q == 0) c.block_q = 16;  // the m-tile the query rows are padded to
     } else if (c.splits != 0) {
       throw SuiteError(where + ": splits=... is for flash-decoding and paged");
+    }
+    if (c.latent > 0) {
+      if (!decoding)
+        throw SuiteError(where + ": latent=... (a latent K/V cache, MLA) is for flash-decoding and paged");
+      if (c.kv_heads != 1)
+        throw SuiteError(where + ": latent=... needs Hkv=1 (every query head reads the one cache)");
+      if (c.latent >= c.head_dim)
+        throw SuiteError(where + ": latent=" + std::to_string(c.latent) +
+                         " must be below d (V is the first latent columns of each d-column row)");
     }
     if (c.pass == "bwd" && c.schedule != "flash2")
       throw SuiteError(where + ": pass=bwd is for flash2 (the two-pass backward)");

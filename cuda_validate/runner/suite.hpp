@@ -26,6 +26,10 @@ struct Case {
   std::string pattern;  // block-sparse: local:W | strided:S | random:DENSITY:SEED | causal
   int splits = 0;       // flash-decoding (> 1), paged (1: no reduce kernel)
   int page_tokens = 0;  // paged: tokens per page (default 16)
+  // flash-decoding and paged with Hkv = 1: a latent cache (MLA, absorbed form). Each cached row
+  // has d columns and is both K (all d) and V (its first `latent` columns); O has `latent`
+  // columns. 0: separate K and V of d columns.
+  int latent = 0;
   std::string pass = "fwd";  // fwd | bwd (flash2 only: the two-pass backward)
   // flash2 only: another kernel of the FlashAttention-2 loop order (issue #27 item 5):
   // wg1_tma_fwd (one warpgroup, wgmma + TMA ring) or wg1_mma_fwd (4 warps, mma.sync +
@@ -43,7 +47,7 @@ class SuiteError : public std::runtime_error {
 
 // Parses a suite file. Format: one case per line, `schedule key=value ...`
 // with keys B H N Nkv d bq bkv causal id, window (flash2's causal forward), and pattern (block-sparse), Hkv, splits,
-// page (decoding), pass (fwd | bwd), kernel, stages, dtype (flash2's wg1 kernels); '#' starts a
+// page, latent (decoding), pass (fwd | bwd), kernel, stages, dtype (flash2's wg1 kernels); '#' starts a
 // comment. Unknown keys, missing keys and duplicate ids
 // are errors.
 std::vector<Case> load_suite(const std::string& path);
