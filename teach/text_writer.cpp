@@ -33,7 +33,7 @@ std::string problem_line(const Report& r) {
     s += fmt::format(" (ragged: --seq-lens {} --seq-kv-lens {})", fmt::join(*p.seq_lens, ","),
                      fmt::join(p.seq_kv_lens ? *p.seq_kv_lens : *p.seq_lens, ","));
   }
-  s += fmt::format(" d={} {}", p.head_dim, dtype_text(p));
+  s += fmt::format(" {} {}", head_dim_text(p), dtype_text(p));
   if (p.causal) s += " causal";
   if (p.window > 0) s += fmt::format(" window={}", p.window);
   if (p.mask) s += " mask";
