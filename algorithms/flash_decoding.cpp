@@ -97,7 +97,10 @@ class SplitKvSchedule final : public Schedule {
     split.threads_per_cta = t_.threads;
     split.smem_bytes_per_cta = smem_bytes_;
     split.registers_per_thread = regs_;
-    split.pipeline_stages = kv_pipeline_depth(t_.pipeline_stages);
+    // A latent's one K buffer is read by both products: the next tile's copy waits for them
+    // (no K/V pair to alternate, kv_pipeline_depth), so its buffers are its depth.
+    split.pipeline_stages =
+        p_.latent() ? t_.pipeline_stages : kv_pipeline_depth(t_.pipeline_stages);
     split.role = t_.splits == 1 ? "attention" : "split";
     split.mma_dtype = p_.dtype;
     split.tensor_instruction = TensorInstruction::mma_sync;  // FlashAttention-2's kernels
@@ -370,11 +373,17 @@ Planned plan_split_kv(const AttentionProblem& p, const HardwareProfile& hw,
   }
   // K/V buffer pairs, as flash2 counts them: FlashAttention's split-KV kernel has one (its copies
   // still overlap the products, kv_pipeline_depth); our measured decode kernel has two. A latent
-  // cache's buffers hold K alone.
-  t.pipeline_stages = req.pipeline_stages.value_or(1);
-  const std::int64_t kv_buffers = t.pipeline_stages, kv_tensors = p.latent() ? 1 : 2;
-  const std::int64_t smem = (t.block_q * eb + kv_tensors * kv_buffers * t.block_kv * kv_eb) * d;
+  // cache's buffers hold K alone, which both products read, so one buffer does not overlap its
+  // next copy: FlashMLA double-buffers K (Q and two 64 x 576 bf16 K tiles, 216 KiB), the default
+  // where two fit in shared memory (one where not: an A100's 164 KiB).
+  const std::int64_t kv_tensors = p.latent() ? 1 : 2;
   const std::int64_t limit = hw.sm.smem_per_cta_max_bytes.value;
+  const auto smem_of = [&](std::int64_t buffers) {
+    return (t.block_q * eb + kv_tensors * buffers * t.block_kv * kv_eb) * d;
+  };
+  t.pipeline_stages = req.pipeline_stages.value_or(p.latent() && smem_of(2) <= limit ? 2 : 1);
+  const std::int64_t kv_buffers = t.pipeline_stages;
+  const std::int64_t smem = smem_of(kv_buffers);
   if (smem > limit) {
     const std::string types =
         p.kv_converted() ? fmt::format("Q {}, {} {}", dtype_name(p.dtype),

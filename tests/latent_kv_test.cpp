@@ -311,13 +311,32 @@ TEST_CASE("a latent's default tiles hold the fp32 accumulators within the regist
       }
     }
   }
-  // DeepSeek-V3's shape takes FlashMLA's 2 warpgroups; asked for 128 threads it would spill.
+  // DeepSeek-V3's shape takes FlashMLA's 2 warpgroups and its two K buffers (Q and two 64 x 576
+  // bf16 tiles fit an H100's shared memory, not an A100's), each its own copy stage: one buffer
+  // read by both products has no pair to alternate.
   RunRequest r = test::request("flash-decoding", 1, 128, 1, 576);
   r.problem.kv_heads = 1;
   r.problem.latent_dim = 512;
   r.problem.seq_kv = 1024;
   r.problem.dtype = Dtype::bf16;
-  CHECK(latent_two_level(r).tiling.threads == 256);
+  const Report h100 = latent_two_level(r);
+  CHECK(h100.tiling.threads == 256);
+  CHECK(h100.tiling.pipeline_stages == 2);
+  CHECK(h100.engine.kernels.front().spec.smem_bytes_per_cta == (64 + 2 * 64) * 576 * 2);
+  CHECK(h100.engine.kernels.front().spec.pipeline_stages == 2);
+  RunRequest a100 = r;
+  a100.engine.l2_enabled = false;
+  const Report one = simulate(test::profile("a100-sxm4-80gb"), a100);
+  REQUIRE(one.feasible());
+  CHECK(one.tiling.pipeline_stages == 1);
+  CHECK(one.engine.kernels.front().spec.pipeline_stages == 1);
+  // Without a latent the one K/V pair is timed two tiles deep, as before.
+  RunRequest separate = test::request("flash-decoding", 1, 8, 1, 128);
+  separate.problem.seq_kv = 1024;
+  const Report pair = latent_two_level(separate);
+  CHECK(pair.tiling.pipeline_stages == 1);
+  CHECK(pair.engine.kernels.front().spec.pipeline_stages == 2);
+  // Asked for 128 threads DeepSeek's shape would spill.
   r.tiling.threads = 128;
   const Report spills = latent_two_level(r);
   CHECK_FALSE(spills.feasible());
