@@ -66,9 +66,9 @@ std::vector<ProblemFlag> make_problem_flags() {
       {"--head-dim", "head dimension d", &RunFlags::head_dim},
       {"--latent-dim",
        "multi-head latent attention (DeepSeek-V2/V3's absorbed decode, FlashMLA): K is a latent "
-       "cache of --head-dim columns a token (latent + RoPE: 512 + 64 = 576), V its first C "
-       "columns, O C columns; its query heads share one latent, so --kv-heads defaults to 1 "
-       "(flash-decoding, paged; default: none)",
+       "cache of --head-dim columns a token (latent + RoPE: 512 + 64 = 576), V its first "
+       "--latent-dim columns, O as wide; its query heads share one latent, so --kv-heads "
+       "defaults to 1 (flash-decoding, paged; default: none)",
        &RunFlags::latent_dim, false, true},
       {"--seq", "query length N", &RunFlags::seq, true},
       {"--seq-kv", "key/value length (0: --seq)", &RunFlags::seq_kv},
