@@ -104,6 +104,9 @@ struct Capabilities {
   // --kv-dtype fp8 beside --dtype fp16 or bf16: its forward loads K and V in their stored type
   // and converts them on chip before its MMAs (a decode kernel reading an FP8 K/V cache).
   bool kv_dtype = false;
+  // --latent-dim: its forward reads a latent K cache whose first latent_dim columns are V
+  // (multi-head latent attention's absorbed decode, FlashMLA), loading no V tensor.
+  bool latent = false;
   bool packs_gqa = false;     // --pack-gqa: its forward can pack a query group (packs_query_group)
   bool gqa_backward = false;  // --kv-heads < --heads with --pass bwd or fwdbwd
   // --window: a token-exact sliding window, K/V blocks wholly outside it skipped, its edge
@@ -176,7 +179,8 @@ double estimated_work(const Algorithm& algorithm, const AttentionProblem& p,
                       const TilingRequest& requested);
 
 /// Throws ConfigError when the request uses an input `algorithm` does not accept (--pattern,
-/// --splits, --page-tokens, --block-table, --dtype fp8, --kv-dtype, --window), naming the flag and
+/// --splits, --page-tokens, --block-table, --dtype fp8, --kv-dtype, --latent-dim, --window), naming
+/// the flag and
 /// the algorithms that accept it, or gives a tiling value that is not positive.
 void check_applicable(const Algorithm& algorithm, const AttentionProblem& p,
                       const TilingRequest& requested, const Registry& registry);

@@ -19,6 +19,13 @@
 // memory as stored, one byte an element (HBM, L2 and shared-memory bytes halve), and each warp
 // converts the K/V elements it reads to fp16/bf16 in registers before Q K^T and P V (FP32-pipe
 // work, costs::convert_fp8_operand); Q, O, L and the fp32 partials are as without it.
+// A latent cache (--latent-dim C, AttentionProblem::latent_dim: multi-head latent attention's
+// absorbed decode, DeepSeek-V2/V3 and FlashMLA): K is the cache, head_dim columns a token, and V
+// its first C columns; no V tensor is declared or loaded. Each block loads K alone (paged: its
+// pages of K), Q K^T spans head_dim, P V reads the first C columns of the K tile on chip (an fp8
+// K converted once for both), and O, the partials and the reduce are C columns wide. Its default
+// tiles are FlashMLA's 64 x 64 with the fewest warpgroups that hold the fp32 accumulators and two
+// K buffers where they fit, each a copy stage of its own (plan_split_kv).
 #include <cstdint>
 
 #include "algorithms/algorithm.hpp"

@@ -62,23 +62,27 @@ class SplitKvSchedule final : public Schedule {
 
   std::vector<TensorDecl> tensors() const override {
     const std::int64_t eb = p_.elem_bytes(), d = p_.head_dim, rows = p_.bh() * p_.seq;
+    const std::int64_t dv = p_.value_dim();         // O's columns (a latent's, or d)
     const std::int64_t kv_eb = p_.kv_elem_bytes();  // K and V as stored (--kv-dtype)
     // Q, O and L as one matrix of B*H*N rows: a CTA's rows are contiguous whether it holds one
     // head's query block or a packed group, and the reduce kernel's rows may span heads.
-    std::vector<TensorDecl> out = {
-        {TensorId::Q, 1, rows, d, eb}, {TensorId::O, 1, rows, d, eb}, {TensorId::L, 1, rows, 1, 4}};
+    std::vector<TensorDecl> out = {{TensorId::Q, 1, rows, d, eb},
+                                   {TensorId::O, 1, rows, dv, eb},
+                                   {TensorId::L, 1, rows, 1, 4}};
+    // A latent cache (--latent-dim) is K alone: V is its first dv columns, no tensor of its own.
+    const bool v_tensor = !p_.latent();
     if (paged_) {
       const BlockTable& bt = *p_.block_table;
       const std::int64_t pool = bt.pool_pages * p_.kv_head_count();
       out.push_back({TensorId::K, pool, p_.page_tokens, d, kv_eb});
-      out.push_back({TensorId::V, pool, p_.page_tokens, d, kv_eb});
+      if (v_tensor) out.push_back({TensorId::V, pool, p_.page_tokens, d, kv_eb});
       out.push_back({TensorId::block_table, 1, bt.sequences, bt.pages_per_seq, 4});
     } else {
       out.push_back({TensorId::K, p_.bh_kv(), p_.seq_kv, d, kv_eb});
-      out.push_back({TensorId::V, p_.bh_kv(), p_.seq_kv, d, kv_eb});
+      if (v_tensor) out.push_back({TensorId::V, p_.bh_kv(), p_.seq_kv, d, kv_eb});
     }
     if (t_.splits > 1) {
-      out.push_back({TensorId::partial_O, t_.splits, rows, d, 4});
+      out.push_back({TensorId::partial_O, t_.splits, rows, dv, 4});
       out.push_back({TensorId::partial_lse, t_.splits, rows, 1, 4});
     }
     return out;
@@ -93,16 +97,19 @@ class SplitKvSchedule final : public Schedule {
     split.threads_per_cta = t_.threads;
     split.smem_bytes_per_cta = smem_bytes_;
     split.registers_per_thread = regs_;
-    split.pipeline_stages = kv_pipeline_depth(t_.pipeline_stages);
+    // A latent's one K buffer is read by both products: the next tile's copy waits for them
+    // (no K/V pair to alternate, kv_pipeline_depth), so its buffers are its depth.
+    split.pipeline_stages =
+        p_.latent() ? t_.pipeline_stages : kv_pipeline_depth(t_.pipeline_stages);
     split.role = t_.splits == 1 ? "attention" : "split";
     split.mma_dtype = p_.dtype;
     split.tensor_instruction = TensorInstruction::mma_sync;  // FlashAttention-2's kernels
     if (t_.splits == 1) return {split};
     KernelSpec reduce;
     reduce.name = prefix + "_reduce";
-    reduce.grid = {ceil_div(p_.bh() * p_.seq, reduce_rows(p_.head_dim)), 1, 1};
+    reduce.grid = {ceil_div(p_.bh() * p_.seq, reduce_rows(p_.value_dim())), 1, 1};
     reduce.threads_per_cta = 128;
-    reduce.smem_bytes_per_cta = t_.splits * reduce_rows(p_.head_dim) * 4;  // every split's lse
+    reduce.smem_bytes_per_cta = t_.splits * reduce_rows(p_.value_dim()) * 4;  // every split's lse
     reduce.registers_per_thread = 64;
     reduce.pipeline_stages = 2;
     reduce.role = "reduce";
@@ -158,12 +165,13 @@ class SplitKvSchedule final : public Schedule {
   bool emit_split_part(std::int64_t cta, std::int64_t part, std::vector<TileOp>& out) const {
     const SplitCta c = split_cta(cta);
     const std::int64_t d = p_.head_dim, eb = p_.elem_bytes(), kv_eb = p_.kv_elem_bytes();
+    const std::int64_t dv = p_.value_dim();  // V's and O's columns (a latent's, or d)
     const std::int64_t warps = std::max(1, t_.threads / 32);
-    const std::int64_t offset = p_.seq_kv - p_.seq;     // bottom-right causal alignment
-    const TileRef o{TensorId::O, 0, c.r0, c.qr, 0, d};  // rO (qr, d)
+    const std::int64_t offset = p_.seq_kv - p_.seq;      // bottom-right causal alignment
+    const TileRef o{TensorId::O, 0, c.r0, c.qr, 0, dv};  // rO (qr, dv)
     if (c.jb >= c.je) {  // nothing to attend to: O = 0 and lse = -inf, ignored by the reduce
       out.push_back(costs::init_state(o));
-      out.push_back(costs::finalize_partial(o, d));
+      out.push_back(costs::finalize_partial(o, dv));
       store_partials(c.split, c.r0, c.qr, out);
       return false;
     }
@@ -182,9 +190,10 @@ class SplitKvSchedule final : public Schedule {
     for (std::int64_t j = from; j < to; ++j) {
       const std::int64_t k0 = j * t_.block_kv;
       const std::int64_t kr = std::min(t_.block_kv, p_.seq_kv - k0);
-      load_kv(TensorId::K, c.kv, c.b, c.hk, k0, kr, out);      // gK -> sK (kr, d)
-      load_kv(TensorId::V, c.kv, c.b, c.hk, k0, kr, out);      // gV -> sV (kr, d)
-      const TileRef s{TensorId::S, c.qm, c.q0, c.qr, k0, kr};  // rS (qr, kr)
+      load_kv(TensorId::K, c.kv, c.b, c.hk, k0, kr, out);  // gK -> sK (kr, d)
+      // A latent cache: P V reads V as sK's first dv columns, already on chip.
+      if (!p_.latent()) load_kv(TensorId::V, c.kv, c.b, c.hk, k0, kr, out);  // gV -> sV (kr, d)
+      const TileRef s{TensorId::S, c.qm, c.q0, c.qr, k0, kr};                // rS (qr, kr)
       // Warps take 16-row m-tiles of the query tile (rows past qr are padding the kernel
       // computes anyway); warps left over split the tile's keys (our decode kernel: a 16-row
       // tile, each of 4 warps a quarter of the keys; FlashAttention's: 64 rows, a warp each).
@@ -193,30 +202,34 @@ class SplitKvSchedule final : public Schedule {
       const std::int64_t row_warps = std::min(warps, m_tiles);
       const std::int64_t key_warps = std::max<std::int64_t>(1, warps / row_warps);
       const std::int64_t q_reads = key_warps * m_tiles * 16 * d * eb;
-      // K and V stay in their stored type in shared memory (an fp8 cache is copied as is).
-      const std::int64_t kv_reads = row_warps * kr * d * kv_eb;  // each of K and V
-      TileOp qk = costs::scores(s, d, q_reads + kv_reads);
-      TileOp pv = costs::pv(s, d, kv_reads);
+      // K and V stay in their stored type in shared memory (an fp8 cache is copied as is). V is
+      // dv columns wide: a latent's first dv columns of the K tile, or a V tile of d.
+      const std::int64_t k_reads = row_warps * kr * d * kv_eb;
+      const std::int64_t v_reads = row_warps * kr * dv * kv_eb;
+      TileOp qk = costs::scores(s, d, q_reads + k_reads);
+      TileOp pv = costs::pv(s, dv, v_reads);
       if (p_.kv_converted()) {
         // An fp8 cache: each warp converts the K (V) elements it read to --dtype in registers
         // before Q K^T (P V); the mma.sync takes fp16/bf16 operands. The per-tensor scales fold
-        // into the softmax scale and the output, at no per-element cost.
+        // into the softmax scale and the output, at no per-element cost. A latent's V is K's
+        // elements, converted once for both products (as FlashMLA's FP8 kernel dequantizes a
+        // K tile once).
         costs::convert_fp8_operand(qk, row_warps * kr * d);
-        costs::convert_fp8_operand(pv, row_warps * kr * d);
+        if (!p_.latent()) costs::convert_fp8_operand(pv, row_warps * kr * dv);
       }
       out.push_back(qk);
       const bool crosses_diagonal = p_.causal && k0 + kr - 1 > c.q0 + offset;
       if (crosses_diagonal || p_.mask) out.push_back(costs::mask(s));
-      out.push_back(costs::online_softmax(s, d));
+      out.push_back(costs::online_softmax(s, dv));
       out.push_back(pv);
     }
     if (to < c.je) return true;
     if (t_.splits > 1) {
-      out.push_back(costs::finalize_partial(o, d));
+      out.push_back(costs::finalize_partial(o, dv));
       store_partials(c.split, c.r0, c.qr, out);
       return false;
     }
-    out.push_back(costs::finalize(o, d));
+    out.push_back(costs::finalize(o, dv));
     out.push_back(TileOp::store(o, OnChip::smem));
     out.push_back(TileOp::store({TensorId::L, 0, c.r0, c.qr, 0, 1}, OnChip::reg));
     return false;
@@ -245,13 +258,13 @@ class SplitKvSchedule final : public Schedule {
 
   void store_partials(std::int64_t split, std::int64_t r0, std::int64_t qr,
                       std::vector<TileOp>& out) const {
-    const std::int64_t d = p_.head_dim;
-    out.push_back(TileOp::store({TensorId::partial_O, split, r0, qr, 0, d}));    // fp32 (qr, d)
+    const std::int64_t dv = p_.value_dim();
+    out.push_back(TileOp::store({TensorId::partial_O, split, r0, qr, 0, dv}));   // fp32 (qr, dv)
     out.push_back(TileOp::store({TensorId::partial_lse, split, r0, qr, 0, 1}));  // fp32 (qr, 1)
   }
 
   void emit_reduce(std::int64_t cta, std::vector<TileOp>& out) const {
-    const std::int64_t d = p_.head_dim, rows = p_.bh() * p_.seq;
+    const std::int64_t d = p_.value_dim(), rows = p_.bh() * p_.seq;  // O's columns
     const std::int64_t r0 = cta * reduce_rows(d);
     const std::int64_t rr = std::min(reduce_rows(d), rows - r0);
     const TileRef o{TensorId::O, 0, r0, rr, 0, d};  // rO (rr, d)
@@ -282,9 +295,12 @@ using closed_form_parts::u64;
 // the split's K and V rows in, (paged) the int32 ids of the pages those rows lie on, and out
 // either O and L (S = 1) or the fp32 partial O and lse (also for a split left without blocks).
 // With S > 1 the reduce kernel reads all S partials of every row once and writes O and L.
+// A latent cache (multi-head latent attention): the split's rows of K alone (V is their first
+// C columns, already read), and O and the partials of C columns.
 ReadWriteBytes split_kv(const AttentionProblem& p, std::int64_t bq, std::int64_t bk,
                         std::int64_t splits, bool paged) {
   const u64 eb = u(p.elem_bytes()), kv_eb = u(p.kv_elem_bytes()), d = u(p.head_dim);
+  const u64 dv = u(p.value_dim()), kv_tensors = p.latent() ? 1 : 2;
   const bool packed = p.packs_query_group();
   const u64 tiles_per_row = u(p.batch * (packed ? p.kv_head_count() : p.heads));
   const std::int64_t rows = packed ? p.group() * p.seq : p.seq;
@@ -302,17 +318,17 @@ ReadWriteBytes split_kv(const AttentionProblem& p, std::int64_t bq, std::int64_t
       const std::int64_t end = std::min({tc, first + per_split, reach});
       if (first < end) {
         const std::int64_t k_begin = first * bk, k_end = std::min(end * bk, p.seq_kv);
-        one.read += qr * d * eb + 2 * u(k_end - k_begin) * d * kv_eb;  // K, V as stored
+        one.read += qr * d * eb + kv_tensors * u(k_end - k_begin) * d * kv_eb;  // K, V as stored
         if (paged) one.read += 4 * u((k_end - 1) / p.page_tokens - k_begin / p.page_tokens + 1);
       }
-      one.write += splits > 1 ? qr * d * 4 + qr * 4 : qr * d * eb + qr * 4;
+      one.write += splits > 1 ? qr * dv * 4 + qr * 4 : qr * dv * eb + qr * 4;
     }
   }
   ReadWriteBytes rw{one.read * tiles_per_row, one.write * tiles_per_row};
   if (splits > 1) {
     const u64 r = u(p.bh() * p.seq);
-    rw.read += u(splits) * r * (d * 4 + 4);
-    rw.write += r * (d * eb + 4);
+    rw.read += u(splits) * r * (dv * 4 + 4);
+    rw.write += r * (dv * eb + 4);
   }
   return rw;
 }
@@ -332,28 +348,73 @@ Planned plan_split_kv(const AttentionProblem& p, const HardwareProfile& hw,
   Planned out;
   Tiling& t = out.tiling;
   const std::int64_t eb = p.elem_bytes(), kv_eb = p.kv_elem_bytes(), d = p.head_dim;
-  // FlashAttention-2's split-KV kernel: 64 query rows, 256/128/64 K/V rows for d <= 64/128/above.
-  t.block_q = req.block_q.value_or(64);
-  t.block_kv = req.block_kv.value_or((d <= 64 ? 256 : (d <= 128 ? 128 : 64)));
-  t.threads = req.threads.value_or(128);
+  const std::int64_t dv = p.value_dim();  // O's columns: a latent's, or d
+  const int max_regs = hw.sm.max_registers_per_thread.value;
+  if (p.latent()) {
+    // FlashMLA's tiles: 64 query rows (packed heads) x 64 keys of the 576-column latent cache.
+    // Its CTA is 2 warpgroups (256 threads), which hold the fp32 O (64 x 512) and S accumulators
+    // in 144 registers a thread where 128 threads would need 288: the default is the fewest
+    // warpgroups whose threads hold them within the register limit (query_stationary's rule),
+    // 128 threads for a small latent, 256 for DeepSeek's.
+    t.block_q = req.block_q.value_or(64);
+    t.block_kv = req.block_kv.value_or(64);
+    constexpr int kWarpgroup = 128;  // threads
+    int groups = 1;
+    while (groups < 8 &&
+           fp32_accumulator_registers(t.block_q, t.block_kv, dv, groups * kWarpgroup) > max_regs) {
+      ++groups;
+    }
+    t.threads = req.threads.value_or(groups * kWarpgroup);
+  } else {
+    // FlashAttention-2's split-KV kernel: 64 query rows, 256/128/64 K/V rows for d <= 64/128/above.
+    t.block_q = req.block_q.value_or(64);
+    t.block_kv = req.block_kv.value_or((d <= 64 ? 256 : (d <= 128 ? 128 : 64)));
+    t.threads = req.threads.value_or(128);
+  }
   // K/V buffer pairs, as flash2 counts them: FlashAttention's split-KV kernel has one (its copies
-  // still overlap the products, kv_pipeline_depth); our measured decode kernel has two.
-  t.pipeline_stages = req.pipeline_stages.value_or(1);
-  const std::int64_t kv_buffers = t.pipeline_stages;
-  const std::int64_t smem = (t.block_q * eb + 2 * kv_buffers * t.block_kv * kv_eb) * d;
+  // still overlap the products, kv_pipeline_depth); our measured decode kernel has two. A latent
+  // cache's buffers hold K alone, which both products read, so one buffer does not overlap its
+  // next copy: FlashMLA double-buffers K (Q and two 64 x 576 bf16 K tiles, 216 KiB), the default
+  // where two fit in shared memory (one where not: an A100's 164 KiB).
+  const std::int64_t kv_tensors = p.latent() ? 1 : 2;
   const std::int64_t limit = hw.sm.smem_per_cta_max_bytes.value;
+  const auto smem_of = [&](std::int64_t buffers) {
+    return (t.block_q * eb + kv_tensors * buffers * t.block_kv * kv_eb) * d;
+  };
+  t.pipeline_stages = req.pipeline_stages.value_or(p.latent() && smem_of(2) <= limit ? 2 : 1);
+  const std::int64_t kv_buffers = t.pipeline_stages;
+  const std::int64_t smem = smem_of(kv_buffers);
   if (smem > limit) {
-    out.infeasible_reason = fmt::format(
-        "{} tile does not fit in shared memory: Q {}x{} plus {} buffer pair(s) of K and V {}x{} "
-        "({}) need {} bytes, {} allows {} bytes per CTA",
-        algo, t.block_q, d, kv_buffers, t.block_kv, d,
-        p.kv_converted()
-            ? fmt::format("Q {}, K and V {}", dtype_name(p.dtype), dtype_name(p.kv_type()))
-            : std::string(dtype_name(p.dtype)),
-        smem, hw.name, limit);
+    const std::string types =
+        p.kv_converted() ? fmt::format("Q {}, {} {}", dtype_name(p.dtype),
+                                       p.latent() ? "K" : "K and V", dtype_name(p.kv_type()))
+                         : std::string(dtype_name(p.dtype));
+    out.infeasible_reason =
+        p.latent()
+            ? fmt::format(
+                  "{} tile does not fit in shared memory: Q {}x{} plus {} buffer(s) of the "
+                  "latent K {}x{} ({}) need {} bytes, {} allows {} bytes per CTA",
+                  algo, t.block_q, d, kv_buffers, t.block_kv, d, types, smem, hw.name, limit)
+            : fmt::format(
+                  "{} tile does not fit in shared memory: Q {}x{} plus {} buffer pair(s) of "
+                  "K and V {}x{} ({}) need {} bytes, {} allows {} bytes per CTA",
+                  algo, t.block_q, d, kv_buffers, t.block_kv, d, types, smem, hw.name, limit);
     return out;
   }
-  const int regs = accumulator_registers(t, d, req);
+  // A latent's O is hundreds of columns: where a thread's share of the fp32 O and S accumulators
+  // alone is past the register limit, the kernel spills, which only a compiler's report can time
+  // (as query_stationary refuses it).
+  const std::int64_t accumulators =
+      fp32_accumulator_registers(t.block_q, t.block_kv, dv, t.threads);
+  if (p.latent() && !req.registers_per_thread && accumulators > max_regs) {
+    out.infeasible_reason = fmt::format(
+        "{} with {} threads: the O ({}x{}) and S ({}x{}) accumulators in fp32 alone take {} "
+        "registers a thread, {} allows {}; such a kernel spills: use more --threads (FlashMLA "
+        "runs 256) or smaller blocks",
+        algo, t.threads, t.block_q, dv, t.block_q, t.block_kv, accumulators, hw.name, max_regs);
+    return out;
+  }
+  const int regs = accumulator_registers(t, dv, req);
   t.registers_per_thread = regs;
 
   const std::int64_t tc = ceil_div(p.seq_kv, t.block_kv);
@@ -416,6 +477,7 @@ Dataflow split_kv_dataflow() {
   f.capabilities.splits = true;
   f.capabilities.packs_gqa = true;
   f.capabilities.kv_dtype = true;  // --kv-dtype fp8: an FP8 K/V cache (decode.hpp)
+  f.capabilities.latent = true;    // --latent-dim: V read from a latent K cache (decode.hpp)
   return f;
 }
 

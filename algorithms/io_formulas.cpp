@@ -66,9 +66,11 @@ IoBounds io_bounds(const AttentionProblem& p, const ReadWriteBytes& closed_form,
   }
   const u64 n = u(p.seq), nk = u(p.seq_kv);
   // K and V (and, backward, dK and dV) once per K/V head, K and V in their stored type.
-  // O in its own element size (bf16 for an fp8 forward).
-  const u64 fwd_compulsory =
-      eb * d * bh * q_rows + kv_eb * d * bh_kv * 2 * kv_rows + u(p.out_elem_bytes()) * d * bh * n;
+  // O in its own element size (bf16 for an fp8 forward). A latent cache (--latent-dim) is K alone
+  // (V is its first value_dim() columns) and O has value_dim() columns.
+  const u64 kv_tensors = p.latent() ? 1 : 2, dv = u(p.value_dim());
+  const u64 fwd_compulsory = eb * d * bh * q_rows + kv_eb * d * bh_kv * kv_tensors * kv_rows +
+                             u(p.out_elem_bytes()) * dv * bh * n;
   const u64 bwd_compulsory = eb * d * (bh * (q_rows + n + n) + bh_kv * (2 * kv_rows + 2 * nk));
 
   // Lower bound per pass (Theorem 5: the backward has the forward's order), on the computed

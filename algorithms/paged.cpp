@@ -25,6 +25,7 @@ Dataflow paged_dataflow() {
   f.capabilities.splits = true;
   f.capabilities.packs_gqa = true;
   f.capabilities.kv_dtype = true;  // --kv-dtype fp8: an FP8 K/V cache (decode.hpp)
+  f.capabilities.latent = true;    // --latent-dim: V read from a latent K cache (decode.hpp)
   f.capabilities.pages = true;
   return f;
 }

@@ -174,6 +174,22 @@ std::vector<std::string> names_with(const Registry& registry, bool Capabilities:
       algorithm.name));
 }
 
+// --latent-dim beside an algorithm whose forward loads a V tensor of its own: the built-in
+// algorithms and the dataflows that read V from the latent K cache.
+[[noreturn]] void latent_not_applicable(const AttentionProblem& p, const Algorithm& algorithm,
+                                        const Registry& registry) {
+  std::vector<std::string> flows;
+  for (const Dataflow* d : forward_dataflows()) {
+    if (d->capabilities.latent) flows.push_back(d->name);
+  }
+  throw ConfigError(fmt::format(
+      "--latent-dim {} (multi-head latent attention: V is the first {} columns of a latent K "
+      "cache) applies to --algo {} (a kernel description's dataflow.forward {}), not '{}': only "
+      "a split-KV decode kernel reads a latent cache here; leave --latent-dim out",
+      p.latent_dim, p.latent_dim, fmt::join(names_with(registry, &Capabilities::latent), " and "),
+      fmt::join(flows, " or "), algorithm.name));
+}
+
 }  // namespace
 
 void check_applicable(const Algorithm& algorithm, const AttentionProblem& p,
@@ -218,6 +234,13 @@ void check_applicable(const Algorithm& algorithm, const AttentionProblem& p,
         "--kv-dtype {} with --pass {}: a K/V cache in another type is read by a decode forward "
         "only; use --pass fwd",
         dtype_name(p.kv_type()), pass_name(p.pass)));
+  }
+  if (p.latent() && !c.latent) latent_not_applicable(p, algorithm, registry);
+  if (p.latent() && p.pass != Pass::fwd) {
+    throw ConfigError(fmt::format(
+        "--latent-dim {} with --pass {}: a latent K/V cache is read by a decode forward only "
+        "(multi-head latent attention's absorbed form); use --pass fwd",
+        p.latent_dim, pass_name(p.pass)));
   }
   if (requested.backward_block_q || requested.backward_block_kv) {
     if (!c.flags_tile_forward) {

@@ -64,6 +64,12 @@ std::vector<ProblemFlag> make_problem_flags() {
       {"--kv-heads", "K/V heads H_kv, dividing --heads: grouped-query attention (default: --heads)",
        &RunFlags::kv_heads, false, true},
       {"--head-dim", "head dimension d", &RunFlags::head_dim},
+      {"--latent-dim",
+       "multi-head latent attention (DeepSeek-V2/V3's absorbed decode, FlashMLA): K is a latent "
+       "cache of --head-dim columns a token (latent + RoPE: 512 + 64 = 576), V its first "
+       "--latent-dim columns, O as wide; its query heads share one latent, so --kv-heads "
+       "defaults to 1 (flash-decoding, paged; default: none)",
+       &RunFlags::latent_dim, false, true},
       {"--seq", "query length N", &RunFlags::seq, true},
       {"--seq-kv", "key/value length (0: --seq)", &RunFlags::seq_kv},
       {"--seq-lens",
@@ -143,6 +149,7 @@ std::optional<std::pair<std::int64_t, std::int64_t>> problem_flag_range(const st
       {"--kv-heads", {1, kMaxHeads}},
       {"--page-tokens", {1, 1 << 20}},
       {"--window", {1, kMaxSeq}},
+      {"--latent-dim", {1, kMaxHeadDim}},
       {"--backward-block-q", {1, 1 << 20}},
       {"--backward-block-kv", {1, 1 << 20}},
       {"--stages", {0, kInt}},
@@ -273,7 +280,19 @@ RunRequest to_request(const RunFlags& f) {
   if (f.splits && *f.splits < 0) {
     throw ConfigError(fmt::format("--splits {} must be 0 (the heuristic) or more", *f.splits));
   }
-  if (f.kv_heads) p.kv_heads = *f.kv_heads;
+  if (f.latent_dim && *f.latent_dim < 1) {
+    throw ConfigError(fmt::format(
+        "--latent-dim {} must be at least 1 (V's columns of the latent cache); leave it out for "
+        "separate K and V",
+        *f.latent_dim));
+  }
+  if (f.latent_dim) p.latent_dim = *f.latent_dim;
+  // MLA's query heads all read one latent: one K/V head unless --kv-heads says otherwise.
+  if (f.kv_heads) {
+    p.kv_heads = *f.kv_heads;
+  } else if (f.latent_dim) {
+    p.kv_heads = 1;
+  }
   // The problem's 0 is "no window"; a window of no key is a mistake, not a way to say none.
   if (f.window && *f.window < 1) {
     throw ConfigError(fmt::format(

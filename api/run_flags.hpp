@@ -36,7 +36,10 @@ struct RunFlags {
   // Decoding; left out: the default applies.
   std::optional<std::int64_t> kv_heads, splits, page_tokens;
   std::optional<std::int64_t> window;  // --window W: sliding window of W keys (left out: none)
-  std::string block_table;             // --block-table FILE (paged)
+  // --latent-dim C: multi-head latent attention's latent cache, V its first C columns (left out:
+  // none); with it --kv-heads defaults to 1.
+  std::optional<std::int64_t> latent_dim;
+  std::string block_table;  // --block-table FILE (paged)
   // A ragged batch (--seq-lens 512,1024,3000; --seq-kv-lens, default --seq-lens): one length per
   // sequence, as typed (empty: none).
   std::string seq_lens, seq_kv_lens;

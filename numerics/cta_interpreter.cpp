@@ -95,12 +95,18 @@ Mat& CtaInterpreter::operand(TensorId t, Eigen::Index rows, Eigen::Index cols) {
   return b;
 }
 
+Eigen::Ref<const Mat> CtaInterpreter::value_tile(Eigen::Index c) {
+  if (!p_.latent()) return operand(TensorId::V, c, p_.head_dim);
+  return operand(TensorId::K, c, p_.head_dim).leftCols(p_.value_dim());
+}
+
 void CtaInterpreter::compute(const TileOp& op) {
   const ComputeOpDef& def = compute_op_def(op.compute);
   ensure(def.numeric == NumericMeaning::executed,
          "compute op {} has no numeric meaning (algorithms/compute_ops.cpp)", def.name);
   const TileRef& t = op.tile;
-  const Eigen::Index r = t.rows, c = t.cols, d = p_.head_dim;
+  // O's columns: V's, head_dim or a latent cache's value_dim() (K and Q keep head_dim).
+  const Eigen::Index r = t.rows, c = t.cols, d = p_.value_dim();
   // The arithmetic of each kind its row gives a numeric meaning: this switch is where it is
   // written. The row says what the case writes (its `writes`, which explain shows).
   switch (op.compute) {
@@ -172,7 +178,7 @@ void CtaInterpreter::compute(const TileOp& op) {
     }
     case ComputeKind::accumulate_pv: {
       const Mat& pr = probabilities(r, c);
-      const Mat& v = operand(TensorId::V, c, d);
+      const Eigen::Ref<const Mat> v = value_tile(c);
       if (p_.dtype == Dtype::fp8) {
         const Mat p8 = pr.unaryExpr([](float x) { return round_e4m3(kFp8POffset * x); });
         operand(TensorId::O, r, d) += (p8 * v) / kFp8POffset;
@@ -339,7 +345,7 @@ void CtaInterpreter::backward(const TileOp& op) {
 }
 
 void CtaInterpreter::split_kv(const TileOp& op) {
-  const Eigen::Index r = op.tile.rows, d = p_.head_dim;
+  const Eigen::Index r = op.tile.rows, d = p_.value_dim();  // O's columns
   Mat& o = operand(TensorId::O, r, d);
   Mat& m = operand(TensorId::m, r, 1);
   Mat& l = operand(TensorId::l, r, 1);

@@ -69,6 +69,11 @@ class CtaInterpreter {
   // forward saved (`from_chip`, when it is on chip); fused ones regenerate it from the indices.
   Mat keep_mask(const TileRef& t, bool from_chip);
 
+  // V of a score tile of `c` keys, c x value_dim(): the V tile on chip or, with a latent cache
+  // (--latent-dim, multi-head latent attention), the first value_dim() columns of the K tile on
+  // chip (no V is loaded).
+  Eigen::Ref<const Mat> value_tile(Eigen::Index c);
+
   void backward(const TileOp& op);
 
   // Split-KV decoding. A split normalizes its own result and keeps its log-sum-exp; the reduce

@@ -282,7 +282,7 @@ NumericResult execute_schedule(const Schedule& schedule, const AttentionProblem&
   }
   if (p.kv_converted()) {  // validate_problem(): the only other stored type is fp8
     quantize_tensor_e4m3(g.of(TensorId::K));
-    quantize_tensor_e4m3(g.of(TensorId::V));
+    if (!p.latent()) quantize_tensor_e4m3(g.of(TensorId::V));  // a latent's V is K's columns
   }
   const bool grads = has_backward(p.pass);
   ensure(!grads || g.declared[index_of(TensorId::dO)], "a backward schedule without dO");
@@ -295,7 +295,10 @@ NumericResult execute_schedule(const Schedule& schedule, const AttentionProblem&
     run_control::check();  // each head's reference is N x N_kv: seconds at the largest
     const Mat q = flat_rows(g.of(TensorId::Q), bh * n, n);
     const Mat k = logical_kv(g.of(TensorId::K), p, bh / p.group());
-    const Mat v = logical_kv(g.of(TensorId::V), p, bh / p.group());
+    // A latent cache (--latent-dim, multi-head latent attention): V is the first value_dim()
+    // columns of K, and O has as many.
+    const Mat v = p.latent() ? Mat(k.leftCols(p.value_dim()))
+                             : logical_kv(g.of(TensorId::V), p, bh / p.group());
     const Mat d_o = grads ? flat_rows(g.of(TensorId::dO), bh * n, n) : Mat();
     refs.push_back(reference(p, seed, bh, q, k, v, grads ? &d_o : nullptr, blocks, keep_scores));
   }

@@ -88,6 +88,8 @@ void check_executable(const AttentionProblem& p, const Schedule* schedule = null
 /// With --kv-dtype fp8 (an FP8 K/V cache under an fp16 or bf16 decode) K and V are stored
 /// quantized, one scale per tensor (amax / 448), and the reference reads the same dequantized
 /// values: the error reported is the schedule's alone, as for 16-bit runs.
+/// With a latent cache (--latent-dim) the reference's V is the first latent_dim columns of K (no
+/// V tensor is declared) and O has latent_dim columns.
 /// With `observer`, tells it every op's buffers and the reference output.
 NumericResult execute_schedule(const Schedule& schedule, const AttentionProblem& problem,
                                std::uint64_t seed, const BlockMask* blocks = nullptr,

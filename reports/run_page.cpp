@@ -547,10 +547,10 @@ std::string run_html(const Report& r) {
   std::string s =
       page_head(fmt::format("iosim run: {} on {}", r.request.algorithm, r.profile_description));
   s += fmt::format(
-      "<p class=\"meta\">B={} H={} N={} N_kv={} d={} {}{} pass={}, block_q={} block_kv={}, L2 {}, "
+      "<p class=\"meta\">B={} H={} N={} N_kv={} {} {}{} pass={}, block_q={} block_kv={}, L2 {}, "
       "SM clock {:.0f} MHz. The table of the same run: <code>iosim run</code> without "
       "<code>--html</code>.</p>\n",
-      p.batch, p.heads, p.seq, p.seq_kv, p.head_dim, dtype_text(p), p.causal ? " causal" : "",
+      p.batch, p.heads, p.seq, p.seq_kv, head_dim_text(p), dtype_text(p), p.causal ? " causal" : "",
       pass_name(p.pass), r.tiling.block_q, r.tiling.block_kv,
       r.request.engine.l2_enabled ? "on" : "off (two-level model)", r.sm_clock_mhz);
   s += "<section><h2>Achieved</h2>\n";

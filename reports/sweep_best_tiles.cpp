@@ -13,7 +13,8 @@ namespace {
 auto problem_key(const SweepRow& r) {
   return std::tie(r.profile, r.algorithm, r.head_dim, r.seq, r.seq_kv, r.batch, r.heads, r.dtype,
                   r.pass, r.causal, r.mask, r.dropout, r.pattern, r.l2, r.cold_l2,
-                  r.requested_clock_mhz, r.kv_heads, r.page_tokens, r.splits, r.window, r.kv_dtype);
+                  r.requested_clock_mhz, r.kv_heads, r.page_tokens, r.splits, r.window, r.kv_dtype,
+                  r.latent_dim);
 }
 
 // Whether row `a` is faster than row `b` (ties: fewer HBM bytes).

@@ -262,6 +262,9 @@ json csv_row_json(const std::map<std::string, std::size_t>& col,
   if (col.count("kv_dtype") && !text("kv_dtype").empty()) {
     j["problem"]["kv_dtype"] = text("kv_dtype");
   }
+  if (col.count("latent_dim") && !text("latent_dim").empty()) {
+    j["problem"]["latent_dim"] = number("latent_dim");
+  }
   const json given = boolean("clock_given");
   if (!given.is_null()) j["power"] = {{"clock_given", given}};
   if (j["feasible"] != true) {

@@ -159,6 +159,8 @@ SweepRow parse_row(const json& j, const std::string& where) {
     r.page_tokens = p["page_tokens"].get<std::int64_t>();
   if (p.contains("window") && p["window"].is_number_integer())
     r.window = p["window"].get<std::int64_t>();
+  if (p.contains("latent_dim") && p["latent_dim"].is_number_integer())
+    r.latent_dim = p["latent_dim"].get<std::int64_t>();
   if (p.contains("kv_dtype") && p["kv_dtype"].is_string()) {
     r.kv_dtype = p["kv_dtype"].get<std::string>();
     try {

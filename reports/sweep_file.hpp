@@ -82,6 +82,7 @@ struct SweepRow {
   std::int64_t splits = 0;       // flash-decoding, paged: K/V splits as run; 0 for the others
   std::int64_t window = 0;       // --window: keys of the sliding window; 0 for none
   std::string kv_dtype;          // --kv-dtype: K/V's stored type, when given; "" for none
+  std::int64_t latent_dim = 0;   // --latent-dim: a latent cache's V columns; 0 for none
   bool causal = false, mask = false, cold_l2 = false;
   double dropout = 0.0;
   double sm_clock_mhz = 0.0;  // the clock the point ran at

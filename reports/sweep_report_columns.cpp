@@ -29,6 +29,10 @@ const OtherField kOtherFields[] = {
     {"dtype", [](const SweepRow& r) { return r.dtype; }},
     {"K/V dtype",
      [](const SweepRow& r) { return r.kv_dtype.empty() ? std::string("-") : r.kv_dtype; }},
+    {"latent",
+     [](const SweepRow& r) {
+       return r.latent_dim > 0 ? std::to_string(r.latent_dim) : std::string("-");
+     }},
     {"pass", [](const SweepRow& r) { return r.pass; }},
     {"causal", [](const SweepRow& r) { return std::string(r.causal ? "yes" : "no"); }},
     {"window",

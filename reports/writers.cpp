@@ -266,6 +266,12 @@ const Column kColumns[] = {
        const auto& t = problem(r).kv_dtype;
        return t ? json(std::string(dtype_name(*t))) : json(nullptr);
      }},
+    // --latent-dim, when given: V's (and O's) columns of a latent K cache (multi-head latent
+    // attention). Before clock_given too.
+    {"latent_dim", "problem", When::not_null, Csv::plain,
+     [](const Report& r) -> json {
+       return or_null(problem(r).latent(), problem(r).latent_dim);
+     }},
     // On a profile with a power section: whether --sm-clock-mhz set the clock (else the power
     // model chose it). `iosim report` groups a sweep's CSV rows by the clock asked for with it.
     {"clock_given", "power", When::not_null, Csv::plain,

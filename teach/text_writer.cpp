@@ -33,7 +33,7 @@ std::string problem_line(const Report& r) {
     s += fmt::format(" (ragged: --seq-lens {} --seq-kv-lens {})", fmt::join(*p.seq_lens, ","),
                      fmt::join(p.seq_kv_lens ? *p.seq_kv_lens : *p.seq_lens, ","));
   }
-  s += fmt::format(" d={} {}", p.head_dim, dtype_text(p));
+  s += fmt::format(" {} {}", head_dim_text(p), dtype_text(p));
   if (p.causal) s += " causal";
   if (p.window > 0) s += fmt::format(" window={}", p.window);
   if (p.mask) s += " mask";
@@ -146,6 +146,12 @@ void write_header(std::ostream& out, const Trace& trace, const Paint& paint) {
   if (r.tiling.splits > 0) out << fmt::format(", {} K/V splits", r.tiling.splits);
   out << "\n";
   if (!paper.empty()) out << "follows: " << paint(kPaper, paper) << "\n";
+  if (p.latent()) {
+    out << fmt::format(
+        "latent: multi-head latent attention, V = the first {} of K's {} columns (no V is loaded: "
+        "O += P V reads the K tile on chip), O {} columns wide\n",
+        p.latent_dim, p.head_dim, p.value_dim());
+  }
   for (const KernelResult& k : r.engine.kernels) {
     out << fmt::format("kernel {}: {} CTAs, {} of shared memory per CTA, {} CTA(s) per SM\n",
                        k.spec.name, k.spec.grid.count(),

@@ -86,9 +86,11 @@ class EngineRecorder final : public OpObserver {
 
 // The global region a buffer written by `op` corresponds to: score tiles (query rows x key
 // columns) for S-shaped results, the query rows for per-row results, the key rows for dK, dV.
-TileRef region_of(TensorId t, const TileOp& op, std::int64_t head_dim) {
+// O and its partials are value_dim() wide (a latent cache's latent_dim), the rest head_dim.
+TileRef region_of(TensorId t, const TileOp& op, const AttentionProblem& p) {
   using T = TensorId;
   const TileRef& s = op.tile;
+  const std::int64_t head_dim = p.head_dim;
   switch (t) {
     case T::S:
     case T::P:
@@ -112,6 +114,9 @@ TileRef region_of(TensorId t, const TileOp& op, std::int64_t head_dim) {
         return {t, s.matrix, s.row0, s.rows, 0, head_dim};
       }
       return {t, s.matrix, s.col0, s.cols, 0, head_dim};
+    case T::O:
+    case T::partial_O:
+      return {t, s.matrix, s.row0, s.rows, 0, p.value_dim()};
     default:
       return {t, s.matrix, s.row0, s.rows, 0, head_dim};
   }
@@ -281,7 +286,7 @@ class NumberRecorder final : public NumericObserver {
 };
 
 // What a CTA holds on chip after `op`, given what it held before.
-void track_on_chip(std::vector<OnChipTile>& held, const TileOp& op, std::int64_t head_dim) {
+void track_on_chip(std::vector<OnChipTile>& held, const TileOp& op, const AttentionProblem& p) {
   auto find = [&](TensorId t) {
     return std::find_if(held.begin(), held.end(),
                         [&](const OnChipTile& h) { return h.tile.tensor == t; });
@@ -300,7 +305,7 @@ void track_on_chip(std::vector<OnChipTile>& held, const TileOp& op, std::int64_t
   }
   if (op.kind != OpKind::compute) return;
   for (TensorId t : written_by(op)) {
-    const TileRef region = region_of(t, op, head_dim);
+    const TileRef region = region_of(t, op, p);
     const auto it = find(t);
     if (it == held.end()) {
       held.push_back({region, OnChip::reg, {region}});
@@ -407,7 +412,7 @@ Trace build_trace(const HardwareProfile& profile, const RunRequest& request) {
     total += step.bytes;
     step.total = total;
     std::vector<OnChipTile>& on_chip = held[{s.kernel, s.cta}];
-    track_on_chip(on_chip, s.op, request.problem.head_dim);
+    track_on_chip(on_chip, s.op, request.problem);
     if (s.op.kind == OpKind::load) step.changed = {s.op.tile.tensor};
     if (s.op.kind == OpKind::compute) step.changed = written_by(s.op);
     step.on_chip = on_chip;

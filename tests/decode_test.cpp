@@ -151,6 +151,28 @@ TEST_CASE("two-level decode bytes equal the closed form over random shapes") {
     }
   }
   CHECK(checked > 200);
+  // A latent cache (--latent-dim, multi-head latent attention): K alone, V its first columns, O
+  // of latent_dim columns; the decode dataflows only (the others refuse it).
+  test::ShapeGen latent_gen(512);
+  int latent_checked = 0;
+  for (const char* algo : {"flash-decoding", "paged"}) {
+    for (int i = 0; i < 40; ++i) {
+      RunRequest r = random_decode(latent_gen, algo);
+      r.problem.latent_dim = latent_gen.pick(1, r.problem.head_dim);
+      r.problem.dtype = latent_gen.coin() ? Dtype::fp16 : Dtype::bf16;
+      if (latent_gen.coin()) r.problem.kv_dtype = Dtype::fp8;
+      const Report rep = decode_two_level(r);
+      REQUIRE(rep.feasible());
+      CAPTURE(algo);
+      CAPTURE(r.problem.heads);
+      test::require_closed_form(r, rep);
+      REQUIRE(rep.engine.total.hbm.read_bytes[index_of(TensorId::V)] == 0);
+      REQUIRE(hbm_total(rep) >= rep.bounds.lower_bound_bytes);
+      REQUIRE(rep.bounds.compulsory_bytes == test::dense_compulsory_bytes(r.problem));
+      ++latent_checked;
+    }
+  }
+  CHECK(latent_checked == 80);
 }
 
 TEST_CASE("a packed query group reads each K/V head once; without packing once per query head") {

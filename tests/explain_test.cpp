@@ -199,6 +199,38 @@ TEST_CASE("explain --execute: each O row is checked against its own head, whatev
   }
 }
 
+TEST_CASE("explain: a latent cache's decode loads no V and holds O of latent_dim columns") {
+  // Multi-head latent attention (--latent-dim): every O tile on chip and every store of O is
+  // latent_dim wide, K the only K/V tensor loaded, each O row checked exactly where final.
+  for (const char* algo : {"flash-decoding", "paged"}) {
+    CAPTURE(algo);
+    RunRequest r = test::request(algo, 1, 4, 1, 16, 0, 16);
+    r.problem.kv_heads = 1;
+    r.problem.latent_dim = 8;
+    r.problem.seq_kv = 64;
+    r.tiling.splits = 2;
+    r.execute = true;
+    const teach::Trace t = teach::build_trace(test::profile(), r);
+    CHECK(rows_checked_exact(t) == 4);
+    int o_tiles = 0, k_loads = 0;
+    for (const teach::TraceStep& s : t.steps) {
+      CHECK(!(s.op.kind == OpKind::load && s.op.tile.tensor == TensorId::V));
+      if (s.op.kind == OpKind::load && s.op.tile.tensor == TensorId::K) ++k_loads;
+      for (const teach::OnChipTile& held : s.on_chip) {
+        if (held.tile.tensor != TensorId::O && held.tile.tensor != TensorId::partial_O) continue;
+        CHECK(held.tile.cols == 8);
+        ++o_tiles;
+      }
+    }
+    CHECK(k_loads > 0);
+    CHECK(o_tiles > 0);
+    std::ostringstream text;
+    teach::write_trace(text, t, {});
+    CHECK(text.str().find("d=16 latent=8") != std::string::npos);
+    CHECK(text.str().find("V = the first 8 of K's 16 columns") != std::string::npos);
+  }
+}
+
 TEST_CASE("explain: a gradient's conversion from fp32 names its own tensor and holds its rows") {
   // FlashAttention-3's grouped-query backward converts dQ, dK and dV (convert_dq, convert_dkv).
   RunRequest r = test::request("flash3", 1, 2, 64, 16, 64, 32);

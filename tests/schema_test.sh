@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every kind of JSON iosim writes is valid against its schema under schemas/: run (dense, decode,
-# block-sparse, backward, executed, two-level, fp8, an fp8 K/V cache), a sweep file (with infeasible rows), validate,
+# block-sparse, backward, executed, two-level, fp8, an fp8 K/V cache, a latent K/V cache), a sweep file (with infeasible rows), validate,
 # kvcache, layer and tune; the built-in profiles (read as JSON) against the profile's schema, which
 # is `iosim profiles --schema`, and the built-in models against the model's, `iosim models
 # --schema`; measured files (what `iosim validate` reads, checked against
@@ -31,6 +31,7 @@ run --algo flash2 --seq 1024 --head-dim 64
 run --algo flash-decoding --seq 1 --seq-kv 8192 --head-dim 128 --kv-heads 2 --heads 16
 run --algo paged --seq 1 --seq-kv 4096 --head-dim 128 --page-tokens 16
 run --algo paged --seq 1 --seq-kv 4096 --head-dim 128 --kv-heads 2 --heads 8 --kv-dtype fp8 --dtype bf16
+run --algo flash-decoding --seq 1 --seq-kv 2048 --head-dim 576 --latent-dim 512 --heads 16 --dtype bf16 --splits 2
 run --algo flash-decoding --seq 2 --seq-kv 4096 --head-dim 128 --kv-heads 2 --heads 8 --pack-gqa on
 run --algo block-sparse --pattern strided:4 --seq 1024 --head-dim 64 --block-q 64 --block-kv 64
 run --algo flash2 --pass fwdbwd --seq 200 --head-dim 32 --causal --execute --cold-l2

@@ -676,3 +676,39 @@ TEST_CASE("report: an fp8 K/V cache is a problem of its own, from the sweep's JS
     }
   }
 }
+
+TEST_CASE("report: each latent width is a problem of its own, from the sweep's JSON and its CSV") {
+  // Two block sizes of each --latent-dim (and none), flash-decoding at the same shape: three
+  // problems, each with its two tiles, whose rows keep their latent (0: none).
+  std::vector<SweepPoint> points;
+  std::size_t i = 0;
+  for (const std::int64_t latent : {0, 64, 96}) {
+    for (std::int64_t bkv : {32, 64}) {
+      RunRequest r = test::request("flash-decoding", 1, 8, 1, 128, 0, bkv);
+      r.problem.seq_kv = 4096;
+      r.problem.kv_heads = 1;
+      r.problem.latent_dim = latent;
+      r.tiling.splits = 2;
+      points.push_back({i++, "h100-sxm5-80gb", r});
+    }
+  }
+  const auto profiles = profiles_of(points);
+  const std::vector<Report> reports = run_sweep(points, profiles, {2, {}});
+  const SweepDescription d = {
+      {{"--latent-dim", {"0", "64", "96"}}, {"--block-kv", {"32", "64"}}}, points.size(), {}};
+  for (const fs::path& f : {temp_file("latent.json", sweep_json(d, points, reports, profiles)),
+                            temp_file("latent.csv", sweep_csv(points, reports))}) {
+    CAPTURE(f);
+    const SweepData data = load_sweeps({f});
+    REQUIRE(data.rows.size() == 6);
+    for (std::size_t r = 0; r < 6; ++r) {
+      CHECK(data.rows[r].latent_dim == (r < 2 ? 0 : r < 4 ? 64 : 96));
+    }
+    const std::vector<BestBlock> best = best_blocks(data);
+    REQUIRE(best.size() == 3);
+    for (const BestBlock& b : best) {
+      CHECK(b.tried == 2);
+      CHECK(data.rows[b.rows[0]].latent_dim == data.rows[b.rows[1]].latent_dim);
+    }
+  }
+}

@@ -34,6 +34,7 @@ void require_closed_form(const RunRequest& r, const Report& rep) {
   CAPTURE(r.problem.seq);
   CAPTURE(r.problem.seq_kv);
   CAPTURE(r.problem.head_dim);
+  CAPTURE(r.problem.latent_dim);
   CAPTURE(r.problem.kv_heads);
   CAPTURE(rep.tiling.block_q);
   CAPTURE(rep.tiling.block_kv);

@@ -104,16 +104,20 @@ inline bool rel_close(double actual, double expected, double rel) {
 /// io_formulas.cpp's compulsory bytes so that the tests hold one against the other): a forward
 /// reads Q, K, V and writes O (O in its own element size, K and V in their stored one); a
 /// backward reads Q, K, V, dO and writes dQ, dK, dV. Dense problems only (block-sparse may skip
-/// rows no block touches).
+/// rows no block touches). A latent cache (--latent-dim) is one tensor, K, whose first
+/// latent_dim columns are V; O is B*H*N rows of latent_dim.
 inline std::uint64_t dense_compulsory_bytes(const AttentionProblem& p) {
   const std::uint64_t eb = static_cast<std::uint64_t>(p.elem_bytes());
   const std::uint64_t q = static_cast<std::uint64_t>(p.batch * p.heads * p.seq * p.head_dim);
   const std::uint64_t kv =
       static_cast<std::uint64_t>(p.batch * p.kv_head_count() * p.seq_kv * p.head_dim);
   const std::uint64_t kv_eb = static_cast<std::uint64_t>(p.kv_elem_bytes());  // --kv-dtype
+  const std::uint64_t o = static_cast<std::uint64_t>(
+      p.batch * p.heads * p.seq * (p.latent_dim > 0 ? p.latent_dim : p.head_dim));
+  const std::uint64_t kv_tensors = p.latent_dim > 0 ? 1 : 2;
   std::uint64_t bytes = 0;
   if (runs_forward(p.pass))
-    bytes += eb * q + kv_eb * 2 * kv + static_cast<std::uint64_t>(p.out_elem_bytes()) * q;
+    bytes += eb * q + kv_eb * kv_tensors * kv + static_cast<std::uint64_t>(p.out_elem_bytes()) * o;
   if (runs_backward(p.pass)) bytes += eb * (2 * q + 2 * kv) + eb * (q + 2 * kv);  // in, out
   return bytes;
 }

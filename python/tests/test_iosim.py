@@ -392,6 +392,30 @@ def test_run_fp8_kv_cache_halves_the_cache_reads():
         iosim.run(algo="flash2", seq=1, seq_kv=8192, head_dim=128, kv_dtype="fp8")
 
 
+def test_run_latent_cache_reads_k_alone():
+    # Multi-head latent attention (DeepSeek-V3's absorbed decode): one latent of 576 columns a
+    # token shared by the 16 heads (kv_heads defaults to 1), V its first 512 columns.
+    decode = dict(algo="flash-decoding", seq=1, seq_kv=4096, head_dim=576, heads=16, splits=2,
+                  dtype="bf16", l2="off")
+    r = iosim.run(**decode, latent_dim=512)
+    assert r["problem"]["latent_dim"] == 512 and r["problem"]["kv_heads"] == 1
+    assert "latent_dim" not in iosim.run(**decode)["problem"]
+    per = r["counters"]["per_tensor"]
+    assert "V" not in per or per["V"]["hbm_read_bytes"] == 0
+    assert per["K"]["hbm_read_bytes"] == 4096 * 576 * 2  # the latent once (one 16-row tile)
+    assert per["O"]["hbm_write_bytes"] == 16 * 512 * 2
+    assert r["counters"]["hbm_read_bytes"] + r["counters"]["hbm_write_bytes"] == \
+        r["bounds"]["closed_form_bytes"]
+    assert without_wall(r) == without_wall(cli_json(
+        "run", "--algo", "flash-decoding", "--seq", "1", "--seq-kv", "4096", "--head-dim", "576",
+        "--heads", "16", "--splits", "2", "--dtype", "bf16", "--l2", "off", "--latent-dim", "512"))
+    with pytest.raises(iosim.ConfigError, match="--latent-dim 512 .* applies to --algo "
+                                                "flash-decoding and paged"):
+        iosim.run(algo="flash2", seq=1, seq_kv=4096, head_dim=576, heads=16, latent_dim=512)
+    with pytest.raises(iosim.ConfigError, match="exceeds --head-dim 576"):
+        iosim.run(**decode, latent_dim=600)
+
+
 def test_kvcache_paged_fits_more():
     doc = iosim.kvcache(**KV_MODEL, kv_budget_bytes=4e9, requests=400)
     by_policy = {p["policy"]: p for p in doc["policies"]}

@@ -63,6 +63,11 @@ std::string dtype_text(const AttentionProblem& p) {
   return s;
 }
 
+std::string head_dim_text(const AttentionProblem& p) {
+  return p.latent() ? fmt::format("d={} latent={}", p.head_dim, p.latent_dim)
+                    : fmt::format("d={}", p.head_dim);
+}
+
 AttentionProblem sequence_problem(const AttentionProblem& given, std::size_t b) {
   AttentionProblem p = with_defaults(given);
   if (!p.ragged()) return p;
@@ -154,6 +159,9 @@ void check_problem_values(const AttentionProblem& given) {
   require_range("--page-tokens", p.page_tokens, 0, 1 << 20);
   // 0 is the problem's "no window" (to_request() refuses --window 0 itself).
   if (p.window != 0) require_range("--window", p.window, 1, kMaxSeq);
+  // 0 is the problem's "no latent" (to_request() refuses --latent-dim 0 itself); above --head-dim
+  // is refused by validate_problem(), which names --head-dim.
+  if (p.latent_dim != 0) require_range("--latent-dim", p.latent_dim, 1, kMaxHeadDim);
   if (!(p.dropout >= 0.0 && p.dropout < 1.0)) {
     throw ConfigError(fmt::format("--dropout {} is out of range: it must be in [0, 1)", p.dropout));
   }
@@ -219,6 +227,15 @@ void validate_problem(const AttentionProblem& given) {
         "converted on chip for an fp16 or bf16 attention (--kv-dtype fp8 with --dtype fp16 or "
         "bf16)",
         dtype_name(p.kv_type()), dtype_name(p.dtype)));
+  }
+  // V is the first latent_dim columns of each cached row of head_dim columns (the latent; the
+  // rest are the decoupled RoPE key's): it cannot be wider than the row.
+  if (p.latent_dim > p.head_dim) {
+    throw ConfigError(fmt::format(
+        "--latent-dim {} exceeds --head-dim {}: V is the first --latent-dim columns of each cached "
+        "row of --head-dim columns (DeepSeek-V3: --latent-dim 512 --head-dim 576, the latent and "
+        "its 64 RoPE columns)",
+        p.latent_dim, p.head_dim));
   }
   if (p.causal && p.seq_kv < p.seq) {
     throw ConfigError(fmt::format(

@@ -45,6 +45,13 @@ struct AttentionProblem {
   // converts each K/V element on chip to dtype before its MMAs. nullopt: dtype. Only the
   // dataflows with Capabilities::kv_dtype read a type other than dtype.
   std::optional<Dtype> kv_dtype;
+  // Multi-head latent attention's absorbed decode (--latent-dim C; 0: none): K is a latent cache
+  // of head_dim = C + rope columns a token (DeepSeek-V2/V3: 512 + 64 = 576), every query head's
+  // row has head_dim columns and S = Q K^T spans them all, and V is the first C columns of the
+  // same cached row (no V tensor is stored or loaded), so O has C columns (value_dim()). MLA's
+  // query heads share one latent (kv_heads 1 unless --kv-heads says otherwise). Only the
+  // dataflows with Capabilities::latent read one (FlashMLA's kernel is a split-KV decode).
+  std::int64_t latent_dim = 0;
   bool causal = false;  // bottom-right aligned: query i sees key j iff j <= i + (N_kv - N)
   bool mask = false;    // an elementwise mask computed from indices (see README)
   // Sliding window (--window W; 0: none): query i sees key j only within W positions of its
@@ -113,6 +120,10 @@ struct AttentionProblem {
   bool kv_converted() const { return kv_type() != dtype; }
   /// Bytes per element of K and V as stored in HBM (and in shared memory before conversion).
   std::int64_t kv_elem_bytes() const { return dtype_bytes(kv_type()); }
+  /// Whether V is the first latent_dim columns of K (multi-head latent attention, --latent-dim).
+  bool latent() const { return latent_dim > 0; }
+  /// Columns of V and O: latent_dim with a latent cache, else head_dim.
+  std::int64_t value_dim() const { return latent() ? latent_dim : head_dim; }
   /// Bytes per element of O: as the inputs, except that an fp8 (e4m3) forward writes O in bf16, as
   /// FlashAttention-3's FP8 forward does (its output tensor is bf16 for e4m3 inputs).
   std::int64_t out_elem_bytes() const { return dtype == Dtype::fp8 ? 2 : elem_bytes(); }
@@ -127,6 +138,9 @@ AttentionProblem with_defaults(AttentionProblem p);
 
 /// The element types in words: "fp16", or with K/V stored in another type "fp16 kv_dtype=fp8".
 std::string dtype_text(const AttentionProblem& p);
+
+/// The head dimension in words: "d=64", or with a latent cache "d=576 latent=512".
+std::string head_dim_text(const AttentionProblem& p);
 
 /// Sequence b of a ragged batch as a problem of its own: batch 1, its lengths, no lists.
 AttentionProblem sequence_problem(const AttentionProblem& p, std::size_t b);
