@@ -23,7 +23,13 @@ T is the point's maximum GPU temperature; T_op, the temperature at which static 
 median over the points held at the cap (those the model solves the clock for): the model has no
 temperature of its own, so the leakage slope k_T is folded in at T_op.
 beta is chosen on a grid over [0, 1]; the rest is linear least squares.
-Usage: power_model_fit.py SUMMARY.json... (power_clock_summary.json / traffic_power_summary.json
+With --voltage-clock smi the voltage follows nvidia-smi's clock (the DVFS state) and the work
+still happens at the kernel's own clock: s(f_smi) [clock_w f / f_boost + e R ...]. Under tensor
+load below the power cap the kernels' clock runs below nvidia-smi's (mma.sync at duty 0.44: 1844
+against 1980 MHz) with no clock event reason: a slowdown at the DVFS state's voltage, which the
+default form (voltage from the kernel's clock) reads as a lower voltage (CALIBRATION.md, "The SM
+clock below nvidia-smi's under tensor load").
+Usage: power_model_fit.py [--voltage-clock kernel|smi] SUMMARY.json... (power_clock_summary.json / traffic_power_summary.json
 of one GPU; power_clock's FFMA and exp2 points are left out: it did not count their instructions)
 """
 import json, statistics, sys
@@ -41,7 +47,8 @@ def rows(path):
         r_t = p["tflops"] * 1e12
         tb = p.get("traffic_gbps", 0.0) * 1e9
         out.append(dict(
-            name=p["point"], f=p["kernel_mhz_whole_run"], P=p["smi_power_w_median"], T=p["smi_temp_c_max"],
+            name=p["point"], f=p["kernel_mhz_whole_run"], f_smi=p["smi_sm_mhz_median"],
+            P=p["smi_power_w_median"], T=p["smi_temp_c_max"],
             capped=(p.get("frac_sw_power_cap") or 0) > 0.5,
             fp16=r_t if p["dtype"] == "f16" else 0.0, fp8=r_t if p["dtype"] == "e4m3" else 0.0,
             mma=r_t if p["dtype"] == "mma_f16" else 0.0,
@@ -50,8 +57,11 @@ def rows(path):
     return out
 
 
+VOLTAGE_CLOCK = "f"  # the clock the voltage follows: "f" (the kernel's) or "f_smi" (nvidia-smi's)
+
+
 def features(r, beta, t_op):
-    s = (1 - beta * (1 - r["f"] / F_BOOST)) ** 2
+    s = (1 - beta * (1 - r[VOLTAGE_CLOCK] / F_BOOST)) ** 2
     v = [1.0, r["T"] - t_op, s * r["f"] / F_BOOST, s * r["fp16"] * 1e-12, s * r["fp8"] * 1e-12,
          s * r["fp32"] * 1e-12, s * r["sfu"] * 1e-12, s * r["l2"] * 1e-12, r["hbm"] * 1e-12]
     if HAS_MMA:
@@ -84,8 +94,12 @@ def lstsq(A, b):
 
 
 def main():
-    global HAS_MMA
-    R = [r for path in sys.argv[1:] for r in rows(path)]
+    global HAS_MMA, VOLTAGE_CLOCK
+    args = sys.argv[1:]
+    if len(args) >= 2 and args[0] == "--voltage-clock" and args[1] in ("kernel", "smi"):
+        VOLTAGE_CLOCK = "f_smi" if args[1] == "smi" else "f"
+        args = args[2:]
+    R = [r for path in args for r in rows(path)]
     HAS_MMA = any(r["mma"] > 0 for r in R)
     t_op = statistics.median(r["T"] for r in R if r["capped"])
     best = None
@@ -97,14 +111,16 @@ def main():
         if best is None or sse < best[0]:
             best = (sse, beta, x)
     sse, beta, x = best
-    print(f"points {len(R)} (capped {sum(r['capped'] for r in R)}), T_op {t_op} C, "
+    print(f"voltage follows the {'nvidia-smi' if VOLTAGE_CLOCK == 'f_smi' else 'kernel'} clock; "
+          f"points {len(R)} (capped {sum(r['capped'] for r in R)}), T_op {t_op} C, "
           f"voltage_clock_slope (beta) {beta}, rms {(sse / len(R)) ** 0.5:.1f} W")
     for n, v in zip(NAMES, x):
         print(f"  {n:26} {v:.4g}")
-    print("point                   kernel MHz   T  measured W  model W")
+    print("point                   kernel MHz  smi MHz   T  measured W  model W")
     for r in R:
         m = sum(a * c for a, c in zip(features(r, beta, t_op), x))
-        print(f"  {r['name']:24} {r['f']:7.0f} {r['T']:4.0f} {r['P']:10.1f} {m:8.1f}")
+        print(f"  {r['name']:24} {r['f']:7.0f} {r['f_smi']:8.0f} {r['T']:4.0f} {r['P']:10.1f} "
+              f"{m:8.1f}")
 
 
 if __name__ == "__main__":
