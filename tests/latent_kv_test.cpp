@@ -77,6 +77,9 @@ TEST_CASE("a latent cache moves K alone, once per split, and O of latent_dim col
       const RunRequest latent = random_latent_decode(gen, algo);
       RunRequest separate = latent;  // the same K, and a V of its own
       separate.problem.latent_dim = 0;
+      // Packed as the latent's heads are (a latent packs at every N; without one, at N = 1).
+      separate.problem.pack_gqa =
+          latent.problem.packs_query_group() ? GqaPacking::on : GqaPacking::off;
       const AttentionProblem& p = latent.problem;
       CAPTURE(algo);
       CAPTURE(p.batch);
@@ -362,4 +365,26 @@ TEST_CASE("DeepSeek-V3's decode: the latent cache read once per 64-row tile of p
   CHECK(latent_written(rep, TensorId::O) == 32ull * 128 * 512 * 2);
   CHECK(rep.bounds.compulsory_bytes == 32ull * 128 * 576 * 2 + 32 * cache + 32ull * 128 * 512 * 2);
   test::require_closed_form(r, rep);
+}
+
+TEST_CASE("a latent packs its heads at every N: two query positions read the latent once") {
+  // A speculative step (N = 2) over one latent: the 2 x 16 packed rows are one 32-row tile, so
+  // the cache is read once a sequence, as at N = 1. Unpacked (--pack-gqa off, or the rule of
+  // FlashAttention-2's decode path, which packs at N = 1 only) each head reads it again.
+  RunRequest r = test::request("flash-decoding", 4, 16, 2, 576, 0, 64);
+  r.tiling.block_q = 32;
+  r.tiling.threads = 256;
+  r.tiling.splits = 2;
+  r.problem.kv_heads = 1;
+  r.problem.latent_dim = 512;
+  r.problem.seq_kv = 1024;
+  const std::uint64_t cache = 1024ull * 576 * 2;
+  for (const GqaPacking packing : {GqaPacking::automatic, GqaPacking::on, GqaPacking::off}) {
+    CAPTURE(static_cast<int>(packing));
+    r.problem.pack_gqa = packing;
+    const Report rep = latent_two_level(r);
+    REQUIRE(rep.feasible());
+    CHECK(latent_read(rep, TensorId::K) == (packing == GqaPacking::off ? 16 : 1) * 4 * cache);
+    test::require_closed_form(r, rep);
+  }
 }

@@ -535,6 +535,53 @@ TEST_CASE("blind reads nothing measured: no seen clock, no tiles from kernel nam
   }
 }
 
+TEST_CASE("a latent (MLA) decode case is predicted with its latent: K alone, V its columns") {
+  // cuda_validate's MLA decode kernel records problem.latent (V is the first `latent` of the
+  // head_dim columns of the one cached row) and its 16-row query tile as tiling.block_q. Read
+  // without the latent, the case was predicted with a separate V of 576 columns: twice the DRAM
+  // reads. A held-out decode case made into one (the measured numbers do not matter here).
+  std::ifstream in(kDir + "/h100-sxm5-80gb/heldout_2026-11-23/heldout_2026-11-23.json");
+  REQUIRE(in.good());
+  nlohmann::json doc = nlohmann::json::parse(in);
+  nlohmann::json kept = nlohmann::json::array();
+  for (const nlohmann::json& c : doc.at("cases")) {
+    if (c.at("schedule") != "flash-decoding" || !kept.empty()) continue;
+    nlohmann::json m = c;
+    m["problem"].update({{"batch", 2},
+                         {"heads", 16},
+                         {"kv_heads", 1},
+                         {"seq", 1},
+                         {"seq_kv", 2048},
+                         {"head_dim", 576},
+                         {"latent", 512}});
+    m["tiling"].update({{"block_q", 16},
+                        {"block_kv", 64},
+                        {"threads", 128},
+                        {"splits", 4},
+                        {"pipeline_stages", 2}});
+    kept.push_back(m);
+  }
+  REQUIRE(kept.size() == 1);
+  doc["cases"] = kept;
+  const fs::path dir = fs::temp_directory_path() / "iosim_validate_latent_test" / "h100-sxm5-80gb";
+  fs::create_directories(dir);
+  std::ofstream(dir / "measurements_latent.json") << doc.dump();
+  const ValidationResult v = validate_measurements(dir);
+  fs::remove_all(dir.parent_path());
+  REQUIRE(v.cases.size() == 1);
+  const CaseResult& c = v.cases[0];
+  REQUIRE(c.skipped_reason.empty());
+  RunRequest r = decode_flags("flash-decoding", 2, 16, 1, 576, 64, 2048, 1, 4);
+  r.problem.latent_dim = 512;
+  const Report cold = simulate(test::profile(), r);
+  REQUIRE(cold.feasible());
+  const double dram =
+      static_cast<double>(cold.engine.total.hbm.read_total() + cold.engine.total.hbm.write_total());
+  REQUIRE(kMetrics[0] == Metric::dram);
+  CHECK(c.blind[0].predicted == dram);
+  CHECK(c.metrics[0].predicted == doctest::Approx(dram).epsilon(0.01));
+}
+
 TEST_CASE("blind time is held to the queued CUDA-event time where a case has one") {
   // PyTorch's cases were first timed with the GPU idle before each call, so the host's dispatch
   // was inside the interval (cuDNN's forward at N = 1024: 114 us against 49 us queued on the

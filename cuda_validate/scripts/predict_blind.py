@@ -14,7 +14,7 @@ With --builtins, the suite's other lines (the built-in schedules: flash2, flash1
 block-sparse, flash-decoding, paged) are predicted too, from the flags a user of that kernel
 would give `iosim run`: the problem, --block-q/--block-kv/--threads of the instantiation the line
 names (runner/flash_instances.hpp, block_sparse.cu, decode.cu), --splits, --kv-heads,
---page-tokens, --pattern, --window. Nothing measured, no clock but the profile's own policy. With
+--page-tokens, --latent-dim, --pattern, --window. Nothing measured, no clock but the profile's own policy. With
 --all-sealed every case is sealed (the sealed set of issue #29).
 
   predict_blind.py --iosim build/iosim --suite cuda_validate/suites/wg1_fwd.txt \\
@@ -121,6 +121,9 @@ def builtin(kv):
         if "Hkv" in kv:
             flags += ["--kv-heads", kv["Hkv"]]
             problem["kv_heads"] = int(kv["Hkv"])
+        if "latent" in kv:  # a latent K/V cache (MLA): V is K's first `latent` columns
+            flags += ["--latent-dim", kv["latent"]]
+            problem["latent_dim"] = int(kv["latent"])
         if sched == "paged":
             flags += ["--page-tokens", kv.get("page", "16")]
             problem["page_tokens"] = int(kv.get("page", "16"))

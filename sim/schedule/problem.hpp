@@ -106,10 +106,12 @@ struct AttentionProblem {
            (seq == 1 || !causal);
   }
   /// Whether the forward kernels pack the query group: at seq 1 by default, as FlashAttention's
-  /// decode path (seqlenq_ngroups_swapped) does; at any N with --pack-gqa on.
+  /// decode path (seqlenq_ngroups_swapped) does; at any N with --pack-gqa on, or with a latent
+  /// cache (FlashMLA's kernel and ours take a sequence's N x H query rows as one matrix: every
+  /// head reads the one latent, so a speculative step's positions share its pass too).
   bool packs_query_group() const {
     if (pack_gqa == GqaPacking::off || !can_pack_query_group()) return false;
-    return seq == 1 || pack_gqa == GqaPacking::on;
+    return seq == 1 || pack_gqa == GqaPacking::on || latent();
   }
   /// Bytes per element of Q, K, V (and of every other input and output but O, L and the stats).
   /// K and V are kv_elem_bytes() where --kv-dtype sets another type.
