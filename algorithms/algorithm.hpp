@@ -182,6 +182,10 @@ double estimated_work(const Algorithm& algorithm, const AttentionProblem& p,
 /// --splits, --page-tokens, --block-table, --dtype fp8, --kv-dtype, --latent-dim, --window), naming
 /// the flag and
 /// the algorithms that accept it, or gives a tiling value that is not positive.
+/// Refuses a thread count that is not whole warps (ConfigError naming --threads and the two
+/// nearest counts that are): a CTA launches whole warps of 32 threads.
+void check_whole_warps(int threads);
+
 void check_applicable(const Algorithm& algorithm, const AttentionProblem& p,
                       const TilingRequest& requested, const Registry& registry);
 

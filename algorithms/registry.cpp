@@ -192,6 +192,16 @@ std::vector<std::string> names_with(const Registry& registry, bool Capabilities:
 
 }  // namespace
 
+// A CTA runs whole warps: --threads 100 launched 4 warps while the schedules counted 3 (and the
+// registers of 100 threads), so what ran was neither.
+void check_whole_warps(int threads) {
+  if (threads % 32 == 0) return;
+  const int below = threads / 32 * 32;
+  throw ConfigError(fmt::format("--threads {}: a CTA runs whole warps of 32 threads; use {}",
+                                threads,
+                                below > 0 ? fmt::format("{} or {}", below, below + 32) : "32"));
+}
+
 void check_applicable(const Algorithm& algorithm, const AttentionProblem& p,
                       const TilingRequest& requested, const Registry& registry) {
   const Capabilities& c = algorithm.capabilities;
@@ -201,14 +211,7 @@ void check_applicable(const Algorithm& algorithm, const AttentionProblem& p,
       !positive(requested.registers_per_thread)) {
     throw ConfigError("block sizes, threads and pipeline stages must be positive");
   }
-  // A CTA runs whole warps: --threads 100 launched 4 warps while the schedules counted 3 (and
-  // the registers of 100 threads), so what ran was neither.
-  if (requested.threads && *requested.threads % 32 != 0) {
-    const int below = *requested.threads / 32 * 32;
-    throw ConfigError(fmt::format("--threads {}: a CTA runs whole warps of 32 threads; use {}",
-                                  *requested.threads,
-                                  below > 0 ? fmt::format("{} or {}", below, below + 32) : "32"));
-  }
+  if (requested.threads) check_whole_warps(*requested.threads);
   if (p.pattern && !c.block_pattern) {
     not_applicable("--pattern", algorithm, registry, &Capabilities::block_pattern);
   }

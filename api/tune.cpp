@@ -65,6 +65,10 @@ void check_tune_space(const TuneSpace& space) {
   check("--block-kv", space.block_kv, std::int64_t{1} << 20);
   check("--stages", space.stages, 64);
   check("--threads", space.threads, 1024);
+  // Refused once here, not as every tiling of the space (each infeasible with the same words).
+  for (const int t : space.threads) {
+    if (t != 0) check_whole_warps(t);
+  }
 }
 
 TuneResult tune(const HardwareProfile& profile, const RunRequest& base, const TuneSpace& space,

@@ -106,6 +106,13 @@ TEST_CASE("tune: the space's checks name the flag") {
   s.block_kv = {64};
   s.threads = {128, 2048};
   CHECK(tune_space_error(s).find("--threads 2048 is out of range") == 0);
+  // Not whole warps: refused once, as run refuses it (every tiling of the space was listed
+  // infeasible with these words, then "no tiling of the space is feasible").
+  s.threads = {128, 1};
+  CHECK(tune_space_error(s) == "--threads 1: a CTA runs whole warps of 32 threads; use 32");
+  s.threads = {100};
+  CHECK(tune_space_error(s) ==
+        "--threads 100: a CTA runs whole warps of 32 threads; use 96 or 128");
   s.threads = {0};
   s.stages = {65};
   CHECK(tune_space_error(s).find("--stages 65 is out of range") == 0);
