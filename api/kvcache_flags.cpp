@@ -25,6 +25,11 @@ std::vector<KvCacheFlag> make_kvcache_flags() {
       {"--layers", "transformer layers", &KvF::layers, true},
       {"--kv-heads", "key/value heads per layer", &KvF::kv_heads, true},
       {"--head-dim", "head dimension", &KvF::head_dim, true},
+      {"--latent-dim",
+       "multi-head latent attention (DeepSeek-V2/V3): each token and layer caches one latent row "
+       "of --head-dim columns (latent + RoPE: 512 + 64 = 576) that K and V share, V its first "
+       "--latent-dim columns, instead of K and V rows of their own (default: none)",
+       &KvF::latent_dim, false, false},
       {"--dtype", "KV element type: fp16 | bf16 | fp32 | fp8", &KvF::dtype},
       {"--kv-dtype",
        "the same as --dtype, by the name `iosim run` gives the K/V cache's type (--kv-dtype fp8: "
@@ -88,6 +93,7 @@ std::optional<std::pair<std::int64_t, std::int64_t>> kvcache_flag_range(const st
       {"--layers", {1, 1000}},
       {"--kv-heads", {1, 1024}},
       {"--head-dim", {1, 4096}},
+      {"--latent-dim", {1, 4096}},
       {"--block-tokens", {1, 4096}},
       {"--requests", {1, 20'000'000}},
       {"--max-prompt-tokens", {1, 10'000'000}},
@@ -186,7 +192,14 @@ KvCacheRun run_kvcache(const KvCacheFlags& f, const std::set<std::string>& given
   run.stream = kvcache::describe(stream);
 
   kvcache::CacheConfig base;
-  base.model = {f.layers, f.kv_heads, f.head_dim, value_bytes};
+  if (given.count("--latent-dim") > 0 && f.latent_dim > f.head_dim) {
+    throw ConfigError(fmt::format(
+        "--latent-dim {} exceeds --head-dim {}: V is the first --latent-dim columns of each "
+        "cached row of --head-dim columns (DeepSeek-V3: --latent-dim 512 --head-dim 576)",
+        f.latent_dim, f.head_dim));
+  }
+  base.model = {f.layers, f.kv_heads, f.head_dim, value_bytes,
+                given.count("--latent-dim") > 0 ? f.latent_dim : 0};
   base.budget_bytes = run.budget_bytes;
   base.block_tokens = f.block_tokens;
   base.max_running = f.max_running;

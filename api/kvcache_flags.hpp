@@ -19,6 +19,7 @@ struct KvCacheFlags {
   std::string profile = "h100-sxm5-80gb";
   double weights_bytes = 0, kv_budget_bytes = 0;
   std::int64_t layers = 0, kv_heads = 0, head_dim = 0;
+  std::int64_t latent_dim = 0;  // --latent-dim: a latent cache (0: not given)
   std::string dtype = "fp16";
   std::string kv_dtype;  // --kv-dtype: --dtype by run's name for it (empty: not given)
   std::string policy = "both";

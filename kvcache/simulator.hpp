@@ -40,12 +40,17 @@ std::string_view policy_name(Policy p);
 /// Parses a policy name; throws ConfigError listing the valid names.
 Policy parse_policy(std::string_view s);
 
-/// The model's KV-cache shape. K and V of every layer and KV head are stored for each token.
+/// The model's KV-cache shape. K and V of every layer and KV head are stored for each token; with
+/// a latent cache (multi-head latent attention, --latent-dim) one row of head_dim columns that K
+/// and V share (V is its first latent_dim columns).
 struct ModelShape {
   std::int64_t layers = 32, kv_heads = 8, head_dim = 128;
   std::int64_t dtype_bytes = 2;
-  /// 2 (K and V) * layers * kv_heads * head_dim * dtype_bytes.
-  std::int64_t bytes_per_token() const { return 2 * layers * kv_heads * head_dim * dtype_bytes; }
+  std::int64_t latent_dim = 0;  // 0: K and V rows of their own
+  /// (2 (K and V), or 1 (a latent row)) * layers * kv_heads * head_dim * dtype_bytes.
+  std::int64_t bytes_per_token() const {
+    return (latent_dim > 0 ? 1 : 2) * layers * kv_heads * head_dim * dtype_bytes;
+  }
 };
 
 struct CacheConfig {

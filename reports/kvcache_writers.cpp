@@ -123,6 +123,7 @@ json kvcache_to_json(const KvCacheRun& run) {
                 {"head_dim", m.head_dim},
                 {"dtype", run.dtype},
                 {"bytes_per_token", m.bytes_per_token()}};
+  if (m.latent_dim > 0) model["latent_dim"] = m.latent_dim;
   json budget = {{"kv_budget_bytes", run.budget_bytes}};
   if (!run.profile.empty()) {
     budget["profile"] = run.profile;
@@ -209,8 +210,17 @@ std::string kvcache_table(const KvCacheRun& run, bool series) {
   std::string out;
   if (run.results.empty()) return out;
   const kvcache::ModelShape& m = run.results.front().config.model;
-  out += fmt::format("KV cache per token: 2 x {} layers x {} KV heads x {} head dim x {} = {} B\n",
-                     m.layers, m.kv_heads, m.head_dim, run.dtype, m.bytes_per_token());
+  if (m.latent_dim > 0) {
+    out += fmt::format(
+        "KV cache per token: {} layers x {} latent row{} x {} head dim (V its first {}) x {} = {} "
+        "B\n",
+        m.layers, m.kv_heads, m.kv_heads == 1 ? "" : "s", m.head_dim, m.latent_dim, run.dtype,
+        m.bytes_per_token());
+  } else {
+    out +=
+        fmt::format("KV cache per token: 2 x {} layers x {} KV heads x {} head dim x {} = {} B\n",
+                    m.layers, m.kv_heads, m.head_dim, run.dtype, m.bytes_per_token());
+  }
   if (!run.profile.empty()) {
     out += fmt::format("Budget: {} HBM {} - weights {} = {}\n", run.profile,
                        human_bytes(static_cast<double>(run.hbm_bytes)),

@@ -12,10 +12,13 @@
 #include <algorithm>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 
 #include "algorithms/tile_costs.hpp"
+#include "api/kvcache_flags.hpp"
 #include "api/run_flags.hpp"
+#include "reports/kvcache_writers.hpp"
 #include "sim/base/errors.hpp"
 #include "tests/test_support.hpp"
 
@@ -387,4 +390,42 @@ TEST_CASE("a latent packs its heads at every N: two query positions read the lat
     CHECK(latent_read(rep, TensorId::K) == (packing == GqaPacking::off ? 16 : 1) * 4 * cache);
     test::require_closed_form(r, rep);
   }
+}
+
+TEST_CASE(
+    "kvcache --latent-dim: one latent row a token and layer, as many tokens as K and V's half") {
+  // DeepSeek-V3's cache: 61 layers x one 576-column bf16 row a token (70,272 B), where K and V
+  // rows of their own would be twice that; V is the row's first 512 columns, so the latent width
+  // changes no byte. Refused wider than the row.
+  KvCacheFlags f;
+  f.kv_budget_bytes = 4e9;
+  f.layers = 61;
+  f.kv_heads = 1;
+  f.head_dim = 576;
+  f.dtype = "bf16";
+  f.requests = 50;
+  const std::set<std::string> given = {"--kv-budget-bytes", "--layers", "--kv-heads",
+                                       "--head-dim",        "--dtype",  "--requests"};
+  const KvCacheRun separate = run_kvcache(f, given);
+  std::set<std::string> with_latent = given;
+  with_latent.insert("--latent-dim");
+  for (const std::int64_t c : {512, 1, 576}) {
+    CAPTURE(c);
+    f.latent_dim = c;
+    const KvCacheRun latent = run_kvcache(f, with_latent);
+    REQUIRE(latent.results.size() == separate.results.size());
+    for (std::size_t i = 0; i < latent.results.size(); ++i) {
+      const kvcache::KvCacheResult &a = separate.results[i], &b = latent.results[i];
+      CHECK(b.config.model.bytes_per_token() == 61 * 576 * 2);
+      CHECK(2 * b.config.model.bytes_per_token() == a.config.model.bytes_per_token());
+      CHECK(b.capacity_tokens >= 2 * a.capacity_tokens);
+      CHECK(b.capacity_tokens <= 2 * a.capacity_tokens + 16);
+    }
+    CHECK(kvcache_to_json(latent).at("model").at("latent_dim") == c);
+    CHECK(kvcache_table(latent, false).find("1 latent row x 576 head dim") != std::string::npos);
+  }
+  CHECK(!kvcache_to_json(separate).at("model").contains("latent_dim"));
+  f.latent_dim = 577;
+  CHECK_THROWS_WITH_AS(run_kvcache(f, with_latent),
+                       doctest::Contains("--latent-dim 577 exceeds --head-dim 576"), ConfigError);
 }
