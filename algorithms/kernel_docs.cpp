@@ -136,7 +136,8 @@ std::string kernel_json_schema() {
     }
     Json section{{"description", s.doc}, {"type", "object"}, {"additionalProperties", false}};
     if (s.schema_extra != nullptr) {
-      for (const auto& [key, value] : Json::parse(s.schema_extra).items()) section[key] = value;
+      const Json extra = Json::parse(s.schema_extra);
+      for (const auto& [key, value] : extra.items()) section[key] = value;
     }
     section["properties"] = std::move(keys);
     properties[s.name] = std::move(section);

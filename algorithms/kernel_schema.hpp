@@ -201,9 +201,11 @@ inline const std::array<Key, 23> kKeys{{
      "pipelined `wgmma`), which holds a K/V buffer a step longer (below)",
      0, 0, nullptr, "step"},
     {"launch", "threads", Kind::integer, &TilingRequest::threads,
-     "threads per CTA, as your launch says", 32, 1024, nullptr, nullptr, Across::whole_warps},
+     "threads per CTA, as your launch says; replaces iosim's estimate and so sets occupancy", 32,
+     1024, nullptr, nullptr, Across::whole_warps},
     {"launch", "registers_per_thread", Kind::integer, &TilingRequest::registers_per_thread,
-     "what `ptxas -v` says", 16, 255},
+     "registers per thread, as `ptxas -v` says; replaces iosim's estimate and so sets occupancy",
+     16, 255},
     {"launch", "local_bytes_per_thread", Kind::integer, &TilingRequest::local_bytes_per_thread,
      "local memory per thread (`cudaFuncGetAttributes`' `localSizeBytes`, "
      "`ptxas -v`'s spill stores; Triton's `n_spills` times 4): spilled registers. The warps store "
@@ -211,7 +213,8 @@ inline const std::array<Key, 23> kKeys{{
      "(ptxas warning C7512): each waits for its own result. Left out: 0",
      0, 512 * 1024, nullptr, nullptr, Across::spills},
     {"launch", "smem_bytes_per_cta", Kind::integer, &KernelDescription::smem_bytes_per_cta,
-     "the static bytes (`ptxas -v`'s `smem`) plus the dynamic bytes of the launch: a description "
+     "shared memory per CTA; replaces iosim's estimate and so sets occupancy. The static bytes "
+     "(`ptxas -v`'s `smem`) plus the dynamic bytes of the launch: a description "
      "of the dynamic bytes alone can let one CTA too many fit on an SM",
      0, 1 << 30},
 }};

@@ -25,33 +25,33 @@ Action add_kernels_command(CLI::App& app) {
     std::string format = "text";
     bool schema = false;
   };
-  auto f = std::make_shared<Flags>();
-  cmd->add_option("--show", f->show,
+  auto flags = std::make_shared<Flags>();
+  cmd->add_option("--show", flags->show,
                   "print a built-in kernel's description as YAML, to copy and edit (run it with "
                   "--kernel FILE)");
-  cmd->add_flag("--keys", f->keys,
+  cmd->add_flag("--keys", flags->keys,
                 "print a kernel description's keys: the values each takes, the checks a value "
                 "must pass, and what it is");
-  cmd->add_option("--format", f->format, "--keys: text | md (docs/kernels.md's table)")
+  cmd->add_option("--format", flags->format, "--keys: text | md (docs/kernels.md's table)")
       ->check(CLI::IsMember({"text", "md"}))
       ->capture_default_str();
-  cmd->add_flag("--schema", f->schema,
+  cmd->add_flag("--schema", flags->schema,
                 "print the JSON Schema of a kernel description (schemas/kernel.schema.json)");
-  return [f] {
-    if (int(!f->show.empty()) + int(f->keys) + int(f->schema) > 1) {
+  return [flags] {
+    if (int(!flags->show.empty()) + int(flags->keys) + int(flags->schema) > 1) {
       throw ConfigError("--show, --keys and --schema: give one of them");
     }
-    if (f->schema) {
+    if (flags->schema) {
       write_stdout(kernel_json_schema());
       return 0;
     }
-    if (f->format != "text" && !f->keys) throw ConfigError("--format: only with --keys");
-    if (f->keys) {
-      write_stdout(kernel_key_table(f->format == "md"));
+    if (flags->format != "text" && !flags->keys) throw ConfigError("--format: only with --keys");
+    if (flags->keys) {
+      write_stdout(kernel_key_table(flags->format == "md"));
       return 0;
     }
-    if (!f->show.empty()) {
-      write_stdout(kernel_description_yaml(kernel_preset(f->show)));
+    if (!flags->show.empty()) {
+      write_stdout(kernel_description_yaml(kernel_preset(flags->show)));
       return 0;
     }
     fmt::print("{:<15} {:<17} {:<24} {:<9} {:<9} {}\n", "preset", "forward", "backward", "mma",
