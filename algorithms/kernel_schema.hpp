@@ -31,6 +31,11 @@ inline constexpr std::array<const char*, 3> kWarpRolesNames{"uniform", "producer
 inline constexpr std::array<const char*, 2> kMmaWaitNames{"step", "next_step"};
 inline constexpr std::array<const char*, 2> kKvOrderNames{"ascending", "descending"};
 
+// The names are positional: an enumerator added or moved must move its name too.
+static_assert(int(MmaFamily::wgmma_rs) == 2 && int(LoadPath::tma) == 2 &&
+              int(WarpRoles::pingpong) == 2 && int(MmaWait::next_step) == 1 &&
+              int(KvOrder::descending) == 1);
+
 inline std::span<const char* const> enum_names(MmaFamily) {
   return kMmaNames;
 }
@@ -96,7 +101,8 @@ inline const char* across_text(Across a) {
   return nullptr;
 }
 
-// A section of the description: a map of its rows' keys ("" is the top level). `required`: the
+// A section of the description: a map of its rows' keys under a top-level key (rows of section ""
+// are top-level keys themselves, as `name`). `required`: the
 // words of the problem when the section is left out (nullptr: optional). `comment`: the line the
 // YAML writer puts after its key. `always_written`: the writer writes it even empty.
 // `schema_extra`: what the JSON Schema says of it beyond its keys (JSON text of further keywords).
@@ -127,8 +133,7 @@ inline constexpr std::array<Section, 4> kSections{{
 
 // One row. `lo`, `hi`: an integer's range. `required`: the words of the problem when the key is
 // left out (nullptr: optional). `omitted`: the value, as the YAML writes it, that the writer
-// leaves out (the default; nullptr: every value set is written). `values`: the docs' table's
-// "values" column where the kind's own words (its names, its range) are not the best ones.
+// leaves out (the default; nullptr: every value set is written).
 struct Key {
   const char* section;  // "" for the top level
   const char* key;
@@ -140,7 +145,6 @@ struct Key {
   const char* required = nullptr;
   const char* omitted = nullptr;
   Across across = Across::none;
-  const char* values = nullptr;
 };
 
 inline constexpr std::int64_t kMaxBlock = 1 << 16;
