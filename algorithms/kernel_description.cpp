@@ -5,8 +5,13 @@
 
 #include <algorithm>
 #include <map>
+#include <span>
+#include <string_view>
+#include <type_traits>
+#include <variant>
 
 #include "algorithms/dataflow.hpp"
+#include "algorithms/kernel_schema.hpp"
 #include "sim/base/errors.hpp"
 #include "sim/base/json_text.hpp"
 #include "sim/base/suggest.hpp"
@@ -19,37 +24,16 @@ using nlohmann::json;
 
 namespace {
 
+using kernel_yaml::Across;
+using kernel_yaml::Key;
+using kernel_yaml::Kind;
+
+// The name of an enum's value: its name at the value's position (kernel_schema.hpp).
 template <typename E>
-struct Named {
-  E value;
-  const char* name;
-};
-
-constexpr Named<MmaFamily> kMma[] = {{MmaFamily::mma_sync, "mma_sync"},
-                                     {MmaFamily::wgmma_ss, "wgmma_ss"},
-                                     {MmaFamily::wgmma_rs, "wgmma_rs"}};
-constexpr Named<LoadPath> kLoad[] = {
-    {LoadPath::plain, "plain"}, {LoadPath::cp_async, "cp_async"}, {LoadPath::tma, "tma"}};
-constexpr Named<KvOrder> kKvOrder[] = {{KvOrder::ascending, "ascending"},
-                                       {KvOrder::descending, "descending"}};
-constexpr Named<WarpRoles> kRoles[] = {{WarpRoles::uniform, "uniform"},
-                                       {WarpRoles::producer_consumer, "producer_consumer"},
-                                       {WarpRoles::pingpong, "pingpong"}};
-constexpr Named<MmaWait> kMmaWait[] = {{MmaWait::step, "step"}, {MmaWait::next_step, "next_step"}};
-
-template <typename E, std::size_t N>
-const char* name_of(const Named<E> (&table)[N], E value) {
-  for (const auto& n : table) {
-    if (n.value == value) return n.name;
-  }
-  return "?";
-}
-
-template <typename E, std::size_t N>
-std::vector<std::string> names_of(const Named<E> (&table)[N]) {
-  std::vector<std::string> out;
-  for (const auto& n : table) out.emplace_back(n.name);
-  return out;
+const char* name_of(E value) {
+  const auto names = kernel_yaml::enum_names(value);
+  const auto i = static_cast<std::size_t>(value);
+  return i < names.size() ? names[i] : "?";
 }
 
 std::vector<std::string> dataflow_names(const std::vector<const Dataflow*>& list) {
@@ -122,15 +106,15 @@ class Checker {
     return v.get<bool>();
   }
 
-  template <typename E, std::size_t N>
-  std::optional<E> choice(const json& parent, const std::string& path, const std::string& key,
-                          const Named<E> (&table)[N]) {
+  // The position of the key's name in `names`.
+  std::optional<std::size_t> choice(const json& parent, const std::string& path,
+                                    const std::string& key, std::span<const char* const> names) {
     const std::optional<std::string> t = text(parent, path, key);
     if (!t) return std::nullopt;
-    for (const auto& n : table) {
-      if (*t == n.name) return n.value;
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      if (*t == names[i]) return i;
     }
-    const std::vector<std::string> valid = names_of(table);
+    const std::vector<std::string> valid(names.begin(), names.end());
     problem(join(path, key), fmt::format("unknown {} '{}'{}; one of {}", key, *t,
                                          did_you_mean(*t, valid), fmt::join(valid, ", ")));
     return std::nullopt;
@@ -158,8 +142,6 @@ class Checker {
   std::vector<std::string> problems_;
 };
 
-constexpr std::int64_t kMaxBlock = 1 << 16;
-
 }  // namespace
 
 void apply_mechanisms(KernelSpec& k, const ResolvedMechanisms& m, int consumers) {
@@ -180,130 +162,216 @@ void apply_mechanisms(KernelSpec& k, const ResolvedMechanisms& m, int consumers)
 }
 
 const char* mma_name(MmaFamily m) {
-  return name_of(kMma, m);
+  return name_of(m);
 }
 const char* load_name(LoadPath l) {
-  return name_of(kLoad, l);
+  return name_of(l);
 }
 const char* warp_roles_name(WarpRoles w) {
-  return name_of(kRoles, w);
+  return name_of(w);
 }
 const char* mma_wait_name(MmaWait w) {
-  return name_of(kMmaWait, w);
+  return name_of(w);
 }
+
+namespace {
+
+// Calls `f` with the object a member of the description belongs to and the member.
+template <typename F, typename T>
+decltype(auto) with_member(KernelDescription& d, T KernelDescription::*m, F&& f) {
+  return f(d.*m);
+}
+template <typename F, typename T>
+decltype(auto) with_member(KernelDescription& d, T TilingRequest::*m, F&& f) {
+  return f(d.tiles.*m);
+}
+template <typename F, typename T>
+decltype(auto) with_member(KernelDescription& d, T Mechanisms::*m, F&& f) {
+  return f(d.mechanisms.*m);
+}
+
+// Reads row `k` of `section` (at `path`) into `d`: its kind's checks, then, for a dataflow, the
+// registry's. Returns whether a value was read.
+bool read_key(Checker& c, const json& section, const std::string& path, const Key& k,
+              KernelDescription& d, const Dataflow*& forward, const Dataflow*& backward) {
+  return std::visit(
+      [&](auto member) {
+        return with_member(d, member, [&](auto& field) -> bool {
+          using T = typename kernel_yaml::Unwrap<std::remove_reference_t<decltype(field)>>::type;
+          if constexpr (std::is_same_v<T, std::string>) {
+            const std::optional<std::string> t = c.text(section, path, k.key);
+            if (!t) return false;
+            if (k.kind == Kind::text) {
+              field = *t;
+              return true;
+            }
+            const bool fwd = k.kind == Kind::forward;
+            const std::vector<const Dataflow*>& list =
+                fwd ? forward_dataflows() : backward_dataflows();
+            const Dataflow* found = find_dataflow(list, *t);
+            (fwd ? forward : backward) = found;
+            if (found == nullptr) {
+              const auto valid = dataflow_names(list);
+              c.problem(Checker::join(path, k.key),
+                        fmt::format("unknown {} dataflow '{}'{}; one of {}", k.key, *t,
+                                    did_you_mean(*t, valid), fmt::join(valid, ", ")));
+              return false;
+            }
+            field = *t;
+            return true;
+          } else if constexpr (std::is_same_v<T, bool>) {
+            const std::optional<bool> b = c.boolean(section, path, k.key);
+            if (b) field = *b;
+            return b.has_value();
+          } else if constexpr (std::is_enum_v<T>) {
+            const std::optional<std::size_t> i =
+                c.choice(section, path, k.key, kernel_yaml::enum_names(T{}));
+            if (i) field = static_cast<T>(*i);
+            return i.has_value();
+          } else {
+            const std::optional<std::int64_t> x = c.integer(section, path, k.key, k.lo, k.hi);
+            if (x) field = static_cast<T>(*x);
+            return x.has_value();
+          }
+        });
+      },
+      k.member);
+}
+
+// Whether the description sets row `k`'s member (an optional one given, a string non-empty, a
+// boolean true).
+bool is_set(const KernelDescription& d, const Key& k) {
+  KernelDescription copy = d;
+  return std::visit(
+      [&](auto member) {
+        return with_member(copy, member, [](auto& field) -> bool {
+          using F = std::remove_reference_t<decltype(field)>;
+          if constexpr (std::is_same_v<F, std::string>) {
+            return !field.empty();
+          } else if constexpr (std::is_same_v<F, bool>) {
+            return field;
+          } else if constexpr (std::is_enum_v<F>) {
+            return true;
+          } else {
+            return field.has_value();
+          }
+        });
+      },
+      k.member);
+}
+
+// Whether row `k`'s check across keys runs once its section is read (the problems' order), not
+// right after the row.
+bool after_section(const Key& k) {
+  return k.across == Across::score_chunk || k.across == Across::pass_steps;
+}
+
+// The checks across keys of row `k` (kernel_schema.hpp's Across), right after the row where
+// `read` (a value read), or for after_section(k) once its section is.
+void check_across(Checker& c, const Key& k, bool read, const json& section,
+                  const KernelDescription& d, const Dataflow* forward, const Dataflow* backward) {
+  const std::string path = Checker::join(k.section, k.key);
+  switch (k.across) {
+    case Across::none:
+      break;
+    case Across::block_mask:
+      // The section's own check runs here, after block_mask is read, as it always has: the
+      // problems keep their order.
+      if (!section.contains("forward") && !section.contains("backward")) {
+        c.problem(k.section, "names no dataflow: give forward, backward or both");
+      }
+      if (d.block_mask && forward != nullptr && !forward->block_mask) {
+        c.problem(path, "applies to the query_stationary forward only");
+      }
+      break;
+    case Across::kv_order:
+      if (read && (forward == nullptr || !forward->kv_order)) {
+        c.problem(path, "applies to the query_stationary forward only");
+      }
+      break;
+    case Across::score_chunk:
+      if (is_set(d, k) && (backward == nullptr || !backward->score_chunk)) {
+        c.problem(path, "applies to the two_pass backward only");
+      }
+      break;
+    case Across::pass_steps:
+      if (is_set(d, k) && (backward == nullptr || !backward->pass_steps)) {
+        c.problem(path, "applies to the two_pass backward only");
+      }
+      break;
+    case Across::whole_warps:
+      // A CTA runs whole warps (as --threads, algorithms/registry.cpp).
+      if (read && *d.tiles.threads % 32 != 0) {
+        c.problem(path, "a CTA runs whole warps: a multiple of 32");
+      }
+      break;
+    case Across::spills:
+      if (read && *d.tiles.local_bytes_per_thread > 0 &&
+          (forward == nullptr || !forward->spills || !d.backward.empty())) {
+        // Silently ignoring the spills of another dataflow's kernel would time it as if none.
+        c.problem(path, "only the query_stationary forward models spills so far");
+      }
+      break;
+  }
+}
+
+// The keys of the top level: its rows' and the sections', in the rows' order.
+std::vector<std::string> top_level_keys() {
+  std::vector<std::string> keys;
+  for (const Key& k : kernel_yaml::kKeys) {
+    const std::string key = *k.section == '\0' ? k.key : k.section;
+    if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
+  }
+  return keys;
+}
+
+std::vector<std::string> section_keys(const std::string& section) {
+  std::vector<std::string> keys;
+  for (const Key& k : kernel_yaml::kKeys) {
+    if (k.section == section) keys.emplace_back(k.key);
+  }
+  return keys;
+}
+
+}  // namespace
 
 KernelDescription parse_kernel_description(const json& doc, const std::string& source) {
   KernelDescription d;
   d.source = source;
   Checker c(source);
+  const std::vector<std::string> top = top_level_keys();
   if (doc.is_null()) {
     c.problem("(top level)",
-              "the description is empty; expected keys name, dataflow, tiles, "
-              "mechanisms, launch");
+              fmt::format("the description is empty; expected keys {}", fmt::join(top, ", ")));
     c.finish();
   }
-  if (!c.object(doc, "", {"name", "dataflow", "tiles", "mechanisms", "launch"})) c.finish();
+  if (!c.object(doc, "", top)) c.finish();
   // The dataflows' entries say what else a description of them may state.
   const Dataflow* forward = nullptr;
   const Dataflow* backward = nullptr;
-  d.name = c.text(doc, "", "name").value_or("");
-  if (!doc.contains("name")) c.problem("name", "required: the kernel's name");
-  if (!doc.contains("dataflow")) {
-    c.problem("dataflow", "required: a map with forward and/or backward");
-  } else if (const json& df = doc.at("dataflow");
-             c.object(df, "dataflow", {"forward", "backward", "block_mask", "kv_order"})) {
-    if (auto f = c.text(df, "dataflow", "forward")) {
-      forward = find_dataflow(forward_dataflows(), *f);
-      if (forward == nullptr) {
-        const auto valid = dataflow_names(forward_dataflows());
-        c.problem("dataflow.forward", fmt::format("unknown forward dataflow '{}'{}; one of {}", *f,
-                                                  did_you_mean(*f, valid), fmt::join(valid, ", ")));
-      } else {
-        d.forward = *f;
+  // Reads the rows of `section` (at `path`), each followed by its checks across keys.
+  const auto read_rows = [&](const json& section, const std::string& path) {
+    for (const Key& k : kernel_yaml::kKeys) {
+      if (k.section != path) continue;
+      const bool read = read_key(c, section, path, k, d, forward, backward);
+      if (k.required != nullptr && !section.contains(k.key)) {
+        c.problem(Checker::join(path, k.key), fmt::format("required: {}", k.required));
       }
+      if (!after_section(k)) check_across(c, k, read, section, d, forward, backward);
     }
-    if (auto b = c.text(df, "dataflow", "backward")) {
-      backward = find_dataflow(backward_dataflows(), *b);
-      if (backward == nullptr) {
-        const auto valid = dataflow_names(backward_dataflows());
-        c.problem("dataflow.backward",
-                  fmt::format("unknown backward dataflow '{}'{}; one of {}", *b,
-                              did_you_mean(*b, valid), fmt::join(valid, ", ")));
-      } else {
-        d.backward = *b;
+  };
+  read_rows(doc, "");
+  for (const kernel_yaml::Section& s : kernel_yaml::kSections) {
+    if (!doc.contains(s.name)) {
+      if (s.required != nullptr) c.problem(s.name, fmt::format("required: {}", s.required));
+    } else if (const json& section = doc.at(s.name);
+               c.object(section, s.name, section_keys(s.name))) {
+      read_rows(section, s.name);
+    }
+    for (const Key& k : kernel_yaml::kKeys) {
+      if (k.section == std::string_view(s.name) && after_section(k)) {
+        check_across(c, k, false, json::object(), d, forward, backward);
       }
-    }
-    d.block_mask = c.boolean(df, "dataflow", "block_mask").value_or(false);
-    if (!df.contains("forward") && !df.contains("backward")) {
-      c.problem("dataflow", "names no dataflow: give forward, backward or both");
-    }
-    if (d.block_mask && forward != nullptr && !forward->block_mask) {
-      c.problem("dataflow.block_mask", "applies to the query_stationary forward only");
-    }
-    if (auto order = c.choice(df, "dataflow", "kv_order", kKvOrder)) {
-      d.kv_order = *order;
-      if (forward == nullptr || !forward->kv_order) {
-        c.problem("dataflow.kv_order", "applies to the query_stationary forward only");
-      }
-    }
-  }
-  if (doc.contains("tiles")) {
-    const json& t = doc.at("tiles");
-    if (c.object(t, "tiles",
-                 {"block_q", "block_kv", "stages", "splits", "score_chunk", "query_step",
-                  "key_step", "backward_block_q", "backward_block_kv"})) {
-      d.tiles.block_q = c.integer(t, "tiles", "block_q", 1, kMaxBlock);
-      d.tiles.block_kv = c.integer(t, "tiles", "block_kv", 1, kMaxBlock);
-      if (auto s = c.integer(t, "tiles", "stages", 1, 64)) d.tiles.pipeline_stages = int(*s);
-      d.tiles.splits = c.integer(t, "tiles", "splits", 1, 1 << 20);
-      d.tiles.score_chunk = c.integer(t, "tiles", "score_chunk", 1, kMaxBlock);
-      d.tiles.query_step = c.integer(t, "tiles", "query_step", 1, kMaxBlock);
-      d.tiles.key_step = c.integer(t, "tiles", "key_step", 1, kMaxBlock);
-      d.tiles.backward_block_q = c.integer(t, "tiles", "backward_block_q", 1, kMaxBlock);
-      d.tiles.backward_block_kv = c.integer(t, "tiles", "backward_block_kv", 1, kMaxBlock);
-    }
-  }
-  if (d.tiles.score_chunk && (backward == nullptr || !backward->score_chunk)) {
-    c.problem("tiles.score_chunk", "applies to the two_pass backward only");
-  }
-  for (const auto& [key, step] :
-       {std::pair{"query_step", d.tiles.query_step}, std::pair{"key_step", d.tiles.key_step}}) {
-    if (step && (backward == nullptr || !backward->pass_steps)) {
-      c.problem(std::string("tiles.") + key, "applies to the two_pass backward only");
-    }
-  }
-  if (doc.contains("mechanisms")) {
-    const json& m = doc.at("mechanisms");
-    if (c.object(m, "mechanisms", {"mma", "load", "warp_roles", "persistent", "mma_wait"})) {
-      d.mechanisms.mma = c.choice(m, "mechanisms", "mma", kMma);
-      d.mechanisms.load = c.choice(m, "mechanisms", "load", kLoad);
-      d.mechanisms.warp_roles = c.choice(m, "mechanisms", "warp_roles", kRoles);
-      d.mechanisms.persistent = c.boolean(m, "mechanisms", "persistent");
-      d.mechanisms.mma_wait = c.choice(m, "mechanisms", "mma_wait", kMmaWait);
-    }
-  }
-  if (doc.contains("launch")) {
-    const json& l = doc.at("launch");
-    if (c.object(
-            l, "launch",
-            {"threads", "registers_per_thread", "local_bytes_per_thread", "smem_bytes_per_cta"})) {
-      if (auto t = c.integer(l, "launch", "threads", 32, 1024)) {
-        d.tiles.threads = int(*t);
-        // A CTA runs whole warps (as --threads, algorithms/registry.cpp).
-        if (*t % 32 != 0) c.problem("launch.threads", "a CTA runs whole warps: a multiple of 32");
-      }
-      if (auto r = c.integer(l, "launch", "registers_per_thread", 16, 255)) {
-        d.tiles.registers_per_thread = int(*r);
-      }
-      if (auto b = c.integer(l, "launch", "local_bytes_per_thread", 0, 512 * 1024)) {
-        d.tiles.local_bytes_per_thread = int(*b);
-        if (*b > 0 && (forward == nullptr || !forward->spills || !d.backward.empty())) {
-          // Silently ignoring the spills of another dataflow's kernel would time it as if none.
-          c.problem("launch.local_bytes_per_thread",
-                    "only the query_stationary forward models spills so far");
-        }
-      }
-      d.smem_bytes_per_cta = c.integer(l, "launch", "smem_bytes_per_cta", 0, 1 << 30);
     }
   }
   c.finish();
@@ -316,82 +384,81 @@ KernelDescription load_kernel_description(const std::filesystem::path& path) {
                                   path.string());
 }
 
+namespace {
+
+// Row `k`'s value in `d` as the writer writes it, or null where the description leaves it out (an
+// optional key unset, an empty dataflow) or it is the value the row says to leave out.
+json shown_value(KernelDescription& d, const Key& k) {
+  json v = std::visit(
+      [&](auto member) {
+        return with_member(d, member, [](auto& field) -> json {
+          using F = std::remove_reference_t<decltype(field)>;
+          using T = typename kernel_yaml::Unwrap<F>::type;
+          if constexpr (std::is_same_v<F, std::string>) {
+            return field.empty() ? json() : json(field);
+          } else if constexpr (std::is_same_v<F, bool>) {
+            return field;
+          } else if constexpr (std::is_enum_v<F>) {
+            return name_of(field);
+          } else if constexpr (std::is_enum_v<T>) {
+            return field ? json(name_of(*field)) : json();
+          } else {
+            return field ? json(*field) : json();
+          }
+        });
+      },
+      k.member);
+  if (k.required != nullptr && v.is_null()) v = "";
+  if (k.omitted != nullptr && !v.is_null() &&
+      (v.is_string() ? v.get<std::string>() : json_text(v)) == k.omitted) {
+    return json();
+  }
+  return v;
+}
+
+}  // namespace
+
 json kernel_description_json(const KernelDescription& d) {
-  json out = {{"name", d.name}};
-  json df = json::object();
-  if (!d.forward.empty()) df["forward"] = d.forward;
-  if (!d.backward.empty()) df["backward"] = d.backward;
-  if (d.block_mask) df["block_mask"] = true;
-  if (d.kv_order != KvOrder::ascending) df["kv_order"] = name_of(kKvOrder, d.kv_order);
-  out["dataflow"] = df;
-  json tiles = json::object();
-  const TilingRequest& t = d.tiles;
-  if (t.block_q) tiles["block_q"] = *t.block_q;
-  if (t.block_kv) tiles["block_kv"] = *t.block_kv;
-  if (t.pipeline_stages) tiles["stages"] = *t.pipeline_stages;
-  if (t.splits) tiles["splits"] = *t.splits;
-  if (t.score_chunk) tiles["score_chunk"] = *t.score_chunk;
-  if (t.query_step) tiles["query_step"] = *t.query_step;
-  if (t.key_step) tiles["key_step"] = *t.key_step;
-  if (t.backward_block_q) tiles["backward_block_q"] = *t.backward_block_q;
-  if (t.backward_block_kv) tiles["backward_block_kv"] = *t.backward_block_kv;
-  if (!tiles.empty()) out["tiles"] = tiles;
+  // The mechanisms as they resolve: a description's own, else its dataflows'.
+  KernelDescription shown = d;
   const ResolvedMechanisms m = resolve_mechanisms(d);
-  out["mechanisms"] = {{"mma", mma_name(m.mma)},
-                       {"load", load_name(m.load)},
-                       {"warp_roles", warp_roles_name(m.warp_roles)},
-                       {"persistent", m.persistent}};
-  // Written only where it is not the default, so that descriptions written before it read back
-  // the same.
-  if (m.mma_wait != MmaWait::step) out["mechanisms"]["mma_wait"] = mma_wait_name(m.mma_wait);
-  json launch = json::object();
-  if (t.threads) launch["threads"] = *t.threads;
-  if (t.registers_per_thread) launch["registers_per_thread"] = *t.registers_per_thread;
-  if (t.local_bytes_per_thread) launch["local_bytes_per_thread"] = *t.local_bytes_per_thread;
-  if (d.smem_bytes_per_cta) launch["smem_bytes_per_cta"] = *d.smem_bytes_per_cta;
-  if (!launch.empty()) out["launch"] = launch;
+  shown.mechanisms = {m.mma, m.load, m.warp_roles, m.persistent, m.mma_wait};
+  json out = json::object();
+  for (const Key& k : kernel_yaml::kKeys) {
+    if (*k.section != '\0') continue;
+    if (json v = shown_value(shown, k); !v.is_null()) out[k.key] = std::move(v);
+  }
+  for (const kernel_yaml::Section& s : kernel_yaml::kSections) {
+    json section = json::object();
+    for (const Key& k : kernel_yaml::kKeys) {
+      if (k.section != std::string_view(s.name)) continue;
+      if (json v = shown_value(shown, k); !v.is_null()) section[k.key] = std::move(v);
+    }
+    if (!section.empty() || s.always_written) out[s.name] = std::move(section);
+  }
   return out;
 }
 
 std::string kernel_description_yaml(const KernelDescription& d) {
   const json j = kernel_description_json(d);
-  std::string s = fmt::format(
-      "# iosim kernel description (schemas/kernel.schema.json; docs/kernels.md)\n"
-      "name: {}\n",
-      d.name);
-  const auto section = [&](const char* key, const char* comment) {
-    if (!j.contains(key)) return;
-    s += fmt::format("{}:  # {}\n", key, comment);
-    // In the order the schema lists them, not the JSON object's alphabetical one.
-    static const char* const kOrder[] = {"forward",
-                                         "backward",
-                                         "block_mask",
-                                         "kv_order",
-                                         "block_q",
-                                         "block_kv",
-                                         "stages",
-                                         "splits",
-                                         "backward_block_q",
-                                         "backward_block_kv",
-                                         "mma",
-                                         "load",
-                                         "warp_roles",
-                                         "persistent",
-                                         "mma_wait",
-                                         "threads",
-                                         "registers_per_thread",
-                                         "local_bytes_per_thread",
-                                         "smem_bytes_per_cta"};
-    for (const char* k : kOrder) {
-      if (!j.at(key).contains(k)) continue;
-      const json& v = j.at(key).at(k);
-      s += fmt::format("  {}: {}\n", k, v.is_string() ? v.get<std::string>() : json_text(v));
-    }
+  std::string s = "# iosim kernel description (schemas/kernel.schema.json; docs/kernels.md)\n";
+  const auto line = [&](const char* indent, const char* key, const json& v) {
+    s +=
+        fmt::format("{}{}: {}\n", indent, key, v.is_string() ? v.get<std::string>() : json_text(v));
   };
-  section("dataflow", "what each CTA does to which tiles: decides the bytes");
-  section("tiles", "left out: the dataflow's defaults for this problem and GPU");
-  section("mechanisms", "how the hardware is driven: with the dataflow, decides the time");
-  section("launch", "facts from compiling the kernel; left out: iosim's estimates");
+  // In the rows' order, not the JSON object's alphabetical one.
+  for (const Key& k : kernel_yaml::kKeys) {
+    if (*k.section == '\0' && j.contains(k.key)) line("", k.key, j.at(k.key));
+  }
+  for (const kernel_yaml::Section& sec : kernel_yaml::kSections) {
+    if (!j.contains(sec.name)) continue;
+    s += fmt::format("{}:  # {}\n", sec.name, sec.comment);
+    for (const Key& k : kernel_yaml::kKeys) {
+      if (k.section == std::string_view(sec.name) && j.at(sec.name).contains(k.key)) {
+        line("  ", k.key, j.at(sec.name).at(k.key));
+      }
+    }
+  }
   return s;
 }
 

@@ -314,6 +314,13 @@ section_explain() {
 # preset's printed description runs as its --algo does (tests/kernel_description_test.cpp holds
 # that over random shapes; here once through the CLI and a file).
 section_kernels() {
+  # docs/kernels.md's key table is `kernels --keys --format md`, the kernel schema's rows (ctest
+  # docs holds the page to it, ctest schema the schema to `kernels --schema`).
+  expect 0 "| \`tiles.stages\` | 1 to 64 |" -- kernels --keys --format md
+  expect 0 "launch.smem_bytes_per_cta" -- kernels --keys
+  expect 2 "--format: only with --keys" -- kernels --format md
+  expect 2 "--show, --keys and --schema: give one of them" -- kernels --show flash2 --schema
+  expect 0 '"$id": "https://iosim.invalid/schemas/kernel.schema.json"' -- kernels --schema
   expect 0 "flash3          query_stationary  kv_stationary_reduce_dq  wgmma_rs" -- kernels
   expect 0 "warp_roles: producer_consumer" -- kernels --show flash3
   "$IOSIM" kernels --show flash2 >"$tmp/flash2.yaml"

@@ -3,14 +3,17 @@
 // backward equals its closed form, computes exact gradients and never moves fewer bytes than
 // the compulsory ones; bad descriptions are refused with the key path and the reason.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <fstream>
 #include <iterator>
 #include <nlohmann/json.hpp>
 
 #include "algorithms/dataflow.hpp"
+#include "algorithms/kernel_schema.hpp"
 #include "api/tune.hpp"
 #include "reports/writers.hpp"
+#include "sim/base/yaml_reader.hpp"
 #include "test_support.hpp"
 
 namespace iosim {
@@ -547,6 +550,81 @@ TEST_CASE("bad descriptions are refused with the key path and the reason") {
   CHECK_THROWS_WITH_AS(described_algorithm(d, test::profile("a100-sxm4-80gb")),
                        doctest::Contains("k.yaml: mechanisms.mma wgmma_rs needs wgmma"),
                        ConfigError);
+}
+
+// The rows (algorithms/kernel_schema.hpp) against the parser and the writers: an independent list
+// of the keys a description may have, every integer row's bounds as the parser holds them, and
+// every key through the YAML writer and back.
+TEST_CASE("kernel description rows: the keys, their bounds, and the YAML writer's round trip") {
+  std::vector<std::string> keys;
+  for (const kernel_yaml::Key& k : kernel_yaml::kKeys) {
+    keys.push_back(*k.section == '\0' ? std::string(k.key) : std::string(k.section) + "." + k.key);
+  }
+  CHECK(keys == std::vector<std::string>{"name",
+                                         "dataflow.forward",
+                                         "dataflow.backward",
+                                         "dataflow.block_mask",
+                                         "dataflow.kv_order",
+                                         "tiles.block_q",
+                                         "tiles.block_kv",
+                                         "tiles.stages",
+                                         "tiles.splits",
+                                         "tiles.score_chunk",
+                                         "tiles.query_step",
+                                         "tiles.key_step",
+                                         "tiles.backward_block_q",
+                                         "tiles.backward_block_kv",
+                                         "mechanisms.mma",
+                                         "mechanisms.load",
+                                         "mechanisms.warp_roles",
+                                         "mechanisms.persistent",
+                                         "mechanisms.mma_wait",
+                                         "launch.threads",
+                                         "launch.registers_per_thread",
+                                         "launch.local_bytes_per_thread",
+                                         "launch.smem_bytes_per_cta"});
+  // Both passes of the two_pass pair, so that every tile key applies.
+  const json base = {{"name", "k"},
+                     {"dataflow", {{"forward", "query_stationary"}, {"backward", "two_pass"}}}};
+  const std::string table = kernel_key_table(true);
+  for (const kernel_yaml::Key& k : kernel_yaml::kKeys) {
+    CAPTURE(k.key);
+    CHECK(std::string(k.doc).size() > 10);
+    const std::string dotted =
+        *k.section == '\0' ? std::string(k.key) : std::string(k.section) + "." + k.key;
+    CHECK(table.find("| `" + dotted + "` |") != std::string::npos);
+    if (k.kind != kernel_yaml::Kind::integer) continue;
+    CHECK(k.lo <= k.hi);
+    for (const std::int64_t x : {k.lo - 1, k.hi + 1}) {
+      json doc = base;
+      doc[k.section][k.key] = x;
+      CHECK_THROWS_WITH_AS(
+          parse_kernel_description(doc, "k.yaml"),
+          doctest::Contains(
+              fmt::format("{}: {} is out of range [{}, {}]", dotted, x, k.lo, k.hi).c_str()),
+          ConfigError);
+    }
+  }
+  // Every tile and launch key set (the two_pass keys were dropped by the YAML writer before its
+  // order came from the rows), every mechanism off its default: the YAML reads back the same.
+  json full = base;
+  full["dataflow"] = {{"backward", "two_pass"}};
+  full["tiles"] = {{"block_q", 64}, {"block_kv", 32},         {"stages", 2},
+                   {"splits", 3},   {"score_chunk", 16},      {"query_step", 16},
+                   {"key_step", 8}, {"backward_block_q", 32}, {"backward_block_kv", 64}};
+  full["mechanisms"] = {{"mma", "wgmma_ss"},
+                        {"load", "tma"},
+                        {"warp_roles", "pingpong"},
+                        {"persistent", true},
+                        {"mma_wait", "next_step"}};
+  full["launch"] = {{"threads", 256}, {"registers_per_thread", 128}, {"smem_bytes_per_cta", 4096}};
+  const KernelDescription d = parse_kernel_description(full, "k.yaml");
+  const std::string yaml = kernel_description_yaml(d);
+  CAPTURE(yaml);
+  const KernelDescription back =
+      parse_kernel_description(read_yaml_json(yaml, "shown.yaml", "kernel description"), "again");
+  CHECK(kernel_description_json(back) == kernel_description_json(d));
+  CHECK(kernel_description_json(d) == full);
 }
 
 TEST_CASE("a preset's mechanisms are checked against the GPU as a description's are") {

@@ -2,8 +2,8 @@
 # Every kind of JSON iosim writes is valid against its schema under schemas/: run (dense, decode,
 # block-sparse, backward, executed, two-level, fp8, an fp8 K/V cache, a latent K/V cache), a sweep file (with infeasible rows), validate,
 # kvcache, layer and tune; the built-in profiles (read as JSON) against the profile's schema, which
-# is `iosim profiles --schema`, and the built-in models against the model's, `iosim models
-# --schema`; measured files (what `iosim validate` reads, checked against
+# is `iosim profiles --schema`, the built-in models against the model's, `iosim models
+# --schema`, and the documented kernel descriptions against the kernel's, `iosim kernels --schema`; measured files (what `iosim validate` reads, checked against
 # measurements.schema.json by iosim too) of each kind; and the schemas themselves are valid JSON
 # Schema. Run by ctest with IOSIM set.
 set -euo pipefail
@@ -142,6 +142,28 @@ fi
 grep -q "kv_heads" "$tmp/bad_model.log" && grep -q "swiglu" "$tmp/bad_model.log" || {
   cat "$tmp/bad_model.log" >&2
   echo "FAIL: the bad model's errors do not name kv_heads and mlp" >&2
+  exit 1
+}
+
+# The kernel description's schema is `iosim kernels --schema`, written from the kernel schema's
+# rows (algorithms/kernel_schema.hpp); the documented descriptions, read as JSON, pass it, and one
+# whose stages is 0, with a misspelt key and an mma not in the list, fails it.
+rows_schema kernel kernels docs/kernels
+"$py" - "$tmp/kernel_wg1_tma_fwd.json" "$tmp/bad_kernel.json" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+doc["tiles"]["stages"] = 0
+doc["mechanisms"]["mma"] = "wgmma"
+doc["launch"] = {"thread": 128}
+json.dump(doc, open(sys.argv[2], "w"))
+PY
+if check kernel "$tmp/bad_kernel.json" 2>"$tmp/bad_kernel.log"; then
+  echo "FAIL: a kernel description with stages 0, mma wgmma and launch.thread passed schemas/kernel.schema.json" >&2
+  exit 1
+fi
+grep -q "stages" "$tmp/bad_kernel.log" && grep -q "wgmma" "$tmp/bad_kernel.log" || {
+  cat "$tmp/bad_kernel.log" >&2
+  echo "FAIL: the bad kernel description's errors do not name stages and mma" >&2
   exit 1
 }
 
