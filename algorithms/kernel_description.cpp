@@ -93,6 +93,14 @@ class Checker {
               fmt::format("expected a name (1 to 200 characters), got {}", describe(v)));
       return std::nullopt;
     }
+    // A name is one line of a table and a page: a line break or tab from an escape ("my\nkernel")
+    // split the run's table line in two (issue #50's fifth probe).
+    if (const int c = first_control_character_in_line(v.get_ref<const std::string&>()); c >= 0) {
+      problem(
+          join(path, key),
+          fmt::format("a name is one line of text: it holds the control character U+{:04X}", c));
+      return std::nullopt;
+    }
     return v.get<std::string>();
   }
 

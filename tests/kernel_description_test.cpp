@@ -488,6 +488,12 @@ TEST_CASE("bad descriptions are refused with the key path and the reason") {
   const json ok = {{"name", "k"}, {"dataflow", {{"forward", "query_stationary"}}}};
   CHECK_NOTHROW(parse_kernel_description(ok, "k.yaml"));
   refused({{"name", "k"}}, "dataflow: required");
+  // A name is one line: a line break or tab from an escape split the run's table line.
+  for (const char* name : {"my\nkernel", "my\tkernel", "k\r", "\x7f"}) {
+    json broken = ok;
+    broken["name"] = name;
+    refused(broken, "name: a name is one line of text: it holds the control character U+00");
+  }
   refused({{"name", "k"}, {"dataflow", {{"forwrd", "query_stationary"}}}},
           "dataflow.forwrd: unknown key (did you mean 'forward'?)");
   refused({{"name", "k"}, {"dataflow", {{"forward", "query_stationery"}}}},

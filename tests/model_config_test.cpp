@@ -164,6 +164,10 @@ TEST_CASE("bad model files give a ConfigError naming the key") {
                           std::string("missing required key '") + key + "'"));
     }
   }
+  SUBCASE("a name is one line: a \"\\n\" escape split the layer's tables") {
+    CHECK(model_msg_has(model_parse_error(with_model_line("name", "name: \"llama\\nx\"\n")),
+                        "name: a name is one line of text: it holds the control character U+000A"));
+  }
   SUBCASE("out-of-range and mistyped values") {
     CHECK(model_msg_has(
         model_parse_error(with_model_line("hidden_size", "hidden_size: {value: 0, source: s}\n")),

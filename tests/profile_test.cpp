@@ -678,6 +678,11 @@ TEST_SUITE("profile") {
     CHECK(contains(parse_error_of("\n# comment\n"), "t.yaml: the profile is empty"));
     CHECK(contains(parse_error_of("just text"), "t.yaml: the top level must be a map"));
     CHECK(contains(parse_error_of("- 1\n- 2\n"), "got a list"));
+    // The name is one line of every table: a "\n" escape split the run's header line.
+    std::string broken = ProfileText().str();
+    broken.replace(broken.find("name: test-gpu"), 14, "name: \"H100\\nX\"");
+    CHECK(contains(parse_error_of(broken),
+                   "'name' must be one line of text: it holds the control character U+000A"));
     const std::string two = ProfileText().str() + "---\n" + ProfileText().str();
     CHECK(contains(parse_error_of(two), "t.yaml: holds 2 YAML documents"));
     // Syntax errors carry yaml-cpp's line and column (1-based).

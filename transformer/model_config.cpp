@@ -114,6 +114,13 @@ class Reader {
           using T = std::remove_reference_t<decltype(m.*member)>;
           if constexpr (std::is_same_v<T, std::string>) {
             m.*member = plain_string(k.key);
+            // The name is one line of the layer's tables (a "\n" escape split them).
+            if (const int c = first_control_character_in_line(m.*member);
+                k.key == std::string_view("name") && c >= 0) {
+              fail(k.key,
+                   fmt::format(
+                       "a name is one line of text: it holds the control character U+{:04X}", c));
+            }
           } else if constexpr (std::is_same_v<T, std::int64_t>) {
             std::int64_t hi = k.hi;
             if (k.at_most != nullptr) hi = std::min(hi, integer_value(m, k.at_most));

@@ -23,6 +23,16 @@ inline int first_control_character(std::string_view s) {
   return -1;
 }
 
+/// The first control character of a one-line text (a name a table or page prints): any of
+/// U+0000 to U+001F, tab and line breaks too, or U+007F; -1 if none.
+inline int first_control_character_in_line(std::string_view s) {
+  for (const char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c < 0x20 || c == 0x7f) return c;
+  }
+  return -1;
+}
+
 /// Largest profile file (YAML) iosim reads; the built-in ones are about 10 KiB.
 inline constexpr std::size_t kMaxProfileBytes = std::size_t{1} << 20;
 /// Largest data file (pattern, block table, trace, measured data, sweep file) iosim reads:

@@ -67,6 +67,12 @@ HardwareProfile read_profile(const YAML::Node& root, Reader& reader) {
   reader.check_map(root, "", kTopKeys, "a profile map", kOptionalTopKeys);
   HardwareProfile profile;
   profile.name = reader.read_text(root["name"], "name", "a non-empty string");
+  // The name is one line of every table and page (a "\n" escape split the run's header line).
+  if (const int c = first_control_character_in_line(profile.name); c >= 0) {
+    reader.note_at("name", fmt::format("'name' must be one line of text: it holds the control "
+                                       "character U+{:04X}",
+                                       c));
+  }
   profile.description = reader.read_text(root["description"], "description", "a non-empty string");
   read_section(reader, root, "sm", kSmFields, profile.sm);
   read_section(reader, root, "compute", kComputeFields, profile.compute);
