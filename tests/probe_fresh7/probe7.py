@@ -94,13 +94,14 @@ def read(path):
 
 
 INTERNAL_RE = re.compile(
-    r"std::|basic_string|terminate called|what\(\):|stoi|stoll|stod|stoul|nlohmann|"
-    r"json\.exception|\[json\.|parse_error\.\d|type_error\.\d|out_of_range\.\d|yaml-cpp|YAML::|"
-    r"bad_alloc|bad conversion|bad_variant|bad_optional|vector::|_M_|__cxa|"
-    r"internal error|Internal error|assert|Assertion|pybind11|incompatible function arguments|"
+    r"std::|basic_string|terminate called|what\(\):|\bstoi\b|\bstoll\b|\bstod\b|\bstoul\b|"
+    r"nlohmann|json\.exception|\[json\.|parse_error\.\d|type_error\.\d|out_of_range\.\d|"
+    r"yaml-cpp|YAML::|bad_alloc|bad conversion|bad_variant|bad_optional|vector::|\b_M_\w|__cxa|"
+    r"[Ii]nternal error|Assertion|pybind11|incompatible function arguments|"
     r"CLI::|ParseError|boost::|Traceback|Segmentation|core dumped|Sanitizer|runtime error:|"
-    r"invalid stoi|unordered_map|map::at|filesystem error|Eigen|nan\(|\bfmt::|format_error|"
-    r"key not found|invalid node|operator\[\] call on a scalar|bad file", re.I)
+    r"unordered_map|map::at|filesystem error|Eigen::|fmt::|format_error|"
+    r"key not found|invalid node|operator\[\] call on a scalar|: bad file|basic_ios|"
+    r"iostream error|invalid argument$|^stoi|^stod")
 CRASH_RE = re.compile(r"AddressSanitizer|UndefinedBehaviorSanitizer|runtime error:|"
                       r"Segmentation fault|core dumped|terminate called|Aborted|stack smashing",
                       re.I)
@@ -265,6 +266,8 @@ for sub, flags in FLAGS.items():
                 exp = ef if t == "FLOAT" else ei
                 if t == "UINT" and v in ("-1", "-0"):
                     exp = "reject" if v == "-1" else "any"
+                if t == "UINT" and v == "9223372036854775808":
+                    exp = "any"   # fits 64 bits unsigned
                 if flag in FLOAT_RANGE and v in ("1e308", "inf", "2147483648", "4294967296",
                                                  "9223372036854775808", "1e3",
                                                  "99999999999999999999999999", "+5", " 5",
@@ -307,6 +310,34 @@ for flag in SWEEP_NUMERIC:
 for flag in ("--batch", "--seq", "--context"):
     for v in LIST_BAD:
         add("list:layer", with_flag("layer", flag, v), "reject", flag_names(flag))
+
+
+
+def seq_is(expected):
+    def check(out):
+        try:
+            doc = json.loads(out)
+        except Exception:
+            return None
+        prob = doc.get("problem", {})
+        got = prob.get("seq", prob.get("N"))
+        if got != expected:
+            return ("misleading", "the value was read as %r, not %r" % (got, expected))
+        return None
+    return check
+
+
+for v, want in [("010", 10), ("0x10", 16), ("+5", 5), (" 5", 5), ("5 ", 5), ("1e3", 1000),
+                ("0o17", 15), ("0b101", 5), ("5\t", 5), ("0010", 10), ("08", 8), ("1_0", 10),
+                ("00000000000000000000128", 128)]:
+    add("parse:run", ["run", "--seq", v, "--format", "json", "--max-seconds", "5"],
+        "reject" if v in ("0x10", "0o17", "0b101", "1_0") else "any", ["--seq", "seq"],
+        check=seq_is(want))
+    add("parse:sweep", ["sweep", "--seq", v, "--jobs", "1", "--max-seconds", "5"],
+        "reject" if v in ("0x10", "0o17", "0b101", "1_0") else "any", ["--seq", "seq"],
+        check=lambda out, want=want: None if not out.strip() else (
+            None if '"seq": %d' % want in out or '"seq":%d' % want in out else
+            ("misleading", "the value was not read as %r" % want)))
 
 # ----------------------------------------------------------------------------------------------
 # 2. text/enumeration flags
@@ -574,9 +605,9 @@ FILE_USERS = {
     "meas": [("validate", lambda p: ["validate", p, "--max-seconds", "5", "--max-memory", "2G"]),
              ("report", lambda p: ["report", SW_JSON, "--validation", p])],
     "sweepfile": [("report", lambda p: ["report", p])],
-    "blocktable": [("run", lambda p: BASE["run"] + ["--algo", "paged", "--seq", "1", "--seq-kv",
-                                                     "128", "--block-table", p])],
-    "trace": [("kvcache", lambda p: BASE["kvcache"] + ["--trace", p])],
+    "blocktable": [("run", lambda p: with_flag("run", "--seq", "1") + [
+        "--algo", "paged", "--seq-kv", "128", "--block-table", p])],
+    "trace": [("kvcache", lambda p: with_flag("kvcache", "--requests", "1")[:-2] + ["--trace", p])],
     "pattern": [("run", lambda p: BASE["run"] + ["--algo", "block-sparse", "--pattern",
                                                  "file:" + p])],
     "ncu": [("validate", lambda p: ["validate", "--ncu", p, "--kernel", KERNEL, "--time-us",
@@ -1264,6 +1295,8 @@ def classify_cli(c, rc, out, err, dur, timed_out, extra=""):
         return "crash", "exit code %s not in {0,2,3}" % rc
     for p in c.watch:
         if c.pre and c.pre.get(p) != sha(p):
+            if rc == 0 and c.group in ("out:existing_user_file", "out:symlink_user_file"):
+                return "overwrote", "%s (a user file, named as the output) overwritten" % p
             if rc != 0 or not p.endswith(("good.html", "good.svg", "good.md", "good.json")):
                 return "destructive", "%s changed (rc %s)" % (p, rc)
     if INTERNAL_RE.search(err or ""):
@@ -1319,6 +1352,10 @@ def run_cli(c):
     out = out.decode("utf-8", "replace")
     err = err.decode("utf-8", "replace")
     oc, why = classify_cli(c, rc, out, err, dur, timed_out)
+    if c.check and rc == 0 and oc in ("ok", "silent"):
+        r = c.check(out)
+        if r:
+            oc, why = r
     return dict(rc=rc, dur=round(dur, 3), outcome=oc, why=why, err=err[-1500:],
                 out=out[:600])
 
