@@ -1,3 +1,6 @@
+# probe7, finding 3: a KeyboardInterrupt from an iosim call made through eval()/exec(), caught,
+# leaves the interpreter to die by SIGINT at exit (status 130) although everything after it runs.
+# PYTHONPATH=/work/probe7_bin/python python3 tests/probe_fresh7/repro_sigint_exit.py; echo $?
 import sys, time, os, signal, threading
 import iosim
 def fire():
