@@ -205,8 +205,9 @@ bool read_key(Checker& c, const json& section, const std::string& path, const Ke
   return std::visit(
       [&](auto member) {
         return with_member(d, member, [&](auto& field) -> bool {
-          using T = typename kernel_yaml::Unwrap<std::remove_reference_t<decltype(field)>>::type;
-          if constexpr (std::is_same_v<T, std::string>) {
+          using Value =
+              typename kernel_yaml::Unwrap<std::remove_reference_t<decltype(field)>>::type;
+          if constexpr (std::is_same_v<Value, std::string>) {
             const std::optional<std::string> t = c.text(section, path, k.key);
             if (!t) return false;
             if (k.kind == Kind::text) {
@@ -227,18 +228,18 @@ bool read_key(Checker& c, const json& section, const std::string& path, const Ke
             }
             field = *t;
             return true;
-          } else if constexpr (std::is_same_v<T, bool>) {
+          } else if constexpr (std::is_same_v<Value, bool>) {
             const std::optional<bool> b = c.boolean(section, path, k.key);
             if (b) field = *b;
             return b.has_value();
-          } else if constexpr (std::is_enum_v<T>) {
+          } else if constexpr (std::is_enum_v<Value>) {
             const std::optional<std::size_t> i =
-                c.choice(section, path, k.key, kernel_yaml::enum_names(T{}));
-            if (i) field = static_cast<T>(*i);
+                c.choice(section, path, k.key, kernel_yaml::enum_names(Value{}));
+            if (i) field = static_cast<Value>(*i);
             return i.has_value();
           } else {
             const std::optional<std::int64_t> x = c.integer(section, path, k.key, k.lo, k.hi);
-            if (x) field = static_cast<T>(*x);
+            if (x) field = static_cast<Value>(*x);
             return x.has_value();
           }
         });
@@ -401,14 +402,14 @@ json shown_value(KernelDescription& d, const Key& k) {
       [&](auto member) {
         return with_member(d, member, [](auto& field) -> json {
           using F = std::remove_reference_t<decltype(field)>;
-          using T = typename kernel_yaml::Unwrap<F>::type;
+          using Value = typename kernel_yaml::Unwrap<F>::type;
           if constexpr (std::is_same_v<F, std::string>) {
             return field.empty() ? json() : json(field);
           } else if constexpr (std::is_same_v<F, bool>) {
             return field;
           } else if constexpr (std::is_enum_v<F>) {
             return name_of(field);
-          } else if constexpr (std::is_enum_v<T>) {
+          } else if constexpr (std::is_enum_v<Value>) {
             return field ? json(name_of(*field)) : json();
           } else {
             return field ? json(*field) : json();

@@ -35,6 +35,9 @@ inline constexpr std::size_t kMaxSweepPoints = 10'000'000;
 /// Most values one flag may list: a million points on one axis is past any sweep we know of, and
 /// checking a list for repeats stays well under a second even under the sanitizers.
 inline constexpr std::size_t kMaxAxisValues = 1'000'000;
+/// Most profiles a sweep's --set axes may make (one per combination of --profile's and every
+/// --set's values, each loaded and held before the first point: ~10 KB each).
+inline constexpr std::size_t kMaxWhatIfProfiles = 10'000;
 
 /// Number of combinations of axes with these sizes; throws ConfigError above kMaxSweepPoints.
 std::size_t combination_count(const std::vector<std::size_t>& sizes);

@@ -199,6 +199,9 @@ int run_sweep_command(const SweepFlags& s) {
     throw ConfigError(fmt::format("--max-seconds {} must be >= 0", s.max_seconds));
   }
   const Shard shard = parse_shard(s.shard);
+  // The wall-time budget covers the whole command: loading a --set axis's profiles took minutes
+  // before the first point (the seventh probe: 900,001 values, no stop honoured).
+  run_control::set_budget(s.max_seconds, "--max-seconds");
 
   const std::vector<Axis> axes = make_axes(s);
   std::vector<std::size_t> sizes;
@@ -223,10 +226,22 @@ int run_sweep_command(const SweepFlags& s) {
   };
   if (!s.set.empty()) {
     std::vector<std::size_t> profile_sizes(sizes.size(), 1);
+    std::size_t profile_count = 1;
     for (std::size_t a = 0; a < axes.size(); ++a) {
-      if (a == 0 || axes[a].flag.rfind("--set ", 0) == 0) profile_sizes[a] = sizes[a];
+      if (a == 0 || axes[a].flag.rfind("--set ", 0) == 0) {
+        profile_sizes[a] = sizes[a];
+        profile_count *= sizes[a];  // each at most kMaxAxisValues: checked before it overflows
+        if (profile_count > kMaxWhatIfProfiles) {
+          throw ConfigError(fmt::format(
+              "the --set values make more than {} profiles (one per combination of --profile's "
+              "and every --set's values, each loaded and held before the first point): list "
+              "fewer values, or sweep them in several runs",
+              kMaxWhatIfProfiles));
+        }
+      }
     }
     for_each_combination(profile_sizes, [&](const std::vector<std::size_t>& idx) {
+      run_control::check();  // a stop (signal, --max-seconds) while they load
       RunFlags f = base;
       for (std::size_t a = 0; a < axes.size(); ++a) axes[a].apply(f, idx[a]);
       const std::string key = profile_key(f);
@@ -271,7 +286,6 @@ int run_sweep_command(const SweepFlags& s) {
   const ShardPoints shard_points{static_cast<std::size_t>(shard.index - 1),
                                  static_cast<std::size_t>(shard.count), shard_total};
   SweepOutput output(s.out, fingerprint_of(identity), s.resume, shard_points);
-  run_control::set_budget(s.max_seconds, "--max-seconds");
 
   // The points --resume did not read back, by their number k in the shard.
   std::vector<std::size_t> todo;

@@ -317,12 +317,24 @@ std::vector<std::string> sweep_json_rows(const std::vector<py::dict>& points, in
     throw ConfigError(
         fmt::format("jobs={}: give 0 (all cores) or a positive number of threads", jobs));
   }
+  // A Ctrl-C while the points are read stops the call too (the loop holds the GIL, so Python's
+  // own handler could not run until it ended).
+  const InterruptibleCall interruptible;
   std::map<std::string, HardwareProfile> profiles;
   std::vector<SweepPoint> sweep_points;
   for (std::size_t i = 0; i < points.size(); ++i) {
+    // max_seconds= and a signal hold while the points are read too (the seventh probe: two
+    // million points took a minute before the budget was first checked).
+    run_control::check();
     const RunFlags f = to_flags(points[i]);
     std::string key = f.profile;
     for (const std::string& o : f.set) key += " --set " + o;
+    if (profiles.count(key) == 0 && profiles.size() >= kMaxWhatIfProfiles) {
+      throw ConfigError(fmt::format(
+          "the points' profile and set= values make more than {} profiles (each loaded and held "
+          "before the first point): give fewer, or sweep them in several calls",
+          kMaxWhatIfProfiles));
+    }
     if (profiles.count(key) == 0) {
       profiles.emplace(key, load_profile(f.profile, parse_profile_overrides(f.set)));
     }
@@ -332,7 +344,6 @@ std::vector<std::string> sweep_json_rows(const std::vector<py::dict>& points, in
   options.jobs = jobs;
   std::vector<Report> reports;
   {
-    const InterruptibleCall interruptible;
     py::gil_scoped_release release;
     reports = run_sweep(sweep_points, profiles, options);
   }
@@ -485,4 +496,7 @@ PYBIND11_MODULE(_iosim, m) {
   m.attr("version_text") = std::string(version_text());
   m.attr("schema_version") = kSchemaVersion;
   m.attr("default_tie_band_pct") = TuneOptions{}.tie_band * 100.0;
+  // sweep()'s limit: its points and rows are Python objects held together (~2 KB a point), where
+  // `iosim sweep --out` streams up to kMaxSweepPoints.
+  m.attr("max_sweep_points") = kMaxAxisValues;
 }

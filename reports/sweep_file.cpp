@@ -346,7 +346,16 @@ SweepData load_sweeps(const std::vector<fs::path>& files) {
         data.sources.push_back(name);
         const std::vector<std::vector<std::string>> records = csv_records(text, name);
         std::map<std::string, std::size_t> col;
-        for (std::size_t i = 0; i < records[0].size(); ++i) col.emplace(records[0][i], i);
+        for (std::size_t i = 0; i < records[0].size(); ++i) {
+          // A column named twice: which one is the sweep's? The first was read silently, the
+          // other ignored however it differed (the seventh probe: seq 256 and seq 999999).
+          if (!col.emplace(records[0][i], i).second) {
+            throw ConfigError(
+                fmt::format("{}: the header names the column '{}' twice (columns {} "
+                            "and {}); a sweep CSV names each once",
+                            name, records[0][i], col.at(records[0][i]) + 1, i + 1));
+          }
+        }
         const std::vector<std::string> missing = missing_csv_columns(col);
         if (!missing.empty()) {
           throw ConfigError(fmt::format(

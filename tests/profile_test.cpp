@@ -683,6 +683,9 @@ TEST_SUITE("profile") {
     broken.replace(broken.find("name: test-gpu"), 14, "name: \"H100\\nX\"");
     CHECK(contains(parse_error_of(broken),
                    "'name' must be one line of text: it holds the control character U+000A"));
+    // Nested past the parser's limit: said so (it was "t.yaml:2:1: YAML syntax error: bad file").
+    CHECK(contains(parse_error_of(std::string(1000, '[') + std::string(1000, ']') + "\n"),
+                   "t.yaml: YAML nested too deep: lists and maps more than "));
     const std::string two = ProfileText().str() + "---\n" + ProfileText().str();
     CHECK(contains(parse_error_of(two), "t.yaml: holds 2 YAML documents"));
     // Syntax errors carry yaml-cpp's line and column (1-based).

@@ -27,6 +27,10 @@ expect 2 "must end in .json or .csv" -- sweep --seq 128 --out "$tmp/s.txt"
 expect 2 "does not exist" -- sweep --seq 128 --out "$tmp/nofolder/s.json"
 expect 2 "--l2 must be 'on' or 'off'" -- sweep --seq 128 --l2 on,maybe
 expect 2 "more than 10000000 points" -- sweep --seq 1:100000 --batch 1:100000
+# A --set range makes a profile per value, each loaded before the first point: capped (900,001
+# values ran for minutes, past --max-seconds, SIGTERM and --max-memory: the seventh probe).
+expect 2 "the --set values make more than 10000 profiles" -- sweep --seq 128 --set sm.count=1:20000:+1
+expect 2 "the --set values make more than 10000 profiles" -- sweep --seq 128 --profile h100-sxm5-80gb,a100-sxm4-80gb --set sm.count=1:5001:+1
 expect 2 "--dropout 1.5 is out of range" -- sweep --seq 128,256 --dropout 1.5
 expect 2 "--jobs -1 is out of range" -- sweep --seq 128 --jobs -1
 expect 2 "did you mean 'l2.size_bytes'" -- sweep --seq 128 --set l2.sise_bytes=1e7,2e7

@@ -95,4 +95,16 @@ TEST_CASE("sweep files: every CSV column's values are checked, read by report or
     }
   }
   CHECK(refused > 4 * 40);  // every column but the free text ones
+  // A column named twice (seq 256 and seq 999999): the first was read, the other ignored.
+  std::string twice = csv.substr(0, eol) + ",seq";
+  for (std::size_t at = eol; at < csv.size();) {
+    const std::size_t next = csv.find('\n', at + 1);
+    const std::size_t line_end = next == std::string::npos ? csv.size() : next;
+    if (line_end > at + 1) twice += csv.substr(at, line_end - at) + ",999999";
+    at = line_end;
+  }
+  twice += "\n";
+  CHECK(csv_config_error([&] {
+          load_sweeps({csv_file("twice.csv", twice)});
+        }).find("the header names the column 'seq' twice (columns 6 and ") != std::string::npos);
 }

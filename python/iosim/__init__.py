@@ -36,6 +36,7 @@ schema_version = _iosim.schema_version
 ConfigError = _iosim.ConfigError
 InternalError = _iosim.InternalError
 default_tie_band_pct = _iosim.default_tie_band_pct
+_MAX_SWEEP_POINTS = _iosim.max_sweep_points
 
 
 class InfeasibleError(ConfigError):
@@ -222,6 +223,16 @@ def sweep(jobs=0, dataframe=False, client=None, progress=None, chunks=None, **fl
             if not values[-1]:  # the product of an empty axis is no points: a silent [] (#50)
                 raise ConfigError(f"{name}={v!r}: an empty list gives no points; give one value "
                                   "or more, or leave it out")
+    # Its points and rows are held together as Python objects (~2 KB a point): at most a million,
+    # where `iosim sweep --out` streams ten (two million values were read for a minute before any
+    # budget was checked: the seventh probe).
+    total = 1
+    for v in values:
+        total *= len(v)
+    if total > _MAX_SWEEP_POINTS:
+        raise ConfigError(f"the flags' values make {total:,} points; sweep() takes at most "
+                          f"{_MAX_SWEEP_POINTS:,} (held in memory together): sweep fewer, or use "
+                          "`iosim sweep --out`, which streams up to 10,000,000")
     points = [_kernel_text(dict(zip(names, combo))) for combo in itertools.product(*values)]
     if client is None:
         for name, value in (("progress", progress), ("chunks", chunks)):

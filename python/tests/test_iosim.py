@@ -4,6 +4,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -179,6 +180,18 @@ def test_sweep_refuses_a_bad_value_or_an_empty_list_up_front():
         with pytest.raises(iosim.ConfigError, match="an empty list gives no points"):
             iosim.sweep(**flags)
     assert len(iosim.sweep(seq=64, set=[])) == 1
+
+
+def test_sweep_refuses_more_points_than_the_cli_and_honours_max_seconds_while_reading_them():
+    # Two million values were read for a minute before max_seconds=2 was first checked, and no
+    # count was refused (the seventh probe): a million points at most (held in memory), and the
+    # budget from the start.
+    with pytest.raises(iosim.ConfigError, match="sweep\\(\\) takes at most 1,000,000"):
+        iosim.sweep(seq=list(range(1, 1002)), batch=list(range(1, 1001)))
+    started = time.monotonic()
+    with pytest.raises(TimeoutError):
+        iosim.sweep(seq=list(range(1, 200001)), jobs=1, max_seconds=0.5)
+    assert time.monotonic() - started < 30
 
 
 def test_an_empty_or_nul_text_is_refused_as_the_cli_refuses_it():

@@ -1,6 +1,7 @@
 #include "sim/hardware/yaml_documents.hpp"
 
 #include <fmt/format.h>
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/eventhandler.h>
 
 #include <algorithm>
@@ -283,6 +284,13 @@ std::vector<YAML::Node> load_yaml_documents(const std::string& yaml_text, const 
       documents.push_back(YAML::Load(yaml_text));
       refuse_tags(documents.back(), origin, 0);
     }
+  } catch (const YAML::DeepRecursion& e) {
+    // yaml-cpp's message is "bad file", at a line the text may not have (the seventh probe: a
+    // one-line file of 1,000 nested lists was "deep.yaml:2:1: YAML syntax error: bad file").
+    throw ConfigError(fmt::format(
+        "{}: YAML nested too deep: lists and maps more than {} levels deep (the parser's "
+        "limit); a {} is a few levels deep",
+        origin, e.depth(), what));
   } catch (const YAML::ParserException& e) {
     throw ConfigError(fmt::format("{}:{}:{}: YAML syntax error: {}", origin, e.mark.line + 1,
                                   e.mark.column + 1, e.msg));
