@@ -294,6 +294,31 @@ ExtraCase make_block_sparse_case(const Case& c, uint32_t seed, cudaStream_t stre
 
 // Keys per split of a decode case: whole BLOCK_KV tiles; a split count that leaves a split empty
 // (or more splits than the reduce takes) is refused.
+// The split-KV kernels' tiling facts beyond tiling_common's (decode and MLA decode alike): the
+// reduce kernel's launch and the partials' layout for splits > 1, the page pool when paged. `dv`
+// is O's width, named `width` in the layouts ("d", or "latent"); `kv_heads` the pool's heads.
+void add_split_kv_tiling(int splits, int dv, const char* width, bool paged, int page_tokens,
+                         int pages_per_seq, long long pool_pages, const char* kv_heads,
+                         JsonObject* tj) {
+  if (splits > 1) {
+    tj->add("reduce", JsonObject()
+                          .add("threads", json_int(kReduceThreads))
+                          .add("rows_per_cta", json_int(decode_reduce_rows_per_cta(dv)))
+                          .str())
+        .add("partial_layout",
+             json_str(std::string("partial_O (B, H, splits, N, ") + width +
+                      ") fp32, normalized; partial_lse (B, H, splits, N) fp32, natural log"));
+  }
+  if (paged) {
+    tj->add("page_tokens", json_int(page_tokens))
+        .add("pages_per_seq", json_int(pages_per_seq))
+        .add("pool_pages", json_int(pool_pages))
+        .add("pool_layout", json_str(std::string("(pages, ") + kv_heads + ", page_tokens, d) fp16"))
+        .add("block_table", json_str("(B, pages_per_seq) int32, a random permutation of the "
+                                     "pool; each split CTA reads its slice once"));
+  }
+}
+
 int decode_split_tokens(const Case& c) {
   if (c.splits > kReduceMaxSplits)
     throw std::runtime_error("splits " + std::to_string(c.splits) + " > " +
@@ -403,20 +428,8 @@ ExtraCase make_mla_decode_case(const Case& c, uint32_t seed, cudaStream_t stream
       .add("latent", json_int(dv))
       .add("layout", json_str("Q (B, H, N, d), cache (B, Nkv, d): K = all d columns, V = the "
                               "first latent columns of the same rows; O (B, H, N, latent)"));
-  if (c.splits > 1)
-    tj.add("reduce", JsonObject()
-                         .add("threads", json_int(kReduceThreads))
-                         .add("rows_per_cta", json_int(decode_reduce_rows_per_cta(dv)))
-                         .str())
-        .add("partial_layout", json_str("partial_O (B, H, splits, N, latent) fp32, normalized; "
-                                        "partial_lse (B, H, splits, N) fp32, natural log"));
-  if (paged)
-    tj.add("page_tokens", json_int(page_tokens))
-        .add("pages_per_seq", json_int(pages_per_seq))
-        .add("pool_pages", json_int(static_cast<long long>(pool_pages)))
-        .add("pool_layout", json_str("(pages, 1, page_tokens, d) fp16"))
-        .add("block_table", json_str("(B, pages_per_seq) int32, a random permutation of the "
-                                     "pool; each split CTA reads its slice once"));
+  add_split_kv_tiling(c.splits, dv, "latent", paged, page_tokens, pages_per_seq,
+                      static_cast<long long>(pool_pages), "1", &tj);
   x.tiling_json = tj.str();
   CheckInputs in{gQ,
                  gK,
@@ -531,20 +544,8 @@ ExtraCase make_decode_case(const Case& c, uint32_t seed, cudaStream_t stream) {
   tj.add("splits", json_int(c.splits))
       .add("split_tokens", json_int(split_tokens))
       .add("query_rows_per_cta", json_int(group * c.seq));
-  if (c.splits > 1)
-    tj.add("reduce", JsonObject()
-                         .add("threads", json_int(kReduceThreads))
-                         .add("rows_per_cta", json_int(decode_reduce_rows_per_cta(d)))
-                         .str())
-        .add("partial_layout", json_str("partial_O (B, H, splits, N, d) fp32, normalized; "
-                                        "partial_lse (B, H, splits, N) fp32, natural log"));
-  if (paged)
-    tj.add("page_tokens", json_int(page_tokens))
-        .add("pages_per_seq", json_int(pages_per_seq))
-        .add("pool_pages", json_int(static_cast<long long>(pool_pages)))
-        .add("pool_layout", json_str("(pages, Hkv, page_tokens, d) fp16"))
-        .add("block_table", json_str("(B, pages_per_seq) int32, a random permutation of the "
-                                     "pool; each split CTA reads its slice once"));
+  add_split_kv_tiling(c.splits, d, "d", paged, page_tokens, pages_per_seq,
+                      static_cast<long long>(pool_pages), "Hkv", &tj);
   x.tiling_json = tj.str();
   CheckInputs in{gQ,
                  gK,
@@ -704,7 +705,7 @@ ExtraCase make_two_pass_bwd_case(const Case& c, uint32_t seed, cudaStream_t stre
   fill_uniform(gdO, q_elems, seed + 4, stream);
 
   const float scale = 1.f / std::sqrt(static_cast<float>(d));
-  const AttnParams fp{gQ,      gK,      gV,    gO,       gL,    nullptr, nullptr,
+  const AttnParams fp{gQ,      gK,      gV,    gO,       gL,    nullptr,  nullptr,
                       c.batch, c.heads, c.seq, c.seq_kv, scale, c.causal, 0};
   RoleOp fwd;
   FlashTiling ft;
