@@ -115,8 +115,10 @@ class Reader {
           if constexpr (std::is_same_v<T, std::string>) {
             m.*member = plain_string(k.key);
             // The name is one line of the layer's tables (a "\n" escape split them).
-            if (const int c = first_control_character_in_line(m.*member);
-                k.key == std::string_view("name") && c >= 0) {
+            if (const int c = k.key == std::string_view("name")
+                                  ? first_control_character_in_line(m.*member)
+                                  : -1;
+                c >= 0) {
               fail(k.key,
                    fmt::format(
                        "a name is one line of text: it holds the control character U+{:04X}", c));
