@@ -287,12 +287,8 @@ RunRequest to_request(const RunFlags& f) {
         *f.latent_dim));
   }
   if (f.latent_dim) p.latent_dim = *f.latent_dim;
-  // MLA's query heads all read one latent: one K/V head unless --kv-heads says otherwise.
-  if (f.kv_heads) {
-    p.kv_heads = *f.kv_heads;
-  } else if (f.latent_dim) {
-    p.kv_heads = 1;
-  }
+  // Left out, kv_head_count() picks the default (one latent for --latent-dim, else --heads).
+  if (f.kv_heads) p.kv_heads = *f.kv_heads;
   // The problem's 0 is "no window"; a window of no key is a mistake, not a way to say none.
   if (f.window && *f.window < 1) {
     throw ConfigError(fmt::format(

@@ -25,14 +25,14 @@ void resolve_algorithm_inputs(const Algorithm& algorithm, const Registry& regist
     throw ConfigError(fmt::format(
         "--kv-heads {} with --pass {}: the backward of --algo {} has one K/V head per query head "
         "(grouped-query backward is modelled for --algo flash3; forward passes for all)",
-        p.kv_heads, pass_name(p.pass), algorithm.name));
+        p.kv_head_count(), pass_name(p.pass), algorithm.name));
   }
   if (p.pass == Pass::fwdbwd && p.packs_query_group()) {
     // The packed forward lays Q, O and L out per K/V head; the backward per query head.
     throw ConfigError(fmt::format(
         "--kv-heads {} with --pass fwdbwd and a packed query group (--seq 1 or --pack-gqa on): "
         "the backward does not run on packed rows; use --pack-gqa off or --pass bwd",
-        p.kv_heads));
+        p.kv_head_count()));
   }
   if (!algorithm.capabilities.pages) return;
   if (p.page_tokens == 0) p.page_tokens = 16;  // vLLM's default block size

@@ -214,8 +214,7 @@ RunRequest request_for(const json& c, const std::string& where, bool as_run) {
   pr.page_tokens = count_or(p, "page_tokens", 0, in_problem);
   // A latent K/V cache (multi-head latent attention, --latent-dim): cuda_validate's MLA decode
   // cases record V's columns, the first `latent` of head_dim, as problem.latent.
-  pr.latent_dim = count_or(p, "latent", 0, in_problem);
-  if (pr.latent_dim > 0 && pr.kv_heads == 0) pr.kv_heads = 1;  // one latent, as --latent-dim
+  pr.latent_dim = count_or(p, "latent", 0, in_problem);  // kv_heads 0: one latent (kv_head_count)
   const json& tiling = object_or_empty(c, "tiling", where);
   const std::string in_tiling = where + ": tiling";
   // cuda_validate's runner records the page size it asked for (`page=` of its suite, a flag a

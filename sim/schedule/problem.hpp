@@ -86,8 +86,13 @@ struct AttentionProblem {
 
   bool ragged() const { return seq_lens != nullptr; }
   std::int64_t bh() const { return batch * heads; }
-  /// H_kv: K/V heads (= heads unless grouped-query attention).
-  std::int64_t kv_head_count() const { return kv_heads > 0 ? kv_heads : heads; }
+  /// H_kv: K/V heads: kv_heads when given, else one latent for MLA and one per query head
+  /// otherwise. The default lives here alone, so that every reader of a problem (flags, a
+  /// measured case, Python) gets the same H_kv from the same fields.
+  std::int64_t kv_head_count() const {
+    if (kv_heads > 0) return kv_heads;
+    return latent() ? 1 : heads;
+  }
   /// Query heads per K/V head, H / H_kv.
   std::int64_t group() const { return heads / kv_head_count(); }
   /// K/V matrices, B * H_kv.
