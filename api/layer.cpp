@@ -68,10 +68,12 @@ LayerOp gemm_op(const HardwareProfile& hw, const LayerRequest& r, const GemmProb
   op.m = p.m;
   op.n = p.n;
   op.k = p.k;
+  op.batch = p.batch;
   op.detail = fmt::format("{}x{}x{} {}{}", t.bm, t.bn, t.bk,
                           t.instruction == TensorInstruction::wgmma ? "wgmma" : "mma.sync",
                           t.group_m > 0 ? fmt::format(" group {}", t.group_m) : "") +
-              cluster_detail(t) + (t.split_k > 1 ? fmt::format(" split-K {}", t.split_k) : "");
+              cluster_detail(t) + (t.split_k > 1 ? fmt::format(" split-K {}", t.split_k) : "") +
+              (p.batch > 1 ? fmt::format(" batch {}", p.batch) : "");
   return op;
 }
 
