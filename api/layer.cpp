@@ -298,6 +298,16 @@ LayerReport simulate_layer(const HardwareProfile& profile, const LayerRequest& r
         model.name, model.sliding_window, layer.seq_kv, attention_request.algorithm,
         model.sliding_window));
   }
+  // A latent model's attention reads the latent cache: simulate()'s refusal would name run's
+  // --latent-dim, a flag this command does not have.
+  if (layer.attention.latent() &&
+      !request_algorithm(hw, attention_request, builtin_registry()).capabilities.latent) {
+    throw ConfigError(fmt::format(
+        "{} has multi-head latent attention, whose decode reads one latent cache row a token (V "
+        "its first {} columns): {} {} does not (flash-decoding and paged do)",
+        model.name, layer.attention.latent_dim, r.kernel.empty() ? "--algo" : "--kernel",
+        r.kernel.empty() ? attention_request.algorithm : r.kernel));
+  }
   // The ragged launch's refusal names run's --seq-lens; the flag of this command is the
   // algorithm's.
   const std::string algo_flag = r.kernel.empty() ? "--algo" : "--kernel";

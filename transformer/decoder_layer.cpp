@@ -177,10 +177,13 @@ DecoderLayer decoder_layer(const ModelConfig& model, const LayerStep& s, Dtype d
   // the latent K) does not model.
   if (model.mla() && s.phase != LayerPhase::decode) {
     throw ConfigError(fmt::format(
-        "--phase {}: {} has multi-head latent attention, whose prefill attends with K heads of "
-        "{} columns and V heads of {} (the unabsorbed form), which iosim's attention does not "
+        "{}: {} has multi-head latent attention, whose prefill attends with K heads of {} "
+        "columns and V heads of {} (the unabsorbed form), which iosim's attention does not "
         "model; iosim layer runs its decode (--phase decode --context N)",
-        layer_phase_name(s.phase), model.name, model.head_dim, model.v_head_dim));
+        s.phase == LayerPhase::mixed ? "--seq-lens (a mixed step, its prefill chunks beside the "
+                                       "decode rows)"
+                                     : "--phase prefill",
+        model.name, model.head_dim, model.v_head_dim));
   }
   const std::int64_t heads = divided(model.attention_heads, s.tp, "attention heads");
   const std::int64_t kv_heads = divided(model.kv_heads, s.tp, "K/V heads");
