@@ -98,7 +98,7 @@ inline std::int64_t cluster_members(int cluster, std::int64_t tiles) {
 /// Shared memory of one CTA: `pipeline_stages` buffers of an X chunk and a W chunk.
 std::int64_t gemm_smem_bytes(const GemmTiling& t, Dtype dtype);
 
-/// The schedule (one kernel). Throws ConfigError on a non-positive size, split or cluster.
+/// The schedule (one kernel). Throws ConfigError on a non-positive size, batch, split or cluster.
 std::unique_ptr<Schedule> make_gemm_schedule(const GemmProblem& p, const GemmTiling& t);
 
 /// HBM bytes of the schedule in the two-level model (L2 off), written from the dataflow, not from
