@@ -136,13 +136,12 @@ namespace {
 // and FlashMLA's decode run it (DeepSeek-V2's paper, "absorbed" into the query and the output):
 // the query through its low-rank bottleneck (q_a_proj, its norm, q_b_proj; or one q_proj), the
 // new token's latent and rotary key (kv_a_proj: Hugging Face's kv_a_proj_with_mqa; the latent's
-// norm), each head's
-// non-rotary query taken into the latent's space (q_absorb: q_nope_h times W_UK_h, one GEMM a
-// head), the attention over the latent cache, each head's output taken out of it (v_unabsorb:
-// o_h times W_UV_h), then o_proj. The model's attention bias (qkv_bias) is the two
-// down-projections', as Hugging Face's DeepseekV3Attention gives it. Over tensor-parallel ranks
-// the two down-projections (q_a_proj, kv_a_proj) are replicated, the rest divided by heads, as
-// vLLM's DeepseekV2MLAAttention divides them. `heads` is one rank's.
+// norm), each head's non-rotary query taken into the latent's space (q_absorb: q_nope_h times
+// W_UK_h, a batch of one GEMM a head), the attention over the latent cache, each head's output
+// taken out of it (v_unabsorb: o_h times W_UV_h), then o_proj. The model's attention bias
+// (qkv_bias) is the two down-projections', as Hugging Face's DeepseekV3Attention gives it. Over
+// tensor-parallel ranks the two down-projections (q_a_proj, kv_a_proj) are replicated, the rest
+// divided by heads, as vLLM's DeepseekV2MLAAttention divides them. `heads` is one rank's.
 void mla_attention_ops(const ModelConfig& model, std::int64_t m, std::int64_t heads, Dtype dtype,
                        ElementwiseKind norm, std::vector<DecoderLayerOp>& ops) {
   const std::int64_t h = model.hidden_size, latent = model.kv_lora_rank;
