@@ -68,10 +68,12 @@ LayerOp gemm_op(const HardwareProfile& hw, const LayerRequest& r, const GemmProb
   op.m = p.m;
   op.n = p.n;
   op.k = p.k;
+  op.batch = p.batch;
   op.detail = fmt::format("{}x{}x{} {}{}", t.bm, t.bn, t.bk,
                           t.instruction == TensorInstruction::wgmma ? "wgmma" : "mma.sync",
                           t.group_m > 0 ? fmt::format(" group {}", t.group_m) : "") +
-              cluster_detail(t) + (t.split_k > 1 ? fmt::format(" split-K {}", t.split_k) : "");
+              cluster_detail(t) + (t.split_k > 1 ? fmt::format(" split-K {}", t.split_k) : "") +
+              (p.batch > 1 ? fmt::format(" batch {}", p.batch) : "");
   return op;
 }
 
@@ -295,6 +297,16 @@ LayerReport simulate_layer(const HardwareProfile& profile, const LayerRequest& r
         "{} or less)",
         model.name, model.sliding_window, layer.seq_kv, attention_request.algorithm,
         model.sliding_window));
+  }
+  // A latent model's attention reads the latent cache: simulate()'s refusal would name run's
+  // --latent-dim, a flag this command does not have.
+  if (layer.attention.latent() &&
+      !request_algorithm(hw, attention_request, builtin_registry()).capabilities.latent) {
+    throw ConfigError(fmt::format(
+        "{} has multi-head latent attention, whose decode reads one latent cache row a token (V "
+        "its first {} columns): {} {} does not (flash-decoding and paged do)",
+        model.name, layer.attention.latent_dim, r.kernel.empty() ? "--algo" : "--kernel",
+        r.kernel.empty() ? attention_request.algorithm : r.kernel));
   }
   // The ragged launch's refusal names run's --seq-lens; the flag of this command is the
   // algorithm's.

@@ -66,6 +66,7 @@ struct LayerOp {
   std::string name;                  // "input_norm", "qkv_proj", "attention", ...
   std::string kind;                  // "norm", "gemm", "attention", "residual", "activation"
   std::int64_t m = 0, n = 0, k = 0;  // a GEMM's sizes; elementwise ops: rows (m) and width (n)
+  std::int64_t batch = 1;            // a batch of GEMMs (GemmProblem::batch): their count
   std::string detail;                // attention: the algorithm; a GEMM: its tile
   Counters counters;
   double time_s = 0.0;

@@ -34,6 +34,7 @@ nlohmann::json op_json(const LayerOp& op) {
     j["m"] = op.m;
     j["n"] = op.n;
     j["k"] = op.k;
+    if (op.batch > 1) j["batch"] = op.batch;
   } else if (op.kind != "attention") {
     j["rows"] = op.m;
     j["cols"] = op.n;
@@ -55,6 +56,9 @@ std::string mib(std::uint64_t bytes) {
 }
 
 std::string gemm_shape(const LayerOp& op) {
+  if (op.kind == "gemm" && op.batch > 1) {
+    return fmt::format("{}x({}x{}x{})", op.batch, op.m, op.n, op.k);
+  }
   if (op.kind == "gemm") return fmt::format("{}x{}x{}", op.m, op.n, op.k);
   if (op.kind == "attention") return op.detail;
   return fmt::format("{}x{}", op.m, op.n);

@@ -125,6 +125,10 @@ printf 'name: a\ndataflow:\n  forward: query_stationary\ndataflow:\n  forward: k
 printf "name: a\ndataflow:\n  forward: query_stationary\nx: [it's, &q 5]\ny: [it's, *q]\n" >"$gen/kernel_alias_quote.yaml"
 { cat "$HERE/../hwprofiles/h100-sxm5-80gb.yaml"; printf "x: [it's, &q 5]\n"; } >"$gen/profile_alias_quote.yaml"
 { cat "$HERE/../models/llama-3-8b.yaml"; printf "x: [it's, &q 5]\n"; } >"$gen/model_alias_quote.yaml"
+# A multi-head latent attention model's keys go all together: DeepSeek-V3's without v_head_dim,
+# and with a head_dim that is not its query/key head.
+grep -v '^v_head_dim:' "$HERE/../models/deepseek-v3.yaml" >"$gen/mla_partial.yaml"
+sed 's/^head_dim: {value: 192/head_dim: {value: 128/' "$HERE/../models/deepseek-v3.yaml" >"$gen/mla_head_dim.yaml"
 # A control character from an escape ("\0", "\u0000") went on into names and reports, where the
 # raw byte is refused (issue #50's fifth probe).
 printf 'name: "a\\0b"\ndataflow:\n  forward: query_stationary\n' >"$gen/kernel_nul_escape.yaml"

@@ -53,6 +53,7 @@ LayerStep step_of(LayerPhase phase, std::int64_t batch, std::int64_t seq, std::i
 TEST_CASE("decoder_layer: ops in execution order, rows the step's tokens, over every model") {
   for (const std::string& name : iosim::builtin_model_names()) {
     const ModelConfig model = iosim::load_model_config(name);
+    if (model.mla()) continue;  // its decode layer's ops: tests/mla_layer_test.cpp
     for (const std::int64_t tp : {1, 2, 4, 8}) {
       if (model.kv_heads % tp != 0 || model.intermediate_size % tp != 0 ||
           model.vocab_size % tp != 0) {

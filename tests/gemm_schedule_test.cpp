@@ -506,3 +506,97 @@ TEST_CASE("GEMM tile choice memo: each machine keeps its own answer, in either o
   }
   CHECK(differ == 2);
 }
+
+TEST_CASE("GEMM batch: B independent GEMMs move B times one's bytes and FLOPs, each its own") {
+  // torch.bmm's batch (multi-head latent attention's per-head products): every member has its own
+  // X, W and Y, so with the L2 off the batch moves exactly `batch` times the bytes of one member
+  // run alone, per tensor, and the closed form says the same; the grid holds every member's tiles
+  // (and splits). Split-K, clusters and bias too, on Hopper and the A100.
+  iosim::test::ShapeGen gen(3207);
+  const std::int64_t tiles_m[] = {64, 128}, tiles_n[] = {64, 128}, chunks[] = {32, 64};
+  for (const char* hw_name : {"h100-sxm5-80gb", "a100-sxm4-80gb"}) {
+    const iosim::HardwareProfile& hw = iosim::test::profile(hw_name);
+    const bool hopper = hw.compute.wgmma_latency_cycles.value > 0;
+    for (int trial = 0; trial < 12; ++trial) {
+      GemmProblem one;
+      one.m = gen.pick(1, 200);
+      one.n = gen.pick(1, 300);
+      one.k = gen.pick(1, 400);
+      one.bias = gen.pick(0, 3) == 0;
+      iosim::GemmTilingRequest req;
+      req.bm = gen.pick(tiles_m);
+      req.bn = gen.pick(tiles_n);
+      req.bk = gen.pick(chunks);
+      const int clusters[] = {1, 2}, none[] = {1};
+      req.cluster_m = hopper ? gen.pick(clusters) : gen.pick(none);
+      req.cluster_n = hopper ? gen.pick(clusters) : gen.pick(none);
+      const std::int64_t k_chunks = (one.k + req.bk - 1) / req.bk;
+      req.split_k =
+          static_cast<int>(gen.coin() ? 1 : gen.pick(1, std::min<std::int64_t>(k_chunks, 4)));
+      GemmProblem batched = one;
+      batched.batch = gen.pick(2, 6);
+      const GemmTiling t = iosim::resolve_gemm_tiling(hw, batched, req);
+      CAPTURE(hw_name);
+      CAPTURE(one.m);
+      CAPTURE(one.n);
+      CAPTURE(one.k);
+      CAPTURE(one.bias);
+      CAPTURE(batched.batch);
+      CAPTURE(t.split_k);
+      CAPTURE(t.cluster_m);
+      CAPTURE(t.cluster_n);
+      iosim::EngineOptions opt;
+      opt.l2_enabled = false;
+      opt.exact = true;
+      const iosim::EngineResult a =
+          iosim::run_schedule(hw, *iosim::make_gemm_schedule(one, t), opt);
+      const iosim::EngineResult b =
+          iosim::run_schedule(hw, *iosim::make_gemm_schedule(batched, t), opt);
+      const auto u = [](std::int64_t v) { return static_cast<std::uint64_t>(v); };
+      const std::uint64_t members = u(batched.batch);
+      for (const TensorId id :
+           {TensorId::X, TensorId::W, TensorId::Y, TensorId::bias, TensorId::Y_partial}) {
+        CAPTURE(iosim::index_of(id));
+        CHECK(gemm_at(b.total.hbm, true, id) == members * gemm_at(a.total.hbm, true, id));
+        CHECK(gemm_at(b.total.hbm, false, id) == members * gemm_at(a.total.hbm, false, id));
+      }
+      CHECK(b.total.tensor_flops == members * 2 * u(one.m) * u(one.n) * u(one.k));
+      CHECK(b.total.fp32_flops == members * a.total.fp32_flops);
+      const iosim::GemmBytes want = iosim::gemm_closed_form(batched, t);
+      const iosim::GemmBytes member = iosim::gemm_closed_form(one, t);
+      CHECK(b.total.hbm.read_total() == want.read);
+      CHECK(b.total.hbm.write_total() == want.write);
+      CHECK(want.read == members * member.read);
+      CHECK(want.write == members * member.write);
+      REQUIRE(b.kernels.size() == a.kernels.size());
+      CHECK(b.kernels[0].spec.grid.z == static_cast<std::int64_t>(members) * t.split_k);
+      if (b.kernels.size() == 2) CHECK(b.kernels[1].spec.grid.z == batched.batch);
+    }
+  }
+  GemmProblem none;
+  none.m = none.n = none.k = 64;
+  none.batch = 0;
+  CHECK_THROWS_WITH_AS(iosim::make_gemm_schedule(none, GemmTiling{}),
+                       "GEMM batch must be positive, got 0", iosim::ConfigError);
+}
+
+TEST_CASE("GEMM batch: the tile choice's estimate counts every member's CTAs and bytes") {
+  // 128 heads' q_absorb at decode batch 8 (DeepSeek-V3): a member of 8 x 512 x 128 is 4 CTAs of
+  // 64 x 128 tiles, the batch 512 of them, 4 waves on the H100's 132 SMs where one member's fill
+  // a wave; its L2 bytes are 128 members'. (Estimated as one member, the choice split K to fill
+  // the GPU with a single head's 4 tiles.)
+  const iosim::HardwareProfile& hw = iosim::test::profile("h100-sxm5-80gb");
+  GemmProblem one;
+  one.m = 8;
+  one.n = 512;
+  one.k = 128;
+  GemmProblem batched = one;
+  batched.batch = 128;
+  const iosim::GemmChoice a = iosim::estimate_gemm_tiling(hw, one, 64, 128, 64, 1, 1, 1);
+  const iosim::GemmChoice b = iosim::estimate_gemm_tiling(hw, batched, 64, 128, 64, 1, 1, 1);
+  const std::int64_t sms = hw.sm.count.value;
+  CHECK(a.waves == 1.0);
+  CHECK(b.waves == static_cast<double>((512 + sms - 1) / sms));
+  CHECK(b.l2_bytes == 128 * a.l2_bytes);
+  CHECK(b.estimate_s > a.estimate_s);
+}

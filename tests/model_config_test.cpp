@@ -74,6 +74,33 @@ std::string with_model_line(const std::string& key, const std::string& line) {
   return replace_model_line(good_model_text(), key, line);
 }
 
+// A valid model with multi-head latent attention: good_model_text() with the MLA group, its
+// head_dim the query/key head (32 + 16) and a key/value head per query head.
+std::string good_mla_model_text() {
+  std::string text = good_model_text();
+  text = replace_model_line(text, "kv_heads", "kv_heads: {value: 8, source: \"s\"}\n");
+  text = replace_model_line(text, "head_dim", "head_dim: {value: 48, source: \"s\"}\n");
+  return text +
+         "q_lora_rank: {value: 96, source: \"s\"}\n"
+         "kv_lora_rank: {value: 64, source: \"s\"}\n"
+         "qk_nope_head_dim: {value: 32, source: \"s\"}\n"
+         "qk_rope_head_dim: {value: 16, source: \"s\"}\n"
+         "v_head_dim: {value: 40, source: \"s\"}\n";
+}
+
+// `text` (an MLA model's) with head_dim set to its qk_nope_head_dim + qk_rope_head_dim, the
+// check across the group that a change of either must keep.
+std::string with_mla_head_dim(const std::string& text) {
+  const auto value = [&](const std::string& key) {
+    std::smatch m;
+    REQUIRE(std::regex_search(text, m, std::regex("(^|\\n)" + key + ": \\{value: (\\d+)")));
+    return std::stoll(m[2].str());
+  };
+  return replace_model_line(text, "head_dim",
+                            fmt::format("head_dim: {{value: {}, source: s}}\n",
+                                        value("qk_nope_head_dim") + value("qk_rope_head_dim")));
+}
+
 }  // namespace
 
 TEST_CASE("every shipped model loads with its config.json's numbers") {
@@ -83,6 +110,7 @@ TEST_CASE("every shipped model loads with its config.json's numbers") {
     bool qkv_bias;
   };
   const std::vector<Expected> expected = {
+      {"deepseek-v3", 7168, 128, 128, 192, 18432, 61, 129280, 0, false},
       {"llama-3-70b", 8192, 64, 8, 128, 28672, 80, 128256, 0, false},
       {"llama-3-8b", 4096, 32, 8, 128, 14336, 32, 128256, 0, false},
       {"mistral-7b", 4096, 32, 8, 128, 14336, 32, 32000, 4096, false},
@@ -107,6 +135,17 @@ TEST_CASE("every shipped model loads with its config.json's numbers") {
     CHECK(m.mlp == iosim::MlpKind::gated_silu);
     CHECK(m.norm == iosim::NormKind::rms_norm);
     CHECK_FALSE(m.tied_embeddings);
+    // DeepSeek-V3's multi-head latent attention (its config.json's MLA keys); the others have none.
+    CHECK(m.mla() == (m.name == "deepseek-v3"));
+    if (m.mla()) {
+      CHECK(m.q_lora_rank == 1536);
+      CHECK(m.kv_lora_rank == 512);
+      CHECK(m.qk_nope_head_dim == 128);
+      CHECK(m.qk_rope_head_dim == 64);
+      CHECK(m.v_head_dim == 128);
+    } else {
+      CHECK(m.q_lora_rank + m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim == 0);
+    }
     // The file in the source tree is what was embedded, read as a path too.
     const ModelConfig from_path =
         iosim::load_model_config(std::string(IOSIM_REPO_DIR) + "/models/" + e.name + ".yaml");
@@ -128,7 +167,8 @@ TEST_CASE("every shipped model value names its source, a Hugging Face config.jso
       CHECK(
           (model_msg_has(line, "https://huggingface.co/") || model_msg_has(line, "transformers")));
     }
-    CHECK(sourced == 12);
+    // 12 keys every model has, and the MLA group's 5 where it has them.
+    CHECK(sourced == (iosim::load_model_config(name).mla() ? 17 : 12));
   }
 }
 
@@ -149,13 +189,19 @@ TEST_CASE("bad model files give a ConfigError naming the key") {
     CHECK(model_msg_has(e, "unknown key 'vocab_szie'"));
     CHECK(model_msg_has(e, "did you mean 'vocab_size'"));
   }
-  SUBCASE("every key is required") {
-    // An independent list of the keys the reader must require: the rows must be these.
+  SUBCASE("every key is required but the MLA group") {
+    // An independent list of the keys the reader must require, then the optional group's: the
+    // rows must be these.
     const std::vector<std::string> required = {
         "name",     "description",       "hidden_size", "attention_heads", "kv_heads",
         "head_dim", "intermediate_size", "mlp",         "layers",          "vocab_size",
         "norm",     "tied_embeddings",   "qkv_bias",    "sliding_window"};
-    CHECK(iosim::model_yaml::key_names() == required);
+    const std::vector<std::string> mla = {"q_lora_rank", "kv_lora_rank", "qk_nope_head_dim",
+                                          "qk_rope_head_dim", "v_head_dim"};
+    std::vector<std::string> all = required;
+    all.insert(all.end(), mla.begin(), mla.end());
+    CHECK(iosim::model_yaml::key_names() == all);
+    CHECK(iosim::model_yaml::mla_key_names() == mla);
     for (const char* key : {"name", "description", "hidden_size", "attention_heads", "kv_heads",
                             "head_dim", "intermediate_size", "mlp", "layers", "vocab_size", "norm",
                             "tied_embeddings", "qkv_bias", "sliding_window"}) {
@@ -163,6 +209,42 @@ TEST_CASE("bad model files give a ConfigError naming the key") {
       CHECK(model_msg_has(model_parse_error(with_model_line(key, "")),
                           std::string("missing required key '") + key + "'"));
     }
+  }
+  SUBCASE("the MLA group: all of it or none, its heads the model's") {
+    const ModelConfig m = iosim::parse_model_config(good_mla_model_text(), "m.yaml");
+    CHECK(m.mla());
+    CHECK(m.q_lora_rank == 96);
+    CHECK(m.kv_lora_rank == 64);
+    CHECK(m.qk_nope_head_dim == 32);
+    CHECK(m.qk_rope_head_dim == 16);
+    CHECK(m.v_head_dim == 40);
+    CHECK_FALSE(iosim::parse_model_config(good_model_text(), "m.yaml").mla());
+    // q_lora_rank 0: a plain q_proj, still an MLA model.
+    CHECK(iosim::parse_model_config(replace_model_line(good_mla_model_text(), "q_lora_rank",
+                                                       "q_lora_rank: {value: 0, source: s}\n"),
+                                    "m.yaml")
+              .mla());
+    // Any one key of the group left out, or given alone, is refused naming the others.
+    for (const std::string& key : iosim::model_yaml::mla_key_names()) {
+      CAPTURE(key);
+      const std::string without =
+          model_parse_error(replace_model_line(good_mla_model_text(), key, ""));
+      CHECK(model_msg_has(without, "given without " + key +
+                                       ": the multi-head latent attention keys (q_lora_rank, "
+                                       "kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, "
+                                       "v_head_dim) go all together or not at all"));
+      const std::string alone =
+          model_parse_error(good_model_text() + key + ": {value: 64, source: s}\n");
+      CHECK(model_msg_has(alone, "m.yaml: " + key + " given without "));
+    }
+    CHECK(model_parse_error(replace_model_line(good_mla_model_text(), "head_dim",
+                                               "head_dim: {value: 64, source: s}\n")) ==
+          "m.yaml: head_dim: = 64, but a multi-head latent attention model's query/key head is "
+          "qk_nope_head_dim + qk_rope_head_dim = 32 + 16 = 48");
+    CHECK(model_parse_error(replace_model_line(good_mla_model_text(), "kv_heads",
+                                               "kv_heads: {value: 2, source: s}\n")) ==
+          "m.yaml: kv_heads: = 2, but a multi-head latent attention model has a key and a value "
+          "head per query head (attention_heads = 8) before absorption");
   }
   SUBCASE("a name is one line: a \"\\n\" escape split the layer's tables") {
     CHECK(model_msg_has(model_parse_error(with_model_line("name", "name: \"llama\\nx\"\n")),
@@ -246,29 +328,41 @@ TEST_CASE("every model key's row is what the reader holds a file to") {
     CAPTURE(k.key);
     const std::string key = k.key;
     CHECK(std::string(k.doc).size() > 0);
-    // Missing: refused naming the key.
-    CHECK(model_parse_error(with_model_line(key, "")) ==
-          "m.yaml: missing required key '" + key + "'");
+    // The MLA group's rows are checked in a model that has the group, whose head_dim follows its
+    // query/key head.
+    const std::string base = k.mla ? good_mla_model_text() : good_model_text();
+    const auto with_line = [&](const std::string& line) {
+      const std::string text = replace_model_line(base, key, line);
+      return k.mla && !line.empty() && model_msg_has(line, "{value: ") &&
+                     std::regex_search(line, std::regex(": \\{value: \\d+, source"))
+                 ? with_mla_head_dim(text)
+                 : text;
+    };
+    // Missing: refused naming the key (an MLA key: naming it among the group's).
+    if (k.mla) {
+      CHECK(model_msg_has(model_parse_error(with_line("")), "given without " + key + ": "));
+    } else {
+      CHECK(model_parse_error(with_line("")) == "m.yaml: missing required key '" + key + "'");
+    }
     // Misspelt (its last two letters swapped): refused, with this key as the guess.
     std::string typo = key;
     std::swap(typo[typo.size() - 1], typo[typo.size() - 2]);
-    const std::string twice = model_parse_error(good_model_text() + model_line(k, "1"));
-    const std::string misspelt =
-        model_parse_error(good_model_text() + (typo + ": {value: 1, source: s}\n"));
+    const std::string twice = model_parse_error(base + model_line(k, "1"));
+    const std::string misspelt = model_parse_error(base + (typo + ": {value: 1, source: s}\n"));
     CHECK(model_msg_has(misspelt, "m.yaml: unknown key '" + typo + "' (did you mean '" + key +
                                       "'?); valid keys: name, description,"));
     // Given twice (the YAML reader's refusal, with the line), not read as the last one.
     CHECK(model_msg_has(twice, "duplicate key '" + key + "'"));
     const std::string type = iosim::model_yaml::type_name(k);
     if (!iosim::model_yaml::sourced(k)) {
-      CHECK(model_msg_has(model_parse_error(with_model_line(key, key + ": 5\n")),
+      CHECK(model_msg_has(model_parse_error(with_line(key + ": 5\n")),
                           "m.yaml: " + key + ": expected a non-empty string, got number 5"));
       continue;
     }
     // A sourced key given bare, or without its source, names the key.
-    CHECK(model_msg_has(model_parse_error(with_model_line(key, key + ": 4\n")),
+    CHECK(model_msg_has(model_parse_error(with_line(key + ": 4\n")),
                         "m.yaml: " + key + ": expected a map {value: ..., source: \"...\"}"));
-    CHECK(model_parse_error(with_model_line(key, key + ": {value: 4}\n")) ==
+    CHECK(model_parse_error(with_line(key + ": {value: 4}\n")) ==
           "m.yaml: " + key + ": missing required key 'source'");
     if (!iosim::model_yaml::choices(k).empty()) {
       // Every name is read as the enum at its position; a near miss is refused with a guess.
@@ -293,15 +387,20 @@ TEST_CASE("every model key's row is what the reader holds a file to") {
       // heads its bounds 1 and 8 divide; any other in `lowest`), one past either is refused
       // naming the key.
       for (const std::int64_t v : {k.lo, hi}) {
+        if (k.mla) {
+          CHECK_NOTHROW(
+              iosim::parse_model_config(with_line(model_line(k, std::to_string(v))), "m.yaml"));
+          continue;
+        }
         const std::string text = k.at_most != nullptr ? good_model_text() : lowest;
         CHECK_NOTHROW(iosim::parse_model_config(
             replace_model_line(text, key, model_line(k, std::to_string(v))), "m.yaml"));
       }
       for (const std::int64_t v : {k.lo - 1, hi + 1}) {
-        CHECK(model_parse_error(with_model_line(key, model_line(k, std::to_string(v)))) ==
+        CHECK(model_parse_error(with_line(model_line(k, std::to_string(v)))) ==
               fmt::format("m.yaml: {}: = {} is out of range {}", key, v, range));
       }
-      CHECK(model_msg_has(model_parse_error(with_model_line(key, model_line(k, "\"8\""))),
+      CHECK(model_msg_has(model_parse_error(with_line(model_line(k, "\"8\""))),
                           "m.yaml: " + key + ": expected an integer, got the string '8'"));
     }
   }

@@ -81,6 +81,9 @@ check kvcache "$tmp/kvcache.json"
 "$IOSIM" layer --model qwen2-7b --phase prefill --seq 256 --tp 2 --format json >"$tmp/layer_1.json"
 "$IOSIM" layer --model llama-3-8b --phase decode --batch 4 --seq 2048 --format json >"$tmp/layer_2.json"
 "$IOSIM" layer --model llama-3-8b --phase decode --batch 4 --seq 2048 --kv-dtype fp8 --format json >"$tmp/layer_3.json"
+# A multi-head latent attention model: its per-head GEMMs' "batch".
+"$IOSIM" layer --model deepseek-v3 --phase decode --batch 4 --context 2048 --format json >"$tmp/layer_4.json"
+grep -q '"batch": 128' "$tmp/layer_4.json" || { echo "FAIL: deepseek-v3's layer JSON has no GEMM batch of 128" >&2; exit 1; }
 check layer "$tmp"/layer_*.json
 # tune: a space with infeasible points (flash3's 64-row consumer warpgroups) and one with none
 # feasible (every block_kv past shared memory), whose default is ranked outside it.

@@ -57,7 +57,7 @@ void resolve_mixed(LayerStep& s) {
 }
 
 DecoderLayerOp gemm(std::string name, std::int64_t m, std::int64_t n, std::int64_t k, Dtype dtype,
-                    bool bias) {
+                    bool bias, std::int64_t batch = 1) {
   DecoderLayerOp op;
   op.name = name;
   op.kind = LayerOpKind::gemm;
@@ -67,6 +67,7 @@ DecoderLayerOp gemm(std::string name, std::int64_t m, std::int64_t n, std::int64
   op.gemm.k = k;
   op.gemm.dtype = dtype;
   op.gemm.bias = bias;
+  op.gemm.batch = batch;
   return op;
 }
 
@@ -129,8 +130,60 @@ LayerStep resolve_layer_step(LayerStep s) {
   return s;
 }
 
+namespace {
+
+// The attention block of a multi-head latent attention model's decode step, absorbed as vLLM's
+// and FlashMLA's decode run it (DeepSeek-V2's paper, "absorbed" into the query and the output):
+// the query through its low-rank bottleneck (q_a_proj, its norm, q_b_proj; or one q_proj), the
+// new token's latent and rotary key (kv_a_proj: Hugging Face's kv_a_proj_with_mqa; the latent's
+// norm), each head's non-rotary query taken into the latent's space (q_absorb: q_nope_h times
+// W_UK_h, a batch of one GEMM a head), the attention over the latent cache, each head's output
+// taken out of it (v_unabsorb: o_h times W_UV_h), then o_proj. The model's attention bias
+// (qkv_bias) is the two down-projections', as Hugging Face's DeepseekV3Attention gives it. Over
+// tensor-parallel ranks the two down-projections (q_a_proj, kv_a_proj) are replicated, the rest
+// divided by heads, as vLLM's DeepseekV2MLAAttention divides them. `heads` is one rank's.
+void mla_attention_ops(const ModelConfig& model, std::int64_t m, std::int64_t heads, Dtype dtype,
+                       ElementwiseKind norm, std::vector<DecoderLayerOp>& ops) {
+  const std::int64_t h = model.hidden_size, latent = model.kv_lora_rank;
+  const std::int64_t qk_head = model.qk_nope_head_dim + model.qk_rope_head_dim;
+  if (model.q_lora_rank > 0) {
+    ops.push_back(gemm("q_a_proj", m, model.q_lora_rank, h, dtype, model.qkv_bias));
+    ops.push_back(
+        elementwise("q_a_layernorm", LayerOpKind::norm, norm, m, model.q_lora_rank, dtype));
+    ops.push_back(gemm("q_b_proj", m, heads * qk_head, model.q_lora_rank, dtype, false));
+  } else {
+    ops.push_back(gemm("q_proj", m, heads * qk_head, h, dtype, false));
+  }
+  ops.push_back(gemm("kv_a_proj", m, latent + model.qk_rope_head_dim, h, dtype, model.qkv_bias));
+  ops.push_back(elementwise("kv_a_layernorm", LayerOpKind::norm, norm, m, latent, dtype));
+  ops.push_back(gemm("q_absorb", m, latent, model.qk_nope_head_dim, dtype, false, heads));
+  {
+    DecoderLayerOp op;
+    op.name = "attention";
+    op.kind = LayerOpKind::attention;
+    ops.push_back(op);
+  }
+  ops.push_back(gemm("v_unabsorb", m, model.v_head_dim, latent, dtype, false, heads));
+  ops.push_back(gemm("o_proj", m, h, heads * model.v_head_dim, dtype, false));
+}
+
+}  // namespace
+
 DecoderLayer decoder_layer(const ModelConfig& model, const LayerStep& s, Dtype dtype,
                            bool fused_activation) {
+  // A latent model's prefill runs MLA unabsorbed: K heads of qk_nope + qk_rope columns against
+  // V heads of v_head_dim, which iosim's attention (one head dim for K and V, or V a prefix of
+  // the latent K) does not model.
+  if (model.mla() && s.phase != LayerPhase::decode) {
+    throw ConfigError(fmt::format(
+        "{}: {} has multi-head latent attention, whose prefill attends with K heads of {} "
+        "columns and V heads of {} (the unabsorbed form), which iosim's attention does not "
+        "model; iosim layer runs its decode (--phase decode --context N)",
+        s.phase == LayerPhase::mixed ? "--seq-lens (a mixed step, its prefill chunks beside the "
+                                       "decode rows)"
+                                     : "--phase prefill",
+        model.name, model.head_dim, model.v_head_dim));
+  }
   const std::int64_t heads = divided(model.attention_heads, s.tp, "attention heads");
   const std::int64_t kv_heads = divided(model.kv_heads, s.tp, "K/V heads");
   const std::int64_t inter = divided(model.intermediate_size, s.tp, "intermediate (MLP) size");
@@ -183,6 +236,14 @@ DecoderLayer decoder_layer(const ModelConfig& model, const LayerStep& s, Dtype d
   a.seq = prefill ? s.seq : 1;
   a.seq_kv = seq_kv;
   a.head_dim = d;
+  if (model.mla()) {
+    // The absorbed decode: every query head of the rank reads the one latent row a token, its
+    // kv_lora_rank columns and the shared rotary key's (K), V its first kv_lora_rank
+    // (AttentionProblem::latent_dim).
+    a.kv_heads = 1;
+    a.head_dim = model.kv_lora_rank + model.qk_rope_head_dim;
+    a.latent_dim = model.kv_lora_rank;
+  }
   a.dtype = dtype;
   a.causal = prefill || mixed;
   if (mixed) {
@@ -204,14 +265,16 @@ DecoderLayer decoder_layer(const ModelConfig& model, const LayerStep& s, Dtype d
       model.norm == NormKind::rms_norm ? ElementwiseKind::rms_norm : ElementwiseKind::layer_norm;
   std::vector<DecoderLayerOp>& ops = layer.ops;
   ops.push_back(elementwise("input_norm", LayerOpKind::norm, norm, m, h, dtype));
-  ops.push_back(gemm("qkv_proj", m, (heads + 2 * kv_heads) * d, h, dtype, model.qkv_bias));
-  {
+  if (model.mla()) {
+    mla_attention_ops(model, m, heads, dtype, norm, ops);
+  } else {
+    ops.push_back(gemm("qkv_proj", m, (heads + 2 * kv_heads) * d, h, dtype, model.qkv_bias));
     DecoderLayerOp op;
     op.name = "attention";
     op.kind = LayerOpKind::attention;
     ops.push_back(op);
+    ops.push_back(gemm("o_proj", m, h, heads * d, dtype, false));
   }
-  ops.push_back(gemm("o_proj", m, h, heads * d, dtype, false));
   ops.push_back(elementwise("attn_residual", LayerOpKind::residual, ElementwiseKind::residual_add,
                             m, h, dtype));
   ops.push_back(elementwise("post_attn_norm", LayerOpKind::norm, norm, m, h, dtype));
@@ -247,6 +310,13 @@ DecoderLayer decoder_layer(const ModelConfig& model, const LayerStep& s, Dtype d
   layer.tail.push_back(gemm("lm_head", s.batch, vocab, h, dtype, false));
   layer.not_modelled = "not modelled: rotary embeddings, the embedding lookup, sampling" +
                        std::string(s.tp > 1 ? ", the tensor-parallel all-reduces" : "");
+  if (model.mla()) {
+    // DeepSeek-V3's MoE layers (all but its first 3) route each token to a few experts: every
+    // layer here has the dense MLP of intermediate_size.
+    layer.not_modelled +=
+        ", the latent cache's write of the new token, a mixture of experts (every layer is "
+        "taken as a dense one, its MLP of intermediate_size)";
+  }
   return layer;
 }
 

@@ -75,9 +75,14 @@ struct DecoderLayer {
 };
 
 /// The layer of `model` in `step` (resolved by resolve_layer_step()) at `dtype`, its MLP's
-/// activation fused (one kernel) or as PyTorch eager's two. Throws ConfigError: a tensor-parallel
-/// degree that does not divide the heads, K/V heads, MLP width or vocabulary; keys past kMaxSeq;
-/// a prefill's context shorter than its queries.
+/// activation fused (one kernel) or as PyTorch eager's two. A model with multi-head latent
+/// attention (ModelConfig::mla()) runs its absorbed decode: the query's and the latent's
+/// projections, each head's query taken into the latent's space and its output out of it (GEMMs
+/// batched over the rank's heads), the attention over the latent cache (latent_dim kv_lora_rank,
+/// head_dim kv_lora_rank + qk_rope_head_dim, one K/V head), o_proj. Throws ConfigError: a
+/// tensor-parallel degree that does not divide the heads, K/V heads, MLP width or vocabulary;
+/// keys past kMaxSeq; a prefill's context shorter than its queries; a latent model's prefill or
+/// mixed step.
 DecoderLayer decoder_layer(const ModelConfig& model, const LayerStep& step, Dtype dtype,
                            bool fused_activation);
 

@@ -34,12 +34,13 @@ class GemmSchedule final : public Schedule {
         split_(ceil_div(chunks_, split_chunks_)) {}
 
   std::vector<TensorDecl> tensors() const override {
-    const std::int64_t eb = dtype_bytes(p_.dtype);
-    std::vector<TensorDecl> out = {{TensorId::X, 1, p_.m, p_.k, eb},
-                                   {TensorId::W, 1, p_.n, p_.k, eb},
-                                   {TensorId::Y, 1, p_.m, p_.n, eb}};
-    if (p_.bias) out.push_back({TensorId::bias, 1, 1, p_.n, eb});
-    if (split_ > 1) out.push_back({TensorId::Y_partial, split_, p_.m, p_.n, 4});
+    // A batch's member b is matrix b of each tensor (of the partials: matrices b * split_ on).
+    const std::int64_t eb = dtype_bytes(p_.dtype), b = p_.batch;
+    std::vector<TensorDecl> out = {{TensorId::X, b, p_.m, p_.k, eb},
+                                   {TensorId::W, b, p_.n, p_.k, eb},
+                                   {TensorId::Y, b, p_.m, p_.n, eb}};
+    if (p_.bias) out.push_back({TensorId::bias, b, 1, p_.n, eb});
+    if (split_ > 1) out.push_back({TensorId::Y_partial, b * split_, p_.m, p_.n, 4});
     return out;
   }
 
@@ -49,8 +50,8 @@ class GemmSchedule final : public Schedule {
     s.role = "gemm";
     s.main_loop = true;
     // x (the M tile) fastest, as cuBLAS launches; a grouped order is the same grid walked in
-    // groups (tile_of).
-    s.grid = {tm_, tn_, split_};
+    // groups (tile_of). z: the splits of a batch's first member, then of the next.
+    s.grid = {tm_, tn_, split_ * p_.batch};
     s.threads_per_cta = t_.threads;
     s.smem_bytes_per_cta = gemm_smem_bytes(t_, p_.dtype);
     s.registers_per_thread = standard_tiles::gemm_regs(t_.bm * t_.bn, t_.threads);
@@ -78,7 +79,7 @@ class GemmSchedule final : public Schedule {
     KernelSpec r;
     r.name = p_.name + "_splitk_reduce";
     r.role = "reduce";
-    r.grid = {ceil_div(p_.n, kReduceCols), ceil_div(p_.m, kReduceRows), 1};
+    r.grid = {ceil_div(p_.n, kReduceCols), ceil_div(p_.m, kReduceRows), p_.batch};
     r.threads_per_cta = kReduceCols * kReduceRows;
     r.registers_per_thread = 32;
     r.tensor_instruction = t_.instruction;
@@ -113,15 +114,22 @@ class GemmSchedule final : public Schedule {
   // Nothing of the grid repeats as whole CTAs: every group of M tiles (or column of tiles,
   // ungrouped) reads the same W (or X) as the others, so no period of CTAs holds the data it
   // shares (Repetition::cta_period, alike_run: 0). The reduction kernel is one part a CTA.
+  //
+  // A batch of several GEMMs declares nothing either: its members' CTAs share no operand, so the
+  // argument above (the CTAs that share a chunk meet on it at the same part) says nothing of
+  // them, and a batch's GEMMs (multi-head latent attention's per-head products) are decode
+  // steps' and small: exact simulation costs little.
   Repetition repetition(std::size_t kernel) const override {
     Repetition r;
-    if (kernel == 0 && split_ == 1) r.part_period = region_parts();
+    if (kernel == 0 && split_ == 1 && p_.batch == 1) r.part_period = region_parts();
     return r;
   }
   // The chunks after the first (whose product initializes the accumulators) but the last (the
   // bias and the store of Y).
   PartRange steady_parts(std::size_t kernel, std::int64_t /*cta*/) const override {
-    if (kernel != 0 || split_ > 1 || region_parts() == 0 || chunks_ < 3) return {};
+    if (kernel != 0 || split_ > 1 || p_.batch > 1 || region_parts() == 0 || chunks_ < 3) {
+      return {};
+    }
     return {1, static_cast<std::size_t>(chunks_ - 1)};
   }
 
@@ -133,8 +141,8 @@ class GemmSchedule final : public Schedule {
       emit_reduce(cta, out);
       return false;
     }
-    // Split s of the tile: chunks [s * split_chunks_, ...) of K.
-    const std::int64_t tiles = tm_ * tn_, s = cta / tiles;
+    // Split s of the tile of member b: chunks [s * split_chunks_, ...) of K.
+    const std::int64_t tiles = tm_ * tn_, z = cta / tiles, b = z / split_, s = z % split_;
     const auto [i, j] = tile_of(cta % tiles);
     const std::int64_t m0 = i * t_.bm, mr = std::min(t_.bm, p_.m - m0);
     const std::int64_t n0 = j * t_.bn, nr = std::min(t_.bn, p_.n - n0);
@@ -143,12 +151,12 @@ class GemmSchedule final : public Schedule {
     const bool last = c + 1 == std::min(chunks_, (s + 1) * split_chunks_);
     const bool first = c == s * split_chunks_;
     const bool bias = p_.bias && split_ == 1;  // split: the reduction adds it
-    const TileRef y{TensorId::Y, 0, m0, mr, n0, nr};
+    const TileRef y{TensorId::Y, b, m0, mr, n0, nr};
     // sX (mr, kr) and sW (nr, kr); in a cluster, this CTA's share of each operand its partners
     // also use (their shares arrive by multicast): X along N, W along M.
-    load_share(TensorId::X, m0, mr, k0, kr, j, tn_, t_.cluster_n, out);
-    load_share(TensorId::W, n0, nr, k0, kr, i, tm_, t_.cluster_m, out);
-    if (last && bias) out.push_back(TileOp::load({TensorId::bias, 0, 0, 1, n0, nr}, OnChip::reg));
+    load_share(TensorId::X, b, m0, mr, k0, kr, j, tn_, t_.cluster_n, out);
+    load_share(TensorId::W, b, n0, nr, k0, kr, i, tm_, t_.cluster_m, out);
+    if (last && bias) out.push_back(TileOp::load({TensorId::bias, b, 0, 1, n0, nr}, OnChip::reg));
     TileOp mma;
     mma.kind = OpKind::compute;
     mma.compute = first ? ComputeKind::matmul : ComputeKind::matmul_accumulate;
@@ -161,27 +169,29 @@ class GemmSchedule final : public Schedule {
     if (split_ == 1) {
       out.push_back(TileOp::store(y, OnChip::smem));  // epilogue through shared memory
     } else {
-      out.push_back(TileOp::store({TensorId::Y_partial, s, m0, mr, n0, nr}, OnChip::smem));
+      out.push_back(
+          TileOp::store({TensorId::Y_partial, b * split_ + s, m0, mr, n0, nr}, OnChip::smem));
     }
     return false;
   }
 
  private:
-  // Rows [r0, r0 + rows) of operand `id` (X or W) over K chunk [k0, k0 + kr), used alike by the
+  // Rows [r0, r0 + rows) of matrix `b` of operand `id` (X or W) over K chunk [k0, k0 + kr), used
+  // alike by the
   // CTAs of a cluster along the other side: tile `pos` of `tiles` there, `cluster` a cluster.
   // The members split the rows evenly; the last cluster may be smaller, and a member left with
   // no rows loads none.
-  static void load_share(TensorId id, std::int64_t r0, std::int64_t rows, std::int64_t k0,
-                         std::int64_t kr, std::int64_t pos, std::int64_t tiles, int cluster,
-                         std::vector<TileOp>& out) {
+  static void load_share(TensorId id, std::int64_t b, std::int64_t r0, std::int64_t rows,
+                         std::int64_t k0, std::int64_t kr, std::int64_t pos, std::int64_t tiles,
+                         int cluster, std::vector<TileOp>& out) {
     const std::int64_t members = std::min<std::int64_t>(cluster, tiles - (pos / cluster) * cluster);
     if (members <= 1) {
-      out.push_back(TileOp::load({id, 0, r0, rows, k0, kr}));
+      out.push_back(TileOp::load({id, b, r0, rows, k0, kr}));
       return;
     }
     const std::int64_t share = ceil_div(rows, members), s0 = (pos % cluster) * share;
     if (s0 < rows)
-      out.push_back(TileOp::load({id, 0, r0 + s0, std::min(share, rows - s0), k0, kr}));
+      out.push_back(TileOp::load({id, b, r0 + s0, std::min(share, rows - s0), k0, kr}));
   }
 
   // K chunks a period of the K loop (repetition()): those that fill the width of an L2 region
@@ -196,19 +206,23 @@ class GemmSchedule final : public Schedule {
     return blocked && block % chunk == 0 ? block / chunk : 0;
   }
 
-  // The reduction's CTA: every split's partial of its 16 x 32 tile of Y, summed (and the bias
-  // added) in registers, then Y.
+  // The reduction's CTA: every split's partial of its 16 x 32 tile of Y (of member b, the grid's
+  // z), summed (and the bias added) in registers, then Y.
   void emit_reduce(std::int64_t cta, std::vector<TileOp>& out) const {
     const std::int64_t cols_tiles = ceil_div(p_.n, kReduceCols);
-    const std::int64_t m0 = (cta / cols_tiles) * kReduceRows, n0 = (cta % cols_tiles) * kReduceCols;
+    const std::int64_t per_member = cols_tiles * ceil_div(p_.m, kReduceRows);
+    const std::int64_t b = cta / per_member, t = cta % per_member;
+    const std::int64_t m0 = (t / cols_tiles) * kReduceRows, n0 = (t % cols_tiles) * kReduceCols;
     const std::int64_t mr = std::min(kReduceRows, p_.m - m0), nr = std::min(kReduceCols, p_.n - n0);
-    for (std::int64_t s = 0; s < split_; ++s)
-      out.push_back(TileOp::load({TensorId::Y_partial, s, m0, mr, n0, nr}, OnChip::reg));
-    if (p_.bias) out.push_back(TileOp::load({TensorId::bias, 0, 0, 1, n0, nr}, OnChip::reg));
+    for (std::int64_t s = 0; s < split_; ++s) {
+      out.push_back(
+          TileOp::load({TensorId::Y_partial, b * split_ + s, m0, mr, n0, nr}, OnChip::reg));
+    }
+    if (p_.bias) out.push_back(TileOp::load({TensorId::bias, b, 0, 1, n0, nr}, OnChip::reg));
     TileOp sum;
     sum.kind = OpKind::compute;
     sum.compute = ComputeKind::splitk_reduce;
-    sum.tile = {TensorId::Y, 0, m0, mr, n0, nr};
+    sum.tile = {TensorId::Y, b, m0, mr, n0, nr};
     sum.fp32_flops = (split_ - 1 + (p_.bias ? 1 : 0)) * mr * nr;
     out.push_back(sum);
     out.push_back(TileOp::store(sum.tile, OnChip::reg));
@@ -296,16 +310,17 @@ GemmTiling completed(const HardwareProfile& hw, const GemmProblem& p, GemmTiling
 // choice times up to 8 candidates on the engine (about 0.1 s each for a decode step's GEMMs), and
 // a layer sweep over context or batch, a Python session, or the tests ask for the same GEMMs again
 // and again. The key is everything the choice reads: the profile's values (not its name), the
-// problem's sizes, type and bias, and the tiling fixed before the choice.
+// problem's sizes (its batch too), type and bias, and the tiling fixed before the choice.
 class GemmChoiceMemo {
  public:
-  using Key = std::tuple<std::string, std::int64_t, std::int64_t, std::int64_t, int, bool,
-                         std::int64_t, int, std::int64_t, int, int, int>;
+  using Key = std::tuple<std::string, std::int64_t, std::int64_t, std::int64_t, std::int64_t, int,
+                         bool, std::int64_t, int, std::int64_t, int, int, int>;
 
   // The cluster and `stages` as requested (0: chosen with the tile, or filling shared memory).
   static Key key(const HardwareProfile& hw, const GemmProblem& p, const GemmTiling& t,
                  int cluster_m, int cluster_n, int stages) {
     return {profile_fingerprint(hw),
+            p.batch,
             p.m,
             p.n,
             p.k,
@@ -460,6 +475,7 @@ std::unique_ptr<Schedule> make_gemm_schedule(const GemmProblem& p, const GemmTil
   check_positive("M", p.m);
   check_positive("N", p.n);
   check_positive("K", p.k);
+  check_positive("batch", p.batch);
   check_positive("split-K", t.split_k);
   check_positive("cluster along M", t.cluster_m);  // the CTA's share divides by them
   check_positive("cluster along N", t.cluster_n);
@@ -483,14 +499,17 @@ GemmBytes gemm_closed_form(const GemmProblem& p, const GemmTiling& t) {
   const std::uint64_t splits = (chunks + per_split - 1) / per_split;
   if (splits == 1) {
     if (p.bias) b.read += u(p.n) * eb * row_tiles;
-    return b;
+  } else {
+    // Each split's fp32 partial, written and read back by the reduction, whose 16-row tiles read
+    // the bias once each.
+    const std::uint64_t partials = splits * u(p.m) * u(p.n) * 4;
+    b.read += partials;
+    b.write += partials;
+    if (p.bias) b.read += u(p.n) * eb * u(ceil_div(p.m, kReduceRows));
   }
-  // Each split's fp32 partial, written and read back by the reduction, whose 16-row tiles read
-  // the bias once each.
-  const std::uint64_t partials = splits * u(p.m) * u(p.n) * 4;
-  b.read += partials;
-  b.write += partials;
-  if (p.bias) b.read += u(p.n) * eb * u(ceil_div(p.m, kReduceRows));
+  // A batch: its members share nothing.
+  b.read *= u(p.batch);
+  b.write *= u(p.batch);
   return b;
 }
 

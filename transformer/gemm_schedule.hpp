@@ -6,7 +6,8 @@
 // one part per BK chunk: load the X and W chunks to shared memory, one tensor-core product;
 // Y is stored once at the end. Split K ways (split-K), each output tile is S CTAs, each over
 // 1/S of K, that store fp32 partial tiles; a second kernel sums them into Y (cuBLAS's
-// splitKreduce_kernel).
+// splitKreduce_kernel). A batch of GEMMs (GemmProblem::batch, torch.bmm's) is one launch whose
+// grid holds every member's tiles, member after member; each member has its own X, W and Y.
 #include <algorithm>
 #include <cstdint>
 #include <memory>
@@ -23,6 +24,10 @@ struct GemmProblem {
   std::int64_t m = 0, n = 0, k = 0;
   Dtype dtype = Dtype::bf16;
   bool bias = false;  // the epilogue adds a bias vector of N (Qwen2's q, k, v projections)
+  // Independent GEMMs of these sizes in one launch, each with its own X, W, Y (and bias) in
+  // memory, as torch.bmm runs them: multi-head latent attention's per-head products with the
+  // up-projections (transformer/decoder_layer.hpp). 1: one GEMM.
+  std::int64_t batch = 1;
 };
 
 struct GemmTiling {
@@ -93,7 +98,7 @@ inline std::int64_t cluster_members(int cluster, std::int64_t tiles) {
 /// Shared memory of one CTA: `pipeline_stages` buffers of an X chunk and a W chunk.
 std::int64_t gemm_smem_bytes(const GemmTiling& t, Dtype dtype);
 
-/// The schedule (one kernel). Throws ConfigError on a non-positive size, split or cluster.
+/// The schedule (one kernel). Throws ConfigError on a non-positive size, batch, split or cluster.
 std::unique_ptr<Schedule> make_gemm_schedule(const GemmProblem& p, const GemmTiling& t);
 
 /// HBM bytes of the schedule in the two-level model (L2 off), written from the dataflow, not from
@@ -101,7 +106,8 @@ std::unique_ptr<Schedule> make_gemm_schedule(const GemmProblem& p, const GemmTil
 /// column of tiles (ceil(N / BN)) and W once per row of tiles (ceil(M / BM)), or once per
 /// cluster of them where a cluster multicasts it; Y is written once;
 /// the bias, once per row of tiles. Split K ways, each split writes its fp32 partial of Y and the
-/// reduction reads them all back, with the bias once per row of its 16-row tiles.
+/// reduction reads them all back, with the bias once per row of its 16-row tiles. A batch moves
+/// `batch` times one member's bytes (the members share nothing).
 struct GemmBytes {
   std::uint64_t read = 0, write = 0;
 };

@@ -36,7 +36,9 @@ GemmChoice estimate_gemm_tiling(const HardwareProfile& hw, const GemmProblem& p,
   const std::int64_t chunks = ceil_div(p.k, bk);
   const std::int64_t per_split = ceil_div(chunks, std::max(1, split_k));
   const std::int64_t splits = ceil_div(chunks, per_split);
-  const std::int64_t ctas = tm * tn * splits;
+  // A batch (GemmProblem::batch) is its members' CTAs in one grid, each member's bytes its own.
+  const std::int64_t ctas = tm * tn * splits * p.batch;
+  const double members = static_cast<double>(p.batch);
   const std::int64_t members_m = cluster_members(cluster_m, tm);
   const std::int64_t members_n = cluster_members(cluster_n, tn);
   // A cluster of more than 2 CTAs runs on the SMs its placement leaves (HardwareProfile::clusters).
@@ -56,15 +58,16 @@ GemmChoice estimate_gemm_tiling(const HardwareProfile& hw, const GemmProblem& p,
   // the smaller last cluster of each side (3 M tiles in clusters of 2 read W twice, not 1.5x).
   const double l2_bytes = (m * static_cast<double>(ceil_div(tn, std::max(1, cluster_n))) +
                            n * static_cast<double>(ceil_div(tm, std::max(1, cluster_m)))) *
-                          static_cast<double>(p.k) * eb;
-  double hbm_bytes = (m * static_cast<double>(p.k) + n * static_cast<double>(p.k) + m * n) * eb;
+                          static_cast<double>(p.k) * eb * members;
+  double hbm_bytes =
+      (m * static_cast<double>(p.k) + n * static_cast<double>(p.k) + m * n) * eb * members;
   double reduce = 0.0;
   if (splits > 1) {
     // The partials go out and come back through L2 (HBM where they outgrow half of it), then the
     // reduction kernel's launch and its Y.
-    const double partials = static_cast<double>(splits) * m * n * 4.0;
+    const double partials = static_cast<double>(splits) * m * n * 4.0 * members;
     if (partials > 0.5 * static_cast<double>(hw.l2.size_bytes.value)) hbm_bytes += 2.0 * partials;
-    reduce = (partials + m * n * eb) * r.per.l2_byte + r.l2_latency_s + r.launch_s;
+    reduce = (partials + m * n * eb * members) * r.per.l2_byte + r.l2_latency_s + r.launch_s;
   }
   GemmChoice c;
   c.bm = bm;

@@ -179,14 +179,26 @@ ModelConfig parse_model_config(const std::string& yaml_text, const std::string& 
                                     did_you_mean(key, keys), fmt::join(keys, ", ")));
     }
   }
-  for (const std::string& key : keys) {
-    if (!root.contains(key)) {
-      throw ConfigError(fmt::format("{}: missing required key '{}'", origin, key));
+  for (const model_yaml::Key& k : model_yaml::kModelKeys) {
+    if (!k.mla && !root.contains(k.key)) {
+      throw ConfigError(fmt::format("{}: missing required key '{}'", origin, k.key));
     }
+  }
+  // The MLA group: all of it or none (a model with a latent but no value head would be a layer of
+  // the wrong shape).
+  const std::vector<std::string> mla_keys = model_yaml::mla_key_names();
+  std::vector<std::string> given, missing;
+  for (const std::string& key : mla_keys) (root.contains(key) ? given : missing).push_back(key);
+  if (!given.empty() && !missing.empty()) {
+    throw ConfigError(fmt::format(
+        "{}: {} given without {}: the multi-head latent attention keys ({}) go all together or "
+        "not at all",
+        origin, fmt::join(given, ", "), fmt::join(missing, ", "), fmt::join(mla_keys, ", ")));
   }
   const Reader r(root, origin);
   ModelConfig m;
   for (const model_yaml::Key& k : model_yaml::kModelKeys) {
+    if (k.mla && given.empty()) continue;
     r.read(k, m);
     // The checks across keys (the rows' `across`), each as soon as its key is read, so that a
     // file with several faults is refused for the first, in the rows' order.
@@ -194,6 +206,22 @@ ModelConfig parse_model_config(const std::string& yaml_text, const std::string& 
         m.attention_heads % m.kv_heads != 0) {
       r.fail("kv_heads", fmt::format("= {} does not divide attention_heads = {}", m.kv_heads,
                                      m.attention_heads));
+    }
+    // The MLA group's, once its last key is read: the heads its keys imply are the model's.
+    if (k.member == model_yaml::Member(&ModelConfig::v_head_dim) && m.mla()) {
+      if (m.head_dim != m.qk_nope_head_dim + m.qk_rope_head_dim) {
+        r.fail("head_dim",
+               fmt::format("= {}, but a multi-head latent attention model's query/key head is "
+                           "qk_nope_head_dim + qk_rope_head_dim = {} + {} = {}",
+                           m.head_dim, m.qk_nope_head_dim, m.qk_rope_head_dim,
+                           m.qk_nope_head_dim + m.qk_rope_head_dim));
+      }
+      if (m.kv_heads != m.attention_heads) {
+        r.fail("kv_heads",
+               fmt::format("= {}, but a multi-head latent attention model has a key and a value "
+                           "head per query head (attention_heads = {}) before absorption",
+                           m.kv_heads, m.attention_heads));
+      }
     }
   }
   return m;

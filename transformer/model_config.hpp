@@ -28,12 +28,25 @@ struct ModelConfig {
   bool tied_embeddings = false;
   bool qkv_bias = false;
   std::int64_t sliding_window = 0;  // tokens; 0: full attention
+  // Multi-head latent attention (DeepSeek-V2/V3's MLA): all five given or none (kv_lora_rank 0).
+  // The query goes through a rank-q_lora_rank bottleneck (0: one q_proj), keys and values through
+  // one latent of kv_lora_rank columns a token plus a shared rotary key of qk_rope_head_dim; each
+  // head's query and key are qk_nope_head_dim + qk_rope_head_dim wide, its value v_head_dim.
+  std::int64_t q_lora_rank = 0;
+  std::int64_t kv_lora_rank = 0;
+  std::int64_t qk_nope_head_dim = 0;
+  std::int64_t qk_rope_head_dim = 0;
+  std::int64_t v_head_dim = 0;
   std::filesystem::path source_file;
+
+  /// Whether the model's attention is multi-head latent attention (its MLA keys given).
+  bool mla() const { return kv_lora_rank > 0; }
 };
 
 /// The model of YAML text `yaml_text`; `origin` names it in messages. Throws ConfigError naming
 /// the key for an unknown key (with a "did you mean"), a missing key, a value of the wrong type
-/// or out of range.
+/// or out of range, a check across keys that fails (some of the optional MLA keys without the
+/// others among them).
 ModelConfig parse_model_config(const std::string& yaml_text, const std::string& origin);
 
 /// A built-in model by name (models/<name>.yaml, compiled in; the files of $IOSIM_MODEL_DIR when

@@ -36,6 +36,7 @@ std::string check_text(const Key& k) {
                                : fmt::format("{} to {}", k.lo, k.hi);
   }
   if (k.across != nullptr) out += (out.empty() ? "" : ", ") + std::string(k.across);
+  if (k.mla) out = "optional, " + out;
   return out;
 }
 
@@ -79,6 +80,7 @@ Json key_schema(const Key& k) {
     value["maximum"] = k.hi;
   }
   std::string description = k.doc;
+  if (k.mla) description += "; optional";
   if (k.at_most != nullptr) description += fmt::format("; also at most {}", k.at_most);
   if (k.across != nullptr) description += fmt::format(", {}", k.across);
   return sourced_value_schema(std::move(description), std::move(value));
@@ -91,15 +93,17 @@ std::string model_json_schema() {
   Json required = Json::array();
   for (const Key& k : model_yaml::kModelKeys) {
     properties[k.key] = key_schema(k);
-    required.push_back(k.key);
+    if (!k.mla) required.push_back(k.key);
   }
   return rows_schema_text(
       "model", "iosim model configuration (models/*.yaml, read as JSON)",
       "Written by `iosim models --schema` from the rows of transformer/model_schema.hpp "
-      "(tests/schema_test.sh fails when this file differs). Every key is required; name and "
+      "(tests/schema_test.sh fails when this file differs). Every key is required but the "
+      "multi-head latent attention (MLA) group, which is optional; name and "
       "description are plain strings, every other key is {value, source}. The reader checks "
       "more than a schema can say: the checks across keys (each key's description names "
-      "them), duplicate keys, a built-in model's name equal to its file stem.",
+      "them: the MLA group all or none), duplicate keys, a built-in model's name equal to its "
+      "file stem.",
       std::move(required), std::move(properties));
 }
 

@@ -36,8 +36,9 @@ inline std::span<const char* const> choice_names(NormKind ModelConfig::*) {
 }
 
 // One row: a key, its member, its doc line, an integer's range [lo, hi] (at most `at_most`'s
-// value too when set: a key read before it) and the checks across keys that parse_model_config()
-// writes out, in words for the docs' table.
+// value too when set: a key read before it), the checks across keys that parse_model_config()
+// writes out, in words for the docs' table, and whether the key is one of the optional group of
+// multi-head latent attention (`mla`: all of the group or none).
 struct Key {
   const char* key;
   Member member;
@@ -46,13 +47,24 @@ struct Key {
   std::int64_t hi = 0;
   const char* at_most = nullptr;
   const char* across = nullptr;
+  bool mla = false;
 };
 
-// Every key is required: a model whose MLP width or vocabulary silently took a default would give
-// a layer of the wrong size without a word. The bounds are far beyond any published model and keep
-// every product of them (a layer's weights, tokens x vocabulary) well inside 64 bits. The order is
-// the order keys are read and checked in (kv_heads after attention_heads, which bounds it).
-inline const std::array<Key, 14> kModelKeys{{
+// The MLA group's check across keys, in words (its rows' `across`).
+inline constexpr const char* kMlaAcross =
+    "with all of the MLA keys or none; with them, `head_dim` = `qk_nope_head_dim` + "
+    "`qk_rope_head_dim` and `kv_heads` = `attention_heads`";
+
+// Every key but the MLA group's is required: a model whose MLP width or vocabulary silently took a
+// default would give a layer of the wrong size without a word. The MLA keys are one group, given
+// all together (a model with multi-head latent attention) or not at all (every other model: the
+// files written before the group stay valid); a group given in part is refused. The bounds are
+// far beyond any published model and keep every product of them (a layer's weights, tokens x
+// vocabulary) well inside 64 bits; the MLA group's keep the latent decode's head (kv_lora_rank +
+// qk_rope_head_dim) and the query/key head (qk_nope_head_dim + qk_rope_head_dim) within the
+// attention's 1024 columns. The order is the order keys are read and checked in (kv_heads after
+// attention_heads, which bounds it; the MLA group last, checked once read).
+inline const std::array<Key, 19> kModelKeys{{
     {"name", &ModelConfig::name, "the model's name; for a built-in model, equal to the file stem"},
     {"description", &ModelConfig::description, "human name of the model"},
     {"hidden_size", &ModelConfig::hidden_size, "model width (`hidden_size`)", 1, 1 << 20},
@@ -76,6 +88,20 @@ inline const std::array<Key, 14> kModelKeys{{
     {"sliding_window", &ModelConfig::sliding_window,
      "attention window in tokens, 0 for none (`sliding_window`)", 0,
      std::numeric_limits<std::int32_t>::max()},
+    {"q_lora_rank", &ModelConfig::q_lora_rank,
+     "MLA: the query's low-rank bottleneck (`q_lora_rank`; 0 or `null` there: one `q_proj`)", 0,
+     1 << 20, nullptr, kMlaAcross, true},
+    {"kv_lora_rank", &ModelConfig::kv_lora_rank,
+     "MLA: columns of the latent K/V cache a token (`kv_lora_rank`)", 1, 768, nullptr, kMlaAcross,
+     true},
+    {"qk_nope_head_dim", &ModelConfig::qk_nope_head_dim,
+     "MLA: a query/key head's columns without rotary embedding (`qk_nope_head_dim`)", 1, 768,
+     nullptr, kMlaAcross, true},
+    {"qk_rope_head_dim", &ModelConfig::qk_rope_head_dim,
+     "MLA: a query/key head's rotary columns, the key's shared by the heads (`qk_rope_head_dim`)",
+     0, 256, nullptr, kMlaAcross, true},
+    {"v_head_dim", &ModelConfig::v_head_dim, "MLA: a value head's columns (`v_head_dim`)", 1, 1024,
+     nullptr, kMlaAcross, true},
 }};
 
 // The type a row's member reads as: "string" (plain or one of a list), "integer", "boolean".
@@ -112,6 +138,15 @@ inline std::span<const char* const> choices(const Key& k) {
 inline std::vector<std::string> key_names() {
   std::vector<std::string> names;
   for (const Key& k : kModelKeys) names.emplace_back(k.key);
+  return names;
+}
+
+/// The MLA group's keys, in the rows' order.
+inline std::vector<std::string> mla_key_names() {
+  std::vector<std::string> names;
+  for (const Key& k : kModelKeys) {
+    if (k.mla) names.emplace_back(k.key);
+  }
   return names;
 }
 
