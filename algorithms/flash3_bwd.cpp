@@ -92,6 +92,35 @@ class Flash3Backward final : public Schedule {
     return out;
   }
 
+  // The main kernel's query blocks repeat (sim/engine/steady_state.hpp's steps): past the ones
+  // the causal mask crosses, each block of a K/V tile's loop is the previous one's work on the
+  // next Q, dO, L, D and dQaccum rows. Declared for a dense problem; a window's blocks differ at
+  // both ends and a ragged batch's tiles by sequence (none declared there).
+  Repetition repetition(std::size_t kernel) const override {
+    Repetition r;
+    if (kernels_[kernel] == Flash3BwdKernel::main && p_.window == 0 && !p_.ragged()) {
+      r.part_period = 1;
+    }
+    return r;
+  }
+
+  // Parts 1 + k (query block first + k) from the first block the mask leaves whole, all but the
+  // last (which also writes dK and dV).
+  PartRange steady_parts(std::size_t kernel, std::int64_t cta) const override {
+    if (kernels_[kernel] != Flash3BwdKernel::main) return {};
+    const KvBlockTile tile = KvBlockTile::of(p_, t_.block_kv, cta);
+    const auto [first, last] = met_query_blocks(tile.k0, tile.kr);
+    std::int64_t i = first;
+    // The masked blocks come first (at most block_kv / block_q + 1 of them).
+    while (i < last &&
+           tile_hides_scores(p_, i * t_.block_q, std::min(t_.block_q, p_.seq - i * t_.block_q),
+                             tile.k0, tile.kr)) {
+      ++i;
+    }
+    if (i >= last) return {};
+    return {static_cast<std::size_t>(1 + i - first), static_cast<std::size_t>(1 + last - first)};
+  }
+
   // Main kernel: part 0 loads K_j and V_j; part 1 + k is the k-th query block the tile meets
   // (causal: from the first block holding a row that sees key k0; a window: up to the last
   // holding a row that sees its last key); the last also writes dK, dV. A tile no query block

@@ -284,6 +284,38 @@ TEST_CASE("steady-state extrapolation: waves by kind inside long heads, L2 on an
   CHECK(l2_waves == 3);
 }
 
+TEST_CASE("steady-state extrapolation: backward query-block loops, random shapes, L2 on and off") {
+  // A backward main kernel's CTA (a K/V tile) loops over the query blocks, each the previous
+  // one's work on the next rows (Repetition::part_period; the causal mask's blocks first, not
+  // steady). Random flash3 backwards, alone and after their forward, causal or not, grouped-query
+  // or not, on 12 SMs and the 4 MB L2: within the bounds of full simulation, and steps left out.
+  test::ShapeGen gen(66);
+  HardwareProfile hw = small_l2();
+  hw.sm.count.value = 12;
+  int stepped = 0, cases = 0;
+  for (int i = 0; i < 6; ++i) {
+    RunRequest r = test::request("flash3", 1, gen.pick({2, 4}), gen.pick({4096, 6144, 8192}),
+                                 gen.pick({64, 128}));
+    r.problem.pass = i % 3 == 2 ? Pass::fwdbwd : Pass::bwd;
+    r.problem.causal = i % 2 == 1;
+    if (i == 4) r.problem.kv_heads = 1;
+    for (const bool l2 : {true, false}) {
+      r.engine.l2_enabled = l2;
+      CAPTURE(r.problem.heads);
+      CAPTURE(r.problem.seq);
+      CAPTURE(r.problem.head_dim);
+      CAPTURE(r.problem.causal);
+      CAPTURE(pass_name(r.problem.pass));
+      CAPTURE(l2);
+      const Extrapolation x = check(hw, r);
+      ++cases;
+      stepped += x.parts_extrapolated > 0;
+    }
+  }
+  MESSAGE(stepped, " of ", cases, " backward cases left steps out");
+  CHECK(stepped >= cases / 2);
+}
+
 TEST_CASE("steady-state extrapolation: causal heads ramp, random shapes, L2 on and off") {
   // A causal head's query blocks each compute a K/V block or two more than the one before, so
   // neither whole periods (one or two heads: fewer than the periods needed) nor steps (resident
