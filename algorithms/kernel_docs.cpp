@@ -4,6 +4,7 @@
 // tests/schema_test.sh), so that neither drifts from the rows, as model_docs.cpp's are for model
 // files. A dataflow key's names are the registry's (algorithms/registry.cpp).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <nlohmann/json.hpp>
 #include <string>
@@ -71,6 +72,19 @@ std::string values_text(const Key& k) {
 }
 
 }  // namespace
+
+std::string kernel_mechanisms_line() {
+  std::string out = "mechanisms:";
+  const char* sep = " ";
+  for (const Key& k : kernel_yaml::kKeys) {
+    if (std::string_view(k.section) != "mechanisms") continue;
+    std::vector<std::string> values = names_of(k);
+    if (k.kind == Kind::boolean) values = {"true", "false"};
+    out += fmt::format("{}{} {}", sep, k.key, fmt::join(values, " | "));
+    sep = "; ";
+  }
+  return out;
+}
 
 std::string kernel_key_table(bool markdown) {
   std::string out;

@@ -256,6 +256,10 @@ namespace iosim {
 /// each, or, `markdown`, docs/kernels.md's table (`iosim kernels --keys [--format md]`).
 std::string kernel_key_table(bool markdown);
 
+/// The mechanisms section's keys and the values each takes, one line (`iosim kernels`'s summary):
+/// "mechanisms: mma mma_sync | wgmma_ss | wgmma_rs; load ...", from the rows.
+std::string kernel_mechanisms_line();
+
 /// The JSON Schema of a kernel description (schemas/kernel.schema.json, `iosim kernels --schema`).
 std::string kernel_json_schema();
 

@@ -69,9 +69,9 @@ Action add_kernels_command(CLI::App& app) {
     for (const Dataflow* b : backward_dataflows()) {
       fmt::print("  {:<24} {}\n", b->name, b->summary);
     }
+    // Every key of the mechanisms section with its values, from the schema's rows.
+    fmt::print("{}\n", kernel_mechanisms_line());
     fmt::print(
-        "mechanisms: mma mma_sync | wgmma_ss | wgmma_rs; load plain | cp_async | tma; warp_roles "
-        "uniform | producer_consumer | pingpong; persistent true | false\n"
         "Print one with --show NAME, edit it, run it with iosim run --kernel FILE "
         "(docs/kernels.md).\n");
     return 0;

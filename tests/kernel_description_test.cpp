@@ -593,9 +593,20 @@ TEST_CASE("kernel description rows: the keys, their bounds, and the YAML writer'
   const json base = {{"name", "k"},
                      {"dataflow", {{"forward", "query_stationary"}, {"backward", "two_pass"}}}};
   const std::string table = kernel_key_table(true);
+  // `iosim kernels`'s summary line names every mechanism and each value it takes (it was typed,
+  // and left mma_wait out).
+  const std::string mechanisms = kernel_mechanisms_line();
   for (const kernel_yaml::Key& k : kernel_yaml::kKeys) {
     CAPTURE(k.key);
     CHECK(std::string(k.doc).size() > 10);
+    if (std::string(k.section) == "mechanisms") {
+      CHECK(mechanisms.find(std::string(" ") + k.key + " ") != std::string::npos);
+      if (k.kind == kernel_yaml::Kind::choice) {
+        for (const char* name : kernel_yaml::choices(k)) {
+          CHECK(mechanisms.find(name) != std::string::npos);
+        }
+      }
+    }
     const std::string dotted =
         *k.section == '\0' ? std::string(k.key) : std::string(k.section) + "." + k.key;
     CHECK(table.find("| `" + dotted + "` |") != std::string::npos);
