@@ -86,8 +86,9 @@ TEST_CASE("kvcache --model golden: DeepSeek-V3's latent row and Llama-3-8B's K a
   };
   // One latent row of 512 + 64 columns x 61 layers x 2 B; 2 (K, V) x 32 layers x 8 heads x 128 x 2.
   const Golden goldens[] = {{"deepseek-v3", 70'272, 512}, {"llama-3-8b", 131'072, 0}};
-  for (const auto& [name, bytes, latent] : goldens) {
-    CAPTURE(std::string(name));
+  for (const Golden& g : goldens) {
+    const std::string name = g.name;
+    CAPTURE(name);
     std::set<std::string> given;
     KvCacheFlags f = small_run(given);
     f.model = name;
@@ -95,9 +96,9 @@ TEST_CASE("kvcache --model golden: DeepSeek-V3's latent row and Llama-3-8B's K a
     given.insert({"--model", "--dtype"});
     const KvCacheRun run = run_kvcache(f, given);
     REQUIRE(!run.results.empty());
-    CHECK(run.results.front().config.model.bytes_per_token() == bytes);
-    CHECK(run.results.front().config.model.latent_dim == latent);
-    CHECK(kvcache_to_json(run).at("model").at("bytes_per_token") == bytes);
+    CHECK(run.results.front().config.model.bytes_per_token() == g.bytes);
+    CHECK(run.results.front().config.model.latent_dim == g.latent);
+    CHECK(kvcache_to_json(run).at("model").at("bytes_per_token") == g.bytes);
   }
 }
 
