@@ -19,7 +19,7 @@ using KvF = KvCacheFlags;
 
 // --model's help names the built-in models (as `iosim layer --model` does); where their folder
 // cannot be read (IOSIM_MODEL_DIR), only the way to list them.
-std::string model_help() {
+std::string kv_model_help() {
   std::string names;
   try {
     names = fmt::format("{}", fmt::join(builtin_model_names(), ", "));
@@ -39,7 +39,7 @@ std::vector<KvCacheFlag> make_kvcache_flags() {
        &KvF::weights_bytes, false, false},
       {"--kv-budget-bytes", "KV-cache memory, instead of --profile HBM minus --weights-bytes",
        &KvF::kv_budget_bytes, false, false},
-      {"--model", model_help(), &KvF::model, false, false},
+      {"--model", kv_model_help(), &KvF::model, false, false},
       {"--layers", "transformer layers (required without --model)", &KvF::layers, false, false},
       {"--kv-heads", "key/value heads per layer (required without --model)", &KvF::kv_heads, false,
        false},
