@@ -157,10 +157,10 @@ KvCacheRun run_kvcache(const KvCacheFlags& flags, const std::set<std::string>& g
     if (given.count("--latent-dim") == 0) f.latent_dim = s.latent_dim;
     run.model = model.name;
     if (model.sliding_window > 0) {
-      run.notes.push_back(fmt::format(
-          "{}'s sliding window would bound each sequence's cache at {} tokens a layer; not "
-          "applied: every sequence here keeps all its tokens",
-          model.name, model.sliding_window));
+      run.notes.push_back(
+          fmt::format("{}'s sliding window would bound each sequence's cache at {} tokens; not "
+                      "applied: every sequence here keeps all its tokens",
+                      model.name, model.sliding_window));
     }
   } else {
     // Without a model the shape is the user's (the Python package relies on this check).
