@@ -155,8 +155,7 @@ TEST_CASE("kvcache --model: an unknown model and a missing shape are refused") {
     f.layers = 2;
     f.kv_heads = 2;
     f.head_dim = 64;
-    CHECK_THROWS_WITH_AS(run_kvcache(f, shape),
-                         doctest::Contains(std::string(flag) + " is required (or --model NAME)"),
-                         ConfigError);
+    const std::string message = std::string(flag) + " is required (or --model NAME)";
+    CHECK_THROWS_WITH_AS(run_kvcache(f, shape), doctest::Contains(message.c_str()), ConfigError);
   }
 }
