@@ -1,6 +1,7 @@
 #include "api/kvcache_flags.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cmath>
 #include <limits>
@@ -9,11 +10,27 @@
 #include "sim/base/errors.hpp"
 #include "sim/hardware/profile.hpp"
 #include "sim/schedule/dtype.hpp"
+#include "transformer/model_config.hpp"
 
 namespace iosim {
 namespace {
 
 using KvF = KvCacheFlags;
+
+// --model's help names the built-in models (as `iosim layer --model` does); where their folder
+// cannot be read (IOSIM_MODEL_DIR), only the way to list them.
+std::string kv_model_help() {
+  std::string names;
+  try {
+    names = fmt::format("{}", fmt::join(builtin_model_names(), ", "));
+  } catch (const ConfigError&) {
+  }
+  return fmt::format(
+      "a built-in model (`iosim models`{}) or a model YAML file: sets --layers, --kv-heads, "
+      "--head-dim (and --latent-dim for a latent-attention model) from it; each of those flags "
+      "given beside it replaces the model's value. Not the weights: --weights-bytes stays yours",
+      names.empty() ? "" : ": " + names);
+}
 
 std::vector<KvCacheFlag> make_kvcache_flags() {
   return {
@@ -22,9 +39,11 @@ std::vector<KvCacheFlag> make_kvcache_flags() {
        &KvF::weights_bytes, false, false},
       {"--kv-budget-bytes", "KV-cache memory, instead of --profile HBM minus --weights-bytes",
        &KvF::kv_budget_bytes, false, false},
-      {"--layers", "transformer layers", &KvF::layers, true},
-      {"--kv-heads", "key/value heads per layer", &KvF::kv_heads, true},
-      {"--head-dim", "head dimension", &KvF::head_dim, true},
+      {"--model", kv_model_help(), &KvF::model, false, false},
+      {"--layers", "transformer layers (required without --model)", &KvF::layers, false, false},
+      {"--kv-heads", "key/value heads per layer (required without --model)", &KvF::kv_heads, false,
+       false},
+      {"--head-dim", "head dimension (required without --model)", &KvF::head_dim, false, false},
       {"--latent-dim",
        "multi-head latent attention (DeepSeek-V2/V3): each token and layer caches one latent row "
        "of --head-dim columns (latent + RoPE: 512 + 64 = 576) that K and V share, V its first "
@@ -79,6 +98,23 @@ std::int64_t kv_dtype_bytes(const std::string& s, bool kv_flag) {
   return dtype_bytes(parse_dtype(s));
 }
 
+// The KV-cache shape of `model` (dtype_bytes left to --dtype).
+kvcache::ModelShape kv_shape_of(const ModelConfig& model) {
+  kvcache::ModelShape s;
+  s.layers = model.layers;
+  s.kv_heads = model.kv_heads;
+  s.head_dim = model.head_dim;
+  if (model.mla()) {
+    // As the decode layer's absorbed attention reads it (transformer/decoder_layer.cpp): one
+    // latent row a token and layer, the latent's kv_lora_rank columns and the shared rotary
+    // key's, V its first kv_lora_rank.
+    s.kv_heads = 1;
+    s.head_dim = model.kv_lora_rank + model.qk_rope_head_dim;
+    s.latent_dim = model.kv_lora_rank;
+  }
+  return s;
+}
+
 }  // namespace
 
 const std::vector<KvCacheFlag>& kvcache_flags() {
@@ -107,11 +143,31 @@ std::optional<std::pair<std::int64_t, std::int64_t>> kvcache_flag_range(const st
   return it == ranges.end() ? std::nullopt : std::optional(it->second);
 }
 
-KvCacheRun run_kvcache(const KvCacheFlags& f, const std::set<std::string>& given) {
-  // The CLI's parser checks these first; the Python package relies on this.
-  for (const KvCacheFlag& flag : kvcache_flags()) {
-    if (flag.required && given.count(flag.name) == 0) {
-      throw ConfigError(fmt::format("{} is required", flag.name));
+KvCacheRun run_kvcache(const KvCacheFlags& flags, const std::set<std::string>& given) {
+  KvCacheFlags f = flags;
+  KvCacheRun run;
+  if (given.count("--model") > 0) {
+    // Unknown names are refused there, with the built-in models listed (as `iosim layer`).
+    const ModelConfig model = load_model_config(f.model);
+    const kvcache::ModelShape s = kv_shape_of(model);
+    // A flag given beside --model replaces the model's value (its --help says so).
+    if (given.count("--layers") == 0) f.layers = s.layers;
+    if (given.count("--kv-heads") == 0) f.kv_heads = s.kv_heads;
+    if (given.count("--head-dim") == 0) f.head_dim = s.head_dim;
+    if (given.count("--latent-dim") == 0) f.latent_dim = s.latent_dim;
+    run.model = model.name;
+    if (model.sliding_window > 0) {
+      run.notes.push_back(
+          fmt::format("{}'s sliding window would bound each sequence's cache at {} tokens; not "
+                      "applied: every sequence here keeps all its tokens",
+                      model.name, model.sliding_window));
+    }
+  } else {
+    // Without a model the shape is the user's (the Python package relies on this check).
+    for (const char* flag : {"--layers", "--kv-heads", "--head-dim"}) {
+      if (given.count(flag) == 0) {
+        throw ConfigError(fmt::format("{} is required (or --model NAME)", flag));
+      }
     }
   }
   std::vector<kvcache::Policy> policies;
@@ -133,7 +189,6 @@ KvCacheRun run_kvcache(const KvCacheFlags& f, const std::set<std::string>& given
     }
   }
 
-  KvCacheRun run;
   if (given.count("--kv-budget-bytes") > 0) {
     if (given.count("--weights-bytes") > 0 || given.count("--profile") > 0) {
       throw ConfigError(
@@ -192,14 +247,14 @@ KvCacheRun run_kvcache(const KvCacheFlags& f, const std::set<std::string>& given
   run.stream = kvcache::describe(stream);
 
   kvcache::CacheConfig base;
-  if (given.count("--latent-dim") > 0 && f.latent_dim > f.head_dim) {
+  const bool latent = f.latent_dim > 0;  // given, or the model's
+  if (latent && f.latent_dim > f.head_dim) {
     throw ConfigError(fmt::format(
         "--latent-dim {} exceeds --head-dim {}: V is the first --latent-dim columns of each "
         "cached row of --head-dim columns (DeepSeek-V3: --latent-dim 512 --head-dim 576)",
         f.latent_dim, f.head_dim));
   }
-  base.model = {f.layers, f.kv_heads, f.head_dim, value_bytes,
-                given.count("--latent-dim") > 0 ? f.latent_dim : 0};
+  base.model = {f.layers, f.kv_heads, f.head_dim, value_bytes, latent ? f.latent_dim : 0};
   base.budget_bytes = run.budget_bytes;
   base.block_tokens = f.block_tokens;
   base.max_running = f.max_running;

@@ -17,6 +17,7 @@ namespace iosim {
 
 struct KvCacheFlags {
   std::string profile = "h100-sxm5-80gb";
+  std::string model;  // --model: a built-in model or a model YAML file (empty: not given)
   double weights_bytes = 0, kv_budget_bytes = 0;
   std::int64_t layers = 0, kv_heads = 0, head_dim = 0;
   std::int64_t latent_dim = 0;  // --latent-dim: a latent cache (0: not given)
@@ -61,7 +62,9 @@ struct KvCacheRun {
   std::int64_t weights_bytes = 0;  // subtracted from it
   std::int64_t budget_bytes = 0;
   std::string dtype;
-  kvcache::StreamSpec spec;  // distributions, samples, sharing, limits, seed
+  std::string model;               // --model's name ("" without it)
+  std::vector<std::string> notes;  // what the run leaves out (a model's sliding window)
+  kvcache::StreamSpec spec;        // distributions, samples, sharing, limits, seed
   bool from_trace = false;
   kvcache::StreamStats stream;
   std::vector<kvcache::KvCacheResult> results;

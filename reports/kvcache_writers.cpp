@@ -124,6 +124,7 @@ json kvcache_to_json(const KvCacheRun& run) {
                 {"dtype", run.dtype},
                 {"bytes_per_token", m.bytes_per_token()}};
   if (m.latent_dim > 0) model["latent_dim"] = m.latent_dim;
+  if (!run.model.empty()) model["name"] = run.model;
   json budget = {{"kv_budget_bytes", run.budget_bytes}};
   if (!run.profile.empty()) {
     budget["profile"] = run.profile;
@@ -160,11 +161,13 @@ json kvcache_to_json(const KvCacheRun& run) {
     p["series"] = std::move(series);
     policies.push_back(std::move(p));
   }
-  return {{"schema_version", kSchemaVersion},
-          {"model", model},
-          {"budget", budget},
-          {"stream", stream},
-          {"policies", policies}};
+  json doc = {{"schema_version", kSchemaVersion},
+              {"model", model},
+              {"budget", budget},
+              {"stream", stream},
+              {"policies", policies}};
+  if (!run.notes.empty()) doc["notes"] = run.notes;
+  return doc;
 }
 
 std::string kvcache_summary_csv(const KvCacheRun& run) {
@@ -210,6 +213,7 @@ std::string kvcache_table(const KvCacheRun& run, bool series) {
   std::string out;
   if (run.results.empty()) return out;
   const kvcache::ModelShape& m = run.results.front().config.model;
+  if (!run.model.empty()) out += fmt::format("Model: {}\n", run.model);
   if (m.latent_dim > 0) {
     out += fmt::format(
         "KV cache per token: {} layers x {} latent row{} x {} head dim (V its first {}) x {} = {} "
@@ -252,6 +256,7 @@ std::string kvcache_table(const KvCacheRun& run, bool series) {
     out += fmt::format("  {} requests clamped to --max-prompt-tokens {} / --max-output-tokens {}\n",
                        st.clamped_requests, run.spec.max_prompt_tokens, run.spec.max_output_tokens);
   }
+  for (const std::string& note : run.notes) out += fmt::format("Note: {}\n", note);
   out += "\n";
 
   std::vector<std::string> names;

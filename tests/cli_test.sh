@@ -176,6 +176,13 @@ section_kvcache() {
   expect 0 "policy,start_step,steps" -- "${KV[@]}" --format csv --series
   expect 0 "over time" -- "${KV[@]}" --series --samples 3 --shared-prefix-tokens 100 --prompt-groups 4
   expect 0 "5 requests from" -- kvcache --layers 32 --kv-heads 8 --head-dim 128 --trace "$DATA/kvcache/trace.csv"
+  # --model: the shape from a built-in model or a model file; a flag beside it replaces the model's.
+  expect 0 "1 latent row x 576 head dim (V its first 512) x bf16 = 70272 B" -- kvcache --model deepseek-v3 --dtype bf16 --requests 20
+  expect 0 "2 x 16 layers x 8 KV heads x 128 head dim x fp16 = 65536 B" -- kvcache --model "$REPO/models/llama-3-8b.yaml" --layers 16 --requests 20
+  expect 0 "Note: mistral-7b's sliding window would bound" -- kvcache --model mistral-7b --requests 20
+  expect 0 '"name": "qwen2-7b"' -- kvcache --model qwen2-7b --requests 20 --format json
+  expect 2 "unknown model 'llama-9'; built-in models: deepseek-v3" -- kvcache --model llama-9
+  expect 2 "--head-dim is required (or --model NAME)" -- kvcache --layers 2 --kv-heads 2
   expect 2 "bad_trace.csv' line 3: prompt_len 'three hundred'" -- kvcache --layers 2 --kv-heads 2 --head-dim 64 --trace "$DATA/kvcache/bad_trace.csv"
   expect 2 "cannot read trace file" -- kvcache --layers 2 --kv-heads 2 --head-dim 64 --trace /nonexistent/t.csv
   expect 2 "--trace gives the arrivals and lengths; drop --requests" -- kvcache --layers 2 --kv-heads 2 --head-dim 64 --trace "$DATA/kvcache/trace.csv" --requests 5

@@ -78,6 +78,9 @@ fi
 "$IOSIM" kvcache --layers 32 --kv-heads 8 --head-dim 128 --weights-bytes 16e9 --requests 50 \
   --format json >"$tmp/kvcache.json"
 check kvcache "$tmp/kvcache.json"
+# --model: the model's name, and a sliding window's note (mistral-7b).
+"$IOSIM" kvcache --model mistral-7b --requests 50 --format json >"$tmp/kvcache_model.json"
+check kvcache "$tmp/kvcache_model.json"
 "$IOSIM" layer --model qwen2-7b --phase prefill --seq 256 --tp 2 --format json >"$tmp/layer_1.json"
 "$IOSIM" layer --model llama-3-8b --phase decode --batch 4 --seq 2048 --format json >"$tmp/layer_2.json"
 "$IOSIM" layer --model llama-3-8b --phase decode --batch 4 --seq 2048 --kv-dtype fp8 --format json >"$tmp/layer_3.json"

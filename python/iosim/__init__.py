@@ -346,6 +346,7 @@ def kvcache(**flags):
     kvcache.schema.json). Keyword arguments are `iosim kvcache`'s flags without dashes, e.g.
 
         iosim.kvcache(layers=32, kv_heads=8, head_dim=128, weights_bytes=16e9, requests=300)
+        iosim.kvcache(model="llama-3-8b", weights_bytes=16e9)  # the shape from a model
     """
     return json.loads(_iosim.kvcache_json(flags))
 

@@ -374,6 +374,8 @@ KV_TRACE = os.path.join(REPO, "tests", "data", "kvcache", "trace.csv")
          max_running=16, prompt_len="uniform:10,100", output_len="const:50", seed=7,
          series_points=10, max_output_tokens=512, requests=100),
     dict(layers=2, kv_heads=2, head_dim=64, trace=KV_TRACE, watermark=0.05),
+    dict(model="deepseek-v3", dtype="bf16", weights_bytes=16e9, requests=100),
+    dict(model="mistral-7b", layers=16, kv_budget_bytes=2e9, requests=100),
 ])
 def test_kvcache_equals_the_cli(flags):
     doc = iosim.kvcache(**flags)
@@ -429,6 +431,18 @@ def test_run_latent_cache_reads_k_alone():
         iosim.run(**decode, latent_dim=600)
 
 
+def test_kvcache_model_is_its_keys_typed():
+    # --model llama-3-8b is 32 layers x 8 KV heads x 128 (131,072 B a token in bf16), named in the
+    # document; mistral-7b's sliding window is noted, not applied.
+    by_model = iosim.kvcache(model="llama-3-8b", dtype="bf16", kv_budget_bytes=4e9, requests=50)
+    typed = iosim.kvcache(**KV_MODEL, dtype="bf16", kv_budget_bytes=4e9, requests=50)
+    assert by_model["model"].pop("name") == "llama-3-8b"
+    assert by_model == typed
+    assert typed["model"]["bytes_per_token"] == 131072
+    mistral = iosim.kvcache(model="mistral-7b", kv_budget_bytes=4e9, requests=50)
+    assert "4096 tokens" in mistral["notes"][0] and "notes" not in typed
+
+
 def test_kvcache_paged_fits_more():
     doc = iosim.kvcache(**KV_MODEL, kv_budget_bytes=4e9, requests=400)
     by_policy = {p["policy"]: p for p in doc["policies"]}
@@ -447,6 +461,7 @@ def test_kvcache_paged_fits_more():
     (dict(KV_MODEL, weights_bytes=1.5), "must be a whole number of bytes"),
     (dict(KV_MODEL, dtype="int4"), "valid KV-cache dtypes"),
     (dict(KV_MODEL, prompt_len="zipf:2"), "--prompt-len"),
+    (dict(model="llama-9"), "unknown model 'llama-9'; built-in models: deepseek-v3"),
 ])
 def test_kvcache_bad_input_as_the_cli(flags, message):
     with pytest.raises(iosim.ConfigError) as e:
