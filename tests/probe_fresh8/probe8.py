@@ -598,11 +598,12 @@ for extra in (["--algo", "flash-decoding"], ["--algo", "paged"], ["--algo", "fla
 add("explain-latent", E + ["--algo", "flash-decoding", "--latent-dim", "17", "--head-dim", "16",
                            "--heads", "4", "--seq", "1", "--seq-kv", "64"], "reject",
     names=["--latent-dim"])
-for extra in (["--latent-dim", "16"], ["--latent-dim", "1", "--kv-heads", "2"],
-              ["--latent-dim", "8", "--seq", "3"], ["--latent-dim", "8", "--algo", "paged",
-                                                    "--page-tokens", "16"]):
-    add("explain-latent", E + ["--algo", "flash-decoding", "--head-dim", "16", "--heads", "4",
-                               "--seq", "1", "--seq-kv", "64"] + extra, "accept")
+for extra in (["--algo", "flash-decoding", "--seq", "1", "--latent-dim", "16"],
+              ["--algo", "flash-decoding", "--seq", "1", "--latent-dim", "1", "--kv-heads", "2"],
+              ["--algo", "flash-decoding", "--seq", "3", "--latent-dim", "8"],
+              ["--algo", "paged", "--seq", "1", "--latent-dim", "8", "--page-tokens", "16"]):
+    add("explain-latent", E + ["--head-dim", "16", "--heads", "4", "--seq-kv", "64"] + extra,
+        "accept")
 add("explain-latent", E + ["--algo", "flash-decoding", "--latent-dim", "512", "--head-dim", "576",
                            "--heads", "16", "--seq", "1", "--seq-kv", "64"], "reject",
     names=["--head-dim", "16"], note="explain's tiny-problem limit")
