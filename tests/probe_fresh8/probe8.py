@@ -451,9 +451,25 @@ add("layer-html", DS + ["--phase", "decode", "--context", "64", "--html",
                         os.path.join(W, "nodir", "x.html")], "reject", names=["nodir", "html"])
 add("layer-html", DS + ["--phase", "decode", "--context", "64", "--html",
                         os.path.join(W, "ok.html")], "accept")
+# GEMM flags over the MLA ops (q_absorb's K is qk_nope_head_dim = 128: two 64-column chunks)
+for extra, exp in [(["--gemm-split-k", "2"], "accept"), (["--gemm-split-k", "3"], "accept"),
+                   (["--gemm-split-k", "7"], "accept"), (["--gemm-bk", "256"], "accept"),
+                   (["--gemm-bm", "64", "--gemm-bn", "64"], "accept"),
+                   (["--gemm-cluster-n", "4"], "accept"), (["--gemm-group-m", "1000000"], "any"),
+                   (["--gemm-bn", "1024"], "reject"), (["--gemm-split-k", "4096"], "reject"),
+                   (["--launch", "stream", "--mlp-activation", "eager"], "accept"),
+                   (["--profile", "a100-sxm4-80gb"], "accept"),
+                   (["--profile", "h200-sxm-141gb"], "accept"),
+                   (["--kernel", "flash-decoding"], "accept"), (["--kernel", "flash2"], "reject"),
+                   (["--kernel", "paged", "--algo", "paged"], "reject")]:
+    add("layer-gemm", DS + ["--phase", "decode", "--batch", "4", "--context", "1024"] + extra,
+        exp, note=("finding 6" if extra[:1] == ["--gemm-split-k"] and extra[1] in ("3", "7")
+                   else ""), names=[e for e in extra if e.startswith("--")])
 # a built-in non-MLA model still refuses nothing new
 add("layer-other", [BIN, "layer", "--model", "llama-3-8b", "--phase", "decode", "--context", "64",
                     "--format", "json"], "accept")
+add("layer-other", [BIN, "layer", "--model", "llama-3-8b", "--phase", "decode", "--context", "64",
+                    "--gemm-split-k", "7"], "accept", note="finding 6's contrast")
 
 # ------------------------------------------------------------------------------------------
 # 3. iosim run --latent-dim
