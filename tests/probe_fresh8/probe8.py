@@ -464,7 +464,7 @@ for extra, exp in [(["--gemm-split-k", "2"], "accept"), (["--gemm-split-k", "3"]
                    (["--kernel", "paged", "--algo", "paged"], "reject")]:
     add("layer-gemm", DS + ["--phase", "decode", "--batch", "4", "--context", "1024"] + extra,
         exp, note=("finding 6" if extra[:1] == ["--gemm-split-k"] and extra[1] in ("3", "7")
-                   else ""), names=[e for e in extra if e.startswith("--")])
+                   else ""), names=[e for e in extra if e.startswith("--")] + ["split-K", "dtype"])
 # a built-in non-MLA model still refuses nothing new
 add("layer-other", [BIN, "layer", "--model", "llama-3-8b", "--phase", "decode", "--context", "64",
                     "--format", "json"], "accept")
