@@ -158,7 +158,16 @@ void read_measurement_document(const json& doc, const fs::path& file,
       v.cases.push_back(skipped);
       continue;
     }
-    v.cases.push_back(validation_detail::compare_case(c, profile, file.string()));
+    try {
+      v.cases.push_back(validation_detail::compare_case(c, profile, file.string()));
+    } catch (const ConfigError& e) {
+      // The case's own checks name the file and the case; the prediction's (a latent wider than
+      // head_dim, a K/V head count that does not divide the heads) speak of run's flags, which
+      // the user of validate never typed: say which case they are about (issue #50, probe8 F3).
+      const std::string what = e.what();
+      if (what.rfind(file.string(), 0) == 0) throw;
+      throw ConfigError(fmt::format("{}: predicting it as `iosim run` would: {}", where, what));
+    }
     v.cases.back().rank_group = rank_group;
   }
 }

@@ -2,14 +2,17 @@
 // as-run with what was measured of its kernels), the measured totals and their repeat spreads, and
 // the comparison of the two.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <string_view>
 #include <vector>
 
 #include "api/validation.hpp"
@@ -161,6 +164,25 @@ int pairs_from_smem(const json& t, std::int64_t head_dim, std::int64_t elem_byte
 // A tiling read off the measured kernel's name rather than stated by the kernel's author: the
 // PyTorch and cuDNN sets record where their tiles came from in `"source"` ("parsed from the kernel
 // name: ...", "derived from the kernel name's ..."). Blind does not read it.
+// A measured case's problem holds only the keys the reader takes: an unknown one was dropped in
+// silence, so that `"latent_dim": 512` (`iosim run`'s JSON name; a measurement says `latent`)
+// predicted a decode with K and V of their own (issue #50, probe8 F1). `pass` is the case's own
+// key, which some problems repeat.
+void check_problem_keys(const json& p, const std::string& where) {
+  static constexpr std::array<std::string_view, 17> kKeys{
+      "batch",    "heads",  "seq",     "seq_kv", "head_dim",   "dtype",
+      "causal",   "mask",   "dropout", "window", "seq_lens",   "seq_kv_lens",
+      "kv_heads", "latent", "pattern", "pass",   "page_tokens"};
+  if (!p.is_object()) return;  // object_or_empty() names a problem that is not a map
+  for (const auto& [key, value] : p.items()) {
+    if (std::find(kKeys.begin(), kKeys.end(), key) != kKeys.end()) continue;
+    throw ConfigError(
+        fmt::format("{}: unknown key '{}'{}; a problem's keys are {}", where, key,
+                    key == "latent_dim" ? " (a measurement names the latent's width 'latent')" : "",
+                    fmt::join(kKeys, ", ")));
+  }
+}
+
 bool tiling_read_from_measurement(const json& t, const std::string& where) {
   return string_or(t, "source", "", where).find("kernel name") != std::string::npos;
 }
@@ -184,6 +206,7 @@ RunRequest request_for(const json& c, const std::string& where, bool as_run) {
   AttentionProblem& pr = r.problem;
   // validate_problem()'s limits, named by the file's keys rather than by CLI flags.
   const std::string in_problem = where + ": problem";
+  check_problem_keys(p, in_problem);
   pr.batch = int_at(p, "batch", in_problem, 1, kMaxBatch);
   pr.heads = int_at(p, "heads", in_problem, 1, kMaxHeads);
   pr.seq = int_at(p, "seq", in_problem, 1, kMaxSeq);

@@ -18,6 +18,7 @@
 #include "algorithms/tile_costs.hpp"
 #include "api/kvcache_flags.hpp"
 #include "api/run_flags.hpp"
+#include "api/validation.hpp"
 #include "reports/kvcache_writers.hpp"
 #include "sim/base/errors.hpp"
 #include "tests/test_support.hpp"
@@ -428,4 +429,37 @@ TEST_CASE(
   f.latent_dim = 577;
   CHECK_THROWS_WITH_AS(run_kvcache(f, with_latent),
                        doctest::Contains("--latent-dim 577 exceeds --head-dim 576"), ConfigError);
+}
+
+// iosim validate of a measured latent case (probe8 F1, F3): a problem key it does not read is
+// refused, `latent_dim` (run's JSON name) with the measurement's own name given; a latent the
+// prediction refuses names the file and the case, not run's flags alone.
+TEST_CASE("validate: a measured latent case's unknown keys and bad latent are refused by name") {
+  nlohmann::json doc = test::measured_document();
+  nlohmann::json c = doc["cases"][0];
+  c["id"] = "mla_probe";
+  c["schedule"] = "flash-decoding";
+  c["pass"] = "fwd";
+  c.erase("tiling");
+  c["problem"] = {{"batch", 1},      {"heads", 16},     {"seq", 1},        {"seq_kv", 4096},
+                  {"head_dim", 576}, {"dtype", "fp16"}, {"causal", false}, {"latent_dim", 512}};
+  doc["cases"] = nlohmann::json::array({c});
+  CHECK_THROWS_WITH_AS(
+      iosim::validate_document(doc, "m.json", "h100-sxm5-80gb"),
+      doctest::Contains("m.json: case 'mla_probe': problem: unknown key 'latent_dim' (a "
+                        "measurement names the latent's width 'latent')"),
+      ConfigError);
+  c["problem"].erase("latent_dim");
+  c["problem"]["latent"] = 600;
+  doc["cases"] = nlohmann::json::array({c});
+  CHECK_THROWS_WITH_AS(iosim::validate_document(doc, "m.json", "h100-sxm5-80gb"),
+                       doctest::Contains("m.json: case 'mla_probe': predicting it as `iosim run` "
+                                         "would: --latent-dim 600 exceeds --head-dim 576"),
+                       ConfigError);
+  // The measurement's own name is read: predicted as a latent decode, one K/V head.
+  c["problem"]["latent"] = 512;
+  doc["cases"] = nlohmann::json::array({c});
+  const iosim::ValidationResult v = iosim::validate_document(doc, "m.json", "h100-sxm5-80gb");
+  REQUIRE(v.cases.size() == 1);
+  CHECK(v.cases[0].skipped_reason.empty());
 }
