@@ -36,6 +36,14 @@ std::optional<double> median(std::vector<double> v);
 /// `v.ranking` from its compared cases that name a rank group (validation_ranking.cpp).
 RankSummary rank_cases(const std::vector<CaseResult>& cases);
 
+// A number of `obj` that must be there (api/validation_keys.cpp): a ConfigError naming `where`
+// and the key when it is absent or not a number.
+double number_at(const nlohmann::json& obj, const char* key, const std::string& where);
+// A whole number of `obj` in [lo, hi]; the message names the file's key, not a CLI flag the user
+// never typed.
+std::int64_t int_at(const nlohmann::json& obj, const char* key, const std::string& where,
+                    std::int64_t lo, std::int64_t hi);
+
 // The optional keys of a measured file, read by type. Absent or null: `fallback` (an empty
 // object); present with another type: a ConfigError "WHERE: 'KEY' = VALUE is not a string" that
 // names the file, the case and the key's path in `where`, where nlohmann::json's value() threw

@@ -28,21 +28,14 @@ namespace {
 using nlohmann::json;
 using validation_detail::bool_or;
 using validation_detail::count_or;
+using validation_detail::int_at;
+using validation_detail::number_at;
 using validation_detail::number_or;
 using validation_detail::object_or_empty;
 using validation_detail::string_or;
 
 // number_or()'s fallback where an absent (or null) number is told apart: no JSON number is NaN.
 constexpr double kAbsent = std::numeric_limits<double>::quiet_NaN();
-
-double number_at(const json& obj, const char* key, const std::string& where) {
-  const auto it = obj.find(key);
-  if (it == obj.end()) throw ConfigError(fmt::format("{}: missing number '{}'", where, key));
-  if (!it->is_number()) {
-    throw ConfigError(fmt::format("{}: '{}' = {} is not a number", where, key, json_text(*it)));
-  }
-  return it->get<double>();
-}
 
 // What a measured value may be: counters from 0 to more than any kernel moves, a duration and a
 // clock above 0 (a zero clock or duration was taken as measured and divided by).
@@ -68,18 +61,6 @@ double measured_at(const json& obj, const char* key, const std::string& where,
                                   range.hi, range.unit));
   }
   return v;
-}
-
-// A whole number of `obj` in [lo, hi]; the message names the file's key, not a CLI flag the user
-// never typed.
-std::int64_t int_at(const json& obj, const char* key, const std::string& where, std::int64_t lo,
-                    std::int64_t hi) {
-  const double v = number_at(obj, key, where);
-  if (!(v >= static_cast<double>(lo) && v <= static_cast<double>(hi)) || v != std::floor(v)) {
-    throw ConfigError(fmt::format("{}: '{}' = {} must be a whole number in [{}, {}]", where, key,
-                                  obj.at(key).dump(), lo, hi));
-  }
-  return static_cast<std::int64_t>(v);
 }
 
 // A ragged (varlen) batch's lengths, `seq_lens` and `seq_kv_lens` (default: seq_lens), as
@@ -161,9 +142,6 @@ int pairs_from_smem(const json& t, std::int64_t head_dim, std::int64_t elem_byte
   return pairs >= 1 && kv_bytes - pairs * pair_bytes < pair_bytes / 8 ? static_cast<int>(pairs) : 0;
 }
 
-// A tiling read off the measured kernel's name rather than stated by the kernel's author: the
-// PyTorch and cuDNN sets record where their tiles came from in `"source"` ("parsed from the kernel
-// name: ...", "derived from the kernel name's ..."). Blind does not read it.
 // A measured case's problem holds only the keys the reader takes: an unknown one was dropped in
 // silence, so that `"latent_dim": 512` (`iosim run`'s JSON name; a measurement says `latent`)
 // predicted a decode with K and V of their own (issue #50, probe8 F1). `pass` is the case's own
@@ -183,6 +161,9 @@ void check_problem_keys(const json& p, const std::string& where) {
   }
 }
 
+// A tiling read off the measured kernel's name rather than stated by the kernel's author: the
+// PyTorch and cuDNN sets record where their tiles came from in `"source"` ("parsed from the kernel
+// name: ...", "derived from the kernel name's ..."). Blind does not read it.
 bool tiling_read_from_measurement(const json& t, const std::string& where) {
   return string_or(t, "source", "", where).find("kernel name") != std::string::npos;
 }
@@ -396,57 +377,6 @@ struct KernelSpreads {
 };
 
 }  // namespace
-
-namespace validation_detail {
-namespace {
-
-// The value of `key` when present and not null.
-const json* present(const json& obj, const char* key) {
-  if (!obj.is_object()) return nullptr;
-  const auto it = obj.find(key);
-  return it == obj.end() || it->is_null() ? nullptr : &*it;
-}
-
-ConfigError wrong_type(const std::string& where, const char* key, const json& v,
-                       const char* expected) {
-  return ConfigError(fmt::format("{}: '{}' = {} is not {}", where, key, json_text(v), expected));
-}
-
-}  // namespace
-
-std::string string_or(const json& obj, const char* key, const std::string& fallback,
-                      const std::string& where) {
-  const json* v = present(obj, key);
-  if (!v) return fallback;
-  if (!v->is_string()) throw wrong_type(where, key, *v, "a string");
-  return v->get<std::string>();
-}
-
-bool bool_or(const json& obj, const char* key, bool fallback, const std::string& where) {
-  const json* v = present(obj, key);
-  if (!v) return fallback;
-  if (!v->is_boolean()) throw wrong_type(where, key, *v, "true or false");
-  return v->get<bool>();
-}
-
-double number_or(const json& obj, const char* key, double fallback, const std::string& where) {
-  return present(obj, key) ? number_at(obj, key, where) : fallback;
-}
-
-std::int64_t count_or(const json& obj, const char* key, std::int64_t fallback,
-                      const std::string& where) {
-  return present(obj, key) ? int_at(obj, key, where, 0, (std::int64_t{1} << 31) - 1) : fallback;
-}
-
-const json& object_or_empty(const json& obj, const char* key, const std::string& where) {
-  static const json kEmpty = json::object();
-  const json* v = present(obj, key);
-  if (!v) return kEmpty;
-  if (!v->is_object()) throw wrong_type(where, key, *v, "an object");
-  return *v;
-}
-
-}  // namespace validation_detail
 
 CaseResult validation_detail::compare_case(const json& c, const std::string& profile_name,
                                            const std::string& file) {
