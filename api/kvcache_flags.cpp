@@ -7,6 +7,7 @@
 #include <limits>
 #include <map>
 
+#include "api/run_flags.hpp"
 #include "sim/base/errors.hpp"
 #include "sim/hardware/profile.hpp"
 #include "sim/schedule/dtype.hpp"
@@ -247,13 +248,7 @@ KvCacheRun run_kvcache(const KvCacheFlags& flags, const std::set<std::string>& g
   run.stream = kvcache::describe(stream);
 
   kvcache::CacheConfig base;
-  // As run's: 0 or less is a mistake, not a way to say "none" (leave the flag out for that).
-  if (given.count("--latent-dim") > 0 && f.latent_dim < 1) {
-    throw ConfigError(fmt::format(
-        "--latent-dim {} must be at least 1 (V's columns of the latent cache); leave it out for "
-        "separate K and V",
-        f.latent_dim));
-  }
+  if (given.count("--latent-dim") > 0) check_latent_dim_flag(f.latent_dim);  // as run's
   const bool latent = f.latent_dim > 0;  // given, or the model's
   if (latent && f.latent_dim > f.head_dim) {
     throw ConfigError(fmt::format(

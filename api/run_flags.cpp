@@ -231,6 +231,14 @@ void set_ragged(const RunFlags& f, AttentionProblem& p) {
 
 }  // namespace
 
+void check_latent_dim_flag(std::int64_t latent_dim) {
+  if (latent_dim >= 1) return;
+  throw ConfigError(fmt::format(
+      "--latent-dim {} must be at least 1 (V's columns of the latent cache); leave it out for "
+      "separate K and V",
+      latent_dim));
+}
+
 RunRequest to_request(const RunFlags& f) {
   RunRequest r;
   r.algorithm = f.algorithm;
@@ -280,13 +288,10 @@ RunRequest to_request(const RunFlags& f) {
   if (f.splits && *f.splits < 0) {
     throw ConfigError(fmt::format("--splits {} must be 0 (the heuristic) or more", *f.splits));
   }
-  if (f.latent_dim && *f.latent_dim < 1) {
-    throw ConfigError(fmt::format(
-        "--latent-dim {} must be at least 1 (V's columns of the latent cache); leave it out for "
-        "separate K and V",
-        *f.latent_dim));
+  if (f.latent_dim) {
+    check_latent_dim_flag(*f.latent_dim);
+    p.latent_dim = *f.latent_dim;
   }
-  if (f.latent_dim) p.latent_dim = *f.latent_dim;
   // Left out, kv_head_count() picks the default (one latent for --latent-dim, else --heads).
   if (f.kv_heads) p.kv_heads = *f.kv_heads;
   // The problem's 0 is "no window"; a window of no key is a mistake, not a way to say none.

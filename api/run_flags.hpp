@@ -79,6 +79,10 @@ std::optional<std::pair<std::int64_t, std::int64_t>> problem_flag_range(const st
 std::shared_ptr<const std::vector<std::int64_t>> parse_lengths(const std::string& flag,
                                                                const std::string& text);
 
+/// --latent-dim as given: at least 1 (0 or less is a mistake, not "none": leave the flag out for
+/// separate K and V); `iosim run`'s and `iosim kvcache`'s check, one message.
+void check_latent_dim_flag(std::int64_t latent_dim);
+
 /// Checks the flags and turns them into a request; throws ConfigError naming a bad flag.
 RunRequest to_request(const RunFlags& f);
 
