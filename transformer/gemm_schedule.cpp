@@ -177,8 +177,8 @@ class GemmSchedule final : public Schedule {
 
  private:
   // Rows [r0, r0 + rows) of matrix `b` of operand `id` (X or W) over K chunk [k0, k0 + kr), used
-  // alike by the
-  // CTAs of a cluster along the other side: tile `pos` of `tiles` there, `cluster` a cluster.
+  // alike by the CTAs of a cluster along the other side: tile `pos` of `tiles` there, `cluster` a
+  // cluster.
   // The members split the rows evenly; the last cluster may be smaller, and a member left with
   // no rows loads none.
   static void load_share(TensorId id, std::int64_t b, std::int64_t r0, std::int64_t rows,
